@@ -1,0 +1,35 @@
+"""trt_widget: observable, cancelable TensorRT engine builds — in Jupyter, a terminal, or as JSON events."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._backend import BackendUnavailable, backend_info, select_backend
+from ._errors import BuildCancelled, BuildError
+from ._phases import Phase, PhaseModel
+
+__version__ = "0.1.0"
+
+# Names that need a TensorRT backend are imported on first use, so `import trt_widget` always works and a
+# missing backend gives one clear error naming both install commands.
+_LAZY = {
+    "Build": "._build",
+    "BuildMonitor": "._monitor",
+    "BuildOptions": "._options",
+    "BuildWidget": "._widget",
+}
+
+__all__ = ["BackendUnavailable", "Build", "BuildCancelled", "BuildError", "BuildMonitor", "BuildOptions",
+           "BuildWidget", "Phase", "PhaseModel", "backend_info", "select_backend", "trt"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "trt":
+        return select_backend()[1]
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'trt_widget' has no attribute {name!r}")

@@ -1,0 +1,230 @@
+"""``Build``: one TensorRT engine build on a background thread, observable and cancelable.
+
+``start()`` returns at once; the phase model fills as TensorRT calls back; ``stop()`` sets the one cancel
+event that makes the monitor's next ``step_complete`` return False.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import traceback
+from typing import Any, Callable, Generator
+
+from ._engine import CaptureLogger, ModelSource, build_engine
+from ._errors import BuildCancelled, BuildError
+from ._files import atomic_write
+from ._monitor import BuildMonitor
+from ._options import BuildOptions
+from ._phases import CANCELLED, PhaseModel
+
+IDLE, RUNNING, CANCELLING = "idle", "running", "cancelling"
+SUCCEEDED, FAILED = "succeeded", "failed"
+BUILD_STATUSES = (IDLE, RUNNING, CANCELLING, SUCCEEDED, CANCELLED, FAILED)
+FINAL = (SUCCEEDED, CANCELLED, FAILED)
+
+
+class Build:
+    """Build an engine from ``model`` (ONNX path / bytes / ModelProto, or a network-defining callable).
+
+    Options: optimization_level, fp16, strongly_typed, timing_cache, workspace, profiles, output, budget,
+    verbose, isolation ("thread" | "process"), force_after. Unknown options raise TypeError at once.
+
+    Life cycle: ``start()`` once (a second call raises RuntimeError); ``stop()`` before start or after the
+    end does nothing and returns False; a build that stops before producing an engine ends "cancelled".
+    """
+
+    def __init__(self, model: Any, *, clock: Callable[[], float] = time.perf_counter, **options: Any) -> None:
+        self.options = BuildOptions.from_kwargs(**options)
+        self.source = ModelSource.of(model)
+        self.model = PhaseModel(clock)
+        self._clock = clock
+        self._cancel = threading.Event()
+        self._done = threading.Event()
+        self._lock = threading.Lock()
+        self._status = IDLE
+        self.status_detail = ""
+        self.cancel_info: dict[str, Any] | None = None  # {"phase": name, "requested_at_s": t} once stopped
+        self.engine: bytes | None = None
+        self.error: BuildError | None = None
+        self.logger = CaptureLogger(self.options.verbose, clock)
+        self.monitor: Any = None
+        self._thread: threading.Thread | None = None
+        self._timer: threading.Timer | None = None
+        self._ended_s: float | None = None
+        self._on_done: list[Callable[[Build], None]] = []
+        self._force = threading.Event()  # process isolation: terminate the child now
+
+    # -- state ---------------------------------------------------------------------------------------
+    @property
+    def status(self) -> str:
+        """One of idle, running, cancelling, succeeded, cancelled, failed."""
+        return self._status
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    @property
+    def elapsed_s(self) -> float:
+        """Seconds since start (the final duration once the build ended; 0 before start)."""
+        if self._status == IDLE:
+            return 0.0
+        return self._ended_s if self._ended_s is not None else self.model.now()
+
+    @property
+    def logs(self) -> list[dict[str, Any]]:
+        """Captured TensorRT log lines: ``{"severity", "message", "t"}`` (INFO and worse; VERBOSE if verbose)."""
+        return list(self.logger.records)
+
+    @property
+    def problems(self) -> list[dict[str, Any]]:
+        """TensorRT warnings and errors only."""
+        return list(self.logger.problems)
+
+    def timings(self) -> list[dict[str, Any]]:
+        """Per phase instance: id, name, parent (id or None), depth, start_s, end_s, duration_s, step, ..."""
+        return self.model.timings()
+
+    def on_done(self, callback: Callable[[Build], None]) -> None:
+        """Call ``callback(build)`` once when the build has ended (at once if it already has)."""
+        with self._lock:
+            if not self._done.is_set():
+                self._on_done.append(callback)
+                return
+        callback(self)
+
+    # -- control -------------------------------------------------------------------------------------
+    def start(self) -> "Build":
+        """Start building on a background thread and return at once."""
+        with self._lock:
+            if self._status != IDLE:
+                raise RuntimeError(f"this build already started (status {self._status}); a Build runs once")
+            self._status = RUNNING
+        self.model.restart_clock()
+        self.logger._t0 = self._clock()
+        if self.options.budget is not None:
+            self._timer = threading.Timer(self.options.budget, self._budget_expired)
+            self._timer.daemon = True
+            self._timer.start()
+        self._thread = threading.Thread(target=self._run, name="trt_widget-build", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self, reason: str = "stopped by user") -> bool:
+        """Ask the builder to cancel at its next step boundary; True if a running build was asked.
+
+        A second ``stop()`` while cancelling a process-isolated build terminates the child process.
+        """
+        with self._lock:
+            if self._status == CANCELLING and self.options.isolation == "process":
+                self._force.set()
+                self.status_detail = "force stopped"
+                return True
+            if self._status != RUNNING:
+                return False
+            self._status = CANCELLING
+            self.status_detail = reason
+            phase = self.model.innermost_running()
+            self.cancel_info = {"phase": phase.name if phase else "", "requested_at_s": self.model.now()}
+        self._cancel.set()
+        return True
+
+    def _budget_expired(self) -> None:
+        self.stop(f"time budget of {self.options.budget:g} s exceeded")
+
+    def wait(self, timeout: float | None = None) -> str:
+        """Block until the build ends (or ``timeout`` s pass) and return the status.
+
+        A KeyboardInterrupt while waiting asks the build to cancel, then re-raises at once.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        try:
+            while not self._done.is_set():
+                left = 0.1 if deadline is None else min(0.1, deadline - time.monotonic())
+                if left <= 0:
+                    break
+                self._done.wait(left)
+        except KeyboardInterrupt:
+            self.stop("interrupted (KeyboardInterrupt)")
+            raise
+        return self._status
+
+    async def wait_async(self, poll: float = 0.05) -> str:
+        """Await the end of the build without blocking the event loop (lets widget messages through)."""
+        while not self._done.is_set():
+            await asyncio.sleep(poll)
+        return self._status
+
+    def __await__(self) -> Generator[Any, None, str]:
+        return self.wait_async().__await__()
+
+    def result(self, timeout: float | None = None) -> bytes:
+        """The engine bytes; raises the build's BuildError (BuildCancelled if cancelled) or TimeoutError."""
+        if self.wait(timeout) not in FINAL:
+            raise TimeoutError(f"the build is still {self._status} after {timeout} s")
+        if self.error is not None:
+            raise self.error
+        assert self.engine is not None
+        return self.engine
+
+    def save(self, path: str) -> str:
+        """Write the engine to ``path`` atomically (never a partial file); returns the path."""
+        if self.engine is None:
+            raise BuildError(f"no engine to save: the build is {self._status}")
+        return str(atomic_write(path, self.engine))
+
+    # -- the builder thread --------------------------------------------------------------------------
+    def _execute(self) -> bytes | None:
+        if self.options.isolation == "process":
+            from ._process import execute_in_process
+
+            return execute_in_process(self)
+        self.monitor = BuildMonitor(self.model, self._cancel)
+        return build_engine(self.source, self.options, self.monitor, self.logger)
+
+    def _run(self) -> None:
+        engine: bytes | None = None
+        error: BuildError | None = None
+        try:
+            engine = self._execute()
+            if engine is not None and self.options.output:
+                try:
+                    atomic_write(self.options.output, engine)
+                except OSError as exc:
+                    raise BuildError(f"the engine was built but could not be written to {self.options.output}: "
+                                     f"{exc}") from exc
+        except BuildError as exc:
+            error = exc
+        except Exception as exc:  # an unexpected failure still ends the build cleanly
+            error = BuildError(f"unexpected {type(exc).__name__}: {exc}\n{traceback.format_exc()}")
+            error.__cause__ = exc
+        self._finish(engine, error)
+
+    def _finish(self, engine: bytes | None, error: BuildError | None) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self.model.close_all(CANCELLED)
+        with self._lock:
+            self._ended_s = self.model.now()
+            self.engine = engine
+            if error is not None:
+                self.error, self._status = error, FAILED
+                self.status_detail = str(error).splitlines()[0]
+            elif engine is None:
+                reason = self.status_detail or "cancelled"
+                self.error, self._status = BuildCancelled(f"the build was cancelled: {reason}"), CANCELLED
+            else:
+                self._status = SUCCEEDED
+                self.status_detail = ""
+            callbacks, self._on_done = self._on_done, []
+            self._done.set()
+        for callback in callbacks:
+            try:
+                callback(self)
+            except Exception:
+                traceback.print_exc()
+
+    def __repr__(self) -> str:
+        return f"<Build {self.source.label!r} status={self._status}>"

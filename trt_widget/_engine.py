@@ -1,0 +1,205 @@
+"""One engine build with the selected TensorRT backend: model source -> network -> config -> engine bytes.
+
+Used as is by the thread runner and inside the child process of process isolation. Bad input raises
+:class:`BuildError` with a message that names the problem; nothing here touches threads or front ends.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from ._backend import trt
+from ._errors import BuildError
+from ._files import atomic_write
+from ._options import BuildOptions
+
+SEVERITIES = ("INTERNAL_ERROR", "ERROR", "WARNING", "INFO", "VERBOSE")
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """A normalised model: ONNX path, ONNX bytes, or a callable that fills a network definition."""
+
+    kind: str  # "path" | "bytes" | "callable"
+    value: Any
+    label: str
+
+    @classmethod
+    def of(cls, model: Any) -> "ModelSource":
+        if isinstance(model, (str, os.PathLike)):
+            return cls("path", str(Path(model).expanduser()), str(model))
+        if isinstance(model, (bytes, bytearray, memoryview)):
+            data = bytes(model)
+            return cls("bytes", data, f"ONNX bytes ({len(data):,} B)")
+        if hasattr(model, "SerializeToString") and hasattr(model, "graph"):
+            data = model.SerializeToString()
+            return cls("bytes", data, f"onnx.ModelProto {model.graph.name or ''}".strip())
+        if callable(model):
+            return cls("callable", model, getattr(model, "__qualname__", repr(model)))
+        raise TypeError(
+            "model must be an ONNX file path, ONNX bytes, an onnx.ModelProto, or a callable that defines "
+            f"the network (called with a TensorRT INetworkDefinition); got {type(model).__name__}"
+        )
+
+    def read_bytes(self) -> bytes | None:
+        """The ONNX bytes (for hashing), or None for a callable."""
+        if self.kind == "bytes":
+            return self.value
+        if self.kind == "path" and os.path.isfile(self.value):
+            return Path(self.value).read_bytes()
+        return None
+
+
+class CaptureLogger(trt().ILogger):  # type: ignore[misc]
+    """Keeps TensorRT log lines with severity and build time; warnings and errors are never dropped."""
+
+    def __init__(self, verbose: bool = False, clock: Callable[[], float] = time.perf_counter,
+                 on_record: Callable[[dict[str, Any]], None] | None = None) -> None:
+        trt().ILogger.__init__(self)
+        self._max = 4 if verbose else 3
+        self._clock = clock
+        self._t0 = clock()
+        self.on_record = on_record
+        self.records: deque[dict[str, Any]] = deque(maxlen=5000)
+        self.problems: list[dict[str, Any]] = []  # WARNING and worse, capped below
+
+    def log(self, severity: Any, msg: str) -> None:
+        try:
+            level = int(severity)
+            if level > self._max:
+                return
+            record = {"severity": SEVERITIES[min(level, 4)], "message": str(msg), "t": self._clock() - self._t0}
+            self.records.append(record)
+            if level <= 2 and len(self.problems) < 1000:
+                self.problems.append(record)
+            if self.on_record is not None:
+                self.on_record(record)
+        except Exception:
+            pass
+
+    def errors(self) -> list[str]:
+        return [r["message"] for r in self.problems if r["severity"] in ("ERROR", "INTERNAL_ERROR")]
+
+
+def build_engine(source: ModelSource, options: BuildOptions, monitor: Any, logger: CaptureLogger) -> bytes | None:
+    """Build and return the serialized engine, or None when the monitor cancelled the build."""
+    t = trt()
+    builder = t.Builder(logger)
+    flags = 0
+    if options.strongly_typed:
+        flags |= 1 << int(t.NetworkDefinitionCreationFlag.STRONGLY_TYPED)
+    network = builder.create_network(flags)
+    parser = _populate(t, network, source, logger)
+    _check_network(network, options)
+    config = builder.create_builder_config()
+    cache = _configure(t, builder, config, network, options)
+    config.progress_monitor = monitor
+    try:
+        serialized = builder.build_serialized_network(network, config)
+    finally:
+        config.progress_monitor = None
+    if serialized is None:
+        if monitor.cancel_event.is_set():
+            return None
+        details = "; ".join(logger.errors()[-3:]) or "TensorRT gave no reason (see the log)"
+        raise BuildError(f"TensorRT could not build an engine from {source.label}: {details}")
+    engine = bytes(memoryview(serialized))
+    if cache is not None and options.timing_cache:
+        atomic_write(options.timing_cache, bytes(memoryview(config.get_timing_cache().serialize())))
+    del parser
+    return engine
+
+
+def _populate(t: Any, network: Any, source: ModelSource, logger: CaptureLogger) -> Any:
+    if source.kind == "callable":
+        try:
+            source.value(network)
+        except Exception as exc:
+            raise BuildError(f"the network definition function {source.label} raised {exc!r}") from exc
+        return None
+    parser = t.OnnxParser(network, logger)
+    if source.kind == "path":
+        path = Path(source.value)
+        if not path.exists():
+            raise BuildError(f"ONNX file not found: {path}")
+        if not path.is_file():
+            raise BuildError(f"not an ONNX file (a directory?): {path}")
+        ok = parser.parse_from_file(str(path))
+    else:
+        if not source.value:
+            raise BuildError("the ONNX bytes are empty")
+        ok = parser.parse(source.value)
+    if not ok or parser.num_errors:
+        problems = [_describe_parser_error(parser.get_error(i)) for i in range(parser.num_errors)]
+        reason = "; ".join(problems[:5]) or "; ".join(logger.errors()[-3:]) or "the parser gave no reason"
+        raise BuildError(f"could not parse {source.label} as ONNX: {reason}")
+    return parser
+
+
+def _describe_parser_error(error: Any) -> str:
+    text = str(error.desc()).strip()
+    node = ""
+    try:
+        if error.node_name():
+            node = f"node {error.node_name()!r}"
+        if error.node_operator():
+            node += f" ({error.node_operator()})"
+    except Exception:
+        pass
+    return f"{node}: {text}" if node else text
+
+
+def _check_network(network: Any, options: BuildOptions) -> None:
+    if network.num_outputs == 0:
+        raise BuildError("the network has no outputs: mark at least one tensor with network.mark_output(tensor)")
+    inputs = {network.get_input(i).name: tuple(network.get_input(i).shape) for i in range(network.num_inputs)}
+    profiles = options.profiles or {}
+    unknown = sorted(set(profiles) - set(inputs))
+    if unknown:
+        raise BuildError(f"profiles name unknown input(s) {unknown}; the network's inputs are {sorted(inputs)}")
+    for name, shape in inputs.items():
+        if name in profiles:
+            lo = profiles[name][0]
+            if len(lo) != len(shape):
+                raise BuildError(f"profile for input {name!r} has rank {len(lo)} but the input has shape {shape}")
+            fixed = [(i, d) for i, d in enumerate(shape) if d >= 0 and any(p[i] != d for p in profiles[name])]
+            if fixed:
+                raise BuildError(f"profile for input {name!r} changes fixed dimension(s) {fixed} of shape {shape}")
+        elif any(d < 0 for d in shape):
+            raise BuildError(
+                f"input {name!r} has a dynamic shape {shape}: pass profiles={{{name!r}: (min_shape, opt_shape, "
+                "max_shape)}"
+            )
+
+
+def _configure(t: Any, builder: Any, config: Any, network: Any, options: BuildOptions) -> Any:
+    if options.optimization_level is not None:
+        config.builder_optimization_level = options.optimization_level
+    if options.workspace is not None:
+        config.set_memory_pool_limit(t.MemoryPoolType.WORKSPACE, options.workspace)
+    if options.fp16:
+        if not hasattr(t.BuilderFlag, "FP16"):
+            raise BuildError(
+                "fp16=True is not available with this backend (TensorRT for RTX builds strongly typed networks): "
+                "export the model in FP16 instead"
+            )
+        config.set_flag(t.BuilderFlag.FP16)
+    if options.profiles:
+        profile = builder.create_optimization_profile()
+        for name, (lo, opt, hi) in options.profiles.items():
+            profile.set_shape(name, lo, opt, hi)
+        config.add_optimization_profile(profile)
+    cache = None
+    if options.timing_cache:
+        path = Path(options.timing_cache)
+        data = path.read_bytes() if path.is_file() else b""
+        cache = config.create_timing_cache(data)
+        if cache is None or not config.set_timing_cache(cache, False):
+            raise BuildError(f"timing cache {path} could not be loaded (made by another TensorRT version?)")
+    return cache
+

@@ -1,0 +1,61 @@
+"""The TensorRT adapter: an ``IProgressMonitor`` that feeds a :class:`PhaseModel` and honours cancel.
+
+Thin on purpose: the callbacks run on TensorRT's builder thread with the GIL held, so they do the least
+possible and never let an exception escape by accident (an escaping exception would cancel the build).
+"""
+
+from __future__ import annotations
+
+import threading
+import traceback
+from typing import Any
+
+from ._backend import trt
+from ._phases import PhaseModel
+
+_IProgressMonitor: Any = trt().IProgressMonitor
+
+
+class BuildMonitor(_IProgressMonitor):  # type: ignore[misc, valid-type]
+    """Progress monitor for ``config.progress_monitor``; ``cancel()`` stops the build at the next step."""
+
+    def __init__(self, model: PhaseModel | None = None, cancel_event: threading.Event | None = None) -> None:
+        _IProgressMonitor.__init__(self)
+        self.model = model if model is not None else PhaseModel()
+        self.cancel_event = cancel_event if cancel_event is not None else threading.Event()
+        self.errors: list[str] = []  # tracebacks of exceptions caught inside callbacks
+
+    def cancel(self) -> None:
+        """Make every later ``step_complete`` return False, which cancels the build."""
+        self.cancel_event.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self.cancel_event.is_set()
+
+    def phase_start(self, phase_name: str, parent_phase: str | None, num_steps: int) -> None:
+        try:
+            self.model.phase_start(phase_name, parent_phase, num_steps)
+        except BaseException:
+            self._caught()
+
+    def step_complete(self, phase_name: str, step: int) -> bool:
+        try:
+            self.model.step_complete(phase_name, step)
+        except BaseException:
+            self._caught()
+        return not self.cancel_event.is_set()
+
+    def phase_finish(self, phase_name: str) -> None:
+        try:
+            self.model.phase_finish(phase_name)
+        except BaseException:
+            self._caught()
+
+    def _caught(self) -> None:
+        if len(self.errors) < 20:
+            self.errors.append(traceback.format_exc())
+
+    def timings(self) -> list[dict[str, Any]]:
+        """Per phase instance: id, name, parent (id or None), depth, start_s, duration_s, step, ..."""
+        return self.model.timings()

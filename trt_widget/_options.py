@@ -1,0 +1,106 @@
+"""Build options (the trtexec flags people expect), validated before any thread or process starts."""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Dict, Optional, Tuple, Union
+
+Shape = Tuple[int, ...]
+Profile = Tuple[Shape, Shape, Shape]
+
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 10**3, "kib": 1 << 10, "m": 1 << 20, "mb": 10**6,
+          "mib": 1 << 20, "g": 1 << 30, "gb": 10**9, "gib": 1 << 30}
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """Everything that shapes an engine build. Unknown names are rejected with a suggestion."""
+
+    optimization_level: Optional[int] = None  # builder optimization level 0..5 (trtexec --builderOptimizationLevel)
+    fp16: bool = False  # allow FP16 kernels (weakly typed networks; NVIDIA TensorRT only)
+    strongly_typed: bool = False  # honour the model's tensor types (trtexec --stronglyTyped)
+    timing_cache: Optional[str] = None  # file loaded before and saved after the build
+    workspace: Optional[int] = None  # workspace memory-pool limit in bytes ("2GiB" accepted)
+    profiles: Optional[Dict[str, Profile]] = None  # input name -> (min, opt, max) shapes
+    output: Optional[str] = None  # engine file written atomically when the build succeeds
+    budget: Optional[float] = None  # seconds; the build is cancelled when it runs longer
+    verbose: bool = False  # capture VERBOSE TensorRT log lines too
+    isolation: str = "thread"  # "thread" or "process"
+    force_after: Optional[float] = None  # process isolation: terminate this long after a graceful stop
+
+    @classmethod
+    def from_kwargs(cls, **kwargs: Any) -> "BuildOptions":
+        known = [f.name for f in fields(cls)]
+        for name in kwargs:
+            if name not in known:
+                close = difflib.get_close_matches(name, known, n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                raise TypeError(f"unknown build option {name!r}{hint} Known options: {', '.join(known)}")
+        options = cls(**kwargs)
+        options.validate()
+        return options
+
+    def validate(self) -> None:
+        level = self.optimization_level
+        if level is not None and (not isinstance(level, int) or isinstance(level, bool) or not 0 <= level <= 5):
+            raise ValueError(f"optimization_level must be an integer 0..5, got {level!r}")
+        if self.workspace is not None:
+            object.__setattr__(self, "workspace", parse_bytes(self.workspace, "workspace"))
+        for name in ("budget", "force_after"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0):
+                raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
+        if self.isolation not in ("thread", "process"):
+            raise ValueError(f"isolation must be 'thread' or 'process', got {self.isolation!r}")
+        for name in ("timing_cache", "output"):
+            value = getattr(self, name)
+            if value is not None:
+                if not isinstance(value, (str, os.PathLike)):
+                    raise TypeError(f"{name} must be a file path, got {type(value).__name__}")
+                object.__setattr__(self, name, str(Path(value).expanduser()))
+        if self.output is not None and not Path(self.output).parent.is_dir():
+            raise FileNotFoundError(f"output directory does not exist: {Path(self.output).parent}")
+        if self.profiles is not None:
+            object.__setattr__(self, "profiles", _check_profiles(self.profiles))
+
+    def summary(self) -> dict[str, Any]:
+        """The options that change the engine (for history keys), JSON-ready."""
+        return {
+            "optimization_level": self.optimization_level,
+            "fp16": self.fp16,
+            "strongly_typed": self.strongly_typed,
+            "workspace": self.workspace,
+            "profiles": {k: [list(s) for s in v] for k, v in sorted((self.profiles or {}).items())},
+        }
+
+
+def parse_bytes(value: Union[int, str], what: str) -> int:
+    """``1 << 30``, ``"1GiB"``, ``"512MB"`` -> bytes."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value <= 0:
+            raise ValueError(f"{what} must be positive, got {value}")
+        return value
+    if isinstance(value, str):
+        match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", value)
+        if match and match.group(2).lower() in _UNITS:
+            return int(float(match.group(1)) * _UNITS[match.group(2).lower()])
+    raise ValueError(f"{what} must be a byte count like 1073741824 or '1GiB', got {value!r}")
+
+
+def _check_profiles(profiles: Any) -> Dict[str, Profile]:
+    if not isinstance(profiles, dict):
+        raise TypeError("profiles must be a dict: input name -> (min_shape, opt_shape, max_shape)")
+    checked: Dict[str, Profile] = {}
+    for name, shapes in profiles.items():
+        try:
+            lo, opt, hi = (tuple(int(d) for d in s) for s in shapes)
+        except (TypeError, ValueError):
+            raise ValueError(f"profile for input {name!r} must be (min, opt, max) shapes, got {shapes!r}") from None
+        if not (len(lo) == len(opt) == len(hi)) or any(not a <= b <= c for a, b, c in zip(lo, opt, hi)):
+            raise ValueError(f"profile for input {name!r} needs min <= opt <= max per dimension, got {shapes!r}")
+        checked[str(name)] = (lo, opt, hi)
+    return checked

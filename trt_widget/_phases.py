@@ -1,0 +1,216 @@
+"""The phase model: one record per phase *instance* of a TensorRT build, fed by progress callbacks.
+
+Pure Python (imports neither TensorRT nor Jupyter) with an injected clock, so every front end (widget,
+terminal, JSON events, process pipe) reads the same state and tests of timing are deterministic.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+RUNNING = "running"
+DONE = "done"
+FINISHED_EARLY = "finished-early"
+CANCELLED = "cancelled"
+PHASE_STATUSES = (RUNNING, DONE, FINISHED_EARLY, CANCELLED)
+
+Clock = Callable[[], float]
+Listener = Callable[[str, "Phase"], None]
+
+
+@dataclass
+class Phase:
+    """One phase instance: TensorRT may start a phase of the same name many times."""
+
+    id: int
+    name: str
+    parent: int | None
+    depth: int
+    num_steps: int
+    start_s: float
+    step: int = 0  # steps completed: the highest step index seen + 1
+    end_s: float | None = None
+    status: str = RUNNING
+
+    @property
+    def duration_s(self) -> float | None:
+        return None if self.end_s is None else self.end_s - self.start_s
+
+    def row(self) -> dict[str, Any]:
+        """The JSON-ready form that front ends and ``timings()`` share."""
+        return {
+            "id": self.id,
+            "name": self.name,
+            "parent": self.parent,
+            "depth": self.depth,
+            "step": self.step,
+            "num_steps": self.num_steps,
+            "start_s": self.start_s,
+            "end_s": self.end_s,
+            "duration_s": self.duration_s,
+            "status": self.status,
+        }
+
+
+class PhaseModel:
+    """Thread-safe record of phase instances. Callbacks never raise on odd sequences.
+
+    A parent name resolves to the newest *active* instance of that name; a step or finish resolves to the
+    newest active instance of its name (a late step for a finished phase updates the newest finished one).
+    Memory grows with phase instances, never with steps.
+    """
+
+    def __init__(self, clock: Clock = time.perf_counter) -> None:
+        self._clock = clock
+        self._t0 = clock()
+        self._lock = threading.Lock()
+        self._phases: list[Phase] = []
+        self._active: dict[str, list[Phase]] = {}  # name -> active instances, oldest first
+        self._newest: dict[str, Phase] = {}  # name -> newest instance, active or not
+        self._running: dict[int, Phase] = {}  # id -> phase, in start order
+        self._listeners: list[Listener] = []
+        self._rows: list[dict[str, Any]] = []  # cached row dicts, replaced (never mutated) when dirty
+        self._dirty: set[int] = set()
+        self.version = 0  # bumped on every change; readers compare to skip unchanged snapshots
+        self.structure_version = 0  # bumped on phase start/finish/close only
+        self.ignored = 0  # callbacks that matched no phase (unknown names)
+        self.on_structure: Callable[[], None] | None = None  # called (outside the lock) on start/finish
+
+    # -- clock -------------------------------------------------------------------------------------
+    def now(self) -> float:
+        """Seconds since the model was created (the build's time axis)."""
+        return self._clock() - self._t0
+
+    def restart_clock(self) -> None:
+        """Make t=0 now: call when the build actually starts."""
+        with self._lock:
+            self._t0 = self._clock()
+
+    # -- callbacks (TensorRT's IProgressMonitor, or replayed events) -------------------------------
+    def phase_start(self, name: str, parent_name: str | None, num_steps: int) -> Phase:
+        with self._lock:
+            parent = None
+            if parent_name is not None:
+                stack = self._active.get(parent_name)
+                parent = stack[-1] if stack else None
+            phase = Phase(
+                id=len(self._phases),
+                name=name,
+                parent=parent.id if parent else None,
+                depth=parent.depth + 1 if parent else 0,
+                num_steps=max(int(num_steps), 0),
+                start_s=self._clock() - self._t0,
+            )
+            self._phases.append(phase)
+            self._active.setdefault(name, []).append(phase)
+            self._newest[name] = phase
+            self._running[phase.id] = phase
+            self._dirty.add(phase.id)
+            self.version += 1
+            self.structure_version += 1
+        self._notify("phase_start", phase)
+        return phase
+
+    def step_complete(self, name: str, step: int) -> Phase | None:
+        with self._lock:
+            stack = self._active.get(name)
+            phase = stack[-1] if stack else self._newest.get(name)
+            if phase is None:
+                self.ignored += 1
+                return None
+            completed = int(step) + 1
+            if completed > phase.step:
+                phase.step = completed
+                if phase.status == FINISHED_EARLY and completed >= phase.num_steps:
+                    phase.status = DONE
+                self._dirty.add(phase.id)
+                self.version += 1
+        if self._listeners:
+            self._notify("step", phase)
+        return phase
+
+    def phase_finish(self, name: str) -> Phase | None:
+        with self._lock:
+            stack = self._active.get(name)
+            if not stack:
+                self.ignored += 1
+                return None
+            phase = stack.pop()
+            if not stack:
+                del self._active[name]
+            self._close(phase, DONE if phase.step >= phase.num_steps else FINISHED_EARLY)
+        self._notify("phase_finish", phase)
+        return phase
+
+    def close_all(self, status: str = CANCELLED) -> list[Phase]:
+        """End every running phase (build cancelled or failed) so no phase is left open."""
+        with self._lock:
+            closed = list(self._running.values())
+            for phase in closed:
+                self._close(phase, status)
+            self._active.clear()
+        for phase in closed:
+            self._notify("phase_finish", phase)
+        return closed
+
+    def _close(self, phase: Phase, status: str) -> None:
+        phase.end_s = self._clock() - self._t0
+        phase.status = status
+        self._running.pop(phase.id, None)
+        self._dirty.add(phase.id)
+        self.version += 1
+        self.structure_version += 1
+
+    # -- listeners ---------------------------------------------------------------------------------
+    def subscribe(self, listener: Listener) -> None:
+        """Call ``listener(event, phase)`` on every change (event: phase_start, step, phase_finish)."""
+        self._listeners.append(listener)
+
+    def _notify(self, event: str, phase: Phase) -> None:
+        for listener in self._listeners:
+            try:
+                listener(event, phase)
+            except Exception:  # a broken reader must not break the build
+                pass
+        if event != "step" and self.on_structure is not None:
+            try:
+                self.on_structure()
+            except Exception:
+                pass
+
+    # -- readers -----------------------------------------------------------------------------------
+    def rows(self) -> list[dict[str, Any]]:
+        """A new list of row dicts; rows that did not change since the last call are the same objects."""
+        with self._lock:
+            rows = self._rows
+            for _ in range(len(rows), len(self._phases)):
+                rows.append({})
+            for pid in self._dirty:
+                rows[pid] = self._phases[pid].row()
+            self._dirty.clear()
+            return list(rows)
+
+    def phases(self) -> list[Phase]:
+        """Copies of every phase instance, in start order."""
+        with self._lock:
+            return [Phase(**vars(p)) for p in self._phases]
+
+    def innermost_running(self) -> Phase | None:
+        """The most recently started phase that is still running (what a Stop waits on)."""
+        with self._lock:
+            if not self._running:
+                return None
+            return Phase(**vars(next(reversed(self._running.values()))))
+
+    def running_count(self) -> int:
+        return len(self._running)
+
+    def __len__(self) -> int:
+        return len(self._phases)
+
+    def timings(self) -> list[dict[str, Any]]:
+        """Per-instance timings as plain dicts (id, name, parent, depth, start_s, end_s, duration_s, ...)."""
+        return [dict(row) for row in self.rows()]

@@ -35,7 +35,8 @@ class Build:
     end does nothing and returns False; a build that stops before producing an engine ends "cancelled".
     """
 
-    def __init__(self, model: Any, *, clock: Callable[[], float] = time.perf_counter, **options: Any) -> None:
+    def __init__(self, model: Any, *, events: Any = None, clock: Callable[[], float] = time.perf_counter,
+                 **options: Any) -> None:
         self.options = BuildOptions.from_kwargs(**options)
         self.source = ModelSource.of(model)
         self.model = PhaseModel(clock)
@@ -55,6 +56,10 @@ class Build:
         self._ended_s: float | None = None
         self._on_done: list[Callable[[Build], None]] = []
         self._force = threading.Event()  # process isolation: terminate the child now
+        if events is not None:
+            from ._events import attach_events
+
+            attach_events(self, events)
 
     # -- state ---------------------------------------------------------------------------------------
     @property

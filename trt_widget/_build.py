@@ -35,8 +35,8 @@ class Build:
     end does nothing and returns False; a build that stops before producing an engine ends "cancelled".
     """
 
-    def __init__(self, model: Any, *, events: Any = None, clock: Callable[[], float] = time.perf_counter,
-                 **options: Any) -> None:
+    def __init__(self, model: Any, *, events: Any = None, history: Any = True, resources: bool = True,
+                 clock: Callable[[], float] = time.perf_counter, **options: Any) -> None:
         self.options = BuildOptions.from_kwargs(**options)
         self.source = ModelSource.of(model)
         self.model = PhaseModel(clock)
@@ -56,10 +56,20 @@ class Build:
         self._ended_s: float | None = None
         self._on_done: list[Callable[[Build], None]] = []
         self._force = threading.Event()  # process isolation: terminate the child now
+        self.history: Any = None  # a history link (ETA, deltas) when history is on
+        self.resources: Any = None  # a resource sampler when resources is on
         if events is not None:
             from ._events import attach_events
 
             attach_events(self, events)
+        if history:
+            from .history import attach_history
+
+            attach_history(self, history)
+        if resources:
+            from ._resources import attach_resources
+
+            attach_resources(self)
 
     # -- state ---------------------------------------------------------------------------------------
     @property

@@ -1,0 +1,631 @@
+// @vitest-environment jsdom
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import widget, { _applyForBench, buildStructure, createView, fmtBytes, fmtDelta, fmtDuration } from "./widget.js";
+
+// ------------------------------------------------------------ fake model
+
+/** Minimal anywidget/Backbone-like model: get/set/on/off/send/save_changes. */
+function fakeModel(init = {}) {
+  const state = { ...init };
+  const listeners = new Map();
+  const emit = (ev) => {
+    for (const cb of [...(listeners.get(ev) || [])]) cb();
+  };
+  return {
+    sent: [],
+    saved: 0,
+    get: (k) => state[k],
+    set(k, v) {
+      const changed = state[k] !== v;
+      state[k] = v;
+      if (changed) emit(`change:${k}`);
+    },
+    /** set several traits at once, then fire their change events (like set_state). */
+    update(patch) {
+      const changed = Object.keys(patch).filter((k) => state[k] !== patch[k]);
+      Object.assign(state, patch);
+      for (const k of changed) emit(`change:${k}`);
+    },
+    save_changes() {
+      this.saved++;
+    },
+    on(ev, cb) {
+      if (!listeners.has(ev)) listeners.set(ev, []);
+      listeners.get(ev).push(cb);
+    },
+    off(ev, cb) {
+      const l = listeners.get(ev) || [];
+      const i = l.indexOf(cb);
+      if (i >= 0) l.splice(i, 1);
+    },
+    send(msg) {
+      this.sent.push(msg);
+    },
+    listenerCount() {
+      let n = 0;
+      for (const l of listeners.values()) n += l.length;
+      return n;
+    },
+  };
+}
+
+let nextId = 0;
+function phase(name, opts = {}) {
+  return {
+    id: opts.id ?? nextId++,
+    name,
+    parent: opts.parent ?? null,
+    depth: opts.depth ?? 0,
+    step: opts.step ?? 0,
+    num_steps: opts.num_steps ?? 0,
+    start_s: opts.start_s ?? 0,
+    end_s: opts.end_s === undefined ? null : opts.end_s,
+    status: opts.status ?? (opts.end_s === undefined || opts.end_s === null ? "running" : "done"),
+  };
+}
+
+// ----------------------------------------------------------- DOM helpers
+
+let el;
+let cleanup;
+function mount(model) {
+  el = document.createElement("div");
+  document.body.append(el);
+  cleanup = widget.render({ model, el });
+  return el;
+}
+const rows = () => [...el.querySelectorAll('[role="treeitem"]')];
+const rowNamed = (name) => rows().find((r) => r.querySelector(".trtw-name").textContent === name);
+const txt = (row, cls) => row.querySelector(cls).textContent;
+const stopBtn = () => el.querySelector("button.trtw-stop");
+
+beforeEach(() => {
+  nextId = 0;
+});
+afterEach(() => {
+  if (cleanup) cleanup();
+  cleanup = null;
+  if (el) el.remove();
+  el = null;
+  vi.useRealTimers();
+  vi.restoreAllMocks();
+});
+
+// A small realistic build: root > [parse, build > [tactics..., fuse]]
+function sampleTree() {
+  return [
+    phase("Building engine", { id: 1, depth: 0, step: 1, num_steps: 4, start_s: 0 }),
+    phase("Parsing network", { id: 2, parent: 1, depth: 1, step: 3, num_steps: 10, start_s: 0.1, end_s: 0.6 }),
+    phase("Optimizing", { id: 3, parent: 1, depth: 1, step: 1, num_steps: 4, start_s: 0.7 }),
+    phase("Fusing layers", { id: 4, parent: 3, depth: 2, step: 2, num_steps: 8, start_s: 0.8 }),
+  ];
+}
+
+// ---------------------------------------------------------------- tests
+
+describe("formatters", () => {
+  it("formats durations, deltas and sizes", () => {
+    expect(fmtDuration(0.25)).toBe("250 ms");
+    expect(fmtDuration(12.34)).toBe("12.3 s");
+    expect(fmtDuration(125)).toBe("2m 05s");
+    expect(fmtDuration(3720)).toBe("1h 02m");
+    expect(fmtDelta(1.23)).toBe("+1.2 s");
+    expect(fmtDelta(-0.4)).toBe("\u22120.4 s");
+    expect(fmtBytes(2.4 * 1024 * 1024)).toBe("2.4 MB");
+    expect(fmtBytes(512)).toBe("512 B");
+  });
+});
+
+describe("tree rendering", () => {
+  it("renders one treeitem per phase with nesting, n/N and %", () => {
+    mount(fakeModel({ status: "running", elapsed_s: 1, phases: sampleTree() }));
+    const tree = el.querySelector('[role="tree"]');
+    expect(tree).not.toBeNull();
+    expect(rows().map((r) => r.querySelector(".trtw-name").textContent)).toEqual([
+      "Building engine",
+      "Parsing network",
+      "Optimizing",
+      "Fusing layers",
+    ]);
+    expect(rows().map((r) => r.getAttribute("aria-level"))).toEqual(["1", "2", "2", "3"]);
+    const fuse = rowNamed("Fusing layers");
+    expect(fuse.style.getPropertyValue("--trtw-lvl")).toBe("2");
+    expect(txt(fuse, ".trtw-steps")).toBe("2/8");
+    expect(txt(fuse, ".trtw-pct")).toBe("25%");
+    const bar = fuse.querySelector('[role="progressbar"]');
+    expect(bar.getAttribute("aria-valuenow")).toBe("25");
+    expect(bar.getAttribute("aria-valuemin")).toBe("0");
+    expect(bar.getAttribute("aria-valuemax")).toBe("100");
+    expect(bar.getAttribute("aria-label")).toBe("Fusing layers progress");
+    expect(fuse.querySelector(".trtw-fill").style.width).toBe("25%");
+    // expandable rows carry aria-expanded, leaves do not
+    expect(rowNamed("Building engine").getAttribute("aria-expanded")).toBe("true");
+    expect(fuse.hasAttribute("aria-expanded")).toBe(false);
+  });
+
+  it("shows 100% for done phases even if step < num_steps, and with num_steps 0", () => {
+    mount(
+      fakeModel({
+        status: "succeeded",
+        elapsed_s: 3,
+        phases: [
+          phase("A", { id: 1, step: 3, num_steps: 10, start_s: 0, end_s: 1.5 }),
+          phase("B", { id: 2, step: 0, num_steps: 0, start_s: 1.5, end_s: 2 }),
+        ],
+      }),
+    );
+    const a = rowNamed("A");
+    expect(txt(a, ".trtw-pct")).toBe("100%");
+    expect(txt(a, ".trtw-steps")).toBe("10/10");
+    expect(a.querySelector(".trtw-fill").style.width).toBe("100%");
+    expect(txt(a, ".trtw-time")).toBe("1.5 s");
+    const b = rowNamed("B");
+    expect(txt(b, ".trtw-pct")).toBe("100%");
+    expect(b.querySelector(".trtw-fill").style.width).toBe("100%");
+    expect(txt(b, ".trtw-time")).toBe("500 ms");
+  });
+
+  it("marks cancelled and finished-early phases and keeps finished phases visible", () => {
+    mount(
+      fakeModel({
+        status: "cancelled",
+        status_detail: "stopped by user",
+        elapsed_s: 5,
+        phases: [
+          phase("Early", { id: 1, step: 2, num_steps: 5, start_s: 0, end_s: 1, status: "finished-early" }),
+          phase("Cut", { id: 2, step: 1, num_steps: 4, start_s: 1, end_s: 5, status: "cancelled" }),
+        ],
+      }),
+    );
+    expect(txt(rowNamed("Early"), ".trtw-mark")).toBe("finished early");
+    expect(txt(rowNamed("Early"), ".trtw-pct")).toBe("40%");
+    expect(txt(rowNamed("Cut"), ".trtw-mark")).toBe("cancelled");
+    expect(rowNamed("Cut").dataset.status).toBe("cancelled");
+    expect(el.querySelector(".trtw-badge").textContent).toBe("Cancelled");
+    expect(el.querySelector(".trtw-detail").textContent).toBe("stopped by user");
+  });
+
+  it("survives a model with no traits at all", () => {
+    mount(fakeModel({}));
+    expect(rows()).toHaveLength(0);
+    expect(el.querySelector(".trtw-badge").textContent).toBe("Idle");
+    expect(stopBtn().disabled).toBe(true);
+    expect(el.querySelector(".trtw-empty").textContent).toBe("No build running.");
+  });
+});
+
+describe("grouping", () => {
+  function tactics(n, { running = false } = {}) {
+    const out = [phase("Build", { id: 100, depth: 0, start_s: 0 })];
+    for (let i = 0; i < n; i++) {
+      const last = running && i === n - 1;
+      out.push(
+        phase("Measuring tactic time", {
+          id: 200 + i,
+          parent: 100,
+          depth: 1,
+          step: last ? 0 : 1,
+          num_steps: 1,
+          start_s: i,
+          end_s: last ? null : i + 0.5,
+        }),
+      );
+    }
+    out.push(phase("Other", { id: 300, parent: 100, depth: 1, start_s: n, end_s: n + 1 }));
+    return out;
+  }
+
+  it("folds >= 5 same-name siblings into one collapsed group row with ×count and total", () => {
+    mount(fakeModel({ status: "succeeded", elapsed_s: 10, phases: tactics(6) }));
+    const names = rows().map((r) => r.querySelector(".trtw-name").textContent);
+    expect(names).toEqual(["Build", "Measuring tactic time", "Other"]);
+    const g = rowNamed("Measuring tactic time");
+    expect(g.classList.contains("trtw-group")).toBe(true);
+    expect(txt(g, ".trtw-count")).toBe("\u00d76");
+    expect(txt(g, ".trtw-time")).toBe("3.0 s"); // 6 × 0.5 s
+    expect(txt(g, ".trtw-steps")).toBe("6/6");
+    expect(txt(g, ".trtw-pct")).toBe("100%");
+    expect(g.getAttribute("aria-expanded")).toBe("false");
+  });
+
+  it("expands to show its members and keeps its key stable while the run grows", () => {
+    const model = fakeModel({ status: "running", elapsed_s: 5.2, phases: tactics(6, { running: true }) });
+    mount(model);
+    const g = rowNamed("Measuring tactic time");
+    expect(txt(g, ".trtw-steps")).toBe("5/6");
+    expect(txt(g, ".trtw-time")).toBe("2.7 s"); // 5 × 0.5 + (5.2 − 5) live
+    g.querySelector(".trtw-twisty").click();
+    expect(g.getAttribute("aria-expanded")).toBe("true");
+    let members = rows().filter((r) => r.getAttribute("aria-level") === "3");
+    expect(members).toHaveLength(6);
+    expect(members.every((m) => m.querySelector(".trtw-name").textContent === "Measuring tactic time")).toBe(true);
+
+    model.update({ elapsed_s: 6.5, phases: tactics(7, { running: true }) });
+    expect(rowNamed("Measuring tactic time")).toBe(g); // same group row node
+    expect(txt(g, ".trtw-count")).toBe("\u00d77");
+    expect(g.getAttribute("aria-expanded")).toBe("true"); // state kept
+    members = rows().filter((r) => r.getAttribute("aria-level") === "3");
+    expect(members).toHaveLength(7);
+  });
+
+  it("does not group runs shorter than 5", () => {
+    mount(fakeModel({ status: "succeeded", elapsed_s: 10, phases: tactics(4) }));
+    expect(rows()).toHaveLength(6);
+    expect(el.querySelector(".trtw-group")).toBeNull();
+  });
+
+  it("groups by consecutive siblings of the same parent only", () => {
+    const s = buildStructure(
+      [
+        phase("R", { id: 1 }),
+        ...[0, 1, 2].map((i) => phase("T", { id: 10 + i, parent: 1, end_s: 1 })),
+        ...[0, 1, 2].map((i) => phase("T", { id: 20 + i, end_s: 1 })), // other parent (root)
+      ],
+      1,
+    );
+    expect(s.groups.size).toBe(0);
+  });
+});
+
+describe("collapse state", () => {
+  it("is kept across phases updates", () => {
+    const model = fakeModel({ status: "running", elapsed_s: 1, phases: sampleTree() });
+    mount(model);
+    const opt = rowNamed("Optimizing");
+    opt.querySelector(".trtw-twisty").click();
+    expect(opt.getAttribute("aria-expanded")).toBe("false");
+    expect(rowNamed("Fusing layers")).toBeUndefined();
+
+    const next = sampleTree();
+    next.push(phase("Selecting tactics", { id: 5, parent: 3, depth: 2, start_s: 1.2 }));
+    next.push(phase("Serializing", { id: 6, parent: 1, depth: 1, start_s: 1.3 }));
+    model.update({ elapsed_s: 1.4, phases: next });
+    expect(rowNamed("Optimizing")).toBe(opt);
+    expect(opt.getAttribute("aria-expanded")).toBe("false");
+    expect(rowNamed("Fusing layers")).toBeUndefined();
+    expect(rowNamed("Selecting tactics")).toBeUndefined();
+    expect(rowNamed("Serializing")).toBeDefined();
+
+    opt.querySelector(".trtw-name").click();
+    expect(opt.getAttribute("aria-expanded")).toBe("true");
+    expect(rows().map((r) => r.querySelector(".trtw-name").textContent)).toEqual([
+      "Building engine",
+      "Parsing network",
+      "Optimizing",
+      "Fusing layers",
+      "Selecting tactics",
+      "Serializing",
+    ]);
+  });
+
+  it("is operable from the keyboard (Enter/Space, ArrowLeft/Right, ArrowUp/Down)", () => {
+    mount(fakeModel({ status: "running", elapsed_s: 1, phases: sampleTree() }));
+    const root = rowNamed("Building engine");
+    expect(root.tabIndex).toBe(0); // roving tab stop on the first row
+    expect(rowNamed("Optimizing").tabIndex).toBe(-1);
+    const key = (target, k) => target.dispatchEvent(new KeyboardEvent("keydown", { key: k, bubbles: true }));
+    root.focus();
+    key(root, "ArrowLeft");
+    expect(root.getAttribute("aria-expanded")).toBe("false");
+    expect(rows()).toHaveLength(1);
+    key(root, "ArrowRight");
+    expect(root.getAttribute("aria-expanded")).toBe("true");
+    expect(rows()).toHaveLength(4);
+    key(root, "Enter");
+    expect(root.getAttribute("aria-expanded")).toBe("false");
+    key(root, " ");
+    expect(root.getAttribute("aria-expanded")).toBe("true");
+    key(root, "ArrowDown");
+    expect(document.activeElement).toBe(rowNamed("Parsing network"));
+    expect(rowNamed("Parsing network").tabIndex).toBe(0);
+    expect(root.tabIndex).toBe(-1);
+    key(document.activeElement, "ArrowDown");
+    key(document.activeElement, "ArrowDown");
+    expect(document.activeElement).toBe(rowNamed("Fusing layers"));
+    key(document.activeElement, "ArrowLeft"); // leaf: move to parent
+    expect(document.activeElement).toBe(rowNamed("Optimizing"));
+    key(document.activeElement, "ArrowUp");
+    expect(document.activeElement).toBe(rowNamed("Parsing network"));
+  });
+});
+
+describe("stop button", () => {
+  it("sends exactly {type:'stop'} on click and swallows repeated clicks", () => {
+    const model = fakeModel({ status: "running", elapsed_s: 1, phases: sampleTree() });
+    mount(model);
+    const b = stopBtn();
+    expect(b.tagName).toBe("BUTTON");
+    expect(b.disabled).toBe(false);
+    expect(b.textContent).toBe("Stop");
+    b.click();
+    b.click();
+    b.click();
+    expect(model.sent).toEqual([{ type: "stop" }]);
+    expect(b.disabled).toBe(true);
+  });
+
+  it.each(["idle", "succeeded", "failed", "cancelled"])("is disabled when status is %s", (status) => {
+    const model = fakeModel({ status, elapsed_s: 1 });
+    mount(model);
+    expect(stopBtn().disabled).toBe(true);
+    stopBtn().click();
+    expect(model.sent).toEqual([]);
+  });
+
+  it("becomes 'Force stop' while cancelling with can_force", () => {
+    const model = fakeModel({ status: "running", elapsed_s: 1 });
+    mount(model);
+    stopBtn().click();
+    model.update({ status: "cancelling", cancel: { phase: "Optimizing", requested_at_s: 1 }, can_force: false });
+    expect(stopBtn().disabled).toBe(true);
+    expect(stopBtn().textContent).not.toBe("Force stop");
+    model.set("can_force", true);
+    expect(stopBtn().disabled).toBe(false);
+    expect(stopBtn().textContent).toBe("Force stop");
+    stopBtn().click();
+    expect(model.sent).toEqual([{ type: "stop" }, { type: "stop" }]);
+    model.update({ status: "cancelled", can_force: false });
+    expect(stopBtn().disabled).toBe(true);
+    expect(stopBtn().textContent).toBe("Stop");
+  });
+});
+
+describe("live clock", () => {
+  let clock;
+  beforeEach(() => {
+    vi.useFakeTimers();
+    clock = 1000;
+    vi.spyOn(performance, "now").mockImplementation(() => clock);
+  });
+  const advance = (ms) => {
+    clock += ms;
+    vi.advanceTimersByTime(ms);
+  };
+
+  it("ticks header and running rows between snapshots and stops when done", () => {
+    const model = fakeModel({
+      status: "running",
+      elapsed_s: 2,
+      phases: [
+        phase("Build", { id: 1, start_s: 0 }),
+        phase("Parse", { id: 2, parent: 1, start_s: 0, end_s: 1 }),
+        phase("Tactics", { id: 3, parent: 1, start_s: 1, step: 1, num_steps: 2 }),
+      ],
+    });
+    mount(model);
+    const elapsed = el.querySelector(".trtw-elapsed");
+    expect(elapsed.textContent).toBe("2.0 s");
+    expect(txt(rowNamed("Tactics"), ".trtw-time")).toBe("1.0 s");
+    advance(1500);
+    expect(elapsed.textContent).toBe("3.5 s");
+    expect(txt(rowNamed("Tactics"), ".trtw-time")).toBe("2.5 s");
+    expect(txt(rowNamed("Build"), ".trtw-time")).toBe("3.5 s");
+    expect(txt(rowNamed("Parse"), ".trtw-time")).toBe("1.0 s"); // finished: static
+
+    // a new snapshot re-anchors the clock
+    model.update({ elapsed_s: 3.6 });
+    expect(elapsed.textContent).toBe("3.6 s");
+    advance(400);
+    expect(elapsed.textContent).toBe("4.0 s");
+    expect(vi.getTimerCount()).toBe(1);
+
+    model.update({
+      status: "succeeded",
+      elapsed_s: 4.2,
+      engine_size: Math.round(2.4 * 1024 * 1024),
+      phases: [
+        phase("Build", { id: 1, start_s: 0, end_s: 4.2 }),
+        phase("Parse", { id: 2, parent: 1, start_s: 0, end_s: 1 }),
+        phase("Tactics", { id: 3, parent: 1, start_s: 1, end_s: 4.1, step: 2, num_steps: 2 }),
+      ],
+    });
+    expect(vi.getTimerCount()).toBe(0); // ticker stopped
+    advance(2000);
+    expect(elapsed.textContent).toBe("4.2 s");
+    expect(txt(rowNamed("Tactics"), ".trtw-time")).toBe("3.1 s");
+    expect(el.querySelector(".trtw-size").textContent).toBe("engine 2.4 MB");
+  });
+
+  it("shows the cancelling notice with a ticking wait time", () => {
+    const model = fakeModel({
+      status: "cancelling",
+      elapsed_s: 10,
+      cancel: { phase: "Measuring tactic time", requested_at_s: 8 },
+      can_force: false,
+      phases: [phase("Measuring tactic time", { id: 1, start_s: 5 })],
+    });
+    mount(model);
+    const notice = el.querySelector(".trtw-notice");
+    expect(notice.hidden).toBe(false);
+    expect(el.querySelector(".trtw-notice-text").textContent).toBe(
+      "Cancelling \u2014 waiting for the builder to finish the current step of Measuring tactic time (2 s)",
+    );
+    expect(stopBtn().disabled).toBe(true);
+    advance(3000);
+    expect(el.querySelector(".trtw-notice-text").textContent).toBe(
+      "Cancelling \u2014 waiting for the builder to finish the current step of Measuring tactic time (5 s)",
+    );
+    model.update({ status: "cancelled", status_detail: "stopped by user", cancel: null });
+    expect(notice.hidden).toBe(true);
+  });
+
+  it("cleanup removes model listeners and timers", () => {
+    const model = fakeModel({ status: "running", elapsed_s: 1, phases: sampleTree() });
+    mount(model);
+    expect(model.listenerCount()).toBeGreaterThan(0);
+    expect(vi.getTimerCount()).toBe(1);
+    stopBtn().click(); // arms a re-enable timeout too
+    cleanup();
+    cleanup = null;
+    expect(model.listenerCount()).toBe(0);
+    expect(vi.getTimerCount()).toBe(0);
+    expect(el.querySelector(".trtw")).toBeNull();
+  });
+
+  it("shows ETA and per-phase time left when eta is present", () => {
+    mount(
+      fakeModel({
+        status: "running",
+        elapsed_s: 4,
+        eta: { total_s: 30, based_on: "build of 2024-05-01", phases: { Tactics: 10 } },
+        phases: [phase("Tactics", { id: 1, start_s: 1 })],
+      }),
+    );
+    expect(el.querySelector(".trtw-eta").textContent).toBe("ETA ~26 s (based on build of 2024-05-01)");
+    expect(txt(rowNamed("Tactics"), ".trtw-note")).toBe("~7 s left");
+    advance(2000);
+    expect(el.querySelector(".trtw-eta").textContent).toBe("ETA ~24 s (based on build of 2024-05-01)");
+    expect(txt(rowNamed("Tactics"), ".trtw-note")).toBe("~5 s left");
+  });
+});
+
+describe("escaping", () => {
+  const evil = "<img src=x onerror=alert(1)>";
+  it("renders phase names, log messages and errors literally", () => {
+    mount(
+      fakeModel({
+        status: "failed",
+        elapsed_s: 1,
+        error: evil,
+        status_detail: evil,
+        phases: [phase(evil, { id: 1, start_s: 0, end_s: 1, status: "cancelled" })],
+        logs: [{ severity: "ERROR", message: evil, t: 0.5 }],
+      }),
+    );
+    expect(rows()[0].querySelector(".trtw-name").textContent).toBe(evil);
+    expect(el.querySelector(".trtw-log-msg").textContent).toBe(evil);
+    expect(el.querySelector(".trtw-error").textContent).toBe(evil);
+    expect(el.querySelector("img")).toBeNull();
+    el.querySelector(".trtw-seg-btn:last-child").click(); // timeline too
+    expect(el.querySelector(".trtw-tl-bar text").textContent).toBe(evil);
+    expect(el.querySelector("img")).toBeNull();
+    expect(document.querySelector("img")).toBeNull();
+  });
+});
+
+describe("error and log panel", () => {
+  it("shows the error box on failure and a collapsible log with counts", () => {
+    const model = fakeModel({
+      status: "failed",
+      elapsed_s: 1,
+      error: "Builder failed: out of memory",
+      logs: [
+        { severity: "WARNING", message: "w1", t: 0.1 },
+        { severity: "ERROR", message: "e1", t: 0.2 },
+        { severity: "INTERNAL_ERROR", message: "e2", t: 0.3 },
+      ],
+    });
+    mount(model);
+    const box = el.querySelector(".trtw-error");
+    expect(box.hidden).toBe(false);
+    expect(box.getAttribute("role")).toBe("alert");
+    expect(box.textContent).toBe("Builder failed: out of memory");
+    const details = el.querySelector("details.trtw-logs");
+    expect(details.querySelector("summary").textContent).toBe("TensorRT log (3): 2 errors, 1 warning");
+    expect(details.querySelectorAll("li")).toHaveLength(3);
+    const first = details.querySelector("li");
+    model.set("logs", [...model.get("logs"), { severity: "WARNING", message: "w2", t: 0.4 }]);
+    expect(details.querySelectorAll("li")).toHaveLength(4);
+    expect(details.querySelector("li")).toBe(first); // appended, not rebuilt
+    expect(details.querySelector("summary").textContent).toBe("TensorRT log (4): 2 errors, 2 warnings");
+    model.set("logs", []);
+    expect(details.hidden).toBe(true);
+  });
+
+  it("hides the error box when there is no error", () => {
+    mount(fakeModel({ status: "succeeded", elapsed_s: 1, error: "" }));
+    expect(el.querySelector(".trtw-error").hidden).toBe(true);
+    expect(el.querySelector(".trtw-logs").hidden).toBe(true);
+  });
+});
+
+describe("extras", () => {
+  it("shows history deltas and a resource sparkline", () => {
+    mount(
+      fakeModel({
+        status: "succeeded",
+        elapsed_s: 3,
+        phases: [phase("A", { id: 1, start_s: 0, end_s: 1 }), phase("B", { id: 2, start_s: 1, end_s: 3 })],
+        history_delta: { 1: 1.23, 2: -0.4 },
+        resources: {
+          samples: [
+            [0, 100e6, null, null],
+            [1, 300e6, null, null],
+            [2, 200e6, null, null],
+          ],
+          peak_rss: 300 * 1024 * 1024,
+          peak_gpu_mem: null,
+          trt_peak: null,
+        },
+      }),
+    );
+    expect(txt(rowNamed("A"), ".trtw-note")).toBe("+1.2 s");
+    expect(txt(rowNamed("B"), ".trtw-note")).toBe("\u22120.4 s");
+    expect(el.querySelector(".trtw-peak").textContent).toBe("peak 300.0 MB");
+    expect(el.querySelector(".trtw-spark-rss").getAttribute("points").split(" ")).toHaveLength(3);
+  });
+});
+
+describe("keyed reconciliation", () => {
+  it("reuses the same DOM node for unchanged rows and only appends new ones", () => {
+    const model = fakeModel({ status: "running", elapsed_s: 1, phases: sampleTree() });
+    mount(model);
+    const before = rows();
+    const parseName = before[1].querySelector(".trtw-name");
+    const next = sampleTree();
+    next.push(phase("Serializing", { id: 9, parent: 1, depth: 1, start_s: 1.5 }));
+    next[3] = { ...next[3], step: 5 }; // progress on a running row
+    model.update({ elapsed_s: 2, phases: next });
+    const after = rows();
+    expect(after).toHaveLength(5);
+    for (let i = 0; i < 4; i++) expect(after[i]).toBe(before[i]);
+    expect(after[1].querySelector(".trtw-name")).toBe(parseName);
+    expect(txt(after[3], ".trtw-steps")).toBe("5/8");
+    expect(after[4].querySelector(".trtw-name").textContent).toBe("Serializing");
+  });
+
+  it("handles a 1,200-instance tree and removes rows that vanish", () => {
+    const model = fakeModel({ status: "running", elapsed_s: 100 });
+    mount(model);
+    const view = createView(fakeModel({}), document.createElement("div"));
+    const big = [phase("Build", { id: 0 })];
+    for (let i = 1; i <= 1200; i++) big.push(phase(`Layer ${i % 7}`, { id: i, parent: 0, start_s: i / 20, end_s: i / 20 + 0.04 }));
+    _applyForBench(view, big);
+    expect(view.treeEl.querySelectorAll('[role="treeitem"]')).toHaveLength(1201);
+    const keep = view.treeEl.children[5];
+    _applyForBench(view, big.slice(0, 600));
+    expect(view.treeEl.querySelectorAll('[role="treeitem"]')).toHaveLength(600);
+    expect(view.treeEl.children[5]).toBe(keep);
+    view.destroy();
+  });
+});
+
+describe("timeline", () => {
+  it("renders one rect per instance with a <title>, and a group as one rect", () => {
+    const model = fakeModel({ status: "succeeded", elapsed_s: 4, phases: sampleTree() });
+    mount(model);
+    el.querySelector(".trtw-seg-btn:last-child").click();
+    expect(el.querySelector(".trtw-tree").hidden).toBe(true);
+    const tl = el.querySelector(".trtw-timeline");
+    expect(tl.hidden).toBe(false);
+    const rects = tl.querySelectorAll("rect");
+    expect(rects).toHaveLength(4);
+    const titles = [...tl.querySelectorAll("rect > title")].map((t) => t.textContent);
+    expect(titles).toHaveLength(4);
+    expect(titles[1]).toContain("Parsing network");
+    expect(titles[1]).toContain("500 ms");
+    expect(titles[1]).toContain("steps 10/10"); // done: shown as complete
+    for (const r of rects) expect(r.namespaceURI).toBe("http://www.w3.org/2000/svg");
+
+    const withGroup = [phase("Build", { id: 1, start_s: 0, end_s: 6 })];
+    for (let i = 0; i < 8; i++) withGroup.push(phase("Measuring tactic time", { id: 10 + i, parent: 1, start_s: i * 0.5, end_s: i * 0.5 + 0.4 }));
+    model.update({ phases: withGroup, elapsed_s: 6 });
+    expect(tl.querySelectorAll("rect")).toHaveLength(2);
+    expect([...tl.querySelectorAll("text")].map((t) => t.textContent)).toContain("Measuring tactic time \u00d78");
+
+    // switching back keeps the tree intact
+    el.querySelector(".trtw-seg-btn:first-child").click();
+    expect(el.querySelector(".trtw-tree").hidden).toBe(false);
+    expect(rows().map((r) => r.querySelector(".trtw-name").textContent)).toEqual(["Build", "Measuring tactic time"]);
+  });
+});

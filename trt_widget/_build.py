@@ -143,6 +143,7 @@ class Build:
             self.status_detail = reason
             phase = self.model.innermost_running()
             self.cancel_info = {"phase": phase.name if phase else "", "requested_at_s": self.model.now()}
+            self.model.cancelling = True
         self._cancel.set()
         return True
 

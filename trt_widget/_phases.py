@@ -77,6 +77,7 @@ class PhaseModel:
         self.version = 0  # bumped on every change; readers compare to skip unchanged snapshots
         self.structure_version = 0  # bumped on phase start/finish/close only
         self.ignored = 0  # callbacks that matched no phase (unknown names)
+        self.cancelling = False  # once set, phases that finish short of their steps count as cancelled
         self.on_structure: Callable[[], None] | None = None  # called (outside the lock) on start/finish
 
     # -- clock -------------------------------------------------------------------------------------
@@ -141,7 +142,11 @@ class PhaseModel:
             phase = stack.pop()
             if not stack:
                 del self._active[name]
-            self._close(phase, DONE if phase.step >= phase.num_steps else FINISHED_EARLY)
+            if phase.step >= phase.num_steps:
+                status = DONE
+            else:
+                status = CANCELLED if self.cancelling else FINISHED_EARLY
+            self._close(phase, status)
         self._notify("phase_finish", phase)
         return phase
 

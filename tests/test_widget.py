@@ -1,0 +1,152 @@
+"""BuildWidget with real TensorRT for RTX builds: synced final tree, the Stop message path, bounded sync."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import Any
+
+import traitlets
+
+from trt_widget import BuildWidget, models
+
+SYNCED = ["status", "status_detail", "elapsed_s", "phases", "engine_size", "error", "logs", "cancel",
+          "can_force", "eta", "history_delta", "resources"]
+
+
+def record_writes(widget: BuildWidget) -> list[tuple[str, Any, int]]:
+    """Every synced-trait change as (name, new value, writing thread id)."""
+    writes: list[tuple[str, Any, int]] = []
+    widget.observe(lambda change: writes.append((change["name"], change["new"], threading.get_ident())),
+                   names=SYNCED)
+    return writes
+
+
+def count_messages(widget: BuildWidget) -> list[float]:
+    """Times of every state message the widget sends to the front end."""
+    sent: list[float] = []
+    original = widget.send_state
+
+    def send_state(key: Any = None) -> None:
+        sent.append(time.monotonic())
+        original(key)
+
+    widget.send_state = send_state  # type: ignore[method-assign]
+    return sent
+
+
+def wait_for(predicate: Any, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(0.01)
+
+
+def test_real_build_ends_with_complete_tree_and_final_status() -> None:
+    widget = BuildWidget(models.resnet50(), history=False)
+    writes = record_writes(widget)
+    assert widget.status == "idle" and widget.phases == []
+    assert widget.start() is widget
+    assert widget.wait(timeout=300) == "succeeded"
+
+    assert widget.status == "succeeded"
+    assert widget.engine_size == len(widget.engine or b"") > 0
+    timings = widget.timings()
+    assert [row["id"] for row in widget.phases] == [row["id"] for row in timings]
+    assert all(row["end_s"] is not None and row["status"] != "running" for row in widget.phases)
+    assert max(row["depth"] for row in widget.phases) >= 2
+    assert widget.elapsed_s > 0 and widget.error == ""
+    builder = widget.build._thread
+    assert builder is not None
+    assert builder.ident not in {thread for _, _, thread in writes}
+    assert {thread for _, _, thread in writes} == {widget._pump.thread.ident}
+    assert [value for name, value, _ in writes if name == "status"][-1] == "succeeded"
+
+
+def test_stop_message_cancels_a_real_long_build() -> None:
+    widget = BuildWidget(models.deep_residual(1000), history=False)
+    writes = record_writes(widget)
+    widget.start()
+    wait_for(lambda: len(widget.build.model) >= 3)
+    widget._handle_custom_msg({"type": "stop"}, [])  # the path a click on Stop takes
+    widget._handle_custom_msg({"type": "stop"}, [])  # repeated clicks are harmless
+    assert widget.wait(timeout=300) == "cancelled"
+
+    assert widget.engine is None and widget.engine_size == 0
+    assert widget.status_detail == "stopped by user"
+    assert all(row["status"] != "running" for row in widget.phases)
+    assert any(row["status"] == "cancelled" for row in widget.phases)
+    cancels = [value for name, value, _ in writes if name == "cancel" and value]
+    assert cancels and cancels[0]["phase"] in {row["name"] for row in widget.phases}
+    assert "cancelling" in [value for name, value, _ in writes if name == "status"]
+    assert widget.cancel is None  # the notice goes away once cancelled
+    assert widget.stop() is False  # nothing left to stop
+
+
+def test_sync_rate_stays_bounded_during_a_callback_storm() -> None:
+    """A synthetic driver pushes 100k steps/s into the phase model while a real build runs."""
+    widget = BuildWidget(models.deep_residual(300), history=False)
+    sent = count_messages(widget)
+    widget.start()
+    model = widget.build.model
+    model.phase_start("Synthetic storm", None, 10**9)
+    storm_steps = 0
+    begin = time.monotonic()
+    while time.monotonic() - begin < 1.5:
+        for _ in range(1000):
+            model.step_complete("Synthetic storm", storm_steps)
+            storm_steps += 1
+        # pace to ~100k steps/s
+        ahead = storm_steps / 100_000 - (time.monotonic() - begin)
+        if ahead > 0:
+            time.sleep(ahead)
+    storm_end = time.monotonic()
+    model.phase_finish("Synthetic storm")
+    assert widget.wait(timeout=300) in ("succeeded", "cancelled")
+
+    in_storm = [t for t in sent if begin <= t <= storm_end]
+    assert storm_steps >= 100_000
+    assert len(in_storm) <= (storm_end - begin) * 10 + 3, f"{len(in_storm)} messages in {storm_end - begin:.2f} s"
+    assert len(in_storm) >= 3, "updates must keep flowing during the storm"
+    storm_row = next(row for row in widget.phases if row["name"] == "Synthetic storm")
+    assert storm_row["step"] == storm_steps
+
+
+def test_timings_exports() -> None:
+    widget = BuildWidget(models.resnet50(), history=False).start()
+    widget.wait(timeout=300)
+    frame = widget.timings_df()
+    assert list(frame.index) == [row["id"] for row in widget.timings()]
+    assert {"name", "parent", "depth", "duration_s", "status"} <= set(frame.columns)
+    data = json.loads(widget.to_json())
+    assert data["status"] == "succeeded" and len(data["timings"]) == len(frame)
+    assert repr(widget) == repr(BuildWidget(models.resnet50(), history=False))
+    assert "0x" not in repr(widget)
+
+
+def test_bad_input_shows_in_widget_and_as_exception(tmp_path: Any) -> None:
+    widget = BuildWidget(str(tmp_path / "missing.onnx"), history=False).start()
+    assert widget.wait(timeout=60) == "failed"
+    assert "ONNX file not found" in widget.error and "missing.onnx" in widget.error
+    try:
+        widget.result()
+    except Exception as exc:
+        assert "ONNX file not found" in str(exc)
+    else:
+        raise AssertionError("result() must raise for a failed build")
+    assert BuildWidget(models.resnet50(), history=False).start().wait(timeout=300) == "succeeded"
+
+
+def test_widget_state_is_json_serializable_for_saved_notebooks() -> None:
+    widget = BuildWidget(models.resnet50(), history=False).start()
+    widget.wait(timeout=300)
+    state = widget.get_state()
+    json.dumps({k: v for k, v in state.items() if k in SYNCED})
+    assert state["status"] == "succeeded" and state["phases"]
+
+
+def test_unknown_trait_names_are_not_written() -> None:
+    widget = BuildWidget(models.resnet50(), history=False)
+    assert set(widget._pump.last) <= set(SYNCED)
+    assert all(isinstance(widget.traits()[name], traitlets.TraitType) for name in SYNCED)

@@ -1,0 +1,102 @@
+"""Snapshots of a build: the JSON-ready state every front end reads, and the throttled pump that sends it.
+
+The pump is the only writer of a widget's synced traits: one thread, at most one send per ``interval``,
+phase starts/ends and the final state sent promptly, the builder thread never waits on it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Callable
+
+MAX_LOGS = 200
+
+
+def snapshot(build: Any) -> dict[str, Any]:
+    """The state a front end shows, as trait name -> JSON-ready value."""
+    status = build.status
+    error = build.error
+    return {
+        "status": status,
+        "status_detail": build.status_detail,
+        "elapsed_s": round(build.elapsed_s, 4),
+        "phases": build.model.rows(),
+        "engine_size": len(build.engine) if build.engine is not None else 0,
+        "error": str(error) if error is not None and status == "failed" else "",
+        "logs": [dict(r) for r in build.problems[-MAX_LOGS:]],
+        "cancel": build.cancel_info if status == "cancelling" else None,
+        "can_force": build.options.isolation == "process",
+        "eta": _call(build.history, "eta"),
+        "history_delta": _call(build.history, "deltas"),
+        "resources": _call(build.resources, "snapshot"),
+    }
+
+
+def _call(obj: Any, method: str) -> Any:
+    if obj is None:
+        return None
+    try:
+        return getattr(obj, method)()
+    except Exception:  # an optional extra must never stop the pump
+        return None
+
+
+class SnapshotPump:
+    """Sends changed parts of ``snapshot(build)`` to ``send`` from one thread, at most every ``interval`` s."""
+
+    def __init__(self, build: Any, send: Callable[[dict[str, Any]], None], interval: float = 0.1) -> None:
+        self.build = build
+        self.send = send
+        self.interval = interval
+        self.sends = 0
+        self.last: dict[str, Any] = {}
+        self._wake = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="trt_widget-pump", daemon=True)
+        build.model.on_structure = self._wake.set
+        build.on_done(lambda _build: self._wake.set())
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def wake(self) -> None:
+        """Send soon (a phase started or ended, Stop was pressed, the build ended)."""
+        self._wake.set()
+
+    def join(self, timeout: float | None = None) -> None:
+        self._thread.join(timeout)
+
+    @property
+    def thread(self) -> threading.Thread:
+        return self._thread
+
+    def _loop(self) -> None:
+        last_send = 0.0
+        while True:
+            finished = self.build.done  # read first, so the snapshot after it is the final one
+            if not finished:
+                # A step-only change waits for the next tick; a phase start/end, Stop or the end of the build
+                # wakes us early. Either way never more than one send per interval, except the final state.
+                self._wake.wait(self.interval)
+                self._wake.clear()
+                finished = self.build.done
+                gap = self.interval - (time.monotonic() - last_send)
+                if gap > 0 and not finished:
+                    self.build.wait(gap)
+                    finished = self.build.done
+            self.flush()
+            last_send = time.monotonic()
+            if finished:
+                return
+
+    def flush(self) -> None:
+        """Send what changed since the last send (call only from the pump's thread, or before it starts)."""
+        state = snapshot(self.build)
+        changed = {k: v for k, v in state.items() if self.last.get(k, _MISSING) != v}
+        if changed:
+            self.send(changed)
+            self.sends += 1
+            self.last.update(changed)
+
+
+_MISSING = object()

@@ -1,0 +1,149 @@
+"""``BuildWidget``: the anywidget front end of a :class:`Build` — live phase tree, Stop, final timings.
+
+Data flows one way: builder thread -> phase model -> snapshot pump (the only trait writer) -> browser.
+Stop flows back as one custom message ``{"type": "stop"}`` -> ``Build.stop()`` -> the cancel event.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Generator
+
+import anywidget
+import traitlets
+
+from ._build import Build
+from ._snapshot import SnapshotPump, snapshot
+
+_STATIC = Path(__file__).parent / "static"
+
+
+class BuildWidget(anywidget.AnyWidget):
+    """A TensorRT engine build you can watch and stop: ``BuildWidget("model.onnx").start()``.
+
+    Takes the same arguments as :class:`Build`. ``start()`` returns the widget at once, so as the last
+    expression of a cell it displays itself while the build runs on a background thread.
+    """
+
+    _esm = _STATIC / "widget.js"
+    _css = _STATIC / "widget.css"
+
+    status = traitlets.Unicode("idle").tag(sync=True)
+    status_detail = traitlets.Unicode("").tag(sync=True)
+    elapsed_s = traitlets.Float(0.0).tag(sync=True)
+    phases = traitlets.List().tag(sync=True)
+    engine_size = traitlets.Int(0).tag(sync=True)
+    error = traitlets.Unicode("").tag(sync=True)
+    logs = traitlets.List().tag(sync=True)
+    cancel = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
+    can_force = traitlets.Bool(False).tag(sync=True)
+    eta = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
+    history_delta = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
+    resources = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
+
+    def __init__(self, model: Any, **build_options: Any) -> None:
+        build = build_options.pop("build", None) or Build(model, **build_options)
+        super().__init__()
+        self.build = build
+        self._pump = SnapshotPump(build, self._apply)
+        self._pump.flush()  # initial state, written before the pump thread exists
+        self.on_msg(self._on_custom_msg)
+
+    # -- the one writer of synced traits ---------------------------------------------------------------
+    def _apply(self, changed: dict[str, Any]) -> None:
+        with self.hold_sync():
+            for name, value in changed.items():
+                setattr(self, name, value)
+
+    def _on_custom_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        if isinstance(content, dict) and content.get("type") == "stop":
+            self.stop()
+
+    # -- the Build API ---------------------------------------------------------------------------------
+    def start(self) -> "BuildWidget":
+        """Start the build in the background and return the widget at once (display it to watch)."""
+        self.build.start()
+        self._pump.start()
+        if not _in_notebook():
+            try:
+                from ._terminal import render_in_terminal
+            except ImportError:
+                pass
+            else:
+                render_in_terminal(self.build)
+        return self
+
+    def stop(self) -> bool:
+        """Cancel at the builder's next step boundary (a second call force-stops an isolated build)."""
+        asked = self.build.stop()
+        self._pump.wake()
+        return asked
+
+    def wait(self, timeout: float | None = None) -> str:
+        """Block until the build ends and the widget shows its final state; returns the status.
+
+        In a notebook, Stop clicks are not processed while a cell blocks here; use ``await widget``.
+        """
+        status = self.build.wait(timeout)
+        if self.build.done:
+            self._pump.join(timeout=5)
+        return status
+
+    async def wait_async(self, poll: float = 0.05) -> str:
+        """Await the end of the build; the kernel keeps handling widget messages (Stop works)."""
+        status = await self.build.wait_async(poll)
+        self._pump.join(timeout=5)
+        return status
+
+    def __await__(self) -> Generator[Any, None, str]:
+        return self.wait_async().__await__()
+
+    def result(self, timeout: float | None = None) -> bytes:
+        """The engine bytes, or raise the build's error (BuildCancelled when cancelled)."""
+        return self.build.result(timeout)
+
+    def save(self, path: str) -> str:
+        """Write the engine to ``path`` atomically."""
+        return self.build.save(path)
+
+    @property
+    def engine(self) -> bytes | None:
+        return self.build.engine
+
+    @property
+    def build_error(self) -> Exception | None:
+        """The build's exception (``error`` is the synced message text)."""
+        return self.build.error
+
+    def timings(self) -> list[dict[str, Any]]:
+        """Per phase instance: id, name, parent, depth, start_s, end_s, duration_s, step, num_steps, status."""
+        return self.build.timings()
+
+    def timings_df(self) -> Any:
+        """The timings as a pandas DataFrame indexed by phase id (needs pandas)."""
+        try:
+            import pandas as pd
+        except ImportError as exc:
+            raise ImportError("timings_df() needs pandas: pip install pandas (or use timings())") from exc
+        return pd.DataFrame(self.timings()).set_index("id")
+
+    def to_json(self, path: str | None = None) -> str:
+        """Final state and timings as JSON text; also written to ``path`` when given."""
+        text = json.dumps({**snapshot(self.build), "timings": self.timings()}, indent=1)
+        if path is not None:
+            Path(path).write_text(text)
+        return text
+
+    def __repr__(self) -> str:
+        return f"BuildWidget({self.build.source.label!r})"
+
+
+def _in_notebook() -> bool:
+    """True inside a Jupyter kernel (where the widget displays); False in a terminal or script."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    return shell is not None and "IPKernelApp" in getattr(shell, "config", {})

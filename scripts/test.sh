@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The whole test suite on a fresh machine: installs what it needs (Python venv, Debian chromium when run as
+# root, the front end's npm packages), rebuilds the front-end bundle, then runs the JS tests, the Python tests
+# (real TensorRT-for-RTX builds and real-browser e2e tests) and the notebooks (nbval).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    apt-get update -q
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium
+fi
+
+python3 -m venv .venv
+.venv/bin/python -m pip install -q -U pip
+.venv/bin/python -m pip install -q -e ".[rtx,dev]"
+
+(cd js && npm ci --no-audit --no-fund --loglevel=error && npm run build && npm test)
+if ! git diff --quiet -- trt_widget/static 2>/dev/null; then
+    echo "note: trt_widget/static differs from the committed bundle after rebuilding from js/" >&2
+fi
+
+export TRT_WIDGET_ARTIFACTS="${TRT_WIDGET_ARTIFACTS:-$PWD/artifacts}"
+.venv/bin/python -m pytest tests notebooks --nbval-lax -ra "$@"

@@ -55,6 +55,7 @@ class Build:
         self._timer: threading.Timer | None = None
         self._ended_s: float | None = None
         self._on_done: list[Callable[[Build], None]] = []
+        self._on_start: list[Callable[[Build], None]] = []
         self._force = threading.Event()  # process isolation: terminate the child now
         self.history: Any = None  # a history link (ETA, deltas) when history is on
         self.resources: Any = None  # a resource sampler when resources is on
@@ -102,6 +103,10 @@ class Build:
         """Per phase instance: id, name, parent (id or None), depth, start_s, end_s, duration_s, step, ..."""
         return self.model.timings()
 
+    def on_start(self, callback: Callable[[Build], None]) -> None:
+        """Call ``callback(build)`` in ``start()``, after the clock restarts and before the builder runs."""
+        self._on_start.append(callback)
+
     def on_done(self, callback: Callable[[Build], None]) -> None:
         """Call ``callback(build)`` once when the build has ended (at once if it already has)."""
         with self._lock:
@@ -119,6 +124,11 @@ class Build:
             self._status = RUNNING
         self.model.restart_clock()
         self.logger._t0 = self._clock()
+        for callback in self._on_start:  # before any builder event, so readers see the start first
+            try:
+                callback(self)
+            except Exception:
+                traceback.print_exc()
         if self.options.budget is not None:
             self._timer = threading.Timer(self.options.budget, self._budget_expired)
             self._timer.daemon = True

@@ -1,0 +1,315 @@
+"""The JSON event stream of a build: one JSON object per line, for agents' tool-call streams, SSE and logs.
+
+Every event is an object with an ``event`` field and ``t``, seconds on the build's time axis
+(0 = ``Build.start()``). The JSON Schema is shipped as ``trt_widget/events.schema.json`` (:func:`schema`)::
+
+  {"event": "build_start", "model": str, "backend": str, "version": str, "options": {...}, "t": 0.0}
+  {"event": "phase_start", "id": int, "name": str, "parent": int | null, "depth": int, "num_steps": int, "t": s}
+  {"event": "step", "id": int, "name": str, "step": int, "num_steps": int, "t": s}
+  {"event": "phase_finish", "id": int, "name": str, "status": "done" | "finished-early" | "cancelled",
+   "step": int, "num_steps": int, "duration_s": float, "t": s}
+  {"event": "log", "severity": "WARNING" | "ERROR" | "INTERNAL_ERROR", "message": str, "t": s}
+  {"event": "build_end", "status": "succeeded" | "cancelled" | "failed", "detail": str, "elapsed_s": float,
+   "engine_bytes": int | null, "output": str | null, "error": str | null, "t": s}
+
+Guarantees: ``build_start`` comes first and ``build_end`` last; a phase's ``phase_start`` precedes its steps and
+its ``phase_finish``; ``id``/``parent``/``depth`` are those of ``Build.timings()``; ``step`` counts the steps
+completed so far. Steps are throttled to at most one event per phase per ``step_interval_s`` (0.1 s), and the
+last step of a phase is always sent before its ``phase_finish``. Warnings and errors of the TensorRT log are
+sent; INFO lines are not.
+
+Delivery never blocks the builder: the model's listener only queues dicts, and a writer thread
+("trt_widget-events") writes them. The stream is drained and a file sink closed when the build ends
+(inside ``Build.on_done``) and at interpreter exit.
+"""
+
+from __future__ import annotations
+
+import atexit
+import dataclasses
+import json
+import os
+import queue
+import threading
+import weakref
+from importlib import resources
+from pathlib import Path
+from typing import Any, Callable, TextIO, Union
+
+from ._phases import Phase
+
+Sink = Union[str, "os.PathLike[str]", TextIO, Callable[[dict[str, Any]], Any]]
+
+STEP_INTERVAL_S = 0.1
+LOG_SEVERITIES = ("WARNING", "ERROR", "INTERNAL_ERROR")
+_CLOSE = object()
+_open_streams: "weakref.WeakSet[EventStream]" = weakref.WeakSet()
+
+
+def schema() -> dict[str, Any]:
+    """The JSON Schema (2020-12) that every event validates against."""
+    text = resources.files("trt_widget").joinpath("events.schema.json").read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+def attach_events(build: Any, sink: Sink, *, step_interval_s: float = STEP_INTERVAL_S) -> "EventStream":
+    """Stream ``build``'s events to ``sink``: a file path (JSON lines appended, flushed per event), a writable
+    text file object (one JSON line per event), or a callable receiving each event dict (on the writer thread).
+    """
+    return EventStream(build, sink, step_interval_s=step_interval_s)
+
+
+class EventStream:
+    """Turns a build's phase model, log and life cycle into queued event dicts and writes them off-thread."""
+
+    def __init__(self, build: Any, sink: Sink, *, step_interval_s: float = STEP_INTERVAL_S) -> None:
+        self.build = build
+        self.step_interval_s = float(step_interval_s)
+        self.errors: list[str] = []  # sink failures (the stream stops writing after a failing file write)
+        self.written = 0
+        self._write, self._close_sink = _open_sink(sink)
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._drained = threading.Event()
+        self._began = False
+        self._ended = False
+        self._started_ids: set[int] = set()
+        self._finished_ids: set[int] = set()
+        self._last_step: dict[int, tuple[int, float]] = {}  # id -> (step sent, t sent)
+        self._pending: dict[int, tuple[int, float]] = {}  # id -> newest unsent (step, t)
+        self._names: dict[int, tuple[str, int]] = {}  # id -> (name, num_steps) of running phases
+        with self._lock:
+            build.model.subscribe(self._on_phase)
+            self._hook_logger(build.logger)
+            if build.status != "idle":  # attached late: replay what is known so ids stay consistent
+                self._begin()
+                for phase in build.model.phases():
+                    self._phase_started(phase)
+                    if phase.end_s is not None:
+                        self._phase_finished(phase)
+        if hasattr(build, "on_start"):
+            build.on_start(lambda _build: self._begin_locked())
+        build.on_done(self._on_done)
+        _open_streams.add(self)
+
+    # -- waiting -------------------------------------------------------------------------------------
+    @property
+    def closed(self) -> bool:
+        """True once ``build_end`` was written and the sink closed."""
+        return self._drained.is_set()
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait until ``build_end`` was written (the build must end); True if it was."""
+        return self._drained.wait(timeout)
+
+    def flush(self, timeout: float = 2.0) -> bool:
+        """Wait until every event queued so far was written; True if it was within ``timeout``."""
+        if self._thread is None or self._drained.is_set():
+            return True
+        marker = threading.Event()
+        self._queue.put(marker)
+        return marker.wait(timeout)
+
+    # -- producers (builder thread: cheap, never raise) ----------------------------------------------
+    def _put(self, event: dict[str, Any]) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._writer, name="trt_widget-events", daemon=True)
+            self._thread.start()
+        self._queue.put(event)
+
+    def _begin_locked(self) -> None:
+        with self._lock:
+            self._begin()
+
+    def _begin(self) -> None:
+        if self._began:
+            return
+        self._began = True
+        build = self.build
+        try:
+            from ._backend import backend_info
+
+            info = backend_info()
+            backend, version = info["backend"], info["version"]
+        except Exception:
+            backend, version = "unknown", "?"
+        options = json.loads(json.dumps(dataclasses.asdict(build.options), default=str))
+        self._put({"event": "build_start", "model": build.source.label, "backend": backend, "version": version,
+                   "options": options, "t": 0.0})
+
+    def _on_phase(self, kind: str, phase: Phase) -> None:
+        try:
+            with self._lock:
+                if self._ended:
+                    return
+                self._begin()
+                if kind == "step":
+                    self._stepped(phase.id, phase.name, phase.step, phase.num_steps)
+                elif kind == "phase_start":
+                    self._phase_started(phase)
+                else:
+                    self._phase_finished(phase)
+        except Exception as exc:  # the builder must never see a reader's failure
+            self._note(f"event listener: {exc!r}")
+
+    def _phase_started(self, phase: Phase) -> None:
+        if phase.id in self._started_ids:
+            return
+        self._started_ids.add(phase.id)
+        self._names[phase.id] = (phase.name, phase.num_steps)
+        self._put({"event": "phase_start", "id": phase.id, "name": phase.name, "parent": phase.parent,
+                   "depth": phase.depth, "num_steps": phase.num_steps, "t": phase.start_s})
+
+    def _stepped(self, pid: int, name: str, step: int, num_steps: int) -> None:
+        if pid not in self._started_ids or pid in self._finished_ids:
+            return
+        sent = self._last_step.get(pid)
+        if sent is not None and step <= sent[0]:
+            return
+        now = self.build.model.now()
+        if sent is None or now - sent[1] >= self.step_interval_s:
+            self._last_step[pid] = (step, now)
+            self._pending.pop(pid, None)
+            self._put({"event": "step", "id": pid, "name": name, "step": step, "num_steps": num_steps, "t": now})
+        else:
+            self._pending[pid] = (step, now)
+
+    def _phase_finished(self, phase: Phase) -> None:
+        if phase.id in self._finished_ids or phase.end_s is None:
+            return
+        self._phase_started(phase)
+        pending = self._pending.pop(phase.id, None)
+        sent = self._last_step.pop(phase.id, None)
+        if pending is not None or (phase.step > 0 and (sent is None or sent[0] < phase.step)):
+            t = pending[1] if pending is not None else phase.end_s
+            self._put({"event": "step", "id": phase.id, "name": phase.name, "step": phase.step,
+                       "num_steps": phase.num_steps, "t": t})
+        self._finished_ids.add(phase.id)
+        self._names.pop(phase.id, None)
+        self._put({"event": "phase_finish", "id": phase.id, "name": phase.name, "status": phase.status,
+                   "step": phase.step, "num_steps": phase.num_steps, "duration_s": phase.duration_s,
+                   "t": phase.end_s})
+
+    def _flush_pending(self) -> None:
+        with self._lock:
+            now = self.build.model.now()
+            for pid, (step, t) in list(self._pending.items()):
+                if self._ended or pid not in self._names:
+                    del self._pending[pid]
+                elif now - t >= self.step_interval_s:
+                    del self._pending[pid]
+                    self._last_step[pid] = (step, t)
+                    name, num_steps = self._names[pid]
+                    self._put({"event": "step", "id": pid, "name": name, "step": step, "num_steps": num_steps,
+                               "t": t})
+
+    def _hook_logger(self, logger: Any) -> None:
+        previous = getattr(logger, "on_record", None)
+
+        def on_record(record: dict[str, Any]) -> None:
+            if previous is not None:
+                try:
+                    previous(record)
+                except Exception:
+                    pass
+            if record.get("severity") in LOG_SEVERITIES:
+                with self._lock:
+                    if not self._ended:
+                        self._begin()
+                        self._put({"event": "log", "severity": record["severity"],
+                                   "message": str(record.get("message", "")), "t": float(record.get("t", 0.0))})
+
+        logger.on_record = on_record
+
+    def _on_done(self, build: Any) -> None:
+        with self._lock:
+            if self._ended:
+                return
+            self._begin()
+            for phase in build.model.phases():  # close_all already ran; these are normally no-ops
+                if phase.end_s is not None:
+                    self._phase_started(phase)
+                    self._phase_finished(phase)
+            self._ended = True
+            error = build.error
+            engine = build.engine
+            output = build.options.output if engine is not None else None
+            self._put({"event": "build_end", "status": build.status, "detail": build.status_detail,
+                       "elapsed_s": build.elapsed_s, "engine_bytes": len(engine) if engine is not None else None,
+                       "output": output, "error": str(error) if error is not None else None,
+                       "t": build.elapsed_s})
+            self._put(_CLOSE)  # type: ignore[arg-type]
+        self._drained.wait(5.0)  # so the sink is complete when on_done callbacks have run
+
+    # -- the writer thread ---------------------------------------------------------------------------
+    def _writer(self) -> None:
+        failed = False
+        while True:
+            try:  # wake up while steps wait in _pending, so a throttled step is late by at most one interval
+                item = self._queue.get(timeout=self.step_interval_s if self._pending else None)
+            except queue.Empty:
+                self._flush_pending()
+                continue
+            if isinstance(item, threading.Event):
+                item.set()
+                continue
+            if item is _CLOSE:
+                break
+            if failed:
+                continue
+            try:
+                self._write(item)
+                self.written += 1
+            except Exception as exc:
+                self._note(f"writing an event failed: {exc!r}")
+                failed = self._close_sink is not None  # a broken file stays broken; a callable may recover
+        try:
+            if self._close_sink is not None:
+                self._close_sink()
+        except Exception as exc:
+            self._note(f"closing the event sink failed: {exc!r}")
+        self._drained.set()
+        _open_streams.discard(self)
+
+    def _note(self, message: str) -> None:
+        if len(self.errors) < 20:
+            self.errors.append(message)
+
+
+def _open_sink(sink: Sink) -> tuple[Callable[[dict[str, Any]], None], Callable[[], None] | None]:
+    """(write(event), close or None) for a path, a text file object or a callable."""
+    if isinstance(sink, (str, os.PathLike)):
+        path = Path(sink).expanduser()
+        if path.is_dir():
+            raise IsADirectoryError(f"events= must be a file path, but {path} is a directory")
+        if not path.parent.is_dir():
+            raise FileNotFoundError(f"events= file's directory does not exist: {path.parent}")
+        handle = open(path, "a", encoding="utf-8")
+        return _line_writer(handle), handle.close
+    if hasattr(sink, "write"):
+        return _line_writer(sink), None  # type: ignore[arg-type]
+    if callable(sink):
+        function = sink
+
+        def call(event: dict[str, Any]) -> None:
+            function(event)
+
+        return call, None
+    raise TypeError(f"events= must be a file path, a writable text file or a callable, got {type(sink).__name__}")
+
+
+def _line_writer(handle: TextIO) -> Callable[[dict[str, Any]], None]:
+    def write(event: dict[str, Any]) -> None:
+        handle.write(json.dumps(event, ensure_ascii=False, default=str) + "\n")
+        flush = getattr(handle, "flush", None)
+        if flush is not None:
+            flush()
+
+    return write
+
+
+@atexit.register
+def _flush_at_exit() -> None:
+    for stream in list(_open_streams):
+        stream.flush(1.0)

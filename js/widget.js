@@ -274,77 +274,105 @@ class RowView {
     this.live = null; // {a, rate, eta} when the row's time is live
   }
 
-  _set(field, value, apply) {
-    if (this.c[field] !== value) {
-      this.c[field] = value;
-      apply(value);
-    }
-  }
-
   update(d, ctx) {
+    // Plain field-by-field diffing against the cache `c` (no closures: this
+    // runs for every visible row on every update).
     const it = d.item;
+    const c = this.c;
+    const el = this.el;
     const isGroup = it.kind === "group";
     this.parentKey = d.parentKey;
     this.expandable = d.expandable;
     this.expanded = d.expanded;
-    const el = this.el;
-    this._set("level", d.level, (v) => {
-      el.setAttribute("aria-level", String(v));
-      el.style.setProperty("--trtw-lvl", String(v - 1));
-    });
-    this._set("exp", d.expandable ? String(d.expanded) : null, (v) => setAttr(el, "aria-expanded", v));
-    this._set("group", isGroup, (v) => el.classList.toggle("trtw-group", v));
-    this._set("status", it.status, (v) => (el.dataset.status = v));
-    this._set("name", it.name, (v) => {
-      this.name.textContent = v;
-      this.name.title = v;
-    });
-    this._set("count", isGroup ? `\u00d7${it.count}` : "", (v) => (this.count.textContent = v));
+    if (c.level !== d.level) {
+      c.level = d.level;
+      el.setAttribute("aria-level", String(d.level));
+      el.style.setProperty("--trtw-lvl", String(d.level - 1));
+    }
+    const exp = d.expandable ? (d.expanded ? "true" : "false") : null;
+    if (c.exp !== exp) {
+      c.exp = exp;
+      setAttr(el, "aria-expanded", exp);
+    }
+    if (c.group !== isGroup) {
+      c.group = isGroup;
+      el.classList.toggle("trtw-group", isGroup);
+    }
+    if (c.status !== it.status) {
+      c.status = it.status;
+      el.dataset.status = it.status;
+    }
+    if (c.name !== it.name) {
+      c.name = it.name;
+      this.name.textContent = it.name;
+      this.name.title = it.name;
+      this.bar.setAttribute("aria-label", `${it.name} progress`);
+    }
+    const count = isGroup ? it.count : 0;
+    if (c.count !== count) {
+      c.count = count;
+      this.count.textContent = isGroup ? `\u00d7${count}` : "";
+    }
 
     let pct; // null = indeterminate
-    let stepsText;
-    let markText = "";
-    let valueText;
+    let done; // steps (or finished members) shown as done
+    let total;
     if (isGroup) {
-      pct = Math.floor((100 * it.finished) / it.count);
-      stepsText = `${it.finished}/${it.count}`;
-      valueText = `${it.finished} of ${it.count} finished`;
-      if (it.cancelled) markText = `${it.cancelled} cancelled`;
-      else if (it.early) markText = `${it.early} finished early`;
+      done = it.finished;
+      total = it.count;
+      pct = Math.floor((100 * done) / total);
     } else {
-      const ns = it.numSteps;
+      total = it.numSteps;
+      done = it.status === "done" ? total : Math.min(it.step, total);
       if (it.status === "done") pct = 100;
-      else if (ns > 0) pct = Math.floor((100 * Math.min(it.step, ns)) / ns);
+      else if (total > 0) pct = Math.floor((100 * done) / total);
       else pct = it.running ? null : 0;
-      stepsText = ns > 0 ? `${it.status === "done" ? ns : Math.min(it.step, ns)}/${ns}` : "";
-      valueText = ns > 0 ? `${stepsText} steps` : it.status === "done" ? "done" : it.running ? "running" : "0 steps";
-      if (it.status === "cancelled") markText = "cancelled";
-      else if (it.status === "finished-early") markText = "finished early";
     }
-    this._set("pct", pct, (v) => {
-      this.fill.style.width = v === null ? "0%" : `${v}%`;
-      setAttr(this.bar, "aria-valuenow", v === null ? null : String(v));
-      this.pct.textContent = v === null ? "" : `${v}%`;
-    });
-    this._set("valueText", valueText, (v) => this.bar.setAttribute("aria-valuetext", v));
-    this._set("barLabel", `${it.name} progress`, (v) => this.bar.setAttribute("aria-label", v));
-    this._set("steps", stepsText, (v) => (this.steps.textContent = v));
-    this._set("mark", markText, (v) => {
-      this.mark.textContent = v;
-      this.mark.hidden = !v;
-    });
+    if (c.pct !== pct) {
+      c.pct = pct;
+      this.fill.style.width = pct === null ? "0%" : `${pct}%`;
+      setAttr(this.bar, "aria-valuenow", pct === null ? null : String(pct));
+      this.pct.textContent = pct === null ? "" : `${pct}%`;
+    }
+    if (c.done !== done || c.total !== total || c.vstatus !== it.status) {
+      c.done = done;
+      c.total = total;
+      c.vstatus = it.status;
+      const stepsText = total > 0 ? `${done}/${total}` : "";
+      this.steps.textContent = stepsText;
+      let valueText;
+      if (isGroup) valueText = `${done} of ${total} finished`;
+      else if (total > 0) valueText = `${stepsText} steps`;
+      else valueText = it.status === "done" ? "done" : it.running ? "running" : "0 steps";
+      this.bar.setAttribute("aria-valuetext", valueText);
+    }
+    const cancelledN = isGroup ? it.cancelled : it.status === "cancelled" ? 1 : 0;
+    const earlyN = isGroup ? it.early : it.status === "finished-early" ? 1 : 0;
+    if (c.cancelledN !== cancelledN || c.earlyN !== earlyN) {
+      c.cancelledN = cancelledN;
+      c.earlyN = earlyN;
+      let markText = "";
+      if (isGroup) {
+        if (cancelledN) markText = `${cancelledN} cancelled`;
+        else if (earlyN) markText = `${earlyN} finished early`;
+      } else if (cancelledN) markText = "cancelled";
+      else if (earlyN) markText = "finished early";
+      this.mark.textContent = markText;
+      this.mark.hidden = !markText;
+    }
 
     // time: live (running) or static (finished)
     if (isGroup) {
       this.live = it.running ? { a: it.sumFinished - it.sumStartRunning, rate: it.running, eta: null } : null;
     } else {
-      const expected = it.running && ctx.eta ? ctx.eta[it.name] : undefined;
+      const expected = ctx.live && it.running && ctx.eta ? ctx.eta[it.name] : undefined;
       this.live = it.running ? { a: -it.start, rate: 1, eta: typeof expected === "number" ? expected : null } : null;
     }
     let note = "";
     let noteKind = "";
     if (this.live) {
       this.tick(ctx.now);
+      if (!ctx.live) this.live = null; // build over: freeze the last value
     } else {
       this.setTime(fmtDuration(isGroup ? it.sumFinished : it.dur));
       const hd = ctx.hd;
@@ -622,7 +650,6 @@ export class TrtView {
     this.spark.append(this.sparkGpu, this.sparkRss);
     this.peakEl = h("span", "trtw-peak");
     this.resEl.append(this.spark, this.peakEl);
-    const spacer = h("span", "trtw-spacer");
     const seg = h("span", "trtw-seg", { role: "group", "aria-label": "View" });
     this.treeBtn = h("button", "trtw-btn trtw-seg-btn", { type: "button" });
     this.treeBtn.textContent = "Tree";
@@ -631,7 +658,11 @@ export class TrtView {
     seg.append(this.treeBtn, this.tlBtn);
     this.stopBtn = h("button", "trtw-btn trtw-stop", { type: "button" });
     this.stopBtn.textContent = "Stop";
-    header.append(this.badge, this.elapsedEl, this.sizeEl, this.etaEl, this.resEl, this.detail, spacer, seg, this.stopBtn);
+    const info = h("div", "trtw-info");
+    info.append(this.badge, this.elapsedEl, this.sizeEl, this.etaEl, this.resEl, this.detail);
+    const controls = h("div", "trtw-controls");
+    controls.append(seg, this.stopBtn);
+    header.append(info, controls);
 
     this.notice = h("div", "trtw-notice", { role: "status" });
     this.noticeText = h("span", "trtw-notice-text");
@@ -993,11 +1024,11 @@ export class TrtView {
 
   reconcileTree() {
     const ctx = {
+      live: this.isLive(),
       now: this.now(),
       hd: this._obj(this.get("history_delta")),
       eta: this._etaPhases(),
     };
-    const live = this.isLive();
     const desired = [];
     const liveRows = [];
     const visit = (items, level, parentKey) => {
@@ -1012,8 +1043,7 @@ export class TrtView {
           this.rowByEl.set(rv.el, rv);
         }
         rv.update({ item: it, level, parentKey, expandable, expanded }, ctx);
-        if (!live) rv.live = null; // snapshot is final: no ticking
-        else if (rv.live) liveRows.push(rv);
+        if (rv.live) liveRows.push(rv);
         desired.push(rv);
         if (expanded) visit(it.items, level + 1, it.key);
       }

@@ -7,7 +7,8 @@
 // {type: "stop"} when Stop is clicked.  Every trait may be missing.
 //
 // Security: every string coming from Python (phase names, log messages,
-// errors, ...) is written with textContent or setAttribute, never innerHTML.
+// errors, ...) is written with textContent or setAttribute; nothing is ever
+// parsed as HTML.
 //
 // Collapse defaults (documented choice): phase rows start expanded so the
 // whole build structure is visible; group rows ("name ×count", runs of

@@ -1,4 +1,7 @@
 // @vitest-environment jsdom
+import { existsSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import widget, { _applyForBench, buildStructure, createView, fmtBytes, fmtDelta, fmtDuration } from "./widget.js";
 
@@ -585,9 +588,7 @@ describe("keyed reconciliation", () => {
   });
 
   it("handles a 1,200-instance tree and removes rows that vanish", () => {
-    const model = fakeModel({ status: "running", elapsed_s: 100 });
-    mount(model);
-    const view = createView(fakeModel({}), document.createElement("div"));
+    const view = createView(fakeModel({ status: "running", elapsed_s: 100 }), document.createElement("div"));
     const big = [phase("Build", { id: 0 })];
     for (let i = 1; i <= 1200; i++) big.push(phase(`Layer ${i % 7}`, { id: i, parent: 0, start_s: i / 20, end_s: i / 20 + 0.04 }));
     _applyForBench(view, big);
@@ -627,5 +628,78 @@ describe("timeline", () => {
     el.querySelector(".trtw-seg-btn:first-child").click();
     expect(el.querySelector(".trtw-tree").hidden).toBe(false);
     expect(rows().map((r) => r.querySelector(".trtw-name").textContent)).toEqual(["Build", "Measuring tactic time"]);
+  });
+});
+
+describe("misc", () => {
+  it("never uses HTML-parsing sinks in the source", () => {
+    const here = path.dirname(fileURLToPath(import.meta.url));
+    const bundle = path.join(here, "..", "trt_widget", "static", "widget.js");
+    let src = readFileSync(path.join(here, "widget.js"), "utf8");
+    if (existsSync(bundle)) src += readFileSync(bundle, "utf8");
+    for (const sink of ["innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "DOMParser", "createContextualFragment"]) {
+      expect(src.includes(sink), sink).toBe(false);
+    }
+  });
+
+  it("keeps collapse state and view mode when the widget is re-rendered for the same model", () => {
+    const model = fakeModel({ status: "running", elapsed_s: 1, phases: sampleTree() });
+    mount(model);
+    rowNamed("Optimizing").querySelector(".trtw-twisty").click();
+    cleanup();
+    el.remove();
+    mount(model);
+    expect(rowNamed("Optimizing").getAttribute("aria-expanded")).toBe("false");
+    expect(rowNamed("Fusing layers")).toBeUndefined();
+  });
+
+  it("re-enables Stop if Python never answers a click", () => {
+    vi.useFakeTimers();
+    const model = fakeModel({ status: "running", elapsed_s: 1 });
+    mount(model);
+    stopBtn().click();
+    expect(stopBtn().disabled).toBe(true);
+    vi.advanceTimersByTime(2500);
+    expect(stopBtn().disabled).toBe(false);
+    stopBtn().click();
+    expect(model.sent).toEqual([{ type: "stop" }, { type: "stop" }]);
+  });
+
+  it("grows running timeline bars with the live clock", () => {
+    vi.useFakeTimers();
+    let clock = 0;
+    vi.spyOn(performance, "now").mockImplementation(() => clock);
+    const model = fakeModel({
+      status: "running",
+      elapsed_s: 2,
+      phases: [phase("Done", { id: 1, start_s: 0, end_s: 1 }), phase("Live", { id: 2, start_s: 1 })],
+    });
+    mount(model);
+    el.querySelector(".trtw-seg-btn:last-child").click();
+    const bars = el.querySelectorAll(".trtw-tl-bar");
+    const w0 = parseFloat(bars[1].getAttribute("width"));
+    clock += 500;
+    vi.advanceTimersByTime(500);
+    const w1 = parseFloat(bars[1].getAttribute("width"));
+    expect(w1).toBeGreaterThan(w0);
+    expect(bars[1].querySelector("title").textContent).toContain("Live");
+  });
+
+  it("renders incomplete / odd rows defensively", () => {
+    mount(
+      fakeModel({
+        status: "running",
+        elapsed_s: "x",
+        phases: [null, 5, { name: "no id" }, { id: 1 }, { id: 2, parent: 99, name: "orphan", status: "weird" }, { id: 1, name: "dup" }],
+        logs: "nope",
+        cancel: 3,
+        eta: { total_s: "soon" },
+        history_delta: [1, 2],
+        resources: { samples: [[0, 1], "bad", [1, 2, null, null]] },
+      }),
+    );
+    expect(rows().map((r) => r.querySelector(".trtw-name").textContent)).toEqual(["", "orphan"]);
+    expect(el.querySelector(".trtw-logs").hidden).toBe(true);
+    expect(el.querySelector(".trtw-eta").hidden).toBe(true);
   });
 });

@@ -17,10 +17,13 @@ _LAZY = {
     "BuildMonitor": "._monitor",
     "BuildOptions": "._options",
     "BuildWidget": "._widget",
+    "attach_events": "._events",
+    "render_in_terminal": "._terminal",
 }
 
 __all__ = ["BackendUnavailable", "Build", "BuildCancelled", "BuildError", "BuildMonitor", "BuildOptions",
-           "BuildWidget", "Phase", "PhaseModel", "backend_info", "select_backend", "trt"]
+           "BuildWidget", "Phase", "PhaseModel", "attach_events", "backend_info", "render_in_terminal",
+           "select_backend", "trt"]
 
 
 def __getattr__(name: str) -> Any:

@@ -1,0 +1,159 @@
+"""``trt-widget`` / ``python -m trt_widget``: build an engine in a terminal with live, cancelable progress.
+
+  trt-widget build model.onnx [-o model.engine] [--budget S] [--json] [--plain] [--timing-cache F] [--fp16]
+                              [--opt-level N] [--workspace SIZE] [--isolation thread|process] [--verbose]
+  trt-widget demo [--blocks N] [same options]    # builds a generated deep residual model
+
+Exit codes: 0 succeeded, 1 failed (or bad input such as a missing file), 2 bad usage, 124 cancelled because
+the --budget ran out, 130 cancelled by Ctrl-C. Ctrl-C cancels at the builder's next step boundary; a second
+Ctrl-C terminates a process-isolated build (thread isolation: a third one exits without waiting).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BUDGET, EXIT_INTERRUPTED = 0, 1, 2, 124, 130
+
+
+class _InputError(Exception):
+    """Bad input (exit 1 with a one-line message)."""
+
+
+class _UsageError(Exception):
+    """A bad option value (exit 2 with a one-line message)."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("-o", "--output", metavar="ENGINE", help="engine file to write (atomically)")
+    common.add_argument("--budget", type=float, metavar="S", help="cancel the build after S seconds")
+    common.add_argument("--json", action="store_true", help="write the JSON event stream to stdout")
+    common.add_argument("--plain", action="store_true", help="plain lines even in a terminal")
+    common.add_argument("--timing-cache", metavar="F", help="timing cache file, loaded before and saved after")
+    common.add_argument("--fp16", action="store_true", help="allow FP16 kernels (NVIDIA TensorRT only)")
+    common.add_argument("--opt-level", type=int, choices=range(6), metavar="N",
+                        help="builder optimization level 0..5")
+    common.add_argument("--workspace", metavar="SIZE", help="workspace limit, e.g. 1GiB or 512MB")
+    common.add_argument("--isolation", choices=("thread", "process"), default="thread",
+                        help="build in this process's thread (default) or in a child process (force-stoppable)")
+    common.add_argument("--verbose", action="store_true", help="capture VERBOSE TensorRT log lines")
+    parser = argparse.ArgumentParser(
+        prog="trt-widget", description="Observable, cancelable TensorRT engine builds in a terminal.",
+        epilog="Exit codes: 0 succeeded, 1 failed or bad input, 2 bad usage, 124 --budget ran out, "
+               "130 cancelled with Ctrl-C.")
+    commands = parser.add_subparsers(dest="command", metavar="{build,demo}")
+    build = commands.add_parser("build", parents=[common], help="build an engine from an ONNX file",
+                                description="Build an engine from an ONNX file (default output: MODEL with "
+                                            "the suffix .engine).")
+    build.add_argument("model", help="ONNX file")
+    demo = commands.add_parser("demo", parents=[common], help="build a generated model to see the progress",
+                               description="Generate a deep residual ONNX model and build it (no engine is "
+                                           "written unless -o is given).")
+    demo.add_argument("--blocks", type=int, default=600, metavar="N",
+                      help="residual blocks: build time grows with N (default 600)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code (see the module docstring)."""
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse: --help (0) or bad usage (2)
+        return int(exc.code or 0)
+    if args.command is None:
+        parser.print_usage(sys.stderr)
+        print("trt-widget: error: choose a command: build or demo", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        return _run(args)
+    except _UsageError as exc:
+        print(f"trt-widget: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except (_InputError, ImportError, OSError) as exc:  # ImportError: BackendUnavailable, missing onnx
+        print(f"trt-widget: error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+
+
+def _model_and_output(args: argparse.Namespace) -> tuple[Any, str | None]:
+    if args.command == "build":
+        path = Path(args.model).expanduser()
+        if not path.exists():
+            raise _InputError(f"ONNX file not found: {path}")
+        if not path.is_file():
+            raise _InputError(f"not an ONNX file (a directory?): {path}")
+        return str(path), args.output or str(path.with_suffix(".engine"))
+    if args.blocks < 1:
+        raise _UsageError(f"--blocks must be at least 1, got {args.blocks}")
+    from .models import deep_residual
+
+    return deep_residual(args.blocks), args.output
+
+
+def _options(args: argparse.Namespace, output: str | None) -> dict[str, Any]:
+    from ._options import BuildOptions
+
+    options = {"output": output, "budget": args.budget, "timing_cache": args.timing_cache, "fp16": args.fp16,
+               "optimization_level": args.opt_level, "workspace": args.workspace,
+               "isolation": args.isolation, "verbose": args.verbose}
+    options = {k: v for k, v in options.items() if v not in (None, False)}
+    try:
+        BuildOptions.from_kwargs(**options)
+    except FileNotFoundError as exc:
+        raise _InputError(str(exc)) from None
+    except (ValueError, TypeError) as exc:
+        raise _UsageError(str(exc)) from None
+    return options
+
+
+def _run(args: argparse.Namespace) -> int:
+    model, output = _model_and_output(args)
+    options = _options(args, output)
+    from ._build import Build
+    from ._events import attach_events
+    from ._terminal import Interrupts, TerminalView
+
+    build = Build(model, **options)
+    if args.json:
+        stream: Any = attach_events(build, sys.stdout)
+        notify = _stderr_line
+    else:
+        stream = TerminalView(build, sys.stdout, style="plain" if args.plain else "auto", hint="Ctrl-C to cancel")
+        notify = stream.notice
+    interrupts = Interrupts(build, notify)
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        if not interrupts() and not build.done:
+            notify("Exiting without waiting for the builder.")
+            sys.stdout.flush()
+            os._exit(EXIT_INTERRUPTED)
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        build.start()
+        while not build.done:
+            build.wait(0.2)
+        stream.join(30.0)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if build.status == "succeeded":
+        return EXIT_OK
+    if build.status == "cancelled":
+        return EXIT_INTERRUPTED if interrupts.count else EXIT_BUDGET
+    message = str(build.error) if build.error is not None else build.status_detail
+    print(f"trt-widget: build failed: {message}", file=sys.stderr)
+    return EXIT_FAILED
+
+
+def _stderr_line(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,374 @@
+"""The terminal front end: a live nested phase tree (rich, in a TTY) or plain lines (pipes, CI logs).
+
+Both read the build's event stream (``_events``) on its writer thread, so the builder never waits for the
+terminal; the rich tree also reads ``build.model.rows()`` at ~10 Hz. rich is optional: without it (or when
+the stream is not a terminal) the output is plain lines with no ANSI escape codes.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from typing import Any, Callable, TextIO
+
+from ._events import attach_events
+
+MARKS = {"running": ("▸", "yellow"), "done": ("✓", "green"), "finished-early": ("✓", "green"),
+         "cancelled": ("✗", "red")}
+
+
+def render_in_terminal(build: Any, stream: TextIO | None = None, *, follow: bool = False, style: str = "auto",
+                       summary: bool = True) -> "TerminalView":
+    """Show ``build``'s phases on ``stream`` (default ``sys.stderr``) as they happen.
+
+    Returns at once (rendering runs on a background thread) unless ``follow=True``, which blocks until the
+    build ended and the summary is printed; Ctrl-C while following cancels the build gracefully (see
+    :class:`Interrupts`). ``style``: "auto" (rich tree in a terminal, else plain lines), "rich" or "plain".
+    """
+    view = TerminalView(build, stream if stream is not None else sys.stderr, style=style, summary=summary,
+                        hint="Ctrl-C to cancel" if follow else "")
+    if follow:
+        view.follow()
+    return view
+
+
+def rich_available() -> bool:
+    try:
+        import rich  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+class TerminalView:
+    """Renders one build on one text stream; all writes go through one lock, in event order."""
+
+    def __init__(self, build: Any, stream: TextIO, *, style: str = "auto", summary: bool = True,
+                 hint: str = "") -> None:
+        if style not in ("auto", "rich", "plain"):
+            raise ValueError(f"style must be 'auto', 'rich' or 'plain', got {style!r}")
+        self.build = build
+        self.stream = stream
+        self.summary = summary
+        self.hint = hint
+        self.rich = style == "rich" or (style == "auto" and _is_terminal(stream) and rich_available())
+        self._lock = threading.RLock()
+        self._depth: dict[int, int] = {}
+        self._console: Any = None
+        self._live: Any = None
+        if self.rich:
+            from rich.console import Console
+
+            self._console = Console(file=stream, highlight=False)
+        self.events = attach_events(build, self._on_event)
+
+    # -- public ---------------------------------------------------------------------------------------
+    def notice(self, text: str) -> None:
+        """Print a message line (above the live tree in rich mode)."""
+        with self._lock:
+            if self._console is not None:
+                self._console.print(text, style="bold yellow", markup=False)
+            else:
+                self._write(text)
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait until the build ended and its final tree and summary are printed; True if they were."""
+        return self.events.join(timeout)
+
+    def follow(self) -> None:
+        """Block until done; Ctrl-C cancels gracefully, and a third one stops waiting (re-raises)."""
+        interrupts = Interrupts(self.build, self.notice)
+        while True:
+            try:
+                if self.build.status == "idle" and not self.build.done:
+                    self.events.join(0.1)
+                    continue
+                if self.join(0.1):
+                    return
+            except KeyboardInterrupt:
+                if not interrupts():
+                    raise
+
+    # -- events (on the event stream's writer thread) ---------------------------------------------------
+    def _on_event(self, event: dict[str, Any]) -> None:
+        with self._lock:
+            kind = event["event"]
+            if kind == "build_start":
+                self._started(event)
+            elif kind == "phase_start":
+                self._depth[event["id"]] = event["depth"]
+                if not self.rich:
+                    steps = f" ({event['num_steps']} steps)" if event["num_steps"] > 1 else ""
+                    self._line(event["t"], event["depth"], f"{event['name']}{steps}")
+            elif kind == "phase_finish":
+                if not self.rich:
+                    status = "" if event["status"] == "done" else f" [{event['status']}]"
+                    self._line(event["t"], self._depth.get(event["id"], 0),
+                               f"{event['name']}: {fmt_s(event['duration_s'])}{status}")
+            elif kind == "log":
+                text = f"{event['severity']}: {event['message']}"
+                if self._console is not None:
+                    self._console.print(text, style="red" if "ERROR" in event["severity"] else "yellow",
+                                        markup=False)
+                else:
+                    self._line(event["t"], 0, text)
+            elif kind == "build_end":
+                self._ended()
+
+    def _started(self, event: dict[str, Any]) -> None:
+        title = f"Building {event['model']} with {event['backend']} {event['version']}"
+        if self._console is None:
+            self._write(title)
+            return
+        from rich.live import Live
+
+        self._console.print(title, style="bold", markup=False)
+        self._live = Live(console=self._console, get_renderable=self._renderable, refresh_per_second=10,
+                          redirect_stdout=False, redirect_stderr=False, transient=False)
+        self._live.start()
+
+    def _ended(self) -> None:
+        if self._live is not None:
+            self._live.update(self._renderable(), refresh=True)
+            self._live.stop()
+            self._live = None
+        if self.summary:
+            if self._console is not None:
+                self._console.print(rich_summary(self.build))
+            else:
+                self._write("\n".join(plain_summary(self.build)))
+
+    def _line(self, t: float, depth: int, text: str) -> None:
+        self._write(f"[{t:7.2f}s] {'  ' * depth}{text}")
+
+    def _write(self, text: str) -> None:
+        try:
+            self.stream.write(text + "\n")
+            self.stream.flush()
+        except (OSError, ValueError):
+            pass
+
+    # -- the rich tree -------------------------------------------------------------------------------
+    def _renderable(self) -> Any:
+        try:
+            return self._tree()
+        except Exception as exc:  # rich's refresh thread must keep running
+            from rich.text import Text
+
+            return Text(f"(cannot draw the phase tree: {exc!r})")
+
+    def _tree(self) -> Any:
+        from rich.console import Group
+        from rich.progress_bar import ProgressBar
+        from rich.table import Table
+        from rich.text import Text
+
+        build = self.build
+        rows = build.model.rows()
+        now = build.elapsed_s
+        table = Table.grid(padding=(0, 1))
+        table.add_column(no_wrap=True, overflow="ellipsis", max_width=60)
+        table.add_column(width=20)
+        table.add_column(justify="right", no_wrap=True)
+        table.add_column(justify="right", no_wrap=True)
+        for depth, group, count in tree_lines(rows, now):
+            row = group[-1]
+            running = [r for r in group if r["end_s"] is None]
+            if running:
+                row = running[-1]
+            status = "running" if running else row["status"]
+            mark, color = MARKS.get(status, ("·", "white"))
+            label = Text("  " * depth)
+            label.append(f"{mark} ", style=color)
+            label.append(row["name"], style="bold" if running else "")
+            if count > 1:
+                label.append(f" ×{count}", style="cyan")
+            if running:
+                duration = now - row["start_s"]
+            else:
+                duration = sum(r["duration_s"] or 0.0 for r in group)
+            bar: Any = ""
+            if running and row["num_steps"] > 1:
+                bar = ProgressBar(total=row["num_steps"], completed=min(row["step"], row["num_steps"]), width=20)
+            steps = f"{row['step']}/{row['num_steps']}" if row["num_steps"] > 1 else ""
+            table.add_row(label, bar, Text(steps, style="dim"), Text(fmt_s(duration)))
+        if build.done:
+            return table
+        footer = Text(self._footer(now), style="dim" if build.status == "running" else "bold yellow")
+        return Group(table, footer)
+
+    def _footer(self, now: float) -> str:
+        build = self.build
+        if build.status == "cancelling":
+            info = build.cancel_info or {}
+            return f"Cancelling — waiting for the builder to finish the current step of {info.get('phase') or 'the build'}"
+        hint = f" — {self.hint}" if self.hint and build.status == "running" else ""
+        return f"{build.status} {fmt_s(now)}{hint}"
+
+
+class Interrupts:
+    """What repeated Ctrl-C presses do to a build: cancel, then force (process isolation) or say it waits.
+
+    Call it once per Ctrl-C; it returns False when the caller should stop waiting (a third Ctrl-C on a
+    thread-isolated build, whose current TensorRT step cannot be interrupted).
+    """
+
+    def __init__(self, build: Any, notify: Callable[[str], None]) -> None:
+        self.build = build
+        self.notify = notify
+        self.count = 0
+
+    def __call__(self) -> bool:
+        build = self.build
+        if build.done or build.status == "idle":
+            return False
+        self.count += 1
+        if self.count == 1:
+            build.stop("interrupted (Ctrl-C)")
+            self.notify(f"Cancelling — waiting for the builder to finish the current step of {self._phase()} "
+                        "(Ctrl-C again to force)")
+            return True
+        if build.options.isolation == "process":
+            build.stop("interrupted (Ctrl-C twice)")
+            self.notify("Force stopping — terminating the build process")
+            return True
+        if self.count == 2:
+            self.notify(f"Still waiting for the builder to finish the current step of {self._phase()}: a "
+                        "thread-isolated TensorRT step cannot be interrupted (use --isolation process to allow "
+                        "a forced stop). Ctrl-C once more to exit without waiting.")
+            return True
+        return False
+
+    def _phase(self) -> str:
+        info = self.build.cancel_info or {}
+        return info.get("phase") or "the build"
+
+
+def tree_lines(rows: list[dict[str, Any]], total_s: float) -> list[tuple[int, list[dict[str, Any]], int]]:
+    """(depth, instances, count) per displayed line: same-named siblings grouped; running phases and
+    finished ones that took at least 5% of ``total_s`` are expanded, the rest collapsed."""
+    children: dict[Any, list[dict[str, Any]]] = {}
+    for row in rows:
+        if row:
+            children.setdefault(row["parent"], []).append(row)
+    lines: list[tuple[int, list[dict[str, Any]], int]] = []
+
+    def add(parent: Any, depth: int) -> None:
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for row in children.get(parent, []):
+            groups.setdefault(row["name"], []).append(row)
+        for group in groups.values():
+            lines.append((depth, group, len(group)))
+            running = [r for r in group if r["end_s"] is None]
+            if running:
+                add(running[-1]["id"], depth + 1)
+            elif len(group) == 1 and (depth == 0 or (group[0]["duration_s"] or 0.0) >= 0.05 * total_s):
+                add(group[0]["id"], depth + 1)
+
+    add(None, 0)
+    return lines
+
+
+def summary_rows(build: Any) -> list[tuple[int, str, int, float]]:
+    """(depth, name, count, seconds) for top-level phases and their children, grouped by name."""
+    rows = build.timings()
+    out: list[tuple[int, str, int, float]] = []
+    for depth, group, count in tree_lines(rows, float("inf")):
+        if depth <= 1:
+            out.append((depth, group[0]["name"], count, sum(r["duration_s"] or 0.0 for r in group)))
+    top = [r for r in rows if r["depth"] == 0]
+    if top:  # the time outside TensorRT's phases: parsing before, serializing and writing after
+        out.insert(0, (0, "(before the first phase: load, parse)", 1, top[0]["start_s"]))
+        last = max(r["end_s"] or r["start_s"] for r in top)
+        out.append((0, "(after the last phase: serialize, save)", 1, max(build.elapsed_s - last, 0.0)))
+    return out
+
+
+def slowest_leaf(build: Any) -> dict[str, Any] | None:
+    """The innermost phase instance that took longest (what a user would look at first)."""
+    rows = build.timings()
+    parents = {r["parent"] for r in rows}
+    leaves = [r for r in rows if r["id"] not in parents and r["duration_s"] is not None]
+    return max(leaves, key=lambda r: r["duration_s"], default=None)
+
+
+def outcome(build: Any) -> str:
+    """One line: status, time, and the engine (size and path) or the reason."""
+    elapsed = fmt_s(build.elapsed_s)
+    if build.status == "succeeded":
+        where = f" written to {build.options.output}" if build.options.output else " (not saved)"
+        return f"Succeeded in {elapsed}: engine {fmt_bytes(len(build.engine))}{where}"
+    if build.status == "cancelled":
+        phase = (build.cancel_info or {}).get("phase")
+        return f"Cancelled after {elapsed}: {build.status_detail}" + (f" (during {phase})" if phase else "")
+    return f"Failed after {elapsed}: {build.status_detail}"
+
+
+def plain_summary(build: Any) -> list[str]:
+    rows = summary_rows(build)
+    lines = ["", "Summary"] if rows else []
+    elapsed = build.elapsed_s or 0.0
+    for depth, name, count, seconds in rows:
+        label = ("  " * depth + name + (f" x{count}" if count > 1 else ""))[:56]
+        share = f"{100 * seconds / elapsed:3.0f}%" if elapsed > 0 else ""
+        lines.append(f"  {label:<56} {fmt_s(seconds):>9} {share:>5}")
+    leaf = slowest_leaf(build)
+    if leaf is not None:
+        lines.append(f"  slowest innermost phase: {leaf['name']} ({fmt_s(leaf['duration_s'])})")
+    lines.append(outcome(build))
+    return lines
+
+
+def rich_summary(build: Any) -> Any:
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title="Summary", title_justify="left", show_edge=False, box=None, padding=(0, 2))
+    table.add_column("phase")
+    table.add_column("count", justify="right")
+    table.add_column("time", justify="right")
+    table.add_column("share", justify="right")
+    elapsed = build.elapsed_s or 0.0
+    for depth, name, count, seconds in summary_rows(build):
+        share = f"{100 * seconds / elapsed:.0f}%" if elapsed > 0 else ""
+        table.add_row("  " * depth + name, str(count), fmt_s(seconds), share)
+    parts: list[Any] = [Text(""), table] if table.row_count else []
+    leaf = slowest_leaf(build)
+    if leaf is not None:
+        parts.append(Text(f"slowest innermost phase: {leaf['name']} ({fmt_s(leaf['duration_s'])})", style="dim"))
+    color = {"succeeded": "green", "cancelled": "yellow"}.get(build.status, "red")
+    parts.append(Text(outcome(build), style=f"bold {color}"))
+    return Group(*parts)
+
+
+def fmt_s(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    if seconds < 1e-3:
+        return "<1 ms"
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 60:
+        return f"{seconds:.2f} s"
+    minutes, rest = divmod(seconds, 60)
+    return f"{int(minutes)} min {rest:04.1f} s"
+
+
+def fmt_bytes(size: int) -> str:
+    value = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{size} B"
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    if os.environ.get("TERM", "") in ("dumb", "unknown"):
+        return False
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False

@@ -1,9 +1,238 @@
-"""Resource sampling (placeholder until the sampler lands)."""
+"""Resource sampling during a build: process RSS (psutil) and GPU memory/utilisation (NVML) at ~2 Hz.
+
+Both libraries are optional: without psutil ``build.resources`` stays None; without a working NVML the GPU
+columns are None. The sampler runs from ``Build.start()`` (its on_start hook) to the end of the build.
+TensorRT's own "[MemUsageStats] Peak memory usage ..." log line is reported as ``trt_peak``.
+"""
 
 from __future__ import annotations
 
+import os
+import re
+import threading
 from typing import Any
+
+INTERVAL_S = 0.5
+MAX_STORED = 600  # stored samples; beyond this, pairs merge (keeping maxima) and the interval doubles
+MAX_SENT = 300  # samples in a snapshot
+_TRT_PEAK = re.compile(r"\[MemUsageStats\] Peak memory usage of TRT CPU/GPU memory allocators:\s*(.+)$")
+_MIB = re.compile(r"(CPU|GPU)\s+(\d+(?:\.\d+)?)\s*MiB")
+
+Sample = list  # [t_s, rss_bytes, gpu_mem_bytes | None, gpu_util_percent | None]
 
 
 def attach_resources(build: Any) -> None:
-    """Placeholder: no samples are taken yet."""
+    """Set ``build.resources`` to a :class:`ResourceSampler` when psutil is importable."""
+    try:
+        import psutil  # noqa: F401
+    except ImportError:
+        return
+    sampler = build.resources = ResourceSampler(build)
+    if hasattr(build, "on_start"):
+        build.on_start(lambda _build: sampler.start())
+    else:  # older Build without the start hook: begin at the first phase event
+        build.model.subscribe(lambda _event, _phase: sampler.start() if sampler._thread is None else None)
+    build.on_done(lambda _build: sampler.stop())
+
+
+class _Gpu:
+    """NVML access, or nothing: any NVML failure turns GPU sampling off for good."""
+
+    def __init__(self) -> None:
+        self.nvml: Any = None
+        self.handles: list[Any] = []
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            self.handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
+            self.nvml = pynvml if self.handles else None
+        except Exception:
+            self.nvml = None
+
+    def sample(self, pid: int) -> tuple[int | None, float | None]:
+        """(GPU memory used by ``pid`` — or by the devices if per-process data is unavailable, max utilisation)."""
+        if self.nvml is None:
+            return None, None
+        try:
+            used, device_used, util = 0, 0, 0.0
+            seen = False
+            for handle in self.handles:
+                device_used += int(self.nvml.nvmlDeviceGetMemoryInfo(handle).used)
+                util = max(util, float(self.nvml.nvmlDeviceGetUtilizationRates(handle).gpu))
+                try:
+                    for proc in self.nvml.nvmlDeviceGetComputeRunningProcesses(handle):
+                        if proc.pid == pid and proc.usedGpuMemory is not None:
+                            used += int(proc.usedGpuMemory)
+                            seen = True
+                except Exception:
+                    pass
+            return (used if seen else device_used), util
+        except Exception:
+            self.nvml = None
+            return None, None
+
+
+class ResourceSampler:
+    """Samples the build's process (the child under process isolation) on a daemon thread.
+
+    ``snapshot()`` is cheap (cached until a new sample arrives) and safe from any thread.
+    """
+
+    def __init__(self, build: Any, interval: float = INTERVAL_S) -> None:
+        self.build = build
+        self.interval = interval
+        self.samples: list[Sample] = []
+        self.peak_rss = 0
+        self.peak_gpu_mem: int | None = None
+        self.pids: set[int] = set()  # processes sampled
+        self._lock = threading.Lock()
+        self._log_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._procs: dict[int, Any] = {}
+        self._gpu: _Gpu | None = None
+        self._snapshot: dict[str, Any] | None = None
+        self._snapshot_key: tuple[int, int, str | None] = (-1, -1, None)
+        self._trt_peak: str | None = None
+        self._last_record: Any = None
+
+    # -- life cycle --------------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start the sampler thread (once; called by ``Build.start()``)."""
+        with self._lock:
+            if self._thread is not None or self._stop.is_set():
+                return
+            self._thread = threading.Thread(target=self._loop, name="trt_widget-resources", daemon=True)
+            self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop sampling (after one last sample) and wait for the thread; safe to call twice or before start."""
+        self._stop.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def _loop(self) -> None:
+        self._gpu = _Gpu()
+        while True:
+            self._sample()
+            if self._stop.wait(self.interval):
+                self._sample()
+                return
+
+    def _pid(self) -> int:
+        pid = getattr(self.build, "child_pid", None)
+        return int(pid) if pid else os.getpid()
+
+    def _sample(self) -> None:
+        import psutil
+
+        pid = self._pid()
+        try:
+            proc = self._procs.get(pid)
+            if proc is None:
+                proc = self._procs[pid] = psutil.Process(pid)
+            rss = int(proc.memory_info().rss)
+        except (psutil.Error, OSError):
+            return  # the child already exited
+        gpu_mem, gpu_util = self._gpu.sample(pid) if self._gpu is not None else (None, None)
+        sample = [round(self.build.elapsed_s, 3), rss, gpu_mem, gpu_util]
+        with self._lock:
+            self.pids.add(pid)
+            self.samples.append(sample)
+            self.peak_rss = max(self.peak_rss, rss)
+            if gpu_mem is not None:
+                self.peak_gpu_mem = max(self.peak_gpu_mem or 0, gpu_mem)
+            if len(self.samples) > MAX_STORED:
+                self.samples = _halve(self.samples)
+                self.interval *= 2
+
+    # -- readers -----------------------------------------------------------------------------------------
+    def trt_peak(self) -> str | None:
+        """TensorRT's allocator peak, e.g. "CPU 97 MiB, GPU 0 MiB" (the newest such log line), or None."""
+        records = self.build.logger.records
+        with self._log_lock:
+            if not records or records[-1] is self._last_record:
+                return self._trt_peak
+            lines = list(records)  # one C-level copy: the builder thread may append meanwhile
+            for record in reversed(lines):  # only the lines logged since the last look
+                if record is self._last_record:
+                    break
+                match = _TRT_PEAK.search(record["message"])
+                if match:
+                    self._trt_peak = match.group(1).strip()
+                    break
+            self._last_record = lines[-1]
+            return self._trt_peak
+
+    def snapshot(self) -> dict[str, Any] | None:
+        """``{"samples": [[t_s, rss, gpu_mem, gpu_util], ...] (≤ 300), "peak_rss", "peak_gpu_mem", "trt_peak"}``."""
+        peak = self.trt_peak()
+        with self._lock:
+            key = (len(self.samples), id(self.samples), peak)
+            if key == self._snapshot_key and self._snapshot is not None:
+                return self._snapshot
+            if not self.samples:
+                return None
+            samples = [list(s) for s in self.samples]
+            while len(samples) > MAX_SENT:
+                samples = _halve(samples)
+            self._snapshot = {"samples": samples, "peak_rss": self.peak_rss, "peak_gpu_mem": self.peak_gpu_mem,
+                              "trt_peak": peak}
+            self._snapshot_key = key
+            return self._snapshot
+
+    def summary(self) -> dict[str, Any]:
+        """Peaks for reports and history records: peak_rss, peak_gpu_mem, trt_peak (+ parsed MiB), samples."""
+        peak = self.trt_peak()
+        parsed = {kind.lower(): float(mib) * (1 << 20) for kind, mib in _MIB.findall(peak or "")}
+        with self._lock:
+            return {
+                "peak_rss": self.peak_rss or None,
+                "peak_gpu_mem": self.peak_gpu_mem,
+                "trt_peak": peak,
+                "trt_peak_cpu_bytes": int(parsed["cpu"]) if "cpu" in parsed else None,
+                "trt_peak_gpu_bytes": int(parsed["gpu"]) if "gpu" in parsed else None,
+                "samples": len(self.samples),
+                "sampled_pids": sorted(self.pids),
+                "gpu": self._gpu is not None and self._gpu.nvml is not None,
+            }
+
+    def report(self) -> str:
+        """One line for people: "peak RSS 812 MiB (5 samples); TensorRT allocators: CPU 97 MiB, GPU 0 MiB"."""
+        s = self.summary()
+        parts = [f"peak RSS {_mib(s['peak_rss'])} ({s['samples']} samples)"]
+        if s["peak_gpu_mem"] is not None:
+            parts.append(f"peak GPU memory {_mib(s['peak_gpu_mem'])}")
+        if s["trt_peak"]:
+            parts.append(f"TensorRT allocators: {s['trt_peak']}")
+        return "; ".join(parts)
+
+    def __repr__(self) -> str:
+        return f"<ResourceSampler {self.report()}>"
+
+
+def _halve(samples: list[Sample]) -> list[Sample]:
+    """Merge neighbouring samples pairwise, keeping the later time and the maxima (peaks survive)."""
+    out = []
+    for i in range(0, len(samples) - 1, 2):
+        a, b = samples[i], samples[i + 1]
+        out.append([b[0], max(a[1], b[1]), _max(a[2], b[2]), _max(a[3], b[3])])
+    if len(samples) % 2:
+        out.append(list(samples[-1]))
+    return out
+
+
+def _max(a: Any, b: Any) -> Any:
+    if a is None:
+        return b
+    return a if b is None else max(a, b)
+
+
+def _mib(value: int | None) -> str:
+    return "?" if value is None else f"{value / (1 << 20):,.0f} MiB"

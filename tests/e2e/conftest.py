@@ -1,0 +1,125 @@
+"""pytest wiring for the real-browser e2e tests (the helpers themselves live in harness.py).
+
+One JupyterLab server and one Chromium per session; per test a fresh browser context (page), a fresh notebook
+folder, and its kernels shut down afterwards. A failing test leaves a screenshot, the browser's errors and the
+server log in the artifacts dir (``$TRT_WIDGET_ARTIFACTS`` or ``<repo>/artifacts/e2e``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+CHROMIUM = "/usr/bin/chromium"
+
+
+def _missing_prerequisite() -> str | None:
+    if not Path(CHROMIUM).exists():
+        return f"{CHROMIUM} is missing (apt-get install -y chromium)"
+    for module in ("playwright", "jupyterlab", "anywidget", "nbformat", "psutil"):
+        if importlib.util.find_spec(module) is None:
+            return f"Python package {module!r} is missing (pip install -e '.[dev]')"
+    return None
+
+
+MISSING = _missing_prerequisite()
+if MISSING and not os.environ.get("CI"):
+    pytest.skip(f"e2e tests skipped: {MISSING}", allow_module_level=True)
+# With CI set, a missing prerequisite fails every e2e test (see the `browser` fixture) instead of skipping.
+
+from playwright.sync_api import expect  # noqa: E402
+
+from harness import REPO, JupyterLab, Lab, chromium, safe_name  # noqa: E402
+
+ARTIFACTS = Path(os.environ.get("TRT_WIDGET_ARTIFACTS") or REPO / "artifacts" / "e2e")
+expect.set_options(timeout=60_000)  # Playwright's 5 s default is too tight on 2 shared cores
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if HERE in Path(str(item.path)).resolve().parents:
+            item.add_marker(pytest.mark.e2e)
+
+
+@pytest.fixture(scope="session")
+def artifacts() -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    return ARTIFACTS
+
+
+@pytest.fixture(scope="session")
+def jupyter(tmp_path_factory: pytest.TempPathFactory, artifacts: Path) -> Iterator[JupyterLab]:
+    server = JupyterLab(tmp_path_factory.mktemp("jupyter"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+        shutil.copy(server.log_path, artifacts / "server.log")
+
+
+@pytest.fixture(scope="session")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    if MISSING:
+        pytest.fail(f"CI is set but an e2e prerequisite is missing: {MISSING}")
+    with chromium(tmp_path_factory.mktemp("chromium-home")) as b:
+        yield b
+
+
+@pytest.fixture
+def lab(browser: Any, jupyter: JupyterLab, artifacts: Path, request: pytest.FixtureRequest) -> Iterator[Lab]:
+    """A fresh page and notebook folder; kernels are shut down (and the theme reset) afterwards."""
+    page = Lab.new(browser, jupyter, workdir=jupyter.notebook_dir(request.node.name), artifacts=artifacts)
+    try:
+        yield page
+    finally:
+        if page.problems:  # shown by pytest for a failing test (or with -s)
+            print("\n".join(["browser problems:", *page.problems]))
+        page.close()
+        jupyter.shutdown_kernels()  # 2 cores: leave nothing running for the next test
+        if page.theme_changed:
+            jupyter.put_lab_setting("@jupyterlab/apputils-extension:themes", {})
+
+
+def _save_failure_artifacts(item: pytest.Item) -> list[Path]:
+    name = f"FAILED-{safe_name(item.name)}"
+    saved: list[Path] = []
+    page: Lab | None = item.funcargs.get("lab")  # type: ignore[attr-defined]
+    server: JupyterLab | None = item.funcargs.get("jupyter")  # type: ignore[attr-defined]
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    if page is not None:
+        server = server or page.server
+        try:
+            saved.append(page.screenshot(name))
+        except Exception as exc:  # the page may be what broke
+            print(f"no failure screenshot: {exc}")
+        notes = ARTIFACTS / f"{name}-browser.txt"
+        notes.write_text("\n".join([f"kernel: {_safe(lambda: page.kernel_status())}",
+                                    "problems:", *page.problems, "dialogs:", *map(str, page.dialogs)]) + "\n")
+        saved.append(notes)
+    if server is not None and server.log_path.exists():
+        saved.append(Path(shutil.copy(server.log_path, ARTIFACTS / f"{name}-server.log")))
+    return saved
+
+
+def _safe(fn: Any) -> str:
+    try:
+        return str(fn())
+    except Exception as exc:
+        return f"unavailable ({type(exc).__name__})"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    if report.failed and report.when in ("setup", "call"):
+        saved = _save_failure_artifacts(item)
+        if saved:
+            report.sections.append(("e2e artifacts", "\n".join(map(str, saved))))
+    return report

@@ -43,6 +43,7 @@ Sink = Union[str, "os.PathLike[str]", TextIO, Callable[[dict[str, Any]], Any]]
 STEP_INTERVAL_S = 0.1
 LOG_SEVERITIES = ("WARNING", "ERROR", "INTERNAL_ERROR")
 _CLOSE = object()
+_WAKE = object()
 _open_streams: "weakref.WeakSet[EventStream]" = weakref.WeakSet()
 
 
@@ -76,7 +77,7 @@ class EventStream:
         self._ended = False
         self._started_ids: set[int] = set()
         self._finished_ids: set[int] = set()
-        self._last_step: dict[int, tuple[int, float]] = {}  # id -> (step sent, t sent)
+        self._last_step: dict[int, tuple[int, float]] = {}  # id -> (step sent, when it was sent)
         self._pending: dict[int, tuple[int, float]] = {}  # id -> newest unsent (step, t)
         self._names: dict[int, tuple[str, int]] = {}  # id -> (name, num_steps) of running phases
         with self._lock:
@@ -134,7 +135,10 @@ class EventStream:
             backend, version = info["backend"], info["version"]
         except Exception:
             backend, version = "unknown", "?"
-        options = json.loads(json.dumps(dataclasses.asdict(build.options), default=str))
+        try:
+            options = json.loads(json.dumps(dataclasses.asdict(build.options), default=str))
+        except Exception:
+            options = {}
         self._put({"event": "build_start", "model": build.source.label, "backend": backend, "version": version,
                    "options": options, "t": 0.0})
 
@@ -173,7 +177,10 @@ class EventStream:
             self._pending.pop(pid, None)
             self._put({"event": "step", "id": pid, "name": name, "step": step, "num_steps": num_steps, "t": now})
         else:
+            waiting = bool(self._pending)
             self._pending[pid] = (step, now)
+            if not waiting:
+                self._put(_WAKE)  # type: ignore[arg-type]  # the writer now waits with a timeout
 
     def _phase_finished(self, phase: Phase) -> None:
         if phase.id in self._finished_ids or phase.end_s is None:
@@ -197,9 +204,9 @@ class EventStream:
             for pid, (step, t) in list(self._pending.items()):
                 if self._ended or pid not in self._names:
                     del self._pending[pid]
-                elif now - t >= self.step_interval_s:
+                elif now - self._last_step.get(pid, (0, float("-inf")))[1] >= self.step_interval_s:
                     del self._pending[pid]
-                    self._last_step[pid] = (step, t)
+                    self._last_step[pid] = (step, now)
                     name, num_steps = self._names[pid]
                     self._put({"event": "step", "id": pid, "name": name, "step": step, "num_steps": num_steps,
                                "t": t})
@@ -256,6 +263,8 @@ class EventStream:
                 continue
             if item is _CLOSE:
                 break
+            if item is _WAKE:
+                continue
             if failed:
                 continue
             try:

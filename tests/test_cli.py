@@ -1,0 +1,171 @@
+"""The ``trt-widget`` command line on real RTX builds: a pseudo-terminal (rich tree, Ctrl-C), pipes (plain lines),
+``--json``, and the exit codes for bad input and bad usage."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pexpect
+import pytest
+
+from trt_widget.__main__ import main
+from trt_widget._events import schema
+
+TIMEOUT_S = 180
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ, TRT_WIDGET_HISTORY="off", PYTHONUNBUFFERED="1")
+    env.pop("NO_COLOR", None)
+    env.update(extra)
+    return env
+
+
+def _cli(*args: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "trt_widget", *args], capture_output=True, text=True,
+                          env=_env(TERM="xterm-256color"), timeout=TIMEOUT_S, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def long_onnx(tmp_path_factory: pytest.TempPathFactory, long_model_bytes: bytes) -> Path:
+    """deep_residual(400): its single "Determining refit engines" step lasts seconds, time to press Ctrl-C."""
+    path = tmp_path_factory.mktemp("cli") / "long.onnx"
+    path.write_bytes(long_model_bytes)
+    return path
+
+
+def _spawn(*args: str) -> pexpect.spawn:
+    return pexpect.spawn(sys.executable, ["-m", "trt_widget", *args], env=_env(TERM="xterm-256color"),
+                         dimensions=(40, 120), encoding="utf-8", timeout=TIMEOUT_S)
+
+
+def test_terminal_renders_the_tree_and_ctrl_c_cancels(long_onnx: Path, tmp_path: Path) -> None:
+    engine = tmp_path / "long.engine"
+    child = _spawn("build", str(long_onnx), "-o", str(engine))
+    child.expect("Determining refit engines")  # drawn by the live tree while the long step runs
+    seen = child.before + child.after
+    child.sendintr()
+    child.expect("Cancelling — waiting for the builder to finish the current step of Determining refit engines")
+    child.sendintr()
+    child.expect("Still waiting")
+    child.expect(pexpect.EOF)
+    child.close()
+    output = seen + child.before
+    assert child.exitstatus == 130, output[-2000:]
+    assert "\x1b[" in output  # rich drew with escape codes in the terminal
+    assert "Building engine" in output and "Cancelled after" in output
+    assert not engine.exists() and not list(tmp_path.glob("*.part"))
+
+
+def test_process_isolation_second_ctrl_c_forces(long_onnx: Path, tmp_path: Path) -> None:
+    engine = tmp_path / "forced.engine"
+    child = _spawn("build", str(long_onnx), "-o", str(engine), "--isolation", "process", "--plain")
+    child.expect("Determining refit engines")
+    child.sendintr()
+    child.expect("Cancelling")
+    child.sendintr()
+    child.expect("Force stopping")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 130
+    assert "Cancelled after" in child.before
+    assert not engine.exists()
+
+
+def test_pipes_get_plain_lines_and_the_engine_is_written(onnx_path: Path, tmp_path: Path) -> None:
+    engine = tmp_path / "out.engine"
+    result = _cli("build", str(onnx_path), "-o", str(engine))
+    assert result.returncode == 0, result.stderr
+    assert "\x1b" not in result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith(f"Building {onnx_path}")
+    assert any(line.endswith("Building engine (6 steps)") or "] Building engine" in line for line in lines)
+    assert any("]   Cloning network graph" in line for line in lines)  # indented one level
+    assert "Summary" in lines and lines[-1].startswith("Succeeded in") and str(engine) in lines[-1]
+    assert engine.stat().st_size > 0
+
+
+def test_default_output_is_the_model_with_engine_suffix(onnx_path: Path) -> None:
+    result = _cli("build", str(onnx_path), "--plain")
+    assert result.returncode == 0, result.stderr
+    assert onnx_path.with_suffix(".engine").stat().st_size > 0
+
+
+def test_json_lines_parse_and_validate(onnx_path: Path, tmp_path: Path) -> None:
+    result = _cli("build", str(onnx_path), "--json", "-o", str(tmp_path / "j.engine"))
+    assert result.returncode == 0, result.stderr
+    validator = jsonschema.Draft202012Validator(schema())
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    for event in events:
+        validator.validate(event)
+    assert events[0]["event"] == "build_start" and events[-1]["event"] == "build_end"
+    assert events[-1]["status"] == "succeeded" and events[-1]["output"] == str(tmp_path / "j.engine")
+    assert {e["event"] for e in events} >= {"phase_start", "step", "phase_finish"}
+
+
+def test_budget_cancels_with_exit_124(long_onnx: Path, tmp_path: Path) -> None:
+    result = _cli("build", str(long_onnx), "--budget", "0.01", "-o", str(tmp_path / "b.engine"))
+    assert result.returncode == 124, result.stdout[-2000:] + result.stderr
+    assert "time budget of 0.01 s exceeded" in result.stdout
+    assert not (tmp_path / "b.engine").exists()
+
+
+def test_missing_file_is_one_clear_line_and_exit_1(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.onnx"
+    result = _cli("build", str(missing))
+    assert result.returncode == 1
+    assert result.stderr.strip() == f"trt-widget: error: ONNX file not found: {missing}"
+    assert result.stdout == ""
+
+
+def test_a_build_failure_exits_1_without_a_traceback(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"\x08not an onnx model")
+    result = _cli("build", str(bad))
+    assert result.returncode == 1
+    assert "could not parse" in result.stderr and "Traceback" not in result.stderr + result.stdout
+    assert not bad.with_suffix(".engine").exists()
+
+
+@pytest.mark.parametrize("argv", [[], ["build"], ["build", "m.onnx", "--bogus"], ["build", "m.onnx", "--opt-level", "9"],
+                                  ["build", "m.onnx", "--isolation", "fork"], ["demo", "--blocks", "0"]])
+def test_usage_errors_exit_2(argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    if len(argv) > 1:
+        argv = [str(tmp_path / a) if a == "m.onnx" else a for a in argv]
+        (tmp_path / "m.onnx").write_bytes(b"")
+    assert main(argv) == 2
+    assert "error" in capsys.readouterr().err
+
+
+def test_bad_option_values_exit_2(onnx_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["build", str(onnx_path), "--workspace", "lots"]) == 2
+    assert "workspace must be a byte count" in capsys.readouterr().err
+
+
+class FakeTerminal:
+    """A text stream that claims to be a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def test_without_rich_a_terminal_gets_plain_lines(monkeypatch: pytest.MonkeyPatch, small_model: Any) -> None:
+    from trt_widget._build import Build
+    from trt_widget._terminal import TerminalView
+
+    monkeypatch.setenv("TERM", "xterm-256color")
+    assert TerminalView(Build(small_model, history=False), FakeTerminal()).rich  # type: ignore[arg-type]
+    monkeypatch.setitem(sys.modules, "rich", None)  # as if rich were not installed
+    assert not TerminalView(Build(small_model, history=False), FakeTerminal()).rich  # type: ignore[arg-type]

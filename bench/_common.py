@@ -1,0 +1,92 @@
+"""Shared helpers for the benchmark scripts: statistics, the table and the one machine-readable line.
+
+Every script prints a short human table and exactly one ``BENCH_JSON {...}`` line that ``run_all.py`` parses.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # run as `python bench/x.py` from anywhere, against this checkout
+    sys.path.insert(0, str(ROOT))
+
+JSON_PREFIX = "BENCH_JSON "
+
+
+def median(values: Sequence[float]) -> float:
+    return float(statistics.median(values))
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..100) of a non-empty sequence."""
+    ordered = sorted(values)
+    rank = max(1, min(len(ordered), int(round(q / 100.0 * len(ordered) + 0.4999))))
+    return float(ordered[rank - 1])
+
+
+def load_avg() -> list[float]:
+    """1/5/15-minute load averages: other work on this 2-core machine shows up in every figure."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return []
+
+
+def machine() -> dict[str, Any]:
+    return {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()}
+
+
+def print_table(title: str, headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+    """A plain aligned text table."""
+    cells = [[_fmt(c) for c in row] for row in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+    print(f"\n{title}")
+    print("  ".join(h.ljust(w) for h, w in zip(headers, widths)))
+    print("  ".join("-" * w for w in widths))
+    for row in cells:
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths)))
+    sys.stdout.flush()
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        if value == 0 or 0.01 <= abs(value) < 1e5:
+            return f"{value:.3f}"
+        return f"{value:.3g}"
+    return str(value)
+
+
+def emit(bench: str, figures: dict[str, Any], **extra: Any) -> None:
+    """Print the one machine-readable line: figures keyed by id (P1..P7), each with value/target/pass."""
+    record = {"bench": bench, "figures": figures, "load_avg_end": load_avg(), "machine": machine(), **extra}
+    print(JSON_PREFIX + json.dumps(record, default=_jsonable), flush=True)
+
+
+def figure(value: float | None, target: str, passed: bool | None, unit: str, what: str,
+           **details: Any) -> dict[str, Any]:
+    """One figure: its value, the target as text, PASS/FAIL (None: no target, shown as info) and what it is."""
+    verdict = None if passed is None else bool(passed)
+    return {"value": value, "unit": unit, "target": target, "pass": verdict, "what": what, **details}
+
+
+def _jsonable(value: Any) -> Any:
+    if hasattr(value, "item"):
+        return value.item()
+    return str(value)
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float, what: str) -> None:
+    """Poll ``predicate`` until true; raise with ``what`` after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(0.002)

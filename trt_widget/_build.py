@@ -39,6 +39,10 @@ class Build:
                  clock: Callable[[], float] = time.perf_counter, **options: Any) -> None:
         self.options = BuildOptions.from_kwargs(**options)
         self.source = ModelSource.of(model)
+        if self.options.isolation == "process":
+            from ._process import check_transferable
+
+            check_transferable(self.source)  # a lambda or local function fails here, not in the child
         self.model = PhaseModel(clock)
         self._clock = clock
         self._cancel = threading.Event()
@@ -57,6 +61,7 @@ class Build:
         self._on_done: list[Callable[[Build], None]] = []
         self._on_start: list[Callable[[Build], None]] = []
         self._force = threading.Event()  # process isolation: terminate the child now
+        self.child_pid: int | None = None  # process isolation: the build process, once started
         self.history: Any = None  # a history link (ETA, deltas) when history is on
         self.resources: Any = None  # a resource sampler when resources is on
         if events is not None:

@@ -43,6 +43,11 @@ def wait_for(predicate: Any, timeout: float = 60.0) -> None:
         time.sleep(0.01)
 
 
+def running_phase(widget: BuildWidget) -> str | None:
+    phase = widget.build.model.innermost_running()
+    return phase.name if phase else None
+
+
 def test_real_build_ends_with_complete_tree_and_final_status() -> None:
     widget = BuildWidget(models.resnet50(), history=False)
     writes = record_writes(widget)
@@ -68,7 +73,8 @@ def test_stop_message_cancels_a_real_long_build() -> None:
     widget = BuildWidget(models.deep_residual(1000), history=False)
     writes = record_writes(widget)
     widget.start()
-    wait_for(lambda: len(widget.build.model) >= 3)
+    # Stop while the long single step runs, so the cancelling state lasts long enough to be seen.
+    wait_for(lambda: running_phase(widget) == "Determining refit engines")
     widget._handle_custom_msg({"type": "stop"}, [])  # the path a click on Stop takes
     widget._handle_custom_msg({"type": "stop"}, [])  # repeated clicks are harmless
     assert widget.wait(timeout=300) == "cancelled"

@@ -52,6 +52,7 @@ class SnapshotPump:
         self.sends = 0
         self.last: dict[str, Any] = {}
         self._wake = threading.Event()
+        self._urgent = False
         self._thread = threading.Thread(target=self._loop, name="trt_widget-pump", daemon=True)
         build.model.on_structure = self._wake.set
         build.on_done(lambda _build: self._wake.set())
@@ -59,8 +60,9 @@ class SnapshotPump:
     def start(self) -> None:
         self._thread.start()
 
-    def wake(self) -> None:
-        """Send soon (a phase started or ended, Stop was pressed, the build ended)."""
+    def wake(self, urgent: bool = False) -> None:
+        """Send soon (a phase started or ended, the build ended); ``urgent`` (a Stop click) sends at once."""
+        self._urgent = self._urgent or urgent
         self._wake.set()
 
     def join(self, timeout: float | None = None) -> None:
@@ -75,15 +77,16 @@ class SnapshotPump:
         while True:
             finished = self.build.done  # read first, so the snapshot after it is the final one
             if not finished:
-                # A step-only change waits for the next tick; a phase start/end, Stop or the end of the build
-                # wakes us early. Either way never more than one send per interval, except the final state.
+                # A step-only change waits for the next tick; a phase start/end or the end of the build wakes us
+                # early. Never more than one send per interval, except the final state and a Stop click.
                 self._wake.wait(self.interval)
                 self._wake.clear()
                 finished = self.build.done
                 gap = self.interval - (time.monotonic() - last_send)
-                if gap > 0 and not finished:
+                if gap > 0 and not finished and not self._urgent:
                     self.build.wait(gap)
                     finished = self.build.done
+            self._urgent = False
             self.flush()
             last_send = time.monotonic()
             if finished:

@@ -77,7 +77,7 @@ class BuildWidget(anywidget.AnyWidget):
     def stop(self) -> bool:
         """Cancel at the builder's next step boundary (a second call force-stops an isolated build)."""
         asked = self.build.stop()
-        self._pump.wake()
+        self._pump.wake(urgent=True)
         return asked
 
     def wait(self, timeout: float | None = None) -> str:

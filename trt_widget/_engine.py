@@ -7,11 +7,13 @@ Used as is by the thread runner and inside the child process of process isolatio
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections import deque
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from ._backend import trt
 from ._errors import BuildError
@@ -55,12 +57,11 @@ class ModelSource:
         return None
 
 
-class CaptureLogger(trt().ILogger):  # type: ignore[misc]
+class CaptureLogger:
     """Keeps TensorRT log lines with severity and build time; warnings and errors are never dropped."""
 
     def __init__(self, verbose: bool = False, clock: Callable[[], float] = time.perf_counter,
                  on_record: Callable[[dict[str, Any]], None] | None = None) -> None:
-        trt().ILogger.__init__(self)
         self._max = 4 if verbose else 3
         self._clock = clock
         self._t0 = clock()
@@ -86,15 +87,54 @@ class CaptureLogger(trt().ILogger):  # type: ignore[misc]
         return [r["message"] for r in self.problems if r["severity"] in ("ERROR", "INTERNAL_ERROR")]
 
 
+class _LogRouter(trt().ILogger):  # type: ignore[misc]
+    """TensorRT keeps the first logger a process registers, so one router forwards each line to the build
+    running on the calling thread (or, for lines from other threads, to every running build)."""
+
+    def __init__(self) -> None:
+        trt().ILogger.__init__(self)
+        self.sinks: dict[int, CaptureLogger] = {}  # builder thread id -> its build's logger
+
+    def log(self, severity: Any, msg: str) -> None:
+        sink = self.sinks.get(threading.get_ident())
+        for target in [sink] if sink is not None else list(self.sinks.values()):
+            target.log(severity, msg)
+
+
+_router: _LogRouter | None = None
+_router_lock = threading.Lock()
+
+
+@contextmanager
+def routed_logs(logger: CaptureLogger) -> Iterator[_LogRouter]:
+    """The process-wide TensorRT logger, forwarding this thread's lines to ``logger`` while in the block."""
+    global _router
+    with _router_lock:
+        if _router is None:
+            _router = _LogRouter()
+    ident = threading.get_ident()
+    _router.sinks[ident] = logger
+    try:
+        yield _router
+    finally:
+        _router.sinks.pop(ident, None)
+
+
 def build_engine(source: ModelSource, options: BuildOptions, monitor: Any, logger: CaptureLogger) -> bytes | None:
     """Build and return the serialized engine, or None when the monitor cancelled the build."""
+    with routed_logs(logger) as router:
+        return _build_engine(source, options, monitor, logger, router)
+
+
+def _build_engine(source: ModelSource, options: BuildOptions, monitor: Any, logger: CaptureLogger,
+                  router: _LogRouter) -> bytes | None:
     t = trt()
-    builder = t.Builder(logger)
+    builder = t.Builder(router)
     flags = 0
     if options.strongly_typed:
         flags |= 1 << int(t.NetworkDefinitionCreationFlag.STRONGLY_TYPED)
     network = builder.create_network(flags)
-    parser = _populate(t, network, source, logger)
+    parser = _populate(t, network, source, logger, router)
     _check_network(network, options)
     config = builder.create_builder_config()
     cache = _configure(t, builder, config, network, options)
@@ -115,14 +155,14 @@ def build_engine(source: ModelSource, options: BuildOptions, monitor: Any, logge
     return engine
 
 
-def _populate(t: Any, network: Any, source: ModelSource, logger: CaptureLogger) -> Any:
+def _populate(t: Any, network: Any, source: ModelSource, logger: CaptureLogger, router: _LogRouter) -> Any:
     if source.kind == "callable":
         try:
             source.value(network)
         except Exception as exc:
             raise BuildError(f"the network definition function {source.label} raised {exc!r}") from exc
         return None
-    parser = t.OnnxParser(network, logger)
+    parser = t.OnnxParser(network, router)
     if source.kind == "path":
         path = Path(source.value)
         if not path.exists():
@@ -138,6 +178,9 @@ def _populate(t: Any, network: Any, source: ModelSource, logger: CaptureLogger) 
         problems = [_describe_parser_error(parser.get_error(i)) for i in range(parser.num_errors)]
         reason = "; ".join(problems[:5]) or "; ".join(logger.errors()[-3:]) or "the parser gave no reason"
         raise BuildError(f"could not parse {source.label} as ONNX: {reason}")
+    if network.num_layers == 0 and network.num_inputs == 0 and network.num_outputs == 0:
+        raise BuildError(f"could not parse {source.label} as ONNX: it holds no graph (no nodes, inputs or "
+                         "outputs) — is it really an ONNX model?")
     return parser
 
 

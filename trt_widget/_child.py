@@ -75,15 +75,15 @@ class Outbox:
 
     def flush(self) -> None:
         """Send everything pending now, from the calling thread."""
-        with self._lock:
-            batch, self._events = self._events, []
-            self._step_index.clear()
-        if batch and not self.broken:
-            try:
-                with self._send_lock:
+        with self._send_lock:  # held while taking the batch too, so batches leave in order
+            with self._lock:
+                batch, self._events = self._events, []
+                self._step_index.clear()
+            if batch and not self.broken:
+                try:
                     self._conn.send(("events", batch))
-            except (OSError, ValueError):
-                self.broken = True
+                except (OSError, ValueError):
+                    self.broken = True
 
     def close(self) -> None:
         """Stop the sender thread after it has sent everything pending."""

@@ -109,6 +109,7 @@ class _ChildBuild:
         self.control: Any = None  # parent end of the parent -> child pipe
         self.replay_clock: _ReplayClock | None = None
         self.hello = False  # the child got as far as its entry point
+        self.answered = False  # the child sent its final message (it exits by itself next)
 
     # -- life cycle ----------------------------------------------------------------------------------
     def run(self) -> bytes | None:
@@ -156,12 +157,13 @@ class _ChildBuild:
         return job
 
     def _reap(self) -> None:
+        """Join the child; one that has not answered (the parent failed or gave up) is terminated now."""
         process = self.process
-        if process is None:
-            return
-        process.join(EXIT_WAIT_S if process.is_alive() else None)
+        if process.is_alive() and self.answered:
+            process.join(EXIT_WAIT_S)
         if process.is_alive():
             self._terminate()
+        process.join()
         process.close()
 
     def _terminate(self) -> str:
@@ -257,16 +259,17 @@ class _ChildBuild:
                 name = f"signal {-code}"
             how = f"was killed by {name}"
             if name == "SIGKILL":
-                how += " (the system may have run out of memory)"
+                how += " (without a kill by someone, that is the system's out-of-memory killer)"
         else:
             how = f"exited with code {code} without a result"
         phase = self.build.model.innermost_running()
         where = f" during phase {phase.name!r}" if phase else " before any build phase started"
         if not self.hello:
             raise BuildError(
-                f"the build process (pid {self.process.pid}) {how} while starting, before it could build (see "
-                "its error output). The spawn start method re-imports the main script: a script that builds "
-                "with isolation='process' must put its top-level code under `if __name__ == '__main__':`."
+                f"the build process (pid {self.process.pid}) {how} while starting, before it could build; see "
+                "its error output. A common cause: the spawn start method re-imports the main script, so a "
+                "script that builds with isolation='process' must put its top-level code under "
+                "`if __name__ == '__main__':`."
             )
         raise BuildError(f"the build process (pid {self.process.pid}) {how}{where}; no engine was built. "
                          "This Python process is unaffected and the next build can run.")
@@ -292,6 +295,7 @@ class _ChildBuild:
                 clock.at = None
 
     def _final(self, message: tuple[Any, ...]) -> bytes | None:
+        self.answered = True
         kind = message[0]
         if kind == "engine":
             return self._receive_engine(*message[1:])

@@ -251,3 +251,47 @@ def test_twenty_builds_leave_no_zombies_or_open_files(small: bytes) -> None:
     wait_until(lambda: len(fds()) <= len(fds_before), timeout=10, what="open files back to the count before")
     leaked = set(fds().values()) - set(fds_before.values())
     assert not [target for target in leaked if "trt_widget" in target or target.startswith(("pipe:", "socket:"))]
+
+
+def test_outbox_coalesces_steps_and_never_blocks_the_builder_synthetic() -> None:
+    """Synthetic callback driver (no TensorRT): a reader that does not read must not stall the producer."""
+    import multiprocessing
+    import threading
+
+    from trt_widget._child import Outbox
+
+    reader, writer = multiprocessing.get_context("spawn").Pipe(duplex=False)
+    outbox = Outbox(writer)
+    produced = threading.Event()
+
+    def builder() -> None:
+        for phase in range(50):
+            outbox.structure(("start", f"p{phase}", None, 10_000, 0.0))
+            for step in range(10_000):
+                outbox.step(f"p{phase}", step)
+                if step % 500 == 0:
+                    outbox.log(("log", 3, "x" * 100, 0.0))
+            outbox.structure(("finish", f"p{phase}", 0.0))
+        produced.set()
+
+    thread = threading.Thread(target=builder, daemon=True)
+    thread.start()
+    assert produced.wait(120), "the producer blocked on a pipe nobody reads"
+    events: list[tuple[Any, ...]] = []
+    closer = threading.Thread(target=outbox.close, daemon=True)
+    closer.start()
+    while closer.is_alive() or reader.poll():
+        if reader.poll(0.05):
+            events.extend(reader.recv()[1])
+    closer.join()
+    reader.close()
+    writer.close()
+    steps = [e for e in events if e[0] == "step"]
+    assert len(steps) < 50 * 10_000 / 10  # coalesced
+    assert [e[1] for e in events if e[0] == "start"] == [f"p{i}" for i in range(50)]
+    last_step = {e[1]: e[2] for e in steps}
+    assert last_step == {f"p{i}": 9_999 for i in range(50)}  # the last step of every phase arrives
+    order = [(e[0], e[1]) for e in events if e[0] != "log"]
+    for i in range(50):  # each phase's steps sit between its start and its finish
+        assert order.index(("start", f"p{i}")) < order.index(("step", f"p{i}")) < order.index(("finish", f"p{i}"))
+    assert len([e for e in events if e[0] == "log"]) == 50 * 20

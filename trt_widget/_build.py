@@ -46,7 +46,8 @@ class Build:
         self.model = PhaseModel(clock)
         self._clock = clock
         self._cancel = threading.Event()
-        self._done = threading.Event()
+        self._done = threading.Event()  # the build has ended (status final)
+        self._settled = threading.Event()  # ... and its on_done callbacks have run (what wait() waits for)
         self._lock = threading.Lock()
         self._status = IDLE
         self.status_detail = ""
@@ -168,15 +169,16 @@ class Build:
     def wait(self, timeout: float | None = None) -> str:
         """Block until the build ends (or ``timeout`` s pass) and return the status.
 
-        A KeyboardInterrupt while waiting asks the build to cancel, then re-raises at once.
+        A KeyboardInterrupt while waiting asks the build to cancel, then re-raises at once. Before
+        ``start()`` there is nothing to wait for: returns "idle" at once.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
         try:
-            while not self._done.is_set():
+            while not self._settled.is_set() and self._status != IDLE:
                 left = 0.1 if deadline is None else min(0.1, deadline - time.monotonic())
                 if left <= 0:
                     break
-                self._done.wait(left)
+                self._settled.wait(left)
         except KeyboardInterrupt:
             self.stop("interrupted (KeyboardInterrupt)")
             raise
@@ -184,7 +186,7 @@ class Build:
 
     async def wait_async(self, poll: float = 0.05) -> str:
         """Await the end of the build without blocking the event loop (lets widget messages through)."""
-        while not self._done.is_set():
+        while not self._settled.is_set() and self._status != IDLE:
             await asyncio.sleep(poll)
         return self._status
 
@@ -193,6 +195,8 @@ class Build:
 
     def result(self, timeout: float | None = None) -> bytes:
         """The engine bytes; raises the build's BuildError (BuildCancelled if cancelled) or TimeoutError."""
+        if self._status == IDLE:
+            raise RuntimeError("the build has not started: call start() first")
         if self.wait(timeout) not in FINAL:
             raise TimeoutError(f"the build is still {self._status} after {timeout} s")
         if self.error is not None:
@@ -256,6 +260,7 @@ class Build:
                 callback(self)
             except Exception:
                 traceback.print_exc()
+        self._settled.set()
 
     def __repr__(self) -> str:
         return f"<Build {self.source.label!r} status={self._status}>"

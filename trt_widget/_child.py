@@ -5,14 +5,13 @@ The builder thread only appends to an in-memory outbox; a sender thread ships it
 at once after a phase starts or finishes and otherwise at most every ~20 ms (runs of step events of one
 phase are coalesced to the latest), so a slow reader can never throttle or block the builder. A reader
 thread waits on the ``control`` pipe: ``("stop",)`` (or the parent going away) makes the next
-``step_complete`` return False. The engine goes back as a file in the parent's private work directory,
-announced with its size and sha256.
+``step_complete`` return False.
 
-Messages to the parent: ``("hello", pid)`` first, then ``("events", [event, ...])`` with events ``("start", name, parent, num_steps, t)``,
-``("step", name, step, t)``, ``("finish", name, t)``, ``("log", level, message, t)`` (``t`` is
-``time.perf_counter()`` in the child); then one final ``("engine", path, size, sha256)`` (the file is in one of
-the parent's private work directories: RAM-backed ``/dev/shm`` when it has room, else the temp directory),
-``("cancelled",)`` or ``("error", message)``.
+Messages to the parent: ``("hello", pid)`` first; then ``("events", [event, ...])`` with events
+``("start", name, parent, num_steps, t)``, ``("step", name, step, t)``, ``("finish", name, t)`` and
+``("log", level, message, t)`` (``t`` is ``time.perf_counter()`` in the child); then one final message:
+``("engine", path, size, sha256)``, ``("cancelled",)`` or ``("error", message)``. The engine file lies in one
+of the parent's private work directories (RAM-backed ``/dev/shm`` when it has room, else the temp directory).
 
 TEST HOOK (for tests only, never set it in real use): the environment variable
 ``TRT_WIDGET_TEST_CRASH="<how>:<phase name>"`` makes the child die as soon as the named phase starts, after

@@ -1,0 +1,103 @@
+"""P7: front-end time to apply one ``phases`` update of a 1,200-instance tree, in headless Chromium.
+
+Debian's /usr/bin/chromium via Playwright renders ``trt_widget/static/widget.js`` (the shipped bundle, served
+through ``page.route``) with a fake anywidget model, then applies ~50 updates, each a fresh ``phases`` array in
+which 120 rows changed, timing model update + change events + forced layout (``el.offsetHeight``).
+Scenarios: tree as first shown (runs of same-name siblings collapsed into groups), tree fully expanded
+(every instance is a DOM row), and the timeline view.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from _common import ROOT, emit, figure, load_avg, median, percentile, print_table
+
+TARGET_MS = 16.0
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+ORIGIN = "http://bench.trt-widget.invalid"
+STATIC = ROOT / "trt_widget" / "static"
+HERE = Path(__file__).resolve().parent
+
+FILES = {
+    "/widget.js": (STATIC / "widget.js", "text/javascript"),
+    "/widget.css": (STATIC / "widget.css", "text/css"),
+    "/p7_page.js": (HERE / "p7_page.js", "text/javascript"),
+}
+PAGE = """<!doctype html><html><head><meta charset="utf-8"><link rel="stylesheet" href="/widget.css">
+<script type="module" src="/p7_page.js"></script></head><body></body></html>"""
+
+
+def serve(route: Any) -> None:
+    path = route.request.url[len(ORIGIN):].split("?")[0]
+    if path in ("/", "/index.html"):
+        route.fulfill(status=200, content_type="text/html", body=PAGE)
+    elif path in FILES:
+        file, kind = FILES[path]
+        route.fulfill(status=200, content_type=kind, body=file.read_bytes())
+    else:
+        route.fulfill(status=404, body="not found")
+
+
+def run(instances: int, updates: int, changed: int) -> dict[str, dict[str, Any]]:
+    from playwright.sync_api import sync_playwright
+
+    out: dict[str, dict[str, Any]] = {}
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1000, "height": 800})
+            errors: list[str] = []
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.route(f"{ORIGIN}/**", serve)
+            page.goto(f"{ORIGIN}/index.html")
+            page.wait_for_function("window.benchReady === true", timeout=30_000)
+            for scenario in ("tree", "expanded", "timeline"):
+                result = page.evaluate("([s, n, u, c]) => window.runBench(s, n, u, c)",
+                                       [scenario, instances, updates, changed])
+                out[scenario] = result
+            if errors:
+                raise RuntimeError(f"page errors: {errors[:3]}")
+            out["_version"] = {"chromium": browser.version}
+        finally:
+            browser.close()
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--instances", type=int, default=1_200)
+    parser.add_argument("--updates", type=int, default=50)
+    parser.add_argument("--changed", type=int, default=120)
+    args = parser.parse_args()
+    load_start = load_avg()
+    raw = run(args.instances, args.updates, args.changed)
+    chromium = raw.pop("_version")["chromium"]
+    stats = {s: {"median_ms": median(r["times"]), "p95_ms": percentile(r["times"], 95), "max_ms": max(r["times"]),
+                 "rows_in_dom": r["rowsInDom"], "parse_ms": median(r["parse"]), "json_bytes": r["bytes"]}
+             for s, r in raw.items()}
+    labels = {"tree": "tree as first shown (groups collapsed)", "expanded": "tree, every group expanded",
+              "timeline": "timeline view"}
+    print_table(f"P7 apply one update of a {args.instances:,}-instance tree, {args.changed} rows changed "
+                f"(Chromium {chromium}, {args.updates} updates)",
+                ["scenario", "rows in DOM", "median ms", "p95 ms", "max ms", "JSON.parse ms (not in timing)"],
+                [[labels[s], v["rows_in_dom"], f"{v['median_ms']:.2f}", f"{v['p95_ms']:.2f}", f"{v['max_ms']:.2f}",
+                  f"{v['parse_ms']:.2f}"] for s, v in stats.items()])
+
+    def fig(scenario: str) -> dict[str, Any]:
+        v = stats[scenario]
+        return figure(round(v["median_ms"], 2), f"< {TARGET_MS:g} ms (median and p95)",
+                      v["median_ms"] < TARGET_MS and v["p95_ms"] < TARGET_MS, "ms",
+                      f"apply one phases update ({args.changed} of {args.instances:,} rows changed) + forced layout, "
+                      f"{labels[scenario]}", **{k: round(x, 3) if isinstance(x, float) else x for k, x in v.items()})
+
+    emit("p7_frontend", {"P7": fig("tree"), "P7-expanded": fig("expanded"), "P7-timeline": fig("timeline")},
+         chromium=chromium, load_avg_start=load_start)
+
+
+if __name__ == "__main__":
+    main()

@@ -55,7 +55,9 @@ def artifacts() -> Path:
 
 @pytest.fixture(scope="session")
 def jupyter(tmp_path_factory: pytest.TempPathFactory, artifacts: Path) -> Iterator[JupyterLab]:
-    server = JupyterLab(tmp_path_factory.mktemp("jupyter"))
+    base = tmp_path_factory.mktemp("jupyter")
+    # kernels keep their build history (ETAs) in this session's folder, not in the user's cache
+    server = JupyterLab(base, env={"TRT_WIDGET_HISTORY": str(base / "history.sqlite")})
     server.start()
     try:
         yield server

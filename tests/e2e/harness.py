@@ -427,9 +427,11 @@ class Lab:
     def execute(self, code: str, timeout: float = 60.0) -> str:
         """Run ``code`` on the notebook's kernel (no cell, no history) and return its text output.
 
-        Requests queue behind a running cell, as any execute request does.
+        Requests queue behind a running cell (also one awaiting in an async cell), as any execute request does.
         """
         result = self.js("execute", self.path, code, int(timeout * 1000))
+        if result["status"] == "timeout":
+            raise TimeoutError(f"the kernel did not answer within {timeout:g} s (busy? {self.kernel_status()})")
         if result["error"] is not None:
             err = result["error"]
             raise CellError(f"kernel raised {err['ename']}: {err['evalue']}\n{_strip_ansi(err['traceback'])}")
@@ -444,6 +446,15 @@ class Lab:
         if found is None:
             raise CellError(f"no JSON answer from the kernel for {expression!r}; output was {text!r}")
         return json.loads(found.group(1))
+
+    # -- exact DOM transition times ------------------------------------------------------------------
+    def watch(self, key: str, selector: str, attribute: str) -> None:
+        """Start logging each value ``attribute`` of the first ``selector`` element takes, and clicks inside it."""
+        self.js("watch", key, selector, attribute)
+
+    def watched(self, key: str) -> list[dict[str, Any]]:
+        """The log of ``watch(key, ...)``: ``{"value", "t"}`` or ``{"click", "t"}`` entries, t in page ms."""
+        return list(self.page.evaluate("k => window.__trtE2E.watches[k]", key))
 
     # -- document and appearance ---------------------------------------------------------------------
     def save(self, timeout: float = 60.0) -> Any:

@@ -110,6 +110,32 @@ window.__trtE2E = {
     return true;
   },
 
+  // Timestamped log (performance.now() ms) of every value `attribute` of the first `selector` element takes,
+  // and of every click inside that element: exact transition times without polling.
+  watches: {},
+  watch(key, selector, attribute) {
+    const log = (this.watches[key] = []);
+    let last;
+    const check = () => {
+      const el = document.querySelector(selector);
+      const value = el ? el.getAttribute(attribute) : null;
+      if (value !== last) {
+        last = value;
+        log.push({ value, t: performance.now() });
+      }
+    };
+    new MutationObserver(check).observe(document.body,
+      { subtree: true, childList: true, attributes: true, attributeFilter: [attribute] });
+    document.addEventListener('click', e => {
+      const t = e.target;
+      if (t instanceof Element && t.closest(selector)) {
+        log.push({ click: t.className || t.tagName, t: performance.now() });
+      }
+    }, true);
+    check();
+    return true;
+  },
+
   // One execute_request on the notebook's kernel, outside the notebook document (no cell, no history).
   async execute(path, code, timeoutMs) {
     const k = this.kernel(path);
@@ -126,11 +152,14 @@ window.__trtE2E = {
     };
     let timer;
     const timeout = new Promise((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`kernel did not answer within ${timeoutMs} ms`)), timeoutMs);
+      timer = setTimeout(() => reject(new Error('timeout')), timeoutMs);
     });
     try {
       const reply = await Promise.race([future.done, timeout]);
       return { text: out.join(''), error, status: reply.content.status };
+    } catch (e) {
+      if (e.message === 'timeout') return { text: out.join(''), error: null, status: 'timeout' };
+      throw e;
     } finally {
       clearTimeout(timer);
     }

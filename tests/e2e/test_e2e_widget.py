@@ -1,0 +1,253 @@
+"""Real-browser scenarios of ``BuildWidget`` in JupyterLab, with real TensorRT-RTX builds in the kernel.
+
+Each test builds its own notebook. deep_residual(400) is used where a build only has to be running for a
+moment; deep_residual(1000) where Stop has to land in its one long step, so "Cancelling" is on screen.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+
+from harness import DARK, Lab, wait_until
+
+pytestmark = pytest.mark.e2e
+
+BUILD_S = 300.0  # deadline for a whole build: other helpers build on the same 2 cores
+LONG_STEP = "Determining refit engines"  # deep_residual(1000) spends nearly its whole build in this one step
+XSS_NODE = '<img src=x onerror="window.__xss=1;alert(1)"><script>window.__xss=2;alert(2)</script>'
+XSS_GRAPH = '<b class="xss-graph">bold</b>'
+
+
+def build_cell(model: str) -> str:
+    return ("from trt_widget import BuildWidget\n"
+            "from trt_widget.models import deep_residual, resnet50\n"
+            f"w = BuildWidget({model}).start()\n"
+            "w\n")
+
+
+def widget(lab: Lab, cell: int = 0) -> Any:
+    return lab.output(cell).locator(".trtw")
+
+
+def start_build(lab: Lab, model: str, *more_cells: str) -> Any:
+    """Open a notebook whose first cell starts and shows a build; run it; return the widget's root locator."""
+    lab.open([build_cell(model), *more_cells])
+    lab.watch("status", ".trtw", "data-status")
+    lab.watch("row", ".trtw [role=treeitem]", "data-status")
+    if more_cells:
+        lab.run_all(wait=False)
+        lab.wait_executed(0)
+    else:
+        lab.run_cell(0)
+    root = widget(lab)
+    expect(root).to_be_visible()
+    return root
+
+
+def wait_final(root: Any, status: str) -> None:
+    expect(root).to_have_attribute("data-status", status, timeout=BUILD_S * 1000)
+
+
+def row_names(root: Any) -> list[str]:
+    return [n.strip() for n in root.locator("[role=treeitem] .trtw-name").all_text_contents()]
+
+
+def status_values(lab: Lab) -> list[str]:
+    return [e["value"] for e in lab.watched("status") if "value" in e and e["value"]]
+
+
+def stop_during_long_step(lab: Lab, root: Any) -> float:
+    """Wait until the long step runs, click Stop, and return the click time (page ms)."""
+    long_row = root.get_by_role("treeitem").filter(has_text=LONG_STEP).first
+    expect(long_row).to_have_attribute("data-status", "running", timeout=BUILD_S * 1000)
+    stop = root.get_by_role("button", name="Stop")
+    expect(stop).to_be_enabled()
+    stop.click()
+    clicks = [e["t"] for e in lab.watched("status") if "trtw-stop" in str(e.get("click", ""))]
+    assert clicks, f"the Stop click was not seen by the page: {lab.watched('status')}"
+    return float(clicks[-1])
+
+
+def test_live_build_renders_its_phase_tree(lab: Lab) -> None:
+    root = start_build(lab, "deep_residual(400)")
+    rows = root.get_by_role("treeitem")
+    expect(rows.first).to_be_visible()
+    if root.get_attribute("data-status") == "running":
+        lab.screenshot("widget-live-running", root)
+    wait_final(root, "succeeded")
+    expect(root.locator(".trtw-badge")).to_have_text("Succeeded")
+    expect(root.locator(".trtw-size")).to_contain_text("engine")
+    expect(root.get_by_role("button", name="Stop")).to_be_disabled()
+    lab.screenshot("widget-live-final", root)
+
+    # live: the tree had rows while the browser still showed the build running
+    statuses, row_log = lab.watched("status"), lab.watched("row")
+    first_row_t = min(e["t"] for e in row_log if e.get("value"))
+    running_t = min(e["t"] for e in statuses if e.get("value") == "running")
+    done_t = min(e["t"] for e in statuses if e.get("value") == "succeeded")
+    assert running_t <= first_row_t < done_t, (statuses, row_log)
+    assert "running" in [e["value"] for e in row_log if "value" in e]
+
+    kernel = lab.kernel_json("{'status': w.build.status, 'engine': len(w.engine or b''),"
+                             " 'names': [r['name'] for r in w.build.timings()]}")
+    assert kernel["status"] == "succeeded" and kernel["engine"] > 0
+    assert sorted(row_names(root)) == sorted(kernel["names"])
+    expect(rows.and_(root.locator("[data-status=running]"))).to_have_count(0)
+
+
+def test_stop_during_a_long_build_cancels_it(lab: Lab, artifacts: Path) -> None:
+    root = start_build(lab, "deep_residual(1000)")
+    expect(root).to_have_attribute("data-status", "running")
+    lab.screenshot("widget-stop-running", root)
+    clicked = stop_during_long_step(lab, root)
+
+    badge = root.locator(".trtw-badge")
+    expect(badge).to_have_text("Cancelling")
+    expect(root.locator(".trtw-notice")).to_contain_text(f"Cancelling \u2014 waiting for the builder to finish "
+                                                          f"the current step of {LONG_STEP}")
+    expect(root.get_by_role("button", name=re.compile("Stopping"))).to_be_disabled()
+    lab.screenshot("widget-stop-cancelling", root)
+    wait_final(root, "cancelled")
+    expect(badge).to_have_text("Cancelled")
+    expect(root.locator(".trtw-notice")).to_be_hidden()
+    lab.screenshot("widget-stop-cancelled", root)
+
+    kernel = lab.kernel_json("{'status': w.build.status, 'engine_is_none': w.engine is None,"
+                             " 'error': type(w.build_error).__name__, 'cancel': w.build.cancel_info,"
+                             " 'cancelled': sum(t['status'] == 'cancelled' for t in w.timings())}")
+    assert kernel["status"] == "cancelled" and kernel["engine_is_none"] is True
+    assert kernel["error"] == "BuildCancelled"
+    assert kernel["cancel"]["phase"] == LONG_STEP
+    expect(root.locator("[role=treeitem][data-status=cancelled]")).to_have_count(kernel["cancelled"])
+    assert kernel["cancelled"] >= 1
+
+    log = lab.watched("status")
+    cancelling = next(e["t"] for e in log if e.get("value") == "cancelling" and e["t"] >= clicked)
+    cancelled = next(e["t"] for e in log if e.get("value") == "cancelled" and e["t"] >= cancelling)
+    timing = {"click_to_cancelling_ms": round(cancelling - clicked, 1),
+              "click_to_cancelled_ms": round(cancelled - clicked, 1),
+              "kernel_requested_at_s": kernel["cancel"]["requested_at_s"]}
+    (artifacts / "stop-timing.json").write_text(json.dumps(timing, indent=1))
+    print(f"\nStop timing: {timing}")
+    assert status_values(lab)[-3:] == ["running", "cancelling", "cancelled"]
+
+
+def test_kernel_stays_responsive_during_a_build(lab: Lab) -> None:
+    root = start_build(lab, "deep_residual(400)", 'print("kernel answers; the build is", w.build.status)')
+    lab.wait_all_executed(timeout=120)
+    expect(lab.output(1)).to_contain_text("kernel answers; the build is running")
+
+    answers: list[str] = []
+
+    def ended() -> bool:
+        answers.append(lab.kernel_json("w.build.status", timeout=30))
+        return answers[-1] not in ("running", "cancelling")
+
+    wait_until(ended, timeout=BUILD_S, interval=0.1, what="the build to end")
+    assert answers[-1] == "succeeded", answers
+    wait_final(root, "succeeded")
+
+
+def test_await_in_an_async_cell_lets_stop_through(lab: Lab) -> None:
+    root = start_build(lab, "deep_residual(1000)",
+                       'status = await w\nprint("awaited:", status, "| engine is None:", w.engine is None)')
+    # cell 2 is awaiting the build: the kernel is busy, cell 2 has no reply yet
+    wait_until(lambda: lab.kernel_status() == "connected/busy", timeout=60, what="cell 2 to be awaiting")
+    assert not lab.js("cellExecuted", lab.path, 1)
+    stop_during_long_step(lab, root)
+    expect(root.locator(".trtw-badge")).to_have_text("Cancelling")
+    wait_final(root, "cancelled")
+    lab.wait_executed(1, timeout=BUILD_S)
+    assert lab.output_text(1) == "awaited: cancelled | engine is None: True\n"
+
+
+def test_untrusted_text_is_shown_literally(lab: Lab) -> None:
+    broken = (f"m = deep_residual(3, node_name={XSS_NODE!r})\n"
+              f"m.graph.name = {XSS_GRAPH!r}\n"
+              "for a in m.graph.node[0].attribute:  # a shape error: the parser's message names the node\n"
+              "    if a.name == 'kernel_shape':\n"
+              "        a.ints[:] = [5, 5]\n")
+    lab.open([build_cell("m").replace("w = BuildWidget", broken + "w = BuildWidget")])
+    lab.run_cell(0)
+    root = widget(lab)
+    wait_final(root, "failed")
+    expect(root.locator(".trtw-badge")).to_have_text("Failed")
+    error = root.locator(".trtw-error")
+    expect(error).to_contain_text(XSS_NODE)
+    expect(error).to_contain_text(XSS_GRAPH)
+    expect(root.locator(".trtw-logs-list")).to_contain_text(XSS_NODE)
+    expect(root.locator(".trtw-logs-list")).to_be_visible()  # the log opens by itself on errors
+    lab.next_frame()
+    lab.screenshot("widget-untrusted-text", root)
+
+    page = lab.page
+    assert page.locator(".trtw img, .trtw script, .trtw iframe, .xss-graph").count() == 0
+    assert page.locator("img[src=x]").count() == 0
+    assert page.evaluate("() => window.__xss") is None
+    assert lab.dialogs == []
+
+
+def _rgba(css: str) -> tuple[float, float, float, float]:
+    parts = [float(p) for p in re.findall(r"[\d.]+", css)]
+    return (parts[0], parts[1], parts[2], parts[3] if len(parts) > 3 else 1.0)
+
+
+def _luminance(rgb: tuple[float, float, float]) -> float:
+    def channel(c: float) -> float:
+        c /= 255
+        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+    r, g, b = (channel(c) for c in rgb)
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def text_contrast(root: Any, selector: str) -> tuple[float, float]:
+    """(WCAG contrast of ``selector``'s text on the widget background, background luminance)."""
+    colors = root.evaluate(
+        "(el, sel) => ({bg: getComputedStyle(el).backgroundColor,"
+        " fg: getComputedStyle(el.querySelector(sel)).color})", selector)
+    bg, fg = _rgba(colors["bg"]), _rgba(colors["fg"])
+    assert bg[3] == 1.0, f"the widget background is not opaque: {colors}"
+    blended = tuple(fg[3] * f + (1 - fg[3]) * b for f, b in zip(fg[:3], bg[:3]))
+    lum_bg, lum_fg = _luminance(bg[:3]), _luminance(blended)  # type: ignore[arg-type]
+    hi, lo = max(lum_bg, lum_fg), min(lum_bg, lum_fg)
+    return (hi + 0.05) / (lo + 0.05), lum_bg
+
+
+def test_dark_theme(lab: Lab) -> None:
+    root = start_build(lab, "resnet50()")
+    wait_final(root, "succeeded")
+    light_contrast, light_bg = text_contrast(root, ".trtw-name")
+    lab.screenshot("widget-light", root)
+
+    lab.set_theme(DARK)
+    assert lab.theme() == {"name": DARK, "light": "false"}
+    dark_contrast, dark_bg = text_contrast(root, ".trtw-name")
+    lab.screenshot("widget-dark", root)
+    lab.screenshot("page-dark")
+    assert dark_bg < 0.2 < light_bg  # the widget follows the theme: dark background in the dark theme
+    assert dark_contrast >= 4.5 and light_contrast >= 4.5  # phase names stay readable (WCAG AA)
+    for selector in (".trtw-badge", ".trtw-time"):
+        assert text_contrast(root, selector)[0] >= 3.0, selector
+
+
+def test_saved_and_reloaded_notebook_shows_the_final_tree(lab: Lab) -> None:
+    root = start_build(lab, "resnet50()")
+    wait_final(root, "succeeded")
+    before = row_names(root)
+    assert before
+
+    saved = lab.save()
+    assert "application/vnd.jupyter.widget-view+json" in saved.cells[0].outputs[0]["data"]
+    lab.reload()
+    root = widget(lab)
+    expect(root).to_have_attribute("data-status", "succeeded")
+    expect(root.get_by_role("treeitem")).to_have_count(len(before))
+    assert row_names(root) == before
+    expect(root.locator(".trtw-badge")).to_have_text("Succeeded")
+    lab.screenshot("widget-reloaded", root)

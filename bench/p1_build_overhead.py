@@ -94,6 +94,8 @@ def main() -> None:
                      plain_cpu_s=[round(r["cpu"], 3) for r in plain],
                      widget_cpu_s=[round(r["cpu"], 3) for r in widget],
                      widget_sends=[r["sends"] for r in widget]),
+        "P1-cpu": figure(round(cpu_ratio, 4), "no target", None, "ratio",
+                         "process CPU time (all threads), BuildWidget ÷ no monitor, median of the same builds"),
     }, load_avg_start=load_start)
 
 

@@ -33,7 +33,7 @@ SCRIPTS = [
     ("p6", "p6_memory.py", ["--steps", "200000", "--sizes", "1000", "10000"]),
     ("p7", "p7_frontend.py", ["--updates", "20"]),
 ]
-ORDER = ["P1", "P2", "P2-trt", "P2-build", "P3", "P3-final", "P3-large", "P4", "P4-real", "P5", "P5-1200",
+ORDER = ["P1", "P1-cpu", "P2", "P2-trt", "P2-build", "P3", "P3-final", "P3-large", "P4", "P4-real", "P5", "P5-1200",
          "P5-10000", "P6", "P6-linear", "P7", "P7-expanded", "P7-timeline"]
 
 
@@ -76,6 +76,16 @@ def fmt_value(fig: dict[str, Any]) -> str:
     if unit == "ratio":
         return f"{value:g}x" if "x" in str(fig.get("target", "")) else f"{value:.4g}"
     return f"{value:g} {unit}"
+
+
+def markdown(figures: dict[str, dict[str, Any]], header: str) -> str:
+    """The summary as a Markdown table (for bench/README.md)."""
+    lines = [header, "", "| id | figure | value | target | result |", "|---|---|---|---|---|"]
+    for key in sorted(figures, key=lambda k: ORDER.index(k) if k in ORDER else len(ORDER)):
+        fig = figures[key]
+        what = str(fig.get("what", "")).replace("|", "/")
+        lines.append(f"| {key} | {what} | {fmt_value(fig)} | {fig.get('target', '-')} | {verdict(fig)} |")
+    return "\n".join(lines) + "\n"
 
 
 def main() -> None:
@@ -125,7 +135,10 @@ def main() -> None:
         "machine": machine(), "load_avg_start": load_start, "load_avg_end": load_avg(), "runs": runs,
         "figures": figures,
     }, indent=1, default=str) + "\n")
-    print(f"wrote {out.relative_to(HERE.parent)}")
+    md = out.with_suffix(".md")
+    md.write_text(markdown(figures, f"`{' '.join(['python', 'bench/run_all.py', *sys.argv[1:]])}` — {started}, commit "
+                                    f"{commit}, {machine()['cpus']} CPUs, load average {load_start} at start"))
+    print(f"wrote {out.relative_to(HERE.parent)} and {md.relative_to(HERE.parent)}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,64 @@
+"""Shared fixtures: small generated ONNX models (nothing downloaded) and a wait-on-state helper."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from trt_widget.models import deep_residual, resnet50, to_bytes
+
+# Generous: other builds share the two cores while the suite runs.
+DEADLINE_S = 180.0
+
+
+def _wait_until(predicate: Callable[[], Any], timeout: float = DEADLINE_S, what: str = "condition") -> Any:
+    """Poll ``predicate`` until it returns something truthy (and return that), or fail after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.005)
+
+
+@pytest.fixture
+def wait_until() -> Callable[..., Any]:
+    """``wait_until(predicate, timeout=..., what=...)``: wait on state with a deadline, never a fixed sleep."""
+    return _wait_until
+
+
+@pytest.fixture
+def small_model() -> Any:
+    """A tiny static-shape ``onnx.ModelProto`` (4 residual blocks, input "input" 1x8x8x8): builds in ~0.1 s."""
+    return deep_residual(4)
+
+
+@pytest.fixture
+def onnx_path(tmp_path: Path, small_model: Any) -> Path:
+    """The small model written to ``tmp_path / "small.onnx"``."""
+    path = tmp_path / "small.onnx"
+    path.write_bytes(to_bytes(small_model))
+    return path
+
+
+@pytest.fixture
+def dynamic_model() -> Any:
+    """The small model with a dynamic batch dimension ("N" x 8 x 8 x 8): needs a profile for "input"."""
+    return deep_residual(4, batch="N")
+
+
+@pytest.fixture(scope="session")
+def resnet50_bytes() -> bytes:
+    """ResNet-50-shaped ONNX bytes (~100 MB of random weights, builds in a few seconds)."""
+    return to_bytes(resnet50())
+
+
+@pytest.fixture(scope="session")
+def long_model_bytes() -> bytes:
+    """``deep_residual(400)`` ONNX bytes: a build of a few seconds, long enough to stop in the middle."""
+    return to_bytes(deep_residual(400))

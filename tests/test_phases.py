@@ -1,0 +1,258 @@
+"""PhaseModel driven by synthetic callback sequences (no TensorRT): nesting, repeats, clock, rows, listeners."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trt_widget._phases import CANCELLED, DONE, FINISHED_EARLY, RUNNING, PhaseModel
+
+
+class FakeClock:
+    """A clock the test advances by hand, so start/end/duration are exact."""
+
+    def __init__(self, t: float = 100.0) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_fake_clock_gives_exact_start_end_and_duration() -> None:
+    clock = FakeClock(100.0)
+    model = PhaseModel(clock)
+    clock.t = 101.5
+    model.phase_start("Building engine", None, 2)
+    clock.t = 102.0
+    model.phase_start("Optimizing", "Building engine", 1)
+    clock.t = 104.25
+    model.step_complete("Optimizing", 0)
+    model.phase_finish("Optimizing")
+    clock.t = 110.0
+    model.step_complete("Building engine", 1)
+    model.phase_finish("Building engine")
+    outer, inner = model.timings()
+    assert (outer["start_s"], outer["end_s"], outer["duration_s"]) == (1.5, 10.0, 8.5)
+    assert (inner["start_s"], inner["end_s"], inner["duration_s"]) == (2.0, 4.25, 2.25)
+    assert model.now() == 10.0
+
+
+def test_restart_clock_moves_time_zero() -> None:
+    clock = FakeClock(5.0)
+    model = PhaseModel(clock)
+    clock.t = 50.0
+    model.restart_clock()
+    clock.t = 51.0
+    phase = model.phase_start("a", None, 1)
+    assert phase.start_s == 1.0
+
+
+def test_nesting_resolves_parent_by_name_and_sets_depth() -> None:
+    model = PhaseModel(FakeClock())
+    model.phase_start("root", None, 1)
+    model.phase_start("child", "root", 1)
+    model.phase_start("grandchild", "child", 1)
+    rows = model.timings()
+    assert [(r["name"], r["parent"], r["depth"]) for r in rows] == [
+        ("root", None, 0), ("child", 0, 1), ("grandchild", 1, 2)]
+
+
+def test_unknown_parent_makes_a_root_phase() -> None:
+    model = PhaseModel(FakeClock())
+    phase = model.phase_start("orphan", "never started", 3)
+    assert (phase.parent, phase.depth) == (None, 0)
+
+
+def test_repeated_names_under_one_parent_are_separate_instances() -> None:
+    model = PhaseModel(FakeClock())
+    model.phase_start("Computing profile costs", None, 3)
+    for _ in range(3):
+        model.phase_start("Timing tactics", "Computing profile costs", 2)
+        model.step_complete("Timing tactics", 0)
+        model.step_complete("Timing tactics", 1)
+        model.phase_finish("Timing tactics")
+    model.phase_finish("Computing profile costs")
+    rows = model.timings()
+    assert len(rows) == 4
+    repeats = rows[1:]
+    assert [r["id"] for r in repeats] == [1, 2, 3]
+    assert all(r["parent"] == 0 and r["depth"] == 1 for r in repeats)
+    assert all(r["status"] == DONE and r["step"] == 2 for r in repeats)
+
+
+def test_parent_is_the_newest_active_instance_of_its_name() -> None:
+    model = PhaseModel(FakeClock())
+    model.phase_start("p", None, 1)  # id 0
+    model.phase_start("p", None, 1)  # id 1, newest active "p"
+    assert model.phase_start("c", "p", 1).parent == 1
+    model.phase_finish("p")  # closes id 1 (newest active)
+    assert model.phase_start("c", "p", 1).parent == 0
+
+
+def test_early_finish_then_late_step_promotes_to_done() -> None:
+    clock = FakeClock(0.0)
+    model = PhaseModel(clock)
+    model.phase_start("refit", None, 2)
+    model.step_complete("refit", 0)
+    clock.t = 3.0
+    model.phase_finish("refit")
+    assert model.timings()[0]["status"] == FINISHED_EARLY
+    clock.t = 4.0
+    model.step_complete("refit", 1)  # the late step for the finished phase
+    row = model.timings()[0]
+    assert (row["status"], row["step"], row["end_s"]) == (DONE, 2, 3.0)
+
+
+def test_steps_only_move_forward() -> None:
+    model = PhaseModel(FakeClock())
+    model.phase_start("a", None, 10)
+    model.step_complete("a", 5)
+    version = model.version
+    model.step_complete("a", 2)  # out of order: ignored, no change
+    assert model.timings()[0]["step"] == 6
+    assert model.version == version
+
+
+def test_steps_and_finishes_for_unknown_names_are_counted_not_raised() -> None:
+    model = PhaseModel(FakeClock())
+    assert model.step_complete("nobody", 3) is None
+    assert model.phase_finish("nobody") is None
+    assert model.ignored == 2
+    assert len(model) == 0
+
+
+def test_finish_with_no_steps_declared_is_done() -> None:
+    model = PhaseModel(FakeClock())
+    model.phase_start("zero", None, 0)
+    model.phase_finish("zero")
+    assert model.timings()[0]["status"] == DONE
+
+
+def test_close_all_ends_every_running_phase_with_the_status() -> None:
+    clock = FakeClock(0.0)
+    model = PhaseModel(clock)
+    model.phase_start("a", None, 1)
+    model.phase_start("b", "a", 1)
+    model.step_complete("b", 0)
+    model.phase_finish("b")
+    model.phase_start("c", "a", 5)
+    clock.t = 7.0
+    closed = model.close_all()
+    assert sorted(p.name for p in closed) == ["a", "c"]
+    rows = {r["name"]: r for r in model.timings()}
+    assert rows["a"]["status"] == rows["c"]["status"] == CANCELLED
+    assert rows["a"]["end_s"] == rows["c"]["end_s"] == 7.0
+    assert rows["b"]["status"] == DONE
+    assert model.running_count() == 0 and model.innermost_running() is None
+    assert model.phase_finish("a") is None  # nothing active any more
+
+
+def test_innermost_running_is_the_latest_started_running_phase_as_a_copy() -> None:
+    model = PhaseModel(FakeClock())
+    model.phase_start("outer", None, 1)
+    model.phase_start("inner", "outer", 1)
+    innermost = model.innermost_running()
+    assert innermost is not None and innermost.name == "inner"
+    innermost.name = "changed by a reader"
+    assert model.timings()[1]["name"] == "inner"
+    model.phase_finish("inner")
+    assert model.innermost_running().name == "outer"  # type: ignore[union-attr]
+
+
+def test_rows_are_copy_on_write() -> None:
+    model = PhaseModel(FakeClock())
+    model.phase_start("a", None, 3)
+    model.phase_start("b", None, 3)
+    first = model.rows()
+    again = model.rows()
+    assert again is not first  # a new list every call
+    assert all(x is y for x, y in zip(first, again))  # but the same row objects when nothing changed
+    model.step_complete("b", 0)
+    model.phase_start("c", None, 1)
+    third = model.rows()
+    assert third[0] is first[0]
+    assert third[1] is not first[1] and third[1]["step"] == 1
+    assert first[1]["step"] == 0  # the old snapshot was not mutated
+    assert len(third) == 3 and third[2]["name"] == "c"
+
+
+def test_timings_are_plain_copies_with_every_key() -> None:
+    model = PhaseModel(FakeClock())
+    model.phase_start("a", None, 1)
+    rows = model.timings()
+    assert set(rows[0]) >= {"id", "name", "parent", "depth", "start_s", "end_s", "duration_s", "step",
+                            "num_steps", "status"}
+    rows[0]["name"] = "mutated"
+    assert model.timings()[0]["name"] == "a"
+    assert model.rows()[0]["name"] == "a"
+
+
+def test_memory_grows_with_phase_starts_not_steps() -> None:
+    model = PhaseModel(FakeClock())
+    model.phase_start("long", None, 100_000)
+    for step in range(100_000):
+        model.step_complete("long", step)
+    assert len(model) == 1 and len(model.rows()) == 1
+    assert model.timings()[0]["step"] == 100_000
+
+
+def test_version_counters() -> None:
+    model = PhaseModel(FakeClock())
+    model.phase_start("a", None, 2)
+    assert (model.version, model.structure_version) == (1, 1)
+    model.step_complete("a", 0)
+    assert (model.version, model.structure_version) == (2, 1)
+    model.phase_finish("a")
+    assert (model.version, model.structure_version) == (3, 2)
+
+
+def test_listeners_see_every_event_and_a_broken_listener_is_harmless() -> None:
+    model = PhaseModel(FakeClock())
+    seen: list[tuple[str, str]] = []
+    structure: list[int] = []
+
+    def broken(event: str, phase: Any) -> None:
+        raise RuntimeError("reader bug")
+
+    model.subscribe(broken)
+    model.subscribe(lambda event, phase: seen.append((event, phase.name)))
+    model.on_structure = lambda: structure.append(model.structure_version)
+    model.phase_start("a", None, 1)
+    model.step_complete("a", 0)
+    model.phase_finish("a")
+    model.phase_start("b", None, 1)
+    model.close_all()
+    assert seen == [("phase_start", "a"), ("step", "a"), ("phase_finish", "a"), ("phase_start", "b"),
+                    ("phase_finish", "b")]
+    assert structure == [1, 2, 3, 4]  # start/finish/close only, not steps
+
+
+def test_a_raising_on_structure_hook_is_harmless() -> None:
+    model = PhaseModel(FakeClock())
+
+    def hook() -> None:
+        raise ValueError("hook bug")
+
+    model.on_structure = hook
+    model.phase_start("a", None, 1)
+    model.step_complete("a", 0)
+    model.phase_finish("a")
+    assert model.timings()[0]["status"] == DONE
+
+
+def test_cancelling_marks_short_phases_cancelled() -> None:
+    model = PhaseModel(FakeClock())
+    model.phase_start("a", None, 5)
+    model.phase_start("b", None, 1)
+    model.step_complete("b", 0)
+    model.cancelling = True
+    model.phase_finish("b")
+    model.phase_finish("a")
+    assert [r["status"] for r in model.timings()] == [CANCELLED, DONE]
+
+
+def test_phases_returns_independent_copies() -> None:
+    model = PhaseModel(FakeClock())
+    model.phase_start("a", None, 1)
+    copy = model.phases()[0]
+    copy.status = "tampered"
+    assert model.timings()[0]["status"] == RUNNING

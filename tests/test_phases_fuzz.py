@@ -111,7 +111,7 @@ def check_structure(rows: list[dict[str, Any]]) -> None:
             assert row["end_s"] >= row["start_s"] and row["duration_s"] == row["end_s"] - row["start_s"]
 
 
-@settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(ops, max_size=60))
 def test_random_callback_sequences_match_the_reference(sequence: list[tuple[Any, ...]]) -> None:
     model, ref = PhaseModel(TickClock()), Ref()

@@ -6,6 +6,7 @@ possible and never let an exception escape by accident (an escaping exception wo
 
 from __future__ import annotations
 
+import sys
 import threading
 import traceback
 from typing import Any
@@ -53,6 +54,8 @@ class BuildMonitor(_IProgressMonitor):  # type: ignore[misc, valid-type]
             self._caught()
 
     def _caught(self) -> None:
+        if isinstance(sys.exc_info()[1], KeyboardInterrupt):  # Ctrl-C on a main-thread build: cancel it
+            self.cancel_event.set()
         if len(self.errors) < 20:
             self.errors.append(traceback.format_exc())
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import math
 import os
 import re
 from dataclasses import dataclass, fields
@@ -52,8 +53,12 @@ class BuildOptions:
             object.__setattr__(self, "workspace", parse_bytes(self.workspace, "workspace"))
         for name in ("budget", "force_after"):
             value = getattr(self, name)
-            if value is not None and (not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0):
+            if value is not None and (not isinstance(value, (int, float)) or isinstance(value, bool)
+                                      or not math.isfinite(value) or value <= 0):
                 raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
+        for name in ("fp16", "strongly_typed", "verbose"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name} must be True or False, got {getattr(self, name)!r}")
         if self.isolation not in ("thread", "process"):
             raise ValueError(f"isolation must be 'thread' or 'process', got {self.isolation!r}")
         for name in ("timing_cache", "output"):
@@ -62,8 +67,12 @@ class BuildOptions:
                 if not isinstance(value, (str, os.PathLike)):
                     raise TypeError(f"{name} must be a file path, got {type(value).__name__}")
                 object.__setattr__(self, name, str(Path(value).expanduser()))
-        if self.output is not None and not Path(self.output).parent.is_dir():
-            raise FileNotFoundError(f"output directory does not exist: {Path(self.output).parent}")
+        for name in ("timing_cache", "output"):
+            value = getattr(self, name)
+            if value is not None and not Path(value).parent.is_dir():
+                raise FileNotFoundError(f"{name} directory does not exist: {Path(value).parent}")
+            if value is not None and Path(value).is_dir():
+                raise IsADirectoryError(f"{name} must be a file path, got the directory {value}")
         if self.profiles is not None:
             object.__setattr__(self, "profiles", _check_profiles(self.profiles))
 
@@ -87,7 +96,10 @@ def parse_bytes(value: Union[int, str], what: str) -> int:
     if isinstance(value, str):
         match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", value)
         if match and match.group(2).lower() in _UNITS:
-            return int(float(match.group(1)) * _UNITS[match.group(2).lower()])
+            count = int(float(match.group(1)) * _UNITS[match.group(2).lower()])
+            if count <= 0:
+                raise ValueError(f"{what} must be positive, got {value!r}")
+            return count
     raise ValueError(f"{what} must be a byte count like 1073741824 or '1GiB', got {value!r}")
 
 
@@ -100,6 +112,8 @@ def _check_profiles(profiles: Any) -> Dict[str, Profile]:
             lo, opt, hi = (tuple(int(d) for d in s) for s in shapes)
         except (TypeError, ValueError):
             raise ValueError(f"profile for input {name!r} must be (min, opt, max) shapes, got {shapes!r}") from None
+        if any(d < 0 for d in lo):
+            raise ValueError(f"profile for input {name!r} has a negative dimension: {shapes!r}")
         if not (len(lo) == len(opt) == len(hi)) or any(not a <= b <= c for a, b, c in zip(lo, opt, hi)):
             raise ValueError(f"profile for input {name!r} needs min <= opt <= max per dimension, got {shapes!r}")
         checked[str(name)] = (lo, opt, hi)

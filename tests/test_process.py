@@ -102,8 +102,9 @@ def recorded_dirs(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     yield seen
 
 
-def test_resnet50_engine_and_timings_match_a_thread_build(tmp_path: Any, recorded_dirs: list[str]) -> None:
-    onnx = models.resnet50().SerializeToString()
+def test_resnet50_engine_and_timings_match_a_thread_build(tmp_path: Any, recorded_dirs: list[str],
+                                                          resnet50_bytes: bytes) -> None:
+    onnx = resnet50_bytes
     thread = Build(onnx).start()
     assert thread.wait() == "succeeded", thread.error
     output = tmp_path / "resnet50.plan"

@@ -373,7 +373,11 @@ class Lab:
         self.wait_ready(idle=idle, timeout=timeout)
 
     def kernel_status(self) -> str:
-        """``connectionStatus/status`` of the notebook's kernel, e.g. ``connected/idle``."""
+        """``connectionStatus/status`` of the notebook's kernel, e.g. ``connected/idle``.
+
+        Not a sign of a running cell: on ipykernel 7 it reads idle while an async cell awaits (any message the
+        kernel handles meanwhile publishes its own busy/idle pair). Wait on a cell's output or reply instead.
+        """
         return str(self.js("kernelStatus", self.path))
 
     def cell(self, index: int) -> Any:

@@ -90,3 +90,47 @@ def wait_for(predicate: Callable[[], bool], timeout: float, what: str) -> None:
         if time.monotonic() > deadline:
             raise TimeoutError(f"timed out after {timeout:g} s waiting for {what}")
         time.sleep(0.002)
+
+
+class ThreadCpu:
+    """CPU seconds per Python thread name, read from /proc (Linux) each time ``poll()`` is called.
+
+    A thread's last reading before it exits is what counts, so poll often enough (e.g. every 0.5 s) and
+    once more right before joining. Threads TensorRT starts itself show up as "native".
+    """
+
+    def __init__(self) -> None:
+        import threading
+
+        self._threading = threading
+        self._tick = os.sysconf("SC_CLK_TCK")
+        self._base = self._read()
+        self._last: dict[str, tuple[str, float]] = {}
+
+    def _read(self) -> dict[str, tuple[str, float]]:
+        names = {str(t.native_id): t.name for t in self._threading.enumerate()}
+        out: dict[str, tuple[str, float]] = {}
+        try:
+            tids = os.listdir("/proc/self/task")
+        except OSError:
+            return out
+        for tid in tids:
+            try:
+                with open(f"/proc/self/task/{tid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            out[tid] = (names.get(tid, "native"), (int(fields[11]) + int(fields[12])) / self._tick)
+        return out
+
+    def poll(self) -> None:
+        for tid, (name, cpu) in self._read().items():
+            known = self._last.get(tid)
+            self._last[tid] = (known[0] if known and name == "native" else name, cpu)
+
+    def by_name(self) -> dict[str, float]:
+        self.poll()
+        totals: dict[str, float] = {}
+        for tid, (name, cpu) in self._last.items():
+            totals[name] = totals.get(name, 0.0) + cpu - self._base.get(tid, (name, 0.0))[1]
+        return totals

@@ -232,7 +232,7 @@ class Build:
                                      f"{exc}") from exc
         except BuildError as exc:
             error = exc
-        except Exception as exc:  # an unexpected failure still ends the build cleanly
+        except BaseException as exc:  # an unexpected failure (even SystemExit in user code) still ends the build
             error = BuildError(f"unexpected {type(exc).__name__}: {exc}\n{traceback.format_exc()}")
             error.__cause__ = exc
         self._finish(engine, error)

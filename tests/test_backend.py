@@ -1,0 +1,135 @@
+"""Backend selection: TRT_WIDGET_BACKEND, a clear error when nothing is installed, and a lazy package import."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import trt_widget
+from trt_widget import _backend
+from trt_widget._backend import INSTALL_HINT, BackendUnavailable, backend_info, select_backend
+
+# Run first in the child: make every tensorrt* module unimportable, as on a machine with neither installed.
+BLOCK_TENSORRT = textwrap.dedent("""
+    import sys
+
+    class BlockTensorRT:
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0].startswith("tensorrt"):
+                raise ModuleNotFoundError(f"No module named {name!r} (blocked by the test)")
+            return None
+
+    sys.meta_path.insert(0, BlockTensorRT())
+""")
+
+
+def run_python(code: str, **env: str) -> subprocess.CompletedProcess[str]:
+    environment = {k: v for k, v in os.environ.items() if k != "TRT_WIDGET_BACKEND"}
+    environment.update(env)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env=environment)
+
+
+@pytest.fixture
+def fresh_selection(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Forget the cached choice for this test (restored afterwards)."""
+    monkeypatch.setattr(_backend, "_selected", None)
+    monkeypatch.delenv("TRT_WIDGET_BACKEND", raising=False)
+
+
+def test_the_installed_backend_is_selected_and_described() -> None:
+    kind, module = select_backend()
+    assert kind in ("tensorrt", "rtx")
+    assert hasattr(module, "Builder") and hasattr(module, "IProgressMonitor")
+    info = backend_info()
+    assert info["backend"] == kind and info["module"] == module.__name__ and info["version"] != "?"
+    assert trt_widget.trt is module
+    assert select_backend() is select_backend()  # chosen once
+
+
+def test_bogus_backend_name_is_a_clear_error(fresh_selection: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRT_WIDGET_BACKEND", "bogus")
+    with pytest.raises(BackendUnavailable) as raised:
+        select_backend()
+    assert "TRT_WIDGET_BACKEND='bogus' is not a known backend; use 'tensorrt' or 'rtx'" in str(raised.value)
+
+
+@pytest.mark.parametrize("value", ["rtx", " RTX ", "tensorrt_rtx", "tensorrt-rtx"])
+def test_rtx_can_be_requested_by_its_names(fresh_selection: None, monkeypatch: pytest.MonkeyPatch,
+                                           value: str) -> None:
+    try:
+        import tensorrt_rtx_bindings  # noqa: F401
+    except ImportError:
+        pytest.skip("TensorRT for RTX is not installed")
+    monkeypatch.setenv("TRT_WIDGET_BACKEND", value)
+    assert select_backend()[0] == "rtx"
+
+
+def test_requesting_a_missing_backend_names_it_and_the_install_commands(fresh_selection: None,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_backend, "_try_import", lambda names: None)
+    monkeypatch.setenv("TRT_WIDGET_BACKEND", "tensorrt")
+    with pytest.raises(BackendUnavailable) as raised:
+        select_backend()
+    assert "TRT_WIDGET_BACKEND='tensorrt' but it cannot be imported" in str(raised.value)
+    assert INSTALL_HINT in str(raised.value)
+
+
+def test_neither_backend_importable_names_both_install_commands() -> None:
+    result = run_python(BLOCK_TENSORRT + textwrap.dedent("""
+        import trt_widget
+        try:
+            trt_widget.select_backend()
+        except trt_widget.BackendUnavailable as exc:
+            print(exc)
+            print("is ImportError:", isinstance(exc, ImportError))
+        else:
+            print("no error")
+    """))
+    assert result.returncode == 0, result.stderr
+    assert "pip install 'trt_widget[rtx]'" in result.stdout
+    assert "pip install 'trt_widget[tensorrt]'" in result.stdout
+    assert "is ImportError: True" in result.stdout
+
+
+def test_import_works_without_a_backend_and_names_are_lazy() -> None:
+    result = run_python(BLOCK_TENSORRT + textwrap.dedent("""
+        import json, sys
+        import trt_widget
+        from trt_widget import PhaseModel, BuildCancelled, BuildError
+
+        model = PhaseModel()
+        model.phase_start("a", None, 1)
+        trt_widget.BuildOptions.from_kwargs(workspace="1GiB")  # options need no backend either
+        report = {"version": trt_widget.__version__, "phases": len(model),
+                  "tensorrt_loaded": sorted(m for m in sys.modules if m.startswith("tensorrt"))}
+        for name in ("Build", "BuildMonitor", "trt"):
+            try:
+                getattr(trt_widget, name)
+                report[name] = "no error"
+            except trt_widget.BackendUnavailable as exc:
+                report[name] = str(exc)
+        print(json.dumps(report))
+    """))
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report["phases"] == 1 and report["tensorrt_loaded"] == []
+    for name in ("Build", "BuildMonitor", "trt"):
+        assert "pip install 'trt_widget[rtx]'" in report[name], (name, report[name])
+        assert "pip install 'trt_widget[tensorrt]'" in report[name]
+
+
+def test_bogus_backend_from_the_environment_in_a_fresh_process() -> None:
+    result = run_python("import trt_widget\nfrom trt_widget import Build", TRT_WIDGET_BACKEND="bogus")
+    assert result.returncode != 0
+    assert "BackendUnavailable" in result.stderr and "'bogus' is not a known backend" in result.stderr
+
+
+def test_unknown_attribute_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="no attribute 'Bulid'"):
+        trt_widget.Bulid  # noqa: B018

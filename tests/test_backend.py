@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from typing import Any
 
 import pytest
 
@@ -122,6 +123,24 @@ def test_import_works_without_a_backend_and_names_are_lazy() -> None:
     for name in ("Build", "BuildMonitor", "trt"):
         assert "pip install 'trt_widget[rtx]'" in report[name], (name, report[name])
         assert "pip install 'trt_widget[tensorrt]'" in report[name]
+
+
+def test_a_broken_tensorrt_install_falls_back_to_rtx_and_says_why_when_requested(tmp_path: Any) -> None:
+    """``import tensorrt`` failing with OSError (missing shared libraries) counts as not importable."""
+    try:
+        import tensorrt_rtx_bindings  # noqa: F401
+    except ImportError:
+        pytest.skip("TensorRT for RTX is not installed")
+    broken = tmp_path / "tensorrt"
+    broken.mkdir()
+    (broken / "__init__.py").write_text("raise OSError('libnvinfer.so.10: cannot open shared object file')\n")
+    code = "import trt_widget\ntry:\n    print(trt_widget.select_backend()[0])\nexcept Exception as exc:\n    print(exc)"
+    chosen = run_python(code, PYTHONPATH=str(tmp_path))
+    assert chosen.returncode == 0, chosen.stderr
+    assert chosen.stdout.strip() == "rtx"
+    requested = run_python(code, PYTHONPATH=str(tmp_path), TRT_WIDGET_BACKEND="tensorrt")
+    assert "TRT_WIDGET_BACKEND='tensorrt' but it cannot be imported" in requested.stdout
+    assert "OSError: libnvinfer.so.10: cannot open shared object file" in requested.stdout
 
 
 def test_bogus_backend_from_the_environment_in_a_fresh_process() -> None:

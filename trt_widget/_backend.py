@@ -28,11 +28,15 @@ class BackendUnavailable(ImportError):
     """No TensorRT module could be imported (or the requested one is missing)."""
 
 
+_import_errors: dict[str, str] = {}  # module name -> why it could not be imported (for the error message)
+
+
 def _try_import(names: tuple[str, ...]) -> ModuleType | None:
     for name in names:
         try:
             module = importlib.import_module(name)
-        except ImportError:
+        except Exception as exc:  # ImportError, or e.g. OSError when a broken install lacks its shared libraries
+            _import_errors[name] = f"{type(exc).__name__}: {exc}"
             continue
         if hasattr(module, "Builder") and hasattr(module, "IProgressMonitor"):
             return module
@@ -58,7 +62,11 @@ def select_backend() -> tuple[str, ModuleType]:
             _selected = (kind, module)
             return _selected
     if wanted:
-        raise BackendUnavailable(f"TRT_WIDGET_BACKEND={wanted!r} but it cannot be imported.\n{INSTALL_HINT}")
+        reasons = "; ".join(_import_errors[n] for n in _CANDIDATES[wanted] if n in _import_errors)
+        raise BackendUnavailable(
+            f"TRT_WIDGET_BACKEND={wanted!r} but it cannot be imported ({reasons or 'no usable module'}).\n"
+            f"{INSTALL_HINT}"
+        )
     raise BackendUnavailable(INSTALL_HINT)
 
 

@@ -130,6 +130,26 @@ def test_on_done_runs_once_after_the_end_and_at_once_when_late(small_model: Any)
     assert calls == ["succeeded", "late succeeded"]
 
 
+def test_on_done_callbacks_may_wait_for_the_result(small_model: Any) -> None:
+    """Callbacks run on the builder thread: result()/wait() there must not wait for the callbacks themselves."""
+    seen: list[Any] = []
+    build = Build(small_model)
+    build.on_done(lambda b: seen.append(len(b.result())))
+    build.on_done(lambda b: seen.append(b.wait()))
+    assert finished(build).status == "succeeded"
+    assert seen == [len(build.engine or b""), "succeeded"]
+
+
+def test_a_callback_raising_systemexit_does_not_hang_wait(small_model: Any, capsys: Any) -> None:
+    seen: list[str] = []
+    build = Build(small_model)
+    build.on_done(lambda b: sys.exit(1))
+    build.on_done(lambda b: seen.append(b.status))
+    assert finished(build).status == "succeeded"
+    assert seen == ["succeeded"]
+    assert "SystemExit" in capsys.readouterr().err
+
+
 # -- cancel --------------------------------------------------------------------------------------------
 def test_stop_mid_build_cancels_and_closes_every_phase(long_model_bytes: bytes, tmp_path: Path,
                                                        wait_until: Callable[..., Any]) -> None:

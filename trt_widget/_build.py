@@ -173,12 +173,14 @@ class Build:
         ``start()`` there is nothing to wait for: returns "idle" at once.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
+        # an on_done callback (run on the builder thread) that waits must not wait for itself
+        ended = self._done if threading.current_thread() is self._thread else self._settled
         try:
-            while not self._settled.is_set() and self._status != IDLE:
+            while not ended.is_set() and self._status != IDLE:
                 left = 0.1 if deadline is None else min(0.1, deadline - time.monotonic())
                 if left <= 0:
                     break
-                self._settled.wait(left)
+                ended.wait(left)
         except KeyboardInterrupt:
             self.stop("interrupted (KeyboardInterrupt)")
             raise
@@ -258,7 +260,7 @@ class Build:
         for callback in callbacks:
             try:
                 callback(self)
-            except Exception:
+            except BaseException:  # even SystemExit: wait() must still return, the other callbacks still run
                 traceback.print_exc()
         self._settled.set()
 

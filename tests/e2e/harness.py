@@ -248,6 +248,17 @@ class JupyterLab:
         except psutil.NoSuchProcess:
             return []
 
+    def kernel_processes(self) -> list[psutil.Process]:
+        """The live ipykernel processes this server started."""
+        found = []
+        for proc in self.descendants():
+            try:
+                if proc.status() != psutil.STATUS_ZOMBIE and "ipykernel" in " ".join(proc.cmdline()):
+                    found.append(proc)
+            except psutil.Error:  # ended meanwhile
+                pass
+        return found
+
     def stop(self, grace: float = 20.0) -> None:
         """SIGTERM the server's process group (it shuts its kernels down), then SIGKILL whatever is left."""
         if self.proc is None:

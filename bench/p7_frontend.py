@@ -119,7 +119,7 @@ def main() -> None:
               "timeline": "timeline view"}
     print_table(f"P7 apply one update of a {args.instances:,}-instance tree, {args.changed} rows changed "
                 f"(Chromium {chromium}, {args.updates} updates)",
-                ["scenario", "rows in DOM", "median ms", "p95 ms", "max ms", "of which JS (median)",
+                ["scenario", "rows (bars) in DOM", "median ms", "p95 ms", "max ms", "of which JS (median)",
                  "JSON.parse ms (not timed)"],
                 [[labels[s], v["rows_in_dom"], f"{v['median_ms']:.2f}", f"{v['p95_ms']:.2f}", f"{v['max_ms']:.2f}",
                   f"{v['script_ms']:.2f}", f"{v['parse_ms']:.2f}"] for s, v in stats.items()])

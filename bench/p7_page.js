@@ -131,7 +131,9 @@ window.runBench = async (scenario, n, updates, changed) => {
     }
     await frame();
   }
-  const rowsInDom = el.querySelectorAll('[role="treeitem"]').length;
+  const rowsInDom = scenario === "timeline"
+    ? el.querySelectorAll(".trtw-tl-bars > *").length // timeline bars
+    : el.querySelectorAll('[role="treeitem"]').length;
   if (cleanup) cleanup();
   else view.destroy();
   return { times, scripting, parse, rowsInDom, bytes: JSON.stringify(base).length };

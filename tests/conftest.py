@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import pytest
 
@@ -24,6 +25,19 @@ def _wait_until(predicate: Callable[[], Any], timeout: float = DEADLINE_S, what:
         if time.monotonic() > deadline:
             pytest.fail(f"timed out after {timeout} s waiting for {what}")
         time.sleep(0.005)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _history_in_a_temp_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Builds record timing history; keep the suite's records out of the user's cache dir (unless set)."""
+    if os.environ.get("TRT_WIDGET_HISTORY"):
+        yield
+        return
+    os.environ["TRT_WIDGET_HISTORY"] = str(tmp_path_factory.mktemp("history") / "history.sqlite")
+    try:
+        yield
+    finally:
+        os.environ.pop("TRT_WIDGET_HISTORY", None)
 
 
 @pytest.fixture

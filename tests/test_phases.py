@@ -256,3 +256,26 @@ def test_phases_returns_independent_copies() -> None:
     copy = model.phases()[0]
     copy.status = "tampered"
     assert model.timings()[0]["status"] == RUNNING
+
+
+def test_a_late_stop_that_did_not_cancel_leaves_phases_finished_early() -> None:
+    model = PhaseModel(FakeClock())
+    model.phase_start("a", None, 6)
+    model.step_complete("a", 4)
+    model.cancelling = True
+    model.phase_finish("a")
+    assert model.timings()[0]["status"] == CANCELLED
+    before = model.rows()[0]
+    model.uncancel()
+    assert model.timings()[0]["status"] == FINISHED_EARLY
+    assert model.rows()[0] is not before and not model.cancelling
+
+
+def test_repeated_or_backward_steps_notify_no_listener() -> None:
+    model = PhaseModel(FakeClock())
+    seen: list[int] = []
+    model.subscribe(lambda event, phase: seen.append(phase.step) if event == "step" else None)
+    model.phase_start("a", None, 9)
+    for step in (0, 0, 3, 1, 3, 4):
+        model.step_complete("a", step)
+    assert seen == [1, 4, 5]

@@ -17,7 +17,7 @@ from ._errors import BuildCancelled, BuildError
 from ._files import atomic_write
 from ._monitor import BuildMonitor
 from ._options import BuildOptions
-from ._phases import CANCELLED, PhaseModel
+from ._phases import CANCELLED, FINISHED_EARLY, PhaseModel
 
 IDLE, RUNNING, CANCELLING = "idle", "running", "cancelling"
 SUCCEEDED, FAILED = "succeeded", "failed"
@@ -187,9 +187,15 @@ class Build:
         return self._status
 
     async def wait_async(self, poll: float = 0.05) -> str:
-        """Await the end of the build without blocking the event loop (lets widget messages through)."""
-        while not self._settled.is_set() and self._status != IDLE:
-            await asyncio.sleep(poll)
+        """Await the end of the build without blocking the event loop (lets widget messages through).
+
+        Interrupting or cancelling the awaiting task asks the build to cancel, then re-raises."""
+        try:
+            while not self._settled.is_set() and self._status != IDLE:
+                await asyncio.sleep(poll)
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            self.stop("interrupted while awaiting")
+            raise
         return self._status
 
     def __await__(self) -> Generator[Any, None, str]:
@@ -242,7 +248,7 @@ class Build:
     def _finish(self, engine: bytes | None, error: BuildError | None) -> None:
         if self._timer is not None:
             self._timer.cancel()
-        self.model.close_all(CANCELLED)
+        self.model.close_all(CANCELLED if engine is None else FINISHED_EARLY)
         with self._lock:
             self._ended_s = self.model.now()
             self.engine = engine
@@ -253,6 +259,8 @@ class Build:
                 reason = self.status_detail or "cancelled"
                 self.error, self._status = BuildCancelled(f"the build was cancelled: {reason}"), CANCELLED
             else:
+                if self.model.cancelling:
+                    self.model.uncancel()
                 self._status = SUCCEEDED
                 self.status_detail = ""
             callbacks, self._on_done = self._on_done, []

@@ -123,13 +123,14 @@ class PhaseModel:
                 self.ignored += 1
                 return None
             completed = int(step) + 1
-            if completed > phase.step:
+            changed = completed > phase.step
+            if changed:
                 phase.step = completed
                 if phase.status == FINISHED_EARLY and completed >= phase.num_steps:
                     phase.status = DONE
                 self._dirty.add(phase.id)
                 self.version += 1
-        if self._listeners:
+        if changed and self._listeners:
             self._notify("step", phase)
         return phase
 
@@ -160,6 +161,16 @@ class PhaseModel:
         for phase in closed:
             self._notify("phase_finish", phase)
         return closed
+
+    def uncancel(self) -> None:
+        """A Stop came too late and the build produced its engine: phases it cut short finished early."""
+        with self._lock:
+            self.cancelling = False
+            for phase in self._phases:
+                if phase.status == CANCELLED:
+                    phase.status = FINISHED_EARLY
+                    self._dirty.add(phase.id)
+                    self.version += 1
 
     def _close(self, phase: Phase, status: str) -> None:
         phase.end_s = self._clock() - self._t0

@@ -9,13 +9,14 @@ from __future__ import annotations
 import os
 import threading
 import time
+import warnings
 from collections import deque
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from ._backend import trt
+from ._backend import select_backend, trt
 from ._errors import BuildError
 from ._files import atomic_write
 from ._options import BuildOptions
@@ -137,7 +138,7 @@ def _build_engine(source: ModelSource, options: BuildOptions, monitor: Any, logg
     parser = _populate(t, network, source, logger, router)
     _check_network(network, options)
     config = builder.create_builder_config()
-    cache = _configure(t, builder, config, network, options)
+    cache = _configure(t, builder, config, network, options, logger)
     config.progress_monitor = monitor
     try:
         serialized = builder.build_serialized_network(network, config)
@@ -150,7 +151,9 @@ def _build_engine(source: ModelSource, options: BuildOptions, monitor: Any, logg
         raise BuildError(f"TensorRT could not build an engine from {source.label}: {details}")
     engine = bytes(memoryview(serialized))
     if cache is not None and options.timing_cache:
-        atomic_write(options.timing_cache, bytes(memoryview(config.get_timing_cache().serialize())))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            atomic_write(options.timing_cache, bytes(memoryview(config.get_timing_cache().serialize())))
     del parser
     return engine
 
@@ -220,7 +223,8 @@ def _check_network(network: Any, options: BuildOptions) -> None:
             )
 
 
-def _configure(t: Any, builder: Any, config: Any, network: Any, options: BuildOptions) -> Any:
+def _configure(t: Any, builder: Any, config: Any, network: Any, options: BuildOptions,
+               logger: CaptureLogger) -> Any:
     if options.optimization_level is not None:
         config.builder_optimization_level = options.optimization_level
     if options.workspace is not None:
@@ -241,8 +245,14 @@ def _configure(t: Any, builder: Any, config: Any, network: Any, options: BuildOp
     if options.timing_cache:
         path = Path(options.timing_cache)
         data = path.read_bytes() if path.is_file() else b""
-        cache = config.create_timing_cache(data)
-        if cache is None or not config.set_timing_cache(cache, False):
+        if select_backend()[0] == "rtx":
+            logger.log(2, "timing_cache: TensorRT for RTX ignores timing caches (its timing-cache operations are "
+                          "no-ops); the file is read and written only for compatibility with NVIDIA TensorRT")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            cache = config.create_timing_cache(data)
+            accepted = cache is not None and config.set_timing_cache(cache, False)
+        if not accepted:
             raise BuildError(f"timing cache {path} could not be loaded (made by another TensorRT version?)")
     return cache
 

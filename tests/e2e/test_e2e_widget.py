@@ -109,8 +109,9 @@ def test_stop_during_a_long_build_cancels_it(lab: Lab, artifacts: Path) -> None:
 
     badge = root.locator(".trtw-badge")
     expect(badge).to_have_text("Cancelling")
-    expect(root.locator(".trtw-notice")).to_contain_text(f"Cancelling \u2014 waiting for the builder to finish "
-                                                          f"the current step of {LONG_STEP}")
+    notice = root.locator(".trtw-notice")
+    expect(notice).to_contain_text("Cancelling")
+    expect(notice).to_contain_text(LONG_STEP)  # names the step it waits for
     expect(root.get_by_role("button", name=re.compile("Stopping"))).to_be_disabled()
     lab.screenshot("widget-stop-cancelling", root)
     wait_final(root, "cancelled")

@@ -816,7 +816,8 @@ export class TrtView {
     setText(this.badge, STATUS_LABELS[st] || st);
     this.badge.dataset.status = st;
     this.root.dataset.status = st;
-    const detail = str(this.get("status_detail"));
+    // A failed build's detail is the first line of its error, which the error box already shows.
+    const detail = st === "failed" && str(this.get("error")) ? "" : str(this.get("status_detail"));
     setText(this.detail, detail);
     this.detail.hidden = !detail;
     const size = num(this.get("engine_size"));

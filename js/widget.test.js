@@ -510,6 +510,7 @@ describe("error and log panel", () => {
   it("shows the error box on failure and a collapsible log with counts", () => {
     const model = fakeModel({
       status: "failed",
+      status_detail: "Builder failed: out of memory",
       elapsed_s: 1,
       error: "Builder failed: out of memory",
       logs: [
@@ -523,6 +524,7 @@ describe("error and log panel", () => {
     expect(box.hidden).toBe(false);
     expect(box.getAttribute("role")).toBe("alert");
     expect(box.textContent).toBe("Builder failed: out of memory");
+    expect(el.textContent.split("Builder failed: out of memory")).toHaveLength(2); // shown once, not twice
     const details = el.querySelector("details.trtw-logs");
     expect(details.querySelector("summary").textContent).toBe("TensorRT log (3): 2 errors, 1 warning");
     expect(details.querySelectorAll("li")).toHaveLength(3);

@@ -162,7 +162,8 @@ def in_build(blocks: int) -> dict[str, dict[str, float]]:
             plain_build(onnx, monitor)
         wall = time.perf_counter() - start
         body = monitor.durations_ns  # raw: each includes the timer's own ``overhead`` ns
-        out[kind] = {"timer_overhead_ns": overhead, "calls": len(body), "median_ns": median(body), "p99_ns": percentile(body, 99),
+        out[kind] = {"timer_overhead_ns": overhead, "calls": len(body), "median_ns": median(body),
+                     "p99_ns": percentile(body, 99),
                      "max_ns": max(body), "total_ms": sum(body) / 1e6, "wall_s": wall,
                      "share": sum(body) / 1e9 / wall}
         if log_ns:

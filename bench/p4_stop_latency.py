@@ -159,7 +159,8 @@ def main() -> None:
                 ["stop at s", "phase at stop", "status", "waited for step ms", "TensorRT returned ms",
                  "Build done ms", "final sent ms", "wait() ms"],
                 [[f"{r['stop_at_s']:.2f}", r["phase"], r["status"], f"{r['waited_for_step_ms']:.0f}",
-                  f"{r['trt_unwind_ms']:.1f}", f"{r['done_ms']:.1f}", f"{r['final_sent_ms']:.1f}", f"{r['wait_ms']:.1f}"] for r in real])
+                  f"{r['trt_unwind_ms']:.1f}", f"{r['done_ms']:.1f}", f"{r['final_sent_ms']:.1f}",
+                  f"{r['wait_ms']:.1f}"] for r in real])
 
     synth_worst = max(t["wait_ms"] for t in synthetic)
     stopped = [r for r in real if r["status"] == "cancelled"]

@@ -113,7 +113,8 @@ def main() -> None:
     raw = run(args.instances, args.updates, args.changed, args.profile)
     chromium = raw.pop("_version")["chromium"]
     stats = {s: {"median_ms": median(r["times"]), "p95_ms": percentile(r["times"], 95), "max_ms": max(r["times"]),
-                 "script_ms": median(r["scripting"]), "rows_in_dom": r["rowsInDom"], "parse_ms": median(r["parse"]), "json_bytes": r["bytes"]}
+                 "script_ms": median(r["scripting"]), "rows_in_dom": r["rowsInDom"], "parse_ms": median(r["parse"]),
+                 "json_bytes": r["bytes"]}
              for s, r in raw.items()}
     labels = {"tree": "tree as first shown (groups collapsed)", "expanded": "tree, every group expanded",
               "timeline": "timeline view"}

@@ -33,8 +33,8 @@ SCRIPTS = [
     ("p6", "p6_memory.py", ["--steps", "200000", "--sizes", "1000", "10000"]),
     ("p7", "p7_frontend.py", ["--updates", "20"]),
 ]
-ORDER = ["P1", "P1-cpu", "P1-own", "P2", "P2-trt", "P2-build", "P2-log", "P3", "P3-final", "P3-large", "P4", "P4-real", "P5", "P5-nolog", "P5-1200",
-         "P5-10000", "P6", "P6-linear", "P7", "P7-expanded", "P7-timeline"]
+ORDER = ["P1", "P1-cpu", "P1-own", "P2", "P2-trt", "P2-build", "P2-log", "P3", "P3-final", "P3-large", "P4",
+         "P4-real", "P5", "P5-nolog", "P5-1200", "P5-10000", "P6", "P6-linear", "P7", "P7-expanded", "P7-timeline"]
 
 
 def run_script(name: str, args: list[str], timeout: float) -> tuple[dict[str, Any] | None, str, float]:
@@ -136,8 +136,9 @@ def main() -> None:
         "figures": figures,
     }, indent=1, default=str) + "\n")
     md = out.with_suffix(".md")
-    md.write_text(markdown(figures, f"`{' '.join(['python', 'bench/run_all.py', *sys.argv[1:]])}` — {started}, commit "
-                                    f"{commit}, {machine()['cpus']} CPUs, load average {load_start} at start"))
+    command = " ".join(["python", "bench/run_all.py", *sys.argv[1:]])
+    md.write_text(markdown(figures, f"`{command}` — {started}, commit {commit}, {machine()['cpus']} CPUs, "
+                                    f"load average {load_start} at start, {load_avg()} at end"))
     print(f"wrote {out.relative_to(HERE.parent)} and {md.relative_to(HERE.parent)}")
 
 

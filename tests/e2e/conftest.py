@@ -1,4 +1,4 @@
-"""pytest wiring for the real-browser e2e tests (the helpers themselves live in harness.py).
+"""pytest wiring for the real-browser e2e tests (the helpers themselves live in the harness package).
 
 One JupyterLab server and one Chromium per session; per test a fresh browser context (page), a fresh notebook
 folder, and its kernels shut down afterwards. A failing test leaves a screenshot, the browser's errors and the
@@ -16,6 +16,7 @@ from typing import Any, Iterator
 import pytest
 
 HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
 CHROMIUM = "/usr/bin/chromium"
 IN_CI = bool(os.environ.get("CI"))
 MISSING_MODULES = [m for m in ("playwright", "jupyterlab", "anywidget", "nbformat", "psutil")
@@ -31,7 +32,10 @@ if MISSING_MODULES and not IN_CI:
 else:
     from playwright.sync_api import expect
 
-    from harness import REPO, JupyterLab, Lab, chromium, safe_name
+    from harness.browser import chromium
+    from harness.lab import Lab
+    from harness.notebooks import safe_name
+    from harness.server import JupyterLab
 
     ARTIFACTS = Path(os.environ.get("TRT_WIDGET_ARTIFACTS") or REPO / "artifacts" / "e2e")
     expect.set_options(timeout=60_000)  # Playwright's 5 s default is too tight on 2 shared cores

@@ -9,7 +9,9 @@ import psutil
 import pytest
 from playwright.sync_api import expect
 
-from harness import JupyterLab, Lab, wait_until
+from harness.lab import Lab
+from harness.notebooks import wait_until
+from harness.server import JupyterLab
 
 pytestmark = pytest.mark.e2e
 

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from harness import DARK, Lab, wait_until
+from harness.lab import DARK, Lab
+from harness.notebooks import wait_until
 
 pytestmark = pytest.mark.e2e
 

@@ -85,7 +85,7 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 @pytest.fixture
 def lab(browser: Any, jupyter: JupyterLab, artifacts: Path, request: pytest.FixtureRequest) -> Iterator[Lab]:
-    """A fresh page and notebook folder; kernels are shut down (and the theme reset) afterwards."""
+    """A fresh page and notebook folder; kernels are shut down (and changed lab settings reset) afterwards."""
     page = Lab.new(browser, jupyter, workdir=jupyter.notebook_dir(request.node.name), artifacts=artifacts)
     try:
         yield page
@@ -94,8 +94,8 @@ def lab(browser: Any, jupyter: JupyterLab, artifacts: Path, request: pytest.Fixt
             print("\n".join(["browser problems:", *page.problems]))
         page.close()
         jupyter.shutdown_kernels()  # 2 cores: leave nothing running for the next test
-        if page.theme_changed:
-            jupyter.put_lab_setting("@jupyterlab/apputils-extension:themes", {})
+        for plugin_id in page.changed_settings:  # back to the server's defaults
+            jupyter.put_lab_setting(plugin_id, jupyter.lab_settings.get(plugin_id, {}))
 
 
 def _save_failure_artifacts(item: pytest.Item) -> list[Path]:

@@ -6,7 +6,7 @@ import json
 import re
 import secrets
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import nbformat
 
@@ -14,6 +14,7 @@ from .notebooks import CellError, output_text, safe_name, strip_ansi, write_note
 from .server import JupyterLab
 
 DARK, LIGHT = "JupyterLab Dark", "JupyterLab Light"
+THEMES = "@jupyterlab/apputils-extension:themes"
 HELPERS_JS = (Path(__file__).resolve().parent / "lab_helpers.js").read_text()
 
 
@@ -32,7 +33,7 @@ class Lab:
         self.panel_id = ""
         self.problems: list[str] = []
         self.dialogs: list[dict[str, str]] = []
-        self.theme_changed = False
+        self.changed_settings: set[str] = set()  # lab plugins whose user settings this page changed
         page.on("pageerror", lambda e: self.problems.append(f"pageerror: {e}"))
         page.on("console", lambda m: m.type == "error" and self.problems.append(f"console: {m.text}"))
         page.on("dialog", self._on_dialog)
@@ -85,9 +86,25 @@ class Lab:
         self.wait_ready(idle=True, timeout=timeout)
         return self
 
+    def open_without_kernel(self, notebook: Path, timeout: float = 120.0) -> Lab:
+        """Open a notebook with no kernel at all, as picking "No Kernel" does (none is started, none is joined).
+
+        JupyterLab would start the notebook's kernel, so the notebook factory's kernel preference is switched
+        to ``shouldStart: false`` for this one document before ``docmanager:open`` runs. A session the server
+        still has for the path would be joined: shut kernels down first.
+        """
+        self.notebook = notebook
+        self.path = notebook.resolve().relative_to(self.server.root.resolve()).as_posix()
+        self.page.goto(self.server.home_url())
+        self.wait_js("appReady", timeout=timeout)
+        self.js("openWithoutKernel", self.path)
+        self.wait_js("ready", self.path, False, False, timeout=timeout)
+        self.panel_id = self.page.evaluate("p => window.__trtE2E.panel(p).id", self.path)
+        return self
+
     def wait_ready(self, idle: bool = True, timeout: float = 120.0) -> None:
         """Notebook loaded and rendered, kernel connected (and idle if ``idle``)."""
-        self.wait_js("ready", self.path, idle, timeout=timeout)
+        self.wait_js("ready", self.path, idle, True, timeout=timeout)
         self.panel_id = self.page.evaluate("p => window.__trtE2E.panel(p).id", self.path)
 
     def reload(self, idle: bool = True, timeout: float = 120.0) -> None:
@@ -95,6 +112,10 @@ class Lab:
         assert self.notebook is not None, "open() a notebook first"
         self.page.goto(self.server.lab_url(self.notebook))
         self.wait_ready(idle=idle, timeout=timeout)
+
+    def has_kernel(self) -> bool:
+        """Whether the notebook's session has a kernel (False after "No Kernel")."""
+        return bool(self.js("kernel", self.path))
 
     def kernel_status(self) -> str:
         """``connectionStatus/status`` of the notebook's kernel, e.g. ``connected/idle``.
@@ -193,9 +214,14 @@ class Lab:
         assert self.notebook is not None
         return nbformat.read(str(self.notebook), as_version=4)
 
+    def set_lab_setting(self, plugin_id: str, values: Mapping[str, Any]) -> None:
+        """Set a lab plugin's user settings for pages opened from now on (the fixture resets them afterwards)."""
+        self.changed_settings.add(plugin_id)
+        self.server.put_lab_setting(plugin_id, values)
+
     def set_theme(self, name: str = DARK, timeout: float = 60.0) -> None:
         """Switch theme with ``apputils:change-theme`` and wait until it is applied and painted."""
-        self.theme_changed = True
+        self.changed_settings.add(THEMES)  # the command stores the theme in the user settings
         self.js("setTheme", name)
         self.page.wait_for_function(
             "n => document.body.dataset.jpThemeName === n && !document.getElementById('jupyterlab-splash')",

@@ -19,13 +19,38 @@ window.__trtE2E = {
     return p && p.sessionContext.session ? p.sessionContext.session.kernel : null;
   },
 
-  // document loaded, cells attached, splash gone, kernel connected (and idle unless `idle` is false)
-  ready(path, idle) {
-    const p = this.panel(path), k = this.kernel(path);
-    if (!p || !p.context.isReady || !k || k.connectionStatus !== 'connected') return false;
-    if (document.getElementById('jupyterlab-splash')) return false;
+  // document loaded, cells attached, splash gone; with `withKernel`, kernel connected (and idle unless `idle`
+  // is false), without it, the session settled with no kernel
+  ready(path, idle, withKernel = true) {
+    const p = this.panel(path);
+    if (!p || !p.context.isReady || document.getElementById('jupyterlab-splash')) return false;
     if (p.content.widgets.length === 0 || !p.content.node.querySelector('.jp-Cell')) return false;
+    if (!withKernel) return p.sessionContext.isReady && !this.kernel(path);
+    const k = this.kernel(path);
+    if (!k || k.connectionStatus !== 'connected') return false;
     return idle ? k.status === 'idle' : true;
+  },
+
+  // the app's plugins are up: documents can be opened
+  appReady() {
+    const app = window.jupyterapp;
+    return Boolean(app && app.docRegistry.getWidgetFactory('Notebook') && app.commands.hasCommand('docmanager:open')
+      && !document.getElementById('jupyterlab-splash'));
+  },
+
+  // Open a notebook the way "No Kernel" leaves it: its session context is told not to start a kernel before it
+  // initializes (the factory announces the new panel before the document's context is initialized).
+  openWithoutKernel(path) {
+    const app = window.jupyterapp, factory = app.docRegistry.getWidgetFactory('Notebook');
+    const noKernel = (_, widget) => {
+      if (widget.context.path !== path) return;
+      factory.widgetCreated.disconnect(noKernel);
+      const s = widget.context.sessionContext;
+      s.kernelPreference = { ...s.kernelPreference, shouldStart: false };
+    };
+    factory.widgetCreated.connect(noKernel);
+    void app.commands.execute('docmanager:open', { path, factory: 'Notebook' });
+    return true;
   },
 
   kernelStatus(path) {

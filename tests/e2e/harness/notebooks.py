@@ -9,6 +9,9 @@ from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 import nbformat
 
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"  # a widget's output (its model id only)
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"  # saved widget models, under metadata["widgets"]
+
 T = TypeVar("T")
 
 
@@ -64,3 +67,8 @@ def output_text(outputs: Sequence[Mapping[str, Any]]) -> str:
             parts.append(f"{out.get('ename')}: {out.get('evalue')}\n")
     return "".join(parts)
 
+
+
+def saved_widget_state(nb: Any) -> dict[str, dict[str, Any]]:
+    """The widget models JupyterLab saved into a notebook's metadata (model id -> model); {} if none."""
+    return dict(nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {}))

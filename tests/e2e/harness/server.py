@@ -153,6 +153,10 @@ class JupyterLab:
         # ?reset: start from an empty workspace, so no tab from an earlier page is restored
         return f"{self.url}/lab/tree/{urllib.parse.quote(rel)}?reset&token={self.token}"
 
+    def home_url(self) -> str:
+        """JupyterLab with an empty workspace and no document."""
+        return f"{self.url}/lab?reset&token={self.token}"
+
     def shutdown_kernels(self) -> None:
         """End every session and its kernel (the server answers once each kernel is down)."""
         for session in self.request("GET", "api/sessions"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import _thread
 import asyncio
+import concurrent.futures
 import sys
 import threading
 import time
@@ -22,6 +23,12 @@ from trt_widget.models import deep_residual
 DEADLINE = 180.0
 BACKEND = trt_widget.backend_info()["backend"]
 
+
+
+def run_coroutine(coro: Any) -> Any:
+    """asyncio.run on a fresh thread: the e2e session's Playwright keeps an event loop on this one."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
 
 def finished(build: Build) -> Build:
     """Start ``build`` (if idle) and wait for its end with a generous deadline."""
@@ -308,7 +315,7 @@ def test_stop_wait_and_result_before_start(small_model: Any) -> None:
     assert build.stop() is False
     assert build.status == "idle" and build.elapsed_s == 0.0
     assert build.wait() == "idle"  # nothing to wait for: returns at once
-    assert asyncio.run(build.wait_async()) == "idle"
+    assert run_coroutine(build.wait_async()) == "idle"
     with pytest.raises(RuntimeError, match="not started"):
         build.result()
     assert build.status == "idle" and build.cancel_info is None
@@ -396,7 +403,7 @@ def test_await_and_wait_async(small_model: Any) -> None:
         second = Build(small_model).start()
         return await first, await second.wait_async(poll=0.01)
 
-    assert asyncio.run(run()) == ("succeeded", "succeeded")
+    assert run_coroutine(run()) == ("succeeded", "succeeded")
 
 
 def test_model_of_the_wrong_type_is_rejected_at_once() -> None:

@@ -2,7 +2,7 @@
 // engine-build phases with a Stop button.  Plain DOM, no framework.
 //
 // Contract: the Python side writes synced traits (status, status_detail,
-// elapsed_s, phases, engine_size, error, logs, cancel, can_force, eta,
+// elapsed_s, phases (synced as the JSON text phases_json), engine_size, error, logs, cancel, can_force, eta,
 // history_delta, resources); this module only reads them and sends
 // {type: "stop"} when Stop is clicked.  Every trait may be missing.
 //
@@ -590,6 +590,7 @@ const TRAITS = [
   "status_detail",
   "elapsed_s",
   "phases",
+  "phases_json",
   "engine_size",
   "error",
   "logs",
@@ -629,10 +630,27 @@ export class TrtView {
 
   get(name) {
     try {
-      return this.model && typeof this.model.get === "function" ? this.model.get(name) : undefined;
+      const m = this.model;
+      if (!m || typeof m.get !== "function") return undefined;
+      return name === "phases" ? this._phases(m) : m.get(name);
     } catch {
       return undefined;
     }
+  }
+
+  /** The phase rows: Python syncs them as one JSON text (`phases_json`); parsed once per new text. */
+  _phases(m) {
+    const text = m.get("phases_json");
+    if (typeof text !== "string") return m.get("phases");
+    if (text !== this._phasesText) {
+      this._phasesText = text;
+      try {
+        this._phasesParsed = JSON.parse(text);
+      } catch {
+        this._phasesParsed = [];
+      }
+    }
+    return this._phasesParsed;
   }
 
   // -- DOM skeleton
@@ -727,6 +745,7 @@ export class TrtView {
     add("elapsed_s", snapshot("elapsed_s"));
     add("status", snapshot("status"));
     add("phases", snapshot("phases"));
+    add("phases_json", snapshot("phases"));
     add("history_delta", () => this.updateTree());
     add("eta", () => this.updateTree());
     for (const t of ["status_detail", "cancel", "can_force", "engine_size"]) {

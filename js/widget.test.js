@@ -120,6 +120,20 @@ describe("formatters", () => {
 });
 
 describe("tree rendering", () => {
+  it("reads the rows from the phases_json text Python syncs, keeping row nodes across updates", () => {
+    const tree = sampleTree();
+    const model = fakeModel({ status: "running", elapsed_s: 1, phases_json: JSON.stringify(tree) });
+    mount(model);
+    expect(rows()).toHaveLength(tree.length);
+    const first = rowNamed("Fusing layers");
+    const moved = tree.map((r) => (r.name === "Fusing layers" ? { ...r, step: 4 } : r));
+    model.set("phases_json", JSON.stringify(moved));
+    expect(rowNamed("Fusing layers")).toBe(first);
+    expect(txt(first, ".trtw-steps")).toBe("4/8");
+    model.set("phases_json", "not json");
+    expect(rows()).toHaveLength(0);
+  });
+
   it("renders one treeitem per phase with nesting, n/N and %", () => {
     mount(fakeModel({ status: "running", elapsed_s: 1, phases: sampleTree() }));
     const tree = el.querySelector('[role="tree"]');

@@ -11,7 +11,7 @@ import traitlets
 
 from trt_widget import BuildWidget, models
 
-SYNCED = ["status", "status_detail", "elapsed_s", "phases", "engine_size", "error", "logs", "cancel",
+SYNCED = ["status", "status_detail", "elapsed_s", "phases_json", "engine_size", "error", "logs", "cancel",
           "can_force", "eta", "history_delta", "resources"]
 
 
@@ -62,6 +62,7 @@ def test_real_build_ends_with_complete_tree_and_final_status() -> None:
     assert all(row["end_s"] is not None and row["status"] != "running" for row in widget.phases)
     assert max(row["depth"] for row in widget.phases) >= 2
     assert widget.elapsed_s > 0 and widget.error == ""
+    assert widget.phases == json.loads(json.dumps(timings))  # the synced text is exactly the final rows
     builder = widget.build._thread
     assert builder is not None
     assert builder.ident not in {thread for _, _, thread in writes}
@@ -92,7 +93,7 @@ def test_stop_message_cancels_a_real_long_build() -> None:
 
 def test_sync_rate_stays_bounded_during_a_callback_storm() -> None:
     """A synthetic driver pushes 100k steps/s into the phase model while a real build runs."""
-    widget = BuildWidget(models.deep_residual(300), history=False)
+    widget = BuildWidget(models.deep_residual(1000), history=False)  # outlasts the storm
     sent = count_messages(widget)
     widget.start()
     model = widget.build.model
@@ -109,6 +110,8 @@ def test_sync_rate_stays_bounded_during_a_callback_storm() -> None:
             time.sleep(ahead)
     storm_end = time.monotonic()
     model.phase_finish("Synthetic storm")
+    assert not widget.build.done, "the build must outlast the storm for this test to mean anything"
+    widget.stop()
     assert widget.wait(timeout=300) in ("succeeded", "cancelled")
 
     in_storm = [t for t in sent if begin <= t <= storm_end]
@@ -149,10 +152,43 @@ def test_widget_state_is_json_serializable_for_saved_notebooks() -> None:
     widget.wait(timeout=300)
     state = widget.get_state()
     json.dumps({k: v for k, v in state.items() if k in SYNCED})
-    assert state["status"] == "succeeded" and state["phases"]
+    assert state["status"] == "succeeded" and json.loads(state["phases_json"]) == widget.phases != []
 
 
 def test_unknown_trait_names_are_not_written() -> None:
     widget = BuildWidget(models.resnet50(), history=False)
     assert set(widget._pump.last) <= set(SYNCED)
     assert all(isinstance(widget.traits()[name], traitlets.TraitType) for name in SYNCED)
+
+
+def test_rows_encoder_reencodes_only_changed_rows() -> None:
+    from trt_widget._phases import PhaseModel
+    from trt_widget._snapshot import RowsEncoder
+
+    model = PhaseModel()
+    for i in range(3):
+        model.phase_start(f"p{i}", None, 5)
+    encoder = RowsEncoder()
+    first = encoder.encode(model.rows())
+    assert json.loads(first) == model.rows()
+    texts = list(encoder._texts)
+    model.step_complete("p1", 2)
+    second = json.loads(encoder.encode(model.rows()))
+    assert second[1]["step"] == 3 and second == model.rows()
+    assert encoder._texts[0] is texts[0] and encoder._texts[2] is texts[2] and encoder._texts[1] is not texts[1]
+    assert json.loads(encoder.encode(model.rows()[:1])) == model.rows()[:1]  # shrinking works too
+
+
+def test_elapsed_time_alone_is_not_resent_while_running() -> None:
+    widget = BuildWidget(models.deep_residual(1000), history=False)
+    writes = record_writes(widget)
+    widget.start()
+    try:
+        wait_for(lambda: running_phase(widget) == "Determining refit engines")
+        time.sleep(0.5)  # within one long step nothing but the clock changes
+        names = [name for name, _, _ in writes if name != "resources"]
+        tail = names[-4:]
+        assert tail.count("elapsed_s") <= 2, names
+    finally:
+        widget.stop()
+        widget.wait(timeout=300)

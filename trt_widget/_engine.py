@@ -63,6 +63,7 @@ class CaptureLogger:
 
     def __init__(self, verbose: bool = False, clock: Callable[[], float] = time.perf_counter,
                  on_record: Callable[[dict[str, Any]], None] | None = None) -> None:
+        self.verbose = verbose
         self._max = 4 if verbose else 3
         self._clock = clock
         self._t0 = clock()
@@ -95,11 +96,22 @@ class _LogRouter(trt().ILogger):  # type: ignore[misc]
     def __init__(self) -> None:
         trt().ILogger.__init__(self)
         self.sinks: dict[int, CaptureLogger] = {}  # builder thread id -> its build's logger
+        self.any_verbose = False  # True while a running build wants VERBOSE lines
 
     def log(self, severity: Any, msg: str) -> None:
+        # TensorRT sends every VERBOSE line (tens of thousands per build): drop them before any other work.
+        if not self.any_verbose and int(severity) == 4:
+            return
         sink = self.sinks.get(threading.get_ident())
         for target in [sink] if sink is not None else list(self.sinks.values()):
             target.log(severity, msg)
+
+    def set_sink(self, ident: int, sink: CaptureLogger | None) -> None:
+        if sink is None:
+            self.sinks.pop(ident, None)
+        else:
+            self.sinks[ident] = sink
+        self.any_verbose = any(s.verbose for s in list(self.sinks.values()))
 
 
 _router: _LogRouter | None = None
@@ -113,12 +125,13 @@ def routed_logs(logger: CaptureLogger) -> Iterator[_LogRouter]:
     with _router_lock:
         if _router is None:
             _router = _LogRouter()
-    ident = threading.get_ident()
-    _router.sinks[ident] = logger
+        ident = threading.get_ident()
+        _router.set_sink(ident, logger)
     try:
         yield _router
     finally:
-        _router.sinks.pop(ident, None)
+        with _router_lock:
+            _router.set_sink(ident, None)
 
 
 def build_engine(source: ModelSource, options: BuildOptions, monitor: Any, logger: CaptureLogger) -> bytes | None:

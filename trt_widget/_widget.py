@@ -32,7 +32,7 @@ class BuildWidget(anywidget.AnyWidget):
     status = traitlets.Unicode("idle").tag(sync=True)
     status_detail = traitlets.Unicode("").tag(sync=True)
     elapsed_s = traitlets.Float(0.0).tag(sync=True)
-    phases = traitlets.List().tag(sync=True)
+    phases_json = traitlets.Unicode("[]").tag(sync=True)  # the phase rows as one JSON text (cheap to sync)
     engine_size = traitlets.Int(0).tag(sync=True)
     error = traitlets.Unicode("").tag(sync=True)
     logs = traitlets.List().tag(sync=True)
@@ -59,6 +59,11 @@ class BuildWidget(anywidget.AnyWidget):
     def _on_custom_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
         if isinstance(content, dict) and content.get("type") == "stop":
             self.stop()
+
+    @property
+    def phases(self) -> list[dict[str, Any]]:
+        """The phase rows the front end shows (id, name, parent, depth, step, num_steps, start_s, ...)."""
+        return json.loads(self.phases_json)
 
     # -- the Build API ---------------------------------------------------------------------------------
     def start(self) -> "BuildWidget":

@@ -291,7 +291,7 @@ def build_save_and_shut_down(lab: Lab) -> dict[str, Any]:
     state = models[view[0]["data"][WIDGET_VIEW]["model_id"]]["state"]
     assert state["status"] == "succeeded" and state["engine_size"] > 0
     assert "trtw" in state["_esm"]  # the front end's code travels with the notebook
-    phases = state["phases"]
+    phases = json.loads(state["phases_json"])
     assert sorted(p["name"] for p in phases) == sorted(row[0] for row in shown["rows"])
     assert {p["status"] for p in phases} <= {"done", "finished-early"}, phases
     assert all(p["duration_s"] is not None and p["duration_s"] >= 0 for p in phases), phases

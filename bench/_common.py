@@ -134,3 +134,29 @@ class ThreadCpu:
         for tid, (name, cpu) in self._last.items():
             totals[name] = totals.get(name, 0.0) + cpu - self._base.get(tid, (name, 0.0))[1]
         return totals
+
+
+class FakeBuild:
+    """Just enough of a Build for the widget's snapshot pump: a running phase model, optionally pre-filled
+    with ``n`` instances (one root and ``n - 1`` finished "Measuring tactic time" children)."""
+
+    def __init__(self, n: int = 0, elapsed_s: float = 0.0) -> None:
+        from trt_widget._phases import PhaseModel
+
+        self.model = PhaseModel()
+        self.status, self.status_detail, self.engine, self.error = "running", "", None, None
+        self.problems: list[dict[str, Any]] = []
+        self.cancel_info, self.history, self.resources = None, None, None
+        self.options = type("Options", (), {"isolation": "thread"})()
+        self.done = False
+        self.elapsed_s = elapsed_s
+        if n:
+            self.model.phase_start("Building engine", None, n)
+        for _ in range(n - 1):
+            self.model.phase_start("Measuring tactic time", "Building engine", 4)
+            self.model.step_complete("Measuring tactic time", 3)
+            self.model.phase_finish("Measuring tactic time")
+
+    def on_done(self, _callback: Any) -> None:
+        pass
+

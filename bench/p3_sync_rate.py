@@ -14,7 +14,7 @@ import threading
 import time
 from typing import Any
 
-from _common import emit, figure, load_avg, median, percentile, print_table, wait_for
+from _common import FakeBuild, emit, figure, load_avg, median, percentile, print_table, wait_for
 from _probe import SendProbe
 from trt_widget import Build, BuildWidget, _widget, models
 from trt_widget._phases import PhaseModel
@@ -91,30 +91,9 @@ def storm_during_build(blocks: int, rate: float, duration: float) -> dict[str, A
     }
 
 
-class _FakeBuild:
-    """Just enough of a Build for ``snapshot()``: a phase model with ``n`` instances, still running."""
-
-    def __init__(self, n: int) -> None:
-        self.model = PhaseModel()
-        self.status, self.status_detail, self.engine, self.error = "running", "", None, None
-        self.problems: list[dict[str, Any]] = []
-        self.cancel_info, self.history, self.resources = None, None, None
-        self.options = type("Options", (), {"isolation": "thread"})()
-        self.done = False
-        self.elapsed_s = 1.0
-        self.model.phase_start("Building engine", None, n)
-        for i in range(n - 1):
-            self.model.phase_start("Measuring tactic time", "Building engine", 4)
-            self.model.step_complete("Measuring tactic time", 3)
-            self.model.phase_finish("Measuring tactic time")
-
-    def on_done(self, _callback: Any) -> None:
-        pass
-
-
 def pump_cost(n: int, changed_per_send: int = 50) -> dict[str, float]:
     """ms per pump send (snapshot + diff + traitlets + JSON encode) for an ``n``-instance tree."""
-    fake = _FakeBuild(n)
+    fake = FakeBuild(n, elapsed_s=1.0)
     widget = BuildWidget(None, build=fake)  # type: ignore[arg-type]
     probe = SendProbe(widget)
     pump = widget._pump

@@ -15,7 +15,7 @@ import gc
 import tracemalloc
 from typing import Any
 
-from _common import emit, figure, load_avg, print_table
+from _common import FakeBuild, emit, figure, load_avg, print_table
 from _probe import SendProbe
 from trt_widget import BuildWidget, _widget
 from trt_widget._monitor import BuildMonitor
@@ -23,22 +23,6 @@ from trt_widget._phases import PhaseModel
 
 STEP_TARGET = 1 << 20  # 1 MB
 LINEAR_BAND = (0.8, 1.25)  # bytes/instance at a size ÷ at the smallest size
-
-
-class FakeBuild:
-    """Just enough of a Build for the widget's snapshot pump."""
-
-    def __init__(self) -> None:
-        self.model = PhaseModel()
-        self.status, self.status_detail, self.engine, self.error = "running", "", None, None
-        self.problems: list[dict[str, Any]] = []
-        self.cancel_info, self.history, self.resources = None, None, None
-        self.options = type("Options", (), {"isolation": "thread"})()
-        self.done = False
-        self.elapsed_s = 0.0
-
-    def on_done(self, _callback: Any) -> None:
-        pass
 
 
 def traced(fn: Any) -> tuple[int, int]:

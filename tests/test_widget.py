@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from typing import Any
+from typing import Any, Callable
 
 import traitlets
 
@@ -36,13 +36,6 @@ def count_messages(widget: BuildWidget) -> list[float]:
     return sent
 
 
-def wait_for(predicate: Any, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.01)
-
-
 def running_phase(widget: BuildWidget) -> str | None:
     phase = widget.build.model.innermost_running()
     return phase.name if phase else None
@@ -70,12 +63,12 @@ def test_real_build_ends_with_complete_tree_and_final_status() -> None:
     assert [value for name, value, _ in writes if name == "status"][-1] == "succeeded"
 
 
-def test_stop_message_cancels_a_real_long_build() -> None:
+def test_stop_message_cancels_a_real_long_build(wait_until: Callable[..., Any]) -> None:
     widget = BuildWidget(models.deep_residual(1000), history=False)
     writes = record_writes(widget)
     widget.start()
     # Stop while the long single step runs, so the cancelling state lasts long enough to be seen.
-    wait_for(lambda: running_phase(widget) == "Determining refit engines")
+    wait_until(lambda: running_phase(widget) == "Determining refit engines", what="the long step")
     widget._handle_custom_msg({"type": "stop"}, [])  # the path a click on Stop takes
     widget._handle_custom_msg({"type": "stop"}, [])  # repeated clicks are harmless
     assert widget.wait(timeout=300) == "cancelled"
@@ -179,12 +172,12 @@ def test_rows_encoder_reencodes_only_changed_rows() -> None:
     assert json.loads(encoder.encode(model.rows()[:1])) == model.rows()[:1]  # shrinking works too
 
 
-def test_elapsed_time_alone_is_not_resent_while_running() -> None:
+def test_elapsed_time_alone_is_not_resent_while_running(wait_until: Callable[..., Any]) -> None:
     widget = BuildWidget(models.deep_residual(1000), history=False)
     writes = record_writes(widget)
     widget.start()
     try:
-        wait_for(lambda: running_phase(widget) == "Determining refit engines")
+        wait_until(lambda: running_phase(widget) == "Determining refit engines", what="the long step")
         time.sleep(0.5)  # within one long step nothing but the clock changes
         names = [name for name, _, _ in writes if name != "resources"]
         tail = names[-4:]

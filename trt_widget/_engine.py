@@ -148,7 +148,7 @@ def _build_engine(source: ModelSource, options: BuildOptions, monitor: Any, logg
     if options.strongly_typed:
         flags |= 1 << int(t.NetworkDefinitionCreationFlag.STRONGLY_TYPED)
     network = builder.create_network(flags)
-    parser = _populate(t, network, source, logger, router)
+    parser = _populate(t, network, source, logger, router)  # owns the weights: kept alive until the end
     _check_network(network, options)
     config = builder.create_builder_config()
     cache = _configure(t, builder, config, network, options, logger)
@@ -167,7 +167,7 @@ def _build_engine(source: ModelSource, options: BuildOptions, monitor: Any, logg
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
             atomic_write(options.timing_cache, bytes(memoryview(config.get_timing_cache().serialize())))
-    del parser
+    del parser  # only now may the weights the network points into go
     return engine
 
 

@@ -52,7 +52,6 @@ class SnapshotPump:
         self.build = build
         self.send = send
         self.interval = interval
-        self.sends = 0
         self.last: dict[str, Any] = {}
         self._rows = RowsEncoder()
         self._wake = threading.Event()
@@ -105,7 +104,6 @@ class SnapshotPump:
             return  # the browser ticks elapsed time itself; re-anchor it only along with real news
         if changed:
             self.send(changed)
-            self.sends += 1
             self.last.update(changed)
 
 

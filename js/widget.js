@@ -31,6 +31,11 @@ const STATUS_LABELS = {
 export const GROUP_MIN = 5;
 const TICK_MS = 100; // 10 Hz live ticker
 const STOP_REARM_MS = 2000; // re-enable Stop if no status change follows a click
+const STOP_ACK_MS = 1500; // no "cancelling" from the kernel this long after a click: say the kernel is busy
+export const UNACKED_STOP_TEXT =
+  "Stop has not reached the kernel: it is busy running a cell (a blocking wait() or another cell; " +
+  "`await` on ipykernel 6 and marimo also blocks it). Interrupt the kernel (\u25a0) to stop the build now; " +
+  "otherwise the Stop request is handled when the cell ends.";
 const INDENT_PX = 14;
 const LANE_H = 18; // timeline lane height (px)
 const AXIS_H = 16; // timeline axis height (px)
@@ -619,6 +624,8 @@ export class TrtView {
     this.timer = null;
     this.stopPending = false;
     this.stopTimer = null;
+    this.stopUnacked = false; // a Stop click the kernel has not answered within STOP_ACK_MS
+    this.ackTimer = null;
     this.logCount = 0;
     this.logLast = null;
     this.handlers = [];
@@ -687,6 +694,8 @@ export class TrtView {
     this.noticeText = h("span", "trtw-notice-text");
     this.noticeHint = h("span", "trtw-notice-hint");
     this.notice.append(this.noticeText, this.noticeHint);
+    this.unackedEl = h("div", "trtw-notice trtw-unacked", { role: "alert" });
+    this.unackedEl.hidden = true;
     this.errorEl = h("div", "trtw-error", { role: "alert" });
 
     this.body = h("div", "trtw-body");
@@ -700,7 +709,7 @@ export class TrtView {
     this.logsList = h("ol", "trtw-logs-list");
     this.logs.append(this.logsSummary, this.logsList);
 
-    root.append(header, this.notice, this.errorEl, this.body, this.logs);
+    root.append(header, this.notice, this.unackedEl, this.errorEl, this.body, this.logs);
     this.host.append(root);
 
     this._on(this.stopBtn, "click", () => this.onStop());
@@ -736,7 +745,10 @@ export class TrtView {
       const prev = this.status;
       this._readClock();
       const statusChanged = this.status !== prev;
-      if (statusChanged) this.stopPending = false;
+      if (statusChanged) {
+        this.stopPending = false;
+        this.stopUnacked = false;
+      }
       if (trait === "phases" || statusChanged) this.updateTree();
       this.updateHeader();
       this.tick();
@@ -763,6 +775,8 @@ export class TrtView {
     this._stopTicker();
     if (this.stopTimer) clearTimeout(this.stopTimer);
     this.stopTimer = null;
+    if (this.ackTimer) clearTimeout(this.ackTimer);
+    this.ackTimer = null;
     const m = this.model;
     if (m && typeof m.off === "function") for (const [ev, fn] of this.handlers) m.off(ev, fn);
     this.handlers = [];
@@ -857,6 +871,9 @@ export class TrtView {
     );
 
     this.notice.hidden = !cancelling;
+    const unacked = this.stopUnacked && st === "running";
+    this.unackedEl.hidden = !unacked;
+    setText(this.unackedEl, unacked ? UNACKED_STOP_TEXT : "");
     setText(this.noticeHint, cancelling && canForce ? " Click \u201cForce stop\u201d to terminate the build process." : "");
 
     const mode = this.ui.mode;
@@ -900,6 +917,15 @@ export class TrtView {
     // "stop" while cancelling would mean force stop).
     this.stopPending = true;
     this.stopBtn.disabled = true;
+    const sentWhile = this.status;
+    if (this.ackTimer) clearTimeout(this.ackTimer);
+    this.ackTimer = setTimeout(() => {
+      this.ackTimer = null;
+      if (this.status === sentWhile && sentWhile === "running") {
+        this.stopUnacked = true;
+        this.updateHeader();
+      }
+    }, STOP_ACK_MS);
     if (this.stopTimer) clearTimeout(this.stopTimer);
     this.stopTimer = setTimeout(() => {
       this.stopTimer = null;

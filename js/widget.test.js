@@ -387,6 +387,36 @@ describe("stop button", () => {
   });
 });
 
+describe("unanswered stop", () => {
+  beforeEach(() => vi.useFakeTimers());
+  afterEach(() => vi.useRealTimers());
+  const unacked = () => document.querySelector(".trtw-unacked");
+
+  it("says the kernel is busy when no 'cancelling' arrives within 1.5 s of a click", () => {
+    const model = fakeModel({ status: "running", elapsed_s: 1, phases: sampleTree() });
+    mount(model);
+    stopBtn().click();
+    vi.advanceTimersByTime(1400);
+    expect(unacked().hidden).toBe(true);
+    vi.advanceTimersByTime(200);
+    expect(unacked().hidden).toBe(false);
+    expect(unacked().textContent).toContain("Stop has not reached the kernel");
+    expect(unacked().textContent).toContain("Interrupt the kernel");
+    model.update({ status: "succeeded" });
+    expect(unacked().hidden).toBe(true);
+  });
+
+  it("stays quiet when the kernel acknowledges the stop in time", () => {
+    const model = fakeModel({ status: "running", elapsed_s: 1, phases: sampleTree() });
+    mount(model);
+    stopBtn().click();
+    vi.advanceTimersByTime(300);
+    model.update({ status: "cancelling", cancel: { phase: "Optimizing", requested_at_s: 1 } });
+    vi.advanceTimersByTime(5000);
+    expect(unacked().hidden).toBe(true);
+  });
+});
+
 describe("live clock", () => {
   let clock;
   beforeEach(() => {

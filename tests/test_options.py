@@ -13,7 +13,7 @@ from trt_widget._options import BuildOptions, parse_bytes
 
 def test_defaults_are_valid() -> None:
     options = BuildOptions.from_kwargs()
-    assert options.isolation == "thread" and options.budget is None and options.profiles is None
+    assert options.isolation == "process" and options.budget is None and options.profiles is None
 
 
 def test_unknown_option_suggests_the_close_name() -> None:
@@ -75,7 +75,7 @@ def test_switches_must_be_booleans(name: str) -> None:
 
 def test_isolation_values() -> None:
     assert BuildOptions.from_kwargs(isolation="process").isolation == "process"
-    with pytest.raises(ValueError, match="isolation must be 'thread' or 'process'"):
+    with pytest.raises(ValueError, match="isolation must be 'process' or 'thread'"):
         BuildOptions.from_kwargs(isolation="fork")
 
 

@@ -1,4 +1,5 @@
-"""Process isolation with real TensorRT builds: results, two-stage stop, crashes, bad sources, clean-up.
+"""The builder process (the default runner) with real TensorRT builds: results, two-stage stop, crashes, bad
+sources, clean-up, worker reuse.
 
 deep_residual(1000) is used where a build must be caught inside its long "Determining refit engines" step.
 """
@@ -72,6 +73,12 @@ def assert_reaped(pid: int | None) -> None:
     assert not psutil.pid_exists(pid), f"build process {pid} still exists (zombie?)"
 
 
+def assert_pooled(pid: int | None) -> None:
+    """The worker finished its job cleanly and waits, idle, for the next build."""
+    assert pid is not None and pid != os.getpid()
+    assert pid in _process.pool.idle_pids()
+
+
 def shape(build: Build) -> list[tuple[Any, ...]]:
     rows = build.timings()
     names = {row["id"]: row["name"] for row in rows}
@@ -105,7 +112,7 @@ def recorded_dirs(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
 def test_resnet50_engine_and_timings_match_a_thread_build(tmp_path: Any, recorded_dirs: list[str],
                                                           resnet50_bytes: bytes) -> None:
     onnx = resnet50_bytes
-    thread = Build(onnx).start()
+    thread = Build(onnx, isolation="thread").start()
     assert thread.wait() == "succeeded", thread.error
     output = tmp_path / "resnet50.plan"
     process = Build(onnx, isolation="process", output=str(output)).start()
@@ -122,7 +129,7 @@ def test_resnet50_engine_and_timings_match_a_thread_build(tmp_path: Any, recorde
             parent = rows[row["parent"]]
             assert parent["start_s"] <= row["start_s"] and row["end_s"] <= parent["end_s"]
     assert any("ONNX" in record["message"] for record in process.logs)
-    assert_reaped(process.child_pid)
+    assert_pooled(process.child_pid)
     assert recorded_dirs and not any(os.path.exists(d) for d in recorded_dirs)
 
 
@@ -136,18 +143,18 @@ def test_timing_cache_is_written_by_the_child(small: bytes, tmp_path: Any) -> No
 
 
 def test_graceful_stop_cancels_at_a_step_boundary(small: bytes) -> None:
-    build = Build(models.deep_residual(300), isolation="process").start()
+    build = Build(models.deep_residual(300), isolation="process", force_after=120).start()
     wait_until(lambda: build.model.innermost_running() is not None or build.done, what="a running phase")
     assert build.stop() is True
     assert build.wait(120) == "cancelled"
     assert build.status_detail == "stopped by user"
     assert isinstance(build.error, BuildCancelled) and "terminated" not in str(build.error)
     assert_tree_closed(build)
-    assert_reaped(build.child_pid)
+    assert_pooled(build.child_pid)  # a graceful stop keeps the worker for the next build
 
 
 def test_second_stop_terminates_a_long_step_at_once(long_build: bytes) -> None:
-    build = start_and_reach(long_build, LONG_STEP)
+    build = start_and_reach(long_build, LONG_STEP, force_after=120)
     pid = build.child_pid
     assert build.stop() is True
     assert build.status == "cancelling"  # the graceful stop waits for the end of the long step...
@@ -156,7 +163,7 @@ def test_second_stop_terminates_a_long_step_at_once(long_build: bytes) -> None:
     assert build.wait(10) == "cancelled"
     latency = time.monotonic() - started
     assert latency <= 1.0, f"force stop took {latency:.2f} s"
-    assert build.status_detail.startswith("force stopped") and "terminated" in build.status_detail
+    assert build.status_detail.startswith("stopped by user; force stopped") and "terminated" in build.status_detail
     assert isinstance(build.error, BuildCancelled) and "terminated" in str(build.error)
     assert [r["status"] for r in build.timings() if r["name"] == LONG_STEP] == ["cancelled"]
     assert_tree_closed(build)
@@ -167,7 +174,8 @@ def test_budget_expiry_escalates_after_force_after(long_build: bytes) -> None:
     build = start_and_reach(long_build, LONG_STEP, budget=600, force_after=0.3)
     build._budget_expired()  # what the budget timer calls, here at a moment the test controls
     assert build.wait(30) == "cancelled"
-    assert build.status_detail.startswith("time budget of 600 s exceeded; force stopped 0.3 s later")
+    assert build.status_detail.startswith("time budget of 600 s exceeded; the builder did not reach a step "
+                                          "boundary within 0.3 s, so its process")
     assert "terminated" in str(build.error)
     assert_tree_closed(build)
     assert_reaped(build.child_pid)
@@ -184,18 +192,29 @@ def test_child_killed_by_a_signal_fails_with_signal_and_phase(long_build: bytes)
     assert_reaped(build.child_pid)
 
 
-@pytest.mark.parametrize("how, expected", [("abort", "SIGABRT"), ("segv", "SIGSEGV"), ("exit", "exited with code 3")])
-def test_child_crash_fails_the_build_and_the_next_build_runs(small: bytes, monkeypatch: pytest.MonkeyPatch,
-                                                             how: str, expected: str) -> None:
-    monkeypatch.setenv("TRT_WIDGET_TEST_CRASH", f"{how}:Optimizing graph")
-    build = Build(small, isolation="process").start()
+def _abort(network: Any) -> None:
+    os.abort()
+
+
+def _segfault(network: Any) -> None:
+    import ctypes
+
+    ctypes.string_at(0)
+
+
+def _exit3(network: Any) -> None:
+    os._exit(3)
+
+
+@pytest.mark.parametrize("crash, expected", [(_abort, "SIGABRT"), (_segfault, "SIGSEGV"), (_exit3, "exited with code 3")])
+def test_builder_crash_fails_the_build_and_the_next_build_runs(small: bytes, crash: Any, expected: str) -> None:
+    build = Build(crash).start()
     assert build.wait(120) == "failed"
-    assert expected in str(build.error) and "'Optimizing graph'" in str(build.error)
-    assert build.status_detail.startswith("the build process")
+    assert expected in str(build.error) and "before any build phase started" in str(build.error)
+    assert build.status_detail.startswith("the builder process")
     assert_tree_closed(build)
     assert_reaped(build.child_pid)
-    monkeypatch.delenv("TRT_WIDGET_TEST_CRASH")
-    after = Build(small, isolation="process").start()
+    after = Build(small).start()
     assert after.wait(120) == "succeeded", after.error
 
 
@@ -213,14 +232,28 @@ def test_importable_network_functions_cross_the_process_boundary() -> None:
         assert build.engine
 
 
-def test_unpicklable_callables_are_refused_with_a_clear_message() -> None:
+def test_lambdas_and_local_functions_cross_the_process_boundary() -> None:
     def local_network(network: Any) -> None:
-        relu_network(network)
+        relu_network(network, width=3)
 
     for model in (lambda network: relu_network(network), local_network):
-        with pytest.raises(TypeError, match="module level.*ONNX model"):
-            Build(model, isolation="process")
-        Build(model)  # the same function is fine with a thread
+        build = Build(model).start()
+        assert build.wait(120) == "succeeded", build.error
+        assert build.engine
+
+
+def test_what_cannot_cross_is_refused_with_a_message_naming_it() -> None:
+    import threading
+
+    lock = threading.Lock()
+
+    def holds_a_lock(network: Any) -> None:
+        with lock:
+            relu_network(network)
+
+    with pytest.raises(TypeError, match=r"holds_a_lock.*cannot be sent.*lock.*isolation='thread'"):
+        Build(holds_a_lock)
+    assert Build(holds_a_lock, isolation="thread").start().wait(120) == "succeeded"
 
 
 def test_twenty_builds_leave_no_zombies_or_open_files(small: bytes) -> None:
@@ -259,7 +292,7 @@ def test_outbox_coalesces_steps_and_never_blocks_the_builder_synthetic() -> None
     import multiprocessing
     import threading
 
-    from trt_widget._child import Outbox
+    from trt_widget._worker import Outbox
 
     reader, writer = multiprocessing.get_context("spawn").Pipe(duplex=False)
     outbox = Outbox(writer)

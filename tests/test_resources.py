@@ -31,7 +31,7 @@ def _sampler_threads() -> list[threading.Thread]:
 
 
 def test_samples_during_a_real_build(resnet50_bytes: bytes, wait_until: Callable[..., Any]) -> None:
-    build = Build(resnet50_bytes, history=False)
+    build = Build(resnet50_bytes, history=False, isolation="thread")  # the builder in this process
     sampler = build.resources
     assert isinstance(sampler, ResourceSampler)
     assert sampler.snapshot() is None and not sampler.running  # nothing before start

@@ -1,12 +1,13 @@
 """``trt-widget`` / ``python -m trt_widget``: build an engine in a terminal with live, cancelable progress.
 
   trt-widget build model.onnx [-o model.engine] [--budget S] [--json] [--plain] [--timing-cache F] [--fp16]
-                              [--opt-level N] [--workspace SIZE] [--isolation thread|process] [--verbose]
+                              [--opt-level N] [--workspace SIZE] [--isolation process|thread] [--verbose]
   trt-widget demo [--blocks N] [same options]    # builds a generated deep residual model
 
 Exit codes: 0 succeeded, 1 failed (or bad input such as a missing file), 2 bad usage, 124 cancelled because
-the --budget ran out, 130 cancelled by Ctrl-C. Ctrl-C cancels at the builder's next step boundary; a second
-Ctrl-C terminates a process-isolated build (thread isolation: a third one exits without waiting).
+the --budget ran out, 130 cancelled by Ctrl-C. Ctrl-C cancels at the builder's next step boundary, and the
+builder process is terminated when that takes more than 0.5 s; a second Ctrl-C terminates it at once (with
+--isolation thread a third one exits without waiting).
 """
 
 from __future__ import annotations
@@ -40,8 +41,9 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--opt-level", type=int, choices=range(6), metavar="N",
                         help="builder optimization level 0..5")
     common.add_argument("--workspace", metavar="SIZE", help="workspace limit, e.g. 1GiB or 512MB")
-    common.add_argument("--isolation", choices=("thread", "process"), default="thread",
-                        help="build in this process's thread (default) or in a child process (force-stoppable)")
+    common.add_argument("--isolation", choices=("process", "thread"), default="process",
+                        help="build in a worker process that Ctrl-C always stops (default) or in this process's "
+                             "thread (stops only at TensorRT's next step boundary)")
     common.add_argument("--verbose", action="store_true", help="capture VERBOSE TensorRT log lines")
     parser = argparse.ArgumentParser(
         prog="trt-widget", description="Observable, cancelable TensorRT engine builds in a terminal.",

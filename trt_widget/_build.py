@@ -1,7 +1,9 @@
-"""``Build``: one TensorRT engine build on a background thread, observable and cancelable.
+"""``Build``: one TensorRT engine build, observable and cancelable, driven from a background thread.
 
-``start()`` returns at once; the phase model fills as TensorRT calls back; ``stop()`` sets the one cancel
-event that makes the monitor's next ``step_complete`` return False.
+``start()`` returns at once; a runner (:mod:`trt_widget._runner`: a warm builder process by default, or this
+process's thread) fills the phase model as TensorRT calls back; ``stop()`` sets the one cancel event, which the
+runner honours at the next step boundary, and, in a builder process, by terminating it when that takes longer
+than ``force_after`` seconds (0.5 by default).
 """
 
 from __future__ import annotations
@@ -12,12 +14,12 @@ import time
 import traceback
 from typing import Any, Callable, Generator
 
-from ._engine import CaptureLogger, ModelSource, build_engine
+from ._engine import CaptureLogger, ModelSource
 from ._errors import BuildCancelled, BuildError
 from ._files import atomic_write
-from ._monitor import BuildMonitor
 from ._options import BuildOptions
 from ._phases import CANCELLED, FINISHED_EARLY, PhaseModel
+from ._runner import RunContext, runner_for
 
 IDLE, RUNNING, CANCELLING = "idle", "running", "cancelling"
 SUCCEEDED, FAILED = "succeeded", "failed"
@@ -29,7 +31,8 @@ class Build:
     """Build an engine from ``model`` (ONNX path / bytes / ModelProto, or a network-defining callable).
 
     Options: optimization_level, fp16, strongly_typed, timing_cache, workspace, profiles, output, budget,
-    verbose, isolation ("thread" | "process"), force_after. Unknown options raise TypeError at once.
+    verbose, isolation ("process", the default: a warm builder process that Stop can always end; or
+    "thread"), force_after. Unknown options raise TypeError at once.
 
     Life cycle: ``start()`` once (a second call raises RuntimeError); ``stop()`` before start or after the
     end does nothing and returns False; a build that stops before producing an engine ends "cancelled".
@@ -40,9 +43,11 @@ class Build:
         self.options = BuildOptions.from_kwargs(**options)
         self.source = ModelSource.of(model)
         if self.options.isolation == "process":
-            from ._process import check_transferable
+            from ._process import check_transferable, pool
 
-            check_transferable(self.source)  # a lambda or local function fails here, not in the child
+            check_transferable(self.source)  # what cannot reach a builder process fails here, not later
+            pool.prewarm()
+        self.runner = runner_for(self.options)
         self.model = PhaseModel(clock)
         self._clock = clock
         self._cancel = threading.Event()
@@ -55,14 +60,13 @@ class Build:
         self.engine: bytes | None = None
         self.error: BuildError | None = None
         self.logger = CaptureLogger(self.options.verbose, clock)
-        self.monitor: Any = None
         self._thread: threading.Thread | None = None
         self._timer: threading.Timer | None = None
         self._ended_s: float | None = None
         self._on_done: list[Callable[[Build], None]] = []
         self._on_start: list[Callable[[Build], None]] = []
-        self._force = threading.Event()  # process isolation: terminate the child now
-        self.child_pid: int | None = None  # process isolation: the build process, once started
+        self._force = threading.Event()  # process isolation: terminate the builder process now
+        self.child_pid: int | None = None  # process isolation: the builder process, once known
         self.history: Any = None  # a history link (ETA, deltas) when history is on
         self.resources: Any = None  # a resource sampler when resources is on
         if events is not None:
@@ -129,7 +133,7 @@ class Build:
                 raise RuntimeError(f"this build already started (status {self._status}); a Build runs once")
             self._status = RUNNING
         self.model.restart_clock()
-        self.logger._t0 = self._clock()
+        self.logger.restart_clock()
         for callback in self._on_start:  # before any builder event, so readers see the start first
             try:
                 callback(self)
@@ -146,12 +150,12 @@ class Build:
     def stop(self, reason: str = "stopped by user") -> bool:
         """Ask the builder to cancel at its next step boundary; True if a running build was asked.
 
-        A second ``stop()`` while cancelling a process-isolated build terminates the child process.
+        In a builder process (the default) the process is terminated when no step boundary comes within
+        ``force_after`` s (0.5 by default); a second ``stop()`` while cancelling terminates it at once.
         """
         with self._lock:
             if self._status == CANCELLING and self.options.isolation == "process":
                 self._force.set()
-                self.status_detail = "force stopped"
                 return True
             if self._status != RUNNING:
                 return False
@@ -219,13 +223,20 @@ class Build:
         return str(atomic_write(path, self.engine))
 
     # -- the builder thread --------------------------------------------------------------------------
-    def _execute(self) -> bytes | None:
-        if self.options.isolation == "process":
-            from ._process import execute_in_process
+    def _context(self) -> RunContext:
+        return RunContext(source=self.source, options=self.options, model=self.model, logger=self.logger,
+                          cancel=self._cancel, force=self._force, shared_clock=self._clock is time.perf_counter,
+                          note=self._note, on_pid=self._on_pid)
 
-            return execute_in_process(self)
-        self.monitor = BuildMonitor(self.model, self._cancel)
-        return build_engine(self.source, self.options, self.monitor, self.logger)
+    def _note(self, sentence: str) -> None:
+        with self._lock:
+            self.status_detail = f"{self.status_detail}; {sentence}" if self.status_detail else sentence
+
+    def _on_pid(self, pid: int | None) -> None:
+        self.child_pid = pid
+
+    def _execute(self) -> bytes | None:
+        return self.runner.run(self._context())
 
     def _run(self) -> None:
         engine: bytes | None = None

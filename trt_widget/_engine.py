@@ -71,12 +71,18 @@ class CaptureLogger:
         self.records: deque[dict[str, Any]] = deque(maxlen=5000)
         self.problems: list[dict[str, Any]] = []  # WARNING and worse, capped below
 
-    def log(self, severity: Any, msg: str) -> None:
+    def restart_clock(self) -> None:
+        """Make t=0 now: call when the build actually starts."""
+        self._t0 = self._clock()
+
+    def log(self, severity: Any, msg: str, at: float | None = None) -> None:
+        """Keep one line; ``at`` is the line's own clock reading when replayed from a builder process."""
         try:
             level = int(severity)
             if level > self._max:
                 return
-            record = {"severity": SEVERITIES[min(level, 4)], "message": str(msg), "t": self._clock() - self._t0}
+            now = self._clock() if at is None else min(at, self._clock())
+            record = {"severity": SEVERITIES[min(level, 4)], "message": str(msg), "t": now - self._t0}
             self.records.append(record)
             if level <= 2 and len(self.problems) < 1000:
                 self.problems.append(record)
@@ -134,14 +140,14 @@ def routed_logs(logger: CaptureLogger) -> Iterator[_LogRouter]:
             _router.set_sink(ident, None)
 
 
-def build_engine(source: ModelSource, options: BuildOptions, monitor: Any, logger: CaptureLogger) -> bytes | None:
-    """Build and return the serialized engine, or None when the monitor cancelled the build."""
+def build_engine(source: ModelSource, options: BuildOptions, monitor: Any, logger: CaptureLogger) -> memoryview | None:
+    """Build and return the serialized engine (a view of TensorRT's buffer), or None when cancelled."""
     with routed_logs(logger) as router:
         return _build_engine(source, options, monitor, logger, router)
 
 
 def _build_engine(source: ModelSource, options: BuildOptions, monitor: Any, logger: CaptureLogger,
-                  router: _LogRouter) -> bytes | None:
+                  router: _LogRouter) -> memoryview | None:
     t = trt()
     builder = t.Builder(router)
     flags = 0
@@ -162,7 +168,7 @@ def _build_engine(source: ModelSource, options: BuildOptions, monitor: Any, logg
             return None
         details = "; ".join(logger.errors()[-3:]) or "TensorRT gave no reason (see the log)"
         raise BuildError(f"TensorRT could not build an engine from {source.label}: {details}")
-    engine = bytes(memoryview(serialized))
+    engine = memoryview(serialized)
     if cache is not None and options.timing_cache:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)

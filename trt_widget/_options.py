@@ -13,6 +13,9 @@ from typing import Any, Dict, Optional, Tuple, Union
 Shape = Tuple[int, ...]
 Profile = Tuple[Shape, Shape, Shape]
 
+_MAX_SECONDS = 1e8  # well inside threading.TIMEOUT_MAX on every platform
+_MAX_BYTES = 1 << 62  # what TensorRT's int64 memory-pool limit can hold, with room
+
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 10**3, "kib": 1 << 10, "m": 1 << 20, "mb": 10**6,
           "mib": 1 << 20, "g": 1 << 30, "gb": 10**9, "gib": 1 << 30}
 
@@ -30,8 +33,8 @@ class BuildOptions:
     output: Optional[str] = None  # engine file written atomically when the build succeeds
     budget: Optional[float] = None  # seconds; the build is cancelled when it runs longer
     verbose: bool = False  # capture VERBOSE TensorRT log lines too
-    isolation: str = "thread"  # "thread" or "process"
-    force_after: Optional[float] = None  # process isolation: terminate this long after a graceful stop
+    isolation: str = "process"  # "process" (a warm builder process Stop can always end) or "thread"
+    force_after: Optional[float] = None  # process isolation: terminate this long after a graceful stop (0.5 s)
 
     @classmethod
     def from_kwargs(cls, **kwargs: Any) -> "BuildOptions":
@@ -60,7 +63,14 @@ class BuildOptions:
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be True or False, got {getattr(self, name)!r}")
         if self.isolation not in ("thread", "process"):
-            raise ValueError(f"isolation must be 'thread' or 'process', got {self.isolation!r}")
+            raise ValueError(f"isolation must be 'process' or 'thread', got {self.isolation!r}")
+        if self.force_after is not None and self.isolation == "thread":
+            raise ValueError("force_after needs isolation='process' (a thread cannot be terminated: with "
+                             "isolation='thread' a stop waits for TensorRT's next step boundary)")
+        for name in ("budget", "force_after"):
+            value = getattr(self, name)
+            if value is not None and value > _MAX_SECONDS:
+                raise ValueError(f"{name} must be at most {_MAX_SECONDS:g} s (about 3 years), got {value!r}")
         for name in ("timing_cache", "output"):
             value = getattr(self, name)
             if value is not None:
@@ -92,6 +102,8 @@ def parse_bytes(value: Union[int, str], what: str) -> int:
     if isinstance(value, int) and not isinstance(value, bool):
         if value <= 0:
             raise ValueError(f"{what} must be positive, got {value}")
+        if value > _MAX_BYTES:
+            raise ValueError(f"{what} must be at most {_MAX_BYTES:,} bytes (2**62), got {value:,}")
         return value
     if isinstance(value, str):
         match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", value)
@@ -99,7 +111,7 @@ def parse_bytes(value: Union[int, str], what: str) -> int:
             count = int(float(match.group(1)) * _UNITS[match.group(2).lower()])
             if count <= 0:
                 raise ValueError(f"{what} must be positive, got {value!r}")
-            return count
+            return parse_bytes(count, what)
     raise ValueError(f"{what} must be a byte count like 1073741824 or '1GiB', got {value!r}")
 
 

@@ -91,7 +91,11 @@ class PhaseModel:
             self._t0 = self._clock()
 
     # -- callbacks (TensorRT's IProgressMonitor, or replayed events) -------------------------------
-    def phase_start(self, name: str, parent_name: str | None, num_steps: int) -> Phase:
+    def _time(self, at: float | None) -> float:
+        """Build time of clock reading ``at`` (a replayed event's own time), or of now."""
+        return (self._clock() if at is None else min(at, self._clock())) - self._t0
+
+    def phase_start(self, name: str, parent_name: str | None, num_steps: int, at: float | None = None) -> Phase:
         with self._lock:
             parent = None
             if parent_name is not None:
@@ -103,7 +107,7 @@ class PhaseModel:
                 parent=parent.id if parent else None,
                 depth=parent.depth + 1 if parent else 0,
                 num_steps=max(int(num_steps), 0),
-                start_s=self._clock() - self._t0,
+                start_s=self._time(at),
             )
             self._phases.append(phase)
             self._active.setdefault(name, []).append(phase)
@@ -134,7 +138,7 @@ class PhaseModel:
             self._notify("step", phase)
         return phase
 
-    def phase_finish(self, name: str) -> Phase | None:
+    def phase_finish(self, name: str, at: float | None = None) -> Phase | None:
         with self._lock:
             stack = self._active.get(name)
             if not stack:
@@ -147,7 +151,7 @@ class PhaseModel:
                 status = DONE
             else:
                 status = CANCELLED if self.cancelling else FINISHED_EARLY
-            self._close(phase, status)
+            self._close(phase, status, at)
         self._notify("phase_finish", phase)
         return phase
 
@@ -172,8 +176,8 @@ class PhaseModel:
                     self._dirty.add(phase.id)
                     self.version += 1
 
-    def _close(self, phase: Phase, status: str) -> None:
-        phase.end_s = self._clock() - self._t0
+    def _close(self, phase: Phase, status: str, at: float | None = None) -> None:
+        phase.end_s = self._time(at)
         phase.status = status
         self._running.pop(phase.id, None)
         self._dirty.add(phase.id)

@@ -1,67 +1,208 @@
-"""Process isolation, parent side: run one build in a spawned child so a crash in TensorRT spares the kernel.
+"""The default runner: the builder lives in a warm worker process, so Stop always ends a build within a second.
 
-``execute_in_process(build)`` starts :func:`trt_widget._child.main` with the ``spawn`` start method, replays
-the child's phase and log events into ``build.model`` / ``build.logger`` (so every front end looks the same
-as with a thread), and returns the engine bytes (None when cancelled) or raises :class:`BuildError`.
-
-Stopping has two stages: ``build.stop()`` asks the child to cancel at its next step boundary; a second
-``stop()`` (``build._force``) or ``force_after`` seconds later terminates the child (SIGTERM, then SIGKILL).
-A child that dies on its own makes the build fail with the exit code or signal and the last running phase.
-Every run joins the child and closes both pipes and the private work directory, whatever happens.
+``ProcessRunner.run(ctx)`` takes an idle worker from the pool (or starts one), sends it the job, replays the
+worker's phase and log events into ``ctx.model`` / ``ctx.logger`` and returns the engine bytes (None when
+cancelled) or raises :class:`BuildError`. Stop is graceful first (the worker's next ``step_complete`` returns
+False); when the builder has not reached a step boundary ``ctx.graceful_s`` later (or on ``ctx.force``) the
+worker is terminated (SIGTERM, then SIGKILL), which ends even a long TensorRT step, a hung network function or
+a SIGSTOPped builder. A worker that finished its job goes back to the pool and exits after
+``TRT_WIDGET_WORKER_IDLE_S`` seconds (default 300) without work; workers never outlive this process.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import multiprocessing
+import itertools
 import os
-import pickle
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
 import time
-from multiprocessing.connection import wait
-from typing import Any, Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+from typing import Any, Iterator
 
-from . import _child
 from ._errors import BuildError
+from ._runner import RunContext
 
-POLL_S = 0.05  # how often the parent looks at stop requests while the child is quiet
-TERM_GRACE_S = 0.3  # SIGTERM, then SIGKILL after this long
-EXIT_WAIT_S = 10.0  # after its final message the child should exit by itself within this long
-
-_HINT = ("With isolation='process' the network definition function must be importable by the build "
-         "process: define it at module level in a .py module, or pass an ONNX model (path, bytes or "
-         "ModelProto), or use isolation='thread'.")
+POLL_S = 0.05  # how often the relay looks at stop requests while the worker is quiet
+TERM_GRACE_S = 0.2  # SIGTERM, then SIGKILL after this long
+DEFAULT_IDLE_S = 300.0
+MAX_IDLE_WORKERS = 2
 
 
 def check_transferable(source: Any) -> None:
-    """Raise TypeError unless ``source`` (a ModelSource) can be sent to a spawned build process."""
+    """Raise TypeError unless ``source`` (a ModelSource) can be sent to a builder process, naming what cannot."""
     if source.kind != "callable":
         return
-    function = source.value
-    main = sys.modules.get("__main__")
-    if getattr(function, "__module__", None) == "__main__" and not getattr(main, "__file__", None):
-        raise TypeError(f"the network definition function {source.label} is defined in an interactive "
-                        f"session (notebook or REPL), which a separate process cannot import. {_HINT}")
+    import cloudpickle
+
     try:
-        pickle.dumps(function)
+        cloudpickle.dumps(source.value)
     except Exception as exc:
-        raise TypeError(f"the network definition function {source.label} cannot be sent to the build "
-                        f"process ({exc}). Lambdas and functions defined inside other functions cannot be "
-                        f"sent. {_HINT}") from None
+        raise TypeError(
+            f"the network definition function {source.label} cannot be sent to the builder process: {exc}. "
+            "Everything it refers to must be picklable (no open files, locks, sockets or TensorRT objects "
+            "created outside it); or pass isolation='thread' to build in this process."
+        ) from None
 
 
-def execute_in_process(build: Any) -> bytes | None:
-    """Build ``build.source`` with ``build.options`` in a child process; None when cancelled."""
+def idle_timeout_s() -> float:
+    """Seconds an idle worker waits for the next build before it exits (``TRT_WIDGET_WORKER_IDLE_S``)."""
     try:
-        check_transferable(build.source)
-    except TypeError as exc:
-        raise BuildError(str(exc)) from None
-    with _work_dirs() as workdirs:
-        return _ChildBuild(build, workdirs).run()
+        value = float(os.environ.get("TRT_WIDGET_WORKER_IDLE_S", DEFAULT_IDLE_S))
+    except ValueError:
+        return DEFAULT_IDLE_S
+    return value if value >= 0 else DEFAULT_IDLE_S
+
+
+class Worker:
+    """One builder process and the two pipes to it."""
+
+    def __init__(self, process: subprocess.Popen[bytes], control: Connection, events: Connection) -> None:
+        self.process = process
+        self.control = control
+        self.events = events
+        self.pid = process.pid
+        self.hello = False  # the worker got as far as its entry point
+        self.idle_timer: threading.Timer | None = None
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def terminate(self) -> str:
+        """SIGTERM, then SIGKILL after a short grace (a stopped process ignores SIGTERM); returns the signal."""
+        how = "SIGTERM"
+        with contextlib.suppress(ProcessLookupError):
+            self.process.terminate()
+        try:
+            self.process.wait(TERM_GRACE_S)
+        except subprocess.TimeoutExpired:
+            how = "SIGKILL"
+            with contextlib.suppress(ProcessLookupError):
+                self.process.kill()
+            self.process.wait()
+        self.close()
+        return how
+
+    def close(self) -> None:
+        """Close the pipes (a live worker exits on the control pipe's EOF) and reap the process when it ended."""
+        if self.idle_timer is not None:
+            self.idle_timer.cancel()
+        for conn in (self.control, self.events):
+            with contextlib.suppress(OSError):
+                conn.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(1.0)
+
+
+class WorkerPool:
+    """Idle workers kept warm for the next build; every spawn happens on one long-lived thread.
+
+    Linux ties a worker's death signal to the thread that started it, so that thread must live as long as
+    this process: a single-thread executor's thread does.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._idle: list[Worker] = []
+        self._spawner = ThreadPoolExecutor(1, thread_name_prefix="trt_widget-spawn")
+
+    def acquire(self) -> Worker:
+        """An idle live worker, or a new one (after any prewarm in flight, so it is not started twice)."""
+        return self._spawner.submit(self._take_or_spawn).result()
+
+    def prewarm(self) -> None:
+        """Start a worker in the background when none is idle, so the next build need not wait for one."""
+        self._spawner.submit(self._warm)
+
+    def release(self, worker: Worker) -> None:
+        """Keep a worker that finished its job cleanly for the next build (until the idle timeout)."""
+        timeout = idle_timeout_s()
+        with self._lock:
+            if worker.alive() and timeout > 0 and len(self._idle) < MAX_IDLE_WORKERS:
+                worker.idle_timer = threading.Timer(timeout, self._expire, (worker,))
+                worker.idle_timer.daemon = True
+                worker.idle_timer.start()
+                self._idle.append(worker)
+                return
+        worker.close()
+
+    def _take_or_spawn(self) -> Worker:
+        with self._lock:
+            while self._idle:
+                worker = self._idle.pop()
+                if worker.idle_timer is not None:
+                    worker.idle_timer.cancel()
+                if worker.alive():
+                    return worker
+                worker.close()
+        return _spawn()
+
+    def _warm(self) -> None:
+        with self._lock:
+            if self._idle:
+                return
+        try:
+            worker = _spawn()
+        except Exception:
+            return  # the build that needs a worker reports it
+        self.release(worker)
+
+    def _expire(self, worker: Worker) -> None:
+        with self._lock:
+            if worker not in self._idle:
+                return
+            self._idle.remove(worker)
+        worker.close()
+
+    def shutdown(self) -> None:
+        """End every idle worker now (running builds keep theirs)."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for worker in idle:
+            worker.close()
+
+    def idle_pids(self) -> list[int]:
+        with self._lock:
+            return [w.pid for w in self._idle]
+
+
+def _spawn() -> Worker:
+    """Start ``python -m trt_widget._worker`` with its two pipes (never re-imports the caller's main script)."""
+    from ._backend import select_backend
+
+    control_r, control_w = os.pipe()
+    events_r, events_w = os.pipe()
+    package_root = str(Path(__file__).resolve().parent.parent)
+    env = dict(os.environ, TRT_WIDGET_BACKEND=select_backend()[0])
+    env["PYTHONPATH"] = os.pathsep.join([package_root, *filter(None, [env.get("PYTHONPATH")])])
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "trt_widget._worker", str(control_r), str(events_w), str(os.getpid())],
+            pass_fds=(control_r, events_w), stdin=subprocess.DEVNULL, env=env, close_fds=True,
+        )
+    except BaseException:
+        for fd in (control_r, control_w, events_r, events_w):
+            os.close(fd)
+        raise
+    os.close(control_r)
+    os.close(events_w)
+    os.set_inheritable(control_w, False)
+    os.set_inheritable(events_r, False)
+    return Worker(process, Connection(control_w, readable=False), Connection(events_r, writable=False))
+
+
+pool = WorkerPool()
+_job_ids = itertools.count(1)
+
+
+def shutdown_workers() -> None:
+    """End the idle builder processes now (they also end by themselves after the idle timeout)."""
+    pool.shutdown()
 
 
 @contextlib.contextmanager
@@ -70,186 +211,118 @@ def _work_dirs() -> Iterator[list[str]]:
     with contextlib.ExitStack() as stack:
         dirs: list[str] = []
         if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK):
-            try:
+            with contextlib.suppress(OSError):
                 dirs.append(stack.enter_context(tempfile.TemporaryDirectory(prefix="trt_widget-", dir="/dev/shm")))
-            except OSError:
-                pass
         dirs.append(stack.enter_context(tempfile.TemporaryDirectory(prefix="trt_widget-")))
         yield dirs
 
 
-class _ReplayClock:
-    """The build's clock, except that the replaying thread reads the time the child stamped on an event.
+class ProcessRunner:
+    """Runs the builder in a pooled worker process (the default ``isolation="process"``)."""
 
-    Only installed when the build uses ``time.perf_counter``, a system-wide monotonic clock that parent
-    and child share, so replayed phase times are as exact as in a thread build.
-    """
+    name = "process"
 
-    def __init__(self, clock: Callable[[], float]) -> None:
-        self.clock = clock
-        self.at: float | None = None
-        self._owner = threading.get_ident()
-
-    def __call__(self) -> float:
-        now = self.clock()
-        at = self.at
-        if at is not None and threading.get_ident() == self._owner:
-            return min(at, now)
-        return now
+    def run(self, ctx: RunContext) -> bytes | None:
+        try:
+            check_transferable(ctx.source)
+        except TypeError as exc:
+            raise BuildError(str(exc)) from None
+        with _work_dirs() as workdirs:
+            return _Relay(ctx, workdirs).run()
 
 
-class _ChildBuild:
-    """One child process: start it, relay its events and stop requests, collect its result, reap it."""
+class _Relay:
+    """One job on one worker: send it, relay events and stop requests, collect the result."""
 
-    def __init__(self, build: Any, workdirs: list[str]) -> None:
-        self.build = build
+    def __init__(self, ctx: RunContext, workdirs: list[str]) -> None:
+        self.ctx = ctx
         self.workdirs = workdirs
-        self.process: Any = None
-        self.events: Any = None  # parent end of the child -> parent pipe
-        self.control: Any = None  # parent end of the parent -> child pipe
-        self.replay_clock: _ReplayClock | None = None
-        self.hello = False  # the child got as far as its entry point
-        self.answered = False  # the child sent its final message (it exits by itself next)
+        self.job_id = next(_job_ids)
+        self.worker: Worker | None = None
 
-    # -- life cycle ----------------------------------------------------------------------------------
     def run(self) -> bytes | None:
-        ctx = multiprocessing.get_context("spawn")
         job = self._job()
-        self.events, child_events = ctx.Pipe(duplex=False)
-        child_control, self.control = ctx.Pipe(duplex=False)
+        if self.ctx.cancel.is_set():
+            return None  # stopped before a worker was even asked
+        worker = self.worker = pool.acquire()
+        self.ctx.on_pid(worker.pid)
+        reusable = False
         try:
-            self.process = ctx.Process(target=_child.main, args=(job, child_events, child_control),
-                                       name="trt_widget-build", daemon=True)
-            self.process.start()
-            self.build.child_pid = self.process.pid
-        except BaseException:
-            self.events.close()
-            self.control.close()
-            raise
+            try:
+                worker.control.send(("job", self.job_id, job))
+            except (OSError, ValueError):
+                pass  # the worker died just now: the relay loop reports how
+            result = self._supervise(worker)
+            reusable = worker.alive()
+            return result
         finally:
-            child_events.close()
-            child_control.close()
-        self._install_clock()
-        try:
-            return self._supervise()
-        finally:
-            self._restore_clock()
-            self._reap()
-            self.events.close()
-            self.control.close()
+            if reusable:
+                pool.release(worker)
+            elif worker.alive():
+                worker.terminate()
+            else:
+                worker.close()
 
     def _job(self) -> dict[str, Any]:
-        from ._backend import select_backend
+        from ._worker import write_first
 
-        source = self.build.source
+        source = self.ctx.source
         job: dict[str, Any] = {"kind": source.kind, "label": source.label, "path": None, "callable": None,
-                               "options": self.build.options, "backend": select_backend()[0],
-                               "workdirs": self.workdirs}
+                               "options": self.ctx.options, "workdirs": self.workdirs, "sys_path": list(sys.path)}
         if source.kind == "path":
-            job["path"] = source.value
+            job["path"] = os.path.abspath(source.value)
         elif source.kind == "bytes":
+            if not source.value:
+                raise BuildError("the ONNX bytes are empty")
             try:
-                job["path"] = _child.write_first(self.workdirs, "model.onnx", source.value)
+                job["path"] = write_first(self.workdirs, "model.onnx", source.value)
             except OSError as exc:
-                raise BuildError(f"could not hand the ONNX bytes to the build process: {exc}") from exc
+                raise BuildError(f"could not hand the ONNX bytes to the builder process: {exc}") from exc
         else:
-            job["callable"] = pickle.dumps(source.value)
+            import cloudpickle
+
+            job["callable"] = cloudpickle.dumps(source.value)
         return job
 
-    def _reap(self) -> None:
-        """Join the child; one that has not answered (the parent failed or gave up) is terminated now."""
-        process = self.process
-        if process.is_alive() and self.answered:
-            process.join(EXIT_WAIT_S)
-        if process.is_alive():
-            self._terminate()
-        process.join()
-        process.close()
-
-    def _terminate(self) -> str:
-        """SIGTERM, then SIGKILL after a short grace; returns the signal that ended the child."""
-        process = self.process
-        process.terminate()
-        process.join(TERM_GRACE_S)
-        if process.exitcode is None:
-            process.kill()
-            process.join()
-            return "SIGKILL"
-        return "SIGTERM"
-
-    # -- the relay loop -------------------------------------------------------------------------------
-    def _supervise(self) -> bytes | None:
-        build, options = self.build, self.build.options
-        stop_sent = False
+    def _supervise(self, worker: Worker) -> bytes | None:
+        ctx = self.ctx
         force_at: float | None = None
         while True:
-            if build._cancel.is_set() and not stop_sent:
-                stop_sent = True
-                self._send_stop()
-                if options.force_after is not None:
-                    force_at = time.monotonic() + options.force_after
-            if build._force.is_set() or (force_at is not None and time.monotonic() >= force_at):
-                return self._force_stop(automatic=not build._force.is_set())
-            ready = wait([self.events, self.process.sentinel], timeout=POLL_S)
-            if self.events in ready:
-                try:
-                    message = self.events.recv()
-                except EOFError:  # the child closed its end: it exited (or is exiting) without a result
-                    self.process.join(EXIT_WAIT_S)
-                    self._died()
-                if message[0] == "hello":
-                    self.hello = True
-                elif message[0] == "events":
-                    self._replay(message[1])
-                else:
-                    return self._final(message)
-            elif self.process.sentinel in ready:
-                final = self._drain()
-                if final is not None:
-                    return self._final(final)
-                self._died()
-
-    def _send_stop(self) -> None:
-        try:
-            self.control.send(("stop",))
-        except (OSError, ValueError):
-            pass  # the child is gone; the sentinel tells the rest
-
-    def _force_stop(self, automatic: bool) -> None:
-        """Terminate the child now; the build ends cancelled with a detail that says so."""
-        build = self.build
-        pid = self.process.pid
-        how = self._terminate() if self.process.exitcode is None else "it had already exited"
-        what = f"force stopped: the build process (pid {pid}) was terminated ({how})"
-        with build._lock:
-            if automatic:
-                build._force.set()
-                what = what.replace("force stopped", f"force stopped {build.options.force_after:g} s later", 1)
-                build.status_detail = f"{build.status_detail}; {what}"
-            else:
-                build.status_detail = what
-        return None
-
-    def _drain(self) -> tuple[Any, ...] | None:
-        """The child exited: replay what it sent before exiting and return its final message, if any."""
-        while True:
+            if ctx.cancel.is_set() and force_at is None:
+                force_at = time.monotonic() + ctx.graceful_s
+                with contextlib.suppress(OSError, ValueError):
+                    worker.control.send(("stop", self.job_id))
+            if ctx.force.is_set() or (force_at is not None and time.monotonic() >= force_at):
+                return self._force_stop(worker, automatic=not ctx.force.is_set())
+            if not wait([worker.events], timeout=POLL_S):
+                continue
             try:
-                if not self.events.poll():
-                    return None
-                message = self.events.recv()
+                message = worker.events.recv()
             except (EOFError, OSError):
-                return None
+                self._died(worker)
             if message[0] == "hello":
-                self.hello = True
+                worker.hello = True
             elif message[0] == "events":
                 self._replay(message[1])
             else:
-                return message
+                return self._final(message)
 
-    def _died(self) -> None:
-        """Raise the BuildError for a child that ended without a result."""
-        self.process.join(TERM_GRACE_S)
-        code = self.process.exitcode
+    def _force_stop(self, worker: Worker, automatic: bool) -> None:
+        """Terminate the worker now; the build ends cancelled with a detail that says so."""
+        how = worker.terminate() if worker.alive() else "it had already exited"
+        if automatic:
+            self.ctx.note(f"the builder did not reach a step boundary within {self.ctx.graceful_s:g} s, so its "
+                          f"process (pid {worker.pid}) was terminated ({how})")
+        else:
+            self.ctx.note(f"force stopped: the builder process (pid {worker.pid}) was terminated ({how})")
+        return None
+
+    def _died(self, worker: Worker) -> None:
+        """Raise the BuildError for a worker that ended without a result."""
+        try:
+            code = worker.process.wait(1.0)
+        except subprocess.TimeoutExpired:
+            code = None
         if code is None:
             how = "closed its pipe without a result"
         elif code < 0:
@@ -259,73 +332,48 @@ class _ChildBuild:
                 name = f"signal {-code}"
             how = f"was killed by {name}"
             if name == "SIGKILL":
-                how += " (without a kill by someone, that is the system's out-of-memory killer)"
+                how += " (when nobody killed it on purpose, that is the system's out-of-memory killer)"
         else:
             how = f"exited with code {code} without a result"
-        phase = self.build.model.innermost_running()
+        if not worker.hello:
+            raise BuildError(f"the builder process (pid {worker.pid}) {how} while starting, before it could "
+                             "build; its error output (stderr) says why")
+        phase = self.ctx.model.innermost_running()
         where = f" during phase {phase.name!r}" if phase else " before any build phase started"
-        if not self.hello:
-            raise BuildError(
-                f"the build process (pid {self.process.pid}) {how} while starting, before it could build; see "
-                "its error output. A common cause: the spawn start method re-imports the main script, so a "
-                "script that builds with isolation='process' must put its top-level code under "
-                "`if __name__ == '__main__':`."
-            )
-        raise BuildError(f"the build process (pid {self.process.pid}) {how}{where}; no engine was built. "
+        raise BuildError(f"the builder process (pid {worker.pid}) {how}{where}; no engine was built. "
                          "This Python process is unaffected and the next build can run.")
 
-    # -- messages -------------------------------------------------------------------------------------
     def _replay(self, batch: list[tuple[Any, ...]]) -> None:
-        model, logger, clock = self.build.model, self.build.logger, self.replay_clock
-        try:
-            for event in batch:
-                if clock is not None:
-                    clock.at = event[-1]
-                kind = event[0]
-                if kind == "step":
-                    model.step_complete(event[1], event[2])
-                elif kind == "start":
-                    model.phase_start(event[1], event[2], event[3])
-                elif kind == "finish":
-                    model.phase_finish(event[1])
-                elif kind == "log":
-                    logger.log(event[1], event[2])
-        finally:
-            if clock is not None:
-                clock.at = None
+        model, logger = self.ctx.model, self.ctx.logger
+        shared = self.ctx.shared_clock
+        for event in batch:
+            at = event[-1] if shared else None
+            kind = event[0]
+            if kind == "step":
+                model.step_complete(event[1], event[2])
+            elif kind == "start":
+                model.phase_start(event[1], event[2], event[3], at=at)
+            elif kind == "finish":
+                model.phase_finish(event[1], at=at)
+            elif kind == "log":
+                logger.log(event[1], event[2], at=at)
 
     def _final(self, message: tuple[Any, ...]) -> bytes | None:
-        self.answered = True
         kind = message[0]
         if kind == "engine":
             return self._receive_engine(*message[1:])
         if kind == "cancelled":
+            if message[1]:
+                self.ctx.note(message[1])
             return None
-        raise BuildError(message[1] if kind == "error" else f"unexpected message from the build process: "
-                                                             f"{message!r}")
+        raise BuildError(message[1] if kind == "error" else f"unexpected message from the builder: {message!r}")
 
-    def _receive_engine(self, path: str, size: int, digest: str) -> bytes:
+    def _receive_engine(self, path: str, size: int) -> bytes:
         if os.path.dirname(os.path.realpath(path)) not in [os.path.realpath(d) for d in self.workdirs]:
-            raise BuildError(f"the build process announced an engine outside its work directory: {path}")
+            raise BuildError(f"the builder process announced an engine outside its work directory: {path}")
         with open(path, "rb") as handle:
             data = handle.read()
         os.unlink(path)
-        if len(data) != size or hashlib.sha256(data).hexdigest() != digest:
-            raise BuildError(f"the engine from the build process is damaged: expected {size:,} B with sha256 "
-                             f"{digest[:16]}…, got {len(data):,} B with sha256 "
-                             f"{hashlib.sha256(data).hexdigest()[:16]}…")
+        if len(data) != size:
+            raise BuildError(f"the engine from the builder process is damaged: expected {size:,} B, got {len(data):,} B")
         return data
-
-    # -- time axis ------------------------------------------------------------------------------------
-    def _install_clock(self) -> None:
-        build = self.build
-        if build._clock is time.perf_counter:
-            self.replay_clock = _ReplayClock(build._clock)
-            build.model._clock = self.replay_clock
-            build.logger._clock = self.replay_clock
-
-    def _restore_clock(self) -> None:
-        if self.replay_clock is not None:
-            self.build.model._clock = self.build._clock
-            self.build.logger._clock = self.build._clock
-

@@ -227,7 +227,8 @@ class Interrupts:
         if self.count == 1:
             build.stop("interrupted (Ctrl-C)")
             self.notify(f"Cancelling — waiting for the builder to finish the current step of {self._phase()} "
-                        "(Ctrl-C again to force)")
+                        "(Ctrl-C again to force)" if build.options.isolation == "process" else
+                        f"Cancelling — waiting for the builder to finish the current step of {self._phase()}")
             return True
         if build.options.isolation == "process":
             build.stop("interrupted (Ctrl-C twice)")
@@ -235,7 +236,7 @@ class Interrupts:
             return True
         if self.count == 2:
             self.notify(f"Still waiting for the builder to finish the current step of {self._phase()}: a "
-                        "thread-isolated TensorRT step cannot be interrupted (use --isolation process to allow "
+                        "TensorRT step on a thread cannot be interrupted (the default --isolation process allows "
                         "a forced stop). Ctrl-C once more to exit without waiting.")
             return True
         return False

@@ -69,6 +69,7 @@ class BuildWidget(anywidget.AnyWidget):
     def start(self) -> "BuildWidget":
         """Start the build in the background and return the widget at once (display it to watch)."""
         self.build.start()
+        self._pump.flush()  # "running" from the first moment; the pump thread, the only writer after this, starts next
         self._pump.start()
         if not _in_notebook():
             try:
@@ -80,7 +81,7 @@ class BuildWidget(anywidget.AnyWidget):
         return self
 
     def stop(self) -> bool:
-        """Cancel at the builder's next step boundary (a second call force-stops an isolated build)."""
+        """Stop the build: gracefully at the next step boundary, in a builder process terminated after 0.5 s."""
         asked = self.build.stop()
         self._pump.wake(urgent=True)
         return asked

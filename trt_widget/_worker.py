@@ -1,30 +1,26 @@
-"""The child side of process isolation: build one engine and stream progress to the parent over a pipe.
+"""The builder process: a warm worker that builds engines one job at a time and streams progress to its parent.
 
-Started by :mod:`trt_widget._process` with the ``spawn`` start method (``main(job, events, control)``).
-The builder thread only appends to an in-memory outbox; a sender thread ships it over the ``events`` pipe,
-at once after a phase starts or finishes and otherwise at most every ~20 ms (runs of step events of one
-phase are coalesced to the latest), so a slow reader can never throttle or block the builder. A reader
-thread waits on the ``control`` pipe: ``("stop",)`` (or the parent going away) makes the next
-``step_complete`` return False.
+Started by :mod:`trt_widget._process` as ``python -m trt_widget._worker CONTROL_FD EVENTS_FD PARENT_PID`` (no
+``multiprocessing``: the parent's main script is never re-imported, so scripts need no main guard and
+``python -c`` / ``python -`` work). It imports TensorRT while it waits for its first job.
 
-Messages to the parent: ``("hello", pid)`` first; then ``("events", [event, ...])`` with events
-``("start", name, parent, num_steps, t)``, ``("step", name, step, t)``, ``("finish", name, t)`` and
-``("log", level, message, t)`` (``t`` is ``time.perf_counter()`` in the child); then one final message:
+Parent -> worker on the control pipe: ``("job", id, job)`` and ``("stop", id)``. The worker dies with its
+parent: the control pipe reaching EOF ends it at once, and on Linux the kernel also sends it SIGKILL when the
+parent exits (``PR_SET_PDEATHSIG``), even while it is stopped or inside a long TensorRT call.
+
+Worker -> parent on the events pipe: ``("hello", pid)`` once; per job ``("events", [event, ...])`` with
+events ``("start", name, parent, num_steps, t)``, ``("step", name, step, t)``, ``("finish", name, t)`` and
+``("log", level, message, t)`` (``t`` is ``time.perf_counter()`` here), then one final message
 ``("engine", path, size, sha256)``, ``("cancelled",)`` or ``("error", message)``. The engine file lies in one
-of the parent's private work directories (RAM-backed ``/dev/shm`` when it has room, else the temp directory).
-
-TEST HOOK (for tests only, never set it in real use): the environment variable
-``TRT_WIDGET_TEST_CRASH="<how>:<phase name>"`` makes the child die as soon as the named phase starts, after
-flushing the events so far. ``<how>`` is ``abort`` (``os.abort()``, SIGABRT), ``kill`` (SIGKILL to itself),
-``segv`` (a real segmentation fault) or ``exit`` (``os._exit(3)``).
+of the job's work directories (RAM-backed ``/dev/shm`` when it has room, else the temp directory).
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
-import pickle
+import queue
 import signal
+import sys
 import threading
 import time
 import traceback
@@ -32,7 +28,6 @@ from typing import Any
 
 from ._errors import BuildError
 
-TEST_CRASH_ENV = "TRT_WIDGET_TEST_CRASH"
 SEND_INTERVAL_S = 0.02
 
 
@@ -98,34 +93,11 @@ class Outbox:
             self.flush()
 
 
-def _crash_hook() -> tuple[str, str] | None:
-    """TEST HOOK: parse ``TRT_WIDGET_TEST_CRASH``; see the module docstring."""
-    value = os.environ.get(TEST_CRASH_ENV, "")
-    how, _, phase = value.partition(":")
-    if how in ("abort", "kill", "segv", "exit") and phase:
-        return how, phase
-    return None
-
-
-def _crash(how: str) -> None:
-    """TEST HOOK: die the way the test asked."""
-    if how == "abort":
-        os.abort()
-    if how == "kill":
-        os.kill(os.getpid(), signal.SIGKILL)
-    if how == "segv":
-        import ctypes
-
-        ctypes.string_at(0)
-    os._exit(3)
-
-
 def _make_monitor(outbox: Outbox, cancel: threading.Event) -> Any:
     """A progress monitor that streams raw callbacks (replayed verbatim into the parent's PhaseModel)."""
     from ._backend import trt
 
     base: Any = trt().IProgressMonitor
-    crash = _crash_hook()
 
     class StreamingMonitor(base):  # type: ignore[misc, valid-type]
         def __init__(self) -> None:
@@ -135,9 +107,6 @@ def _make_monitor(outbox: Outbox, cancel: threading.Event) -> Any:
         def phase_start(self, phase_name: str, parent_phase: str | None, num_steps: int) -> None:
             try:
                 outbox.structure(("start", phase_name, parent_phase, num_steps, time.perf_counter()))
-                if crash is not None and crash[1] == phase_name:
-                    outbox.flush()
-                    _crash(crash[0])
             except Exception:
                 pass
 
@@ -157,16 +126,35 @@ def _make_monitor(outbox: Outbox, cancel: threading.Event) -> Any:
     return StreamingMonitor()
 
 
-def _listen(control: Any, cancel: threading.Event) -> None:
-    """Set ``cancel`` on a stop message, or when the parent closes the pipe (it went away)."""
-    while True:
-        try:
-            message = control.recv()
-        except (EOFError, OSError):
-            cancel.set()
-            return
-        if message and message[0] == "stop":
-            cancel.set()
+class _Jobs:
+    """Jobs from the control pipe, each with its own cancel event; reads the pipe on its own thread."""
+
+    def __init__(self, control: Any) -> None:
+        self._control = control
+        self._queue: queue.Queue[tuple[int, dict[str, Any], threading.Event]] = queue.Queue()
+        self._cancels: dict[int, threading.Event] = {}
+        threading.Thread(target=self._listen, name="trt_widget-worker-control", daemon=True).start()
+
+    def next(self) -> tuple[int, dict[str, Any], threading.Event]:
+        return self._queue.get()
+
+    def done(self, job_id: int) -> None:
+        self._cancels.pop(job_id, None)
+
+    def _listen(self) -> None:
+        while True:
+            try:
+                message = self._control.recv()
+            except (EOFError, OSError):
+                os._exit(0)  # the parent closed the pipe or died: never outlive it, even mid-build
+            if message[0] == "job":
+                cancel = threading.Event()
+                self._cancels[message[1]] = cancel
+                self._queue.put((message[1], message[2], cancel))
+            elif message[0] == "stop":
+                event = self._cancels.get(message[1])
+                if event is not None:
+                    event.set()
 
 
 def _load_source(job: dict[str, Any]) -> Any:
@@ -175,21 +163,22 @@ def _load_source(job: dict[str, Any]) -> Any:
     kind, label = job["kind"], job["label"]
     if kind == "path":
         return ModelSource("path", job["path"], label)
-    if kind == "bytes":
-        with open(job["path"], "rb") as handle:
-            return ModelSource("bytes", handle.read(), label)
+    if kind == "bytes":  # the parent wrote them to a private file: let the parser read it, no copy here
+        return ModelSource("path", job["path"], label)
+    sys.path[:0] = [p for p in job.get("sys_path", []) if p not in sys.path]
     try:
-        function = pickle.loads(job["callable"])
+        import cloudpickle
+
+        function = cloudpickle.loads(job["callable"])
     except Exception as exc:
         raise BuildError(
-            f"the build process could not load the network definition function {label}: {exc!r}. With "
-            "isolation='process' pass a function defined at module level in an importable .py module, "
-            "or an ONNX model"
+            f"the build process could not load the network definition function {label}: {exc!r}. It may use "
+            "a module the build process cannot import; pass an ONNX model or use isolation='thread'"
         ) from exc
     return ModelSource("callable", function, label)
 
 
-def write_first(dirs: list[str], name: str, data: bytes) -> str:
+def write_first(dirs: list[str], name: str, data: bytes | memoryview) -> str:
     """Write ``data`` as ``name`` in the first directory with room (a RAM-backed one may be small)."""
     for index, directory in enumerate(dirs):
         path = os.path.join(directory, name)
@@ -207,25 +196,14 @@ def write_first(dirs: list[str], name: str, data: bytes) -> str:
     raise OSError("no directory to write to")
 
 
-def _write_engine(engine: bytes, dirs: list[str]) -> tuple[str, int, str]:
-    digest: list[str] = []
-    hasher = threading.Thread(target=lambda: digest.append(hashlib.sha256(engine).hexdigest()))
-    hasher.start()  # hashing releases the GIL: it overlaps with writing
-    try:
-        path = write_first(dirs, "engine.plan", engine)
-    finally:
-        hasher.join()
-    return path, len(engine), digest[0]
+def _write_engine(engine: memoryview, dirs: list[str]) -> tuple[str, int]:
+    """Write the engine straight from TensorRT's buffer into the parent's work directory."""
+    return write_first(dirs, "engine.plan", engine), engine.nbytes
 
 
-def main(job: dict[str, Any], events: Any, control: Any) -> None:
-    """Child entry point: build with ``job`` (kind, label, path/callable, options, backend, workdirs)."""
-    os.environ["TRT_WIDGET_BACKEND"] = job["backend"]
-    events.send(("hello", os.getpid()))
+def run_job(job: dict[str, Any], cancel: threading.Event, events: Any) -> None:
+    """Build one job, streaming its events, and send its final message."""
     outbox = Outbox(events)
-    cancel = threading.Event()
-    threading.Thread(target=_listen, args=(control, cancel), name="trt_widget-child-control",
-                     daemon=True).start()
     final: tuple[Any, ...]
     try:
         from ._engine import CaptureLogger, build_engine
@@ -238,14 +216,51 @@ def main(job: dict[str, Any], events: Any, control: Any) -> None:
         source = _load_source(job)
         monitor = _make_monitor(outbox, cancel)
         engine = build_engine(source, job["options"], monitor, logger)
-        final = ("cancelled",) if engine is None else ("engine", *_write_engine(engine, job["workdirs"]))
+        final = ("cancelled", "") if engine is None else ("engine", *_write_engine(engine, job["workdirs"]))
     except BuildError as exc:
         final = ("error", str(exc))
-    except Exception as exc:
+    except KeyboardInterrupt:
+        final = ("cancelled", "the network definition function raised KeyboardInterrupt")
+    except BaseException as exc:  # even SystemExit from user code: report it, keep serving
         final = ("error", f"unexpected {type(exc).__name__} in the build process: {exc}\n{traceback.format_exc()}")
     outbox.close()
     try:
         events.send(final)
     except (OSError, ValueError):
-        pass
-    events.close()
+        os._exit(0)  # the parent is gone
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Ask Linux to SIGKILL this process when its parent exits; exit now if the parent is already gone."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except Exception:
+            pass  # the control pipe's EOF still ends this process
+    if os.getppid() != parent_pid:
+        os._exit(0)
+
+
+def main(argv: list[str]) -> None:
+    """Worker entry point: serve jobs until the parent closes the control pipe or dies."""
+    from multiprocessing.connection import Connection
+
+    control = Connection(int(argv[0]), writable=False)
+    events = Connection(int(argv[1]), readable=False)
+    _die_with_parent(int(argv[2]))
+    events.send(("hello", os.getpid()))
+    jobs = _Jobs(control)
+    try:  # import TensorRT while no job is waiting yet: the first build starts sooner
+        from . import _engine  # noqa: F401
+    except Exception:
+        pass  # the job reports it
+    while True:
+        job_id, job, cancel = jobs.next()
+        run_job(job, cancel, events)
+        jobs.done(job_id)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -28,7 +28,7 @@ def cpu_s() -> float:
 
 def widget_build(onnx: bytes, history_dir: str) -> dict[str, float]:
     c0, t0 = cpu_s(), time.perf_counter()
-    widget = BuildWidget(onnx, history=os.path.join(history_dir, "history.jsonl"))
+    widget = BuildWidget(onnx, history=os.path.join(history_dir, "history.jsonl"), isolation="thread")
     probe = SendProbe(widget)
     threads = ThreadCpu()
     widget.start()

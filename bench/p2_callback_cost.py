@@ -149,7 +149,7 @@ def in_build(blocks: int) -> dict[str, dict[str, float]]:
 
             _engine._LogRouter.log = timed_log
             try:
-                widget = BuildWidget(onnx, history=False)
+                widget = BuildWidget(onnx, history=False, isolation="thread")
                 widget.start()
                 if widget.wait(timeout=900) != "succeeded":
                     raise RuntimeError(f"widget build failed: {widget.build.error}")

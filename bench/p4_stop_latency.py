@@ -18,11 +18,11 @@ from typing import Any
 
 from _common import emit, figure, load_avg, median, print_table, wait_for
 from _probe import SendProbe
-from trt_widget import Build, BuildWidget, _build, _widget, models
+from trt_widget import Build, BuildWidget, _runner, _widget, models
 from trt_widget._monitor import BuildMonitor
 
 _returns: dict[int, float] = {}  # builder thread id -> when TensorRT's build call returned
-_build_engine = _build.build_engine
+_build_engine = _runner.build_engine
 
 
 def _timed_build_engine(*args: Any, **kwargs: Any) -> Any:
@@ -39,7 +39,7 @@ class SyntheticStepBuild(Build):
     """A synthetic step driver in place of TensorRT: steps of known duration (sleeping, GIL released)."""
 
     def __init__(self, step_s: list[float], **kwargs: Any) -> None:
-        super().__init__(b"synthetic step driver", history=False, **kwargs)
+        super().__init__(b"synthetic step driver", history=False, isolation="thread", **kwargs)
         self.step_s = step_s
         self.step_ends: list[float] = []  # perf_counter when each step ended (just before step_complete)
         self.saw_false_at: float | None = None
@@ -86,7 +86,7 @@ def synthetic_trial(rng: random.Random) -> dict[str, float]:
 
 def calibrate(onnx: bytes) -> float:
     """Duration of one unstopped widget build, to place the stops inside it."""
-    widget = BuildWidget(onnx, history=False)
+    widget = BuildWidget(onnx, history=False, isolation="thread")
     widget.start()
     if widget.wait(timeout=900) != "succeeded":
         raise RuntimeError(f"calibration build failed: {widget.build.error}")
@@ -100,7 +100,7 @@ def _cloning(build: Build) -> bool:
 
 def real_trial(onnx: bytes, stop_after: float | None) -> dict[str, Any]:
     """Stop at ``stop_after`` s into the build, or (None) while "Cloning network graph" runs (short steps)."""
-    build = Build(onnx, history=False)
+    build = Build(onnx, history=False, isolation="thread")
     steps: list[tuple[float, str]] = []
     build.model.subscribe(lambda event, phase: steps.append((time.perf_counter(), phase.name))
                           if event == "step" else None)
@@ -144,7 +144,7 @@ def main() -> None:
 
     synthetic = [synthetic_trial(rng) for _ in range(args.trials)]
     onnx = models.deep_residual(args.blocks).SerializeToString()
-    _build.build_engine = _timed_build_engine
+    _runner.build_engine = _timed_build_engine
     duration = calibrate(onnx)
     real = [real_trial(onnx, None)] + [real_trial(onnx, f * duration) for f in args.stops]
 

@@ -82,7 +82,7 @@ def with_widget(onnx: bytes, synthetic_instances: int = 0,
 
 
 def _with_widget(onnx: bytes, synthetic_instances: int = 0) -> tuple[list[float], dict[str, Any]]:
-    build = Build(onnx, history=False)
+    build = Build(onnx, history=False, isolation="thread")
     widget = BuildWidget(None, build=build)
     probe = SendProbe(widget)
     if synthetic_instances:

@@ -32,9 +32,10 @@ SCRIPTS = [
     ("p5", "p5_main_thread.py", ["--blocks", "200", "--large", "1200"]),
     ("p6", "p6_memory.py", ["--steps", "200000", "--sizes", "1000", "10000"]),
     ("p7", "p7_frontend.py", ["--updates", "20"]),
+    ("p8", "p8_default_runner.py", ["--repeats", "2", "--trials", "3", "--blocks", "400"]),
 ]
 ORDER = ["P1", "P1-cpu", "P1-own", "P2", "P2-trt", "P2-build", "P2-log", "P3", "P3-final", "P3-large", "P4",
-         "P4-real", "P5", "P5-nolog", "P5-1200", "P5-10000", "P6", "P6-linear", "P7", "P7-expanded", "P7-timeline"]
+         "P4-real", "P5", "P5-nolog", "P5-1200", "P5-10000", "P6", "P6-linear", "P7", "P7-expanded", "P7-timeline", "P1-default", "P1-first", "P4-default", "P5-default"]
 
 
 def run_script(name: str, args: list[str], timeout: float) -> tuple[dict[str, Any] | None, str, float]:

@@ -33,9 +33,9 @@ const TICK_MS = 100; // 10 Hz live ticker
 const STOP_REARM_MS = 2000; // re-enable Stop if no status change follows a click
 const STOP_ACK_MS = 1500; // no "cancelling" from the kernel this long after a click: say the kernel is busy
 export const UNACKED_STOP_TEXT =
-  "Stop has not reached the kernel: it is busy running a cell (a blocking wait() or another cell; " +
-  "`await` on ipykernel 6 and marimo also blocks it). Interrupt the kernel (\u25a0) to stop the build now; " +
-  "otherwise the Stop request is handled when the cell ends.";
+  "Stop has not reached the kernel: it is busy running a cell (a blocking wait(), another cell, or an " +
+  "await on ipykernel 6 or marimo). Interrupt the kernel (\u25a0) to stop the build now; otherwise Stop " +
+  "takes effect when the cell ends.";
 const INDENT_PX = 14;
 const LANE_H = 18; // timeline lane height (px)
 const AXIS_H = 16; // timeline axis height (px)
@@ -694,7 +694,7 @@ export class TrtView {
     this.noticeText = h("span", "trtw-notice-text");
     this.noticeHint = h("span", "trtw-notice-hint");
     this.notice.append(this.noticeText, this.noticeHint);
-    this.unackedEl = h("div", "trtw-notice trtw-unacked", { role: "alert" });
+    this.unackedEl = h("div", "trtw-unacked", { role: "alert" });
     this.unackedEl.hidden = true;
     this.errorEl = h("div", "trtw-error", { role: "alert" });
 

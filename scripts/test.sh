@@ -13,6 +13,8 @@ fi
 python3 -m venv .venv
 .venv/bin/python -m pip install -q -U pip
 .venv/bin/python -m pip install -q -e ".[rtx,dev]"
+# ipykernel 6.x beside the venv's 7.x, for the e2e test of a Stop click that ipykernel 6 cannot deliver
+.venv/bin/python -m pip install -q --no-deps --upgrade --target .venv/ipykernel6 "ipykernel>=6.29,<7" "nest_asyncio>=1.5"
 
 (cd js && npm ci --no-audit --no-fund --loglevel=error && npm run build && npm test)
 if ! git diff --quiet -- trt_widget/static 2>/dev/null; then

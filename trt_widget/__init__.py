@@ -19,11 +19,12 @@ _LAZY = {
     "BuildWidget": "._widget",
     "attach_events": "._events",
     "render_in_terminal": "._terminal",
+    "shutdown_workers": "._process",
 }
 
 __all__ = ["BackendUnavailable", "Build", "BuildCancelled", "BuildError", "BuildMonitor", "BuildOptions",
            "BuildWidget", "Phase", "PhaseModel", "attach_events", "backend_info", "render_in_terminal",
-           "select_backend", "trt"]
+           "select_backend", "shutdown_workers", "trt"]
 
 
 def __getattr__(name: str) -> Any:

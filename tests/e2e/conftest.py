@@ -35,7 +35,7 @@ else:
     from harness.browser import chromium
     from harness.lab import Lab
     from harness.notebooks import safe_name
-    from harness.server import JupyterLab
+    from harness.server import IPYKERNEL6, IPYKERNEL6_KERNEL, JupyterLab
 
     ARTIFACTS = Path(os.environ.get("TRT_WIDGET_ARTIFACTS") or REPO / "artifacts" / "e2e")
     expect.set_options(timeout=60_000)  # Playwright's 5 s default is too tight on 2 shared cores
@@ -67,6 +67,8 @@ def jupyter(tmp_path_factory: pytest.TempPathFactory, artifacts: Path) -> Iterat
     base = tmp_path_factory.mktemp("jupyter")
     # kernels keep their build history (ETAs) in this session's folder, not in the user's cache
     server = JupyterLab(base, env={"TRT_WIDGET_HISTORY": str(base / "history.sqlite")})
+    if IPYKERNEL6.is_dir():  # installed by scripts/test.sh: ipykernel 6.x beside this venv's 7.x
+        server.add_kernelspec(IPYKERNEL6_KERNEL, [IPYKERNEL6])
     server.start()
     try:
         yield server

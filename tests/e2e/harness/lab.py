@@ -72,14 +72,14 @@ class Lab:
         self.page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
 
     # -- notebook ------------------------------------------------------------------------------------
-    def new_notebook(self, cells: Sequence[str], name: str = "notebook") -> Path:
+    def new_notebook(self, cells: Sequence[str], name: str = "notebook", kernel: str = "python3") -> Path:
         """Write a notebook with these code cells into this test's folder."""
-        return write_notebook(self.workdir / f"{name}.ipynb", cells)
+        return write_notebook(self.workdir / f"{name}.ipynb", cells, kernel)
 
-    def open(self, notebook: Path | Sequence[str], timeout: float = 120.0) -> Lab:
-        """Open a notebook file (or a new one from cell sources) and wait for an idle kernel."""
+    def open(self, notebook: Path | Sequence[str], timeout: float = 120.0, kernel: str = "python3") -> Lab:
+        """Open a notebook file (or a new one from cell sources, for ``kernel``) and wait for an idle kernel."""
         if not isinstance(notebook, Path):
-            notebook = self.new_notebook(notebook)
+            notebook = self.new_notebook(notebook, kernel=kernel)
         self.notebook = notebook
         self.path = notebook.resolve().relative_to(self.server.root.resolve()).as_posix()
         self.page.goto(self.server.lab_url(notebook))

@@ -41,10 +41,10 @@ def strip_ansi(text: str) -> str:
     return re.sub(r"\x1b\[[0-9;]*m", "", text)
 
 
-def write_notebook(path: Path, cells: Sequence[str]) -> Path:
+def write_notebook(path: Path, cells: Sequence[str], kernel: str = "python3") -> Path:
     """Write a Python 3 notebook whose code cells hold ``cells`` (sources) and return its path."""
     nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    nb.metadata["kernelspec"] = {"name": kernel, "display_name": kernel, "language": "python"}
     nb.metadata["language_info"] = {"name": "python"}
     nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
     path.parent.mkdir(parents=True, exist_ok=True)

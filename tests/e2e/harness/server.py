@@ -12,7 +12,7 @@ import sys
 import urllib.parse
 import urllib.request
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import psutil
 
@@ -31,6 +31,10 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+IPYKERNEL6 = Path(sys.prefix) / "ipykernel6"  # `pip install --target` of ipykernel 6.x (scripts/test.sh)
+IPYKERNEL6_KERNEL = "python3-ipykernel6"
 
 
 class JupyterLab:
@@ -161,6 +165,21 @@ class JupyterLab:
         """End every session and its kernel (the server answers once each kernel is down)."""
         for session in self.request("GET", "api/sessions"):
             self.request("DELETE", f"api/sessions/{session['id']}")
+
+    def interrupt_kernels(self) -> None:
+        """Interrupt every kernel, as the toolbar's stop button does."""
+        for kernel in self.kernel_ids():
+            self.request("POST", f"api/kernels/{kernel}/interrupt")
+
+    def add_kernelspec(self, name: str, python_path: Sequence[str]) -> None:
+        """A kernel of this Python with ``python_path`` first on sys.path (e.g. another ipykernel version)."""
+        spec = self.home / "data" / "kernels" / name
+        spec.mkdir(parents=True, exist_ok=True)
+        (spec / "kernel.json").write_text(json.dumps({
+            "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+            "display_name": name, "language": "python",
+            "env": {"PYTHONPATH": os.pathsep.join(str(p) for p in python_path)},
+        }))
 
     def kernel_ids(self) -> list[str]:
         return [k["id"] for k in self.request("GET", "api/kernels")]

@@ -9,12 +9,13 @@ than ``force_after`` seconds (0.5 by default).
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
 import traceback
 from typing import Any, Callable, Generator
 
-from ._engine import CaptureLogger, ModelSource
+from ._engine import CaptureLogger, ModelSource, significant
 from ._errors import BuildCancelled, BuildError
 from ._files import atomic_write
 from ._options import BuildOptions
@@ -25,6 +26,18 @@ IDLE, RUNNING, CANCELLING = "idle", "running", "cancelling"
 SUCCEEDED, FAILED = "succeeded", "failed"
 BUILD_STATUSES = (IDLE, RUNNING, CANCELLING, SUCCEEDED, CANCELLED, FAILED)
 FINAL = (SUCCEEDED, CANCELLED, FAILED)
+
+
+def _refuse_overwriting_the_model(source: ModelSource, options: BuildOptions) -> None:
+    """An ``output`` or ``timing_cache`` that is the model file itself would destroy the model: refuse it."""
+    if source.kind != "path":
+        return
+    model = os.path.realpath(source.value)
+    for name in ("output", "timing_cache"):
+        value = getattr(options, name)
+        if value is not None and os.path.realpath(value) == model:
+            raise ValueError(f"{name}={value!r} is the model file itself: writing it would destroy the model; "
+                             f"choose another path")
 
 
 class Build:
@@ -42,6 +55,7 @@ class Build:
                  clock: Callable[[], float] = time.perf_counter, **options: Any) -> None:
         self.options = BuildOptions.from_kwargs(**options)
         self.source = ModelSource.of(model)
+        _refuse_overwriting_the_model(self.source, self.options)
         if self.options.isolation == "process":
             from ._process import check_transferable, pool
 
@@ -216,11 +230,17 @@ class Build:
         assert self.engine is not None
         return self.engine
 
-    def save(self, path: str) -> str:
-        """Write the engine to ``path`` atomically (never a partial file); returns the path."""
+    def save(self, path: str | os.PathLike[str]) -> str:
+        """Write the engine to ``path`` atomically (never a partial file); returns the path.
+
+        Only regular files are written (a symlink's target is replaced, the link kept); the model file is refused.
+        """
         if self.engine is None:
             raise BuildError(f"no engine to save: the build is {self._status}")
-        return str(atomic_write(path, self.engine))
+        if self.source.kind == "path" and os.path.realpath(path) == os.path.realpath(self.source.value):
+            raise ValueError(f"{path} is the model file itself: saving the engine there would destroy the model")
+        atomic_write(path, self.engine)
+        return str(path)
 
     # -- the builder thread --------------------------------------------------------------------------
     def _context(self) -> RunContext:
@@ -248,9 +268,12 @@ class Build:
                     atomic_write(self.options.output, engine)
                 except OSError as exc:
                     raise BuildError(f"the engine was built but could not be written to {self.options.output}: "
-                                     f"{exc}") from exc
+                                     f"{exc}. It is kept in memory: build.engine holds it and build.save(path) "
+                                     "writes it elsewhere") from exc
         except BuildError as exc:
             error = exc
+        except KeyboardInterrupt:  # Ctrl-C in a network function running on this thread: a cancel, not a failure
+            self._note("the network definition function raised KeyboardInterrupt")
         except BaseException as exc:  # an unexpected failure (even SystemExit in user code) still ends the build
             error = BuildError(f"unexpected {type(exc).__name__}: {exc}\n{traceback.format_exc()}")
             error.__cause__ = exc
@@ -273,7 +296,9 @@ class Build:
                 if self.model.cancelling:
                     self.model.uncancel()
                 self._status = SUCCEEDED
-                self.status_detail = ""
+                errors = significant(self.logger.errors())
+                self.status_detail = (f"TensorRT logged {len(errors)} error line(s) although the engine was built; "
+                                      f"check it: {errors[0][:200]}") if errors else ""
             callbacks, self._on_done = self._on_done, []
             self._done.set()
         for callback in callbacks:

@@ -166,15 +166,24 @@ def _build_engine(source: ModelSource, options: BuildOptions, monitor: Any, logg
     if serialized is None:
         if monitor.cancel_event.is_set():
             return None
-        details = "; ".join(logger.errors()[-3:]) or "TensorRT gave no reason (see the log)"
+        details = "; ".join(_short(m) for m in significant(logger.errors())[-3:]) or "TensorRT gave no reason (see the log)"
         raise BuildError(f"TensorRT could not build an engine from {source.label}: {details}")
     engine = memoryview(serialized)
     if cache is not None and options.timing_cache:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)
-            atomic_write(options.timing_cache, bytes(memoryview(config.get_timing_cache().serialize())))
+        _save_timing_cache(config, options.timing_cache, logger)
     del parser  # only now may the weights the network points into go
     return engine
+
+
+def _save_timing_cache(config: Any, path: str, logger: CaptureLogger) -> None:
+    """Write the build's timing cache; a failure is a warning: the engine is the product, the cache an extra."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            data = bytes(memoryview(config.get_timing_cache().serialize()))
+        atomic_write(path, data)
+    except OSError as exc:
+        logger.log(2, f"timing_cache: could not save to {path} ({exc.strerror or exc}); the engine is fine")
 
 
 def _populate(t: Any, network: Any, source: ModelSource, logger: CaptureLogger, router: _LogRouter) -> Any:
@@ -185,6 +194,7 @@ def _populate(t: Any, network: Any, source: ModelSource, logger: CaptureLogger, 
             raise BuildError(f"the network definition function {source.label} raised {exc!r}") from exc
         return None
     parser = t.OnnxParser(network, router)
+    logged_before = len(logger.problems)
     if source.kind == "path":
         path = Path(source.value)
         if not path.exists():
@@ -198,12 +208,27 @@ def _populate(t: Any, network: Any, source: ModelSource, logger: CaptureLogger, 
         ok = parser.parse(source.value)
     if not ok or parser.num_errors:
         problems = [_describe_parser_error(parser.get_error(i)) for i in range(parser.num_errors)]
-        reason = "; ".join(problems[:5]) or "; ".join(logger.errors()[-3:]) or "the parser gave no reason"
+        causes = [c for c in significant([r["message"] for r in logger.problems[logged_before:]])
+                  if not any(c.strip()[-60:] in p for p in problems)]  # not an echo of a parser error
+        reason = "; ".join([*(_short(c) for c in causes[:2]), *problems[:5]]) or "the parser gave no reason"
         raise BuildError(f"could not parse {source.label} as ONNX: {reason}")
     if network.num_layers == 0 and network.num_inputs == 0 and network.num_outputs == 0:
         raise BuildError(f"could not parse {source.label} as ONNX: it holds no graph (no nodes, inputs or "
                          "outputs) — is it really an ONNX model?")
     return parser
+
+
+# Lines TensorRT for RTX logs on a machine without a GPU on every such run: true, but not the cause of anything.
+_NOISE = ("CUDA driver version is insufficient",)
+
+
+def significant(messages: list[str]) -> list[str]:
+    """Log lines that can explain a failure: without known noise and without the parser's own echo of its error."""
+    return [m for m in messages if not any(n in m for n in _NOISE) and not m.startswith("ModelImporter.cpp")]
+
+
+def _short(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def _describe_parser_error(error: Any) -> str:
@@ -263,7 +288,11 @@ def _configure(t: Any, builder: Any, config: Any, network: Any, options: BuildOp
     cache = None
     if options.timing_cache:
         path = Path(options.timing_cache)
-        data = path.read_bytes() if path.is_file() else b""
+        try:
+            data = path.read_bytes() if path.exists() else b""
+        except OSError as exc:
+            logger.log(2, f"timing_cache: could not read {path} ({exc.strerror or exc}); building without it")
+            data = b""
         if select_backend()[0] == "rtx":
             logger.log(2, "timing_cache: TensorRT for RTX ignores timing caches (its timing-cache operations are "
                           "no-ops); the file is read and written only for compatibility with NVIDIA TensorRT")
@@ -271,7 +300,13 @@ def _configure(t: Any, builder: Any, config: Any, network: Any, options: BuildOp
             warnings.simplefilter("ignore", DeprecationWarning)
             cache = config.create_timing_cache(data)
             accepted = cache is not None and config.set_timing_cache(cache, False)
+            if not accepted and data:
+                logger.log(2, f"timing_cache: {path} does not fit this TensorRT version or device; building with "
+                              "a new cache, which replaces it when the build succeeds")
+                cache = config.create_timing_cache(b"")
+                accepted = cache is not None and config.set_timing_cache(cache, False)
         if not accepted:
-            raise BuildError(f"timing cache {path} could not be loaded (made by another TensorRT version?)")
+            logger.log(2, "timing_cache: TensorRT refused a new timing cache; building without one")
+            return None
     return cache
 

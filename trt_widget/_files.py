@@ -1,8 +1,16 @@
-"""Atomic file writes: readers see the old file or the complete new one, never a partial file."""
+"""Atomic file writes: readers see the old file or the complete new one, never a partial file.
+
+Only regular files are written: a symlink is followed to its target (which is replaced atomically, so the
+link stays), and device nodes, FIFOs, sockets and directories are refused. A temporary file left by a writer
+that was killed (``.<name>.<pid>.<random>.part``) is removed on the next write to the same path.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
+import stat
 import tempfile
 from pathlib import Path
 from typing import Union
@@ -11,10 +19,31 @@ _UMASK = os.umask(0o022)  # read once at import (os.umask can only be read by se
 os.umask(_UMASK)
 
 
-def atomic_write(path: Union[str, os.PathLike], data: bytes) -> Path:
-    """Write ``data`` to a temporary file beside ``path``, fsync it, then rename it over ``path``."""
-    target = Path(path).expanduser()
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
+class NotARegularFile(OSError):
+    """The target exists and is not a regular file (a device, FIFO, socket or directory)."""
+
+
+def writable_target(path: Union[str, os.PathLike[str]]) -> Path:
+    """The regular file a write to ``path`` goes to (a symlink's target); raises NotARegularFile otherwise."""
+    target = Path(os.path.realpath(Path(path).expanduser()))
+    try:
+        mode = os.stat(target).st_mode
+    except FileNotFoundError:
+        return target
+    if not stat.S_ISREG(mode):
+        kind = ("a directory" if stat.S_ISDIR(mode) else "a character device" if stat.S_ISCHR(mode)
+                else "a block device" if stat.S_ISBLK(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+                else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
+        shown = f"{path} (-> {target})" if str(target) != str(path) else str(path)
+        raise NotARegularFile(f"{shown} is {kind}; trt_widget writes engines and caches to regular files only")
+    return target
+
+
+def atomic_write(path: Union[str, os.PathLike[str]], data: bytes | memoryview) -> Path:
+    """Write ``data`` to a temporary file beside ``path``'s target, fsync it, then rename it over the target."""
+    target = writable_target(path)
+    _remove_stale_parts(target)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".part", dir=target.parent)
     try:
         os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; give the file the permissions open() would
         with os.fdopen(fd, "wb") as handle:
@@ -23,9 +52,33 @@ def atomic_write(path: Union[str, os.PathLike], data: bytes) -> Path:
             os.fsync(handle.fileno())
         os.replace(tmp, target)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise
     return target
+
+
+def _remove_stale_parts(target: Path) -> None:
+    """Delete our own temporary files for ``target`` whose writing process no longer exists."""
+    pattern = re.compile(rf"^\.{re.escape(target.name)}\.(\d+)\.[^.]+\.part$")
+    try:
+        names = os.listdir(target.parent)
+    except OSError:
+        return
+    for name in names:
+        match = pattern.match(name)
+        if match and not _alive(int(match.group(1))):
+            with contextlib.suppress(OSError):
+                os.unlink(target.parent / name)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

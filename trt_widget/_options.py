@@ -10,6 +10,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Dict, Optional, Tuple, Union
 
+from ._files import NotARegularFile, writable_target
+
 Shape = Tuple[int, ...]
 Profile = Tuple[Shape, Shape, Shape]
 
@@ -79,10 +81,19 @@ class BuildOptions:
                 object.__setattr__(self, name, str(Path(value).expanduser()))
         for name in ("timing_cache", "output"):
             value = getattr(self, name)
-            if value is not None and not Path(value).parent.is_dir():
-                raise FileNotFoundError(f"{name} directory does not exist: {Path(value).parent}")
-            if value is not None and Path(value).is_dir():
+            if value is None:
+                continue
+            if Path(value).is_dir():
                 raise IsADirectoryError(f"{name} must be a file path, got the directory {value}")
+            try:
+                target = writable_target(value)
+            except NotARegularFile as exc:
+                raise ValueError(f"{name}: {exc}") from None
+            if not target.parent.is_dir():
+                raise FileNotFoundError(f"{name} directory does not exist: {target.parent}")
+        if self.output is not None and self.timing_cache is not None and \
+                writable_target(self.output) == writable_target(self.timing_cache):
+            raise ValueError(f"output and timing_cache are the same file ({self.output}): give each its own path")
         if self.profiles is not None:
             object.__setattr__(self, "profiles", _check_profiles(self.profiles))
 

@@ -239,6 +239,7 @@ class _Relay:
         self.workdirs = workdirs
         self.job_id = next(_job_ids)
         self.worker: Worker | None = None
+        self.answered = False  # the worker sent its final message for this job
 
     def run(self) -> bytes | None:
         job = self._job()
@@ -246,17 +247,14 @@ class _Relay:
             return None  # stopped before a worker was even asked
         worker = self.worker = pool.acquire()
         self.ctx.on_pid(worker.pid)
-        reusable = False
         try:
             try:
                 worker.control.send(("job", self.job_id, job))
             except (OSError, ValueError):
                 pass  # the worker died just now: the relay loop reports how
-            result = self._supervise(worker)
-            reusable = worker.alive()
-            return result
+            return self._supervise(worker)
         finally:
-            if reusable:
+            if self.answered and worker.alive():  # it sent its final message: ready for the next job
                 pool.release(worker)
             elif worker.alive():
                 worker.terminate()
@@ -359,6 +357,7 @@ class _Relay:
                 logger.log(event[1], event[2], at=at)
 
     def _final(self, message: tuple[Any, ...]) -> bytes | None:
+        self.answered = True
         kind = message[0]
         if kind == "engine":
             return self._receive_engine(*message[1:])

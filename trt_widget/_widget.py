@@ -17,6 +17,7 @@ from ._build import Build
 from ._snapshot import SnapshotPump, snapshot
 
 _STATIC = Path(__file__).parent / "static"
+TIMING_COLUMNS = ["id", "name", "parent", "depth", "step", "num_steps", "start_s", "end_s", "duration_s", "status"]
 
 
 class BuildWidget(anywidget.AnyWidget):
@@ -132,7 +133,11 @@ class BuildWidget(anywidget.AnyWidget):
             import pandas as pd
         except ImportError as exc:
             raise ImportError("timings_df() needs pandas: pip install pandas (or use timings())") from exc
-        return pd.DataFrame(self.timings()).set_index("id")
+        frame = pd.DataFrame(self.timings(), columns=TIMING_COLUMNS)
+        frame = frame.astype({"id": "int64", "parent": "Int64", "depth": "int64", "step": "int64",
+                              "num_steps": "int64", "start_s": "float64", "end_s": "float64",
+                              "duration_s": "float64", "name": "object", "status": "object"})
+        return frame.set_index("id")
 
     def to_json(self, path: str | None = None) -> str:
         """Final state and timings as JSON text; also written to ``path`` when given."""

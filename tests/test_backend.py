@@ -152,3 +152,55 @@ def test_bogus_backend_from_the_environment_in_a_fresh_process() -> None:
 def test_unknown_attribute_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="no attribute 'Bulid'"):
         trt_widget.Bulid  # noqa: B018
+
+
+# A synthetic stand-in for NVIDIA's module (its wheels cannot be installed here): it imports, as `tensorrt` does on
+# a machine without a GPU, and its Builder fails the way pybind11 reports a nullptr from the C++ factory.
+FAKE_TENSORRT = textwrap.dedent('''
+    __version__ = "10.12.0.36"
+    class IProgressMonitor:
+        def __init__(self): pass
+    class ILogger:
+        def __init__(self): pass
+    class BuilderFlag:
+        FP16 = 0
+    class Builder:
+        def __init__(self, logger):
+            raise TypeError("pybind11::init(): factory function returned nullptr")
+''')
+
+
+def _fake_tensorrt(tmp_path: Any, name: str = "tensorrt") -> str:
+    (tmp_path / f"{name}.py").write_text(FAKE_TENSORRT)
+    return str(tmp_path)
+
+
+def test_tensorrt_without_a_gpu_falls_back_to_rtx(tmp_path: Any) -> None:
+    done = run_python("import trt_widget; print(trt_widget.select_backend()[0])",
+                      PYTHONPATH=_fake_tensorrt(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "rtx"  # no CUDA GPU visible here: NVIDIA's module could not build
+
+
+@pytest.mark.parametrize("name", ["tensorrt", "tensorrt_bindings"])
+def test_a_requested_tensorrt_without_a_gpu_fails_the_build_clearly(tmp_path: Any, name: str) -> None:
+    code = textwrap.dedent("""
+        from trt_widget import Build, models
+        b = Build(models.deep_residual(2), history=False, isolation="thread").start()
+        print(b.wait(60)); print(b.error)
+    """)
+    done = run_python(code, PYTHONPATH=_fake_tensorrt(tmp_path, name), TRT_WIDGET_BACKEND="tensorrt")
+    assert done.returncode == 0, done.stderr
+    status, error = done.stdout.strip().splitlines()[:2]
+    assert status == "failed"
+    assert "NVIDIA TensorRT 10.12.0.36 could not create a builder" in error and "no CUDA GPU" in error
+    assert "TRT_WIDGET_BACKEND=rtx" in error
+
+
+def test_capabilities_describe_the_installed_backend() -> None:
+    caps = _backend.capabilities()
+    kind, module = select_backend()
+    assert caps["weak_typing"] == hasattr(module.BuilderFlag, "FP16")
+    assert str(caps["label"]).startswith("TensorRT for RTX" if kind == "rtx" else "NVIDIA TensorRT")
+    assert _backend._older("10.12.0.36", (10, 13)) and not _backend._older("10.13.0", (10, 13))
+    assert not _backend._older("11.4.0", (10, 13))

@@ -16,6 +16,7 @@ import pytest
 
 import trt_widget
 from trt_widget import Build, BuildCancelled, BuildError
+from trt_widget._backend import capabilities
 from trt_widget._build import FINAL
 from trt_widget._phases import CANCELLED, RUNNING
 from trt_widget.models import deep_residual
@@ -256,15 +257,32 @@ def test_optimization_level_reaches_tensorrt(small_model: Any) -> None:
         assert any("optimization level 0" in log["message"] for log in level0.logs)
 
 
-def test_strongly_typed_builds(small_model: Any) -> None:
-    assert finished(Build(small_model, strongly_typed=True)).status == "succeeded"
+def _relu_recording_flags(seen: list[bool]) -> Any:
+    def define(network: Any) -> None:
+        t = trt_widget.trt
+        seen.append(bool(network.get_flag(t.NetworkDefinitionCreationFlag.STRONGLY_TYPED)))
+        x = network.add_input("x", t.float32, (1, 4))
+        network.mark_output(network.add_activation(x, t.ActivationType.RELU).get_output(0))
+
+    return define
 
 
-@pytest.mark.skipif(BACKEND == "tensorrt", reason="NVIDIA TensorRT supports fp16=True")
-def test_fp16_on_rtx_is_a_clear_error(small_model: Any) -> None:
-    build = finished(Build(small_model, fp16=True))
-    assert build.status == "failed"
-    assert "fp16=True is not available" in str(build.error) and "FP16" in str(build.error)
+def test_strong_typing_reaches_the_network_by_default() -> None:
+    seen: list[bool] = []
+    build = finished(Build(_relu_recording_flags(seen), isolation="thread", history=False))
+    assert build.status == "succeeded", build.status_detail
+    assert seen == [True]  # the network TensorRT built was created with the STRONGLY_TYPED flag
+
+
+def test_option_combinations_the_backend_cannot_build_are_refused_at_construction(small_model: Any) -> None:
+    caps = capabilities()
+    if not caps["weak_typing"]:  # TensorRT for RTX, TensorRT 11
+        with pytest.raises(ValueError, match=r"fp16=True is not available with .*Export the model in FP16"):
+            Build(small_model, fp16=True, strongly_typed=False)
+        with pytest.raises(ValueError, match="builds strongly typed networks only"):
+            Build(small_model, strongly_typed=False)
+    with pytest.raises(ValueError, match="fp16=True (asks for a weakly typed network|is not available)"):
+        Build(small_model, fp16=True)  # strongly_typed=True is the default
 
 
 # -- files ---------------------------------------------------------------------------------------------

@@ -22,13 +22,13 @@ class RaisingModel(PhaseModel):
         super().__init__()
         self.exc = exc
 
-    def phase_start(self, *args: Any) -> Any:
+    def phase_start(self, *args: Any, **kwargs: Any) -> Any:
         raise self.exc
 
-    def step_complete(self, *args: Any) -> Any:
+    def step_complete(self, *args: Any, **kwargs: Any) -> Any:
         raise self.exc
 
-    def phase_finish(self, *args: Any) -> Any:
+    def phase_finish(self, *args: Any, **kwargs: Any) -> Any:
         raise self.exc
 
 

@@ -1,7 +1,8 @@
-"""Choose the TensorRT Python module once: NVIDIA ``tensorrt`` if importable, else TensorRT for RTX.
+"""Choose the TensorRT Python module once: NVIDIA ``tensorrt`` where it imports and a CUDA GPU is visible, else
+TensorRT for RTX (which also builds without a GPU), else NVIDIA ``tensorrt`` anyway (its builder then says why).
 
 ``TRT_WIDGET_BACKEND`` (``tensorrt`` / ``rtx``) overrides the choice. Nothing else in trt_widget imports
-TensorRT directly, so both backends run the same code path.
+TensorRT directly; where the backends differ, :func:`capabilities` says how (decided by the API, not versions).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import importlib
 import os
 from types import ModuleType
+from typing import Any
 
 INSTALL_HINT = (
     "trt_widget needs a TensorRT Python module and found none. Install one of:\n"
@@ -17,7 +19,7 @@ INSTALL_HINT = (
 )
 
 _CANDIDATES = {
-    "tensorrt": ("tensorrt",),
+    "tensorrt": ("tensorrt", "tensorrt_bindings"),  # the second: tensorrt-cuXX-bindings installed directly
     "rtx": ("tensorrt_rtx", "tensorrt_rtx_bindings"),
 }
 
@@ -55,11 +57,19 @@ def select_backend() -> tuple[str, ModuleType]:
         raise BackendUnavailable(
             f"TRT_WIDGET_BACKEND={wanted!r} is not a known backend; use 'tensorrt' or 'rtx'."
         )
-    order = [wanted] if wanted else ["tensorrt", "rtx"]
-    for kind in order:
-        module = _try_import(_CANDIDATES[kind])
+    if wanted:
+        module = _try_import(_CANDIDATES[wanted])
         if module is not None:
-            _selected = (kind, module)
+            _selected = (wanted, module)
+            return _selected
+    else:
+        nvidia = _try_import(_CANDIDATES["tensorrt"])
+        if nvidia is not None and cuda_gpu_visible():
+            _selected = ("tensorrt", nvidia)
+            return _selected
+        rtx = _try_import(_CANDIDATES["rtx"])
+        if rtx is not None or nvidia is not None:
+            _selected = ("rtx", rtx) if rtx is not None else ("tensorrt", nvidia)  # type: ignore[assignment]
             return _selected
     if wanted:
         reasons = "; ".join(_import_errors[n] for n in _CANDIDATES[wanted] if n in _import_errors)
@@ -68,6 +78,60 @@ def select_backend() -> tuple[str, ModuleType]:
             f"{INSTALL_HINT}"
         )
     raise BackendUnavailable(INSTALL_HINT)
+
+
+def cuda_gpu_visible() -> bool:
+    """True when the CUDA driver loads and reports at least one device (no CUDA toolkit needed)."""
+    import ctypes
+
+    for name in ("libcuda.so.1", "libcuda.so", "nvcuda.dll"):
+        try:
+            cuda = ctypes.CDLL(name)
+        except OSError:
+            continue
+        count = ctypes.c_int(0)
+        try:
+            return cuda.cuInit(0) == 0 and cuda.cuDeviceGetCount(ctypes.byref(count)) == 0 and count.value > 0
+        except Exception:
+            return False
+    return False
+
+
+def capabilities() -> dict[str, object]:
+    """What the selected backend can do: its label, whether weak typing (precision flags such as FP16) exists."""
+    kind, module = select_backend()
+    weak = hasattr(module.BuilderFlag, "FP16")
+    version = str(getattr(module, "__version__", "?"))
+    if kind == "rtx":
+        label = f"TensorRT for RTX {version}"
+    else:
+        label = f"NVIDIA TensorRT {version}"
+    return {"label": label, "weak_typing": weak, "gil_unsafe_parse": kind == "tensorrt" and _older(version, (10, 13))}
+
+
+def check_options(options: Any) -> None:
+    """Refuse, at construction, option combinations the selected backend cannot build (as trtexec does)."""
+    caps = capabilities()
+    label, weak = caps["label"], caps["weak_typing"]
+    if options.fp16 and not weak:
+        raise ValueError(f"fp16=True is not available with {label}: it builds strongly typed networks only, so "
+                         "precision comes from the model's tensor types. Export the model in FP16 instead (e.g. "
+                         "onnxconverter-common's float16 conversion)")
+    if options.fp16 and options.strongly_typed:
+        raise ValueError("fp16=True asks for a weakly typed network, but strongly_typed=True (the default): pass "
+                         f"strongly_typed=False too ({label}; weak typing is deprecated since TensorRT 10.12), or "
+                         "export the model in FP16 and keep strong typing")
+    if not options.strongly_typed and not weak:
+        raise ValueError(f"strongly_typed=False: {label} builds strongly typed networks only; drop the option")
+
+
+def _older(version: str, than: tuple[int, ...]) -> bool:
+    """True when ``version`` (e.g. "10.12.0.36") is older than ``than``; unknown versions count as not older."""
+    try:
+        parts = tuple(int(p) for p in version.split(".")[: len(than)])
+    except ValueError:
+        return False
+    return parts < than
 
 
 def trt() -> ModuleType:

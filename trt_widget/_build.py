@@ -15,6 +15,7 @@ import time
 import traceback
 from typing import Any, Callable, Generator
 
+from ._backend import check_options
 from ._engine import CaptureLogger, ModelSource, significant
 from ._errors import BuildCancelled, BuildError
 from ._files import atomic_write
@@ -56,6 +57,7 @@ class Build:
         self.options = BuildOptions.from_kwargs(**options)
         self.source = ModelSource.of(model)
         _refuse_overwriting_the_model(self.source, self.options)
+        check_options(self.options)
         if self.options.isolation == "process":
             from ._process import check_transferable, pool
 

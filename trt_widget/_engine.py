@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from ._backend import select_backend, trt
+from ._backend import capabilities, select_backend, trt
 from ._errors import BuildError
 from ._files import atomic_write
 from ._options import BuildOptions
@@ -149,11 +149,21 @@ def build_engine(source: ModelSource, options: BuildOptions, monitor: Any, logge
 def _build_engine(source: ModelSource, options: BuildOptions, monitor: Any, logger: CaptureLogger,
                   router: _LogRouter) -> memoryview | None:
     t = trt()
-    builder = t.Builder(router)
+    try:
+        builder = t.Builder(router)
+    except TypeError as exc:  # pybind11: "factory function returned nullptr"
+        raise BuildError(
+            f"{capabilities()['label']} could not create a builder ({exc}): no CUDA GPU is visible to this process "
+            "or the NVIDIA driver is too old for this TensorRT. On a machine without an NVIDIA GPU install "
+            "TensorRT for RTX (pip install 'trt_widget[rtx]') or set TRT_WIDGET_BACKEND=rtx"
+        ) from None
     flags = 0
-    if options.strongly_typed:
-        flags |= 1 << int(t.NetworkDefinitionCreationFlag.STRONGLY_TYPED)
-    network = builder.create_network(flags)
+    strong = getattr(t.NetworkDefinitionCreationFlag, "STRONGLY_TYPED", None)
+    if options.strongly_typed and strong is not None:
+        flags |= 1 << int(strong)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # TensorRT 11: the flag is deprecated (always on)
+        network = builder.create_network(flags)
     parser = _populate(t, network, source, logger, router)  # owns the weights: kept alive until the end
     _check_network(network, options)
     config = builder.create_builder_config()
@@ -205,7 +215,7 @@ def _populate(t: Any, network: Any, source: ModelSource, logger: CaptureLogger, 
     else:
         if not source.value:
             raise BuildError("the ONNX bytes are empty")
-        ok = parser.parse(source.value)
+        ok = _parse_bytes(parser, source.value)
     if not ok or parser.num_errors:
         problems = [_describe_parser_error(parser.get_error(i)) for i in range(parser.num_errors)]
         causes = [c for c in significant([r["message"] for r in logger.problems[logged_before:]])
@@ -229,6 +239,20 @@ def significant(messages: list[str]) -> list[str]:
 
 def _short(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _parse_bytes(parser: Any, data: bytes) -> bool:
+    """``parser.parse(data)``, except where the bindings read the buffer without the GIL (NVIDIA 10.0-10.12):
+    there the parser reads a private temporary file instead."""
+    if not capabilities()["gil_unsafe_parse"]:
+        return bool(parser.parse(data))
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="trt_widget-") as directory:
+        path = os.path.join(directory, "model.onnx")
+        with open(path, "wb") as handle:
+            handle.write(data)
+        return bool(parser.parse_from_file(path))
 
 
 def _describe_parser_error(error: Any) -> str:
@@ -273,12 +297,7 @@ def _configure(t: Any, builder: Any, config: Any, network: Any, options: BuildOp
         config.builder_optimization_level = options.optimization_level
     if options.workspace is not None:
         config.set_memory_pool_limit(t.MemoryPoolType.WORKSPACE, options.workspace)
-    if options.fp16:
-        if not hasattr(t.BuilderFlag, "FP16"):
-            raise BuildError(
-                "fp16=True is not available with this backend (TensorRT for RTX builds strongly typed networks): "
-                "export the model in FP16 instead"
-            )
+    if options.fp16:  # check_options refused it where the flag does not exist
         config.set_flag(t.BuilderFlag.FP16)
     if options.profiles:
         profile = builder.create_optimization_profile()
@@ -293,6 +312,8 @@ def _configure(t: Any, builder: Any, config: Any, network: Any, options: BuildOp
         except OSError as exc:
             logger.log(2, f"timing_cache: could not read {path} ({exc.strerror or exc}); building without it")
             data = b""
+        if options.optimization_level == 0:
+            logger.log(2, "timing_cache: optimization_level=0 does not use the timing cache")
         if select_backend()[0] == "rtx":
             logger.log(2, "timing_cache: TensorRT for RTX ignores timing caches (its timing-cache operations are "
                           "no-ops); the file is read and written only for compatibility with NVIDIA TensorRT")

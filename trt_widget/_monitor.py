@@ -36,20 +36,20 @@ class BuildMonitor(_IProgressMonitor):  # type: ignore[misc, valid-type]
 
     def phase_start(self, phase_name: str, parent_phase: str | None, num_steps: int) -> None:
         try:
-            self.model.phase_start(phase_name, parent_phase, num_steps)
+            self.model.phase_start(phase_name, parent_phase, num_steps, thread=threading.get_ident())
         except BaseException:
             self._caught()
 
     def step_complete(self, phase_name: str, step: int) -> bool:
         try:
-            self.model.step_complete(phase_name, step)
+            self.model.step_complete(phase_name, step, thread=threading.get_ident())
         except BaseException:
             self._caught()
         return not self.cancel_event.is_set()
 
     def phase_finish(self, phase_name: str) -> None:
         try:
-            self.model.phase_finish(phase_name)
+            self.model.phase_finish(phase_name, thread=threading.get_ident())
         except BaseException:
             self._caught()
 

@@ -28,7 +28,7 @@ class BuildOptions:
 
     optimization_level: Optional[int] = None  # builder optimization level 0..5 (trtexec --builderOptimizationLevel)
     fp16: bool = False  # allow FP16 kernels (weakly typed networks; NVIDIA TensorRT only)
-    strongly_typed: bool = False  # honour the model's tensor types (trtexec --stronglyTyped)
+    strongly_typed: bool = True  # the model's tensor types decide precision; False (weak typing): NVIDIA 10.x only
     timing_cache: Optional[str] = None  # file loaded before and saved after the build
     workspace: Optional[int] = None  # workspace memory-pool limit in bytes ("2GiB" accepted)
     profiles: Optional[Dict[str, Profile]] = None  # input name -> (min, opt, max) shapes

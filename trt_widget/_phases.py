@@ -34,6 +34,7 @@ class Phase:
     step: int = 0  # steps completed: the highest step index seen + 1
     end_s: float | None = None
     status: str = RUNNING
+    thread: int | None = None  # the TensorRT thread that started it, when known (callbacks may come from several)
 
     @property
     def duration_s(self) -> float | None:
@@ -95,12 +96,24 @@ class PhaseModel:
         """Build time of clock reading ``at`` (a replayed event's own time), or of now."""
         return (self._clock() if at is None else min(at, self._clock())) - self._t0
 
-    def phase_start(self, name: str, parent_name: str | None, num_steps: int, at: float | None = None) -> Phase:
+    @staticmethod
+    def _pick(stack: list[Phase] | None, thread: int | None) -> Phase | None:
+        """The newest active instance started on ``thread``, else the newest of all (callbacks from a TensorRT
+        worker thread may name a phase its parent thread started)."""
+        if not stack:
+            return None
+        if thread is not None:
+            for phase in reversed(stack):
+                if phase.thread == thread:
+                    return phase
+        return stack[-1]
+
+    def phase_start(self, name: str, parent_name: str | None, num_steps: int, at: float | None = None,
+                    thread: int | None = None) -> Phase:
         with self._lock:
             parent = None
             if parent_name is not None:
-                stack = self._active.get(parent_name)
-                parent = stack[-1] if stack else None
+                parent = self._pick(self._active.get(parent_name), thread)
             phase = Phase(
                 id=len(self._phases),
                 name=name,
@@ -108,6 +121,7 @@ class PhaseModel:
                 depth=parent.depth + 1 if parent else 0,
                 num_steps=max(int(num_steps), 0),
                 start_s=self._time(at),
+                thread=thread,
             )
             self._phases.append(phase)
             self._active.setdefault(name, []).append(phase)
@@ -119,10 +133,9 @@ class PhaseModel:
         self._notify("phase_start", phase)
         return phase
 
-    def step_complete(self, name: str, step: int) -> Phase | None:
+    def step_complete(self, name: str, step: int, thread: int | None = None) -> Phase | None:
         with self._lock:
-            stack = self._active.get(name)
-            phase = stack[-1] if stack else self._newest.get(name)
+            phase = self._pick(self._active.get(name), thread) or self._newest.get(name)
             if phase is None:
                 self.ignored += 1
                 return None
@@ -138,13 +151,14 @@ class PhaseModel:
             self._notify("step", phase)
         return phase
 
-    def phase_finish(self, name: str, at: float | None = None) -> Phase | None:
+    def phase_finish(self, name: str, at: float | None = None, thread: int | None = None) -> Phase | None:
         with self._lock:
             stack = self._active.get(name)
-            if not stack:
+            phase = self._pick(stack, thread)
+            if stack is None or phase is None:
                 self.ignored += 1
                 return None
-            phase = stack.pop()
+            stack.remove(phase)
             if not stack:
                 del self._active[name]
             if phase.step >= phase.num_steps:

@@ -348,11 +348,11 @@ class _Relay:
             at = event[-1] if shared else None
             kind = event[0]
             if kind == "step":
-                model.step_complete(event[1], event[2])
+                model.step_complete(event[1], event[2], thread=event[3])
             elif kind == "start":
-                model.phase_start(event[1], event[2], event[3], at=at)
+                model.phase_start(event[1], event[2], event[3], at=at, thread=event[4])
             elif kind == "finish":
-                model.phase_finish(event[1], at=at)
+                model.phase_finish(event[1], at=at, thread=event[2])
             elif kind == "log":
                 logger.log(event[1], event[2], at=at)
 

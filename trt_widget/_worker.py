@@ -9,7 +9,8 @@ parent: the control pipe reaching EOF ends it at once, and on Linux the kernel a
 parent exits (``PR_SET_PDEATHSIG``), even while it is stopped or inside a long TensorRT call.
 
 Worker -> parent on the events pipe: ``("hello", pid)`` once; per job ``("events", [event, ...])`` with
-events ``("start", name, parent, num_steps, t)``, ``("step", name, step, t)``, ``("finish", name, t)`` and
+events ``("start", name, parent, num_steps, thread, t)``, ``("step", name, step, thread, t)``,
+``("finish", name, thread, t)`` and
 ``("log", level, message, t)`` (``t`` is ``time.perf_counter()`` here), then one final message
 ``("engine", path, size, sha256)``, ``("cancelled",)`` or ``("error", message)``. The engine file lies in one
 of the job's work directories (RAM-backed ``/dev/shm`` when it has room, else the temp directory).
@@ -39,21 +40,22 @@ class Outbox:
         self._lock = threading.Lock()
         self._send_lock = threading.Lock()  # one writer on the connection at a time
         self._events: list[tuple[Any, ...]] = []
-        self._step_index: dict[str, int] = {}  # phase name -> index of its pending step event
+        self._step_index: dict[tuple[str, int | None], int] = {}  # (phase, thread) -> its pending step event
         self._wake = threading.Event()
         self._closed = False
         self.broken = False  # the parent stopped reading (gone)
         self._thread = threading.Thread(target=self._run, name="trt_widget-child-sender", daemon=True)
         self._thread.start()
 
-    def step(self, name: str, step: int) -> None:
-        event = ("step", name, step, time.perf_counter())
+    def step(self, name: str, step: int, thread: int | None = None) -> None:
+        event = ("step", name, step, thread, time.perf_counter())
+        key = (name, thread)
         with self._lock:
-            index = self._step_index.get(name)
+            index = self._step_index.get(key)
             if index is not None:
                 self._events[index] = event
             else:
-                self._step_index[name] = len(self._events)
+                self._step_index[key] = len(self._events)
                 self._events.append(event)
 
     def structure(self, event: tuple[Any, ...]) -> None:
@@ -106,20 +108,21 @@ def _make_monitor(outbox: Outbox, cancel: threading.Event) -> Any:
 
         def phase_start(self, phase_name: str, parent_phase: str | None, num_steps: int) -> None:
             try:
-                outbox.structure(("start", phase_name, parent_phase, num_steps, time.perf_counter()))
+                outbox.structure(("start", phase_name, parent_phase, num_steps, threading.get_ident(),
+                                  time.perf_counter()))
             except Exception:
                 pass
 
         def step_complete(self, phase_name: str, step: int) -> bool:
             try:
-                outbox.step(phase_name, step)
+                outbox.step(phase_name, step, threading.get_ident())
             except Exception:
                 pass
             return not cancel.is_set()
 
         def phase_finish(self, phase_name: str) -> None:
             try:
-                outbox.structure(("finish", phase_name, time.perf_counter()))
+                outbox.structure(("finish", phase_name, threading.get_ident(), time.perf_counter()))
             except Exception:
                 pass
 

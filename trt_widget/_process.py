@@ -240,6 +240,7 @@ class _Relay:
         self.job_id = next(_job_ids)
         self.worker: Worker | None = None
         self.answered = False  # the worker sent its final message for this job
+        self.built = False  # TensorRT returned the engine: a stop now must not throw it away
 
     def run(self) -> bytes | None:
         job = self._job()
@@ -290,7 +291,7 @@ class _Relay:
                 force_at = time.monotonic() + ctx.graceful_s
                 with contextlib.suppress(OSError, ValueError):
                     worker.control.send(("stop", self.job_id))
-            if ctx.force.is_set() or (force_at is not None and time.monotonic() >= force_at):
+            if not self.built and (ctx.force.is_set() or (force_at is not None and time.monotonic() >= force_at)):
                 return self._force_stop(worker, automatic=not ctx.force.is_set())
             if not wait([worker.events], timeout=POLL_S):
                 continue
@@ -355,6 +356,8 @@ class _Relay:
                 model.phase_finish(event[1], at=at, thread=event[2])
             elif kind == "log":
                 logger.log(event[1], event[2], at=at)
+            elif kind == "built":
+                self.built = True
 
     def _final(self, message: tuple[Any, ...]) -> bytes | None:
         self.answered = True

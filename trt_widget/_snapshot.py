@@ -55,10 +55,11 @@ class SnapshotPump:
         self.last: dict[str, Any] = {}
         self._rows = RowsEncoder()
         self._wake = threading.Event()
+        self._hurry = threading.Event()  # ends a throttle wait early: a Stop click or the build's end
         self._urgent = False
         self._thread = threading.Thread(target=self._loop, name="trt_widget-pump", daemon=True)
         build.model.on_structure = self._wake.set
-        build.on_done(lambda _build: self._wake.set())
+        build.on_done(lambda _build: self.wake(urgent=True))
 
     def start(self) -> None:
         self._thread.start()
@@ -66,6 +67,8 @@ class SnapshotPump:
     def wake(self, urgent: bool = False) -> None:
         """Send soon (a phase started or ended, the build ended); ``urgent`` (a Stop click) sends at once."""
         self._urgent = self._urgent or urgent
+        if urgent:
+            self._hurry.set()
         self._wake.set()
 
     def join(self, timeout: float | None = None) -> None:
@@ -87,8 +90,9 @@ class SnapshotPump:
                 finished = self.build.done
                 gap = self.interval - (time.monotonic() - last_send)
                 if gap > 0 and not finished and not self._urgent:
-                    self.build.wait(gap)
+                    self._hurry.wait(gap)
                     finished = self.build.done
+            self._hurry.clear()
             self._urgent = False
             self.flush()
             last_send = time.monotonic()

@@ -10,7 +10,7 @@ parent exits (``PR_SET_PDEATHSIG``), even while it is stopped or inside a long T
 
 Worker -> parent on the events pipe: ``("hello", pid)`` once; per job ``("events", [event, ...])`` with
 events ``("start", name, parent, num_steps, thread, t)``, ``("step", name, step, thread, t)``,
-``("finish", name, thread, t)`` and
+``("finish", name, thread, t)``, ``("built", t)`` (TensorRT returned the engine) and
 ``("log", level, message, t)`` (``t`` is ``time.perf_counter()`` here), then one final message
 ``("engine", path, size, sha256)``, ``("cancelled",)`` or ``("error", message)``. The engine file lies in one
 of the job's work directories (RAM-backed ``/dev/shm`` when it has room, else the temp directory).
@@ -219,6 +219,8 @@ def run_job(job: dict[str, Any], cancel: threading.Event, events: Any) -> None:
         source = _load_source(job)
         monitor = _make_monitor(outbox, cancel)
         engine = build_engine(source, job["options"], monitor, logger)
+        if engine is not None:
+            outbox.structure(("built", time.perf_counter()))  # from now on a stop must not discard it
         final = ("cancelled", "") if engine is None else ("engine", *_write_engine(engine, job["workdirs"]))
     except BuildError as exc:
         final = ("error", str(exc))

@@ -12,25 +12,46 @@ import time
 import warnings
 from typing import Any
 
-from ._history_store import HistoryStore, PhasePath, build_key, default_path, profile_rows
+from ._history_store import HistoryStore, PhasePath, build_key, history_path, profile_rows, warn_once
 
 
 def attach_history(build: Any, history: Any) -> None:
-    """Set ``build.history`` to a :class:`HistoryLink` (or leave None when history is off)."""
-    if history is False or history is None:
-        return
+    """Set ``build.history`` to a :class:`HistoryLink`, or leave it None when history is off or unusable.
+
+    ``history``: True (``$TRT_WIDGET_HISTORY`` or the cache dir), False, a path or off word (see
+    :func:`history_path`), or a HistoryStore. A location that cannot be opened never fails the build: it warns
+    once per location and reason, notes it in the build's problems at start, and the build runs without history.
+    """
     if isinstance(history, HistoryStore):
         store = history
-    elif isinstance(history, (str, os.PathLike)):
-        store = HistoryStore(history)
-    elif history is True:
-        path = default_path()
+    elif isinstance(history, (bool, str, os.PathLike)) or history is None:
+        try:
+            path = history_path(history)
+        except Exception as exc:  # e.g. no home directory to find the user cache dir in
+            _history_off(build, "the default history location", f"{type(exc).__name__}: {exc}")
+            return
         if path is None:
             return
         store = HistoryStore(path)
     else:
         raise TypeError(f"history must be True, False, a path or a HistoryStore; got {type(history).__name__}")
+    problem = store.unusable()
+    if problem is not None:
+        _history_off(build, store.path, problem)
+        return
     build.history = HistoryLink(build, store)
+
+
+def _history_off(build: Any, where: Any, reason: str) -> None:
+    """Warn (once per location and reason) that this build runs without history, and note it in its problems."""
+    message = f"trt_widget: cannot use the history store {where} ({reason}); builds run without history"
+    try:
+        warn_once(("location", str(where), reason), message, stacklevel=4)  # at the Build(...) call
+    except Warning:  # warnings turned into errors must not fail the build: the problems note still says it
+        pass
+    logger = getattr(build, "logger", None)
+    if logger is not None and hasattr(build, "on_start"):  # at start, so an event stream sees it after "start"
+        build.on_start(lambda _build: logger.log(2, message))
 
 
 class HistoryLink:

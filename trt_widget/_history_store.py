@@ -3,6 +3,9 @@
 A build is keyed by sha256 of its model + the engine-shaping options + the backend version; its phase rows are
 stored with paths (name, occurrence among same-name siblings) so phase instances match across builds. SQLite
 serialises concurrent writers (two kernels) with its own file locks, so the store never corrupts.
+
+History is an optional extra, so a bad store degrades instead of failing: a file that is not SQLite (or is
+damaged) is moved aside and a new store started, and a row that cannot be read is flagged or skipped.
 """
 
 from __future__ import annotations
@@ -12,16 +15,19 @@ import inspect
 import json
 import os
 import sqlite3
+import threading
 import time
+import warnings
 from contextlib import closing
 from pathlib import Path
-from typing import Any, Iterable, Union
+from typing import Any, Callable, Iterable, TypeVar, Union
 
 ENV = "TRT_WIDGET_HISTORY"
 FILENAME = "history.sqlite"
 KEEP_PER_KEY = 20  # newest records kept per build key
 KEEP_TOTAL = 1000  # newest records kept overall
-_OFF = ("0", "off", "false", "no", "none")
+OFF_WORDS = ("0", "off", "false", "no", "none")  # any case: history disabled
+ON_WORDS = ("1", "on", "true", "yes")  # any case: the default location
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS builds (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -34,19 +40,48 @@ CREATE TABLE IF NOT EXISTS builds (
 );
 CREATE INDEX IF NOT EXISTS builds_by_key ON builds (key, status, id);
 """
+_COLUMNS = "id, key, status, created, total_s, label, record"
+_SIDECARS = ("-journal", "-wal", "-shm")  # SQLite's companion files, moved along with a corrupt store
 
 PhasePath = tuple[tuple[str, int], ...]  # a phase instance across builds: (name, occurrence among same-name siblings)
+T = TypeVar("T")
 
 
-# -- the store -------------------------------------------------------------------------------------------
+# -- where history goes ------------------------------------------------------------------------------------
+def history_path(setting: Any = True) -> Path | None:
+    """The store file a history setting names, or None when history is off; the one parser for both
+    ``Build(history=...)`` and ``$TRT_WIDGET_HISTORY``, so the two always agree.
+
+    True: ``$TRT_WIDGET_HISTORY`` if set, else the user cache dir. A string: "off", "none", "false", "no", "0"
+    (any case) turn history off, "on", "true", "yes", "1" mean the same as True, anything else is a path.
+    A path (string or os.PathLike) that is a directory, or a string ending in a separator, gets ``history.sqlite``.
+    False / None / "": off.
+    """
+    if setting is True:
+        value = os.environ.get(ENV, "").strip()
+        return history_path(value) if value and value.lower() not in ON_WORDS else _cache_path()
+    if setting is None or setting is False:
+        return None
+    if isinstance(setting, str):
+        text = setting.strip()
+        if not text or text.lower() in OFF_WORDS:
+            return None
+        if text.lower() in ON_WORDS:
+            return history_path(True)
+        path, as_dir = Path(text).expanduser(), text.endswith(("/", os.sep))
+    elif isinstance(setting, os.PathLike):
+        path, as_dir = Path(setting).expanduser(), False
+    else:
+        raise TypeError(f"a history location is True, False, a path or an off word; got {type(setting).__name__}")
+    return path / FILENAME if as_dir or _is_dir(path) else path
+
+
 def default_path() -> Path | None:
     """Where history goes by default: ``$TRT_WIDGET_HISTORY``, else the user cache dir; None when turned off."""
-    value = os.environ.get(ENV, "").strip()
-    if value:
-        if value.lower() in _OFF:
-            return None
-        path = Path(value).expanduser()
-        return path / FILENAME if path.is_dir() or value.endswith(("/", os.sep)) else path
+    return history_path(True)
+
+
+def _cache_path() -> Path:
     try:
         from platformdirs import user_cache_dir
 
@@ -56,31 +91,113 @@ def default_path() -> Path | None:
     return base / FILENAME
 
 
+def _is_dir(path: Path) -> bool:
+    """``path.is_dir()``, False when it cannot even be looked at (an unreadable parent raises on Python < 3.14)."""
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
+
+
+def os_reason(exc: BaseException, path: Path) -> str:
+    """``"Permission denied"``, naming the file the OS complained about when it is not ``path`` itself."""
+    if not isinstance(exc, OSError) or not exc.strerror:
+        return f"{type(exc).__name__}: {exc}"
+    where = exc.filename if exc.filename is not None and str(exc.filename) != str(path) else None
+    return f"{exc.strerror} ({where})" if where else exc.strerror
+
+
+_warned: set[Any] = set()
+_warned_lock = threading.Lock()
+
+
+def warn_once(key: Any, message: str, stacklevel: int = 2) -> None:
+    """``warnings.warn(message, RuntimeWarning)`` the first time ``key`` is seen in this process."""
+    with _warned_lock:
+        if key in _warned:
+            return
+        _warned.add(key)
+    warnings.warn(message, RuntimeWarning, stacklevel=stacklevel + 1)
+
+
+# -- the store -------------------------------------------------------------------------------------------
 class HistoryStore:
     """A SQLite file of build records; every call opens its own short connection (thread- and process-safe)."""
 
     def __init__(self, path: Union[str, os.PathLike]) -> None:
         target = Path(path).expanduser()
-        self.path = target / FILENAME if target.is_dir() else target
+        self.path = target / FILENAME if _is_dir(target) else target
         self._created = False
+
+    def unusable(self) -> str | None:
+        """Why the store file cannot be opened for reading and writing (creating it if missing), or None.
+
+        Checked when a build attaches history, so a bad location turns history off instead of failing the build.
+        """
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.path, "ab"):
+                return None
+        except OSError as exc:
+            return os_reason(exc, self.path)
 
     def _connect(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(str(self.path), timeout=60, isolation_level=None)
-        try:
-            if not self._created:
+        if not self._created:
+            try:
                 conn.executescript(_SCHEMA)
-                self._created = True
-        except sqlite3.DatabaseError as exc:
-            conn.close()
-            raise ValueError(f"{self.path} is not a trt_widget history store (SQLite): {exc}") from exc
+            except BaseException:
+                conn.close()
+                raise
+            self._created = True
         return conn
+
+    def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """``work(connection)``; a file that is not SQLite or is damaged is moved aside once and work retried."""
+        for attempt in range(2):
+            identity = _identity(self.path)
+            try:
+                with closing(self._connect()) as conn:
+                    return work(conn)
+            except sqlite3.DatabaseError as exc:
+                if attempt or not _is_corrupt(exc):
+                    raise
+                self._created = False
+                self._move_aside(identity, exc)
+        raise AssertionError("unreachable")
+
+    def _move_aside(self, identity: tuple[int, int] | None, exc: sqlite3.DatabaseError) -> None:
+        """Rename the corrupt store (and its journal) to ``<name>.corrupt-<time>`` and warn where it went.
+
+        Skipped when the file changed since it was found corrupt: another process moved it already.
+        """
+        if identity is None or _identity(self.path) != identity:
+            return
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        aside = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
+        n = 1
+        while aside.exists():
+            n += 1
+            aside = self.path.with_name(f"{self.path.name}.corrupt-{stamp}-{n}")
+        try:
+            for suffix in _SIDECARS:  # a stale journal must never be replayed onto the new store
+                sidecar = Path(f"{self.path}{suffix}")
+                if sidecar.exists():
+                    os.replace(sidecar, f"{aside}{suffix}")
+            os.replace(self.path, aside)
+        except OSError as move:
+            raise ValueError(f"{self.path} is not a trt_widget history store (SQLite: {exc}) and could not be "
+                             f"moved aside: {os_reason(move, self.path)}") from exc
+        warn_once(("corrupt", str(aside)), f"trt_widget history: {self.path} was not a readable history store "
+                  f"({exc}); moved it aside to {aside} and started a new store", stacklevel=4)
 
     def add(self, record: dict[str, Any]) -> int:
         """Append one build record (pruning old ones) and return its id."""
         body = {k: v for k, v in record.items() if k != "id"}
         text = json.dumps(body, separators=(",", ":"), default=str)
-        with closing(self._connect()) as conn:
+
+        def work(conn: sqlite3.Connection) -> int:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 cur = conn.execute(
@@ -95,60 +212,122 @@ class HistoryStore:
                              (KEEP_TOTAL,))
                 conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                if conn.in_transaction:  # a failed ROLLBACK must not hide the real error
+                    conn.execute("ROLLBACK")
                 raise
-        return new_id
+            return new_id
+
+        return self._run(work)
 
     def latest(self, key: str, status: str = "succeeded") -> dict[str, Any] | None:
-        """The newest record with this key and status, or None."""
-        with closing(self._connect()) as conn:
-            row = conn.execute("SELECT id, record FROM builds WHERE key = ? AND status = ? ORDER BY id DESC LIMIT 1",
-                               (key, status)).fetchone()
-        return _decode(row) if row else None
+        """The newest usable record with this key and status, or None; unreadable ones are skipped (warned once)."""
+
+        def work(conn: sqlite3.Connection) -> dict[str, Any] | None:
+            rows = conn.execute(f"SELECT {_COLUMNS} FROM builds WHERE key = ? AND status = ? ORDER BY id DESC",
+                                (key, status))
+            for row in rows:
+                record = _decode(row)
+                problem = record.get("error") or profile_problem(record)
+                if problem is None:
+                    return record
+                warn_once(("row", str(self.path), record["id"]), f"trt_widget history: skipping record "
+                          f"{record['id']} in {self.path} ({problem})", stacklevel=4)
+            return None
+
+        return self._run(work)
 
     def get(self, build_id: int) -> dict[str, Any] | None:
-        with closing(self._connect()) as conn:
-            row = conn.execute("SELECT id, record FROM builds WHERE id = ?", (int(build_id),)).fetchone()
-        return _decode(row) if row else None
+        """The record with this id, or None; ValueError when its stored text cannot be read."""
+        row = self._run(lambda conn: conn.execute(f"SELECT {_COLUMNS} FROM builds WHERE id = ?",
+                                                  (int(build_id),)).fetchone())
+        if row is None:
+            return None
+        record = _decode(row)
+        if "error" in record:
+            raise ValueError(f"history record {build_id} in {self.path} is {record['error']}")
+        return record
 
     def records(self, limit: int | None = None) -> list[dict[str, Any]]:
-        """Full records (with rows), newest first."""
-        with closing(self._connect()) as conn:
-            rows = conn.execute("SELECT id, record FROM builds ORDER BY id DESC LIMIT ?",
-                                (-1 if limit is None else int(limit),)).fetchall()
+        """Full records (with rows), newest first; an unreadable one is listed with ``error`` and no rows."""
+        rows = self._run(lambda conn: conn.execute(f"SELECT {_COLUMNS} FROM builds ORDER BY id DESC LIMIT ?",
+                                                   (-1 if limit is None else int(limit),)).fetchall())
         return [_decode(row) for row in rows]
 
     def clear(self) -> int:
         """Delete every record; returns how many there were."""
-        with closing(self._connect()) as conn:
-            return conn.execute("DELETE FROM builds").rowcount
+        return self._run(lambda conn: conn.execute("DELETE FROM builds").rowcount)
 
     def __bool__(self) -> bool:  # a store is a store even when empty (``if history:`` must not skip it)
         return True
 
     def __len__(self) -> int:
-        with closing(self._connect()) as conn:
-            return int(conn.execute("SELECT COUNT(*) FROM builds").fetchone()[0])
+        return self._run(lambda conn: int(conn.execute("SELECT COUNT(*) FROM builds").fetchone()[0]))
 
     def __repr__(self) -> str:
         return f"HistoryStore({str(self.path)!r})"
 
 
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _is_corrupt(exc: sqlite3.DatabaseError) -> bool:
+    """Not SQLite, or a damaged SQLite file (not: locked, read-only, cannot open)."""
+    name = getattr(exc, "sqlite_errorname", "") or ""  # Python 3.11+
+    if name:
+        return name.startswith(("SQLITE_NOTADB", "SQLITE_CORRUPT"))
+    text = str(exc).lower()
+    return "file is not a database" in text or "malformed" in text
+
+
 def _decode(row: Any) -> dict[str, Any]:
-    record = json.loads(row[1])
-    record["id"] = int(row[0])
+    """A stored row as its record; one whose JSON cannot be read comes back from the columns, flagged ``error``."""
+    build_id, key, status, created, total_s, label, text = row
+    try:
+        record = json.loads(text)
+        if not isinstance(record, dict):
+            raise ValueError(f"a JSON {type(record).__name__}, not an object")
+    except (ValueError, TypeError, RecursionError) as exc:
+        return {"id": int(build_id), "key": key, "status": status, "created": created, "total_s": total_s,
+                "label": label, "rows": [], "error": f"unreadable ({type(exc).__name__}: {exc})"}
+    record["id"] = int(build_id)
     return record
 
 
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def profile_problem(record: dict[str, Any]) -> str | None:
+    """What makes a record unusable for an ETA (times not numbers, rows not phase rows), or None."""
+    if not _number(record.get("created")) or not _number(record.get("total_s")):
+        return "created/total_s are not numbers"
+    rows = record.get("rows")
+    if not isinstance(rows, list):
+        return "rows is not a list"
+    for row in rows:
+        if not isinstance(row, dict) or not isinstance(row.get("path"), list) or not all(
+                isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) and isinstance(p[1], int)
+                for p in row["path"]):
+            return "a phase row without a path"
+        if not _number(row.get("start_s")) or row.get("end_s") is not None and not (
+                _number(row["end_s"]) and _number(row.get("duration_s"))):
+            return f"phase row {row.get('name')!r} has no usable times"
+    return None
+
+
 def resolve_store(store: Union[HistoryStore, str, os.PathLike, None]) -> HistoryStore:
-    """A HistoryStore for a store, a path, or None (the default path; RuntimeError when history is off)."""
+    """A HistoryStore for a store, a history setting (path or off word) or None (the default; RuntimeError if off)."""
     if isinstance(store, HistoryStore):
         return store
-    if store is not None:
-        return HistoryStore(store)
-    path = default_path()
+    path = history_path(True if store is None else store)
     if path is None:
-        raise RuntimeError(f"history is turned off ({ENV}={os.environ.get(ENV)!r})")
+        said = f"{ENV}={os.environ.get(ENV)!r}" if store is None else repr(store)
+        raise RuntimeError(f"history is turned off ({said})")
     return HistoryStore(path)
 
 

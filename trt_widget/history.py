@@ -3,8 +3,10 @@
 A build is keyed by sha256 of its model + the engine-shaping options + the backend version; a later build with
 the same key gets an ETA from the newest *succeeded* profile (cancelled and failed builds are recorded but never
 used). SQLite serialises concurrent writers (two kernels) with its own file locks, so the store never corrupts.
-The store lives in the user cache dir unless ``TRT_WIDGET_HISTORY`` (a file or directory; "off" disables) or
-``Build(history=path | HistoryStore)`` says otherwise.
+The store lives in the user cache dir unless ``TRT_WIDGET_HISTORY`` or ``Build(history=...)`` says otherwise:
+both take a file or directory, or "off" (also "none", "false", "no", "0") to disable, parsed by one function,
+:func:`history_path`. History never fails a build: an unusable location turns it off with a warning, a corrupt
+store is moved aside and started anew, and unreadable records are flagged (listing) or skipped (ETA).
 
 This is the public module: :func:`list_builds`, :func:`compare` and :func:`clear` live here; the store, build
 key and phase paths in ``_history_store``, the per-build ETA link in ``_eta``; both are re-exported.
@@ -18,21 +20,28 @@ from typing import Any, Union
 
 from ._eta import HistoryLink, attach_history
 from ._history_store import (ENV, FILENAME, KEEP_PER_KEY, KEEP_TOTAL, HistoryStore, PhasePath, build_key,
-                             default_path, path_label, phase_paths, profile_rows, resolve_store)
+                             default_path, history_path, path_label, phase_paths, profile_rows, resolve_store)
 
 __all__ = [
     "ENV", "FILENAME", "KEEP_PER_KEY", "KEEP_TOTAL", "HistoryLink", "HistoryStore", "PhasePath", "attach_history",
-    "build_key", "clear", "compare", "default_path", "list_builds", "path_label", "phase_paths", "profile_rows",
+    "build_key", "clear", "compare", "default_path", "history_path", "list_builds", "path_label", "phase_paths",
+    "profile_rows",
 ]
 
 
 def list_builds(store: Union[HistoryStore, str, os.PathLike, None] = None) -> list[dict[str, Any]]:
-    """Recorded builds, newest first, without their phase rows (``phases`` gives the count)."""
+    """Recorded builds, newest first, without their phase rows (``phases`` gives the count).
+
+    A record whose stored text cannot be read is still listed, from its columns, with an ``error`` saying why.
+    """
     out = []
     for record in resolve_store(store).records():
         rows = record.pop("rows", [])
-        record["phases"] = len(rows)
-        record["when"] = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.get("created", 0)))
+        record["phases"] = len(rows) if isinstance(rows, list) else 0
+        try:
+            record["when"] = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.get("created") or 0))
+        except (TypeError, ValueError, OverflowError, OSError):  # a damaged time: list the build anyway
+            record["when"] = "?"
         out.append(record)
     return out
 

@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m venv .venv
 .venv/bin/python -m pip install -q -U pip
-.venv/bin/python -m pip install -q -e ".[rtx]" jupyterlab pandas
+.venv/bin/python -m pip install -q -e ".[rtx,pandas]" jupyterlab
 extra=()
 [ "$(id -u)" = 0 ] && extra+=(--allow-root)
-exec .venv/bin/jupyter lab "${extra[@]}" "$@" notebooks/quickstart.ipynb
+# default_url: the printed link (for a machine without a browser) opens the notebook itself, not the Launcher
+exec .venv/bin/jupyter lab "${extra[@]}" --ServerApp.default_url=/lab/tree/notebooks/quickstart.ipynb "$@"

@@ -15,8 +15,9 @@ import time
 import traceback
 from typing import Any, Callable, Generator
 
-from ._backend import check_options
-from ._engine import CaptureLogger, ModelSource, significant
+from ._backend import check_options, select_backend
+from ._engine import CaptureLogger, ModelSource
+from ._expected import expected_reason, significant
 from ._errors import BuildCancelled, BuildError
 from ._files import atomic_write
 from ._options import BuildOptions
@@ -298,7 +299,9 @@ class Build:
                 if self.model.cancelling:
                     self.model.uncancel()
                 self._status = SUCCEEDED
-                errors = significant(self.logger.errors())
+                backend = select_backend()[0]
+                errors = [m for m in significant(self.logger.errors())
+                          if expected_reason(m, cancelled=False, backend=backend) is None]
                 self.status_detail = (f"TensorRT logged {len(errors)} error line(s) although the engine was built; "
                                       f"check it: {errors[0][:200]}") if errors else ""
             callbacks, self._on_done = self._on_done, []

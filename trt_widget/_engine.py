@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterator
 
 from ._backend import capabilities, select_backend, trt
 from ._errors import BuildError
+from ._expected import significant
 from ._files import atomic_write
 from ._options import BuildOptions
 
@@ -226,15 +227,6 @@ def _populate(t: Any, network: Any, source: ModelSource, logger: CaptureLogger, 
         raise BuildError(f"could not parse {source.label} as ONNX: it holds no graph (no nodes, inputs or "
                          "outputs) — is it really an ONNX model?")
     return parser
-
-
-# Lines TensorRT for RTX logs on a machine without a GPU on every such run: true, but not the cause of anything.
-_NOISE = ("CUDA driver version is insufficient",)
-
-
-def significant(messages: list[str]) -> list[str]:
-    """Log lines that can explain a failure: without known noise and without the parser's own echo of its error."""
-    return [m for m in messages if not any(n in m for n in _NOISE) and not m.startswith("ModelImporter.cpp")]
 
 
 def _short(text: str, limit: int = 300) -> str:

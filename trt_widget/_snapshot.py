@@ -13,6 +13,9 @@ import threading
 import time
 from typing import Any, Callable
 
+from ._backend import select_backend
+from ._expected import annotate
+
 MAX_LOGS = 200
 
 
@@ -27,13 +30,21 @@ def snapshot(build: Any) -> dict[str, Any]:
         "phases": build.model.rows(),
         "engine_size": len(build.engine) if build.engine is not None else 0,
         "error": str(error) if error is not None and status == "failed" else "",
-        "logs": [dict(r) for r in build.problems[-MAX_LOGS:]],
+        "logs": annotate(build.problems[-MAX_LOGS:], cancelled=build.cancel_info is not None,
+                         backend=_backend_kind()),
         "cancel": build.cancel_info if status == "cancelling" else None,
         "can_force": build.options.isolation == "process",
         "eta": _call(build.history, "eta"),
         "history_delta": _call(build.history, "deltas"),
         "resources": _call(build.resources, "snapshot"),
     }
+
+
+def _backend_kind() -> str:
+    try:
+        return select_backend()[0]
+    except Exception:  # no backend: nothing is expected of one
+        return ""
 
 
 def _call(obj: Any, method: str) -> Any:

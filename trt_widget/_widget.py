@@ -7,6 +7,7 @@ Stop flows back as one custom message ``{"type": "stop"}`` -> ``Build.stop()`` -
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any, Generator
 
@@ -151,7 +152,14 @@ class BuildWidget(anywidget.AnyWidget):
 
 
 def _in_notebook() -> bool:
-    """True inside a Jupyter kernel (where the widget displays); False in a terminal or script."""
+    """True where the widget displays (a Jupyter kernel, marimo); False in a terminal or script."""
+    marimo = sys.modules.get("marimo")
+    if marimo is not None:
+        try:
+            if marimo.running_in_notebook():
+                return True
+        except Exception:
+            pass
     try:
         from IPython import get_ipython
     except ImportError:

@@ -1,0 +1,45 @@
+"""TensorRT log lines that are true but expected: what they mean, so front ends show them calmly, not in red.
+
+Pure functions over message text; nothing here imports TensorRT.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# (fragment, when it applies, what it means)
+_EXPECTED: list[tuple[str, str, str]] = [
+    ("BuildCanceled", "cancelled", "the build was cancelled, as asked"),
+    ("Error Code 7", "cancelled", "the build was cancelled, as asked"),
+    ("CUDA driver version is insufficient", "rtx",
+     "TensorRT for RTX found no usable GPU driver: expected on a machine without an NVIDIA GPU; CPU builds are "
+     "unaffected"),
+    ("timing cache", "rtx", "TensorRT for RTX ignores timing caches; the file is only kept for NVIDIA TensorRT"),
+    ("timing_cache: TensorRT for RTX ignores", "rtx",
+     "TensorRT for RTX ignores timing caches; the file is only kept for NVIDIA TensorRT"),
+]
+
+
+def expected_reason(message: str, *, cancelled: bool, backend: str) -> str | None:
+    """Why ``message`` is expected in this build (cancelled by the user? which backend?), or None."""
+    for fragment, when, reason in _EXPECTED:
+        if fragment in message and ((when == "cancelled" and cancelled) or when == backend):
+            return reason
+    return None
+
+
+def annotate(records: list[dict[str, Any]], *, cancelled: bool, backend: str) -> list[dict[str, Any]]:
+    """Copies of log records, each expected one with ``"expected": reason``."""
+    out = []
+    for record in records:
+        reason = expected_reason(str(record.get("message", "")), cancelled=cancelled, backend=backend)
+        out.append({**record, "expected": reason} if reason else dict(record))
+    return out
+
+
+_NOISE = ("CUDA driver version is insufficient",)  # logged on every RTX run without a GPU; never a cause
+
+
+def significant(messages: list[str]) -> list[str]:
+    """Lines that can explain a failure: not known noise, not the ONNX parser's echo of its own error."""
+    return [m for m in messages if not any(n in m for n in _NOISE) and not m.startswith("ModelImporter.cpp")]

@@ -148,7 +148,7 @@ class FakeBuild:
         self.problems: list[dict[str, Any]] = []
         self.cancel_info, self.history, self.resources = None, None, None
         self.options = type("Options", (), {"isolation": "thread"})()
-        self.done = False
+        self.finished = False
         self.elapsed_s = elapsed_s
         if n:
             self.model.phase_start("Building engine", None, n)
@@ -156,6 +156,9 @@ class FakeBuild:
             self.model.phase_start("Measuring tactic time", "Building engine", 4)
             self.model.step_complete("Measuring tactic time", 3)
             self.model.phase_finish("Measuring tactic time")
+
+    def done(self) -> bool:
+        return self.finished
 
     def on_done(self, _callback: Any) -> None:
         pass

@@ -32,7 +32,7 @@ def widget_build(onnx: bytes, history_dir: str) -> dict[str, float]:
     probe = SendProbe(widget)
     threads = ThreadCpu()
     widget.start()
-    while not widget.build.done:  # widget.wait() in slices, to read the threads' CPU before they exit
+    while not widget.build.done():  # widget.wait() in slices, to read the threads' CPU before they exit
         widget.build.wait(0.5)
         threads.poll()
     status = widget.wait(timeout=900)

@@ -109,7 +109,7 @@ def real_trial(onnx: bytes, stop_after: float | None) -> dict[str, Any]:
     widget.start()
     wait_for(lambda: build.status != "idle", 60, "the start")
     if stop_after is None:
-        wait_for(lambda: _cloning(build) or build.done, 300, "the cloning phase")
+        wait_for(lambda: _cloning(build) or build.done(), 300, "the cloning phase")
     else:
         time.sleep(max(stop_after - build.elapsed_s, 0))
     running = build.model.innermost_running()

@@ -88,7 +88,7 @@ def _with_widget(onnx: bytes, synthetic_instances: int = 0) -> tuple[list[float]
     if synthetic_instances:
         grow(build, synthetic_instances)  # before start: the tree is large for the whole build
     widget.start()
-    ticks = ticker(lambda: build.done)
+    ticks = ticker(lambda: build.done())
     status = widget.wait(timeout=900)
     if status != "succeeded":
         raise RuntimeError(f"widget build ended {status}: {build.error}")

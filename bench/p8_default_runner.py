@@ -43,7 +43,7 @@ def p1(onnx: bytes, repeats: int) -> tuple[dict[str, list[float]], float]:
 
 def stop_trial(onnx: bytes, rng: random.Random) -> dict[str, float]:
     build = Build(onnx, history=False).start()
-    wait_for(lambda: build.model.innermost_running() is not None or build.done, 120, "the first phase")
+    wait_for(lambda: build.model.innermost_running() is not None or build.done(), 120, "the first phase")
     time.sleep(rng.uniform(0.0, 6.0))
     phase = build.model.innermost_running()
     stop_at = time.perf_counter()
@@ -58,7 +58,7 @@ def stall_during_default_build(onnx: bytes) -> float:
     widget = BuildWidget(onnx, history=False)
     stalls: list[float] = []
     widget.start()
-    while not widget.build.done:
+    while not widget.build.done():
         t = time.perf_counter()
         time.sleep(0.01)
         stalls.append(time.perf_counter() - t - 0.01)

@@ -84,4 +84,4 @@ def test_awaiting_a_widget_waits_for_the_build_and_its_final_state() -> None:
     thread.start()
     thread.join(300)
     assert result == ["succeeded"]
-    assert widget.build.done and widget.status == "succeeded" and widget.engine_size == len(widget.engine or b"")
+    assert widget.build.done() and widget.status == "succeeded" and widget.engine_size == len(widget.engine or b"")

@@ -44,7 +44,7 @@ def two_builds(tmp_path_factory: pytest.TempPathFactory, resnet50_bytes: bytes) 
     before = second.history.eta()  # idle: the whole past build is expected
     second.start()
     etas = []
-    while not second.done:  # sampling what the widget's pump would see (not a synchronisation sleep)
+    while not second.done():  # sampling what the widget's pump would see (not a synchronisation sleep)
         eta = second.history.eta()
         if eta is not None:
             etas.append((second.elapsed_s, eta))

@@ -55,7 +55,7 @@ def start_and_reach(model: bytes, phase: str, **options: Any) -> Build:
 
     def reached() -> bool:
         running = build.model.innermost_running()
-        if build.done:
+        if build.done():
             raise AssertionError(f"the build ended ({build.status}: {build.status_detail}) before {phase!r}")
         return running is not None and running.name == phase
 
@@ -144,7 +144,7 @@ def test_timing_cache_is_written_by_the_child(small: bytes, tmp_path: Any) -> No
 
 def test_graceful_stop_cancels_at_a_step_boundary(small: bytes) -> None:
     build = Build(models.deep_residual(300), isolation="process", force_after=120).start()
-    wait_until(lambda: build.model.innermost_running() is not None or build.done, what="a running phase")
+    wait_until(lambda: build.model.innermost_running() is not None or build.done(), what="a running phase")
     assert build.stop() is True
     assert build.wait(120) == "cancelled"
     assert build.status_detail == "stopped by user"

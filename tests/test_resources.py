@@ -36,7 +36,7 @@ def test_samples_during_a_real_build(resnet50_bytes: bytes, wait_until: Callable
     assert isinstance(sampler, ResourceSampler)
     assert sampler.snapshot() is None and not sampler.running  # nothing before start
     build.start()
-    wait_until(lambda: sampler.running or build.done, what="the sampler to start")
+    wait_until(lambda: sampler.running or build.done(), what="the sampler to start")
     assert build.wait(300) == "succeeded"
     wait_until(lambda: not sampler.running, timeout=30, what="the sampler thread to stop")
     assert not _sampler_threads()

@@ -35,7 +35,7 @@ def long_build() -> bytes:
 def reach(build: Build, phase: str, wait_until: Callable[..., Any]) -> None:
     def reached() -> bool:
         running = build.model.innermost_running()
-        assert not build.done, f"the build ended ({build.status}: {build.status_detail}) before {phase!r}"
+        assert not build.done(), f"the build ended ({build.status}: {build.status_detail}) before {phase!r}"
         return running is not None and running.name == phase
 
     wait_until(reached, what=f"phase {phase!r}")

@@ -107,7 +107,7 @@ def test_sync_rate_stays_bounded_during_a_callback_storm() -> None:
             time.sleep(ahead)
     storm_end = time.monotonic()
     model.phase_finish("Synthetic storm")
-    assert not widget.build.done, "the build must outlast the storm for this test to mean anything"
+    assert not widget.build.done(), "the build must outlast the storm for this test to mean anything"
     widget.stop()
     assert widget.wait(timeout=300) in ("succeeded", "cancelled")
 

@@ -37,7 +37,7 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--json", action="store_true", help="write the JSON event stream to stdout")
     common.add_argument("--plain", action="store_true", help="plain lines even in a terminal")
     common.add_argument("--timing-cache", metavar="F", help="timing cache file, loaded before and saved after")
-    common.add_argument("--fp16", action="store_true", help="allow FP16 kernels (NVIDIA TensorRT only)")
+    common.add_argument("--fp16", action="store_true", help="weak typing with FP16 kernels allowed (NVIDIA TensorRT 10.x only)")
     common.add_argument("--opt-level", type=int, choices=range(6), metavar="N",
                         help="builder optimization level 0..5")
     common.add_argument("--workspace", metavar="SIZE", help="workspace limit, e.g. 1GiB or 512MB")
@@ -105,6 +105,8 @@ def _options(args: argparse.Namespace, output: str | None) -> dict[str, Any]:
                "optimization_level": args.opt_level, "workspace": args.workspace,
                "isolation": args.isolation, "verbose": args.verbose}
     options = {k: v for k, v in options.items() if v not in (None, False)}
+    if args.fp16:  # as trtexec: --fp16 asks for a weakly typed network with FP16 kernels allowed
+        options["strongly_typed"] = False
     try:
         BuildOptions.from_kwargs(**options)
     except FileNotFoundError as exc:
@@ -121,7 +123,10 @@ def _run(args: argparse.Namespace) -> int:
     from ._events import attach_events
     from ._terminal import Interrupts, TerminalView
 
-    build = Build(model, **options)
+    try:
+        build = Build(model, **options)
+    except (ValueError, TypeError) as exc:  # an option the backend cannot build, the model's own path as output...
+        raise _UsageError(str(exc)) from None
     if args.json:
         stream: Any = attach_events(build, sys.stdout)
         notify = _stderr_line
@@ -131,7 +136,7 @@ def _run(args: argparse.Namespace) -> int:
     interrupts = Interrupts(build, notify)
 
     def on_sigint(signum: int, frame: Any) -> None:
-        if not interrupts() and not build.done:
+        if not interrupts() and not build.done():
             notify("Exiting without waiting for the builder.")
             sys.stdout.flush()
             os._exit(EXIT_INTERRUPTED)
@@ -139,7 +144,7 @@ def _run(args: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGINT, on_sigint)
     try:
         build.start()
-        while not build.done:
+        while not build.done():
             build.wait(0.2)
         stream.join(30.0)
     finally:

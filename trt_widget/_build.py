@@ -24,10 +24,16 @@ from ._options import BuildOptions
 from ._phases import CANCELLED, FINISHED_EARLY, PhaseModel
 from ._runner import RunContext, runner_for
 
-IDLE, RUNNING, CANCELLING = "idle", "running", "cancelling"
-SUCCEEDED, FAILED = "succeeded", "failed"
-BUILD_STATUSES = (IDLE, RUNNING, CANCELLING, SUCCEEDED, CANCELLED, FAILED)
-FINAL = (SUCCEEDED, CANCELLED, FAILED)
+from ._status import BUILD_STATUSES, CANCELLING, FAILED, FINAL, IDLE, LIVE, RUNNING, SUCCEEDED, DoneFlag, log
+
+__all__ = ["BUILD_STATUSES", "FINAL", "Build"]
+
+
+def _quietly(fn: Callable[[], Any]) -> None:
+    try:
+        fn()
+    except Exception:  # e.g. an event loop closed before the build ended
+        log.debug("a wake-up call failed", exc_info=True)
 
 
 def _refuse_overwriting_the_model(source: ModelSource, options: BuildOptions) -> None:
@@ -53,9 +59,31 @@ class Build:
     end does nothing and returns False; a build that stops before producing an engine ends "cancelled".
     """
 
-    def __init__(self, model: Any, *, events: Any = None, history: Any = True, resources: bool = True,
-                 clock: Callable[[], float] = time.perf_counter, **options: Any) -> None:
-        self.options = BuildOptions.from_kwargs(**options)
+    def __init__(
+        self,
+        model: Any,
+        *,
+        optimization_level: int | None = None,
+        fp16: bool = False,
+        strongly_typed: bool = True,
+        timing_cache: str | os.PathLike[str] | None = None,
+        workspace: int | str | None = None,
+        profiles: dict[str, Any] | None = None,
+        output: str | os.PathLike[str] | None = None,
+        budget: float | None = None,
+        verbose: bool = False,
+        isolation: str = "process",
+        force_after: float | None = None,
+        events: Any = None,
+        history: Any = True,
+        resources: bool = True,
+        clock: Callable[[], float] = time.perf_counter,
+        **unknown: Any,
+    ) -> None:
+        self.options = BuildOptions.from_kwargs(
+            optimization_level=optimization_level, fp16=fp16, strongly_typed=strongly_typed,
+            timing_cache=timing_cache, workspace=workspace, profiles=profiles, output=output, budget=budget,
+            verbose=verbose, isolation=isolation, force_after=force_after, **unknown)  # unknown: "did you mean"
         self.source = ModelSource.of(model)
         _refuse_overwriting_the_model(self.source, self.options)
         check_options(self.options)
@@ -82,6 +110,7 @@ class Build:
         self._ended_s: float | None = None
         self._on_done: list[Callable[[Build], None]] = []
         self._on_start: list[Callable[[Build], None]] = []
+        self._settle_wakers: list[Callable[[], Any]] = []
         self._force = threading.Event()  # process isolation: terminate the builder process now
         self.child_pid: int | None = None  # process isolation: the builder process, once known
         self.history: Any = None  # a history link (ETA, deltas) when history is on
@@ -106,8 +135,40 @@ class Build:
         return self._status
 
     @property
-    def done(self) -> bool:
-        return self._done.is_set()
+    def done(self) -> DoneFlag:
+        """``build.done()``: True once the build has ended (succeeded, cancelled or failed)."""
+        return DoneFlag(self._done.is_set())
+
+    def running(self) -> bool:
+        """True while the builder runs (status running or cancelling), as ``Future.running()``."""
+        return self._status in LIVE
+
+    def cancelled(self) -> bool:
+        """True when the build ended cancelled, as ``Future.cancelled()``."""
+        return self._status == CANCELLED
+
+    def exception(self, timeout: float | None = None) -> BuildError | None:
+        """The build's error once it ended (None if it succeeded), as ``Future.exception()``: raises the
+        BuildCancelled of a cancelled build, and TimeoutError when it is still running after ``timeout`` s."""
+        if self._status == IDLE:
+            raise RuntimeError("the build has not started: call start() first")
+        if self.wait(timeout) not in FINAL:
+            raise TimeoutError(f"the build is still {self._status} after {timeout} s")
+        if isinstance(self.error, BuildCancelled):
+            raise self.error
+        return self.error
+
+    def add_done_callback(self, fn: Callable[[Build], Any]) -> None:
+        """Call ``fn(build)`` once the build has ended (at once if it has), as ``Future.add_done_callback``;
+        an exception in ``fn`` is logged to the ``trt_widget`` logger and ignored."""
+
+        def guarded(build: Build) -> None:
+            try:
+                fn(build)
+            except Exception:
+                log.exception("exception calling done callback %r for %r", fn, build)
+
+        self.on_done(guarded)
 
     @property
     def elapsed_s(self) -> float:
@@ -155,7 +216,7 @@ class Build:
             try:
                 callback(self)
             except Exception:
-                traceback.print_exc()
+                log.exception("an on_start callback of %r failed", self)
         if self.options.budget is not None:
             self._timer = threading.Timer(self.options.budget, self._budget_expired)
             self._timer.daemon = True
@@ -207,13 +268,23 @@ class Build:
             raise
         return self._status
 
-    async def wait_async(self, poll: float = 0.05) -> str:
-        """Await the end of the build without blocking the event loop (lets widget messages through).
+    async def wait_async(self, poll: float | None = None) -> str:
+        """Await the end of the build without blocking the event loop (lets widget messages through); wakes
+        when the build ends (``poll`` is ignored, kept for compatibility).
 
         Interrupting or cancelling the awaiting task asks the build to cancel, then re-raises."""
+        if self._status == IDLE:
+            return self._status
+        loop = asyncio.get_running_loop()
+        settled: asyncio.Future[None] = loop.create_future()
+
+        def wake() -> None:
+            if not settled.done():
+                settled.set_result(None)
+
+        self._when_settled(lambda: loop.call_soon_threadsafe(wake))
         try:
-            while not self._settled.is_set() and self._status != IDLE:
-                await asyncio.sleep(poll)
+            await settled
         except (KeyboardInterrupt, asyncio.CancelledError):
             self.stop("interrupted while awaiting")
             raise
@@ -310,8 +381,20 @@ class Build:
             try:
                 callback(self)
             except BaseException:  # even SystemExit: wait() must still return, the other callbacks still run
-                traceback.print_exc()
-        self._settled.set()
+                log.exception("an on_done callback of %r failed", self)
+        with self._lock:
+            self._settled.set()
+            wakers, self._settle_wakers = self._settle_wakers, []
+        for waker in wakers:
+            _quietly(waker)
+
+    def _when_settled(self, waker: Callable[[], Any]) -> None:
+        """Call ``waker()`` once ``wait()`` would return (at once if it would now); never raises."""
+        with self._lock:
+            if not self._settled.is_set():
+                self._settle_wakers.append(waker)
+                return
+        _quietly(waker)
 
     def __repr__(self) -> str:
         return f"<Build {self.source.label!r} status={self._status}>"

@@ -141,7 +141,7 @@ class HistoryLink:
         None without a match or once the build ended. The position in the past build is the latest matched
         phase start/end plus the time since it, held at the past end of any phase still running now.
         """
-        if not self.ready.is_set() or self.match is None or self.build.done:
+        if not self.ready.is_set() or self.match is None or self.build.done():
             return None
         total = float(self.match["total_s"])
         if self.build.status == "idle":

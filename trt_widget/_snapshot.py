@@ -92,17 +92,17 @@ class SnapshotPump:
     def _loop(self) -> None:
         last_send = 0.0
         while True:
-            finished = self.build.done  # read first, so the snapshot after it is the final one
+            finished = self.build.done()  # read first, so the snapshot after it is the final one
             if not finished:
                 # A step-only change waits for the next tick; a phase start/end or the end of the build wakes us
                 # early. Never more than one send per interval, except the final state and a Stop click.
                 self._wake.wait(self.interval)
                 self._wake.clear()
-                finished = self.build.done
+                finished = self.build.done()
                 gap = self.interval - (time.monotonic() - last_send)
                 if gap > 0 and not finished and not self._urgent:
                     self._hurry.wait(gap)
-                    finished = self.build.done
+                    finished = self.build.done()
             self._hurry.clear()
             self._urgent = False
             self.flush()

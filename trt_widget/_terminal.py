@@ -81,7 +81,7 @@ class TerminalView:
         interrupts = Interrupts(self.build, self.notice)
         while True:
             try:
-                if self.build.status == "idle" and not self.build.done:
+                if self.build.status == "idle" and not self.build.done():
                     self.events.join(0.1)
                     continue
                 if self.join(0.1):
@@ -193,7 +193,7 @@ class TerminalView:
                 bar = ProgressBar(total=row["num_steps"], completed=min(row["step"], row["num_steps"]), width=20)
             steps = f"{row['step']}/{row['num_steps']}" if row["num_steps"] > 1 else ""
             table.add_row(label, bar, Text(steps, style="dim"), Text(fmt_s(duration)))
-        if build.done:
+        if build.done():
             return table
         footer = Text(self._footer(now), style="dim" if build.status == "running" else "bold yellow")
         return Group(table, footer)
@@ -221,7 +221,7 @@ class Interrupts:
 
     def __call__(self) -> bool:
         build = self.build
-        if build.done or build.status == "idle":
+        if build.done() or build.status == "idle":
             return False
         self.count += 1
         if self.count == 1:

@@ -7,6 +7,7 @@ Stop flows back as one custom message ``{"type": "stop"}`` -> ``Build.stop()`` -
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, Generator
@@ -44,8 +45,33 @@ class BuildWidget(anywidget.AnyWidget):
     history_delta = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
     resources = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
 
-    def __init__(self, model: Any, **build_options: Any) -> None:
-        build = build_options.pop("build", None) or Build(model, **build_options)
+    def __init__(
+        self,
+        model: Any,
+        *,
+        optimization_level: int | None = None,
+        fp16: bool = False,
+        strongly_typed: bool = True,
+        timing_cache: str | os.PathLike[str] | None = None,
+        workspace: int | str | None = None,
+        profiles: dict[str, Any] | None = None,
+        output: str | os.PathLike[str] | None = None,
+        budget: float | None = None,
+        verbose: bool = False,
+        isolation: str = "process",
+        force_after: float | None = None,
+        events: Any = None,
+        history: Any = True,
+        resources: bool = True,
+        build: Build | None = None,
+        **unknown: Any,
+    ) -> None:
+        """The same arguments as :class:`Build`; or ``build=`` an existing, not yet started Build."""
+        if build is None:
+            build = Build(model, optimization_level=optimization_level, fp16=fp16, strongly_typed=strongly_typed,
+                          timing_cache=timing_cache, workspace=workspace, profiles=profiles, output=output,
+                          budget=budget, verbose=verbose, isolation=isolation, force_after=force_after,
+                          events=events, history=history, resources=resources, **unknown)
         super().__init__()
         self.build = build
         self._pump = SnapshotPump(build, self._apply)
@@ -94,7 +120,7 @@ class BuildWidget(anywidget.AnyWidget):
         In a notebook, Stop clicks are not processed while a cell blocks here; use ``await widget``.
         """
         status = self.build.wait(timeout)
-        if self.build.done:
+        if self.build.done():
             self._pump.join(timeout=5)
         return status
 

@@ -1,6 +1,6 @@
 """P7: front-end time to apply one ``phases`` update of a 1,200-instance tree, in headless Chromium.
 
-Debian's /usr/bin/chromium via Playwright renders ``trt_widget/static/widget.js`` (the shipped bundle, served
+Debian's /usr/bin/chromium via Playwright renders ``js/dist/bench.js`` (the shipped bundle's code plus a view handle, served
 through ``page.route``) with a fake anywidget model, then applies ~50 updates, each a fresh ``phases`` array in
 which 120 rows changed, timing model update + change events + forced layout (``el.offsetHeight``).
 Scenarios: tree as first shown (runs of same-name siblings collapsed into groups), tree fully expanded
@@ -21,10 +21,11 @@ ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-dev-shm-usage"
         "--disable-component-update", "--disable-sync", "--no-first-run"]
 ORIGIN = "http://bench.trt-widget.invalid"
 STATIC = ROOT / "trt_widget" / "static"
+DIST = ROOT / "js" / "dist"  # `cd js && npm run build` writes the benchmark bundle here (the shipped code + createView)
 HERE = Path(__file__).resolve().parent
 
 FILES = {
-    "/widget.js": (STATIC / "widget.js", "text/javascript"),
+    "/bench.js": (DIST / "bench.js", "text/javascript"),
     "/widget.css": (STATIC / "widget.css", "text/css"),
     "/p7_page.js": (HERE / "p7_page.js", "text/javascript"),
 }
@@ -32,13 +33,13 @@ PAGE = """<!doctype html><html><head><meta charset="utf-8"><link rel="stylesheet
 <script type="module" src="/p7_page.js"></script></head><body></body></html>"""
 
 
-SOURCE = ROOT / "js" / "widget.js"  # unminified, for readable profiles (--profile)
+SOURCE = DIST / "bench.debug.js"  # unminified, for readable profiles (--profile)
 _serve_source = False
 
 
 def serve(route: Any) -> None:
     path = route.request.url[len(ORIGIN):].split("?")[0]
-    if path == "/widget.js" and _serve_source:
+    if path == "/bench.js" and _serve_source:
         route.fulfill(status=200, content_type="text/javascript", body=SOURCE.read_bytes())
         return
     if path in ("/", "/index.html"):
@@ -109,7 +110,7 @@ def main() -> None:
     if args.profile:
         global _serve_source
         _serve_source = True
-        print("--profile: serving the unminified js/widget.js so the profile names functions")
+        print("--profile: serving the unminified js/dist/bench.debug.js so the profile names functions")
     raw = run(args.instances, args.updates, args.changed, args.profile)
     chromium = raw.pop("_version")["chromium"]
     stats = {s: {"median_ms": median(r["times"]), "p95_ms": percentile(r["times"], 95), "max_ms": max(r["times"]),

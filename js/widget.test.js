@@ -1,15 +1,27 @@
 // @vitest-environment jsdom
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import widget, { _applyForBench, buildStructure, createView, fmtBytes, fmtDelta, fmtDuration } from "./widget.js";
+import { fmtBytes, fmtDelta, fmtDuration } from "./src/format.js";
+import { TrtView } from "./src/view.js";
+import widget from "./src/widget.js";
 
 // ------------------------------------------------------------ fake model
 
+/**
+ * Python syncs the phase rows as one JSON text, `phases_json`: a `rows` entry of a fake model's state (or of
+ * a set/update) is stored as `phases_json: JSON.stringify(rows)`, the only form the view reads.
+ */
+function encodeRows(patch) {
+  if (!("rows" in patch)) return patch;
+  const { rows, ...rest } = patch;
+  return { ...rest, phases_json: JSON.stringify(rows) };
+}
+
 /** Minimal anywidget/Backbone-like model: get/set/on/off/send/save_changes. */
 function fakeModel(init = {}) {
-  const state = { ...init };
+  const state = encodeRows(init);
   const listeners = new Map();
   const emit = (ev) => {
     for (const cb of [...(listeners.get(ev) || [])]) cb();
@@ -18,13 +30,15 @@ function fakeModel(init = {}) {
     sent: [],
     saved: 0,
     get: (k) => state[k],
-    set(k, v) {
+    set(key, value) {
+      const [[k, v]] = Object.entries(encodeRows({ [key]: value }));
       const changed = state[k] !== v;
       state[k] = v;
       if (changed) emit(`change:${k}`);
     },
     /** set several traits at once, then fire their change events (like set_state). */
-    update(patch) {
+    update(changes) {
+      const patch = encodeRows(changes);
       const changed = Object.keys(patch).filter((k) => state[k] !== patch[k]);
       Object.assign(state, patch);
       for (const k of changed) emit(`change:${k}`);
@@ -74,7 +88,7 @@ let cleanup;
 function mount(model) {
   el = document.createElement("div");
   document.body.append(el);
-  cleanup = widget.render({ model, el });
+  cleanup = widget.render(/** @type {any} */ ({ model, el }));
   return el;
 }
 const rows = () => [...el.querySelectorAll('[role="treeitem"]')];
@@ -134,8 +148,16 @@ describe("tree rendering", () => {
     expect(rows()).toHaveLength(0);
   });
 
+  it("ignores a `phases` list (Python syncs only phases_json)", () => {
+    const model = fakeModel({ status: "succeeded", elapsed_s: 1, phases: sampleTree() });
+    mount(model);
+    expect(model.get("phases_json")).toBeUndefined();
+    expect(rows()).toHaveLength(0);
+    expect(el.querySelector(".trtw-empty").textContent).toBe("No build phases recorded.");
+  });
+
   it("renders one treeitem per phase with nesting, n/N and %", () => {
-    mount(fakeModel({ status: "running", elapsed_s: 1, phases: sampleTree() }));
+    mount(fakeModel({ status: "running", elapsed_s: 1, rows: sampleTree() }));
     const tree = el.querySelector('[role="tree"]');
     expect(tree).not.toBeNull();
     expect(rows().map((r) => r.querySelector(".trtw-name").textContent)).toEqual([
@@ -165,7 +187,7 @@ describe("tree rendering", () => {
       fakeModel({
         status: "succeeded",
         elapsed_s: 3,
-        phases: [
+        rows: [
           phase("A", { id: 1, step: 3, num_steps: 10, start_s: 0, end_s: 1.5 }),
           phase("B", { id: 2, step: 0, num_steps: 0, start_s: 1.5, end_s: 2 }),
         ],
@@ -188,7 +210,7 @@ describe("tree rendering", () => {
         status: "cancelled",
         status_detail: "stopped by user",
         elapsed_s: 5,
-        phases: [
+        rows: [
           phase("Early", { id: 1, step: 2, num_steps: 5, start_s: 0, end_s: 1, status: "finished-early" }),
           phase("Cut", { id: 2, step: 1, num_steps: 4, start_s: 1, end_s: 5, status: "cancelled" }),
         ],
@@ -233,7 +255,7 @@ describe("grouping", () => {
   }
 
   it("folds >= 5 same-name siblings into one collapsed group row with ×count and total", () => {
-    mount(fakeModel({ status: "succeeded", elapsed_s: 10, phases: tactics(6) }));
+    mount(fakeModel({ status: "succeeded", elapsed_s: 10, rows: tactics(6) }));
     const names = rows().map((r) => r.querySelector(".trtw-name").textContent);
     expect(names).toEqual(["Build", "Measuring tactic time", "Other"]);
     const g = rowNamed("Measuring tactic time");
@@ -246,7 +268,7 @@ describe("grouping", () => {
   });
 
   it("expands to show its members and keeps its key stable while the run grows", () => {
-    const model = fakeModel({ status: "running", elapsed_s: 5.2, phases: tactics(6, { running: true }) });
+    const model = fakeModel({ status: "running", elapsed_s: 5.2, rows: tactics(6, { running: true }) });
     mount(model);
     const g = rowNamed("Measuring tactic time");
     expect(txt(g, ".trtw-steps")).toBe("5/6");
@@ -257,7 +279,7 @@ describe("grouping", () => {
     expect(members).toHaveLength(6);
     expect(members.every((m) => m.querySelector(".trtw-name").textContent === "Measuring tactic time")).toBe(true);
 
-    model.update({ elapsed_s: 6.5, phases: tactics(7, { running: true }) });
+    model.update({ elapsed_s: 6.5, rows: tactics(7, { running: true }) });
     expect(rowNamed("Measuring tactic time")).toBe(g); // same group row node
     expect(txt(g, ".trtw-count")).toBe("\u00d77");
     expect(g.getAttribute("aria-expanded")).toBe("true"); // state kept
@@ -266,27 +288,15 @@ describe("grouping", () => {
   });
 
   it("does not group runs shorter than 5", () => {
-    mount(fakeModel({ status: "succeeded", elapsed_s: 10, phases: tactics(4) }));
+    mount(fakeModel({ status: "succeeded", elapsed_s: 10, rows: tactics(4) }));
     expect(rows()).toHaveLength(6);
     expect(el.querySelector(".trtw-group")).toBeNull();
-  });
-
-  it("groups by consecutive siblings of the same parent only", () => {
-    const s = buildStructure(
-      [
-        phase("R", { id: 1 }),
-        ...[0, 1, 2].map((i) => phase("T", { id: 10 + i, parent: 1, end_s: 1 })),
-        ...[0, 1, 2].map((i) => phase("T", { id: 20 + i, end_s: 1 })), // other parent (root)
-      ],
-      1,
-    );
-    expect(s.groups.size).toBe(0);
   });
 });
 
 describe("collapse state", () => {
   it("is kept across phases updates", () => {
-    const model = fakeModel({ status: "running", elapsed_s: 1, phases: sampleTree() });
+    const model = fakeModel({ status: "running", elapsed_s: 1, rows: sampleTree() });
     mount(model);
     const opt = rowNamed("Optimizing");
     opt.querySelector(".trtw-twisty").click();
@@ -296,7 +306,7 @@ describe("collapse state", () => {
     const next = sampleTree();
     next.push(phase("Selecting tactics", { id: 5, parent: 3, depth: 2, start_s: 1.2 }));
     next.push(phase("Serializing", { id: 6, parent: 1, depth: 1, start_s: 1.3 }));
-    model.update({ elapsed_s: 1.4, phases: next });
+    model.update({ elapsed_s: 1.4, rows: next });
     expect(rowNamed("Optimizing")).toBe(opt);
     expect(opt.getAttribute("aria-expanded")).toBe("false");
     expect(rowNamed("Fusing layers")).toBeUndefined();
@@ -316,7 +326,7 @@ describe("collapse state", () => {
   });
 
   it("is operable from the keyboard (Enter/Space, ArrowLeft/Right, ArrowUp/Down)", () => {
-    mount(fakeModel({ status: "running", elapsed_s: 1, phases: sampleTree() }));
+    mount(fakeModel({ status: "running", elapsed_s: 1, rows: sampleTree() }));
     const root = rowNamed("Building engine");
     expect(root.tabIndex).toBe(0); // roving tab stop on the first row
     expect(rowNamed("Optimizing").tabIndex).toBe(-1);
@@ -348,7 +358,7 @@ describe("collapse state", () => {
 
 describe("stop button", () => {
   it("sends exactly {type:'stop'} on click and swallows repeated clicks", () => {
-    const model = fakeModel({ status: "running", elapsed_s: 1, phases: sampleTree() });
+    const model = fakeModel({ status: "running", elapsed_s: 1, rows: sampleTree() });
     mount(model);
     const b = stopBtn();
     expect(b.tagName).toBe("BUTTON");
@@ -390,10 +400,10 @@ describe("stop button", () => {
 describe("unanswered stop", () => {
   beforeEach(() => vi.useFakeTimers());
   afterEach(() => vi.useRealTimers());
-  const unacked = () => document.querySelector(".trtw-unacked");
+  const unacked = () => /** @type {HTMLElement} */ (document.querySelector(".trtw-unacked"));
 
   it("says the kernel is busy when no 'cancelling' arrives within 1.5 s of a click", () => {
-    const model = fakeModel({ status: "running", elapsed_s: 1, phases: sampleTree() });
+    const model = fakeModel({ status: "running", elapsed_s: 1, rows: sampleTree() });
     mount(model);
     stopBtn().click();
     vi.advanceTimersByTime(1400);
@@ -407,7 +417,7 @@ describe("unanswered stop", () => {
   });
 
   it("stays quiet when the kernel acknowledges the stop in time", () => {
-    const model = fakeModel({ status: "running", elapsed_s: 1, phases: sampleTree() });
+    const model = fakeModel({ status: "running", elapsed_s: 1, rows: sampleTree() });
     mount(model);
     stopBtn().click();
     vi.advanceTimersByTime(300);
@@ -433,7 +443,7 @@ describe("live clock", () => {
     const model = fakeModel({
       status: "running",
       elapsed_s: 2,
-      phases: [
+      rows: [
         phase("Build", { id: 1, start_s: 0 }),
         phase("Parse", { id: 2, parent: 1, start_s: 0, end_s: 1 }),
         phase("Tactics", { id: 3, parent: 1, start_s: 1, step: 1, num_steps: 2 }),
@@ -460,7 +470,7 @@ describe("live clock", () => {
       status: "succeeded",
       elapsed_s: 4.2,
       engine_size: Math.round(2.4 * 1024 * 1024),
-      phases: [
+      rows: [
         phase("Build", { id: 1, start_s: 0, end_s: 4.2 }),
         phase("Parse", { id: 2, parent: 1, start_s: 0, end_s: 1 }),
         phase("Tactics", { id: 3, parent: 1, start_s: 1, end_s: 4.1, step: 2, num_steps: 2 }),
@@ -479,7 +489,7 @@ describe("live clock", () => {
       elapsed_s: 10,
       cancel: { phase: "Measuring tactic time", requested_at_s: 8 },
       can_force: false,
-      phases: [phase("Measuring tactic time", { id: 1, start_s: 5 })],
+      rows: [phase("Measuring tactic time", { id: 1, start_s: 5 })],
     });
     mount(model);
     const notice = el.querySelector(".trtw-notice");
@@ -497,7 +507,7 @@ describe("live clock", () => {
   });
 
   it("cleanup removes model listeners and timers", () => {
-    const model = fakeModel({ status: "running", elapsed_s: 1, phases: sampleTree() });
+    const model = fakeModel({ status: "running", elapsed_s: 1, rows: sampleTree() });
     mount(model);
     expect(model.listenerCount()).toBeGreaterThan(0);
     expect(vi.getTimerCount()).toBe(1);
@@ -515,7 +525,7 @@ describe("live clock", () => {
         status: "running",
         elapsed_s: 4,
         eta: { total_s: 30, based_on: "build of 2024-05-01", phases: { Tactics: 10 } },
-        phases: [phase("Tactics", { id: 1, start_s: 1 })],
+        rows: [phase("Tactics", { id: 1, start_s: 1 })],
       }),
     );
     expect(el.querySelector(".trtw-eta").textContent).toBe("ETA ~26 s (based on build of 2024-05-01)");
@@ -535,7 +545,7 @@ describe("escaping", () => {
         elapsed_s: 1,
         error: evil,
         status_detail: evil,
-        phases: [phase(evil, { id: 1, start_s: 0, end_s: 1, status: "cancelled" })],
+        rows: [phase(evil, { id: 1, start_s: 0, end_s: 1, status: "cancelled" })],
         logs: [{ severity: "ERROR", message: evil, t: 0.5 }],
       }),
     );
@@ -594,7 +604,7 @@ describe("extras", () => {
       fakeModel({
         status: "succeeded",
         elapsed_s: 3,
-        phases: [phase("A", { id: 1, start_s: 0, end_s: 1 }), phase("B", { id: 2, start_s: 1, end_s: 3 })],
+        rows: [phase("A", { id: 1, start_s: 0, end_s: 1 }), phase("B", { id: 2, start_s: 1, end_s: 3 })],
         history_delta: { 1: 1.23, 2: -0.4 },
         resources: {
           samples: [
@@ -617,14 +627,14 @@ describe("extras", () => {
 
 describe("keyed reconciliation", () => {
   it("reuses the same DOM node for unchanged rows and only appends new ones", () => {
-    const model = fakeModel({ status: "running", elapsed_s: 1, phases: sampleTree() });
+    const model = fakeModel({ status: "running", elapsed_s: 1, rows: sampleTree() });
     mount(model);
     const before = rows();
     const parseName = before[1].querySelector(".trtw-name");
     const next = sampleTree();
     next.push(phase("Serializing", { id: 9, parent: 1, depth: 1, start_s: 1.5 }));
     next[3] = { ...next[3], step: 5 }; // progress on a running row
-    model.update({ elapsed_s: 2, phases: next });
+    model.update({ elapsed_s: 2, rows: next });
     const after = rows();
     expect(after).toHaveLength(5);
     for (let i = 0; i < 4; i++) expect(after[i]).toBe(before[i]);
@@ -634,22 +644,24 @@ describe("keyed reconciliation", () => {
   });
 
   it("handles a 1,200-instance tree and removes rows that vanish", () => {
-    const view = createView(fakeModel({ status: "running", elapsed_s: 100 }), document.createElement("div"));
+    const view = new TrtView(fakeModel({ status: "running", elapsed_s: 100 }), document.createElement("div"));
     const big = [phase("Build", { id: 0 })];
-    for (let i = 1; i <= 1200; i++) big.push(phase(`Layer ${i % 7}`, { id: i, parent: 0, start_s: i / 20, end_s: i / 20 + 0.04 }));
-    _applyForBench(view, big);
-    expect(view.treeEl.querySelectorAll('[role="treeitem"]')).toHaveLength(1201);
-    const keep = view.treeEl.children[5];
-    _applyForBench(view, big.slice(0, 600));
-    expect(view.treeEl.querySelectorAll('[role="treeitem"]')).toHaveLength(600);
-    expect(view.treeEl.children[5]).toBe(keep);
+    for (let i = 1; i <= 1200; i++)
+      big.push(phase(`Layer ${i % 7}`, { id: i, parent: 0, start_s: i / 20, end_s: i / 20 + 0.04 }));
+    view.applyPhases(big);
+    expect(view.tree.el.querySelectorAll('[role="treeitem"]')).toHaveLength(1201);
+    const keep = view.tree.el.children[5];
+    view.applyPhases(big.slice(0, 600));
+    expect(view.tree.el.querySelectorAll('[role="treeitem"]')).toHaveLength(600);
+    expect(view.tree.el.children[5]).toBe(keep);
+    expect(view.tree.rows.size).toBe(600); // the vanished rows are forgotten
     view.destroy();
   });
 });
 
 describe("timeline", () => {
   it("renders one rect per instance with a <title>, and a group as one rect", () => {
-    const model = fakeModel({ status: "succeeded", elapsed_s: 4, phases: sampleTree() });
+    const model = fakeModel({ status: "succeeded", elapsed_s: 4, rows: sampleTree() });
     mount(model);
     el.querySelector(".trtw-seg-btn:last-child").click();
     expect(el.querySelector(".trtw-tree").hidden).toBe(true);
@@ -665,8 +677,9 @@ describe("timeline", () => {
     for (const r of rects) expect(r.namespaceURI).toBe("http://www.w3.org/2000/svg");
 
     const withGroup = [phase("Build", { id: 1, start_s: 0, end_s: 6 })];
-    for (let i = 0; i < 8; i++) withGroup.push(phase("Measuring tactic time", { id: 10 + i, parent: 1, start_s: i * 0.5, end_s: i * 0.5 + 0.4 }));
-    model.update({ phases: withGroup, elapsed_s: 6 });
+    for (let i = 0; i < 8; i++)
+      withGroup.push(phase("Measuring tactic time", { id: 10 + i, parent: 1, start_s: i * 0.5, end_s: i * 0.5 + 0.4 }));
+    model.update({ rows: withGroup, elapsed_s: 6 });
     expect(tl.querySelectorAll("rect")).toHaveLength(2);
     expect([...tl.querySelectorAll("text")].map((t) => t.textContent)).toContain("Measuring tactic time \u00d78");
 
@@ -681,15 +694,26 @@ describe("misc", () => {
   it("never uses HTML-parsing sinks in the source", () => {
     const here = path.dirname(fileURLToPath(import.meta.url));
     const bundle = path.join(here, "..", "trt_widget", "static", "widget.js");
-    let src = readFileSync(path.join(here, "widget.js"), "utf8");
+    const srcDir = path.join(here, "src");
+    let src = readdirSync(srcDir)
+      .filter((f) => f.endsWith(".js"))
+      .map((f) => readFileSync(path.join(srcDir, f), "utf8"))
+      .join("\n");
     if (existsSync(bundle)) src += readFileSync(bundle, "utf8");
-    for (const sink of ["innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "DOMParser", "createContextualFragment"]) {
+    for (const sink of [
+      "innerHTML",
+      "outerHTML",
+      "insertAdjacentHTML",
+      "document.write",
+      "DOMParser",
+      "createContextualFragment",
+    ]) {
       expect(src.includes(sink), sink).toBe(false);
     }
   });
 
   it("keeps collapse state and view mode when the widget is re-rendered for the same model", () => {
-    const model = fakeModel({ status: "running", elapsed_s: 1, phases: sampleTree() });
+    const model = fakeModel({ status: "running", elapsed_s: 1, rows: sampleTree() });
     mount(model);
     rowNamed("Optimizing").querySelector(".trtw-twisty").click();
     cleanup();
@@ -718,15 +742,15 @@ describe("misc", () => {
     const model = fakeModel({
       status: "running",
       elapsed_s: 2,
-      phases: [phase("Done", { id: 1, start_s: 0, end_s: 1 }), phase("Live", { id: 2, start_s: 1 })],
+      rows: [phase("Done", { id: 1, start_s: 0, end_s: 1 }), phase("Live", { id: 2, start_s: 1 })],
     });
     mount(model);
     el.querySelector(".trtw-seg-btn:last-child").click();
     const bars = el.querySelectorAll(".trtw-tl-bar");
-    const w0 = parseFloat(bars[1].getAttribute("width"));
+    const w0 = Number.parseFloat(bars[1].getAttribute("width"));
     clock += 500;
     vi.advanceTimersByTime(500);
-    const w1 = parseFloat(bars[1].getAttribute("width"));
+    const w1 = Number.parseFloat(bars[1].getAttribute("width"));
     expect(w1).toBeGreaterThan(w0);
     expect(bars[1].querySelector("title").textContent).toContain("Live");
   });
@@ -736,7 +760,14 @@ describe("misc", () => {
       fakeModel({
         status: "running",
         elapsed_s: "x",
-        phases: [null, 5, { name: "no id" }, { id: 1 }, { id: 2, parent: 99, name: "orphan", status: "weird" }, { id: 1, name: "dup" }],
+        rows: [
+          null,
+          5,
+          { name: "no id" },
+          { id: 1 },
+          { id: 2, parent: 99, name: "orphan", status: "weird" },
+          { id: 1, name: "dup" },
+        ],
         logs: "nope",
         cancel: 3,
         eta: { total_s: "soon" },

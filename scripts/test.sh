@@ -16,9 +16,13 @@ python3 -m venv .venv
 # ipykernel 6.x beside the venv's 7.x, for the e2e test of a Stop click that ipykernel 6 cannot deliver
 .venv/bin/python -m pip install -q --no-deps --upgrade --target .venv/ipykernel6 "ipykernel>=6.29,<7" "nest_asyncio>=1.5"
 
-(cd js && npm ci --no-audit --no-fund --loglevel=error && npm run build && npm test)
+(cd js && npm ci --no-audit --no-fund --loglevel=error && npm run build && npm run lint && npm run typecheck && npm test)
 if ! git diff --quiet -- trt_widget/static 2>/dev/null; then
-    echo "note: trt_widget/static differs from the committed bundle after rebuilding from js/" >&2
+    if [ -n "${CI:-}" ]; then
+        echo "error: trt_widget/static is stale: rebuilding from js/ changed it; run 'cd js && npm run build' and commit it" >&2
+        exit 1
+    fi
+    echo "note: trt_widget/static differs from the committed bundle after rebuilding from js/ (commit the rebuilt one)" >&2
 fi
 
 export TRT_WIDGET_ARTIFACTS="${TRT_WIDGET_ARTIFACTS:-$PWD/artifacts}"

@@ -1,0 +1,49 @@
+// trt_widget front end: a live, collapsible tree (and timeline) of TensorRT engine-build phases with a
+// Stop button.  Plain DOM, no framework; esbuild bundles these modules into trt_widget/static/widget.js.
+//
+// Contract: the Python side writes synced traits (status, status_detail, elapsed_s, phases_json (the phase
+// rows as one JSON text), engine_size, error, logs, cancel, can_force, eta, history_delta, resources: see
+// `Traits` below); this module only reads them and sends {type: "stop"} when Stop is clicked.  Every
+// trait may be missing.
+//
+// Security: every string coming from Python (phase names, log messages, errors, ...) is written with
+// textContent or setAttribute; nothing is ever parsed as HTML.
+//
+// Modules: format.js (formatters), dom.js (element helpers), structure.js (phase tree and grouping, no
+// DOM), rows.js (a tree row), tree.js (the tree), timeline.js, header.js (header, notices, error box,
+// sparkline, log panel), view.js (TrtView: traits, clock, wiring).
+
+import { TrtView } from "./view.js";
+
+/**
+ * The traits Python syncs (BuildWidget).  Any of them may be missing or malformed: the view checks every
+ * value it reads.
+ * @typedef {object} Traits
+ * @property {string} status idle | running | cancelling | succeeded | cancelled | failed
+ * @property {string} status_detail
+ * @property {number} elapsed_s the build clock at this snapshot
+ * @property {string} phases_json the phase rows as one JSON text: [{id, name, parent, depth, step,
+ *   num_steps, start_s, end_s, duration_s, status}, ...]
+ * @property {number} engine_size bytes
+ * @property {string} error
+ * @property {{severity: string, message: string, t: number}[]} logs
+ * @property {{phase: string, requested_at_s: number} | null} cancel
+ * @property {boolean} can_force
+ * @property {{total_s: number, based_on: string, phases: Record<string, number>} | null} eta
+ * @property {Record<string, number> | null} history_delta phase id -> seconds slower (+) or faster (−)
+ * @property {{samples: (number | null)[][], peak_rss: number | null, peak_gpu_mem: number | null,
+ *   trt_peak: string | null} | null} resources
+ */
+
+/**
+ * The part of the anywidget model the view uses.
+ * @typedef {Pick<import("@anywidget/types").AnyModel<Traits>, "get" | "on" | "off" | "send">} Model
+ */
+
+/** @satisfies {import("@anywidget/types").AnyWidget<Traits>} */
+export default {
+  render({ model, el }) {
+    const view = new TrtView(model, el);
+    return () => view.destroy();
+  },
+};

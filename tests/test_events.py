@@ -209,5 +209,8 @@ def test_a_failing_callable_never_breaks_the_build(small_model: Any) -> None:
         raise RuntimeError("sink is broken")
 
     build = Build(small_model, events=broken, history=False)
-    build.start()
-    assert build.wait(120) == "succeeded"
+    with pytest.warns(RuntimeWarning, match="events sink .*broken.* failed writing an event: RuntimeError"):
+        build.start()
+        assert build.wait(120) == "succeeded"
+        assert build.events.join(30)
+    assert [p["severity"] for p in build.problems if "events sink" in p["message"]] == ["WARNING"]

@@ -18,9 +18,12 @@ completed so far. Steps are throttled to at most one event per phase per ``step_
 last step of a phase is always sent before its ``phase_finish``. Warnings and errors of the TensorRT log are
 sent; INFO lines are not.
 
-Delivery never blocks the builder: the model's listener only queues dicts, and a writer thread
-("trt_widget-events") writes them. The stream is drained and a file sink closed when the build ends
-(inside ``Build.on_done``) and at interpreter exit.
+Delivery never blocks the builder, nor ``Build.wait()``: the model's listener only queues dicts, and a daemon
+writer thread ("trt_widget-events") writes them, closing a file sink after ``build_end``. So the sink may still be
+catching up when ``wait()`` returns: ``build.events.flush(timeout)`` / ``join(timeout)`` wait for it. At
+interpreter exit unfinished streams get up to 2 s in total. A failing sink (closed or binary file, full disk, a
+callable that raises anything) is reported once per stream: one WARNING in ``build.problems`` and one
+``RuntimeWarning``; a file sink then drops later events, a callable is still offered each one.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ import json
 import os
 import queue
 import threading
+import time
+import warnings
 import weakref
 from importlib import resources
 from pathlib import Path
@@ -56,8 +61,16 @@ def schema() -> dict[str, Any]:
 def attach_events(build: Any, sink: Sink, *, step_interval_s: float = STEP_INTERVAL_S) -> "EventStream":
     """Stream ``build``'s events to ``sink``: a file path (JSON lines appended, flushed per event), a writable
     text file object (one JSON line per event), or a callable receiving each event dict (on the writer thread).
+
+    The first stream attached to a build (``Build(events=...)``'s) is also ``build.events``.
     """
-    return EventStream(build, sink, step_interval_s=step_interval_s)
+    stream = EventStream(build, sink, step_interval_s=step_interval_s)
+    if getattr(build, "events", None) is None:
+        try:
+            build.events = stream
+        except AttributeError:
+            pass
+    return stream
 
 
 class EventStream:
@@ -66,9 +79,12 @@ class EventStream:
     def __init__(self, build: Any, sink: Sink, *, step_interval_s: float = STEP_INTERVAL_S) -> None:
         self.build = build
         self.step_interval_s = float(step_interval_s)
-        self.errors: list[str] = []  # sink failures (the stream stops writing after a failing file write)
+        self.errors: list[str] = []  # every sink failure (capped); the first one is also reported, see _failed
         self.written = 0
         self._write, self._close_sink = _open_sink(sink)
+        self._is_file = not callable(sink) or hasattr(sink, "write")  # a failed file drops later events
+        self._label = _describe(sink)
+        self._reported = False
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -101,7 +117,7 @@ class EventStream:
         return self._drained.is_set()
 
     def join(self, timeout: float | None = None) -> bool:
-        """Wait until ``build_end`` was written (the build must end); True if it was."""
+        """Wait until ``build_end`` was written and a file sink closed (the build must end); True if so."""
         return self._drained.wait(timeout)
 
     def flush(self, timeout: float = 2.0) -> bool:
@@ -110,6 +126,8 @@ class EventStream:
             return True
         marker = threading.Event()
         self._queue.put(marker)
+        if self._drained.is_set():  # the writer finished before reading the marker: all was written
+            return True
         return marker.wait(timeout)
 
     # -- producers (builder thread: cheap, never raise) ----------------------------------------------
@@ -247,39 +265,66 @@ class EventStream:
                        "output": output, "error": str(error) if error is not None else None,
                        "t": build.elapsed_s})
             self._put(_CLOSE)  # type: ignore[arg-type]
-        self._drained.wait(5.0)  # so the sink is complete when on_done callbacks have run
+        # no waiting for the writer here: a slow sink must not delay wait(); flush()/join() are for that
 
     # -- the writer thread ---------------------------------------------------------------------------
     def _writer(self) -> None:
+        """Write queued events until build_end; no sink failure (even a BaseException) ends this thread."""
         failed = False
         while True:
             try:  # wake up while steps wait in _pending, so a throttled step is late by at most one interval
                 item = self._queue.get(timeout=self.step_interval_s if self._pending else None)
             except queue.Empty:
-                self._flush_pending()
+                try:
+                    self._flush_pending()
+                except Exception as exc:
+                    self._note(f"sending throttled steps: {exc!r}")
                 continue
             if isinstance(item, threading.Event):
                 item.set()
                 continue
             if item is _CLOSE:
                 break
-            if item is _WAKE:
-                continue
-            if failed:
+            if item is _WAKE or failed:
                 continue
             try:
                 self._write(item)
                 self.written += 1
-            except Exception as exc:
-                self._note(f"writing an event failed: {exc!r}")
-                failed = self._close_sink is not None  # a broken file stays broken; a callable may recover
+            except BaseException as exc:  # a callable's KeyboardInterrupt / SystemExit too: the writer lives on
+                self._failed("writing an event", exc)
+                failed = self._is_file  # a broken file stays broken (no torn lines); a callable may recover
         try:
             if self._close_sink is not None:
                 self._close_sink()
-        except Exception as exc:
-            self._note(f"closing the event sink failed: {exc!r}")
+        except BaseException as exc:
+            self._failed("closing the file", exc)
         self._drained.set()
         _open_streams.discard(self)
+        while True:  # flush() markers queued behind build_end: everything is written now
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if isinstance(item, threading.Event):
+                item.set()
+
+    def _failed(self, doing: str, exc: BaseException) -> None:
+        """Report the first sink failure where the user looks: a WARNING in build.problems and a RuntimeWarning."""
+        self._note(f"{doing}: {exc!r}")
+        if self._reported:
+            return
+        self._reported = True
+        then = "later events are dropped" if self._is_file else "later events are still passed to it"
+        message = (f"events sink {self._label} failed {doing}: {type(exc).__name__}: {exc}; {then} "
+                   "(the build itself is not affected)")
+        try:  # the logger also sends it as a "log" event to this build's other streams (and to this one)
+            self.build.logger.log(2, message)
+        except BaseException:
+            pass
+        try:
+            warnings.warn(message, RuntimeWarning, stacklevel=1)
+        except BaseException:  # e.g. -W error turns it into an exception: never on the writer thread
+            pass
 
     def _note(self, message: str) -> None:
         if len(self.errors) < 20:
@@ -308,6 +353,14 @@ def _open_sink(sink: Sink) -> tuple[Callable[[dict[str, Any]], None], Callable[[
     raise TypeError(f"events= must be a file path, a writable text file or a callable, got {type(sink).__name__}")
 
 
+def _describe(sink: Sink) -> str:
+    """A short name for the sink in failure messages."""
+    if isinstance(sink, (str, os.PathLike)):
+        return str(Path(sink).expanduser())
+    name = getattr(sink, "name", None) if hasattr(sink, "write") else getattr(sink, "__qualname__", None)
+    return repr(name if isinstance(name, str) else sink)[:120]
+
+
 def _line_writer(handle: TextIO) -> Callable[[dict[str, Any]], None]:
     def write(event: dict[str, Any]) -> None:
         handle.write(json.dumps(event, ensure_ascii=False, default=str) + "\n")
@@ -320,5 +373,7 @@ def _line_writer(handle: TextIO) -> Callable[[dict[str, Any]], None]:
 
 @atexit.register
 def _flush_at_exit() -> None:
+    """Let unfinished streams write what is queued, up to 2 s in total: a stuck sink cannot hold up exit."""
+    deadline = time.monotonic() + 2.0
     for stream in list(_open_streams):
-        stream.flush(1.0)
+        stream.flush(max(0.0, deadline - time.monotonic()))

@@ -2,10 +2,11 @@
 
   trt-widget build model.onnx [-o model.engine] [--budget S] [--json] [--plain] [--timing-cache F] [--fp16]
                               [--opt-level N] [--workspace SIZE] [--isolation process|thread] [--verbose]
+                              [--report build.html] [--trace build.json]
   trt-widget demo [--blocks N] [same options]    # builds a generated deep residual model
 
-Exit codes: 0 succeeded, 1 failed (or bad input such as a missing file), 2 bad usage, 124 cancelled because
-the --budget ran out, 130 cancelled by Ctrl-C. Ctrl-C cancels at the builder's next step boundary, and the
+Exit codes: 0 succeeded, 1 failed (or bad input such as a missing file, or a --report / --trace file that could
+not be written), 2 bad usage, 124 cancelled because the --budget ran out, 130 cancelled by Ctrl-C. Ctrl-C cancels at the builder's next step boundary, and the
 builder process is terminated when that takes more than 0.5 s; a second Ctrl-C terminates it at once (with
 --isolation thread a third one exits without waiting).
 """
@@ -45,6 +46,10 @@ def _parser() -> argparse.ArgumentParser:
                         help="build in a worker process that Ctrl-C always stops (default) or in this process's "
                              "thread (stops only at TensorRT's next step boundary)")
     common.add_argument("--verbose", action="store_true", help="capture VERBOSE TensorRT log lines")
+    common.add_argument("--report", metavar="F.html",
+                        help="write a standalone HTML report of the build (also when it fails or is cancelled)")
+    common.add_argument("--trace", metavar="F.json",
+                        help="write the build as Chrome trace-event JSON (open in ui.perfetto.dev or chrome://tracing)")
     parser = argparse.ArgumentParser(
         prog="trt-widget", description="Observable, cancelable TensorRT engine builds in a terminal.",
         epilog="Exit codes: 0 succeeded, 1 failed or bad input, 2 bad usage, 124 --budget ran out, "
@@ -116,9 +121,40 @@ def _options(args: argparse.Namespace, output: str | None) -> dict[str, Any]:
     return options
 
 
+def _check_files(args: argparse.Namespace, output: str | None) -> None:
+    """--report / --trace must not overwrite the model, the engine or each other."""
+    taken = {os.path.realpath(p): what for p, what in ((getattr(args, "model", None), "the model"),
+                                                       (output, "the engine output")) if p}
+    for flag, path in (("--report", args.report), ("--trace", args.trace)):
+        if path is None:
+            continue
+        real = os.path.realpath(path)
+        if real in taken:
+            raise _UsageError(f"{flag} {path} is {taken[real]}: choose another file")
+        taken[real] = f"the {flag} file"
+
+
+def _write_files(build: Any, args: argparse.Namespace) -> bool:
+    """Write the --report / --trace files; False (after saying why on stderr) when one cannot be written."""
+    ok = True
+    for flag, path, method in (("--report", args.report, "to_html"), ("--trace", args.trace, "to_trace")):
+        if path is None:
+            continue
+        try:
+            getattr(build, method)(path)
+        except (OSError, ValueError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            print(f"trt-widget: error: cannot write the {flag} file {path}: {reason}", file=sys.stderr)
+            ok = False
+        else:
+            _stderr_line(f"{'Report' if flag == '--report' else 'Trace'} written to {path}")
+    return ok
+
+
 def _run(args: argparse.Namespace) -> int:
     model, output = _model_and_output(args)
     options = _options(args, output)
+    _check_files(args, output)
     from ._build import Build
     from ._events import attach_events
     from ._terminal import Interrupts, TerminalView
@@ -127,6 +163,10 @@ def _run(args: argparse.Namespace) -> int:
         build = Build(model, **options)
     except (ValueError, TypeError) as exc:  # an option the backend cannot build, the model's own path as output...
         raise _UsageError(str(exc)) from None
+    if args.trace:
+        from .trace import record_steps
+
+        record_steps(build)  # steps over time, not only at each phase's start and end
     if args.json:
         stream: Any = attach_events(build, sys.stdout)
         notify = _stderr_line
@@ -149,8 +189,9 @@ def _run(args: argparse.Namespace) -> int:
         stream.join(30.0)
     finally:
         signal.signal(signal.SIGINT, previous)
+    written = _write_files(build, args)
     if build.status == "succeeded":
-        return EXIT_OK
+        return EXIT_OK if written else EXIT_FAILED
     if build.status == "cancelled":
         return EXIT_INTERRUPTED if interrupts.count else EXIT_BUDGET
     message = str(build.error) if build.error is not None else build.status_detail

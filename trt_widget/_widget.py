@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import uuid
 from pathlib import Path
 from typing import Any, Generator
 
@@ -17,6 +18,7 @@ import traitlets
 
 from ._build import Build
 from ._snapshot import SnapshotPump, snapshot
+from ._status import log as _log
 
 _STATIC = Path(__file__).parent / "static"
 TIMING_COLUMNS = ["id", "name", "parent", "depth", "step", "num_steps", "start_s", "end_s", "duration_s", "status"]
@@ -77,6 +79,14 @@ class BuildWidget(anywidget.AnyWidget):
         self._pump = SnapshotPump(build, self._apply)
         self._pump.flush()  # initial state, written before the pump thread exists
         self.on_msg(self._on_custom_msg)
+        self._display_id: str | None = None  # IPython display id, once displayed in a kernel
+        self._display_parent: Any = None  # the request the last display update was sent with
+        build.add_done_callback(self._on_build_end)
+
+    @classmethod
+    def from_events(cls, recording: Any, *, speed: float | None = None) -> BuildWidget:
+        """A widget replaying a recorded build (see :meth:`Build.from_events`); ``start()`` it to play."""
+        return cls(None, build=Build.from_events(recording, speed=speed))
 
     # -- the one writer of synced traits ---------------------------------------------------------------
     def _apply(self, changed: dict[str, Any]) -> None:
@@ -122,12 +132,14 @@ class BuildWidget(anywidget.AnyWidget):
         status = self.build.wait(timeout)
         if self.build.done():
             self._pump.join(timeout=5)
+            self._resync_display()
         return status
 
     async def wait_async(self, poll: float = 0.05) -> str:
         """Await the end of the build; the kernel keeps handling widget messages (Stop works)."""
         status = await self.build.wait_async(poll)
         self._pump.join(timeout=5)
+        self._resync_display()
         return status
 
     def __await__(self) -> Generator[Any, None, str]:
@@ -173,8 +185,98 @@ class BuildWidget(anywidget.AnyWidget):
             Path(path).write_text(text)
         return text
 
+    def to_html(self, path: str | os.PathLike[str] | None = None) -> str:
+        """A standalone HTML report of the build (no script, no network); also written to ``path`` when given."""
+        from .report import to_html
+
+        return to_html(self.build, path)
+
+    def to_trace(self, path: str | os.PathLike[str] | None = None) -> str:
+        """The build as Chrome trace-event JSON (Perfetto, chrome://tracing); also written to ``path`` when given."""
+        from .trace import to_trace
+
+        return to_trace(self.build, path)
+
+    # -- static output: what front ends without the widget's JavaScript show ----------------------------------
+    def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The widget view plus ``text/plain``, ``text/markdown`` and ``text/html`` renderings of the current state
+        (front ends with the widget show the view; GitHub, nbviewer, nbconvert and the like show the HTML)."""
+        bundle = super()._repr_mimebundle_(**kwargs)
+        data, metadata = bundle if isinstance(bundle, tuple) else (bundle or {}, {})
+        return {**data, **self._static()}, dict(metadata or {})
+
+    def _static(self) -> dict[str, str]:
+        from .report import mimebundle
+
+        return mimebundle(self.build, title=repr(self))
+
+    def _bundle(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        render = getattr(self, "_repr_mimebundle_", None)  # ipywidgets sets it to None when the widget is closed
+        return render() if callable(render) else (self._static(), {})
+
+    def _ipython_display_(self) -> None:
+        """Display under an IPython display id, so every output of this widget is replaced by the final state
+        when the build ends (``_repr_mimebundle_`` alone cannot give an output a display id)."""
+        from IPython.display import display
+
+        if not _in_notebook():  # terminal IPython: the terminal tree shows progress; print the result, once
+            display({"text/plain": self._static()["text/plain"] if self.build.done() else repr(self)}, raw=True)
+            return
+        if self._display_id is None:
+            self._display_id = f"trt_widget-{uuid.uuid4().hex}"
+        ended = self.build.done()
+        data, metadata = self._bundle()
+        display(data, metadata=metadata, raw=True, display_id=self._display_id)
+        if not ended and self.build.done():  # it ended while this output was made: make sure it is final
+            self._refresh_display()
+
+    def _on_build_end(self, _build: Any) -> None:
+        """on_done, on the builder thread: ipykernel's IOPub socket is thread-safe, so the update goes out now,
+        with the request of the cell running at this moment (or of the last one)."""
+        if self._display_id is not None:
+            self._refresh_display()
+
+    def _refresh_display(self) -> None:
+        """Replace every output of this widget by its current bundle (IPython ``update_display``); never raises."""
+        try:
+            from IPython import get_ipython
+            from IPython.display import update_display
+
+            shell = get_ipython()
+            if shell is None:
+                return
+            data, metadata = self._bundle()
+            update_display(data, metadata=metadata, raw=True, display_id=self._display_id)
+            self._display_parent = _request_id(shell)
+        except Exception:
+            _log.debug("could not update the displayed output of %r", self, exc_info=True)
+
+    def _resync_display(self) -> None:
+        """After a wait in a cell: resend the final state with this cell's request. Headless runners (nbclient,
+        ``nbconvert --execute``) read only the running cell's messages, so what went out between cells is lost."""
+        if self._display_id is None or not self.build.done():
+            return
+        try:
+            from IPython import get_ipython
+
+            shell = get_ipython()
+            if shell is None:
+                return
+            if not self._pump.thread.is_alive():
+                self.send_state()  # the final widget state, for the notebook's saved widget state
+            if _request_id(shell) != self._display_parent:
+                self._refresh_display()
+        except Exception:
+            _log.debug("could not resend the final state of %r", self, exc_info=True)
+
     def __repr__(self) -> str:
         return f"BuildWidget({self.build.source.label!r})"
+
+
+def _request_id(shell: Any) -> Any:
+    """The id of the request (cell) that display messages sent now belong to, as ipykernel resolves it."""
+    header = getattr(getattr(shell, "display_pub", None), "parent_header", None) or {}
+    return header.get("msg_id") if isinstance(header, dict) else None
 
 
 def _in_notebook() -> bool:

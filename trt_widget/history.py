@@ -88,8 +88,14 @@ def _profile(item: Any, store: Any) -> tuple[list[dict[str, Any]], float | None]
     total = None
     if hasattr(item, "timings") and callable(item.timings):
         build = getattr(item, "build", item)
-        total = getattr(build, "elapsed_s", None) if getattr(build, "done", False) else None
+        total = getattr(build, "elapsed_s", None) if _ended(build) else None
         item = item.timings()
     if isinstance(item, (list, tuple)):
         return profile_rows(item), total
     raise TypeError(f"cannot compare a {type(item).__name__}: pass a history id, record, Build or timings rows")
+
+
+def _ended(build: object) -> bool:
+    """Whether ``build`` (a Build, or anything with a ``done()`` method or ``done`` flag) has ended."""
+    done = getattr(build, "done", False)
+    return bool(done() if callable(done) else done)

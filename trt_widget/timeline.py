@@ -63,7 +63,7 @@ def _read(source: Any) -> tuple[list[dict[str, Any]], float]:
     """(rows, whole-build duration when known — a finished build's time after its last phase counts too)."""
     if hasattr(source, "timings") and callable(source.timings):
         build = getattr(source, "build", source)
-        total = float(build.elapsed_s) if getattr(build, "done", False) else 0.0
+        total = float(build.elapsed_s) if _ended(build) else 0.0
         return timings_rows(source.timings()), total
     if isinstance(source, dict) and "rows" in source:
         return _rows_from_paths(source["rows"]), float(source.get("total_s") or 0.0)
@@ -238,3 +238,9 @@ def save_png(source: Any, path: Union[str, os.PathLike], dpi: int = 120) -> str:
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=dpi)
     return str(atomic_write(path, buffer.getvalue()))
+
+
+def _ended(build: object) -> bool:
+    """Whether ``build`` (a Build, or anything with a ``done()`` method or ``done`` flag) has ended."""
+    done = getattr(build, "done", False)
+    return bool(done() if callable(done) else done)

@@ -1,0 +1,71 @@
+"""Headless notebook execution (nbclient, as ``jupyter nbconvert --execute`` and docs builders run notebooks): the
+saved output of the build cell carries the final state, as static text/html + text/plain and as widget state."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+BUILD_CELL = ("from trt_widget import BuildWidget, models\n"
+              "w = BuildWidget(models.deep_residual(4), history=False).start()\n"
+              "w")
+
+
+def execute(cells: list[str], pause_after_first_s: float = 0.0) -> Any:
+    """Run ``cells`` in a fresh kernel; ``pause_after_first_s`` idles between the first and second cell, so the
+    build ends while no cell runs (what a slow client, or a user reading the output, does)."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+
+    async def pause(cell: Any, cell_index: int, **_: Any) -> None:
+        if cell_index == 0 and pause_after_first_s:
+            await asyncio.sleep(pause_after_first_s)
+
+    NotebookClient(nb, timeout=300, kernel_name="python3", on_cell_executed=pause,
+                   resources={"metadata": {"path": "."}}).execute()
+    return nb
+
+
+def final_output(nb: Any) -> dict[str, Any]:
+    outputs = [o for o in nb.cells[0].outputs if o.get("output_type") in ("display_data", "execute_result")]
+    assert len(outputs) == 1, nb.cells[0].outputs
+    return outputs[0]["data"]
+
+
+def assert_final(data: dict[str, Any], nb: Any) -> None:
+    assert set(data) >= {WIDGET_VIEW, "text/html", "text/plain", "text/markdown"}
+    html, text = data["text/html"], data["text/plain"]
+    assert "Succeeded" in html and "<details" in html and "<script" not in html.lower()
+    for name in ("Building engine", "Building engine from subgraph", "Computing profile costs"):
+        assert f'<span class="trt-name">{name}</span>' in html
+        assert re.search(rf"^ +{re.escape(name)} +(<1 ms|\d+ ms|\d+\.\d\d s)", text, re.M), text
+    assert re.search(r'class="trt-time"[^>]*>(&lt;1 ms|\d+ ms|\d+\.\d\d s)<', html)
+    assert text.startswith("BuildWidget('onnx.ModelProto deep_residual'): Succeeded in ")
+    assert "snapshot" not in text
+    states = nb.metadata["widgets"][WIDGET_STATE]["state"]
+    model = states[data[WIDGET_VIEW]["model_id"]]["state"]
+    assert model["status"] == "succeeded" and model["engine_size"] > 0
+
+
+@pytest.mark.parametrize("wait", ["w.wait()", "await w"])
+def test_the_saved_build_output_is_the_final_state(wait: str) -> None:
+    nb = execute([BUILD_CELL, wait, "w"])
+    assert_final(final_output(nb), nb)
+    # displayed again after the end: the final state straight away
+    again = [o for o in nb.cells[2].outputs if o.get("output_type") == "display_data"]
+    assert again and "Succeeded" in again[0]["data"]["text/html"]
+
+
+def test_the_final_state_is_saved_when_the_build_ended_between_cells() -> None:
+    """The update sent when the build ended belongs to the finished first cell, which nbclient no longer reads;
+    the wait in the next cell sends the final state again, with its own request."""
+    nb = execute([BUILD_CELL, "w.wait()"], pause_after_first_s=3.0)
+    assert_final(final_output(nb), nb)

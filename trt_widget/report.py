@@ -1,0 +1,428 @@
+"""Static renderings of a build for readers without the widget's JavaScript (GitHub, nbviewer, nbconvert, docs
+sites, VS Code without widgets): text, Markdown and HTML phase trees, and a standalone HTML report file.
+
+Everything here reads a finished (or running) Build / BuildWidget and returns text: no script, no network, every
+untrusted string (phase names, errors, log lines, labels) escaped. Repeated phases are merged by name path, so the
+size grows with the distinct phase structure, not with the number of phase instances.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+from ._files import atomic_write
+from ._terminal import fmt_bytes, fmt_s
+
+__all__ = ["PhaseNode", "mimebundle", "phase_tree", "to_html", "to_html_fragment", "to_markdown", "to_text"]
+
+STATUS_WORDS = {"succeeded": "Succeeded", "failed": "Failed", "cancelled": "Cancelled", "running": "Running",
+                "cancelling": "Cancelling", "idle": "Not started"}
+# White text on these backgrounds has a contrast of 5:1 or more, on light and dark pages alike.
+BADGE_BG = {"succeeded": "#1a7f37", "failed": "#b42318", "cancelled": "#8a5a00", "running": "#0b5cad",
+            "cancelling": "#8a5a00", "idle": "#5c5c5c"}
+PHASE_WORDS = {"finished-early": "finished early", "cancelled": "cancelled", "running": "running"}
+INLINE_MAX_NODES = 400  # rows of the tree in a notebook output
+REPORT_MAX_NODES = 5000  # rows of the tree in a report file
+_NOT_TEXT = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
+_MD_LEADING = re.compile(r"^(\s*(?:\d+)?)([-+#.)])")  # would start a list or heading: "- x", "1. x", "# x"
+
+
+# -- the merged phase tree ---------------------------------------------------------------------------------
+@dataclass
+class PhaseNode:
+    """All instances of one phase name path (e.g. every "Timing tactics" under "Computing profile costs")."""
+
+    name: str
+    depth: int
+    count: int = 0
+    duration_s: float = 0.0  # summed over the instances; a running one counts up to now
+    step: int = 0
+    num_steps: int = 0
+    statuses: dict[str, int] = field(default_factory=dict)
+    children: dict[str, "PhaseNode"] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return self.name if self.count == 1 else f"{self.name} ×{self.count}"
+
+    @property
+    def status(self) -> str:
+        """"running" if any instance runs, else the one status all share, else e.g. "3 done, 1 cancelled"."""
+        if self.statuses.get("running"):
+            return "running"
+        if len(self.statuses) == 1:
+            return next(iter(self.statuses))
+        return ", ".join(f"{n} {PHASE_WORDS.get(s, s)}" for s, n in sorted(self.statuses.items()))
+
+    def describe(self) -> str:
+        """The words after the duration: unfinished steps and any status but done."""
+        parts = []
+        if self.num_steps > 1 and self.step < self.num_steps:
+            parts.append(f"steps {self.step}/{self.num_steps}")
+        if self.status != "done":
+            parts.append(PHASE_WORDS.get(self.status, self.status))
+        return " · ".join(parts)
+
+
+def phase_tree(rows: list[dict[str, Any]], now: float) -> list[PhaseNode]:
+    """Merge timings rows by name path into PhaseNodes (top level first, children in first-start order)."""
+    by_id = {r["id"]: r for r in rows if r}
+    node_of: dict[Any, PhaseNode] = {}
+    roots: dict[str, PhaseNode] = {}
+    for row in sorted(by_id.values(), key=lambda r: (r["start_s"], r["id"])):
+        parent = node_of.get(row.get("parent"))
+        siblings = parent.children if parent is not None else roots
+        name = str(row["name"])
+        node = siblings.get(name)
+        if node is None:
+            node = siblings[name] = PhaseNode(name, parent.depth + 1 if parent is not None else 0)
+        running = row.get("end_s") is None
+        status = "running" if running else str(row.get("status") or "done")
+        node.count += 1
+        node.duration_s += max((now if running else row["end_s"]) - row["start_s"], 0.0)
+        node.step += int(row.get("step") or 0)
+        node.num_steps += int(row.get("num_steps") or 0)
+        node.statuses[status] = node.statuses.get(status, 0) + 1
+        node_of[row["id"]] = node
+    return list(roots.values())
+
+
+def _walk(nodes: Any) -> Any:
+    """Depth-first, parents before children."""
+    for node in nodes:
+        yield node
+        yield from _walk(node.children.values())
+
+
+# -- what every rendering shows ------------------------------------------------------------------------------
+class _Facts(dict):  # type: ignore[type-arg]
+    """A build's state read once (and its merged tree built once), shared by the renderings of one bundle."""
+
+
+def _facts(source: Any) -> dict[str, Any]:
+    """Status, time, engine size, label, detail, error and phase tree of a Build / BuildWidget, as plain values."""
+    if isinstance(source, _Facts):
+        return source
+    build = getattr(source, "build", source)  # a BuildWidget's Build
+    status = build.status
+    engine = build.engine
+    error = build.error
+    size = fmt_bytes(len(engine)) if engine else "none (a replayed recording holds no engine)" if engine == b"" else None
+    elapsed = float(build.elapsed_s or 0.0)
+    rows = build.model.rows()  # cached row dicts, read only here
+    return _Facts(status=status, status_word=STATUS_WORDS.get(status, status), elapsed_s=elapsed, engine=size,
+                  final=status in ("succeeded", "failed", "cancelled"), label=str(build.source.label),
+                  detail=str(build.status_detail or ""), problems=list(build.problems), rows=rows,
+                  error=str(error) if error is not None and status == "failed" else "",
+                  nodes=phase_tree(rows, elapsed), output=build.options.output)
+
+
+def _headline(f: dict[str, Any]) -> tuple[str, str]:
+    """("Succeeded", "in 1.23 s, engine 97.1 MiB") (plain text, unescaped)."""
+    rest = f"{'in' if f['final'] else 'at'} {fmt_s(f['elapsed_s'])}"
+    if f["engine"]:
+        rest += f", engine {f['engine']}"
+    return f["status_word"], rest
+
+
+def _clean(text: Any) -> str:
+    """Text without control characters (they break HTML and terminals alike)."""
+    return _NOT_TEXT.sub("\ufffd", str(text))
+
+
+def _e(text: Any) -> str:
+    """HTML-escape untrusted text for element content and quoted attribute values."""
+    return html.escape(_clean(text), quote=True)
+
+
+def _snapshot_note(f: dict[str, Any]) -> str:
+    return ("" if f["final"] else
+            "A snapshot taken while the build ran. It is replaced by the final result when the notebook waits for "
+            "the build (await w, or w.wait()); displaying the widget again after the end shows it too.")
+
+
+# -- text and Markdown ---------------------------------------------------------------------------------------
+def to_text(source: Any, title: str | None = None, max_nodes: int = INLINE_MAX_NODES) -> str:
+    """An indented plain-text tree with durations under a one-line headline (the ``text/plain`` output)."""
+    f = _facts(source)
+    head = f"{title}: " if title else ""
+    lines = [_clean(f"{head}{' '.join(_headline(f))}")]
+    if f["detail"]:
+        lines.append(_clean(f"  {f['detail']}"))
+    nodes = f["nodes"]
+    shown = list(_walk(nodes))[:max_nodes]
+    width = min(max((2 * n.depth + len(n.label) for n in shown), default=0), 72)
+    for node in shown:
+        name = ("  " * node.depth + node.label)[:72]
+        extra = node.describe()
+        lines.append(_clean(f"  {name:<{width}}  {fmt_s(node.duration_s):>9}" + (f"  {extra}" if extra else "")))
+    lines += _more(nodes, max_nodes, "  ")
+    if f["error"]:
+        lines += ["", _clean(f["error"]).rstrip()]
+    note = _snapshot_note(f)
+    return "\n".join(lines + ([f"({note})"] if note else []))
+
+
+def _more(nodes: list[PhaseNode], max_nodes: int, indent: str) -> list[str]:
+    total = sum(1 for _ in _walk(nodes))
+    return [f"{indent}… {total - max_nodes} more phase rows not shown"] if total > max_nodes else []
+
+
+def _md(text: Any) -> str:
+    """Markdown-escape untrusted text: punctuation backslashed, HTML specials as entities."""
+    text = _clean(text).replace("\n", " ").replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _MD_LEADING.sub(lambda m: m.group(1) + "\\" + m.group(2), _MD_SPECIAL.sub(r"\\\1", text))
+
+
+def to_markdown(source: Any, title: str | None = None, max_nodes: int = INLINE_MAX_NODES) -> str:
+    """A nested Markdown list with durations under a bold headline (the ``text/markdown`` output)."""
+    f = _facts(source)
+    head = f"{_md(title)}: " if title else ""
+    word, rest = _headline(f)
+    lines = [f"{head}**{_md(word)}** {_md(rest)}", ""]
+    if f["detail"]:
+        lines += [f"> {_md(f['detail'])}", ""]
+    nodes = f["nodes"]
+    for node in list(_walk(nodes))[:max_nodes]:
+        extra = node.describe()
+        lines.append(f"{'  ' * node.depth}- {_md(node.label)} — {_md(fmt_s(node.duration_s))}"
+                     + (f" ({_md(extra)})" if extra else ""))
+    lines += _more(nodes, max_nodes, "")
+    if f["error"]:
+        lines += ["", f"**Error:** {_md(f['error'])}"]
+    note = _snapshot_note(f)
+    return "\n".join(lines + (["", f"*{_md(note)}*"] if note else []))
+
+
+# -- HTML --------------------------------------------------------------------------------------------------
+_BOX = ("font-family:system-ui,-apple-system,'Segoe UI',sans-serif;font-size:13px;line-height:1.5;"
+        "color-scheme:light dark;max-width:64em")
+_NEST = "margin-left:0.45em;padding-left:0.8em;border-left:1px solid rgba(128,128,128,0.45)"
+_NUM = "font-variant-numeric:tabular-nums;white-space:nowrap"
+_ERROR = ("white-space:pre-wrap;overflow:auto;max-height:16em;margin:0.4em 0;padding:0.5em 0.7em;border-radius:4px;"
+          "background:#fdecea;color:#5f2120;font-size:12px")
+
+
+def _badge(status: str, word: str) -> str:
+    bg = BADGE_BG.get(status, "#5c5c5c")
+    return (f'<span class="trt-status" style="background:{bg};color:#ffffff;border-radius:3px;padding:0 0.45em;'
+            f'font-weight:600">{_e(word)}</span>')
+
+
+def tree_html(nodes: list[PhaseNode], total_s: float, max_nodes: int = INLINE_MAX_NODES) -> str:
+    """Nested ``<details>`` (collapsible without script): top levels, running and big (≥ 5 %) phases open."""
+    budget = [max_nodes]
+    out: list[str] = []
+
+    def row(node: PhaseNode) -> str:
+        extra = node.describe()
+        return (f'<span class="trt-name">{_e(node.label)}</span> '
+                f'<span class="trt-time" style="{_NUM}">{_e(fmt_s(node.duration_s))}</span>'
+                + (f' <span class="trt-extra" style="font-style:italic">({_e(extra)})</span>' if extra else ""))
+
+    def emit(items: list[PhaseNode]) -> None:
+        for node in items:
+            if budget[0] <= 0:
+                return
+            budget[0] -= 1
+            kids = list(node.children.values())
+            if not kids:
+                out.append(f'<div class="trt-phase" style="padding-left:1.05em">{row(node)}</div>')
+                continue
+            big = total_s > 0 and node.duration_s >= 0.05 * total_s
+            is_open = " open" if node.depth == 0 or big or node.status == "running" else ""
+            out.append(f'<details class="trt-phase"{is_open}><summary style="cursor:pointer">{row(node)}</summary>'
+                       f'<div style="{_NEST}">')
+            emit(kids)
+            out.append("</div></details>")
+
+    emit(nodes)
+    total = sum(1 for _ in _walk(nodes))
+    if total > max_nodes:
+        out.append(f"<div><em>… {total - max_nodes} more phase rows not shown</em></div>")
+    if not nodes:
+        out.append("<div><em>no phases recorded</em></div>")
+    return "".join(out)
+
+
+def to_html_fragment(source: Any, title: str | None = None, max_nodes: int = INLINE_MAX_NODES) -> str:
+    """A self-contained HTML fragment (inline styles, no script): headline, error, warnings and the phase tree.
+
+    This is the ``text/html`` output a notebook saves, shown wherever the widget's JavaScript is missing.
+    """
+    f = _facts(source)
+    rest = _headline(f)[1]
+    out = [f'<div class="trt-widget-static" style="{_BOX}">',
+           f'<div>{_badge(f["status"], f["status_word"])} <span style="{_NUM}">{_e(rest)}</span>'
+           + (f' — <span class="trt-label">{_e(title or f["label"])}</span>' if title or f["label"] else "")
+           + "</div>"]
+    if f["detail"]:
+        out.append(f'<div class="trt-detail">{_e(f["detail"])}</div>')
+    if f["error"]:
+        out.append(f'<pre class="trt-error" style="{_ERROR}">{_e(f["error"].rstrip())}</pre>')
+    if f["problems"]:
+        items = "".join(f"<li>{_e(p.get('severity', ''))}: {_e(p.get('message', ''))}</li>"
+                        for p in f["problems"][:50])
+        out.append(f'<details class="trt-problems"><summary style="cursor:pointer">{len(f["problems"])} TensorRT '
+                   f'warning/error line(s)</summary><ul style="margin:0.2em 0;padding-left:1.4em">{items}</ul>'
+                   "</details>")
+    out.append(f'<div class="trt-tree" style="margin-top:0.3em">{tree_html(f["nodes"], f["elapsed_s"], max_nodes)}</div>')
+    note = _snapshot_note(f)
+    if note:
+        out.append(f'<div style="font-style:italic;margin-top:0.3em">{_e(note)}</div>')
+    out.append("</div>")
+    return "".join(out)
+
+
+def mimebundle(source: Any, title: str | None = None) -> dict[str, str]:
+    """``text/plain``, ``text/markdown`` and ``text/html`` renderings of the build's current state."""
+    f = _facts(source)
+    return {"text/plain": to_text(f, title), "text/markdown": to_markdown(f, title),
+            "text/html": to_html_fragment(f, title)}
+
+
+# -- the standalone report -------------------------------------------------------------------------------------
+_PAGE_CSS = """
+:root { color-scheme: light dark; --fg: #1f2328; --bg: #ffffff; --muted: #57606a; --line: #d0d7de; }
+@media (prefers-color-scheme: dark) { :root { --fg: #e6edf3; --bg: #0d1117; --muted: #9da7b3; --line: #3d444d; } }
+body { font-family: system-ui, -apple-system, 'Segoe UI', sans-serif; color: var(--fg); background: var(--bg);
+       margin: 2em auto; max-width: 72em; padding: 0 1.5em; line-height: 1.5; font-size: 14px; }
+h1 { font-size: 1.5em; margin: 0 0 0.4em; } h2 { font-size: 1.15em; margin: 1.6em 0 0.5em; }
+table { border-collapse: collapse; } td, th { padding: 0.2em 0.9em 0.2em 0; text-align: left; vertical-align: top; }
+th { color: var(--muted); font-weight: 600; } .num { text-align: right; font-variant-numeric: tabular-nums; }
+table.grid td, table.grid th { border-bottom: 1px solid var(--line); padding: 0.25em 0.8em; }
+figure { margin: 0; overflow-x: auto; background: #ffffff; border: 1px solid var(--line); border-radius: 6px;
+         padding: 6px; }
+code { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 0.92em; }
+footer { color: var(--muted); margin-top: 2.5em; font-size: 12px; }
+"""
+
+
+def to_html(source: Any, path: Union[str, "os.PathLike[str]", None] = None) -> str:
+    """A standalone HTML report of a build: header (status, time, engine, model, backend, options), the phase
+    tree, the timeline (inline SVG), TensorRT's warnings and errors, and the history comparison when there is one.
+
+    Self-contained (no script, no network). Returns the text; also writes it atomically to ``path`` when given.
+    """
+    from . import __version__
+
+    build = getattr(source, "build", source)
+    f = _facts(build)
+    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+             '<meta name="color-scheme" content="light dark">',
+             '<meta name="viewport" content="width=device-width, initial-scale=1">',
+             f"<title>TensorRT build report: {_e(f['label'])}</title>", f"<style>{_PAGE_CSS}</style></head><body>",
+             f"<h1>TensorRT engine build: {_e(f['label'])}</h1>", _header_table(build, f)]
+    if f["error"]:
+        parts.append(f'<pre class="trt-error" style="{_ERROR}">{_e(f["error"].rstrip())}</pre>')
+    parts += [f"<h2>Phases <small>({len(f['rows'])} instances)</small></h2>",
+              f'<div class="trt-tree">{tree_html(f["nodes"], f["elapsed_s"], REPORT_MAX_NODES)}</div>',
+              "<h2>Timeline</h2>", f'<figure class="trt-timeline">{_timeline_svg(build)}</figure>',
+              _problems_section(build, f), _history_section(build),
+              f"<footer>Made by trt_widget {_e(__version__)} on {_e(time.strftime('%Y-%m-%d %H:%M:%S %z'))}. "
+              "This file is self-contained: no script, no network.</footer>", "</body></html>"]
+    text = "\n".join(p for p in parts if p)
+    if path is not None:
+        atomic_write(path, text.encode("utf-8"))
+    return text
+
+
+def _header_table(build: Any, f: dict[str, Any]) -> str:
+    rows = [("Status", _badge(f["status"], f["status_word"]) + (f" {_e(f['detail'])}" if f["detail"] else "")),
+            ("Total time", _e(fmt_s(f["elapsed_s"]))),
+            ("Engine", _e(f["engine"] or "none") + (f" → <code>{_e(f['output'])}</code>"
+                                                    if f["output"] and f["status"] == "succeeded" else "")),
+            ("Model", _e(f["label"])), ("Backend", _e(_backend_text(_safe(_backend_info)))),
+            ("Options", _e(_options_text(build)))]
+    resources = _safe(lambda: build.resources.report() if build.resources is not None else None)
+    if resources:
+        rows.append(("Resources", _e(resources)))
+    cancel = getattr(build, "cancel_info", None)
+    if cancel:
+        rows.append(("Stop", _e(f"requested at {fmt_s(cancel.get('requested_at_s'))} during "
+                                f"{cancel.get('phase') or 'the build'}")))
+    return ('<table class="trt-header">' + "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows)
+            + "</table>")
+
+
+def _backend_info() -> dict[str, str]:
+    from ._backend import backend_info
+
+    return backend_info()
+
+
+def _backend_text(info: dict[str, str] | None) -> str:
+    """E.g. "rtx (tensorrt_rtx_bindings 1.7.1.116)"; a replayed recording may come where no backend is installed."""
+    return f"{info['backend']} ({info['module']} {info['version']})" if info else "unavailable on this machine"
+
+
+def _options_text(build: Any) -> str:
+    options = build.options
+    values = {k: getattr(options, k, None) for k in ("optimization_level", "fp16", "strongly_typed", "workspace",
+                                                     "profiles", "timing_cache", "budget", "isolation", "verbose")}
+    shown = {k: v for k, v in values.items() if v not in (None, {}, False) or k == "strongly_typed"}
+    return ", ".join(f"{k}={json.dumps(v, default=str)}" for k, v in shown.items())
+
+
+def _timeline_svg(build: Any) -> str:
+    from .timeline import to_svg
+
+    return _safe(lambda: to_svg(build)) or "<p>(no timeline could be drawn)</p>"
+
+
+def _problems_section(build: Any, f: dict[str, Any]) -> str:
+    problems = f["problems"]
+    if not problems:
+        return "<h2>TensorRT warnings and errors</h2><p>None.</p>"
+    from ._expected import annotate
+
+    kind = (_safe(_backend_info) or {}).get("backend", "")
+    problems = annotate(problems, cancelled=getattr(build, "cancel_info", None) is not None, backend=kind)
+    rows = "".join(f'<tr><td class="num">{_e(fmt_s(p.get("t")))}</td><td>{_e(p.get("severity", ""))}</td>'
+                   f"<td>{_e(p.get('message', ''))}" + (f"<br><em>expected: {_e(p['expected'])}</em>"
+                                                        if p.get("expected") else "") + "</td></tr>"
+                   for p in problems)
+    return (f"<h2>TensorRT warnings and errors ({len(problems)})</h2><table class=\"grid trt-problems\">"
+            f"<tr><th>at</th><th>severity</th><th>message</th></tr>{rows}</table>")
+
+
+def _history_section(build: Any, max_rows: int = 150) -> str:
+    """This build against the past build its ETA was based on (nothing when history is off or has no match)."""
+    link = getattr(build, "history", None)
+    match = getattr(link, "match", None) if link is not None else None
+    if not isinstance(match, dict) or not match.get("rows"):
+        return ""
+    try:
+        from .history import compare
+
+        rows = [r for r in compare(match, build) if r["depth"] <= 2]
+        based_on = link.based_on
+    except Exception:
+        return ""
+    body = []
+    for r in rows[:max_rows]:
+        delta = r["delta"]
+        pct = f" ({100 * delta / r['a_s']:+.0f} %)" if delta is not None and r["a_s"] else ""
+        sign = "+" if delta is not None and delta >= 0 else "−"
+        body.append(f"<tr><td style=\"padding-left:{max(r['depth'], 0) * 1.2 + 0.8:.1f}em\">{_e(r['name'])}</td>"
+                    f'<td class="num">{_e(fmt_s(r["a_s"]) or "—")}</td><td class="num">{_e(fmt_s(r["b_s"]) or "—")}'
+                    f'</td><td class="num">{_e(sign + fmt_s(abs(delta)) + pct) if delta is not None else "—"}</td></tr>')
+    more = f"<p>… {len(rows) - max_rows} more rows not shown</p>" if len(rows) > max_rows else ""
+    return (f"<h2>Compared with the {_e(based_on or 'previous matching build')}</h2>"
+            '<table class="grid trt-history"><tr><th>phase</th><th>then</th><th>now</th><th>change</th></tr>'
+            + "".join(body) + "</table>" + more)
+
+
+def _safe(fn: Any) -> Any:
+    """``fn()``, or None when it raises: an optional part of a report never breaks the report."""
+    try:
+        return fn()
+    except Exception:
+        return None

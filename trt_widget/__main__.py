@@ -54,7 +54,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="trt-widget", description="Observable, cancelable TensorRT engine builds in a terminal.",
         epilog="Exit codes: 0 succeeded, 1 failed or bad input, 2 bad usage, 124 --budget ran out, "
                "130 cancelled with Ctrl-C.")
-    commands = parser.add_subparsers(dest="command", metavar="{build,demo}")
+    commands = parser.add_subparsers(dest="command", metavar="{build,demo,view}")
     build = commands.add_parser("build", parents=[common], help="build an engine from an ONNX file",
                                 description="Build an engine from an ONNX file (default output: MODEL with "
                                             "the suffix .engine).")
@@ -64,6 +64,15 @@ def _parser() -> argparse.ArgumentParser:
                                            "written unless -o is given).")
     demo.add_argument("--blocks", type=int, default=600, metavar="N",
                       help="residual blocks: build time grows with N (default 600)")
+    view = commands.add_parser("view", help="replay a recorded build (--json / events=) as a tree",
+                               description="Replay a build recorded with --json or events= (e.g. on a GPU server) "
+                                           "in this terminal, and optionally write its report or trace.")
+    view.add_argument("recording", help="JSON-lines file written by --json or events=")
+    view.add_argument("--speed", type=float, metavar="X",
+                      help="replay at the recorded pace times X (default: at once)")
+    view.add_argument("--plain", action="store_true", help="plain lines even in a terminal")
+    for flag in ("--report", "--trace"):
+        view.add_argument(flag, metavar="F", help=f"write the replayed build's {flag[2:]} file")
     return parser
 
 
@@ -76,10 +85,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.code or 0)
     if args.command is None:
         parser.print_usage(sys.stderr)
-        print("trt-widget: error: choose a command: build or demo", file=sys.stderr)
+        print("trt-widget: error: choose a command: build, demo or view", file=sys.stderr)
         return EXIT_USAGE
     try:
-        return _run(args)
+        return _view(args) if args.command == "view" else _run(args)
     except _UsageError as exc:
         print(f"trt-widget: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -123,8 +132,9 @@ def _options(args: argparse.Namespace, output: str | None) -> dict[str, Any]:
 
 def _check_files(args: argparse.Namespace, output: str | None) -> None:
     """--report / --trace must not overwrite the model, the engine or each other."""
-    taken = {os.path.realpath(p): what for p, what in ((getattr(args, "model", None), "the model"),
-                                                       (output, "the engine output")) if p}
+    named = ((getattr(args, "model", None), "the model"), (getattr(args, "recording", None), "the recording"),
+             (output, "the engine output"))
+    taken = {os.path.realpath(p): what for p, what in named if p}
     for flag, path in (("--report", args.report), ("--trace", args.trace)):
         if path is None:
             continue
@@ -197,6 +207,32 @@ def _run(args: argparse.Namespace) -> int:
     message = str(build.error) if build.error is not None else build.status_detail
     print(f"trt-widget: build failed: {message}", file=sys.stderr)
     return EXIT_FAILED
+
+
+def _view(args: argparse.Namespace) -> int:
+    """Replay a recording: exit 0 when it replays to its end, whatever the recorded build's outcome."""
+    from ._build import Build
+    from ._terminal import TerminalView
+    from .replay import RecordingError
+
+    if args.speed is not None and not args.speed > 0:
+        raise _UsageError(f"--speed must be a positive number, got {args.speed}")
+    _check_files(args, None)
+    try:
+        build = Build.from_events(Path(args.recording), speed=args.speed)
+    except RecordingError as exc:
+        raise _InputError(str(exc)) from None
+    stream = TerminalView(build, sys.stdout, style="plain" if args.plain else "auto", hint="Ctrl-C to stop")
+    try:
+        build.start().wait()
+    except KeyboardInterrupt:
+        build.wait()
+    stream.join(30.0)
+    written = _write_files(build, args)
+    if "replayed recording" not in build.status_detail and build.status != "cancelled":
+        print(f"trt-widget: error: {build.error or build.status_detail}", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK if written else EXIT_FAILED
 
 
 def _stderr_line(text: str) -> None:

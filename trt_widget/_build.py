@@ -101,8 +101,10 @@ class Build:
         self._lock = threading.Lock()
         self._status = IDLE
         self.status_detail = ""
+        self._notes: list[str] = []  # what the runner said about the build (kept on success; stop reasons are not)
         self.cancel_info: dict[str, Any] | None = None  # {"phase": name, "requested_at_s": t} once stopped
         self.engine: bytes | None = None
+        self._recorded_engine_size: int | None = None  # a replay's: the recording names a size, holds no bytes
         self.error: BuildError | None = None
         self.logger = CaptureLogger(self.options.verbose, clock)
         self._thread: threading.Thread | None = None
@@ -128,7 +130,31 @@ class Build:
 
             attach_resources(self)
 
+    @classmethod
+    def from_events(cls, recording: Any, *, speed: float | None = None) -> Build:
+        """A Build that replays a recording of ``events=`` / ``--json`` (a path, or an iterable of JSON lines or
+        event dicts): instantly, or at the recorded pace times ``speed``. ``start()`` it like any build; it has
+        no engine bytes. A bad line raises ``trt_widget.replay.RecordingError`` naming the line."""
+        from .replay import ReplayClock, ReplayRunner, load_events
+
+        events = load_events(recording)
+        clock = ReplayClock()
+        first = next((e for e in events if e["event"] == "build_start"), {})
+        where = str(recording) if isinstance(recording, (str, os.PathLike)) else "a recording"
+        build = cls(b"replay", isolation="thread", history=False, resources=False, clock=clock)
+        build.source = ModelSource("recording", where, f"replay of {first.get('model') or where}")
+        build.runner = ReplayRunner(events, clock, speed, on_engine_size=build._set_recorded_engine_size)
+        return build
+
+    def _set_recorded_engine_size(self, size: int) -> None:
+        self._recorded_engine_size = size
+
     # -- state ---------------------------------------------------------------------------------------
+    @property
+    def engine_size(self) -> int | None:
+        """The engine's size in bytes (for a replay: the recorded engine's); None when there is none."""
+        return len(self.engine) if self.engine else self._recorded_engine_size
+
     @property
     def status(self) -> str:
         """One of idle, running, cancelling, succeeded, cancelled, failed."""
@@ -309,8 +335,9 @@ class Build:
 
         Only regular files are written (a symlink's target is replaced, the link kept); the model file is refused.
         """
-        if self.engine is None:
-            raise BuildError(f"no engine to save: the build is {self._status}")
+        if not self.engine:
+            raise BuildError(f"no engine to save: the build is {self._status}"
+                             + (" (a replayed recording holds no engine)" if self.engine == b"" else ""))
         if self.source.kind == "path" and os.path.realpath(path) == os.path.realpath(self.source.value):
             raise ValueError(f"{path} is the model file itself: saving the engine there would destroy the model")
         atomic_write(path, self.engine)
@@ -324,6 +351,7 @@ class Build:
 
     def _note(self, sentence: str) -> None:
         with self._lock:
+            self._notes.append(sentence)
             self.status_detail = f"{self.status_detail}; {sentence}" if self.status_detail else sentence
 
     def _on_pid(self, pid: int | None) -> None:
@@ -373,8 +401,9 @@ class Build:
                 backend = select_backend()[0]
                 errors = [m for m in significant(self.logger.errors())
                           if expected_reason(m, cancelled=False, backend=backend) is None]
-                self.status_detail = (f"TensorRT logged {len(errors)} error line(s) although the engine was built; "
-                                      f"check it: {errors[0][:200]}") if errors else ""
+                self.status_detail = "; ".join(
+                    ([f"TensorRT logged {len(errors)} error line(s) although the engine was built; "
+                      f"check it: {errors[0][:200]}"] if errors else []) + self._notes)
             callbacks, self._on_done = self._on_done, []
             self._done.set()
         for callback in callbacks:
@@ -398,3 +427,15 @@ class Build:
 
     def __repr__(self) -> str:
         return f"<Build {self.source.label!r} status={self._status}>"
+
+    def to_html(self, path: str | os.PathLike[str] | None = None) -> str:
+        """A standalone HTML report of the build (:func:`trt_widget.report.to_html`); written to ``path`` if given."""
+        from .report import to_html
+
+        return to_html(self, path)
+
+    def to_trace(self, path: str | os.PathLike[str] | None = None) -> str:
+        """Chrome trace-event JSON of the build (:func:`trt_widget.trace.to_trace`); written to ``path`` if given."""
+        from .trace import to_trace
+
+        return to_trace(self, path)

@@ -109,11 +109,12 @@ class PhaseModel:
         return stack[-1]
 
     def phase_start(self, name: str, parent_name: str | None, num_steps: int, at: float | None = None,
-                    thread: int | None = None) -> Phase:
+                    thread: int | None = None, parent_thread: int | None = None) -> Phase:
+        """A phase instance starts; ``parent_thread`` (default ``thread``) picks among same-named parents."""
         with self._lock:
             parent = None
             if parent_name is not None:
-                parent = self._pick(self._active.get(parent_name), thread)
+                parent = self._pick(self._active.get(parent_name), thread if parent_thread is None else parent_thread)
             phase = Phase(
                 id=len(self._phases),
                 name=name,

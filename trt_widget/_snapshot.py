@@ -28,7 +28,7 @@ def snapshot(build: Any) -> dict[str, Any]:
         "status_detail": build.status_detail,
         "elapsed_s": round(build.elapsed_s, 4),
         "phases": build.model.rows(),
-        "engine_size": len(build.engine) if build.engine is not None else 0,
+        "engine_size": build.engine_size or 0,
         "error": str(error) if error is not None and status == "failed" else "",
         "logs": annotate(build.problems[-MAX_LOGS:], cancelled=build.cancel_info is not None,
                          backend=_backend_kind()),

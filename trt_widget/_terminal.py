@@ -298,6 +298,9 @@ def outcome(build: Any) -> str:
     """One line: status, time, and the engine (size and path) or the reason."""
     elapsed = fmt_s(build.elapsed_s)
     if build.status == "succeeded":
+        if build.source.kind == "recording":
+            size = fmt_bytes(build.engine_size) if build.engine_size is not None else "of unknown size"
+            return f"Replayed a build that succeeded in {elapsed}: engine {size} (recorded; not part of the recording)"
         where = f" written to {build.options.output}" if build.options.output else " (not saved)"
         return f"Succeeded in {elapsed}: engine {fmt_bytes(len(build.engine))}{where}"
     if build.status == "cancelled":

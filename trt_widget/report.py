@@ -114,7 +114,8 @@ def _facts(source: Any) -> dict[str, Any]:
     status = build.status
     engine = build.engine
     error = build.error
-    size = fmt_bytes(len(engine)) if engine else "none (a replayed recording holds no engine)" if engine == b"" else None
+    recorded = engine == b"" and getattr(build, "engine_size", None) is not None  # a replay names the size only
+    size = fmt_bytes(len(engine)) if engine else f"{fmt_bytes(build.engine_size)} (recorded)" if recorded else None
     elapsed = float(build.elapsed_s or 0.0)
     rows = build.model.rows()  # cached row dicts, read only here
     return _Facts(status=status, status_word=STATUS_WORDS.get(status, status), elapsed_s=elapsed, engine=size,

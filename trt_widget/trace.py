@@ -195,7 +195,7 @@ def to_trace(source: Any, path: Union[str, "os.PathLike[str]", None] = None) -> 
         t_end = float(build.elapsed_s or 0.0)
         logs = list(build.logs)
         other.update(model=str(build.source.label), status=build.status, elapsed_s=t_end,
-                     engine_bytes=len(build.engine) if build.engine is not None else None,
+                     engine_bytes=build.engine_size,
                      status_detail=build.status_detail)
         try:
             from ._backend import backend_info

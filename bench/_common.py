@@ -11,8 +11,9 @@ import platform
 import statistics
 import sys
 import time
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as `python bench/x.py` from anywhere, against this checkout
@@ -70,8 +71,9 @@ def emit(bench: str, figures: dict[str, Any], **extra: Any) -> None:
     print(JSON_PREFIX + json.dumps(record, default=_jsonable), flush=True)
 
 
-def figure(value: float | None, target: str, passed: bool | None, unit: str, what: str,
-           **details: Any) -> dict[str, Any]:
+def figure(
+    value: float | None, target: str, passed: bool | None, unit: str, what: str, **details: Any
+) -> dict[str, Any]:
     """One figure: its value, the target as text, PASS/FAIL (None: no target, shown as info) and what it is."""
     verdict = None if passed is None else bool(passed)
     return {"value": value, "unit": unit, "target": target, "pass": verdict, "what": what, **details}
@@ -162,4 +164,3 @@ class FakeBuild:
 
     def on_done(self, _callback: Any) -> None:
         pass
-

@@ -30,8 +30,9 @@ class SendProbe:
                 self.times.append(time.perf_counter())
                 self.keys.append(tuple(sorted(key)) if isinstance(key, (set, list, tuple)) else (str(key),))
 
-        def publish_msg(msg_type: str, data: Any = None, metadata: Any = None, buffers: Any = None,
-                        **keys: Any) -> None:
+        def publish_msg(
+            msg_type: str, data: Any = None, metadata: Any = None, buffers: Any = None, **keys: Any
+        ) -> None:
             start = time.perf_counter()
             encoded = json.dumps(data, ensure_ascii=False, allow_nan=False).encode("utf8", "surrogateescape")
             with self._lock:

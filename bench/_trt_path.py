@@ -13,6 +13,7 @@ import ctypes
 from typing import Any
 
 from _common import ROOT  # noqa: F401
+
 from trt_widget._backend import trt
 
 # IProgressMonitor's vtable: getInterfaceInfo, two destructor slots, one more base slot, then the three
@@ -75,8 +76,13 @@ def verify() -> str | None:
         native.phase_finish(b"Inner")
     except Exception as exc:  # a layout mismatch usually shows up as a ctypes error or wrong calls
         return f"{type(exc).__name__}: {exc}"
-    expected = [("start", "Outer", None, 7), ("start", "Inner", "Outer", 2), ("step", "Inner", 0),
-                ("step", "Inner", 1), ("finish", "Inner")]
+    expected = [
+        ("start", "Outer", None, 7),
+        ("start", "Inner", "Outer", 2),
+        ("step", "Inner", 0),
+        ("step", "Inner", 1),
+        ("finish", "Inner"),
+    ]
     if probe.calls != expected or results != [True, False]:
         return f"vtable calls reached {probe.calls} / returned {results}"
     return None

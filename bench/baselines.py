@@ -12,6 +12,7 @@ import time
 from typing import Any, TextIO
 
 from _common import ROOT  # noqa: F401  (puts the checkout on sys.path)
+
 from trt_widget._backend import trt
 
 _IProgressMonitor: Any = trt().IProgressMonitor

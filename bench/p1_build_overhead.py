@@ -16,6 +16,7 @@ import time
 from _common import ThreadCpu, emit, figure, load_avg, median, print_table
 from _probe import SendProbe
 from baselines import plain_build
+
 from trt_widget import BuildWidget, _widget, models
 
 TARGET = 1.01
@@ -72,44 +73,84 @@ def main() -> None:
                     plain.append(bare_build(onnx))
                 else:
                     widget.append(widget_build(onnx, history_dir))
-                print(f"  repeat {i + 1}/{args.repeats} {which}: "
-                      f"{(plain if which == 'plain' else widget)[-1]['wall']:.2f} s", flush=True)
+                print(
+                    f"  repeat {i + 1}/{args.repeats} {which}: "
+                    f"{(plain if which == 'plain' else widget)[-1]['wall']:.2f} s",
+                    flush=True,
+                )
 
     wall_ratio = median([r["wall"] for r in widget]) / median([r["wall"] for r in plain])
     cpu_ratio = median([r["cpu"] for r in widget]) / median([r["cpu"] for r in plain])
     pair_ratios = [w["wall"] / p["wall"] for w, p in zip(widget, plain)]
     min_ratio = min(r["wall"] for r in widget) / min(r["wall"] for r in plain)  # least-disturbed runs
     rows = [
-        ["no monitor", f"{median([r['wall'] for r in plain]):.2f}", f"{min(r['wall'] for r in plain):.2f}",
-         f"{max(r['wall'] for r in plain):.2f}", f"{median([r['cpu'] for r in plain]):.2f}"],
-        ["BuildWidget", f"{median([r['wall'] for r in widget]):.2f}", f"{min(r['wall'] for r in widget):.2f}",
-         f"{max(r['wall'] for r in widget):.2f}", f"{median([r['cpu'] for r in widget]):.2f}"],
+        [
+            "no monitor",
+            f"{median([r['wall'] for r in plain]):.2f}",
+            f"{min(r['wall'] for r in plain):.2f}",
+            f"{max(r['wall'] for r in plain):.2f}",
+            f"{median([r['cpu'] for r in plain]):.2f}",
+        ],
+        [
+            "BuildWidget",
+            f"{median([r['wall'] for r in widget]):.2f}",
+            f"{min(r['wall'] for r in widget):.2f}",
+            f"{max(r['wall'] for r in widget):.2f}",
+            f"{median([r['cpu'] for r in widget]):.2f}",
+        ],
     ]
-    print_table(f"P1 deep_residual({args.blocks}) build, {args.repeats} interleaved repeats each",
-                ["monitor", "median wall s", "min", "max", "median CPU s"], rows)
-    print(f"wall ratio (median/median) {wall_ratio:.4f} (min/min {min_ratio:.4f})   CPU ratio {cpu_ratio:.4f}   "
-          f"per-pair wall ratios {', '.join(f'{r:.3f}' for r in pair_ratios)}")
+    print_table(
+        f"P1 deep_residual({args.blocks}) build, {args.repeats} interleaved repeats each",
+        ["monitor", "median wall s", "min", "max", "median CPU s"],
+        rows,
+    )
+    print(
+        f"wall ratio (median/median) {wall_ratio:.4f} (min/min {min_ratio:.4f})   CPU ratio {cpu_ratio:.4f}   "
+        f"per-pair wall ratios {', '.join(f'{r:.3f}' for r in pair_ratios)}"
+    )
     own_share = median([r["own_cpu"] / r["wall"] for r in widget])
     print(f"widget sends per build {[r['sends'] for r in widget]}, phase instances {widget[-1]['phases']}")
-    print(f"CPU of the widget's own threads (pump, resource sampler, history) per build "
-          f"{[round(r['own_cpu'], 3) for r in widget]} s = {own_share * 100:.2f}% of build wall (median)")
-    emit("p1_build_overhead", {
-        "P1": figure(round(wall_ratio, 4), f"<= {TARGET}", wall_ratio <= TARGET, "ratio",
-                     f"deep_residual({args.blocks}) wall time, BuildWidget ÷ no monitor, median of "
-                     f"{args.repeats} interleaved repeats",
-                     cpu_ratio=round(cpu_ratio, 4), min_ratio=round(min_ratio, 4),
-                     pair_ratios=[round(r, 4) for r in pair_ratios],
-                     plain_wall_s=[round(r["wall"], 3) for r in plain],
-                     widget_wall_s=[round(r["wall"], 3) for r in widget],
-                     plain_cpu_s=[round(r["cpu"], 3) for r in plain],
-                     widget_cpu_s=[round(r["cpu"], 3) for r in widget],
-                     widget_sends=[r["sends"] for r in widget]),
-        "P1-own": figure(round(own_share * 100, 3), "no target", None, "% of build wall",
-                         "CPU of the widget's own threads (pump, resource sampler, history) ÷ build wall, median",
-                         own_cpu_s=[round(r["own_cpu"], 3) for r in widget]),
-        "P1-cpu": figure(round(cpu_ratio, 4), "no target", None, "ratio",
-                         "process CPU time (all threads), BuildWidget ÷ no monitor, median of the same builds"),
-    }, load_avg_start=load_start)
+    print(
+        f"CPU of the widget's own threads (pump, resource sampler, history) per build "
+        f"{[round(r['own_cpu'], 3) for r in widget]} s = {own_share * 100:.2f}% of build wall (median)"
+    )
+    emit(
+        "p1_build_overhead",
+        {
+            "P1": figure(
+                round(wall_ratio, 4),
+                f"<= {TARGET}",
+                wall_ratio <= TARGET,
+                "ratio",
+                f"deep_residual({args.blocks}) wall time, BuildWidget ÷ no monitor, median of "
+                f"{args.repeats} interleaved repeats",
+                cpu_ratio=round(cpu_ratio, 4),
+                min_ratio=round(min_ratio, 4),
+                pair_ratios=[round(r, 4) for r in pair_ratios],
+                plain_wall_s=[round(r["wall"], 3) for r in plain],
+                widget_wall_s=[round(r["wall"], 3) for r in widget],
+                plain_cpu_s=[round(r["cpu"], 3) for r in plain],
+                widget_cpu_s=[round(r["cpu"], 3) for r in widget],
+                widget_sends=[r["sends"] for r in widget],
+            ),
+            "P1-own": figure(
+                round(own_share * 100, 3),
+                "no target",
+                None,
+                "% of build wall",
+                "CPU of the widget's own threads (pump, resource sampler, history) ÷ build wall, median",
+                own_cpu_s=[round(r["own_cpu"], 3) for r in widget],
+            ),
+            "P1-cpu": figure(
+                round(cpu_ratio, 4),
+                "no target",
+                None,
+                "ratio",
+                "process CPU time (all threads), BuildWidget ÷ no monitor, median of the same builds",
+            ),
+        },
+        load_avg_start=load_start,
+    )
 
 
 if __name__ == "__main__":

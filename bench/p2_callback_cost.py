@@ -15,10 +15,12 @@ import os
 import subprocess
 import sys
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from _common import emit, figure, load_avg, median, percentile, print_table
 from baselines import AnsiMonitor, NoopMonitor, plain_build
+
 from trt_widget import BuildWidget, _build, _engine, _widget, models
 from trt_widget._monitor import BuildMonitor
 
@@ -162,20 +164,32 @@ def in_build(blocks: int) -> dict[str, dict[str, float]]:
             plain_build(onnx, monitor)
         wall = time.perf_counter() - start
         body = monitor.durations_ns  # raw: each includes the timer's own ``overhead`` ns
-        out[kind] = {"timer_overhead_ns": overhead, "calls": len(body), "median_ns": median(body),
-                     "p99_ns": percentile(body, 99),
-                     "max_ns": max(body), "total_ms": sum(body) / 1e6, "wall_s": wall,
-                     "share": sum(body) / 1e9 / wall}
+        out[kind] = {
+            "timer_overhead_ns": overhead,
+            "calls": len(body),
+            "median_ns": median(body),
+            "p99_ns": percentile(body, 99),
+            "max_ns": max(body),
+            "total_ms": sum(body) / 1e6,
+            "wall_s": wall,
+            "share": sum(body) / 1e9 / wall,
+        }
         if log_ns:
-            out[kind].update({"log_calls": len(log_ns), "log_median_ns": median(log_ns),
-                              "log_total_ms": sum(log_ns) / 1e6})
+            out[kind].update(
+                {"log_calls": len(log_ns), "log_median_ns": median(log_ns), "log_total_ms": sum(log_ns) / 1e6}
+            )
     return out
 
 
 def native_feasible() -> str | None:
     """Check the vtable path in a child process first: a wrong layout could crash, not just fail."""
-    child = subprocess.run([sys.executable, __file__, "--verify-native"], capture_output=True, text=True,
-                           timeout=120, cwd=os.path.dirname(os.path.abspath(__file__)))
+    child = subprocess.run(
+        [sys.executable, __file__, "--verify-native"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=os.path.dirname(os.path.abspath(__file__)),
+    )
     if child.returncode != 0:
         return f"probe exited {child.returncode}: {(child.stdout + child.stderr).strip()[-300:]}"
     return None
@@ -202,57 +216,111 @@ def main() -> None:
     native = per_callback(drive_native, steps) if why_not is None else None
     build = in_build(args.blocks)
 
-    rows = [["python loop", *(f"{py[k] * 1e9:.0f}" for k in ("noop", "widget", "ansi")),
-             f"{py['widget'] / py['noop']:.2f}", f"{py['widget'] / py['ansi']:.3f}"]]
+    rows = [
+        [
+            "python loop",
+            *(f"{py[k] * 1e9:.0f}" for k in ("noop", "widget", "ansi")),
+            f"{py['widget'] / py['noop']:.2f}",
+            f"{py['widget'] / py['ansi']:.3f}",
+        ]
+    ]
     if native is not None:
-        rows.append(["TensorRT C++ path", *(f"{native[k] * 1e9:.0f}" for k in ("noop", "widget", "ansi")),
-                     f"{native['widget'] / native['noop']:.2f}", f"{native['widget'] / native['ansi']:.3f}"])
+        rows.append(
+            [
+                "TensorRT C++ path",
+                *(f"{native[k] * 1e9:.0f}" for k in ("noop", "widget", "ansi")),
+                f"{native['widget'] / native['noop']:.2f}",
+                f"{native['widget'] / native['ansi']:.3f}",
+            ]
+        )
     b_ratio = build["widget"]["median_ns"] / build["noop"]["median_ns"]
-    rows.append(["real build, body+timer", *(f"{build[k]['median_ns']:.0f}" for k in ("noop", "widget", "ansi")),
-                 f"{b_ratio:.2f}", f"{build['widget']['median_ns'] / build['ansi']['median_ns']:.3f}"])
-    print_table("P2 cost per callback (ns, median)", ["driver", "no-op", "BuildMonitor", "ANSI redraw",
-                                                     "BM ÷ no-op", "BM ÷ ANSI"], rows)
-    print_table(f"P2 inside real deep_residual({args.blocks}) builds",
-                ["monitor", "callbacks", "median ns", "p99 ns", "max ns", "total ms", "share of build wall"],
-                [[k, v["calls"], f"{v['median_ns']:.0f}", f"{v['p99_ns']:.0f}", f"{v['max_ns']:.0f}",
-                  f"{v['total_ms']:.2f}", f"{v['share'] * 100:.3f}%"] for k, v in build.items()])
+    rows.append(
+        [
+            "real build, body+timer",
+            *(f"{build[k]['median_ns']:.0f}" for k in ("noop", "widget", "ansi")),
+            f"{b_ratio:.2f}",
+            f"{build['widget']['median_ns'] / build['ansi']['median_ns']:.3f}",
+        ]
+    )
+    print_table(
+        "P2 cost per callback (ns, median)",
+        ["driver", "no-op", "BuildMonitor", "ANSI redraw", "BM ÷ no-op", "BM ÷ ANSI"],
+        rows,
+    )
+    print_table(
+        f"P2 inside real deep_residual({args.blocks}) builds",
+        ["monitor", "callbacks", "median ns", "p99 ns", "max ns", "total ms", "share of build wall"],
+        [
+            [
+                k,
+                v["calls"],
+                f"{v['median_ns']:.0f}",
+                f"{v['p99_ns']:.0f}",
+                f"{v['max_ns']:.0f}",
+                f"{v['total_ms']:.2f}",
+                f"{v['share'] * 100:.3f}%",
+            ]
+            for k, v in build.items()
+        ],
+    )
     print(f"(real-build body times include the timer's own ~{build['noop']['timer_overhead_ns']:.0f} ns)")
     if why_not:
         print(f"TensorRT C++ path not measured: {why_not}")
 
     py_ratio = py["widget"] / py["noop"]
     figures = {
-        "P2": figure(round(py_ratio, 2), f"<= {TARGET:g}x no-op", py_ratio <= TARGET, "ratio",
-                     "ns per callback, BuildMonitor ÷ no-op Python monitor, called from a Python loop",
-                     ns={k: round(v * 1e9, 1) for k, v in py.items()},
-                     vs_ansi=round(py["widget"] / py["ansi"], 4)),
-        "P2-build": figure(round(build["widget"]["share"] * 100, 4), "no target", None, "% of build wall",
-                           f"time inside BuildMonitor callbacks during a real deep_residual({args.blocks}) "
-                           "widget build",
-                           median_body_ratio_vs_noop=round(b_ratio, 2),
-                           per_monitor={k: {kk: round(vv, 4) for kk, vv in v.items()} for k, v in build.items()}),
+        "P2": figure(
+            round(py_ratio, 2),
+            f"<= {TARGET:g}x no-op",
+            py_ratio <= TARGET,
+            "ratio",
+            "ns per callback, BuildMonitor ÷ no-op Python monitor, called from a Python loop",
+            ns={k: round(v * 1e9, 1) for k, v in py.items()},
+            vs_ansi=round(py["widget"] / py["ansi"], 4),
+        ),
+        "P2-build": figure(
+            round(build["widget"]["share"] * 100, 4),
+            "no target",
+            None,
+            "% of build wall",
+            f"time inside BuildMonitor callbacks during a real deep_residual({args.blocks}) widget build",
+            median_body_ratio_vs_noop=round(b_ratio, 2),
+            per_monitor={k: {kk: round(vv, 4) for kk, vv in v.items()} for k, v in build.items()},
+        ),
     }
     wb = build["widget"]
     if "log_calls" in wb:
         crossing_ns = native["noop"] * 1e9 if native is not None else 0.0  # C++ -> Python, measured above
         log_ms = wb["log_calls"] * crossing_ns / 1e6 + wb["log_total_ms"]
-        print(f"TensorRT log lines into Python during the widget build: {wb['log_calls']:,} "
-              f"(body median {wb['log_median_ns']:.0f} ns, total {wb['log_total_ms']:.1f} ms; with the measured "
-              f"{crossing_ns:.0f} ns C++->Python crossing each ≈ {log_ms:.0f} ms = "
-              f"{log_ms / 1000 / wb['wall_s'] * 100:.2f}% of the build wall)")
-        figures["P2-log"] = figure(round(log_ms / 1000 / wb["wall_s"] * 100, 3), "no target", None,
-                                   "% of build wall",
-                                   "TensorRT log callbacks into the widget's Python logger during the same build "
-                                   "(body time measured + calls × the measured C++->Python crossing)",
-                                   calls=wb["log_calls"], body_median_ns=round(wb["log_median_ns"], 1),
-                                   body_total_ms=round(wb["log_total_ms"], 2), crossing_ns=round(crossing_ns, 1))
+        print(
+            f"TensorRT log lines into Python during the widget build: {wb['log_calls']:,} "
+            f"(body median {wb['log_median_ns']:.0f} ns, total {wb['log_total_ms']:.1f} ms; with the measured "
+            f"{crossing_ns:.0f} ns C++->Python crossing each ≈ {log_ms:.0f} ms = "
+            f"{log_ms / 1000 / wb['wall_s'] * 100:.2f}% of the build wall)"
+        )
+        figures["P2-log"] = figure(
+            round(log_ms / 1000 / wb["wall_s"] * 100, 3),
+            "no target",
+            None,
+            "% of build wall",
+            "TensorRT log callbacks into the widget's Python logger during the same build "
+            "(body time measured + calls × the measured C++->Python crossing)",
+            calls=wb["log_calls"],
+            body_median_ns=round(wb["log_median_ns"], 1),
+            body_total_ms=round(wb["log_total_ms"], 2),
+            crossing_ns=round(crossing_ns, 1),
+        )
     if native is not None:
         n_ratio = native["widget"] / native["noop"]
-        figures["P2-trt"] = figure(round(n_ratio, 2), f"<= {TARGET:g}x no-op", n_ratio <= TARGET, "ratio",
-                                   "ns per callback through TensorRT's C++ vtable + pybind11 trampoline, "
-                                   "BuildMonitor ÷ no-op",
-                                   ns={k: round(v * 1e9, 1) for k, v in native.items()},
-                                   vs_ansi=round(native["widget"] / native["ansi"], 4))
+        figures["P2-trt"] = figure(
+            round(n_ratio, 2),
+            f"<= {TARGET:g}x no-op",
+            n_ratio <= TARGET,
+            "ratio",
+            "ns per callback through TensorRT's C++ vtable + pybind11 trampoline, BuildMonitor ÷ no-op",
+            ns={k: round(v * 1e9, 1) for k, v in native.items()},
+            vs_ansi=round(native["widget"] / native["ansi"], 4),
+        )
     else:
         figures["P2-trt"] = figure(None, f"<= {TARGET:g}x no-op", False, "ratio", f"not feasible: {why_not}")
     emit("p2_callback_cost", figures, load_avg_start=load_start)

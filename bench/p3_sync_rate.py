@@ -16,6 +16,7 @@ from typing import Any
 
 from _common import FakeBuild, emit, figure, load_avg, median, percentile, print_table, wait_for
 from _probe import SendProbe
+
 from trt_widget import Build, BuildWidget, _widget, models
 from trt_widget._phases import PhaseModel
 
@@ -80,13 +81,17 @@ def storm_during_build(blocks: int, rate: float, duration: float) -> dict[str, A
     storm_s = out["end"] - out["start"]
     build_start = build.model._t0
     return {
-        "steps": out["steps"], "storm_s": storm_s, "achieved_rate": out["steps"] / storm_s,
+        "steps": out["steps"],
+        "storm_s": storm_s,
+        "achieved_rate": out["steps"] / storm_s,
         "sends_in_storm": probe.between(out["start"], out["end"]),
         "sends_per_s": probe.between(out["start"], out["end"]) / storm_s,
         # the final state is exempt from the throttle by design, so it is left out of the window count
         "max_sends_any_1s": max_in_window(probe.times[:-1], 1.0, build_start, end + 1.0),
         "min_gap_ms": min(b - a for a, b in zip(probe.times[:-1], probe.times[1:-1])) * 1000,
-        "sends_total": probe.count, "build_s": build.elapsed_s, "final_ms": final_ms,
+        "sends_total": probe.count,
+        "build_s": build.elapsed_s,
+        "final_ms": final_ms,
         "mean_bytes": sum(probe.bytes) / max(len(probe.bytes), 1),
     }
 
@@ -106,9 +111,14 @@ def pump_cost(n: int, changed_per_send: int = 50) -> dict[str, float]:
         start = time.perf_counter()
         pump.flush()
         costs.append(time.perf_counter() - start)
-    return {"instances": n, "median_ms": median(costs) * 1000, "p95_ms": percentile(costs, 95) * 1000,
-            "bytes": probe.bytes[-1], "encode_ms": probe.encode_s / max(probe.count, 1) * 1000,
-            "gil_share_at_10hz": median(costs) * 10}
+    return {
+        "instances": n,
+        "median_ms": median(costs) * 1000,
+        "p95_ms": percentile(costs, 95) * 1000,
+        "bytes": probe.bytes[-1],
+        "encode_ms": probe.encode_s / max(probe.count, 1) * 1000,
+        "gil_share_at_10hz": median(costs) * 10,
+    }
 
 
 def main() -> None:
@@ -123,29 +133,78 @@ def main() -> None:
     run = storm_during_build(args.blocks, args.rate, args.seconds)
     large = [pump_cost(n) for n in (1_200, 10_000)]
 
-    print_table(f"P3 storm into a live deep_residual({args.blocks}) widget build",
-                ["storm s", "steps", "achieved steps/s", "sends in storm", "sends/s", "max in any 1 s",
-                 "min gap", "final state after end"],
-                [[f"{run['storm_s']:.2f}", run["steps"], f"{run['achieved_rate']:,.0f}", run["sends_in_storm"],
-                  f"{run['sends_per_s']:.2f}", run["max_sends_any_1s"], f"{run['min_gap_ms']:.1f} ms",
-                  f"{run['final_ms']:.1f} ms"]])
-    print_table("P3 one pump send with a large tree (snapshot + diff + trait set + JSON encode)",
-                ["instances", "median ms", "p95 ms", "JSON encode ms", "message bytes", "GIL share at 10 Hz"],
-                [[r["instances"], f"{r['median_ms']:.2f}", f"{r['p95_ms']:.2f}", f"{r['encode_ms']:.2f}",
-                  f"{r['bytes']:,}", f"{r['gil_share_at_10hz'] * 100:.1f}%"] for r in large])
+    print_table(
+        f"P3 storm into a live deep_residual({args.blocks}) widget build",
+        [
+            "storm s",
+            "steps",
+            "achieved steps/s",
+            "sends in storm",
+            "sends/s",
+            "max in any 1 s",
+            "min gap",
+            "final state after end",
+        ],
+        [
+            [
+                f"{run['storm_s']:.2f}",
+                run["steps"],
+                f"{run['achieved_rate']:,.0f}",
+                run["sends_in_storm"],
+                f"{run['sends_per_s']:.2f}",
+                run["max_sends_any_1s"],
+                f"{run['min_gap_ms']:.1f} ms",
+                f"{run['final_ms']:.1f} ms",
+            ]
+        ],
+    )
+    print_table(
+        "P3 one pump send with a large tree (snapshot + diff + trait set + JSON encode)",
+        ["instances", "median ms", "p95 ms", "JSON encode ms", "message bytes", "GIL share at 10 Hz"],
+        [
+            [
+                r["instances"],
+                f"{r['median_ms']:.2f}",
+                f"{r['p95_ms']:.2f}",
+                f"{r['encode_ms']:.2f}",
+                f"{r['bytes']:,}",
+                f"{r['gil_share_at_10hz'] * 100:.1f}%",
+            ]
+            for r in large
+        ],
+    )
 
     rate_ok = run["sends_per_s"] <= RATE_TARGET and run["max_sends_any_1s"] <= RATE_TARGET
-    emit("p3_sync_rate", {
-        "P3": figure(round(run["sends_per_s"], 2), f"<= {RATE_TARGET:g}/s", rate_ok, "messages/s",
-                     f"send_state calls per second during a {run['achieved_rate']:,.0f} steps/s storm into a live "
-                     "widget build", **{k: (round(v, 3) if isinstance(v, float) else v) for k, v in run.items()}),
-        "P3-final": figure(round(run["final_ms"], 1), f"<= {FINAL_TARGET_MS:g} ms",
-                           run["final_ms"] <= FINAL_TARGET_MS, "ms",
-                           "build end -> the send carrying the final status returned"),
-        "P3-large": figure(round(large[-1]["median_ms"], 2), "no target", None, "ms per send",
-                           "pump send cost with 10,000 phase instances (1,200 in details)",
-                           sizes=[{k: round(v, 3) for k, v in r.items()} for r in large]),
-    }, load_avg_start=load_start)
+    emit(
+        "p3_sync_rate",
+        {
+            "P3": figure(
+                round(run["sends_per_s"], 2),
+                f"<= {RATE_TARGET:g}/s",
+                rate_ok,
+                "messages/s",
+                f"send_state calls per second during a {run['achieved_rate']:,.0f} steps/s storm into a live "
+                "widget build",
+                **{k: (round(v, 3) if isinstance(v, float) else v) for k, v in run.items()},
+            ),
+            "P3-final": figure(
+                round(run["final_ms"], 1),
+                f"<= {FINAL_TARGET_MS:g} ms",
+                run["final_ms"] <= FINAL_TARGET_MS,
+                "ms",
+                "build end -> the send carrying the final status returned",
+            ),
+            "P3-large": figure(
+                round(large[-1]["median_ms"], 2),
+                "no target",
+                None,
+                "ms per send",
+                "pump send cost with 10,000 phase instances (1,200 in details)",
+                sizes=[{k: round(v, 3) for k, v in r.items()} for r in large],
+            ),
+        },
+        load_avg_start=load_start,
+    )
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from typing import Any
 
 from _common import emit, figure, load_avg, median, print_table, wait_for
 from _probe import SendProbe
+
 from trt_widget import Build, BuildWidget, _runner, _widget, models
 from trt_widget._monitor import BuildMonitor
 
@@ -31,6 +32,7 @@ def _timed_build_engine(*args: Any, **kwargs: Any) -> Any:
         return _build_engine(*args, **kwargs)
     finally:
         _returns[threading.get_ident()] = time.perf_counter()
+
 
 TARGET_MS = 50.0
 
@@ -79,9 +81,14 @@ def synthetic_trial(rng: random.Random) -> dict[str, float]:
     assert build.saw_false_at is not None
     boundary = max(stop_at, build.step_ends[-1])
     final_send = [t for t, keys in zip(probe.times, probe.keys) if "status" in keys][-1]
-    return {"step_ms": step * 1000, "remaining_ms": (build.step_ends[-1] - stop_at) * 1000,
-            "false_ms": (build.saw_false_at - boundary) * 1000, "done_ms": (ended - boundary) * 1000,
-            "final_sent_ms": (final_send - boundary) * 1000, "wait_ms": (returned - boundary) * 1000}
+    return {
+        "step_ms": step * 1000,
+        "remaining_ms": (build.step_ends[-1] - stop_at) * 1000,
+        "false_ms": (build.saw_false_at - boundary) * 1000,
+        "done_ms": (ended - boundary) * 1000,
+        "final_sent_ms": (final_send - boundary) * 1000,
+        "wait_ms": (returned - boundary) * 1000,
+    }
 
 
 def calibrate(onnx: bytes) -> float:
@@ -102,8 +109,9 @@ def real_trial(onnx: bytes, stop_after: float | None) -> dict[str, Any]:
     """Stop at ``stop_after`` s into the build, or (None) while "Cloning network graph" runs (short steps)."""
     build = Build(onnx, history=False, isolation="thread")
     steps: list[tuple[float, str]] = []
-    build.model.subscribe(lambda event, phase: steps.append((time.perf_counter(), phase.name))
-                          if event == "step" else None)
+    build.model.subscribe(
+        lambda event, phase: steps.append((time.perf_counter(), phase.name)) if event == "step" else None
+    )
     widget = BuildWidget(None, build=build)
     probe = SendProbe(widget)
     widget.start()
@@ -122,20 +130,31 @@ def real_trial(onnx: bytes, stop_after: float | None) -> dict[str, Any]:
     boundary = max(stop_at, last_step)
     trt_returned = _returns.get(build._thread.ident if build._thread else -1, float("nan"))
     final_send = [t for t, keys in zip(probe.times, probe.keys) if "status" in keys][-1]
-    return {"stop_at_s": stop_at - build.model._t0, "phase": running.name if running else "",
-            "status": status, "waited_for_step_ms": max(last_step - stop_at, 0) * 1000,
-            "trt_unwind_ms": (trt_returned - boundary) * 1000,
-            "done_ms": (ended - boundary) * 1000, "final_sent_ms": (final_send - boundary) * 1000,
-            "wait_ms": (returned - boundary) * 1000, "build_s": build.elapsed_s}
+    return {
+        "stop_at_s": stop_at - build.model._t0,
+        "phase": running.name if running else "",
+        "status": status,
+        "waited_for_step_ms": max(last_step - stop_at, 0) * 1000,
+        "trt_unwind_ms": (trt_returned - boundary) * 1000,
+        "done_ms": (ended - boundary) * 1000,
+        "final_sent_ms": (final_send - boundary) * 1000,
+        "wait_ms": (returned - boundary) * 1000,
+        "build_s": build.elapsed_s,
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--trials", type=int, default=20, help="synthetic trials")
     parser.add_argument("--blocks", type=int, default=400)
-    parser.add_argument("--stops", type=float, nargs="*", default=[0.3, 0.7],
-                        help="fractions of an unstopped build's duration at which real builds are stopped "
-                             "(plus one stop during the cloning phase)")
+    parser.add_argument(
+        "--stops",
+        type=float,
+        nargs="*",
+        default=[0.3, 0.7],
+        help="fractions of an unstopped build's duration at which real builds are stopped "
+        "(plus one stop during the cloning phase)",
+    )
     parser.add_argument("--seed", type=int, default=5)
     args = parser.parse_args()
     load_start = load_avg()
@@ -149,33 +168,72 @@ def main() -> None:
     real = [real_trial(onnx, None)] + [real_trial(onnx, f * duration) for f in args.stops]
 
     keys = ["false_ms", "done_ms", "final_sent_ms", "wait_ms"]
-    print_table(f"P4 synthetic step driver, {args.trials} stops (ms after max(stop, end of step in progress))",
-                ["", "driver sees False", "Build done", "final state sent", "widget.wait() returned"],
-                [["median", *(f"{median([t[k] for t in synthetic]):.2f}" for k in keys)],
-                 ["max", *(f"{max(t[k] for t in synthetic):.2f}" for k in keys)]])
-    print(f"step durations {min(t['step_ms'] for t in synthetic):.0f}..{max(t['step_ms'] for t in synthetic):.0f} ms,"
-          f" remaining step time at Stop up to {max(t['remaining_ms'] for t in synthetic):.0f} ms")
-    print_table(f"P4 real deep_residual({args.blocks}) builds stopped at different moments",
-                ["stop at s", "phase at stop", "status", "waited for step ms", "TensorRT returned ms",
-                 "Build done ms", "final sent ms", "wait() ms"],
-                [[f"{r['stop_at_s']:.2f}", r["phase"], r["status"], f"{r['waited_for_step_ms']:.0f}",
-                  f"{r['trt_unwind_ms']:.1f}", f"{r['done_ms']:.1f}", f"{r['final_sent_ms']:.1f}",
-                  f"{r['wait_ms']:.1f}"] for r in real])
+    print_table(
+        f"P4 synthetic step driver, {args.trials} stops (ms after max(stop, end of step in progress))",
+        ["", "driver sees False", "Build done", "final state sent", "widget.wait() returned"],
+        [
+            ["median", *(f"{median([t[k] for t in synthetic]):.2f}" for k in keys)],
+            ["max", *(f"{max(t[k] for t in synthetic):.2f}" for k in keys)],
+        ],
+    )
+    print(
+        f"step durations {min(t['step_ms'] for t in synthetic):.0f}..{max(t['step_ms'] for t in synthetic):.0f} ms,"
+        f" remaining step time at Stop up to {max(t['remaining_ms'] for t in synthetic):.0f} ms"
+    )
+    print_table(
+        f"P4 real deep_residual({args.blocks}) builds stopped at different moments",
+        [
+            "stop at s",
+            "phase at stop",
+            "status",
+            "waited for step ms",
+            "TensorRT returned ms",
+            "Build done ms",
+            "final sent ms",
+            "wait() ms",
+        ],
+        [
+            [
+                f"{r['stop_at_s']:.2f}",
+                r["phase"],
+                r["status"],
+                f"{r['waited_for_step_ms']:.0f}",
+                f"{r['trt_unwind_ms']:.1f}",
+                f"{r['done_ms']:.1f}",
+                f"{r['final_sent_ms']:.1f}",
+                f"{r['wait_ms']:.1f}",
+            ]
+            for r in real
+        ],
+    )
 
     synth_worst = max(t["wait_ms"] for t in synthetic)
     stopped = [r for r in real if r["status"] == "cancelled"]
     real_worst = max((r["wait_ms"] for r in stopped), default=float("nan"))
-    emit("p4_stop_latency", {
-        "P4": figure(round(synth_worst, 2), f"<= {TARGET_MS:g} ms", synth_worst <= TARGET_MS, "ms",
-                     "synthetic step driver: max over stops of widget.wait() return - max(stop, step end)",
-                     median_ms={k: round(median([t[k] for t in synthetic]), 3) for k in keys},
-                     max_ms={k: round(max(t[k] for t in synthetic), 3) for k in keys}),
-        "P4-real": figure(round(real_worst, 1), f"<= {TARGET_MS:g} ms", bool(stopped) and real_worst <= TARGET_MS, "ms",
-                          f"real deep_residual({args.blocks}) builds: max of widget.wait() return - "
-                          "max(stop, last step_complete), over the builds that ended cancelled",
-                          trials=[{k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()}
-                                  for r in real]),
-    }, load_avg_start=load_start)
+    emit(
+        "p4_stop_latency",
+        {
+            "P4": figure(
+                round(synth_worst, 2),
+                f"<= {TARGET_MS:g} ms",
+                synth_worst <= TARGET_MS,
+                "ms",
+                "synthetic step driver: max over stops of widget.wait() return - max(stop, step end)",
+                median_ms={k: round(median([t[k] for t in synthetic]), 3) for k in keys},
+                max_ms={k: round(max(t[k] for t in synthetic), 3) for k in keys},
+            ),
+            "P4-real": figure(
+                round(real_worst, 1),
+                f"<= {TARGET_MS:g} ms",
+                bool(stopped) and real_worst <= TARGET_MS,
+                "ms",
+                f"real deep_residual({args.blocks}) builds: max of widget.wait() return - "
+                "max(stop, last step_complete), over the builds that ended cancelled",
+                trials=[{k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()} for r in real],
+            ),
+        },
+        load_avg_start=load_start,
+    )
 
 
 if __name__ == "__main__":

@@ -14,11 +14,13 @@ import argparse
 import contextlib
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from _common import emit, figure, load_avg, median, percentile, print_table
 from _probe import SendProbe
 from baselines import plain_build
+
 from trt_widget import Build, BuildWidget, _engine, _widget, models
 from trt_widget._backend import trt
 
@@ -70,8 +72,9 @@ def native_logs(_logger: Any) -> Any:
     yield trt().Logger(trt().Logger.WARNING)
 
 
-def with_widget(onnx: bytes, synthetic_instances: int = 0,
-                native_log: bool = False) -> tuple[list[float], dict[str, Any]]:
+def with_widget(
+    onnx: bytes, synthetic_instances: int = 0, native_log: bool = False
+) -> tuple[list[float], dict[str, Any]]:
     routed = _engine.routed_logs
     if native_log:
         _engine.routed_logs = native_logs
@@ -92,8 +95,12 @@ def _with_widget(onnx: bytes, synthetic_instances: int = 0) -> tuple[list[float]
     status = widget.wait(timeout=900)
     if status != "succeeded":
         raise RuntimeError(f"widget build ended {status}: {build.error}")
-    return ticks, {"sends": probe.count, "instances": len(build.model), "build_s": build.elapsed_s,
-                   "mean_bytes": sum(probe.bytes) / max(probe.count, 1)}
+    return ticks, {
+        "sends": probe.count,
+        "instances": len(build.model),
+        "build_s": build.elapsed_s,
+        "mean_bytes": sum(probe.bytes) / max(probe.count, 1),
+    }
 
 
 def summary(ticks: list[float]) -> dict[str, float]:
@@ -122,26 +129,51 @@ def main() -> None:
         ticks, info = with_widget(onnx, n)
         results[f"BuildWidget build + {n:,} synthetic instances"] = {**summary(ticks), **info}
 
-    print_table(f"P5 main-thread 10 ms ticker overshoot during deep_residual({args.blocks}) builds",
-                ["condition", "ticks", "median ms", "p99 ms", "max ms", "sends", "mean message bytes"],
-                [[k, v["ticks"], f"{v['median_ms']:.2f}", f"{v['p99_ms']:.2f}", f"{v['max_ms']:.2f}",
-                  v.get("sends", ""), f"{v['mean_bytes']:,.0f}" if "mean_bytes" in v else ""]
-                 for k, v in results.items()])
+    print_table(
+        f"P5 main-thread 10 ms ticker overshoot during deep_residual({args.blocks}) builds",
+        ["condition", "ticks", "median ms", "p99 ms", "max ms", "sends", "mean message bytes"],
+        [
+            [
+                k,
+                v["ticks"],
+                f"{v['median_ms']:.2f}",
+                f"{v['p99_ms']:.2f}",
+                f"{v['max_ms']:.2f}",
+                v.get("sends", ""),
+                f"{v['mean_bytes']:,.0f}" if "mean_bytes" in v else "",
+            ]
+            for k, v in results.items()
+        ],
+    )
     main_fig = results["BuildWidget build"]
     figures = {
-        "P5": figure(round(main_fig["max_ms"], 2), f"<= {TARGET_MS:g} ms", main_fig["max_ms"] <= TARGET_MS, "ms",
-                     f"longest main-thread stall (10 ms sleep overshoot) during a real deep_residual({args.blocks}) "
-                     "BuildWidget build", conditions={k: {kk: round(vv, 3) for kk, vv in v.items()}
-                                                      for k, v in results.items()}),
+        "P5": figure(
+            round(main_fig["max_ms"], 2),
+            f"<= {TARGET_MS:g} ms",
+            main_fig["max_ms"] <= TARGET_MS,
+            "ms",
+            f"longest main-thread stall (10 ms sleep overshoot) during a real deep_residual({args.blocks}) "
+            "BuildWidget build",
+            conditions={k: {kk: round(vv, 3) for kk, vv in v.items()} for k, v in results.items()},
+        ),
     }
     for n in args.large:
         large = results[f"BuildWidget build + {n:,} synthetic instances"]
-        figures[f"P5-{n}"] = figure(round(large["max_ms"], 2), f"<= {TARGET_MS:g} ms",
-                                    large["max_ms"] <= TARGET_MS, "ms",
-                                    f"the same with {n:,} synthetic phase instances in the widget's tree")
+        figures[f"P5-{n}"] = figure(
+            round(large["max_ms"], 2),
+            f"<= {TARGET_MS:g} ms",
+            large["max_ms"] <= TARGET_MS,
+            "ms",
+            f"the same with {n:,} synthetic phase instances in the widget's tree",
+        )
     diag = results["BuildWidget build, log lines kept out of Python (diagnostic)"]
-    figures["P5-nolog"] = figure(round(diag["max_ms"], 2), "diagnostic", None, "ms",
-                                 "the same build with TensorRT log lines kept out of Python (not a product setting)")
+    figures["P5-nolog"] = figure(
+        round(diag["max_ms"], 2),
+        "diagnostic",
+        None,
+        "ms",
+        "the same build with TensorRT log lines kept out of Python (not a product setting)",
+    )
     emit("p5_main_thread", figures, load_avg_start=load_start)
 
 

@@ -17,9 +17,9 @@ from typing import Any
 
 from _common import FakeBuild, emit, figure, load_avg, print_table
 from _probe import SendProbe
+
 from trt_widget import BuildWidget, _widget
 from trt_widget._monitor import BuildMonitor
-from trt_widget._phases import PhaseModel
 
 STEP_TARGET = 1 << 20  # 1 MB
 LINEAR_BAND = (0.8, 1.25)  # bytes/instance at a size ÷ at the smallest size
@@ -95,22 +95,40 @@ def main() -> None:
     growth, peak, reached = million_steps(args.steps, 10_000)
     per_size = {n: instances(n) for n in args.sizes}
     base = per_size[args.sizes[0]] / args.sizes[0]
-    print_table(f"P6 memory, {args.steps:,} steps in one phase (widget flush every 10,000 steps)",
-                ["growth", "peak above start", "steps recorded"],
-                [[f"{growth:,} B", f"{peak:,} B", f"{reached:,}"]])
-    print_table("P6 memory per phase instance (monitor + model + cached rows + widget state)",
-                ["instances", "growth", "bytes/instance", f"÷ at {args.sizes[0]:,}"],
-                [[f"{n:,}", f"{b:,} B", f"{b / n:,.0f}", f"{b / n / base:.3f}"] for n, b in per_size.items()])
+    print_table(
+        f"P6 memory, {args.steps:,} steps in one phase (widget flush every 10,000 steps)",
+        ["growth", "peak above start", "steps recorded"],
+        [[f"{growth:,} B", f"{peak:,} B", f"{reached:,}"]],
+    )
+    print_table(
+        "P6 memory per phase instance (monitor + model + cached rows + widget state)",
+        ["instances", "growth", "bytes/instance", f"÷ at {args.sizes[0]:,}"],
+        [[f"{n:,}", f"{b:,} B", f"{b / n:,.0f}", f"{b / n / base:.3f}"] for n, b in per_size.items()],
+    )
     ratios = {n: b / n / base for n, b in per_size.items()}
     linear = all(LINEAR_BAND[0] <= r <= LINEAR_BAND[1] for r in ratios.values())
-    emit("p6_memory", {
-        "P6": figure(growth, "< 1 MB", growth < STEP_TARGET and reached == args.steps, "bytes",
-                     f"tracemalloc growth over {args.steps:,} step_complete calls in one phase", peak_bytes=peak),
-        "P6-linear": figure(round(max(ratios.values()), 3), f"bytes/instance ÷ at {args.sizes[0]:,} within "
-                            f"{LINEAR_BAND[0]}..{LINEAR_BAND[1]}", linear, "ratio",
-                            "memory per phase instance stays constant as instances grow (linear)",
-                            bytes_per_instance={str(n): round(b / n, 1) for n, b in per_size.items()}),
-    }, load_avg_start=load_start)
+    emit(
+        "p6_memory",
+        {
+            "P6": figure(
+                growth,
+                "< 1 MB",
+                growth < STEP_TARGET and reached == args.steps,
+                "bytes",
+                f"tracemalloc growth over {args.steps:,} step_complete calls in one phase",
+                peak_bytes=peak,
+            ),
+            "P6-linear": figure(
+                round(max(ratios.values()), 3),
+                f"bytes/instance ÷ at {args.sizes[0]:,} within {LINEAR_BAND[0]}..{LINEAR_BAND[1]}",
+                linear,
+                "ratio",
+                "memory per phase instance stays constant as instances grow (linear)",
+                bytes_per_instance={str(n): round(b / n, 1) for n, b in per_size.items()},
+            ),
+        },
+        load_avg_start=load_start,
+    )
 
 
 if __name__ == "__main__":

@@ -17,8 +17,16 @@ from _common import ROOT, emit, figure, load_avg, median, percentile, print_tabl
 
 TARGET_MS = 16.0
 CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
+ARGS = [
+    "--no-sandbox",
+    "--headless",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 ORIGIN = "http://bench.trt-widget.invalid"
 STATIC = ROOT / "trt_widget" / "static"
 DIST = ROOT / "js" / "dist"  # `cd js && npm run build` writes the benchmark bundle here (the shipped code + createView)
@@ -38,7 +46,7 @@ _serve_source = False
 
 
 def serve(route: Any) -> None:
-    path = route.request.url[len(ORIGIN):].split("?")[0]
+    path = route.request.url[len(ORIGIN) :].split("?")[0]
     if path == "/bench.js" and _serve_source:
         route.fulfill(status=200, content_type="text/javascript", body=SOURCE.read_bytes())
         return
@@ -83,12 +91,16 @@ def run(instances: int, updates: int, changed: int, profile: str | None = None) 
                     cdp.send("Profiler.enable")
                     cdp.send("Profiler.setSamplingInterval", {"interval": 100})
                     cdp.send("Profiler.start")
-                result = page.evaluate("([s, n, u, c]) => window.runBench(s, n, u, c)",
-                                       [scenario, instances, updates, changed])
+                result = page.evaluate(
+                    "([s, n, u, c]) => window.runBench(s, n, u, c)", [scenario, instances, updates, changed]
+                )
                 if cdp is not None:
                     top = top_self_time(cdp.send("Profiler.stop")["profile"])
-                    print_table(f"CPU profile of the {scenario!r} scenario (self time, whole run incl. setup)",
-                                ["ms", "function"], [[f"{ms:.1f}", name] for ms, name in top])
+                    print_table(
+                        f"CPU profile of the {scenario!r} scenario (self time, whole run incl. setup)",
+                        ["ms", "function"],
+                        [[f"{ms:.1f}", name] for ms, name in top],
+                    )
                 out[scenario] = result
             if errors:
                 raise RuntimeError(f"page errors: {errors[:3]}")
@@ -103,8 +115,12 @@ def main() -> None:
     parser.add_argument("--instances", type=int, default=1_200)
     parser.add_argument("--updates", type=int, default=50)
     parser.add_argument("--changed", type=int, default=120)
-    parser.add_argument("--profile", choices=["tree", "expanded", "timeline"], default=None,
-                        help="print a CPU profile (CDP) of one scenario")
+    parser.add_argument(
+        "--profile",
+        choices=["tree", "expanded", "timeline"],
+        default=None,
+        help="print a CPU profile (CDP) of one scenario",
+    )
     args = parser.parse_args()
     load_start = load_avg()
     if args.profile:
@@ -113,28 +129,67 @@ def main() -> None:
         print("--profile: serving the unminified js/dist/bench.debug.js so the profile names functions")
     raw = run(args.instances, args.updates, args.changed, args.profile)
     chromium = raw.pop("_version")["chromium"]
-    stats = {s: {"median_ms": median(r["times"]), "p95_ms": percentile(r["times"], 95), "max_ms": max(r["times"]),
-                 "script_ms": median(r["scripting"]), "rows_in_dom": r["rowsInDom"], "parse_ms": median(r["parse"]),
-                 "json_bytes": r["bytes"]}
-             for s, r in raw.items()}
-    labels = {"tree": "tree as first shown (groups collapsed)", "expanded": "tree, every group expanded",
-              "timeline": "timeline view"}
-    print_table(f"P7 apply one update of a {args.instances:,}-instance tree, {args.changed} rows changed "
-                f"(Chromium {chromium}, {args.updates} updates)",
-                ["scenario", "rows (bars) in DOM", "median ms", "p95 ms", "max ms", "of which JS (median)",
-                 "JSON.parse ms (not timed)"],
-                [[labels[s], v["rows_in_dom"], f"{v['median_ms']:.2f}", f"{v['p95_ms']:.2f}", f"{v['max_ms']:.2f}",
-                  f"{v['script_ms']:.2f}", f"{v['parse_ms']:.2f}"] for s, v in stats.items()])
+    stats = {
+        s: {
+            "median_ms": median(r["times"]),
+            "p95_ms": percentile(r["times"], 95),
+            "max_ms": max(r["times"]),
+            "script_ms": median(r["scripting"]),
+            "rows_in_dom": r["rowsInDom"],
+            "parse_ms": median(r["parse"]),
+            "json_bytes": r["bytes"],
+        }
+        for s, r in raw.items()
+    }
+    labels = {
+        "tree": "tree as first shown (groups collapsed)",
+        "expanded": "tree, every group expanded",
+        "timeline": "timeline view",
+    }
+    print_table(
+        f"P7 apply one update of a {args.instances:,}-instance tree, {args.changed} rows changed "
+        f"(Chromium {chromium}, {args.updates} updates)",
+        [
+            "scenario",
+            "rows (bars) in DOM",
+            "median ms",
+            "p95 ms",
+            "max ms",
+            "of which JS (median)",
+            "JSON.parse ms (not timed)",
+        ],
+        [
+            [
+                labels[s],
+                v["rows_in_dom"],
+                f"{v['median_ms']:.2f}",
+                f"{v['p95_ms']:.2f}",
+                f"{v['max_ms']:.2f}",
+                f"{v['script_ms']:.2f}",
+                f"{v['parse_ms']:.2f}",
+            ]
+            for s, v in stats.items()
+        ],
+    )
 
     def fig(scenario: str) -> dict[str, Any]:
         v = stats[scenario]
-        return figure(round(v["median_ms"], 2), f"< {TARGET_MS:g} ms (median and p95)",
-                      v["median_ms"] < TARGET_MS and v["p95_ms"] < TARGET_MS, "ms",
-                      f"apply one phases update ({args.changed} of {args.instances:,} rows changed) + forced layout, "
-                      f"{labels[scenario]}", **{k: round(x, 3) if isinstance(x, float) else x for k, x in v.items()})
+        return figure(
+            round(v["median_ms"], 2),
+            f"< {TARGET_MS:g} ms (median and p95)",
+            v["median_ms"] < TARGET_MS and v["p95_ms"] < TARGET_MS,
+            "ms",
+            f"apply one phases update ({args.changed} of {args.instances:,} rows changed) + forced layout, "
+            f"{labels[scenario]}",
+            **{k: round(x, 3) if isinstance(x, float) else x for k, x in v.items()},
+        )
 
-    emit("p7_frontend", {"P7": fig("tree"), "P7-expanded": fig("expanded"), "P7-timeline": fig("timeline")},
-         chromium=chromium, load_avg_start=load_start)
+    emit(
+        "p7_frontend",
+        {"P7": fig("tree"), "P7-expanded": fig("expanded"), "P7-timeline": fig("timeline")},
+        chromium=chromium,
+        load_avg_start=load_start,
+    )
 
 
 if __name__ == "__main__":

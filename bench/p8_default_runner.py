@@ -15,6 +15,7 @@ import random
 import time
 
 from _common import emit, figure, load_avg, median, percentile, print_table, wait_for
+
 from trt_widget import Build, BuildWidget, models
 
 P1_TARGET = 1.10
@@ -50,8 +51,12 @@ def stop_trial(onnx: bytes, rng: random.Random) -> dict[str, float]:
     build.stop()
     status = build.wait(60)
     returned = time.perf_counter()
-    return {"latency_s": returned - stop_at, "status": status, "phase": phase.name if phase else "-",
-            "terminated": "terminated" in build.status_detail}
+    return {
+        "latency_s": returned - stop_at,
+        "status": status,
+        "phase": phase.name if phase else "-",
+        "terminated": "terminated" in build.status_detail,
+    }
 
 
 def stall_during_default_build(onnx: bytes) -> float:
@@ -77,34 +82,66 @@ def main() -> None:
     resnet = models.resnet50().SerializeToString()
     times, first = p1(resnet, args.repeats)
     ratio = median(times["process"]) / median(times["thread"])
-    print_table("P1-default: resnet50 build wall time (s)", ["isolation", "median", "min", "max", "n"],
-                [[k, median(v), min(v), max(v), len(v)] for k, v in times.items()])
+    print_table(
+        "P1-default: resnet50 build wall time (s)",
+        ["isolation", "median", "min", "max", "n"],
+        [[k, median(v), min(v), max(v), len(v)] for k, v in times.items()],
+    )
 
     rng = random.Random(args.seed)
     onnx = models.deep_residual(args.blocks).SerializeToString()
     trials = [stop_trial(onnx, rng) for _ in range(args.trials)]
-    print_table("P4-default: stop() -> wait() returned", ["latency s", "status", "phase at stop", "terminated"],
-                [[t["latency_s"], t["status"], t["phase"], t["terminated"]] for t in trials])
+    print_table(
+        "P4-default: stop() -> wait() returned",
+        ["latency s", "status", "phase at stop", "terminated"],
+        [[t["latency_s"], t["status"], t["phase"], t["terminated"]] for t in trials],
+    )
     latencies = [t["latency_s"] for t in trials]
     p95 = percentile(latencies, 95)
     stall = stall_during_default_build(models.deep_residual(600).SerializeToString())
-    emit("p8", {
-        "P1-default": figure(round(ratio, 4), f"<= {P1_TARGET}", ratio <= P1_TARGET, "ratio",
-                             "resnet50 wall time, default (warm builder process) ÷ isolation='thread', ratio of "
-                             f"medians of {args.repeats} interleaved repeats after the first",
-                             process_s=times["process"], thread_s=times["thread"]),
-        "P1-first": figure(round(first / median(times["thread"]), 4), "no target", None, "ratio",
-                           "the first default build of a fresh process (starts the worker) ÷ median thread build",
-                           first_s=first),
-        "P4-default": figure(round(p95, 3), f"<= {P4_TARGET_S} s", p95 <= P4_TARGET_S, "s",
-                             f"deep_residual({args.blocks}), default settings: stop() -> wait() returned, p95 of "
-                             f"{len(trials)} stops at random moments", max_s=max(latencies),
-                             median_s=median(latencies),
-                             terminated=sum(bool(t["terminated"]) for t in trials)),
-        "P5-default": figure(round(stall, 2), f"<= {P5_TARGET_MS} ms", stall <= P5_TARGET_MS, "ms",
-                             "longest main-thread stall (10 ms sleep overshoot) during a default deep_residual(600) "
-                             "BuildWidget build"),
-    }, load_avg_start=load_start)
+    emit(
+        "p8",
+        {
+            "P1-default": figure(
+                round(ratio, 4),
+                f"<= {P1_TARGET}",
+                ratio <= P1_TARGET,
+                "ratio",
+                "resnet50 wall time, default (warm builder process) ÷ isolation='thread', ratio of "
+                f"medians of {args.repeats} interleaved repeats after the first",
+                process_s=times["process"],
+                thread_s=times["thread"],
+            ),
+            "P1-first": figure(
+                round(first / median(times["thread"]), 4),
+                "no target",
+                None,
+                "ratio",
+                "the first default build of a fresh process (starts the worker) ÷ median thread build",
+                first_s=first,
+            ),
+            "P4-default": figure(
+                round(p95, 3),
+                f"<= {P4_TARGET_S} s",
+                p95 <= P4_TARGET_S,
+                "s",
+                f"deep_residual({args.blocks}), default settings: stop() -> wait() returned, p95 of "
+                f"{len(trials)} stops at random moments",
+                max_s=max(latencies),
+                median_s=median(latencies),
+                terminated=sum(bool(t["terminated"]) for t in trials),
+            ),
+            "P5-default": figure(
+                round(stall, 2),
+                f"<= {P5_TARGET_MS} ms",
+                stall <= P5_TARGET_MS,
+                "ms",
+                "longest main-thread stall (10 ms sleep overshoot) during a default deep_residual(600) "
+                "BuildWidget build",
+            ),
+        },
+        load_avg_start=load_start,
+    )
 
 
 if __name__ == "__main__":

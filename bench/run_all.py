@@ -34,23 +34,49 @@ SCRIPTS = [
     ("p7", "p7_frontend.py", ["--updates", "20"]),
     ("p8", "p8_default_runner.py", ["--repeats", "2", "--trials", "3", "--blocks", "400"]),
 ]
-ORDER = ["P1", "P1-cpu", "P1-own", "P2", "P2-trt", "P2-build", "P2-log", "P3", "P3-final", "P3-large", "P4",
-         "P4-real", "P5", "P5-nolog", "P5-1200", "P5-10000", "P6", "P6-linear", "P7", "P7-expanded", "P7-timeline", "P1-default", "P1-first", "P4-default", "P5-default"]
+ORDER = [
+    "P1",
+    "P1-cpu",
+    "P1-own",
+    "P2",
+    "P2-trt",
+    "P2-build",
+    "P2-log",
+    "P3",
+    "P3-final",
+    "P3-large",
+    "P4",
+    "P4-real",
+    "P5",
+    "P5-nolog",
+    "P5-1200",
+    "P5-10000",
+    "P6",
+    "P6-linear",
+    "P7",
+    "P7-expanded",
+    "P7-timeline",
+    "P1-default",
+    "P1-first",
+    "P4-default",
+    "P5-default",
+]
 
 
 def run_script(name: str, args: list[str], timeout: float) -> tuple[dict[str, Any] | None, str, float]:
     """Run one script, echoing its output; returns (its BENCH_JSON record or None, error text, seconds)."""
     start = time.perf_counter()
     print(f"\n=== {name} {' '.join(args)}", flush=True)
-    proc = subprocess.Popen([sys.executable, str(HERE / name), *args], cwd=HERE, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(HERE / name), *args], cwd=HERE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     record: dict[str, Any] | None = None
     lines: list[str] = []
     assert proc.stdout is not None
     try:
         for line in proc.stdout:
             if line.startswith(JSON_PREFIX):
-                record = json.loads(line[len(JSON_PREFIX):])
+                record = json.loads(line[len(JSON_PREFIX) :])
                 continue
             lines.append(line)
             print(line, end="", flush=True)
@@ -104,42 +130,72 @@ def main() -> None:
         if args.only and key not in [o.lower() for o in args.only]:
             continue
         record, error, seconds = run_script(script, quick_args if args.quick else [], args.timeout)
-        runs[key] = {"script": script, "seconds": round(seconds, 1), "error": error or None,
-                     "load_avg_start": (record or {}).get("load_avg_start"),
-                     "load_avg_end": (record or {}).get("load_avg_end")}
+        runs[key] = {
+            "script": script,
+            "seconds": round(seconds, 1),
+            "error": error or None,
+            "load_avg_start": (record or {}).get("load_avg_start"),
+            "load_avg_end": (record or {}).get("load_avg_end"),
+        }
         if record:
             figures.update(record["figures"])
         if error:
             print(f"!!! {script}: {error}", flush=True)
-            figures.setdefault(key.upper(), {"value": None, "target": "-", "pass": False, "unit": "",
-                                             "what": f"{script} did not finish: {error}"})
+            figures.setdefault(
+                key.upper(),
+                {"value": None, "target": "-", "pass": False, "unit": "", "what": f"{script} did not finish: {error}"},
+            )
 
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, capture_output=True,
-                            text=True).stdout.strip()
-    print(f"\n=== Summary ({'quick' if args.quick else 'full'} run, commit {commit}, "
-          f"load average at start {load_start}, at end {load_avg()}, {machine()['cpus']} CPUs)")
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=HERE, capture_output=True, text=True
+    ).stdout.strip()
+    print(
+        f"\n=== Summary ({'quick' if args.quick else 'full'} run, commit {commit}, "
+        f"load average at start {load_start}, at end {load_avg()}, {machine()['cpus']} CPUs)"
+    )
     width = max([len(k) for k in figures] + [2])
     for key in sorted(figures, key=lambda k: ORDER.index(k) if k in ORDER else len(ORDER)):
         fig = figures[key]
-        print(f"{key.ljust(width)}  {verdict(fig):4}  {fmt_value(fig):>14}  target {fig.get('target', '-'):<28} "
-              f"{fig.get('what', '')}")
+        print(
+            f"{key.ljust(width)}  {verdict(fig):4}  {fmt_value(fig):>14}  target {fig.get('target', '-'):<28} "
+            f"{fig.get('what', '')}"
+        )
     failed = [k for k, f in figures.items() if f.get("pass") is False]
-    print(f"{len(figures) - len(failed)} of {len(figures)} figures pass or are informational; "
-          f"missed: {', '.join(failed) or 'none'}")
+    print(
+        f"{len(figures) - len(failed)} of {len(figures)} figures pass or are informational; "
+        f"missed: {', '.join(failed) or 'none'}"
+    )
 
     out = HERE / ("results-quick.json" if args.quick else "results.json")
     if args.only:
         out = out.with_name(out.stem + "-partial.json")
-    out.write_text(json.dumps({
-        "started": started, "commit": commit, "quick": args.quick, "command": " ".join([Path(sys.executable).name,
-                                                                                     *sys.argv]),
-        "machine": machine(), "load_avg_start": load_start, "load_avg_end": load_avg(), "runs": runs,
-        "figures": figures,
-    }, indent=1, default=str) + "\n")
+    out.write_text(
+        json.dumps(
+            {
+                "started": started,
+                "commit": commit,
+                "quick": args.quick,
+                "command": " ".join([Path(sys.executable).name, *sys.argv]),
+                "machine": machine(),
+                "load_avg_start": load_start,
+                "load_avg_end": load_avg(),
+                "runs": runs,
+                "figures": figures,
+            },
+            indent=1,
+            default=str,
+        )
+        + "\n"
+    )
     md = out.with_suffix(".md")
     command = " ".join(["python", "bench/run_all.py", *sys.argv[1:]])
-    md.write_text(markdown(figures, f"`{command}` — {started}, commit {commit}, {machine()['cpus']} CPUs, "
-                                    f"load average {load_start} at start, {load_avg()} at end"))
+    md.write_text(
+        markdown(
+            figures,
+            f"`{command}` — {started}, commit {commit}, {machine()['cpus']} CPUs, "
+            f"load average {load_start} at start, {load_avg()} at end",
+        )
+    )
     print(f"wrote {out.relative_to(HERE.parent)} and {md.relative_to(HERE.parent)}")
 
 

@@ -16,9 +16,10 @@ import subprocess
 import sys
 import textwrap
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import psutil
 import pytest
@@ -69,8 +70,14 @@ def _raises_keyboard_interrupt(network: Any) -> None:
 def _external_data(d: Path) -> None:
     import onnx
 
-    onnx.save_model(models.deep_residual(2), str(d / "ext.onnx"), save_as_external_data=True,
-                    all_tensors_to_one_file=True, location="weights.bin", size_threshold=0)
+    onnx.save_model(
+        models.deep_residual(2),
+        str(d / "ext.onnx"),
+        save_as_external_data=True,
+        all_tensors_to_one_file=True,
+        location="weights.bin",
+        size_threshold=0,
+    )
     (d / "weights.bin").unlink()
 
 
@@ -78,37 +85,75 @@ def _long_name_model() -> Any:
     from onnx import TensorProto, helper
 
     name = "x" * 10_000
-    graph = helper.make_graph([helper.make_node("Relu", [name], ["y"])], "g",
-                              [helper.make_tensor_value_info(name, TensorProto.FLOAT, [1, 4])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
+    graph = helper.make_graph(
+        [helper.make_node("Relu", [name], ["y"])],
+        "g",
+        [helper.make_tensor_value_info(name, TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+    )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
 CASES = [
     Case("output is a device node", {"output": "/dev/full"}, raises=ValueError, message="character device"),
-    Case("output is a FIFO", {"output": "{dir}/fifo"}, raises=ValueError, message="FIFO",
-         setup=lambda d: os.mkfifo(d / "fifo")),
+    Case(
+        "output is a FIFO",
+        {"output": "{dir}/fifo"},
+        raises=ValueError,
+        message="FIFO",
+        setup=lambda d: os.mkfifo(d / "fifo"),
+    ),
     Case("output is the model", {"output": "{model}"}, raises=ValueError, message="is the model file itself"),
-    Case("timing cache is the model", {"timing_cache": "{model}"}, raises=ValueError,
-         message="is the model file itself"),
-    Case("output and cache are one file", {"output": "{dir}/x", "timing_cache": "{dir}/x"}, raises=ValueError,
-         message="same file"),
+    Case(
+        "timing cache is the model", {"timing_cache": "{model}"}, raises=ValueError, message="is the model file itself"
+    ),
+    Case(
+        "output and cache are one file",
+        {"output": "{dir}/x", "timing_cache": "{dir}/x"},
+        raises=ValueError,
+        message="same file",
+    ),
     Case("output through a symlink", {"output": "{dir}/link.engine"}, status="succeeded", setup=_symlink_output),
-    Case("stale temporary file of a killed writer", {"output": "{dir}/out.engine"}, status="succeeded",
-         setup=_stale_part),
+    Case(
+        "stale temporary file of a killed writer", {"output": "{dir}/out.engine"}, status="succeeded", setup=_stale_part
+    ),
     Case("budget beyond any timer", {"budget": 1e10}, raises=ValueError, message="budget must be at most"),
     Case("workspace beyond int64", {"workspace": 2**70}, raises=ValueError, message="workspace must be at most"),
-    Case("force_after with a thread", {"isolation": "thread", "force_after": 1.0}, raises=ValueError,
-         message="force_after needs isolation='process'"),
-    Case("network function raises KeyboardInterrupt", {}, status="cancelled", model=_raises_keyboard_interrupt,
-         message="KeyboardInterrupt"),
-    Case("... on a thread", {"isolation": "thread"}, status="cancelled", model=_raises_keyboard_interrupt,
-         message="KeyboardInterrupt"),
-    Case("missing external data file", {}, status="failed", model="{dir}/ext.onnx", setup=_external_data,
-         message="weights.bin"),
+    Case(
+        "force_after with a thread",
+        {"isolation": "thread", "force_after": 1.0},
+        raises=ValueError,
+        message="force_after needs isolation='process'",
+    ),
+    Case(
+        "network function raises KeyboardInterrupt",
+        {},
+        status="cancelled",
+        model=_raises_keyboard_interrupt,
+        message="KeyboardInterrupt",
+    ),
+    Case(
+        "... on a thread",
+        {"isolation": "thread"},
+        status="cancelled",
+        model=_raises_keyboard_interrupt,
+        message="KeyboardInterrupt",
+    ),
+    Case(
+        "missing external data file",
+        {},
+        status="failed",
+        model="{dir}/ext.onnx",
+        setup=_external_data,
+        message="weights.bin",
+    ),
     Case("10 KB tensor name", {}, status="failed", model=_long_name_model(), message="exceeds the limit"),
-    Case("corrupt timing cache", {"timing_cache": "{dir}/bad.cache"}, status="succeeded",
-         setup=lambda d: (d / "bad.cache").write_bytes(os.urandom(300))),
+    Case(
+        "corrupt timing cache",
+        {"timing_cache": "{dir}/bad.cache"},
+        status="succeeded",
+        setup=lambda d: (d / "bad.cache").write_bytes(os.urandom(300)),
+    ),
 ]
 
 
@@ -192,8 +237,17 @@ def test_timings_df_without_phases_is_an_empty_frame_with_the_columns() -> None:
     assert widget.wait(120) == "failed"
     frame = widget.timings_df()
     assert frame.empty and frame.index.name == "id"
-    assert list(frame.columns) == ["name", "parent", "depth", "step", "num_steps", "start_s", "end_s",
-                                   "duration_s", "status"]
+    assert list(frame.columns) == [
+        "name",
+        "parent",
+        "depth",
+        "step",
+        "num_steps",
+        "start_s",
+        "end_s",
+        "duration_s",
+        "status",
+    ]
     good = BuildWidget(SMALL, history=False).start()
     assert good.wait(120) == "succeeded"
     parents = good.timings_df()["parent"]
@@ -203,17 +257,31 @@ def test_timings_df_without_phases_is_an_empty_frame_with_the_columns() -> None:
 # -- permission failures, as root without DAC override -------------------------------------------------------
 
 SETPRIV = shutil.which("setpriv")
-needs_setpriv = pytest.mark.skipif(SETPRIV is None or os.geteuid() != 0,
-                                   reason="needs root and setpriv to drop DAC capabilities")
+needs_setpriv = pytest.mark.skipif(
+    SETPRIV is None or os.geteuid() != 0, reason="needs root and setpriv to drop DAC capabilities"
+)
 
 
 def run_without_dac(code: str, cwd: Path) -> dict[str, Any]:
     """Run ``code`` in a child Python that obeys file modes although root; it prints one JSON line last."""
     assert SETPRIV is not None
-    done = subprocess.run([SETPRIV, "--bounding-set", "-dac_override,-dac_read_search,-fowner", "--inh-caps",
-                           "-dac_override,-dac_read_search,-fowner", sys.executable, "-c", textwrap.dedent(code)],
-                          capture_output=True, text=True, timeout=300, cwd=cwd,
-                          env={**os.environ, "TRT_WIDGET_HISTORY": "off"})
+    done = subprocess.run(
+        [
+            SETPRIV,
+            "--bounding-set",
+            "-dac_override,-dac_read_search,-fowner",
+            "--inh-caps",
+            "-dac_override,-dac_read_search,-fowner",
+            sys.executable,
+            "-c",
+            textwrap.dedent(code),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd,
+        env={**os.environ, "TRT_WIDGET_HISTORY": "off"},
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -238,9 +306,15 @@ def test_an_unwritable_timing_cache_is_a_warning_and_the_engine_is_kept(tmp_path
     out = tmp_path / "m.engine"
     locked.chmod(0o555)
     try:
-        got = run_without_dac(REPORT.format(model=str(tmp_path / "m.onnx"), isolation=isolation,
-                                            options=f"timing_cache={str(locked / 't.cache')!r}, output={str(out)!r}",
-                                            output=str(out)), tmp_path)
+        got = run_without_dac(
+            REPORT.format(
+                model=str(tmp_path / "m.onnx"),
+                isolation=isolation,
+                options=f"timing_cache={str(locked / 't.cache')!r}, output={str(out)!r}",
+                output=str(out),
+            ),
+            tmp_path,
+        )
     finally:
         locked.chmod(0o755)
     assert got["status"] == "succeeded", got
@@ -254,8 +328,12 @@ def test_an_unreadable_timing_cache_is_a_warning(tmp_path: Path) -> None:
     cache = tmp_path / "t.cache"
     cache.write_bytes(b"x")
     cache.chmod(0o000)
-    got = run_without_dac(REPORT.format(model=str(tmp_path / "m.onnx"), isolation="process",
-                                        options=f"timing_cache={str(cache)!r}", output=""), tmp_path)
+    got = run_without_dac(
+        REPORT.format(
+            model=str(tmp_path / "m.onnx"), isolation="process", options=f"timing_cache={str(cache)!r}", output=""
+        ),
+        tmp_path,
+    )
     assert got["status"] == "succeeded", got
     assert any("could not read" in p for p in got["problems"]), got["problems"]
     assert "unexpected" not in got["error"]
@@ -268,9 +346,15 @@ def test_an_unwritable_output_fails_but_keeps_the_engine_in_memory(tmp_path: Pat
     locked.mkdir()
     locked.chmod(0o555)
     try:
-        got = run_without_dac(REPORT.format(model=str(tmp_path / "m.onnx"), isolation="process",
-                                            options=f"output={str(locked / 'm.engine')!r}",
-                                            output=str(locked / "m.engine")), tmp_path)
+        got = run_without_dac(
+            REPORT.format(
+                model=str(tmp_path / "m.onnx"),
+                isolation="process",
+                options=f"output={str(locked / 'm.engine')!r}",
+                output=str(locked / "m.engine"),
+            ),
+            tmp_path,
+        )
     finally:
         locked.chmod(0o755)
     assert got["status"] == "failed" and got["engine"] > 0, got

@@ -32,8 +32,7 @@ BLOCK_TENSORRT = textwrap.dedent("""
 def run_python(code: str, **env: str) -> subprocess.CompletedProcess[str]:
     environment = {k: v for k, v in os.environ.items() if k != "TRT_WIDGET_BACKEND"}
     environment.update(env)
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                          env=environment)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=environment)
 
 
 @pytest.fixture
@@ -61,8 +60,7 @@ def test_bogus_backend_name_is_a_clear_error(fresh_selection: None, monkeypatch:
 
 
 @pytest.mark.parametrize("value", ["rtx", " RTX ", "tensorrt_rtx", "tensorrt-rtx"])
-def test_rtx_can_be_requested_by_its_names(fresh_selection: None, monkeypatch: pytest.MonkeyPatch,
-                                           value: str) -> None:
+def test_rtx_can_be_requested_by_its_names(fresh_selection: None, monkeypatch: pytest.MonkeyPatch, value: str) -> None:
     try:
         import tensorrt_rtx_bindings  # noqa: F401
     except ImportError:
@@ -71,8 +69,9 @@ def test_rtx_can_be_requested_by_its_names(fresh_selection: None, monkeypatch: p
     assert select_backend()[0] == "rtx"
 
 
-def test_requesting_a_missing_backend_names_it_and_the_install_commands(fresh_selection: None,
-                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_requesting_a_missing_backend_names_it_and_the_install_commands(
+    fresh_selection: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(_backend, "_try_import", lambda names: None)
     monkeypatch.setenv("TRT_WIDGET_BACKEND", "tensorrt")
     with pytest.raises(BackendUnavailable) as raised:
@@ -82,7 +81,9 @@ def test_requesting_a_missing_backend_names_it_and_the_install_commands(fresh_se
 
 
 def test_neither_backend_importable_names_both_install_commands() -> None:
-    result = run_python(BLOCK_TENSORRT + textwrap.dedent("""
+    result = run_python(
+        BLOCK_TENSORRT
+        + textwrap.dedent("""
         import trt_widget
         try:
             trt_widget.select_backend()
@@ -91,7 +92,8 @@ def test_neither_backend_importable_names_both_install_commands() -> None:
             print("is ImportError:", isinstance(exc, ImportError))
         else:
             print("no error")
-    """))
+    """)
+    )
     assert result.returncode == 0, result.stderr
     assert "pip install 'trt_widget[rtx]'" in result.stdout
     assert "pip install 'trt_widget[tensorrt]'" in result.stdout
@@ -99,7 +101,9 @@ def test_neither_backend_importable_names_both_install_commands() -> None:
 
 
 def test_import_works_without_a_backend_and_names_are_lazy() -> None:
-    result = run_python(BLOCK_TENSORRT + textwrap.dedent("""
+    result = run_python(
+        BLOCK_TENSORRT
+        + textwrap.dedent("""
         import json, sys
         import trt_widget
         from trt_widget import PhaseModel, BuildCancelled, BuildError
@@ -116,7 +120,8 @@ def test_import_works_without_a_backend_and_names_are_lazy() -> None:
             except trt_widget.BackendUnavailable as exc:
                 report[name] = str(exc)
         print(json.dumps(report))
-    """))
+    """)
+    )
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert report["phases"] == 1 and report["tensorrt_loaded"] == []
@@ -134,7 +139,9 @@ def test_a_broken_tensorrt_install_falls_back_to_rtx_and_says_why_when_requested
     broken = tmp_path / "tensorrt"
     broken.mkdir()
     (broken / "__init__.py").write_text("raise OSError('libnvinfer.so.10: cannot open shared object file')\n")
-    code = "import trt_widget\ntry:\n    print(trt_widget.select_backend()[0])\nexcept Exception as exc:\n    print(exc)"
+    code = (
+        "import trt_widget\ntry:\n    print(trt_widget.select_backend()[0])\nexcept Exception as exc:\n    print(exc)"
+    )
     chosen = run_python(code, PYTHONPATH=str(tmp_path))
     assert chosen.returncode == 0, chosen.stderr
     assert chosen.stdout.strip() == "rtx"
@@ -156,7 +163,7 @@ def test_unknown_attribute_is_an_attribute_error() -> None:
 
 # A synthetic stand-in for NVIDIA's module (its wheels cannot be installed here): it imports, as `tensorrt` does on
 # a machine without a GPU, and its Builder fails the way pybind11 reports a nullptr from the C++ factory.
-FAKE_TENSORRT = textwrap.dedent('''
+FAKE_TENSORRT = textwrap.dedent("""
     __version__ = "10.12.0.36"
     class IProgressMonitor:
         def __init__(self): pass
@@ -167,7 +174,7 @@ FAKE_TENSORRT = textwrap.dedent('''
     class Builder:
         def __init__(self, logger):
             raise TypeError("pybind11::init(): factory function returned nullptr")
-''')
+""")
 
 
 def _fake_tensorrt(tmp_path: Any, name: str = "tensorrt") -> str:
@@ -176,8 +183,7 @@ def _fake_tensorrt(tmp_path: Any, name: str = "tensorrt") -> str:
 
 
 def test_tensorrt_without_a_gpu_falls_back_to_rtx(tmp_path: Any) -> None:
-    done = run_python("import trt_widget; print(trt_widget.select_backend()[0])",
-                      PYTHONPATH=_fake_tensorrt(tmp_path))
+    done = run_python("import trt_widget; print(trt_widget.select_backend()[0])", PYTHONPATH=_fake_tensorrt(tmp_path))
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "rtx"  # no CUDA GPU visible here: NVIDIA's module could not build
 

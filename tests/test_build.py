@@ -8,8 +8,9 @@ import concurrent.futures
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import onnx
 import pytest
@@ -25,11 +26,11 @@ DEADLINE = 180.0
 BACKEND = trt_widget.backend_info()["backend"]
 
 
-
 def run_coroutine(coro: Any) -> Any:
     """asyncio.run on a fresh thread: the e2e session's Playwright keeps an event loop on this one."""
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         return pool.submit(asyncio.run, coro).result()
+
 
 def finished(build: Build) -> Build:
     """Start ``build`` (if idle) and wait for its end with a generous deadline."""
@@ -89,7 +90,7 @@ def test_resnet50_builds_an_engine_with_a_nested_closed_phase_tree(resnet50_byte
         if row["parent"] is not None:
             parent = rows[row["parent"]]
             assert parent["start_s"] <= row["start_s"] and row["end_s"] <= parent["end_s"]
-    assert 0 < build.elapsed_s and rows[0]["end_s"] <= build.elapsed_s
+    assert build.elapsed_s > 0 and rows[0]["end_s"] <= build.elapsed_s
     assert any(log["severity"] == "INFO" for log in build.logs)
 
 
@@ -159,8 +160,9 @@ def test_a_callback_raising_systemexit_does_not_hang_wait(small_model: Any, capl
 
 
 # -- cancel --------------------------------------------------------------------------------------------
-def test_stop_mid_build_cancels_and_closes_every_phase(long_model_bytes: bytes, tmp_path: Path,
-                                                       wait_until: Callable[..., Any]) -> None:
+def test_stop_mid_build_cancels_and_closes_every_phase(
+    long_model_bytes: bytes, tmp_path: Path, wait_until: Callable[..., Any]
+) -> None:
     output = tmp_path / "model.engine"
     build = Build(long_model_bytes, output=output).start()
     wait_until(lambda: build.model.running_count() > 0 or build.done(), what="the first phase")
@@ -295,8 +297,9 @@ def test_output_is_written_atomically(small_model: Any, tmp_path: Path) -> None:
     assert no_part_files(tmp_path)
 
 
-def test_save_is_atomic_and_leaves_nothing_behind_on_failure(small_model: Any, tmp_path: Path,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_save_is_atomic_and_leaves_nothing_behind_on_failure(
+    small_model: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     build = finished(Build(small_model))
     target = tmp_path / "saved.engine"
     assert build.save(str(target)) == str(target)
@@ -362,8 +365,9 @@ def test_wait_with_timeout_returns_the_status_while_running(long_model_bytes: by
     assert finished(build).status in FINAL
 
 
-def test_keyboard_interrupt_during_wait_cancels_and_reraises(long_model_bytes: bytes,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_keyboard_interrupt_during_wait_cancels_and_reraises(
+    long_model_bytes: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
     build = Build(long_model_bytes).start()
     real_wait = threading.Event.wait
 

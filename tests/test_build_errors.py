@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import onnx
 import pytest
@@ -34,8 +35,11 @@ def next_build_succeeds() -> None:
 
 def one_node(node: Any, input_shape: list[Any] | None = None) -> onnx.ModelProto:
     graph = helper.make_graph(
-        [node], "one_node", [helper.make_tensor_value_info("x", TensorProto.FLOAT, input_shape or [1, 4])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+        [node],
+        "one_node",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, input_shape or [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     return model
@@ -68,24 +72,40 @@ def make_cases(tmp: Path) -> dict[str, tuple[Any, dict[str, Any], list[str]]]:
         "corrupt bytes": (b"\x08\x07garbage \xff\xfe" * 10, {}, ["could not parse", "ONNX bytes"]),
         "text bytes": (b"hello, I am not a model", {}, ["could not parse", "ONNX"]),
         "empty bytes": (b"", {}, ["ONNX bytes are empty"]),
-        "unknown op": (one_node(helper.make_node("FooBarOp", ["x"], ["y"], name="mystery")), {},
-                       ["could not parse", "'mystery'", "FooBarOp"]),
-        "bad attribute": (one_node(helper.make_node("Softmax", ["x"], ["y"], name="soft", axis=7)), {},
-                          ["could not parse", "'soft'", "Softmax", "axis"]),
-        "dangling input": (one_node(helper.make_node("Add", ["x", "ghost"], ["y"], name="add")), {},
-                           ["could not parse", "'add'", "input"]),
+        "unknown op": (
+            one_node(helper.make_node("FooBarOp", ["x"], ["y"], name="mystery")),
+            {},
+            ["could not parse", "'mystery'", "FooBarOp"],
+        ),
+        "bad attribute": (
+            one_node(helper.make_node("Softmax", ["x"], ["y"], name="soft", axis=7)),
+            {},
+            ["could not parse", "'soft'", "Softmax", "axis"],
+        ),
+        "dangling input": (
+            one_node(helper.make_node("Add", ["x", "ghost"], ["y"], name="add")),
+            {},
+            ["could not parse", "'add'", "input"],
+        ),
         "no outputs": (no_outputs, {}, ["no outputs", "mark_output"]),
-        "callable raises": (raises, {}, ["network definition function", "raises", "ValueError",
-                                         "boom in the user's network code"]),
+        "callable raises": (
+            raises,
+            {},
+            ["network definition function", "raises", "ValueError", "boom in the user's network code"],
+        ),
         "callable exits": (exits, {}, ["SystemExit"]),
         "dynamic without profile": (dynamic, {}, ["'input'", "dynamic shape", "profiles="]),
-        "profile for unknown input": (dynamic, {"profiles": {"inptu": DYNAMIC_PROFILE, "input": DYNAMIC_PROFILE}},
-                                      ["unknown input", "inptu", "'input'"]),
-        "profile of wrong rank": (dynamic, {"profiles": {"input": ((1, 8), (2, 8), (4, 8))}},
-                                  ["'input'", "rank 2"]),
-        "profile changes a fixed dim": (dynamic, {"profiles": {"input": ((1, 8, 8, 8), (2, 8, 8, 8),
-                                                                          (4, 8, 8, 16))}},
-                                        ["'input'", "fixed dimension"]),
+        "profile for unknown input": (
+            dynamic,
+            {"profiles": {"inptu": DYNAMIC_PROFILE, "input": DYNAMIC_PROFILE}},
+            ["unknown input", "inptu", "'input'"],
+        ),
+        "profile of wrong rank": (dynamic, {"profiles": {"input": ((1, 8), (2, 8), (4, 8))}}, ["'input'", "rank 2"]),
+        "profile changes a fixed dim": (
+            dynamic,
+            {"profiles": {"input": ((1, 8, 8, 8), (2, 8, 8, 8), (4, 8, 8, 16))}},
+            ["'input'", "fixed dimension"],
+        ),
     }
 
 
@@ -122,19 +142,26 @@ def test_tensorrt_build_failure_is_reported_with_its_reason() -> None:
     next_build_succeeds()
 
 
-@pytest.mark.parametrize("options, error, expected", [
-    ({"optimizaton_level": 3}, TypeError, ["unknown build option 'optimizaton_level'",
-                                           "did you mean 'optimization_level'"]),
-    ({"timing_cach": "x"}, TypeError, ["did you mean 'timing_cache'"]),
-    ({"optimization_level": 9}, ValueError, ["optimization_level", "0..5", "9"]),
-    ({"workspace": "lots"}, ValueError, ["workspace", "'lots'"]),
-    ({"budget": -1}, ValueError, ["budget", "positive", "-1"]),
-    ({"isolation": "fork"}, ValueError, ["isolation", "'fork'"]),
-    ({"profiles": {"input": (1, 2)}}, ValueError, ["profile for input 'input'"]),
-    ({"output": "/no/such/dir/x.engine"}, FileNotFoundError, ["output directory does not exist", "/no/such/dir"]),
-])
-def test_bad_options_fail_at_once_and_the_next_build_works(options: dict[str, Any], error: type,
-                                                           expected: list[str]) -> None:
+@pytest.mark.parametrize(
+    "options, error, expected",
+    [
+        (
+            {"optimizaton_level": 3},
+            TypeError,
+            ["unknown build option 'optimizaton_level'", "did you mean 'optimization_level'"],
+        ),
+        ({"timing_cach": "x"}, TypeError, ["did you mean 'timing_cache'"]),
+        ({"optimization_level": 9}, ValueError, ["optimization_level", "0..5", "9"]),
+        ({"workspace": "lots"}, ValueError, ["workspace", "'lots'"]),
+        ({"budget": -1}, ValueError, ["budget", "positive", "-1"]),
+        ({"isolation": "fork"}, ValueError, ["isolation", "'fork'"]),
+        ({"profiles": {"input": (1, 2)}}, ValueError, ["profile for input 'input'"]),
+        ({"output": "/no/such/dir/x.engine"}, FileNotFoundError, ["output directory does not exist", "/no/such/dir"]),
+    ],
+)
+def test_bad_options_fail_at_once_and_the_next_build_works(
+    options: dict[str, Any], error: type, expected: list[str]
+) -> None:
     with pytest.raises(error) as raised:
         Build(deep_residual(2), **options)
     for text in expected:
@@ -148,8 +175,9 @@ def test_wrong_model_type_fails_at_once() -> None:
     next_build_succeeds()
 
 
-def test_failed_output_write_is_a_build_error_with_no_partial_file(tmp_path: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failed_output_write_is_a_build_error_with_no_partial_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import trt_widget._files as files
 
     real_replace = files.os.replace

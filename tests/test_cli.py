@@ -28,8 +28,14 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 def _cli(*args: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "trt_widget", *args], capture_output=True, text=True,
-                          env=_env(TERM="xterm-256color"), timeout=TIMEOUT_S, **kwargs)
+    return subprocess.run(
+        [sys.executable, "-m", "trt_widget", *args],
+        capture_output=True,
+        text=True,
+        env=_env(TERM="xterm-256color"),
+        timeout=TIMEOUT_S,
+        **kwargs,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -41,8 +47,14 @@ def long_onnx(tmp_path_factory: pytest.TempPathFactory, long_model_bytes: bytes)
 
 
 def _spawn(*args: str) -> pexpect.spawn:
-    return pexpect.spawn(sys.executable, ["-m", "trt_widget", *args], env=_env(TERM="xterm-256color"),
-                         dimensions=(40, 120), encoding="utf-8", timeout=TIMEOUT_S)
+    return pexpect.spawn(
+        sys.executable,
+        ["-m", "trt_widget", *args],
+        env=_env(TERM="xterm-256color"),
+        dimensions=(40, 120),
+        encoding="utf-8",
+        timeout=TIMEOUT_S,
+    )
 
 
 def test_terminal_renders_the_tree_and_ctrl_c_stops_within_the_long_step(long_onnx: Path, tmp_path: Path) -> None:
@@ -132,8 +144,17 @@ def test_a_build_failure_exits_1_without_a_traceback(tmp_path: Path) -> None:
     assert not bad.with_suffix(".engine").exists()
 
 
-@pytest.mark.parametrize("argv", [[], ["build"], ["build", "m.onnx", "--bogus"], ["build", "m.onnx", "--opt-level", "9"],
-                                  ["build", "m.onnx", "--isolation", "fork"], ["demo", "--blocks", "0"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],
+        ["build"],
+        ["build", "m.onnx", "--bogus"],
+        ["build", "m.onnx", "--opt-level", "9"],
+        ["build", "m.onnx", "--isolation", "fork"],
+        ["demo", "--blocks", "0"],
+    ],
+)
 def test_usage_errors_exit_2(argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     if len(argv) > 1:
         argv = [str(tmp_path / a) if a == "m.onnx" else a for a in argv]

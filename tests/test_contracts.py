@@ -11,8 +11,9 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -63,8 +64,10 @@ def test_the_cancelling_state_is_sent_at_once_not_at_the_next_tick(wait_until: C
     widget._pump.interval = 3600.0  # one throttled tick an hour: only an urgent wake-up can send in time
     widget.start()
     try:
-        wait_until(lambda: (p := widget.build.model.innermost_running()) is not None
-                   and p.name == "Determining refit engines", what="the long step")
+        wait_until(
+            lambda: (p := widget.build.model.innermost_running()) is not None and p.name == "Determining refit engines",
+            what="the long step",
+        )
         seen = threading.Event()
         widget.observe(lambda change: seen.set() if change["new"] == "cancelling" else None, names="status")
         widget.stop()

@@ -41,7 +41,11 @@ def _check_stream(events: list[dict[str, Any]], build: Build) -> None:
     for pid, row in timings.items():
         start, finish = starts[pid], finishes[pid]
         assert (start["name"], start["parent"], start["depth"], start["num_steps"]) == (
-            row["name"], row["parent"], row["depth"], row["num_steps"])
+            row["name"],
+            row["parent"],
+            row["depth"],
+            row["num_steps"],
+        )
         assert start["t"] == row["start_s"] and finish["t"] == row["end_s"]
         assert finish["duration_s"] == pytest.approx(row["duration_s"])
         assert (finish["status"], finish["step"]) == (row["status"], row["step"])
@@ -71,8 +75,10 @@ def test_real_build_streams_to_a_file_and_a_callable(tmp_path: Path, wait_until:
     build.start()
     assert build.wait(180) == "succeeded"
     assert stream.join(30)
-    lines = wait_until(lambda: (text := path.read_text()).endswith("\n") and '"build_end"' in text and text,
-                       what="build_end in the events file")
+    lines = wait_until(
+        lambda: (text := path.read_text()).endswith("\n") and '"build_end"' in text and text,
+        what="build_end in the events file",
+    )
     from_file = [json.loads(line) for line in lines.splitlines()]
     _check_stream(from_file, build)
     _check_stream(received, build)
@@ -92,8 +98,9 @@ def test_cancelled_build_ends_with_every_phase_closed(long_model_bytes: bytes, w
     received: list[dict[str, Any]] = []
     build = Build(long_model_bytes, events=received.append, history=False)
     build.start()
-    wait_until(lambda: any(e["event"] == "phase_start" and e["depth"] >= 2 for e in received),
-               what="a nested phase to start")
+    wait_until(
+        lambda: any(e["event"] == "phase_start" and e["depth"] >= 2 for e in received), what="a nested phase to start"
+    )
     assert build.stop()
     assert build.wait(180) == "cancelled"
     wait_until(lambda: received and received[-1]["event"] == "build_end", what="build_end")

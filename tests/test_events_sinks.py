@@ -8,8 +8,9 @@ import os
 import threading
 import time
 import warnings
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -65,13 +66,18 @@ def _raising(exc: BaseException, times: int, into: list[dict[str, Any]]) -> Call
     return sink
 
 
-SINKS = ["closed file", "binary file", "/dev/full", "callable raising always", "callable KeyboardInterrupt",
-         "callable SystemExit"]
+SINKS = [
+    "closed file",
+    "binary file",
+    "/dev/full",
+    "callable raising always",
+    "callable KeyboardInterrupt",
+    "callable SystemExit",
+]
 
 
 @pytest.mark.parametrize("kind", SINKS)
-def test_a_failing_sink_is_reported_once_and_the_writer_lives_on(kind: str, tmp_path: Path,
-                                                                 wait_until: Any) -> None:
+def test_a_failing_sink_is_reported_once_and_the_writer_lives_on(kind: str, tmp_path: Path, wait_until: Any) -> None:
     if kind == "/dev/full" and not os.path.exists("/dev/full"):
         pytest.skip("no /dev/full here")
     received: list[dict[str, Any]] = []
@@ -94,8 +100,11 @@ def test_a_failing_sink_is_reported_once_and_the_writer_lives_on(kind: str, tmp_
             warnings.simplefilter("always")
             build = Build(models.deep_residual(4), history=False, events=sink).start()
             assert build.wait(120) == "succeeded"
-            wait_until(lambda: any("events sink" in p["message"] for p in build.problems), timeout=30,
-                       what="the sink failure in build.problems")
+            wait_until(
+                lambda: any("events sink" in p["message"] for p in build.problems),
+                timeout=30,
+                what="the sink failure in build.problems",
+            )
             assert build.events.join(30)  # the writer thread survived the failure and got to build_end
     finally:
         for handle in opened:

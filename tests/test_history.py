@@ -63,8 +63,10 @@ def test_second_build_gets_a_plausible_eta(two_builds: dict[str, Any]) -> None:
     assert etas, "no ETA while the second build ran"
     t, early = etas[0]
     error = early["total_s"] / actual
-    print(f"\nETA: past build {first.elapsed_s:.2f} s; at t={t:.2f} s predicted total {early['total_s']:.2f} s, "
-          f"actual {actual:.2f} s (ratio {error:.2f}, error {100 * (error - 1):+.0f}%)")
+    print(
+        f"\nETA: past build {first.elapsed_s:.2f} s; at t={t:.2f} s predicted total {early['total_s']:.2f} s, "
+        f"actual {actual:.2f} s (ratio {error:.2f}, error {100 * (error - 1):+.0f}%)"
+    )
     t_mid, mid = etas[len(etas) // 2]
     print(f"ETA at t={t_mid:.2f} s: predicted total {mid['total_s']:.2f} s (ratio {mid['total_s'] / actual:.2f})")
     assert 1 / 5 <= error <= 5
@@ -116,8 +118,7 @@ def test_records_list_and_compare(two_builds: dict[str, Any]) -> None:
 
 def test_other_model_or_options_get_no_eta(two_builds: dict[str, Any], resnet50_bytes: bytes) -> None:
     store = two_builds["store"]
-    for build in (Build(resnet50_bytes, history=store, optimization_level=1),
-                  Build(deep_residual(4), history=store)):
+    for build in (Build(resnet50_bytes, history=store, optimization_level=1), Build(deep_residual(4), history=store)):
         assert build.history.ready.wait(60)
         assert build.history.error is None
         assert build.history.match is None and build.history.eta() is None and build.history.deltas() is None
@@ -178,8 +179,10 @@ _WRITER = textwrap.dedent("""
 
 def test_concurrent_writer_processes_do_not_corrupt_the_store(tmp_path: Path) -> None:
     path, go, n = tmp_path / "shared.sqlite", tmp_path / "go", 150
-    writers = [subprocess.Popen([PY, "-c", _WRITER, str(path), name, str(n), str(go)], stderr=subprocess.PIPE,
-                                text=True) for name in ("kernel-a", "kernel-b")]
+    writers = [
+        subprocess.Popen([PY, "-c", _WRITER, str(path), name, str(n), str(go)], stderr=subprocess.PIPE, text=True)
+        for name in ("kernel-a", "kernel-b")
+    ]
     go.touch()  # both start writing at once
     for writer in writers:
         assert writer.wait(300) == 0, writer.stderr.read() if writer.stderr else ""
@@ -190,8 +193,7 @@ def test_concurrent_writer_processes_do_not_corrupt_the_store(tmp_path: Path) ->
     assert {r["key"] for r in records} == {f"kernel-{w}-{i}" for w in "ab" for i in range(n)}
 
 
-def test_store_selection_and_bad_stores(tmp_path: Path, private_history: Path,
-                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_store_selection_and_bad_stores(tmp_path: Path, private_history: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     model = deep_residual(4)
     assert Build(model, history=False).history is None
     default = Build(model)

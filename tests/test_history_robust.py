@@ -106,8 +106,9 @@ def test_unopenable_store_file_as_argument_or_env_var(tmp_path: Path) -> None:
     store.chmod(0)
     seen = run_without_dac_override(tmp_path, [str(store), None], {hist.ENV: str(store)})
     assert [(r["status"], r["history"]) for r in seen["results"]] == [("succeeded", False)] * 2
-    assert seen["warnings"] == [f"trt_widget: cannot use the history store {store} (Permission denied); "
-                                "builds run without history"]
+    assert seen["warnings"] == [
+        f"trt_widget: cannot use the history store {store} (Permission denied); builds run without history"
+    ]
 
 
 def test_a_file_in_the_way_turns_history_off_even_when_warnings_are_errors(tmp_path: Path) -> None:
@@ -154,8 +155,9 @@ def test_a_failure_while_recording_keeps_status_and_engine(tmp_path: Path, monke
 
 # -- 2. the argument and the environment variable agree --------------------------------------------------------
 @pytest.mark.parametrize("word", OFF)
-def test_off_words_disable_history_as_argument_and_env_var(word: str, tmp_path: Path,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_off_words_disable_history_as_argument_and_env_var(
+    word: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     assert Build(deep_residual(4), history=word).history is None
     with pytest.raises(RuntimeError, match="turned off"):
@@ -166,8 +168,9 @@ def test_off_words_disable_history_as_argument_and_env_var(word: str, tmp_path: 
 
 
 @pytest.mark.parametrize("word", ["on", "TRUE", "yes", "1"])
-def test_on_words_mean_the_default_location(word: str, private_history: Path, monkeypatch: pytest.MonkeyPatch,
-                                            tmp_path: Path) -> None:
+def test_on_words_mean_the_default_location(
+    word: str, private_history: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.chdir(tmp_path)
     build = Build(deep_residual(4), history=word)
     assert build.history is not None and build.history.store.path == private_history
@@ -226,13 +229,25 @@ def test_unreadable_rows_are_flagged_in_listings_and_skipped_for_etas(tmp_path: 
     first = Build(deep_residual(4), history=store).start()
     assert first.wait(120) == "succeeded" and first.history.recorded.wait(60)
     key, now = first.history.key, time.time()
-    bad_rows = json.dumps({"key": key, "status": "succeeded", "created": now, "total_s": 1.0, "label": "bad rows",
-                           "rows": [{"name": "no path"}]})
+    bad_rows = json.dumps(
+        {
+            "key": key,
+            "status": "succeeded",
+            "created": now,
+            "total_s": 1.0,
+            "label": "bad rows",
+            "rows": [{"name": "no path"}],
+        }
+    )
     with closing(sqlite3.connect(store.path)) as conn, conn:  # newer than the good record, same key
-        conn.executemany("INSERT INTO builds (key, status, created, total_s, label, record) VALUES (?, ?, ?, ?, ?, ?)",
-                         [(key, "succeeded", now, 1.0, "bad json", "{not json"),
-                          (key, "succeeded", now, 1.0, "not an object", "[1, 2]"),
-                          (key, "succeeded", now, 1.0, "bad rows", bad_rows)])
+        conn.executemany(
+            "INSERT INTO builds (key, status, created, total_s, label, record) VALUES (?, ?, ?, ?, ?, ?)",
+            [
+                (key, "succeeded", now, 1.0, "bad json", "{not json"),
+                (key, "succeeded", now, 1.0, "not an object", "[1, 2]"),
+                (key, "succeeded", now, 1.0, "bad rows", bad_rows),
+            ],
+        )
 
     listed = list_builds(store)
     assert [b["label"] for b in listed[:3]] == ["bad rows", "not an object", "bad json"]

@@ -47,7 +47,9 @@ def test_callbacks_feed_the_model() -> None:
     monitor.phase_finish("Optimizing")
     rows = monitor.timings()
     assert [(r["name"], r["parent"], r["depth"], r["status"]) for r in rows] == [
-        ("Building engine", None, 0, "running"), ("Optimizing", 0, 1, "done")]
+        ("Building engine", None, 0, "running"),
+        ("Optimizing", 0, 1, "done"),
+    ]
 
 
 def test_timings_have_the_documented_keys() -> None:

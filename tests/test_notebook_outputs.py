@@ -13,9 +13,9 @@ from nbclient import NotebookClient
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
-BUILD_CELL = ("from trt_widget import BuildWidget, models\n"
-              "w = BuildWidget(models.deep_residual(4), history=False).start()\n"
-              "w")
+BUILD_CELL = (
+    "from trt_widget import BuildWidget, models\nw = BuildWidget(models.deep_residual(4), history=False).start()\nw"
+)
 
 
 def execute(cells: list[str], pause_after_first_s: float = 0.0) -> Any:
@@ -29,8 +29,9 @@ def execute(cells: list[str], pause_after_first_s: float = 0.0) -> Any:
         if cell_index == 0 and pause_after_first_s:
             await asyncio.sleep(pause_after_first_s)
 
-    NotebookClient(nb, timeout=300, kernel_name="python3", on_cell_executed=pause,
-                   resources={"metadata": {"path": "."}}).execute()
+    NotebookClient(
+        nb, timeout=300, kernel_name="python3", on_cell_executed=pause, resources={"metadata": {"path": "."}}
+    ).execute()
     return nb
 
 

@@ -34,10 +34,17 @@ def test_options_are_frozen() -> None:
         options.budget = 4  # type: ignore[misc]
 
 
-@pytest.mark.parametrize("value, expected", [
-    (1 << 20, 1 << 20), ("1GiB", 1 << 30), ("512MB", 512 * 10**6), ("64 mib", 64 << 20), ("1.5k", 1536),
-    ("4096", 4096),
-])
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        (1 << 20, 1 << 20),
+        ("1GiB", 1 << 30),
+        ("512MB", 512 * 10**6),
+        ("64 mib", 64 << 20),
+        ("1.5k", 1536),
+        ("4096", 4096),
+    ],
+)
 def test_workspace_accepts_counts_and_units(value: Any, expected: int) -> None:
     assert BuildOptions.from_kwargs(workspace=value).workspace == expected
     assert parse_bytes(value, "workspace") == expected
@@ -96,14 +103,17 @@ def test_profiles_are_normalised_to_int_tuples() -> None:
     assert options.summary()["profiles"] == {"input": [[1, 3, 8, 8], [2, 3, 8, 8], [4, 3, 8, 8]]}
 
 
-@pytest.mark.parametrize("profiles, message", [
-    ([("input", (1,), (1,), (1,))], "profiles must be a dict"),
-    ({"input": ((1, 3), (2, 3))}, r"profile for input 'input' must be \(min, opt, max\) shapes"),
-    ({"input": (1, 2, 3)}, r"must be \(min, opt, max\) shapes"),
-    ({"input": ((2, 3), (1, 3), (4, 3))}, "needs min <= opt <= max"),
-    ({"input": ((1, 3), (1, 3, 1), (1, 3))}, "needs min <= opt <= max"),
-    ({"input": ((-1, 3), (1, 3), (4, 3))}, "has a negative dimension"),
-])
+@pytest.mark.parametrize(
+    "profiles, message",
+    [
+        ([("input", (1,), (1,), (1,))], "profiles must be a dict"),
+        ({"input": ((1, 3), (2, 3))}, r"profile for input 'input' must be \(min, opt, max\) shapes"),
+        ({"input": (1, 2, 3)}, r"must be \(min, opt, max\) shapes"),
+        ({"input": ((2, 3), (1, 3), (4, 3))}, "needs min <= opt <= max"),
+        ({"input": ((1, 3), (1, 3, 1), (1, 3))}, "needs min <= opt <= max"),
+        ({"input": ((-1, 3), (1, 3), (4, 3))}, "has a negative dimension"),
+    ],
+)
 def test_bad_profiles(profiles: Any, message: str) -> None:
     with pytest.raises((TypeError, ValueError), match=message):
         BuildOptions.from_kwargs(profiles=profiles)

@@ -53,7 +53,10 @@ def test_nesting_resolves_parent_by_name_and_sets_depth() -> None:
     model.phase_start("grandchild", "child", 1)
     rows = model.timings()
     assert [(r["name"], r["parent"], r["depth"]) for r in rows] == [
-        ("root", None, 0), ("child", 0, 1), ("grandchild", 1, 2)]
+        ("root", None, 0),
+        ("child", 0, 1),
+        ("grandchild", 1, 2),
+    ]
 
 
 def test_unknown_parent_makes_a_root_phase() -> None:
@@ -179,8 +182,18 @@ def test_timings_are_plain_copies_with_every_key() -> None:
     model = PhaseModel(FakeClock())
     model.phase_start("a", None, 1)
     rows = model.timings()
-    assert set(rows[0]) >= {"id", "name", "parent", "depth", "start_s", "end_s", "duration_s", "step",
-                            "num_steps", "status"}
+    assert set(rows[0]) >= {
+        "id",
+        "name",
+        "parent",
+        "depth",
+        "start_s",
+        "end_s",
+        "duration_s",
+        "step",
+        "num_steps",
+        "status",
+    }
     rows[0]["name"] = "mutated"
     assert model.timings()[0]["name"] == "a"
     assert model.rows()[0]["name"] == "a"
@@ -221,8 +234,13 @@ def test_listeners_see_every_event_and_a_broken_listener_is_harmless() -> None:
     model.phase_finish("a")
     model.phase_start("b", None, 1)
     model.close_all()
-    assert seen == [("phase_start", "a"), ("step", "a"), ("phase_finish", "a"), ("phase_start", "b"),
-                    ("phase_finish", "b")]
+    assert seen == [
+        ("phase_start", "a"),
+        ("step", "a"),
+        ("phase_finish", "a"),
+        ("phase_start", "b"),
+        ("phase_finish", "b"),
+    ]
     assert structure == [1, 2, 3, 4]  # start/finish/close only, not steps
 
 

@@ -48,9 +48,17 @@ class Ref:
         stack = self.active.get(parent_name, []) if parent_name is not None else []
         parent = stack[-1] if stack else None
         pid = len(self.rows)
-        self.rows.append({"id": pid, "name": name, "parent": parent, "num_steps": num_steps, "step": 0,
-                          "depth": self.rows[parent]["depth"] + 1 if parent is not None else 0,
-                          "status": RUNNING})
+        self.rows.append(
+            {
+                "id": pid,
+                "name": name,
+                "parent": parent,
+                "num_steps": num_steps,
+                "step": 0,
+                "depth": self.rows[parent]["depth"] + 1 if parent is not None else 0,
+                "status": RUNNING,
+            }
+        )
         self.active.setdefault(name, []).append(pid)
         self.newest[name] = pid
 

@@ -11,7 +11,8 @@ import hashlib
 import os
 import signal
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import psutil
 import pytest
@@ -109,8 +110,9 @@ def recorded_dirs(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     yield seen
 
 
-def test_resnet50_engine_and_timings_match_a_thread_build(tmp_path: Any, recorded_dirs: list[str],
-                                                          resnet50_bytes: bytes) -> None:
+def test_resnet50_engine_and_timings_match_a_thread_build(
+    tmp_path: Any, recorded_dirs: list[str], resnet50_bytes: bytes
+) -> None:
     onnx = resnet50_bytes
     thread = Build(onnx, isolation="thread").start()
     assert thread.wait() == "succeeded", thread.error
@@ -174,8 +176,9 @@ def test_budget_expiry_escalates_after_force_after(long_build: bytes) -> None:
     build = start_and_reach(long_build, LONG_STEP, budget=600, force_after=0.3)
     build._budget_expired()  # what the budget timer calls, here at a moment the test controls
     assert build.wait(30) == "cancelled"
-    assert build.status_detail.startswith("time budget of 600 s exceeded; the builder did not reach a step "
-                                          "boundary within 0.3 s, so its process")
+    assert build.status_detail.startswith(
+        "time budget of 600 s exceeded; the builder did not reach a step boundary within 0.3 s, so its process"
+    )
     assert "terminated" in str(build.error)
     assert_tree_closed(build)
     assert_reaped(build.child_pid)
@@ -206,7 +209,9 @@ def _exit3(network: Any) -> None:
     os._exit(3)
 
 
-@pytest.mark.parametrize("crash, expected", [(_abort, "SIGABRT"), (_segfault, "SIGSEGV"), (_exit3, "exited with code 3")])
+@pytest.mark.parametrize(
+    "crash, expected", [(_abort, "SIGABRT"), (_segfault, "SIGSEGV"), (_exit3, "exited with code 3")]
+)
 def test_builder_crash_fails_the_build_and_the_next_build_runs(small: bytes, crash: Any, expected: str) -> None:
     build = Build(crash).start()
     assert build.wait(120) == "failed"

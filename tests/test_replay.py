@@ -29,8 +29,9 @@ def test_a_real_recording_replays_to_the_same_tree_and_times(tmp_path: Path) -> 
     replay = Build.from_events(recording).start()
     assert replay.wait(60) == "succeeded", replay.status_detail
     assert _shape(replay.timings()) == _shape(original.timings())
-    recorded_starts = {e["id"]: e["t"] for e in map(json.loads, recording.read_text().splitlines())
-                       if e["event"] == "phase_start"}
+    recorded_starts = {
+        e["id"]: e["t"] for e in map(json.loads, recording.read_text().splitlines()) if e["event"] == "phase_start"
+    }
     assert {r["id"]: r["start_s"] for r in replay.timings()} == pytest.approx(recorded_starts, abs=1e-6)
     assert "replayed recording" in replay.status_detail and replay.engine == b""
     assert replay.engine_size == original.engine_size == len(original.engine or b"")
@@ -58,8 +59,7 @@ def test_a_gpu_shaped_recording_is_schema_valid_and_replays_exactly(threads: int
 
 
 def test_bad_lines_are_named() -> None:
-    good = json.dumps({"event": "build_start", "model": "m", "backend": "rtx", "version": "1", "options": {},
-                       "t": 0.0})
+    good = json.dumps({"event": "build_start", "model": "m", "backend": "rtx", "version": "1", "options": {}, "t": 0.0})
     with pytest.raises(RecordingError, match="line 2: not JSON"):
         Build.from_events([good, "{not json"])
     with pytest.raises(RecordingError, match="line 1: not a trt_widget build event"):
@@ -91,17 +91,29 @@ def test_the_cli_views_a_recording_and_writes_its_report(tmp_path: Path) -> None
     recording = tmp_path / "gpu.jsonl"
     recording.write_text("".join(json.dumps(e) + "\n" for e in gpu_shaped_events(measurements=30)))
     report = tmp_path / "gpu.html"
-    run = subprocess.run([sys.executable, "-m", "trt_widget", "view", str(recording), "--plain", "--report",
-                          str(report)], capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [sys.executable, "-m", "trt_widget", "view", str(recording), "--plain", "--report", str(report)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 0, run.stderr
     assert "Measuring tactic time" in run.stdout and "Replayed a build that succeeded" in run.stdout
     assert "976.6 KiB" in run.stdout  # the recorded engine's 1,000,000 B
     assert "Measuring tactic time" in report.read_text()
-    refused = subprocess.run([sys.executable, "-m", "trt_widget", "view", str(recording), "--trace",
-                              str(recording)], capture_output=True, text=True, timeout=120)
+    refused = subprocess.run(
+        [sys.executable, "-m", "trt_widget", "view", str(recording), "--trace", str(recording)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert refused.returncode == 2 and "is the recording" in refused.stderr
     assert recording.read_text().count("\n") > 30  # untouched
     (tmp_path / "bad.jsonl").write_text("{bad\n")
-    bad = subprocess.run([sys.executable, "-m", "trt_widget", "view", str(tmp_path / "bad.jsonl")],
-                         capture_output=True, text=True, timeout=120)
+    bad = subprocess.run(
+        [sys.executable, "-m", "trt_widget", "view", str(tmp_path / "bad.jsonl")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert bad.returncode == 1 and "line 1: not JSON" in bad.stderr

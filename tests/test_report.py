@@ -3,12 +3,12 @@ builds, a scripted build with hostile names, the report in headless Chromium wit
 
 from __future__ import annotations
 
-from html import escape
 import json
 import os
 import re
 import subprocess
 import sys
+from html import escape
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -165,8 +165,18 @@ def test_to_html_writes_a_standalone_report(finished_widget: BuildWidget, tmp_pa
     assert path.read_text(encoding="utf-8") == text
     assert text.startswith("<!DOCTYPE html>") and "<script" not in text.lower()
     assert not re.search(r"(src|href)=\"(https?:)?//", text)  # nothing fetched from the network
-    for needle in ("Succeeded", "Total time", "KiB", "onnx.ModelProto deep_residual", "Backend", "rtx",
-                   "strongly_typed=true", "<svg", 'class="phase"', "TensorRT warnings and errors"):
+    for needle in (
+        "Succeeded",
+        "Total time",
+        "KiB",
+        "onnx.ModelProto deep_residual",
+        "Backend",
+        "rtx",
+        "strongly_typed=true",
+        "<svg",
+        'class="phase"',
+        "TensorRT warnings and errors",
+    ):
         assert needle in text, needle
     assert finished_widget.build.to_html().count("<details") == text.count("<details")
 
@@ -262,9 +272,25 @@ def test_hostile_names_stay_text_in_chromium(tmp_path: Path) -> None:
 
 def test_cli_writes_the_report_and_the_trace(onnx_path: Path, tmp_path: Path) -> None:
     html, trace = tmp_path / "b.html", tmp_path / "b.json"
-    run = subprocess.run([sys.executable, "-m", "trt_widget", "build", str(onnx_path), "-o", str(tmp_path / "m.e"),
-                          "--report", str(html), "--trace", str(trace)], capture_output=True, text=True,
-                         env=dict(os.environ, TRT_WIDGET_HISTORY="off"), timeout=180)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "trt_widget",
+            "build",
+            str(onnx_path),
+            "-o",
+            str(tmp_path / "m.e"),
+            "--report",
+            str(html),
+            "--trace",
+            str(trace),
+        ],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, TRT_WIDGET_HISTORY="off"),
+        timeout=180,
+    )
     assert run.returncode == 0, run.stderr
     assert "Succeeded" in html.read_text(encoding="utf-8")
     events = json.loads(trace.read_text(encoding="utf-8"))["traceEvents"]
@@ -272,13 +298,23 @@ def test_cli_writes_the_report_and_the_trace(onnx_path: Path, tmp_path: Path) ->
     assert f"Report written to {html}" in run.stderr and f"Trace written to {trace}" in run.stderr
 
 
-def test_cli_refuses_a_report_over_the_model_or_an_unwritable_one(onnx_path: Path, tmp_path: Path,
-                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_refuses_a_report_over_the_model_or_an_unwritable_one(
+    onnx_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from trt_widget.__main__ import main
 
     assert main(["build", str(onnx_path), "--report", str(onnx_path)]) == 2
     assert "is the model" in capsys.readouterr().err
-    code = main(["build", str(onnx_path), "-o", str(tmp_path / "m.e"), "--plain",
-                 "--trace", str(tmp_path / "missing" / "t.json")])
+    code = main(
+        [
+            "build",
+            str(onnx_path),
+            "-o",
+            str(tmp_path / "m.e"),
+            "--plain",
+            "--trace",
+            str(tmp_path / "missing" / "t.json"),
+        ]
+    )
     assert code == 1
     assert "cannot write the --trace file" in capsys.readouterr().err

@@ -13,8 +13,9 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import psutil
 import pytest
@@ -48,8 +49,9 @@ def gone(pid: int) -> bool:
         return True
 
 
-def test_default_stop_inside_a_long_step_terminates_the_builder(long_build: bytes,
-                                                               wait_until: Callable[..., Any]) -> None:
+def test_default_stop_inside_a_long_step_terminates_the_builder(
+    long_build: bytes, wait_until: Callable[..., Any]
+) -> None:
     build = Build(long_build, history=False).start()
     reach(build, LONG_STEP, wait_until)
     pid = build.child_pid
@@ -132,8 +134,9 @@ def test_sequential_builds_reuse_one_warm_worker() -> None:
     assert second.child_pid in _process.pool.idle_pids()
 
 
-def test_an_idle_worker_exits_after_the_idle_timeout(monkeypatch: pytest.MonkeyPatch,
-                                                     wait_until: Callable[..., Any]) -> None:
+def test_an_idle_worker_exits_after_the_idle_timeout(
+    monkeypatch: pytest.MonkeyPatch, wait_until: Callable[..., Any]
+) -> None:
     monkeypatch.setenv("TRT_WIDGET_WORKER_IDLE_S", "0.5")
     _process.shutdown_workers()
     build = Build(models.deep_residual(4), history=False).start()
@@ -168,8 +171,15 @@ SCRIPT = textwrap.dedent("""
 
 
 def _run_python(args: list[str], stdin: str | None, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, *args], input=stdin, capture_output=True, text=True, timeout=300,
-                          cwd=cwd, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    return subprocess.run(
+        [sys.executable, *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
 
 
 @pytest.mark.parametrize("how", ["script", "stdin", "-c"])
@@ -189,7 +199,8 @@ def test_builds_run_from_scripts_without_a_main_guard(how: str, tmp_path: Path) 
 
 def test_a_killed_parent_leaves_no_worker_behind(tmp_path: Path, wait_until: Callable[..., Any]) -> None:
     script = tmp_path / "parent.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import time
         from trt_widget import Build, models
         b = Build(models.deep_residual(1000), history=False).start()
@@ -197,7 +208,8 @@ def test_a_killed_parent_leaves_no_worker_behind(tmp_path: Path, wait_until: Cal
             time.sleep(0.01)
         print(b.child_pid, flush=True)
         time.sleep(3600)
-    """))
+    """)
+    )
     parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, cwd=tmp_path)
     try:
         line = parent.stdout.readline() if parent.stdout else ""

@@ -52,8 +52,9 @@ def test_interleaved_callbacks_from_six_threads_keep_each_instance_apart_synthet
     measuring = [r for r in rows.values() if r["name"] == "Measuring tactic time"]
     assert sorted(r["num_steps"] for r in evaluating) == sorted(plan.values())
     assert len(measuring) == sum(plan.values())
-    assert all(r["status"] == DONE and r["step"] == r["num_steps"] for r in rows.values()), \
-        [r for r in rows.values() if r["status"] != DONE]
+    assert all(r["status"] == DONE and r["step"] == r["num_steps"] for r in rows.values()), [
+        r for r in rows.values() if r["status"] != DONE
+    ]
     children: dict[int, int] = {}
     for row in measuring:  # each measurement sits under the evaluation its own thread started
         parent = rows[row["parent"]]

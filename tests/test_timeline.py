@@ -36,10 +36,21 @@ def _phase_rects(svg: str) -> list[ET.Element]:
     return [r for r in root.iter(f"{SVG}rect") if "phase" in r.get("class", "").split()]
 
 
-def _row(id: int, name: str, parent: int | None, depth: int, start: float, end: float | None,
-         status: str = "done") -> dict[str, Any]:
-    return {"id": id, "name": name, "parent": parent, "depth": depth, "start_s": start, "end_s": end,
-            "duration_s": None if end is None else end - start, "step": 1, "num_steps": 1, "status": status}
+def _row(
+    id: int, name: str, parent: int | None, depth: int, start: float, end: float | None, status: str = "done"
+) -> dict[str, Any]:
+    return {
+        "id": id,
+        "name": name,
+        "parent": parent,
+        "depth": depth,
+        "start_s": start,
+        "end_s": end,
+        "duration_s": None if end is None else end - start,
+        "step": 1,
+        "num_steps": 1,
+        "status": status,
+    }
 
 
 def test_svg_of_a_real_build_has_one_rect_per_instance(built: tuple[Build, HistoryStore]) -> None:

@@ -86,8 +86,9 @@ def test_a_real_build_is_a_valid_trace(tmp_path: Path) -> None:
         assert abs(item["begin"]["ts"] - row["start_s"] * 1e6) < 1 and abs(item["end"]["ts"] - row["end_s"] * 1e6) < 1
         if item["enclosing"] is not None:  # nested on a track: inside its own parent
             assert item["enclosing"] == row["parent"]
-    assert all(item["enclosing"] == row["parent"] for item, row in
-               ((by_phase[i], rows[i]) for i in rows))  # one thread: the whole tree nests on one track
+    assert all(
+        item["enclosing"] == row["parent"] for item, row in ((by_phase[i], rows[i]) for i in rows)
+    )  # one thread: the whole tree nests on one track
     whole = [s for items in slices.values() for s in items if s["begin"]["args"].get("phase_id") is None]
     assert len(whole) == 1 and whole[0]["begin"]["name"] == "build: succeeded"
     assert abs(whole[0]["end"]["ts"] - build.elapsed_s * 1e6) < 1

@@ -5,21 +5,33 @@ from __future__ import annotations
 import json
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import traitlets
 
 from trt_widget import BuildWidget, models
 
-SYNCED = ["status", "status_detail", "elapsed_s", "phases_json", "engine_size", "error", "logs", "cancel",
-          "can_force", "eta", "history_delta", "resources"]
+SYNCED = [
+    "status",
+    "status_detail",
+    "elapsed_s",
+    "phases_json",
+    "engine_size",
+    "error",
+    "logs",
+    "cancel",
+    "can_force",
+    "eta",
+    "history_delta",
+    "resources",
+]
 
 
 def record_writes(widget: BuildWidget) -> list[tuple[str, Any, int]]:
     """Every synced-trait change as (name, new value, writing thread id)."""
     writes: list[tuple[str, Any, int]] = []
-    widget.observe(lambda change: writes.append((change["name"], change["new"], threading.get_ident())),
-                   names=SYNCED)
+    widget.observe(lambda change: writes.append((change["name"], change["new"], threading.get_ident())), names=SYNCED)
     return writes
 
 
@@ -183,10 +195,12 @@ def test_elapsed_time_alone_is_not_resent_while_running(wait_until: Callable[...
     try:
         wait_until(lambda: running_phase(widget) == "Determining refit engines", what="the long step")
         start = len(writes)  # within one long step nothing but the clock (and resource samples) changes
-        wait_until(lambda: sum(n == "resources" for n, _, _ in writes[start:]) >= 3,
-                   what="three pump sends (resource samples at 2 Hz) inside the long step")
+        wait_until(
+            lambda: sum(n == "resources" for n, _, _ in writes[start:]) >= 3,
+            what="three pump sends (resource samples at 2 Hz) inside the long step",
+        )
         names = [name for name, _, _ in writes[start:]]
-        names = names[:len(names) - names[::-1].index("resources")]  # whole sends only
+        names = names[: len(names) - names[::-1].index("resources")]  # whole sends only
         # elapsed_s goes out only together with real news (here: a resource sample), never alone
         assert all(names[i + 1] != "elapsed_s" for i, name in enumerate(names[:-1]) if name == "elapsed_s"), names
     finally:

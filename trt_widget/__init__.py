@@ -22,9 +22,23 @@ _LAZY = {
     "shutdown_workers": "._process",
 }
 
-__all__ = ["BackendUnavailable", "Build", "BuildCancelled", "BuildError", "BuildMonitor", "BuildOptions",
-           "BuildWidget", "Phase", "PhaseModel", "attach_events", "backend_info", "render_in_terminal",
-           "select_backend", "shutdown_workers", "trt"]
+__all__ = [
+    "BackendUnavailable",
+    "Build",
+    "BuildCancelled",
+    "BuildError",
+    "BuildMonitor",
+    "BuildOptions",
+    "BuildWidget",
+    "Phase",
+    "PhaseModel",
+    "attach_events",
+    "backend_info",
+    "render_in_terminal",
+    "select_backend",
+    "shutdown_workers",
+    "trt",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -17,8 +17,9 @@ import argparse
 import os
 import signal
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BUDGET, EXIT_INTERRUPTED = 0, 1, 2, 124, 130
 
@@ -38,38 +39,60 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--json", action="store_true", help="write the JSON event stream to stdout")
     common.add_argument("--plain", action="store_true", help="plain lines even in a terminal")
     common.add_argument("--timing-cache", metavar="F", help="timing cache file, loaded before and saved after")
-    common.add_argument("--fp16", action="store_true", help="weak typing with FP16 kernels allowed (NVIDIA TensorRT 10.x only)")
-    common.add_argument("--opt-level", type=int, choices=range(6), metavar="N",
-                        help="builder optimization level 0..5")
+    common.add_argument(
+        "--fp16", action="store_true", help="weak typing with FP16 kernels allowed (NVIDIA TensorRT 10.x only)"
+    )
+    common.add_argument("--opt-level", type=int, choices=range(6), metavar="N", help="builder optimization level 0..5")
     common.add_argument("--workspace", metavar="SIZE", help="workspace limit, e.g. 1GiB or 512MB")
-    common.add_argument("--isolation", choices=("process", "thread"), default="process",
-                        help="build in a worker process that Ctrl-C always stops (default) or in this process's "
-                             "thread (stops only at TensorRT's next step boundary)")
+    common.add_argument(
+        "--isolation",
+        choices=("process", "thread"),
+        default="process",
+        help="build in a worker process that Ctrl-C always stops (default) or in this process's "
+        "thread (stops only at TensorRT's next step boundary)",
+    )
     common.add_argument("--verbose", action="store_true", help="capture VERBOSE TensorRT log lines")
-    common.add_argument("--report", metavar="F.html",
-                        help="write a standalone HTML report of the build (also when it fails or is cancelled)")
-    common.add_argument("--trace", metavar="F.json",
-                        help="write the build as Chrome trace-event JSON (open in ui.perfetto.dev or chrome://tracing)")
+    common.add_argument(
+        "--report",
+        metavar="F.html",
+        help="write a standalone HTML report of the build (also when it fails or is cancelled)",
+    )
+    common.add_argument(
+        "--trace",
+        metavar="F.json",
+        help="write the build as Chrome trace-event JSON (open in ui.perfetto.dev or chrome://tracing)",
+    )
     parser = argparse.ArgumentParser(
-        prog="trt-widget", description="Observable, cancelable TensorRT engine builds in a terminal.",
+        prog="trt-widget",
+        description="Observable, cancelable TensorRT engine builds in a terminal.",
         epilog="Exit codes: 0 succeeded, 1 failed or bad input, 2 bad usage, 124 --budget ran out, "
-               "130 cancelled with Ctrl-C.")
+        "130 cancelled with Ctrl-C.",
+    )
     commands = parser.add_subparsers(dest="command", metavar="{build,demo,view}")
-    build = commands.add_parser("build", parents=[common], help="build an engine from an ONNX file",
-                                description="Build an engine from an ONNX file (default output: MODEL with "
-                                            "the suffix .engine).")
+    build = commands.add_parser(
+        "build",
+        parents=[common],
+        help="build an engine from an ONNX file",
+        description="Build an engine from an ONNX file (default output: MODEL with the suffix .engine).",
+    )
     build.add_argument("model", help="ONNX file")
-    demo = commands.add_parser("demo", parents=[common], help="build a generated model to see the progress",
-                               description="Generate a deep residual ONNX model and build it (no engine is "
-                                           "written unless -o is given).")
-    demo.add_argument("--blocks", type=int, default=600, metavar="N",
-                      help="residual blocks: build time grows with N (default 600)")
-    view = commands.add_parser("view", help="replay a recorded build (--json / events=) as a tree",
-                               description="Replay a build recorded with --json or events= (e.g. on a GPU server) "
-                                           "in this terminal, and optionally write its report or trace.")
+    demo = commands.add_parser(
+        "demo",
+        parents=[common],
+        help="build a generated model to see the progress",
+        description="Generate a deep residual ONNX model and build it (no engine is written unless -o is given).",
+    )
+    demo.add_argument(
+        "--blocks", type=int, default=600, metavar="N", help="residual blocks: build time grows with N (default 600)"
+    )
+    view = commands.add_parser(
+        "view",
+        help="replay a recorded build (--json / events=) as a tree",
+        description="Replay a build recorded with --json or events= (e.g. on a GPU server) "
+        "in this terminal, and optionally write its report or trace.",
+    )
     view.add_argument("recording", help="JSON-lines file written by --json or events=")
-    view.add_argument("--speed", type=float, metavar="X",
-                      help="replay at the recorded pace times X (default: at once)")
+    view.add_argument("--speed", type=float, metavar="X", help="replay at the recorded pace times X (default: at once)")
     view.add_argument("--plain", action="store_true", help="plain lines even in a terminal")
     for flag in ("--report", "--trace"):
         view.add_argument(flag, metavar="F", help=f"write the replayed build's {flag[2:]} file")
@@ -115,9 +138,16 @@ def _model_and_output(args: argparse.Namespace) -> tuple[Any, str | None]:
 def _options(args: argparse.Namespace, output: str | None) -> dict[str, Any]:
     from ._options import BuildOptions
 
-    options = {"output": output, "budget": args.budget, "timing_cache": args.timing_cache, "fp16": args.fp16,
-               "optimization_level": args.opt_level, "workspace": args.workspace,
-               "isolation": args.isolation, "verbose": args.verbose}
+    options = {
+        "output": output,
+        "budget": args.budget,
+        "timing_cache": args.timing_cache,
+        "fp16": args.fp16,
+        "optimization_level": args.opt_level,
+        "workspace": args.workspace,
+        "isolation": args.isolation,
+        "verbose": args.verbose,
+    }
     options = {k: v for k, v in options.items() if v not in (None, False)}
     if args.fp16:  # as trtexec: --fp16 asks for a weakly typed network with FP16 kernels allowed
         options["strongly_typed"] = False
@@ -132,8 +162,11 @@ def _options(args: argparse.Namespace, output: str | None) -> dict[str, Any]:
 
 def _check_files(args: argparse.Namespace, output: str | None) -> None:
     """--report / --trace must not overwrite the model, the engine or each other."""
-    named = ((getattr(args, "model", None), "the model"), (getattr(args, "recording", None), "the recording"),
-             (output, "the engine output"))
+    named = (
+        (getattr(args, "model", None), "the model"),
+        (getattr(args, "recording", None), "the recording"),
+        (output, "the engine output"),
+    )
     taken = {os.path.realpath(p): what for p, what in named if p}
     for flag, path in (("--report", args.report), ("--trace", args.trace)):
         if path is None:

@@ -54,9 +54,7 @@ def select_backend() -> tuple[str, ModuleType]:
     if wanted in ("tensorrt_rtx", "tensorrt-rtx"):
         wanted = "rtx"
     if wanted and wanted not in _CANDIDATES:
-        raise BackendUnavailable(
-            f"TRT_WIDGET_BACKEND={wanted!r} is not a known backend; use 'tensorrt' or 'rtx'."
-        )
+        raise BackendUnavailable(f"TRT_WIDGET_BACKEND={wanted!r} is not a known backend; use 'tensorrt' or 'rtx'.")
     if wanted:
         module = _try_import(_CANDIDATES[wanted])
         if module is not None:
@@ -114,13 +112,17 @@ def check_options(options: Any) -> None:
     caps = capabilities()
     label, weak = caps["label"], caps["weak_typing"]
     if options.fp16 and not weak:
-        raise ValueError(f"fp16=True is not available with {label}: it builds strongly typed networks only, so "
-                         "precision comes from the model's tensor types. Export the model in FP16 instead (e.g. "
-                         "onnxconverter-common's float16 conversion)")
+        raise ValueError(
+            f"fp16=True is not available with {label}: it builds strongly typed networks only, so "
+            "precision comes from the model's tensor types. Export the model in FP16 instead (e.g. "
+            "onnxconverter-common's float16 conversion)"
+        )
     if options.fp16 and options.strongly_typed:
-        raise ValueError("fp16=True asks for a weakly typed network, but strongly_typed=True (the default): pass "
-                         f"strongly_typed=False too ({label}; weak typing is deprecated since TensorRT 10.12), or "
-                         "export the model in FP16 and keep strong typing")
+        raise ValueError(
+            "fp16=True asks for a weakly typed network, but strongly_typed=True (the default): pass "
+            f"strongly_typed=False too ({label}; weak typing is deprecated since TensorRT 10.12), or "
+            "export the model in FP16 and keep strong typing"
+        )
     if not options.strongly_typed and not weak:
         raise ValueError(f"strongly_typed=False: {label} builds strongly typed networks only; drop the option")
 

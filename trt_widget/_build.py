@@ -13,17 +13,17 @@ import os
 import threading
 import time
 import traceback
-from typing import Any, Callable, Generator
+from collections.abc import Callable, Generator
+from typing import Any
 
 from ._backend import check_options, select_backend
 from ._engine import CaptureLogger, ModelSource
-from ._expected import expected_reason, significant
 from ._errors import BuildCancelled, BuildError
+from ._expected import expected_reason, significant
 from ._files import atomic_write
 from ._options import BuildOptions
 from ._phases import CANCELLED, FINISHED_EARLY, PhaseModel
 from ._runner import RunContext, runner_for
-
 from ._status import BUILD_STATUSES, CANCELLING, FAILED, FINAL, IDLE, LIVE, RUNNING, SUCCEEDED, DoneFlag, log
 
 __all__ = ["BUILD_STATUSES", "FINAL", "Build"]
@@ -44,8 +44,9 @@ def _refuse_overwriting_the_model(source: ModelSource, options: BuildOptions) ->
     for name in ("output", "timing_cache"):
         value = getattr(options, name)
         if value is not None and os.path.realpath(value) == model:
-            raise ValueError(f"{name}={value!r} is the model file itself: writing it would destroy the model; "
-                             f"choose another path")
+            raise ValueError(
+                f"{name}={value!r} is the model file itself: writing it would destroy the model; choose another path"
+            )
 
 
 class Build:
@@ -81,9 +82,19 @@ class Build:
         **unknown: Any,
     ) -> None:
         self.options = BuildOptions.from_kwargs(
-            optimization_level=optimization_level, fp16=fp16, strongly_typed=strongly_typed,
-            timing_cache=timing_cache, workspace=workspace, profiles=profiles, output=output, budget=budget,
-            verbose=verbose, isolation=isolation, force_after=force_after, **unknown)  # unknown: "did you mean"
+            optimization_level=optimization_level,
+            fp16=fp16,
+            strongly_typed=strongly_typed,
+            timing_cache=timing_cache,
+            workspace=workspace,
+            profiles=profiles,
+            output=output,
+            budget=budget,
+            verbose=verbose,
+            isolation=isolation,
+            force_after=force_after,
+            **unknown,
+        )  # unknown: "did you mean"
         self.source = ModelSource.of(model)
         _refuse_overwriting_the_model(self.source, self.options)
         check_options(self.options)
@@ -230,7 +241,7 @@ class Build:
         callback(self)
 
     # -- control -------------------------------------------------------------------------------------
-    def start(self) -> "Build":
+    def start(self) -> Build:
         """Start building on a background thread and return at once."""
         with self._lock:
             if self._status != IDLE:
@@ -336,8 +347,10 @@ class Build:
         Only regular files are written (a symlink's target is replaced, the link kept); the model file is refused.
         """
         if not self.engine:
-            raise BuildError(f"no engine to save: the build is {self._status}"
-                             + (" (a replayed recording holds no engine)" if self.engine == b"" else ""))
+            raise BuildError(
+                f"no engine to save: the build is {self._status}"
+                + (" (a replayed recording holds no engine)" if self.engine == b"" else "")
+            )
         if self.source.kind == "path" and os.path.realpath(path) == os.path.realpath(self.source.value):
             raise ValueError(f"{path} is the model file itself: saving the engine there would destroy the model")
         atomic_write(path, self.engine)
@@ -345,9 +358,17 @@ class Build:
 
     # -- the builder thread --------------------------------------------------------------------------
     def _context(self) -> RunContext:
-        return RunContext(source=self.source, options=self.options, model=self.model, logger=self.logger,
-                          cancel=self._cancel, force=self._force, shared_clock=self._clock is time.perf_counter,
-                          note=self._note, on_pid=self._on_pid)
+        return RunContext(
+            source=self.source,
+            options=self.options,
+            model=self.model,
+            logger=self.logger,
+            cancel=self._cancel,
+            force=self._force,
+            shared_clock=self._clock is time.perf_counter,
+            note=self._note,
+            on_pid=self._on_pid,
+        )
 
     def _note(self, sentence: str) -> None:
         with self._lock:
@@ -369,9 +390,11 @@ class Build:
                 try:
                     atomic_write(self.options.output, engine)
                 except OSError as exc:
-                    raise BuildError(f"the engine was built but could not be written to {self.options.output}: "
-                                     f"{exc}. It is kept in memory: build.engine holds it and build.save(path) "
-                                     "writes it elsewhere") from exc
+                    raise BuildError(
+                        f"the engine was built but could not be written to {self.options.output}: "
+                        f"{exc}. It is kept in memory: build.engine holds it and build.save(path) "
+                        "writes it elsewhere"
+                    ) from exc
         except BuildError as exc:
             error = exc
         except KeyboardInterrupt:  # Ctrl-C in a network function running on this thread: a cancel, not a failure
@@ -399,11 +422,22 @@ class Build:
                     self.model.uncancel()
                 self._status = SUCCEEDED
                 backend = select_backend()[0]
-                errors = [m for m in significant(self.logger.errors())
-                          if expected_reason(m, cancelled=False, backend=backend) is None]
+                errors = [
+                    m
+                    for m in significant(self.logger.errors())
+                    if expected_reason(m, cancelled=False, backend=backend) is None
+                ]
                 self.status_detail = "; ".join(
-                    ([f"TensorRT logged {len(errors)} error line(s) although the engine was built; "
-                      f"check it: {errors[0][:200]}"] if errors else []) + self._notes)
+                    (
+                        [
+                            f"TensorRT logged {len(errors)} error line(s) although the engine was built; "
+                            f"check it: {errors[0][:200]}"
+                        ]
+                        if errors
+                        else []
+                    )
+                    + self._notes
+                )
             callbacks, self._on_done = self._on_done, []
             self._done.set()
         for callback in callbacks:

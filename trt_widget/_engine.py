@@ -11,10 +11,11 @@ import threading
 import time
 import warnings
 from collections import deque
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from ._backend import capabilities, select_backend, trt
 from ._errors import BuildError
@@ -34,7 +35,7 @@ class ModelSource:
     label: str
 
     @classmethod
-    def of(cls, model: Any) -> "ModelSource":
+    def of(cls, model: Any) -> ModelSource:
         if isinstance(model, (str, os.PathLike)):
             return cls("path", str(Path(model).expanduser()), str(model))
         if isinstance(model, (bytes, bytearray, memoryview)):
@@ -62,8 +63,12 @@ class ModelSource:
 class CaptureLogger:
     """Keeps TensorRT log lines with severity and build time; warnings and errors are never dropped."""
 
-    def __init__(self, verbose: bool = False, clock: Callable[[], float] = time.perf_counter,
-                 on_record: Callable[[dict[str, Any]], None] | None = None) -> None:
+    def __init__(
+        self,
+        verbose: bool = False,
+        clock: Callable[[], float] = time.perf_counter,
+        on_record: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
         self.verbose = verbose
         self._max = 4 if verbose else 3
         self._clock = clock
@@ -147,8 +152,9 @@ def build_engine(source: ModelSource, options: BuildOptions, monitor: Any, logge
         return _build_engine(source, options, monitor, logger, router)
 
 
-def _build_engine(source: ModelSource, options: BuildOptions, monitor: Any, logger: CaptureLogger,
-                  router: _LogRouter) -> memoryview | None:
+def _build_engine(
+    source: ModelSource, options: BuildOptions, monitor: Any, logger: CaptureLogger, router: _LogRouter
+) -> memoryview | None:
     t = trt()
     try:
         builder = t.Builder(router)
@@ -177,7 +183,9 @@ def _build_engine(source: ModelSource, options: BuildOptions, monitor: Any, logg
     if serialized is None:
         if monitor.cancel_event.is_set():
             return None
-        details = "; ".join(_short(m) for m in significant(logger.errors())[-3:]) or "TensorRT gave no reason (see the log)"
+        details = (
+            "; ".join(_short(m) for m in significant(logger.errors())[-3:]) or "TensorRT gave no reason (see the log)"
+        )
         raise BuildError(f"TensorRT could not build an engine from {source.label}: {details}")
     engine = memoryview(serialized)
     if cache is not None and options.timing_cache:
@@ -219,13 +227,18 @@ def _populate(t: Any, network: Any, source: ModelSource, logger: CaptureLogger, 
         ok = _parse_bytes(parser, source.value)
     if not ok or parser.num_errors:
         problems = [_describe_parser_error(parser.get_error(i)) for i in range(parser.num_errors)]
-        causes = [c for c in significant([r["message"] for r in logger.problems[logged_before:]])
-                  if not any(c.strip()[-60:] in p for p in problems)]  # not an echo of a parser error
+        causes = [
+            c
+            for c in significant([r["message"] for r in logger.problems[logged_before:]])
+            if not any(c.strip()[-60:] in p for p in problems)
+        ]  # not an echo of a parser error
         reason = "; ".join([*(_short(c) for c in causes[:2]), *problems[:5]]) or "the parser gave no reason"
         raise BuildError(f"could not parse {source.label} as ONNX: {reason}")
     if network.num_layers == 0 and network.num_inputs == 0 and network.num_outputs == 0:
-        raise BuildError(f"could not parse {source.label} as ONNX: it holds no graph (no nodes, inputs or "
-                         "outputs) — is it really an ONNX model?")
+        raise BuildError(
+            f"could not parse {source.label} as ONNX: it holds no graph (no nodes, inputs or "
+            "outputs) — is it really an ONNX model?"
+        )
     return parser
 
 
@@ -283,8 +296,7 @@ def _check_network(network: Any, options: BuildOptions) -> None:
             )
 
 
-def _configure(t: Any, builder: Any, config: Any, network: Any, options: BuildOptions,
-               logger: CaptureLogger) -> Any:
+def _configure(t: Any, builder: Any, config: Any, network: Any, options: BuildOptions, logger: CaptureLogger) -> Any:
     if options.optimization_level is not None:
         config.builder_optimization_level = options.optimization_level
     if options.workspace is not None:
@@ -307,19 +319,24 @@ def _configure(t: Any, builder: Any, config: Any, network: Any, options: BuildOp
         if options.optimization_level == 0:
             logger.log(2, "timing_cache: optimization_level=0 does not use the timing cache")
         if select_backend()[0] == "rtx":
-            logger.log(2, "timing_cache: TensorRT for RTX ignores timing caches (its timing-cache operations are "
-                          "no-ops); the file is read and written only for compatibility with NVIDIA TensorRT")
+            logger.log(
+                2,
+                "timing_cache: TensorRT for RTX ignores timing caches (its timing-cache operations are "
+                "no-ops); the file is read and written only for compatibility with NVIDIA TensorRT",
+            )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
             cache = config.create_timing_cache(data)
             accepted = cache is not None and config.set_timing_cache(cache, False)
             if not accepted and data:
-                logger.log(2, f"timing_cache: {path} does not fit this TensorRT version or device; building with "
-                              "a new cache, which replaces it when the build succeeds")
+                logger.log(
+                    2,
+                    f"timing_cache: {path} does not fit this TensorRT version or device; building with "
+                    "a new cache, which replaces it when the build succeeds",
+                )
                 cache = config.create_timing_cache(b"")
                 accepted = cache is not None and config.set_timing_cache(cache, False)
         if not accepted:
             logger.log(2, "timing_cache: TensorRT refused a new timing cache; building without one")
             return None
     return cache
-

@@ -108,7 +108,7 @@ class HistoryLink:
         if version == self._cache_version:
             return
         rows = model.rows()
-        for row in rows[len(self._paths):]:
+        for row in rows[len(self._paths) :]:
             key = (row["parent"], row["name"])
             k = self._counts.get(key, 0)
             self._counts[key] = k + 1
@@ -145,8 +145,13 @@ class HistoryLink:
             return None
         total = float(self.match["total_s"])
         if self.build.status == "idle":
-            return {"total_s": round(total, 2), "remaining_s": round(total, 2), "based_on": self.based_on,
-                    "phases": {}, "running": {}}
+            return {
+                "total_s": round(total, 2),
+                "remaining_s": round(total, 2),
+                "based_on": self.based_on,
+                "phases": {},
+                "running": {},
+            }
         with self._lock:
             self._refresh()
             (best_p, best_c, upper), running = self._anchor, self._running
@@ -158,9 +163,13 @@ class HistoryLink:
             "remaining_s": round(remaining, 2),
             "based_on": self.based_on,
             "phases": {name: round(expected, 3) for _, name, _, expected in running},
-            "running": {str(pid): {"expected_s": round(expected, 3),
-                                   "remaining_s": round(max(expected - (now - start), 0.0), 3)}
-                        for pid, _, start, expected in running},
+            "running": {
+                str(pid): {
+                    "expected_s": round(expected, 3),
+                    "remaining_s": round(max(expected - (now - start), 0.0), 3),
+                }
+                for pid, _, start, expected in running
+            },
         }
 
     def deltas(self) -> dict[str, float] | None:
@@ -183,9 +192,15 @@ class HistoryLink:
             from ._backend import backend_info
 
             record = {
-                "key": self.key, "model_hash": self.model_hash, "label": build.source.label,
-                "status": build.status, "status_detail": build.status_detail, "created": time.time(),
-                "total_s": build.elapsed_s, "options": build.options.summary(), "backend": backend_info(),
+                "key": self.key,
+                "model_hash": self.model_hash,
+                "label": build.source.label,
+                "status": build.status,
+                "status_detail": build.status_detail,
+                "created": time.time(),
+                "total_s": build.elapsed_s,
+                "options": build.options.summary(),
+                "backend": backend_info(),
                 "isolation": build.options.isolation,
                 "resources": resources.summary() if resources is not None else None,
                 "based_on_id": self.match["id"] if self.match else None,
@@ -194,8 +209,9 @@ class HistoryLink:
             self.recorded_id = self.store.add(record)
         except Exception as exc:
             self.error = f"{type(exc).__name__}: {exc}"
-            warnings.warn(f"trt_widget could not record the build in its history: {self.error}", RuntimeWarning,
-                          stacklevel=2)
+            warnings.warn(
+                f"trt_widget could not record the build in its history: {self.error}", RuntimeWarning, stacklevel=2
+            )
         finally:
             self.recorded.set()
 

@@ -37,9 +37,10 @@ import threading
 import time
 import warnings
 import weakref
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable, TextIO, Union
+from typing import Any, TextIO, Union
 
 from ._phases import Phase
 
@@ -49,7 +50,7 @@ STEP_INTERVAL_S = 0.1
 LOG_SEVERITIES = ("WARNING", "ERROR", "INTERNAL_ERROR")
 _CLOSE = object()
 _WAKE = object()
-_open_streams: "weakref.WeakSet[EventStream]" = weakref.WeakSet()
+_open_streams: weakref.WeakSet[EventStream] = weakref.WeakSet()
 
 
 def schema() -> dict[str, Any]:
@@ -58,7 +59,7 @@ def schema() -> dict[str, Any]:
     return json.loads(text)
 
 
-def attach_events(build: Any, sink: Sink, *, step_interval_s: float = STEP_INTERVAL_S) -> "EventStream":
+def attach_events(build: Any, sink: Sink, *, step_interval_s: float = STEP_INTERVAL_S) -> EventStream:
     """Stream ``build``'s events to ``sink``: a file path (JSON lines appended, flushed per event), a writable
     text file object (one JSON line per event), or a callable receiving each event dict (on the writer thread).
 
@@ -157,8 +158,16 @@ class EventStream:
             options = json.loads(json.dumps(dataclasses.asdict(build.options), default=str))
         except Exception:
             options = {}
-        self._put({"event": "build_start", "model": build.source.label, "backend": backend, "version": version,
-                   "options": options, "t": 0.0})
+        self._put(
+            {
+                "event": "build_start",
+                "model": build.source.label,
+                "backend": backend,
+                "version": version,
+                "options": options,
+                "t": 0.0,
+            }
+        )
 
     def _on_phase(self, kind: str, phase: Phase) -> None:
         try:
@@ -180,8 +189,17 @@ class EventStream:
             return
         self._started_ids.add(phase.id)
         self._names[phase.id] = (phase.name, phase.num_steps)
-        self._put({"event": "phase_start", "id": phase.id, "name": phase.name, "parent": phase.parent,
-                   "depth": phase.depth, "num_steps": phase.num_steps, "t": phase.start_s})
+        self._put(
+            {
+                "event": "phase_start",
+                "id": phase.id,
+                "name": phase.name,
+                "parent": phase.parent,
+                "depth": phase.depth,
+                "num_steps": phase.num_steps,
+                "t": phase.start_s,
+            }
+        )
 
     def _stepped(self, pid: int, name: str, step: int, num_steps: int) -> None:
         if pid not in self._started_ids or pid in self._finished_ids:
@@ -208,13 +226,30 @@ class EventStream:
         sent = self._last_step.pop(phase.id, None)
         if pending is not None or (phase.step > 0 and (sent is None or sent[0] < phase.step)):
             t = pending[1] if pending is not None else phase.end_s
-            self._put({"event": "step", "id": phase.id, "name": phase.name, "step": phase.step,
-                       "num_steps": phase.num_steps, "t": t})
+            self._put(
+                {
+                    "event": "step",
+                    "id": phase.id,
+                    "name": phase.name,
+                    "step": phase.step,
+                    "num_steps": phase.num_steps,
+                    "t": t,
+                }
+            )
         self._finished_ids.add(phase.id)
         self._names.pop(phase.id, None)
-        self._put({"event": "phase_finish", "id": phase.id, "name": phase.name, "status": phase.status,
-                   "step": phase.step, "num_steps": phase.num_steps, "duration_s": phase.duration_s,
-                   "t": phase.end_s})
+        self._put(
+            {
+                "event": "phase_finish",
+                "id": phase.id,
+                "name": phase.name,
+                "status": phase.status,
+                "step": phase.step,
+                "num_steps": phase.num_steps,
+                "duration_s": phase.duration_s,
+                "t": phase.end_s,
+            }
+        )
 
     def _flush_pending(self) -> None:
         with self._lock:
@@ -226,8 +261,7 @@ class EventStream:
                     del self._pending[pid]
                     self._last_step[pid] = (step, now)
                     name, num_steps = self._names[pid]
-                    self._put({"event": "step", "id": pid, "name": name, "step": step, "num_steps": num_steps,
-                               "t": t})
+                    self._put({"event": "step", "id": pid, "name": name, "step": step, "num_steps": num_steps, "t": t})
 
     def _hook_logger(self, logger: Any) -> None:
         previous = getattr(logger, "on_record", None)
@@ -242,8 +276,14 @@ class EventStream:
                 with self._lock:
                     if not self._ended:
                         self._begin()
-                        self._put({"event": "log", "severity": record["severity"],
-                                   "message": str(record.get("message", "")), "t": float(record.get("t", 0.0))})
+                        self._put(
+                            {
+                                "event": "log",
+                                "severity": record["severity"],
+                                "message": str(record.get("message", "")),
+                                "t": float(record.get("t", 0.0)),
+                            }
+                        )
 
         logger.on_record = on_record
 
@@ -260,10 +300,18 @@ class EventStream:
             error = build.error
             engine = build.engine
             output = build.options.output if engine is not None else None
-            self._put({"event": "build_end", "status": build.status, "detail": build.status_detail,
-                       "elapsed_s": build.elapsed_s, "engine_bytes": len(engine) if engine is not None else None,
-                       "output": output, "error": str(error) if error is not None else None,
-                       "t": build.elapsed_s})
+            self._put(
+                {
+                    "event": "build_end",
+                    "status": build.status,
+                    "detail": build.status_detail,
+                    "elapsed_s": build.elapsed_s,
+                    "engine_bytes": len(engine) if engine is not None else None,
+                    "output": output,
+                    "error": str(error) if error is not None else None,
+                    "t": build.elapsed_s,
+                }
+            )
             self._put(_CLOSE)  # type: ignore[arg-type]
         # no waiting for the writer here: a slow sink must not delay wait(); flush()/join() are for that
 
@@ -315,8 +363,10 @@ class EventStream:
             return
         self._reported = True
         then = "later events are dropped" if self._is_file else "later events are still passed to it"
-        message = (f"events sink {self._label} failed {doing}: {type(exc).__name__}: {exc}; {then} "
-                   "(the build itself is not affected)")
+        message = (
+            f"events sink {self._label} failed {doing}: {type(exc).__name__}: {exc}; {then} "
+            "(the build itself is not affected)"
+        )
         try:  # the logger also sends it as a "log" event to this build's other streams (and to this one)
             self.build.logger.log(2, message)
         except BaseException:

@@ -11,12 +11,18 @@ from typing import Any
 _EXPECTED: list[tuple[str, str, str]] = [
     ("BuildCanceled", "cancelled", "the build was cancelled, as asked"),
     ("Error Code 7", "cancelled", "the build was cancelled, as asked"),
-    ("CUDA driver version is insufficient", "rtx",
-     "TensorRT for RTX found no usable GPU driver: expected on a machine without an NVIDIA GPU; CPU builds are "
-     "unaffected"),
+    (
+        "CUDA driver version is insufficient",
+        "rtx",
+        "TensorRT for RTX found no usable GPU driver: expected on a machine without an NVIDIA GPU; CPU builds are "
+        "unaffected",
+    ),
     ("timing cache", "rtx", "TensorRT for RTX ignores timing caches; the file is only kept for NVIDIA TensorRT"),
-    ("timing_cache: TensorRT for RTX ignores", "rtx",
-     "TensorRT for RTX ignores timing caches; the file is only kept for NVIDIA TensorRT"),
+    (
+        "timing_cache: TensorRT for RTX ignores",
+        "rtx",
+        "TensorRT for RTX ignores timing caches; the file is only kept for NVIDIA TensorRT",
+    ),
 ]
 
 

@@ -13,7 +13,6 @@ import re
 import stat
 import tempfile
 from pathlib import Path
-from typing import Union
 
 _UMASK = os.umask(0o022)  # read once at import (os.umask can only be read by setting it)
 os.umask(_UMASK)
@@ -23,7 +22,7 @@ class NotARegularFile(OSError):
     """The target exists and is not a regular file (a device, FIFO, socket or directory)."""
 
 
-def writable_target(path: Union[str, os.PathLike[str]]) -> Path:
+def writable_target(path: str | os.PathLike[str]) -> Path:
     """The regular file a write to ``path`` goes to (a symlink's target); raises NotARegularFile otherwise."""
     target = Path(os.path.realpath(Path(path).expanduser()))
     try:
@@ -31,15 +30,25 @@ def writable_target(path: Union[str, os.PathLike[str]]) -> Path:
     except FileNotFoundError:
         return target
     if not stat.S_ISREG(mode):
-        kind = ("a directory" if stat.S_ISDIR(mode) else "a character device" if stat.S_ISCHR(mode)
-                else "a block device" if stat.S_ISBLK(mode) else "a FIFO" if stat.S_ISFIFO(mode)
-                else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
+        kind = (
+            "a directory"
+            if stat.S_ISDIR(mode)
+            else "a character device"
+            if stat.S_ISCHR(mode)
+            else "a block device"
+            if stat.S_ISBLK(mode)
+            else "a FIFO"
+            if stat.S_ISFIFO(mode)
+            else "a socket"
+            if stat.S_ISSOCK(mode)
+            else "not a regular file"
+        )
         shown = f"{path} (-> {target})" if str(target) != str(path) else str(path)
         raise NotARegularFile(f"{shown} is {kind}; trt_widget writes engines and caches to regular files only")
     return target
 
 
-def atomic_write(path: Union[str, os.PathLike[str]], data: bytes | memoryview) -> Path:
+def atomic_write(path: str | os.PathLike[str], data: bytes | memoryview) -> Path:
     """Write ``data`` to a temporary file beside ``path``'s target, fsync it, then rename it over the target."""
     target = writable_target(path)
     _remove_stale_parts(target)

@@ -18,9 +18,10 @@ import sqlite3
 import threading
 import time
 import warnings
+from collections.abc import Callable, Iterable
 from contextlib import closing
 from pathlib import Path
-from typing import Any, Callable, Iterable, TypeVar, Union
+from typing import Any, TypeVar
 
 ENV = "TRT_WIDGET_HISTORY"
 FILENAME = "history.sqlite"
@@ -124,7 +125,7 @@ def warn_once(key: Any, message: str, stacklevel: int = 2) -> None:
 class HistoryStore:
     """A SQLite file of build records; every call opens its own short connection (thread- and process-safe)."""
 
-    def __init__(self, path: Union[str, os.PathLike]) -> None:
+    def __init__(self, path: str | os.PathLike) -> None:
         target = Path(path).expanduser()
         self.path = target / FILENAME if _is_dir(target) else target
         self._created = False
@@ -187,10 +188,16 @@ class HistoryStore:
                     os.replace(sidecar, f"{aside}{suffix}")
             os.replace(self.path, aside)
         except OSError as move:
-            raise ValueError(f"{self.path} is not a trt_widget history store (SQLite: {exc}) and could not be "
-                             f"moved aside: {os_reason(move, self.path)}") from exc
-        warn_once(("corrupt", str(aside)), f"trt_widget history: {self.path} was not a readable history store "
-                  f"({exc}); moved it aside to {aside} and started a new store", stacklevel=4)
+            raise ValueError(
+                f"{self.path} is not a trt_widget history store (SQLite: {exc}) and could not be "
+                f"moved aside: {os_reason(move, self.path)}"
+            ) from exc
+        warn_once(
+            ("corrupt", str(aside)),
+            f"trt_widget history: {self.path} was not a readable history store "
+            f"({exc}); moved it aside to {aside} and started a new store",
+            stacklevel=4,
+        )
 
     def add(self, record: dict[str, Any]) -> int:
         """Append one build record (pruning old ones) and return its id."""
@@ -202,14 +209,24 @@ class HistoryStore:
             try:
                 cur = conn.execute(
                     "INSERT INTO builds (key, status, created, total_s, label, record) VALUES (?, ?, ?, ?, ?, ?)",
-                    (body["key"], body["status"], body.get("created", time.time()), body.get("total_s"),
-                     body.get("label"), text))
+                    (
+                        body["key"],
+                        body["status"],
+                        body.get("created", time.time()),
+                        body.get("total_s"),
+                        body.get("label"),
+                        text,
+                    ),
+                )
                 new_id = int(cur.lastrowid or 0)
-                conn.execute("DELETE FROM builds WHERE key = ? AND id NOT IN "
-                             "(SELECT id FROM builds WHERE key = ? ORDER BY id DESC LIMIT ?)",
-                             (body["key"], body["key"], KEEP_PER_KEY))
-                conn.execute("DELETE FROM builds WHERE id NOT IN (SELECT id FROM builds ORDER BY id DESC LIMIT ?)",
-                             (KEEP_TOTAL,))
+                conn.execute(
+                    "DELETE FROM builds WHERE key = ? AND id NOT IN "
+                    "(SELECT id FROM builds WHERE key = ? ORDER BY id DESC LIMIT ?)",
+                    (body["key"], body["key"], KEEP_PER_KEY),
+                )
+                conn.execute(
+                    "DELETE FROM builds WHERE id NOT IN (SELECT id FROM builds ORDER BY id DESC LIMIT ?)", (KEEP_TOTAL,)
+                )
                 conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:  # a failed ROLLBACK must not hide the real error
@@ -223,23 +240,28 @@ class HistoryStore:
         """The newest usable record with this key and status, or None; unreadable ones are skipped (warned once)."""
 
         def work(conn: sqlite3.Connection) -> dict[str, Any] | None:
-            rows = conn.execute(f"SELECT {_COLUMNS} FROM builds WHERE key = ? AND status = ? ORDER BY id DESC",
-                                (key, status))
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM builds WHERE key = ? AND status = ? ORDER BY id DESC", (key, status)
+            )
             for row in rows:
                 record = _decode(row)
                 problem = record.get("error") or profile_problem(record)
                 if problem is None:
                     return record
-                warn_once(("row", str(self.path), record["id"]), f"trt_widget history: skipping record "
-                          f"{record['id']} in {self.path} ({problem})", stacklevel=4)
+                warn_once(
+                    ("row", str(self.path), record["id"]),
+                    f"trt_widget history: skipping record {record['id']} in {self.path} ({problem})",
+                    stacklevel=4,
+                )
             return None
 
         return self._run(work)
 
     def get(self, build_id: int) -> dict[str, Any] | None:
         """The record with this id, or None; ValueError when its stored text cannot be read."""
-        row = self._run(lambda conn: conn.execute(f"SELECT {_COLUMNS} FROM builds WHERE id = ?",
-                                                  (int(build_id),)).fetchone())
+        row = self._run(
+            lambda conn: conn.execute(f"SELECT {_COLUMNS} FROM builds WHERE id = ?", (int(build_id),)).fetchone()
+        )
         if row is None:
             return None
         record = _decode(row)
@@ -249,8 +271,11 @@ class HistoryStore:
 
     def records(self, limit: int | None = None) -> list[dict[str, Any]]:
         """Full records (with rows), newest first; an unreadable one is listed with ``error`` and no rows."""
-        rows = self._run(lambda conn: conn.execute(f"SELECT {_COLUMNS} FROM builds ORDER BY id DESC LIMIT ?",
-                                                   (-1 if limit is None else int(limit),)).fetchall())
+        rows = self._run(
+            lambda conn: conn.execute(
+                f"SELECT {_COLUMNS} FROM builds ORDER BY id DESC LIMIT ?", (-1 if limit is None else int(limit),)
+            ).fetchall()
+        )
         return [_decode(row) for row in rows]
 
     def clear(self) -> int:
@@ -292,8 +317,16 @@ def _decode(row: Any) -> dict[str, Any]:
         if not isinstance(record, dict):
             raise ValueError(f"a JSON {type(record).__name__}, not an object")
     except (ValueError, TypeError, RecursionError) as exc:
-        return {"id": int(build_id), "key": key, "status": status, "created": created, "total_s": total_s,
-                "label": label, "rows": [], "error": f"unreadable ({type(exc).__name__}: {exc})"}
+        return {
+            "id": int(build_id),
+            "key": key,
+            "status": status,
+            "created": created,
+            "total_s": total_s,
+            "label": label,
+            "rows": [],
+            "error": f"unreadable ({type(exc).__name__}: {exc})",
+        }
     record["id"] = int(build_id)
     return record
 
@@ -310,17 +343,23 @@ def profile_problem(record: dict[str, Any]) -> str | None:
     if not isinstance(rows, list):
         return "rows is not a list"
     for row in rows:
-        if not isinstance(row, dict) or not isinstance(row.get("path"), list) or not all(
+        if (
+            not isinstance(row, dict)
+            or not isinstance(row.get("path"), list)
+            or not all(
                 isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) and isinstance(p[1], int)
-                for p in row["path"]):
+                for p in row["path"]
+            )
+        ):
             return "a phase row without a path"
-        if not _number(row.get("start_s")) or row.get("end_s") is not None and not (
-                _number(row["end_s"]) and _number(row.get("duration_s"))):
+        if not _number(row.get("start_s")) or (
+            row.get("end_s") is not None and not (_number(row["end_s"]) and _number(row.get("duration_s")))
+        ):
             return f"phase row {row.get('name')!r} has no usable times"
     return None
 
 
-def resolve_store(store: Union[HistoryStore, str, os.PathLike, None]) -> HistoryStore:
+def resolve_store(store: HistoryStore | str | os.PathLike | None) -> HistoryStore:
     """A HistoryStore for a store, a history setting (path or off word) or None (the default; RuntimeError if off)."""
     if isinstance(store, HistoryStore):
         return store
@@ -372,6 +411,9 @@ def build_key(build: Any) -> tuple[str, str]:
         name = f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', repr(fn))}"
         data = f"callable:{name}\n{code}".encode()
     model_hash = hashlib.sha256(data).hexdigest()
-    blob = json.dumps({"model": model_hash, "options": build.options.summary(), "backend": backend_info()},
-                      sort_keys=True, default=str)
+    blob = json.dumps(
+        {"model": model_hash, "options": build.options.summary(), "backend": backend_info()},
+        sort_keys=True,
+        default=str,
+    )
     return hashlib.sha256(blob.encode()).hexdigest(), model_hash

@@ -8,38 +8,49 @@ import os
 import re
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Dict, Optional, Tuple, Union
+from typing import Any
 
 from ._files import NotARegularFile, writable_target
 
-Shape = Tuple[int, ...]
-Profile = Tuple[Shape, Shape, Shape]
+Shape = tuple[int, ...]
+Profile = tuple[Shape, Shape, Shape]
 
 _MAX_SECONDS = 1e8  # well inside threading.TIMEOUT_MAX on every platform
 _MAX_BYTES = 1 << 62  # what TensorRT's int64 memory-pool limit can hold, with room
 
-_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 10**3, "kib": 1 << 10, "m": 1 << 20, "mb": 10**6,
-          "mib": 1 << 20, "g": 1 << 30, "gb": 10**9, "gib": 1 << 30}
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1 << 10,
+    "kb": 10**3,
+    "kib": 1 << 10,
+    "m": 1 << 20,
+    "mb": 10**6,
+    "mib": 1 << 20,
+    "g": 1 << 30,
+    "gb": 10**9,
+    "gib": 1 << 30,
+}
 
 
 @dataclass(frozen=True)
 class BuildOptions:
     """Everything that shapes an engine build. Unknown names are rejected with a suggestion."""
 
-    optimization_level: Optional[int] = None  # builder optimization level 0..5 (trtexec --builderOptimizationLevel)
+    optimization_level: int | None = None  # builder optimization level 0..5 (trtexec --builderOptimizationLevel)
     fp16: bool = False  # allow FP16 kernels (weakly typed networks; NVIDIA TensorRT only)
     strongly_typed: bool = True  # the model's tensor types decide precision; False (weak typing): NVIDIA 10.x only
-    timing_cache: Optional[str] = None  # file loaded before and saved after the build
-    workspace: Optional[int] = None  # workspace memory-pool limit in bytes ("2GiB" accepted)
-    profiles: Optional[Dict[str, Profile]] = None  # input name -> (min, opt, max) shapes
-    output: Optional[str] = None  # engine file written atomically when the build succeeds
-    budget: Optional[float] = None  # seconds; the build is cancelled when it runs longer
+    timing_cache: str | None = None  # file loaded before and saved after the build
+    workspace: int | None = None  # workspace memory-pool limit in bytes ("2GiB" accepted)
+    profiles: dict[str, Profile] | None = None  # input name -> (min, opt, max) shapes
+    output: str | None = None  # engine file written atomically when the build succeeds
+    budget: float | None = None  # seconds; the build is cancelled when it runs longer
     verbose: bool = False  # capture VERBOSE TensorRT log lines too
     isolation: str = "process"  # "process" (a warm builder process Stop can always end) or "thread"
-    force_after: Optional[float] = None  # process isolation: terminate this long after a graceful stop (0.5 s)
+    force_after: float | None = None  # process isolation: terminate this long after a graceful stop (0.5 s)
 
     @classmethod
-    def from_kwargs(cls, **kwargs: Any) -> "BuildOptions":
+    def from_kwargs(cls, **kwargs: Any) -> BuildOptions:
         known = [f.name for f in fields(cls)]
         for name in kwargs:
             if name not in known:
@@ -58,8 +69,9 @@ class BuildOptions:
             object.__setattr__(self, "workspace", parse_bytes(self.workspace, "workspace"))
         for name in ("budget", "force_after"):
             value = getattr(self, name)
-            if value is not None and (not isinstance(value, (int, float)) or isinstance(value, bool)
-                                      or not math.isfinite(value) or value <= 0):
+            if value is not None and (
+                not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) or value <= 0
+            ):
                 raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
         for name in ("fp16", "strongly_typed", "verbose"):
             if not isinstance(getattr(self, name), bool):
@@ -67,8 +79,10 @@ class BuildOptions:
         if self.isolation not in ("thread", "process"):
             raise ValueError(f"isolation must be 'process' or 'thread', got {self.isolation!r}")
         if self.force_after is not None and self.isolation == "thread":
-            raise ValueError("force_after needs isolation='process' (a thread cannot be terminated: with "
-                             "isolation='thread' a stop waits for TensorRT's next step boundary)")
+            raise ValueError(
+                "force_after needs isolation='process' (a thread cannot be terminated: with "
+                "isolation='thread' a stop waits for TensorRT's next step boundary)"
+            )
         for name in ("budget", "force_after"):
             value = getattr(self, name)
             if value is not None and value > _MAX_SECONDS:
@@ -91,8 +105,11 @@ class BuildOptions:
                 raise ValueError(f"{name}: {exc}") from None
             if not target.parent.is_dir():
                 raise FileNotFoundError(f"{name} directory does not exist: {target.parent}")
-        if self.output is not None and self.timing_cache is not None and \
-                writable_target(self.output) == writable_target(self.timing_cache):
+        if (
+            self.output is not None
+            and self.timing_cache is not None
+            and writable_target(self.output) == writable_target(self.timing_cache)
+        ):
             raise ValueError(f"output and timing_cache are the same file ({self.output}): give each its own path")
         if self.profiles is not None:
             object.__setattr__(self, "profiles", _check_profiles(self.profiles))
@@ -108,7 +125,7 @@ class BuildOptions:
         }
 
 
-def parse_bytes(value: Union[int, str], what: str) -> int:
+def parse_bytes(value: int | str, what: str) -> int:
     """``1 << 30``, ``"1GiB"``, ``"512MB"`` -> bytes."""
     if isinstance(value, int) and not isinstance(value, bool):
         if value <= 0:
@@ -126,10 +143,10 @@ def parse_bytes(value: Union[int, str], what: str) -> int:
     raise ValueError(f"{what} must be a byte count like 1073741824 or '1GiB', got {value!r}")
 
 
-def _check_profiles(profiles: Any) -> Dict[str, Profile]:
+def _check_profiles(profiles: Any) -> dict[str, Profile]:
     if not isinstance(profiles, dict):
         raise TypeError("profiles must be a dict: input name -> (min_shape, opt_shape, max_shape)")
-    checked: Dict[str, Profile] = {}
+    checked: dict[str, Profile] = {}
     for name, shapes in profiles.items():
         try:
             lo, opt, hi = (tuple(int(d) for d in s) for s in shapes)

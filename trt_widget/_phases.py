@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 RUNNING = "running"
 DONE = "done"
@@ -108,8 +109,15 @@ class PhaseModel:
                     return phase
         return stack[-1]
 
-    def phase_start(self, name: str, parent_name: str | None, num_steps: int, at: float | None = None,
-                    thread: int | None = None, parent_thread: int | None = None) -> Phase:
+    def phase_start(
+        self,
+        name: str,
+        parent_name: str | None,
+        num_steps: int,
+        at: float | None = None,
+        thread: int | None = None,
+        parent_thread: int | None = None,
+    ) -> Phase:
         """A phase instance starts; ``parent_thread`` (default ``thread``) picks among same-named parents."""
         with self._lock:
             parent = None

@@ -20,10 +20,11 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ._errors import BuildError
 from ._runner import RunContext
@@ -183,7 +184,10 @@ def _spawn() -> Worker:
     try:
         process = subprocess.Popen(
             [sys.executable, "-m", "trt_widget._worker", str(control_r), str(events_w), str(os.getpid())],
-            pass_fds=(control_r, events_w), stdin=subprocess.DEVNULL, env=env, close_fds=True,
+            pass_fds=(control_r, events_w),
+            stdin=subprocess.DEVNULL,
+            env=env,
+            close_fds=True,
         )
     except BaseException:
         for fd in (control_r, control_w, events_r, events_w):
@@ -266,8 +270,15 @@ class _Relay:
         from ._worker import write_first
 
         source = self.ctx.source
-        job: dict[str, Any] = {"kind": source.kind, "label": source.label, "path": None, "callable": None,
-                               "options": self.ctx.options, "workdirs": self.workdirs, "sys_path": list(sys.path)}
+        job: dict[str, Any] = {
+            "kind": source.kind,
+            "label": source.label,
+            "path": None,
+            "callable": None,
+            "options": self.ctx.options,
+            "workdirs": self.workdirs,
+            "sys_path": list(sys.path),
+        }
         if source.kind == "path":
             job["path"] = os.path.abspath(source.value)
         elif source.kind == "bytes":
@@ -310,8 +321,10 @@ class _Relay:
         """Terminate the worker now; the build ends cancelled with a detail that says so."""
         how = worker.terminate() if worker.alive() else "it had already exited"
         if automatic:
-            self.ctx.note(f"the builder did not reach a step boundary within {self.ctx.graceful_s:g} s, so its "
-                          f"process (pid {worker.pid}) was terminated ({how})")
+            self.ctx.note(
+                f"the builder did not reach a step boundary within {self.ctx.graceful_s:g} s, so its "
+                f"process (pid {worker.pid}) was terminated ({how})"
+            )
         else:
             self.ctx.note(f"force stopped: the builder process (pid {worker.pid}) was terminated ({how})")
         return None
@@ -335,12 +348,16 @@ class _Relay:
         else:
             how = f"exited with code {code} without a result"
         if not worker.hello:
-            raise BuildError(f"the builder process (pid {worker.pid}) {how} while starting, before it could "
-                             "build; its error output (stderr) says why")
+            raise BuildError(
+                f"the builder process (pid {worker.pid}) {how} while starting, before it could "
+                "build; its error output (stderr) says why"
+            )
         phase = self.ctx.model.innermost_running()
         where = f" during phase {phase.name!r}" if phase else " before any build phase started"
-        raise BuildError(f"the builder process (pid {worker.pid}) {how}{where}; no engine was built. "
-                         "This Python process is unaffected and the next build can run.")
+        raise BuildError(
+            f"the builder process (pid {worker.pid}) {how}{where}; no engine was built. "
+            "This Python process is unaffected and the next build can run."
+        )
 
     def _replay(self, batch: list[tuple[Any, ...]]) -> None:
         model, logger = self.ctx.model, self.ctx.logger
@@ -377,5 +394,7 @@ class _Relay:
             data = handle.read()
         os.unlink(path)
         if len(data) != size:
-            raise BuildError(f"the engine from the builder process is damaged: expected {size:,} B, got {len(data):,} B")
+            raise BuildError(
+                f"the engine from the builder process is damaged: expected {size:,} B, got {len(data):,} B"
+            )
         return data

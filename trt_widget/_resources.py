@@ -182,8 +182,12 @@ class ResourceSampler:
             samples = [list(s) for s in self.samples]
             while len(samples) > MAX_SENT:
                 samples = _halve(samples)
-            self._snapshot = {"samples": samples, "peak_rss": self.peak_rss, "peak_gpu_mem": self.peak_gpu_mem,
-                              "trt_peak": peak}
+            self._snapshot = {
+                "samples": samples,
+                "peak_rss": self.peak_rss,
+                "peak_gpu_mem": self.peak_gpu_mem,
+                "trt_peak": peak,
+            }
             self._snapshot_key = key
             return self._snapshot
 

@@ -9,8 +9,9 @@ next step boundary) and ``ctx.force`` (now), and returns the engine bytes, or No
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from ._engine import CaptureLogger, ModelSource, build_engine
 from ._options import BuildOptions

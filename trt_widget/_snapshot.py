@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ._backend import select_backend
 from ._expected import annotate
@@ -30,8 +31,7 @@ def snapshot(build: Any) -> dict[str, Any]:
         "phases": build.model.rows(),
         "engine_size": build.engine_size or 0,
         "error": str(error) if error is not None and status == "failed" else "",
-        "logs": annotate(build.problems[-MAX_LOGS:], cancelled=build.cancel_info is not None,
-                         backend=_backend_kind()),
+        "logs": annotate(build.problems[-MAX_LOGS:], cancelled=build.cancel_info is not None, backend=_backend_kind()),
         "cancel": build.cancel_info if status == "cancelling" else None,
         "can_force": build.options.isolation == "process",
         "eta": _call(build.history, "eta"),
@@ -131,7 +131,7 @@ class RowsEncoder:
 
     def encode(self, rows: list[dict[str, Any]]) -> str:
         known, texts = self._rows, self._texts
-        del known[len(rows):], texts[len(rows):]
+        del known[len(rows) :], texts[len(rows) :]
         for i, row in enumerate(rows):
             if i < len(known):
                 if known[i] is not row:

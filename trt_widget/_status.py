@@ -30,8 +30,11 @@ class DoneFlag:
         return self._value
 
     def __bool__(self) -> bool:
-        warnings.warn("Build.done is a method, as in concurrent.futures.Future: call build.done()",
-                      DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            "Build.done is a method, as in concurrent.futures.Future: call build.done()",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         return self._value
 
     def __repr__(self) -> str:

@@ -10,24 +10,35 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from typing import Any, Callable, TextIO
+from collections.abc import Callable
+from typing import Any, TextIO
 
 from ._events import attach_events
 
-MARKS = {"running": ("▸", "yellow"), "done": ("✓", "green"), "finished-early": ("✓", "green"),
-         "cancelled": ("✗", "red")}
+MARKS = {
+    "running": ("▸", "yellow"),
+    "done": ("✓", "green"),
+    "finished-early": ("✓", "green"),
+    "cancelled": ("✗", "red"),
+}
 
 
-def render_in_terminal(build: Any, stream: TextIO | None = None, *, follow: bool = False, style: str = "auto",
-                       summary: bool = True) -> "TerminalView":
+def render_in_terminal(
+    build: Any, stream: TextIO | None = None, *, follow: bool = False, style: str = "auto", summary: bool = True
+) -> TerminalView:
     """Show ``build``'s phases on ``stream`` (default ``sys.stderr``) as they happen.
 
     Returns at once (rendering runs on a background thread) unless ``follow=True``, which blocks until the
     build ended and the summary is printed; Ctrl-C while following cancels the build gracefully (see
     :class:`Interrupts`). ``style``: "auto" (rich tree in a terminal, else plain lines), "rich" or "plain".
     """
-    view = TerminalView(build, stream if stream is not None else sys.stderr, style=style, summary=summary,
-                        hint="Ctrl-C to cancel" if follow else "")
+    view = TerminalView(
+        build,
+        stream if stream is not None else sys.stderr,
+        style=style,
+        summary=summary,
+        hint="Ctrl-C to cancel" if follow else "",
+    )
     if follow:
         view.follow()
     return view
@@ -44,8 +55,9 @@ def rich_available() -> bool:
 class TerminalView:
     """Renders one build on one text stream; all writes go through one lock, in event order."""
 
-    def __init__(self, build: Any, stream: TextIO, *, style: str = "auto", summary: bool = True,
-                 hint: str = "") -> None:
+    def __init__(
+        self, build: Any, stream: TextIO, *, style: str = "auto", summary: bool = True, hint: str = ""
+    ) -> None:
         if style not in ("auto", "rich", "plain"):
             raise ValueError(f"style must be 'auto', 'rich' or 'plain', got {style!r}")
         self.build = build
@@ -104,13 +116,15 @@ class TerminalView:
             elif kind == "phase_finish":
                 if not self.rich:
                     status = "" if event["status"] == "done" else f" [{event['status']}]"
-                    self._line(event["t"], self._depth.get(event["id"], 0),
-                               f"{event['name']}: {fmt_s(event['duration_s'])}{status}")
+                    self._line(
+                        event["t"],
+                        self._depth.get(event["id"], 0),
+                        f"{event['name']}: {fmt_s(event['duration_s'])}{status}",
+                    )
             elif kind == "log":
                 text = f"{event['severity']}: {event['message']}"
                 if self._console is not None:
-                    self._console.print(text, style="red" if "ERROR" in event["severity"] else "yellow",
-                                        markup=False)
+                    self._console.print(text, style="red" if "ERROR" in event["severity"] else "yellow", markup=False)
                 else:
                     self._line(event["t"], 0, text)
             elif kind == "build_end":
@@ -124,8 +138,14 @@ class TerminalView:
         from rich.live import Live
 
         self._console.print(title, style="bold", markup=False)
-        self._live = Live(console=self._console, get_renderable=self._renderable, refresh_per_second=10,
-                          redirect_stdout=False, redirect_stderr=False, transient=False)
+        self._live = Live(
+            console=self._console,
+            get_renderable=self._renderable,
+            refresh_per_second=10,
+            redirect_stdout=False,
+            redirect_stderr=False,
+            transient=False,
+        )
         self._live.start()
 
     def _ended(self) -> None:
@@ -202,7 +222,9 @@ class TerminalView:
         build = self.build
         if build.status == "cancelling":
             info = build.cancel_info or {}
-            return f"Cancelling — waiting for the builder to finish the current step of {info.get('phase') or 'the build'}"
+            return (
+                f"Cancelling — waiting for the builder to finish the current step of {info.get('phase') or 'the build'}"
+            )
         hint = f" — {self.hint}" if self.hint and build.status == "running" else ""
         return f"{build.status} {fmt_s(now)}{hint}"
 
@@ -226,18 +248,23 @@ class Interrupts:
         self.count += 1
         if self.count == 1:
             build.stop("interrupted (Ctrl-C)")
-            self.notify(f"Cancelling — waiting for the builder to finish the current step of {self._phase()} "
-                        "(Ctrl-C again to force)" if build.options.isolation == "process" else
-                        f"Cancelling — waiting for the builder to finish the current step of {self._phase()}")
+            self.notify(
+                f"Cancelling — waiting for the builder to finish the current step of {self._phase()} "
+                "(Ctrl-C again to force)"
+                if build.options.isolation == "process"
+                else f"Cancelling — waiting for the builder to finish the current step of {self._phase()}"
+            )
             return True
         if build.options.isolation == "process":
             build.stop("interrupted (Ctrl-C twice)")
             self.notify("Force stopping — terminating the build process")
             return True
         if self.count == 2:
-            self.notify(f"Still waiting for the builder to finish the current step of {self._phase()}: a "
-                        "TensorRT step on a thread cannot be interrupted (the default --isolation process allows "
-                        "a forced stop). Ctrl-C once more to exit without waiting.")
+            self.notify(
+                f"Still waiting for the builder to finish the current step of {self._phase()}: a "
+                "TensorRT step on a thread cannot be interrupted (the default --isolation process allows "
+                "a forced stop). Ctrl-C once more to exit without waiting."
+            )
             return True
         return False
 

@@ -10,8 +10,9 @@ import json
 import os
 import sys
 import uuid
+from collections.abc import Generator
 from pathlib import Path
-from typing import Any, Generator
+from typing import Any
 
 import anywidget
 import traitlets
@@ -70,10 +71,24 @@ class BuildWidget(anywidget.AnyWidget):
     ) -> None:
         """The same arguments as :class:`Build`; or ``build=`` an existing, not yet started Build."""
         if build is None:
-            build = Build(model, optimization_level=optimization_level, fp16=fp16, strongly_typed=strongly_typed,
-                          timing_cache=timing_cache, workspace=workspace, profiles=profiles, output=output,
-                          budget=budget, verbose=verbose, isolation=isolation, force_after=force_after,
-                          events=events, history=history, resources=resources, **unknown)
+            build = Build(
+                model,
+                optimization_level=optimization_level,
+                fp16=fp16,
+                strongly_typed=strongly_typed,
+                timing_cache=timing_cache,
+                workspace=workspace,
+                profiles=profiles,
+                output=output,
+                budget=budget,
+                verbose=verbose,
+                isolation=isolation,
+                force_after=force_after,
+                events=events,
+                history=history,
+                resources=resources,
+                **unknown,
+            )
         super().__init__()
         self.build = build
         self._pump = SnapshotPump(build, self._apply)
@@ -104,7 +119,7 @@ class BuildWidget(anywidget.AnyWidget):
         return json.loads(self.phases_json)
 
     # -- the Build API ---------------------------------------------------------------------------------
-    def start(self) -> "BuildWidget":
+    def start(self) -> BuildWidget:
         """Start the build in the background and return the widget at once (display it to watch)."""
         self.build.start()
         self._pump.flush()  # "running" from the first moment; the pump thread, the only writer after this, starts next
@@ -173,9 +188,20 @@ class BuildWidget(anywidget.AnyWidget):
         except ImportError as exc:
             raise ImportError("timings_df() needs pandas: pip install pandas (or use timings())") from exc
         frame = pd.DataFrame(self.timings(), columns=TIMING_COLUMNS)
-        frame = frame.astype({"id": "int64", "parent": "Int64", "depth": "int64", "step": "int64",
-                              "num_steps": "int64", "start_s": "float64", "end_s": "float64",
-                              "duration_s": "float64", "name": "object", "status": "object"})
+        frame = frame.astype(
+            {
+                "id": "int64",
+                "parent": "Int64",
+                "depth": "int64",
+                "step": "int64",
+                "num_steps": "int64",
+                "start_s": "float64",
+                "end_s": "float64",
+                "duration_s": "float64",
+                "name": "object",
+                "status": "object",
+            }
+        )
         return frame.set_index("id")
 
     def to_json(self, path: str | None = None) -> str:

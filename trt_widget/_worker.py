@@ -108,8 +108,9 @@ def _make_monitor(outbox: Outbox, cancel: threading.Event) -> Any:
 
         def phase_start(self, phase_name: str, parent_phase: str | None, num_steps: int) -> None:
             try:
-                outbox.structure(("start", phase_name, parent_phase, num_steps, threading.get_ident(),
-                                  time.perf_counter()))
+                outbox.structure(
+                    ("start", phase_name, parent_phase, num_steps, threading.get_ident(), time.perf_counter())
+                )
             except Exception:
                 pass
 

@@ -16,20 +16,47 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Union
+from typing import Any
 
 from ._eta import HistoryLink, attach_history
-from ._history_store import (ENV, FILENAME, KEEP_PER_KEY, KEEP_TOTAL, HistoryStore, PhasePath, build_key,
-                             default_path, history_path, path_label, phase_paths, profile_rows, resolve_store)
+from ._history_store import (
+    ENV,
+    FILENAME,
+    KEEP_PER_KEY,
+    KEEP_TOTAL,
+    HistoryStore,
+    PhasePath,
+    build_key,
+    default_path,
+    history_path,
+    path_label,
+    phase_paths,
+    profile_rows,
+    resolve_store,
+)
 
 __all__ = [
-    "ENV", "FILENAME", "KEEP_PER_KEY", "KEEP_TOTAL", "HistoryLink", "HistoryStore", "PhasePath", "attach_history",
-    "build_key", "clear", "compare", "default_path", "history_path", "list_builds", "path_label", "phase_paths",
+    "ENV",
+    "FILENAME",
+    "KEEP_PER_KEY",
+    "KEEP_TOTAL",
+    "HistoryLink",
+    "HistoryStore",
+    "PhasePath",
+    "attach_history",
+    "build_key",
+    "clear",
+    "compare",
+    "default_path",
+    "history_path",
+    "list_builds",
+    "path_label",
+    "phase_paths",
     "profile_rows",
 ]
 
 
-def list_builds(store: Union[HistoryStore, str, os.PathLike, None] = None) -> list[dict[str, Any]]:
+def list_builds(store: HistoryStore | str | os.PathLike | None = None) -> list[dict[str, Any]]:
     """Recorded builds, newest first, without their phase rows (``phases`` gives the count).
 
     A record whose stored text cannot be read is still listed, from its columns, with an ``error`` saying why.
@@ -46,12 +73,12 @@ def list_builds(store: Union[HistoryStore, str, os.PathLike, None] = None) -> li
     return out
 
 
-def clear(store: Union[HistoryStore, str, os.PathLike, None] = None) -> int:
+def clear(store: HistoryStore | str | os.PathLike | None = None) -> int:
     """Forget every recorded build; returns how many were deleted."""
     return resolve_store(store).clear()
 
 
-def compare(a: Any, b: Any, store: Union[HistoryStore, str, os.PathLike, None] = None) -> list[dict[str, Any]]:
+def compare(a: Any, b: Any, store: HistoryStore | str | os.PathLike | None = None) -> list[dict[str, Any]]:
     """Per phase path: ``{"path", "name", "depth", "a_s", "b_s", "delta"}`` (delta = b - a; None if missing).
 
     ``a``/``b``: a record id (from :func:`list_builds`), a record dict, a Build/BuildWidget, or timings rows.
@@ -63,13 +90,29 @@ def compare(a: Any, b: Any, store: Union[HistoryStore, str, os.PathLike, None] =
     index_b = {r["path"]: r for r in rows_b}
     out: list[dict[str, Any]] = []
     if total_a is not None and total_b is not None:
-        out.append({"path": "(total)", "name": "(total)", "depth": -1, "a_s": total_a, "b_s": total_b,
-                    "delta": total_b - total_a})
+        out.append(
+            {
+                "path": "(total)",
+                "name": "(total)",
+                "depth": -1,
+                "a_s": total_a,
+                "b_s": total_b,
+                "delta": total_b - total_a,
+            }
+        )
     for path in list(index_a) + [p for p in index_b if p not in index_a]:
         a_s = index_a[path]["duration_s"] if path in index_a else None
         b_s = index_b[path]["duration_s"] if path in index_b else None
-        out.append({"path": path_label(path), "name": path[-1][0], "depth": len(path) - 1, "a_s": a_s,
-                    "b_s": b_s, "delta": None if a_s is None or b_s is None else b_s - a_s})
+        out.append(
+            {
+                "path": path_label(path),
+                "name": path[-1][0],
+                "depth": len(path) - 1,
+                "a_s": a_s,
+                "b_s": b_s,
+                "delta": None if a_s is None or b_s is None else b_s - a_s,
+            }
+        )
     return out
 
 

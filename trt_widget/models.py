@@ -43,14 +43,20 @@ class _Graph:
         return out
 
     def conv(self, x: str, cin: int, cout: int, k: int = 3, stride: int = 1, relu: bool = True) -> str:
-        y = self.node("Conv", [x, self.weight((cout, cin, k, k)), self.weight((cout,), 0.01)],
-                      kernel_shape=[k, k], pads=[k // 2] * 4, strides=[stride, stride])
+        y = self.node(
+            "Conv",
+            [x, self.weight((cout, cin, k, k)), self.weight((cout,), 0.01)],
+            kernel_shape=[k, k],
+            pads=[k // 2] * 4,
+            strides=[stride, stride],
+        )
         return self.node("Relu", [y]) if relu else y
 
     def model(self, x_shape: list[Any], y: str, y_shape: list[Any], name: str, opset: int = 17) -> Any:
         onnx = _onnx()
         graph = onnx.helper.make_graph(
-            self.nodes, name,
+            self.nodes,
+            name,
             [onnx.helper.make_tensor_value_info("input", onnx.TensorProto.FLOAT, x_shape)],
             [onnx.helper.make_tensor_value_info(y, onnx.TensorProto.FLOAT, y_shape)],
             self.inits,
@@ -82,8 +88,9 @@ def resnet50(batch: Any = 1, image: int = 224, classes: int = 1000, seed: int = 
     return g.model([batch, 3, image, image], y, [batch, classes], "resnet50")
 
 
-def deep_residual(blocks: int = 1000, channels: int = 8, size: int = 8, batch: Any = 1, seed: int = 0,
-                  node_name: str | None = None) -> Any:
+def deep_residual(
+    blocks: int = 1000, channels: int = 8, size: int = 8, batch: Any = 1, seed: int = 0, node_name: str | None = None
+) -> Any:
     """A chain of ``blocks`` residual conv blocks (conv-relu-add); 1000 blocks build in ~5-15 s here.
 
     ``node_name`` names the first conv node (e.g. to see how untrusted names show up in logs).
@@ -91,8 +98,13 @@ def deep_residual(blocks: int = 1000, channels: int = 8, size: int = 8, batch: A
     g = _Graph(seed)
     x = "input"
     for i in range(blocks):
-        y = g.node("Conv", [x, g.weight((channels, channels, 3, 3))], node_name=node_name if i == 0 else None,
-                   kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+        y = g.node(
+            "Conv",
+            [x, g.weight((channels, channels, 3, 3))],
+            node_name=node_name if i == 0 else None,
+            kernel_shape=[3, 3],
+            pads=[1, 1, 1, 1],
+        )
         x = g.node("Add", [x, g.node("Relu", [y])])
     shape = [batch, channels, size, size]
     return g.model(shape, x, shape, "deep_residual")

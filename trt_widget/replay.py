@@ -47,9 +47,15 @@ def _parse(lines: Iterable[Any], where: str) -> list[dict[str, Any]]:
                 event = json.loads(text)
             except json.JSONDecodeError as exc:
                 raise RecordingError(f"{where}, line {number}: not JSON ({exc.msg}): {text[:80]!r}") from None
-        if not isinstance(event, dict) or event.get("event") not in KINDS or not isinstance(event.get("t"), (int, float)):
-            raise RecordingError(f"{where}, line {number}: not a trt_widget build event (needs 'event' in "
-                                 f"{', '.join(KINDS)} and a time 't'): {str(line)[:80]!r}")
+        if (
+            not isinstance(event, dict)
+            or event.get("event") not in KINDS
+            or not isinstance(event.get("t"), (int, float))
+        ):
+            raise RecordingError(
+                f"{where}, line {number}: not a trt_widget build event (needs 'event' in "
+                f"{', '.join(KINDS)} and a time 't'): {str(line)[:80]!r}"
+            )
         if event["event"] in ("phase_start", "step", "phase_finish") and not isinstance(event.get("id"), int):
             raise RecordingError(f"{where}, line {number}: a {event['event']} event without an integer 'id'")
         event["_line"] = number
@@ -72,8 +78,13 @@ class ReplayRunner:
 
     name = "replay"
 
-    def __init__(self, events: list[dict[str, Any]], clock: ReplayClock, speed: float | None,
-                 on_engine_size: Callable[[int], None] | None = None) -> None:
+    def __init__(
+        self,
+        events: list[dict[str, Any]],
+        clock: ReplayClock,
+        speed: float | None,
+        on_engine_size: Callable[[int], None] | None = None,
+    ) -> None:
         self.events = events
         self.on_engine_size = on_engine_size
         self.clock = clock
@@ -94,8 +105,13 @@ class ReplayRunner:
             if kind == "phase_start":
                 names[event["id"]] = event["name"]
                 parent = event.get("parent")
-                ctx.model.phase_start(event["name"], names.get(parent) if parent is not None else None,
-                                      int(event.get("num_steps", 0)), thread=event["id"], parent_thread=parent)
+                ctx.model.phase_start(
+                    event["name"],
+                    names.get(parent) if parent is not None else None,
+                    int(event.get("num_steps", 0)),
+                    thread=event["id"],
+                    parent_thread=parent,
+                )
             elif kind == "step":
                 ctx.model.step_complete(event["name"], int(event["step"]) - 1, thread=event["id"])
             elif kind == "phase_finish":
@@ -105,14 +121,18 @@ class ReplayRunner:
             elif kind == "build_end":
                 return self._end(event, ctx)
         last = self.events[-1]["_line"] if self.events else 0
-        raise BuildError(f"the recording ends early, after line {last}, without a build_end event: the tree shows "
-                         "what was recorded until then")
+        raise BuildError(
+            f"the recording ends early, after line {last}, without a build_end event: the tree shows "
+            "what was recorded until then"
+        )
 
     def _end(self, event: dict[str, Any], ctx: RunContext) -> bytes | None:
         status = event.get("status")
         size = event.get("engine_bytes")
-        ctx.note(f"replayed recording; the recorded build ended {status}"
-                 + (f" with an engine of {size:,} B" if isinstance(size, int) else ""))
+        ctx.note(
+            f"replayed recording; the recorded build ended {status}"
+            + (f" with an engine of {size:,} B" if isinstance(size, int) else "")
+        )
         if status == "succeeded":
             if isinstance(size, int) and self.on_engine_size is not None:
                 self.on_engine_size(size)
@@ -122,8 +142,9 @@ class ReplayRunner:
         raise BuildError(str(event.get("error") or event.get("detail") or "the recorded build failed"))
 
 
-def gpu_shaped_events(*, measurements: int = 1100, threads: int = 1, seed: int = 0,
-                      seconds: float = 16.0) -> Iterator[dict[str, Any]]:
+def gpu_shaped_events(
+    *, measurements: int = 1100, threads: int = 1, seed: int = 0, seconds: float = 16.0
+) -> Iterator[dict[str, Any]]:
     """A synthetic recording shaped like a TensorRT 10 GPU build: depth 8, ~``measurements`` repeated
     "Measuring tactic time" instances (4 steps each) under long "Evaluating tactic times" parents of up to
     153 steps, optionally interleaved as if from several TensorRT threads. Times span ``seconds``."""
@@ -138,19 +159,52 @@ def gpu_shaped_events(*, measurements: int = 1100, threads: int = 1, seed: int =
     def start(name: str, parent: int | None, depth: int, steps: int) -> int:
         ident = clock["id"]
         clock["id"] += 1
-        events.append({"event": "phase_start", "id": ident, "name": name, "parent": parent, "depth": depth,
-                       "num_steps": steps, "t": now()})
+        events.append(
+            {
+                "event": "phase_start",
+                "id": ident,
+                "name": name,
+                "parent": parent,
+                "depth": depth,
+                "num_steps": steps,
+                "t": now(),
+            }
+        )
         return ident
 
     def finish(ident: int, name: str, steps: int) -> None:
         events.append({"event": "step", "id": ident, "name": name, "step": steps, "num_steps": steps, "t": now()})
-        events.append({"event": "phase_finish", "id": ident, "name": name, "status": "done", "step": steps,
-                       "num_steps": steps, "duration_s": 0.0, "t": now()})
+        events.append(
+            {
+                "event": "phase_finish",
+                "id": ident,
+                "name": name,
+                "status": "done",
+                "step": steps,
+                "num_steps": steps,
+                "duration_s": 0.0,
+                "t": now(),
+            }
+        )
 
-    events: list[dict[str, Any]] = [{"event": "build_start", "model": "synthetic GPU-shaped build", "backend":
-                                     "tensorrt", "version": "10.16 (synthetic)", "options": {}, "t": 0.0}]
-    chain = [("Building engine", 6), ("Building engine from subgraph", 1), ("Computing profile costs", 10),
-             ("Timing tactics", 3), ("Timing graph nodes", 1), ("Optimizing layer group", 1)]
+    events: list[dict[str, Any]] = [
+        {
+            "event": "build_start",
+            "model": "synthetic GPU-shaped build",
+            "backend": "tensorrt",
+            "version": "10.16 (synthetic)",
+            "options": {},
+            "t": 0.0,
+        }
+    ]
+    chain = [
+        ("Building engine", 6),
+        ("Building engine from subgraph", 1),
+        ("Computing profile costs", 10),
+        ("Timing tactics", 3),
+        ("Timing graph nodes", 1),
+        ("Optimizing layer group", 1),
+    ]
     parents: list[int] = []
     for depth, (name, steps) in enumerate(chain):
         parents.append(start(name, parents[-1] if parents else None, depth, steps))
@@ -166,15 +220,42 @@ def gpu_shaped_events(*, measurements: int = 1100, threads: int = 1, seed: int =
                     if step < count:
                         ident = start("Measuring tactic time", group, 7, 4)
                         finish(ident, "Measuring tactic time", 4)
-                        events.append({"event": "step", "id": group, "name": "Evaluating tactic times",
-                                       "step": step + 1, "num_steps": count, "t": now()})
+                        events.append(
+                            {
+                                "event": "step",
+                                "id": group,
+                                "name": "Evaluating tactic times",
+                                "step": step + 1,
+                                "num_steps": count,
+                                "t": now(),
+                            }
+                        )
             for group, count in groups:
-                events.append({"event": "phase_finish", "id": group, "name": "Evaluating tactic times",
-                               "status": "done", "step": count, "num_steps": count, "duration_s": 0.0, "t": now()})
+                events.append(
+                    {
+                        "event": "phase_finish",
+                        "id": group,
+                        "name": "Evaluating tactic times",
+                        "status": "done",
+                        "step": count,
+                        "num_steps": count,
+                        "duration_s": 0.0,
+                        "t": now(),
+                    }
+                )
             groups = []
     for (name, steps), ident in reversed(list(zip(chain, parents))):
         finish(ident, name, steps)
-    events.append({"event": "build_end", "status": "succeeded", "detail": "", "elapsed_s": clock["t"],
-                   "engine_bytes": 1_000_000, "output": None, "error": None, "t": now()})
+    events.append(
+        {
+            "event": "build_end",
+            "status": "succeeded",
+            "detail": "",
+            "elapsed_s": clock["t"],
+            "engine_bytes": 1_000_000,
+            "output": None,
+            "error": None,
+            "t": now(),
+        }
+    )
     yield from events
-

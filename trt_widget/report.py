@@ -14,18 +14,30 @@ import os
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from ._files import atomic_write
 from ._terminal import fmt_bytes, fmt_s
 
 __all__ = ["PhaseNode", "mimebundle", "phase_tree", "to_html", "to_html_fragment", "to_markdown", "to_text"]
 
-STATUS_WORDS = {"succeeded": "Succeeded", "failed": "Failed", "cancelled": "Cancelled", "running": "Running",
-                "cancelling": "Cancelling", "idle": "Not started"}
+STATUS_WORDS = {
+    "succeeded": "Succeeded",
+    "failed": "Failed",
+    "cancelled": "Cancelled",
+    "running": "Running",
+    "cancelling": "Cancelling",
+    "idle": "Not started",
+}
 # White text on these backgrounds has a contrast of 5:1 or more, on light and dark pages alike.
-BADGE_BG = {"succeeded": "#1a7f37", "failed": "#b42318", "cancelled": "#8a5a00", "running": "#0b5cad",
-            "cancelling": "#8a5a00", "idle": "#5c5c5c"}
+BADGE_BG = {
+    "succeeded": "#1a7f37",
+    "failed": "#b42318",
+    "cancelled": "#8a5a00",
+    "running": "#0b5cad",
+    "cancelling": "#8a5a00",
+    "idle": "#5c5c5c",
+}
 PHASE_WORDS = {"finished-early": "finished early", "cancelled": "cancelled", "running": "running"}
 INLINE_MAX_NODES = 400  # rows of the tree in a notebook output
 REPORT_MAX_NODES = 5000  # rows of the tree in a report file
@@ -46,7 +58,7 @@ class PhaseNode:
     step: int = 0
     num_steps: int = 0
     statuses: dict[str, int] = field(default_factory=dict)
-    children: dict[str, "PhaseNode"] = field(default_factory=dict)
+    children: dict[str, PhaseNode] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -54,7 +66,7 @@ class PhaseNode:
 
     @property
     def status(self) -> str:
-        """"running" if any instance runs, else the one status all share, else e.g. "3 done, 1 cancelled"."""
+        """ "running" if any instance runs, else the one status all share, else e.g. "3 done, 1 cancelled"."""
         if self.statuses.get("running"):
             return "running"
         if len(self.statuses) == 1:
@@ -118,11 +130,20 @@ def _facts(source: Any) -> dict[str, Any]:
     size = fmt_bytes(len(engine)) if engine else f"{fmt_bytes(build.engine_size)} (recorded)" if recorded else None
     elapsed = float(build.elapsed_s or 0.0)
     rows = build.model.rows()  # cached row dicts, read only here
-    return _Facts(status=status, status_word=STATUS_WORDS.get(status, status), elapsed_s=elapsed, engine=size,
-                  final=status in ("succeeded", "failed", "cancelled"), label=str(build.source.label),
-                  detail=str(build.status_detail or ""), problems=list(build.problems), rows=rows,
-                  error=str(error) if error is not None and status == "failed" else "",
-                  nodes=phase_tree(rows, elapsed), output=build.options.output)
+    return _Facts(
+        status=status,
+        status_word=STATUS_WORDS.get(status, status),
+        elapsed_s=elapsed,
+        engine=size,
+        final=status in ("succeeded", "failed", "cancelled"),
+        label=str(build.source.label),
+        detail=str(build.status_detail or ""),
+        problems=list(build.problems),
+        rows=rows,
+        error=str(error) if error is not None and status == "failed" else "",
+        nodes=phase_tree(rows, elapsed),
+        output=build.options.output,
+    )
 
 
 def _headline(f: dict[str, Any]) -> tuple[str, str]:
@@ -144,9 +165,12 @@ def _e(text: Any) -> str:
 
 
 def _snapshot_note(f: dict[str, Any]) -> str:
-    return ("" if f["final"] else
-            "A snapshot taken while the build ran. It is replaced by the final result when the notebook waits for "
-            "the build (await w, or w.wait()); displaying the widget again after the end shows it too.")
+    return (
+        ""
+        if f["final"]
+        else "A snapshot taken while the build ran. It is replaced by the final result when the notebook waits for "
+        "the build (await w, or w.wait()); displaying the widget again after the end shows it too."
+    )
 
 
 # -- text and Markdown ---------------------------------------------------------------------------------------
@@ -193,8 +217,10 @@ def to_markdown(source: Any, title: str | None = None, max_nodes: int = INLINE_M
     nodes = f["nodes"]
     for node in list(_walk(nodes))[:max_nodes]:
         extra = node.describe()
-        lines.append(f"{'  ' * node.depth}- {_md(node.label)} — {_md(fmt_s(node.duration_s))}"
-                     + (f" ({_md(extra)})" if extra else ""))
+        lines.append(
+            f"{'  ' * node.depth}- {_md(node.label)} — {_md(fmt_s(node.duration_s))}"
+            + (f" ({_md(extra)})" if extra else "")
+        )
     lines += _more(nodes, max_nodes, "")
     if f["error"]:
         lines += ["", f"**Error:** {_md(f['error'])}"]
@@ -203,18 +229,24 @@ def to_markdown(source: Any, title: str | None = None, max_nodes: int = INLINE_M
 
 
 # -- HTML --------------------------------------------------------------------------------------------------
-_BOX = ("font-family:system-ui,-apple-system,'Segoe UI',sans-serif;font-size:13px;line-height:1.5;"
-        "color-scheme:light dark;max-width:64em")
+_BOX = (
+    "font-family:system-ui,-apple-system,'Segoe UI',sans-serif;font-size:13px;line-height:1.5;"
+    "color-scheme:light dark;max-width:64em"
+)
 _NEST = "margin-left:0.45em;padding-left:0.8em;border-left:1px solid rgba(128,128,128,0.45)"
 _NUM = "font-variant-numeric:tabular-nums;white-space:nowrap"
-_ERROR = ("white-space:pre-wrap;overflow:auto;max-height:16em;margin:0.4em 0;padding:0.5em 0.7em;border-radius:4px;"
-          "background:#fdecea;color:#5f2120;font-size:12px")
+_ERROR = (
+    "white-space:pre-wrap;overflow:auto;max-height:16em;margin:0.4em 0;padding:0.5em 0.7em;border-radius:4px;"
+    "background:#fdecea;color:#5f2120;font-size:12px"
+)
 
 
 def _badge(status: str, word: str) -> str:
     bg = BADGE_BG.get(status, "#5c5c5c")
-    return (f'<span class="trt-status" style="background:{bg};color:#ffffff;border-radius:3px;padding:0 0.45em;'
-            f'font-weight:600">{_e(word)}</span>')
+    return (
+        f'<span class="trt-status" style="background:{bg};color:#ffffff;border-radius:3px;padding:0 0.45em;'
+        f'font-weight:600">{_e(word)}</span>'
+    )
 
 
 def tree_html(nodes: list[PhaseNode], total_s: float, max_nodes: int = INLINE_MAX_NODES) -> str:
@@ -224,9 +256,11 @@ def tree_html(nodes: list[PhaseNode], total_s: float, max_nodes: int = INLINE_MA
 
     def row(node: PhaseNode) -> str:
         extra = node.describe()
-        return (f'<span class="trt-name">{_e(node.label)}</span> '
-                f'<span class="trt-time" style="{_NUM}">{_e(fmt_s(node.duration_s))}</span>'
-                + (f' <span class="trt-extra" style="font-style:italic">({_e(extra)})</span>' if extra else ""))
+        return (
+            f'<span class="trt-name">{_e(node.label)}</span> '
+            f'<span class="trt-time" style="{_NUM}">{_e(fmt_s(node.duration_s))}</span>'
+            + (f' <span class="trt-extra" style="font-style:italic">({_e(extra)})</span>' if extra else "")
+        )
 
     def emit(items: list[PhaseNode]) -> None:
         for node in items:
@@ -239,8 +273,10 @@ def tree_html(nodes: list[PhaseNode], total_s: float, max_nodes: int = INLINE_MA
                 continue
             big = total_s > 0 and node.duration_s >= 0.05 * total_s
             is_open = " open" if node.depth == 0 or big or node.status == "running" else ""
-            out.append(f'<details class="trt-phase"{is_open}><summary style="cursor:pointer">{row(node)}</summary>'
-                       f'<div style="{_NEST}">')
+            out.append(
+                f'<details class="trt-phase"{is_open}><summary style="cursor:pointer">{row(node)}</summary>'
+                f'<div style="{_NEST}">'
+            )
             emit(kids)
             out.append("</div></details>")
 
@@ -260,21 +296,26 @@ def to_html_fragment(source: Any, title: str | None = None, max_nodes: int = INL
     """
     f = _facts(source)
     rest = _headline(f)[1]
-    out = [f'<div class="trt-widget-static" style="{_BOX}">',
-           f'<div>{_badge(f["status"], f["status_word"])} <span style="{_NUM}">{_e(rest)}</span>'
-           + (f' — <span class="trt-label">{_e(title or f["label"])}</span>' if title or f["label"] else "")
-           + "</div>"]
+    out = [
+        f'<div class="trt-widget-static" style="{_BOX}">',
+        f'<div>{_badge(f["status"], f["status_word"])} <span style="{_NUM}">{_e(rest)}</span>'
+        + (f' — <span class="trt-label">{_e(title or f["label"])}</span>' if title or f["label"] else "")
+        + "</div>",
+    ]
     if f["detail"]:
         out.append(f'<div class="trt-detail">{_e(f["detail"])}</div>')
     if f["error"]:
         out.append(f'<pre class="trt-error" style="{_ERROR}">{_e(f["error"].rstrip())}</pre>')
     if f["problems"]:
-        items = "".join(f"<li>{_e(p.get('severity', ''))}: {_e(p.get('message', ''))}</li>"
-                        for p in f["problems"][:50])
-        out.append(f'<details class="trt-problems"><summary style="cursor:pointer">{len(f["problems"])} TensorRT '
-                   f'warning/error line(s)</summary><ul style="margin:0.2em 0;padding-left:1.4em">{items}</ul>'
-                   "</details>")
-    out.append(f'<div class="trt-tree" style="margin-top:0.3em">{tree_html(f["nodes"], f["elapsed_s"], max_nodes)}</div>')
+        items = "".join(f"<li>{_e(p.get('severity', ''))}: {_e(p.get('message', ''))}</li>" for p in f["problems"][:50])
+        out.append(
+            f'<details class="trt-problems"><summary style="cursor:pointer">{len(f["problems"])} TensorRT '
+            f'warning/error line(s)</summary><ul style="margin:0.2em 0;padding-left:1.4em">{items}</ul>'
+            "</details>"
+        )
+    out.append(
+        f'<div class="trt-tree" style="margin-top:0.3em">{tree_html(f["nodes"], f["elapsed_s"], max_nodes)}</div>'
+    )
     note = _snapshot_note(f)
     if note:
         out.append(f'<div style="font-style:italic;margin-top:0.3em">{_e(note)}</div>')
@@ -285,8 +326,11 @@ def to_html_fragment(source: Any, title: str | None = None, max_nodes: int = INL
 def mimebundle(source: Any, title: str | None = None) -> dict[str, str]:
     """``text/plain``, ``text/markdown`` and ``text/html`` renderings of the build's current state."""
     f = _facts(source)
-    return {"text/plain": to_text(f, title), "text/markdown": to_markdown(f, title),
-            "text/html": to_html_fragment(f, title)}
+    return {
+        "text/plain": to_text(f, title),
+        "text/markdown": to_markdown(f, title),
+        "text/html": to_html_fragment(f, title),
+    }
 
 
 # -- the standalone report -------------------------------------------------------------------------------------
@@ -306,7 +350,7 @@ footer { color: var(--muted); margin-top: 2.5em; font-size: 12px; }
 """
 
 
-def to_html(source: Any, path: Union[str, "os.PathLike[str]", None] = None) -> str:
+def to_html(source: Any, path: str | os.PathLike[str] | None = None) -> str:
     """A standalone HTML report of a build: header (status, time, engine, model, backend, options), the phase
     tree, the timeline (inline SVG), TensorRT's warnings and errors, and the history comparison when there is one.
 
@@ -316,19 +360,29 @@ def to_html(source: Any, path: Union[str, "os.PathLike[str]", None] = None) -> s
 
     build = getattr(source, "build", source)
     f = _facts(build)
-    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-             '<meta name="color-scheme" content="light dark">',
-             '<meta name="viewport" content="width=device-width, initial-scale=1">',
-             f"<title>TensorRT build report: {_e(f['label'])}</title>", f"<style>{_PAGE_CSS}</style></head><body>",
-             f"<h1>TensorRT engine build: {_e(f['label'])}</h1>", _header_table(build, f)]
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="color-scheme" content="light dark">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>TensorRT build report: {_e(f['label'])}</title>",
+        f"<style>{_PAGE_CSS}</style></head><body>",
+        f"<h1>TensorRT engine build: {_e(f['label'])}</h1>",
+        _header_table(build, f),
+    ]
     if f["error"]:
         parts.append(f'<pre class="trt-error" style="{_ERROR}">{_e(f["error"].rstrip())}</pre>')
-    parts += [f"<h2>Phases <small>({len(f['rows'])} instances)</small></h2>",
-              f'<div class="trt-tree">{tree_html(f["nodes"], f["elapsed_s"], REPORT_MAX_NODES)}</div>',
-              "<h2>Timeline</h2>", f'<figure class="trt-timeline">{_timeline_svg(build)}</figure>',
-              _problems_section(build, f), _history_section(build),
-              f"<footer>Made by trt_widget {_e(__version__)} on {_e(time.strftime('%Y-%m-%d %H:%M:%S %z'))}. "
-              "This file is self-contained: no script, no network.</footer>", "</body></html>"]
+    parts += [
+        f"<h2>Phases <small>({len(f['rows'])} instances)</small></h2>",
+        f'<div class="trt-tree">{tree_html(f["nodes"], f["elapsed_s"], REPORT_MAX_NODES)}</div>',
+        "<h2>Timeline</h2>",
+        f'<figure class="trt-timeline">{_timeline_svg(build)}</figure>',
+        _problems_section(build, f),
+        _history_section(build),
+        f"<footer>Made by trt_widget {_e(__version__)} on {_e(time.strftime('%Y-%m-%d %H:%M:%S %z'))}. "
+        "This file is self-contained: no script, no network.</footer>",
+        "</body></html>",
+    ]
     text = "\n".join(p for p in parts if p)
     if path is not None:
         atomic_write(path, text.encode("utf-8"))
@@ -336,21 +390,30 @@ def to_html(source: Any, path: Union[str, "os.PathLike[str]", None] = None) -> s
 
 
 def _header_table(build: Any, f: dict[str, Any]) -> str:
-    rows = [("Status", _badge(f["status"], f["status_word"]) + (f" {_e(f['detail'])}" if f["detail"] else "")),
-            ("Total time", _e(fmt_s(f["elapsed_s"]))),
-            ("Engine", _e(f["engine"] or "none") + (f" → <code>{_e(f['output'])}</code>"
-                                                    if f["output"] and f["status"] == "succeeded" else "")),
-            ("Model", _e(f["label"])), ("Backend", _e(_backend_text(_safe(_backend_info)))),
-            ("Options", _e(_options_text(build)))]
+    rows = [
+        ("Status", _badge(f["status"], f["status_word"]) + (f" {_e(f['detail'])}" if f["detail"] else "")),
+        ("Total time", _e(fmt_s(f["elapsed_s"]))),
+        (
+            "Engine",
+            _e(f["engine"] or "none")
+            + (f" → <code>{_e(f['output'])}</code>" if f["output"] and f["status"] == "succeeded" else ""),
+        ),
+        ("Model", _e(f["label"])),
+        ("Backend", _e(_backend_text(_safe(_backend_info)))),
+        ("Options", _e(_options_text(build))),
+    ]
     resources = _safe(lambda: build.resources.report() if build.resources is not None else None)
     if resources:
         rows.append(("Resources", _e(resources)))
     cancel = getattr(build, "cancel_info", None)
     if cancel:
-        rows.append(("Stop", _e(f"requested at {fmt_s(cancel.get('requested_at_s'))} during "
-                                f"{cancel.get('phase') or 'the build'}")))
-    return ('<table class="trt-header">' + "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows)
-            + "</table>")
+        rows.append(
+            (
+                "Stop",
+                _e(f"requested at {fmt_s(cancel.get('requested_at_s'))} during {cancel.get('phase') or 'the build'}"),
+            )
+        )
+    return '<table class="trt-header">' + "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows) + "</table>"
 
 
 def _backend_info() -> dict[str, str]:
@@ -366,8 +429,20 @@ def _backend_text(info: dict[str, str] | None) -> str:
 
 def _options_text(build: Any) -> str:
     options = build.options
-    values = {k: getattr(options, k, None) for k in ("optimization_level", "fp16", "strongly_typed", "workspace",
-                                                     "profiles", "timing_cache", "budget", "isolation", "verbose")}
+    values = {
+        k: getattr(options, k, None)
+        for k in (
+            "optimization_level",
+            "fp16",
+            "strongly_typed",
+            "workspace",
+            "profiles",
+            "timing_cache",
+            "budget",
+            "isolation",
+            "verbose",
+        )
+    }
     shown = {k: v for k, v in values.items() if v not in (None, {}, False) or k == "strongly_typed"}
     return ", ".join(f"{k}={json.dumps(v, default=str)}" for k, v in shown.items())
 
@@ -386,12 +461,17 @@ def _problems_section(build: Any, f: dict[str, Any]) -> str:
 
     kind = (_safe(_backend_info) or {}).get("backend", "")
     problems = annotate(problems, cancelled=getattr(build, "cancel_info", None) is not None, backend=kind)
-    rows = "".join(f'<tr><td class="num">{_e(fmt_s(p.get("t")))}</td><td>{_e(p.get("severity", ""))}</td>'
-                   f"<td>{_e(p.get('message', ''))}" + (f"<br><em>expected: {_e(p['expected'])}</em>"
-                                                        if p.get("expected") else "") + "</td></tr>"
-                   for p in problems)
-    return (f"<h2>TensorRT warnings and errors ({len(problems)})</h2><table class=\"grid trt-problems\">"
-            f"<tr><th>at</th><th>severity</th><th>message</th></tr>{rows}</table>")
+    rows = "".join(
+        f'<tr><td class="num">{_e(fmt_s(p.get("t")))}</td><td>{_e(p.get("severity", ""))}</td>'
+        f"<td>{_e(p.get('message', ''))}"
+        + (f"<br><em>expected: {_e(p['expected'])}</em>" if p.get("expected") else "")
+        + "</td></tr>"
+        for p in problems
+    )
+    return (
+        f'<h2>TensorRT warnings and errors ({len(problems)})</h2><table class="grid trt-problems">'
+        f"<tr><th>at</th><th>severity</th><th>message</th></tr>{rows}</table>"
+    )
 
 
 def _history_section(build: Any, max_rows: int = 150) -> str:
@@ -412,13 +492,19 @@ def _history_section(build: Any, max_rows: int = 150) -> str:
         delta = r["delta"]
         pct = f" ({100 * delta / r['a_s']:+.0f} %)" if delta is not None and r["a_s"] else ""
         sign = "+" if delta is not None and delta >= 0 else "−"
-        body.append(f"<tr><td style=\"padding-left:{max(r['depth'], 0) * 1.2 + 0.8:.1f}em\">{_e(r['name'])}</td>"
-                    f'<td class="num">{_e(fmt_s(r["a_s"]) or "—")}</td><td class="num">{_e(fmt_s(r["b_s"]) or "—")}'
-                    f'</td><td class="num">{_e(sign + fmt_s(abs(delta)) + pct) if delta is not None else "—"}</td></tr>')
+        body.append(
+            f'<tr><td style="padding-left:{max(r["depth"], 0) * 1.2 + 0.8:.1f}em">{_e(r["name"])}</td>'
+            f'<td class="num">{_e(fmt_s(r["a_s"]) or "—")}</td><td class="num">{_e(fmt_s(r["b_s"]) or "—")}'
+            f'</td><td class="num">{_e(sign + fmt_s(abs(delta)) + pct) if delta is not None else "—"}</td></tr>'
+        )
     more = f"<p>… {len(rows) - max_rows} more rows not shown</p>" if len(rows) > max_rows else ""
-    return (f"<h2>Compared with the {_e(based_on or 'previous matching build')}</h2>"
-            '<table class="grid trt-history"><tr><th>phase</th><th>then</th><th>now</th><th>change</th></tr>'
-            + "".join(body) + "</table>" + more)
+    return (
+        f"<h2>Compared with the {_e(based_on or 'previous matching build')}</h2>"
+        '<table class="grid trt-history"><tr><th>phase</th><th>then</th><th>now</th><th>change</th></tr>'
+        + "".join(body)
+        + "</table>"
+        + more
+    )
 
 
 def _safe(fn: Any) -> Any:

@@ -13,7 +13,8 @@ import json
 import os
 import threading
 import weakref
-from typing import Any, Iterable, Union
+from collections.abc import Iterable
+from typing import Any
 
 from ._files import atomic_write
 
@@ -23,7 +24,7 @@ CATEGORY = "tensorrt"
 STEP_INTERVAL_S = 0.1  # at most one step sample per phase instance per interval (the last one always)
 MAX_STEP_SAMPLES = 200_000
 _BUILD_TRACK = 0
-_recorders: "weakref.WeakKeyDictionary[Any, StepRecorder]" = weakref.WeakKeyDictionary()
+_recorders: weakref.WeakKeyDictionary[Any, StepRecorder] = weakref.WeakKeyDictionary()
 
 
 class StepRecorder:
@@ -93,9 +94,16 @@ def _tracks(phases: list[Any], t_end: float) -> dict[int, int]:
     return track_of
 
 
-def trace_events(phases: list[Any], *, logs: Iterable[dict[str, Any]] = (), steps: Iterable[tuple] = (),
-                 t_end: float | None = None, pid: int | None = None, process_name: str = "TensorRT build",
-                 build_name: str | None = None) -> list[dict[str, Any]]:
+def trace_events(
+    phases: list[Any],
+    *,
+    logs: Iterable[dict[str, Any]] = (),
+    steps: Iterable[tuple] = (),
+    t_end: float | None = None,
+    pid: int | None = None,
+    process_name: str = "TensorRT build",
+    build_name: str | None = None,
+) -> list[dict[str, Any]]:
     """Trace events for ``phases`` (:class:`trt_widget.Phase` objects, e.g. ``PhaseModel.phases()``).
 
     ``logs``: records with ``t``, ``severity``, ``message``; ``steps``: ``(t, phase id, steps)`` samples;
@@ -110,7 +118,8 @@ def trace_events(phases: list[Any], *, logs: Iterable[dict[str, Any]] = (), step
     for phase in sorted(phases, key=lambda p: (p.start_s, p.id)):
         threads.setdefault(phase.thread, len(threads) + 1)
     meta: list[dict[str, Any]] = [
-        {"ph": "M", "name": "process_name", "pid": pid, "tid": 1, "ts": 0, "args": {"name": process_name}}]
+        {"ph": "M", "name": "process_name", "pid": pid, "tid": 1, "ts": 0, "args": {"name": process_name}}
+    ]
     for ident, tid in threads.items():
         label = "build" if ident is None else f"TensorRT thread {tid - 1} (ident {ident})"
         meta.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "ts": 0, "args": {"name": label}})
@@ -131,23 +140,56 @@ def trace_events(phases: list[Any], *, logs: Iterable[dict[str, Any]] = (), step
     def walk(track: int, parent: Any) -> None:  # depth-first: b, children, e — proper nesting per track
         for phase in children.get((track, parent), []):
             end = max(phase.end_s if phase.end_s is not None else t_end, phase.start_s)
-            base = {"cat": CATEGORY, "name": str(phase.name), "id": f"0x{track:x}", "pid": pid,
-                    "tid": threads.get(phase.thread, 1)}
-            args = {"phase_id": phase.id, "parent_id": phase.parent, "depth": phase.depth, "status": phase.status,
-                    "steps": f"{phase.step}/{phase.num_steps}"}
+            base = {
+                "cat": CATEGORY,
+                "name": str(phase.name),
+                "id": f"0x{track:x}",
+                "pid": pid,
+                "tid": threads.get(phase.thread, 1),
+            }
+            args = {
+                "phase_id": phase.id,
+                "parent_id": phase.parent,
+                "depth": phase.depth,
+                "status": phase.status,
+                "steps": f"{phase.step}/{phase.num_steps}",
+            }
             put(_us(phase.start_s), track, {**base, "ph": "b", "ts": _us(phase.start_s), "args": args})
             walk(track, phase.id)
-            put(_us(end), track, {**base, "ph": "e", "ts": _us(end), "args": {"duration_s": end - phase.start_s,
-                                                                          "status": phase.status}})
+            put(
+                _us(end),
+                track,
+                {
+                    **base,
+                    "ph": "e",
+                    "ts": _us(end),
+                    "args": {"duration_s": end - phase.start_s, "status": phase.status},
+                },
+            )
 
     if build_name is not None:
-        put(0.0, _BUILD_TRACK, {"cat": CATEGORY, "name": build_name, "id": "0x0", "pid": pid, "tid": 1, "ph": "b",
-                                "ts": 0.0, "args": {}})
+        put(
+            0.0,
+            _BUILD_TRACK,
+            {"cat": CATEGORY, "name": build_name, "id": "0x0", "pid": pid, "tid": 1, "ph": "b", "ts": 0.0, "args": {}},
+        )
     for track in sorted({t for t, _ in children}):
         walk(track, None)
     if build_name is not None:
-        put(_us(t_end), _BUILD_TRACK, {"cat": CATEGORY, "name": build_name, "id": "0x0", "pid": pid, "tid": 1,
-                                       "ph": "e", "ts": _us(t_end), "args": {"duration_s": t_end}})
+        put(
+            _us(t_end),
+            _BUILD_TRACK,
+            {
+                "cat": CATEGORY,
+                "name": build_name,
+                "id": "0x0",
+                "pid": pid,
+                "tid": 1,
+                "ph": "e",
+                "ts": _us(t_end),
+                "args": {"duration_s": t_end},
+            },
+        )
     extra: list[dict[str, Any]] = []
     sampled: dict[int, list[tuple[float, int]]] = {}
     for t, phase_id, n in sorted(steps, key=lambda s: s[0]):
@@ -166,19 +208,37 @@ def trace_events(phases: list[Any], *, logs: Iterable[dict[str, Any]] = (), step
             if point != series[-1]:
                 series.append(point)
         for t, n in series:
-            extra.append({"ph": "C", "name": f"steps: {phase.name}", "id": str(phase.id), "cat": CATEGORY,
-                          "pid": pid, "tid": threads.get(phase.thread, 1), "ts": _us(t),
-                          "args": {"completed": n}})
+            extra.append(
+                {
+                    "ph": "C",
+                    "name": f"steps: {phase.name}",
+                    "id": str(phase.id),
+                    "cat": CATEGORY,
+                    "pid": pid,
+                    "tid": threads.get(phase.thread, 1),
+                    "ts": _us(t),
+                    "args": {"completed": n},
+                }
+            )
     for record in logs:
         message = str(record.get("message", ""))
-        extra.append({"ph": "i", "s": "p", "cat": "log", "name": f"{record.get('severity', 'LOG')}: {message[:80]}",
-                      "pid": pid, "tid": 1, "ts": _us(record.get("t") or 0.0),
-                      "args": {"severity": record.get("severity"), "message": message}})
+        extra.append(
+            {
+                "ph": "i",
+                "s": "p",
+                "cat": "log",
+                "name": f"{record.get('severity', 'LOG')}: {message[:80]}",
+                "pid": pid,
+                "tid": 1,
+                "ts": _us(record.get("t") or 0.0),
+                "args": {"severity": record.get("severity"), "message": message},
+            }
+        )
     events = [e for _, _, _, e in sorted(timed, key=lambda x: (x[0], x[1], x[2]))]
     return meta + events + sorted(extra, key=lambda e: e["ts"])
 
 
-def to_trace(source: Any, path: Union[str, "os.PathLike[str]", None] = None) -> str:
+def to_trace(source: Any, path: str | os.PathLike[str] | None = None) -> str:
     """The Chrome trace-event JSON of a Build / BuildWidget (or a bare PhaseModel); also written atomically to
     ``path`` when given. Includes the phases, step counters, captured log lines and the stop request."""
     build = getattr(source, "build", source)
@@ -194,9 +254,13 @@ def to_trace(source: Any, path: Union[str, "os.PathLike[str]", None] = None) -> 
         name = f"build: {build.status}"
         t_end = float(build.elapsed_s or 0.0)
         logs = list(build.logs)
-        other.update(model=str(build.source.label), status=build.status, elapsed_s=t_end,
-                     engine_bytes=build.engine_size,
-                     status_detail=build.status_detail)
+        other.update(
+            model=str(build.source.label),
+            status=build.status,
+            elapsed_s=t_end,
+            engine_bytes=build.engine_size,
+            status_detail=build.status_detail,
+        )
         try:
             from ._backend import backend_info
 
@@ -204,12 +268,23 @@ def to_trace(source: Any, path: Union[str, "os.PathLike[str]", None] = None) -> 
         except Exception:
             pass
     label = other.get("model", "phase model")
-    events = trace_events(phases, logs=logs, steps=steps, t_end=t_end, process_name=f"TensorRT build: {label}",
-                          build_name=name)
+    events = trace_events(
+        phases, logs=logs, steps=steps, t_end=t_end, process_name=f"TensorRT build: {label}", build_name=name
+    )
     cancel = getattr(build, "cancel_info", None) if build is not model else None
     if cancel:
-        events.append({"ph": "i", "s": "p", "cat": "control", "name": "stop requested", "pid": events[0]["pid"],
-                       "tid": 1, "ts": _us(cancel.get("requested_at_s") or 0.0), "args": dict(cancel)})
+        events.append(
+            {
+                "ph": "i",
+                "s": "p",
+                "cat": "control",
+                "name": "stop requested",
+                "pid": events[0]["pid"],
+                "tid": 1,
+                "ts": _us(cancel.get("requested_at_s") or 0.0),
+                "args": dict(cancel),
+            }
+        )
     text = json.dumps({"traceEvents": events, "displayTimeUnit": "ms", "otherData": other}, default=str)
     if path is not None:
         atomic_write(path, text.encode("utf-8"))

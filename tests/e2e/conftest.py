@@ -10,8 +10,9 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -19,23 +20,27 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 CHROMIUM = "/usr/bin/chromium"
 IN_CI = bool(os.environ.get("CI"))
-MISSING_MODULES = [m for m in ("playwright", "jupyterlab", "anywidget", "nbformat", "psutil")
-                   if importlib.util.find_spec(m) is None]
-MISSING = (f"{CHROMIUM} is missing (apt-get install -y chromium)" if not Path(CHROMIUM).exists()
-           else f"Python packages missing: {', '.join(MISSING_MODULES)} (pip install -e '.[dev]')"
-           if MISSING_MODULES else None)
+MISSING_MODULES = [
+    m for m in ("playwright", "jupyterlab", "anywidget", "nbformat", "psutil") if importlib.util.find_spec(m) is None
+]
+MISSING = (
+    f"{CHROMIUM} is missing (apt-get install -y chromium)"
+    if not Path(CHROMIUM).exists()
+    else f"Python packages missing: {', '.join(MISSING_MODULES)} (pip install -e '.[dev]')"
+    if MISSING_MODULES
+    else None
+)
 # Without CI a missing prerequisite skips every e2e test; with CI set it fails them (see `browser`).
 # (No module-level pytest.skip here: it crashes pytest when this folder is given on the command line.)
 
 if MISSING_MODULES and not IN_CI:
     collect_ignore_glob = ["test_*.py"]  # they cannot even be imported; the reason goes in the summary
 else:
-    from playwright.sync_api import expect
-
     from harness.browser import chromium
     from harness.lab import Lab
     from harness.notebooks import safe_name
     from harness.server import IPYKERNEL6, IPYKERNEL6_KERNEL, JupyterLab
+    from playwright.sync_api import expect
 
     ARTIFACTS = Path(os.environ.get("TRT_WIDGET_ARTIFACTS") or REPO / "artifacts" / "e2e")
     expect.set_options(timeout=60_000)  # Playwright's 5 s default is too tight on 2 shared cores
@@ -113,8 +118,18 @@ def _save_failure_artifacts(item: pytest.Item) -> list[Path]:
         except Exception as exc:  # the page may be what broke
             print(f"no failure screenshot: {exc}")
         notes = ARTIFACTS / f"{name}-browser.txt"
-        notes.write_text("\n".join([f"kernel: {_safe(lambda: page.kernel_status())}",
-                                    "problems:", *page.problems, "dialogs:", *map(str, page.dialogs)]) + "\n")
+        notes.write_text(
+            "\n".join(
+                [
+                    f"kernel: {_safe(lambda: page.kernel_status())}",
+                    "problems:",
+                    *page.problems,
+                    "dialogs:",
+                    *map(str, page.dialogs),
+                ]
+            )
+            + "\n"
+        )
         saved.append(notes)
     if server is not None and server.log_path.exists():
         saved.append(Path(shutil.copy(server.log_path, ARTIFACTS / f"{name}-server.log")))

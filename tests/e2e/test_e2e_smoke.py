@@ -7,11 +7,10 @@ from pathlib import Path
 
 import psutil
 import pytest
-from playwright.sync_api import expect
-
 from harness.lab import Lab
 from harness.notebooks import wait_until
 from harness.server import JupyterLab
+from playwright.sync_api import expect
 
 pytestmark = pytest.mark.e2e
 

@@ -13,11 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import expect
-
 from harness.lab import DARK, Lab
 from harness.notebooks import WIDGET_VIEW, saved_widget_state, wait_until
 from harness.server import IPYKERNEL6, IPYKERNEL6_KERNEL
+from playwright.sync_api import expect
 
 pytestmark = pytest.mark.e2e
 
@@ -34,10 +33,12 @@ NO_KERNEL_ERROR = "Cannot read properties of null (reading 'kernel')"
 
 
 def build_cell(model: str) -> str:
-    return ("from trt_widget import BuildWidget\n"
-            "from trt_widget.models import deep_residual, resnet50\n"
-            f"w = BuildWidget({model}).start()\n"
-            "w\n")
+    return (
+        "from trt_widget import BuildWidget\n"
+        "from trt_widget.models import deep_residual, resnet50\n"
+        f"w = BuildWidget({model}).start()\n"
+        "w\n"
+    )
 
 
 def widget(lab: Lab, cell: int = 0) -> Any:
@@ -73,13 +74,16 @@ def shown_tree(root: Any) -> dict[str, Any]:
     return {
         "badge": root.locator(".trtw-badge").inner_text().strip(),
         "elapsed": root.locator(".trtw-elapsed").inner_text().strip(),
-        "rows": [[text.strip() for text in row.locator(".trtw-name, .trtw-time").all_inner_texts()]
-                 for row in rows.all()],
+        "rows": [
+            [text.strip() for text in row.locator(".trtw-name, .trtw-time").all_inner_texts()] for row in rows.all()
+        ],
     }
 
 
 def status_values(lab: Lab) -> list[str]:
-    return [e["value"] for e in lab.watched("status") if "value" in e and e["value"]]
+    """The statuses the page showed, in order; the final display update re-renders the view (same status)."""
+    values = [e["value"] for e in lab.watched("status") if e.get("value")]
+    return [v for i, v in enumerate(values) if i == 0 or v != values[i - 1]]
 
 
 def stop_during_long_step(lab: Lab, root: Any) -> float:
@@ -114,8 +118,9 @@ def test_live_build_renders_its_phase_tree(lab: Lab) -> None:
     assert running_t <= first_row_t < done_t, (statuses, row_log)
     assert "running" in [e["value"] for e in row_log if "value" in e]
 
-    kernel = lab.kernel_json("{'status': w.build.status, 'engine': len(w.engine or b''),"
-                             " 'names': [r['name'] for r in w.build.timings()]}")
+    kernel = lab.kernel_json(
+        "{'status': w.build.status, 'engine': len(w.engine or b''), 'names': [r['name'] for r in w.build.timings()]}"
+    )
     assert kernel["status"] == "succeeded" and kernel["engine"] > 0
     assert sorted(row_names(root)) == sorted(kernel["names"])
     expect(rows.and_(root.locator("[data-status=running]"))).to_have_count(0)
@@ -132,10 +137,12 @@ def test_stop_during_a_long_build_ends_it_within_a_second(lab: Lab, artifacts: P
     expect(root.locator(".trtw-notice")).to_be_hidden()
     lab.screenshot("widget-stop-cancelled", root)
 
-    kernel = lab.kernel_json("{'status': w.build.status, 'engine_is_none': w.engine is None,"
-                             " 'error': type(w.build_error).__name__, 'cancel': w.build.cancel_info,"
-                             " 'detail': w.build.status_detail,"
-                             " 'cancelled': sum(t['status'] == 'cancelled' for t in w.timings())}")
+    kernel = lab.kernel_json(
+        "{'status': w.build.status, 'engine_is_none': w.engine is None,"
+        " 'error': type(w.build_error).__name__, 'cancel': w.build.cancel_info,"
+        " 'detail': w.build.status_detail,"
+        " 'cancelled': sum(t['status'] == 'cancelled' for t in w.timings())}"
+    )
     assert kernel["status"] == "cancelled" and kernel["engine_is_none"] is True
     assert kernel["error"] == "BuildCancelled"
     assert kernel["cancel"]["phase"] == LONG_STEP
@@ -146,9 +153,11 @@ def test_stop_during_a_long_build_ends_it_within_a_second(lab: Lab, artifacts: P
     log = lab.watched("status")
     cancelling = next(e["t"] for e in log if e.get("value") == "cancelling" and e["t"] >= clicked)
     cancelled = next(e["t"] for e in log if e.get("value") == "cancelled" and e["t"] >= cancelling)
-    timing = {"click_to_cancelling_ms": round(cancelling - clicked, 1),
-              "click_to_cancelled_ms": round(cancelled - clicked, 1),
-              "kernel_requested_at_s": kernel["cancel"]["requested_at_s"]}
+    timing = {
+        "click_to_cancelling_ms": round(cancelling - clicked, 1),
+        "click_to_cancelled_ms": round(cancelled - clicked, 1),
+        "kernel_requested_at_s": kernel["cancel"]["requested_at_s"],
+    }
     (artifacts / "stop-timing.json").write_text(json.dumps(timing, indent=1))
     print(f"\nStop timing: {timing}")
     assert status_values(lab)[-3:] == ["running", "cancelling", "cancelled"]
@@ -187,9 +196,12 @@ def test_kernel_stays_responsive_during_a_build(lab: Lab) -> None:
 
 
 def test_await_in_an_async_cell_lets_stop_through(lab: Lab) -> None:
-    root = start_build(lab, "deep_residual(1000)",
-                       'print("awaiting the build")\nstatus = await w\n'
-                       'print("awaited:", status, "| engine is None:", w.engine is None)')
+    root = start_build(
+        lab,
+        "deep_residual(1000)",
+        'print("awaiting the build")\nstatus = await w\n'
+        'print("awaited:", status, "| engine is None:", w.engine is None)',
+    )
     # cell 2 is running (its first line printed) and has no reply yet. (The kernel's busy/idle status is no
     # sign: each widget message the kernel handles meanwhile publishes its own busy/idle pair.)
     expect(lab.output(1)).to_contain_text("awaiting the build")
@@ -205,8 +217,12 @@ def test_an_unanswered_stop_on_ipykernel6_says_the_kernel_is_busy(lab: Lab) -> N
     """ipykernel 6 runs an awaited cell to its end before it reads widget messages: the click waits."""
     if not IPYKERNEL6.is_dir():
         pytest.fail(f"ipykernel 6.x is not installed at {IPYKERNEL6} (scripts/test.sh installs it)")
-    root = start_build(lab, "deep_residual(1000)", 'import ipykernel\nprint("ipykernel", ipykernel.__version__)\n'
-                       "status = await w\nprint('awaited:', status)", kernel=IPYKERNEL6_KERNEL)
+    root = start_build(
+        lab,
+        "deep_residual(1000)",
+        "import ipykernel\nprint(\"ipykernel\", ipykernel.__version__)\nstatus = await w\nprint('awaited:', status)",
+        kernel=IPYKERNEL6_KERNEL,
+    )
     expect(lab.output(1)).to_contain_text("ipykernel 6.")
     stop_during_long_step(lab, root)
     unacked = root.locator(".trtw-unacked")
@@ -221,11 +237,13 @@ def test_an_unanswered_stop_on_ipykernel6_says_the_kernel_is_busy(lab: Lab) -> N
 
 
 def test_untrusted_text_is_shown_literally(lab: Lab) -> None:
-    broken = (f"m = deep_residual(3, node_name={XSS_NODE!r})\n"
-              f"m.graph.name = {XSS_GRAPH!r}\n"
-              "for a in m.graph.node[0].attribute:  # a shape error: the parser's message names the node\n"
-              "    if a.name == 'kernel_shape':\n"
-              "        a.ints[:] = [5, 5]\n")
+    broken = (
+        f"m = deep_residual(3, node_name={XSS_NODE!r})\n"
+        f"m.graph.name = {XSS_GRAPH!r}\n"
+        "for a in m.graph.node[0].attribute:  # a shape error: the parser's message names the node\n"
+        "    if a.name == 'kernel_shape':\n"
+        "        a.ints[:] = [5, 5]\n"
+    )
     lab.open([build_cell("m").replace("w = BuildWidget", broken + "w = BuildWidget")])
     lab.run_cell(0)
     root = widget(lab)
@@ -255,6 +273,7 @@ def _luminance(rgb: tuple[float, float, float]) -> float:
     def channel(c: float) -> float:
         c /= 255
         return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+
     r, g, b = (channel(c) for c in rgb)
     return 0.2126 * r + 0.7152 * g + 0.0722 * b
 
@@ -262,8 +281,9 @@ def _luminance(rgb: tuple[float, float, float]) -> float:
 def text_contrast(root: Any, selector: str) -> tuple[float, float]:
     """(WCAG contrast of ``selector``'s text on the widget background, background luminance)."""
     colors = root.evaluate(
-        "(el, sel) => ({bg: getComputedStyle(el).backgroundColor,"
-        " fg: getComputedStyle(el.querySelector(sel)).color})", selector)
+        "(el, sel) => ({bg: getComputedStyle(el).backgroundColor, fg: getComputedStyle(el.querySelector(sel)).color})",
+        selector,
+    )
     bg, fg = _rgba(colors["bg"]), _rgba(colors["fg"])
     assert bg[3] == 1.0, f"the widget background is not opaque: {colors}"
     blended = tuple(fg[3] * f + (1 - fg[3]) * b for f, b in zip(fg[:3], bg[:3]))
@@ -349,8 +369,11 @@ def test_saved_widget_state_without_a_kernel(lab: Lab) -> None:
     lab.open_without_kernel(lab.notebook or Path())
     assert not lab.has_kernel() and lab.server.kernel_ids() == []
     root = widget(lab)
-    wait_until(lambda: root.count() > 0 or any(NO_KERNEL_ERROR in p for p in lab.problems), timeout=60,
-               what="the widget, or the widget manager's no-kernel error")
+    wait_until(
+        lambda: root.count() > 0 or any(NO_KERNEL_ERROR in p for p in lab.problems),
+        timeout=60,
+        what="the widget, or the widget manager's no-kernel error",
+    )
     if root.count() == 0:
         expect(lab.output(0)).to_contain_text("Loading widget...")
         lab.screenshot("widget-restored-no-kernel", lab.output(0))

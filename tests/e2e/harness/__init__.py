@@ -22,5 +22,4 @@ from .lab import DARK, LIGHT, Lab
 from .notebooks import CellError, output_text, wait_until, write_notebook
 from .server import JupyterLab
 
-__all__ = ["DARK", "LIGHT", "CellError", "JupyterLab", "Lab", "chromium", "output_text", "wait_until",
-           "write_notebook"]
+__all__ = ["DARK", "LIGHT", "CellError", "JupyterLab", "Lab", "chromium", "output_text", "wait_until", "write_notebook"]

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 CHROMIUM = "/usr/bin/chromium"  # Debian's package
 CHROMIUM_ARGS = [
@@ -26,8 +27,13 @@ def chromium(home: Path, executable: str = CHROMIUM) -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
     home.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"),
-               XDG_CACHE_HOME=str(home / ".cache"), XDG_DATA_HOME=str(home / ".local" / "share"))
+    env = dict(
+        os.environ,
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        XDG_CACHE_HOME=str(home / ".cache"),
+        XDG_DATA_HOME=str(home / ".local" / "share"),
+    )
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS, env=env)
         try:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import re
 import secrets
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import nbformat
 
@@ -39,8 +40,9 @@ class Lab:
         page.on("dialog", self._on_dialog)
 
     @classmethod
-    def new(cls, browser: Any, server: JupyterLab, workdir: Path, artifacts: Path,
-            viewport: tuple[int, int] = (1280, 900)) -> Lab:
+    def new(
+        cls, browser: Any, server: JupyterLab, workdir: Path, artifacts: Path, viewport: tuple[int, int] = (1280, 900)
+    ) -> Lab:
         context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]})
         context.add_init_script(HELPERS_JS)
         page = context.new_page()
@@ -64,8 +66,9 @@ class Lab:
 
     def wait_js(self, name: str, *args: Any, timeout: float = 60.0) -> None:
         """Wait until ``window.__trtE2E[name](...args)`` is truthy."""
-        self.page.wait_for_function("([f, a]) => window.__trtE2E[f](...a)", arg=[name, list(args)],
-                                    timeout=timeout * 1000, polling=50)
+        self.page.wait_for_function(
+            "([f, a]) => window.__trtE2E[f](...a)", arg=[name, list(args)], timeout=timeout * 1000, polling=50
+        )
 
     def next_frame(self) -> None:
         """Wait until the browser has painted twice (after a DOM change, before a screenshot)."""
@@ -189,8 +192,10 @@ class Lab:
     def kernel_json(self, expression: str, timeout: float = 60.0) -> Any:
         """Evaluate a Python ``expression`` in the kernel and return it, passed through JSON."""
         mark = f"@@{secrets.token_hex(6)}@@"  # a background thread may print into the same request
-        text = self.execute(f"import json as _json\nprint({mark!r} + _json.dumps(({expression}), default=repr)"
-                            f" + {mark!r})", timeout=timeout)
+        text = self.execute(
+            f"import json as _json\nprint({mark!r} + _json.dumps(({expression}), default=repr) + {mark!r})",
+            timeout=timeout,
+        )
         found = re.search(re.escape(mark) + r"(.*?)" + re.escape(mark), text, re.S)
         if found is None:
             raise CellError(f"no JSON answer from the kernel for {expression!r}; output was {text!r}")
@@ -209,8 +214,9 @@ class Lab:
     def save(self, timeout: float = 60.0) -> Any:
         """Save through ``docmanager:save``, wait until clean, and return the file as read back from disk."""
         self.js("save", self.path)
-        self.page.wait_for_function("p => window.__trtE2E.dirty(p) === false", arg=self.path,
-                                    timeout=timeout * 1000, polling=50)
+        self.page.wait_for_function(
+            "p => window.__trtE2E.dirty(p) === false", arg=self.path, timeout=timeout * 1000, polling=50
+        )
         assert self.notebook is not None
         return nbformat.read(str(self.notebook), as_version=4)
 
@@ -225,12 +231,18 @@ class Lab:
         self.js("setTheme", name)
         self.page.wait_for_function(
             "n => document.body.dataset.jpThemeName === n && !document.getElementById('jupyterlab-splash')",
-            arg=name, timeout=timeout * 1000, polling=50)
+            arg=name,
+            timeout=timeout * 1000,
+            polling=50,
+        )
         self.next_frame()
 
     def theme(self) -> dict[str, str]:
-        return dict(self.page.evaluate(
-            "() => ({name: document.body.dataset.jpThemeName, light: document.body.dataset.jpThemeLight})"))
+        return dict(
+            self.page.evaluate(
+                "() => ({name: document.body.dataset.jpThemeName, light: document.body.dataset.jpThemeLight})"
+            )
+        )
 
     def screenshot(self, name: str, target: Any = None) -> Path:
         """Save a PNG of the page (or of a locator) into the artifacts dir and return its path."""

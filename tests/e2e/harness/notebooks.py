@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence, TypeVar
+from typing import Any, TypeVar
 
 import nbformat
 
@@ -19,8 +20,7 @@ class CellError(AssertionError):
     """A notebook cell (or a kernel query) raised."""
 
 
-def wait_until(predicate: Callable[[], T], timeout: float = 60.0, interval: float = 0.05,
-               what: str = "condition") -> T:
+def wait_until(predicate: Callable[[], T], timeout: float = 60.0, interval: float = 0.05, what: str = "condition") -> T:
     """Poll ``predicate`` until it returns something truthy and return that (TimeoutError after ``timeout`` s)."""
     deadline = time.monotonic() + timeout
     while True:
@@ -66,7 +66,6 @@ def output_text(outputs: Sequence[Mapping[str, Any]]) -> str:
         elif kind == "error":
             parts.append(f"{out.get('ename')}: {out.get('evalue')}\n")
     return "".join(parts)
-
 
 
 def saved_widget_state(nb: Any) -> dict[str, dict[str, Any]]:

@@ -11,8 +11,9 @@ import subprocess
 import sys
 import urllib.parse
 import urllib.request
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import psutil
 
@@ -40,8 +41,13 @@ IPYKERNEL6_KERNEL = "python3-ipykernel6"
 class JupyterLab:
     """``jupyter lab`` on a free loopback port with a random token, a temp root and fully isolated dirs."""
 
-    def __init__(self, base: Path, *, env: Mapping[str, str] | None = None,
-                 lab_settings: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+    def __init__(
+        self,
+        base: Path,
+        *,
+        env: Mapping[str, str] | None = None,
+        lab_settings: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> None:
         self.base = Path(base)
         self.root, self.home = self.base / "root", self.base / "home"
         self.log_path = self.base / "server.log"
@@ -89,7 +95,9 @@ class JupyterLab:
             d.mkdir(parents=True, exist_ok=True)
         self._write_lab_settings()
         cmd = [
-            sys.executable, "-m", "jupyterlab",
+            sys.executable,
+            "-m",
+            "jupyterlab",
             "--no-browser",
             "--allow-root",
             "--ServerApp.ip=127.0.0.1",
@@ -103,9 +111,15 @@ class JupyterLab:
             "--LabApp.extension_manager=readonly",  # never query a package index
         ]
         self._log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(cmd, cwd=self.root, env=self._environment(), stdout=self._log,
-                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                     start_new_session=True)  # its own process group
+        self.proc = subprocess.Popen(
+            cmd,
+            cwd=self.root,
+            env=self._environment(),
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )  # its own process group
 
         def ready() -> bool:
             assert self.proc is not None
@@ -132,8 +146,12 @@ class JupyterLab:
     def request(self, method: str, path: str, body: Any = None) -> Any:
         """A JSON request to the server (``path`` after the base URL, e.g. ``api/sessions``)."""
         data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(f"{self.url}/{path}?token={self.token}", data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
+        req = urllib.request.Request(
+            f"{self.url}/{path}?token={self.token}",
+            data=data,
+            method=method,
+            headers={"Content-Type": "application/json"},
+        )
         with urllib.request.urlopen(req, timeout=30) as r:
             raw = r.read()
             return json.loads(raw) if raw else None
@@ -175,11 +193,16 @@ class JupyterLab:
         """A kernel of this Python with ``python_path`` first on sys.path (e.g. another ipykernel version)."""
         spec = self.home / "data" / "kernels" / name
         spec.mkdir(parents=True, exist_ok=True)
-        (spec / "kernel.json").write_text(json.dumps({
-            "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-            "display_name": name, "language": "python",
-            "env": {"PYTHONPATH": os.pathsep.join(str(p) for p in python_path)},
-        }))
+        (spec / "kernel.json").write_text(
+            json.dumps(
+                {
+                    "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                    "display_name": name,
+                    "language": "python",
+                    "env": {"PYTHONPATH": os.pathsep.join(str(p) for p in python_path)},
+                }
+            )
+        )
 
     def kernel_ids(self) -> list[str]:
         return [k["id"] for k in self.request("GET", "api/kernels")]

@@ -3,7 +3,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { fmtBytes, fmtDelta, fmtDuration } from "./src/format.js";
+import { fmtBytes, fmtDelta, fmtDuration, fmtQuiet, meaningfulDelta, percent } from "./src/format.js";
 import { TrtView } from "./src/view.js";
 import widget from "./src/widget.js";
 
@@ -127,9 +127,35 @@ describe("formatters", () => {
     expect(fmtDuration(125)).toBe("2m 05s");
     expect(fmtDuration(3720)).toBe("1h 02m");
     expect(fmtDelta(1.23)).toBe("+1.2 s");
-    expect(fmtDelta(-0.4)).toBe("\u22120.4 s");
-    expect(fmtBytes(2.4 * 1024 * 1024)).toBe("2.4 MB");
+    expect(fmtDelta(-0.4)).toBe("\u2212400 ms"); // the units durations use
+    expect(fmtBytes(2.4 * 1024 * 1024)).toBe("2.4 MiB"); // binary units, named as such (as the CLI)
+    expect(fmtBytes(97.9 * 1024 * 1024)).toBe("97.9 MiB");
+    expect(fmtBytes(1023.99 * 1024)).toBe("1.0 MiB"); // never "1024.0 KiB"
     expect(fmtBytes(512)).toBe("512 B");
+  });
+
+  it("rounds percentages but says 100 % only when complete and 0 % only when nothing is done", () => {
+    expect(percent(2, 3)).toBe(67);
+    expect(percent(1, 3)).toBe(33);
+    expect(percent(999, 1000)).toBe(99);
+    expect(percent(1, 1000)).toBe(1);
+    expect(percent(0, 3)).toBe(0);
+    expect(percent(3, 3)).toBe(100);
+    expect(percent(1, 0)).toBe(0);
+  });
+
+  it("shows a delta only when it is at least 0.1 s and 5 % of the phase's time", () => {
+    expect(meaningfulDelta(0.05, 0.2)).toBe(false); // 50 ms: noise
+    expect(meaningfulDelta(0.2, 100)).toBe(false); // 0.2 % of a long phase
+    expect(meaningfulDelta(0.5, 2)).toBe(true);
+    expect(meaningfulDelta(-0.5, 2)).toBe(true);
+  });
+
+  it("says how long TensorRT has been silent only once it matters", () => {
+    expect(fmtQuiet(1.2)).toBe("");
+    expect(fmtQuiet(4.9)).toBe("");
+    expect(fmtQuiet(12.7)).toBe("no callback for 12 s");
+    expect(fmtQuiet(125)).toBe("no callback for 2m 05s");
   });
 });
 
@@ -204,7 +230,7 @@ describe("tree rendering", () => {
     expect(txt(b, ".trtw-time")).toBe("500 ms");
   });
 
-  it("marks cancelled and finished-early phases and keeps finished phases visible", () => {
+  it("draws a phase TensorRT ended before its last step as done, marks cancelled ones, keeps both visible", () => {
     mount(
       fakeModel({
         status: "cancelled",
@@ -216,8 +242,12 @@ describe("tree rendering", () => {
         ],
       }),
     );
-    expect(txt(rowNamed("Early"), ".trtw-mark")).toBe("finished early");
-    expect(txt(rowNamed("Early"), ".trtw-pct")).toBe("40%");
+    expect(txt(rowNamed("Early"), ".trtw-mark")).toBe("");
+    expect(rowNamed("Early").querySelector(".trtw-mark").hidden).toBe(true);
+    expect(txt(rowNamed("Early"), ".trtw-pct")).toBe("100%");
+    expect(txt(rowNamed("Early"), ".trtw-steps")).toBe("2/5"); // the true count ...
+    expect(rowNamed("Early").querySelector(".trtw-steps").title).toMatch(/normal, not an error/); // ... explained
+    expect(rowNamed("Early").querySelector(".trtw-fill").style.width).toBe("100%");
     expect(txt(rowNamed("Cut"), ".trtw-mark")).toBe("cancelled");
     expect(rowNamed("Cut").dataset.status).toBe("cancelled");
     expect(el.querySelector(".trtw-badge").textContent).toBe("Cancelled");
@@ -371,12 +401,21 @@ describe("stop button", () => {
     expect(b.disabled).toBe(true);
   });
 
-  it.each(["idle", "succeeded", "failed", "cancelled"])("is disabled when status is %s", (status) => {
+  it.each(["idle", "succeeded", "failed", "cancelled"])("is disabled and hidden when status is %s", (status) => {
     const model = fakeModel({ status, elapsed_s: 1 });
     mount(model);
     expect(stopBtn().disabled).toBe(true);
+    expect(stopBtn().hidden).toBe(true); // nothing to stop: no control that cannot be used
     stopBtn().click();
     expect(model.sent).toEqual([]);
+  });
+
+  it("hides the Tree/Timeline switch while there are no phases (a build that failed at once)", () => {
+    const model = fakeModel({ status: "failed", elapsed_s: 0.002, error: "not an ONNX file" });
+    mount(model);
+    expect(el.querySelector(".trtw-seg").hidden).toBe(true);
+    model.update({ rows: sampleTree() });
+    expect(el.querySelector(".trtw-seg").hidden).toBe(false);
   });
 
   it("becomes 'Force stop' while cancelling with can_force", () => {
@@ -477,10 +516,40 @@ describe("live clock", () => {
       ],
     });
     expect(vi.getTimerCount()).toBe(0); // ticker stopped
+    expect(el.querySelector(".trtw-quiet").hidden).toBe(true);
     advance(2000);
     expect(elapsed.textContent).toBe("4.2 s");
     expect(txt(rowNamed("Tactics"), ".trtw-time")).toBe("3.1 s");
-    expect(el.querySelector(".trtw-size").textContent).toBe("engine 2.4 MB");
+    expect(el.querySelector(".trtw-size").textContent).toBe("engine 2.4 MiB");
+  });
+
+  it("says how long TensorRT has been silent during a long step", () => {
+    const model = fakeModel({
+      status: "running",
+      elapsed_s: 20,
+      activity: { last_callback_s: 18 },
+      rows: [phase("Build", { id: 1, start_s: 0 })],
+    });
+    mount(model);
+    const quiet = el.querySelector(".trtw-quiet");
+    expect(quiet.hidden).toBe(true); // 2 s: nothing to say
+    advance(10_000);
+    expect(quiet.hidden).toBe(false);
+    expect(quiet.textContent).toBe("no callback for 12 s");
+    expect(quiet.title).toMatch(/CPU/);
+    model.update({ elapsed_s: 31, activity: { last_callback_s: 30.5 } });
+    expect(quiet.hidden).toBe(true);
+  });
+
+  it("labels the columns and makes the whole name cell the expand target", () => {
+    mount(fakeModel({ status: "succeeded", elapsed_s: 2, rows: sampleTree() }));
+    const head = el.querySelector(".trtw-colhead");
+    expect(head.getAttribute("aria-hidden")).toBe("true");
+    expect([...head.children].map((c) => c.textContent)).toEqual(["Phase", "", "Progress", "Steps", "%", "Time"]);
+    const root = rows()[0];
+    expect(root.getAttribute("aria-expanded")).toBe("true");
+    root.querySelector(".trtw-label").click();
+    expect(rows()[0].getAttribute("aria-expanded")).toBe("false");
   });
 
   it("shows the cancelling notice with a ticking wait time", () => {
@@ -591,6 +660,33 @@ describe("error and log panel", () => {
     expect(details.hidden).toBe(true);
   });
 
+  it("shows expected lines (the user's cancel) neutrally, explained, and never opens the log for them", () => {
+    const model = fakeModel({
+      status: "cancelled",
+      elapsed_s: 1,
+      logs: [
+        {
+          severity: "ERROR",
+          message: "Error Code 7: BuildCanceled",
+          t: 0.5,
+          expected: "the build was cancelled by the user: TensorRT reports its own cancel as an error",
+        },
+        { severity: "WARNING", message: "w1", t: 0.2 },
+      ],
+    });
+    mount(model);
+    const details = el.querySelector("details.trtw-logs");
+    expect(details.querySelector("summary").textContent).toBe("TensorRT log (2): 1 warning, 1 expected");
+    expect(details.open).toBe(false);
+    expect(details.dataset.errors).toBe("0"); // the summary is not drawn as an error
+    const line = details.querySelector("li");
+    expect(line.dataset.expected).toBe("true");
+    expect(line.querySelector(".trtw-log-sev").textContent).toBe("EXPECTED");
+    expect(line.querySelector(".trtw-log-sev").title).toBe("TensorRT logged this as ERROR");
+    expect(line.querySelector(".trtw-log-msg").textContent).toBe("Error Code 7: BuildCanceled"); // raw line kept
+    expect(line.querySelector(".trtw-log-why").textContent).toMatch(/cancelled by the user/);
+  });
+
   it("hides the error box when there is no error", () => {
     mount(fakeModel({ status: "succeeded", elapsed_s: 1, error: "" }));
     expect(el.querySelector(".trtw-error").hidden).toBe(true);
@@ -604,23 +700,35 @@ describe("extras", () => {
       fakeModel({
         status: "succeeded",
         elapsed_s: 3,
-        rows: [phase("A", { id: 1, start_s: 0, end_s: 1 }), phase("B", { id: 2, start_s: 1, end_s: 3 })],
-        history_delta: { 1: 1.23, 2: -0.4 },
+        rows: [
+          phase("A", { id: 1, start_s: 0, end_s: 1 }),
+          phase("B", { id: 2, start_s: 1, end_s: 3 }),
+          phase("C", { id: 3, start_s: 1, end_s: 3 }),
+        ],
+        history_delta: { 1: 1.23, 2: -0.4, 3: 0.01 },
+        eta: { total_s: 3, based_on: "the build of 2026-12-01 10:00", phases: {} },
         resources: {
           samples: [
-            [0, 100e6, null, null],
-            [1, 300e6, null, null],
-            [2, 200e6, null, null],
+            [0, 100e6, null, null, 0],
+            [1, 300e6, null, null, 97.5],
+            [2, 200e6, null, null, 99],
           ],
           peak_rss: 300 * 1024 * 1024,
           peak_gpu_mem: null,
           trt_peak: null,
+          scope: "the builder process (pid 42)",
         },
       }),
     );
     expect(txt(rowNamed("A"), ".trtw-note")).toBe("+1.2 s");
-    expect(txt(rowNamed("B"), ".trtw-note")).toBe("\u22120.4 s");
-    expect(el.querySelector(".trtw-peak").textContent).toBe("peak 300.0 MB");
+    expect(rowNamed("A").querySelector(".trtw-note").title).toBe("1.2 s slower than the build of 2026-12-01 10:00");
+    expect(txt(rowNamed("B"), ".trtw-note")).toBe("\u2212400 ms");
+    expect(txt(rowNamed("C"), ".trtw-note")).toBe(""); // 10 ms: not worth a number
+    expect(el.querySelector(".trtw-colhead").textContent).toContain("\u0394 last build");
+    expect(el.querySelector(".trtw-peak").textContent).toBe("memory peak 300.0 MiB");
+    const tip = el.querySelector(".trtw-res").title;
+    expect(tip).toContain("the builder process (pid 42)");
+    expect(tip).toContain("CPU now: 99 %");
     expect(el.querySelector(".trtw-spark-rss").getAttribute("points").split(" ")).toHaveLength(3);
   });
 });

@@ -25,6 +25,7 @@ SYNCED = [
     "eta",
     "history_delta",
     "resources",
+    "activity",
 ]
 
 
@@ -76,7 +77,7 @@ def test_real_build_ends_with_complete_tree_and_final_status() -> None:
     pump = widget._pump.thread.ident
     first_pump = writers.index(pump)
     assert set(writers[:first_pump]) == {threading.get_ident()} and set(writers[first_pump:]) == {pump}
-    assert [value for name, value, thread in writes if name == "status"][0] == "running"
+    assert next(value for name, value, _ in writes if name == "status") == "running"
     assert [value for name, value, _ in writes if name == "status"][-1] == "succeeded"
 
 

@@ -77,6 +77,7 @@ class PhaseModel:
         self._rows: list[dict[str, Any]] = []  # cached row dicts, replaced (never mutated) when dirty
         self._dirty: set[int] = set()
         self.version = 0  # bumped on every change; readers compare to skip unchanged snapshots
+        self.last_event_s: float | None = None  # build time of the last callback: how long TensorRT has been quiet
         self.structure_version = 0  # bumped on phase start/finish/close only
         self.ignored = 0  # callbacks that matched no phase (unknown names)
         self.cancelling = False  # once set, phases that finish short of their steps count as cancelled
@@ -133,6 +134,7 @@ class PhaseModel:
                 thread=thread,
             )
             self._phases.append(phase)
+            self.last_event_s = phase.start_s
             self._active.setdefault(name, []).append(phase)
             self._newest[name] = phase
             self._running[phase.id] = phase
@@ -149,6 +151,7 @@ class PhaseModel:
                 self.ignored += 1
                 return None
             completed = int(step) + 1
+            self.last_event_s = self._time(None)
             changed = completed > phase.step
             if changed:
                 phase.step = completed
@@ -170,11 +173,9 @@ class PhaseModel:
             stack.remove(phase)
             if not stack:
                 del self._active[name]
-            if phase.step >= phase.num_steps:
-                status = DONE
-            else:
-                status = CANCELLED if self.cancelling else FINISHED_EARLY
+            status = DONE if phase.step >= phase.num_steps else (CANCELLED if self.cancelling else FINISHED_EARLY)
             self._close(phase, status, at)
+            self.last_event_s = phase.end_s
         self._notify("phase_finish", phase)
         return phase
 
@@ -213,13 +214,14 @@ class PhaseModel:
         self._listeners.append(listener)
 
     def _notify(self, event: str, phase: Phase) -> None:
+        # try/except, not contextlib.suppress: this runs on every TensorRT step (~20 ns against ~700 ns)
         for listener in self._listeners:
-            try:
+            try:  # noqa: SIM105
                 listener(event, phase)
             except Exception:  # a broken reader must not break the build
                 pass
         if event != "step" and self.on_structure is not None:
-            try:
+            try:  # noqa: SIM105
                 self.on_structure()
             except Exception:
                 pass

@@ -18,7 +18,7 @@ MAX_SENT = 300  # samples in a snapshot
 _TRT_PEAK = re.compile(r"\[MemUsageStats\] Peak memory usage of TRT CPU/GPU memory allocators:\s*(.+)$")
 _MIB = re.compile(r"(CPU|GPU)\s+(\d+(?:\.\d+)?)\s*MiB")
 
-Sample = list  # [t_s, rss_bytes, gpu_mem_bytes | None, gpu_util_percent | None]
+Sample = list[Any]  # [t_s, rss_bytes, gpu_mem_bytes | None, gpu_util_percent | None, cpu_percent]
 
 
 def attach_resources(build: Any) -> None:
@@ -138,10 +138,11 @@ class ResourceSampler:
             if proc is None:
                 proc = self._procs[pid] = psutil.Process(pid)
             rss = int(proc.memory_info().rss)
+            cpu = round(float(proc.cpu_percent(interval=None)), 1)  # since the last sample (0.0 at the first)
         except (psutil.Error, OSError):
             return  # the child already exited
         gpu_mem, gpu_util = self._gpu.sample(pid) if self._gpu is not None else (None, None)
-        sample = [round(self.build.elapsed_s, 3), rss, gpu_mem, gpu_util]
+        sample = [round(self.build.elapsed_s, 3), rss, gpu_mem, gpu_util, cpu]
         with self._lock:
             self.pids.add(pid)
             self.samples.append(sample)
@@ -187,9 +188,15 @@ class ResourceSampler:
                 "peak_rss": self.peak_rss,
                 "peak_gpu_mem": self.peak_gpu_mem,
                 "trt_peak": peak,
+                "scope": self.scope(),
             }
             self._snapshot_key = key
             return self._snapshot
+
+    def scope(self) -> str:
+        """Whose memory and CPU the samples are: the builder process, or this one for a thread build."""
+        pid = getattr(self.build, "child_pid", None)
+        return f"the builder process (pid {pid})" if pid else f"this process (pid {os.getpid()}), which runs the build"
 
     def summary(self) -> dict[str, Any]:
         """Peaks for reports and history records: peak_rss, peak_gpu_mem, trt_peak (+ parsed MiB), samples."""
@@ -226,7 +233,7 @@ def _halve(samples: list[Sample]) -> list[Sample]:
     out = []
     for i in range(0, len(samples) - 1, 2):
         a, b = samples[i], samples[i + 1]
-        out.append([b[0], max(a[1], b[1]), _max(a[2], b[2]), _max(a[3], b[3])])
+        out.append([b[0], max(a[1], b[1]), *(_max(x, y) for x, y in zip(a[2:], b[2:], strict=False))])
     if len(samples) % 2:
         out.append(list(samples[-1]))
     return out

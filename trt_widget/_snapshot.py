@@ -37,6 +37,7 @@ def snapshot(build: Any) -> dict[str, Any]:
         "eta": _call(build.history, "eta"),
         "history_delta": _call(build.history, "deltas"),
         "resources": _call(build.resources, "snapshot"),
+        "activity": {"last_callback_s": build.model.last_event_s} if status in ("running", "cancelling") else None,
     }
 
 

@@ -41,12 +41,13 @@ class BuildWidget(anywidget.AnyWidget):
     phases_json = traitlets.Unicode("[]").tag(sync=True)  # the phase rows as one JSON text (cheap to sync)
     engine_size = traitlets.Int(0).tag(sync=True)
     error = traitlets.Unicode("").tag(sync=True)
-    logs = traitlets.List().tag(sync=True)
+    logs: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)
     cancel = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
     can_force = traitlets.Bool(False).tag(sync=True)
     eta = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
     history_delta = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
     resources = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
+    activity = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)  # last_callback_s while live
 
     def __init__(
         self,
@@ -116,7 +117,8 @@ class BuildWidget(anywidget.AnyWidget):
     @property
     def phases(self) -> list[dict[str, Any]]:
         """The phase rows the front end shows (id, name, parent, depth, step, num_steps, start_s, ...)."""
-        return json.loads(self.phases_json)
+        rows: list[dict[str, Any]] = json.loads(self.phases_json)
+        return rows
 
     # -- the Build API ---------------------------------------------------------------------------------
     def start(self) -> BuildWidget:

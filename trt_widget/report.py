@@ -97,10 +97,13 @@ def phase_tree(rows: list[dict[str, Any]], now: float) -> list[PhaseNode]:
             node = siblings[name] = PhaseNode(name, parent.depth + 1 if parent is not None else 0)
         running = row.get("end_s") is None
         status = "running" if running else str(row.get("status") or "done")
+        steps = int(row.get("num_steps") or 0)
+        if status == "finished-early":  # TensorRT ended it before its announced last step (normal): done
+            status = "done"
         node.count += 1
         node.duration_s += max((now if running else row["end_s"]) - row["start_s"], 0.0)
-        node.step += int(row.get("step") or 0)
-        node.num_steps += int(row.get("num_steps") or 0)
+        node.step += steps if status == "done" else int(row.get("step") or 0)
+        node.num_steps += steps
         node.statuses[status] = node.statuses.get(status, 0) + 1
         node_of[row["id"]] = node
     return list(roots.values())
@@ -114,7 +117,7 @@ def _walk(nodes: Any) -> Any:
 
 
 # -- what every rendering shows ------------------------------------------------------------------------------
-class _Facts(dict):  # type: ignore[type-arg]
+class _Facts(dict[str, Any]):
     """A build's state read once (and its merged tree built once), shared by the renderings of one bundle."""
 
 
@@ -477,8 +480,8 @@ def _problems_section(build: Any, f: dict[str, Any]) -> str:
 def _history_section(build: Any, max_rows: int = 150) -> str:
     """This build against the past build its ETA was based on (nothing when history is off or has no match)."""
     link = getattr(build, "history", None)
-    match = getattr(link, "match", None) if link is not None else None
-    if not isinstance(match, dict) or not match.get("rows"):
+    match = getattr(link, "match", None)
+    if link is None or not isinstance(match, dict) or not match.get("rows"):
         return ""
     try:
         from .history import compare

@@ -50,33 +50,65 @@ export function fmtApprox(seconds) {
 }
 
 /**
- * Signed delta with a real minus sign: "+1.2 s", "−0.4 s".
- * @param {number} d
+ * Signed delta in the units durations use, with a real minus sign: "+120 ms", "−1.2 s", "+2m 05s".
+ * @param {number} d seconds
  * @returns {string}
  */
 export function fmtDelta(d) {
-  const sign = d > 0.05 ? "+" : d < -0.05 ? "\u2212" : "\u00b1";
-  const a = Math.abs(d);
-  const body = a < 59.95 ? `${a.toFixed(1)} s` : fmtDuration(a);
-  return sign + body;
+  const sign = d > 0 ? "+" : d < 0 ? "\u2212" : "\u00b1";
+  return sign + fmtDuration(Math.abs(d));
 }
 
 /**
- * Binary units with one decimal: "2.4 MB".
- * @param {unknown} value
+ * Whether a phase's change against the last build is worth showing: at least 0.1 s and 5 % of its time.
+ * @param {number} delta seconds slower (+) or faster (−)
+ * @param {number} duration the phase's time now, seconds
+ * @returns {boolean}
+ */
+export function meaningfulDelta(delta, duration) {
+  const a = Math.abs(delta);
+  return Number.isFinite(a) && a >= 0.1 && a >= 0.05 * Math.max(0, duration - delta);
+}
+
+/**
+ * Percent done for display: rounded, but 100 % only when complete and 0 % only when nothing is done.
+ * @param {number} done
+ * @param {number} total
+ * @returns {number}
+ */
+export function percent(done, total) {
+  if (!(total > 0)) return 0;
+  if (done >= total) return 100;
+  if (done <= 0) return 0;
+  return Math.min(99, Math.max(1, Math.round((100 * done) / total)));
+}
+
+/**
+ * Binary (IEC) units with one decimal, as the terminal and the report: "512 B", "2.4 MiB".
+ * @param {unknown} value bytes
  * @returns {string}
  */
 export function fmtBytes(value) {
   const n = num(value);
   if (n < 1024) return `${Math.max(0, Math.round(n))} B`;
-  const units = ["KB", "MB", "GB", "TB"];
+  const units = ["KiB", "MiB", "GiB", "TiB"];
   let v = n / 1024;
   let i = 0;
-  while (v >= 1024 && i < units.length - 1) {
+  while (v >= 1023.95 && i < units.length - 1) {
     v /= 1024;
     i++;
   }
   return `${v.toFixed(1)} ${units[i]}`;
+}
+
+/**
+ * How long ago TensorRT last reported, for a running build: "" while it reports often, else "quiet 12 s".
+ * @param {number} quietS seconds since the last callback
+ * @returns {string}
+ */
+export function fmtQuiet(quietS) {
+  if (!(quietS >= 5)) return "";
+  return `no callback for ${fmtApprox(Math.floor(quietS))}`;
 }
 
 /**

@@ -2,7 +2,7 @@
 // switch, Stop), the cancelling / unanswered-Stop notices, the error box and the TensorRT log panel.
 
 import { h, setAttr, setText, svg } from "./dom.js";
-import { fmtApprox, fmtBytes, fmtDuration, num, str } from "./format.js";
+import { fmtApprox, fmtBytes, fmtDuration, fmtQuiet, num, str } from "./format.js";
 
 /** @type {Record<string, string>} */
 const STATUS_LABELS = {
@@ -38,6 +38,7 @@ function record(v) {
  * @property {boolean} stopPending a Stop click Python has not answered yet (the button stays disabled)
  * @property {boolean} stopUnacked a Stop click the kernel has not answered in time
  * @property {"tree" | "timeline"} mode
+ * @property {boolean} hasRows there are phase rows (else the view switch is hidden)
  */
 
 export class Header {
@@ -48,8 +49,15 @@ export class Header {
     this.elapsedEl = h("span", "trtw-elapsed trtw-mono", { title: "Total build time" });
     this.sizeEl = h("span", "trtw-size", { title: "Serialized engine size" });
     this.etaEl = h("span", "trtw-eta");
+    this.quietEl = h("span", "trtw-quiet", {
+      title:
+        "Time since TensorRT's last progress callback. TensorRT can stay silent for a long time inside one " +
+        "step; the builder's CPU use (memory tooltip) tells working from stuck.",
+    });
+    this.quietEl.hidden = true;
     this.resources = new ResourceView();
     const seg = h("span", "trtw-seg", { role: "group", "aria-label": "View" });
+    this.seg = seg;
     this.treeBtn = h("button", "trtw-btn trtw-seg-btn", { type: "button" });
     this.treeBtn.textContent = "Tree";
     this.tlBtn = h("button", "trtw-btn trtw-seg-btn", { type: "button" });
@@ -58,7 +66,7 @@ export class Header {
     this.stopBtn = h("button", "trtw-btn trtw-stop", { type: "button" });
     this.stopBtn.textContent = "Stop";
     const info = h("div", "trtw-info");
-    info.append(this.badge, this.elapsedEl, this.sizeEl, this.etaEl, this.resources.el, this.detail);
+    info.append(this.badge, this.elapsedEl, this.sizeEl, this.etaEl, this.quietEl, this.resources.el, this.detail);
     const controls = h("div", "trtw-controls");
     controls.append(seg, this.stopBtn);
     this.el.append(info, controls);
@@ -92,6 +100,9 @@ export class Header {
     if (s.stopPending) enabled = false;
     setText(this.stopBtn, label);
     this.stopBtn.disabled = !enabled;
+    // Stop only means something while a build can be stopped; the view switch only with rows to view.
+    this.stopBtn.hidden = !(st === "running" || cancelling);
+    this.seg.hidden = !s.hasRows;
     const stopTitle =
       cancelling && canForce
         ? "Terminate the build process now"
@@ -120,10 +131,15 @@ export class Header {
    * @param {boolean} live
    * @param {unknown} eta the eta trait
    * @param {unknown} cancel the cancel trait
+   * @param {unknown} [activity] the activity trait: {last_callback_s}
    */
-  tick(now, status, live, eta, cancel) {
+  tick(now, status, live, eta, cancel, activity) {
     setText(this.elapsedEl, fmtDuration(now));
     this.tickEta(now, live, eta);
+    const last = record(activity)?.last_callback_s;
+    const quiet = live && typeof last === "number" ? fmtQuiet(now - last) : "";
+    setText(this.quietEl, quiet);
+    this.quietEl.hidden = !quiet;
     this.tickNotice(now, status, cancel);
   }
 
@@ -201,11 +217,16 @@ export class ResourceView {
     this.sparkGpu.setAttribute("points", sparkPoints(sel, 2));
     this.spark.style.display = sel.length > 1 ? "" : "none";
     const parts = [];
-    if (num(r.peak_rss) > 0) parts.push(`peak ${fmtBytes(r.peak_rss)}`);
+    if (num(r.peak_rss) > 0) parts.push(`memory peak ${fmtBytes(r.peak_rss)}`);
     if (num(r.peak_gpu_mem) > 0) parts.push(`GPU ${fmtBytes(r.peak_gpu_mem)}`);
     setText(this.peakEl, parts.join(" \u00b7 "));
-    const tip = ["Host RSS (solid) / GPU memory (dashed)"];
-    if (r.trt_peak) tip.push(`TensorRT peak: ${str(r.trt_peak)}`);
+    const scope = str(r.scope) || "the build's process";
+    const tip = [`Memory (RSS) of ${scope}: the line shows it over the build, the number its peak.`];
+    if (num(r.peak_gpu_mem) > 0) tip.push("GPU memory: dashed line.");
+    const lastSample = samples.length ? samples[samples.length - 1] : null;
+    const cpu = Array.isArray(lastSample) ? lastSample[4] : null;
+    if (typeof cpu === "number") tip.push(`CPU now: ${Math.round(cpu)} % (100 % = one core busy).`);
+    if (r.trt_peak) tip.push(`TensorRT's own allocator peak: ${str(r.trt_peak)}.`);
     this.el.title = tip.join("\n");
   }
 }
@@ -286,15 +307,23 @@ export class LogPanel {
     for (let i = this.count; i < logs.length; i++) {
       const e = record(logs[i]) || {};
       const sev = str(e.severity) || "INFO";
+      const expected = str(e.expected);
       const li = h("li", "trtw-log");
       li.dataset.severity = sev;
+      if (expected) li.dataset.expected = "true";
       const s = h("span", "trtw-log-sev");
-      s.textContent = sev === "INTERNAL_ERROR" ? "INTERNAL" : sev;
+      s.textContent = expected ? "EXPECTED" : sev === "INTERNAL_ERROR" ? "INTERNAL" : sev;
+      if (expected) s.title = `TensorRT logged this as ${sev}`;
       const t = h("span", "trtw-log-t trtw-mono");
       t.textContent = typeof e.t === "number" ? fmtDuration(e.t) : "";
       const m = h("span", "trtw-log-msg");
       m.textContent = str(e.message);
       li.append(s, t, m);
+      if (expected) {
+        const why = h("span", "trtw-log-why");
+        why.textContent = expected;
+        li.append(why);
+      }
       this.list.append(li);
     }
     this.count = logs.length;
@@ -302,14 +331,18 @@ export class LogPanel {
     this.last = l ? { message: str(l.message), t: l.t, severity: str(l.severity) } : null;
     let errors = 0;
     let warnings = 0;
+    let expected = 0;
     for (const e of logs) {
-      const s = record(e)?.severity;
-      if (s === "ERROR" || s === "INTERNAL_ERROR") errors++;
+      const r = record(e);
+      const s = r?.severity;
+      if (r && str(r.expected)) expected++;
+      else if (s === "ERROR" || s === "INTERNAL_ERROR") errors++;
       else if (s === "WARNING") warnings++;
     }
     const parts = [];
     if (errors) parts.push(`${errors} error${errors === 1 ? "" : "s"}`);
     if (warnings) parts.push(`${warnings} warning${warnings === 1 ? "" : "s"}`);
+    if (expected) parts.push(`${expected} expected`);
     setText(this.summary, `TensorRT log (${logs.length})${parts.length ? `: ${parts.join(", ")}` : ""}`);
     this.el.hidden = logs.length === 0;
     this.el.dataset.errors = String(errors);

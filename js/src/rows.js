@@ -2,7 +2,7 @@
 // of what they last rendered, so an update only touches the DOM where something changed.
 
 import { h, setAttr } from "./dom.js";
-import { fmtApprox, fmtDelta, fmtDuration } from "./format.js";
+import { fmtApprox, fmtDelta, fmtDuration, meaningfulDelta, percent } from "./format.js";
 
 /** @typedef {import("./structure.js").Item} Item */
 
@@ -23,6 +23,7 @@ import { fmtApprox, fmtDelta, fmtDuration } from "./format.js";
  * @property {number} now the build clock (s)
  * @property {Record<string, unknown> | null} hd history_delta: phase key -> seconds slower (+) or faster (−)
  * @property {Record<string, unknown> | null} eta eta.phases: phase name -> expected seconds
+ * @property {string} basis the past build the deltas compare with (eta.based_on), "" if unknown
  */
 
 /**
@@ -103,6 +104,9 @@ export class RowView {
       this.count.textContent = isGroup ? `\u00d7${count}` : "";
     }
 
+    // A phase TensorRT ended is done, even when it ended before its announced last step (the root of every
+    // build does): drawn as done, the steps column keeps the true count and its tooltip says why.
+    const early = !isGroup && it.status === "finished-early";
     /** @type {number | null} null = indeterminate */
     let pct;
     let done; // steps (or finished members) shown as done
@@ -110,12 +114,12 @@ export class RowView {
     if (isGroup) {
       done = it.finished;
       total = it.count;
-      pct = Math.floor((100 * done) / total);
+      pct = percent(done, total);
     } else {
       total = it.numSteps;
       done = it.status === "done" ? total : Math.min(it.step, total);
-      if (it.status === "done") pct = 100;
-      else if (total > 0) pct = Math.floor((100 * done) / total);
+      if (it.status === "done" || early) pct = 100;
+      else if (total > 0) pct = percent(done, total);
       else pct = it.running ? null : 0;
     }
     if (c.pct !== pct) {
@@ -130,23 +134,24 @@ export class RowView {
       c.vstatus = it.status;
       const stepsText = total > 0 ? `${done}/${total}` : "";
       this.steps.textContent = stepsText;
+      setAttr(
+        this.steps,
+        "title",
+        early
+          ? `TensorRT ended this phase after ${done} of the ${total} steps it announced; this is normal, not an error`
+          : null,
+      );
       let valueText;
       if (isGroup) valueText = `${done} of ${total} finished`;
+      else if (early) valueText = `done (${stepsText} steps)`;
       else if (total > 0) valueText = `${stepsText} steps`;
       else valueText = it.status === "done" ? "done" : it.running ? "running" : "0 steps";
       this.bar.setAttribute("aria-valuetext", valueText);
     }
     const cancelledN = isGroup ? it.cancelled : it.status === "cancelled" ? 1 : 0;
-    const earlyN = isGroup ? it.early : it.status === "finished-early" ? 1 : 0;
-    if (c.cancelledN !== cancelledN || c.earlyN !== earlyN) {
+    if (c.cancelledN !== cancelledN) {
       c.cancelledN = cancelledN;
-      c.earlyN = earlyN;
-      let markText = "";
-      if (isGroup) {
-        if (cancelledN) markText = `${cancelledN} cancelled`;
-        else if (earlyN) markText = `${earlyN} finished early`;
-      } else if (cancelledN) markText = "cancelled";
-      else if (earlyN) markText = "finished early";
+      const markText = cancelledN ? (isGroup ? `${cancelledN} cancelled` : "cancelled") : "";
       this.mark.textContent = markText;
       this.mark.hidden = !markText;
     }
@@ -163,9 +168,12 @@ export class RowView {
       if (!ctx.live) this.live = null; // build over: freeze the last value
       return;
     }
-    this.setTime(fmtDuration(isGroup ? it.sumFinished : it.dur));
+    const duration = isGroup ? it.sumFinished : it.dur;
+    this.setTime(fmtDuration(duration));
     let note = "";
     let noteKind = "";
+    /** @type {string | null} */
+    let noteTip = null;
     const hd = ctx.hd;
     if (hd) {
       /** @type {number | null} */
@@ -179,12 +187,14 @@ export class RowView {
         const v = hd[it.key];
         if (typeof v === "number" && Number.isFinite(v)) delta = v;
       }
-      if (delta !== null) {
+      if (delta !== null && meaningfulDelta(delta, duration)) {
         note = fmtDelta(delta);
-        noteKind = delta > 0.05 ? "slower" : delta < -0.05 ? "faster" : "same";
+        noteKind = delta > 0 ? "slower" : "faster";
+        const basis = ctx.basis ? ` than ${ctx.basis}` : " than the last matching build";
+        noteTip = `${fmtDuration(Math.abs(delta))} ${delta > 0 ? "slower" : "faster"}${basis}`;
       }
     }
-    this.setNote(note, noteKind);
+    this.setNote(note, noteKind, noteTip);
   }
 
   /** @param {string} text */
@@ -197,12 +207,17 @@ export class RowView {
 
   /**
    * @param {string} text
-   * @param {string} kind "slower", "faster", "same", "eta" or ""
+   * @param {string} kind "slower", "faster", "eta" or ""
+   * @param {string | null} [tip] the note's tooltip
    */
-  setNote(text, kind) {
+  setNote(text, kind, tip = null) {
     if (this.c.note !== text) {
       this.c.note = text;
       this.note.textContent = text;
+    }
+    if (this.c.noteTip !== tip) {
+      this.c.noteTip = tip;
+      setAttr(this.note, "title", tip);
     }
     if (this.c.noteKind !== kind) {
       this.c.noteKind = kind;

@@ -27,6 +27,23 @@ export class TreeView {
    */
   constructor(expanded, host) {
     this.el = h("div", "trtw-tree", { role: "tree", "aria-label": "TensorRT build phases" });
+    // Column headings for sighted readers (each row's cells carry their own labels for assistive tech).
+    this.head = h("div", "trtw-colhead", { "aria-hidden": "true" });
+    this.deltaHead = h("span", "trtw-colhead-delta", { title: "Change against the last matching build" });
+    /** @type {[string, string][]} */
+    const cols = [
+      ["Phase", ""],
+      ["", ""],
+      ["Progress", "Steps done of the steps TensorRT announced"],
+      ["Steps", "Steps done / announced"],
+      ["%", ""],
+      ["Time", "Wall time of the phase (summed over a group's instances)"],
+    ];
+    for (const [i, [text, tip]] of cols.entries()) {
+      const cell = i === 1 ? this.deltaHead : h("span", "", tip ? { title: tip } : {});
+      if (text) cell.textContent = text;
+      this.head.append(cell);
+    }
     this.expanded = expanded;
     this.host = host;
     /** key -> RowView (also detached ones of collapsed subtrees) @type {Map<string, RowView>} */
@@ -53,6 +70,8 @@ export class TreeView {
   /** Render the host's structure: update every visible row, then fix the DOM order with few moves. */
   reconcile() {
     const ctx = this.host.rowContext();
+    const deltaText = ctx.hd ? "\u0394 last build" : "";
+    if (this.deltaHead.textContent !== deltaText) this.deltaHead.textContent = deltaText;
     const struct = this.host.struct;
     /** @type {RowView[]} */
     const desired = [];
@@ -173,7 +192,7 @@ export class TreeView {
     if (!rv) return;
     this.setTabStop(rv.key);
     const t = /** @type {Node | null} */ (e.target);
-    if (rv.expandable && (rv.twisty.contains(t) || rv.name.contains(t) || rv.count.contains(t))) this.toggle(rv.key);
+    if (rv.expandable && rv.label.contains(t)) this.toggle(rv.key); // the whole name cell is the target
     if (typeof document !== "undefined" && document.activeElement !== rv.el) rv.el.focus({ preventScroll: true });
   }
 

@@ -94,9 +94,11 @@ export class TrtView {
     this.root = h("div", "trtw");
     this.empty = h("div", "trtw-empty");
     const body = h("div", "trtw-body");
-    body.append(this.empty, this.tree.el, this.timeline.el);
     const hd = this.header;
-    this.root.append(hd.el, hd.notice, hd.unackedEl, hd.errorEl, body, this.logs.el);
+    const notices = h("div", "trtw-notices");
+    notices.append(hd.notice, hd.unackedEl);
+    body.append(notices, this.empty, this.tree.head, this.tree.el, this.timeline.el);
+    this.root.append(hd.el, hd.errorEl, body, this.logs.el);
     this.host.append(this.root);
 
     this._on(hd.stopBtn, "click", () => this.onStop());
@@ -265,7 +267,7 @@ export class TrtView {
 
   /** @param {number} now */
   _tickHeader(now) {
-    this.header.tick(now, this.status, this.isLive(), this.get("eta"), this.get("cancel"));
+    this.header.tick(now, this.status, this.isLive(), this.get("eta"), this.get("cancel"), this.get("activity"));
   }
 
   refreshAll() {
@@ -290,6 +292,7 @@ export class TrtView {
       stopPending: this.stopPending,
       stopUnacked: this.stopUnacked,
       mode: this.ui.mode,
+      hasRows: this.struct.items.length > 0,
     });
     this._tickHeader(this.now());
   }
@@ -365,6 +368,8 @@ export class TrtView {
         : "No build phases recorded.";
     setText(this.empty, hasRows ? "" : emptyText);
     this.tree.el.hidden = timeline || !hasRows;
+    this.tree.head.hidden = this.tree.el.hidden;
+    this.header.seg.hidden = !hasRows;
     this.timeline.el.hidden = !timeline || !hasRows;
     if (timeline) {
       this.tree.liveRows = [];
@@ -385,6 +390,7 @@ export class TrtView {
       now: this.now(),
       hd: plainObject(this.get("history_delta")),
       eta: eta ? plainObject(eta.phases) : null,
+      basis: eta ? str(eta.based_on) : "",
     };
   }
 }

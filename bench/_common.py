@@ -29,7 +29,7 @@ def median(values: Sequence[float]) -> float:
 def percentile(values: Sequence[float], q: float) -> float:
     """Nearest-rank percentile (q in 0..100) of a non-empty sequence."""
     ordered = sorted(values)
-    rank = max(1, min(len(ordered), int(round(q / 100.0 * len(ordered) + 0.4999))))
+    rank = max(1, min(len(ordered), round(q / 100.0 * len(ordered) + 0.4999)))
     return float(ordered[rank - 1])
 
 
@@ -50,10 +50,10 @@ def print_table(title: str, headers: Sequence[str], rows: Iterable[Sequence[Any]
     cells = [[_fmt(c) for c in row] for row in rows]
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
     print(f"\n{title}")
-    print("  ".join(h.ljust(w) for h, w in zip(headers, widths)))
+    print("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)))
     print("  ".join("-" * w for w in widths))
     for row in cells:
-        print("  ".join(c.ljust(w) for c, w in zip(row, widths)))
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)))  # one cell per column
     sys.stdout.flush()
 
 

@@ -81,7 +81,7 @@ def main() -> None:
 
     wall_ratio = median([r["wall"] for r in widget]) / median([r["wall"] for r in plain])
     cpu_ratio = median([r["cpu"] for r in widget]) / median([r["cpu"] for r in plain])
-    pair_ratios = [w["wall"] / p["wall"] for w, p in zip(widget, plain)]
+    pair_ratios = [w["wall"] / p["wall"] for w, p in zip(widget, plain, strict=True)]
     min_ratio = min(r["wall"] for r in widget) / min(r["wall"] for r in plain)  # least-disturbed runs
     rows = [
         [

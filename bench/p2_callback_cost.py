@@ -132,6 +132,17 @@ def timer_overhead_ns() -> float:
     return best
 
 
+def timed_log(original_log: Callable[[Any, Any, str], None], log_ns: list[int]) -> Callable[[Any, Any, str], None]:
+    """``original_log`` (TensorRT log lines) timed like the monitor callbacks, each body time appended to ``log_ns``."""
+
+    def log(router: Any, severity: Any, msg: str) -> None:
+        t = time.perf_counter_ns()
+        original_log(router, severity, msg)
+        log_ns.append(time.perf_counter_ns() - t)
+
+    return log
+
+
 def in_build(blocks: int) -> dict[str, dict[str, float]]:
     """Callback body times inside real builds: a BuildWidget build, and plain builds with no-op / ANSI."""
     onnx = models.deep_residual(blocks).SerializeToString()
@@ -143,13 +154,7 @@ def in_build(blocks: int) -> dict[str, dict[str, float]]:
         if kind == "widget":
             _build.BuildMonitor = TimedBuildMonitor  # the Build makes its monitor from this name
             original_log = _engine._LogRouter.log
-
-            def timed_log(router: Any, severity: Any, msg: str) -> None:  # TensorRT log lines, same timing
-                t = time.perf_counter_ns()
-                original_log(router, severity, msg)
-                log_ns.append(time.perf_counter_ns() - t)
-
-            _engine._LogRouter.log = timed_log
+            _engine._LogRouter.log = timed_log(original_log, log_ns)
             try:
                 widget = BuildWidget(onnx, history=False, isolation="thread")
                 widget.start()

@@ -10,6 +10,7 @@ final status. Also: what one pump send costs with large trees (1,200 and 10,000 
 from __future__ import annotations
 
 import argparse
+import itertools
 import threading
 import time
 from typing import Any
@@ -76,7 +77,8 @@ def storm_during_build(blocks: int, rate: float, duration: float) -> dict[str, A
         raise RuntimeError(f"build ended {status}: {build.error}")
     end_perf = build.model._t0 + build.elapsed_s  # the build's own recorded end, on the perf_counter axis
     end = min([end_perf, *ended])
-    final_sends = [t for t, (keys) in zip(probe.times, probe.keys) if "status" in keys]
+    # strict=False: SendProbe appends a send's time just before its keys, so a racing send may differ by one
+    final_sends = [t for t, keys in zip(probe.times, probe.keys, strict=False) if "status" in keys]
     final_ms = (final_sends[-1] - end) * 1000 if final_sends and final_sends[-1] >= end else float("nan")
     storm_s = out["end"] - out["start"]
     build_start = build.model._t0
@@ -88,7 +90,7 @@ def storm_during_build(blocks: int, rate: float, duration: float) -> dict[str, A
         "sends_per_s": probe.between(out["start"], out["end"]) / storm_s,
         # the final state is exempt from the throttle by design, so it is left out of the window count
         "max_sends_any_1s": max_in_window(probe.times[:-1], 1.0, build_start, end + 1.0),
-        "min_gap_ms": min(b - a for a, b in zip(probe.times[:-1], probe.times[1:-1])) * 1000,
+        "min_gap_ms": min(b - a for a, b in itertools.pairwise(probe.times[:-1])) * 1000,  # final send left out
         "sends_total": probe.count,
         "build_s": build.elapsed_s,
         "final_ms": final_ms,
@@ -103,8 +105,8 @@ def pump_cost(n: int, changed_per_send: int = 50) -> dict[str, float]:
     probe = SendProbe(widget)
     pump = widget._pump
     costs = []
-    for round_ in range(20):
-        for i in range(changed_per_send):  # new instances, as a live build adds them
+    for _round in range(20):
+        for _ in range(changed_per_send):  # new instances, as a live build adds them
             fake.model.phase_start("Measuring tactic time", "Building engine", 4)
             fake.model.phase_finish("Measuring tactic time")
         fake.elapsed_s += 0.1

@@ -80,7 +80,8 @@ def synthetic_trial(rng: random.Random) -> dict[str, float]:
     ended = build.model._t0 + build.elapsed_s  # the Build's own recorded end, on the perf_counter axis
     assert build.saw_false_at is not None
     boundary = max(stop_at, build.step_ends[-1])
-    final_send = [t for t, keys in zip(probe.times, probe.keys) if "status" in keys][-1]
+    # strict=False: SendProbe appends a send's time just before its keys, so a racing send may differ by one
+    final_send = [t for t, keys in zip(probe.times, probe.keys, strict=False) if "status" in keys][-1]
     return {
         "step_ms": step * 1000,
         "remaining_ms": (build.step_ends[-1] - stop_at) * 1000,
@@ -129,7 +130,8 @@ def real_trial(onnx: bytes, stop_after: float | None) -> dict[str, Any]:
     last_step = max((t for t, _ in steps if t <= ended), default=float("-inf"))
     boundary = max(stop_at, last_step)
     trt_returned = _returns.get(build._thread.ident if build._thread else -1, float("nan"))
-    final_send = [t for t, keys in zip(probe.times, probe.keys) if "status" in keys][-1]
+    # strict=False: SendProbe appends a send's time just before its keys, so a racing send may differ by one
+    final_send = [t for t, keys in zip(probe.times, probe.keys, strict=False) if "status" in keys][-1]
     return {
         "stop_at_s": stop_at - build.model._t0,
         "phase": running.name if running else "",

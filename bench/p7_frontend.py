@@ -1,8 +1,9 @@
 """P7: front-end time to apply one ``phases`` update of a 1,200-instance tree, in headless Chromium.
 
-Debian's /usr/bin/chromium via Playwright renders ``js/dist/bench.js`` (the shipped bundle's code plus a view handle, served
-through ``page.route``) with a fake anywidget model, then applies ~50 updates, each a fresh ``phases`` array in
-which 120 rows changed, timing model update + change events + forced layout (``el.offsetHeight``).
+Debian's /usr/bin/chromium via Playwright renders ``js/dist/bench.js`` (the shipped bundle's code plus a view
+handle, served through ``page.route``) with a fake anywidget model, then applies ~50 updates, each a fresh
+``phases`` array in which 120 rows changed, timing model update + change events + forced layout
+(``el.offsetHeight``).
 Scenarios: tree as first shown (runs of same-name siblings collapsed into groups), tree fully expanded
 (every instance is a DOM row), and the timeline view.
 """
@@ -64,7 +65,7 @@ def top_self_time(profile: dict[str, Any], limit: int = 12) -> list[tuple[float,
     nodes = {n["id"]: n for n in profile["nodes"]}
     deltas = profile.get("timeDeltas", [])
     spent: dict[str, float] = {}
-    for node_id, delta in zip(profile.get("samples", []), deltas):
+    for node_id, delta in zip(profile.get("samples", []), deltas, strict=False):  # CDP: equal when both present
         frame = nodes[node_id]["callFrame"]
         where = f"{frame['functionName'] or '(anonymous)'} {frame['url'].rsplit('/', 1)[-1]}:{frame['lineNumber'] + 1}"
         spent[where] = spent.get(where, 0.0) + delta / 1000.0

@@ -8,6 +8,7 @@ Permission failures are reproduced as root by dropping the DAC capabilities of a
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -33,10 +34,8 @@ SMALL = models.deep_residual(2).SerializeToString()
 def _fds() -> set[str]:
     found = set()
     for fd in os.listdir("/proc/self/fd"):
-        try:
+        with contextlib.suppress(OSError):  # the directory's own fd, or one closed meanwhile
             found.add(os.readlink(f"/proc/self/fd/{fd}"))
-        except OSError:
-            pass
     return found
 
 

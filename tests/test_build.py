@@ -283,7 +283,7 @@ def test_option_combinations_the_backend_cannot_build_are_refused_at_constructio
             Build(small_model, fp16=True, strongly_typed=False)
         with pytest.raises(ValueError, match="builds strongly typed networks only"):
             Build(small_model, strongly_typed=False)
-    with pytest.raises(ValueError, match="fp16=True (asks for a weakly typed network|is not available)"):
+    with pytest.raises(ValueError, match=r"fp16=True (asks for a weakly typed network|is not available)"):
         Build(small_model, fp16=True)  # strongly_typed=True is the default
 
 

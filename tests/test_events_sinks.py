@@ -48,8 +48,8 @@ def test_a_blocking_sink_does_not_delay_wait(how: str, gate: threading.Event) ->
 
 
 def _closed_file(tmp_path: Path) -> Any:
-    handle = open(tmp_path / "closed.jsonl", "w", encoding="utf-8")
-    handle.close()
+    with open(tmp_path / "closed.jsonl", "w", encoding="utf-8") as handle:
+        pass
     return handle
 
 
@@ -85,7 +85,7 @@ def test_a_failing_sink_is_reported_once_and_the_writer_lives_on(kind: str, tmp_
     if kind == "closed file":
         sink: Any = _closed_file(tmp_path)
     elif kind == "binary file":
-        sink = open(tmp_path / "events.bin", "wb")  # writes of str raise TypeError
+        sink = open(tmp_path / "events.bin", "wb")  # noqa: SIM115  (closed at the end); writes of str raise TypeError
         opened.append(sink)
     elif kind == "/dev/full":
         sink = "/dev/full"  # every flush raises OSError(ENOSPC)

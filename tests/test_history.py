@@ -84,7 +84,7 @@ def test_deltas_after_the_second_build(two_builds: dict[str, Any]) -> None:
     deltas = second.history.deltas()
     rows_a, rows_b = first.timings(), second.timings()
     assert deltas is not None and set(deltas) == {str(r["id"]) for r in rows_b}
-    for row_a, row_b in zip(rows_a, rows_b):  # same model, same phase structure
+    for row_a, row_b in zip(rows_a, rows_b, strict=True):  # same model, same phase structure
         assert row_a["name"] == row_b["name"]
         assert deltas[str(row_b["id"])] == pytest.approx(row_b["duration_s"] - row_a["duration_s"], abs=1e-3)
     assert first.history.deltas() is None  # the first build had nothing to compare with

@@ -168,7 +168,7 @@ def test_rows_are_copy_on_write() -> None:
     first = model.rows()
     again = model.rows()
     assert again is not first  # a new list every call
-    assert all(x is y for x, y in zip(first, again))  # but the same row objects when nothing changed
+    assert all(x is y for x, y in zip(first, again, strict=True))  # but the same row objects when nothing changed
     model.step_complete("b", 0)
     model.phase_start("c", None, 1)
     third = model.rows()

@@ -286,7 +286,7 @@ def text_contrast(root: Any, selector: str) -> tuple[float, float]:
     )
     bg, fg = _rgba(colors["bg"]), _rgba(colors["fg"])
     assert bg[3] == 1.0, f"the widget background is not opaque: {colors}"
-    blended = tuple(fg[3] * f + (1 - fg[3]) * b for f, b in zip(fg[:3], bg[:3]))
+    blended = tuple(fg[3] * f + (1 - fg[3]) * b for f, b in zip(fg[:3], bg[:3], strict=True))
     lum_bg, lum_fg = _luminance(bg[:3]), _luminance(blended)  # type: ignore[arg-type]
     hi, lo = max(lum_bg, lum_fg), min(lum_bg, lum_fg)
     return (hi + 0.05) / (lo + 0.05), lum_bg

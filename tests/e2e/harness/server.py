@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -110,7 +111,7 @@ class JupyterLab:
             "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
             "--LabApp.extension_manager=readonly",  # never query a package index
         ]
-        self._log = open(self.log_path, "wb")
+        self._log = open(self.log_path, "wb")  # noqa: SIM115  (the server's output; stop() closes it)
         self.proc = subprocess.Popen(
             cmd,
             cwd=self.root,
@@ -233,21 +234,15 @@ class JupyterLab:
             return
         children = self.descendants()  # before the server goes: kernels are not in its process group
         if self.proc.poll() is None:
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired, ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGTERM)
                 self.proc.wait(timeout=grace)
-            except (subprocess.TimeoutExpired, ProcessLookupError):
-                pass
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         self.proc.wait()
         for child in children:
-            try:
+            with contextlib.suppress(psutil.NoSuchProcess):
                 child.kill()
-            except psutil.NoSuchProcess:
-                pass
         psutil.wait_procs(children, timeout=10)
         if self._log is not None:
             self._log.close()

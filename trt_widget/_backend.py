@@ -66,8 +66,11 @@ def select_backend() -> tuple[str, ModuleType]:
             _selected = ("tensorrt", nvidia)
             return _selected
         rtx = _try_import(_CANDIDATES["rtx"])
-        if rtx is not None or nvidia is not None:
-            _selected = ("rtx", rtx) if rtx is not None else ("tensorrt", nvidia)  # type: ignore[assignment]
+        if rtx is not None:
+            _selected = ("rtx", rtx)
+            return _selected
+        if nvidia is not None:  # no GPU visible and no TensorRT for RTX: its builder says what is missing
+            _selected = ("tensorrt", nvidia)
             return _selected
     if wanted:
         reasons = "; ".join(_import_errors[n] for n in _CANDIDATES[wanted] if n in _import_errors)
@@ -100,10 +103,7 @@ def capabilities() -> dict[str, object]:
     kind, module = select_backend()
     weak = hasattr(module.BuilderFlag, "FP16")
     version = str(getattr(module, "__version__", "?"))
-    if kind == "rtx":
-        label = f"TensorRT for RTX {version}"
-    else:
-        label = f"NVIDIA TensorRT {version}"
+    label = f"TensorRT for RTX {version}" if kind == "rtx" else f"NVIDIA TensorRT {version}"
     return {"label": label, "weak_typing": weak, "gil_unsafe_parse": kind == "tensorrt" and _older(version, (10, 13))}
 
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ._backend import capabilities, select_backend, trt
 from ._errors import BuildError
@@ -54,7 +54,7 @@ class ModelSource:
     def read_bytes(self) -> bytes | None:
         """The ONNX bytes (for hashing), or None for a callable."""
         if self.kind == "bytes":
-            return self.value
+            return cast(bytes, self.value)  # ``of`` stores bytes for this kind
         if self.kind == "path" and os.path.isfile(self.value):
             return Path(self.value).read_bytes()
         return None

@@ -6,6 +6,7 @@ answers ``eta()``/``deltas()`` while the build runs, and records the build's pro
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -45,10 +46,8 @@ def attach_history(build: Any, history: Any) -> None:
 def _history_off(build: Any, where: Any, reason: str) -> None:
     """Warn (once per location and reason) that this build runs without history, and note it in its problems."""
     message = f"trt_widget: cannot use the history store {where} ({reason}); builds run without history"
-    try:
+    with contextlib.suppress(Warning):  # warnings turned into errors must not fail the build: the note says it
         warn_once(("location", str(where), reason), message, stacklevel=4)  # at the Build(...) call
-    except Warning:  # warnings turned into errors must not fail the build: the problems note still says it
-        pass
     logger = getattr(build, "logger", None)
     if logger is not None and hasattr(build, "on_start"):  # at start, so an event stream sees it after "start"
         build.on_start(lambda _build: logger.log(2, message))
@@ -113,7 +112,7 @@ class HistoryLink:
             k = self._counts.get(key, 0)
             self._counts[key] = k + 1
             base = self._paths[row["parent"]] if row["parent"] is not None else ()
-            self._paths.append(base + ((row["name"], k),))
+            self._paths.append((*base, (row["name"], k)))
         total = float(self.match["total_s"]) if self.match else 0.0
         best_p, best_c, upper = 0.0, 0.0, total
         running, deltas = [], {}

@@ -125,7 +125,7 @@ def warn_once(key: Any, message: str, stacklevel: int = 2) -> None:
 class HistoryStore:
     """A SQLite file of build records; every call opens its own short connection (thread- and process-safe)."""
 
-    def __init__(self, path: str | os.PathLike) -> None:
+    def __init__(self, path: str | os.PathLike[str]) -> None:
         target = Path(path).expanduser()
         self.path = target / FILENAME if _is_dir(target) else target
         self._created = False
@@ -359,7 +359,7 @@ def profile_problem(record: dict[str, Any]) -> str | None:
     return None
 
 
-def resolve_store(store: HistoryStore | str | os.PathLike | None) -> HistoryStore:
+def resolve_store(store: HistoryStore | str | os.PathLike[str] | None) -> HistoryStore:
     """A HistoryStore for a store, a history setting (path or off word) or None (the default; RuntimeError if off)."""
     if isinstance(store, HistoryStore):
         return store
@@ -379,7 +379,8 @@ def phase_paths(rows: Iterable[dict[str, Any]]) -> dict[int, PhasePath]:
         parent = row.get("parent")
         k = counts.get((parent, row["name"]), 0)
         counts[(parent, row["name"])] = k + 1
-        paths[row["id"]] = paths.get(parent, ()) + ((row["name"], k),)  # type: ignore[arg-type]
+        base = paths.get(parent, ()) if parent is not None else ()
+        paths[row["id"]] = (*base, (row["name"], k))
     return paths
 
 

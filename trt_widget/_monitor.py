@@ -17,7 +17,7 @@ from ._phases import PhaseModel
 _IProgressMonitor: Any = trt().IProgressMonitor
 
 
-class BuildMonitor(_IProgressMonitor):  # type: ignore[misc, valid-type]
+class BuildMonitor(_IProgressMonitor):  # type: ignore[misc]  # TensorRT's class is untyped (Any)
     """Progress monitor for ``config.progress_monitor``; ``cancel()`` stops the build at the next step."""
 
     def __init__(self, model: PhaseModel | None = None, cancel_event: threading.Event | None = None) -> None:

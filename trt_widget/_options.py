@@ -154,7 +154,7 @@ def _check_profiles(profiles: Any) -> dict[str, Profile]:
             raise ValueError(f"profile for input {name!r} must be (min, opt, max) shapes, got {shapes!r}") from None
         if any(d < 0 for d in lo):
             raise ValueError(f"profile for input {name!r} has a negative dimension: {shapes!r}")
-        if not (len(lo) == len(opt) == len(hi)) or any(not a <= b <= c for a, b, c in zip(lo, opt, hi)):
+        if not (len(lo) == len(opt) == len(hi)) or any(not a <= b <= c for a, b, c in zip(lo, opt, hi, strict=True)):
             raise ValueError(f"profile for input {name!r} needs min <= opt <= max per dimension, got {shapes!r}")
         checked[str(name)] = (lo, opt, hi)
     return checked

@@ -253,10 +253,8 @@ class _Relay:
         worker = self.worker = pool.acquire()
         self.ctx.on_pid(worker.pid)
         try:
-            try:
+            with contextlib.suppress(OSError, ValueError):  # the worker died just now: the relay loop reports how
                 worker.control.send(("job", self.job_id, job))
-            except (OSError, ValueError):
-                pass  # the worker died just now: the relay loop reports how
             return self._supervise(worker)
         finally:
             if self.answered and worker.alive():  # it sent its final message: ready for the next job
@@ -303,7 +301,8 @@ class _Relay:
                 with contextlib.suppress(OSError, ValueError):
                     worker.control.send(("stop", self.job_id))
             if not self.built and (ctx.force.is_set() or (force_at is not None and time.monotonic() >= force_at)):
-                return self._force_stop(worker, automatic=not ctx.force.is_set())
+                self._force_stop(worker, automatic=not ctx.force.is_set())
+                return None
             if not wait([worker.events], timeout=POLL_S):
                 continue
             try:

@@ -204,10 +204,7 @@ class TerminalView:
             label.append(row["name"], style="bold" if running else "")
             if count > 1:
                 label.append(f" ×{count}", style="cyan")
-            if running:
-                duration = now - row["start_s"]
-            else:
-                duration = sum(r["duration_s"] or 0.0 for r in group)
+            duration = now - row["start_s"] if running else sum(r["duration_s"] or 0.0 for r in group)
             bar: Any = ""
             if running and row["num_steps"] > 1:
                 bar = ProgressBar(total=row["num_steps"], completed=min(row["step"], row["num_steps"]), width=20)

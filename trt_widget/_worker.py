@@ -18,6 +18,7 @@ of the job's work directories (RAM-backed ``/dev/shm`` when it has room, else th
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import signal
@@ -101,13 +102,14 @@ def _make_monitor(outbox: Outbox, cancel: threading.Event) -> Any:
 
     base: Any = trt().IProgressMonitor
 
-    class StreamingMonitor(base):  # type: ignore[misc, valid-type]
+    # the callbacks use try/except, not contextlib.suppress: they run on every TensorRT step (~20 ns against ~700 ns)
+    class StreamingMonitor(base):  # type: ignore[misc]  # TensorRT's class is untyped (Any)
         def __init__(self) -> None:
             base.__init__(self)
             self.cancel_event = cancel
 
         def phase_start(self, phase_name: str, parent_phase: str | None, num_steps: int) -> None:
-            try:
+            try:  # noqa: SIM105
                 outbox.structure(
                     ("start", phase_name, parent_phase, num_steps, threading.get_ident(), time.perf_counter())
                 )
@@ -115,14 +117,14 @@ def _make_monitor(outbox: Outbox, cancel: threading.Event) -> Any:
                 pass
 
         def step_complete(self, phase_name: str, step: int) -> bool:
-            try:
+            try:  # noqa: SIM105
                 outbox.step(phase_name, step, threading.get_ident())
             except Exception:
                 pass
             return not cancel.is_set()
 
         def phase_finish(self, phase_name: str) -> None:
-            try:
+            try:  # noqa: SIM105
                 outbox.structure(("finish", phase_name, threading.get_ident(), time.perf_counter()))
             except Exception:
                 pass
@@ -191,10 +193,8 @@ def write_first(dirs: list[str], name: str, data: bytes | memoryview) -> str:
                 handle.write(data)
             return path
         except OSError:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(path)
-            except OSError:
-                pass
             if index == len(dirs) - 1:
                 raise
     raise OSError("no directory to write to")
@@ -260,10 +260,8 @@ def main(argv: list[str]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     events.send(("hello", os.getpid()))
     jobs = _Jobs(control)
-    try:  # import TensorRT while no job is waiting yet: the first build starts sooner
+    with contextlib.suppress(Exception):  # import TensorRT while no job waits yet (a failure: the job reports it)
         from . import _engine  # noqa: F401
-    except Exception:
-        pass  # the job reports it
     while True:
         job_id, job, cancel = jobs.next()
         run_job(job, cancel, events)

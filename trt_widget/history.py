@@ -56,7 +56,7 @@ __all__ = [
 ]
 
 
-def list_builds(store: HistoryStore | str | os.PathLike | None = None) -> list[dict[str, Any]]:
+def list_builds(store: HistoryStore | str | os.PathLike[str] | None = None) -> list[dict[str, Any]]:
     """Recorded builds, newest first, without their phase rows (``phases`` gives the count).
 
     A record whose stored text cannot be read is still listed, from its columns, with an ``error`` saying why.
@@ -73,12 +73,12 @@ def list_builds(store: HistoryStore | str | os.PathLike | None = None) -> list[d
     return out
 
 
-def clear(store: HistoryStore | str | os.PathLike | None = None) -> int:
+def clear(store: HistoryStore | str | os.PathLike[str] | None = None) -> int:
     """Forget every recorded build; returns how many were deleted."""
     return resolve_store(store).clear()
 
 
-def compare(a: Any, b: Any, store: HistoryStore | str | os.PathLike | None = None) -> list[dict[str, Any]]:
+def compare(a: Any, b: Any, store: HistoryStore | str | os.PathLike[str] | None = None) -> list[dict[str, Any]]:
     """Per phase path: ``{"path", "name", "depth", "a_s", "b_s", "delta"}`` (delta = b - a; None if missing).
 
     ``a``/``b``: a record id (from :func:`list_builds`), a record dict, a Build/BuildWidget, or timings rows.

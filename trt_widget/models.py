@@ -72,7 +72,7 @@ def resnet50(batch: Any = 1, image: int = 224, classes: int = 1000, seed: int = 
     x = g.conv("input", 3, 64, k=7, stride=2)
     x = g.node("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
     cin = 64
-    for stage, (blocks, width) in enumerate(zip((3, 4, 6, 3), (64, 128, 256, 512))):
+    for stage, (blocks, width) in enumerate(zip((3, 4, 6, 3), (64, 128, 256, 512), strict=True)):
         for block in range(blocks):
             stride = 2 if block == 0 and stage > 0 else 1
             cout = width * 4
@@ -112,4 +112,5 @@ def deep_residual(
 
 def to_bytes(model: Any) -> bytes:
     """Serialize an ``onnx.ModelProto``."""
-    return model.SerializeToString()
+    data: bytes = model.SerializeToString()
+    return data

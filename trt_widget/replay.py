@@ -8,6 +8,7 @@ recording synthetically, in the shape a real TensorRT 10 GPU build has.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import random
@@ -149,7 +150,8 @@ def gpu_shaped_events(
     "Measuring tactic time" instances (4 steps each) under long "Evaluating tactic times" parents of up to
     153 steps, optionally interleaved as if from several TensorRT threads. Times span ``seconds``."""
     rng = random.Random(seed)
-    clock = {"t": 0.0, "id": 0}
+    clock = {"t": 0.0}
+    ids = itertools.count()
     tick = seconds / (measurements * 6 + 40)
 
     def now() -> float:
@@ -157,8 +159,7 @@ def gpu_shaped_events(
         return round(clock["t"], 6)
 
     def start(name: str, parent: int | None, depth: int, steps: int) -> int:
-        ident = clock["id"]
-        clock["id"] += 1
+        ident = next(ids)
         events.append(
             {
                 "event": "phase_start",
@@ -244,7 +245,7 @@ def gpu_shaped_events(
                     }
                 )
             groups = []
-    for (name, steps), ident in reversed(list(zip(chain, parents))):
+    for (name, steps), ident in reversed(list(zip(chain, parents, strict=True))):
         finish(ident, name, steps)
     events.append(
         {

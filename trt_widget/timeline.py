@@ -130,7 +130,7 @@ def _box(run: list[dict[str, Any]], depth: int, t_end: float, hidden: int) -> Bo
         start_s=min(r["start_s"] for r in run),
         end_s=max(ends),
         count=len(run),
-        busy_s=sum(e - r["start_s"] for r, e in zip(run, ends)),
+        busy_s=sum(e - r["start_s"] for r, e in zip(run, ends, strict=True)),
         step=sum(int(r.get("step") or 0) for r in run),
         num_steps=sum(int(r.get("num_steps") or 0) for r in run),
         status=", ".join(statuses),
@@ -150,9 +150,9 @@ def _count_nested(run: list[dict[str, Any]], children: dict[Any, list[dict[str, 
 # -- SVG -------------------------------------------------------------------------------------------------
 def _x(text: Any) -> str:
     """XML-escape text for element content and attribute values (and drop characters XML cannot hold)."""
-    text = _NOT_XML.sub("\ufffd", str(text))
+    clean = _NOT_XML.sub("\ufffd", str(text))
     return (
-        text.replace("&", "&amp;")
+        clean.replace("&", "&amp;")
         .replace("<", "&lt;")
         .replace(">", "&gt;")
         .replace('"', "&quot;")
@@ -213,7 +213,7 @@ def to_svg(source: Any, width: int = 900) -> str:
     return "\n".join(out)
 
 
-def save_svg(source: Any, path: str | os.PathLike, width: int = 900) -> str:
+def save_svg(source: Any, path: str | os.PathLike[str], width: int = 900) -> str:
     """Write ``to_svg(source)`` to ``path`` atomically; returns the path."""
     return str(atomic_write(path, to_svg(source, width).encode("utf-8")))
 
@@ -263,7 +263,7 @@ def _rgb(name: str) -> tuple[float, float, float]:
     return colorsys.hls_to_rgb((zlib.crc32(name.encode()) % 360) / 360, 0.62, 0.55)
 
 
-def save_png(source: Any, path: str | os.PathLike, dpi: int = 120) -> str:
+def save_png(source: Any, path: str | os.PathLike[str], dpi: int = 120) -> str:
     """Write the matplotlib chart to ``path`` as PNG, atomically; returns the path."""
     fig = to_figure(source)
     buffer = io.BytesIO()

@@ -98,7 +98,7 @@ def trace_events(
     phases: list[Any],
     *,
     logs: Iterable[dict[str, Any]] = (),
-    steps: Iterable[tuple] = (),
+    steps: Iterable[tuple[float, int, int]] = (),
     t_end: float | None = None,
     pid: int | None = None,
     process_name: str = "TensorRT build",

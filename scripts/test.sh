@@ -16,6 +16,8 @@ python3 -m venv .venv
 # ipykernel 6.x beside the venv's 7.x, for the e2e test of a Stop click that ipykernel 6 cannot deliver
 .venv/bin/python -m pip install -q --no-deps --upgrade --target .venv/ipykernel6 "ipykernel>=6.29,<7" "nest_asyncio>=1.5"
 
+# in ( ) so that a failure stops the script: set -e ignores failures before the last command of an && list
+(.venv/bin/ruff check . && .venv/bin/ruff format --check . && .venv/bin/mypy)
 (cd js && npm ci --no-audit --no-fund --loglevel=error && npm run build && npm run lint && npm run typecheck && npm test)
 if ! git diff --quiet -- trt_widget/static 2>/dev/null; then
     if [ -n "${CI:-}" ]; then

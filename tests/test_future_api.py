@@ -68,7 +68,7 @@ def test_done_as_a_property_still_works_with_a_deprecation_warning() -> None:
         assert build.done
 
 
-def test_wait_async_wakes_on_the_end_without_polling(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_wait_async_is_woken_by_the_end_not_by_sleep_polling(monkeypatch: pytest.MonkeyPatch) -> None:
     build = Build(models.deep_residual(20), history=False).start()
     result: list[Any] = []
 

@@ -309,7 +309,9 @@ class Build:
         """Await the end of the build without blocking the event loop (lets widget messages through); wakes
         when the build ends (``poll`` is ignored, kept for compatibility).
 
-        Interrupting or cancelling the awaiting task asks the build to cancel, then re-raises."""
+        Interrupting or cancelling the awaiting task asks the build to cancel, then re-raises. The loop also
+        wakes every 0.1 s: a kernel interrupt's SIGINT may land on another thread, and Python runs the
+        handler only when the main thread runs (ipykernel 6 otherwise sees it when the build ends)."""
         if self._status == IDLE:
             return self._status
         loop = asyncio.get_running_loop()

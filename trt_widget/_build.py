@@ -323,7 +323,8 @@ class Build:
 
         self._when_settled(lambda: loop.call_soon_threadsafe(wake))
         try:
-            await settled
+            while not settled.done():
+                await asyncio.wait((settled,), timeout=0.1)
         except (KeyboardInterrupt, asyncio.CancelledError):
             self.stop("interrupted while awaiting")
             raise

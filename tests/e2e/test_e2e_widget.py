@@ -381,3 +381,80 @@ def test_saved_widget_state_without_a_kernel(lab: Lab) -> None:
     expect(root).to_have_attribute("data-status", "succeeded")
     assert shown_tree(root) == shown
     assert lab.server.kernel_ids() == []
+
+
+RED_SCAN = """(root) => {
+  // the widget's own error colour, resolved in this theme
+  const probe = document.createElement("span");
+  probe.style.color = "var(--trtw-error)";
+  root.append(probe);
+  const red = getComputedStyle(probe).color;
+  probe.remove();
+  const found = [];
+  for (const el of root.querySelectorAll("*")) {
+    if (!el.getClientRects().length) continue; // not rendered
+    const cs = getComputedStyle(el);
+    if (cs.visibility === "hidden") continue;
+    for (const prop of ["color", "backgroundColor", "borderLeftColor", "borderTopColor", "fill", "stroke"]) {
+      if (cs[prop] === red && (prop !== "color" || el.textContent.trim())) {
+        found.push(`${el.className.baseVal ?? el.className} ${prop}`);
+      }
+    }
+  }
+  return found;
+}"""
+
+
+def red_parts(root: Any) -> list[str]:
+    """Rendered parts of the widget drawn in its error colour."""
+    return list(root.evaluate(RED_SCAN))
+
+
+def test_outcomes_look_calm_unless_something_failed(lab: Lab) -> None:
+    """Success, a rebuild with a timing cache, the user's cancel and a failure, in light and dark: red only
+    for the failure; column headings, binary units, no "finished early" on success."""
+    cells = [
+        build_cell("resnet50(), timing_cache='model.cache', history=False"),
+        "w.wait()\n" + build_cell("resnet50(), timing_cache='model.cache', history=False"),
+        "w.wait()\n" + build_cell("deep_residual(1000), history=False"),
+        "import time\nwhile w.status == 'running' and not any(r['name'] == 'Determining refit engines' "
+        "for r in w.timings()):\n    time.sleep(0.1)\nw.stop()  # as the Stop button does\nw.wait()\n"
+        + build_cell("b'not an onnx model'"),
+    ]
+    lab.open(cells)
+    lab.run_all(wait=False)
+    lab.wait_all_executed(timeout=BUILD_S)
+    roots = {name: widget(lab, i) for i, name in enumerate(["succeeded", "cached", "cancelled", "failed"])}
+    for name, root in roots.items():
+        wait_final(root, "succeeded" if name == "cached" else name)
+
+    for theme in ("light", DARK):
+        if theme == DARK:
+            lab.set_theme(DARK)
+        for name, root in roots.items():
+            lab.screenshot(f"outcome-{name}-{'dark' if theme == DARK else 'light'}", root)
+            red = red_parts(root)
+            if name == "failed":
+                assert red, "a failed build shows its error in red"
+                expect(root.locator(".trtw-error")).to_be_visible()
+            else:
+                assert red == [], (name, theme, red)
+                expect(root.locator(".trtw-error")).to_be_hidden()
+                expect(root.locator(".trtw-logs")).not_to_have_attribute("open", "")
+
+    ok = roots["succeeded"]
+    head = ok.locator(".trtw-colhead")
+    expect(head).to_be_visible()
+    assert [t.strip() for t in head.locator("span").all_inner_texts()][2:] == ["Progress", "Steps", "%", "Time"]
+    expect(ok.locator(".trtw-size")).to_have_text(re.compile(r"^engine \d+\.\d (KiB|MiB)$"))
+    first = ok.get_by_role("treeitem").first
+    expect(first.locator(".trtw-pct")).to_have_text("100%")
+    expect(first.locator(".trtw-mark")).to_be_hidden()
+    assert "finished early" not in ok.inner_text()
+    expect(ok.locator(".trtw-stop")).to_be_hidden()
+    # the rebuild's RTX timing-cache lines are shown as expected, and the log stays closed
+    cached = roots["cached"]
+    if cached.locator(".trtw-log").count():
+        assert cached.locator(".trtw-logs").get_attribute("data-errors") == "0"
+    expect(roots["cancelled"].locator(".trtw-badge")).to_have_text("Cancelled")
+    expect(roots["failed"].locator(".trtw-seg")).to_be_hidden()  # no phases: no Tree/Timeline switch

@@ -23,8 +23,20 @@ from ._expected import expected_reason, significant
 from ._files import atomic_write
 from ._options import BuildOptions
 from ._phases import CANCELLED, FINISHED_EARLY, PhaseModel
-from ._runner import RunContext, runner_for
-from ._status import BUILD_STATUSES, CANCELLING, FAILED, FINAL, IDLE, LIVE, RUNNING, SUCCEEDED, DoneFlag, log
+from ._runner import RunContext, Runner, runner_for
+from ._status import (
+    BUILD_STATUSES,
+    CANCELLING,
+    FAILED,
+    FINAL,
+    IDLE,
+    LIVE,
+    QUEUED,
+    RUNNING,
+    SUCCEEDED,
+    DoneFlag,
+    log,
+)
 
 __all__ = ["BUILD_STATUSES", "FINAL", "Build"]
 
@@ -54,7 +66,8 @@ class Build:
 
     Options: optimization_level, fp16, strongly_typed, timing_cache, workspace, profiles, output, budget,
     verbose, isolation ("process", the default: a warm builder process that Stop can always end; or
-    "thread"), force_after. Unknown options raise TypeError at once.
+    "thread"), force_after. Unknown options raise TypeError at once. ``runner=`` runs the builder elsewhere
+    (a :class:`~trt_widget._runner.Runner`, e.g. ``trt_widget.RayRunner()``) instead of where isolation says.
 
     Life cycle: ``start()`` once (a second call raises RuntimeError); ``stop()`` before start or after the
     end does nothing and returns False; a build that stops before producing an engine ends "cancelled".
@@ -79,6 +92,7 @@ class Build:
         history: Any = True,
         resources: bool = True,
         clock: Callable[[], float] = time.perf_counter,
+        runner: Runner | None = None,
         **unknown: Any,
     ) -> None:
         self.options = BuildOptions.from_kwargs(
@@ -98,12 +112,13 @@ class Build:
         self.source = ModelSource.of(model)
         _refuse_overwriting_the_model(self.source, self.options)
         check_options(self.options)
-        if self.options.isolation == "process":
+        if self.options.isolation == "process" or runner is not None:
             from ._process import check_transferable, pool
 
             check_transferable(self.source)  # what cannot reach a builder process fails here, not later
-            pool.prewarm()
-        self.runner = runner_for(self.options)
+            if runner is None:
+                pool.prewarm()
+        self.runner = runner if runner is not None else runner_for(self.options)
         self.model = PhaseModel(clock)
         self._clock = clock
         self._cancel = threading.Event()
@@ -168,7 +183,8 @@ class Build:
 
     @property
     def status(self) -> str:
-        """One of idle, running, cancelling, succeeded, cancelled, failed."""
+        """One of idle, queued (waiting for a builder slot or worker), running, cancelling, succeeded, cancelled,
+        failed."""
         return self._status
 
     @property
@@ -272,7 +288,7 @@ class Build:
             if self._status == CANCELLING and self.options.isolation == "process":
                 self._force.set()
                 return True
-            if self._status != RUNNING:
+            if self._status not in (RUNNING, QUEUED):
                 return False
             self._status = CANCELLING
             self.status_detail = reason
@@ -371,6 +387,7 @@ class Build:
             shared_clock=self._clock is time.perf_counter,
             note=self._note,
             on_pid=self._on_pid,
+            on_queued=self._on_queued,
         )
 
     def _note(self, sentence: str) -> None:
@@ -380,6 +397,25 @@ class Build:
 
     def _on_pid(self, pid: int | None) -> None:
         self.child_pid = pid
+
+    def _on_queued(self, queued: bool) -> None:
+        """The runner waits for a slot or worker (status queued), or builds now: then the clock (and the budget)
+        restart, so elapsed time and phase times count building, not waiting."""
+        with self._lock:
+            if queued:
+                if self._status == RUNNING:
+                    self._status = QUEUED
+                return
+            if self._status != QUEUED:
+                return
+            self._status = RUNNING
+            self.model.restart_clock()
+            self.logger.restart_clock()
+            if self._timer is not None and self.options.budget is not None:
+                self._timer.cancel()
+                self._timer = threading.Timer(self.options.budget, self._budget_expired)
+                self._timer.daemon = True
+                self._timer.start()
 
     def _execute(self) -> bytes | None:
         return self.runner.run(self._context())

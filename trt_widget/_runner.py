@@ -31,6 +31,8 @@ class RunContext:
     shared_clock: bool  # the build's clock is time.perf_counter: a builder process's event times are valid here
     note: Callable[[str], None]  # append a sentence to the build's status detail
     on_pid: Callable[[int | None], None] = field(default=lambda _pid: None)  # the builder process, when one
+    # True: the build waits for a slot or a remote worker (status "queued"); False: it builds now (the clock restarts)
+    on_queued: Callable[[bool], None] = field(default=lambda _queued: None)
 
     @property
     def graceful_s(self) -> float:

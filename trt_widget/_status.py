@@ -8,8 +8,9 @@ import warnings
 from ._phases import CANCELLED
 
 IDLE, RUNNING, CANCELLING = "idle", "running", "cancelling"
+QUEUED = "queued"  # started, waiting for a builder slot or a remote worker (a runner says so via ctx.on_queued)
 SUCCEEDED, FAILED = "succeeded", "failed"
-BUILD_STATUSES = (IDLE, RUNNING, CANCELLING, SUCCEEDED, CANCELLED, FAILED)
+BUILD_STATUSES = (IDLE, QUEUED, RUNNING, CANCELLING, SUCCEEDED, CANCELLED, FAILED)
 LIVE = (RUNNING, CANCELLING)
 FINAL = (SUCCEEDED, CANCELLED, FAILED)
 

@@ -20,7 +20,7 @@ from ._errors import BuildError
 from ._runner import RunContext
 
 KINDS = ("build_start", "phase_start", "step", "phase_finish", "log", "build_end")
-_SEVERITY = {"WARNING": 2, "ERROR": 1, "INTERNAL_ERROR": 0}
+_SEVERITY = {"VERBOSE": 4, "INFO": 3, "WARNING": 2, "ERROR": 1, "INTERNAL_ERROR": 0}
 
 
 class RecordingError(ValueError):
@@ -74,6 +74,31 @@ class ReplayClock:
         return self.now
 
 
+def apply_event(event: dict[str, Any], model: Any, logger: Any, names: dict[int, str], at: float | None = None) -> None:
+    """Feed one recorded or streamed event into a phase model and logger (build_start / build_end are the caller's).
+
+    ``names`` maps the phase ids seen so far to their names (phase ids stand in for TensorRT threads, so
+    same-named instances resolve as recorded); ``at`` is the event's clock reading, None for now."""
+    kind = event["event"]
+    if kind == "phase_start":
+        names[event["id"]] = event["name"]
+        parent = event.get("parent")
+        model.phase_start(
+            event["name"],
+            names.get(parent) if parent is not None else None,
+            int(event.get("num_steps", 0)),
+            at=at,
+            thread=event["id"],
+            parent_thread=parent,
+        )
+    elif kind == "step":
+        model.step_complete(event["name"], int(event["step"]) - 1, thread=event["id"])
+    elif kind == "phase_finish":
+        model.phase_finish(event["name"], at=at, thread=event["id"])
+    elif kind == "log":
+        logger.log(_SEVERITY.get(event.get("severity", ""), 2), str(event.get("message", "")), at=at)
+
+
 class ReplayRunner:
     """Feeds recorded events into the build's phase model and logger; Stop ends the replay."""
 
@@ -102,25 +127,9 @@ class ReplayRunner:
                 return None
             previous_t = max(previous_t, t)
             self.clock.now = t  # events are stamped when they happened, not always in that order
-            kind = event["event"]
-            if kind == "phase_start":
-                names[event["id"]] = event["name"]
-                parent = event.get("parent")
-                ctx.model.phase_start(
-                    event["name"],
-                    names.get(parent) if parent is not None else None,
-                    int(event.get("num_steps", 0)),
-                    thread=event["id"],
-                    parent_thread=parent,
-                )
-            elif kind == "step":
-                ctx.model.step_complete(event["name"], int(event["step"]) - 1, thread=event["id"])
-            elif kind == "phase_finish":
-                ctx.model.phase_finish(event["name"], thread=event["id"])
-            elif kind == "log":
-                ctx.logger.log(_SEVERITY.get(event.get("severity", ""), 2), str(event.get("message", "")))
-            elif kind == "build_end":
+            if event["event"] == "build_end":
                 return self._end(event, ctx)
+            apply_event(event, ctx.model, ctx.logger, names)
         last = self.events[-1]["_line"] if self.events else 0
         raise BuildError(
             f"the recording ends early, after line {last}, without a build_end event: the tree shows "

@@ -1,0 +1,146 @@
+"""BuildMatrix with the local executor: real RTX builds in worker processes, one slot queue, results and events."""
+
+from __future__ import annotations
+
+import itertools
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from trt_widget import models
+from trt_widget.matrix import BuildMatrix
+
+
+def _record_phase_times(matrix: BuildMatrix) -> dict[int, list[float]]:
+    """Wall-clock times of every phase callback per build, as the local phase model receives them."""
+    seen: dict[int, list[float]] = {cell.id: [] for cell in matrix.cells}
+    for cell in matrix.cells:
+        cell.build.model.subscribe(lambda _kind, _phase, i=cell.id: seen[i].append(time.perf_counter()))
+    return seen
+
+
+def test_three_variants_build_one_at_a_time_and_report(wait_until: Any) -> None:
+    events: list[dict[str, Any]] = []
+    lock = threading.Lock()
+
+    def sink(event: dict[str, Any]) -> None:
+        with lock:
+            events.append(event)
+
+    matrix = BuildMatrix(
+        models.deep_residual(6),
+        variants=[{"optimization_level": 0}, {"optimization_level": 3}, {"optimization_level": 5}],
+        events=sink,
+    )
+    assert [c.variant for c in matrix.cells] == [f"optimization_level={n}" for n in (0, 3, 5)]
+    assert matrix.status == "idle" and matrix.max_parallel == 1
+    seen = _record_phase_times(matrix)
+    assert matrix.start() is matrix
+    wait_until(lambda: matrix.builds[2].status == "queued", timeout=30, what="the third build to wait for a slot")
+    assert matrix.wait(120) == "done"
+    assert [b.status for b in matrix.builds] == ["succeeded"] * 3, [b.status_detail for b in matrix.builds]
+    spans = sorted((min(t), max(t)) for t in seen.values())
+    assert all(len(t) > 5 for t in seen.values())
+    for (_, end), (start, _) in itertools.pairwise(spans):
+        assert start >= end, "two builds ran at the same time although max_parallel is 1"
+
+    rows = matrix.results()
+    table = rows.to_dict("records") if hasattr(rows, "to_dict") else rows
+    assert [r["variant"] for r in table] == [c.variant for c in matrix.cells]
+    for row, build in zip(table, matrix.builds, strict=True):
+        assert row["status"] == "succeeded" and row["engine_bytes"] == len(build.engine) > 0
+        assert 0 < row["build_s"] < 60 and row["top_phases"] and all(s >= 0 for s in row["top_phases"].values())
+    compared = matrix.compare(baseline=1)
+    compared = compared.to_dict("records") if hasattr(compared, "to_dict") else compared
+    assert compared[1]["d_build_s"] == 0 and "d Building engine" in compared[0]
+
+    assert matrix.events.join(10)
+    assert events and all(isinstance(e["build"], int) for e in events)
+    starts = [e for e in events if e["event"] == "build_start"]
+    assert sorted((e["build"], e["variant"]) for e in starts) == [(c.id, c.variant) for c in matrix.cells]
+    ends = {e["build"]: e["status"] for e in events if e["event"] == "build_end"}
+    assert ends == {0: "succeeded", 1: "succeeded", 2: "succeeded"}
+
+
+def test_a_bad_variant_fails_alone_with_the_reason() -> None:
+    matrix = BuildMatrix(
+        models.deep_residual(4),
+        variants={"ok": {"optimization_level": 1}, "bad level": {"optimization_level": 9}, "typo": {"optimisation": 2}},
+        max_parallel=2,
+    ).start()
+    matrix.wait(120)
+    ok, bad, typo = matrix.builds
+    assert ok.status == "succeeded" and ok.engine
+    assert bad.status == "failed" and "optimization_level must be an integer 0..5, got 9" in str(bad.error)
+    assert typo.status == "failed" and "did you mean 'optimization_level'" in str(typo.error)
+    rows = {r["variant"]: r for r in _records(matrix.results())}
+    assert rows["bad level"]["error"].startswith("variant 'bad level' of deep_residual: optimization_level")
+
+
+def test_stop_one_build_alone_then_the_queue_moves_on(long_model_bytes: bytes, wait_until: Any) -> None:
+    matrix = BuildMatrix(
+        {"long": long_model_bytes, "small": models.deep_residual(4)},
+        variants=[{"optimization_level": 0}],
+        max_parallel=1,
+    ).start()
+    long, small = matrix.builds
+    wait_until(lambda: small.status == "queued", timeout=30, what="the small build to be queued")
+    wait_until(
+        lambda: (p := long.model.innermost_running()) is not None and p.name == "Determining refit engines",
+        timeout=60,
+        what="the long build to reach its long step",
+    )
+    asked = time.monotonic()
+    assert long.stop() is True
+    assert long.wait(10) == "cancelled"
+    assert time.monotonic() - asked < 1.5
+    assert "terminated" in long.status_detail  # the long step has no boundary: the builder process was ended
+    assert small.wait(60) == "succeeded" and small.engine
+
+
+def test_stop_all_cancels_running_and_queued_builds(long_model_bytes: bytes, wait_until: Any) -> None:
+    matrix = BuildMatrix(long_model_bytes, variants=[{}, {"optimization_level": 1}, {"optimization_level": 2}])
+    matrix.start()
+    wait_until(lambda: matrix.builds[0].model.innermost_running() is not None, timeout=60, what="a first phase")
+    assert [b.status for b in matrix.builds[1:]] == ["queued", "queued"]
+    asked = time.monotonic()
+    assert matrix.stop() == 3
+    assert matrix.wait(10) == "done"
+    assert time.monotonic() - asked < 1.5
+    assert [b.status for b in matrix.builds] == ["cancelled"] * 3
+    assert all(b.timings() == [] for b in matrix.builds[1:])  # the queued ones never ran
+    assert matrix.stop() == 0
+
+
+def test_output_dir_plain_results_and_refusals(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    matrix = BuildMatrix(
+        [models.deep_residual(3), models.deep_residual(4)],
+        variants=[{"optimization_level": 2}],
+        output_dir=tmp_path,
+        max_parallel=2,
+        history=False,
+    ).start()
+    assert matrix.wait(120) == "done"
+    written = sorted(p.name for p in tmp_path.iterdir())
+    assert written == ["deep_residual-optimization_level_2.engine", "deep_residual_2-optimization_level_2.engine"]
+    assert (tmp_path / written[0]).read_bytes() == matrix.builds[0].engine
+    monkeypatch.setitem(sys.modules, "pandas", None)  # without pandas: a list of dicts
+    rows = matrix.results()
+    assert isinstance(rows, list) and [r["model"] for r in rows] == ["deep_residual", "deep_residual (2)"]
+    assert "succeeded" in matrix.table_text() and "deep_residual (2)" in matrix.table_text()
+    with pytest.raises(RuntimeError):
+        matrix.start()
+    with pytest.raises(ValueError, match="max_parallel"):
+        BuildMatrix(models.deep_residual(3), max_parallel=0)
+    with pytest.raises(ValueError, match="executor"):
+        BuildMatrix(models.deep_residual(3), executor="slurm")
+    with pytest.raises(ValueError, match="empty"):
+        BuildMatrix(models.deep_residual(3), variants=[])
+
+
+def _records(table: Any) -> list[dict[str, Any]]:
+    return table.to_dict("records") if hasattr(table, "to_dict") else table

@@ -4,6 +4,7 @@
                               [--opt-level N] [--workspace SIZE] [--isolation process|thread] [--verbose]
                               [--report build.html] [--trace build.json]
   trt-widget demo [--blocks N] [same options]    # builds a generated deep residual model
+  trt-widget serve [--host H] [--port P] [--token T | --token-file F] [--data DIR] ...   # a build service
 
 Exit codes: 0 succeeded, 1 failed (or bad input such as a missing file, or a --report / --trace file that could
 not be written), 2 bad usage, 124 cancelled because the --budget ran out, 130 cancelled by Ctrl-C. Ctrl-C cancels
@@ -68,7 +69,7 @@ def _parser() -> argparse.ArgumentParser:
         epilog="Exit codes: 0 succeeded, 1 failed or bad input, 2 bad usage, 124 --budget ran out, "
         "130 cancelled with Ctrl-C.",
     )
-    commands = parser.add_subparsers(dest="command", metavar="{build,demo,view}")
+    commands = parser.add_subparsers(dest="command", metavar="{build,demo,view,serve}")
     build = commands.add_parser(
         "build",
         parents=[common],
@@ -96,6 +97,16 @@ def _parser() -> argparse.ArgumentParser:
     view.add_argument("--plain", action="store_true", help="plain lines even in a terminal")
     for flag in ("--report", "--trace"):
         view.add_argument(flag, metavar="F", help=f"write the replayed build's {flag[2:]} file")
+    from .serve import add_arguments as serve_arguments
+
+    serve_arguments(
+        commands.add_parser(
+            "serve",
+            help="run a build service: upload, progress as Server-Sent Events, cancel, engines (HTTP)",
+            description="Run a build service over HTTP (see trt_widget/serve.py for the endpoints). "
+            'Needs pip install "trt_widget[serve]".',
+        )
+    )
     return parser
 
 
@@ -108,8 +119,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.code or 0)
     if args.command is None:
         parser.print_usage(sys.stderr)
-        print("trt-widget: error: choose a command: build, demo or view", file=sys.stderr)
+        print("trt-widget: error: choose a command: build, demo, view or serve", file=sys.stderr)
         return EXIT_USAGE
+    if args.command == "serve":
+        from .serve import run as serve
+
+        return serve(args)
     try:
         return _view(args) if args.command == "view" else _run(args)
     except _UsageError as exc:

@@ -70,7 +70,9 @@ class BuildWidget(anywidget.AnyWidget):
         build: Build | None = None,
         **unknown: Any,
     ) -> None:
-        """The same arguments as :class:`Build`; or ``build=`` an existing, not yet started Build."""
+        """The same arguments as :class:`Build`; or ``build=`` (or as ``model``) an existing, not yet started Build."""
+        if build is None and isinstance(model, Build):  # e.g. a trt_widget.client.RemoteBuild
+            build = model
         if build is None:
             build = Build(
                 model,

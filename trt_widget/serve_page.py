@@ -1,0 +1,140 @@
+"""``GET /``: one self-contained page listing the server's builds with their live status and current phase.
+
+The page reads the token from its own URL (``/?token=...``) and sends it in an ``Authorization`` header with
+``fetch``; events are read from ``fetch`` streams (EventSource cannot send headers). Names from requests are
+untrusted: they only ever reach the page as ``textContent``. A strict Content-Security-Policy allows this
+page's one script (by nonce) and requests to this server only.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+from starlette.responses import HTMLResponse
+
+_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="referrer" content="no-referrer">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>trt-widget builds</title>
+<style nonce="{nonce}">
+body {{ font: 14px/1.4 system-ui, sans-serif; margin: 1.5rem; color: #222; background: #fff; }}
+table {{ border-collapse: collapse; width: 100%; }}
+th, td {{ text-align: left; padding: .3rem .6rem; border-bottom: 1px solid #ddd; vertical-align: top; }}
+td.num {{ text-align: right; font-variant-numeric: tabular-nums; }}
+.running, .cancelling {{ color: #0a58ca; }} .succeeded {{ color: #137333; }}
+.failed {{ color: #b3261e; }} .cancelled {{ color: #8a6d00; }}
+#note {{ color: #b3261e; }} code {{ font-size: 12px; color: #666; }}
+@media (prefers-color-scheme: dark) {{ body {{ color: #ddd; background: #151515; }} th, td {{ border-color: #333; }} }}
+</style></head>
+<body><h1>TensorRT builds</h1><p id="note"></p>
+<table><thead><tr><th>model</th><th>status</th><th>current phase</th><th>time (s)</th><th>engine</th><th>id</th>
+</tr></thead><tbody id="builds"></tbody></table>
+<script nonce="{nonce}">
+"use strict";
+const token = new URLSearchParams(location.search).get("token") || "";
+const headers = {{ Authorization: "Bearer " + token }};
+const rows = new Map();
+const note = document.getElementById("note");
+const body = document.getElementById("builds");
+
+function row(build) {{
+  let r = rows.get(build.id);
+  if (!r) {{
+    const tr = document.createElement("tr");
+    const cells = [0, 1, 2, 3, 4, 5].map(() => tr.appendChild(document.createElement("td")));
+    cells[3].className = cells[4].className = "num";
+    r = {{ tr, cells, following: false, running: new Map() }};
+    rows.set(build.id, r);
+    body.insertBefore(tr, body.firstChild);
+  }}
+  return r;
+}}
+
+function show(r, build) {{
+  r.cells[0].textContent = build.name || "";
+  r.cells[1].textContent = build.status;
+  r.cells[1].className = build.status;
+  if (build.phase !== undefined) r.cells[2].textContent = build.phase ? label(build.phase) : "";
+  if (typeof build.elapsed_s === "number") r.cells[3].textContent = build.elapsed_s.toFixed(1);
+  r.cells[4].textContent = build.engine_bytes ? (build.engine_bytes / 1048576).toFixed(2) + " MiB" : "";
+  const code = document.createElement("code");
+  code.textContent = build.id;
+  r.cells[5].replaceChildren(code);
+}}
+
+function label(phase) {{
+  return phase.num_steps ? `${{phase.name}} (${{phase.step}}/${{phase.num_steps}})` : phase.name;
+}}
+
+function apply(r, event) {{
+  if (event.event === "phase_start") r.running.set(event.id, event);
+  else if (event.event === "phase_finish") r.running.delete(event.id);
+  else if (event.event === "step" && r.running.has(event.id)) r.running.get(event.id).step = event.step;
+  if (event.event === "build_end") {{
+    r.cells[1].textContent = event.status;
+    r.cells[1].className = event.status;
+    r.cells[4].textContent = event.engine_bytes ? (event.engine_bytes / 1048576).toFixed(2) + " MiB" : "";
+  }}
+  let current = null;
+  for (const phase of r.running.values()) if (!current || phase.depth >= current.depth) current = phase;
+  r.cells[2].textContent = current ? label({{ step: 0, ...current }}) : "";
+  r.cells[3].textContent = Number(event.t).toFixed(1);
+}}
+
+async function follow(id, r) {{
+  r.following = true;
+  try {{
+    const response = await fetch(`/builds/${{encodeURIComponent(id)}}/events`, {{ headers }});
+    if (!response.ok || !response.body) return;
+    const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buffer = "";
+    for (;;) {{
+      const {{ value, done }} = await reader.read();
+      if (done) break;
+      buffer += value;
+      let end;
+      while ((end = buffer.indexOf("\\n\\n")) >= 0) {{
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        const data = block.split("\\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\\n");
+        if (data && !block.startsWith("event:")) apply(r, JSON.parse(data));
+      }}
+    }}
+  }} catch (err) {{
+    note.textContent = "stream of " + id + " ended: " + err;
+  }} finally {{
+    r.following = false;
+  }}
+}}
+
+async function refresh() {{
+  try {{
+    const response = await fetch("/builds", {{ headers }});
+    const data = await response.json();
+    if (!response.ok) {{ note.textContent = data.error || response.statusText; return; }}
+    note.textContent = `${{data.running}} of at most ${{data.max_concurrent}} builds running`;
+    for (const build of data.builds.slice().reverse()) {{
+      const r = row(build);
+      const live = ["queued", "running", "cancelling"].includes(build.status);
+      if (!r.following) show(r, build);
+      if (live && !r.following) follow(build.id, r);
+    }}
+  }} catch (err) {{
+    note.textContent = "cannot reach the server: " + err;
+  }}
+}}
+refresh();
+setInterval(refresh, 2000);
+</script></body></html>
+"""
+
+
+def page() -> HTMLResponse:
+    """The page, with a fresh CSP nonce."""
+    nonce = secrets.token_urlsafe(16)
+    policy = (
+        f"default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; connect-src 'self'; "
+        "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    )
+    headers = {"Content-Security-Policy": policy, "Referrer-Policy": "no-referrer"}
+    return HTMLResponse(_PAGE.format(nonce=nonce), headers=headers)

@@ -174,6 +174,22 @@ describe("tree rendering", () => {
     expect(rows()).toHaveLength(0);
   });
 
+  it("applies row deltas and asks for the whole list once when it missed some", () => {
+    const tree = sampleTree();
+    const model = fakeModel({ status: "running", elapsed_s: 1, phases_json: JSON.stringify(tree), phases_seq: 4 });
+    mount(model);
+    const before = rows();
+    model.set("phases_delta", JSON.stringify({ seq: 5, rows: [{ ...tree[3], step: 5 }] }));
+    expect(rows()[3]).toBe(before[3]); // the same node, updated
+    expect(txt(rows()[3], ".trtw-steps")).toBe(`5/${tree[3].num_steps}`);
+    expect(model.sent).toEqual([]);
+    model.set("phases_delta", JSON.stringify({ seq: 9, rows: [{ ...tree[3], step: 6 }] })); // 6..8 missed
+    model.set("elapsed_s", 1.5);
+    expect(model.sent).toEqual([{ type: "sync" }]); // asked once
+    model.update({ phases_json: JSON.stringify([...tree.slice(0, 3), { ...tree[3], step: 7 }]), phases_seq: 9 });
+    expect(txt(rows()[3], ".trtw-steps")).toBe(`7/${tree[3].num_steps}`);
+  });
+
   it("ignores a `phases` list (Python syncs only phases_json)", () => {
     const model = fakeModel({ status: "succeeded", elapsed_s: 1, phases: sampleTree() });
     mount(model);

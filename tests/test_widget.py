@@ -17,6 +17,8 @@ SYNCED = [
     "status_detail",
     "elapsed_s",
     "phases_json",
+    "phases_seq",
+    "phases_delta",
     "engine_size",
     "error",
     "logs",
@@ -207,3 +209,34 @@ def test_elapsed_time_alone_is_not_resent_while_running(wait_until: Callable[...
     finally:
         widget.stop()
         widget.wait(timeout=300)
+
+
+def test_rows_travel_as_deltas_that_rebuild_the_tree_exactly(wait_until: Any) -> None:
+    """A paced GPU-shaped replay: each send carries only the rows that changed; applying the deltas in order to
+    the first whole list gives the final rows; the whole list is resent only at the end and when a view asks."""
+    from trt_widget.replay import gpu_shaped_events
+
+    widget = BuildWidget.from_events(list(gpu_shaped_events(measurements=300, seconds=3.0)), speed=1.0)
+    fulls: list[str] = []
+    deltas: list[str] = []
+    widget.observe(lambda c: deltas.append(c["new"]), names="phases_delta")
+    widget.observe(lambda c: fulls.append(c["new"]), names="phases_json")
+    widget.start()
+    wait_until(lambda: len(deltas) > 5, what="a few deltas")
+    widget._on_custom_msg(widget, {"type": "sync"}, [])  # as a view that missed deltas asks
+    wait_until(lambda: len(fulls) >= 1, what="the whole list, sent on request")
+    assert widget.wait(60) == "succeeded"
+    widget._pump.join(10)
+    assert len(fulls) == 2  # on request, and the final one
+    rows: dict[int, dict[str, Any]] = {}
+    seen = 0
+    for text in deltas:
+        delta = json.loads(text)
+        assert delta["seq"] == seen + 1  # numbered without gaps
+        seen = delta["seq"]
+        rows.update({r["id"]: r for r in delta["rows"]})
+    final = json.loads(fulls[-1])
+    assert widget.phases_seq == seen and list(rows.values()) == final == widget.build.model.rows()
+    full_bytes = len(fulls[-1])
+    sizes = sorted(len(t) for t in deltas)
+    assert sizes[len(sizes) // 2] < full_bytes / 20  # a typical update is a small part of the list

@@ -66,6 +66,8 @@ class SnapshotPump:
         self.interval = interval
         self.last: dict[str, Any] = {}
         self._rows = RowsEncoder()
+        self.seq = 0  # number of the last phases_delta
+        self._full = False
         self._wake = threading.Event()
         self._hurry = threading.Event()  # ends a throttle wait early: a Stop click or the build's end
         self._urgent = False
@@ -111,10 +113,28 @@ class SnapshotPump:
             if finished:
                 return
 
+    def request_full(self) -> None:
+        """A view missed deltas (or is new): send the whole row list with the next send, soon."""
+        self._full = True
+        self.wake(urgent=True)
+
     def flush(self) -> None:
-        """Send what changed since the last send (call only from the pump's thread, or before it starts)."""
+        """Send what changed since the last send (call only from the pump's thread, or before it starts).
+
+        Phase rows travel as deltas (``phases_delta``: the rows that changed, numbered ``seq``); the whole list
+        (``phases_json`` with the ``phases_seq`` it includes) only first, at the end, and when a view asks."""
         state = snapshot(self.build)
-        state["phases_json"] = self._rows.encode(state.pop("phases"))
+        changed_rows = self._rows.update(state.pop("phases"))
+        if changed_rows:
+            self.seq += 1
+            state["phases_delta"] = f'{{"seq":{self.seq},"rows":[{",".join(changed_rows)}]}}'
+        else:
+            state["phases_delta"] = self.last.get("phases_delta", "")
+        if self._full or "phases_json" not in self.last or state["status"] in _FINAL:
+            self._full = False
+            state["phases_json"], state["phases_seq"] = self._rows.text(), self.seq
+        else:
+            state["phases_json"], state["phases_seq"] = self.last["phases_json"], self.last["phases_seq"]
         changed = {k: v for k, v in state.items() if self.last.get(k, _MISSING) != v}
         if changed.keys() == {"elapsed_s"} and state["status"] in ("running", "cancelling"):
             return  # the browser ticks elapsed time itself; re-anchor it only along with real news
@@ -124,23 +144,38 @@ class SnapshotPump:
 
 
 class RowsEncoder:
-    """JSON text of a list of row dicts, re-encoding only rows that are new objects since the last call."""
+    """JSON texts of a list of row dicts, re-encoding only rows that are new objects since the last call
+    (the phase model hands out a new dict only for a row that changed)."""
 
     def __init__(self) -> None:
         self._rows: list[Any] = []
         self._texts: list[str] = []
 
-    def encode(self, rows: list[dict[str, Any]]) -> str:
+    def update(self, rows: list[dict[str, Any]]) -> list[str]:
+        """Take the current rows; return the texts of the rows that are new or changed since the last call."""
         known, texts = self._rows, self._texts
         del known[len(rows) :], texts[len(rows) :]
+        changed: list[str] = []
         for i, row in enumerate(rows):
             if i < len(known):
-                if known[i] is not row:
-                    known[i], texts[i] = row, json.dumps(row)
+                if known[i] is row:
+                    continue
+                known[i], texts[i] = row, json.dumps(row)
             else:
                 known.append(row)
                 texts.append(json.dumps(row))
-        return "[" + ",".join(texts) + "]"
+            changed.append(texts[i])
+        return changed
+
+    def text(self) -> str:
+        """The whole list as one JSON text."""
+        return "[" + ",".join(self._texts) + "]"
+
+    def encode(self, rows: list[dict[str, Any]]) -> str:
+        """The whole list of ``rows`` as one JSON text."""
+        self.update(rows)
+        return self.text()
 
 
 _MISSING = object()
+_FINAL = ("succeeded", "cancelled", "failed")

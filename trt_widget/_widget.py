@@ -38,7 +38,10 @@ class BuildWidget(anywidget.AnyWidget):
     status = traitlets.Unicode("idle").tag(sync=True)
     status_detail = traitlets.Unicode("").tag(sync=True)
     elapsed_s = traitlets.Float(0.0).tag(sync=True)
-    phases_json = traitlets.Unicode("[]").tag(sync=True)  # the phase rows as one JSON text (cheap to sync)
+    # the phase rows: the whole list as one JSON text (first, at the end, and when a view asks), then deltas
+    phases_json = traitlets.Unicode("[]").tag(sync=True)
+    phases_seq = traitlets.Int(0).tag(sync=True)  # the last delta phases_json includes
+    phases_delta = traitlets.Unicode("").tag(sync=True)  # {"seq": n, "rows": [rows new or changed since n-1]}
     engine_size = traitlets.Int(0).tag(sync=True)
     error = traitlets.Unicode("").tag(sync=True)
     logs: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)
@@ -115,12 +118,13 @@ class BuildWidget(anywidget.AnyWidget):
     def _on_custom_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
         if isinstance(content, dict) and content.get("type") == "stop":
             self.stop()
+        elif isinstance(content, dict) and content.get("type") == "sync":  # a view missed deltas or is new
+            self._pump.request_full()
 
     @property
     def phases(self) -> list[dict[str, Any]]:
         """The phase rows the front end shows (id, name, parent, depth, step, num_steps, start_s, ...)."""
-        rows: list[dict[str, Any]] = json.loads(self.phases_json)
-        return rows
+        return [dict(row) for row in self.build.model.rows()]
 
     # -- the Build API ---------------------------------------------------------------------------------
     def start(self) -> BuildWidget:

@@ -5,6 +5,7 @@
 import { h, setText } from "./dom.js";
 import { num, str } from "./format.js";
 import { Header, LogPanel } from "./header.js";
+import { RowSync } from "./rowsync.js";
 import { buildStructure } from "./structure.js";
 import { TimelineView } from "./timeline.js";
 import { TreeView } from "./tree.js";
@@ -78,10 +79,8 @@ export class TrtView {
     this.stopUnacked = false; // a Stop click the kernel has not answered within STOP_ACK_MS
     /** @type {ReturnType<typeof setTimeout> | null} */
     this.ackTimer = null;
-    /** @type {string | null} */
-    this.phasesText = null;
-    /** @type {unknown} */
-    this.phasesParsed = [];
+    this.rowSync = new RowSync();
+    this.syncAskedAt = -1; // the row seq at which the whole list was last asked for
     /** @type {[string, () => void][]} */
     this.handlers = [];
     /** @type {[EventTarget, string, (e: Event) => void][]} */
@@ -130,21 +129,30 @@ export class TrtView {
   }
 
   /**
-   * The phase rows: Python syncs them as one JSON text (`phases_json`), parsed once per new text.
-   * @returns {unknown} anything but an array counts as no rows
+   * The phase rows (see rowsync.js): the whole list from `phases_json`, then deltas from `phases_delta`.
+   * @returns {unknown[]}
    */
   phases() {
-    const text = this.get("phases_json");
-    if (typeof text !== "string") return [];
-    if (text !== this.phasesText) {
-      this.phasesText = text;
-      try {
-        this.phasesParsed = JSON.parse(text);
-      } catch {
-        this.phasesParsed = [];
+    this.syncRows();
+    return this.rowSync.rows;
+  }
+
+  /**
+   * Bring the rows up to date with the traits; on a missed delta ask Python for the whole list (once per gap).
+   * @returns {boolean} whether the rows changed
+   */
+  syncRows() {
+    const full = this.rowSync.loadFull(this.get("phases_json"), this.get("phases_seq"));
+    const result = this.rowSync.applyDelta(this.get("phases_delta"));
+    if (result === "gap") {
+      if (this.syncAskedAt !== this.rowSync.seq && this.model && typeof this.model.send === "function") {
+        this.syncAskedAt = this.rowSync.seq;
+        this.model.send({ type: "sync" });
       }
+    } else if (full || result === "applied") {
+      this.syncAskedAt = -1;
     }
-    return this.phasesParsed;
+    return full || result === "applied";
   }
 
   /**
@@ -188,6 +196,7 @@ export class TrtView {
     add("elapsed_s", snapshot(false));
     add("status", snapshot(false));
     add("phases_json", snapshot(true));
+    add("phases_delta", snapshot(true));
     add("history_delta", () => this.updateTree());
     add("eta", () => this.updateTree());
     add("status_detail", () => this.updateHeader());

@@ -1,10 +1,10 @@
 // trt_widget front end: a live, collapsible tree (and timeline) of TensorRT engine-build phases with a
 // Stop button.  Plain DOM, no framework; esbuild bundles these modules into trt_widget/static/widget.js.
 //
-// Contract: the Python side writes synced traits (status, status_detail, elapsed_s, phases_json (the phase
-// rows as one JSON text), engine_size, error, logs, cancel, can_force, eta, history_delta, resources: see
-// `Traits` below); this module only reads them and sends {type: "stop"} when Stop is clicked.  Every
-// trait may be missing.
+// Contract: the Python side writes synced traits (status, status_detail, elapsed_s, the phase rows as
+// phases_json / phases_seq / phases_delta, engine_size, error, logs, cancel, can_force, eta, history_delta,
+// resources, activity: see `Traits` below); this module only reads them and sends {type: "stop"} when Stop is
+// clicked, {type: "sync"} when it missed a row delta.  Every trait may be missing.
 //
 // Security: every string coming from Python (phase names, log messages, errors, ...) is written with
 // textContent or setAttribute; nothing is ever parsed as HTML.
@@ -23,7 +23,9 @@ import { TrtView } from "./view.js";
  * @property {string} status_detail
  * @property {number} elapsed_s the build clock at this snapshot
  * @property {string} phases_json the phase rows as one JSON text: [{id, name, parent, depth, step,
- *   num_steps, start_s, end_s, duration_s, status}, ...]
+ *   num_steps, start_s, end_s, duration_s, status}, ...]; sent first, at the end and when a view asks
+ * @property {number} phases_seq the last delta phases_json includes
+ * @property {string} phases_delta JSON text {seq, rows}: the rows new or changed since delta seq - 1
  * @property {number} engine_size bytes
  * @property {string} error
  * @property {{severity: string, message: string, t: number}[]} logs

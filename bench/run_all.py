@@ -33,6 +33,7 @@ SCRIPTS = [
     ("p6", "p6_memory.py", ["--steps", "200000", "--sizes", "1000", "10000"]),
     ("p7", "p7_frontend.py", ["--updates", "20"]),
     ("p8", "p8_default_runner.py", ["--repeats", "2", "--trials", "3", "--blocks", "400"]),
+    ("p11", "p11_sync_bytes.py", ["--measurements", "300", "--seconds", "4"]),
 ]
 ORDER = [
     "P1",
@@ -60,6 +61,9 @@ ORDER = [
     "P1-first",
     "P4-default",
     "P5-default",
+    "P11-total",
+    "P11-update",
+    "P11-full",
 ]
 
 

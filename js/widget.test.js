@@ -308,8 +308,10 @@ describe("grouping", () => {
     expect(g.classList.contains("trtw-group")).toBe(true);
     expect(txt(g, ".trtw-count")).toBe("\u00d76");
     expect(txt(g, ".trtw-time")).toBe("3.0 s"); // 6 × 0.5 s
-    expect(txt(g, ".trtw-steps")).toBe("6/6");
-    expect(txt(g, ".trtw-pct")).toBe("100%");
+    expect(g.querySelector(".trtw-time").title).toBe("6 instances: 3.0 s in total, 500 ms on average");
+    expect(txt(g, ".trtw-steps")).toBe(""); // the ×6 says it; no % for a group: it cannot know its total
+    expect(txt(g, ".trtw-pct")).toBe("");
+    expect(g.querySelector(".trtw-bar").style.visibility).toBe("hidden");
     expect(g.getAttribute("aria-expanded")).toBe("false");
   });
 
@@ -317,8 +319,13 @@ describe("grouping", () => {
     const model = fakeModel({ status: "running", elapsed_s: 5.2, rows: tactics(6, { running: true }) });
     mount(model);
     const g = rowNamed("Measuring tactic time");
-    expect(txt(g, ".trtw-steps")).toBe("5/6");
+    expect(txt(g, ".trtw-steps")).toBe("5 done");
+    expect(txt(g, ".trtw-pct")).toBe("");
     expect(txt(g, ".trtw-time")).toBe("2.7 s"); // 5 × 0.5 + (5.2 − 5) live
+    // collapsed, the group still shows its running member inline: where the build is is never hidden
+    const inline = rows().filter((r) => r.getAttribute("aria-level") === "3");
+    expect(inline).toHaveLength(1);
+    expect(inline[0].dataset.status).toBe("running");
     g.querySelector(".trtw-twisty").click();
     expect(g.getAttribute("aria-expanded")).toBe("true");
     let members = rows().filter((r) => r.getAttribute("aria-level") === "3");
@@ -331,6 +338,55 @@ describe("grouping", () => {
     expect(g.getAttribute("aria-expanded")).toBe("true"); // state kept
     members = rows().filter((r) => r.getAttribute("aria-level") === "3");
     expect(members).toHaveLength(7);
+  });
+
+  it("opens a group that forms around a member the user had opened", () => {
+    const four = tactics(4, { running: true });
+    const model = fakeModel({ status: "running", elapsed_s: 4, rows: four });
+    mount(model);
+    const member = rows().find((r) => r.querySelector(".trtw-name").textContent === "Measuring tactic time");
+    const memberId = four.find((r) => r.name === "Measuring tactic time").id;
+    model.update({ rows: four.map((r) => (r.parent === memberId ? r : r)) });
+    member.querySelector(".trtw-label").click(); // a member without children: nothing to open
+    const view = new TrtView(model, document.createElement("div"));
+    view.tree.expanded.set(String(memberId), true); // as if the user had opened it
+    model.update({ elapsed_s: 6, rows: tactics(6, { running: true }) });
+    view.updateTree();
+    const g = [...view.tree.el.querySelectorAll(".trtw-group")][0];
+    expect(g.getAttribute("aria-expanded")).toBe("true");
+    view.destroy();
+  });
+
+  it("pins where the build is in the header and reveals it in the tree on click", () => {
+    const rowsNow = [
+      phase("Building engine", { id: 0, step: 4, num_steps: 6 }),
+      phase("Timing graph nodes", { id: 1, parent: 0, depth: 1, step: 0, num_steps: 1 }),
+    ];
+    for (let i = 0; i < 8; i++) {
+      rowsNow.push(
+        phase("Evaluating tactic times", {
+          id: 2 + i,
+          parent: 1,
+          depth: 2,
+          start_s: i,
+          ...(i < 7 ? { end_s: i + 0.9, status: "done", step: 20, num_steps: 20 } : { step: 55, num_steps: 153 }),
+        }),
+      );
+    }
+    rowsNow.push(phase("Measuring tactic time", { id: 10, parent: 9, depth: 3, start_s: 7.5, step: 1, num_steps: 4 }));
+    const model = fakeModel({ status: "running", elapsed_s: 8, rows: rowsNow });
+    mount(model);
+    const path = el.querySelector(".trtw-path");
+    expect(path.hidden).toBe(false);
+    expect(path.textContent).toBe(
+      "Now: Building engine 4/6 \u203a Timing graph nodes \u203a Evaluating tactic times 55/153 \u203a Measuring tactic time 1/4",
+    );
+    rowNamed("Timing graph nodes").querySelector(".trtw-label").click(); // the user closes the running branch
+    expect(rowNamed("Measuring tactic time")).toBeUndefined();
+    path.click();
+    expect(rowNamed("Measuring tactic time").dataset.status).toBe("running");
+    model.update({ status: "succeeded", rows: rowsNow.map((r) => ({ ...r, status: "done", end_s: 9 })) });
+    expect(path.hidden).toBe(true);
   });
 
   it("does not group runs shorter than 5", () => {
@@ -772,14 +828,44 @@ describe("keyed reconciliation", () => {
     const big = [phase("Build", { id: 0 })];
     for (let i = 1; i <= 1200; i++)
       big.push(phase(`Layer ${i % 7}`, { id: i, parent: 0, start_s: i / 20, end_s: i / 20 + 0.04 }));
-    view.applyPhases(big);
-    expect(view.tree.el.querySelectorAll('[role="treeitem"]')).toHaveLength(1201);
+    view.applyPhases(big.slice(0, 300));
+    expect(view.tree.el.querySelectorAll('[role="treeitem"]')).toHaveLength(300); // short: every row in the DOM
     const keep = view.tree.el.children[5];
-    view.applyPhases(big.slice(0, 600));
-    expect(view.tree.el.querySelectorAll('[role="treeitem"]')).toHaveLength(600);
-    expect(view.tree.el.children[5]).toBe(keep);
-    expect(view.tree.rows.size).toBe(600); // the vanished rows are forgotten
+    view.applyPhases(big);
+    // long: only the rows in view (and a margin) are in the DOM; spacers stand for the rest
+    const shown = view.tree.el.querySelectorAll('[role="treeitem"]');
+    expect(shown.length).toBeLessThan(100);
+    expect(view.tree.flat).toHaveLength(1201);
+    const spacers = [...view.tree.el.querySelectorAll(".trtw-spacer")].map((s) =>
+      Number.parseInt(/** @type {HTMLElement} */ (s).style.height, 10),
+    );
+    expect(spacers[0] + spacers[1] + shown.length * 20).toBe(1201 * 20);
+    expect(keep.parentNode).toBe(view.tree.el); // the same node, still shown
+    view.applyPhases(big.slice(0, 200));
+    expect(view.tree.el.querySelectorAll('[role="treeitem"]')).toHaveLength(200);
+    expect(view.tree.el.querySelectorAll(".trtw-spacer")).toHaveLength(0);
+    expect(view.tree.rows.size).toBeLessThanOrEqual(200); // the vanished rows are forgotten
     view.destroy();
+  });
+
+  it("renders 10,000 expanded rows as a window and reaches the last one from the keyboard", () => {
+    const host = document.createElement("div");
+    document.body.append(host);
+    const view = new TrtView(fakeModel({ status: "running", elapsed_s: 100 }), host);
+    const big = [phase("Build", { id: 0 })];
+    for (let i = 1; i <= 10000; i++)
+      big.push(phase(`Layer ${i % 3}`, { id: i, parent: 0, start_s: i / 200, end_s: i / 200 + 0.004 }));
+    view.applyPhases(big);
+    expect(view.tree.el.querySelectorAll('[role="treeitem"]').length).toBeLessThan(100);
+    const first = /** @type {HTMLElement} */ (view.tree.el.querySelector('[role="treeitem"]'));
+    first.focus();
+    first.dispatchEvent(new KeyboardEvent("keydown", { key: "End", bubbles: true }));
+    expect(document.activeElement.querySelector(".trtw-name").textContent).toBe("Layer 1"); // 10000 % 3
+    expect(view.tree.indexOf.get(view.tree.tabKey)).toBe(10000);
+    document.activeElement.dispatchEvent(new KeyboardEvent("keydown", { key: "ArrowUp", bubbles: true }));
+    expect(view.tree.indexOf.get(view.tree.tabKey)).toBe(9999);
+    view.destroy();
+    host.remove();
   });
 });
 

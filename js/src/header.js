@@ -71,6 +71,13 @@ export class Header {
     controls.append(seg, this.stopBtn);
     this.el.append(info, controls);
 
+    this.pathEl = h("button", "trtw-path", {
+      type: "button",
+      title: "Where the build is now: click to show it in the tree",
+    });
+    this.pathEl.hidden = true;
+    this.el.append(this.pathEl);
+
     this.notice = h("div", "trtw-notice", { role: "status" });
     this.noticeText = h("span", "trtw-notice-text");
     this.noticeHint = h("span", "trtw-notice-hint");
@@ -176,6 +183,19 @@ export class Header {
       if (typeof c.requested_at_s === "number") text += ` (${Math.max(0, Math.floor(now - c.requested_at_s))} s)`;
     }
     setText(this.noticeText, text);
+  }
+
+  /**
+   * The running path ("" hides it): long paths keep the first phase and the innermost three.
+   * @param {{name: string, step: number, numSteps: number}[]} path
+   */
+  setPath(path) {
+    /** @param {{name: string, step: number, numSteps: number}} p */
+    const label = (p) => (p.numSteps > 1 ? `${p.name} ${Math.min(p.step, p.numSteps)}/${p.numSteps}` : p.name);
+    const parts = path.length > 4 ? [label(path[0]), "\u2026", ...path.slice(-3).map(label)] : path.map(label);
+    const text = parts.join(" \u203a ");
+    setText(this.pathEl, text ? `Now: ${text}` : "");
+    this.pathEl.hidden = !text;
   }
 
   /** @param {string} err */

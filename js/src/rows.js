@@ -112,9 +112,10 @@ export class RowView {
     let done; // steps (or finished members) shown as done
     let total;
     if (isGroup) {
+      // a group does not know how many members are still to come: no percentage, no bar, just what is done
       done = it.finished;
       total = it.count;
-      pct = percent(done, total);
+      pct = null;
     } else {
       total = it.numSteps;
       done = it.status === "done" ? total : Math.min(it.step, total);
@@ -128,11 +129,16 @@ export class RowView {
       setAttr(this.bar, "aria-valuenow", pct === null ? null : String(pct));
       this.pct.textContent = pct === null ? "" : `${pct}%`;
     }
+    if (c.barHidden !== isGroup) {
+      c.barHidden = isGroup;
+      this.bar.style.visibility = isGroup ? "hidden" : "";
+    }
     if (c.done !== done || c.total !== total || c.vstatus !== it.status) {
       c.done = done;
       c.total = total;
       c.vstatus = it.status;
-      const stepsText = total > 0 ? `${done}/${total}` : "";
+      let stepsText = total > 0 ? `${done}/${total}` : "";
+      if (isGroup) stepsText = it.running ? `${done} done` : "";
       this.steps.textContent = stepsText;
       setAttr(
         this.steps,
@@ -142,7 +148,7 @@ export class RowView {
           : null,
       );
       let valueText;
-      if (isGroup) valueText = `${done} of ${total} finished`;
+      if (isGroup) valueText = `${done} of the ${total} started so far finished`;
       else if (early) valueText = `done (${stepsText} steps)`;
       else if (total > 0) valueText = `${stepsText} steps`;
       else valueText = it.status === "done" ? "done" : it.running ? "running" : "0 steps";
@@ -170,6 +176,13 @@ export class RowView {
     }
     const duration = isGroup ? it.sumFinished : it.dur;
     this.setTime(fmtDuration(duration));
+    const timeTip = isGroup
+      ? `${it.count} instances: ${fmtDuration(duration)} in total, ${fmtDuration(duration / Math.max(1, it.finished))} on average`
+      : null;
+    if (c.timeTip !== timeTip) {
+      c.timeTip = timeTip;
+      setAttr(this.time, "title", timeTip);
+    }
     let note = "";
     let noteKind = "";
     /** @type {string | null} */

@@ -192,3 +192,27 @@ function makeGroup(key, name, members) {
     status,
   };
 }
+
+/**
+ * Where the build is: the chain of running phase instances from the top (the newest running one at each level,
+ * looking into groups), e.g. Building engine › … › Evaluating tactic times › Measuring tactic time.
+ * @param {Structure} struct
+ * @returns {PhaseNode[]}
+ */
+export function runningPath(struct) {
+  /** @type {PhaseNode[]} */
+  const path = [];
+  let items = struct.items;
+  for (let depth = 0; depth < 64; depth++) {
+    /** @type {PhaseNode | null} */
+    let next = null;
+    for (const it of items) {
+      const candidates = it.kind === "group" ? it.members : [it];
+      for (const c of candidates) if (c.running && (!next || c.start >= next.start)) next = c;
+    }
+    if (!next) break;
+    path.push(next);
+    items = next.items || [];
+  }
+  return path;
+}

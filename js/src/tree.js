@@ -10,6 +10,13 @@ import { h } from "./dom.js";
 import { RowView } from "./rows.js";
 
 /** @typedef {import("./rows.js").RowContext} RowContext */
+/** @typedef {import("./rows.js").RowData} RowData */
+
+/** Above this many visible rows only those in view (and a margin) are in the DOM. */
+export const VIRTUAL_MIN = 400;
+const ROW_PX = 20; // .trtw-row height
+const OVERSCAN = 20; // rows rendered beyond each edge of the view
+const DEFAULT_VIEW_PX = 600; // the tree's max-height when it cannot be measured
 /** @typedef {import("./structure.js").Item} Item */
 /** @typedef {import("./structure.js").Structure} Structure */
 
@@ -56,6 +63,17 @@ export class TreeView {
     this.liveRows = [];
     /** the row with tabindex 0 @type {string | null} */
     this.tabKey = null;
+    /** every visible row, in order (only a window of them is in the DOM for long lists) @type {RowData[]} */
+    this.flat = [];
+    /** row key -> index in flat @type {Map<string, number>} */
+    this.indexOf = new Map();
+    /** the rendered range of flat @type {[number, number]} */
+    this.window = [0, 0];
+    /** @type {RowContext | null} */
+    this.ctx = null;
+    this.scrollFrame = false;
+    this.topSpacer = h("div", "trtw-spacer", { "aria-hidden": "true" });
+    this.bottomSpacer = h("div", "trtw-spacer", { "aria-hidden": "true" });
   }
 
   /**
@@ -67,16 +85,14 @@ export class TreeView {
     return v === undefined ? dflt : v;
   }
 
-  /** Render the host's structure: update every visible row, then fix the DOM order with few moves. */
+  /** Render the host's structure: flatten the visible rows, then render them (or, for long lists, the window). */
   reconcile() {
     const ctx = this.host.rowContext();
     const deltaText = ctx.hd ? "\u0394 last build" : "";
     if (this.deltaHead.textContent !== deltaText) this.deltaHead.textContent = deltaText;
     const struct = this.host.struct;
-    /** @type {RowView[]} */
-    const desired = [];
-    /** @type {RowView[]} */
-    const liveRows = [];
+    /** @type {RowData[]} */
+    const flat = [];
     /**
      * @param {Item[]} items
      * @param {number} level
@@ -86,26 +102,27 @@ export class TreeView {
       for (const it of items) {
         const isGroup = it.kind === "group";
         const expandable = !!it.items?.length;
-        const expanded = expandable && this.isExpanded(it.key, !isGroup);
-        let rv = this.rows.get(it.key);
-        if (!rv) {
-          rv = new RowView(it.key);
-          this.rows.set(it.key, rv);
-          this.rowByEl.set(rv.el, rv);
-        }
-        rv.update({ item: it, level, parentKey, expandable, expanded }, ctx);
-        if (rv.live) liveRows.push(rv);
-        desired.push(rv);
+        // a group opens by itself when the user had opened one of its members (before the group formed)
+        const dflt = !isGroup || it.members.some((m) => this.expanded.get(m.key) === true);
+        const expanded = expandable && this.isExpanded(it.key, dflt);
+        flat.push({ item: it, level, parentKey, expandable, expanded });
         if (expanded && it.items) visit(it.items, level + 1, it.key);
+        else if (isGroup && it.running) {
+          // the running member is never hidden inside a collapsed group: it is shown inline under it
+          visit(
+            it.members.filter((m) => m.running),
+            level + 1,
+            it.key,
+          );
+        }
       }
     };
     visit(struct.items, 1, null);
-    this.liveRows = liveRows;
-
-    // 1. detach rows that are no longer visible; forget rows that vanished
-    const want = new Set(desired);
-    for (const rv of this.visible) if (!want.has(rv)) rv.el.remove();
-    if (this.rows.size > desired.length) {
+    this.flat = flat;
+    this.indexOf = new Map(flat.map((d, i) => [d.item.key, i]));
+    this.ctx = ctx;
+    // forget rows that vanished from the structure
+    if (this.rows.size > flat.length) {
       for (const [key, rv] of this.rows) {
         if (!struct.byKey.has(key) && !struct.groups.has(key)) {
           rv.el.remove();
@@ -113,12 +130,66 @@ export class TreeView {
         }
       }
     }
-    // 2. order: walk the container, inserting only rows that are out of place
+    this.renderWindow();
+    const tab = this.tabKey === null ? undefined : this.indexOf.get(this.tabKey);
+    if (tab === undefined) this.setTabStop(flat.length ? flat[0].item.key : null);
+  }
+
+  /** Whether only a window of the rows is in the DOM (long lists). */
+  get virtual() {
+    return this.flat.length > VIRTUAL_MIN;
+  }
+
+  /** Render the rows in view (all of them for short lists) with few DOM moves; spacers stand in for the rest. */
+  renderWindow() {
+    const flat = this.flat;
+    const n = flat.length;
+    let from = 0;
+    let to = n;
+    if (this.virtual) {
+      const height = this.el.clientHeight || DEFAULT_VIEW_PX;
+      from = Math.max(0, Math.floor(this.el.scrollTop / ROW_PX) - OVERSCAN);
+      to = Math.min(n, from + Math.ceil(height / ROW_PX) + 2 * OVERSCAN);
+    }
+    this.window = [from, to];
+    /** @type {RowView[]} */
+    const desired = [];
+    /** @type {RowView[]} */
+    const liveRows = [];
+    const ctx = this.ctx || this.host.rowContext();
+    for (let i = from; i < to; i++) {
+      const d = flat[i];
+      let rv = this.rows.get(d.item.key);
+      if (!rv) {
+        rv = new RowView(d.item.key);
+        this.rows.set(d.item.key, rv);
+        this.rowByEl.set(rv.el, rv);
+      }
+      rv.update(d, ctx);
+      if (rv.live) liveRows.push(rv);
+      desired.push(rv);
+    }
+    this.liveRows = liveRows;
+    const want = new Set(desired);
+    for (const rv of this.visible) if (!want.has(rv)) rv.el.remove();
+    const virtual = this.virtual;
+    this.topSpacer.style.height = `${from * ROW_PX}px`;
+    this.bottomSpacer.style.height = `${(n - to) * ROW_PX}px`;
+    // order: walk the container, inserting only rows that are out of place
     const parent = this.el;
+    /** @type {Element[]} */
+    const order = virtual ? [this.topSpacer, ...desired.map((rv) => rv.el), this.bottomSpacer] : [];
     let ref = parent.firstChild;
-    for (const rv of desired) {
-      if (rv.el === ref) ref = ref.nextSibling;
-      else parent.insertBefore(rv.el, ref);
+    if (virtual) {
+      for (const el of order) {
+        if (el === ref) ref = ref.nextSibling;
+        else parent.insertBefore(el, ref);
+      }
+    } else {
+      for (const rv of desired) {
+        if (rv.el === ref) ref = ref.nextSibling;
+        else parent.insertBefore(rv.el, ref);
+      }
     }
     while (ref) {
       const next = ref.nextSibling;
@@ -126,9 +197,42 @@ export class TreeView {
       ref = next;
     }
     this.visible = desired;
-    // 3. roving tabindex
     const tabRow = this.tabKey === null ? undefined : this.rows.get(this.tabKey);
-    if (!tabRow || !want.has(tabRow)) this.setTabStop(desired.length ? desired[0].key : null);
+    if (tabRow && want.has(tabRow) && tabRow.el.tabIndex !== 0) tabRow.setTabStop(true);
+  }
+
+  /** A scroll of a long list: render the new window at the next frame. */
+  onScroll() {
+    if (!this.virtual || this.scrollFrame) return;
+    const raf = globalThis.requestAnimationFrame || ((/** @type {() => void} */ f) => setTimeout(f, 16));
+    this.scrollFrame = true;
+    raf(() => {
+      this.scrollFrame = false;
+      this.renderWindow();
+    });
+  }
+
+  /**
+   * Scroll row `index` into view (rendering it if the list is windowed) and focus it.
+   * @param {number} index
+   * @param {boolean} [focus]
+   */
+  showIndex(index, focus = true) {
+    if (index < 0 || index >= this.flat.length) return;
+    const [from, to] = this.window;
+    if (this.virtual && (index < from + 1 || index >= to - 1)) {
+      const height = this.el.clientHeight || DEFAULT_VIEW_PX;
+      this.el.scrollTop = Math.max(0, index * ROW_PX - height / 2);
+      this.renderWindow();
+    }
+    const rv = this.rows.get(this.flat[index].item.key);
+    if (!rv) return;
+    if (!focus) {
+      if (typeof rv.el.scrollIntoView === "function") rv.el.scrollIntoView({ block: "nearest" });
+      return;
+    }
+    this.setTabStop(rv.key);
+    rv.el.focus();
   }
 
   /** @param {string | null} key */
@@ -171,15 +275,6 @@ export class TreeView {
     if (hadFocus && document.activeElement !== rv.el) rv.el.focus();
   }
 
-  /** @param {Element | null} el */
-  focusRow(el) {
-    if (!el) return;
-    const rv = this.rowByEl.get(el);
-    if (!rv) return;
-    this.setTabStop(rv.key);
-    rv.el.focus();
-  }
-
   /** @param {Event} e */
   onFocusIn(e) {
     const rv = this.rowFromEvent(e);
@@ -200,7 +295,8 @@ export class TreeView {
   onKey(e) {
     const rv = this.rowFromEvent(e);
     if (!rv) return;
-    const el = rv.el;
+    const i = this.indexOf.get(rv.key);
+    if (i === undefined) return;
     let handled = true;
     switch (e.key) {
       case "Enter":
@@ -210,26 +306,23 @@ export class TreeView {
         break;
       case "ArrowRight":
         if (rv.expandable && !rv.expanded) this.toggle(rv.key, true);
-        else if (rv.expandable) this.focusRow(el.nextElementSibling);
+        else if (rv.expandable) this.showIndex(i + 1);
         break;
       case "ArrowLeft":
         if (rv.expandable && rv.expanded) this.toggle(rv.key, false);
-        else if (rv.parentKey !== null) {
-          const p = this.rows.get(rv.parentKey);
-          if (p) this.focusRow(p.el);
-        }
+        else if (rv.parentKey !== null) this.showIndex(this.indexOf.get(rv.parentKey) ?? -1);
         break;
       case "ArrowDown":
-        this.focusRow(el.nextElementSibling);
+        this.showIndex(i + 1);
         break;
       case "ArrowUp":
-        this.focusRow(el.previousElementSibling);
+        this.showIndex(i - 1);
         break;
       case "Home":
-        this.focusRow(this.el.firstElementChild);
+        this.showIndex(0);
         break;
       case "End":
-        this.focusRow(this.el.lastElementChild);
+        this.showIndex(this.flat.length - 1);
         break;
       default:
         handled = false;

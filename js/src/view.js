@@ -6,7 +6,7 @@ import { h, setText } from "./dom.js";
 import { num, str } from "./format.js";
 import { Header, LogPanel } from "./header.js";
 import { RowSync } from "./rowsync.js";
-import { buildStructure } from "./structure.js";
+import { buildStructure, runningPath } from "./structure.js";
 import { TimelineView } from "./timeline.js";
 import { TreeView } from "./tree.js";
 
@@ -101,10 +101,12 @@ export class TrtView {
     this.host.append(this.root);
 
     this._on(hd.stopBtn, "click", () => this.onStop());
+    this._on(hd.pathEl, "click", () => this.revealRunning());
     this._on(hd.treeBtn, "click", () => this.setMode("tree"));
     this._on(hd.tlBtn, "click", () => this.setMode("timeline"));
     this._on(this.tree.el, "click", (e) => this.tree.onClick(/** @type {MouseEvent} */ (e)));
     this._on(this.tree.el, "keydown", (e) => this.tree.onKey(/** @type {KeyboardEvent} */ (e)));
+    this._on(this.tree.el, "scroll", () => this.tree.onScroll());
     this._on(this.tree.el, "focusin", (e) => this.tree.onFocusIn(e));
     this._on(this.logs.el, "toggle", () => {
       this.ui.logsOpen = this.logs.el.open;
@@ -365,8 +367,19 @@ export class TrtView {
     this.renderBody();
   }
 
+  /** Show the innermost running phase in the tree: open its ancestors, switch to the tree, scroll to it. */
+  revealRunning() {
+    const path = runningPath(this.struct);
+    if (!path.length) return;
+    for (const p of path.slice(0, -1)) this.ui.expanded.set(p.key, true);
+    this.setMode("tree");
+    this.tree.reconcile();
+    this.tree.showIndex(this.tree.indexOf.get(path[path.length - 1].key) ?? -1, false);
+  }
+
   renderBody() {
     const s = this.struct;
+    this.header.setPath(this.isLive() ? runningPath(s) : []);
     const hasRows = s.items.length > 0;
     const timeline = this.ui.mode === "timeline";
     this.empty.hidden = hasRows;

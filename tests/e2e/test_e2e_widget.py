@@ -458,3 +458,43 @@ def test_outcomes_look_calm_unless_something_failed(lab: Lab) -> None:
         assert cached.locator(".trtw-logs").get_attribute("data-errors") == "0"
     expect(roots["cancelled"].locator(".trtw-badge")).to_have_text("Cancelled")
     expect(roots["failed"].locator(".trtw-seg")).to_be_hidden()  # no phases: no Tree/Timeline switch
+
+
+def test_a_gpu_shaped_replay_keeps_where_the_build_is_in_view(lab: Lab) -> None:
+    """~1,100 "Measuring tactic time" instances at depth 8 from two threads, replayed at their recorded pace:
+    the running path stays pinned, a group the user opened stays open as new groups form, a narrow notebook
+    keeps the names readable."""
+    lab.open(
+        [
+            "from trt_widget import BuildWidget\n"
+            "from trt_widget.replay import gpu_shaped_events\n"
+            "w = BuildWidget.from_events(list(gpu_shaped_events(measurements=1100, seconds=14, threads=2)),"
+            " speed=1.0).start()\n"
+            "w\n"
+        ]
+    )
+    lab.run_cell(0)
+    root = widget(lab)
+    expect(root).to_have_attribute("data-status", "running")
+    path = root.locator(".trtw-path")
+    group = root.locator(".trtw-group").first
+    expect(group).to_be_visible(timeout=30_000)
+    expect(path).to_contain_text("Evaluating tactic times")
+    lab.screenshot("gpu-replay-early", root)
+    group.locator(".trtw-label").click()  # open the first group of "Measuring tactic time"
+    expect(group).to_have_attribute("aria-expanded", "true")
+    groups_then = root.locator(".trtw-group").count()
+    expect(root.locator(".trtw-group")).not_to_have_count(groups_then, timeout=30_000)  # more groups formed
+    expect(group).to_have_attribute("aria-expanded", "true")  # ... and the opened one stayed open
+    expect(path).to_be_visible()
+    expect(path).to_contain_text("Evaluating tactic times")
+    lab.screenshot("gpu-replay-middle", root)
+    lab.page.set_viewport_size({"width": 800, "height": 900})
+    lab.next_frame()
+    names = root.locator("[role=treeitem] .trtw-name")
+    widths = [box["width"] for box in (n.bounding_box() for n in names.all()[:12]) if box]
+    assert widths and min(widths) > 60, widths  # names keep their room in a narrow notebook
+    lab.screenshot("gpu-replay-narrow", root)
+    wait_final(root, "succeeded")
+    expect(path).to_be_hidden()
+    lab.screenshot("gpu-replay-end", root)

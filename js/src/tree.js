@@ -17,6 +17,7 @@ export const VIRTUAL_MIN = 400;
 const ROW_PX = 20; // .trtw-row height
 const OVERSCAN = 20; // rows rendered beyond each edge of the view
 const DEFAULT_VIEW_PX = 600; // the tree's max-height when it cannot be measured
+const INLINE_RUNNING_MAX = 4; // running members a collapsed group shows inline
 /** @typedef {import("./structure.js").Item} Item */
 /** @typedef {import("./structure.js").Structure} Structure */
 
@@ -109,11 +110,8 @@ export class TreeView {
         if (expanded && it.items) visit(it.items, level + 1, it.key);
         else if (isGroup && it.running) {
           // the running member is never hidden inside a collapsed group: it is shown inline under it
-          visit(
-            it.members.filter((m) => m.running),
-            level + 1,
-            it.key,
-          );
+          // (the newest few: TensorRT runs one per builder thread)
+          visit(it.members.filter((m) => m.running).slice(-INLINE_RUNNING_MAX), level + 1, it.key);
         }
       }
     };

@@ -77,3 +77,26 @@ def resnet50_bytes() -> bytes:
 def long_model_bytes() -> bytes:
     """``deep_residual(400)`` ONNX bytes: a build of a few seconds, long enough to stop in the middle."""
     return to_bytes(deep_residual(400))
+
+
+@pytest.fixture(scope="session")
+def ray_session() -> Iterator[Any]:
+    """One local Ray instance for the whole session (2 CPUs, no dashboard), shut down at its end; the ray module.
+
+    Started on first use only. Without Ray installed the tests that use it skip, unless CI is set (then fail)."""
+    if os.environ.get("CI"):
+        import ray
+    else:
+        ray = pytest.importorskip("ray")
+    started = not ray.is_initialized()
+    if started:
+        try:
+            ray.init(num_cpus=2, include_dashboard=False)
+        except Exception:  # Ray gives its raylet 30 s to register: on a loaded machine, once more
+            ray.shutdown()
+            ray.init(num_cpus=2, include_dashboard=False)
+    try:
+        yield ray
+    finally:
+        if started:
+            ray.shutdown()

@@ -1,0 +1,111 @@
+"""BuildMatrix on Ray: one local Ray instance for the session (``ray_session``), real RTX builds in Ray tasks."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from trt_widget import models
+from trt_widget.matrix import BuildMatrix
+
+pytestmark = pytest.mark.usefixtures("ray_session")
+
+LONG_STEP = "Determining refit engines"  # one TensorRT step of several seconds for the long model: no boundary
+
+
+def _in_phase(build: Any, name: str) -> bool:
+    phase = build.model.innermost_running()
+    return phase is not None and phase.name == name
+
+
+def test_three_variants_stream_live_and_a_bad_variant_fails_alone(wait_until: Any) -> None:
+    matrix = BuildMatrix(
+        models.deep_residual(60),
+        variants=[*({"optimization_level": n} for n in (0, 3, 5)), {"workspace": "lots"}],
+        executor="ray",
+    )
+    arrivals: dict[int, dict[str, float]] = {c.id: {} for c in matrix.cells}
+    lock = threading.Lock()
+
+    def listener(i: int) -> Any:
+        def on_phase(kind: str, phase: Any) -> None:  # when this process's phase model hears of it
+            if phase.name == LONG_STEP and kind != "step":
+                with lock:
+                    arrivals[i].setdefault(kind, time.perf_counter())
+
+        return on_phase
+
+    for cell in matrix.cells:
+        cell.build.model.subscribe(listener(cell.id))
+    matrix.start()
+    wait_until(lambda: matrix.builds[2].status == "queued", timeout=30, what="a build waiting for a Ray worker")
+    assert matrix.wait(120) == "done"
+    builds = matrix.builds
+    assert [b.status for b in builds[:3]] == ["succeeded"] * 3, [b.status_detail for b in builds]
+    assert builds[3].status == "failed" and "workspace must be a byte count" in str(builds[3].error)
+    assert builds[3].timings() == []
+    for build in builds[:3]:
+        names = [r["name"] for r in build.timings()]
+        assert names[0] == "Building engine" and LONG_STEP in names
+        assert build.engine and build.engine_size == len(build.engine) > 100_000
+        assert any(r["severity"] == "INFO" for r in build.logs)  # every log line comes back, not only warnings
+    for cell in matrix.cells[:3]:
+        seen = arrivals[cell.id]
+        step = next(r for r in cell.build.timings() if r["name"] == LONG_STEP)
+        # live: the step's start reached this process well before its end did (not all at once at the end)
+        assert seen["phase_finish"] - seen["phase_start"] >= 0.5 * step["duration_s"] > 0.05, (seen, step)
+    rows = matrix.results()
+    rows = rows.to_dict("records") if hasattr(rows, "to_dict") else rows
+    assert [r["status"] for r in rows] == ["succeeded"] * 3 + ["failed"]
+
+
+def test_stop_one_build_alone_within_a_second(long_model_bytes: bytes, wait_until: Any) -> None:
+    matrix = BuildMatrix(
+        {"long": long_model_bytes, "small": models.deep_residual(4)}, variants=[{}], executor="ray"
+    ).start()
+    long, small = matrix.builds
+    wait_until(lambda: _in_phase(long, LONG_STEP), timeout=60, what="the long build's long step")
+    asked = time.monotonic()
+    assert long.stop()
+    assert long.wait(10) == "cancelled"
+    assert time.monotonic() - asked < 1.5
+    assert "ray.cancel force=True" in long.status_detail and f"pid {long.child_pid}" in long.status_detail
+    assert small.wait(60) == "succeeded" and small.engine
+
+
+def test_stop_all_reaches_running_and_queued_builds(long_model_bytes: bytes, wait_until: Any) -> None:
+    matrix = BuildMatrix(
+        long_model_bytes, variants=[{}, {"optimization_level": 1}, {"optimization_level": 2}], executor="ray"
+    ).start()
+    running, other, queued = matrix.builds
+    wait_until(lambda: running.model.innermost_running() is not None, timeout=60, what="a remote phase")
+    wait_until(lambda: other.model.innermost_running() is not None, timeout=60, what="a second remote phase")
+    assert queued.status == "queued"  # two CPUs: the third task waits for a Ray worker
+    asked = time.monotonic()
+    assert matrix.stop() == 3
+    assert matrix.wait(10) == "done"
+    took = time.monotonic() - asked
+    details = [(b.status, b.status_detail) for b in matrix.builds]
+    assert took < 1.5, (took, details)
+    assert [b.status for b in matrix.builds] == ["cancelled"] * 3, details
+    assert "taken off the queue" in queued.status_detail and queued.timings() == [], details
+
+
+def test_a_killed_worker_fails_its_build_alone(long_model_bytes: bytes, wait_until: Any) -> None:
+    matrix = BuildMatrix(
+        {"long": long_model_bytes, "small": models.deep_residual(5)}, variants=[{}], executor="ray"
+    ).start()
+    long, small = matrix.builds
+    wait_until(lambda: _in_phase(long, LONG_STEP), timeout=60, what="the long build's long step")
+    assert long.child_pid is not None and long.child_pid != os.getpid()
+    os.kill(long.child_pid, signal.SIGKILL)
+    assert long.wait(30) == "failed"
+    message = str(long.error)
+    assert f"pid {long.child_pid}" in message and f"died during phase {LONG_STEP!r}" in message, message
+    assert [r["status"] for r in long.timings() if r["name"] == LONG_STEP] == ["cancelled"]
+    assert small.wait(60) == "succeeded"

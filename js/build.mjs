@@ -27,6 +27,15 @@ await build({
   minify: true,
   logLevel: "info",
 });
+// The build matrix widget (MatrixWidget): its own entry, reusing the view above for expanded rows.
+await build({ ...js, entryPoints: [path.join(here, "src", "matrix.js")], outfile: path.join(outdir, "matrix.js") });
+await build({
+  entryPoints: [path.join(here, "matrix.css")],
+  outfile: path.join(outdir, "matrix.css"),
+  bundle: true,
+  minify: true,
+  logLevel: "info",
+});
 // P7 times this one (minified like the shipped bundle) ...
 await build({ ...js, entryPoints: [path.join(here, "src", "bench.js")], outfile: path.join(dist, "bench.js") });
 // ... and `p7_frontend.py --profile` serves this one, so CPU profiles name functions and lines.

@@ -316,13 +316,9 @@ class BuildMatrix:
             self._widget = MatrixWidget(self)
         return self._widget
 
-    def _ipython_display_(self) -> None:
-        try:
-            self.widget._ipython_display_()
-        except ImportError:  # no anywidget: the text table
-            from IPython.display import display
-
-            display({"text/plain": self.table_text()}, raw=True)
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        """As the last expression of a cell: the widget (with a text and HTML table for other front ends)."""
+        return self.widget._repr_mimebundle_(**kwargs)
 
     def __repr__(self) -> str:
         counts = ", ".join(f"{n} {s}" for s, n in sorted(self.counts().items()))

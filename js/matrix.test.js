@@ -1,0 +1,215 @@
+// @vitest-environment jsdom
+import { afterEach, describe, expect, it } from "vitest";
+import matrix, { BuildModelAdaptor, phaseDiffs, readComparison, readRows } from "./src/matrix.js";
+
+/** A minimal anywidget-like model: get / set / on / off / send. */
+function fakeModel(init = {}) {
+  const state = { ...init };
+  const listeners = new Map();
+  return {
+    sent: [],
+    get: (k) => state[k],
+    set(k, v) {
+      state[k] = v;
+      for (const cb of [...(listeners.get(`change:${k}`) || [])]) cb();
+    },
+    on(ev, cb) {
+      if (!listeners.has(ev)) listeners.set(ev, []);
+      listeners.get(ev).push(cb);
+    },
+    off(ev, cb) {
+      const l = listeners.get(ev) || [];
+      const i = l.indexOf(cb);
+      if (i >= 0) l.splice(i, 1);
+    },
+    send(msg) {
+      this.sent.push(msg);
+    },
+    listenerCount: () => [...listeners.values()].reduce((n, l) => n + l.length, 0),
+  };
+}
+
+const row = (id, extra = {}) => ({
+  id,
+  model: "resnet.onnx",
+  variant: `optimization_level=${id}`,
+  status: "running",
+  detail: "",
+  elapsed_s: 1.5,
+  engine_size: 0,
+  error: "",
+  phase: { name: "Timing tactics", step: 3, num_steps: 10 },
+  can_force: true,
+  ...extra,
+});
+
+const buildTraits = (extra = {}) => ({
+  status: "running",
+  status_detail: "",
+  elapsed_s: 1.0,
+  phases_json: JSON.stringify([
+    {
+      id: 0,
+      name: "Building engine",
+      parent: null,
+      depth: 0,
+      step: 1,
+      num_steps: 6,
+      start_s: 0,
+      end_s: null,
+      duration_s: null,
+      status: "running",
+    },
+  ]),
+  engine_size: 0,
+  error: "",
+  logs: [],
+  cancel: null,
+  can_force: true,
+  ...extra,
+});
+
+let cleanup = [];
+afterEach(() => {
+  for (const fn of cleanup) fn();
+  cleanup = [];
+  document.body.replaceChildren();
+});
+
+function render(init) {
+  const model = fakeModel(init);
+  /** @type {any} */
+  const el = document.createElement("div");
+  document.body.append(el);
+  const destroy = matrix.render(/** @type {any} */ ({ model, el }));
+  cleanup.push(destroy);
+  return { model, el, destroy };
+}
+
+describe("matrix rows", () => {
+  it("shows one row per build with status, phase progress, elapsed time and engine size", () => {
+    const rows = [
+      row(0),
+      row(1, { status: "queued", phase: null }),
+      row(2, { status: "succeeded", phase: null, engine_size: 2048, elapsed_s: 3.25 }),
+      row(3, { status: "failed", phase: null, error: "variant 'x': optimization_level must be an integer 0..5" }),
+    ];
+    const { el } = render({ status: "running", rows_json: JSON.stringify(rows), expanded: [], details_json: "{}" });
+    const trs = el.querySelectorAll("tr.trtw-mx-row");
+    expect(trs).toHaveLength(4);
+    expect([...trs].map((tr) => tr.dataset.status)).toEqual(["running", "queued", "succeeded", "failed"]);
+    expect(trs[0].querySelector(".trtw-mx-phase-name").textContent).toBe("Timing tactics");
+    expect(trs[0].querySelector(".trtw-steps").textContent).toBe("3/10");
+    expect(trs[0].querySelector(".trtw-fill").style.width).toBe("30%");
+    expect(trs[1].querySelector(".trtw-mx-phase-name").textContent).toBe("waiting for a builder");
+    expect(trs[2].querySelector(".trtw-mx-size").textContent).toBe("2.0 KiB");
+    expect(trs[2].querySelector(".trtw-mx-elapsed").textContent).toBe("3.3 s");
+    expect(trs[3].querySelector(".trtw-mx-phase-name").textContent).toMatch(/optimization_level must be/);
+    expect(el.querySelector(".trtw-mx-counts").textContent).toBe("1 running, 1 queued, 1 succeeded, 1 failed");
+  });
+
+  it("never parses a label as HTML", () => {
+    const evil = '<img src=x onerror="globalThis.pwned=1">';
+    const { el } = render({ rows_json: JSON.stringify([row(0, { model: evil, variant: evil })]) });
+    expect(el.querySelector("img")).toBeNull();
+    expect(el.querySelector(".trtw-mx-model").textContent).toBe(evil);
+  });
+
+  it("sends Stop for one build and Stop all, and disables them when nothing runs", () => {
+    const { model, el } = render({ rows_json: JSON.stringify([row(0), row(1, { status: "succeeded" })]) });
+    const stops = el.querySelectorAll(".trtw-mx-stop");
+    stops[0].click();
+    stops[0].click(); // swallowed until the status changes
+    expect(model.sent).toEqual([{ type: "stop", build: 0 }]);
+    expect(stops[1].hidden).toBe(true);
+    el.querySelector(".trtw-mx-stop-all").click();
+    expect(model.sent.at(-1)).toEqual({ type: "stop_all" });
+    model.set("rows_json", JSON.stringify([row(0, { status: "cancelling" }), row(1, { status: "succeeded" })]));
+    expect(stops[0].textContent).toBe("Force stop");
+    expect(stops[0].disabled).toBe(false);
+    model.set("rows_json", JSON.stringify([row(0, { status: "cancelled" }), row(1, { status: "succeeded" })]));
+    expect(el.querySelector(".trtw-mx-stop-all").disabled).toBe(true);
+  });
+});
+
+describe("expanded rows", () => {
+  it("show the build's phase tree with the BuildWidget view, whose Stop names the build", () => {
+    const { model, el } = render({ rows_json: JSON.stringify([row(0), row(1)]), expanded: [], details_json: "{}" });
+    const toggle = el.querySelectorAll(".trtw-mx-toggle")[1];
+    toggle.click();
+    expect(model.sent).toEqual([{ type: "expand", build: 1, open: true }]);
+    const detail = el.querySelector('tr.trtw-mx-detail[data-build="1"]');
+    expect(detail.hidden).toBe(false);
+    model.set("details_json", JSON.stringify({ 1: buildTraits() }));
+    model.set("expanded", [1]);
+    expect(detail.querySelector(".trtw-tree")).not.toBeNull();
+    expect(detail.querySelector(".trtw-name").textContent).toBe("Building engine");
+    detail.querySelector(".trtw-stop").click();
+    expect(model.sent.at(-1)).toEqual({ type: "stop", build: 1 });
+    // a new snapshot updates the tree in place
+    const phases = JSON.parse(buildTraits().phases_json);
+    phases.push({ ...phases[0], id: 1, name: "Timing tactics", parent: 0, depth: 1 });
+    model.set("details_json", JSON.stringify({ 1: buildTraits({ phases_json: JSON.stringify(phases) }) }));
+    expect([...detail.querySelectorAll(".trtw-name")].map((n) => n.textContent)).toContain("Timing tactics");
+    model.set("expanded", []);
+    expect(detail.hidden).toBe(true);
+    expect(detail.querySelector(".trtw-tree")).toBeNull();
+  });
+
+  it("the adaptor fires change events only for traits that changed", () => {
+    const sent = [];
+    const a = new BuildModelAdaptor((m) => sent.push(m), 4);
+    const fired = [];
+    a.on("change:status", () => fired.push("status"));
+    a.on("change:logs", () => fired.push("logs"));
+    a.update({ status: "running", logs: [] });
+    a.update({ status: "running", logs: [] });
+    a.update({ status: "succeeded", logs: [] });
+    expect(fired).toEqual(["status", "logs", "status"]);
+    a.send({ type: "stop" });
+    expect(sent).toEqual([{ type: "stop", build: 4 }]);
+  });
+});
+
+describe("comparison", () => {
+  const builds = [
+    { id: 0, model: "m", variant: "a", status: "succeeded", build_s: 2, engine_size: 1000, phases: { X: 1, Y: 0.5 } },
+    { id: 1, model: "m", variant: "b", status: "succeeded", build_s: 3, engine_size: 1500, phases: { X: 2.5, Y: 0.4 } },
+    { id: 2, model: "m", variant: "c", status: "failed", build_s: 0.1, engine_size: null, phases: {} },
+  ];
+
+  it("shows time and size against the chosen baseline, largest phase differences first", () => {
+    const { model, el } = render({ rows_json: "[]", comparison_json: "" });
+    expect(el.querySelector(".trtw-mx-compare").hidden).toBe(true);
+    model.set("comparison_json", JSON.stringify({ builds }));
+    const rows = el.querySelectorAll(".trtw-mx-compare-table tr[data-build]");
+    expect(rows).toHaveLength(3);
+    expect(rows[0].textContent).toContain("baseline");
+    expect(rows[1].textContent).toContain("+1.0 s");
+    expect(rows[1].textContent).toContain("X +1.5 s");
+    const select = el.querySelector(".trtw-mx-baseline");
+    select.value = "1";
+    select.dispatchEvent(new Event("change"));
+    const again = el.querySelectorAll(".trtw-mx-compare-table tr[data-build]");
+    expect(again[0].textContent).toContain("\u22121.0 s");
+    expect(again[1].textContent).toContain("baseline");
+  });
+
+  it("phaseDiffs and the readers tolerate anything", () => {
+    const [a, b] = readComparison(builds);
+    expect(phaseDiffs(b, a)).toEqual([
+      ["X", 1.5],
+      ["Y", -0.09999999999999998],
+    ]);
+    expect(readComparison("nope")).toEqual([]);
+    expect(readRows([null, { id: "x" }, { id: 1 }])).toHaveLength(1);
+  });
+
+  it("removes its listeners and ticker on destroy", () => {
+    const { model, destroy } = render({ rows_json: JSON.stringify([row(0)]) });
+    expect(model.listenerCount()).toBeGreaterThan(0);
+    destroy();
+    cleanup = [];
+    expect(model.listenerCount()).toBe(0);
+  });
+});

@@ -1,0 +1,80 @@
+"""The matrix widget, kernel side: rows, expanded trees, Stop messages, the comparison, the send rate."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from typing import Any
+
+from trt_widget import models
+from trt_widget.matrix import BuildMatrix
+
+
+def test_rows_expand_stop_and_compare(long_model_bytes: bytes, wait_until: Any) -> None:
+    matrix = BuildMatrix(
+        {"long": long_model_bytes, "small": models.deep_residual(4), "other": models.deep_residual(5)},
+        variants=[{"optimization_level": 0}],
+        max_parallel=2,
+    )
+    widget = matrix.widget
+    assert matrix.widget is widget  # one widget per matrix
+    assert [r["status"] for r in widget.rows] == ["idle"] * 3 and widget.status == "idle"
+    sends: list[tuple[float, dict[str, Any]]] = []
+    apply = widget._apply
+    widget._pump.send = lambda changed: (sends.append((time.monotonic(), changed)), apply(changed))
+    matrix.start()
+    wait_until(lambda: widget.rows[0]["phase"] is not None, timeout=60, what="the first row's current phase")
+
+    widget._on_custom_msg(widget, {"type": "expand", "build": 0, "open": True}, [])
+    wait_until(lambda: "0" in json.loads(widget.details_json), timeout=10, what="the expanded build's traits")
+    assert widget.expanded == [0]
+    detail = json.loads(widget.details_json)["0"]
+    assert detail["status"] == "running" and json.loads(detail["phases_json"])[0]["name"] == "Building engine"
+
+    widget._on_custom_msg(widget, {"type": "stop", "build": 0}, [])  # a row's Stop: that build alone
+    assert matrix.builds[0].wait(10) == "cancelled"
+    widget._on_custom_msg(widget, {"type": "stop", "build": 99}, [])  # ignored, as is garbage
+    widget._on_custom_msg(widget, "nonsense", [])
+    assert matrix.wait(120) == "done"
+    assert [b.status for b in matrix.builds] == ["cancelled", "succeeded", "succeeded"]
+    wait_until(lambda: widget.comparison_json, timeout=10, what="the comparison")
+    compared = json.loads(widget.comparison_json)["builds"]
+    assert [b["status"] for b in compared] == ["cancelled", "succeeded", "succeeded"]
+    assert compared[1]["phases"]["Building engine"] > 0
+    rows = widget.rows
+    assert [r["status"] for r in rows] == ["cancelled", "succeeded", "succeeded"]
+    shown = [json.loads(c["rows_json"])[2]["status"] for _, c in sends if "rows_json" in c]
+    assert "queued" in shown and shown[-1] == "succeeded"  # two slots: the third build waited, and it showed
+    assert rows[1]["engine_size"] == len(matrix.builds[1].engine) and rows[1]["phase"] is None
+    detail = json.loads(widget.details_json)["0"]
+    assert detail["status"] == "cancelled"
+
+    # expanding a finished build still works: the pump lives as long as the widget
+    widget.expand(2)
+    wait_until(lambda: "2" in json.loads(widget.details_json), timeout=10, what="a finished build's traits")
+    assert json.loads(widget.details_json)["2"]["status"] == "succeeded"
+
+    times = [t for t, _ in sends]
+    assert all(b - a >= 0.1 for a, b in itertools.pairwise(times)), "more than 10 messages a second"
+
+    data, _ = widget._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in data
+    assert "<table" in data["text/html"] and "succeeded" in data["text/plain"]
+    widget.close()
+    widget._pump.join(5)
+    assert not widget._pump._thread.is_alive()
+
+
+def test_stop_all_message_and_an_idle_matrix(wait_until: Any) -> None:
+    matrix = BuildMatrix(models.deep_residual(4), variants=[{}, {"optimization_level": 1}])
+    widget = matrix.widget
+    data, _ = widget._repr_mimebundle_()
+    assert "idle" in data["text/plain"]
+    widget._on_custom_msg(widget, {"type": "stop_all"}, [])  # before start: nothing to stop
+    matrix.start()
+    widget._on_custom_msg(widget, {"type": "stop_all"}, [])
+    assert matrix.wait(30) == "done"
+    assert [b.status for b in matrix.builds] == ["cancelled", "cancelled"]
+    wait_until(lambda: all(r["status"] == "cancelled" for r in widget.rows), timeout=10, what="final rows")
+    widget.close()

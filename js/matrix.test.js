@@ -1,6 +1,7 @@
 // @vitest-environment jsdom
 import { afterEach, describe, expect, it } from "vitest";
-import matrix, { BuildModelAdaptor, phaseDiffs, readComparison, readRows } from "./src/matrix.js";
+import matrix, { BuildModelAdaptor, readRows } from "./src/matrix.js";
+import { phaseDiffs, readComparison } from "./src/matrixcompare.js";
 
 /** A minimal anywidget-like model: get / set / on / off / send. */
 function fakeModel(init = {}) {

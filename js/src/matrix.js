@@ -1,14 +1,15 @@
 // trt_widget build matrix front end: one row per build of a BuildMatrix (status, progress of its current phase,
 // elapsed, engine size, Stop), rows that expand to that build's phase tree (TrtView, the BuildWidget view, fed
 // through a small model adaptor), Stop all, and, once every build ended, a comparison against a baseline.
-// esbuild bundles this entry into trt_widget/static/matrix.js.
+// esbuild bundles this entry (with matrixcompare.js) into trt_widget/static/matrix.js.
 //
 // Contract: Python (MatrixWidget) writes the synced traits below; this module reads them and sends
 // {type: "stop", build}, {type: "stop_all"} and {type: "expand", build, open}.  Every string from Python is
 // written with textContent / setAttribute, never parsed as HTML.
 
 import { h, setAttr, setText } from "./dom.js";
-import { fmtBytes, fmtDelta, fmtDuration, num, percent, str } from "./format.js";
+import { fmtBytes, fmtDuration, num, percent, str } from "./format.js";
+import { readComparison, renderComparison } from "./matrixcompare.js";
 import { TrtView } from "./view.js";
 
 /**
@@ -466,51 +467,10 @@ export class MatrixView {
     const data = /** @type {{builds?: unknown}} */ (parse(this.get("comparison_json"), {}) || {});
     const builds = readComparison(data.builds);
     this.compare.hidden = builds.length === 0;
-    this.compare.replaceChildren();
-    if (builds.length === 0) return;
-    const done = builds.filter((b) => b.status === "succeeded");
-    if (this.baseline === null || !builds.some((b) => b.id === this.baseline)) {
-      this.baseline = (done[0] || builds[0]).id;
-    }
-    const base = builds.find((b) => b.id === this.baseline) || builds[0];
-    const head = h("div", "trtw-mx-compare-head");
-    const title = h("span", "trtw-mx-title");
-    title.textContent = "Comparison";
-    const label = h("label", "trtw-detail");
-    label.textContent = "baseline ";
-    const select = h("select", "trtw-mx-baseline");
-    for (const b of builds) {
-      const opt = h("option", "", { value: String(b.id) });
-      opt.textContent = `${b.model} \u00b7 ${b.variant}`;
-      opt.selected = b.id === base.id;
-      select.append(opt);
-    }
-    select.addEventListener("change", () => {
-      this.baseline = Number(select.value);
+    this.baseline = renderComparison(this.compare, builds, this.baseline, (id) => {
+      this.baseline = id;
       this.updateComparison();
     });
-    label.append(select);
-    head.append(title, label);
-    const table = h("table", "trtw-mx-table trtw-mx-compare-table");
-    const hr = h("tr");
-    for (const text of [
-      "model",
-      "variant",
-      "status",
-      "build time",
-      "\u0394 time",
-      "engine",
-      "\u0394 engine",
-      "largest phase differences",
-    ]) {
-      const th = h("th");
-      th.textContent = text;
-      hr.append(th);
-    }
-    table.append(hr);
-    const longest = Math.max(...builds.map((b) => b.build_s), 1e-9);
-    for (const b of builds) table.append(compareRow(b, base, longest));
-    this.compare.append(head, table);
   }
 
   destroy() {
@@ -522,100 +482,6 @@ export class MatrixView {
     this.rows.clear();
     this.root.remove();
   }
-}
-
-/**
- * @typedef {{id: number, model: string, variant: string, status: string, build_s: number,
- *   engine_size: number | null, phases: Record<string, number>}} Compared
- */
-
-/**
- * @param {unknown} value
- * @returns {Compared[]}
- */
-export function readComparison(value) {
-  if (!Array.isArray(value)) return [];
-  /** @type {Compared[]} */
-  const out = [];
-  for (const b of value) {
-    if (!b || typeof b !== "object" || typeof b.id !== "number") continue;
-    /** @type {Record<string, number>} */
-    const phases = {};
-    if (b.phases && typeof b.phases === "object") for (const [k, v] of Object.entries(b.phases)) phases[k] = num(v);
-    out.push({
-      id: b.id,
-      model: str(b.model),
-      variant: str(b.variant),
-      status: str(b.status),
-      build_s: num(b.build_s),
-      engine_size: typeof b.engine_size === "number" ? b.engine_size : null,
-      phases,
-    });
-  }
-  return out;
-}
-
-/**
- * The largest phase-time differences of `b` against `base`: [name, seconds (+ slower)], biggest first.
- * @param {Compared} b
- * @param {Compared} base
- * @param {number} [count]
- * @returns {[string, number][]}
- */
-export function phaseDiffs(b, base, count = 3) {
-  const names = new Set([...Object.keys(b.phases), ...Object.keys(base.phases)]);
-  /** @type {[string, number][]} */
-  const diffs = [];
-  for (const n of names) {
-    const d = (b.phases[n] || 0) - (base.phases[n] || 0);
-    if (Math.abs(d) >= 0.0005) diffs.push([n, d]);
-  }
-  diffs.sort((x, y) => Math.abs(y[1]) - Math.abs(x[1]));
-  return diffs.slice(0, count);
-}
-
-/**
- * @param {Compared} b
- * @param {Compared} base
- * @param {number} longest
- * @returns {HTMLTableRowElement}
- */
-function compareRow(b, base, longest) {
-  const tr = h("tr", b.id === base.id ? "trtw-mx-base" : "", { "data-build": String(b.id) });
-  const time = h("td", "trtw-mono");
-  const bar = h("div", "trtw-mx-timebar");
-  bar.style.width = `${Math.round((100 * b.build_s) / longest)}%`;
-  const timeText = h("span");
-  timeText.textContent = fmtDuration(b.build_s);
-  time.append(timeText, bar);
-  const same = b.id === base.id;
-  const dSize = b.engine_size !== null && base.engine_size !== null ? b.engine_size - base.engine_size : null;
-  const sizeDelta = dSize === null || same ? "" : `${dSize >= 0 ? "+" : "\u2212"}${fmtBytes(Math.abs(dSize))}`;
-  const phases = same
-    ? "baseline"
-    : phaseDiffs(b, base)
-        .map(([n, d]) => `${n} ${fmtDelta(d)}`)
-        .join(", ");
-  const cells = [
-    b.model,
-    b.variant,
-    b.status,
-    null,
-    same ? "" : fmtDelta(b.build_s - base.build_s),
-    b.engine_size ? fmtBytes(b.engine_size) : "",
-    sizeDelta,
-    phases,
-  ];
-  for (const c of cells) {
-    if (c === null) {
-      tr.append(time);
-      continue;
-    }
-    const td = h("td", "");
-    td.textContent = c;
-    tr.append(td);
-  }
-  return tr;
 }
 
 /** @satisfies {import("@anywidget/types").AnyWidget<MatrixTraits>} */

@@ -5,6 +5,7 @@
                               [--report build.html] [--trace build.json]
   trt-widget demo [--blocks N] [same options]    # builds a generated deep residual model
   trt-widget serve [--host H] [--port P] [--token T | --token-file F] [--data DIR] ...   # a build service
+  trt-widget matrix a.onnx [b.onnx ...] --opt-level 0 3 5 [--executor ray] [--json]   # see _matrix_cli.py
 
 Exit codes: 0 succeeded, 1 failed (or bad input such as a missing file, or a --report / --trace file that could
 not be written), 2 bad usage, 124 cancelled because the --budget ran out, 130 cancelled by Ctrl-C. Ctrl-C cancels
@@ -69,7 +70,7 @@ def _parser() -> argparse.ArgumentParser:
         epilog="Exit codes: 0 succeeded, 1 failed or bad input, 2 bad usage, 124 --budget ran out, "
         "130 cancelled with Ctrl-C.",
     )
-    commands = parser.add_subparsers(dest="command", metavar="{build,demo,view,serve}")
+    commands = parser.add_subparsers(dest="command", metavar="{build,demo,view,serve,matrix}")
     build = commands.add_parser(
         "build",
         parents=[common],
@@ -107,6 +108,16 @@ def _parser() -> argparse.ArgumentParser:
             'Needs pip install "trt_widget[serve]".',
         )
     )
+    from ._matrix_cli import add_arguments as matrix_arguments
+
+    matrix_arguments(
+        commands.add_parser(
+            "matrix",
+            help="one build per (model, --opt-level): a live table, or --json events with the build id",
+            description="Build every MODEL with every --opt-level, locally (--max-parallel at a time, default 1) "
+            "or on Ray (--executor ray). Engines are written only with -o DIR.",
+        )
+    )
     return parser
 
 
@@ -119,12 +130,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.code or 0)
     if args.command is None:
         parser.print_usage(sys.stderr)
-        print("trt-widget: error: choose a command: build, demo, view or serve", file=sys.stderr)
+        print("trt-widget: error: choose a command: build, demo, view, serve or matrix", file=sys.stderr)
         return EXIT_USAGE
     if args.command == "serve":
         from .serve import run as serve
 
         return serve(args)
+    if args.command == "matrix":
+        from ._matrix_cli import run as matrix
+
+        return matrix(args)
     try:
         return _view(args) if args.command == "view" else _run(args)
     except _UsageError as exc:

@@ -1,0 +1,127 @@
+"""``trt-widget matrix`` on real RTX builds: a pseudo-terminal (live table, Ctrl-C), pipes, ``--json`` with the
+build id in every event, and the Ray executor connecting to the session's Ray instance."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pexpect
+import pytest
+
+from trt_widget._events import schema
+from trt_widget.models import deep_residual, to_bytes
+
+TIMEOUT_S = 180
+MATRIX_KEYS = ("build", "variant", "matrix_model")  # what a matrix adds to each build's events
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ, TRT_WIDGET_HISTORY="off", PYTHONUNBUFFERED="1", TERM="xterm-256color")
+    env.pop("NO_COLOR", None)
+    env.update(extra)
+    return env
+
+
+def _cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "trt_widget", "matrix", *args],
+        capture_output=True,
+        text=True,
+        env=_env(**env),
+        timeout=TIMEOUT_S,
+    )
+
+
+@pytest.fixture(scope="module")
+def small_onnx(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("matrix-cli") / "small.onnx"
+    path.write_bytes(to_bytes(deep_residual(5)))
+    return path
+
+
+def _json_events(stdout: str) -> list[dict[str, Any]]:
+    events = [json.loads(line) for line in stdout.splitlines()]
+    validator = jsonschema.Draft202012Validator(schema())
+    for event in events:  # each is a build event of the documented schema, plus the matrix's keys
+        validator.validate({k: v for k, v in event.items() if k not in MATRIX_KEYS})
+    return events
+
+
+def test_json_has_the_build_id_in_every_event_and_engines_go_to_the_output_dir(
+    small_onnx: Path, tmp_path: Path
+) -> None:
+    result = _cli(str(small_onnx), "--opt-level", "0", "3", "--json", "-o", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    events = _json_events(result.stdout)
+    assert all(e["build"] in (0, 1) for e in events)
+    starts = {e["build"]: e["variant"] for e in events if e["event"] == "build_start"}
+    assert starts == {0: "optimization_level=0", 1: "optimization_level=3"}
+    ends = {e["build"]: e for e in events if e["event"] == "build_end"}
+    assert {b: e["status"] for b, e in ends.items()} == {0: "succeeded", 1: "succeeded"}
+    for build in (0, 1):
+        mine = [e for e in events if e["build"] == build]
+        assert mine[0]["event"] == "build_start" and mine[-1]["event"] == "build_end"
+        assert {"phase_start", "phase_finish"} <= {e["event"] for e in mine}
+        assert Path(ends[build]["output"]).stat().st_size == ends[build]["engine_bytes"] > 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "small-optimization_level_0.engine",
+        "small-optimization_level_3.engine",
+    ]
+
+
+def test_pipes_get_a_line_per_status_and_the_table(small_onnx: Path) -> None:
+    result = _cli(str(small_onnx), str(small_onnx), "--opt-level", "1")
+    assert result.returncode == 0, result.stderr
+    assert "\x1b" not in result.stdout
+    lines = result.stdout.splitlines()
+    assert "#1 small.onnx (2) [optimization_level=1]: queued" in lines  # one at a time by default
+    assert sum("succeeded in" in line for line in lines) == 2
+    assert lines[-3].split()[:4] == ["id", "model", "variant", "status"]
+
+
+def test_bad_input_and_usage(small_onnx: Path, tmp_path: Path) -> None:
+    missing = _cli(str(tmp_path / "nope.onnx"))
+    assert missing.returncode == 1 and "ONNX file not found" in missing.stderr
+    assert _cli(str(small_onnx), "--opt-level", "9").returncode == 2
+    assert _cli(str(small_onnx), "--max-parallel", "0").returncode == 2
+    bad = _cli(str(small_onnx), "--workspace", "lots")  # refused for every variant: each build fails alone
+    assert bad.returncode == 1 and "workspace must be a byte count" in bad.stdout
+
+
+def test_terminal_live_table_and_ctrl_c_stops_every_build(long_model_bytes: bytes, tmp_path: Path) -> None:
+    model = tmp_path / "long.onnx"
+    model.write_bytes(long_model_bytes)
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "trt_widget", "matrix", str(model), "--opt-level", "0", "2"],
+        env=_env(),
+        dimensions=(30, 160),
+        encoding="utf-8",
+        timeout=TIMEOUT_S,
+    )
+    child.expect("Determining refit engines")  # the live table shows the running build's current phase
+    seen = child.before + child.after
+    child.sendintr()
+    child.expect("Stopping every build")
+    child.expect(pexpect.EOF)
+    child.close()
+    output = seen + child.before
+    assert child.exitstatus == 130, output[-2000:]
+    assert "\x1b[" in output and "queued" in output  # rich, and the second build waited for the first
+    assert output.count("cancelled") >= 2
+
+
+def test_ray_executor_connects_to_the_running_cluster(ray_session: Any, small_onnx: Path) -> None:
+    address = ray_session.get_runtime_context().gcs_address
+    result = _cli(str(small_onnx), "--opt-level", "0", "2", "--executor", "ray", "--json", RAY_ADDRESS=address)
+    assert result.returncode == 0, result.stderr[-3000:]
+    events = _json_events(result.stdout)
+    ends = {e["build"]: e["status"] for e in events if e["event"] == "build_end"}
+    assert ends == {0: "succeeded", 1: "succeeded"}
+    assert any(e["event"] == "phase_start" and e["build"] == 1 for e in events)

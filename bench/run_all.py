@@ -34,6 +34,7 @@ SCRIPTS = [
     ("p7", "p7_frontend.py", ["--updates", "20"]),
     ("p8", "p8_default_runner.py", ["--repeats", "2", "--trials", "3", "--blocks", "400"]),
     ("p11", "p11_sync_bytes.py", ["--measurements", "300", "--seconds", "4"]),
+    ("p10", "p10_matrix.py", ["--blocks", "20", "--repeats", "3"]),
 ]
 ORDER = [
     "P1",
@@ -61,6 +62,9 @@ ORDER = [
     "P1-first",
     "P4-default",
     "P5-default",
+    "P10-rate",
+    "P10-stall",
+    "P10-ray",
     "P11-total",
     "P11-update",
     "P11-full",

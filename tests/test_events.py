@@ -13,6 +13,7 @@ import jsonschema
 import pytest
 
 from trt_widget._build import Build
+from trt_widget._engine import CaptureLogger
 from trt_widget._events import attach_events, schema
 from trt_widget._options import BuildOptions
 from trt_widget._phases import PhaseModel
@@ -134,7 +135,7 @@ class SyntheticBuild:
     def __init__(self) -> None:
         self.now = 0.0
         self.model = PhaseModel(lambda: self.now)
-        self.logger = type("Logger", (), {"on_record": None})()
+        self.logger = CaptureLogger(clock=lambda: self.now)
         self.options = BuildOptions()
         self.source = type("Source", (), {"label": "synthetic"})()
         self.status, self.status_detail, self.engine, self.error = "idle", "", None, None

@@ -112,7 +112,7 @@ def test_sync_rate_stays_bounded_during_a_callback_storm() -> None:
     model.phase_start("Synthetic storm", None, 10**9)
     storm_steps = 0
     begin = time.monotonic()
-    while time.monotonic() - begin < 1.5:
+    while storm_steps < 150_000:  # ~1.5 s at the paced 100k steps/s (longer on a busy machine)
         for _ in range(1000):
             model.step_complete("Synthetic storm", storm_steps)
             storm_steps += 1
@@ -127,7 +127,6 @@ def test_sync_rate_stays_bounded_during_a_callback_storm() -> None:
     assert widget.wait(timeout=300) in ("succeeded", "cancelled")
 
     in_storm = [t for t in sent if begin <= t <= storm_end]
-    assert storm_steps >= 100_000
     assert len(in_storm) <= (storm_end - begin) * 10 + 3, f"{len(in_storm)} messages in {storm_end - begin:.2f} s"
     assert len(in_storm) >= 3, "updates must keep flowing during the storm"
     storm_row = next(row for row in widget.phases if row["name"] == "Synthetic storm")

@@ -37,6 +37,7 @@ from ._status import (
     DoneFlag,
     log,
 )
+from ._subscribe import BuildEvent, subscribe
 
 __all__ = ["BUILD_STATUSES", "FINAL", "Build"]
 
@@ -243,6 +244,12 @@ class Build:
     def timings(self) -> list[dict[str, Any]]:
         """Per phase instance: id, name, parent (id or None), depth, start_s, end_s, duration_s, step, ..."""
         return self.model.timings()
+
+    def subscribe(self, fn: Callable[[BuildEvent], None], *, steps: bool = True) -> Callable[[], None]:
+        """Call ``fn(event)`` for every start, phase start/step/finish, captured log line and end of this build
+        (no steps with ``steps=False``); returns a function that unsubscribes. ``fn`` runs on the thread of the
+        event: keep it quick."""
+        return subscribe(self, fn, steps=steps)
 
     def on_start(self, callback: Callable[[Build], None]) -> None:
         """Call ``callback(build)`` in ``start()``, after the clock restarts and before the builder runs."""

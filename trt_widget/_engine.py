@@ -74,6 +74,7 @@ class CaptureLogger:
         self._clock = clock
         self._t0 = clock()
         self.on_record = on_record
+        self._listeners: list[Callable[[dict[str, Any]], None]] = []
         self.records: deque[dict[str, Any]] = deque(maxlen=5000)
         self.problems: list[dict[str, Any]] = []  # WARNING and worse, capped below
 
@@ -94,8 +95,22 @@ class CaptureLogger:
                 self.problems.append(record)
             if self.on_record is not None:
                 self.on_record(record)
+            for listener in self._listeners:
+                try:  # noqa: SIM105  (once per kept log line)
+                    listener(record)
+                except Exception:  # a broken reader must not lose the line for the others
+                    pass
         except Exception:
             pass
+
+    def subscribe(self, listener: Callable[[dict[str, Any]], None]) -> Callable[[], None]:
+        """Call ``listener(record)`` for every kept line; returns a function that unsubscribes."""
+        self._listeners = [*self._listeners, listener]
+
+        def unsubscribe() -> None:
+            self._listeners = [x for x in self._listeners if x is not listener]
+
+        return unsubscribe
 
     def errors(self) -> list[str]:
         return [r["message"] for r in self.problems if r["severity"] in ("ERROR", "INTERNAL_ERROR")]

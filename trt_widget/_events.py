@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any, TextIO, Union, cast
 
 from ._phases import Phase
+from ._subscribe import BuildEvent, subscribe
 
 Sink = Union[str, "os.PathLike[str]", TextIO, Callable[[dict[str, Any]], Any]]
 
@@ -104,8 +105,7 @@ class EventStream:
         self._pending: dict[int, tuple[int, float]] = {}  # id -> newest unsent (step, t)
         self._names: dict[int, tuple[str, int]] = {}  # id -> (name, num_steps) of running phases
         with self._lock:
-            build.model.subscribe(self._on_phase)
-            self._hook_logger(build.logger)
+            self.unsubscribe = subscribe(build, self._on_build_event)
             if build.status != "idle":  # attached late: replay what is known so ids stay consistent
                 self._begin()
                 for phase in build.model.phases():
@@ -269,29 +269,25 @@ class EventStream:
                     name, num_steps = self._names[pid]
                     self._put({"event": "step", "id": pid, "name": name, "step": step, "num_steps": num_steps, "t": t})
 
-    def _hook_logger(self, logger: Any) -> None:
-        previous = getattr(logger, "on_record", None)
+    def _on_build_event(self, event: BuildEvent) -> None:
+        if event.phase is not None:
+            self._on_phase(event.kind, event.phase)
+        elif event.kind == "log" and event.record is not None:
+            self._on_log(event.record)
 
-        def on_record(record: dict[str, Any]) -> None:
-            if previous is not None:
-                try:  # noqa: SIM105  (once per TensorRT log line: try costs ~20 ns, contextlib.suppress ~700 ns)
-                    previous(record)
-                except Exception:
-                    pass
-            if record.get("severity") in LOG_SEVERITIES:
-                with self._lock:
-                    if not self._ended:
-                        self._begin()
-                        self._put(
-                            {
-                                "event": "log",
-                                "severity": record["severity"],
-                                "message": str(record.get("message", "")),
-                                "t": float(record.get("t", 0.0)),
-                            }
-                        )
-
-        logger.on_record = on_record
+    def _on_log(self, record: dict[str, Any]) -> None:
+        if record.get("severity") in LOG_SEVERITIES:
+            with self._lock:
+                if not self._ended:
+                    self._begin()
+                    self._put(
+                        {
+                            "event": "log",
+                            "severity": record["severity"],
+                            "message": str(record.get("message", "")),
+                            "t": float(record.get("t", 0.0)),
+                        }
+                    )
 
     def _on_done(self, build: Any) -> None:
         with self._lock:

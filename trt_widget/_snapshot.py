@@ -16,6 +16,7 @@ from typing import Any
 
 from ._backend import select_backend
 from ._expected import annotate
+from ._subscribe import BuildEvent, subscribe
 
 MAX_LOGS = 200
 
@@ -72,8 +73,12 @@ class SnapshotPump:
         self._hurry = threading.Event()  # ends a throttle wait early: a Stop click or the build's end
         self._urgent = False
         self._thread = threading.Thread(target=self._loop, name="trt_widget-pump", daemon=True)
-        build.model.on_structure = self._wake.set
+        self.unsubscribe = subscribe(build, self._on_event, steps=False)  # steps wait for the next tick
         build.on_done(lambda _build: self.wake(urgent=True))
+
+    def _on_event(self, event: BuildEvent) -> None:
+        if event.kind in ("phase_start", "phase_finish"):
+            self._wake.set()
 
     def start(self) -> None:
         self._thread.start()

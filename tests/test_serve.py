@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,9 +16,11 @@ import httpx
 import jsonschema
 import pytest
 
-from trt_widget._events import schema
+from trt_widget._build import Build
+from trt_widget._events import attach_events, schema
 from trt_widget.client import sse_messages
 from trt_widget.models import deep_residual, to_bytes
+from trt_widget.replay import gpu_shaped_events
 from trt_widget.serve import ServerThread
 
 MAX_UPLOAD = 4 << 20
@@ -27,7 +30,8 @@ SMALL = to_bytes(deep_residual(5))
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerThread]:
-    with ServerThread(data=tmp_path_factory.mktemp("serve"), max_upload=MAX_UPLOAD, max_concurrent=2) as running:
+    data = tmp_path_factory.mktemp("serve")
+    with ServerThread(data=data, max_upload=MAX_UPLOAD, max_concurrent=2, send_timeout=1.0) as running:
         yield running
 
 
@@ -336,6 +340,49 @@ def test_twenty_subscribers_get_every_event(client: httpx.Client, server: Server
     for received in results:
         assert [(i, json.loads(d)) for i, d in received] == expected
     assert record.subscribers == 1 or record.subscribers == 0
+
+
+def test_a_subscriber_that_stops_reading_holds_up_nothing_and_can_resume(
+    client: httpx.Client, server: ServerThread, wait_until: Any
+) -> None:
+    # ~36,000 events (no real build makes that many): a recording replayed at full speed through a real Build,
+    # its event stream and the server's log, to fill a subscriber's socket that never reads
+    build = Build.from_events(list(gpu_shaped_events(measurements=12000)))
+    server.store.reserve()
+    build_id, _ = server.store.new_dir()
+    record = server.store.launch(build_id, build, name="replay", options={}, attach=attach_events)
+    host, port = server.url.removeprefix("http://").rsplit(":", 1)
+    stuck = socket.socket()
+    stuck.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    stuck.connect((host, int(port)))
+    request = f"GET /builds/{build_id}/events HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {server.token}\r\n\r\n"
+    stuck.sendall(request.encode())
+    assert build.wait(120) == "succeeded"  # the builder never waited for the stuck subscriber
+    full = events(client, build_id)  # nor did another subscriber
+    assert full[-1][1]["event"] == "build_end" and len(full) == record.event_count() > 30_000
+    wait_until(lambda: record.subscribers == 0, timeout=60, what="the stuck subscriber to be dropped")
+    received = b""
+    while chunk := stuck.recv(1 << 20):  # what it got before the server gave up on it (send_timeout 1 s)
+        received += chunk
+    stuck.close()
+    got = [(int(i or 0), json.loads(d)) for i, _, d in sse_messages(_dechunk(received).split("\n"))]
+    assert 0 < len(got) < len(full) and got == full[: len(got)]
+    assert events(client, build_id, last=got[-1][0]) == full[len(got) :]  # resumed from the stored log
+
+
+def _dechunk(raw: bytes) -> str:
+    """The body of a chunked HTTP response, up to where the connection was cut (complete SSE messages only)."""
+    body = raw.partition(b"\r\n\r\n")[2]
+    out = b""
+    while body:
+        size_line, _, rest = body.partition(b"\r\n")
+        size = int(size_line, 16) if size_line.strip() else 0
+        if size == 0:
+            break
+        out += rest[:size]
+        body = rest[size + 2 :]
+    text = out.decode("utf-8", "replace")
+    return text[: text.rfind("\n\n") + 2]
 
 
 def test_data_dir_holds_only_generated_names(server: ServerThread) -> None:

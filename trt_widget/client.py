@@ -14,6 +14,7 @@ and downloads the engine. Times are the server's: ``timings()`` match ``GET /bui
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -43,10 +44,23 @@ class FollowClock:
 
     def __init__(self) -> None:
         self._skew = 0.0
+        self._held: float | None = None
         self._lock = threading.Lock()
 
     def __call__(self) -> float:
-        return time.perf_counter() + self._skew
+        held = self._held
+        return held if held is not None else time.perf_counter() + self._skew
+
+    def restart(self, *clocked: Any) -> float:
+        """``restart_clock()`` each of ``clocked`` (phase model, logger) at one reading of this clock; returns it."""
+        with self._lock:
+            self._held = time.perf_counter() + self._skew
+            try:
+                for thing in clocked:
+                    thing.restart_clock()
+                return self._held
+            finally:
+                self._held = None
 
     def advance_to(self, reading: float) -> None:
         with self._lock:
@@ -124,6 +138,8 @@ class RemoteRunner:
         with httpx.Client(base_url=self.url, headers=self.headers, timeout=self.timeout) as client:
             if self.build_id is None:
                 self.build_id = self._upload(client, ctx)
+                if self.build_id is None:
+                    return None  # stopped before the server had it
             finished = threading.Event()
             watcher = threading.Thread(target=self._watch, args=(ctx, finished), name="trt_widget-remote", daemon=True)
             watcher.start()
@@ -134,30 +150,60 @@ class RemoteRunner:
                 self._poke.set()
 
     # -- upload --------------------------------------------------------------------------------------
-    def _upload(self, client: httpx.Client, ctx: RunContext) -> str:
+    def _upload(self, client: httpx.Client, ctx: RunContext) -> str | None:
+        """POST the model; the id, or None when stopped while waiting for a free slot. The server's limits are
+        checked first: a server refusing an upload it has not read closes the connection, and a large body
+        still on its way can then lose the refusal."""
         source = ctx.source
+        size = os.path.getsize(source.value) if source.kind == "path" else len(source.value)
         params = {"options": json.dumps(self.options), "name": self.label or source.label}
         deadline = time.monotonic() + self.queue
+        problem = ""
         while True:
-            try:
-                if source.kind == "path":
-                    with open(source.value, "rb") as handle:
-                        response = client.post("/builds", content=handle, params=params, headers=_OCTETS)
+            limits = self._get(client, "/builds", params={"limit": "1"}).json()
+            if size > limits["max_upload"]:
+                raise BuildError(
+                    f"the model is {size:,} bytes; the build server {self.url} accepts at most "
+                    f"{limits['max_upload']:,} (its --max-upload)"
+                )
+            if limits["running"] < limits["max_concurrent"]:
+                try:
+                    response = self._post_model(client, source, params)
+                except httpx.TransportError as exc:
+                    problem = f"{type(exc).__name__}: {exc}"  # look at the limits again, then say so
                 else:
-                    response = client.post("/builds", content=source.value, params=params, headers=_OCTETS)
-            except OSError as exc:
-                raise BuildError(f"cannot read the model {source.value}: {exc}") from exc
-            except httpx.HTTPError as exc:
-                raise BuildError(f"cannot reach the build server {self.url}: {exc}") from exc
-            if response.status_code == 201:
-                ctx.on_queued(False)
-                return str(response.json()["id"])
-            wait = float(response.headers.get("retry-after", "5") or 5)
-            if response.status_code != 429 or time.monotonic() + wait > deadline:
-                raise BuildError(f"the build server {self.url} refused the build ({_refusal(response)})")
+                    if response.status_code == 201:
+                        ctx.on_queued(False)
+                        return str(response.json()["id"])
+                    if response.status_code != 429:
+                        raise BuildError(f"the build server {self.url} refused the build ({_refusal(response)})")
+                    problem = _refusal(response)
+            else:
+                problem = f"HTTP 429: {limits['running']} of at most {limits['max_concurrent']} builds running"
+            if time.monotonic() >= deadline:
+                raise BuildError(f"the build server {self.url} is busy ({problem}); RemoteBuild(queue=seconds) waits")
             ctx.on_queued(True)  # status "queued" while the server is busy
-            if ctx.cancel.wait(wait):  # a stop ends the wait
-                raise BuildError("stopped while waiting for a free build slot on the server")
+            if ctx.cancel.wait(1.0):  # a stop ends the wait
+                return None
+
+    def _post_model(self, client: httpx.Client, source: ModelSource, params: dict[str, str]) -> httpx.Response:
+        if source.kind != "path":
+            return client.post("/builds", content=source.value, params=params, headers=_OCTETS)
+        try:
+            with open(source.value, "rb") as handle:
+                return client.post("/builds", content=handle, params=params, headers=_OCTETS)
+        except OSError as exc:
+            raise BuildError(f"cannot read the model {source.value}: {exc}") from exc
+
+    def _get(self, client: httpx.Client, path: str, **kwargs: Any) -> httpx.Response:
+        """A GET that must succeed: BuildError with the server's sentence otherwise."""
+        try:
+            response = client.get(path, **kwargs)
+        except httpx.HTTPError as exc:
+            raise BuildError(f"cannot reach the build server {self.url}: {exc}") from exc
+        if response.status_code != 200:
+            raise BuildError(f"the build server {self.url} refused {path} ({_refusal(response)})")
+        return response
 
     # -- cancel --------------------------------------------------------------------------------------
     def _watch(self, ctx: RunContext, finished: threading.Event) -> None:
@@ -218,9 +264,7 @@ class RemoteRunner:
     def _apply(self, ctx: RunContext, event: dict[str, Any]) -> None:
         """Feed one event into the phase model / logger at the server's time (trt_widget.replay.apply_event)."""
         if event.get("event") == "build_start":
-            ctx.model.restart_clock()  # the remote build starts now: its t = 0
-            ctx.logger.restart_clock()
-            self._origin = self.clock() - ctx.model.now()
+            self._origin = self.clock.restart(ctx.model, ctx.logger)  # the remote build starts now: its t = 0
             return
         at = self._origin + float(event.get("t", 0.0))
         self.clock.advance_to(at)  # a replayed log is ahead of this clock: move it, so times stay the server's

@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 import anyio
-from sse_starlette.sse import EventSourceResponse
+from sse_starlette.sse import EventSourceResponse, SendTimeoutError
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
@@ -24,6 +24,7 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ._status import log
 from .serve_page import page
 from .serve_store import UPLOAD, BuildRecord, BuildStore, Busy
 from .serve_upload import UploadError, check_length, receive
@@ -186,12 +187,13 @@ def create_app(
         total = await anyio.to_thread.run_sync(record.event_count)  # a stored log is read off the event loop
         if cursor > total:
             return error(400, f"Last-Event-ID {cursor} is beyond this build's {total} events so far")
-        return EventSourceResponse(
+        return _EventStream(
             _stream(store, record, cursor),
             ping=ping,
             send_timeout=send_timeout,
             sep="\n",
             headers={"Cache-Control": "no-store"},
+            shutdown_grace_period=2.0,  # on SIGINT/SIGTERM: time for the stream's closing notice
         )
 
     async def not_found(request: Request, exc: Exception) -> Response:
@@ -226,6 +228,17 @@ def create_app(
         exception_handlers={HTTPException: not_found, Exception: crashed},
     )
     return TokenAuth(app, token=token)
+
+
+class _EventStream(EventSourceResponse):
+    """An SSE response whose subscriber is dropped, quietly, when one write waits longer than ``send_timeout``
+    (it stopped reading); it can reconnect with Last-Event-ID and resume from the stored log."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        except SendTimeoutError:
+            log.info("serve: an event-stream subscriber stopped reading for %g s: disconnected", self.send_timeout)
 
 
 async def _stream(store: BuildStore, record: BuildRecord, cursor: int) -> AsyncIterator[bytes]:

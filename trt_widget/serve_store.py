@@ -31,6 +31,10 @@ from ._status import FINAL, SUCCEEDED, log
 ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{22}$")  # secrets.token_urlsafe(16)
 META, EVENTS, ENGINE, UPLOAD = "meta.json", "events.jsonl", "engine.bin", "model.onnx"
 INTERRUPTED = "the server stopped while this build was running"
+_encode = json.JSONEncoder(
+    ensure_ascii=False, default=str
+).encode  # one encoder: json.dumps(**options) makes one per call
+FLUSH_S = 0.05  # the event log reaches the OS at least this often while events come (a killed server loses less)
 
 
 class Busy(Exception):
@@ -61,6 +65,7 @@ class BuildRecord:
         self._lock = threading.Lock()
         self._frames: list[bytes] | None = None if self.final else []  # loaded lazily for stored builds
         self._file: Any = None
+        self._flushed = 0.0
         self._changed: asyncio.Event | None = None  # set (and replaced) when frames are appended or the end
         self._wake_pending = False
 
@@ -139,14 +144,17 @@ class BuildRecord:
         try:
             if event.get("event") == "build_end":
                 self._finalize(event)  # engine and meta on disk before any subscriber sees the end
-            text = json.dumps(event, ensure_ascii=False, default=str)
+            text = _encode(event)
             with self._lock:
                 assert self._frames is not None
                 if self._file is None and not self.final:
                     self._file = open(self.dir / EVENTS, "a", encoding="utf-8")  # noqa: SIM115 (closed at build_end)
                 if self._file is not None:
                     self._file.write(text + "\n")
-                    self._file.flush()
+                    now = time.monotonic()
+                    if now - self._flushed >= FLUSH_S:  # bursts are written together; build_end flushes and syncs
+                        self._file.flush()
+                        self._flushed = now
                 self._frames.append(frame(len(self._frames) + 1, text))
                 if event.get("event") == "build_end":
                     self._close_file()

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from ._events import attach_events
+from ._grouping import sibling_runs
 
 MARKS = {
     "running": ("▸", "yellow"),
@@ -271,8 +272,9 @@ class Interrupts:
 
 
 def tree_lines(rows: list[dict[str, Any]], total_s: float) -> list[tuple[int, list[dict[str, Any]], int]]:
-    """(depth, instances, count) per displayed line: same-named siblings grouped; running phases and
-    finished ones that took at least 5% of ``total_s`` are expanded, the rest collapsed."""
+    """(depth, instances, count) per displayed line: runs of same-named siblings grouped by the rule every live
+    front end shares (:mod:`trt_widget._grouping`); running phases and finished ones that took at least 5% of
+    ``total_s`` are expanded, the rest collapsed."""
     children: dict[Any, list[dict[str, Any]]] = {}
     for row in rows:
         if row:
@@ -280,10 +282,7 @@ def tree_lines(rows: list[dict[str, Any]], total_s: float) -> list[tuple[int, li
     lines: list[tuple[int, list[dict[str, Any]], int]] = []
 
     def add(parent: Any, depth: int) -> None:
-        groups: dict[str, list[dict[str, Any]]] = {}
-        for row in children.get(parent, []):
-            groups.setdefault(row["name"], []).append(row)
-        for group in groups.values():
+        for group in sibling_runs(children.get(parent, [])):
             lines.append((depth, group, len(group)))
             running = [r for r in group if r["end_s"] is None]
             if running:

@@ -1,0 +1,29 @@
+"""The one rule for folding repeated phases, shared by every live front end (the widget's tree and timeline in
+``js/src/structure.js``, the terminal tree): a run of at least ``GROUP_MIN`` consecutive siblings with the same
+name is shown as one group ("name ×count"); shorter runs are shown one by one. (Static reports merge all
+instances by name path instead, so their size stays bounded for any build.)"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+GROUP_MIN = 5  # js/src/structure.js has the same constant (a test checks they agree)
+
+
+def sibling_runs(children: Sequence[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """``children`` (rows of one parent, in start order) as display lines: a group per run of >= GROUP_MIN
+    same-name rows, else one line per row."""
+    lines: list[list[dict[str, Any]]] = []
+    i = 0
+    while i < len(children):
+        j = i
+        while j + 1 < len(children) and children[j + 1]["name"] == children[i]["name"]:
+            j += 1
+        run = list(children[i : j + 1])
+        if len(run) >= GROUP_MIN:
+            lines.append(run)
+        else:
+            lines.extend([row] for row in run)
+        i = j + 1
+    return lines

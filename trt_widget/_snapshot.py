@@ -16,6 +16,7 @@ from typing import Any
 
 from ._backend import select_backend
 from ._expected import annotate
+from ._status import CANCELLING, FAILED, FINAL, LIVE
 from ._subscribe import BuildEvent, subscribe
 
 MAX_LOGS = 200
@@ -31,14 +32,14 @@ def snapshot(build: Any) -> dict[str, Any]:
         "elapsed_s": round(build.elapsed_s, 4),
         "phases": build.model.rows(),
         "engine_size": build.engine_size or 0,
-        "error": str(error) if error is not None and status == "failed" else "",
+        "error": str(error) if error is not None and status == FAILED else "",
         "logs": annotate(build.problems[-MAX_LOGS:], cancelled=build.cancel_info is not None, backend=_backend_kind()),
-        "cancel": build.cancel_info if status == "cancelling" else None,
+        "cancel": build.cancel_info if status == CANCELLING else None,
         "can_force": build.options.isolation == "process",
         "eta": _call(build.history, "eta"),
         "history_delta": _call(build.history, "deltas"),
         "resources": _call(build.resources, "snapshot"),
-        "activity": {"last_callback_s": build.model.last_event_s} if status in ("running", "cancelling") else None,
+        "activity": {"last_callback_s": build.model.last_event_s} if status in LIVE else None,
     }
 
 
@@ -135,13 +136,13 @@ class SnapshotPump:
             state["phases_delta"] = f'{{"seq":{self.seq},"rows":[{",".join(changed_rows)}]}}'
         else:
             state["phases_delta"] = self.last.get("phases_delta", "")
-        if self._full or "phases_json" not in self.last or state["status"] in _FINAL:
+        if self._full or "phases_json" not in self.last or state["status"] in FINAL:
             self._full = False
             state["phases_json"], state["phases_seq"] = self._rows.text(), self.seq
         else:
             state["phases_json"], state["phases_seq"] = self.last["phases_json"], self.last["phases_seq"]
         changed = {k: v for k, v in state.items() if self.last.get(k, _MISSING) != v}
-        if changed.keys() == {"elapsed_s"} and state["status"] in ("running", "cancelling"):
+        if changed.keys() == {"elapsed_s"} and state["status"] in LIVE:
             return  # the browser ticks elapsed time itself; re-anchor it only along with real news
         if changed:
             self.send(changed)
@@ -183,4 +184,3 @@ class RowsEncoder:
 
 
 _MISSING = object()
-_FINAL = ("succeeded", "cancelled", "failed")

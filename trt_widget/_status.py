@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import warnings
 
-from ._phases import CANCELLED
+from ._phases import CANCELLED as CANCELLED  # the same word for a phase and a build
 
 IDLE, RUNNING, CANCELLING = "idle", "running", "cancelling"
 QUEUED = "queued"  # started, waiting for a builder slot or a remote worker (a runner says so via ctx.on_queued)

@@ -15,12 +15,13 @@ from typing import Any, TextIO
 
 from ._events import attach_events
 from ._grouping import sibling_runs
+from ._status import CANCELLED, CANCELLING, IDLE, RUNNING, SUCCEEDED
 
 MARKS = {
     "running": ("▸", "yellow"),
     "done": ("✓", "green"),
     "finished-early": ("✓", "green"),
-    "cancelled": ("✗", "red"),
+    "cancelled": ("✗", "yellow"),  # the user's cancel: not a failure
 }
 
 
@@ -94,7 +95,7 @@ class TerminalView:
         interrupts = Interrupts(self.build, self.notice)
         while True:
             try:
-                if self.build.status == "idle" and not self.build.done():
+                if self.build.status == IDLE and not self.build.done():
                     self.events.join(0.1)
                     continue
                 if self.join(0.1):
@@ -213,17 +214,17 @@ class TerminalView:
             table.add_row(label, bar, Text(steps, style="dim"), Text(fmt_s(duration)))
         if build.done():
             return table
-        footer = Text(self._footer(now), style="dim" if build.status == "running" else "bold yellow")
+        footer = Text(self._footer(now), style="dim" if build.status == RUNNING else "bold yellow")
         return Group(table, footer)
 
     def _footer(self, now: float) -> str:
         build = self.build
-        if build.status == "cancelling":
+        if build.status == CANCELLING:
             info = build.cancel_info or {}
             return (
                 f"Cancelling — waiting for the builder to finish the current step of {info.get('phase') or 'the build'}"
             )
-        hint = f" — {self.hint}" if self.hint and build.status == "running" else ""
+        hint = f" — {self.hint}" if self.hint and build.status == RUNNING else ""
         return f"{build.status} {fmt_s(now)}{hint}"
 
 
@@ -241,7 +242,7 @@ class Interrupts:
 
     def __call__(self) -> bool:
         build = self.build
-        if build.done() or build.status == "idle":
+        if build.done() or build.status == IDLE:
             return False
         self.count += 1
         if self.count == 1:
@@ -320,13 +321,13 @@ def slowest_leaf(build: Any) -> dict[str, Any] | None:
 def outcome(build: Any) -> str:
     """One line: status, time, and the engine (size and path) or the reason."""
     elapsed = fmt_s(build.elapsed_s)
-    if build.status == "succeeded":
+    if build.status == SUCCEEDED:
         if build.source.kind == "recording":
             size = fmt_bytes(build.engine_size) if build.engine_size is not None else "of unknown size"
             return f"Replayed a build that succeeded in {elapsed}: engine {size} (recorded; not part of the recording)"
         where = f" written to {build.options.output}" if build.options.output else " (not saved)"
         return f"Succeeded in {elapsed}: engine {fmt_bytes(len(build.engine))}{where}"
-    if build.status == "cancelled":
+    if build.status == CANCELLED:
         phase = (build.cancel_info or {}).get("phase")
         return f"Cancelled after {elapsed}: {build.status_detail}" + (f" (during {phase})" if phase else "")
     return f"Failed after {elapsed}: {build.status_detail}"
@@ -365,7 +366,7 @@ def rich_summary(build: Any) -> Any:
     leaf = slowest_leaf(build)
     if leaf is not None:
         parts.append(Text(f"slowest innermost phase: {leaf['name']} ({fmt_s(leaf['duration_s'])})", style="dim"))
-    color = {"succeeded": "green", "cancelled": "yellow"}.get(build.status, "red")
+    color = {SUCCEEDED: "green", CANCELLED: "yellow"}.get(build.status, "red")
     parts.append(Text(outcome(build), style=f"bold {color}"))
     return Group(*parts)
 

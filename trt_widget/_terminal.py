@@ -325,7 +325,7 @@ def outcome(build: Any) -> str:
         if build.source.kind == "recording":
             size = fmt_bytes(build.engine_size) if build.engine_size is not None else "of unknown size"
             return f"Replayed a build that succeeded in {elapsed}: engine {size} (recorded; not part of the recording)"
-        where = f" written to {build.options.output}" if build.options.output else " (not saved)"
+        where = f" written to {build.options.output}" if build.options.output else ""  # a script may save() next
         return f"Succeeded in {elapsed}: engine {fmt_bytes(len(build.engine))}{where}"
     if build.status == CANCELLED:
         phase = (build.cancel_info or {}).get("phase")

@@ -2,7 +2,7 @@
 // axis that grows with the build clock.
 
 import { h, svg } from "./dom.js";
-import { fmtDuration, niceCeil, niceStep } from "./format.js";
+import { fmtDuration, niceCeil, niceStep, str } from "./format.js";
 
 /** @typedef {import("./structure.js").Item} Item */
 /** @typedef {import("./structure.js").Structure} Structure */
@@ -17,7 +17,7 @@ const AXIS_H = 16; // axis height (px)
  * @property {SVGRectElement} rect
  * @property {SVGTitleElement} title
  * @property {SVGTextElement} text
- * @property {Record<string, string>} c
+ * @property {Record<string, string | boolean>} c what was last rendered (only differences touch the DOM)
  * @property {Item} it
  */
 
@@ -150,6 +150,12 @@ export class TimelineView {
       if (c.w !== ws) {
         c.w = ws;
         b.g.setAttribute("width", ws);
+      }
+      // a label that does not fit its bar is left out (the bar's tooltip names it) rather than cut mid-letter
+      const fits = ((this.svg.clientWidth || 900) * w) / 100 >= 7 * str(c.label).length + 8;
+      if (c.fits !== fits) {
+        c.fits = fits;
+        b.text.style.display = fits ? "" : "none";
       }
       const title = barTitle(it, end - it.start, now);
       if (c.title !== title) {

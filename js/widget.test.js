@@ -3,7 +3,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { fmtBytes, fmtDelta, fmtDuration, fmtQuiet, meaningfulDelta, percent } from "./src/format.js";
+import { fmtBytes, fmtDelta, fmtDuration, fmtQuiet, meaningfulDelta, niceCeil, percent } from "./src/format.js";
 import { TrtView } from "./src/view.js";
 import widget from "./src/widget.js";
 
@@ -149,6 +149,12 @@ describe("formatters", () => {
     expect(meaningfulDelta(0.2, 100)).toBe(false); // 0.2 % of a long phase
     expect(meaningfulDelta(0.5, 2)).toBe(true);
     expect(meaningfulDelta(-0.5, 2)).toBe(true);
+  });
+
+  it("ends the timeline axis close past the build: 16.3 s -> 18 s, not 20 s", () => {
+    expect(niceCeil(16.32)).toBe(18);
+    expect(niceCeil(0.95)).toBe(1);
+    for (const x of [0.013, 1.05, 7.7, 16.32, 123, 4321]) expect(niceCeil(x) / x).toBeLessThanOrEqual(1.2);
   });
 
   it("says how long TensorRT has been silent only once it matters", () => {

@@ -125,13 +125,13 @@ export function niceStep(span, target) {
 }
 
 /**
- * Round up to a "nice" axis maximum (changes rarely as time grows).
+ * Round up to a "nice" axis maximum (changes rarely as time grows; at most ~20 % past x: 16.3 s -> 18 s).
  * @param {number} x
  * @returns {number}
  */
 export function niceCeil(x) {
   if (!(x > 0)) return 1;
   const p = 10 ** Math.floor(Math.log10(x));
-  for (const m of [1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10]) if (m * p >= x) return m * p;
+  for (const m of [1, 1.2, 1.4, 1.6, 1.8, 2, 2.5, 3, 3.5, 4, 4.5, 5, 6, 7, 8, 9, 10]) if (m * p >= x) return m * p;
   return 10 * p;
 }

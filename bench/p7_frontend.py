@@ -1,11 +1,11 @@
-"""P7: front-end time to apply one ``phases`` update of a 1,200-instance tree, in headless Chromium.
+"""P7: front-end time to apply one row update of a 1,200-instance tree (``--instances``), in headless Chromium.
 
 Debian's /usr/bin/chromium via Playwright renders ``js/dist/bench.js`` (the shipped bundle's code plus a view
-handle, served through ``page.route``) with a fake anywidget model, then applies ~50 updates, each a fresh
-``phases`` array in which 120 rows changed, timing model update + change events + forced layout
-(``el.offsetHeight``).
+handle, served through ``page.route``) with a fake anywidget model, then applies ~50 updates, each the 120 rows
+that changed sent as the widget's pump sends them (``phases_delta``), timing model update + change events +
+forced layout (``el.offsetHeight``).
 Scenarios: tree as first shown (runs of same-name siblings collapsed into groups), tree fully expanded
-(every instance is a DOM row), and the timeline view.
+(long lists render only the rows in view), and the timeline view.
 """
 
 from __future__ import annotations
@@ -185,9 +185,10 @@ def main() -> None:
             **{k: round(x, 3) if isinstance(x, float) else x for k, x in v.items()},
         )
 
+    suffix = "" if args.instances == 1_200 else f"-{args.instances}"  # e.g. P7-expanded-10000 from a second run
     emit(
-        "p7_frontend",
-        {"P7": fig("tree"), "P7-expanded": fig("expanded"), "P7-timeline": fig("timeline")},
+        "p7_frontend" + suffix.replace("-", "_"),
+        {f"P7{suffix}": fig("tree"), f"P7-expanded{suffix}": fig("expanded"), f"P7-timeline{suffix}": fig("timeline")},
         chromium=chromium,
         load_avg_start=load_start,
     )

@@ -62,7 +62,7 @@ function makeTree(n) {
 }
 
 // Update k: a window of `changed` rows flips between running and done; every row is a fresh object, as
-// after JSON.parse of a comm message.
+// after JSON.parse of a comm message. `delta` holds just those rows: what the widget's pump sends (phases_delta).
 function snapshot(base, k, changed) {
   const rows = JSON.parse(JSON.stringify(base));
   const first = 8 + ((k * changed) % (rows.length - 8 - changed));
@@ -78,7 +78,7 @@ function snapshot(base, k, changed) {
       r.duration_s = r.end_s - r.start_s;
     }
   }
-  return rows;
+  return { rows, delta: rows.slice(first, first + changed) };
 }
 
 const frame = () => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
@@ -89,7 +89,7 @@ window.runBench = async (scenario, n, updates, changed) => {
   el.style.width = "900px";
   document.body.append(el);
   const base = makeTree(n);
-  const model = new FakeModel({ status: "running", status_detail: "", elapsed_s: 1, phases_json: JSON.stringify(snapshot(base, 0, changed)),
+  const model = new FakeModel({ status: "running", status_detail: "", elapsed_s: 1, phases_json: JSON.stringify(snapshot(base, 0, changed).rows), phases_seq: 0,
     engine_size: 0, error: "", logs: [], cancel: null, can_force: false, eta: null, history_delta: null,
     resources: null });
   let view = null;
@@ -115,13 +115,13 @@ window.runBench = async (scenario, n, updates, changed) => {
   const parse = [];
   const warmup = 5;
   for (let k = 1; k <= updates + warmup; k++) {
-    const rows = snapshot(base, k, changed);
-    const text = JSON.stringify(rows);
+    const { delta } = snapshot(base, k, changed);
+    const text = JSON.stringify({ seq: k, rows: delta });
     const p0 = performance.now();
     JSON.parse(text); // what the view's own parse costs, reported apart (it is inside the timed update too)
     parse.push(performance.now() - p0);
     const t0 = performance.now();
-    model.update({ elapsed_s: 1 + k * 0.1, phases_json: text });
+    model.update({ elapsed_s: 1 + k * 0.1, phases_delta: text });
     const t1 = performance.now();
     void el.offsetHeight; // forced layout is part of applying the update
     const t = performance.now() - t0;

@@ -32,6 +32,7 @@ SCRIPTS = [
     ("p5", "p5_main_thread.py", ["--blocks", "200", "--large", "1200"]),
     ("p6", "p6_memory.py", ["--steps", "200000", "--sizes", "1000", "10000"]),
     ("p7", "p7_frontend.py", ["--updates", "20"]),
+    ("p7-10000", "p7_frontend.py --instances 10000 --changed 200", ["--updates", "10"]),
     ("p8", "p8_default_runner.py", ["--repeats", "2", "--trials", "3", "--blocks", "400"]),
     ("p11", "p11_sync_bytes.py", ["--measurements", "300", "--seconds", "4"]),
     ("p10", "p10_matrix.py", ["--blocks", "20", "--repeats", "3"]),
@@ -58,6 +59,9 @@ ORDER = [
     "P7",
     "P7-expanded",
     "P7-timeline",
+    "P7-10000",
+    "P7-expanded-10000",
+    "P7-timeline-10000",
     "P1-default",
     "P1-first",
     "P4-default",
@@ -75,8 +79,13 @@ def run_script(name: str, args: list[str], timeout: float) -> tuple[dict[str, An
     """Run one script, echoing its output; returns (its BENCH_JSON record or None, error text, seconds)."""
     start = time.perf_counter()
     print(f"\n=== {name} {' '.join(args)}", flush=True)
+    script, *base = name.split()  # "p7_frontend.py --instances 10000": the script and its fixed arguments
     proc = subprocess.Popen(
-        [sys.executable, str(HERE / name), *args], cwd=HERE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        [sys.executable, str(HERE / script), *base, *args],
+        cwd=HERE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     record: dict[str, Any] | None = None
     lines: list[str] = []

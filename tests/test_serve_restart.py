@@ -142,7 +142,7 @@ def test_restart_keeps_builds_kill_and_graceful_stop(tmp_path: Path, token_file:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--executor", "ray"], "not yet available"),
+        (["--ray-address", "auto"], "goes with --executor ray"),
         (["--max-upload", "lots"], "--max-upload"),
         (["--max-concurrent", "0"], "at least 1"),
         (["--token", " "], "non-empty"),

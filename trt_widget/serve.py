@@ -91,9 +91,12 @@ class ServerThread:
         max_concurrent: int = DEFAULT_MAX_CONCURRENT,
         send_timeout: float = 30.0,
         ping: float = 15.0,
+        executor: str = "local",
+        ray_address: str | None = None,
     ) -> None:
         self.token = token or secrets.token_urlsafe(32)
-        self.store, app = _make_app(data, self.token, max_upload, max_concurrent, send_timeout=send_timeout, ping=ping)
+        tuning = {"send_timeout": send_timeout, "ping": ping, "executor": executor, "ray_address": ray_address}
+        self.store, app = _make_app(data, self.token, max_upload, max_concurrent, **tuning)
         self._sock = _listen(host, port)
         bound = self._sock.getsockname()
         self.url = f"http://{host if ':' not in host else f'[{host}]'}:{bound[1]}"
@@ -147,7 +150,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="builds at once (default 1: builds sharing a GPU disturb each other's tactic timing)",
     )
-    parser.add_argument("--executor", default="local", choices=("local", "ray"), help="where builds run")
+    parser.add_argument(
+        "--executor",
+        default="local",
+        choices=("local", "ray"),
+        help="where builds run: a warm builder process here (local), or a Ray task each (ray)",
+    )
+    parser.add_argument("--ray-address", metavar="ADDR", help="with --executor ray: the cluster (default: RAY_ADDRESS "
+                        "or a local instance)")  # fmt: skip
     parser.add_argument("--data", metavar="DIR", help=f"uploads, events and engines (default {default_data_dir()})")
     parser.add_argument("--ssl-certfile", metavar="F", help="serve HTTPS with this certificate (with --ssl-keyfile)")
     parser.add_argument("--ssl-keyfile", metavar="F", help="the certificate's private key")
@@ -192,7 +202,12 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         if args.executor == "ray":
-            raise UsageError("--executor ray is not yet available (trt_widget has no Ray runner yet); use local")
+            try:
+                import ray  # noqa: F401
+            except ImportError:
+                raise UsageError('--executor ray needs Ray: pip install "trt_widget[ray]"') from None
+        elif args.ray_address:
+            raise UsageError("--ray-address goes with --executor ray")
         if args.max_concurrent < 1:
             raise UsageError(f"--max-concurrent must be at least 1, got {args.max_concurrent}")
         if not 0 <= args.port <= 65535:
@@ -214,7 +229,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"trt-widget serve: error: {exc}", file=sys.stderr)
         return 2
     data = Path(args.data).expanduser() if args.data else default_data_dir()
-    store, app = _make_app(data, token, max_upload, args.max_concurrent)
+    store, app = _make_app(data, token, max_upload, args.max_concurrent, executor=args.executor,
+                           ray_address=args.ray_address)  # fmt: skip
     sock = _listen(args.host, args.port)
     scheme = "https" if args.ssl_certfile else "http"
     host = args.host if ":" not in args.host else f"[{args.host}]"

@@ -93,8 +93,11 @@ def create_app(
     max_upload: int,
     send_timeout: float = 30.0,
     ping: float = 15.0,
+    executor: str = "local",
+    ray_address: str | None = None,
 ) -> ASGIApp:
-    """The ASGI app serving ``store``: routes, auth, JSON errors, and the lifespan that stops builds at exit."""
+    """The ASGI app serving ``store``: routes, auth, JSON errors, and the lifespan that stops builds at exit.
+    ``executor``: "local" (a warm builder process per build) or "ray" (a Ray task per build, ``ray_address``)."""
 
     def lookup(request: Request) -> BuildRecord:
         record = store.get(request.path_params["build_id"])
@@ -129,7 +132,9 @@ def create_app(
             upload = await receive(
                 request.headers, request.query_params, request.stream(), directory / UPLOAD, max_bytes=max_upload
             )
-            build = await anyio.to_thread.run_sync(_make_build, directory / UPLOAD, upload.name, upload.options)
+            build = await anyio.to_thread.run_sync(
+                _make_build, directory / UPLOAD, upload.name, upload.options, executor, ray_address
+            )
             from ._events import attach_events
 
             record = store.launch(build_id, build, name=upload.name, options=upload.options, attach=attach_events)
@@ -207,7 +212,7 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         store.bind_loop(asyncio.get_running_loop())
-        await anyio.to_thread.run_sync(_prewarm)
+        await anyio.to_thread.run_sync(_prewarm, executor, ray_address)
         store.ready.set()
         yield
         store.close_streams()
@@ -279,23 +284,34 @@ async def _reason(request: Request) -> str:
     return reason
 
 
-def _make_build(path: Any, name: str, options: dict[str, Any]) -> Any:
-    """A Build of the uploaded file in a builder process (on a worker thread: creating one may import TensorRT)."""
+def _make_build(path: Any, name: str, options: dict[str, Any], executor: str, ray_address: str | None) -> Any:
+    """A Build of the uploaded file in a builder process or a Ray task (on a worker thread: it may import TensorRT)."""
     from ._build import Build
     from ._engine import ModelSource
 
-    build = Build(str(path), isolation="process", history=False, resources=False, **options)
+    runner = None
+    if executor == "ray":
+        from ._ray_runner import RayRunner
+
+        runner = RayRunner(address=ray_address)
+    build = Build(str(path), isolation="process", history=False, resources=False, runner=runner, **options)
     build.source = ModelSource("path", str(path), name)  # events and pages show the label, never a server path
     return build
 
 
-def _prewarm() -> None:
-    """Import TensorRT and start a builder process now, so the first build does not wait for them."""
+def _prewarm(executor: str, ray_address: str | None) -> None:
+    """Import TensorRT and start a builder process (or connect to Ray) now, so the first build does not wait."""
     try:
         from ._build import Build  # noqa: F401
-        from ._process import pool
 
-        pool.prewarm()
+        if executor == "ray":
+            from ._ray_runner import ensure_ray
+
+            ensure_ray(ray_address)
+        else:
+            from ._process import pool
+
+            pool.prewarm()
     except ImportError as exc:  # no backend: the server still starts; builds answer 503 with the reason
         from ._status import log
 

@@ -16,6 +16,7 @@ import trt_widget
 from trt_widget import Build, PhaseModel
 from trt_widget._monitor import BuildMonitor
 from trt_widget._phases import DONE
+from trt_widget.models import deep_residual
 
 
 def test_interleaved_callbacks_from_six_threads_keep_each_instance_apart_synthetic() -> None:
@@ -78,17 +79,43 @@ def _named_network(tag: str, layers: int) -> Any:
     return define
 
 
+def _tagged_onnx(tag: str, blocks: int) -> Any:
+    """A small ONNX model whose node (and so layer) names start with ``tag``: they show in its VERBOSE lines."""
+    model = deep_residual(blocks)
+    for node in model.graph.node:
+        node.name = f"{tag}_{node.name}"
+    return model
+
+
 def test_two_builds_at_once_on_threads_keep_their_logs_apart() -> None:
-    alpha = Build(_named_network("alpha", 400), history=False, isolation="thread", verbose=True)
-    beta = Build(_named_network("beta", 400), history=False, isolation="thread", verbose=True)
+    """TensorRT has one logger per process, so one router serves every build. The builds are made to overlap
+    for certain: alpha holds at its first phase until beta has parsed its model and holds at its own first
+    phase, which waits until alpha has ended. So beta logs its parse while alpha is registered, and alpha
+    logs its whole build while beta is: a router that sent each line to every running build mixes them."""
+    alpha = Build(_tagged_onnx("alpha", 6), history=False, resources=False, isolation="thread", verbose=True)
+    beta = Build(_tagged_onnx("beta", 6), history=False, resources=False, isolation="thread", verbose=True)
+    alpha_holds, beta_holds, alpha_ended = threading.Event(), threading.Event(), threading.Event()
+
+    def hold(reached: threading.Event, until: threading.Event) -> Any:
+        def on_phase(event: str, phase: Any) -> None:  # on the build's own builder thread
+            if event == "phase_start" and not reached.is_set():
+                reached.set()
+                until.wait(120)
+
+        return on_phase
+
+    alpha.model.subscribe(hold(alpha_holds, beta_holds))
+    beta.model.subscribe(hold(beta_holds, alpha_ended))
+    alpha.on_done(lambda _build: alpha_ended.set())
     alpha.start()
+    assert alpha_holds.wait(120), alpha.status_detail
     beta.start()
     assert alpha.wait(300) == "succeeded" and beta.wait(300) == "succeeded"
-    overlap = min(alpha.elapsed_s, beta.elapsed_s) > 0
-    assert overlap
+    assert beta_holds.is_set() and alpha_ended.is_set()
     alpha_lines = [r["message"] for r in alpha.logs]
     beta_lines = [r["message"] for r in beta.logs]
-    assert any("alpha_relu" in m for m in alpha_lines) and any("beta_relu" in m for m in beta_lines)
+    assert any("Parsing node: beta_" in m for m in beta_lines) and any("beta_" in m for m in beta_lines[-100:])
+    assert any("Parsing node: alpha_" in m for m in alpha_lines) and any("alpha_" in m for m in alpha_lines[-100:])
     assert not [m for m in alpha_lines if "beta_" in m]
     assert not [m for m in beta_lines if "alpha_" in m]
 

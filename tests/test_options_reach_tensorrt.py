@@ -1,0 +1,179 @@
+"""Every build option reaches TensorRT: read back from TensorRT's own objects, or seen in what TensorRT logs.
+
+A build that merely succeeds proves nothing about an option (most have defaults that build just as well), so:
+
+- thread isolation, with a spy around TensorRT's ``Builder`` (every call passes through to the real one): the
+  builder config that ``build_serialized_network`` receives is read back (optimization level, workspace limit,
+  optimization profile shapes, timing cache), as are the flags the network was created with;
+- the default builder process: TensorRT's own log lines (VERBOSE ones captured at all, the optimization level,
+  the dynamic dimension's range from the profile, the timing cache in use, read and written), and the files.
+
+The engine itself cannot be inspected here: ``Runtime.deserialize_cuda_engine`` (and so the EngineInspector)
+needs a CUDA device, and TensorRT for RTX on the CPU fails it ("CUDA driver version is insufficient").
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from trt_widget import Build, _engine, models
+from trt_widget._backend import trt
+from trt_widget._engine import CaptureLogger, ModelSource
+from trt_widget._monitor import BuildMonitor
+from trt_widget._options import BuildOptions
+
+PROFILE = ((2, 8, 8, 8), (3, 8, 8, 8), (6, 8, 8, 8))
+
+
+class _SpyBuilder:
+    """TensorRT's builder, recording what trt_widget asks of it."""
+
+    def __init__(self, real: Any, spy: Spy) -> None:
+        self._real, self._spy = real, spy
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+    def create_network(self, flags: int) -> Any:
+        self._spy.network_flags.append(flags)
+        return self._real.create_network(flags)
+
+    def create_optimization_profile(self) -> Any:
+        profile = self._real.create_optimization_profile()
+        self._spy.profiles.append(profile)
+        return profile
+
+    def build_serialized_network(self, network: Any, config: Any) -> Any:
+        self._spy.configs.append(self._spy.read_back(network, config))
+        return self._real.build_serialized_network(network, config)
+
+
+class Spy:
+    """Stands in for the TensorRT module inside ``_engine``: the real one, except that ``Builder`` is spied on."""
+
+    def __init__(self) -> None:
+        self.real = trt()
+        self.network_flags: list[int] = []
+        self.profiles: list[Any] = []
+        self.configs: list[dict[str, Any]] = []
+        self.builders: list[Any] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+    def Builder(self, logger: Any) -> _SpyBuilder:  # TensorRT's name
+        builder = self.real.Builder(logger)
+        self.builders.append(builder)
+        return _SpyBuilder(builder, self)
+
+    def read_back(self, network: Any, config: Any) -> dict[str, Any]:
+        """What TensorRT's config and network hold when the build starts."""
+        t = self.real
+        inputs = [network.get_input(i).name for i in range(network.num_inputs)]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            cache = config.get_timing_cache()
+        return {
+            "optimization_level": config.builder_optimization_level,
+            "workspace": config.get_memory_pool_limit(t.MemoryPoolType.WORKSPACE),
+            "num_profiles": config.num_optimization_profiles,
+            "profiles": [{name: tuple(tuple(s) for s in p.get_shape(name)) for name in inputs} for p in self.profiles],
+            "timing_cache": cache is not None,
+            "strongly_typed": bool(network.get_flag(t.NetworkDefinitionCreationFlag.STRONGLY_TYPED)),
+            "progress_monitor": config.progress_monitor is not None,
+        }
+
+
+@pytest.fixture
+def spy(monkeypatch: pytest.MonkeyPatch) -> Spy:
+    spy = Spy()
+    monkeypatch.setattr(_engine, "trt", lambda: spy)
+    return spy
+
+
+def built(model: Any, **options: Any) -> Build:
+    build = Build(model, isolation="thread", history=False, resources=False, **options).start()
+    assert build.wait(180) == "succeeded", build.status_detail
+    return build
+
+
+def test_a_default_build_leaves_the_builder_config_at_tensorrts_defaults(spy: Spy) -> None:
+    built(models.deep_residual(3))
+    fresh = spy.builders[0].create_builder_config()  # one the build did not touch
+    (config,) = spy.configs
+    assert config["optimization_level"] == fresh.builder_optimization_level
+    assert config["workspace"] == fresh.get_memory_pool_limit(spy.real.MemoryPoolType.WORKSPACE)
+    assert config["num_profiles"] == 0 and not config["timing_cache"]
+    assert config["progress_monitor"]  # the phase tree and Stop depend on it
+
+
+@pytest.mark.parametrize("level", [0, 2, 5])  # 3 is TensorRT's default: no proof that the option got through
+def test_optimization_level_reaches_the_builder_config(spy: Spy, level: int) -> None:
+    built(models.deep_residual(3), optimization_level=level)
+    assert [c["optimization_level"] for c in spy.configs] == [level]
+
+
+def test_workspace_reaches_the_builder_config(spy: Spy) -> None:
+    built(models.deep_residual(3), workspace="48MiB")
+    assert [c["workspace"] for c in spy.configs] == [48 << 20]
+
+
+def test_profiles_reach_the_builder_config_with_their_shapes(spy: Spy) -> None:
+    built(models.deep_residual(3, batch="N"), profiles={"input": PROFILE})
+    (config,) = spy.configs
+    assert config["num_profiles"] == 1
+    assert config["profiles"] == [{"input": PROFILE}]
+
+
+def test_a_timing_cache_is_set_on_the_builder_config(spy: Spy, tmp_path: Path) -> None:
+    built(models.deep_residual(3), timing_cache=tmp_path / "t.cache")
+    assert [c["timing_cache"] for c in spy.configs] == [True]
+
+
+@pytest.mark.parametrize("strongly_typed", [True, False])
+def test_strongly_typed_is_the_network_creation_flag(spy: Spy, strongly_typed: bool) -> None:
+    """TensorRT for RTX makes every network strongly typed whatever the flags (and refuses
+    ``strongly_typed=False`` at Build), so what is checked is the flag trt_widget hands to ``create_network``;
+    NVIDIA TensorRT 10.x builds a weakly typed network without it. ``strongly_typed=False`` is passed to
+    ``build_engine`` directly here, below the backend check that refuses it on RTX."""
+    bit = 1 << int(spy.real.NetworkDefinitionCreationFlag.STRONGLY_TYPED)
+    options = BuildOptions(strongly_typed=strongly_typed, isolation="thread")
+    logger = CaptureLogger()
+    engine = _engine.build_engine(ModelSource.of(models.deep_residual(3)), options, BuildMonitor(), logger)
+    assert engine is not None, logger.errors()
+    assert [bool(flags & bit) for flags in spy.network_flags] == [strongly_typed]
+    assert [c["strongly_typed"] for c in spy.configs] == [True]  # what TensorRT made of it (RTX: always)
+
+
+def test_the_builder_process_hands_every_option_to_tensorrt(tmp_path: Path) -> None:
+    """The default runner: the options cross to the builder process, and TensorRT's log says it used them."""
+    cache, output = tmp_path / "t.cache", tmp_path / "m.engine"
+    cache.write_bytes(b"not a timing cache " * 8)
+    build = Build(
+        models.deep_residual(3, batch="N"),
+        history=False,
+        resources=False,
+        verbose=True,
+        optimization_level=0,
+        profiles={"input": PROFILE},
+        timing_cache=cache,
+        output=output,
+    ).start()
+    assert build.wait(180) == "succeeded", build.status_detail
+    lines = [r["message"] for r in build.logs]
+    assert any(r["severity"] == "VERBOSE" for r in build.logs)  # verbose=True reached the worker's logger
+    assert any("at optimization level 0" in m for m in lines)  # e.g. "Set number of tactics to 1 at ..."
+    assert any("[2,6]" in m for m in lines)  # TensorRT's range of the dynamic batch dimension: the profile's
+    assert any("Failed to deserialize timing cache" in m for m in lines)  # TensorRT was given the file's bytes
+    assert any("Global timing cache in use" in m for m in lines)  # (without a cache: "Local timing cache")
+    assert cache.read_bytes() != b"not a timing cache " * 8 and cache.stat().st_size > 0  # TensorRT's, saved
+    assert output.read_bytes() == build.engine
+
+    plain = Build(models.deep_residual(3), history=False, resources=False).start()
+    assert plain.wait(180) == "succeeded", plain.status_detail
+    assert not [r for r in plain.logs if r["severity"] == "VERBOSE"]
+    assert not [r for r in plain.logs if "Global timing cache" in r["message"]]

@@ -8,12 +8,11 @@ than ``force_after`` seconds (0.5 by default).
 
 from __future__ import annotations
 
-import asyncio
 import os
 import threading
 import time
 import traceback
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 from typing import Any
 
 from ._backend import check_options, select_backend
@@ -38,15 +37,9 @@ from ._status import (
     log,
 )
 from ._subscribe import BuildEvent, subscribe
+from ._waiting import Waiting, _quietly
 
 __all__ = ["BUILD_STATUSES", "FINAL", "Build"]
-
-
-def _quietly(fn: Callable[[], Any]) -> None:
-    try:
-        fn()
-    except Exception:  # e.g. an event loop closed before the build ended
-        log.debug("a wake-up call failed", exc_info=True)
 
 
 def _refuse_overwriting_the_model(source: ModelSource, options: BuildOptions) -> None:
@@ -62,7 +55,7 @@ def _refuse_overwriting_the_model(source: ModelSource, options: BuildOptions) ->
             )
 
 
-class Build:
+class Build(Waiting):
     """Build an engine from ``model`` (ONNX path / bytes / ModelProto, or a network-defining callable).
 
     Options: optimization_level, fp16, strongly_typed, timing_cache, workspace, profiles, output, budget,
@@ -201,17 +194,6 @@ class Build:
         """True when the build ended cancelled, as ``Future.cancelled()``."""
         return self._status == CANCELLED
 
-    def exception(self, timeout: float | None = None) -> BuildError | None:
-        """The build's error once it ended (None if it succeeded), as ``Future.exception()``: raises the
-        BuildCancelled of a cancelled build, and TimeoutError when it is still running after ``timeout`` s."""
-        if self._status == IDLE:
-            raise RuntimeError("the build has not started: call start() first")
-        if self.wait(timeout) not in FINAL:
-            raise TimeoutError(f"the build is still {self._status} after {timeout} s")
-        if isinstance(self.error, BuildCancelled):
-            raise self.error
-        return self.error
-
     def add_done_callback(self, fn: Callable[[Build], Any]) -> None:
         """Call ``fn(build)`` once the build has ended (at once if it has), as ``Future.add_done_callback``;
         an exception in ``fn`` is logged to the ``trt_widget`` logger and ignored."""
@@ -307,65 +289,6 @@ class Build:
 
     def _budget_expired(self) -> None:
         self.stop(f"time budget of {self.options.budget:g} s exceeded")
-
-    def wait(self, timeout: float | None = None) -> str:
-        """Block until the build ends (or ``timeout`` s pass) and return the status.
-
-        A KeyboardInterrupt while waiting asks the build to cancel, then re-raises at once. Before
-        ``start()`` there is nothing to wait for: returns "idle" at once.
-        """
-        deadline = None if timeout is None else time.monotonic() + timeout
-        # an on_done callback (run on the builder thread) that waits must not wait for itself
-        ended = self._done if threading.current_thread() is self._thread else self._settled
-        try:
-            while not ended.is_set() and self._status != IDLE:
-                left = 0.1 if deadline is None else min(0.1, deadline - time.monotonic())
-                if left <= 0:
-                    break
-                ended.wait(left)
-        except KeyboardInterrupt:
-            self.stop("interrupted (KeyboardInterrupt)")
-            raise
-        return self._status
-
-    async def wait_async(self, poll: float | None = None) -> str:
-        """Await the end of the build without blocking the event loop (lets widget messages through); wakes
-        when the build ends (``poll`` is ignored, kept for compatibility).
-
-        Interrupting or cancelling the awaiting task asks the build to cancel, then re-raises. The loop also
-        wakes every 0.1 s: a kernel interrupt's SIGINT may land on another thread, and Python runs the
-        handler only when the main thread runs (ipykernel 6 otherwise sees it when the build ends)."""
-        if self._status == IDLE:
-            return self._status
-        loop = asyncio.get_running_loop()
-        settled: asyncio.Future[None] = loop.create_future()
-
-        def wake() -> None:
-            if not settled.done():
-                settled.set_result(None)
-
-        self._when_settled(lambda: loop.call_soon_threadsafe(wake))
-        try:
-            while not settled.done():
-                await asyncio.wait((settled,), timeout=0.1)
-        except (KeyboardInterrupt, asyncio.CancelledError):
-            self.stop("interrupted while awaiting")
-            raise
-        return self._status
-
-    def __await__(self) -> Generator[Any, None, str]:
-        return self.wait_async().__await__()
-
-    def result(self, timeout: float | None = None) -> bytes:
-        """The engine bytes; raises the build's BuildError (BuildCancelled if cancelled) or TimeoutError."""
-        if self._status == IDLE:
-            raise RuntimeError("the build has not started: call start() first")
-        if self.wait(timeout) not in FINAL:
-            raise TimeoutError(f"the build is still {self._status} after {timeout} s")
-        if self.error is not None:
-            raise self.error
-        assert self.engine is not None
-        return self.engine
 
     def save(self, path: str | os.PathLike[str]) -> str:
         """Write the engine to ``path`` atomically (never a partial file); returns the path.
@@ -496,14 +419,6 @@ class Build:
             wakers, self._settle_wakers = self._settle_wakers, []
         for waker in wakers:
             _quietly(waker)
-
-    def _when_settled(self, waker: Callable[[], Any]) -> None:
-        """Call ``waker()`` once ``wait()`` would return (at once if it would now); never raises."""
-        with self._lock:
-            if not self._settled.is_set():
-                self._settle_wakers.append(waker)
-                return
-        _quietly(waker)
 
     def __repr__(self) -> str:
         return f"<Build {self.source.label!r} status={self._status}>"

@@ -90,11 +90,14 @@ def ray_session() -> Iterator[Any]:
         ray = pytest.importorskip("ray")
     started = not ray.is_initialized()
     if started:
-        try:
-            ray.init(num_cpus=2, include_dashboard=False)
-        except Exception:  # Ray gives its raylet 30 s to register: on a loaded machine, once more
-            ray.shutdown()
-            ray.init(num_cpus=2, include_dashboard=False)
+        for attempt in range(3):  # Ray gives its raylet 30 s to register: a loaded machine may need more tries
+            try:
+                ray.init(num_cpus=2, include_dashboard=False)
+                break
+            except Exception:
+                ray.shutdown()
+                if attempt == 2:
+                    raise
     try:
         yield ray
     finally:

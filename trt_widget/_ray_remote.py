@@ -92,7 +92,10 @@ class Hub:
 
 # -- the Ray task ---------------------------------------------------------------------------------------
 class Sender:
-    """In the task: batches event dicts and pushes them to the hub from one thread, in order."""
+    """In the task: batches event dicts and pushes them to the hub from its own thread, in order.
+
+    No Ray call ever blocks the task's main thread: Ray lends the CPU of a task blocked in ``ray.get`` on its
+    main thread to a queued task, which would run more builds at once than the cluster has CPUs."""
 
     def __init__(self, ray: Any, hub: Any, key: str) -> None:
         self.ray, self.hub, self.key = ray, hub, key
@@ -100,39 +103,43 @@ class Sender:
         self._events: list[dict[str, Any]] = []
         self._wake = threading.Event()
         self._closed = False
+        self.first_sent = threading.Event()  # the first push arrived: the hub connection is open
         self.now: Any = None  # the remote build's clock, once it exists: each push says when it was sent
         self._thread = threading.Thread(target=self._run, name="trt_widget-ray-sender", daemon=True)
+        self._thread.start()
 
     def put(self, event: dict[str, Any]) -> None:
         with self._lock:
             self._events.append(event)
         self._wake.set()
 
-    def start(self) -> None:
-        self._thread.start()
-
-    def flush(self) -> None:
+    def _flush(self) -> None:
         with self._lock:
             batch, self._events = self._events, []
         if batch:
             if self.now is not None:  # lets the driver place the events on its own clock
                 batch.append({"event": "sent", "t": self.now()})
             self.ray.get(self.hub.push.remote(self.key, batch))
+            self.first_sent.set()
 
-    def close(self) -> None:
+    def close(self, timeout: float = 30.0) -> None:
+        """Send what is left and stop the thread."""
         self._closed = True
         self._wake.set()
-        self._thread.join()
-        self.flush()
+        self._thread.join(timeout)
 
     def _run(self) -> None:
-        while not self._closed:
+        while True:
             self._wake.wait()
             self._wake.clear()
+            last = self._closed  # read before the flush: a close during it gets one more
             try:
-                self.flush()
+                self._flush()
             except Exception:
+                self.first_sent.set()
                 return  # the driver is gone: the build's end is reported by the task's return value
+            if last:
+                return
             if not self._closed:
                 threading.Event().wait(SEND_INTERVAL_S)  # batch what comes in meanwhile
 
@@ -160,8 +167,7 @@ def remote_build(key: str, hub: Any, job: dict[str, Any]) -> dict[str, Any]:
 
     sender = Sender(ray, hub, key)
     sender.put({"event": "hello", "pid": os.getpid(), "node": socket.gethostname(), "t": 0.0})
-    sender.flush()  # reports in (the build is no longer queued) and opens the connection before events flow
-    sender.start()
+    sender.first_sent.wait(10.0)  # reports in (no longer queued) and opens the connection before events flow
     build = Build(job["model"], isolation="thread", history=False, resources=False, **job["options"])
     sender.now = build.model.now
     hooked = build.logger

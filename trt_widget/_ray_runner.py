@@ -268,11 +268,13 @@ class _Relay:
 
     def _died(self, exc: Exception) -> BuildError:
         phase = self.ctx.model.innermost_running()
-        where = f" during phase {phase.name!r}" if phase else (" before any build phase started")
+        where = f" during phase {phase.name!r}" if phase else " before any build phase started"
         reason = str(exc).strip().splitlines()
         detail = reason[0] if reason else type(exc).__name__
-        if isinstance(exc, self.ray.exceptions.RayTaskError):
-            return BuildError(f"the Ray task failed{where}: {detail}")
+        if isinstance(exc, self.ray.exceptions.RayTaskError):  # the task raised: say what, not Ray's wrapping
+            cause = getattr(exc, "cause", None)
+            what = f"{type(cause).__name__}: {cause}" if cause is not None else detail
+            return BuildError(f"the Ray task failed{where}: {what}")
         return BuildError(
             f"{self._where()} died{where}; no engine was built ({type(exc).__name__}: {detail[:300]}). "
             "This Python process is unaffected and the next build can run."

@@ -78,3 +78,20 @@ def test_stop_all_message_and_an_idle_matrix(wait_until: Any) -> None:
     assert [b.status for b in matrix.builds] == ["cancelled", "cancelled"]
     wait_until(lambda: all(r["status"] == "cancelled" for r in widget.rows), timeout=10, what="final rows")
     widget.close()
+
+
+def test_displayed_output_is_replaced_by_the_final_table(monkeypatch: Any) -> None:
+    import IPython.display
+
+    shown: list[tuple[Any, ...]] = []
+    monkeypatch.setattr(IPython.display, "display", lambda data, **kw: shown.append(("display", data, kw)))
+    monkeypatch.setattr(IPython.display, "update_display", lambda data, **kw: shown.append(("update", data, kw)))
+    matrix = BuildMatrix(models.deep_residual(3), variants=[{}, {"optimization_level": 1}])
+    matrix._ipython_display_()  # what IPython calls for the last expression of a cell
+    assert [kind for kind, *_ in shown] == ["display"] and "idle" in shown[0][1]["text/plain"]
+    matrix.start().wait(60)
+    updates = [entry for entry in shown if entry[0] == "update"]
+    assert len(updates) >= 1 and updates[-1][2]["display_id"] == shown[0][2]["display_id"]
+    final = updates[-1][1]
+    assert final["text/plain"].count("succeeded") == 2 and final["text/html"].count("succeeded") == 2
+    matrix.widget.close()

@@ -13,6 +13,7 @@ import html
 import json
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -182,6 +183,7 @@ class MatrixWidget(anywidget.AnyWidget):
     def __init__(self, matrix: Any) -> None:
         super().__init__()
         self.matrix = matrix
+        self._display_id: str | None = None
         self._pump = MatrixPump(matrix, self._apply)
         self._pump.flush()  # the initial state, written before the pump thread exists
         self.on_msg(self._on_custom_msg)
@@ -220,6 +222,30 @@ class MatrixWidget(anywidget.AnyWidget):
         super().close()
 
     # -- static output for front ends without the widget's JavaScript ------------------------------------
+    def _ipython_display_(self) -> None:
+        """Display under an IPython display id, replaced by the final state when the last build ends, so a saved
+        notebook holds the final results table for readers without the widget's JavaScript."""
+        from IPython.display import display
+
+        if self._display_id is None:
+            self._display_id = f"trt_widget-matrix-{uuid.uuid4().hex}"
+            for build in self.matrix.builds:
+                build.add_done_callback(self._on_build_end)
+        data, metadata = self._repr_mimebundle_()
+        display(data, metadata=metadata, raw=True, display_id=self._display_id)
+
+    def _on_build_end(self, _build: Any) -> None:
+        """On a builder thread: once every build ended, update the displayed outputs (never raises)."""
+        if not self.matrix.done():
+            return
+        try:
+            from IPython.display import update_display
+
+            data, metadata = self._repr_mimebundle_()
+            update_display(data, metadata=metadata, raw=True, display_id=self._display_id)
+        except Exception:
+            _log.debug("could not update the displayed output of the matrix", exc_info=True)
+
     def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         bundle = super()._repr_mimebundle_(**kwargs)
         data, metadata = bundle if isinstance(bundle, tuple) else (bundle or {}, {})

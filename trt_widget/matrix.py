@@ -320,6 +320,10 @@ class BuildMatrix:
         """As the last expression of a cell: the widget (with a text and HTML table for other front ends)."""
         return self.widget._repr_mimebundle_(**kwargs)
 
+    def _ipython_display_(self) -> None:
+        """In IPython: the widget under a display id, its static tables updated when the last build ends."""
+        self.widget._ipython_display_()
+
     def __repr__(self) -> str:
         counts = ", ".join(f"{n} {s}" for s, n in sorted(self.counts().items()))
         return f"<BuildMatrix {len(self.cells)} builds, executor={self.executor!r}: {counts}>"

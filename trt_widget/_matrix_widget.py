@@ -67,8 +67,8 @@ class MatrixPump:
         self._last: dict[str, Any] = {}
         self._compared: dict[str, Any] = {}  # what was sent, without the elapsed times
         self._encoders: dict[int, RowsEncoder] = {}
+        self._unsubscribe = [cell.build.model.subscribe(self._on_phase, steps=False) for cell in matrix.cells]
         for cell in matrix.cells:
-            cell.build.model.subscribe(self._on_phase)
             cell.build.on_start(lambda _b: self.wake())
             cell.build.add_done_callback(lambda _b: self.wake())
         self._thread = threading.Thread(target=self._loop, name="trt_widget-matrix-pump", daemon=True)
@@ -76,9 +76,8 @@ class MatrixPump:
     def start(self) -> None:
         self._thread.start()
 
-    def _on_phase(self, kind: str, _phase: Any) -> None:  # on a builder or relay thread: never block, never raise
-        if kind != "step":
-            self._wake.set()
+    def _on_phase(self, _kind: str, _phase: Any) -> None:  # a phase started or ended: on a builder's thread
+        self._wake.set()
 
     def wake(self) -> None:
         self._wake.set()
@@ -94,6 +93,8 @@ class MatrixPump:
     def close(self) -> None:
         self._closed.set()
         self._wake.set()
+        for unsubscribe in self._unsubscribe:
+            unsubscribe()
 
     def join(self, timeout: float | None = None) -> None:
         self._thread.join(timeout)

@@ -269,6 +269,7 @@ async def _stream(store: BuildStore, record: BuildRecord, cursor: int) -> AsyncI
             await changed.wait()
     finally:
         record.subscribers -= 1
+        record.evict()
 
 
 async def _reason(request: Request) -> str:

@@ -138,6 +138,17 @@ class BuildRecord:
             return []
         return [frame(i, line) for i, line in enumerate((x for x in lines if x.strip()), start=1)]
 
+    @property
+    def in_memory(self) -> bool:
+        """Whether the event log is held in memory (a live build's, or one being read)."""
+        return self._frames is not None
+
+    def evict(self) -> None:
+        """Drop a finished build's events from memory while nobody reads them (the file has them); event loop only."""
+        with self._lock:
+            if self.final and self.subscribers == 0:
+                self._frames = None
+
     # -- writing (a build's event writer thread) -------------------------------------------------------
     def append(self, event: dict[str, Any]) -> None:
         """The events sink: store the event (file, then memory) and wake the subscribers; never raises."""
@@ -162,6 +173,9 @@ class BuildRecord:
                     self.meta["events"] = len(self._frames)
                     self.build = None  # the engine now lives in its file
             self.wake()
+            if event.get("event") == "build_end" and self.store.loop is not None:
+                with contextlib.suppress(RuntimeError):  # the loop has closed
+                    self.store.loop.call_soon_threadsafe(self.evict)
         except Exception:
             log.exception("build %s: could not store an event", self.id)
 

@@ -34,6 +34,7 @@ SCRIPTS = [
     ("p7", "p7_frontend.py", ["--updates", "20"]),
     ("p7-10000", "p7_frontend.py --instances 10000 --changed 200", ["--updates", "10"]),
     ("p8", "p8_default_runner.py", ["--repeats", "2", "--trials", "3", "--blocks", "400"]),
+    ("p9", "p9_serve.py", ["--builds", "3", "--measurements", "3000"]),
     ("p11", "p11_sync_bytes.py", ["--measurements", "300", "--seconds", "4"]),
     ("p10", "p10_matrix.py", ["--blocks", "20", "--repeats", "3"]),
 ]

@@ -23,7 +23,7 @@ th, td {{ text-align: left; padding: .3rem .6rem; border-bottom: 1px solid #ddd;
 td.num {{ text-align: right; font-variant-numeric: tabular-nums; }}
 .running, .cancelling {{ color: #0a58ca; }} .succeeded {{ color: #137333; }}
 .failed {{ color: #b3261e; }} .cancelled {{ color: #8a6d00; }}
-#note {{ color: #b3261e; }} code {{ font-size: 12px; color: #666; }}
+#note {{ color: #666; }} #note.error {{ color: #b3261e; }} code {{ font-size: 12px; color: #666; }}
 @media (prefers-color-scheme: dark) {{ body {{ color: #ddd; background: #151515; }} th, td {{ border-color: #333; }} }}
 </style></head>
 <body><h1>TensorRT builds</h1><p id="note"></p>
@@ -43,7 +43,7 @@ function row(build) {{
     const tr = document.createElement("tr");
     const cells = [0, 1, 2, 3, 4, 5].map(() => tr.appendChild(document.createElement("td")));
     cells[3].className = cells[4].className = "num";
-    r = {{ tr, cells, following: false, running: new Map() }};
+    r = {{ tr, cells, following: false, running: new Map(), origin: null }};
     rows.set(build.id, r);
     body.insertBefore(tr, body.firstChild);
   }}
@@ -79,6 +79,18 @@ function apply(r, event) {{
   for (const phase of r.running.values()) if (!current || phase.depth >= current.depth) current = phase;
   r.cells[2].textContent = current ? label({{ step: 0, ...current }}) : "";
   r.cells[3].textContent = Number(event.t).toFixed(1);
+  r.origin = event.event === "build_end" ? null : performance.now() - 1000 * event.t;  // the clock runs on
+}}
+
+function tick() {{
+  for (const r of rows.values()) {{
+    if (r.origin) r.cells[3].textContent = ((performance.now() - r.origin) / 1000).toFixed(1);
+  }}
+}}
+
+function say(text, failed) {{
+  note.textContent = text;
+  note.className = failed ? "error" : "";
 }}
 
 async function follow(id, r) {{
@@ -101,9 +113,10 @@ async function follow(id, r) {{
       }}
     }}
   }} catch (err) {{
-    note.textContent = "stream of " + id + " ended: " + err;
+    say("stream of " + id + " ended: " + err, true);
   }} finally {{
     r.following = false;
+    r.origin = null;
   }}
 }}
 
@@ -111,8 +124,8 @@ async function refresh() {{
   try {{
     const response = await fetch("/builds", {{ headers }});
     const data = await response.json();
-    if (!response.ok) {{ note.textContent = data.error || response.statusText; return; }}
-    note.textContent = `${{data.running}} of at most ${{data.max_concurrent}} builds running`;
+    if (!response.ok) {{ say(data.error || response.statusText, true); return; }}
+    say(`${{data.running}} of at most ${{data.max_concurrent}} builds running`, false);
     for (const build of data.builds.slice().reverse()) {{
       const r = row(build);
       const live = ["queued", "running", "cancelling"].includes(build.status);
@@ -120,11 +133,12 @@ async function refresh() {{
       if (live && !r.following) follow(build.id, r);
     }}
   }} catch (err) {{
-    note.textContent = "cannot reach the server: " + err;
+    say("cannot reach the server: " + err, true);
   }}
 }}
 refresh();
 setInterval(refresh, 2000);
+setInterval(tick, 250);
 </script></body></html>
 """
 

@@ -488,6 +488,16 @@ describe("stop button", () => {
     expect(model.sent).toEqual([]);
   });
 
+  it("says a queued build waits for a builder and lets Stop end the wait", () => {
+    const model = fakeModel({ status: "queued", elapsed_s: 0 });
+    mount(model);
+    expect(el.querySelector(".trtw-badge").textContent).toBe("Queued");
+    expect(el.querySelector(".trtw-empty").textContent).toMatch(/waiting for a free builder/);
+    expect(stopBtn().hidden).toBe(false);
+    stopBtn().click();
+    expect(model.sent).toEqual([{ type: "stop" }]);
+  });
+
   it("hides the Tree/Timeline switch while there are no phases (a build that failed at once)", () => {
     const model = fakeModel({ status: "failed", elapsed_s: 0.002, error: "not an ONNX file" });
     mount(model);

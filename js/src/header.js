@@ -7,6 +7,7 @@ import { fmtApprox, fmtBytes, fmtDuration, fmtQuiet, num, str } from "./format.j
 /** @type {Record<string, string>} */
 const STATUS_LABELS = {
   idle: "Idle",
+  queued: "Queued",
   running: "Running",
   cancelling: "Cancelling",
   succeeded: "Succeeded",
@@ -102,13 +103,13 @@ export class Header {
 
     const canForce = s.canForce;
     const cancelling = st === "cancelling";
-    let enabled = st === "running" || (cancelling && canForce);
+    let enabled = st === "running" || st === "queued" || (cancelling && canForce);
     const label = cancelling ? (canForce ? "Force stop" : "Stopping\u2026") : "Stop";
     if (s.stopPending) enabled = false;
     setText(this.stopBtn, label);
     this.stopBtn.disabled = !enabled;
     // Stop only means something while a build can be stopped; the view switch only with rows to view.
-    this.stopBtn.hidden = !(st === "running" || cancelling);
+    this.stopBtn.hidden = !(st === "running" || st === "queued" || cancelling);
     this.seg.hidden = !s.hasRows;
     const stopTitle =
       cancelling && canForce

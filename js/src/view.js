@@ -383,11 +383,14 @@ export class TrtView {
     const hasRows = s.items.length > 0;
     const timeline = this.ui.mode === "timeline";
     this.empty.hidden = hasRows;
+    /** @type {Record<string, string>} */
+    const waiting = {
+      idle: "No build running.",
+      queued: "Queued: waiting for a free builder\u2026",
+    };
     const emptyText = this.isLive()
       ? "Waiting for the first build phase\u2026"
-      : this.status === "idle"
-        ? "No build running."
-        : "No build phases recorded.";
+      : waiting[this.status] || "No build phases recorded.";
     setText(this.empty, hasRows ? "" : emptyText);
     this.tree.el.hidden = timeline || !hasRows;
     this.tree.head.hidden = this.tree.el.hidden;

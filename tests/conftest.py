@@ -12,6 +12,15 @@ import pytest
 
 from trt_widget.models import deep_residual, resnet50, to_bytes
 
+E2E = Path(__file__).resolve().parent / "e2e"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Real-browser tests run last: their session-wide Playwright (sync API) keeps an event loop running on the
+    main thread, which breaks every later test that calls asyncio.run() or starts Playwright itself."""
+    items.sort(key=lambda item: E2E in Path(str(item.path)).resolve().parents)
+
+
 # Generous: other builds share the two cores while the suite runs.
 DEADLINE_S = 180.0
 

@@ -3,15 +3,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
+import os
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
 
+from trt_widget import _events
 from trt_widget._build import Build
 from trt_widget._engine import CaptureLogger
 from trt_widget._events import attach_events, schema
@@ -196,7 +200,8 @@ def test_step_events_are_throttled_per_phase_and_keep_the_last_step() -> None:
     for pid in fast_ids:
         steps = by_phase[pid]
         assert steps[-1]["step"] == 5000
-        assert 2 <= len(steps) <= 5.0 / stream.step_interval_s + 2  # bounded by duration, not by 5000 steps
+        # one step per 0.1 s (the default interval) of a 5 s phase, and the last one: bounded by time, not steps
+        assert stream.step_interval_s == 0.1 and 45 <= len(steps) <= 52
         assert [e["step"] for e in steps] == sorted({e["step"] for e in steps})
     slow_id = next(e["id"] for e in received if e["event"] == "phase_start" and e["name"] == "slow")
     assert [e["step"] for e in by_phase[slow_id]] == [1, 2, 3, 4]
@@ -206,9 +211,9 @@ def test_step_events_are_throttled_per_phase_and_keep_the_last_step() -> None:
 def test_bad_sinks_are_rejected_at_once(tmp_path: Path, small_model: Any) -> None:
     with pytest.raises(TypeError, match="events="):
         Build(small_model, events=42, history=False)
-    with pytest.raises(IsADirectoryError, match="directory"):
+    with pytest.raises(IsADirectoryError, match=r"events= must be a file path, but .* is a directory"):
         Build(small_model, events=tmp_path, history=False)
-    with pytest.raises(FileNotFoundError, match="does not exist"):
+    with pytest.raises(FileNotFoundError, match="events= file's directory does not exist"):
         Build(small_model, events=tmp_path / "missing" / "e.jsonl", history=False)
 
 
@@ -222,3 +227,308 @@ def test_a_failing_callable_never_breaks_the_build(small_model: Any) -> None:
         assert build.wait(120) == "succeeded"
         assert build.events.join(30)
     assert [p["severity"] for p in build.problems if "events sink" in p["message"]] == ["WARNING"]
+
+
+# -- found by scripts/mutate.py: the stream's own contract, on the synthetic driver ----------------------------
+def _kinds(events: list[dict[str, Any]]) -> list[tuple[str, Any]]:
+    return [(e["event"], e.get("name", e.get("step"))) for e in events]
+
+
+def test_events_go_out_as_they_happen_and_nothing_follows_a_phase_finish() -> None:
+    build = SyntheticBuild()
+    received: list[dict[str, Any]] = []
+    stream = attach_events(build, received.append)  # type: ignore[arg-type]
+    assert stream.flush(0.5) and not received  # nothing queued: at once, with no writer thread yet
+    assert stream in _events._open_streams  # so that interpreter exit gives it its 2 s
+    build.start()
+    assert stream.flush(10)
+    assert received == [
+        {
+            "event": "build_start",
+            "model": "synthetic",
+            "backend": received[0]["backend"],
+            "version": received[0]["version"],
+            "options": json.loads(json.dumps(dataclasses.asdict(build.options))),
+            "t": 0.0,
+        }
+    ]
+    build.now = 1.0
+    build.model.phase_start("a", None, 2)
+    build.model.step_complete("a", 0)
+    build.now = 2.0
+    build.model.phase_finish("a")
+    assert stream.flush(10)
+    assert _kinds(received) == [("build_start", None), ("phase_start", "a"), ("step", "a"), ("phase_finish", "a")]
+    build.model.step_complete("a", 1)  # a late step of a finished phase: the model takes it, the stream does not
+    build.logger.log(3, "info lines are not sent")
+    build.logger.log(2, "a warning")
+    build.finish()
+    assert stream.join(10) and stream.closed
+    assert _kinds(received)[4:] == [("log", None), ("build_end", None)]
+    assert received[4] == {"event": "log", "severity": "WARNING", "message": "a warning", "t": 2.0}
+    assert stream.written == len(received) == 6
+    assert stream not in _events._open_streams
+    assert all(t.daemon for t in threading.enumerate() if t.name == "trt_widget-events")  # never holds up exit
+
+
+@pytest.mark.parametrize("first", ["log", "phase", "end"])
+def test_build_start_comes_first_whatever_comes_before_start(first: str) -> None:
+    build = SyntheticBuild()
+    received: list[dict[str, Any]] = []
+    stream = attach_events(build, received.append)  # type: ignore[arg-type]
+    if first == "log":
+        build.logger.log(1, "an error before the start")
+    elif first == "phase":
+        build.model.phase_start("a", None, 0)
+    build.finish()
+    assert stream.join(10)
+    assert received[0]["event"] == "build_start" and received[-1]["event"] == "build_end"
+    assert [e["event"] for e in received].count("build_start") == 1
+
+
+def test_a_stream_attached_to_a_running_build_replays_what_happened() -> None:
+    build = SyntheticBuild()
+    build.start()
+    build.model.phase_start("a", None, 1)
+    build.model.phase_start("b", "a", 1)
+    build.model.step_complete("b", 0)
+    build.now = 0.5
+    build.model.phase_finish("b")
+    received: list[dict[str, Any]] = []
+    stream = attach_events(build, received.append)  # type: ignore[arg-type]
+    build.model.phase_finish("a")
+    build.finish()
+    assert stream.join(10)
+    assert _kinds(received) == [
+        ("build_start", None),
+        ("phase_start", "a"),
+        ("phase_start", "b"),
+        ("step", "b"),  # its one completed step, at its end: no phase finishes with steps unsent
+        ("phase_finish", "b"),
+        ("phase_finish", "a"),
+        ("build_end", None),
+    ]
+    assert received[3]["step"] == 1 and received[3]["t"] == 0.5
+
+
+def _steps(received: list[dict[str, Any]]) -> list[tuple[int, float]]:
+    return [(e["step"], e["t"]) for e in received if e["event"] == "step"]
+
+
+def test_a_held_back_step_goes_out_one_interval_later_without_another_step() -> None:
+    """Fake time: the stream's writer wakes (real time) while a step is held back and sends it once the build's
+    clock is one interval past the last step sent, with the step's own time; the finish sends nothing twice."""
+    build = SyntheticBuild()
+    received: list[dict[str, Any]] = []
+    stream = attach_events(build, received.append, step_interval_s=0.05)  # type: ignore[arg-type]
+    build.start()
+    build.model.phase_start("a", None, 10)
+    build.model.step_complete("a", 0)  # t = 0: the first step goes out at once
+    assert stream.flush(10)  # the writer is idle now: only the stream can wake it for a held step
+    build.now = 0.01
+    build.model.step_complete("a", 1)  # within the interval: held back
+    deadline = time.monotonic() + 0.3
+    while time.monotonic() < deadline:  # several wake-ups of the writer: the build's clock has not moved on
+        assert _steps(received) == [(1, 0.0)]
+        time.sleep(0.01)
+    build.now = 0.05  # exactly one interval after the step sent
+    deadline = time.monotonic() + 10
+    while len(_steps(received)) < 2:
+        assert time.monotonic() < deadline, "the held-back step was never sent"
+        time.sleep(0.005)
+    assert _steps(received) == [(1, 0.0), (2, 0.01)]
+    build.now = 0.06
+    build.model.phase_finish("a")
+    build.finish()
+    assert stream.join(10)
+    assert _steps(received) == [(1, 0.0), (2, 0.01)]  # the finish found the last step sent
+
+
+def test_a_step_one_interval_on_goes_out_at_once_and_drops_the_held_one() -> None:
+    build = SyntheticBuild()
+    received: list[dict[str, Any]] = []
+    stream = attach_events(build, received.append, step_interval_s=0.05)  # type: ignore[arg-type]
+    build.start()
+    build.model.phase_start("a", None, 10)
+    build.model.step_complete("a", 0)
+    build.now = 0.01
+    build.model.step_complete("a", 1)  # held back ...
+    build.now = 0.05
+    build.model.step_complete("a", 2)  # ... and replaced: exactly one interval on, sent at once
+    assert stream.flush(10)
+    assert _steps(received) == [(1, 0.0), (3, 0.05)]
+    build.now = 0.06
+    build.model.phase_finish("a")
+    build.finish()
+    assert stream.join(10)
+    assert _steps(received) == [(1, 0.0), (3, 0.05)]
+
+
+def test_the_last_held_step_goes_out_before_the_finish_with_its_own_time() -> None:
+    build = SyntheticBuild()
+    received: list[dict[str, Any]] = []
+    stream = attach_events(build, received.append, step_interval_s=10.0)  # type: ignore[arg-type]
+    build.start()
+    build.model.phase_start("a", None, 4)
+    build.model.step_complete("a", 0)
+    build.now = 0.25
+    build.model.step_complete("a", 1)
+    build.now = 0.5
+    build.model.phase_finish("a")
+    build.finish()
+    assert stream.join(10)
+    assert _steps(received) == [(1, 0.0), (2, 0.25)]
+    assert [e["event"] for e in received][-3:] == ["step", "phase_finish", "build_end"]
+
+
+class FlakyFile(io.StringIO):
+    """A text file whose first write fails."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes = 0
+
+    def write(self, text: str) -> int:
+        self.writes += 1
+        if self.writes == 1:
+            raise OSError(28, "No space left on device")
+        return super().write(text)
+
+
+def test_a_file_sink_that_failed_drops_later_events_rather_than_tear_lines() -> None:
+    build = SyntheticBuild()
+    sink = FlakyFile()
+    stream = attach_events(build, sink)  # type: ignore[arg-type]
+    with pytest.warns(RuntimeWarning, match="failed writing an event: OSError"):
+        build.start()
+        build.model.phase_start("a", None, 0)
+        build.finish()
+        assert stream.join(10)
+    assert sink.writes == 1 and sink.getvalue() == "" and stream.written == 0
+
+
+def test_a_path_sink_is_closed_after_build_end(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    build = SyntheticBuild()
+    stream = attach_events(build, path)  # type: ignore[arg-type]
+    build.start()
+    build.logger.log(2, "Größe −1")
+    assert stream.flush(10)
+    assert len(path.read_text(encoding="utf-8").splitlines()) == 2  # flushed line by line, readable at once
+    build.finish()
+    assert stream.join(10)
+    text = path.read_text(encoding="utf-8")
+    assert [json.loads(line)["event"] for line in text.splitlines()] == ["build_start", "log", "build_end"]
+    assert "Größe −1" in text  # UTF-8 as it is, not \u escapes
+    open_files = {os.path.realpath(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd")}
+    assert str(path.resolve()) not in open_files
+
+
+def test_sink_failures_are_kept_up_to_twenty() -> None:
+    build = SyntheticBuild()
+
+    def broken(event: dict[str, Any]) -> None:
+        raise RuntimeError("broken")
+
+    stream = attach_events(build, broken)  # type: ignore[arg-type]
+    with pytest.warns(RuntimeWarning, match="broken"):
+        build.start()
+        for index in range(30):
+            build.model.phase_start(f"p{index}", None, 0)
+        build.finish()
+        assert stream.join(10)
+    assert len(stream.errors) == 20 and stream.written == 0
+
+
+def test_sinks_are_named_in_messages_by_path_file_name_or_function_name(tmp_path: Path) -> None:
+    class Unnamed:
+        def __call__(self, event: dict[str, Any]) -> None:
+            pass
+
+        def __repr__(self) -> str:
+            return "x" * 300
+
+    def my_sink(event: dict[str, Any]) -> None:
+        pass
+
+    with open(tmp_path / "e.jsonl", "w", encoding="utf-8") as handle:
+        assert _events._describe(handle) == repr(str(tmp_path / "e.jsonl"))
+    assert _events._describe(tmp_path / "e.jsonl") == str(tmp_path / "e.jsonl")
+    assert _events._describe(my_sink) == repr(my_sink.__qualname__)
+    assert _events._describe(Unnamed()) == "x" * 120  # an unnamed sink: its repr, cut at 120 characters
+    buffer = io.StringIO()
+    assert _events._describe(buffer) == repr(buffer)[:120]
+
+
+def test_a_file_that_cannot_be_closed_is_noted(tmp_path: Path) -> None:
+    if not os.path.exists("/dev/full"):  # not a regression: the device is missing (not Linux)
+        pytest.skip("no /dev/full here")
+    build = SyntheticBuild()
+    stream = attach_events(build, "/dev/full")  # type: ignore[arg-type]
+    with pytest.warns(RuntimeWarning, match="failed writing an event"):  # reported once: the first failure
+        build.start()
+        build.finish()
+        assert stream.join(10)
+    assert [e.split(":")[0] for e in stream.errors] == ["writing an event", "closing the file"]
+
+
+def test_build_start_without_backend_information_or_serializable_options() -> None:
+    build = SyntheticBuild()
+    build.options = type("Options", (), {"output": None})()  # type: ignore[assignment]  # not a dataclass
+    received: list[dict[str, Any]] = []
+    stream = attach_events(build, received.append)  # type: ignore[arg-type]
+    with pytest.MonkeyPatch.context() as patch:
+        from trt_widget import _backend
+
+        def broken() -> dict[str, str]:
+            raise RuntimeError("no TensorRT")
+
+        patch.setattr(_backend, "backend_info", broken)
+        build.start()
+        assert stream.flush(10)
+    build.finish()
+    assert stream.join(10)
+    assert (received[0]["backend"], received[0]["version"], received[0]["options"]) == ("unknown", "?", {})
+
+
+_AT_EXIT = """
+import sys, time
+from trt_widget._events import attach_events
+from trt_widget._phases import PhaseModel
+
+class Build:  # never ends: its stream is still open at interpreter exit
+    def __init__(self):
+        self.model, self.status, self.options, self.events = PhaseModel(), "idle", None, None
+        self.source = type("Source", (), {"label": "at exit"})()
+        self.logger = type("Log", (), {"subscribe": lambda self, fn: (lambda: None)})()
+        self.start = []
+    def on_start(self, fn): self.start.append(fn)
+    def on_done(self, fn): pass
+
+def slow(event):
+    time.sleep(0.2)
+    with open(sys.argv[1], "a") as out:
+        out.write(event["event"] + "\\n")
+
+build = Build()
+attach_events(build, slow if sys.argv[2] == "slow" else lambda event: time.sleep(3600))
+build.start[0](build)
+build.model.phase_start("a", None, 1)
+build.model.phase_start("b", "a", 1)
+"""
+
+
+@pytest.mark.parametrize("sink", ["slow", "stuck"])
+def test_at_exit_open_streams_get_two_seconds_to_write(sink: str, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    out = tmp_path / "events.txt"
+    began = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", _AT_EXIT, str(out), sink], capture_output=True, text=True, timeout=60)
+    took = time.monotonic() - began
+    assert done.returncode == 0, done.stderr
+    if sink == "slow":  # 0.6 s of writing: all of it gets out
+        assert out.read_text().split() == ["build_start", "phase_start", "phase_start"]
+    else:  # a sink stuck for an hour holds up exit by 2 s, no more
+        assert not out.exists() and took < 30

@@ -117,3 +117,81 @@ def test_profiles_are_normalised_to_int_tuples() -> None:
 def test_bad_profiles(profiles: Any, message: str) -> None:
     with pytest.raises((TypeError, ValueError), match=message):
         BuildOptions.from_kwargs(profiles=profiles)
+
+
+# -- found by scripts/mutate.py: limits, units and defaults that no test held ---------------------------------
+def test_every_default_is_the_documented_one() -> None:
+    options = BuildOptions()
+    assert dataclasses.asdict(options) == {
+        "optimization_level": None,
+        "fp16": False,
+        "strongly_typed": True,
+        "timing_cache": None,
+        "workspace": None,
+        "profiles": None,
+        "output": None,
+        "budget": None,
+        "verbose": False,
+        "isolation": "process",
+        "force_after": None,
+    }
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("1", 1),
+        ("1b", 1),
+        ("1k", 1 << 10),
+        ("1kb", 1000),
+        ("1KiB", 1 << 10),
+        ("1m", 1 << 20),
+        ("1mb", 10**6),
+        ("1mib", 1 << 20),
+        ("1g", 1 << 30),
+        ("1GB", 10**9),
+        ("1gib", 1 << 30),
+    ],
+)
+def test_every_byte_unit(text: str, expected: int) -> None:
+    assert parse_bytes(text, "workspace") == expected
+
+
+def test_byte_counts_have_limits_at_one_and_2_to_the_62() -> None:
+    assert parse_bytes(1, "workspace") == 1
+    assert parse_bytes(1 << 62, "workspace") == 1 << 62
+    with pytest.raises(ValueError, match=r"workspace must be at most 4,611,686,018,427,387,904 bytes \(2\*\*62\)"):
+        parse_bytes((1 << 62) + 1, "workspace")
+    with pytest.raises(ValueError, match=r"workspace must be positive, got '0.4b'"):  # the text as given
+        parse_bytes("0.4b", "workspace")
+
+
+def test_durations_have_limits_just_above_zero_and_at_1e8_seconds() -> None:
+    assert BuildOptions.from_kwargs(budget=0.001, force_after=0.5).budget == 0.001
+    assert BuildOptions.from_kwargs(budget=1e8, force_after=1e8).force_after == 1e8
+    for name in ("budget", "force_after"):
+        with pytest.raises(ValueError, match=f"{name} must be at most 1e[+]08 s"):
+            BuildOptions.from_kwargs(**{name: 1.01e8})
+
+
+def test_thread_isolation_is_valid_but_not_with_force_after() -> None:
+    assert BuildOptions.from_kwargs(isolation="thread").isolation == "thread"
+    assert BuildOptions.from_kwargs(isolation="process", force_after=2).force_after == 2
+    with pytest.raises(ValueError, match="force_after needs isolation='process'"):
+        BuildOptions.from_kwargs(isolation="thread", force_after=2)
+
+
+def test_profiles_may_start_at_zero() -> None:
+    options = BuildOptions.from_kwargs(profiles={"input": ((0, 3), (1, 3), (4, 3))})
+    assert options.profiles == {"input": ((0, 3), (1, 3), (4, 3))}
+
+
+def test_paths_must_be_regular_files_and_output_and_cache_must_differ(tmp_path: Path) -> None:
+    for name in ("output", "timing_cache"):
+        with pytest.raises(ValueError, match=f"{name}: /dev/null is a character device"):
+            BuildOptions.from_kwargs(**{name: "/dev/null"})
+    (tmp_path / "link").symlink_to(tmp_path / "x")
+    with pytest.raises(ValueError, match="output and timing_cache are the same file"):
+        BuildOptions.from_kwargs(output=tmp_path / "link", timing_cache=tmp_path / "x")
+    options = BuildOptions.from_kwargs(output=tmp_path / "a", timing_cache=tmp_path / "b")
+    assert (options.output, options.timing_cache) == (str(tmp_path / "a"), str(tmp_path / "b"))

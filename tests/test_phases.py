@@ -287,3 +287,80 @@ def test_repeated_or_backward_steps_notify_no_listener() -> None:
     for step in (0, 0, 3, 1, 3, 4):
         model.step_complete("a", step)
     assert seen == [1, 4, 5]
+
+
+# -- found by scripts/mutate.py -----------------------------------------------------------------------------------
+def test_last_event_time_follows_every_callback_and_replayed_times_are_capped_at_now() -> None:
+    clock = FakeClock(10.0)
+    model = PhaseModel(clock)
+    assert model.last_event_s is None  # no callback yet
+    clock.t = 11.0
+    model.phase_start("a", None, 2, at=50.0)  # a replayed time later than now counts as now
+    assert model.timings()[0]["start_s"] == 1.0 and model.last_event_s == 1.0
+    clock.t = 12.5
+    model.step_complete("a", 0)
+    assert model.last_event_s == 2.5
+    clock.t = 13.0
+    model.phase_finish("a", at=12.75)  # an earlier replayed time is kept as it is
+    assert model.timings()[0]["end_s"] == 2.75 and model.last_event_s == 2.75
+
+
+def test_callbacks_return_the_instance_they_changed() -> None:
+    model = PhaseModel(FakeClock())
+    started = model.phase_start("a", None, 2)
+    assert model.step_complete("a", 0) is started
+    assert model.phase_finish("a") is started
+    assert model.step_complete("missing", 0) is None and model.phase_finish("missing") is None
+
+
+def test_each_thread_steps_and_finishes_its_own_instance_of_a_name() -> None:
+    model = PhaseModel(FakeClock())
+    model.phase_start("Timing", None, 2, thread=1)
+    model.phase_start("Timing", None, 2, thread=2)
+    mine = model.phase_start("Measure", "Timing", 1, thread=1)
+    theirs = model.phase_start("Measure", "Timing", 1, thread=2)
+    assert mine.parent == 0 and theirs.parent == 1  # the parent its own thread started
+    model.step_complete("Timing", 0, thread=1)  # the older instance: thread 1's
+    assert [r["step"] for r in model.timings()[:2]] == [1, 0]
+    assert model.phase_finish("Measure", thread=1) is mine
+    assert model.phase_finish("Timing", thread=2).id == 1  # type: ignore[union-attr]
+    model.step_complete("Timing", 1)  # no thread: the newest active instance (thread 1's, the only one left)
+    assert model.timings()[0]["step"] == 2
+
+
+def test_the_parent_thread_picks_among_same_named_parents() -> None:
+    model = PhaseModel(FakeClock())
+    model.phase_start("Timing", None, 1, thread=1)
+    model.phase_start("Timing", None, 1, thread=2)
+    child = model.phase_start("Measure", "Timing", 1, thread=3, parent_thread=1)  # a worker thread of thread 1
+    assert child.parent == 0 and child.depth == 1
+    assert model.phase_start("Measure", "Timing", 1, thread=1, parent_thread=2).parent == 1
+
+
+def test_uncancel_bumps_the_version_so_readers_see_it() -> None:
+    model = PhaseModel(FakeClock())
+    model.phase_start("a", None, 4)
+    model.cancelling = True
+    model.phase_finish("a")
+    before = model.version
+    model.uncancel()
+    assert model.version == before + 1 and model.timings()[0]["status"] == FINISHED_EARLY
+
+
+def test_a_listener_without_steps_gets_starts_and_finishes_and_unsubscribing_ends_both() -> None:
+    model = PhaseModel(FakeClock())
+    coarse: list[str] = []
+    fine: list[str] = []
+    stop_coarse = model.subscribe(lambda event, phase: coarse.append(event), steps=False)
+    stop_fine = model.subscribe(lambda event, phase: fine.append(event))
+    model.phase_start("a", None, 2)
+    model.step_complete("a", 0)
+    model.phase_finish("a")
+    assert coarse == ["phase_start", "phase_finish"]
+    assert fine == ["phase_start", "step", "phase_finish"]
+    stop_coarse()
+    stop_fine()
+    model.phase_start("b", None, 2)
+    model.step_complete("b", 0)
+    model.phase_finish("b")
+    assert len(coarse) == 2 and len(fine) == 3

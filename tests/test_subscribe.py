@@ -78,3 +78,30 @@ def test_subscribing_to_an_ended_build_gets_its_end_at_once() -> None:
     got: list[Any] = []
     build.subscribe(lambda e: got.append(e.kind))
     assert got == ["end"]
+
+
+class _Synthetic:
+    """What subscribe() reads of a build: a phase model, a log, start and end callbacks (no TensorRT)."""
+
+    def __init__(self) -> None:
+        from trt_widget._engine import CaptureLogger
+        from trt_widget._phases import PhaseModel
+
+        self.model = PhaseModel()
+        self.logger = CaptureLogger()
+        self.on_start = self.on_done = lambda fn: None
+
+
+def test_steps_and_log_lines_are_delivered_by_default_and_unsubscribing_detaches_from_the_build() -> None:
+    from trt_widget._subscribe import subscribe
+
+    build = _Synthetic()
+    got: list[BuildEvent] = []
+    unsubscribe = subscribe(build, got.append)
+    build.model.phase_start("a", None, 2)
+    build.model.step_complete("a", 0)
+    build.logger.log(2, "a warning")
+    assert [e.kind for e in got] == ["phase_start", "step", "log"]
+    assert got[2].record is not None and got[2].record["message"] == "a warning" and got[2].phase is None
+    unsubscribe()
+    assert not build.model._listeners and not build.model._step_listeners and not build.logger._listeners

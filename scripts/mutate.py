@@ -352,16 +352,25 @@ def fork_pytest(work: Path, tests: list[str], log: Path, measure: str | None = N
         args = ["-x", "-q", "-p", "no:cacheprovider", "-W", "ignore::pytest.PytestAssertRewriteWarning"]
         args += ["--rootdir", str(work), "-c", str(work / "pyproject.toml")]
         cov = None
-        if measure is not None:
+        if measure is not None:  # which lines the tests run, in this process and in those they start
             import coverage
 
-            cov = coverage.Coverage(data_file=None, include=[str(work / measure)], config_file=False)
+            rc = work / ".coveragerc-mutate"
+            data = work / ".coverage-mutate" / "data"
+            data.parent.mkdir(exist_ok=True)
+            rc.write_text(
+                f"[run]\nparallel = true\ndata_file = {data}\ninclude = {work / measure}\npatch = subprocess, _exit\n"
+            )
+            cov = coverage.Coverage(config_file=str(rc))
             cov.start()
         code = int(pytest.main([*args, *tests]))
         if cov is not None:
             cov.stop()
-            data = cov.get_data()
-            lines = sorted(data.lines(str(work / measure)) or [])
+            cov.save()
+            os.environ.pop("COVERAGE_PROCESS_CONFIG", None)
+            combined = coverage.Coverage(config_file=str(rc))
+            combined.combine([str(data.parent)])
+            lines = sorted(combined.get_data().lines(str(work / measure)) or [])
             (log.parent / f"{log.name}.lines.json").write_text(json.dumps(lines))
         sys.stdout.flush()
         sys.stderr.flush()

@@ -364,3 +364,16 @@ def test_a_listener_without_steps_gets_starts_and_finishes_and_unsubscribing_end
     model.step_complete("b", 0)
     model.phase_finish("b")
     assert len(coarse) == 2 and len(fine) == 3
+
+
+def test_unsubscribing_one_step_listener_keeps_the_others() -> None:
+    model = PhaseModel(FakeClock())
+    first: list[str] = []
+    second: list[str] = []
+    stop_first = model.subscribe(lambda event, phase: first.append(event))
+    model.subscribe(lambda event, phase: second.append(event))
+    model.phase_start("a", None, 2)
+    stop_first()
+    model.step_complete("a", 0)
+    model.phase_finish("a")
+    assert first == ["phase_start"] and second == ["phase_start", "step", "phase_finish"]

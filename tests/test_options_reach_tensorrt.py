@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from trt_widget import Build, _engine, models
-from trt_widget._backend import trt
+from trt_widget._backend import select_backend, trt
 from trt_widget._engine import CaptureLogger, ModelSource
 from trt_widget._monitor import BuildMonitor
 from trt_widget._options import BuildOptions
@@ -47,9 +47,41 @@ class _SpyBuilder:
         self._spy.profiles.append(profile)
         return profile
 
+    def create_builder_config(self) -> Any:
+        config = self._real.create_builder_config()
+        return _RefusingConfig(config, self._spy) if self._spy.refuse else config
+
     def build_serialized_network(self, network: Any, config: Any) -> Any:
+        config = getattr(config, "_real", config)
         self._spy.configs.append(self._spy.read_back(network, config))
         return self._real.build_serialized_network(network, config)
+
+
+class _RefusingConfig:
+    """TensorRT's builder config, except that ``set_timing_cache`` refuses what ``spy.refuse`` names: "loaded"
+    (caches made from a file's bytes, as TensorRT refuses one made by another version or device) or "all"."""
+
+    def __init__(self, real: Any, spy: Spy) -> None:
+        object.__setattr__(self, "_real", real)
+        object.__setattr__(self, "_spy", spy)
+        object.__setattr__(self, "_loaded", set())
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._real, name, value)
+
+    def create_timing_cache(self, data: bytes) -> Any:
+        cache = self._real.create_timing_cache(data)
+        if data:
+            self._loaded.add(id(cache))
+        return cache
+
+    def set_timing_cache(self, cache: Any, ignore_mismatch: bool) -> bool:
+        if self._spy.refuse == "all" or (self._spy.refuse == "loaded" and id(cache) in self._loaded):
+            return False
+        return bool(self._real.set_timing_cache(cache, ignore_mismatch))
 
 
 class Spy:
@@ -61,6 +93,7 @@ class Spy:
         self.profiles: list[Any] = []
         self.configs: list[dict[str, Any]] = []
         self.builders: list[Any] = []
+        self.refuse = ""  # "loaded" or "all": timing caches the builder config refuses (see _RefusingConfig)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.real, name)
@@ -102,7 +135,9 @@ def built(model: Any, **options: Any) -> Build:
 
 
 def test_a_default_build_leaves_the_builder_config_at_tensorrts_defaults(spy: Spy) -> None:
-    built(models.deep_residual(3))
+    build = built(models.deep_residual(3))
+    severities = {r["severity"] for r in build.logs}
+    assert "INFO" in severities and "VERBOSE" not in severities  # the router drops VERBOSE lines, only them
     fresh = spy.builders[0].create_builder_config()  # one the build did not touch
     (config,) = spy.configs
     assert config["optimization_level"] == fresh.builder_optimization_level
@@ -177,3 +212,40 @@ def test_the_builder_process_hands_every_option_to_tensorrt(tmp_path: Path) -> N
     assert plain.wait(180) == "succeeded", plain.status_detail
     assert not [r for r in plain.logs if r["severity"] == "VERBOSE"]
     assert not [r for r in plain.logs if "Global timing cache" in r["message"]]
+
+
+def _warnings(build: Build) -> list[str]:
+    return [p["message"] for p in build.problems if p["severity"] == "WARNING" and "timing_cache" in p["message"]]
+
+
+def test_timing_cache_notes_say_what_tensorrt_does_with_it(tmp_path: Path) -> None:
+    cache = tmp_path / "t.cache"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        notes = _warnings(built(models.deep_residual(3), timing_cache=cache, optimization_level=0))
+    assert not [w for w in caught if "Timing cache" in str(w.message)]  # TensorRT's own DeprecationWarnings
+    assert any("optimization_level=0 does not use the timing cache" in n for n in notes)
+    assert any("TensorRT for RTX ignores timing caches" in n for n in notes) == (select_backend()[0] == "rtx")
+    level1 = _warnings(built(models.deep_residual(3), timing_cache=cache, optimization_level=1))
+    assert not [n for n in level1 if "optimization_level=0" in n]
+    assert not _warnings(built(models.deep_residual(3)))  # no cache, no notes
+
+
+def test_a_cache_tensorrt_refuses_is_replaced_and_a_refused_new_one_is_done_without(spy: Spy, tmp_path: Path) -> None:
+    cache = tmp_path / "t.cache"
+    cache.write_bytes(b"a cache from another TensorRT")
+    spy.refuse = "loaded"  # the file's cache: TensorRT builds with a new one, which replaces the file
+    notes = _warnings(built(models.deep_residual(3), timing_cache=cache))
+    assert any("does not fit this TensorRT version or device; building with a new cache" in n for n in notes)
+    assert cache.read_bytes() != b"a cache from another TensorRT" and spy.configs[-1]["timing_cache"]
+
+    cache.write_bytes(b"a cache from another TensorRT")
+    spy.refuse = "all"  # the new one too: the build goes on without a cache and leaves the file alone
+    notes = _warnings(built(models.deep_residual(3), timing_cache=cache))
+    assert any("TensorRT refused a new timing cache; building without one" in n for n in notes)
+    assert cache.read_bytes() == b"a cache from another TensorRT"
+
+    cache.unlink()  # no file, and the new cache refused: without one, and no file appears
+    notes = _warnings(built(models.deep_residual(3), timing_cache=cache))
+    assert any("refused a new timing cache" in n for n in notes) and not any("does not fit" in n for n in notes)
+    assert not cache.exists()

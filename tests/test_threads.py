@@ -128,3 +128,13 @@ def test_two_default_builds_at_once_use_two_workers_and_stay_apart() -> None:
     assert not [r for r in alpha.logs if "beta_" in r["message"]]
     assert not [r for r in beta.logs if "alpha_" in r["message"]]
     assert alpha.engine and beta.engine and alpha.engine != beta.engine
+
+
+def test_an_ended_build_is_no_longer_sent_tensorrt_lines() -> None:
+    from trt_widget import _engine
+
+    build = Build(_tagged_onnx("gamma", 3), history=False, resources=False, isolation="thread", verbose=True)
+    assert build.start().wait(300) == "succeeded"
+    router = _engine._router
+    assert router is not None and build.logger not in router.sinks.values()
+    assert not router.any_verbose  # no running build wants VERBOSE lines: dropped first thing again

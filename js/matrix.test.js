@@ -1,7 +1,8 @@
 // @vitest-environment jsdom
 import { afterEach, describe, expect, it } from "vitest";
-import matrix, { BuildModelAdaptor, readRows } from "./src/matrix.js";
+import matrix from "./src/matrix.js";
 import { phaseDiffs, readComparison } from "./src/matrixcompare.js";
+import { BuildModelAdaptor, readRows } from "./src/matrixdata.js";
 
 /** A minimal anywidget-like model: get / set / on / off / send. */
 function fakeModel(init = {}) {

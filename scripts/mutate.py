@@ -50,6 +50,7 @@ TARGETS: dict[str, list[str]] = {
     "trt_widget/_snapshot.py": ["tests/test_snapshot.py"],
     "trt_widget/_options.py": ["tests/test_options.py"],
     "trt_widget/_events.py": ["tests/test_events.py", "tests/test_events_sinks.py"],
+    "trt_widget/_event_sinks.py": ["tests/test_events_sinks.py", "tests/test_events.py"],
     "trt_widget/_subscribe.py": ["tests/test_subscribe.py"],
 }
 # not run by default (real builds: minutes), given on the command line as `MODULE --tests ...`

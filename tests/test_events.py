@@ -15,7 +15,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from trt_widget import _events
+from trt_widget import _event_sinks, _events
 from trt_widget._build import Build
 from trt_widget._engine import CaptureLogger
 from trt_widget._events import attach_events, schema
@@ -454,12 +454,12 @@ def test_sinks_are_named_in_messages_by_path_file_name_or_function_name(tmp_path
         pass
 
     with open(tmp_path / "e.jsonl", "w", encoding="utf-8") as handle:
-        assert _events._describe(handle) == repr(str(tmp_path / "e.jsonl"))
-    assert _events._describe(tmp_path / "e.jsonl") == str(tmp_path / "e.jsonl")
-    assert _events._describe(my_sink) == repr(my_sink.__qualname__)
-    assert _events._describe(Unnamed()) == "x" * 120  # an unnamed sink: its repr, cut at 120 characters
+        assert _event_sinks.describe(handle) == repr(str(tmp_path / "e.jsonl"))
+    assert _event_sinks.describe(tmp_path / "e.jsonl") == str(tmp_path / "e.jsonl")
+    assert _event_sinks.describe(my_sink) == repr(my_sink.__qualname__)
+    assert _event_sinks.describe(Unnamed()) == "x" * 120  # an unnamed sink: its repr, cut at 120 characters
     buffer = io.StringIO()
-    assert _events._describe(buffer) == repr(buffer)[:120]
+    assert _event_sinks.describe(buffer) == repr(buffer)[:120]
 
 
 def test_a_file_that_cannot_be_closed_is_noted(tmp_path: Path) -> None:

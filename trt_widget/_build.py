@@ -18,8 +18,8 @@ from typing import Any
 from ._backend import check_options, select_backend
 from ._engine import CaptureLogger, ModelSource
 from ._errors import BuildCancelled, BuildError
-from ._expected import expected_reason, significant
-from ._files import atomic_write
+from ._expected import unexpected_errors
+from ._files import atomic_write, refuse_overwriting
 from ._options import BuildOptions
 from ._phases import CANCELLED, FINISHED_EARLY, PhaseModel
 from ._runner import RunContext, Runner, runner_for
@@ -40,19 +40,6 @@ from ._subscribe import BuildEvent, subscribe
 from ._waiting import Waiting, _quietly
 
 __all__ = ["BUILD_STATUSES", "FINAL", "Build"]
-
-
-def _refuse_overwriting_the_model(source: ModelSource, options: BuildOptions) -> None:
-    """An ``output`` or ``timing_cache`` that is the model file itself would destroy the model: refuse it."""
-    if source.kind != "path":
-        return
-    model = os.path.realpath(source.value)
-    for name in ("output", "timing_cache"):
-        value = getattr(options, name)
-        if value is not None and os.path.realpath(value) == model:
-            raise ValueError(
-                f"{name}={value!r} is the model file itself: writing it would destroy the model; choose another path"
-            )
 
 
 class Build(Waiting):
@@ -104,7 +91,8 @@ class Build(Waiting):
             **unknown,
         )  # unknown: "did you mean"
         self.source = ModelSource.of(model)
-        _refuse_overwriting_the_model(self.source, self.options)
+        if self.source.kind == "path":
+            refuse_overwriting(self.source.value, output=self.options.output, timing_cache=self.options.timing_cache)
         check_options(self.options)
         if self.options.isolation == "process" or runner is not None:
             from ._process import check_transferable, pool
@@ -300,8 +288,8 @@ class Build(Waiting):
                 f"no engine to save: the build is {self._status}"
                 + (" (a replayed recording holds no engine)" if self.engine == b"" else "")
             )
-        if self.source.kind == "path" and os.path.realpath(path) == os.path.realpath(self.source.value):
-            raise ValueError(f"{path} is the model file itself: saving the engine there would destroy the model")
+        if self.source.kind == "path":
+            refuse_overwriting(self.source.value, path=path)
         atomic_write(path, self.engine)
         return str(path)
 
@@ -390,23 +378,9 @@ class Build(Waiting):
                 if self.model.cancelling:
                     self.model.uncancel()
                 self._status = SUCCEEDED
-                backend = select_backend()[0]
-                errors = [
-                    m
-                    for m in significant(self.logger.errors())
-                    if expected_reason(m, cancelled=False, backend=backend) is None
-                ]
-                self.status_detail = "; ".join(
-                    (
-                        [
-                            f"TensorRT logged {len(errors)} error line(s) although the engine was built; "
-                            f"check it: {errors[0][:200]}"
-                        ]
-                        if errors
-                        else []
-                    )
-                    + self._notes
-                )
+                errors = unexpected_errors(self.logger.errors(), backend=select_backend()[0])
+                warning = f"TensorRT logged {len(errors)} error line(s) although the engine was built; check it: "
+                self.status_detail = "; ".join(([warning + errors[0][:200]] if errors else []) + self._notes)
             callbacks, self._on_done = self._on_done, []
             self._done.set()
         for callback in callbacks:

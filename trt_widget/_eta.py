@@ -13,7 +13,8 @@ import time
 import warnings
 from typing import Any
 
-from ._history_store import HistoryStore, PhasePath, build_key, history_path, profile_rows, warn_once
+from ._history_keys import PhasePath, build_key, profile_rows
+from ._history_store import HistoryStore, history_path, warn_once
 
 
 def attach_history(build: Any, history: Any) -> None:

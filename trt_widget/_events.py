@@ -32,21 +32,17 @@ import atexit
 import contextlib
 import dataclasses
 import json
-import os
 import queue
 import threading
 import time
 import warnings
 import weakref
-from collections.abc import Callable
 from importlib import resources
-from pathlib import Path
-from typing import Any, TextIO, Union, cast
+from typing import Any
 
+from ._event_sinks import Sink, describe, open_sink
 from ._phases import Phase
 from ._subscribe import BuildEvent, subscribe
-
-Sink = Union[str, "os.PathLike[str]", TextIO, Callable[[dict[str, Any]], Any]]
 
 STEP_INTERVAL_S = 0.1
 LOG_SEVERITIES = ("WARNING", "ERROR", "INTERNAL_ERROR")
@@ -89,9 +85,9 @@ class EventStream:
         self.step_interval_s = float(step_interval_s)
         self.errors: list[str] = []  # every sink failure (capped); the first one is also reported, see _failed
         self.written = 0
-        self._write, self._close_sink = _open_sink(sink)
+        self._write, self._close_sink = open_sink(sink)
         self._is_file = not callable(sink) or hasattr(sink, "write")  # a failed file drops later events
-        self._label = _describe(sink)
+        self._label = describe(sink)
         self._reported = False
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._lock = threading.Lock()
@@ -378,46 +374,6 @@ class EventStream:
     def _note(self, message: str) -> None:
         if len(self.errors) < 20:
             self.errors.append(message)
-
-
-def _open_sink(sink: Sink) -> tuple[Callable[[dict[str, Any]], None], Callable[[], None] | None]:
-    """(write(event), close or None) for a path, a text file object or a callable."""
-    if isinstance(sink, (str, os.PathLike)):
-        path = Path(sink).expanduser()
-        if path.is_dir():
-            raise IsADirectoryError(f"events= must be a file path, but {path} is a directory")
-        if not path.parent.is_dir():
-            raise FileNotFoundError(f"events= file's directory does not exist: {path.parent}")
-        handle = open(path, "a", encoding="utf-8")  # noqa: SIM115  (the writer thread closes it after build_end)
-        return _line_writer(handle), handle.close
-    if hasattr(sink, "write"):
-        return _line_writer(cast(TextIO, sink)), None  # a file-like object: mypy cannot narrow on hasattr
-    if callable(sink):
-        function = sink
-
-        def call(event: dict[str, Any]) -> None:
-            function(event)
-
-        return call, None
-    raise TypeError(f"events= must be a file path, a writable text file or a callable, got {type(sink).__name__}")
-
-
-def _describe(sink: Sink) -> str:
-    """A short name for the sink in failure messages."""
-    if isinstance(sink, (str, os.PathLike)):
-        return str(Path(sink).expanduser())
-    name = getattr(sink, "name", None) if hasattr(sink, "write") else getattr(sink, "__qualname__", None)
-    return repr(name if isinstance(name, str) else sink)[:120]
-
-
-def _line_writer(handle: TextIO) -> Callable[[dict[str, Any]], None]:
-    def write(event: dict[str, Any]) -> None:
-        handle.write(json.dumps(event, ensure_ascii=False, default=str) + "\n")
-        flush = getattr(handle, "flush", None)
-        if flush is not None:
-            flush()
-
-    return write
 
 
 @atexit.register

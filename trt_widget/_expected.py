@@ -49,3 +49,8 @@ _NOISE = ("CUDA driver version is insufficient",)  # logged on every RTX run wit
 def significant(messages: list[str]) -> list[str]:
     """Lines that can explain a failure: not known noise, not the ONNX parser's echo of its own error."""
     return [m for m in messages if not any(n in m for n in _NOISE) and not m.startswith("ModelImporter.cpp")]
+
+
+def unexpected_errors(messages: list[str], *, backend: str) -> list[str]:
+    """The error lines of a build that succeeded that deserve a look: significant and not expected."""
+    return [m for m in significant(messages) if expected_reason(m, cancelled=False, backend=backend) is None]

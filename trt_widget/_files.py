@@ -48,6 +48,17 @@ def writable_target(path: str | os.PathLike[str]) -> Path:
     return target
 
 
+def refuse_overwriting(model: str | os.PathLike[str], **targets: str | os.PathLike[str] | None) -> None:
+    """Raise ValueError when a target (``output=``, ``timing_cache=``, ``path=``) is the model file itself:
+    writing it would destroy the model."""
+    for name, value in targets.items():
+        if value is not None and os.path.realpath(value) == os.path.realpath(model):
+            raise ValueError(
+                f"{name}={str(value)!r} is the model file itself: writing it would destroy the model; "
+                "choose another path"
+            )
+
+
 def atomic_write(path: str | os.PathLike[str], data: bytes | memoryview) -> Path:
     """Write ``data`` to a temporary file beside ``path``'s target, fsync it, then rename it over the target."""
     target = writable_target(path)

@@ -1,4 +1,4 @@
-"""The timing-history store: a small local SQLite file of build records, plus the build key and phase paths.
+"""The timing-history store: a small local SQLite file of build records (keys and paths: ``_history_keys``).
 
 A build is keyed by sha256 of its model + the engine-shaping options + the backend version; its phase rows are
 stored with paths (name, occurrence among same-name siblings) so phase instances match across builds. SQLite
@@ -10,15 +10,13 @@ damaged) is moved aside and a new store started, and a row that cannot be read i
 
 from __future__ import annotations
 
-import hashlib
-import inspect
 import json
 import os
 import sqlite3
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 from typing import Any, TypeVar
@@ -44,7 +42,6 @@ CREATE INDEX IF NOT EXISTS builds_by_key ON builds (key, status, id);
 _COLUMNS = "id, key, status, created, total_s, label, record"
 _SIDECARS = ("-journal", "-wal", "-shm")  # SQLite's companion files, moved along with a corrupt store
 
-PhasePath = tuple[tuple[str, int], ...]  # a phase instance across builds: (name, occurrence among same-name siblings)
 T = TypeVar("T")
 
 
@@ -368,53 +365,3 @@ def resolve_store(store: HistoryStore | str | os.PathLike[str] | None) -> Histor
         said = f"{ENV}={os.environ.get(ENV)!r}" if store is None else repr(store)
         raise RuntimeError(f"history is turned off ({said})")
     return HistoryStore(path)
-
-
-# -- build keys and phase paths ---------------------------------------------------------------------------
-def phase_paths(rows: Iterable[dict[str, Any]]) -> dict[int, PhasePath]:
-    """id -> path of names with each name's occurrence index among same-name siblings (stable across builds)."""
-    paths: dict[int, PhasePath] = {}
-    counts: dict[tuple[Any, str], int] = {}
-    for row in sorted(rows, key=lambda r: r["id"]):
-        parent = row.get("parent")
-        k = counts.get((parent, row["name"]), 0)
-        counts[(parent, row["name"])] = k + 1
-        base = paths.get(parent, ()) if parent is not None else ()
-        paths[row["id"]] = (*base, (row["name"], k))
-    return paths
-
-
-def profile_rows(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The stored form of timings rows: path, name, start/end/duration, steps and status."""
-    rows = list(rows)
-    paths = phase_paths(rows)
-    keep = ("name", "start_s", "end_s", "duration_s", "step", "num_steps", "status")
-    return [{"path": paths[r["id"]], **{k: r.get(k) for k in keep}} for r in sorted(rows, key=lambda r: r["id"])]
-
-
-def path_label(path: PhasePath) -> str:
-    """``"Building engine / Timing tactics [2]"``: the occurrence index is shown from the second one on."""
-    return " / ".join(name if k == 0 else f"{name} [{k + 1}]" for name, k in path)
-
-
-def build_key(build: Any) -> tuple[str, str]:
-    """(key, model hash): sha256 of model bytes (or a callable's name + source) + options + backend."""
-    from ._backend import backend_info
-
-    source = build.source
-    data = source.read_bytes()
-    if data is None:
-        fn = source.value
-        try:
-            code = inspect.getsource(fn)
-        except (OSError, TypeError):
-            code = ""
-        name = f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', repr(fn))}"
-        data = f"callable:{name}\n{code}".encode()
-    model_hash = hashlib.sha256(data).hexdigest()
-    blob = json.dumps(
-        {"model": model_hash, "options": build.options.summary(), "backend": backend_info()},
-        sort_keys=True,
-        default=str,
-    )
-    return hashlib.sha256(blob.encode()).hexdigest(), model_hash

@@ -7,14 +7,15 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from ._events import _open_sink, attach_events
+from ._event_sinks import open_sink
+from ._events import attach_events
 
 
 class MatrixEvents:
     """The matrix's event streams (one per build) feeding one sink; the sink closes after the last build_end."""
 
     def __init__(self, matrix: Any, sink: Any) -> None:
-        self._write, self._close = _open_sink(sink)
+        self._write, self._close = open_sink(sink)
         self._lock = threading.Lock()
         self._open = len(matrix.cells)
         self.streams = [attach_events(cell.build, self._forward(cell)) for cell in matrix.cells]

@@ -19,19 +19,15 @@ import time
 from typing import Any
 
 from ._eta import HistoryLink, attach_history
+from ._history_keys import PhasePath, build_key, path_label, phase_paths, profile_rows
 from ._history_store import (
     ENV,
     FILENAME,
     KEEP_PER_KEY,
     KEEP_TOTAL,
     HistoryStore,
-    PhasePath,
-    build_key,
     default_path,
     history_path,
-    path_label,
-    phase_paths,
-    profile_rows,
     resolve_store,
 )
 

@@ -52,3 +52,9 @@ export function setAttr(node, name, value) {
     node.setAttribute(name, value);
   }
 }
+
+/** @returns {number} milliseconds */
+export function perfNow() {
+  const p = globalThis.performance;
+  return p && typeof p.now === "function" ? p.now() : Date.now();
+}

@@ -135,3 +135,11 @@ export function niceCeil(x) {
   for (const m of [1, 1.2, 1.4, 1.6, 1.8, 2, 2.5, 3, 3.5, 4, 4.5, 5, 6, 7, 8, 9, 10]) if (m * p >= x) return m * p;
   return 10 * p;
 }
+
+/**
+ * @param {unknown} v
+ * @returns {Record<string, unknown> | null} v if it is a non-array object, else null
+ */
+export function plainObject(v) {
+  return v && typeof v === "object" && !Array.isArray(v) ? /** @type {Record<string, unknown>} */ (v) : null;
+}

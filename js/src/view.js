@@ -2,60 +2,24 @@
 // anchored to the last snapshot (ticking at 10 Hz while a build is live), and wires the header, tree,
 // timeline and log panel to the model's change events.
 
-import { h, setText } from "./dom.js";
-import { num, str } from "./format.js";
+import { h, perfNow, setText } from "./dom.js";
+import { num, plainObject, str } from "./format.js";
 import { Header, LogPanel } from "./header.js";
 import { RowSync } from "./rowsync.js";
 import { buildStructure, runningPath } from "./structure.js";
 import { TimelineView } from "./timeline.js";
 import { TreeView } from "./tree.js";
+import { uiStateFor } from "./uistate.js";
 
 /** @typedef {import("./widget.js").Traits} Traits */
 /** @typedef {import("./widget.js").Model} Model */
 /** @typedef {import("./rows.js").RowContext} RowContext */
-
-/**
- * Per-model UI state, shared by all views of a model.
- * @typedef {object} UiState
- * @property {Map<string, boolean>} expanded the user's collapse choices: row key -> expanded
- * @property {"tree" | "timeline"} mode
- * @property {boolean | null} logsOpen the user's choice for the log panel, null if none
- */
+/** @typedef {import("./uistate.js").UiState} UiState */
 
 const LIVE_STATUSES = new Set(["running", "cancelling"]);
 const TICK_MS = 100; // 10 Hz live ticker
 const STOP_REARM_MS = 2000; // re-enable Stop if no status change follows a click
 const STOP_ACK_MS = 1500; // no "cancelling" from the kernel this long after a click: say the kernel is busy
-
-/** @type {WeakMap<object, UiState>} */
-const uiStateByModel = new WeakMap();
-
-/**
- * @param {unknown} model
- * @returns {UiState}
- */
-function uiStateFor(model) {
-  let s = model && typeof model === "object" ? uiStateByModel.get(model) : undefined;
-  if (!s) {
-    s = { expanded: new Map(), mode: "tree", logsOpen: null };
-    if (model && typeof model === "object") uiStateByModel.set(model, s);
-  }
-  return s;
-}
-
-/**
- * @param {unknown} v
- * @returns {Record<string, unknown> | null} v if it is a non-array object, else null
- */
-function plainObject(v) {
-  return v && typeof v === "object" && !Array.isArray(v) ? /** @type {Record<string, unknown>} */ (v) : null;
-}
-
-/** @returns {number} milliseconds */
-function perfNow() {
-  const p = globalThis.performance;
-  return p && typeof p.now === "function" ? p.now() : Date.now();
-}
 
 export class TrtView {
   /**

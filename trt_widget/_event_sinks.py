@@ -1,0 +1,51 @@
+"""Where a build's JSON events go: a file path (appended to), a writable text file, or a callable."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TextIO, Union, cast
+
+Sink = Union[str, "os.PathLike[str]", TextIO, Callable[[dict[str, Any]], Any]]
+
+
+def open_sink(sink: Sink) -> tuple[Callable[[dict[str, Any]], None], Callable[[], None] | None]:
+    """(write(event), close or None) for a path, a text file object or a callable."""
+    if isinstance(sink, (str, os.PathLike)):
+        path = Path(sink).expanduser()
+        if path.is_dir():
+            raise IsADirectoryError(f"events= must be a file path, but {path} is a directory")
+        if not path.parent.is_dir():
+            raise FileNotFoundError(f"events= file's directory does not exist: {path.parent}")
+        handle = open(path, "a", encoding="utf-8")  # noqa: SIM115  (the writer thread closes it after build_end)
+        return _line_writer(handle), handle.close
+    if hasattr(sink, "write"):
+        return _line_writer(cast(TextIO, sink)), None  # a file-like object: mypy cannot narrow on hasattr
+    if callable(sink):
+        function = sink
+
+        def call(event: dict[str, Any]) -> None:
+            function(event)
+
+        return call, None
+    raise TypeError(f"events= must be a file path, a writable text file or a callable, got {type(sink).__name__}")
+
+
+def describe(sink: Sink) -> str:
+    """A short name for the sink in failure messages."""
+    if isinstance(sink, (str, os.PathLike)):
+        return str(Path(sink).expanduser())
+    name = getattr(sink, "name", None) if hasattr(sink, "write") else getattr(sink, "__qualname__", None)
+    return repr(name if isinstance(name, str) else sink)[:120]
+
+
+def _line_writer(handle: TextIO) -> Callable[[dict[str, Any]], None]:
+    def write(event: dict[str, Any]) -> None:
+        handle.write(json.dumps(event, ensure_ascii=False, default=str) + "\n")
+        flush = getattr(handle, "flush", None)
+        if flush is not None:
+            flush()
+
+    return write

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh machine: installs what it needs (Python venv, Debian chromium when run as
 # root, the front end's npm packages), rebuilds the front-end bundle, then runs the JS tests, the Python tests
-# (real TensorRT-for-RTX builds and real-browser e2e tests) and the notebooks (nbval).
+# (real TensorRT-for-RTX builds and real-browser e2e tests) and the notebooks (nbval), under branch coverage.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,4 +28,10 @@ if ! git diff --quiet -- trt_widget/static 2>/dev/null; then
 fi
 
 export TRT_WIDGET_ARTIFACTS="${TRT_WIDGET_ARTIFACTS:-$PWD/artifacts}"
-.venv/bin/python -m pytest tests notebooks --nbval-lax -ra "$@"
+# under coverage (branch; the processes the tests start too: see [tool.coverage.run] in pyproject.toml)
+rm -f .coverage .coverage.*
+status=0
+.venv/bin/coverage run -m pytest tests notebooks --nbval-lax -ra "$@" || status=$?
+# the report is information: a problem making it is said, and does not change the tests' verdict
+(.venv/bin/coverage combine -q && .venv/bin/coverage report --sort=cover) || echo "note: no coverage report" >&2
+exit "$status"

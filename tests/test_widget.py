@@ -3,32 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
-
-import traitlets
 
 from trt_widget import BuildWidget, models
 
-SYNCED = [
-    "status",
-    "status_detail",
-    "elapsed_s",
-    "phases_json",
-    "phases_seq",
-    "phases_delta",
-    "engine_size",
-    "error",
-    "logs",
-    "cancel",
-    "can_force",
-    "eta",
-    "history_delta",
-    "resources",
-    "activity",
-]
+SYNCED = sorted(BuildWidget.class_own_traits(sync=True))  # the traits the front end reads, declared in _widget.py
 
 
 def record_writes(widget: BuildWidget) -> list[tuple[str, Any, int]]:
@@ -169,7 +153,23 @@ def test_widget_state_is_json_serializable_for_saved_notebooks() -> None:
 def test_unknown_trait_names_are_not_written() -> None:
     widget = BuildWidget(models.resnet50(), history=False)
     assert set(widget._pump.last) <= set(SYNCED)
-    assert all(isinstance(widget.traits()[name], traitlets.TraitType) for name in SYNCED)
+
+
+def test_the_front_end_declares_the_traits_python_syncs() -> None:
+    """js/src/widget.js's `Traits` typedef names exactly the synced traits of BuildWidget (one list, checked)."""
+    source = (Path(__file__).parent.parent / "js" / "src" / "widget.js").read_text(encoding="utf-8")
+    typedef = source[source.index("@typedef {object} Traits") :]
+    typedef = typedef[: typedef.index("*/")]
+    declared = []
+    for start in (m.end() for m in re.finditer(r"@property \{", typedef)):
+        depth, i = 1, start
+        while depth:  # the type may nest braces: {{phase: string} | null}
+            depth += {"{": 1, "}": -1}.get(typedef[i], 0)
+            i += 1
+        name = re.match(r"\s*(\w+)", typedef[i:])
+        assert name, f"a @property without a name in the Traits typedef: {typedef[start:i]}"
+        declared.append(name.group(1))
+    assert sorted(declared) == SYNCED
 
 
 def test_rows_encoder_reencodes_only_changed_rows() -> None:

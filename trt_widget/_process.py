@@ -6,7 +6,8 @@ cancelled) or raises :class:`BuildError`. Stop is graceful first (the worker's n
 False); when the builder has not reached a step boundary ``ctx.graceful_s`` later (or on ``ctx.force``) the
 worker is terminated (SIGTERM, then SIGKILL), which ends even a long TensorRT step, a hung network function or
 a SIGSTOPped builder. A worker that finished its job goes back to the pool and exits after
-``TRT_WIDGET_WORKER_IDLE_S`` seconds (default 300) without work; workers never outlive this process.
+``TRT_WIDGET_WORKER_IDLE_S`` seconds (default 300) without work, or when this process exits; workers never
+outlive this process.
 """
 
 from __future__ import annotations
@@ -205,8 +206,14 @@ _job_ids = itertools.count(1)
 
 
 def shutdown_workers() -> None:
-    """End the idle builder processes now (they also end by themselves after the idle timeout)."""
+    """End the idle builder processes now (they also end by themselves after the idle timeout, and at this
+    process's exit, where each gets its pipe closed and a moment to exit on its own before the kernel kills it)."""
     pool.shutdown()
+
+
+# Before the interpreter joins threads (the spawn thread's end SIGKILLs the workers): idle ones exit on their own,
+# so a coverage run keeps their data. Registered after concurrent.futures' own joins, so it runs before them.
+getattr(threading, "_register_atexit", lambda fn: None)(shutdown_workers)
 
 
 @contextlib.contextmanager

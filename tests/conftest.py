@@ -50,6 +50,18 @@ def _history_in_a_temp_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator
         os.environ.pop("TRT_WIDGET_HISTORY", None)
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _idle_builders_exit_between_modules_under_coverage() -> Iterator[None]:
+    """Under coverage, end the idle builder processes after each test module: a worker saves its coverage data
+    only when it exits on its own, and a later test that force-stops a build would SIGKILL the warm worker that
+    served many earlier tests, losing what it measured."""
+    yield
+    if os.environ.get("COVERAGE_PROCESS_CONFIG") or os.environ.get("COVERAGE_PROCESS_START"):
+        import trt_widget
+
+        trt_widget.shutdown_workers()
+
+
 @pytest.fixture
 def wait_until() -> Callable[..., Any]:
     """``wait_until(predicate, timeout=..., what=...)``: wait on state with a deadline, never a fixed sleep."""

@@ -189,6 +189,9 @@ def _spawn() -> Worker:
             stdin=subprocess.DEVNULL,
             env=env,
             close_fds=True,
+            # its own process group: a terminal's Ctrl-C reaches the parent only (which makes it a Stop), and
+            # ipykernel's shutdown, which signals its group's children until they are reaped, skips it
+            start_new_session=True,
         )
     except BaseException:
         for fd in (control_r, control_w, events_r, events_w):

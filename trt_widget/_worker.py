@@ -256,7 +256,7 @@ def main(argv: list[str]) -> None:
     control = Connection(int(argv[0]), writable=False)
     events = Connection(int(argv[1]), readable=False)
     _die_with_parent(int(argv[2]))
-    # Ctrl-C and a kernel interrupt reach the whole process group: the parent turns them into a Stop
+    # a SIGINT sent to this process (it has its own session) is not a Stop: only the parent decides that
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     events.send(("hello", os.getpid()))
     jobs = _Jobs(control)

@@ -37,6 +37,7 @@ SCRIPTS = [
     ("p9", "p9_serve.py", ["--builds", "3", "--measurements", "3000"]),
     ("p11", "p11_sync_bytes.py", ["--measurements", "300", "--seconds", "4"]),
     ("p10", "p10_matrix.py", ["--blocks", "20", "--repeats", "3"]),
+    ("p12", "p12_kernel_shutdown.py", ["--repeats", "1"]),
 ]
 ORDER = [
     "P1",
@@ -78,6 +79,8 @@ ORDER = [
     "P11-total",
     "P11-update",
     "P11-full",
+    "P12",
+    "P12-s",
 ]
 
 

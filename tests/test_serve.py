@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import socket
 import time
 from collections.abc import Iterator
@@ -349,6 +350,7 @@ def test_twenty_subscribers_get_every_event(client: httpx.Client, server: Server
 def test_a_subscriber_that_stops_reading_holds_up_nothing_and_can_resume(
     client: httpx.Client, server: ServerThread, wait_until: Any
 ) -> None:
+    said = LogLines("uvicorn.error", "trt_widget")
     # ~36,000 events (no real build makes that many): a recording replayed at full speed through a real Build,
     # its event stream and the server's log, to fill a subscriber's socket that never reads
     build = Build.from_events(list(gpu_shaped_events(measurements=12000)))
@@ -372,6 +374,31 @@ def test_a_subscriber_that_stops_reading_holds_up_nothing_and_can_resume(
     got = [(int(i or 0), json.loads(d)) for i, _, d in sse_messages(_dechunk(received).split("\n"))]
     assert 0 < len(got) < len(full) and got == full[: len(got)]
     assert events(client, build_id, last=got[-1][0]) == full[len(got) :]  # resumed from the stored log
+    said.close()
+    assert any("stopped reading" in m and level == "INFO" for level, m in said.lines), said.lines
+    assert not [line for line in said.lines if line[0] == "ERROR"], said.lines  # dropping it was expected
+
+
+class LogLines(logging.Handler):
+    """(level, message) of every record these loggers handle at INFO and above, until ``close()``."""
+
+    def __init__(self, *names: str) -> None:
+        super().__init__(logging.INFO)
+        self.lines: list[tuple[str, str]] = []
+        self.loggers = [logging.getLogger(name) for name in names]
+        self.levels = [logger.level for logger in self.loggers]
+        for logger in self.loggers:
+            logger.addHandler(self)
+            logger.setLevel(logging.INFO)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append((record.levelname, record.getMessage()))
+
+    def close(self) -> None:
+        for logger, level in zip(self.loggers, self.levels, strict=True):
+            logger.removeHandler(self)
+            logger.setLevel(level)
+        super().close()
 
 
 def _dechunk(raw: bytes) -> str:

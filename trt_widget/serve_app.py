@@ -10,7 +10,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import secrets
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import parse_qs
@@ -98,6 +100,9 @@ def create_app(
 ) -> ASGIApp:
     """The ASGI app serving ``store``: routes, auth, JSON errors, and the lifespan that stops builds at exit.
     ``executor``: "local" (a warm builder process per build) or "ray" (a Ray task per build, ``ray_address``)."""
+    uvicorn_log = logging.getLogger("uvicorn.error")
+    if _dropped not in uvicorn_log.filters:
+        uvicorn_log.addFilter(_dropped)
 
     def lookup(request: Request) -> BuildRecord:
         record = store.get(request.path_params["build_id"])
@@ -235,6 +240,29 @@ def create_app(
     return TokenAuth(app, token=token)
 
 
+class _DroppedSubscribers(logging.Filter):
+    """uvicorn logs ERROR "ASGI callable returned without completing response." when a response ends early, as
+    a subscriber's stream does when this server drops it on purpose (it stopped reading): that one is expected,
+    said at INFO by ``_EventStream``. Each drop lets one such line pass unlogged within a second."""
+
+    MESSAGE = "ASGI callable returned without completing response."
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.drops: list[float] = []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        now = time.monotonic()
+        self.drops = [t for t in self.drops if now - t < 1.0]
+        if self.drops and record.getMessage() == self.MESSAGE:
+            self.drops.pop(0)
+            return False
+        return True
+
+
+_dropped = _DroppedSubscribers()
+
+
 class _EventStream(EventSourceResponse):
     """An SSE response whose subscriber is dropped, quietly, when one write waits longer than ``send_timeout``
     (it stopped reading); it can reconnect with Last-Event-ID and resume from the stored log."""
@@ -243,6 +271,7 @@ class _EventStream(EventSourceResponse):
         try:
             await super().__call__(scope, receive, send)
         except SendTimeoutError:
+            _dropped.drops.append(time.monotonic())
             log.info("serve: an event-stream subscriber stopped reading for %g s: disconnected", self.send_timeout)
 
 

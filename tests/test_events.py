@@ -315,13 +315,19 @@ def _steps(received: list[dict[str, Any]]) -> list[tuple[int, float]]:
     return [(e["step"], e["t"]) for e in received if e["event"] == "step"]
 
 
+def _started(step_interval_s: float) -> tuple[SyntheticBuild, list[dict[str, Any]], Any]:
+    """A started synthetic build whose events go to a list, with steps throttled to ``step_interval_s``."""
+    build = SyntheticBuild()
+    received: list[dict[str, Any]] = []
+    stream = attach_events(build, received.append, step_interval_s=step_interval_s)  # type: ignore[arg-type]
+    build.start()
+    return build, received, stream
+
+
 def test_a_held_back_step_goes_out_one_interval_later_without_another_step() -> None:
     """Fake time: the stream's writer wakes (real time) while a step is held back and sends it once the build's
     clock is one interval past the last step sent, with the step's own time; the finish sends nothing twice."""
-    build = SyntheticBuild()
-    received: list[dict[str, Any]] = []
-    stream = attach_events(build, received.append, step_interval_s=0.0625)  # type: ignore[arg-type]
-    build.start()
+    build, received, stream = _started(0.0625)
     build.now = 1.0
     build.model.phase_start("a", None, 10)
     build.model.step_complete("a", 4)  # t = 1: the first step goes out at once
@@ -346,10 +352,7 @@ def test_a_held_back_step_goes_out_one_interval_later_without_another_step() -> 
 
 
 def test_a_step_one_interval_on_goes_out_at_once_and_drops_the_held_one() -> None:
-    build = SyntheticBuild()
-    received: list[dict[str, Any]] = []
-    stream = attach_events(build, received.append, step_interval_s=0.05)  # type: ignore[arg-type]
-    build.start()
+    build, received, stream = _started(0.05)
     build.model.phase_start("a", None, 10)
     build.model.step_complete("a", 0)
     build.now = 0.01
@@ -366,10 +369,7 @@ def test_a_step_one_interval_on_goes_out_at_once_and_drops_the_held_one() -> Non
 
 
 def test_the_last_held_step_goes_out_before_the_finish_with_its_own_time() -> None:
-    build = SyntheticBuild()
-    received: list[dict[str, Any]] = []
-    stream = attach_events(build, received.append, step_interval_s=10.0)  # type: ignore[arg-type]
-    build.start()
+    build, received, stream = _started(10.0)
     build.model.phase_start("a", None, 4)
     build.model.step_complete("a", 0)
     build.now = 0.25

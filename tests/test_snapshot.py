@@ -291,6 +291,23 @@ def test_the_pump_sends_phase_news_at_once_steps_at_the_next_tick_and_a_stop_at_
         pump.join(30)
 
 
+def test_the_first_send_waits_for_no_throttle_on_a_clock_that_starts_at_zero() -> None:
+    # a freshly booted machine: time.monotonic() is its uptime, smaller than the interval
+    build = FakeBuild()
+    sent: list[dict[str, Any]] = []
+    pump = SnapshotPump(build, sent.append, interval=3600.0, clock=lambda: 0.0)
+    pump.start()
+    try:
+        build.model.phase_start("a", None, 4)
+        wait_for(lambda: sent, "the first send, on a clock at 0")
+        build.model.phase_start("b", "a", 4)  # the second send is throttled: an interval after the first
+        time.sleep(0.2)
+        assert len(sent) == 1
+    finally:
+        build.end("cancelled")
+        pump.join(30)
+
+
 def test_a_step_alone_is_sent_at_the_next_tick() -> None:
     build = FakeBuild()
     build.model.phase_start("a", None, 4)

@@ -62,8 +62,15 @@ def _call(obj: Any, method: str) -> Any:
 class SnapshotPump:
     """Sends changed parts of ``snapshot(build)`` to ``send`` from one thread, at most every ``interval`` s."""
 
-    def __init__(self, build: Any, send: Callable[[dict[str, Any]], None], interval: float = 0.1) -> None:
+    def __init__(
+        self,
+        build: Any,
+        send: Callable[[dict[str, Any]], None],
+        interval: float = 0.1,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.build = build
+        self.clock = clock
         self.send = send
         self.interval = interval
         self.last: dict[str, Any] = {}
@@ -99,7 +106,7 @@ class SnapshotPump:
         return self._thread
 
     def _loop(self) -> None:
-        last_send = 0.0
+        last_send: float | None = None  # never sent: the first send waits for no throttle
         while True:
             finished = self.build.done()  # read first, so the snapshot after it is the final one
             if not finished:
@@ -108,14 +115,14 @@ class SnapshotPump:
                 self._wake.wait(self.interval)
                 self._wake.clear()
                 finished = self.build.done()
-                gap = self.interval - (time.monotonic() - last_send)
+                gap = 0.0 if last_send is None else self.interval - (self.clock() - last_send)
                 if gap > 0 and not finished and not self._urgent:
                     self._hurry.wait(gap)
                     finished = self.build.done()
             self._hurry.clear()
             self._urgent = False
             self.flush()
-            last_send = time.monotonic()
+            last_send = self.clock()
             if finished:
                 return
 

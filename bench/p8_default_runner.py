@@ -42,10 +42,10 @@ def p1(onnx: bytes, repeats: int) -> tuple[dict[str, list[float]], float]:
     return times, first
 
 
-def stop_trial(onnx: bytes, rng: random.Random) -> dict[str, float]:
+def stop_trial(onnx: bytes, rng: random.Random, window_s: float) -> dict[str, float]:
     build = Build(onnx, history=False).start()
     wait_for(lambda: build.model.innermost_running() is not None or build.done(), 120, "the first phase")
-    time.sleep(rng.uniform(0.0, 6.0))
+    time.sleep(rng.uniform(0.0, window_s))
     phase = build.model.innermost_running()
     stop_at = time.perf_counter()
     build.stop()
@@ -77,6 +77,8 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=12)
     parser.add_argument("--blocks", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--window", type=float, default=6.0, help="stop at a random moment up to this many s in")
+    parser.add_argument("--stall-blocks", type=int, default=600, help="deep_residual size of the P5-default build")
     args = parser.parse_args()
     load_start = load_avg()
     resnet = models.resnet50().SerializeToString()
@@ -90,7 +92,7 @@ def main() -> None:
 
     rng = random.Random(args.seed)
     onnx = models.deep_residual(args.blocks).SerializeToString()
-    trials = [stop_trial(onnx, rng) for _ in range(args.trials)]
+    trials = [stop_trial(onnx, rng, args.window) for _ in range(args.trials)]
     print_table(
         "P4-default: stop() -> wait() returned",
         ["latency s", "status", "phase at stop", "terminated"],
@@ -98,7 +100,7 @@ def main() -> None:
     )
     latencies = [t["latency_s"] for t in trials]
     p95 = percentile(latencies, 95)
-    stall = stall_during_default_build(models.deep_residual(600).SerializeToString())
+    stall = stall_during_default_build(models.deep_residual(args.stall_blocks).SerializeToString())
     emit(
         "p8",
         {
@@ -136,8 +138,8 @@ def main() -> None:
                 f"<= {P5_TARGET_MS} ms",
                 stall <= P5_TARGET_MS,
                 "ms",
-                "longest main-thread stall (10 ms sleep overshoot) during a default deep_residual(600) "
-                "BuildWidget build",
+                "longest main-thread stall (10 ms sleep overshoot) during a default "
+                f"deep_residual({args.stall_blocks}) BuildWidget build",
             ),
         },
         load_avg_start=load_start,

@@ -23,7 +23,11 @@ const js = {
 const benchOnly = process.argv.includes("--bench");
 
 if (!benchOnly) {
-  await build({ ...js, entryPoints: [path.join(here, "src", "widget.js")], outfile: path.join(outdir, "widget.js") });
+  await build({
+    ...js,
+    entryPoints: [path.join(here, "src", "build", "widget.js")],
+    outfile: path.join(outdir, "widget.js"),
+  });
   await build({
     entryPoints: [path.join(here, "widget.css")],
     outfile: path.join(outdir, "widget.css"),
@@ -32,7 +36,11 @@ if (!benchOnly) {
     logLevel: "info",
   });
   // The build matrix widget (MatrixWidget): its own entry, reusing the view above for expanded rows.
-  await build({ ...js, entryPoints: [path.join(here, "src", "matrix.js")], outfile: path.join(outdir, "matrix.js") });
+  await build({
+    ...js,
+    entryPoints: [path.join(here, "src", "matrix", "matrix.js")],
+    outfile: path.join(outdir, "matrix.js"),
+  });
   await build({
     entryPoints: [path.join(here, "matrix.css")],
     outfile: path.join(outdir, "matrix.css"),

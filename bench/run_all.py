@@ -27,6 +27,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from _common import JSON_PREFIX, load_avg, machine  # noqa: E402
+from report import PAGE, fmt_value, ordered, render, verdict  # noqa: E402
 
 QUICK_P8 = ["--window", "1", "--stall-blocks", "100"]
 # (id, script and its fixed arguments, the --quick arguments: the smallest sizes that still run every path)
@@ -45,50 +46,8 @@ SCRIPTS = [
     ("p10", "p10_matrix.py", ["--blocks", "10", "--repeats", "1", "--no-ray"]),  # quick: no Ray start (~20 s)
     ("p12", "p12_kernel_shutdown.py", ["--repeats", "1"]),
 ]
+KEPT_OUT_OF_DIRTY = [":!bench/results*", ":!docs/performance.md"]
 NEEDS_JS = {"p7", "p7-10000"}  # scripts that load js/dist/bench.js
-ORDER = [
-    "P1",
-    "P1-cpu",
-    "P1-own",
-    "P2",
-    "P2-trt",
-    "P2-build",
-    "P2-log",
-    "P3",
-    "P3-final",
-    "P3-large",
-    "P4",
-    "P4-real",
-    "P5",
-    "P5-nolog",
-    "P5-1200",
-    "P5-10000",
-    "P6",
-    "P6-linear",
-    "P7",
-    "P7-expanded",
-    "P7-timeline",
-    "P7-10000",
-    "P7-expanded-10000",
-    "P7-timeline-10000",
-    "P1-default",
-    "P1-first",
-    "P4-default",
-    "P5-default",
-    "P9-latency",
-    "P9-fanout",
-    "P9-rate",
-    "P9-replay",
-    "P9-builder",
-    "P10-rate",
-    "P10-stall",
-    "P10-ray",
-    "P11-total",
-    "P11-update",
-    "P11-full",
-    "P12",
-    "P12-s",
-]
 
 
 def run_script(name: str, args: list[str], timeout: float) -> tuple[dict[str, Any] | None, str, float]:
@@ -143,33 +102,6 @@ def build_js_bench() -> str:
     return ""
 
 
-def verdict(fig: dict[str, Any]) -> str:
-    if fig.get("pass") is None:
-        return "info" if fig.get("value") is not None else "n/a"
-    return "PASS" if fig["pass"] else "FAIL"
-
-
-def fmt_value(fig: dict[str, Any]) -> str:
-    value, unit = fig.get("value"), fig.get("unit", "")
-    if value is None:
-        return "-"
-    if unit == "bytes":
-        return f"{value:,} B"
-    if unit == "ratio":
-        return f"{value:g}x" if "x" in str(fig.get("target", "")) else f"{value:.4g}"
-    return f"{value:g} {unit}"
-
-
-def markdown(figures: dict[str, dict[str, Any]], header: str) -> str:
-    """The summary as a Markdown table (for bench/README.md)."""
-    lines = [header, "", "| id | figure | value | target | result |", "|---|---|---|---|---|"]
-    for key in sorted(figures, key=lambda k: ORDER.index(k) if k in ORDER else len(ORDER)):
-        fig = figures[key]
-        what = str(fig.get("what", "")).replace("|", "/")
-        lines.append(f"| {key} | {what} | {fmt_value(fig)} | {fig.get('target', '-')} | {verdict(fig)} |")
-    return "\n".join(lines) + "\n"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="smaller builds, fewer repeats (a smoke run)")
@@ -218,7 +150,7 @@ def main() -> None:
         f"load average at start {load_start}, at end {load_avg()}, {machine()['cpus']} CPUs)"
     )
     width = max([len(k) for k in figures] + [2])
-    for key in sorted(figures, key=lambda k: ORDER.index(k) if k in ORDER else len(ORDER)):
+    for key in ordered(figures):
         fig = figures[key]
         print(
             f"{key.ljust(width)}  {verdict(fig):4}  {fmt_value(fig):>14}  target {fig.get('target', '-'):<28} "
@@ -235,34 +167,30 @@ def main() -> None:
         out = out.with_name(out.stem + "-partial.json")
     if args.out is not None:
         out = args.out.resolve()
-    out.write_text(
-        json.dumps(
-            {
-                "started": started,
-                "commit": commit,
-                "quick": args.quick,
-                "command": " ".join([Path(sys.executable).name, *sys.argv]),
-                "machine": machine(),
-                "load_avg_start": load_start,
-                "load_avg_end": load_avg(),
-                "runs": runs,
-                "figures": figures,
-            },
-            indent=1,
-            default=str,
-        )
-        + "\n"
-    )
-    md = out.with_suffix(".md")
-    command = " ".join(["python", "bench/run_all.py", *sys.argv[1:]])
-    md.write_text(
-        markdown(
-            figures,
-            f"`{command}` — {started}, commit {commit}, {machine()['cpus']} CPUs, "
-            f"load average {load_start} at start, {load_avg()} at end",
-        )
-    )
-    print(f"wrote {out} and {md}")
+    dirty = subprocess.run(  # what was measured differs from the commit named (results files aside)
+        ["git", "status", "--porcelain", "--untracked-files=no", "--", ".", *KEPT_OUT_OF_DIRTY],
+        cwd=HERE.parent,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    results = {
+        "started": started,
+        "commit": commit,
+        "dirty": bool(dirty),
+        "quick": args.quick,
+        "command": " ".join(["python", "bench/run_all.py", *sys.argv[1:]]),
+        "machine": machine(),
+        "load_avg_start": load_start,
+        "load_avg_end": load_avg(),
+        "runs": runs,
+        "figures": figures,
+    }
+    out.write_text(json.dumps(results, indent=1, default=str) + "\n")
+    # the page: beside a quick or partial results file; a full run's is the docs page (bench/report.py renders it)
+    page = PAGE if out == HERE / "results.json" else out.with_suffix(".md")
+    page.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text(render(json.loads(out.read_text()), "bench/results.json" if page == PAGE else out.name))
+    print(f"wrote {out} and {page}")
     crashed = [k for k, r in runs.items() if r["error"]]
     if crashed:
         print(f"!!! {len(crashed)} script(s) did not run to the end: {', '.join(crashed)}", flush=True)

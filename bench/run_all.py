@@ -33,6 +33,7 @@ QUICK_P8 = ["--window", "1", "--stall-blocks", "100"]
 # (id, script and its fixed arguments, the --quick arguments: the smallest sizes that still run every path)
 SCRIPTS = [
     ("p1", "p1_build_overhead.py", ["--repeats", "1", "--blocks", "100"]),
+    ("p14", "p14_short_build.py", ["--repeats", "1", "--cli-repeats", "1", "--blocks", "20"]),
     ("p2", "p2_callback_cost.py", ["--steps", "5000", "--blocks", "100"]),
     ("p3", "p3_sync_rate.py", ["--blocks", "100", "--seconds", "1"]),
     ("p4", "p4_stop_latency.py", ["--trials", "4", "--blocks", "100"]),

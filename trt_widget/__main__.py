@@ -225,6 +225,10 @@ def _write_files(build: Any, args: argparse.Namespace) -> bool:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.isolation in (None, "process"):  # start the builder process now: its start overlaps the work below
+        from .runners import pool
+
+        pool.prewarm()
     model, output = _model_and_output(args)
     options = _options(args, output)
     _check_files(args, output)

@@ -4,7 +4,8 @@ P1-default: resnet50() builds (~1 s), default settings ÷ isolation="thread", in
             goes first), the first build of each kind left out; the ratio of medians. P1-first is the very
             first default build of this fresh process (it starts the worker) ÷ the median thread build.
 P4-default: deep_residual(1000) builds with default settings, each stopped at a random moment between the
-            first phase and ~6 s in; the time from stop() to wait() returning, p95 over the trials.
+            first phase and ~6 s in; the time from stop() to wait() returning, p95 over the trials, and how
+            many ended gracefully (at a step boundary, keeping the warm worker) rather than terminated.
 P5-default: the longest main-thread stall (10 ms sleep overshoot) while a default build runs.
 """
 
@@ -19,7 +20,7 @@ from _common import emit, figure, load_avg, median, percentile, print_table, wai
 from trt_widget import Build, BuildWidget, models
 
 P1_TARGET = 1.10
-P4_TARGET_S = 1.0
+P4_TARGET_S = 0.25
 P5_TARGET_MS = 50.0
 
 
@@ -128,10 +129,11 @@ def main() -> None:
                 p95 <= P4_TARGET_S,
                 "s",
                 f"deep_residual({args.blocks}), default settings: stop() -> wait() returned, p95 of "
-                f"{len(trials)} stops at random moments",
+                f"{len(trials)} stops at random moments ({sum(not t['terminated'] for t in trials)} graceful)",
                 max_s=max(latencies),
                 median_s=median(latencies),
                 terminated=sum(bool(t["terminated"]) for t in trials),
+                graceful=sum(not t["terminated"] for t in trials),
             ),
             "P5-default": figure(
                 round(stall, 2),

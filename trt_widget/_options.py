@@ -47,7 +47,7 @@ class BuildOptions:
     budget: float | None = None  # seconds; the build is cancelled when it runs longer
     verbose: bool = False  # capture VERBOSE TensorRT log lines too
     isolation: str = "process"  # "process" (a warm builder process Stop can always end) or "thread"
-    force_after: float | None = None  # process isolation: terminate this long after a graceful stop (0.5 s)
+    force_after: float | None = None  # process isolation: terminate this long after a graceful stop (0.1 s)
 
     @classmethod
     def from_kwargs(cls, **kwargs: Any) -> BuildOptions:

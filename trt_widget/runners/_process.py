@@ -30,7 +30,7 @@ from typing import Any
 from .._errors import BuildError
 from ._base import RunContext
 
-POLL_S = 0.05  # how often the relay looks at stop requests while the worker is quiet
+POLL_S = 0.02  # how often the relay looks at stop requests while the worker is quiet
 TERM_GRACE_S = 0.2  # SIGTERM, then SIGKILL after this long
 DEFAULT_IDLE_S = 300.0
 MAX_IDLE_WORKERS = 2
@@ -269,10 +269,13 @@ class _Relay:
         finally:
             if self.answered and worker.alive():  # it sent its final message: ready for the next job
                 pool.release(worker)
-            elif worker.alive():
-                worker.terminate()
             else:
-                worker.close()
+                if worker.alive():
+                    worker.terminate()
+                else:
+                    worker.close()
+                if self.ctx.cancel.is_set():  # a forced stop: the next build's worker starts in the background
+                    pool.prewarm()
 
     def _job(self) -> dict[str, Any]:
         from ._worker import write_first
@@ -313,7 +316,8 @@ class _Relay:
             if not self.built and (ctx.force.is_set() or (force_at is not None and time.monotonic() >= force_at)):
                 self._force_stop(worker, automatic=not ctx.force.is_set())
                 return None
-            if not wait([worker.events], timeout=POLL_S):
+            timeout = POLL_S if force_at is None else max(0.0, min(POLL_S, force_at - time.monotonic()))
+            if not wait([worker.events], timeout=timeout):
                 continue
             try:
                 message = worker.events.recv()

@@ -69,6 +69,7 @@ ORDER = [
     "P13-cpu",
     "P13-stall",
     "P13-browser",
+    "P13-browser-expanded",
     "P13-stop",
 ]
 

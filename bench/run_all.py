@@ -46,6 +46,7 @@ SCRIPTS = [
     ("p11", "p11_sync_bytes.py", ["--measurements", "200", "--seconds", "2"]),
     ("p10", "p10_matrix.py", ["--blocks", "10", "--repeats", "1", "--no-ray"]),  # quick: no Ray start (~20 s)
     ("p12", "p12_kernel_shutdown.py", ["--repeats", "1"]),
+    ("p13", "p13_matrix_100.py", ["--builds", "20", "--measurements", "100", "--seconds", "2"]),
 ]
 KEPT_OUT_OF_DIRTY = [":!bench/results*", ":!docs/performance.md"]
 NEEDS_JS = {"p7", "p7-10000"}  # scripts that load js/dist/bench.js

@@ -272,7 +272,7 @@ def test_twenty_builds_leave_no_zombies_or_open_files(small: bytes) -> None:
         return found
 
     def settled(build: Build) -> None:
-        """Ended, and its thread too (on_done callbacks such as history may still hold a file briefly)."""
+        """Ended, and its thread too (done callbacks such as history may still hold a file briefly)."""
         assert build.wait(120) == "succeeded", build.error
         assert build._thread is not None
         build._thread.join(60)

@@ -88,7 +88,32 @@ class Build(Waiting):
             check_transferable(self.source)  # what cannot reach a builder process fails here, not later
             if runner is None:
                 pool.prewarm()
-        self.runner = runner if runner is not None else runner_for(self.options)
+        self._assemble(
+            source=self.source,
+            options=self.options,
+            runner=runner if runner is not None else runner_for(self.options),
+            clock=clock,
+            events=events,
+            history=history,
+            resources=resources,
+        )
+
+    def _assemble(
+        self,
+        *,
+        source: ModelSource,
+        options: BuildOptions,
+        runner: Runner,
+        clock: Callable[[], float],
+        events: Any,
+        history: Any,
+        resources: bool,
+    ) -> None:
+        """Set up a build of ``source`` with ``options`` on ``runner``: the one way every kind of build (a model,
+        a recording, a build on a server) is put together, once its parts are known and validated."""
+        self.source = source
+        self.options = options
+        self.runner = runner
         self.model = PhaseModel(clock)
         self._clock = clock
         self._cancel = threading.Event()
@@ -137,13 +162,17 @@ class Build(Waiting):
         clock = ReplayClock()
         first = next((e for e in events if e["event"] == "build_start"), {})
         where = str(recording) if isinstance(recording, (str, os.PathLike)) else "a recording"
-        build = cls(b"replay", isolation="thread", history=False, resources=False, clock=clock)
-        build.source = ModelSource("recording", where, f"replay of {first.get('model') or where}")
-        build.runner = ReplayRunner(events, clock, speed, on_engine_size=build._set_recorded_engine_size)
+        build = cls.__new__(cls)
+        build._assemble(
+            source=ModelSource("recording", where, f"replay of {first.get('model') or where}"),
+            options=BuildOptions.from_kwargs(isolation="thread"),
+            runner=ReplayRunner(events, clock, speed),
+            clock=clock,
+            events=None,
+            history=False,
+            resources=False,
+        )
         return build
-
-    def _set_recorded_engine_size(self, size: int) -> None:
-        self._recorded_engine_size = size
 
     # -- state ---------------------------------------------------------------------------------------
     @property
@@ -290,12 +319,16 @@ class Build(Waiting):
             note=self._note,
             on_pid=self._on_pid,
             on_queued=self._on_queued,
+            on_engine_size=self._on_engine_size,
         )
 
     def _note(self, sentence: str) -> None:
         with self._lock:
             self._notes.append(sentence)
             self.status_detail = f"{self.status_detail}; {sentence}" if self.status_detail else sentence
+
+    def _on_engine_size(self, size: int) -> None:
+        self._recorded_engine_size = size
 
     def _on_pid(self, pid: int | None) -> None:
         self.child_pid = pid

@@ -118,7 +118,7 @@ def _result(result: dict[str, Any]) -> CallToolResult:
 def create_server(registry: BuildRegistry | None = None, *, progress_interval: float = PROGRESS_INTERVAL_S) -> Any:
     """An ``MCPServer`` with the build tools, over ``registry`` (a new one by default)."""
     builds = registry if registry is not None else BuildRegistry()
-    server: MCPServer[Any] = MCPServer(name="trt-widget", instructions=INSTRUCTIONS)
+    server: MCPServer[Any] = MCPServer(name="trt-widget", instructions=INSTRUCTIONS, log_level="WARNING")
     readonly = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
     def create(model: str, options: dict[str, Any] | None, budget: float | None, output: str | None) -> Any:

@@ -94,21 +94,10 @@ class Follower:
         self._unsubscribe()
 
 
-async def ended(build: Any) -> None:
-    """Wait (on the loop, without a thread) until ``build`` has ended and its done callbacks have run."""
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[None] = loop.create_future()
-
-    def resolve(_build: Any) -> None:
-        if not future.done():
-            future.set_result(None)
-
-    def on_done(build: Any) -> None:
-        if not loop.is_closed():
-            loop.call_soon_threadsafe(resolve, build)
-
-    build.add_done_callback(on_done)
-    await future
+async def ended(build: Any) -> str:
+    """Wait on the loop until ``build`` has ended and its done callbacks have run; returns its status.
+    Cancelling the waiter leaves the build alone (the caller decides whether to stop it)."""
+    return str(await asyncio.shield(build.wait_async()))
 
 
 def take_stdout() -> BinaryIO:

@@ -27,7 +27,9 @@ on_module_loop = pytest.mark.asyncio(loop_scope="module")  # the module shares o
 @pytest_lsp.fixture(scope="module", config=ClientServerConfig(server_command=SERVER))
 async def client(lsp_client: LanguageClient) -> Any:
     capabilities = types.ClientCapabilities(window=types.WindowClientCapabilities(work_done_progress=True))
-    await lsp_client.initialize_session(types.InitializeParams(capabilities=capabilities))
+    started = await lsp_client.initialize_session(types.InitializeParams(capabilities=capabilities))
+    commands = started.capabilities.execute_command_provider
+    assert commands is not None and set(commands.commands) == {"trtWidget.build", "trtWidget.stop", "trtWidget.builds"}
     yield
     await lsp_client.shutdown_session()
 

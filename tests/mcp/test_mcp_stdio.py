@@ -3,13 +3,16 @@ and a structured result, bad input as tool errors, and a cancel mid-build after 
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import anyio
+import psutil
 from mcp import Client, StdioServerParameters
 
 
@@ -87,3 +90,38 @@ def test_a_cancel_over_stdio_stops_the_build_within_a_second(
     assert status["ended_at"] - cancelled_at <= 1.0, (status, cancelled_at)
     assert not (tmp_path / "x.engine").exists()
     assert after.structured_content["status"] == "succeeded"
+
+
+def test_a_client_that_goes_away_mid_build_leaves_no_builder_behind(models: dict[str, Path], tmp_path: Path) -> None:
+    server = subprocess.Popen([sys.executable, "-m", "trt_widget", "mcp"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ))  # fmt: skip
+    stdin = server.stdin
+    assert stdin is not None and server.stdout is not None and server.stderr is not None
+
+    def send(message: dict[str, Any]) -> None:
+        stdin.write(json.dumps(message).encode() + b"\n")
+        stdin.flush()
+
+    try:
+        send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+              "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}}})  # fmt: skip
+        assert "result" in json.loads(server.stdout.readline())
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        arguments = {"model": str(models["long"]), "output": str(tmp_path / "x.engine")}
+        send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+              "params": {"name": "build_engine", "arguments": arguments, "_meta": {"progressToken": "p"}}})  # fmt: skip
+        while json.loads(server.stdout.readline()).get("method") != "notifications/progress":
+            pass
+        builders = psutil.Process(server.pid).children(recursive=True)
+        assert builders, "the build runs in a builder process"
+        stdin.close()  # the agent is gone
+        assert server.wait(30) == 0
+        _gone, alive = psutil.wait_procs(builders, timeout=10)
+        assert not alive, alive
+        stderr = server.stderr.read().decode()
+        assert "Traceback" not in stderr, stderr
+        assert not (tmp_path / "x.engine").exists()
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()

@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
+import time
+from typing import Any
 
 DEFAULT_PORT = 8766
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
+STOP_WAIT_S = 5.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,13 +29,19 @@ def run(args: argparse.Namespace) -> int:
     except ImportError as exc:
         print(f'trt-widget mcp: error: needs its extra: pip install "trt_widget[mcp]" ({exc})', file=sys.stderr)
         return 2
-    server = create_server()
+    from ._builds import BuildRegistry
+
+    builds = BuildRegistry()
+    server = create_server(builds)
     if not args.http:
         if args.token_file is not None:
             print("trt-widget mcp: error: --token-file goes with --http", file=sys.stderr)
             return 2
-        with contextlib.suppress(KeyboardInterrupt):
-            server.run("stdio")
+        try:
+            with contextlib.suppress(KeyboardInterrupt):
+                server.run("stdio")
+        finally:
+            _stop_all(builds, "the MCP client went away")
         return 0
     from ._http import TokenError, app, listen, read_token, uvicorn_server
 
@@ -52,6 +61,17 @@ def run(args: argparse.Namespace) -> int:
     if args.host not in LOOPBACK:
         print(f"trt-widget mcp: warning: listening on {args.host} without TLS: the token crosses the network in "
               "clear text", file=sys.stderr)  # fmt: skip
-    with contextlib.suppress(KeyboardInterrupt):
-        uvicorn_server(app(server, token, args.host), log_level="warning").run(sockets=[sock])
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            uvicorn_server(app(server, token, args.host), log_level="warning").run(sockets=[sock])
+    finally:
+        _stop_all(builds, "the MCP server is shutting down")
     return 0
+
+
+def _stop_all(builds: Any, reason: str) -> None:
+    """Stop what still builds and give it STOP_WAIT_S to end (a stop ends a build in ~0.5 s)."""
+    builds.stop_all(reason)
+    deadline = time.monotonic() + STOP_WAIT_S
+    for entry in builds.entries():
+        entry.build.wait(max(deadline - time.monotonic(), 0.0))

@@ -60,14 +60,14 @@ async def first_report(client: LanguageClient, timeout: float = 60.0) -> str:
 async def test_progress_begins_reports_and_ends_in_order(
     client: LanguageClient, models: dict[str, Path], tmp_path: Path
 ) -> None:
-    uri = from_fs_path(str(models["long"]))
-    engine = tmp_path / "long.engine"
+    uri = from_fs_path(str(models["medium"]))
+    engine = tmp_path / "medium.engine"
     result = await execute(client, "trtWidget.build", uri, {"output": str(engine)})
     assert result["status"] == "succeeded" and engine.stat().st_size == result["engine_bytes"]
     values = client.progress_reports[token_of(result)]
     begin, *reports, end = values
     assert isinstance(begin, types.WorkDoneProgressBegin) and begin.cancellable is True and begin.percentage == 0
-    assert begin.title == "TensorRT build" and begin.message == str(models["long"])
+    assert begin.title == "TensorRT build" and begin.message == str(models["medium"])
     assert reports and all(isinstance(r, types.WorkDoneProgressReport) for r in reports)
     percentages = [r.percentage for r in reports]
     assert percentages == sorted(percentages) and all(0 <= p <= 99 for p in percentages), percentages

@@ -33,7 +33,7 @@ def test_build_with_progress_then_bad_input_over_stdio(models: dict[str, Path], 
             tools = {t.name: t for t in (await client.list_tools()).tools}
             good = await client.call_tool(
                 "build_engine",
-                {"model": str(models["long"]), "output": str(tmp_path / "long.engine")},
+                {"model": str(models["medium"]), "output": str(tmp_path / "m.engine")},
                 progress_callback=progress,
             )
             missing = await client.call_tool("build_engine", {"model": str(tmp_path / "missing.onnx")})
@@ -46,9 +46,9 @@ def test_build_with_progress_then_bad_input_over_stdio(models: dict[str, Path], 
     assert all(t.description and t.input_schema["type"] == "object" for t in tools.values())
     assert tools["build_engine"].output_schema["properties"]["engine_path"]
     assert good.structured_content["status"] == "succeeded"
-    assert (tmp_path / "long.engine").stat().st_size == good.structured_content["engine_bytes"]
+    assert (tmp_path / "m.engine").stat().st_size == good.structured_content["engine_bytes"]
     values = [v for v, _ in seen]
-    assert len(values) >= 3 and values == sorted(set(values))
+    assert len(values) >= 2 and values == sorted(set(values))  # strictly increasing
     assert all(m and m.startswith("Building engine") for _, m in seen)
     assert missing.is_error and "ONNX file not found" in missing.content[0].text
     assert not_onnx.is_error and "is it really an ONNX model?" in not_onnx.content[0].text

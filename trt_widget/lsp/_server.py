@@ -11,6 +11,7 @@ every build ended. Handlers wait through :mod:`trt_widget._follow`, never blocki
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from typing import Any
 
@@ -22,8 +23,10 @@ from .. import __version__
 from .._follow import Follower, ended, path_fraction, path_label, running_path
 from ..mcp import BadInput, BuildRegistry
 
+log = logging.getLogger("trt_widget.lsp")
 BUILD, STOP, BUILDS = "trtWidget.build", "trtWidget.stop", "trtWidget.builds"
 PROGRESS_INTERVAL_S = 0.1
+CREATE_TIMEOUT_S = 5.0  # an editor that does not answer window/workDoneProgress/create gets no progress
 SOURCE = "trt-widget"
 _NODE = re.compile(r"""node (['"])(?P<node>.*?)\1(?: \((?P<op>[^)]*)\))?: (?P<text>.*)""", re.S)
 _PARSE = re.compile(r"could not parse .* as ONNX: (?P<reason>.*)", re.S)
@@ -70,8 +73,15 @@ def create_server(registry: BuildRegistry | None = None, *, progress_interval: f
     builds = registry if registry is not None else BuildRegistry()
     server = LanguageServer("trt-widget", __version__)
 
+    def quietly(send: Any, *args: Any) -> None:
+        """Send a notification; an editor that went away must not end (or fail) the build."""
+        try:
+            send(*args)
+        except Exception:
+            log.warning("could not notify the editor", exc_info=True)
+
     def say(message: str, kind: types.MessageType) -> None:
-        server.window_show_message(types.ShowMessageParams(type=kind, message=message))
+        quietly(server.window_show_message, types.ShowMessageParams(type=kind, message=message))
 
     @server.command(BUILD)
     async def build(ls: LanguageServer, *arguments: Any) -> dict[str, Any]:
@@ -98,15 +108,16 @@ def create_server(registry: BuildRegistry | None = None, *, progress_interval: f
             token = None
         if token is not None:
             try:
-                await ls.work_done_progress.create_async(token)
-            except Exception:  # the client refused: build without progress
+                await asyncio.wait_for(ls.work_done_progress.create_async(token), CREATE_TIMEOUT_S)
+            except Exception:  # the client refused, or did not answer: build without progress
                 token = None
         job.start()
         if token is not None:
             cancel = ls.work_done_progress.tokens.get(token)
             if cancel is not None:
                 cancel.add_done_callback(lambda f: f.cancelled() and builds.stop(build_id, "cancelled in the editor"))
-            ls.work_done_progress.begin(
+            quietly(
+                ls.work_done_progress.begin,
                 token,
                 types.WorkDoneProgressBegin(
                     title="TensorRT build", message=str(path or uri), cancellable=True, percentage=0
@@ -118,8 +129,10 @@ def create_server(registry: BuildRegistry | None = None, *, progress_interval: f
                 route = running_path(job)
                 if token is not None and route:
                     percent = max(percent, min(int(path_fraction(route) * 100), 99))
-                    ls.work_done_progress.report(
-                        token, types.WorkDoneProgressReport(message=path_label(route), percentage=percent)
+                    quietly(
+                        ls.work_done_progress.report,
+                        token,
+                        types.WorkDoneProgressReport(message=path_label(route), percentage=percent),
                     )
             await ended(job)
         except asyncio.CancelledError:  # $/cancelRequest, or the editor went away: nobody waits for more
@@ -130,10 +143,10 @@ def create_server(registry: BuildRegistry | None = None, *, progress_interval: f
         result = builds.describe(build_id)
         message, kind = _outcome(result)
         if token is not None:
-            ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
+            quietly(ls.work_done_progress.end, token, types.WorkDoneProgressEnd(message=message))
             ls.work_done_progress.tokens.pop(token, None)
         found = diagnostics(result["error"] or result["detail"]) if result["status"] == "failed" else []
-        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=found))
+        quietly(ls.text_document_publish_diagnostics, types.PublishDiagnosticsParams(uri=uri, diagnostics=found))
         say(message, kind)
         return result
 

@@ -8,6 +8,7 @@ stopped then (the default builder process ends within ``force_after``, 0.5 s).
 
 from __future__ import annotations
 
+import logging
 from typing import Annotated, Any
 
 import anyio
@@ -19,6 +20,7 @@ from pydantic import BaseModel, Field
 from .._follow import Follower, ended, path_label, running_path
 from ._builds import BadInput, BuildRegistry
 
+log = logging.getLogger("trt_widget.mcp")
 PROGRESS_INTERVAL_S = 0.1  # at most 10 progress notifications a second
 
 INSTRUCTIONS = (
@@ -151,12 +153,16 @@ def create_server(registry: BuildRegistry | None = None, *, progress_interval: f
         follower = Follower(build, interval=progress_interval)
         build.start()
         try:
-            sent = 0.0
+            sent, reporting = 0.0, True
             async for _ in follower.changes():
                 path = running_path(build)
-                if path:
+                if path and reporting:
                     sent = max(round(build.elapsed_s, 3), sent + 0.001)  # strictly increasing
-                    await ctx.report_progress(sent, None, path_label(path))
+                    try:
+                        await ctx.report_progress(sent, None, path_label(path))
+                    except Exception:  # progress is a courtesy: a transport hiccup must not end the build
+                        log.warning("MCP progress notifications stopped for build %s", build_id, exc_info=True)
+                        reporting = False
             await ended(build)
         except anyio.get_cancelled_exc_class():
             builds.stop(build_id, "the MCP client cancelled the call")

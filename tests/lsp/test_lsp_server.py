@@ -208,3 +208,19 @@ def test_a_client_that_goes_away_mid_build_leaves_no_builder_behind(models: dict
         if server.poll() is None:
             server.kill()
             server.wait()
+
+
+def test_diagnostics_from_a_build_error() -> None:
+    from trt_widget.lsp._server import diagnostics
+
+    message = (
+        "could not parse m.onnx as ONNX: In node 2 (parseGraph): bad; node 'conv_1' (Conv): wrong kernel; "
+        'node "it\'s" (Add): mismatch'
+    )
+    found = diagnostics(message)
+    assert [(d.code, d.message) for d in found] == [
+        ("conv_1", "node 'conv_1' (Conv): wrong kernel"),
+        ("it's", 'node "it\'s" (Add): mismatch'),
+    ]
+    (whole,) = diagnostics("the network has no outputs")
+    assert whole.message == "the network has no outputs" and whole.code is None

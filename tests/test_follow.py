@@ -89,4 +89,4 @@ def test_a_burst_of_events_is_one_wake_up_and_updates_are_throttled() -> None:
 
     woke = asyncio.run(main())
     assert 1 <= len(woke) < 50, woke  # 2,000 events coalesced into a few wake-ups
-    assert all(b - a >= 0.049 for a, b in itertools.pairwise(woke)), woke
+    assert all(b - a >= 0.045 for a, b in itertools.pairwise(woke)), woke  # 0.05 apart, less a GIL switch

@@ -65,6 +65,9 @@ ORDER = [
     "P11-full",
     "P12",
     "P12-s",
+    "P14-progress",
+    "P14-cancel-mcp",
+    "P14-cancel-lsp",
     "P13-rate",
     "P13-cpu",
     "P13-stall",
@@ -132,8 +135,10 @@ def render(results: dict[str, Any], source: str = "bench/results.json") -> str:
         + (" A quick (smoke) run: small sizes, few repeats." if results.get("quick") else ""),
         "",
         "Every figure is a ratio or a bound measured within one run, with interleaved repeats; other work on the "
-        "machine still shows in wall-clock figures (each script's load average is in the results file). What "
-        "each figure measures: `bench/README.md` and the scripts' docstrings.",
+        "machine still shows in wall-clock figures (each script's load average is in the results file). "
+        "Baselines (no monitor, a no-op Python monitor, a redraw-on-every-callback ANSI monitor in the style of "
+        "NVIDIA's `simple_progress_monitor`) live in `bench/baselines.py`; what each figure measures: "
+        "`bench/README.md` and the scripts' docstrings.",
         "",
         *table(figures),
         "",

@@ -33,7 +33,7 @@ QUICK_P8 = ["--window", "1", "--stall-blocks", "100"]
 # (id, script and its fixed arguments, the --quick arguments: the smallest sizes that still run every path)
 SCRIPTS = [
     ("p1", "p1_build_overhead.py", ["--repeats", "1", "--blocks", "100"]),
-    ("p14", "p14_short_build.py", ["--repeats", "1", "--cli-repeats", "1", "--blocks", "20"]),
+    ("p1-small", "p1_small_build.py", ["--repeats", "1", "--cli-repeats", "1", "--blocks", "20"]),
     ("p2", "p2_callback_cost.py", ["--steps", "5000", "--blocks", "100"]),
     ("p3", "p3_sync_rate.py", ["--blocks", "100", "--seconds", "1"]),
     ("p4", "p4_stop_latency.py", ["--trials", "4", "--blocks", "100"]),
@@ -46,6 +46,7 @@ SCRIPTS = [
     ("p11", "p11_sync_bytes.py", ["--measurements", "200", "--seconds", "2"]),
     ("p10", "p10_matrix.py", ["--blocks", "10", "--repeats", "1", "--no-ray"]),  # quick: no Ray start (~20 s)
     ("p12", "p12_kernel_shutdown.py", ["--repeats", "1"]),
+    ("p14", "p14_agents.py", ["--builds", "2", "--trials", "3"]),
     ("p13", "p13_matrix_100.py", ["--builds", "20", "--measurements", "100", "--seconds", "2"]),
 ]
 KEPT_OUT_OF_DIRTY = [":!bench/results*", ":!docs/performance.md"]

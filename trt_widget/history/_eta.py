@@ -80,12 +80,12 @@ class HistoryLink:
         self._deltas: dict[str, float] = {}
         self._lock = threading.Lock()
         threading.Thread(target=self._load, name="trt_widget-history", daemon=True).start()
-        build.on_done(self._record_later)
+        build.add_done_callback(self._record_later)
 
     def _record_later(self, build: Any) -> None:
-        """on_done: record on a thread of its own, so ``wait()`` returns without waiting for SQLite (``recorded``
-        is set once it is written). Not a daemon thread: a process that ends right after the build still
-        records it."""
+        """A done callback: record on a thread of its own, so ``wait()`` returns without waiting for SQLite
+        (``recorded`` is set once it is written). Not a daemon thread: a process that ends right after the build
+        still records it."""
         threading.Thread(target=self._record, args=(build,), name="trt_widget-history-record").start()
 
     def _load(self) -> None:

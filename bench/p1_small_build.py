@@ -172,7 +172,7 @@ def main() -> None:
         return round(of[kind] / of["bare"], 4)
 
     emit(
-        "p14",
+        "p1_small",
         {
             "P1-small": figure(
                 ratio("default", wall),

@@ -2,7 +2,8 @@
 
   trt-widget build model.onnx [-o model.engine] [--budget S] [--json] [--plain] [--timing-cache F] [--fp16]
                               [--opt-level N] [--workspace SIZE] [--isolation process|thread] [--verbose]
-                              [--report build.html] [--trace build.json]
+                              [--shapes input:1x3x224x224 | --min-shapes ... --opt-shapes ... --max-shapes ...]
+                              [--report build.html] [--trace build.json]   # every build option: docs/options.md
   trt-widget demo [--blocks N] [same options]    # builds a generated deep residual model
   trt-widget serve [--host H] [--port P] [--token T | --token-file F] [--data DIR] ...   # a build service
   trt-widget matrix a.onnx [b.onnx ...] --opt-level 0 3 5 [--executor ray] [--json]   # see _matrix_cli.py
@@ -36,24 +37,11 @@ class _UsageError(Exception):
 
 def _parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("-o", "--output", metavar="ENGINE", help="engine file to write (atomically)")
-    common.add_argument("--budget", type=float, metavar="S", help="cancel the build after S seconds")
     common.add_argument("--json", action="store_true", help="write the JSON event stream to stdout")
     common.add_argument("--plain", action="store_true", help="plain lines even in a terminal")
-    common.add_argument("--timing-cache", metavar="F", help="timing cache file, loaded before and saved after")
-    common.add_argument(
-        "--fp16", action="store_true", help="weak typing with FP16 kernels allowed (NVIDIA TensorRT 10.x only)"
-    )
-    common.add_argument("--opt-level", type=int, choices=range(6), metavar="N", help="builder optimization level 0..5")
-    common.add_argument("--workspace", metavar="SIZE", help="workspace limit, e.g. 1GiB or 512MB")
-    common.add_argument(
-        "--isolation",
-        choices=("process", "thread"),
-        default="process",
-        help="build in a worker process that Ctrl-C always stops (default) or in this process's "
-        "thread (stops only at TensorRT's next step boundary)",
-    )
-    common.add_argument("--verbose", action="store_true", help="capture VERBOSE TensorRT log lines")
+    from ._options import add_option_arguments
+
+    add_option_arguments(common.add_argument_group("build options (see docs/options.md)"))
     common.add_argument(
         "--report",
         metavar="F.html",
@@ -64,6 +52,8 @@ def _parser() -> argparse.ArgumentParser:
         metavar="F.json",
         help="write the build as Chrome trace-event JSON (open in ui.perfetto.dev or chrome://tracing)",
     )
+    from ._options import SHAPES_EPILOG
+
     parser = argparse.ArgumentParser(
         prog="trt-widget",
         description="Observable, cancelable TensorRT engine builds in a terminal.",
@@ -76,6 +66,8 @@ def _parser() -> argparse.ArgumentParser:
         parents=[common],
         help="build an engine from an ONNX file",
         description="Build an engine from an ONNX file (default output: MODEL with the suffix .engine).",
+        epilog=SHAPES_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     build.add_argument("model", help="ONNX file")
     demo = commands.add_parser(
@@ -166,28 +158,17 @@ def _model_and_output(args: argparse.Namespace) -> tuple[Any, str | None]:
 
 
 def _options(args: argparse.Namespace, output: str | None) -> dict[str, Any]:
-    from ._options import BuildOptions
+    from ._options import BuildOptions, options_from_args
 
-    options = {
-        "output": output,
-        "budget": args.budget,
-        "timing_cache": args.timing_cache,
-        "fp16": args.fp16,
-        "optimization_level": args.opt_level,
-        "workspace": args.workspace,
-        "isolation": args.isolation,
-        "verbose": args.verbose,
-    }
-    options = {k: v for k, v in options.items() if v not in (None, False)}
-    if args.fp16:  # as trtexec: --fp16 asks for a weakly typed network with FP16 kernels allowed
-        options["strongly_typed"] = False
     try:
+        options = options_from_args(args)
+        options["output"] = output
         BuildOptions.from_kwargs(**options)
     except FileNotFoundError as exc:
         raise _InputError(str(exc)) from None
     except (ValueError, TypeError) as exc:
         raise _UsageError(str(exc)) from None
-    return options
+    return {k: v for k, v in options.items() if v is not None}
 
 
 def _check_files(args: argparse.Namespace, output: str | None) -> None:

@@ -184,6 +184,25 @@ def _load_source(job: dict[str, Any]) -> Any:
     return ModelSource("callable", function, label)
 
 
+def _load_options(job: dict[str, Any]) -> Any:
+    """The job's BuildOptions, with its configure= function (sent with cloudpickle) restored."""
+    options = job["options"]
+    if job.get("configure") is None:
+        return options
+    import dataclasses
+
+    import cloudpickle
+
+    try:
+        configure = cloudpickle.loads(job["configure"])
+    except Exception as exc:
+        raise BuildError(
+            f"the build process could not load the configure= function: {exc!r}. It may use a module the build "
+            "process cannot import; use isolation='thread'"
+        ) from exc
+    return dataclasses.replace(options, configure=configure)
+
+
 def write_first(dirs: list[str], name: str, data: bytes | memoryview) -> str:
     """Write ``data`` as ``name`` in the first directory with room (a RAM-backed one may be small)."""
     for index, directory in enumerate(dirs):
@@ -219,7 +238,7 @@ def run_job(job: dict[str, Any], cancel: threading.Event, events: Any) -> None:
         logger = CaptureLogger(job["options"].verbose, on_record=on_record)
         source = _load_source(job)
         monitor = _make_monitor(outbox, cancel)
-        engine = build_engine(source, job["options"], monitor, logger)
+        engine = build_engine(source, _load_options(job), monitor, logger)
         if engine is not None:
             outbox.structure(("built", time.perf_counter()))  # from now on a stop must not discard it
         final = ("cancelled", "") if engine is None else ("engine", *_write_engine(engine, job["workdirs"]))

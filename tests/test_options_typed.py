@@ -37,7 +37,7 @@ def test_every_field_documents_itself_and_the_cli_has_a_flag_for_each_that_names
 
 def test_the_service_allows_exactly_the_fields_not_refused_over_http() -> None:
     pytest.importorskip("python_multipart")
-    from trt_widget import serve_upload
+    from trt_widget.serve import _upload as serve_upload
 
     names = {f.name for f in dataclasses.fields(BuildOptions)}
     assert set(serve_upload.ALLOWED_OPTIONS) | set(http_refusals()) == names
@@ -52,7 +52,7 @@ def test_the_service_allows_exactly_the_fields_not_refused_over_http() -> None:
 
 
 def test_a_remote_build_refuses_what_the_service_refuses_except_the_local_output() -> None:
-    from trt_widget.client import _NOT_REMOTE
+    from trt_widget.serve._client import _NOT_REMOTE
 
     assert set(_NOT_REMOTE) >= set(http_refusals()) - {"output"}
     assert "output" not in _NOT_REMOTE

@@ -60,7 +60,7 @@ class BuildWidget(anywidget.AnyWidget):
         self, model: ModelLike | Build | None, *, build: Build | None = None, **kwargs: Unpack[BuildArgs]
     ) -> None:
         """The same arguments as :class:`Build`; or ``build=`` (or as ``model``) an existing, not yet started Build."""
-        if build is None and isinstance(model, Build):  # e.g. a trt_widget.client.RemoteBuild
+        if build is None and isinstance(model, Build):  # e.g. a trt_widget.serve.RemoteBuild
             build = model
         if build is None:
             if model is None:
@@ -198,7 +198,7 @@ class BuildWidget(anywidget.AnyWidget):
 
     def to_trace(self, path: str | os.PathLike[str] | None = None) -> str:
         """The build as Chrome trace-event JSON (Perfetto, chrome://tracing); also written to ``path`` when given."""
-        from .trace import to_trace
+        from .report.trace import to_trace
 
         return to_trace(self.build, path)
 

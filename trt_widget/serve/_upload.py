@@ -1,0 +1,234 @@
+"""Reading ``POST /builds``: the ONNX model streamed to a file under ``--data`` with the size limit enforced while
+reading, the build options from JSON, and every malformed request refused with a status and a sentence.
+
+Two request forms:
+
+- a raw body (any content type but multipart): the ONNX bytes; ``?options=<JSON object>`` and ``?name=<label>``
+  in the query string;
+- ``multipart/form-data``: a part ``model`` (the ONNX file; its file name is the default label), optionally a
+  part ``options`` (a JSON object) and a part ``name``.
+
+Build options accepted from a request are the engine-shaping ones; paths (``output``, ``timing_cache``) never
+come from a request, and where the builder runs is the server's choice.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import unicodedata
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+from python_multipart.exceptions import MultipartParseError
+from python_multipart.multipart import MultipartParser, parse_options_header
+
+from .._options import NOT_OVER_HTTP, http_options, http_refusals
+
+ALLOWED_OPTIONS = http_options()  # from BuildOptions' metadata: the engine-shaping options, budget, force_after
+REFUSED_OPTIONS = {
+    **http_refusals(),
+    "events": "the events are served at GET /builds/{id}/events",
+    "history": NOT_OVER_HTTP,
+    "resources": NOT_OVER_HTTP,
+    "clock": NOT_OVER_HTTP,
+}
+MAX_FIELD = 64 * 1024  # options / name parts
+MULTIPART_SLACK = 256 * 1024  # boundaries and part headers on top of the model's bytes
+FLUSH_AT = 1 << 20  # write to disk in ~1 MiB pieces, off the event loop
+
+
+class UploadError(Exception):
+    """A refused request: the HTTP status and the sentence the client gets as ``{"error": ...}``."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+@dataclass
+class Upload:
+    """What a request delivered: the model's size, its label and the build options."""
+
+    size: int = 0
+    name: str = ""
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+def clean_name(text: str, *, default: str) -> str:
+    """A display label from untrusted text: no control characters, no directories, at most 200 characters."""
+    text = os.path.basename(text.replace("\\", "/"))
+    text = "".join(c for c in text if unicodedata.category(c)[0] != "C").strip()
+    return text[:200] or default
+
+
+def parse_options(text: str | None) -> dict[str, Any]:
+    """The build options of a request, as keyword arguments for ``Build``; UploadError(400) when malformed."""
+    if text is None or not text.strip():
+        return {}
+    try:
+        options = json.loads(text)
+    except ValueError as exc:
+        raise UploadError(400, f"options must be a JSON object: {exc}") from None
+    if not isinstance(options, dict):
+        raise UploadError(400, f"options must be a JSON object, got {type(options).__name__}")
+    for key in options:
+        if key in REFUSED_OPTIONS:
+            raise UploadError(400, f"option {key!r} is not accepted over HTTP: {REFUSED_OPTIONS[key]}")
+    return options
+
+
+def check_length(headers: Any, *, max_bytes: int) -> None:
+    """Refuse at once (413) a request whose declared length is over the limit, before reading any of it."""
+    declared = headers.get("content-length")
+    if declared is None:
+        return  # chunked: the limit is enforced while reading
+    try:
+        length = int(declared)
+    except ValueError:
+        raise UploadError(400, f"bad Content-Length: {declared[:40]!r}") from None
+    multipart = parse_options_header(headers.get("content-type"))[0] == b"multipart/form-data"
+    if length > max_bytes + (MULTIPART_SLACK if multipart else 0):
+        raise UploadError(413, f"the upload is {length:,} bytes; this server accepts at most {max_bytes:,}")
+
+
+async def receive(
+    headers: Any, query: Any, chunks: AsyncIterator[bytes], model_path: Path, *, max_bytes: int
+) -> Upload:
+    """Read a ``POST /builds`` request: the model into ``model_path`` (via a ``.part`` file renamed when complete)."""
+    check_length(headers, max_bytes=max_bytes)
+    kind, params = parse_options_header(headers.get("content-type"))
+    multipart = kind == b"multipart/form-data"
+    part = model_path.with_name(f".{model_path.name}.part")
+    try:
+        with open(part, "wb") as handle:
+            writer = _Writer(handle, max_bytes)
+            if multipart:
+                upload = await _multipart(params.get(b"boundary"), chunks, writer)
+            else:
+                async for chunk in chunks:
+                    await writer.add(chunk)
+                upload = Upload(options=parse_options(query.get("options")))
+                upload.name = clean_name(query.get("name") or "", default="")
+            await writer.flush()
+            upload.size = writer.size
+        if upload.size == 0:
+            raise UploadError(
+                400, "no model: the request carries no ONNX bytes (raw body, or a multipart part 'model')"
+            )
+        os.replace(part, model_path)
+    finally:
+        part.unlink(missing_ok=True)
+    upload.name = upload.name or f"upload ({upload.size:,} B)"
+    return upload
+
+
+class _Writer:
+    """Counts the model's bytes against the limit and writes them in large pieces on a worker thread."""
+
+    def __init__(self, handle: Any, max_bytes: int) -> None:
+        self.handle = handle
+        self.max_bytes = max_bytes
+        self.size = 0
+        self.pending = bytearray()
+
+    def take(self, data: bytes) -> None:
+        self.size += len(data)
+        if self.size > self.max_bytes:
+            raise UploadError(413, f"the model is larger than this server accepts ({self.max_bytes:,} bytes)")
+        self.pending += data
+
+    async def add(self, data: bytes) -> None:
+        self.take(data)
+        if len(self.pending) >= FLUSH_AT:
+            await self.flush()
+
+    async def flush(self) -> None:
+        if self.pending:
+            piece, self.pending = bytes(self.pending), bytearray()
+            await anyio.to_thread.run_sync(self.handle.write, piece)
+
+
+async def _multipart(boundary: bytes | None, chunks: AsyncIterator[bytes], writer: _Writer) -> Upload:
+    if not boundary:
+        raise UploadError(400, "multipart/form-data without a boundary")
+    upload = Upload()
+    fields: dict[str, bytearray] = {}
+    state: dict[str, Any] = {"headers": {}, "field": b"", "value": b"", "part": None, "ended": False}
+
+    def on_header_field(data: bytes, start: int, end: int) -> None:
+        state["field"] += data[start:end]
+
+    def on_header_value(data: bytes, start: int, end: int) -> None:
+        state["value"] += data[start:end]
+
+    def on_header_end() -> None:
+        state["headers"][state["field"].decode("latin-1").lower()] = state["value"]
+        state["field"] = state["value"] = b""
+
+    def on_headers_finished() -> None:
+        _, disposition = parse_options_header(state["headers"].get("content-disposition"))
+        name = disposition.get(b"name", b"").decode("utf-8", "replace")
+        if name not in ("model", "options", "name"):
+            raise UploadError(
+                400, f"unexpected form field {name[:40]!r}: send 'model', and optionally 'options', 'name'"
+            )
+        if name in fields or (name == "model" and state["part"] == "model-done"):
+            raise UploadError(400, f"form field {name!r} given twice")
+        if name == "model":
+            filename = disposition.get(b"filename", b"").decode("utf-8", "replace")
+            upload.name = upload.name or clean_name(filename, default="")
+        else:
+            fields[name] = bytearray()
+        state["part"] = name
+
+    def on_part_data(data: bytes, start: int, end: int) -> None:
+        if state["part"] == "model":
+            writer.take(data[start:end])
+        else:
+            fields[state["part"]] += data[start:end]
+            if len(fields[state["part"]]) > MAX_FIELD:
+                raise UploadError(413, f"form field {state['part']!r} is larger than {MAX_FIELD:,} bytes")
+
+    def on_part_end() -> None:
+        state["part"] = "model-done" if state["part"] == "model" else None
+        state["headers"] = {}
+
+    def on_end() -> None:
+        state["ended"] = True
+
+    parser = MultipartParser(
+        boundary,
+        {
+            "on_header_field": on_header_field,
+            "on_header_value": on_header_value,
+            "on_header_end": on_header_end,
+            "on_headers_finished": on_headers_finished,
+            "on_part_data": on_part_data,
+            "on_part_end": on_part_end,
+            "on_end": on_end,
+        },
+    )
+    try:
+        async for chunk in chunks:
+            parser.write(chunk)
+            if len(writer.pending) >= FLUSH_AT:
+                await writer.flush()
+    except (MultipartParseError, ValueError) as exc:  # UploadError (from the callbacks) passes through
+        raise UploadError(400, f"malformed multipart body: {exc}") from None
+    if not state["ended"]:
+        raise UploadError(400, "the multipart body ended before its closing boundary")
+    if state["part"] != "model-done" and writer.size == 0:
+        raise UploadError(400, "no model: the multipart body has no part named 'model'")
+    try:
+        texts = {key: bytes(value).decode("utf-8") for key, value in fields.items()}
+    except UnicodeDecodeError:
+        raise UploadError(400, "form fields 'options' and 'name' must be UTF-8 text") from None
+    upload.options = parse_options(texts.get("options"))
+    if "name" in texts:
+        upload.name = clean_name(texts["name"], default=upload.name)
+    return upload

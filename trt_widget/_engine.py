@@ -416,14 +416,24 @@ def _configure(t: Any, builder: Any, config: Any, network: Any, options: BuildOp
         value = getattr(options, name)
         if value is None:
             continue
-        if how[0] == "flag" and value:
-            config.set_flag(getattr(t.BuilderFlag, how[1]))
-        elif how[0] == "flag" and name == "tf32":
-            config.clear_flag(t.BuilderFlag.TF32)
-        elif how[0] == "attr":
-            setattr(config, how[1], value)
-        elif how[0] == "enum":
-            setattr(config, how[1], getattr(getattr(t, how[2]), value.upper()))
+        if how[0] == "flag":
+            if value is False and name != "tf32":  # False is the default of every flag option but tf32
+                continue
+            flag = getattr(t.BuilderFlag, how[1])
+            if value:
+                config.set_flag(flag)
+            else:
+                config.clear_flag(flag)
+            kept = bool(config.get_flag(flag)) == bool(value)
+        else:
+            wanted = value if how[0] == "attr" else getattr(getattr(t, how[2]), value.upper())
+            setattr(config, how[1], wanted)
+            kept = getattr(config, how[1]) == wanted
+        if not kept:  # the API has the setting but ignores it (TensorRT for RTX: hardware compatibility, DLA core)
+            raise BuildError(
+                f"{name}={value!r} is not available with {capabilities()['label']}: its builder config ignores "
+                f"{how[1]} (see the WARNING lines TensorRT logged)"
+            )
     if options.tactic_sources is not None:
         mask = int(config.get_tactic_sources())
         for item in options.tactic_sources.split(","):

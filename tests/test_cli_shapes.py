@@ -90,12 +90,20 @@ def test_matrix_builds_a_dynamic_model_with_shapes(dynamic_onnx: Path, capsys: p
         ({"shapes": "input:1x-1"}, "no -1 dimensions"),
         ({"shapes": "input:1xa"}, "dimensions are integers"),
         ({"shapes": "input:1x2", "min_shapes": "input:1x2"}, "either --shapes or"),
-        ({"opt_shapes": "input:1x2"}, "give its range with --min-shapes and --max-shapes"),
     ],
 )
 def test_bad_shape_flags_say_how_to_write_them(kwargs: dict[str, str], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         profiles_from_shapes(**kwargs)
+
+
+def test_missing_ends_of_a_range_are_filled_as_trtexec_does() -> None:
+    a, b, c = (1, 3), (4, 3), (8, 3)
+    assert profiles_from_shapes(opt_shapes="x:4x3") == {"x": (b, b, b)}
+    assert profiles_from_shapes(min_shapes="x:1x3", opt_shapes="x:4x3") == {"x": (a, b, b)}
+    assert profiles_from_shapes(opt_shapes="x:4x3", max_shapes="x:8x3") == {"x": (b, b, c)}
+    assert profiles_from_shapes(min_shapes="x:1x3", max_shapes="x:8x3") == {"x": (a, c, c)}
+    assert profiles_from_shapes(max_shapes="x:8x3") == {"x": (c, c, c)}
 
 
 def test_shapes_parse_as_trtexec_writes_them() -> None:
@@ -106,3 +114,12 @@ def test_shapes_parse_as_trtexec_writes_them() -> None:
 def test_a_bad_shape_flag_is_a_usage_error(dynamic_onnx: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["build", str(dynamic_onnx), "--shapes", "input:1xq"]) == 2
     assert "dimensions are integers" in capsys.readouterr().err
+
+
+def test_a_negative_flag_reaches_the_options(dynamic_onnx: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(
+        ["build", str(dynamic_onnx), "--shapes", "input:1x8x8x8", "--no-tf32", "--json", "--isolation", "thread"]
+    )
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert _events(out)[0]["options"]["tf32"] is False

@@ -60,7 +60,7 @@ def _parser() -> argparse.ArgumentParser:
         epilog="Exit codes: 0 succeeded, 1 failed or bad input, 2 bad usage, 124 --budget ran out, "
         "130 cancelled with Ctrl-C.",
     )
-    commands = parser.add_subparsers(dest="command", metavar="{build,demo,view,serve,matrix}")
+    commands = parser.add_subparsers(dest="command", metavar="{build,demo,view,serve,matrix,trtexec}")
     build = commands.add_parser(
         "build",
         parents=[common],
@@ -90,6 +90,16 @@ def _parser() -> argparse.ArgumentParser:
     view.add_argument("--plain", action="store_true", help="plain lines even in a terminal")
     for flag in ("--report", "--trace"):
         view.add_argument(flag, metavar="F", help=f"write the replayed build's {flag[2:]} file")
+    commands.add_parser(
+        "trtexec",
+        help="build from trtexec's arguments as written: trt-widget trtexec --onnx=m.onnx --saveEngine=m.engine ...",
+        description="Build with trtexec's build arguments as written (--onnx=, --saveEngine=, --shapes=, "
+        "--minShapes=, --fp16, --memPoolSize=workspace:1024M, --timingCacheFile=, --tacticSources=, ...), with the "
+        "live tree and Ctrl-C. Inference-only arguments are ignored and said so; arguments trt-widget cannot "
+        "honour are refused, naming each. trt-widget's own --json, --plain, --report=F, --trace=F, --budget=S work "
+        "too. Example: trt-widget trtexec --onnx=model.onnx --minShapes=input:1x3x224x224 "
+        "--optShapes=input:8x3x224x224 --maxShapes=input:32x3x224x224 --fp16 --saveEngine=model.engine",
+    )
     from .serve import add_arguments as serve_arguments
 
     serve_arguments(
@@ -115,6 +125,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (see the module docstring)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["trtexec"] and not {"-h", "--help"} & set(argv[1:2]):
+        return _trtexec(argv[1:])
     parser = _parser()
     try:
         args = parser.parse_args(argv)
@@ -122,7 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.code or 0)
     if args.command is None:
         parser.print_usage(sys.stderr)
-        print("trt-widget: error: choose a command: build, demo, view, serve or matrix", file=sys.stderr)
+        print("trt-widget: error: choose a command: build, demo, view, serve, matrix or trtexec", file=sys.stderr)
         return EXIT_USAGE
     if args.command == "serve":
         from .serve import run as serve
@@ -140,6 +153,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (_InputError, ImportError, OSError) as exc:  # ImportError: BackendUnavailable, missing onnx
         print(f"trt-widget: error: {exc}", file=sys.stderr)
         return EXIT_FAILED
+
+
+_OWN = ("--json", "--plain", "--report", "--trace", "--budget", "--isolation")
+
+
+def _trtexec(argv: list[str]) -> int:
+    """``trt-widget trtexec ...``: translate, say what is ignored or refused, then build as ``trt-widget build``."""
+    from ._trtexec import build_argv, split_arguments, translate
+
+    args = split_arguments(argv)
+    own = [a for a in args if a.split("=", 1)[0] in _OWN]
+    translation = translate([a for a in args if a not in own])
+    for arg, why in translation.refused:
+        print(f"trt-widget trtexec: cannot honour {_safe(arg)}: {why}", file=sys.stderr)
+    if translation.refused:
+        print(
+            f"trt-widget trtexec: error: {len(translation.refused)} argument(s) refused; nothing built", file=sys.stderr
+        )
+        return EXIT_USAGE
+    if translation.ignored:
+        _stderr_line(
+            "trt-widget trtexec: ignored (trt-widget builds the engine and runs no inference): "
+            + " ".join(_safe(a) for a in translation.ignored)
+        )
+    for note in translation.notes:
+        _stderr_line(f"trt-widget trtexec: {_safe(note)}")
+    command = build_argv(translation) + own
+    _stderr_line("trt-widget trtexec: building as: trt-widget " + " ".join(_safe(a) for a in command))
+    return main(command)
+
+
+def _safe(text: str) -> str:
+    """A command-line argument for the terminal: control characters shown escaped, never sent raw."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _model_and_output(args: argparse.Namespace) -> tuple[Any, str | None]:

@@ -520,7 +520,7 @@ def options_from_args(args: argparse.Namespace) -> dict[str, Any]:
         value = getattr(args, f.name, None)
         if f.metadata.get("cli", {}).get("shapes"):
             value = profiles_from_args(args)
-        if value is not None and value is not False:
+        if value is not None:  # every flag defaults to None: False is --no-tf32 / --no-strongly-typed
             options[f.name] = value
     return options
 
@@ -579,30 +579,22 @@ def profiles_from_shapes(
     opt_shapes: str | None = None,
     max_shapes: str | None = None,
 ) -> dict[str, Profile] | None:
-    """trtexec's rules: --shapes sets min = opt = max; otherwise each input needs a min and a max; a missing opt
-    is the max (a missing one of min/max takes opt)."""
+    """trtexec's rules (sampleOptions.cpp processShapes): --shapes sets min = opt = max; otherwise a missing min is
+    the opt (else the max), a missing opt the max (else the min), a missing max the opt (else the min)."""
     if shapes and (min_shapes or opt_shapes or max_shapes):
         raise ValueError("give either --shapes or --min-shapes/--opt-shapes/--max-shapes, not both")
     if shapes:
         return {name: (s, s, s) for name, s in parse_shapes(shapes, "--shapes").items()}
-    parsed = {
-        key: parse_shapes(text, "--" + key.replace("_", "-")) if text else {}
-        for key, text in (("min_shapes", min_shapes), ("opt_shapes", opt_shapes), ("max_shapes", max_shapes))
-    }
-    names = list(dict.fromkeys([*parsed["min_shapes"], *parsed["opt_shapes"], *parsed["max_shapes"]]))
+    parsed = [
+        parse_shapes(text, flag) if text else {}
+        for flag, text in (("--min-shapes", min_shapes), ("--opt-shapes", opt_shapes), ("--max-shapes", max_shapes))
+    ]
     profiles: dict[str, Profile] = {}
-    for name in names:
-        lo, opt, hi = (parsed[k].get(name) for k in ("min_shapes", "opt_shapes", "max_shapes"))
-        opt = opt or hi or lo
-        lo, hi = lo or opt, hi or opt
-        if (
-            lo is None
-            or opt is None
-            or hi is None
-            or not (name in parsed["min_shapes"] or name in parsed["max_shapes"])
-        ):
-            raise ValueError(f"input {name!r}: give its range with --min-shapes and --max-shapes (and --opt-shapes)")
-        profiles[name] = (lo, opt, hi)
+    for name in dict.fromkeys(n for given in parsed for n in given):
+        lo, opt, hi = (given.get(name) for given in parsed)
+        first = lo or opt or hi
+        assert first is not None  # the name came from one of them
+        profiles[name] = (lo or opt or first, opt or hi or first, hi or opt or first)
     return profiles or None
 
 

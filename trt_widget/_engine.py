@@ -22,6 +22,7 @@ from ._errors import BuildError
 from ._expected import significant
 from ._files import atomic_write
 from ._options import PRECISION_FLAGS, TRT_SETTINGS, BuildOptions
+from ._verbose import TacticWatch, wanted
 
 SEVERITIES = ("INTERNAL_ERROR", "ERROR", "WARNING", "INFO", "VERBOSE")
 
@@ -89,6 +90,8 @@ class CaptureLogger:
         self.on_record = on_record
         self._listeners: list[Callable[[dict[str, Any]], None]] = []
         self.records: deque[dict[str, Any]] = deque(maxlen=5000)
+        self.tactics = TacticWatch()  # what a silent step is timing, from VERBOSE lines (kept or not)
+        self.on_tactic_line: Callable[[str], None] | None = None  # a builder process forwards them
         self.problems: list[dict[str, Any]] = []  # WARNING and worse, capped below
 
     def restart_clock(self) -> None:
@@ -99,6 +102,10 @@ class CaptureLogger:
         """Keep one line; ``at`` is the line's own clock reading when replayed from a builder process."""
         try:
             level = int(severity)
+            if level == 4 and wanted(msg):
+                self.tactics.feed(msg, (self._clock() if at is None else min(at, self._clock())) - self._t0)
+                if self.on_tactic_line is not None:
+                    self.on_tactic_line(msg)
             if level > self._max:
                 return
             now = self._clock() if at is None else min(at, self._clock())
@@ -139,8 +146,9 @@ class _LogRouter(trt().ILogger):  # type: ignore[misc]
         self.any_verbose = False  # True while a running build wants VERBOSE lines
 
     def log(self, severity: Any, msg: str) -> None:
-        # TensorRT sends every VERBOSE line (tens of thousands per build): drop them before any other work.
-        if not self.any_verbose and int(severity) == 4:
+        # TensorRT sends every VERBOSE line (tens of thousands per build): drop them before any other work, but for
+        # the autotuner's lines that say what a silent step is timing (see _verbose.py).
+        if not self.any_verbose and int(severity) == 4 and not wanted(msg):
             return
         sink = self.sinks.get(threading.get_ident())
         for target in [sink] if sink is not None else list(self.sinks.values()):

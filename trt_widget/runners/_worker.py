@@ -236,6 +236,8 @@ def run_job(job: dict[str, Any], cancel: threading.Event, events: Any) -> None:
             outbox.log(("log", level, record["message"], time.perf_counter()))
 
         logger = CaptureLogger(job["options"].verbose, on_record=on_record)
+        if not job["options"].verbose:  # the autotuner's lines still reach the parent's TacticWatch
+            logger.on_tactic_line = lambda message: outbox.log(("log", 4, message, time.perf_counter()))
         source = _load_source(job)
         monitor = _make_monitor(outbox, cancel)
         engine = build_engine(source, _load_options(job), monitor, logger)

@@ -76,3 +76,11 @@ def test_a_plain_new_field_works_in_python_has_no_flag_and_is_refused_over_http(
     assert "plugins" not in {a.dest for a in parser._actions}
     options = WithPlugins.from_kwargs(plugins=("a.so",))
     assert options.plugins == ("a.so",) and options.summary()["plugins"] == ("a.so",)
+
+
+def test_docs_options_page_names_every_option() -> None:
+    from pathlib import Path
+
+    page = (Path(__file__).parent.parent / "docs" / "options.md").read_text()
+    missing = [f.name for f in option_fields() if f"| `{f.name}` |" not in page]
+    assert not missing, f"docs/options.md lacks a row for {missing}"

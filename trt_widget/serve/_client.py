@@ -26,6 +26,7 @@ from .._build import Build
 from .._engine import ModelLike, ModelSource
 from .._errors import BuildError
 from .._event_sinks import Sink
+from .._files import refuse_overwriting
 from .._options import BuildOptions, BuildOptionsDict, http_refusals
 from ..runners import RunContext, apply_event
 
@@ -328,6 +329,8 @@ class RemoteBuild(Build):
         remote: dict[str, Any] = dict(options)  # what the request asks for: only what was given
         if build_id is None:
             source = ModelSource.of(model)
+            if source.kind == "path":
+                refuse_overwriting(source.value, output=checked.output)
             if source.kind == "callable":
                 raise TypeError(
                     "a remote build needs ONNX (a file path, bytes or an onnx.ModelProto): a network function "
@@ -335,6 +338,8 @@ class RemoteBuild(Build):
                 )
         elif model is not None:
             raise TypeError("give either a model to build or the build_id of a build on the server, not both")
+        else:
+            source = ModelSource("remote", f"{url}/builds/{build_id}", f"build {build_id} on {url}")
         if checked.profiles is not None:
             profiles = [{k: [list(s) for s in v] for k, v in p.items()} for p in checked.profile_list()]
             remote["profiles"] = profiles if isinstance(checked.profiles, list) else profiles[0]
@@ -344,19 +349,12 @@ class RemoteBuild(Build):
         runner = RemoteRunner(
             url, token, options=remote, name=name, clock=clock, build_id=build_id, timeout=timeout, queue=queue
         )
-        placeholder: ModelLike = model if build_id is None and model is not None else b"remote build"
-        super().__init__(
-            placeholder, isolation="thread", output=output, history=False, resources=False, clock=clock, runner=runner
-        )
         self.runner: RemoteRunner = runner
-        self.options = checked  # what the server builds with (isolation: a builder process there)
-        if build_id is not None:
-            self.source = ModelSource("remote", f"{url}/builds/{build_id}", f"build {build_id} on {url}")
         self.url = url
-        if events is not None:
-            from .._events import attach_events
-
-            attach_events(self, events)
+        # options: what the server builds with (isolation: a builder process there)
+        self._assemble(
+            source=source, options=checked, runner=runner, clock=clock, events=events, history=False, resources=False
+        )
 
     @classmethod
     def follow(cls, url: str, token: str, build_id: str, *, timeout: float = 30.0) -> RemoteBuild:

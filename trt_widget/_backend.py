@@ -114,7 +114,7 @@ def check_options(options: Any) -> None:
     caps = capabilities()
     label, weak = caps["label"], caps["weak_typing"]
     module = select_backend()[1]
-    flags, config = module.BuilderFlag, module.IBuilderConfig
+    flags, config = module.BuilderFlag, getattr(module, "IBuilderConfig", None)
     asked = options.weak_precisions
     for name in asked:
         flag = PRECISION_FLAGS.get(name, "FP16")  # best: FP16 at least

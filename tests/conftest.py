@@ -37,6 +37,29 @@ def _wait_until(predicate: Callable[[], Any], timeout: float = DEADLINE_S, what:
         time.sleep(0.005)
 
 
+@pytest.fixture(scope="session")
+def native_lib(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, str], Path]:
+    """Compile ``tests/native/<source>.c`` into a shared library named ``soname`` (cached per session); skips the
+    test where no C compiler is installed."""
+    import shutil
+    import subprocess
+
+    built: dict[tuple[str, str], Path] = {}
+
+    def compile_lib(source: str, soname: str) -> Path:
+        if (source, soname) not in built:
+            compiler = shutil.which("cc") or shutil.which("gcc")
+            if compiler is None:
+                pytest.skip("no C compiler to build the test's native library")
+            out = tmp_path_factory.mktemp(source) / soname
+            src = Path(__file__).resolve().parent / "native" / f"{source}.c"
+            subprocess.run([compiler, "-shared", "-fPIC", "-o", str(out), str(src)], check=True, timeout=120)
+            built[(source, soname)] = out
+        return built[(source, soname)]
+
+    return compile_lib
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _history_in_a_temp_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Builds record timing history; keep the suite's records out of the user's cache dir (unless set)."""

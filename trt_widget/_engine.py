@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from ._backend import capabilities, select_backend, trt
+from ._backend import builder_failure_message, capabilities, select_backend, trt
 from ._errors import BuildError
 from ._expected import significant
 from ._files import atomic_write
@@ -174,11 +174,9 @@ def _build_engine(
     try:
         builder = t.Builder(router)
     except TypeError as exc:  # pybind11: "factory function returned nullptr"
-        raise BuildError(
-            f"{capabilities()['label']} could not create a builder ({exc}): no CUDA GPU is visible to this process "
-            "or the NVIDIA driver is too old for this TensorRT. On a machine without an NVIDIA GPU install "
-            "TensorRT for RTX (pip install 'trt_widget[rtx]') or set TRT_WIDGET_BACKEND=rtx"
-        ) from None
+        if select_backend()[0] == "rtx":
+            raise BuildError(f"{capabilities()['label']} could not create a builder ({exc})") from None
+        raise BuildError(builder_failure_message(str(capabilities()["label"]), exc)) from None
     flags = 0
     strong = getattr(t.NetworkDefinitionCreationFlag, "STRONGLY_TYPED", None)
     if options.strongly_typed and strong is not None:

@@ -39,8 +39,8 @@ def _wait_until(predicate: Callable[[], Any], timeout: float = DEADLINE_S, what:
 
 @pytest.fixture(scope="session")
 def native_lib(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, str], Path]:
-    """Compile ``tests/native/<source>.c`` into a shared library named ``soname`` (cached per session); skips the
-    test where no C compiler is installed."""
+    """Compile ``tests/native/<source>`` (C or C++) into a shared library named ``soname`` (cached per session);
+    skips the test where no compiler is installed."""
     import shutil
     import subprocess
 
@@ -48,12 +48,14 @@ def native_lib(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, str],
 
     def compile_lib(source: str, soname: str) -> Path:
         if (source, soname) not in built:
-            compiler = shutil.which("cc") or shutil.which("gcc")
+            cpp = source.endswith(".cpp")
+            compiler = shutil.which("c++") or shutil.which("g++") if cpp else shutil.which("cc") or shutil.which("gcc")
             if compiler is None:
-                pytest.skip("no C compiler to build the test's native library")
-            out = tmp_path_factory.mktemp(source) / soname
-            src = Path(__file__).resolve().parent / "native" / f"{source}.c"
-            subprocess.run([compiler, "-shared", "-fPIC", "-o", str(out), str(src)], check=True, timeout=120)
+                pytest.skip(f"no {'C++' if cpp else 'C'} compiler to build the test's native library")
+            out = tmp_path_factory.mktemp(Path(source).stem) / soname
+            src = Path(__file__).resolve().parent / "native" / source
+            flags = ["-std=c++17"] if cpp else []
+            subprocess.run([compiler, "-shared", "-fPIC", *flags, "-o", str(out), str(src)], check=True, timeout=120)
             built[(source, soname)] = out
         return built[(source, soname)]
 

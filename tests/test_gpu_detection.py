@@ -68,7 +68,7 @@ DETECT = textwrap.dedent("""
 
 @pytest.fixture
 def fake_cuda(tmp_path: Path, native_lib: Callable[[str, str], Path]) -> dict[str, str]:
-    lib = native_lib("fake_libcuda", "libcuda.so.1")
+    lib = native_lib("fake_libcuda.c", "libcuda.so.1")
     return {"LD_LIBRARY_PATH": str(lib.parent), "TRT_WIDGET_FAKE_CUDA_LOG": str(tmp_path / "cuda.log")}
 
 

@@ -48,6 +48,7 @@ class BuildOptions:
     verbose: bool = False  # capture VERBOSE TensorRT log lines too
     isolation: str = "process"  # "process" (a warm builder process Stop can always end) or "thread"
     force_after: float | None = None  # process isolation: terminate this long after a graceful stop (0.5 s)
+    plugins: tuple[str, ...] = ()  # TensorRT plugin libraries (.so / .dll) loaded in the process that builds
 
     @classmethod
     def from_kwargs(cls, **kwargs: Any) -> BuildOptions:
@@ -113,6 +114,7 @@ class BuildOptions:
             raise ValueError(f"output and timing_cache are the same file ({self.output}): give each its own path")
         if self.profiles is not None:
             object.__setattr__(self, "profiles", _check_profiles(self.profiles))
+        object.__setattr__(self, "plugins", _check_plugins(self.plugins))
 
     def summary(self) -> dict[str, Any]:
         """The options that change the engine (for history keys), JSON-ready."""
@@ -122,6 +124,7 @@ class BuildOptions:
             "strongly_typed": self.strongly_typed,
             "workspace": self.workspace,
             "profiles": {k: [list(s) for s in v] for k, v in sorted((self.profiles or {}).items())},
+            **({"plugins": list(self.plugins)} if self.plugins else {}),  # absent when none: older keys stay valid
         }
 
 
@@ -158,3 +161,20 @@ def _check_profiles(profiles: Any) -> dict[str, Profile]:
             raise ValueError(f"profile for input {name!r} needs min <= opt <= max per dimension, got {shapes!r}")
         checked[str(name)] = (lo, opt, hi)
     return checked
+
+
+def _check_plugins(plugins: Any) -> tuple[str, ...]:
+    """Plugin library paths, absolute; each must be an existing file now (the builder loads them later)."""
+    if isinstance(plugins, (str, os.PathLike)) or not isinstance(plugins, (list, tuple)):
+        raise TypeError(f"plugins must be a list of plugin library paths, got {plugins!r}")
+    checked = []
+    for entry in plugins:
+        if not isinstance(entry, (str, os.PathLike)):
+            raise TypeError(f"plugins: each entry must be a file path, got {type(entry).__name__}")
+        path = Path(entry).expanduser().absolute()
+        if not path.exists():
+            raise FileNotFoundError(f"plugins: no plugin library at {path}")
+        if not path.is_file():
+            raise ValueError(f"plugins: {path} is not a file (a plugin library such as libmy_plugins.so)")
+        checked.append(str(path))
+    return tuple(checked)

@@ -244,14 +244,47 @@ def _register_plugins(t: Any, paths: tuple[str, ...], logger: CaptureLogger, rou
 
 
 def _save_timing_cache(config: Any, path: str, logger: CaptureLogger) -> None:
-    """Write the build's timing cache; a failure is a warning: the engine is the product, the cache an extra."""
+    """Merge the build's timing cache into the file's current one and replace the file, under a lock beside it: a
+    concurrent build sharing the file (a matrix, the service) keeps its entries. Any failure is a warning: the
+    engine is the product, the cache an extra."""
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _file_lock(f"{path}.lock"):
             warnings.simplefilter("ignore", DeprecationWarning)
-            data = bytes(memoryview(config.get_timing_cache().serialize()))
-        atomic_write(path, data)
+            cache = config.get_timing_cache()
+            try:
+                current = Path(path).read_bytes()
+            except FileNotFoundError:
+                current = b""
+            if current and cache is not None:
+                theirs = config.create_timing_cache(current)
+                # False where the file is from another TensorRT version or device: ours replaces it
+                if theirs is not None and not cache.combine(theirs, False):
+                    logger.log(2, f"timing_cache: {path} does not fit this TensorRT version or device; replaced")
+            serialized = cache.serialize() if cache is not None else None
+            if serialized is None:
+                logger.log(2, f"timing_cache: TensorRT returned no timing cache to save; {path} is left as it was")
+                return
+            atomic_write(path, bytes(memoryview(serialized)))
     except OSError as exc:
         logger.log(2, f"timing_cache: could not save to {path} ({exc.strerror or exc}); the engine is fine")
+    except Exception as exc:
+        logger.log(2, f"timing_cache: could not save to {path} ({type(exc).__name__}: {exc}); the engine is fine")
+
+
+@contextmanager
+def _file_lock(path: str) -> Iterator[None]:
+    """An exclusive advisory lock on ``path`` (created if needed) across threads and processes; none on Windows."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no flock; concurrent writers there keep the last writer's entries
+        yield
+        return
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
 
 
 def _populate(t: Any, network: Any, source: ModelSource, logger: CaptureLogger, router: _LogRouter) -> Any:

@@ -117,25 +117,43 @@ class CaptureLogger:
 
 
 class _LogRouter(trt().ILogger):  # type: ignore[misc]
-    """TensorRT keeps the first logger a process registers, so one router forwards each line to the build
-    running on the calling thread (or, for lines from other threads, to every running build)."""
+    """TensorRT keeps the first logger a process registers, so one router forwards each line to its build: the
+    build running on the calling thread, or the build whose progress monitor that thread reported to. A line
+    from any other thread goes to the only running build, and to none while several run (it may belong to any
+    of them): those are kept in ``unattributed`` (the last 200) and counted."""
 
     def __init__(self) -> None:
         trt().ILogger.__init__(self)
         self.sinks: dict[int, CaptureLogger] = {}  # builder thread id -> its build's logger
+        self.claimed: dict[int, CaptureLogger] = {}  # a TensorRT internal thread -> the build it reported for
         self.any_verbose = False  # True while a running build wants VERBOSE lines
+        self.unattributed: deque[tuple[int, str]] = deque(maxlen=200)
+        self.unattributed_count = 0
 
     def log(self, severity: Any, msg: str) -> None:
         # TensorRT sends every VERBOSE line (tens of thousands per build): drop them before any other work.
         if not self.any_verbose and int(severity) == 4:
             return
-        sink = self.sinks.get(threading.get_ident())
-        for target in [sink] if sink is not None else list(self.sinks.values()):
-            target.log(severity, msg)
+        ident = threading.get_ident()
+        sink = self.sinks.get(ident) or self.claimed.get(ident)
+        if sink is None:
+            sinks = list(self.sinks.values())
+            if len(sinks) != 1:
+                self.unattributed_count += 1
+                self.unattributed.append((int(severity), str(msg)))
+                return
+            sink = sinks[0]
+        sink.log(severity, msg)
+
+    def claim(self, ident: int, sink: CaptureLogger) -> None:
+        """Lines from thread ``ident`` belong to ``sink``'s build (its progress monitor was called there)."""
+        if ident not in self.sinks:
+            self.claimed[ident] = sink
 
     def set_sink(self, ident: int, sink: CaptureLogger | None) -> None:
         if sink is None:
-            self.sinks.pop(ident, None)
+            ended = self.sinks.pop(ident, None)
+            self.claimed = {k: v for k, v in self.claimed.items() if v is not ended}
         else:
             self.sinks[ident] = sink
         self.any_verbose = any(s.verbose for s in list(self.sinks.values()))
@@ -189,6 +207,8 @@ def _build_engine(
     _check_network(network, options)
     config = builder.create_builder_config()
     cache = _configure(t, builder, config, network, options, logger)
+    if hasattr(monitor, "on_thread"):
+        monitor.on_thread = lambda ident: router.claim(ident, logger)
     config.progress_monitor = monitor
     try:
         serialized = builder.build_serialized_network(network, config)

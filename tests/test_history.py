@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from trt_widget import Build
+from trt_widget import _history_keys as hist_keys
 from trt_widget import history as hist
 from trt_widget.history import HistoryStore, compare, list_builds
 from trt_widget.models import deep_residual
@@ -59,7 +60,10 @@ def test_second_build_gets_a_plausible_eta(two_builds: dict[str, Any]) -> None:
     actual = second.elapsed_s
     assert second.history.match is not None and second.history.match["id"] == first.history.recorded_id
     assert before is not None and before["remaining_s"] == before["total_s"] == pytest.approx(first.elapsed_s, abs=0.01)
-    assert before["based_on"].startswith("build of ") and before["based_on"].endswith(f"{first.elapsed_s:.1f} s")
+    like = second.history.like  # on a GPU machine: ", same <GPU> (compute …, driver …)"
+    assert before["based_on"].startswith("build of ") and before["based_on"].endswith(
+        f"{first.elapsed_s:.1f} s" + (f", same {hist_keys.describe_like(like)}" if like else "")
+    )
     assert etas, "no ETA while the second build ran"
     t, early = etas[0]
     error = early["total_s"] / actual

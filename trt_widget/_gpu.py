@@ -83,6 +83,25 @@ def build_device(nvml: Any, environ: Mapping[str, str] | None = None) -> tuple[A
     return handle, f"{where} ({name})"
 
 
+_identity: list[dict[str, Any] | None] = []  # cached: [facts] once looked up
+
+
+def gpu_identity() -> dict[str, Any] | None:
+    """:func:`device_facts` of the GPU builds here use, looked up once through NVML (None without NVML or GPU)."""
+    if not _identity:
+        facts = None
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            found = build_device(pynvml)
+            facts = device_facts(pynvml, found[0]) if found is not None else None
+        except Exception:
+            facts = None
+        _identity.append(facts)
+    return _identity[0]
+
+
 def device_facts(nvml: Any, handle: Any) -> dict[str, Any]:
     """Name, compute capability and driver of a GPU: what makes two builds comparable."""
     facts: dict[str, Any] = {"name": _text(nvml.nvmlDeviceGetName(handle))}

@@ -59,6 +59,7 @@ def test_atomic_write_fsyncs_the_data_before_the_rename(tmp_path: Path, monkeypa
     assert calls == [("fsync", 1000), ("replace", "engine.plan")]
 
 
+@pytest.mark.rtx_long_step
 def test_the_cancelling_state_is_sent_at_once_not_at_the_next_tick(wait_until: Callable[..., Any]) -> None:
     widget = BuildWidget(models.deep_residual(1000), history=False, isolation="thread")
     widget._pump.interval = 3600.0  # one throttled tick an hour: only an urgent wake-up can send in time

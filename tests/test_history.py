@@ -104,6 +104,7 @@ def test_deltas_after_the_second_build(two_builds: dict[str, Any]) -> None:
     assert first.history.deltas() is None  # the first build had nothing to compare with
 
 
+@pytest.mark.rtx_long_step
 def test_records_list_and_compare(two_builds: dict[str, Any]) -> None:
     store, first, second = two_builds["store"], two_builds["first"], two_builds["second"]
     builds = list_builds(store)

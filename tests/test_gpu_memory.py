@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 
-from trt_widget import Build, _engine, _gpu, _process, models
+from trt_widget import Build, _engine, _gpu, models
 from trt_widget._resources import _Gpu
+from trt_widget.runners import _process
 
 GIB = 1 << 30
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import threading
@@ -156,8 +157,8 @@ def test_unknown_trait_names_are_not_written() -> None:
 
 
 def test_the_front_end_declares_the_traits_python_syncs() -> None:
-    """js/src/widget.js's `Traits` typedef names exactly the synced traits of BuildWidget (one list, checked)."""
-    source = (Path(__file__).parent.parent / "js" / "src" / "widget.js").read_text(encoding="utf-8")
+    """js/src/build/widget.js's `Traits` typedef names exactly the synced traits of BuildWidget (one list, checked)."""
+    source = (Path(__file__).parent.parent / "js" / "src" / "build" / "widget.js").read_text(encoding="utf-8")
     typedef = source[source.index("@typedef {object} Traits") :]
     typedef = typedef[: typedef.index("*/")]
     declared = []
@@ -213,7 +214,7 @@ def test_elapsed_time_alone_is_not_resent_while_running(wait_until: Callable[...
 def test_rows_travel_as_deltas_that_rebuild_the_tree_exactly(wait_until: Any) -> None:
     """A paced GPU-shaped replay: each send carries only the rows that changed; applying the deltas in order to
     the first whole list gives the final rows; the whole list is resent only at the end and when a view asks."""
-    from trt_widget.replay import gpu_shaped_events
+    from trt_widget.runners import gpu_shaped_events
 
     widget = BuildWidget.from_events(list(gpu_shaped_events(measurements=300, seconds=3.0)), speed=1.0)
     fulls: list[str] = []
@@ -239,3 +240,17 @@ def test_rows_travel_as_deltas_that_rebuild_the_tree_exactly(wait_until: Any) ->
     full_bytes = len(fulls[-1])
     sizes = sorted(len(t) for t in deltas)
     assert sizes[len(sizes) // 2] < full_bytes / 20  # a typical update is a small part of the list
+
+
+def test_awaiting_a_widget_waits_for_the_build_and_its_final_state() -> None:
+    widget = BuildWidget(models.deep_residual(20), history=False).start()
+    result: list[Any] = []
+
+    def run() -> None:  # a loop of its own: the e2e session may keep one running on this thread
+        result.append(asyncio.run(widget.wait_async()))
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(300)
+    assert result == ["succeeded"]
+    assert widget.build.done() and widget.status == "succeeded" and widget.engine_size == len(widget.engine or b"")

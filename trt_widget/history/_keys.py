@@ -1,0 +1,97 @@
+"""What history records are matched by: a build's key (model + engine-shaping options + backend) and the
+paths of its phase instances (name, occurrence among same-name siblings), stable across builds."""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import os
+from collections.abc import Iterable
+from typing import Any
+
+PhasePath = tuple[tuple[str, int], ...]  # a phase instance across builds: (name, occurrence among same-name siblings)
+
+
+def phase_paths(rows: Iterable[dict[str, Any]]) -> dict[int, PhasePath]:
+    """id -> path of names with each name's occurrence index among same-name siblings (stable across builds)."""
+    paths: dict[int, PhasePath] = {}
+    counts: dict[tuple[Any, str], int] = {}
+    for row in sorted(rows, key=lambda r: r["id"]):
+        parent = row.get("parent")
+        k = counts.get((parent, row["name"]), 0)
+        counts[(parent, row["name"])] = k + 1
+        base = paths.get(parent, ()) if parent is not None else ()
+        paths[row["id"]] = (*base, (row["name"], k))
+    return paths
+
+
+def profile_rows(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The stored form of timings rows: path, name, start/end/duration, steps and status."""
+    rows = list(rows)
+    paths = phase_paths(rows)
+    keep = ("name", "start_s", "end_s", "duration_s", "step", "num_steps", "status")
+    return [{"path": paths[r["id"]], **{k: r.get(k) for k in keep}} for r in sorted(rows, key=lambda r: r["id"])]
+
+
+def path_label(path: PhasePath) -> str:
+    """``"Building engine / Timing tactics [2]"``: the occurrence index is shown from the second one on."""
+    return " / ".join(name if k == 0 else f"{name} [{k + 1}]" for name, k in path)
+
+
+def like_facts(build: Any) -> dict[str, Any]:
+    """What else makes two builds comparable: the GPU (name, compute capability, driver; absent without NVML) and,
+    for NVIDIA TensorRT, whether the timing cache starts warm (a warm build can take a tenth of a cold one)."""
+    from .._backend import select_backend
+    from .._gpu import gpu_identity
+
+    facts: dict[str, Any] = {}
+    gpu = gpu_identity()
+    if gpu:
+        facts["gpu"] = gpu
+    cache = build.options.timing_cache
+    if cache and select_backend()[0] == "tensorrt":  # TensorRT for RTX ignores timing caches
+        try:
+            facts["timing_cache"] = "warm" if os.path.getsize(cache) > 0 else "cold"
+        except OSError:
+            facts["timing_cache"] = "cold"
+    return facts
+
+
+def describe_like(facts: dict[str, Any]) -> str:
+    """'NVIDIA H200 (compute 9.0, driver 580.159.04), warm timing cache' (empty without such facts)."""
+    parts = []
+    gpu = facts.get("gpu")
+    if gpu:
+        more = ", ".join(
+            f"{label} {gpu[k]}" for k, label in (("compute_capability", "compute"), ("driver", "driver")) if k in gpu
+        )
+        parts.append(f"{gpu.get('name', 'GPU')}{f' ({more})' if more else ''}")
+    if "timing_cache" in facts:
+        parts.append(f"{facts['timing_cache']} timing cache")
+    return ", ".join(parts)
+
+
+def build_key(build: Any, like: dict[str, Any] | None = None) -> tuple[str, str]:
+    """(key, model hash): sha256 of model bytes (or a callable's name + source) + options + backend, + the GPU and
+    the timing cache's warmth where known (:func:`like_facts`; absent facts leave older keys unchanged)."""
+    from .._backend import backend_info
+
+    source = build.source
+    data = source.read_bytes()
+    if data is None:
+        fn = source.value
+        try:
+            code = inspect.getsource(fn)
+        except (OSError, TypeError):
+            code = ""
+        name = f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', repr(fn))}"
+        data = f"callable:{name}\n{code}".encode()
+    model_hash = hashlib.sha256(data).hexdigest()
+    like = like_facts(build) if like is None else like
+    blob = json.dumps(
+        {"model": model_hash, "options": build.options.summary(), "backend": backend_info(), **like},
+        sort_keys=True,
+        default=str,
+    )
+    return hashlib.sha256(blob.encode()).hexdigest(), model_hash

@@ -58,8 +58,8 @@ def _calls(log: Path) -> list[tuple[str, int]]:
 DETECT = textwrap.dedent("""
     import json, os, sys
     from trt_widget import _backend
-    if sys.argv[1] == "node":  # an NVIDIA device node as on a GPU host (this machine has none)
-        _backend.gpu_device_nodes = lambda: ["/dev/nvidia0"]
+    # an NVIDIA device node as on a GPU host, or none as on a CPU machine, whatever this machine has
+    _backend.gpu_device_nodes = lambda: ["/dev/nvidia0"] if sys.argv[1] == "node" else []
     kind = _backend.select_backend()[0]
     maps = [line.split()[-1] for line in open("/proc/self/maps") if "libcuda" in line]
     print(json.dumps({"kind": kind, "pid": os.getpid(), "libcuda_mapped": maps}))

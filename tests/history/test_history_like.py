@@ -74,3 +74,15 @@ def test_eta_only_against_a_build_on_the_same_gpu(on_gpu: Any, model_bytes: byte
     assert same.history.based_on.endswith(", same NVIDIA H200 (compute 9.0, driver 580.159.04)")
     record = store.latest(same.history.key)
     assert record is not None and record["gpu"] == H200  # the record says which GPU it was built on
+
+
+def test_the_report_says_which_builds_eta_and_deltas_come_from(on_gpu: Any, model_bytes: bytes, tmp_path: Path) -> None:
+    on_gpu(H200)
+    build = Build(model_bytes, history=hist.HistoryStore(tmp_path / "h.sqlite"), isolation="thread").start()
+    assert build.wait(180) == "succeeded", build.error
+    assert build.history.ready.wait(60)
+    page = build.to_html()
+    assert (
+        "<th>ETA and Δ from</th><td>earlier builds with the same model, options, backend, NVIDIA H200 "
+        "(compute 9.0, driver 580.159.04)</td>"
+    ) in page

@@ -97,6 +97,12 @@ class HistoryLink:
             self.ready.set()
 
     @property
+    def like_text(self) -> str:
+        """What a matching build must share besides model, options and backend, e.g. 'NVIDIA H200 (compute 9.0,
+        driver 580.159.04), warm timing cache' (empty where nothing else is known)."""
+        return describe_like(self.like)
+
+    @property
     def based_on(self) -> str | None:
         if self.match is None:
             return None

@@ -13,6 +13,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+import psutil
 import pytest
 
 from trt_widget import Build, _engine, _gpu, models
@@ -140,7 +141,7 @@ def test_memory_at_build_start_names_the_holders(nvml: Callable[..., FakeNvml]) 
     assert [h["pid"] for h in start["processes"]] == [os.getpid(), 99999999]
     text = _gpu.describe_at_start(start)
     assert text.startswith("GPU 0 (NVIDIA H200) at build start: 2,048 MiB used, 141,312 MiB free of 143,360 MiB")
-    assert f"held by pid {os.getpid()} python" in text and "(1,542 MiB)" in text and "pid 99999999 (?)" in text
+    assert f"held by pid {os.getpid()} {psutil.Process().name()}" in text and "(1,542 MiB)" in text and "pid 99999999 (?)" in text
 
 
 # Real lines, each from a public build log:
@@ -214,3 +215,29 @@ def test_the_oom_kill_counter_reads_the_kernel() -> None:
     assert count is None or count >= 0
     if os.path.exists("/proc/vmstat"):
         assert count is not None
+
+
+def test_little_free_gpu_memory_at_build_start_is_a_warning_naming_the_holders(
+    nvml: Callable[..., FakeNvml], model_bytes: bytes
+) -> None:
+    fake = nvml({0: [(os.getpid(), 100 * GIB)]})
+    fake.devices[0]["used"] = 101 * GIB  # e.g. the notebook's own PyTorch cache
+    build = Build(model_bytes, isolation="thread", history=False).start()
+    assert build.wait(120) == "succeeded", build.error
+    warned = [r["message"] for r in build.problems if r["message"].startswith("GPU memory: little is free.")]
+    assert warned == [
+        "GPU memory: little is free. GPU 0 (NVIDIA H200) at build start: 103,424 MiB used, 39,936 MiB free of "
+        f"143,360 MiB; held by pid {os.getpid()} {psutil.Process().name()} (102,400 MiB)"
+    ]
+
+
+def test_enough_free_gpu_memory_is_not_a_warning(nvml: Callable[..., FakeNvml], model_bytes: bytes) -> None:
+    nvml({0: [(os.getpid(), GIB)]})
+    build = Build(model_bytes, isolation="thread", history=False).start()
+    assert build.wait(120) == "succeeded", build.error
+    assert not [r for r in build.problems if r["message"].startswith("GPU memory")]
+
+
+@pytest.fixture(scope="module")
+def model_bytes() -> bytes:
+    return models.to_bytes(models.deep_residual(1))

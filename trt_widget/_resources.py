@@ -17,6 +17,7 @@ from ._gpu import UNIFIED_MEMORY, build_device, describe_at_start, device_facts,
 INTERVAL_S = 0.5
 MAX_STORED = 600  # stored samples; beyond this, pairs merge (keeping maxima) and the interval doubles
 MAX_SENT = 300  # samples in a snapshot
+LOW_FREE = 0.5  # warn at build start when less than this share of the build's GPU memory is free
 _TRT_PEAK = re.compile(r"\[MemUsageStats\] Peak memory usage of TRT CPU/GPU memory allocators:\s*(.+)$")
 _MIB = re.compile(r"(CPU|GPU)\s+(\d+(?:\.\d+)?)\s*MiB")
 
@@ -145,6 +146,11 @@ class ResourceSampler:
 
     def _loop(self) -> None:
         self._gpu = _Gpu()
+        start = self._gpu.at_start
+        if start and start["total"] and start["free"] < LOW_FREE * start["total"]:
+            logger = getattr(self.build, "logger", None)
+            if logger is not None:  # TensorRT will skip tactics, and the build may take far longer
+                logger.log(2, f"GPU memory: little is free. {describe_at_start(start)}")
         while True:
             self._sample()
             if self._stop.wait(self.interval):

@@ -20,6 +20,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     main thread, which breaks every later test that calls asyncio.run() or starts Playwright itself. Tests that
     wait inside RTX's long step skip with NVIDIA TensorRT (it has no such step; the contract suite covers it)."""
     items.sort(key=lambda item: E2E in Path(str(item.path)).resolve().parents)
+    for item in items:
+        # pytest-lsp 1.0's pytest_runtest_call wrapper returns without yielding for an item that has no
+        # funcargs (nbval's notebook cells), which fails the item: give such items an empty mapping
+        if not hasattr(item, "funcargs"):
+            item.funcargs = {}
     long_step = [item for item in items if item.get_closest_marker("rtx_long_step")]
     if long_step and _backend_kind() != "rtx":
         skip = pytest.mark.skip(

@@ -61,21 +61,21 @@ def test_a_remote_build_refuses_what_the_service_refuses_except_the_local_output
 def test_a_plain_new_field_works_in_python_has_no_flag_and_is_refused_over_http(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """What helper code adding a field without metadata gets (e.g. a future plugins= option)."""
+    """What helper code adding a field without metadata gets (a made-up future option)."""
 
     @dataclasses.dataclass(frozen=True)
-    class WithPlugins(BuildOptions):
-        plugins: tuple[str, ...] | None = None
+    class WithKnob(BuildOptions):
+        knob: tuple[str, ...] | None = None
 
-    monkeypatch.setattr(_options, "BuildOptions", WithPlugins)
-    assert _options.http_refusals()["plugins"] == _options.NOT_OVER_HTTP
-    assert "plugins" not in _options.http_options()
-    assert "plugins" in _options.builder_options()
+    monkeypatch.setattr(_options, "BuildOptions", WithKnob)
+    assert _options.http_refusals()["knob"] == _options.NOT_OVER_HTTP
+    assert "knob" not in _options.http_options()
+    assert "knob" in _options.builder_options()
     parser = argparse.ArgumentParser()
     _options.add_option_arguments(parser)
-    assert "plugins" not in {a.dest for a in parser._actions}
-    options = WithPlugins.from_kwargs(plugins=("a.so",))
-    assert options.plugins == ("a.so",) and options.summary()["plugins"] == ("a.so",)
+    assert "knob" not in {a.dest for a in parser._actions}
+    options = WithKnob.from_kwargs(knob=("a.so",))
+    assert options.knob == ("a.so",) and options.summary()["knob"] == ("a.so",)
 
 
 def test_docs_options_page_names_every_option() -> None:

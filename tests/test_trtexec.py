@@ -155,3 +155,8 @@ def test_trtexec_sizes_are_mib_unless_a_unit_says_otherwise() -> None:
     sizes = {"1024": 1 << 30, "512M": 512 << 20, "2G": 2 << 30, "4096K": 4 << 20, "1.5G": 3 << 29}
     for text, size in sizes.items():
         assert translate(["--onnx=m", f"--memPoolSize=workspace:{text}"]).options["workspace"] == size
+
+
+def test_plugin_libraries_become_the_plugins_option() -> None:
+    out = translate(["--onnx=m.onnx", "--staticPlugins=a.so", "--dynamicPlugins=b.so", "--plugins=c.so"])
+    assert out.options["plugins"] == ["a.so", "b.so", "c.so"] and not out.refused

@@ -167,6 +167,8 @@ def _one(out: Translation, shapes: dict[str, list[str]], arg: str, name: str, va
             out.options[option] = kind(text)
         except ValueError:
             raise ValueError(f"--{name} needs a {kind.__name__}, got {text!r}") from None
+    elif name in ("plugins", "staticPlugins", "dynamicPlugins"):  # plugin libraries loaded where the build runs
+        out.options["plugins"] = [*out.options.get("plugins", ()), _required(name, value)]
     elif name == "memPoolSize":
         _pools(out, _required(name, value))
     elif name == "workspace":  # trtexec's deprecated spelling: MiB

@@ -134,3 +134,20 @@ def test_the_now_line_state_reaches_the_snapshot_from_the_builder(isolation: str
     assert activity["layer"] == "{ForeignNode[/blocks.0/attn/MatMul.../Softmax]}" and activity["runner"] == "Myelin"
     build.wait(60)
     assert not [r for r in build.logs if r["severity"] == "VERBOSE"]
+
+
+def test_the_terminal_footer_says_what_is_being_timed(wait_until: Any) -> None:
+    import io
+
+    from trt_widget._terminal import TerminalView
+
+    build = Build(_network_that_logs_a_timing_runner, isolation="thread", history=False, resources=False)
+    view = TerminalView(build, io.StringIO(), style="rich", hint="Ctrl-C to cancel")
+    build.start()
+    footer = wait_until(lambda: "now timing" in view._footer(build.elapsed_s) and view._footer(build.elapsed_s))
+    assert footer.startswith("running ")
+    assert " · now timing {ForeignNode[/blocks.0/attn/MatMul.../Softmax]} (Myelin) for " in footer
+    assert footer.endswith(" — Ctrl-C to cancel")
+    build.wait(60)
+    view.join(30)
+    assert "now timing" not in view._footer(build.elapsed_s)  # ended: nothing is being timed

@@ -61,21 +61,21 @@ def test_a_remote_build_refuses_what_the_service_refuses_except_the_local_output
 def test_a_plain_new_field_works_in_python_has_no_flag_and_is_refused_over_http(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """What helper code adding a field without metadata gets (a made-up future option)."""
+    """What code adding a field without metadata gets (a field that is not settable over HTTP until said so)."""
 
     @dataclasses.dataclass(frozen=True)
-    class WithKnob(BuildOptions):
-        knob: tuple[str, ...] | None = None
+    class WithMore(BuildOptions):
+        calibration: tuple[str, ...] | None = None
 
-    monkeypatch.setattr(_options, "BuildOptions", WithKnob)
-    assert _options.http_refusals()["knob"] == _options.NOT_OVER_HTTP
-    assert "knob" not in _options.http_options()
-    assert "knob" in _options.builder_options()
+    monkeypatch.setattr(_options, "BuildOptions", WithMore)
+    assert _options.http_refusals()["calibration"] == _options.NOT_OVER_HTTP
+    assert "calibration" not in _options.http_options()
+    assert "calibration" in _options.builder_options()
     parser = argparse.ArgumentParser()
     _options.add_option_arguments(parser)
-    assert "knob" not in {a.dest for a in parser._actions}
-    options = WithKnob.from_kwargs(knob=("a.so",))
-    assert options.knob == ("a.so",) and options.summary()["knob"] == ("a.so",)
+    assert "calibration" not in {a.dest for a in parser._actions}
+    options = WithMore.from_kwargs(calibration=("a.cache",))
+    assert options.calibration == ("a.cache",) and options.summary()["calibration"] == ["a.cache"]
 
 
 def test_docs_options_page_names_every_option() -> None:

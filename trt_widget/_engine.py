@@ -521,9 +521,9 @@ def _configure(t: Any, builder: Any, config: Any, network: Any, options: BuildOp
                 config.clear_flag(flag)
             kept = bool(config.get_flag(flag)) == bool(value)
         else:
-            wanted = value if how[0] == "attr" else getattr(getattr(t, how[2]), value.upper())
-            setattr(config, how[1], wanted)
-            kept = getattr(config, how[1]) == wanted
+            target = value if how[0] == "attr" else getattr(getattr(t, how[2]), value.upper())
+            setattr(config, how[1], target)
+            kept = getattr(config, how[1]) == target
         if not kept:  # the API has the setting but ignores it (TensorRT for RTX: hardware compatibility, DLA core)
             raise BuildError(
                 f"{name}={value!r} is not available with {capabilities()['label']}: its builder config ignores "

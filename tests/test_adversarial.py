@@ -17,6 +17,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -366,3 +367,110 @@ def test_no_worker_process_leaks_across_the_attacks() -> None:
     children = psutil.Process().children()
     assert not [p for p in children if p.status() == psutil.STATUS_ZOMBIE]
     assert len(children) <= _process.MAX_IDLE_WORKERS + 1, [p.cmdline() for p in children]
+
+
+# -- external data: a model never reads a file it was not given ------------------------------------------------
+
+SECRET = b"SECRET!!" * 8  # 64 bytes: exactly the 16 floats of the tensor below, so TensorRT would accept them
+
+
+def _model_naming(location: str) -> Any:
+    """y = x + w, with w (16 floats) stored as external data at ``location``."""
+    from onnx import TensorProto, helper
+
+    weight = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[1, 16], data_location=TensorProto.EXTERNAL)
+    entry = weight.external_data.add()
+    entry.key, entry.value = "location", location
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "w"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16])],
+        initializer=[weight],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def _refused(build: Any, *fragments: str) -> None:
+    assert build.wait(120) == "failed", build.status_detail
+    assert SECRET not in (build.engine or b"")
+    for fragment in ("external data", *fragments):
+        assert fragment in str(build.error), build.error
+
+
+@pytest.mark.parametrize("isolation", ["thread", "process"])
+def test_model_bytes_naming_any_file_are_refused_with_how_to_pass_them(
+    tmp_path: Path, isolation: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "secret.bin").write_bytes(SECRET)
+    monkeypatch.chdir(tmp_path)  # TensorRT resolves the names of a model without a directory here
+    for location in (str(tmp_path / "secret.bin"), "secret.bin"):
+        model = _model_naming(location)
+        _refused(Build(model.SerializeToString(), isolation=isolation, history=False).start(), "pass the path")
+        _refused(Build(model, isolation=isolation, history=False).start(), "onnx.load(path)")
+
+
+@pytest.mark.parametrize("isolation", ["thread", "process"])
+def test_a_model_file_reads_external_data_only_inside_its_directory(tmp_path: Path, isolation: str) -> None:
+    import onnx
+
+    home = tmp_path / "model"
+    home.mkdir()
+    (tmp_path / "secret.bin").write_bytes(SECRET)
+    (home / "link.bin").symlink_to(tmp_path / "secret.bin")
+    (home / "sub").mkdir()
+    for location, said in [
+        (str(tmp_path / "secret.bin"), "no absolute paths"),
+        ("../secret.bin", "no '..'"),
+        ("sub/../../secret.bin", "no '..'"),
+        ("link.bin", "leads outside"),
+        ("sub", "not a file"),
+    ]:
+        onnx.save_model(_model_naming(location), str(home / "m.onnx"))
+        _refused(Build(str(home / "m.onnx"), isolation=isolation, history=False).start(), repr(location), said)
+    (home / "sub" / "w.bin").write_bytes(bytes(64))  # its own data, in its own directory: built
+    onnx.save_model(_model_naming("sub/w.bin"), str(home / "m.onnx"))
+    build = Build(str(home / "m.onnx"), isolation=isolation, history=False).start()
+    assert build.wait(120) == "succeeded", build.status_detail
+
+
+def test_a_ray_task_gets_no_directory_so_external_data_is_refused_at_the_driver(
+    tmp_path: Path, ray_session: Any
+) -> None:
+    import onnx
+
+    from trt_widget._ray_runner import RayRunner
+
+    (tmp_path / "w.bin").write_bytes(SECRET)
+    onnx.save_model(_model_naming("w.bin"), str(tmp_path / "m.onnx"))
+    build = Build(str(tmp_path / "m.onnx"), runner=RayRunner(), history=False).start()
+    _refused(build, "Ray task", "embed the weights")
+    _refused(Build(_model_naming("/etc/passwd").SerializeToString(), runner=RayRunner(), history=False).start())
+
+
+@pytest.mark.parametrize("executor", ["local", "ray"])
+def test_serve_uploads_name_no_server_file(tmp_path: Path, executor: str, request: pytest.FixtureRequest) -> None:
+    import httpx
+
+    from trt_widget.serve import ServerThread
+
+    if executor == "ray":
+        request.getfixturevalue("ray_session")
+    data = tmp_path / "data"
+    (tmp_path / "secret.bin").write_bytes(SECRET)
+    with (
+        ServerThread(data=data, executor=executor, max_concurrent=2) as server,
+        httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {server.token}"}, timeout=60) as http,
+    ):
+        own = ("meta.json", "events.jsonl", "model.onnx")  # the build directory's own files
+        for location in (*own, str(tmp_path / "secret.bin"), "../../../secret.bin"):
+            reply = http.post("/builds", content=_model_naming(location).SerializeToString(), params={"name": "m"})
+            assert reply.status_code == 201, reply.text
+            build_id = reply.json()["id"]
+            deadline = time.monotonic() + 120
+            while (info := http.get(f"/builds/{build_id}").json())["status"] not in ("failed", "succeeded"):
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+            text = json.dumps(info)
+            assert info["status"] == "failed" and "external data" in text and "embed the weights" in text, text
+            assert str(data) not in text and "/tmp" not in text.replace(str(tmp_path / "secret.bin"), ""), text

@@ -286,6 +286,8 @@ class _Relay:
             "options": self.ctx.options,
             "workdirs": self.workdirs,
             "sys_path": list(sys.path),
+            "directory": source.directory if source.kind == "path" else None,  # where external data may lie
+            "hint": source.hint,
         }
         if source.kind == "path":
             job["path"] = os.path.abspath(source.value)

@@ -314,6 +314,12 @@ async def _reason(request: Request) -> str:
     return reason
 
 
+UPLOAD_HINT = (
+    "This server reads no file an uploaded model names: embed the weights in the ONNX file "
+    "(onnx.save_model(onnx.load('model.onnx'), 'embedded.onnx'), for models under 2 GB) and upload that"
+)
+
+
 def _make_build(path: Any, name: str, options: dict[str, Any], executor: str, ray_address: str | None) -> Any:
     """A Build of the uploaded file in a builder process or a Ray task (on a worker thread: it may import TensorRT)."""
     from ._build import Build
@@ -325,7 +331,8 @@ def _make_build(path: Any, name: str, options: dict[str, Any], executor: str, ra
 
         runner = RayRunner(address=ray_address)
     build = Build(str(path), isolation="process", history=False, resources=False, runner=runner, **options)
-    build.source = ModelSource("path", str(path), name)  # events and pages show the label, never a server path
+    # events and pages show the label, never a server path; an upload may name no external data (no directory)
+    build.source = ModelSource("path", str(path), name, None, UPLOAD_HINT)
     return build
 
 

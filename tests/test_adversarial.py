@@ -474,3 +474,85 @@ def test_serve_uploads_name_no_server_file(tmp_path: Path, executor: str, reques
             text = json.dumps(info)
             assert info["status"] == "failed" and "external data" in text and "embed the weights" in text, text
             assert str(data) not in text and "/tmp" not in text.replace(str(tmp_path / "secret.bin"), ""), text
+
+
+# -- nothing untrusted reaches a terminal raw ------------------------------------------------------------------
+
+EVIL = "\x1b]0;PWNED-TITLE\x07\x1b[2J\x1b[31m\r\x9b31m\u202eevil"
+
+
+def _evil_recording(path: Path) -> Path:
+    from trt_widget.replay import gpu_shaped_events
+
+    events = list(gpu_shaped_events(measurements=2, threads=1, seed=1))
+    events[0]["model"] = f"model {EVIL}"
+    for event in events:
+        if event["event"] == "phase_start" and event["depth"] == 0:
+            event["name"] = f"phase {EVIL}"
+        if event["event"] == "build_end":
+            event.update(status="failed", detail=f"detail {EVIL}", error=f"error {EVIL}")
+    events.insert(2, {"event": "log", "severity": "WARNING", "message": f"log {EVIL}\nforged line", "t": 0.3})
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    return path
+
+
+def test_escape_controls_shows_every_control_character_as_an_escape() -> None:
+    from trt_widget._format import escape_controls
+
+    shown = escape_controls(EVIL + "\udcff\x00\x7f")
+    assert shown.isprintable() and "\\x1b]0;PWNED-TITLE\\x07" in shown and "\\u202e" in shown
+    assert escape_controls("Measuring tactic time ×3 é") == "Measuring tactic time ×3 é"
+
+
+def test_view_prints_names_logs_and_details_of_a_recording_escaped(tmp_path: Path) -> None:
+    recording = _evil_recording(tmp_path / "esc.jsonl")
+    done = subprocess.run(
+        [sys.executable, "-m", "trt_widget", "view", str(recording), "--plain"],
+        capture_output=True,
+        timeout=120,
+        env={**os.environ, "TERM": "xterm-256color"},
+    )
+    out = done.stdout + done.stderr
+    assert b"\x1b" not in out and b"\x07" not in out and b"\r" not in out and "\u202e".encode() not in out, out
+    text = out.decode()
+    assert "phase \\x1b]0;PWNED-TITLE\\x07" in text and "log \\x1b]0;PWNED" in text and "\\x0aforged line" in text
+    assert "model \\x1b]0;PWNED" in text
+
+
+def test_the_rich_tree_and_summary_show_names_escaped_and_take_no_markup(tmp_path: Path) -> None:
+    import io
+
+    from trt_widget._terminal import TerminalView
+
+    recording = _evil_recording(tmp_path / "esc.jsonl")
+    text = recording.read_text().replace("phase \\u001b", "[bold red]phase[/] \\u001b", 1)
+    recording.write_text(text)
+    stream = io.StringIO()
+    view = TerminalView(Build.from_events(recording), stream, style="rich")
+    view.build.start().wait(60)
+    assert view.join(30)
+    out = stream.getvalue()
+    for raw in ("\x1b]", "\x1b[2J", "\x07", "\x9b", "\u202e", "\r"):
+        assert raw not in out, (raw, out)
+    assert "PWNED-TITLE" in out and "[bold red]phase[/]" in out  # shown, as text
+
+
+def test_the_matrix_table_and_lines_show_labels_escaped() -> None:
+    import io
+
+    from rich.console import Console
+
+    from trt_widget._matrix_cli import MatrixView
+    from trt_widget.matrix import BuildMatrix
+
+    matrix = BuildMatrix({f"[bold]m[/] {EVIL}": SMALL}, variants={f"v {EVIL}": {}})
+    lines = io.StringIO()
+    view = MatrixView(matrix, lines, plain=True)
+    view.update()
+    drawn = io.StringIO()
+    Console(file=drawn, force_terminal=True, width=300).print(view._table())
+    for out in (lines.getvalue(), drawn.getvalue()):
+        assert "PWNED-TITLE" in out
+        for raw in ("\x1b]", "\x1b[2J", "\x07", "\x9b", "\u202e", "\r"):
+            assert raw not in out, (raw, out)
+    assert "[bold]m[/]" in drawn.getvalue()

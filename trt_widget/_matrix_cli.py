@@ -20,6 +20,8 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from ._format import escape_controls, escape_lines
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BUDGET, EXIT_INTERRUPTED = 0, 1, 2, 124, 130
 COLORS = {"succeeded": "green", "failed": "red", "cancelled": "yellow", "cancelling": "yellow", "running": "cyan"}
 
@@ -54,10 +56,10 @@ def run(args: argparse.Namespace) -> int:
     for model in args.models:
         path = Path(model).expanduser()
         if not path.is_file():
-            print(f"trt-widget: error: ONNX file not found: {path}", file=sys.stderr)
+            _stderr(f"trt-widget: error: ONNX file not found: {path}")
             return EXIT_FAILED
     if args.max_parallel is not None and args.max_parallel < 1:
-        print(f"trt-widget: error: --max-parallel must be at least 1, got {args.max_parallel}", file=sys.stderr)
+        _stderr(f"trt-widget: error: --max-parallel must be at least 1, got {args.max_parallel}")
         return EXIT_USAGE
     from .matrix import BuildMatrix
 
@@ -84,10 +86,10 @@ def run(args: argparse.Namespace) -> int:
             **{k: v for k, v in options.items() if v is not None},
         )
     except (ValueError, TypeError) as exc:
-        print(f"trt-widget: error: {exc}", file=sys.stderr)
+        _stderr(f"trt-widget: error: {exc}")
         return EXIT_USAGE
     except OSError as exc:
-        print(f"trt-widget: error: {exc}", file=sys.stderr)
+        _stderr(f"trt-widget: error: {exc}")
         return EXIT_FAILED
     view: Any = None if args.json else MatrixView(matrix, sys.stdout, plain=args.plain)
     notify = view.notice if view is not None else _stderr
@@ -127,18 +129,19 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _stderr(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
+    print(escape_lines(text), file=sys.stderr, flush=True)
 
 
 class MatrixView:
     """The matrix on a text stream: a rich live table in a terminal, else a line per status change."""
 
     def __init__(self, matrix: Any, stream: TextIO, *, plain: bool = False) -> None:
-        from ._terminal import _is_terminal, rich_available
+        from ._format import is_terminal
+        from ._terminal import rich_available
 
         self.matrix = matrix
         self.stream = stream
-        self.rich = not plain and _is_terminal(stream) and rich_available()
+        self.rich = not plain and is_terminal(stream) and rich_available()
         self._shown: dict[int, str] = {}
         self._live: Any = None
         if self.rich:
@@ -152,7 +155,7 @@ class MatrixView:
 
     def notice(self, text: str) -> None:
         if self.rich:
-            self.console.print(text, style="bold yellow", markup=False)
+            self.console.print(escape_lines(text), style="bold yellow", markup=False)
         else:
             self._write(text)
 
@@ -177,7 +180,7 @@ class MatrixView:
             self._write(self.matrix.table_text())
 
     def _outcome(self, cell: Any) -> str:
-        from ._terminal import fmt_bytes, fmt_s
+        from ._format import fmt_bytes, fmt_s
 
         build = cell.build
         if build.status == "succeeded":
@@ -192,7 +195,7 @@ class MatrixView:
         from rich.table import Table
         from rich.text import Text
 
-        from ._terminal import fmt_bytes, fmt_s
+        from ._format import fmt_bytes, fmt_s
 
         table = Table(box=None, padding=(0, 1), show_edge=False)
         for name, justify in (("#", "right"), ("model", "left"), ("variant", "left"), ("status", "left")):
@@ -208,12 +211,12 @@ class MatrixView:
             if phase is not None and phase.num_steps > 1:
                 bar = ProgressBar(total=phase.num_steps, completed=min(phase.step, phase.num_steps), width=16)
             note = phase.name if phase else (build.status_detail if build.status in ("failed", "cancelled") else "")
-            table.add_row(
+            table.add_row(  # names are untrusted: plain Text (no markup), control characters escaped
                 str(cell.id),
-                cell.model,
-                cell.variant,
+                Text(escape_controls(cell.model)),
+                Text(escape_controls(cell.variant)),
                 Text(build.status, style=COLORS.get(build.status, "")),
-                note,
+                Text(escape_controls(note)),
                 bar,
                 fmt_s(build.elapsed_s) if build.status != "idle" else "",
                 fmt_bytes(build.engine_size) if build.engine_size else "",
@@ -222,7 +225,7 @@ class MatrixView:
 
     def _write(self, text: str) -> None:
         try:
-            self.stream.write(text + "\n")
+            self.stream.write(escape_lines(text) + "\n")
             self.stream.flush()
         except (OSError, ValueError):
             pass

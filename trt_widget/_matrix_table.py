@@ -161,7 +161,7 @@ def compare_rows(cells: list[Any], baseline: int) -> list[dict[str, Any]]:
 
 def fmt_row_text(row: dict[str, Any]) -> list[str]:
     """The plain-text cells of a results row (terminal table, text/plain)."""
-    from ._terminal import fmt_bytes, fmt_s
+    from ._format import fmt_bytes, fmt_s
 
     size = row["engine_bytes"]
     top = ", ".join(f"{name} {fmt_s(s)}" for name, s in row["top_phases"].items())

@@ -254,7 +254,7 @@ class MatrixWidget(anywidget.AnyWidget):
 
     def to_html(self) -> str:
         """The results as an HTML table (inline styles, every value escaped)."""
-        from ._terminal import fmt_bytes, fmt_s
+        from ._format import fmt_bytes, fmt_s
 
         head = ["model", "variant", "status", "build time", "engine", "top phases / error"]
         cells = "".join(f"<th style='text-align:left;padding:2px 8px'>{h}</th>" for h in head)

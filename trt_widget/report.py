@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._terminal import fmt_bytes, fmt_s
+from ._format import fmt_bytes, fmt_s
 
 __all__ = ["PhaseNode", "mimebundle", "phase_tree", "to_html", "to_html_fragment", "to_markdown", "to_text"]
 

@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from ._files import atomic_write
-from ._terminal import fmt_s
+from ._format import fmt_s
 from .report import _ERROR, REPORT_MAX_NODES, _badge, _e, _facts, tree_html
 
 _PAGE_CSS = """

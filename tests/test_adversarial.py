@@ -26,8 +26,9 @@ from typing import Any
 import psutil
 import pytest
 
-from trt_widget import Build, BuildWidget, _process, models
+from trt_widget import Build, BuildWidget, models
 from trt_widget._files import atomic_write
+from trt_widget.runners import _process
 
 SMALL = models.deep_residual(2).SerializeToString()
 
@@ -439,7 +440,7 @@ def test_a_ray_task_gets_no_directory_so_external_data_is_refused_at_the_driver(
 ) -> None:
     import onnx
 
-    from trt_widget._ray_runner import RayRunner
+    from trt_widget.ray import RayRunner
 
     (tmp_path / "w.bin").write_bytes(SECRET)
     onnx.save_model(_model_naming("w.bin"), str(tmp_path / "m.onnx"))
@@ -482,7 +483,7 @@ EVIL = "\x1b]0;PWNED-TITLE\x07\x1b[2J\x1b[31m\r\x9b31m\u202eevil"
 
 
 def _evil_recording(path: Path) -> Path:
-    from trt_widget.replay import gpu_shaped_events
+    from trt_widget.runners import gpu_shaped_events
 
     events = list(gpu_shaped_events(measurements=2, threads=1, seed=1))
     events[0]["model"] = f"model {EVIL}"
@@ -542,8 +543,8 @@ def test_the_matrix_table_and_lines_show_labels_escaped() -> None:
 
     from rich.console import Console
 
-    from trt_widget._matrix_cli import MatrixView
     from trt_widget.matrix import BuildMatrix
+    from trt_widget.matrix._cli import MatrixView
 
     matrix = BuildMatrix({f"[bold]m[/] {EVIL}": SMALL}, variants={f"v {EVIL}": {}})
     lines = io.StringIO()

@@ -1,5 +1,5 @@
-"""Formatting in one place (mirrors js/src/format.js): durations, sizes, terminal detection, and the escaping
-that keeps untrusted text (names from a model, a recording, a log or a server) from driving a terminal."""
+"""Formatting for people, in one place (mirrors js/src/shared/format.js): durations, sizes, terminals, and the
+escaping that keeps untrusted text (names from a model, a recording, a log or a server) from driving a terminal."""
 
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ def escape_lines(text: str) -> str:
 
 
 def fmt_s(seconds: float | None) -> str:
+    """A duration for people: "<1 ms", "340 ms", "2.50 s", "3 min 04.2 s"."""
     if seconds is None:
         return ""
     if seconds < 1e-3:
@@ -42,6 +43,7 @@ def fmt_s(seconds: float | None) -> str:
 
 
 def fmt_bytes(size: int) -> str:
+    """A size in binary units (B, KiB, MiB, GiB), as the widget shows it."""
     value = float(size)
     for unit in ("B", "KiB", "MiB", "GiB"):
         if value < 1024 or unit == "GiB":
@@ -51,6 +53,7 @@ def fmt_bytes(size: int) -> str:
 
 
 def is_terminal(stream: TextIO) -> bool:
+    """Whether ``stream`` is an interactive terminal (not a pipe, a file, or a dumb TERM)."""
     if os.environ.get("TERM", "") in ("dumb", "unknown"):
         return False
     try:

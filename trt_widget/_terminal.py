@@ -13,8 +13,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from ._events import attach_events
-from ._format import escape_controls, escape_lines, fmt_bytes, fmt_s
-from ._format import is_terminal as _is_terminal
+from ._format import escape_controls, escape_lines, fmt_bytes, fmt_s, is_terminal
 from ._grouping import sibling_runs
 from ._status import CANCELLED, CANCELLING, IDLE, RUNNING, SUCCEEDED
 
@@ -67,7 +66,7 @@ class TerminalView:
         self.stream = stream
         self.summary = summary
         self.hint = hint
-        self.rich = style == "rich" or (style == "auto" and _is_terminal(stream) and rich_available())
+        self.rich = style == "rich" or (style == "auto" and is_terminal(stream) and rich_available())
         self._lock = threading.RLock()
         self._depth: dict[int, int] = {}
         self._console: Any = None

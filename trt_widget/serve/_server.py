@@ -91,11 +91,13 @@ class ServerThread:
         max_concurrent: int = DEFAULT_MAX_CONCURRENT,
         send_timeout: float = 30.0,
         ping: float = 15.0,
+        body_timeout: float = 30.0,
         executor: str = "local",
         ray_address: str | None = None,
     ) -> None:
         self.token = token or secrets.token_urlsafe(32)
-        tuning = {"send_timeout": send_timeout, "ping": ping, "executor": executor, "ray_address": ray_address}
+        tuning = {"send_timeout": send_timeout, "ping": ping, "executor": executor, "ray_address": ray_address,
+                  "body_timeout": body_timeout}  # fmt: skip
         self.store, app = _make_app(data, self.token, max_upload, max_concurrent, **tuning)
         self._sock = _listen(host, port)
         bound = self._sock.getsockname()

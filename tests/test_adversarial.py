@@ -575,7 +575,7 @@ def _small_disk(path: Path, size: str = "2m") -> Any:
 needs_mount = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("mount") is None, reason="needs root to mount")
 
 
-def _fill(directory: Path) -> None:
+def _fill_disk(directory: Path) -> None:
     with open(directory / "filler", "wb") as handle, contextlib.suppress(OSError):
         while True:
             handle.write(b"\0" * 65536)
@@ -672,7 +672,7 @@ def test_a_full_data_disk_fails_the_build_loudly_and_ends_every_stream(tmp_path:
         remote = RemoteBuild(server.url, server.token, model, timeout=10).start()
         while remote.remote_id is None and not remote.done():
             time.sleep(0.01)
-        _fill(data)
+        _fill_disk(data)
         assert remote.wait(60) == "failed", remote.status_detail
         assert "data disk is full" in remote.status_detail
         build_id = remote.remote_id
@@ -822,3 +822,64 @@ def test_stop_ends_a_remote_build_within_a_second_whatever_the_server_does(mode:
     assert "had not confirmed the cancel" in build.status_detail
     if mode == "no answer":
         silent.close()
+
+
+# -- extras never hang or damage ------------------------------------------------------------------------------
+
+
+def test_events_to_a_fifo_without_a_reader_is_refused_at_once(tmp_path: Path) -> None:
+    fifo = tmp_path / "events.fifo"
+    os.mkfifo(fifo)
+    outcome: list[BaseException | None] = []
+
+    def construct() -> None:
+        try:
+            Build(SMALL, history=False, events=str(fifo))
+            outcome.append(None)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=construct, daemon=True)
+    thread.start()
+    thread.join(10)
+    if thread.is_alive():  # it blocked in open(): release it before failing
+        with open(fifo, "rb"):
+            thread.join(10)
+        pytest.fail("Build(events=<a FIFO with no reader>) blocked")
+    assert isinstance(outcome[0], ValueError) and "no process is reading" in str(outcome[0]), outcome
+    with open(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK), "rb") as reader:  # with a reader: events flow
+        build = Build(SMALL, history=False, events=str(fifo), isolation="thread").start()
+        got = b""
+        while b'"build_end"' not in got:
+            got += reader.read() or b""
+            time.sleep(0.01)
+        assert build.wait(120) == "succeeded"
+
+
+def test_no_output_overwrites_the_model_or_the_recording(tmp_path: Path) -> None:
+    model = tmp_path / "m.onnx"
+    model.write_bytes(SMALL)
+    with pytest.raises(ValueError, match="is the model file itself"):
+        Build(str(model), history=False, events=str(model))
+    with pytest.raises(ValueError, match="is the model file itself"):
+        Build(str(model), history=False, events=f"{tmp_path}/./m.onnx")
+    with pytest.raises(ValueError, match="same file"):
+        Build(str(model), history=False, events=str(tmp_path / "x"), output=str(tmp_path / "x"))
+    build = Build(str(model), history=False, isolation="thread").start()
+    assert build.wait(120) == "succeeded"
+    for write in (build.to_html, build.to_trace):
+        with pytest.raises(ValueError, match="is the model file itself"):
+            write(str(model))
+    from trt_widget.report import to_html
+
+    with pytest.raises(ValueError, match="is the model file itself"):
+        to_html(build, str(model))
+    assert model.read_bytes() == SMALL
+    recording = tmp_path / "r.jsonl"
+    Build(str(model), history=False, isolation="thread", events=str(recording)).start().wait(120)
+    kept = recording.read_bytes()
+    replay = Build.from_events(recording).start()
+    replay.wait(60)
+    with pytest.raises(ValueError, match="is the recording itself"):
+        replay.to_html(str(recording))
+    assert recording.read_bytes() == kept

@@ -883,3 +883,34 @@ def test_no_output_overwrites_the_model_or_the_recording(tmp_path: Path) -> None
     with pytest.raises(ValueError, match="is the recording itself"):
         replay.to_html(str(recording))
     assert recording.read_bytes() == kept
+
+
+def test_a_history_store_locked_by_another_process_costs_a_stop_at_most_a_second(tmp_path: Path) -> None:
+    store = tmp_path / "history.sqlite"
+    Build(SMALL, history=str(store), isolation="thread").start().wait(120)  # the store exists
+    holder = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(f"""
+            import sqlite3, sys, time
+            conn = sqlite3.connect({str(store)!r}, isolation_level=None)
+            conn.execute("BEGIN EXCLUSIVE")
+            print("locked", flush=True)
+            sys.stdin.read()
+        """)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        with pytest.warns(RuntimeWarning, match="locked by another process"):
+            build = Build(models.deep_residual(1000), history=str(store), force_after=0.1).start()
+            while build.model.innermost_running() is None:
+                time.sleep(0.05)
+            asked = time.monotonic()
+            assert build.stop()
+            assert build.wait(10) == "cancelled"
+            stopped_s = time.monotonic() - asked
+        assert stopped_s <= 1.0, stopped_s
+    finally:
+        holder.kill()
+        holder.wait()

@@ -914,3 +914,88 @@ def test_a_history_store_locked_by_another_process_costs_a_stop_at_most_a_second
     finally:
         holder.kill()
         holder.wait()
+
+
+# -- recordings are untrusted input ---------------------------------------------------------------------------
+
+_START = {"event": "build_start", "model": "m", "backend": "rtx", "version": "1", "options": {}, "t": 0.0}
+_PHASE = {"event": "phase_start", "id": 0, "name": "p", "parent": None, "depth": 0, "num_steps": 2, "t": 0.1}
+
+
+@pytest.mark.parametrize(
+    ("event", "said"),
+    [
+        (
+            {k: v for k, v in _PHASE.items() if k != "name"},
+            "line 2: field 'name' of a phase_start event must be a string",
+        ),
+        ({**_PHASE, "name": {"a": 1}}, "line 2: field 'name' of a phase_start event must be a string, got dict"),
+        ({**_PHASE, "num_steps": "3"}, "line 2: field 'num_steps' of a phase_start event must be an integer"),
+        ({"event": "step", "id": 0, "name": "p", "step": "x", "t": 0.2}, "line 2: field 'step' of a step event"),
+        ({"event": "log", "severity": [], "message": "m", "t": 0.2}, "line 2: field 'severity' of a log event"),
+        ({"event": "build_end", "status": "won", "t": 1.0}, "line 2: build_end status must be one of"),
+        ({**_PHASE, "t": float("nan")}, "line 2: field 't' must be a finite time"),
+    ],
+)
+def test_a_bad_field_names_its_line_and_field(event: dict[str, Any], said: str) -> None:
+    from trt_widget.runners import RecordingError
+
+    with pytest.raises(RecordingError, match=said.replace("(", r"\(")):
+        Build.from_events([json.dumps(_START), json.dumps(event)])
+
+
+def test_view_says_one_line_for_any_file_that_is_not_a_recording(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.jsonl"
+    missing.write_text(json.dumps(_START) + "\n" + json.dumps({"event": "step", "id": 0, "t": 0.2}) + "\n")
+    utf = tmp_path / "latin1.jsonl"
+    utf.write_bytes(json.dumps(_START).encode() + b"\n" + b'{"event": "log", "message": "\xe9", "t": 1}\n')
+    onnx_file = tmp_path / "model.onnx"
+    onnx_file.write_bytes(SMALL)
+    deep = tmp_path / "deep.jsonl"
+    deep.write_text("[" * 100_000 + "]" * 100_000 + "\n")
+    for path, said in [
+        (missing, "line 2: field 'name' of a step event must be a string"),
+        (utf, "line 2: not UTF-8 text"),
+        (onnx_file, "line 1:"),
+        (deep, "line 1: JSON nested too deeply"),
+    ]:
+        done = subprocess.run(
+            [sys.executable, "-m", "trt_widget", "view", str(path), "--plain"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 1, done
+        assert "Traceback" not in done.stderr and done.stderr.count("\n") == 1, done.stderr
+        assert done.stderr.startswith("trt-widget: error: ") and said in done.stderr, done.stderr
+
+
+def test_a_huge_line_or_too_many_events_are_refused_in_bounded_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tracemalloc
+
+    from trt_widget.runners import RecordingError, _replay
+
+    huge = tmp_path / "huge.jsonl"
+    with open(huge, "wb") as handle:
+        handle.write(json.dumps(_START).encode() + b"\n" + b'{"event": "log", "message": "')
+        for _ in range(64):
+            handle.write(b"x" * (1 << 20))  # 64 MB, one line
+    tracemalloc.start()
+    try:
+        with pytest.raises(RecordingError, match="line 2: longer than 1,048,576 bytes"):
+            Build.from_events(huge)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 << 20, peak
+    monkeypatch.setattr(_replay, "MAX_EVENTS", 1000)
+    many = [json.dumps(_START)] + [json.dumps({"event": "log", "message": "m", "t": 0.1})] * 1000
+    with pytest.raises(RecordingError, match="more than 1,000 events"):
+        Build.from_events(many)
+    nested = [json.dumps(_START)] + [
+        json.dumps({**_PHASE, "id": i, "parent": i - 1 if i else None, "t": 0.1}) for i in range(300)
+    ]
+    with pytest.raises(RecordingError, match="line 259: phases nest more than 256 deep"):
+        Build.from_events(nested)

@@ -6,6 +6,8 @@
   trt-widget demo [--blocks N] [same options]    # builds a generated deep residual model
   trt-widget serve [--host H] [--port P] [--token T | --token-file F] [--data DIR] ...   # a build service
   trt-widget matrix a.onnx [b.onnx ...] --opt-level 0 3 5 [--executor ray] [--json]   # see _matrix_cli.py
+  trt-widget mcp [--http] [--port P] [--token-file F]   # builds as MCP tools for agents (docs/agents.md)
+  trt-widget lsp                                        # a language server for editors (docs/agents.md)
 
 Exit codes: 0 succeeded, 1 failed (or bad input such as a missing file, or a --report / --trace file that could
 not be written), 2 bad usage, 124 cancelled because the --budget ran out, 130 cancelled by Ctrl-C. Ctrl-C cancels
@@ -70,7 +72,7 @@ def _parser() -> argparse.ArgumentParser:
         epilog="Exit codes: 0 succeeded, 1 failed or bad input, 2 bad usage, 124 --budget ran out, "
         "130 cancelled with Ctrl-C.",
     )
-    commands = parser.add_subparsers(dest="command", metavar="{build,demo,view,serve,matrix}")
+    commands = parser.add_subparsers(dest="command", metavar="{build,demo,view,serve,matrix,mcp,lsp}")
     build = commands.add_parser(
         "build",
         parents=[common],
@@ -118,6 +120,20 @@ def _parser() -> argparse.ArgumentParser:
             "or on Ray (--executor ray). Engines are written only with -o DIR.",
         )
     )
+    from .mcp import add_arguments as mcp_arguments
+
+    mcp_arguments(
+        commands.add_parser(
+            "mcp",
+            help="serve builds as MCP tools for agents (stdio, or streamable HTTP with --http)",
+            description='Serve TensorRT builds as MCP tools (see docs/agents.md). Needs pip install "trt_widget[mcp]".',
+        )
+    )
+    commands.add_parser(
+        "lsp",
+        help="run a language server for editors (stdio): build commands with work-done progress",
+        description='A language server over stdio (see docs/agents.md). Needs pip install "trt_widget[lsp]".',
+    )
     return parser
 
 
@@ -130,7 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.code or 0)
     if args.command is None:
         parser.print_usage(sys.stderr)
-        print("trt-widget: error: choose a command: build, demo, view, serve or matrix", file=sys.stderr)
+        print("trt-widget: error: choose a command: build, demo, view, serve, matrix, mcp or lsp", file=sys.stderr)
         return EXIT_USAGE
     if args.command == "serve":
         from .serve import run as serve
@@ -140,6 +156,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .matrix import run as matrix
 
         return matrix(args)
+    if args.command in ("mcp", "lsp"):
+        from importlib import import_module
+
+        return int(import_module(f".{args.command}", __package__).run(args))
     try:
         return _view(args) if args.command == "view" else _run(args)
     except _UsageError as exc:

@@ -265,7 +265,7 @@ class BuildWidget(anywidget.AnyWidget):
             self._refresh_display()
 
     def _on_build_end(self, _build: Any) -> None:
-        """on_done, on the builder thread: ipykernel's IOPub socket is thread-safe, so the update goes out now,
+        """A done callback, on the builder thread: ipykernel's IOPub socket is thread-safe, so the update goes out now,
         with the request of the cell running at this moment (or of the last one)."""
         if self._display_id is not None:
             self._refresh_display()

@@ -26,6 +26,7 @@ import httpx
 from .._build import Build
 from .._engine import ModelSource
 from .._errors import BuildError
+from .._files import refuse_overwriting
 from .._options import BuildOptions
 from ..runners import RunContext, apply_event
 
@@ -505,6 +506,8 @@ class RemoteBuild(Build):
         options = BuildOptions.from_kwargs(**remote, output=output, isolation="process", **unknown)
         if build_id is None:
             source = ModelSource.of(model)
+            if source.kind == "path":
+                refuse_overwriting(source.value, output=options.output)
             if source.kind == "callable":
                 raise TypeError(
                     "a remote build needs ONNX (a file path, bytes or an onnx.ModelProto): a network function "
@@ -512,25 +515,20 @@ class RemoteBuild(Build):
                 )
         elif model is not None:
             raise TypeError("give either a model to build or the build_id of a build on the server, not both")
+        else:
+            source = ModelSource("remote", f"{url}/builds/{build_id}", f"build {build_id} on {url}")
         if "profiles" in remote:
             remote["profiles"] = {k: [list(s) for s in v] for k, v in (options.profiles or {}).items()}
         clock = FollowClock()
         runner = RemoteRunner(
             url, token, options=remote, name=name, clock=clock, build_id=build_id, timeout=timeout, queue=queue
         )
-        placeholder = model if build_id is None else b"remote build"
-        super().__init__(
-            placeholder, isolation="thread", output=output, history=False, resources=False, clock=clock, runner=runner
-        )
         self.runner: RemoteRunner = runner
-        self.options = options  # what the server builds with (isolation: a builder process there)
-        if build_id is not None:
-            self.source = ModelSource("remote", f"{url}/builds/{build_id}", f"build {build_id} on {url}")
         self.url = url
-        if events is not None:
-            from .._events import attach_events
-
-            attach_events(self, events)
+        # options: what the server builds with (isolation: a builder process there)
+        self._assemble(
+            source=source, options=options, runner=runner, clock=clock, events=events, history=False, resources=False
+        )
 
     @classmethod
     def follow(cls, url: str, token: str, build_id: str, *, timeout: float = 30.0) -> RemoteBuild:

@@ -994,6 +994,26 @@ def test_a_huge_line_or_too_many_events_are_refused_in_bounded_memory(
         Build.from_events(nested)
 
 
+def test_serve_shows_its_data_directory_to_no_client(tmp_path: Path) -> None:
+    import httpx
+
+    from trt_widget.serve import ServerThread
+
+    with (
+        ServerThread(data=tmp_path / "data", max_concurrent=2) as server,
+        httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {server.token}"}, timeout=60) as http,
+    ):
+        build_id = http.post("/builds", content=SMALL).json()["id"]
+        record = server.store.get(build_id)
+        assert record is not None and record.build is not None
+        record.build.logger.log(2, f"TensorRT read {server.store.data}/builds/{build_id}/model.onnx")  # as a log may
+        record.build.wait(120)
+        with http.stream("GET", f"/builds/{build_id}/events") as reply:
+            text = "".join(reply.iter_lines())
+        assert str(tmp_path) not in text and f"<data>/builds/{build_id}/model.onnx" in text
+        server.store.stop_running(timeout=60)
+
+
 def test_no_worker_process_leaks_across_the_attacks() -> None:
     """Run last in this module: no zombies, and no more children than the pool keeps warm (+1 being warmed)."""
     children = psutil.Process().children()

@@ -82,8 +82,8 @@ class BuildRecord:
             phase = build.model.innermost_running()
             out.update(
                 status=build.status,
-                detail=build.status_detail,
-                error=str(build.error) if build.error is not None else None,
+                detail=self.store.scrub(build.status_detail),
+                error=self.store.scrub(str(build.error)) if build.error is not None else None,
                 elapsed_s=round(build.elapsed_s, 6),
                 engine_bytes=build.engine_size,
                 phase=None if phase is None else {"name": phase.name, "step": phase.step, "num_steps": phase.num_steps},
@@ -160,7 +160,7 @@ class BuildRecord:
         try:
             if event.get("event") == "build_end":
                 self._finalize(event)  # engine and meta on disk before any subscriber sees the end
-            text = _encode(event)
+            text = self.store.scrub(_encode(event))  # a message from TensorRT may name the upload's path
             failure = None
             with self._lock:
                 assert self._frames is not None
@@ -228,8 +228,8 @@ class BuildRecord:
         meta = dict(self.meta)
         meta.update(
             status=end.get("status"),
-            detail=end.get("detail", ""),
-            error=end.get("error"),
+            detail=self.store.scrub(str(end.get("detail") or "")),
+            error=self.store.scrub(str(end["error"])) if end.get("error") is not None else None,
             elapsed_s=end.get("elapsed_s"),
             engine_bytes=end.get("engine_bytes"),
             timings=build.timings() if build is not None else [],
@@ -281,6 +281,7 @@ class BuildStore:
 
     def __init__(self, data: str | os.PathLike[str], *, max_concurrent: int) -> None:
         self.data = Path(data).expanduser().resolve()
+        self._data_text = str(self.data)
         self.root = self.data / "builds"
         self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
         with contextlib.suppress(OSError):
@@ -355,6 +356,10 @@ class BuildStore:
             self._records[build_id] = record
         build.start()
         return record
+
+    def scrub(self, text: str) -> str:
+        """``text`` with the server's data directory shown as ``<data>``: clients never learn server paths."""
+        return text.replace(self._data_text, "<data>") if self._data_text in text else text
 
     def write_meta(self, directory: Path, meta: dict[str, Any]) -> None:
         atomic_write(directory / META, json.dumps(meta, ensure_ascii=False, default=str).encode())

@@ -608,6 +608,16 @@ def test_a_stalled_upload_gets_408_and_frees_its_slot(tmp_path: Path) -> None:
         server.store.stop_running(timeout=60)
 
 
+def test_serve_takes_a_body_timeout_and_refuses_a_bad_one(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "trt_widget", "serve", "--body-timeout", "0", "--data", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2 and "--body-timeout must be more than 0" in done.stderr, done.stderr
+
+
 def test_malformed_requests_are_400_not_500(tmp_path: Path) -> None:
     import httpx
 

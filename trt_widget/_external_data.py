@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from ._errors import BuildError
 
 MAX_DEPTH = 64  # graphs nest in node attributes; deeper than any real model
+QUICK_SCAN_BYTES = 16 << 20  # below this, searching for the key "location" is quicker than walking the nodes
 
 
 class _Malformed(Exception):
@@ -110,6 +111,8 @@ def _walk(buf: memoryview, kind: str, depth: int, found: list[str]) -> None:
 def external_locations(data: bytes | memoryview) -> list[str]:
     """Every external-data location the serialized model names, in order (duplicates kept once)."""
     found: list[str] = []
+    if isinstance(data, bytes) and len(data) < QUICK_SCAN_BYTES and b"location" not in data:
+        return found  # an external-data entry names its file under the key "location": none, nothing to walk
     try:
         _walk(memoryview(data), "model", 0, found)
     except _Malformed:
@@ -123,6 +126,8 @@ def file_locations(path: str) -> list[str]:
         if os.fstat(handle.fileno()).st_size == 0:
             return []
         with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+            if mapped.size() < QUICK_SCAN_BYTES and mapped.find(b"location") < 0:
+                return []  # as in external_locations
             view = memoryview(mapped)
             try:
                 return external_locations(view)

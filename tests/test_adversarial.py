@@ -1004,6 +1004,25 @@ def test_a_huge_line_or_too_many_events_are_refused_in_bounded_memory(
         Build.from_events(nested)
 
 
+def test_stop_ends_a_remote_build_within_a_second_while_the_server_takes_no_upload() -> None:
+    import socket
+
+    from trt_widget.serve import RemoteBuild
+
+    silent = socket.socket()  # the kernel accepts the connection; nobody answers
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)
+    try:
+        build = RemoteBuild(f"http://127.0.0.1:{silent.getsockname()[1]}", "token", SMALL, timeout=60).start()
+        time.sleep(0.5)
+        assert build.status in ("running", "queued"), build.status_detail
+        assert build.stop()
+        assert build.wait(1.0) == "cancelled", build.status_detail
+        assert "the upload" in build.status_detail and "had not finished" in build.status_detail
+    finally:
+        silent.close()
+
+
 def test_serve_shows_its_data_directory_to_no_client(tmp_path: Path) -> None:
     import httpx
 

@@ -183,7 +183,7 @@ class RemoteRunner:
     def run(self, ctx: RunContext) -> bytes | None:
         with httpx.Client(base_url=self.url, headers=self.headers, timeout=self.timeout) as client:
             if self.build_id is None:
-                self.build_id = self._upload(client, ctx)
+                self.build_id = self._upload_or_stop(ctx)
                 if self.build_id is None:
                     return None  # stopped before the server had it
             finished = threading.Event()
@@ -196,6 +196,34 @@ class RemoteRunner:
                 self._poke.set()
 
     # -- upload --------------------------------------------------------------------------------------
+    def _upload_or_stop(self, ctx: RunContext) -> str | None:
+        """``_upload`` on a thread of its own, so a stop ends the build within ``STOP_WAIT_S`` even while the
+        server takes the upload slowly or not at all; an upload it accepts after that is cancelled there."""
+        box: dict[str, Any] = {}
+        abandoned = threading.Event()
+
+        def upload() -> None:
+            try:
+                with httpx.Client(base_url=self.url, headers=self.headers, timeout=self.timeout) as client:
+                    box["id"] = self._upload(client, ctx)
+            except BaseException as exc:
+                box["error"] = exc
+            if abandoned.is_set() and box.get("id"):  # too late: nobody follows it, so it must not build
+                self.build_id = box["id"]
+                self._cancel(force=True)
+
+        thread = threading.Thread(target=upload, name="trt_widget-remote-upload", daemon=True)
+        thread.start()
+        while thread.is_alive():
+            if self._given_up(ctx):
+                abandoned.set()
+                return None
+            thread.join(0.05)
+        if "error" in box:
+            raise box["error"]
+        found: str | None = box.get("id")
+        return found
+
     def _upload(self, client: httpx.Client, ctx: RunContext) -> str | None:
         """POST the model; the id, or None when stopped while waiting for a free slot. The server's limits are
         checked first: a server refusing an upload it has not read closes the connection, and a large body
@@ -395,6 +423,12 @@ class RemoteRunner:
         limit = min(self._stopped_at, self._forced_at if self._forced_at is not None else self._stopped_at)
         if now - limit < STOP_WAIT_S:
             return False
+        if self.build_id is None:
+            ctx.note(
+                f"ended here: the upload to {self.url} had not finished {STOP_WAIT_S:g} s after the stop (a build "
+                "the server accepts later is cancelled there)"
+            )
+            return True
         ctx.note(
             f"ended here: the server had not confirmed the cancel after {STOP_WAIT_S:g} s (it was asked to cancel "
             f"build {self.build_id}; GET {self.url}/builds/{self.build_id} says how it ended)"

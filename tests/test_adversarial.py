@@ -870,7 +870,9 @@ def test_no_output_overwrites_the_model_or_the_recording(tmp_path: Path) -> None
         Build(str(model), history=False, events=str(tmp_path / "x"), output=str(tmp_path / "x"))
     build = Build(str(model), history=False, isolation="thread").start()
     assert build.wait(120) == "succeeded"
-    for write in (build.to_html, build.to_trace):
+    from trt_widget.report import timeline
+
+    for write in (build.to_html, build.to_trace, lambda p: timeline.save_svg(build, p)):
         with pytest.raises(ValueError, match="is the model file itself"):
             write(str(model))
     from trt_widget.report import to_html

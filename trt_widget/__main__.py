@@ -171,10 +171,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _view(args) if args.command == "view" else _run(args)
     except _UsageError as exc:
-        print(f"trt-widget: error: {exc}", file=sys.stderr)
+        _stderr_line(f"trt-widget: error: {exc}")
         return EXIT_USAGE
     except (_InputError, ImportError, OSError) as exc:  # ImportError: BackendUnavailable, missing onnx
-        print(f"trt-widget: error: {exc}", file=sys.stderr)
+        _stderr_line(f"trt-widget: error: {exc}")
         return EXIT_FAILED
 
 
@@ -268,7 +268,7 @@ def _write_files(build: Any, args: argparse.Namespace) -> bool:
             getattr(build, method)(path)
         except (OSError, ValueError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            print(f"trt-widget: error: cannot write the {flag} file {path}: {reason}", file=sys.stderr)
+            _stderr_line(f"trt-widget: error: cannot write the {flag} file {path}: {reason}")
             ok = False
         else:
             _stderr_line(f"{'Report' if flag == '--report' else 'Trace'} written to {path}")
@@ -319,7 +319,7 @@ def _run(args: argparse.Namespace) -> int:
     if build.status == "cancelled":
         return EXIT_INTERRUPTED if interrupts.count else EXIT_BUDGET
     message = str(build.error) if build.error is not None else build.status_detail
-    print(f"trt-widget: build failed: {message}", file=sys.stderr)
+    _stderr_line(f"trt-widget: build failed: {message}")
     return EXIT_FAILED
 
 
@@ -344,13 +344,16 @@ def _view(args: argparse.Namespace) -> int:
     stream.join(30.0)
     written = _write_files(build, args)
     if "replayed recording" not in build.status_detail and build.status != "cancelled":
-        print(f"trt-widget: error: {build.error or build.status_detail}", file=sys.stderr)
+        _stderr_line(f"trt-widget: error: {build.error or build.status_detail}")
         return EXIT_FAILED
     return EXIT_OK if written else EXIT_FAILED
 
 
 def _stderr_line(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
+    """A message on stderr; what it quotes (paths, a model's or a recording's text) is shown escaped."""
+    from ._format import escape_lines
+
+    print(escape_lines(text), file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

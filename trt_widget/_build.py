@@ -20,7 +20,7 @@ from ._engine import CaptureLogger, ModelLike, ModelSource
 from ._errors import BuildCancelled, BuildError
 from ._event_sinks import Sink
 from ._expected import unexpected_errors
-from ._files import atomic_write, refuse_overwriting
+from ._files import atomic_write, refuse_inputs, refuse_overwriting
 from ._gpu import memory_skip_note
 from ._options import BuildOptions, BuildOptionsDict
 from ._phases import CANCELLED, FINISHED_EARLY, PhaseModel
@@ -75,8 +75,17 @@ class Build(Waiting):
     ) -> None:
         self.options = BuildOptions.from_kwargs(**options)  # unknown names: TypeError with "did you mean"
         self.source = ModelSource.of(model)
+        sink_path = events if isinstance(events, (str, os.PathLike)) else None
         if self.source.kind == "path":
-            refuse_overwriting(self.source.value, output=self.options.output, timing_cache=self.options.timing_cache)
+            refuse_overwriting(
+                self.source.value, output=self.options.output, timing_cache=self.options.timing_cache, events=sink_path
+            )
+        if sink_path is not None:
+            for name, other in (("output", self.options.output), ("timing_cache", self.options.timing_cache)):
+                if other is not None and os.path.realpath(os.path.expanduser(other)) == os.path.realpath(
+                    os.path.expanduser(sink_path)
+                ):
+                    raise ValueError(f"events= and {name}= are the same file ({other}): choose another events file")
         check_options(self.options)
         if self.options.isolation == "process" or runner is not None:
             from .runners import check_transferable, pool
@@ -417,10 +426,14 @@ class Build(Waiting):
         """A standalone HTML report of the build (:func:`trt_widget.report.to_html`); written to ``path`` if given."""
         from .report import to_html
 
+        if path is not None:
+            refuse_inputs(self, path=path)
         return to_html(self, path)
 
     def to_trace(self, path: str | os.PathLike[str] | None = None) -> str:
         """Chrome trace-event JSON of the build (``report.trace.to_trace``); written to ``path`` if given."""
         from .report.trace import to_trace
 
+        if path is not None:
+            refuse_inputs(self, path=path)
         return to_trace(self, path)

@@ -20,6 +20,7 @@ from typing import Any, Protocol, Union, cast
 from ._backend import builder_failure_message, capabilities, select_backend, trt
 from ._errors import BuildError
 from ._expected import significant
+from ._external_data import check_external_data, external_locations, file_locations
 from ._files import atomic_write
 from ._options import PRECISION_FLAGS, TRT_SETTINGS, BuildOptions
 from ._verbose import TacticWatch, wanted
@@ -47,17 +48,25 @@ class ModelSource:
     kind: str  # "path" | "bytes" | "callable"
     value: Any
     label: str
+    # where the model's external data may lie: its own directory for a path, None (none allowed) otherwise
+    directory: str | None = None
+    hint: str = ""  # how to pass a model with external data here, when the default advice does not fit
 
     @classmethod
     def of(cls, model: ModelLike | Any) -> ModelSource:
         if isinstance(model, (str, os.PathLike)):
-            return cls("path", str(Path(model).expanduser()), str(model))
+            path = str(Path(model).expanduser())
+            return cls("path", path, str(model), os.path.dirname(os.path.abspath(path)))
         if isinstance(model, (bytes, bytearray, memoryview)):
             data = bytes(model)
             return cls("bytes", data, f"ONNX bytes ({len(data):,} B)")
         if hasattr(model, "SerializeToString") and hasattr(model, "graph"):
             data = model.SerializeToString()
-            return cls("bytes", data, f"onnx.ModelProto {model.graph.name or ''}".strip())
+            hint = (
+                "An onnx.ModelProto does not know its directory: load it with its data (onnx.load(path)), or "
+                "pass the path of the ONNX file"
+            )
+            return cls("bytes", data, f"onnx.ModelProto {model.graph.name or ''}".strip(), None, hint)
         if callable(model):
             return cls("callable", model, getattr(model, "__qualname__", repr(model)))
         raise TypeError(
@@ -399,10 +408,16 @@ def _populate(t: Any, network: Any, source: ModelSource, logger: CaptureLogger, 
             raise BuildError(f"ONNX file not found: {path}")
         if not path.is_file():
             raise BuildError(f"not an ONNX file (a directory?): {path}")
+        try:
+            locations = file_locations(str(path))
+        except OSError as exc:
+            raise BuildError(f"cannot read the model {source.label}: {exc.strerror or exc}") from None
+        check_external_data(locations, source.directory, source.label, source.hint)
         ok = parser.parse_from_file(str(path))
     else:
         if not source.value:
             raise BuildError("the ONNX bytes are empty")
+        check_external_data(external_locations(source.value), None, source.label, source.hint)
         ok = _parse_bytes(parser, source.value)
     if not ok or parser.num_errors:
         problems = [_describe_parser_error(parser.get_error(i)) for i in range(parser.num_errors)]

@@ -52,11 +52,24 @@ def refuse_overwriting(model: str | os.PathLike[str], **targets: str | os.PathLi
     """Raise ValueError when a target (``output=``, ``timing_cache=``, ``path=``) is the model file itself:
     writing it would destroy the model."""
     for name, value in targets.items():
-        if value is not None and os.path.realpath(value) == os.path.realpath(model):
+        if value is not None and os.path.realpath(os.path.expanduser(value)) == os.path.realpath(model):
             raise ValueError(
                 f"{name}={str(value)!r} is the model file itself: writing it would destroy the model; "
                 "choose another path"
             )
+
+
+def refuse_inputs(build: object, **targets: str | os.PathLike[str] | None) -> None:
+    """``refuse_overwriting`` for the inputs of ``build`` (a Build, or anything with a ``source``): its model
+    file or its recording."""
+    source = getattr(build, "source", None)
+    kind, value = getattr(source, "kind", None), getattr(source, "value", None)
+    if kind not in ("path", "recording") or not isinstance(value, str):
+        return
+    what = "the model file" if kind == "path" else "the recording"
+    for name, target in targets.items():
+        if target is not None and os.path.realpath(os.path.expanduser(target)) == os.path.realpath(value):
+            raise ValueError(f"{name}={str(target)!r} is {what} itself: writing it would destroy it; choose another")
 
 
 def atomic_write(path: str | os.PathLike[str], data: bytes | memoryview) -> Path:

@@ -316,6 +316,8 @@ class _Relay:
             "configure": None,
             "workdirs": self.workdirs,
             "sys_path": list(sys.path),
+            "directory": source.directory if source.kind == "path" else None,  # where external data may lie
+            "hint": source.hint,
         }
         if self.ctx.options.configure is not None:  # a function, often a lambda: cloudpickle sends it
             import dataclasses

@@ -14,8 +14,9 @@ from typing import Any
 
 INSTALL_HINT = (
     "trt_widget needs a TensorRT Python module and found none. Install one of:\n"
-    "  pip install 'trt_widget[rtx]'       # TensorRT for RTX from PyPI, builds engines without a GPU\n"
-    "  pip install 'trt_widget[tensorrt]'  # NVIDIA TensorRT, for machines with an NVIDIA GPU"
+    "  pip install tensorrt-rtx-cu13-libs tensorrt-rtx-cu13-bindings  # TensorRT for RTX, builds without a GPU\n"
+    "  pip install tensorrt                                           # NVIDIA TensorRT, for an NVIDIA GPU\n"
+    "(in a clone of trt_widget: pip install -e '.[rtx]' or -e '.[tensorrt]')"
 )
 
 _CANDIDATES = {

@@ -177,7 +177,8 @@ def _build_engine(
         raise BuildError(
             f"{capabilities()['label']} could not create a builder ({exc}): no CUDA GPU is visible to this process "
             "or the NVIDIA driver is too old for this TensorRT. On a machine without an NVIDIA GPU install "
-            "TensorRT for RTX (pip install 'trt_widget[rtx]') or set TRT_WIDGET_BACKEND=rtx"
+            "TensorRT for RTX (pip install tensorrt-rtx-cu13-libs tensorrt-rtx-cu13-bindings) or set "
+            "TRT_WIDGET_BACKEND=rtx"
         ) from None
     flags = 0
     strong = getattr(t.NetworkDefinitionCreationFlag, "STRONGLY_TYPED", None)

@@ -19,7 +19,7 @@ from ._backend import check_options, select_backend
 from ._engine import CaptureLogger, ModelSource
 from ._errors import BuildCancelled, BuildError
 from ._expected import unexpected_errors
-from ._files import atomic_write, refuse_overwriting
+from ._files import atomic_write, check_writable, refuse_overwriting
 from ._options import BuildOptions
 from ._phases import CANCELLED, FINISHED_EARLY, PhaseModel
 from ._runner import RunContext, Runner, runner_for
@@ -94,6 +94,8 @@ class Build(Waiting):
         if self.source.kind == "path":
             refuse_overwriting(self.source.value, output=self.options.output, timing_cache=self.options.timing_cache)
         check_options(self.options)
+        if self.options.output:  # found now, not after the build: OSError naming the path and the reason
+            check_writable(self.options.output, "output=")
         if self.options.isolation == "process" or runner is not None:
             from ._process import check_transferable, pool
 

@@ -129,22 +129,22 @@ def test_onnx_path_and_bytes_and_modelproto_all_build(onnx_path: Path, small_mod
         assert build.status == "succeeded", (model if not isinstance(model, bytes) else "bytes", build.status_detail)
 
 
-def test_on_done_runs_once_after_the_end_and_at_once_when_late(small_model: Any) -> None:
+def test_done_callbacks_run_once_after_the_end_and_at_once_when_late(small_model: Any) -> None:
     calls: list[str] = []
     build = Build(small_model)
-    build.on_done(lambda b: calls.append(b.status))
+    build.add_done_callback(lambda b: calls.append(b.status))
     finished(build)
     assert calls == ["succeeded"]
-    build.on_done(lambda b: calls.append("late " + b.status))
+    build.add_done_callback(lambda b: calls.append("late " + b.status))
     assert calls == ["succeeded", "late succeeded"]
 
 
-def test_on_done_callbacks_may_wait_for_the_result(small_model: Any) -> None:
+def test_done_callbacks_may_wait_for_the_result(small_model: Any) -> None:
     """Callbacks run on the builder thread: result()/wait() there must not wait for the callbacks themselves."""
     seen: list[Any] = []
     build = Build(small_model)
-    build.on_done(lambda b: seen.append(len(b.result())))
-    build.on_done(lambda b: seen.append(b.wait()))
+    build.add_done_callback(lambda b: seen.append(len(b.result())))
+    build.add_done_callback(lambda b: seen.append(b.wait()))
     assert finished(build).status == "succeeded"
     assert seen == [len(build.engine or b""), "succeeded"]
 
@@ -152,8 +152,8 @@ def test_on_done_callbacks_may_wait_for_the_result(small_model: Any) -> None:
 def test_a_callback_raising_systemexit_does_not_hang_wait(small_model: Any, caplog: Any) -> None:
     seen: list[str] = []
     build = Build(small_model)
-    build.on_done(lambda b: sys.exit(1))
-    build.on_done(lambda b: seen.append(b.status))
+    build.add_done_callback(lambda b: sys.exit(1))
+    build.add_done_callback(lambda b: seen.append(b.status))
     assert finished(build).status == "succeeded"
     assert seen == ["succeeded"]
     assert [r for r in caplog.records if r.name == "trt_widget" and "SystemExit" in (r.exc_text or "")]

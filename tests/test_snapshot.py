@@ -68,7 +68,7 @@ class FakeBuild:
     def done(self) -> bool:
         return self._ended.is_set()
 
-    def on_done(self, fn: Callable[[Any], None]) -> None:
+    def add_done_callback(self, fn: Callable[[Any], None]) -> None:
         self._on_done.append(fn)
 
     def on_start(self, fn: Callable[[Any], None]) -> None:

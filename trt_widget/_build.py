@@ -1,6 +1,6 @@
 """``Build``: one TensorRT engine build, observable and cancelable, driven from a background thread.
 
-``start()`` returns at once; a runner (:mod:`trt_widget._runner`: a warm builder process by default, or this
+``start()`` returns at once; a runner (:mod:`trt_widget.runners`: a warm builder process by default, or this
 process's thread) fills the phase model as TensorRT calls back; ``stop()`` sets the one cancel event, which the
 runner honours at the next step boundary, and, in a builder process, by terminating it when that takes longer
 than ``force_after`` seconds (0.5 by default).
@@ -22,22 +22,10 @@ from ._expected import unexpected_errors
 from ._files import atomic_write, check_writable, refuse_overwriting
 from ._options import BuildOptions
 from ._phases import CANCELLED, FINISHED_EARLY, PhaseModel
-from ._runner import RunContext, Runner, runner_for
-from ._status import (
-    BUILD_STATUSES,
-    CANCELLING,
-    FAILED,
-    FINAL,
-    IDLE,
-    LIVE,
-    QUEUED,
-    RUNNING,
-    SUCCEEDED,
-    DoneFlag,
-    log,
-)
+from ._status import BUILD_STATUSES, CANCELLING, FAILED, FINAL, IDLE, LIVE, QUEUED, RUNNING, SUCCEEDED, log
 from ._subscribe import BuildEvent, subscribe
 from ._waiting import Waiting, _quietly
+from .runners import RunContext, Runner, runner_for
 
 __all__ = ["BUILD_STATUSES", "FINAL", "Build"]
 
@@ -48,7 +36,7 @@ class Build(Waiting):
     Options: optimization_level, fp16, strongly_typed, timing_cache, workspace, profiles, output, budget,
     verbose, isolation ("process", the default: a warm builder process that Stop can always end; or
     "thread"), force_after. Unknown options raise TypeError at once. ``runner=`` runs the builder elsewhere
-    (a :class:`~trt_widget._runner.Runner`, e.g. ``trt_widget.RayRunner()``) instead of where isolation says.
+    (a :class:`~trt_widget.runners.Runner`, e.g. ``trt_widget.RayRunner()``) instead of where isolation says.
 
     Life cycle: ``start()`` once (a second call raises RuntimeError); ``stop()`` before start or after the
     end does nothing and returns False; a build that stops before producing an engine ends "cancelled".
@@ -97,17 +85,42 @@ class Build(Waiting):
         if self.options.output:  # found now, not after the build: OSError naming the path and the reason
             check_writable(self.options.output, "output=")
         if self.options.isolation == "process" or runner is not None:
-            from ._process import check_transferable, pool
+            from .runners import check_transferable, pool
 
             check_transferable(self.source)  # what cannot reach a builder process fails here, not later
             if runner is None:
                 pool.prewarm()
-        self.runner = runner if runner is not None else runner_for(self.options)
+        self._assemble(
+            source=self.source,
+            options=self.options,
+            runner=runner if runner is not None else runner_for(self.options),
+            clock=clock,
+            events=events,
+            history=history,
+            resources=resources,
+        )
+
+    def _assemble(
+        self,
+        *,
+        source: ModelSource,
+        options: BuildOptions,
+        runner: Runner,
+        clock: Callable[[], float],
+        events: Any,
+        history: Any,
+        resources: bool,
+    ) -> None:
+        """Set up a build of ``source`` with ``options`` on ``runner``: the one way every kind of build (a model,
+        a recording, a build on a server) is put together, once its parts are known and validated."""
+        self.source = source
+        self.options = options
+        self.runner = runner
         self.model = PhaseModel(clock)
         self._clock = clock
         self._cancel = threading.Event()
         self._done = threading.Event()  # the build has ended (status final)
-        self._settled = threading.Event()  # ... and its on_done callbacks have run (what wait() waits for)
+        self._settled = threading.Event()  # ... and its done callbacks have run (what wait() waits for)
         self._lock = threading.Lock()
         self._status = IDLE
         self.status_detail = ""
@@ -144,20 +157,24 @@ class Build(Waiting):
     def from_events(cls, recording: Any, *, speed: float | None = None) -> Build:
         """A Build that replays a recording of ``events=`` / ``--json`` (a path, or an iterable of JSON lines or
         event dicts): instantly, or at the recorded pace times ``speed``. ``start()`` it like any build; it has
-        no engine bytes. A bad line raises ``trt_widget.replay.RecordingError`` naming the line."""
-        from .replay import ReplayClock, ReplayRunner, load_events
+        no engine bytes. A bad line raises ``trt_widget.runners.RecordingError`` naming the line."""
+        from .runners import ReplayClock, ReplayRunner, load_events
 
         events = load_events(recording)
         clock = ReplayClock()
         first = next((e for e in events if e["event"] == "build_start"), {})
         where = str(recording) if isinstance(recording, (str, os.PathLike)) else "a recording"
-        build = cls(b"replay", isolation="thread", history=False, resources=False, clock=clock)
-        build.source = ModelSource("recording", where, f"replay of {first.get('model') or where}")
-        build.runner = ReplayRunner(events, clock, speed, on_engine_size=build._set_recorded_engine_size)
+        build = cls.__new__(cls)
+        build._assemble(
+            source=ModelSource("recording", where, f"replay of {first.get('model') or where}"),
+            options=BuildOptions.from_kwargs(isolation="thread"),
+            runner=ReplayRunner(events, clock, speed),
+            clock=clock,
+            events=None,
+            history=False,
+            resources=False,
+        )
         return build
-
-    def _set_recorded_engine_size(self, size: int) -> None:
-        self._recorded_engine_size = size
 
     # -- state ---------------------------------------------------------------------------------------
     @property
@@ -171,10 +188,9 @@ class Build(Waiting):
         failed."""
         return self._status
 
-    @property
-    def done(self) -> DoneFlag:
-        """``build.done()``: True once the build has ended (succeeded, cancelled or failed)."""
-        return DoneFlag(self._done.is_set())
+    def done(self) -> bool:
+        """True once the build has ended (succeeded, cancelled or failed), as ``Future.done()``."""
+        return self._done.is_set()
 
     def running(self) -> bool:
         """True while the builder runs (status running or cancelling), as ``Future.running()``."""
@@ -185,16 +201,16 @@ class Build(Waiting):
         return self._status == CANCELLED
 
     def add_done_callback(self, fn: Callable[[Build], Any]) -> None:
-        """Call ``fn(build)`` once the build has ended (at once if it has), as ``Future.add_done_callback``;
-        an exception in ``fn`` is logged to the ``trt_widget`` logger and ignored."""
-
-        def guarded(build: Build) -> None:
-            try:
-                fn(build)
-            except Exception:
-                log.exception("exception calling done callback %r for %r", fn, build)
-
-        self.on_done(guarded)
+        """Call ``fn(build)`` once the build has ended (at once if it has), as ``Future.add_done_callback``; it
+        runs on the builder's thread, and an exception in ``fn`` is logged to the ``trt_widget`` logger."""
+        with self._lock:
+            if not self._done.is_set():
+                self._on_done.append(fn)
+                return
+        try:
+            fn(self)
+        except Exception:
+            log.exception("exception calling done callback %r for %r", fn, self)
 
     @property
     def elapsed_s(self) -> float:
@@ -226,14 +242,6 @@ class Build(Waiting):
     def on_start(self, callback: Callable[[Build], None]) -> None:
         """Call ``callback(build)`` in ``start()``, after the clock restarts and before the builder runs."""
         self._on_start.append(callback)
-
-    def on_done(self, callback: Callable[[Build], None]) -> None:
-        """Call ``callback(build)`` once when the build has ended (at once if it already has)."""
-        with self._lock:
-            if not self._done.is_set():
-                self._on_done.append(callback)
-                return
-        callback(self)
 
     # -- control -------------------------------------------------------------------------------------
     def start(self) -> Build:
@@ -277,6 +285,11 @@ class Build(Waiting):
         self._cancel.set()
         return True
 
+    def cancel(self) -> bool:
+        """``stop()``, in ``concurrent.futures.Future``'s words: True when a queued or running build was asked to
+        stop (it ends ``cancelled`` unless TensorRT finished first), False when it has ended or never started."""
+        return self.stop("cancelled")
+
     def _budget_expired(self) -> None:
         self.stop(f"time budget of {self.options.budget:g} s exceeded")
 
@@ -308,12 +321,16 @@ class Build(Waiting):
             note=self._note,
             on_pid=self._on_pid,
             on_queued=self._on_queued,
+            on_engine_size=self._on_engine_size,
         )
 
     def _note(self, sentence: str) -> None:
         with self._lock:
             self._notes.append(sentence)
             self.status_detail = f"{self.status_detail}; {sentence}" if self.status_detail else sentence
+
+    def _on_engine_size(self, size: int) -> None:
+        self._recorded_engine_size = size
 
     def _on_pid(self, pid: int | None) -> None:
         self.child_pid = pid
@@ -389,7 +406,7 @@ class Build(Waiting):
             try:
                 callback(self)
             except BaseException:  # even SystemExit: wait() must still return, the other callbacks still run
-                log.exception("an on_done callback of %r failed", self)
+                log.exception("exception calling done callback %r for %r", callback, self)
         with self._lock:
             self._settled.set()
             wakers, self._settle_wakers = self._settle_wakers, []
@@ -406,7 +423,7 @@ class Build(Waiting):
         return to_html(self, path)
 
     def to_trace(self, path: str | os.PathLike[str] | None = None) -> str:
-        """Chrome trace-event JSON of the build (:func:`trt_widget.trace.to_trace`); written to ``path`` if given."""
-        from .trace import to_trace
+        """Chrome trace-event JSON of the build (``report.trace.to_trace``); written to ``path`` if given."""
+        from .report.trace import to_trace
 
         return to_trace(self, path)

@@ -82,7 +82,7 @@ class SnapshotPump:
         self._urgent = False
         self._thread = threading.Thread(target=self._loop, name="trt_widget-pump", daemon=True)
         self.unsubscribe = subscribe(build, self._on_event, steps=False)  # steps wait for the next tick
-        build.on_done(lambda _build: self.wake(urgent=True))
+        build.add_done_callback(lambda _build: self.wake(urgent=True))
 
     def _on_event(self, event: BuildEvent) -> None:
         if event.kind in ("phase_start", "phase_finish"):

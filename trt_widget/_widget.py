@@ -75,7 +75,7 @@ class BuildWidget(anywidget.AnyWidget):
         **unknown: Any,
     ) -> None:
         """The same arguments as :class:`Build`; or ``build=`` (or as ``model``) an existing, not yet started Build."""
-        if build is None and isinstance(model, Build):  # e.g. a trt_widget.client.RemoteBuild
+        if build is None and isinstance(model, Build):  # e.g. a trt_widget.serve.RemoteBuild
             build = model
         if build is None:
             build = Build(
@@ -237,7 +237,7 @@ class BuildWidget(anywidget.AnyWidget):
 
     def to_trace(self, path: str | os.PathLike[str] | None = None) -> str:
         """The build as Chrome trace-event JSON (Perfetto, chrome://tracing); also written to ``path`` when given."""
-        from .trace import to_trace
+        from .report.trace import to_trace
 
         return to_trace(self.build, path)
 
@@ -283,7 +283,7 @@ class BuildWidget(anywidget.AnyWidget):
             self._refresh_display()
 
     def _on_build_end(self, _build: Any) -> None:
-        """on_done, on the builder thread: ipykernel's IOPub socket is thread-safe, so the update goes out now,
+        """A done callback, on the builder thread: ipykernel's IOPub socket is thread-safe, so the update goes out now,
         with the request of the cell running at this moment (or of the last one)."""
         if self._display_id is not None:
             self._refresh_display()

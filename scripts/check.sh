@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The fast checks, under a minute: ruff, ruff format, mypy (strict), biome and tsc. Run first by scripts/test.sh
+# and by the pre-commit hook (.pre-commit-config.yaml). Only the project's own files are checked: a notebook or
+# script a user saves in the clone is not (tracked files when this is a git checkout).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=${TRT_WIDGET_VENV:-.venv}/bin
+
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    mapfile -t files < <(git ls-files -- '*.py' '*.ipynb')
+else
+    files=(trt_widget tests bench scripts notebooks)
+fi
+"$bin/ruff" check --quiet "${files[@]}"
+"$bin/ruff" format --check --quiet "${files[@]}"
+"$bin/mypy"
+(cd js && npm run --silent lint && npm run --silent typecheck)
+echo "checks passed"

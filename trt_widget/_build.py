@@ -30,6 +30,14 @@ from .runners import RunContext, Runner, runner_for
 __all__ = ["BUILD_STATUSES", "FINAL", "Build"]
 
 
+# What a build does outside TensorRT's progress callbacks, shown as top-level phases so that the rows add up to
+# the build's time: before TensorRT's first phase (the runner's hand-off, reading and parsing the ONNX model, or
+# the user's network function), and after its last (serializing, handing the engine back, writing output=).
+BEFORE_PHASES = {"model": "Reading and parsing the model", "callable": "Defining the network"}
+AFTER_PHASE = "Serializing and saving the engine"
+FRAME_PHASES = frozenset([*BEFORE_PHASES.values(), AFTER_PHASE])
+
+
 class Build(Waiting):
     """Build an engine from ``model`` (ONNX path / bytes / ModelProto, or a network-defining callable).
 
@@ -138,6 +146,13 @@ class Build(Waiting):
         self._settle_wakers: list[Callable[[], Any]] = []
         self._force = threading.Event()  # process isolation: terminate the builder process now
         self.child_pid: int | None = None  # process isolation: the builder process, once known
+        # the time TensorRT reports no phases for, as phases of their own (a replay or a server's build has them
+        # in its events already)
+        self._framed = runner.name not in ("replay", "remote")
+        self._post_open = False
+        self._closing = False  # _finish closes what is still open: no new phase then
+        if self._framed:
+            self.model.subscribe(self._frame, steps=False)
         self.history: Any = None  # a history link (ETA, deltas) when history is on
         self.resources: Any = None  # a resource sampler when resources is on
         if events is not None:
@@ -357,10 +372,36 @@ class Build(Waiting):
     def _execute(self) -> bytes | None:
         return self.runner.run(self._context())
 
+    def _frame(self, event: str, phase: Any) -> None:
+        """TensorRT's first top-level phase ends the 'before' phase; its top-level end starts the 'after' one."""
+        if phase.depth != 0 or phase.name in FRAME_PHASES:
+            return
+        before = BEFORE_PHASES["callable" if self.source.kind == "callable" else "model"]
+        if event == "phase_start":
+            if self._post_open:  # another top-level TensorRT phase: the gap was not the end after all
+                self._post_open = False
+                self.model.phase_finish(AFTER_PHASE)
+            # ended when TensorRT's phase started (its time may come from a builder process's clock)
+            at = self._clock() - max(self.model.now() - phase.start_s, 0.0)
+            self.model.phase_finish(before, at=at)  # ignored once it ended
+        elif (
+            event == "phase_finish"
+            and phase.status != CANCELLED
+            and not self._closing
+            and not self.model.running_count()
+        ):
+            self._post_open = True
+            ended = phase.end_s if phase.end_s is not None else self.model.now()
+            self.model.phase_start(AFTER_PHASE, None, 0, at=self._clock() - max(self.model.now() - ended, 0.0))
+
     def _run(self) -> None:
         engine: bytes | None = None
         error: BuildError | None = None
         try:
+            if self._framed:
+                self.model.phase_start(
+                    BEFORE_PHASES["callable" if self.source.kind == "callable" else "model"], None, 0
+                )
             engine = self._execute()
             if engine is not None and self.options.output:
                 try:
@@ -371,6 +412,9 @@ class Build(Waiting):
                         f"{exc}. It is kept in memory: build.engine holds it and build.save(path) "
                         "writes it elsewhere"
                     ) from exc
+            if engine is not None and self._post_open:
+                self._post_open = False
+                self.model.phase_finish(AFTER_PHASE)
         except BuildError as exc:
             error = exc
         except KeyboardInterrupt:  # Ctrl-C in a network function running on this thread: a cancel, not a failure
@@ -383,6 +427,7 @@ class Build(Waiting):
     def _finish(self, engine: bytes | None, error: BuildError | None) -> None:
         if self._timer is not None:
             self._timer.cancel()
+        self._closing = True
         self.model.close_all(CANCELLED if engine is None else FINISHED_EARLY)
         with self._lock:
             self._ended_s = self.model.now()

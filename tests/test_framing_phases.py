@@ -14,6 +14,7 @@ from trt_widget._terminal import summary_rows
 from trt_widget.models import deep_residual
 
 BEFORE, AFTER = "Reading and parsing the model", "Serializing and saving the engine"
+START = "Starting the builder process"
 
 
 def _top(build: Build) -> list[dict[str, Any]]:
@@ -25,17 +26,21 @@ def test_the_top_level_rows_cover_the_build_from_start_to_end(isolation: str, tm
     b = Build(deep_residual(4), isolation=isolation, history=False, output=tmp_path / "m.engine").start()
     assert b.wait(300) == "succeeded"
     top = _top(b)
+    first = top[0]
+    if first["name"] == START:  # a cold builder process: its start-up comes first
+        assert isolation == "process" and first["end_s"] <= top[1]["start_s"] + 0.01
+        top = top[1:]
     assert [r["name"] for r in top] == [BEFORE, "Building engine", AFTER]
     before, root, after = top
     assert before["status"] == after["status"] == "done" and before["num_steps"] == after["num_steps"] == 0
-    assert before["end_s"] == pytest.approx(root["start_s"], abs=1e-4)  # no gap, no overlap
+    assert 0 <= root["start_s"] - before["end_s"] < 0.01  # the builder's call into TensorRT between them
     assert after["start_s"] == pytest.approx(root["end_s"], abs=1e-4)
     assert after["end_s"] <= b.elapsed_s
-    covered = after["end_s"] - before["start_s"]
+    covered = after["end_s"] - first["start_s"]
     assert b.elapsed_s - covered < 0.05 * b.elapsed_s + 0.05, (b.elapsed_s, top)  # thread start-up, the end's wrap-up
     # the terminal's summary reads the same rows, nothing made up beside them
     names = [name for depth, name, _, _ in summary_rows(b) if depth == 0]
-    assert names == [BEFORE, "Building engine", AFTER]
+    assert names[-3:] == [BEFORE, "Building engine", AFTER] and names[:-3] in ([], [START])
 
 
 def test_a_network_function_is_defining_the_network_and_a_failed_parse_ends_its_phase(tmp_path: Path) -> None:
@@ -71,6 +76,6 @@ def test_a_stopped_build_ends_with_nothing_running_and_no_after_phase(long_model
     wait_until(lambda: any(r["name"] == "Building engine" for r in b.timings()), what="TensorRT's first phase")
     b.stop()
     assert b.wait(300) == "cancelled"
-    top = _top(b)
+    top = [r for r in _top(b) if r["name"] != START]
     assert [r["name"] for r in top] == [BEFORE, "Building engine"]
     assert all(r["end_s"] is not None and r["status"] != "running" for r in b.timings())

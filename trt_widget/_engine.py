@@ -161,6 +161,11 @@ def routed_logs(logger: CaptureLogger) -> Iterator[_LogRouter]:
             _router.set_sink(ident, None)
 
 
+# The time before TensorRT's first phase, reported as a phase of its own (see Build's AFTER_PHASE for the end)
+BEFORE_PHASES = {"model": "Reading and parsing the model", "callable": "Defining the network"}
+START_PHASE = "Starting the builder process"  # a cold worker's start-up, before it can build (runners/_process.py)
+
+
 def build_engine(source: ModelSource, options: BuildOptions, monitor: Any, logger: CaptureLogger) -> memoryview | None:
     """Build and return the serialized engine (a view of TensorRT's buffer), or None when cancelled."""
     with routed_logs(logger) as router:
@@ -180,6 +185,8 @@ def _build_engine(
             "TensorRT for RTX (pip install tensorrt-rtx-cu13-libs tensorrt-rtx-cu13-bindings) or set "
             "TRT_WIDGET_BACKEND=rtx"
         ) from None
+    before = BEFORE_PHASES["callable" if source.kind == "callable" else "model"]
+    monitor.phase_start(before, None, 0)
     flags = 0
     strong = getattr(t.NetworkDefinitionCreationFlag, "STRONGLY_TYPED", None)
     if options.strongly_typed and strong is not None:
@@ -192,6 +199,7 @@ def _build_engine(
     config = builder.create_builder_config()
     cache = _configure(t, builder, config, network, options, logger)
     config.progress_monitor = monitor
+    monitor.phase_finish(before)
     try:
         serialized = builder.build_serialized_network(network, config)
     finally:

@@ -27,6 +27,7 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
 
+from .._engine import START_PHASE
 from .._errors import BuildError
 from ._base import RunContext
 
@@ -255,6 +256,7 @@ class _Relay:
         self.worker: Worker | None = None
         self.answered = False  # the worker sent its final message for this job
         self.built = False  # TensorRT returned the engine: a stop now must not throw it away
+        self.starting = False  # the START_PHASE of a cold worker is open
 
     def run(self) -> bytes | None:
         job = self._job()
@@ -262,6 +264,9 @@ class _Relay:
             return None  # stopped before a worker was even asked
         worker = self.worker = pool.acquire()
         self.ctx.on_pid(worker.pid)
+        self.starting = not worker.hello  # a cold worker: its start-up is a phase of this build, until its hello
+        if self.starting:
+            self.ctx.model.phase_start(START_PHASE, None, 0)
         try:
             with contextlib.suppress(OSError, ValueError):  # the worker died just now: the relay loop reports how
                 worker.control.send(("job", self.job_id, job))
@@ -321,6 +326,9 @@ class _Relay:
                 self._died(worker)
             if message[0] == "hello":
                 worker.hello = True
+                if self.starting:
+                    self.starting = False
+                    ctx.model.phase_finish(START_PHASE)
             elif message[0] == "events":
                 self._replay(message[1])
             else:

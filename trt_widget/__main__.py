@@ -294,6 +294,12 @@ def _view(args: argparse.Namespace) -> int:
         build = Build.from_events(Path(args.recording), speed=args.speed)
     except RecordingError as exc:
         raise _InputError(str(exc)) from None
+    except UnicodeDecodeError:  # binary: a model, an engine, an archive...
+        hint = f"; to build this model: trt-widget build {args.recording}" if args.recording.endswith(".onnx") else ""
+        raise _InputError(
+            f"{args.recording} is not a recording: a recording is the JSON-lines text that --json or events= "
+            f"write, and this file is binary{hint}"
+        ) from None
     stream = TerminalView(build, sys.stdout, style="plain" if args.plain else "auto", hint="Ctrl-C to stop")
     try:
         build.start().wait()

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ._backend import check_options, select_backend
-from ._engine import CaptureLogger, ModelSource
+from ._engine import BEFORE_PHASES, START_PHASE, CaptureLogger, ModelSource
 from ._errors import BuildCancelled, BuildError
 from ._expected import unexpected_errors
 from ._files import atomic_write, check_writable, refuse_overwriting
@@ -31,11 +31,12 @@ __all__ = ["BUILD_STATUSES", "FINAL", "Build"]
 
 
 # What a build does outside TensorRT's progress callbacks, shown as top-level phases so that the rows add up to
-# the build's time: before TensorRT's first phase (the runner's hand-off, reading and parsing the ONNX model, or
-# the user's network function), and after its last (serializing, handing the engine back, writing output=).
-BEFORE_PHASES = {"model": "Reading and parsing the model", "callable": "Defining the network"}
+# the build's time: before TensorRT's first phase (reading and parsing the ONNX model, or the user's network
+# function: reported by the builder, _engine.py) and after its last (serializing, handing the engine back,
+# writing output=: added here).
 AFTER_PHASE = "Serializing and saving the engine"
-FRAME_PHASES = frozenset([*BEFORE_PHASES.values(), AFTER_PHASE])
+FRAME_PHASES = frozenset([*BEFORE_PHASES.values(), START_PHASE, AFTER_PHASE])
+TIMING_COLUMNS = ["id", "name", "parent", "depth", "step", "num_steps", "start_s", "end_s", "duration_s", "status"]
 
 
 class Build(Waiting):
@@ -248,6 +249,29 @@ class Build(Waiting):
         """Per phase instance: id, name, parent (id or None), depth, start_s, end_s, duration_s, step, ..."""
         return self.model.timings()
 
+    def timings_df(self) -> Any:
+        """The timings as a pandas DataFrame indexed by phase id (needs pandas)."""
+        try:
+            import pandas as pd
+        except ImportError as exc:
+            raise ImportError("timings_df() needs pandas: pip install pandas (or use timings())") from exc
+        frame = pd.DataFrame(self.timings(), columns=TIMING_COLUMNS)
+        frame = frame.astype(
+            {
+                "id": "int64",
+                "parent": "Int64",
+                "depth": "int64",
+                "step": "int64",
+                "num_steps": "int64",
+                "start_s": "float64",
+                "end_s": "float64",
+                "duration_s": "float64",
+                "name": "object",
+                "status": "object",
+            }
+        )
+        return frame.set_index("id")
+
     def subscribe(self, fn: Callable[[BuildEvent], None], *, steps: bool = True) -> Callable[[], None]:
         """Call ``fn(event)`` for every start, phase start/step/finish, captured log line and end of this build
         (no steps with ``steps=False``); returns a function that unsubscribes. ``fn`` runs on the thread of the
@@ -373,17 +397,12 @@ class Build(Waiting):
         return self.runner.run(self._context())
 
     def _frame(self, event: str, phase: Any) -> None:
-        """TensorRT's first top-level phase ends the 'before' phase; its top-level end starts the 'after' one."""
+        """TensorRT's last top-level phase ending starts the 'after' phase (the builder reports the 'before' one)."""
         if phase.depth != 0 or phase.name in FRAME_PHASES:
             return
-        before = BEFORE_PHASES["callable" if self.source.kind == "callable" else "model"]
-        if event == "phase_start":
-            if self._post_open:  # another top-level TensorRT phase: the gap was not the end after all
-                self._post_open = False
-                self.model.phase_finish(AFTER_PHASE)
-            # ended when TensorRT's phase started (its time may come from a builder process's clock)
-            at = self._clock() - max(self.model.now() - phase.start_s, 0.0)
-            self.model.phase_finish(before, at=at)  # ignored once it ended
+        if event == "phase_start" and self._post_open:  # another top-level TensorRT phase: not the end after all
+            self._post_open = False
+            self.model.phase_finish(AFTER_PHASE)
         elif (
             event == "phase_finish"
             and phase.status != CANCELLED
@@ -398,10 +417,6 @@ class Build(Waiting):
         engine: bytes | None = None
         error: BuildError | None = None
         try:
-            if self._framed:
-                self.model.phase_start(
-                    BEFORE_PHASES["callable" if self.source.kind == "callable" else "model"], None, 0
-                )
             engine = self._execute()
             if engine is not None and self.options.output:
                 try:

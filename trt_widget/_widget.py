@@ -23,7 +23,6 @@ from ._status import log as _log
 
 _STATIC = Path(__file__).parent / "static"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-TIMING_COLUMNS = ["id", "name", "parent", "depth", "step", "num_steps", "start_s", "end_s", "duration_s", "status"]
 
 
 class BuildWidget(anywidget.AnyWidget):
@@ -200,27 +199,8 @@ class BuildWidget(anywidget.AnyWidget):
         return self.build.timings()
 
     def timings_df(self) -> Any:
-        """The timings as a pandas DataFrame indexed by phase id (needs pandas)."""
-        try:
-            import pandas as pd
-        except ImportError as exc:
-            raise ImportError("timings_df() needs pandas: pip install pandas (or use timings())") from exc
-        frame = pd.DataFrame(self.timings(), columns=TIMING_COLUMNS)
-        frame = frame.astype(
-            {
-                "id": "int64",
-                "parent": "Int64",
-                "depth": "int64",
-                "step": "int64",
-                "num_steps": "int64",
-                "start_s": "float64",
-                "end_s": "float64",
-                "duration_s": "float64",
-                "name": "object",
-                "status": "object",
-            }
-        )
-        return frame.set_index("id")
+        """The timings as a pandas DataFrame indexed by phase id (needs pandas): :meth:`Build.timings_df`."""
+        return self.build.timings_df()
 
     def to_json(self, path: str | None = None) -> str:
         """Final state and timings as JSON text; also written to ``path`` when given."""

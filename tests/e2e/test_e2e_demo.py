@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -34,6 +35,8 @@ def test_the_demo_link_opens_the_quick_start_notebook(browser: Any, tmp_path: Pa
         JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "lab-workspaces"),
         TRT_WIDGET_HISTORY=str(tmp_path / "history.sqlite"),
     )
+    checkpoints = REPO / "notebooks" / ".ipynb_checkpoints"
+    had_checkpoints = checkpoints.exists()
     log = tmp_path / "demo.log"
     with open(log, "wb") as out:
         demo = subprocess.Popen(
@@ -64,3 +67,5 @@ def test_the_demo_link_opens_the_quick_start_notebook(browser: Any, tmp_path: Pa
         except subprocess.TimeoutExpired:
             os.killpg(demo.pid, signal.SIGKILL)
             demo.wait(15)
+        if not had_checkpoints:  # JupyterLab made one when it opened the notebook: leave the checkout as it was
+            shutil.rmtree(checkpoints, ignore_errors=True)

@@ -7,7 +7,9 @@ cd "$(dirname "$0")/.."
 bin=${TRT_WIDGET_VENV:-.venv}/bin
 
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-    mapfile -t files < <(git ls-files -- '*.py' '*.ipynb')
+    # tracked files, and new ones in the project's own folders (not notebooks/: a user's notebook lives there)
+    mapfile -t files < <(git ls-files -- '*.py' '*.ipynb'
+        git ls-files --others --exclude-standard -- 'trt_widget/*.py' 'tests/*.py' 'bench/*.py' 'scripts/*.py')
 else
     files=(trt_widget tests bench scripts notebooks)
 fi

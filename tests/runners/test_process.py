@@ -157,6 +157,7 @@ def test_graceful_stop_cancels_at_a_step_boundary(small: bytes) -> None:
     assert_pooled(build.child_pid)  # a graceful stop keeps the worker for the next build
 
 
+@pytest.mark.rtx_long_step
 def test_second_stop_terminates_a_long_step_at_once(long_build: bytes) -> None:
     build = start_and_reach(long_build, LONG_STEP, force_after=120)
     pid = build.child_pid
@@ -174,6 +175,7 @@ def test_second_stop_terminates_a_long_step_at_once(long_build: bytes) -> None:
     assert_reaped(pid)
 
 
+@pytest.mark.rtx_long_step
 def test_budget_expiry_escalates_after_force_after(long_build: bytes) -> None:
     build = start_and_reach(long_build, LONG_STEP, budget=600, force_after=0.3)
     build._budget_expired()  # what the budget timer calls, here at a moment the test controls
@@ -186,6 +188,7 @@ def test_budget_expiry_escalates_after_force_after(long_build: bytes) -> None:
     assert_reaped(build.child_pid)
 
 
+@pytest.mark.rtx_long_step
 def test_child_killed_by_a_signal_fails_with_signal_and_phase(long_build: bytes) -> None:
     build = start_and_reach(long_build, LONG_STEP)
     os.kill(build.child_pid, signal.SIGKILL)
@@ -297,6 +300,7 @@ def test_outbox_coalesces_steps_and_never_blocks_the_builder_synthetic() -> None
     import multiprocessing
     import threading
 
+    from trt_widget.runners._messages import Events, Log, PhaseFinish, PhaseStart, Step
     from trt_widget.runners._worker import Outbox
 
     reader, writer = multiprocessing.get_context("spawn").Pipe(duplex=False)
@@ -305,32 +309,38 @@ def test_outbox_coalesces_steps_and_never_blocks_the_builder_synthetic() -> None
 
     def builder() -> None:
         for phase in range(50):
-            outbox.structure(("start", f"p{phase}", None, 10_000, 0.0))
+            outbox.structure(PhaseStart(f"p{phase}", None, 10_000, 0, 0.0))
             for step in range(10_000):
                 outbox.step(f"p{phase}", step)
                 if step % 500 == 0:
-                    outbox.log(("log", 3, "x" * 100, 0.0))
-            outbox.structure(("finish", f"p{phase}", 0.0))
+                    outbox.log(Log(3, "x" * 100, 0.0))
+            outbox.structure(PhaseFinish(f"p{phase}", 0, 0.0))
         produced.set()
 
     thread = threading.Thread(target=builder, daemon=True)
     thread.start()
     assert produced.wait(120), "the producer blocked on a pipe nobody reads"
-    events: list[tuple[Any, ...]] = []
+    events: list[Any] = []
     closer = threading.Thread(target=outbox.close, daemon=True)
     closer.start()
     while closer.is_alive() or reader.poll():
         if reader.poll(0.05):
-            events.extend(reader.recv()[1])
+            message = reader.recv()
+            assert isinstance(message, Events)
+            events.extend(message.batch)
     closer.join()
     reader.close()
     writer.close()
-    steps = [e for e in events if e[0] == "step"]
+    steps = [e for e in events if isinstance(e, Step)]
     assert len(steps) < 50 * 10_000 / 10  # coalesced
-    assert [e[1] for e in events if e[0] == "start"] == [f"p{i}" for i in range(50)]
-    last_step = {e[1]: e[2] for e in steps}
+    assert [e.name for e in events if isinstance(e, PhaseStart)] == [f"p{i}" for i in range(50)]
+    last_step = {e.name: e.step for e in steps}
     assert last_step == {f"p{i}": 9_999 for i in range(50)}  # the last step of every phase arrives
-    order = [(e[0], e[1]) for e in events if e[0] != "log"]
+    order = [(type(e).__name__, e.name) for e in events if not isinstance(e, Log)]
     for i in range(50):  # each phase's steps sit between its start and its finish
-        assert order.index(("start", f"p{i}")) < order.index(("step", f"p{i}")) < order.index(("finish", f"p{i}"))
-    assert len([e for e in events if e[0] == "log"]) == 50 * 20
+        assert (
+            order.index(("PhaseStart", f"p{i}"))
+            < order.index(("Step", f"p{i}"))
+            < order.index(("PhaseFinish", f"p{i}"))
+        )
+    assert len([e for e in events if isinstance(e, Log)]) == 50 * 20

@@ -23,6 +23,7 @@ import pytest
 from trt_widget import models
 from trt_widget._build import Build
 from trt_widget._errors import BuildCancelled
+from trt_widget._phases import CANCELLED
 from trt_widget._widget import BuildWidget
 from trt_widget.runners import _process
 
@@ -50,6 +51,7 @@ def gone(pid: int) -> bool:
         return True
 
 
+@pytest.mark.rtx_long_step
 def test_default_stop_inside_a_long_step_terminates_the_builder(
     long_build: bytes, wait_until: Callable[..., Any]
 ) -> None:
@@ -66,6 +68,7 @@ def test_default_stop_inside_a_long_step_terminates_the_builder(
     assert after.wait(120) == "succeeded", after.error
 
 
+@pytest.mark.rtx_long_step
 def test_budget_is_a_hard_limit(long_build: bytes, wait_until: Callable[..., Any]) -> None:
     build = Build(long_build, history=False, budget=600).start()
     reach(build, LONG_STEP, wait_until)
@@ -82,6 +85,7 @@ def test_a_real_budget_timer_ends_the_build(long_build: bytes) -> None:
     assert build.elapsed_s < build.options.budget + 10  # not at the end of the seconds-long build step
 
 
+@pytest.mark.rtx_long_step
 def test_a_stopped_builder_ends_on_stop(long_build: bytes, wait_until: Callable[..., Any]) -> None:
     build = Build(long_build, history=False).start()
     reach(build, LONG_STEP, wait_until)
@@ -223,3 +227,21 @@ def test_a_killed_parent_leaves_no_worker_behind(tmp_path: Path, wait_until: Cal
         if parent.poll() is None:
             parent.kill()
         parent.wait(30)
+
+
+@pytest.mark.parametrize("isolation", ["thread", "process"])
+def test_a_stop_after_the_engine_was_made_leaves_the_build_succeeded(isolation: str) -> None:
+    build = Build(models.deep_residual(4), history=False, isolation=isolation)
+    asked: list[bool] = []
+
+    def stop_when_the_root_ends(event: str, phase: Any) -> None:
+        if event == "phase_finish" and phase.name == "Building engine" and not asked:
+            asked.append(build.stop("late stop"))  # TensorRT has no step left to cancel at
+
+    build.model.subscribe(stop_when_the_root_ends)
+    build.start()
+    assert build.wait(120) == "succeeded", build.status_detail
+    assert asked == [True]  # the stop really was asked for while the build was running
+    assert build.engine and build.error is None
+    assert not build.model.cancelling
+    assert not [r for r in build.timings() if r["status"] == CANCELLED]

@@ -58,6 +58,10 @@ function fakeModel(init = {}) {
     send(msg) {
       this.sent.push(msg);
     },
+    /** fire a model event that is not a trait change (comm_live_update, comm:close) */
+    trigger(ev) {
+      emit(ev);
+    },
     listenerCount() {
       let n = 0;
       for (const l of listeners.values()) n += l.length;
@@ -89,6 +93,8 @@ function mount(model) {
   el = document.createElement("div");
   document.body.append(el);
   cleanup = widget.render(/** @type {any} */ ({ model, el }));
+  // every render says so once (tested below); the tests look at what the view sends afterwards
+  if (Array.isArray(model.sent)) model.sent = model.sent.filter((m) => m.type !== "view");
   return el;
 }
 const rows = () => [...el.querySelectorAll('[role="treeitem"]')];
@@ -524,6 +530,18 @@ describe("stop button", () => {
   });
 });
 
+describe("rendered view", () => {
+  it("tells Python once per render that a front end shows the widget", () => {
+    const model = fakeModel({ status: "running", elapsed_s: 1 });
+    const host = document.createElement("div");
+    const end = widget.render(/** @type {any} */ ({ model, el: host }));
+    expect(model.sent).toEqual([{ type: "view" }]);
+    end();
+    widget.render(/** @type {any} */ ({ model, el: host }))();
+    expect(model.sent).toEqual([{ type: "view" }, { type: "view" }]);
+  });
+});
+
 describe("unanswered stop", () => {
   beforeEach(() => vi.useFakeTimers());
   afterEach(() => vi.useRealTimers());
@@ -627,6 +645,76 @@ describe("live clock", () => {
     expect(quiet.title).toMatch(/CPU/);
     model.update({ elapsed_s: 31, activity: { last_callback_s: 30.5 } });
     expect(quiet.hidden).toBe(true);
+  });
+
+  const liveBuild = (extra = {}) =>
+    fakeModel({
+      status: "running",
+      elapsed_s: 5,
+      eta: { total_s: 8, based_on: "", phases: {} },
+      rows: [phase("Build", { id: 1, start_s: 0 }), phase("Tactics", { id: 2, parent: 1, start_s: 1 })],
+      ...extra,
+    });
+  const expectEnded = (text, at) => {
+    expect(el.querySelector(".trtw-badge").textContent).toBe("Ended");
+    expect(el.querySelector(".trtw-detail").textContent).toBe(text);
+    expect(stopBtn().hidden).toBe(false);
+    expect(stopBtn().disabled).toBe(true);
+    const elapsed = el.querySelector(".trtw-elapsed");
+    expect(elapsed.textContent).toBe(at);
+    expect(el.querySelector(".trtw-eta").hidden).toBe(true); // no "over ETA" for a build nobody runs
+    advance(10_000);
+    expect(elapsed.textContent).toBe(at); // the clock stopped
+    expect(txt(rowNamed("Tactics"), ".trtw-time")).toBe(`${(Number.parseFloat(at) - 1).toFixed(1)} s`);
+  };
+
+  it("a kernel restart mid-build (the manager marks the model disconnected) ends the view", () => {
+    const model = liveBuild();
+    model.widget_manager = { kernel: { status: "restarting", isDisposed: false } };
+    mount(model);
+    advance(2000);
+    model.trigger("comm_live_update");
+    expectEnded("the kernel restarted during this build", "7.0 s");
+    stopBtn().click();
+    expect(model.sent).toEqual([]);
+    expect(vi.getTimerCount()).toBe(0); // ticker and kernel poll both stopped
+    // whatever the dead kernel's last snapshot said, the view stays ended
+    model.update({ elapsed_s: 5.5 });
+    expect(el.querySelector(".trtw-badge").textContent).toBe("Ended");
+  });
+
+  it("a kernel shut down mid-build (the manager's kernel goes away) ends the view", () => {
+    const model = liveBuild();
+    const manager = { kernel: { status: "busy", isDisposed: false } };
+    model.widget_manager = manager;
+    mount(model);
+    advance(1000);
+    expect(el.querySelector(".trtw-badge").textContent).toBe("Running");
+    manager.kernel = null;
+    advance(1000); // the next poll
+    expectEnded("the kernel shut down during this build", "7.0 s");
+  });
+
+  it("a closed comm ends a live view; a finished build's view stays as it was", () => {
+    const live = liveBuild();
+    mount(live);
+    live.trigger("comm:close");
+    expectEnded("the widget's connection to the kernel closed during this build", "5.0 s");
+    cleanup();
+    el.remove();
+    const done = fakeModel({
+      status: "succeeded",
+      elapsed_s: 4,
+      status_detail: "built",
+      rows: [phase("Build", { id: 1, start_s: 0, end_s: 4 })],
+    });
+    done.widget_manager = { kernel: { status: "idle" } };
+    mount(done);
+    done.trigger("comm_live_update");
+    done.widget_manager.kernel = null;
+    advance(2000);
+    expect(el.querySelector(".trtw-badge").textContent).toBe("Succeeded");
+    expect(el.querySelector(".trtw-detail").textContent).toBe("built");
   });
 
   it("labels the columns and makes the whole name cell the expand target", () => {

@@ -242,7 +242,10 @@ def _options(args: argparse.Namespace, output: str | None) -> dict[str, Any]:
 
 
 def _check_files(args: argparse.Namespace, output: str | None) -> None:
-    """--report / --trace must not overwrite the model, the engine or each other."""
+    """--report / --trace must not overwrite the model, the engine or each other; every file written (engine,
+    report, trace) must be writable: checked before the build, not after it."""
+    from ._files import check_writable
+
     named = (
         (getattr(args, "model", None), "the model"),
         (getattr(args, "recording", None), "the recording"),
@@ -256,6 +259,12 @@ def _check_files(args: argparse.Namespace, output: str | None) -> None:
         if real in taken:
             raise _UsageError(f"{flag} {path} is {taken[real]}: choose another file")
         taken[real] = f"the {flag} file"
+    for what, path in (("-o/--output", output), ("--report", args.report), ("--trace", args.trace)):
+        if path:
+            try:
+                check_writable(path, what)
+            except OSError as exc:
+                raise _InputError(f"cannot write {exc}") from None
 
 
 def _write_files(build: Any, args: argparse.Namespace) -> bool:
@@ -336,6 +345,12 @@ def _view(args: argparse.Namespace) -> int:
         build = Build.from_events(Path(args.recording), speed=args.speed)
     except RecordingError as exc:
         raise _InputError(str(exc)) from None
+    except UnicodeDecodeError:  # binary: a model, an engine, an archive...
+        hint = f"; to build this model: trt-widget build {args.recording}" if args.recording.endswith(".onnx") else ""
+        raise _InputError(
+            f"{args.recording} is not a recording: a recording is the JSON-lines text that --json or events= "
+            f"write, and this file is binary{hint}"
+        ) from None
     stream = TerminalView(build, sys.stdout, style="plain" if args.plain else "auto", hint="Ctrl-C to stop")
     try:
         build.start().wait()

@@ -209,6 +209,11 @@ def routed_logs(logger: CaptureLogger) -> Iterator[_LogRouter]:
             _router.set_sink(ident, None)
 
 
+# The time before TensorRT's first phase, reported as a phase of its own (see Build's AFTER_PHASE for the end)
+BEFORE_PHASES = {"model": "Reading and parsing the model", "callable": "Defining the network"}
+START_PHASE = "Starting the builder process"  # a cold worker's start-up, before it can build (runners/_process.py)
+
+
 def build_engine(source: ModelSource, options: BuildOptions, monitor: Any, logger: CaptureLogger) -> memoryview | None:
     """Build and return the serialized engine (a view of TensorRT's buffer), or None when cancelled."""
     with routed_logs(logger) as router:
@@ -233,6 +238,8 @@ def _build_on_device(
             raise BuildError(f"{capabilities()['label']} could not create a builder ({exc})") from None
         raise BuildError(builder_failure_message(str(capabilities()["label"]), exc)) from None
     _register_plugins(t, options.plugins, logger, router)
+    before = BEFORE_PHASES["callable" if source.kind == "callable" else "model"]
+    monitor.phase_start(before, None, 0)
     flags = 0
     strong = getattr(t.NetworkDefinitionCreationFlag, "STRONGLY_TYPED", None)
     if options.strongly_typed and strong is not None:
@@ -249,6 +256,7 @@ def _build_on_device(
     if options.configure is not None:
         _call_configure(options.configure, builder, network, config)
     config.progress_monitor = monitor
+    monitor.phase_finish(before)
     try:
         serialized = builder.build_serialized_network(network, config)
     finally:

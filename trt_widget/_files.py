@@ -29,6 +29,8 @@ def writable_target(path: str | os.PathLike[str]) -> Path:
         mode = os.stat(target).st_mode
     except FileNotFoundError:
         return target
+    except NotADirectoryError:
+        raise NotADirectoryError(f"{path}: a part of its folder path is a file, not a folder") from None
     if not stat.S_ISREG(mode):
         kind = (
             "a directory"
@@ -70,6 +72,24 @@ def refuse_inputs(build: object, **targets: str | os.PathLike[str] | None) -> No
     for name, target in targets.items():
         if target is not None and os.path.realpath(os.path.expanduser(target)) == os.path.realpath(value):
             raise ValueError(f"{name}={str(target)!r} is {what} itself: writing it would destroy it; choose another")
+
+
+def check_writable(path: str | os.PathLike[str], what: str) -> Path:
+    """Raise OSError, naming ``what`` and the reason, when ``atomic_write(path)`` could not succeed: the target
+    is not a regular file, or its folder is missing, not a folder, or not writable. Done before a build, so a bad
+    path is found before the build's time is spent, not after it."""
+    folder = Path(os.path.realpath(Path(path).expanduser())).parent
+    if not folder.exists():
+        raise FileNotFoundError(f"{what} {os.fspath(path)}: its folder {folder} does not exist")
+    if not folder.is_dir():
+        raise NotADirectoryError(f"{what} {os.fspath(path)}: {folder} is not a folder")
+    try:
+        target = writable_target(path)
+    except NotARegularFile as exc:
+        raise NotARegularFile(f"{what}: {exc}") from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise PermissionError(f"{what}: the folder {folder} is not writable")
+    return target
 
 
 def atomic_write(path: str | os.PathLike[str], data: bytes | memoryview) -> Path:

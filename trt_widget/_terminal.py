@@ -305,12 +305,7 @@ def summary_rows(build: Any) -> list[tuple[int, str, int, float]]:
     for depth, group, count in tree_lines(rows, float("inf")):
         if depth <= 1:
             out.append((depth, group[0]["name"], count, sum(r["duration_s"] or 0.0 for r in group)))
-    top = [r for r in rows if r["depth"] == 0]
-    if top:  # the time outside TensorRT's phases: parsing before, serializing and writing after
-        out.insert(0, (0, "(before the first phase: load, parse)", 1, top[0]["start_s"]))
-        last = max(r["end_s"] or r["start_s"] for r in top)
-        out.append((0, "(after the last phase: serialize, save)", 1, max(build.elapsed_s - last, 0.0)))
-    return out
+    return out  # the time outside TensorRT's phases is in phases of its own (see Build._frame)
 
 
 def slowest_leaf(build: Any) -> dict[str, Any] | None:

@@ -248,8 +248,11 @@ def _register_plugins(t: Any, paths: tuple[str, ...], logger: CaptureLogger, rou
         for path in paths:
             real = os.path.realpath(path)
             if real not in _loaded_plugins:
+                registry = getattr(t, "get_plugin_registry", None)
+                if registry is None:  # the lean/dispatch runtimes' bindings have no plugin registry
+                    raise BuildError(f"plugins: {capabilities()['label']} has no plugin registry to load {path}")
                 before = len(logger.problems)
-                handle = t.get_plugin_registry().load_library(real)
+                handle = registry().load_library(real)
                 if handle is None:  # TensorRT said why in an ERROR line
                     said = [_short(r["message"]) for r in logger.problems[before:]][:2]
                     raise BuildError(

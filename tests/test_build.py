@@ -279,12 +279,12 @@ def test_strong_typing_reaches_the_network_by_default() -> None:
 def test_option_combinations_the_backend_cannot_build_are_refused_at_construction(small_model: Any) -> None:
     caps = capabilities()
     if not caps["weak_typing"]:  # TensorRT for RTX, TensorRT 11
-        with pytest.raises(ValueError, match=r"fp16=True is not available with .*Export the model in FP16"):
-            Build(small_model, fp16=True, strongly_typed=False)
+        with pytest.raises(ValueError, match=r"fp16=True is not available with .*no BuilderFlag.FP16.*AutoCast"):
+            Build(small_model, fp16=True)
         with pytest.raises(ValueError, match="builds strongly typed networks only"):
             Build(small_model, strongly_typed=False)
     with pytest.raises(ValueError, match=r"fp16=True (asks for a weakly typed network|is not available)"):
-        Build(small_model, fp16=True)  # strongly_typed=True is the default
+        Build(small_model, fp16=True, strongly_typed=True)  # asked for both: as trtexec, refused
 
 
 # -- files ---------------------------------------------------------------------------------------------

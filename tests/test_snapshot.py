@@ -102,10 +102,10 @@ def test_snapshot_of_a_running_build() -> None:
     assert state["phases"] == build.model.rows()
     assert state["engine_size"] == 0 and state["error"] == "" and state["cancel"] is None
     assert state["can_force"] is True
-    assert state["activity"] == {"last_callback_s": 0.5}
+    assert state["activity"] == {"last_callback_s": 0.5, "timing": None}  # no autotuner line seen
     assert state["eta"] is None and state["history_delta"] is None and state["resources"] is None
     build.status = "cancelling"
-    assert snapshot(build)["activity"] == {"last_callback_s": 0.5}
+    assert snapshot(build)["activity"] == {"last_callback_s": 0.5, "timing": None}
 
 
 def test_snapshot_of_ended_builds() -> None:

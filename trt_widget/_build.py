@@ -13,31 +13,50 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, Union
 
 from ._backend import check_options, select_backend
-from ._engine import CaptureLogger, ModelSource
+from ._engine import CaptureLogger, ModelLike, ModelSource
 from ._errors import BuildCancelled, BuildError
+from ._event_sinks import Sink
 from ._expected import unexpected_errors
 from ._files import atomic_write, refuse_overwriting
 from ._gpu import memory_skip_note
-from ._options import BuildOptions
+from ._options import BuildOptions, BuildOptionsDict
 from ._phases import CANCELLED, FINISHED_EARLY, PhaseModel
 from ._status import BUILD_STATUSES, CANCELLING, FAILED, FINAL, IDLE, LIVE, QUEUED, RUNNING, SUCCEEDED, log
 from ._subscribe import BuildEvent, subscribe
 from ._waiting import Waiting, _quietly
 from .runners import RunContext, Runner, runner_for
 
-__all__ = ["BUILD_STATUSES", "FINAL", "Build"]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack from Python 3.11
+
+    from .history import HistoryStore
+
+__all__ = ["BUILD_STATUSES", "FINAL", "Build", "BuildArgs", "HistorySetting"]
+
+# history=: True (the default location), False / None (off), a path or off word, or a HistoryStore
+HistorySetting = Union[bool, None, str, "os.PathLike[str]", "HistoryStore"]
+
+
+class BuildArgs(BuildOptionsDict, total=False):
+    """Build's keyword arguments that front ends (BuildWidget) pass through: the options, events, history,
+    resources."""
+
+    events: Sink | None
+    history: HistorySetting
+    resources: bool
 
 
 class Build(Waiting):
     """Build an engine from ``model`` (ONNX path / bytes / ModelProto, or a network-defining callable).
 
-    Options: optimization_level, fp16, strongly_typed, timing_cache, workspace, profiles, output, budget,
-    verbose, isolation ("process", the default: a warm builder process that Stop can always end; or
-    "thread"), force_after. Unknown options raise TypeError at once. ``runner=`` runs the builder elsewhere
-    (a :class:`~trt_widget.runners.Runner`, e.g. ``trt_widget.RayRunner()``) instead of where isolation says.
+    Options: the fields of :class:`~trt_widget.BuildOptions` (:class:`BuildOptionsDict`; docs/options.md), e.g.
+    optimization_level, workspace, profiles, output, budget, isolation ("process", the default: a warm builder
+    process that Stop can always end; or "thread"), configure. Unknown options raise TypeError at once.
+    ``runner=`` runs the builder elsewhere (a :class:`~trt_widget.runners.Runner`, e.g.
+    ``trt_widget.RayRunner()``) instead of where isolation says.
 
     Life cycle: ``start()`` once (a second call raises RuntimeError); ``stop()`` before start or after the
     end does nothing and returns False; a build that stops before producing an engine ends "cancelled".
@@ -45,40 +64,16 @@ class Build(Waiting):
 
     def __init__(
         self,
-        model: Any,
+        model: ModelLike,
         *,
-        optimization_level: int | None = None,
-        fp16: bool = False,
-        strongly_typed: bool = True,
-        timing_cache: str | os.PathLike[str] | None = None,
-        workspace: int | str | None = None,
-        profiles: dict[str, Any] | None = None,
-        output: str | os.PathLike[str] | None = None,
-        budget: float | None = None,
-        verbose: bool = False,
-        isolation: str = "process",
-        force_after: float | None = None,
-        events: Any = None,
-        history: Any = True,
+        events: Sink | None = None,
+        history: HistorySetting = True,
         resources: bool = True,
         clock: Callable[[], float] = time.perf_counter,
         runner: Runner | None = None,
-        **unknown: Any,
+        **options: Unpack[BuildOptionsDict],
     ) -> None:
-        self.options = BuildOptions.from_kwargs(
-            optimization_level=optimization_level,
-            fp16=fp16,
-            strongly_typed=strongly_typed,
-            timing_cache=timing_cache,
-            workspace=workspace,
-            profiles=profiles,
-            output=output,
-            budget=budget,
-            verbose=verbose,
-            isolation=isolation,
-            force_after=force_after,
-            **unknown,
-        )  # unknown: "did you mean"
+        self.options = BuildOptions.from_kwargs(**options)  # unknown names: TypeError with "did you mean"
         self.source = ModelSource.of(model)
         if self.source.kind == "path":
             refuse_overwriting(self.source.value, output=self.options.output, timing_cache=self.options.timing_cache)
@@ -86,7 +81,7 @@ class Build(Waiting):
         if self.options.isolation == "process" or runner is not None:
             from .runners import check_transferable, pool
 
-            check_transferable(self.source)  # what cannot reach a builder process fails here, not later
+            check_transferable(self.source, self.options.configure)  # what cannot reach a builder fails here
             if runner is None:
                 pool.prewarm()
         self._assemble(

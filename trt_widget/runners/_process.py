@@ -52,8 +52,19 @@ DEFAULT_IDLE_S = 300.0
 MAX_IDLE_WORKERS = 2
 
 
-def check_transferable(source: Any) -> None:
-    """Raise TypeError unless ``source`` (a ModelSource) can be sent to a builder process, naming what cannot."""
+def check_transferable(source: Any, configure: Any = None) -> None:
+    """Raise TypeError unless ``source`` (a ModelSource) and the ``configure=`` function can be sent to a builder
+    process, naming what cannot."""
+    if configure is not None:
+        import cloudpickle
+
+        try:
+            cloudpickle.dumps(configure)
+        except Exception as exc:
+            raise TypeError(
+                f"configure= {getattr(configure, '__qualname__', configure)!r} cannot be sent to the builder process: "
+                f"{exc}. Everything it refers to must be picklable; or pass isolation='thread'"
+            ) from None
     if source.kind != "callable":
         return
     import cloudpickle
@@ -302,9 +313,17 @@ class _Relay:
             "path": None,
             "callable": None,
             "options": self.ctx.options,
+            "configure": None,
             "workdirs": self.workdirs,
             "sys_path": list(sys.path),
         }
+        if self.ctx.options.configure is not None:  # a function, often a lambda: cloudpickle sends it
+            import dataclasses
+
+            import cloudpickle
+
+            job["options"] = dataclasses.replace(self.ctx.options, configure=None)
+            job["configure"] = cloudpickle.dumps(self.ctx.options.configure)
         if source.kind == "path":
             job["path"] = os.path.abspath(source.value)
         elif source.kind == "bytes":

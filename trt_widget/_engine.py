@@ -235,10 +235,10 @@ def _build_on_device(
     _check_network(network, options)
     config = builder.create_builder_config()
     cache = _configure(t, builder, config, network, options, logger)
-    if options.configure is not None:
-        _call_configure(options.configure, builder, network, config)
     if hasattr(monitor, "on_thread"):
         monitor.on_thread = lambda ident: router.claim(ident, logger)
+    if options.configure is not None:
+        _call_configure(options.configure, builder, network, config)
     config.progress_monitor = monitor
     try:
         serialized = builder.build_serialized_network(network, config)

@@ -286,10 +286,13 @@ class BuildOptions:
         http="a request cannot send code to run on the server",
         engine=False,
     )
+
     plugins: tuple[str, ...] = _option(
         (),
-        "TensorRT plugin libraries (.so / .dll) loaded where the build runs, once per process (paths must exist)",
-        http="a request cannot name libraries on the server",
+        "TensorRT plugin libraries (.so / .dll) loaded in the process that builds, after TensorRT's standard ones",
+        flag="--plugin",
+        cli={"action": "append", "metavar": "LIB"},
+        http="a request cannot load code on the server",
     )
 
     def __post_init__(self) -> None:

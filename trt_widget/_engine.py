@@ -275,6 +275,44 @@ def _build_on_device(
     return engine
 
 
+_plugins_lock = threading.Lock()
+_standard_plugins: bool | None = None  # init_libnvinfer_plugins ran in this process (None: not tried yet)
+_loaded_plugins: dict[str, Any] = {}  # real path -> TensorRT's library handle, for the life of this process
+
+
+def _register_plugins(t: Any, paths: tuple[str, ...], logger: CaptureLogger, router: _LogRouter) -> None:
+    """TensorRT's standard plugins once per process (as trtexec does: the ONNX parser looks only in the registry),
+    then the build's plugin libraries; each library stays loaded for later builds in this process."""
+    global _standard_plugins
+    loaded = []
+    with _plugins_lock:
+        if _standard_plugins is None:
+            init = getattr(t, "init_libnvinfer_plugins", None)
+            try:
+                _standard_plugins = bool(init(router, "")) if init is not None else False
+            except Exception:
+                _standard_plugins = False
+        for path in paths:
+            real = os.path.realpath(path)
+            if real not in _loaded_plugins:
+                registry = getattr(t, "get_plugin_registry", None)
+                if registry is None:  # the lean/dispatch runtimes' bindings have no plugin registry
+                    raise BuildError(f"plugins: {capabilities()['label']} has no plugin registry to load {path}")
+                before = len(logger.problems)
+                handle = registry().load_library(real)
+                if handle is None:  # TensorRT said why in an ERROR line
+                    said = [_short(r["message"]) for r in logger.problems[before:]][:2]
+                    raise BuildError(
+                        f"TensorRT could not load the plugin library {path}: "
+                        + ("; ".join(said) or "not a TensorRT plugin library, or its plugins are registered already")
+                    )
+                _loaded_plugins[real] = handle
+            loaded.append(path)
+    standard = "registered" if _standard_plugins else "not available in this TensorRT"
+    extra = f"; loaded {', '.join(loaded)}" if loaded else ""
+    logger.log(3, f"plugins: TensorRT's standard plugins {standard}{extra} (builder pid {os.getpid()})")
+
+
 def _call_configure(configure: Any, builder: Any, network: Any, config: Any) -> None:
     """``configure(builder, network, config)``; its exception fails the build with its traceback."""
     import traceback
@@ -320,41 +358,6 @@ def _on_device(device: int | None) -> Iterator[None]:
     finally:
         cuda.cuCtxSetCurrent(previous)
         cuda.cuDevicePrimaryCtxRelease(handle)
-
-
-_plugins_lock = threading.Lock()
-_standard_plugins: bool | None = None  # init_libnvinfer_plugins ran in this process (None: not tried yet)
-_loaded_plugins: dict[str, Any] = {}  # real path -> TensorRT's library handle, for the life of this process
-
-
-def _register_plugins(t: Any, paths: tuple[str, ...], logger: CaptureLogger, router: _LogRouter) -> None:
-    """TensorRT's standard plugins once per process (as trtexec does: the ONNX parser looks only in the registry),
-    then the build's plugin libraries; each library stays loaded for later builds in this process."""
-    global _standard_plugins
-    loaded = []
-    with _plugins_lock:
-        if _standard_plugins is None:
-            init = getattr(t, "init_libnvinfer_plugins", None)
-            try:
-                _standard_plugins = bool(init(router, "")) if init is not None else False
-            except Exception:
-                _standard_plugins = False
-        for path in paths:
-            real = os.path.realpath(path)
-            if real not in _loaded_plugins:
-                before = len(logger.problems)
-                handle = t.get_plugin_registry().load_library(real)
-                if handle is None:  # TensorRT said why in an ERROR line
-                    said = [_short(r["message"]) for r in logger.problems[before:]][:2]
-                    raise BuildError(
-                        f"TensorRT could not load the plugin library {path}: "
-                        + ("; ".join(said) or "not a TensorRT plugin library, or its plugins are registered already")
-                    )
-                _loaded_plugins[real] = handle
-            loaded.append(path)
-    standard = "registered" if _standard_plugins else "not available in this TensorRT"
-    extra = f"; loaded {', '.join(loaded)}" if loaded else ""
-    logger.log(3, f"plugins: TensorRT's standard plugins {standard}{extra} (builder pid {os.getpid()})")
 
 
 def _save_timing_cache(config: Any, path: str, logger: CaptureLogger) -> None:

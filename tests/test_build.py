@@ -279,12 +279,12 @@ def test_strong_typing_reaches_the_network_by_default() -> None:
 def test_option_combinations_the_backend_cannot_build_are_refused_at_construction(small_model: Any) -> None:
     caps = capabilities()
     if not caps["weak_typing"]:  # TensorRT for RTX, TensorRT 11
-        with pytest.raises(ValueError, match=r"fp16=True is not available with .*Export the model in FP16"):
-            Build(small_model, fp16=True, strongly_typed=False)
+        with pytest.raises(ValueError, match=r"fp16=True is not available with .*no BuilderFlag.FP16.*AutoCast"):
+            Build(small_model, fp16=True)
         with pytest.raises(ValueError, match="builds strongly typed networks only"):
             Build(small_model, strongly_typed=False)
     with pytest.raises(ValueError, match=r"fp16=True (asks for a weakly typed network|is not available)"):
-        Build(small_model, fp16=True)  # strongly_typed=True is the default
+        Build(small_model, fp16=True, strongly_typed=True)  # asked for both: as trtexec, refused
 
 
 # -- files ---------------------------------------------------------------------------------------------
@@ -387,7 +387,7 @@ def test_keyboard_interrupt_during_wait_cancels_and_reraises(
     check_closed_tree(build.timings())
 
 
-def test_real_ctrl_c_during_wait_cancels_and_reraises(long_model_bytes: bytes) -> None:
+def test_real_ctrl_c_during_wait_cancels_and_reraises(long_model_bytes: bytes, sigint_raises: None) -> None:
     """``_thread.interrupt_main()`` from another thread, once the main thread is blocked inside wait()."""
     if threading.current_thread() is not threading.main_thread():
         pytest.skip("needs to run on the main thread")

@@ -2,7 +2,8 @@
 
   trt-widget build model.onnx [-o model.engine] [--budget S] [--json] [--plain] [--timing-cache F] [--fp16]
                               [--opt-level N] [--workspace SIZE] [--isolation process|thread] [--verbose]
-                              [--report build.html] [--trace build.json]
+                              [--shapes input:1x3x224x224 | --min-shapes ... --opt-shapes ... --max-shapes ...]
+                              [--report build.html] [--trace build.json]   # every build option: docs/options.md
   trt-widget demo [--blocks N] [same options]    # builds a generated deep residual model
   trt-widget serve [--host H] [--port P] [--token T | --token-file F] [--data DIR] ...   # a build service
   trt-widget matrix a.onnx [b.onnx ...] --opt-level 0 3 5 [--executor ray] [--json]   # see _matrix_cli.py
@@ -38,24 +39,11 @@ class _UsageError(Exception):
 
 def _parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("-o", "--output", metavar="ENGINE", help="engine file to write (atomically)")
-    common.add_argument("--budget", type=float, metavar="S", help="cancel the build after S seconds")
     common.add_argument("--json", action="store_true", help="write the JSON event stream to stdout")
     common.add_argument("--plain", action="store_true", help="plain lines even in a terminal")
-    common.add_argument("--timing-cache", metavar="F", help="timing cache file, loaded before and saved after")
-    common.add_argument(
-        "--fp16", action="store_true", help="weak typing with FP16 kernels allowed (NVIDIA TensorRT 10.x only)"
-    )
-    common.add_argument("--opt-level", type=int, choices=range(6), metavar="N", help="builder optimization level 0..5")
-    common.add_argument("--workspace", metavar="SIZE", help="workspace limit, e.g. 1GiB or 512MB")
-    common.add_argument(
-        "--isolation",
-        choices=("process", "thread"),
-        default="process",
-        help="build in a worker process that Ctrl-C always stops (default) or in this process's "
-        "thread (stops only at TensorRT's next step boundary)",
-    )
-    common.add_argument("--verbose", action="store_true", help="capture VERBOSE TensorRT log lines")
+    from ._options import add_option_arguments
+
+    add_option_arguments(common.add_argument_group("build options (see docs/options.md)"))
     common.add_argument(
         "--report",
         metavar="F.html",
@@ -66,18 +54,22 @@ def _parser() -> argparse.ArgumentParser:
         metavar="F.json",
         help="write the build as Chrome trace-event JSON (open in ui.perfetto.dev or chrome://tracing)",
     )
+    from ._options import SHAPES_EPILOG
+
     parser = argparse.ArgumentParser(
         prog="trt-widget",
         description="Observable, cancelable TensorRT engine builds in a terminal.",
         epilog="Exit codes: 0 succeeded, 1 failed or bad input, 2 bad usage, 124 --budget ran out, "
         "130 cancelled with Ctrl-C.",
     )
-    commands = parser.add_subparsers(dest="command", metavar="{build,demo,view,serve,matrix,mcp,lsp}")
+    commands = parser.add_subparsers(dest="command", metavar="{build,demo,view,serve,matrix,trtexec,mcp,lsp}")
     build = commands.add_parser(
         "build",
         parents=[common],
         help="build an engine from an ONNX file",
         description="Build an engine from an ONNX file (default output: MODEL with the suffix .engine).",
+        epilog=SHAPES_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     build.add_argument("model", help="ONNX file")
     demo = commands.add_parser(
@@ -100,6 +92,16 @@ def _parser() -> argparse.ArgumentParser:
     view.add_argument("--plain", action="store_true", help="plain lines even in a terminal")
     for flag in ("--report", "--trace"):
         view.add_argument(flag, metavar="F", help=f"write the replayed build's {flag[2:]} file")
+    commands.add_parser(
+        "trtexec",
+        help="build from trtexec's arguments as written: trt-widget trtexec --onnx=m.onnx --saveEngine=m.engine ...",
+        description="Build with trtexec's build arguments as written (--onnx=, --saveEngine=, --shapes=, "
+        "--minShapes=, --fp16, --memPoolSize=workspace:1024M, --timingCacheFile=, --tacticSources=, ...), with the "
+        "live tree and Ctrl-C. Inference-only arguments are ignored and said so; arguments trt-widget cannot "
+        "honour are refused, naming each. trt-widget's own --json, --plain, --report=F, --trace=F, --budget=S work "
+        "too. Example: trt-widget trtexec --onnx=model.onnx --minShapes=input:1x3x224x224 "
+        "--optShapes=input:8x3x224x224 --maxShapes=input:32x3x224x224 --fp16 --saveEngine=model.engine",
+    )
     from .serve import add_arguments as serve_arguments
 
     serve_arguments(
@@ -139,6 +141,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (see the module docstring)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["trtexec"] and not {"-h", "--help"} & set(argv[1:2]):
+        return _trtexec(argv[1:])
     parser = _parser()
     try:
         args = parser.parse_args(argv)
@@ -146,7 +151,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.code or 0)
     if args.command is None:
         parser.print_usage(sys.stderr)
-        print("trt-widget: error: choose a command: build, demo, view, serve, matrix, mcp or lsp", file=sys.stderr)
+        print(
+            "trt-widget: error: choose a command: build, demo, view, serve, matrix, trtexec, mcp or lsp",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     if args.command == "serve":
         from .serve import run as serve
@@ -163,11 +171,45 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _view(args) if args.command == "view" else _run(args)
     except _UsageError as exc:
-        print(f"trt-widget: error: {exc}", file=sys.stderr)
+        _stderr_line(f"trt-widget: error: {exc}")
         return EXIT_USAGE
     except (_InputError, ImportError, OSError) as exc:  # ImportError: BackendUnavailable, missing onnx
-        print(f"trt-widget: error: {exc}", file=sys.stderr)
+        _stderr_line(f"trt-widget: error: {exc}")
         return EXIT_FAILED
+
+
+_OWN = ("--json", "--plain", "--report", "--trace", "--budget", "--isolation")
+
+
+def _trtexec(argv: list[str]) -> int:
+    """``trt-widget trtexec ...``: translate, say what is ignored or refused, then build as ``trt-widget build``."""
+    from ._trtexec import build_argv, split_arguments, translate
+
+    args = split_arguments(argv)
+    own = [a for a in args if a.split("=", 1)[0] in _OWN]
+    translation = translate([a for a in args if a not in own])
+    for arg, why in translation.refused:
+        print(f"trt-widget trtexec: cannot honour {_safe(arg)}: {why}", file=sys.stderr)
+    if translation.refused:
+        print(
+            f"trt-widget trtexec: error: {len(translation.refused)} argument(s) refused; nothing built", file=sys.stderr
+        )
+        return EXIT_USAGE
+    if translation.ignored:
+        _stderr_line(
+            "trt-widget trtexec: ignored (trt-widget builds the engine and runs no inference): "
+            + " ".join(_safe(a) for a in translation.ignored)
+        )
+    for note in translation.notes:
+        _stderr_line(f"trt-widget trtexec: {_safe(note)}")
+    command = build_argv(translation) + own
+    _stderr_line("trt-widget trtexec: building as: trt-widget " + " ".join(_safe(a) for a in command))
+    return main(command)
+
+
+def _safe(text: str) -> str:
+    """A command-line argument for the terminal: control characters shown escaped, never sent raw."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _model_and_output(args: argparse.Namespace) -> tuple[Any, str | None]:
@@ -186,32 +228,24 @@ def _model_and_output(args: argparse.Namespace) -> tuple[Any, str | None]:
 
 
 def _options(args: argparse.Namespace, output: str | None) -> dict[str, Any]:
-    from ._options import BuildOptions
+    from ._options import BuildOptions, options_from_args
 
-    options = {
-        "output": output,
-        "budget": args.budget,
-        "timing_cache": args.timing_cache,
-        "fp16": args.fp16,
-        "optimization_level": args.opt_level,
-        "workspace": args.workspace,
-        "isolation": args.isolation,
-        "verbose": args.verbose,
-    }
-    options = {k: v for k, v in options.items() if v not in (None, False)}
-    if args.fp16:  # as trtexec: --fp16 asks for a weakly typed network with FP16 kernels allowed
-        options["strongly_typed"] = False
     try:
+        options = options_from_args(args)
+        options["output"] = output
         BuildOptions.from_kwargs(**options)
     except FileNotFoundError as exc:
         raise _InputError(str(exc)) from None
     except (ValueError, TypeError) as exc:
         raise _UsageError(str(exc)) from None
-    return options
+    return {k: v for k, v in options.items() if v is not None}
 
 
 def _check_files(args: argparse.Namespace, output: str | None) -> None:
-    """--report / --trace must not overwrite the model, the engine or each other."""
+    """--report / --trace must not overwrite the model, the engine or each other; every file written (engine,
+    report, trace) must be writable: checked before the build, not after it."""
+    from ._files import check_writable
+
     named = (
         (getattr(args, "model", None), "the model"),
         (getattr(args, "recording", None), "the recording"),
@@ -225,6 +259,12 @@ def _check_files(args: argparse.Namespace, output: str | None) -> None:
         if real in taken:
             raise _UsageError(f"{flag} {path} is {taken[real]}: choose another file")
         taken[real] = f"the {flag} file"
+    for what, path in (("-o/--output", output), ("--report", args.report), ("--trace", args.trace)):
+        if path:
+            try:
+                check_writable(path, what)
+            except OSError as exc:
+                raise _InputError(f"cannot write {exc}") from None
 
 
 def _write_files(build: Any, args: argparse.Namespace) -> bool:
@@ -237,7 +277,7 @@ def _write_files(build: Any, args: argparse.Namespace) -> bool:
             getattr(build, method)(path)
         except (OSError, ValueError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            print(f"trt-widget: error: cannot write the {flag} file {path}: {reason}", file=sys.stderr)
+            _stderr_line(f"trt-widget: error: cannot write the {flag} file {path}: {reason}")
             ok = False
         else:
             _stderr_line(f"{'Report' if flag == '--report' else 'Trace'} written to {path}")
@@ -292,7 +332,7 @@ def _run(args: argparse.Namespace) -> int:
     if build.status == "cancelled":
         return EXIT_INTERRUPTED if interrupts.count else EXIT_BUDGET
     message = str(build.error) if build.error is not None else build.status_detail
-    print(f"trt-widget: build failed: {message}", file=sys.stderr)
+    _stderr_line(f"trt-widget: build failed: {message}")
     return EXIT_FAILED
 
 
@@ -309,6 +349,12 @@ def _view(args: argparse.Namespace) -> int:
         build = Build.from_events(Path(args.recording), speed=args.speed)
     except RecordingError as exc:
         raise _InputError(str(exc)) from None
+    except UnicodeDecodeError:  # binary: a model, an engine, an archive...
+        hint = f"; to build this model: trt-widget build {args.recording}" if args.recording.endswith(".onnx") else ""
+        raise _InputError(
+            f"{args.recording} is not a recording: a recording is the JSON-lines text that --json or events= "
+            f"write, and this file is binary{hint}"
+        ) from None
     stream = TerminalView(build, sys.stdout, style="plain" if args.plain else "auto", hint="Ctrl-C to stop")
     try:
         build.start().wait()
@@ -317,13 +363,16 @@ def _view(args: argparse.Namespace) -> int:
     stream.join(30.0)
     written = _write_files(build, args)
     if "replayed recording" not in build.status_detail and build.status != "cancelled":
-        print(f"trt-widget: error: {build.error or build.status_detail}", file=sys.stderr)
+        _stderr_line(f"trt-widget: error: {build.error or build.status_detail}")
         return EXIT_FAILED
     return EXIT_OK if written else EXIT_FAILED
 
 
 def _stderr_line(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
+    """A message on stderr; what it quotes (paths, a model's or a recording's text) is shown escaped."""
+    from ._format import escape_lines
+
+    print(escape_lines(text), file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

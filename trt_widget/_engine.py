@@ -15,15 +15,30 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Protocol, Union, cast
 
-from ._backend import capabilities, select_backend, trt
+from ._backend import builder_failure_message, capabilities, select_backend, trt
 from ._errors import BuildError
 from ._expected import significant
+from ._external_data import check_external_data, external_locations, file_locations
 from ._files import atomic_write
-from ._options import BuildOptions
+from ._options import PRECISION_FLAGS, TRT_SETTINGS, BuildOptions
+from ._verbose import TacticWatch, wanted
 
 SEVERITIES = ("INTERNAL_ERROR", "ERROR", "WARNING", "INFO", "VERBOSE")
+
+
+class OnnxModelProto(Protocol):
+    """What trt_widget uses of an ``onnx.ModelProto``."""
+
+    @property
+    def graph(self) -> Any: ...
+
+    def SerializeToString(self) -> bytes: ...
+
+
+# model=: an ONNX file path, ONNX bytes, an onnx.ModelProto, or a function that fills a TensorRT network
+ModelLike = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, OnnxModelProto, Callable[[Any], object]]
 
 
 @dataclass(frozen=True)
@@ -33,17 +48,25 @@ class ModelSource:
     kind: str  # "path" | "bytes" | "callable"
     value: Any
     label: str
+    # where the model's external data may lie: its own directory for a path, None (none allowed) otherwise
+    directory: str | None = None
+    hint: str = ""  # how to pass a model with external data here, when the default advice does not fit
 
     @classmethod
-    def of(cls, model: Any) -> ModelSource:
+    def of(cls, model: ModelLike | Any) -> ModelSource:
         if isinstance(model, (str, os.PathLike)):
-            return cls("path", str(Path(model).expanduser()), str(model))
+            path = str(Path(model).expanduser())
+            return cls("path", path, str(model), os.path.dirname(os.path.abspath(path)))
         if isinstance(model, (bytes, bytearray, memoryview)):
             data = bytes(model)
             return cls("bytes", data, f"ONNX bytes ({len(data):,} B)")
         if hasattr(model, "SerializeToString") and hasattr(model, "graph"):
             data = model.SerializeToString()
-            return cls("bytes", data, f"onnx.ModelProto {model.graph.name or ''}".strip())
+            hint = (
+                "An onnx.ModelProto does not know its directory: load it with its data (onnx.load(path)), or "
+                "pass the path of the ONNX file"
+            )
+            return cls("bytes", data, f"onnx.ModelProto {model.graph.name or ''}".strip(), None, hint)
         if callable(model):
             return cls("callable", model, getattr(model, "__qualname__", repr(model)))
         raise TypeError(
@@ -76,6 +99,8 @@ class CaptureLogger:
         self.on_record = on_record
         self._listeners: list[Callable[[dict[str, Any]], None]] = []
         self.records: deque[dict[str, Any]] = deque(maxlen=5000)
+        self.tactics = TacticWatch()  # what a silent step is timing, from VERBOSE lines (kept or not)
+        self.on_tactic_line: Callable[[str], None] | None = None  # a builder process forwards them
         self.problems: list[dict[str, Any]] = []  # WARNING and worse, capped below
 
     def restart_clock(self) -> None:
@@ -86,6 +111,10 @@ class CaptureLogger:
         """Keep one line; ``at`` is the line's own clock reading when replayed from a builder process."""
         try:
             level = int(severity)
+            if level == 4 and wanted(msg):
+                self.tactics.feed(msg, (self._clock() if at is None else min(at, self._clock())) - self._t0)
+                if self.on_tactic_line is not None:
+                    self.on_tactic_line(msg)
             if level > self._max:
                 return
             now = self._clock() if at is None else min(at, self._clock())
@@ -117,25 +146,44 @@ class CaptureLogger:
 
 
 class _LogRouter(trt().ILogger):  # type: ignore[misc]
-    """TensorRT keeps the first logger a process registers, so one router forwards each line to the build
-    running on the calling thread (or, for lines from other threads, to every running build)."""
+    """TensorRT keeps the first logger a process registers, so one router forwards each line to its build: the
+    build running on the calling thread, or the build whose progress monitor that thread reported to. A line
+    from any other thread goes to the only running build, and to none while several run (it may belong to any
+    of them): those are kept in ``unattributed`` (the last 200) and counted."""
 
     def __init__(self) -> None:
         trt().ILogger.__init__(self)
         self.sinks: dict[int, CaptureLogger] = {}  # builder thread id -> its build's logger
+        self.claimed: dict[int, CaptureLogger] = {}  # a TensorRT internal thread -> the build it reported for
         self.any_verbose = False  # True while a running build wants VERBOSE lines
+        self.unattributed: deque[tuple[int, str]] = deque(maxlen=200)
+        self.unattributed_count = 0
 
     def log(self, severity: Any, msg: str) -> None:
-        # TensorRT sends every VERBOSE line (tens of thousands per build): drop them before any other work.
-        if not self.any_verbose and int(severity) == 4:
+        # TensorRT sends every VERBOSE line (tens of thousands per build): drop them before any other work, but for
+        # the autotuner's lines that say what a silent step is timing (see _verbose.py).
+        if not self.any_verbose and int(severity) == 4 and not wanted(msg):
             return
-        sink = self.sinks.get(threading.get_ident())
-        for target in [sink] if sink is not None else list(self.sinks.values()):
-            target.log(severity, msg)
+        ident = threading.get_ident()
+        sink = self.sinks.get(ident) or self.claimed.get(ident)
+        if sink is None:
+            sinks = list(self.sinks.values())
+            if len(sinks) != 1:
+                self.unattributed_count += 1
+                self.unattributed.append((int(severity), str(msg)))
+                return
+            sink = sinks[0]
+        sink.log(severity, msg)
+
+    def claim(self, ident: int, sink: CaptureLogger) -> None:
+        """Lines from thread ``ident`` belong to ``sink``'s build (its progress monitor was called there)."""
+        if ident not in self.sinks:
+            self.claimed[ident] = sink
 
     def set_sink(self, ident: int, sink: CaptureLogger | None) -> None:
         if sink is None:
-            self.sinks.pop(ident, None)
+            ended = self.sinks.pop(ident, None)
+            self.claimed = {k: v for k, v in self.claimed.items() if v is not ended}
         else:
             self.sinks[ident] = sink
         self.any_verbose = any(s.verbose for s in list(self.sinks.values()))
@@ -161,6 +209,11 @@ def routed_logs(logger: CaptureLogger) -> Iterator[_LogRouter]:
             _router.set_sink(ident, None)
 
 
+# The time before TensorRT's first phase, reported as a phase of its own (see Build's AFTER_PHASE for the end)
+BEFORE_PHASES = {"model": "Reading and parsing the model", "callable": "Defining the network"}
+START_PHASE = "Starting the builder process"  # a cold worker's start-up, before it can build (runners/_process.py)
+
+
 def build_engine(source: ModelSource, options: BuildOptions, monitor: Any, logger: CaptureLogger) -> memoryview | None:
     """Build and return the serialized engine (a view of TensorRT's buffer), or None when cancelled."""
     with routed_logs(logger) as router:
@@ -171,14 +224,22 @@ def _build_engine(
     source: ModelSource, options: BuildOptions, monitor: Any, logger: CaptureLogger, router: _LogRouter
 ) -> memoryview | None:
     t = trt()
+    with _on_device(options.device):
+        return _build_on_device(t, source, options, monitor, logger, router)
+
+
+def _build_on_device(
+    t: Any, source: ModelSource, options: BuildOptions, monitor: Any, logger: CaptureLogger, router: _LogRouter
+) -> memoryview | None:
     try:
         builder = t.Builder(router)
     except TypeError as exc:  # pybind11: "factory function returned nullptr"
-        raise BuildError(
-            f"{capabilities()['label']} could not create a builder ({exc}): no CUDA GPU is visible to this process "
-            "or the NVIDIA driver is too old for this TensorRT. On a machine without an NVIDIA GPU install "
-            "TensorRT for RTX (pip install 'trt_widget[rtx]') or set TRT_WIDGET_BACKEND=rtx"
-        ) from None
+        if select_backend()[0] == "rtx":
+            raise BuildError(f"{capabilities()['label']} could not create a builder ({exc})") from None
+        raise BuildError(builder_failure_message(str(capabilities()["label"]), exc)) from None
+    _register_plugins(t, options.plugins, logger, router)
+    before = BEFORE_PHASES["callable" if source.kind == "callable" else "model"]
+    monitor.phase_start(before, None, 0)
     flags = 0
     strong = getattr(t.NetworkDefinitionCreationFlag, "STRONGLY_TYPED", None)
     if options.strongly_typed and strong is not None:
@@ -190,7 +251,12 @@ def _build_engine(
     _check_network(network, options)
     config = builder.create_builder_config()
     cache = _configure(t, builder, config, network, options, logger)
+    if hasattr(monitor, "on_thread"):
+        monitor.on_thread = lambda ident: router.claim(ident, logger)
+    if options.configure is not None:
+        _call_configure(options.configure, builder, network, config)
     config.progress_monitor = monitor
+    monitor.phase_finish(before)
     try:
         serialized = builder.build_serialized_network(network, config)
     finally:
@@ -209,15 +275,133 @@ def _build_engine(
     return engine
 
 
-def _save_timing_cache(config: Any, path: str, logger: CaptureLogger) -> None:
-    """Write the build's timing cache; a failure is a warning: the engine is the product, the cache an extra."""
+_plugins_lock = threading.Lock()
+_standard_plugins: bool | None = None  # init_libnvinfer_plugins ran in this process (None: not tried yet)
+_loaded_plugins: dict[str, Any] = {}  # real path -> TensorRT's library handle, for the life of this process
+
+
+def _register_plugins(t: Any, paths: tuple[str, ...], logger: CaptureLogger, router: _LogRouter) -> None:
+    """TensorRT's standard plugins once per process (as trtexec does: the ONNX parser looks only in the registry),
+    then the build's plugin libraries; each library stays loaded for later builds in this process."""
+    global _standard_plugins
+    loaded = []
+    with _plugins_lock:
+        if _standard_plugins is None:
+            init = getattr(t, "init_libnvinfer_plugins", None)
+            try:
+                _standard_plugins = bool(init(router, "")) if init is not None else False
+            except Exception:
+                _standard_plugins = False
+        for path in paths:
+            real = os.path.realpath(path)
+            if real not in _loaded_plugins:
+                registry = getattr(t, "get_plugin_registry", None)
+                if registry is None:  # the lean/dispatch runtimes' bindings have no plugin registry
+                    raise BuildError(f"plugins: {capabilities()['label']} has no plugin registry to load {path}")
+                before = len(logger.problems)
+                handle = registry().load_library(real)
+                if handle is None:  # TensorRT said why in an ERROR line
+                    said = [_short(r["message"]) for r in logger.problems[before:]][:2]
+                    raise BuildError(
+                        f"TensorRT could not load the plugin library {path}: "
+                        + ("; ".join(said) or "not a TensorRT plugin library, or its plugins are registered already")
+                    )
+                _loaded_plugins[real] = handle
+            loaded.append(path)
+    standard = "registered" if _standard_plugins else "not available in this TensorRT"
+    extra = f"; loaded {', '.join(loaded)}" if loaded else ""
+    logger.log(3, f"plugins: TensorRT's standard plugins {standard}{extra} (builder pid {os.getpid()})")
+
+
+def _call_configure(configure: Any, builder: Any, network: Any, config: Any) -> None:
+    """``configure(builder, network, config)``; its exception fails the build with its traceback."""
+    import traceback
+
     try:
-        with warnings.catch_warnings():
+        configure(builder, network, config)
+    except Exception as exc:
+        name = getattr(configure, "__qualname__", repr(configure))
+        raise BuildError(f"configure= {name} raised {exc!r}\n{traceback.format_exc()}") from exc
+
+
+@contextmanager
+def _on_device(device: int | None) -> Iterator[None]:
+    """Build on CUDA device ``device`` (trtexec --device): its primary context made current on this thread (the
+    CUDA runtime inside TensorRT uses the thread's current context), the previous one restored after."""
+    if device is None:
+        yield
+        return
+    import ctypes
+
+    cuda = None
+    for name in ("libcuda.so.1", "libcuda.so", "nvcuda.dll"):
+        try:
+            cuda = ctypes.CDLL(name)
+            break
+        except OSError:
+            continue
+    count = ctypes.c_int(0)
+    if cuda is None or cuda.cuInit(0) != 0 or cuda.cuDeviceGetCount(ctypes.byref(count)) != 0:
+        raise BuildError(f"device={device}: no CUDA driver or GPU is usable here; leave device unset")
+    if device >= count.value:
+        raise BuildError(f"device={device}: this machine has {count.value} CUDA device(s), numbered from 0")
+    handle, context, previous = ctypes.c_int(0), ctypes.c_void_p(), ctypes.c_void_p()
+    if (
+        cuda.cuDeviceGet(ctypes.byref(handle), device) != 0
+        or cuda.cuDevicePrimaryCtxRetain(ctypes.byref(context), handle) != 0
+    ):
+        raise BuildError(f"device={device}: CUDA could not open the device")
+    cuda.cuCtxGetCurrent(ctypes.byref(previous))
+    cuda.cuCtxSetCurrent(context)
+    try:
+        yield
+    finally:
+        cuda.cuCtxSetCurrent(previous)
+        cuda.cuDevicePrimaryCtxRelease(handle)
+
+
+def _save_timing_cache(config: Any, path: str, logger: CaptureLogger) -> None:
+    """Merge the build's timing cache into the file's current one and replace the file, under a lock beside it: a
+    concurrent build sharing the file (a matrix, the service) keeps its entries. Any failure is a warning: the
+    engine is the product, the cache an extra."""
+    try:
+        with warnings.catch_warnings(), _file_lock(f"{path}.lock"):
             warnings.simplefilter("ignore", DeprecationWarning)
-            data = bytes(memoryview(config.get_timing_cache().serialize()))
-        atomic_write(path, data)
+            cache = config.get_timing_cache()
+            try:
+                current = Path(path).read_bytes()
+            except FileNotFoundError:
+                current = b""
+            if current and cache is not None:
+                theirs = config.create_timing_cache(current)
+                # False where the file is from another TensorRT version or device: ours replaces it
+                if theirs is not None and not cache.combine(theirs, False):
+                    logger.log(2, f"timing_cache: {path} does not fit this TensorRT version or device; replaced")
+            serialized = cache.serialize() if cache is not None else None
+            if serialized is None:
+                logger.log(2, f"timing_cache: TensorRT returned no timing cache to save; {path} is left as it was")
+                return
+            atomic_write(path, bytes(memoryview(serialized)))
     except OSError as exc:
         logger.log(2, f"timing_cache: could not save to {path} ({exc.strerror or exc}); the engine is fine")
+    except Exception as exc:
+        logger.log(2, f"timing_cache: could not save to {path} ({type(exc).__name__}: {exc}); the engine is fine")
+
+
+@contextmanager
+def _file_lock(path: str) -> Iterator[None]:
+    """An exclusive advisory lock on ``path`` (created if needed) across threads and processes; none on Windows."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no flock; concurrent writers there keep the last writer's entries
+        yield
+        return
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
 
 
 def _populate(t: Any, network: Any, source: ModelSource, logger: CaptureLogger, router: _LogRouter) -> Any:
@@ -235,10 +419,16 @@ def _populate(t: Any, network: Any, source: ModelSource, logger: CaptureLogger, 
             raise BuildError(f"ONNX file not found: {path}")
         if not path.is_file():
             raise BuildError(f"not an ONNX file (a directory?): {path}")
+        try:
+            locations = file_locations(str(path))
+        except OSError as exc:
+            raise BuildError(f"cannot read the model {source.label}: {exc.strerror or exc}") from None
+        check_external_data(locations, source.directory, source.label, source.hint)
         ok = parser.parse_from_file(str(path))
     else:
         if not source.value:
             raise BuildError("the ONNX bytes are empty")
+        check_external_data(external_locations(source.value), None, source.label, source.hint)
         ok = _parse_bytes(parser, source.value)
     if not ok or parser.num_errors:
         problems = [_describe_parser_error(parser.get_error(i)) for i in range(parser.num_errors)]
@@ -292,7 +482,11 @@ def _check_network(network: Any, options: BuildOptions) -> None:
     if network.num_outputs == 0:
         raise BuildError("the network has no outputs: mark at least one tensor with network.mark_output(tensor)")
     inputs = {network.get_input(i).name: tuple(network.get_input(i).shape) for i in range(network.num_inputs)}
-    profiles = options.profiles or {}
+    for profile in options.profile_list() or [{}]:
+        _check_profile(inputs, profile)
+
+
+def _check_profile(inputs: dict[str, tuple[int, ...]], profiles: dict[str, Any]) -> None:
     unknown = sorted(set(profiles) - set(inputs))
     if unknown:
         raise BuildError(f"profiles name unknown input(s) {unknown}; the network's inputs are {sorted(inputs)}")
@@ -305,10 +499,22 @@ def _check_network(network: Any, options: BuildOptions) -> None:
             if fixed:
                 raise BuildError(f"profile for input {name!r} changes fixed dimension(s) {fixed} of shape {shape}")
         elif any(d < 0 for d in shape):
+            dims = "x".join(str(d) if d >= 0 else "N" for d in shape)
             raise BuildError(
-                f"input {name!r} has a dynamic shape {shape}: pass profiles={{{name!r}: (min_shape, opt_shape, "
-                "max_shape)}"
+                f"input {name!r} has a dynamic shape {shape}: give its shapes — on the command line --shapes "
+                f"{name}:{dims} (N a number) or --min-shapes/--opt-shapes/--max-shapes {name}:{dims}; in Python "
+                f"profiles={{{name!r}: (min_shape, opt_shape, max_shape)}}"
             )
+
+
+def _set_precisions(t: Any, config: Any, options: BuildOptions) -> None:
+    """The weak-typing precision flags (check_options refused those the API lacks); best: every one it has but FP8,
+    as trtexec --best."""
+    for name in options.weak_precisions:
+        names = ["FP16", "INT8", "BF16"] if name == "best" else [PRECISION_FLAGS[name]]
+        for flag in names:
+            if hasattr(t.BuilderFlag, flag):
+                config.set_flag(getattr(t.BuilderFlag, flag))
 
 
 def _configure(t: Any, builder: Any, config: Any, network: Any, options: BuildOptions, logger: CaptureLogger) -> Any:
@@ -316,13 +522,45 @@ def _configure(t: Any, builder: Any, config: Any, network: Any, options: BuildOp
         config.builder_optimization_level = options.optimization_level
     if options.workspace is not None:
         config.set_memory_pool_limit(t.MemoryPoolType.WORKSPACE, options.workspace)
-    if options.fp16:  # check_options refused it where the flag does not exist
-        config.set_flag(t.BuilderFlag.FP16)
-    if options.profiles:
+    _set_precisions(t, config, options)
+    for profile_shapes in options.profile_list():
         profile = builder.create_optimization_profile()
-        for name, (lo, opt, hi) in options.profiles.items():
+        for name, (lo, opt, hi) in profile_shapes.items():
             profile.set_shape(name, lo, opt, hi)
         config.add_optimization_profile(profile)
+    if options.dla_core is not None:
+        cores = int(getattr(builder, "num_DLA_cores", 0))
+        if options.dla_core >= cores:
+            raise BuildError(f"dla_core={options.dla_core}: this device has {cores} DLA core(s) (DLA: Jetson AGX/NX)")
+        config.default_device_type = t.DeviceType.DLA
+    for name, how in TRT_SETTINGS.items():  # check_options made sure the API has each one that is set
+        value = getattr(options, name)
+        if value is None:
+            continue
+        if how[0] == "flag":
+            if value is False and name != "tf32":  # False is the default of every flag option but tf32
+                continue
+            flag = getattr(t.BuilderFlag, how[1])
+            if value:
+                config.set_flag(flag)
+            else:
+                config.clear_flag(flag)
+            kept = bool(config.get_flag(flag)) == bool(value)
+        else:
+            target = value if how[0] == "attr" else getattr(getattr(t, how[2]), value.upper())
+            setattr(config, how[1], target)
+            kept = getattr(config, how[1]) == target
+        if not kept:  # the API has the setting but ignores it (TensorRT for RTX: hardware compatibility, DLA core)
+            raise BuildError(
+                f"{name}={value!r} is not available with {capabilities()['label']}: its builder config ignores "
+                f"{how[1]} (see the WARNING lines TensorRT logged)"
+            )
+    if options.tactic_sources is not None:
+        mask = int(config.get_tactic_sources())
+        for item in options.tactic_sources.split(","):
+            bit = 1 << int(getattr(t.TacticSource, item[1:]))
+            mask = mask | bit if item[0] == "+" else mask & ~bit
+        config.set_tactic_sources(mask)
     cache = None
     if options.timing_cache:
         path = Path(options.timing_cache)

@@ -39,7 +39,12 @@ def snapshot(build: Any) -> dict[str, Any]:
         "eta": _call(build.history, "eta"),
         "history_delta": _call(build.history, "deltas"),
         "resources": _call(build.resources, "snapshot"),
-        "activity": {"last_callback_s": build.model.last_event_s} if status in LIVE else None,
+        "activity": {
+            "last_callback_s": build.model.last_event_s,
+            "timing": _call(getattr(build.logger, "tactics", None), "snapshot"),
+        }
+        if status in LIVE
+        else None,
     }
 
 

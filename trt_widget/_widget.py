@@ -12,17 +12,21 @@ import sys
 import uuid
 from collections.abc import Generator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import anywidget
 import traitlets
 
-from ._build import Build
+from ._build import Build, BuildArgs
+from ._engine import ModelLike
 from ._snapshot import SnapshotPump, snapshot
 from ._status import log as _log
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
 _STATIC = Path(__file__).parent / "static"
-TIMING_COLUMNS = ["id", "name", "parent", "depth", "step", "num_steps", "start_s", "end_s", "duration_s", "status"]
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
 class BuildWidget(anywidget.AnyWidget):
@@ -53,48 +57,15 @@ class BuildWidget(anywidget.AnyWidget):
     activity = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)  # last_callback_s while live
 
     def __init__(
-        self,
-        model: Any,
-        *,
-        optimization_level: int | None = None,
-        fp16: bool = False,
-        strongly_typed: bool = True,
-        timing_cache: str | os.PathLike[str] | None = None,
-        workspace: int | str | None = None,
-        profiles: dict[str, Any] | None = None,
-        output: str | os.PathLike[str] | None = None,
-        budget: float | None = None,
-        verbose: bool = False,
-        isolation: str = "process",
-        force_after: float | None = None,
-        events: Any = None,
-        history: Any = True,
-        resources: bool = True,
-        build: Build | None = None,
-        **unknown: Any,
+        self, model: ModelLike | Build | None, *, build: Build | None = None, **kwargs: Unpack[BuildArgs]
     ) -> None:
         """The same arguments as :class:`Build`; or ``build=`` (or as ``model``) an existing, not yet started Build."""
         if build is None and isinstance(model, Build):  # e.g. a trt_widget.serve.RemoteBuild
             build = model
         if build is None:
-            build = Build(
-                model,
-                optimization_level=optimization_level,
-                fp16=fp16,
-                strongly_typed=strongly_typed,
-                timing_cache=timing_cache,
-                workspace=workspace,
-                profiles=profiles,
-                output=output,
-                budget=budget,
-                verbose=verbose,
-                isolation=isolation,
-                force_after=force_after,
-                events=events,
-                history=history,
-                resources=resources,
-                **unknown,
-            )
+            if model is None:
+                raise TypeError("BuildWidget needs a model (or build=, a Build not yet started)")
+            build = Build(cast("ModelLike", model), **kwargs)
         super().__init__()
         self.build = build
         self._pump = SnapshotPump(build, self._apply)
@@ -102,6 +73,11 @@ class BuildWidget(anywidget.AnyWidget):
         self.on_msg(self._on_custom_msg)
         self._display_id: str | None = None  # IPython display id, once displayed in a kernel
         self._display_parent: Any = None  # the request the last display update was sent with
+        # a front end rendered a view of this widget (its JS said so): only then does a final display update keep
+        # the widget view; without one (nbclient, nbconvert --execute) the saved output is the static rendering,
+        # which readers without the widget's JavaScript (nbconvert's HTML offline, GitHub) show
+        self._view_seen = False
+        self._view_dropped = False
         build.add_done_callback(self._on_build_end)
 
     @classmethod
@@ -120,6 +96,10 @@ class BuildWidget(anywidget.AnyWidget):
             self.stop()
         elif isinstance(content, dict) and content.get("type") == "sync":  # a view missed deltas or is new
             self._pump.request_full()
+        elif isinstance(content, dict) and content.get("type") == "view":  # a front end rendered a view
+            self._view_seen = True
+            if self._view_dropped:  # its message came after the final update (a cell was running): the view again
+                self._refresh_display()
 
     @property
     def phases(self) -> list[dict[str, Any]]:
@@ -190,27 +170,8 @@ class BuildWidget(anywidget.AnyWidget):
         return self.build.timings()
 
     def timings_df(self) -> Any:
-        """The timings as a pandas DataFrame indexed by phase id (needs pandas)."""
-        try:
-            import pandas as pd
-        except ImportError as exc:
-            raise ImportError("timings_df() needs pandas: pip install pandas (or use timings())") from exc
-        frame = pd.DataFrame(self.timings(), columns=TIMING_COLUMNS)
-        frame = frame.astype(
-            {
-                "id": "int64",
-                "parent": "Int64",
-                "depth": "int64",
-                "step": "int64",
-                "num_steps": "int64",
-                "start_s": "float64",
-                "end_s": "float64",
-                "duration_s": "float64",
-                "name": "object",
-                "status": "object",
-            }
-        )
-        return frame.set_index("id")
+        """The timings as a pandas DataFrame indexed by phase id (needs pandas): :meth:`Build.timings_df`."""
+        return self.build.timings_df()
 
     def to_json(self, path: str | None = None) -> str:
         """Final state and timings as JSON text; also written to ``path`` when given."""
@@ -245,8 +206,16 @@ class BuildWidget(anywidget.AnyWidget):
         return mimebundle(self.build, title=repr(self))
 
     def _bundle(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The output's data; once the build ended, without the widget view when no front end has shown one (in
+        nbconvert's HTML a widget view wins over text/html and renders nothing offline: its manager comes from a
+        CDN). A view's late message brings the widget view back (``_on_custom_msg``)."""
         render = getattr(self, "_repr_mimebundle_", None)  # ipywidgets sets it to None when the widget is closed
-        return render() if callable(render) else (self._static(), {})
+        data, metadata = render() if callable(render) else (self._static(), {})
+        self._view_dropped = self.build.done() and not self._view_seen and WIDGET_VIEW in data
+        if self._view_dropped:
+            data = {k: v for k, v in data.items() if k != WIDGET_VIEW}
+            metadata = {k: v for k, v in metadata.items() if k != WIDGET_VIEW}
+        return data, metadata
 
     def _ipython_display_(self) -> None:
         """Display under an IPython display id, so every output of this widget is replaced by the final state

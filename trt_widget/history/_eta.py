@@ -13,8 +13,8 @@ import time
 import warnings
 from typing import Any
 
-from ._keys import PhasePath, build_key, profile_rows
-from ._store import HistoryStore, history_path, warn_once
+from ._keys import PhasePath, build_key, describe_like, like_facts, profile_rows
+from ._store import LOCK_TIMEOUT_S, HistoryStore, history_path, warn_once
 
 
 def attach_history(build: Any, history: Any) -> None:
@@ -66,6 +66,7 @@ class HistoryLink:
         self.store = store
         self.key: str | None = None
         self.model_hash: str | None = None
+        self.like: dict[str, Any] = {}  # the GPU and timing-cache warmth this build is compared by
         self.match: dict[str, Any] | None = None  # the newest succeeded record with the same key
         self.error: str | None = None
         self.recorded_id: int | None = None
@@ -90,8 +91,9 @@ class HistoryLink:
 
     def _load(self) -> None:
         try:
-            self.key, self.model_hash = build_key(self.build)
-            self.match = self.store.latest(self.key)
+            self.like = like_facts(self.build)
+            self.key, self.model_hash = build_key(self.build, self.like)
+            self.match = self.store.latest(self.key, timeout=LOCK_TIMEOUT_S)
             if self.match is not None:
                 self._past = {tuple((str(n), int(k)) for n, k in r["path"]): r for r in self.match["rows"]}
         except Exception as exc:
@@ -101,11 +103,18 @@ class HistoryLink:
             self.ready.set()
 
     @property
+    def like_text(self) -> str:
+        """What a matching build must share besides model, options and backend, e.g. 'NVIDIA H200 (compute 9.0,
+        driver 580.159.04), warm timing cache' (empty where nothing else is known)."""
+        return describe_like(self.like)
+
+    @property
     def based_on(self) -> str | None:
         if self.match is None:
             return None
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(self.match["created"]))
-        return f"build of {when}, {self.match['total_s']:.1f} s"
+        like = describe_like(self.like)
+        return f"build of {when}, {self.match['total_s']:.1f} s" + (f", same {like}" if like else "")
 
     def _refresh(self) -> None:
         """Re-derive the anchor, running phases and deltas when the phase structure changed."""
@@ -192,6 +201,7 @@ class HistoryLink:
             self.ready.wait(60)
             if self.key is None:
                 return
+            locked = self.error is not None and "StoreLocked" in self.error  # the look-up waited already
             resources = getattr(build, "resources", None)
             if resources is not None and hasattr(resources, "stop"):
                 resources.stop()  # its final sample belongs in the record
@@ -208,11 +218,12 @@ class HistoryLink:
                 "options": build.options.summary(),
                 "backend": backend_info(),
                 "isolation": build.options.isolation,
+                **self.like,
                 "resources": resources.summary() if resources is not None else None,
                 "based_on_id": self.match["id"] if self.match else None,
                 "rows": profile_rows(build.timings()),
             }
-            self.recorded_id = self.store.add(record)
+            self.recorded_id = self.store.add(record, timeout=0.1 if locked else LOCK_TIMEOUT_S)
         except Exception as exc:
             self.error = f"{type(exc).__name__}: {exc}"
             with contextlib.suppress(Warning):  # warnings made errors: on this thread they would only go unseen

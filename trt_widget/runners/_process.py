@@ -27,7 +27,9 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
 
+from .._engine import START_PHASE
 from .._errors import BuildError
+from .._gpu import oom_kill_count
 from ._base import RunContext
 from ._messages import (
     Built,
@@ -51,8 +53,19 @@ DEFAULT_IDLE_S = 300.0
 MAX_IDLE_WORKERS = 2
 
 
-def check_transferable(source: Any) -> None:
-    """Raise TypeError unless ``source`` (a ModelSource) can be sent to a builder process, naming what cannot."""
+def check_transferable(source: Any, configure: Any = None) -> None:
+    """Raise TypeError unless ``source`` (a ModelSource) and the ``configure=`` function can be sent to a builder
+    process, naming what cannot."""
+    if configure is not None:
+        import cloudpickle
+
+        try:
+            cloudpickle.dumps(configure)
+        except Exception as exc:
+            raise TypeError(
+                f"configure= {getattr(configure, '__qualname__', configure)!r} cannot be sent to the builder process: "
+                f"{exc}. Everything it refers to must be picklable; or pass isolation='thread'"
+            ) from None
     if source.kind != "callable":
         return
     import cloudpickle
@@ -270,6 +283,8 @@ class _Relay:
         self.worker: Worker | None = None
         self.answered = False  # the worker sent its final message for this job
         self.built = False  # TensorRT returned the engine: a stop now must not throw it away
+        self.starting = False  # the START_PHASE of a cold worker is open
+        self.oom_kills_before: int | None = None  # the kernel's OOM-kill count when the job was sent
 
     def run(self) -> bytes | None:
         job = self._job()
@@ -277,6 +292,10 @@ class _Relay:
             return None  # stopped before a worker was even asked
         worker = self.worker = pool.acquire()
         self.ctx.on_pid(worker.pid)
+        self.starting = not worker.hello  # a cold worker: its start-up is a phase of this build, until its hello
+        if self.starting:
+            self.ctx.model.phase_start(START_PHASE, None, 0)
+        self.oom_kills_before = oom_kill_count()
         try:
             with contextlib.suppress(OSError, ValueError):  # the worker died just now: the relay loop reports how
                 worker.control.send(Job(self.job_id, job))
@@ -302,9 +321,19 @@ class _Relay:
             "path": None,
             "callable": None,
             "options": self.ctx.options,
+            "configure": None,
             "workdirs": self.workdirs,
             "sys_path": list(sys.path),
+            "directory": source.directory if source.kind == "path" else None,  # where external data may lie
+            "hint": source.hint,
         }
+        if self.ctx.options.configure is not None:  # a function, often a lambda: cloudpickle sends it
+            import dataclasses
+
+            import cloudpickle
+
+            job["options"] = dataclasses.replace(self.ctx.options, configure=None)
+            job["configure"] = cloudpickle.dumps(self.ctx.options.configure)
         if source.kind == "path":
             job["path"] = os.path.abspath(source.value)
         elif source.kind == "bytes":
@@ -340,6 +369,9 @@ class _Relay:
                 self._died(worker)
             if isinstance(message, Hello):
                 worker.hello = True
+                if self.starting:
+                    self.starting = False
+                    ctx.model.phase_finish(START_PHASE)
             elif isinstance(message, Events):
                 self._replay(message.batch)
             else:
@@ -372,7 +404,15 @@ class _Relay:
                 name = f"signal {-code}"
             how = f"was killed by {name}"
             if name == "SIGKILL":
-                how += " (when nobody killed it on purpose, that is the system's out-of-memory killer)"
+                now, before = oom_kill_count(), self.oom_kills_before
+                if now is not None and before is not None and now > before:
+                    how = (
+                        "was killed by the kernel's out-of-memory killer (SIGKILL; its OOM-kill count rose during "
+                        "the build): the host ran out of memory. Build fewer engines at once, or give the machine "
+                        "more memory"
+                    )
+                else:
+                    how += " (when nobody killed it on purpose, that is the system's out-of-memory killer)"
         else:
             how = f"exited with code {code} without a result"
         if not worker.hello:

@@ -183,10 +183,8 @@ def _load_source(job: dict[str, Any]) -> Any:
     from .._engine import ModelSource
 
     kind, label = job["kind"], job["label"]
-    if kind == "path":
-        return ModelSource("path", job["path"], label)
-    if kind == "bytes":  # the parent wrote them to a private file: let the parser read it, no copy here
-        return ModelSource("path", job["path"], label)
+    if kind in ("path", "bytes"):  # bytes: the parent wrote them to a private file, which the parser reads
+        return ModelSource("path", job["path"], label, job.get("directory"), job.get("hint", ""))
     sys.path[:0] = [p for p in job.get("sys_path", []) if p not in sys.path]
     try:
         import cloudpickle
@@ -198,6 +196,25 @@ def _load_source(job: dict[str, Any]) -> Any:
             "a module the build process cannot import; pass an ONNX model or use isolation='thread'"
         ) from exc
     return ModelSource("callable", function, label)
+
+
+def _load_options(job: dict[str, Any]) -> Any:
+    """The job's BuildOptions, with its configure= function (sent with cloudpickle) restored."""
+    options = job["options"]
+    if job.get("configure") is None:
+        return options
+    import dataclasses
+
+    import cloudpickle
+
+    try:
+        configure = cloudpickle.loads(job["configure"])
+    except Exception as exc:
+        raise BuildError(
+            f"the build process could not load the configure= function: {exc!r}. It may use a module the build "
+            "process cannot import; use isolation='thread'"
+        ) from exc
+    return dataclasses.replace(options, configure=configure)
 
 
 def write_first(dirs: list[str], name: str, data: bytes | memoryview) -> str:
@@ -233,9 +250,11 @@ def run_job(job: dict[str, Any], cancel: threading.Event, events: Any) -> None:
             outbox.log(Log(level, record["message"], time.perf_counter()))
 
         logger = CaptureLogger(job["options"].verbose, on_record=on_record)
+        if not job["options"].verbose:  # the autotuner's lines still reach the parent's TacticWatch
+            logger.on_tactic_line = lambda message: outbox.log(Log(4, message, time.perf_counter()))
         source = _load_source(job)
         monitor = _make_monitor(outbox, cancel)
-        engine = build_engine(source, job["options"], monitor, logger)
+        engine = build_engine(source, _load_options(job), monitor, logger)
         if engine is not None:
             outbox.structure(Built(time.perf_counter()))  # from now on a stop must not discard it
         final = Cancelled("") if engine is None else Engine(*_write_engine(engine, job["workdirs"]))

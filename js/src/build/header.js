@@ -2,7 +2,7 @@
 // switch, Stop), the cancelling / unanswered-Stop notices, the error box and the TensorRT log panel.
 
 import { h, setAttr, setText, svg } from "../shared/dom.js";
-import { fmtApprox, fmtBytes, fmtDuration, fmtQuiet, num, str } from "../shared/format.js";
+import { fmtApprox, fmtBytes, fmtDuration, fmtQuiet, fmtTiming, num, str } from "../shared/format.js";
 
 /** @type {Record<string, string>} */
 const STATUS_LABELS = {
@@ -13,6 +13,7 @@ const STATUS_LABELS = {
   succeeded: "Succeeded",
   cancelled: "Cancelled",
   failed: "Failed",
+  ended: "Ended", // the kernel went away while the build ran (view.js)
 };
 
 export const UNACKED_STOP_TEXT =
@@ -78,6 +79,8 @@ export class Header {
     });
     this.pathEl.hidden = true;
     this.el.append(this.pathEl);
+    this.pathText = ""; // the running path (setPath)
+    this.timingText = ""; // what the autotuner is timing (tick)
 
     this.notice = h("div", "trtw-notice", { role: "status" });
     this.noticeText = h("span", "trtw-notice-text");
@@ -109,14 +112,17 @@ export class Header {
     setText(this.stopBtn, label);
     this.stopBtn.disabled = !enabled;
     // Stop only means something while a build can be stopped; the view switch only with rows to view.
-    this.stopBtn.hidden = !(st === "running" || st === "queued" || cancelling);
+    // Ended (the kernel is gone): still shown, disabled, so it is clear that there is nothing to stop.
+    this.stopBtn.hidden = !(st === "running" || st === "queued" || cancelling || st === "ended");
     this.seg.hidden = !s.hasRows;
     const stopTitle =
       cancelling && canForce
         ? "Terminate the build process now"
         : st === "running"
           ? "Stop the build after the current step"
-          : null;
+          : st === "ended"
+            ? "The kernel that ran this build is gone: there is nothing to stop"
+            : null;
     setAttr(this.stopBtn, "title", stopTitle);
 
     this.notice.hidden = !cancelling;
@@ -148,6 +154,8 @@ export class Header {
     const quiet = live && typeof last === "number" ? fmtQuiet(now - last) : "";
     setText(this.quietEl, quiet);
     this.quietEl.hidden = !quiet;
+    this.timingText = live ? fmtTiming(record(activity)?.timing, now) : "";
+    this.renderPath();
     this.tickNotice(now, status, cancel);
   }
 
@@ -194,7 +202,15 @@ export class Header {
     /** @param {{name: string, step: number, numSteps: number}} p */
     const label = (p) => (p.numSteps > 1 ? `${p.name} ${Math.min(p.step, p.numSteps)}/${p.numSteps}` : p.name);
     const parts = path.length > 4 ? [label(path[0]), "\u2026", ...path.slice(-3).map(label)] : path.map(label);
-    const text = parts.join(" \u203a ");
+    this.pathText = parts.join(" \u203a ");
+    this.renderPath();
+  }
+
+  /** The "Now" line: the running path, then what TensorRT's autotuner is timing (from its VERBOSE lines). */
+  renderPath() {
+    const path = this.pathText ?? "";
+    const timing = this.timingText ?? "";
+    const text = path && timing ? `${path} \u00b7 ${timing}` : path || timing;
     setText(this.pathEl, text ? `Now: ${text}` : "");
     this.pathEl.hidden = !text;
   }
@@ -224,7 +240,7 @@ export class ResourceView {
     this.el.append(this.spark, this.peakEl);
   }
 
-  /** @param {unknown} resources the resources trait: {samples: [t, rss, gpu, ...][], peak_rss, peak_gpu_mem, trt_peak} */
+  /** @param {unknown} resources the resources trait: {samples: [t, rss, gpu, ...][], peak_rss, peak_gpu_mem, trt_peak, scope, gpu_scope} */
   update(resources) {
     const r = record(resources);
     if (!r) {
@@ -243,7 +259,10 @@ export class ResourceView {
     setText(this.peakEl, parts.join(" \u00b7 "));
     const scope = str(r.scope) || "the build's process";
     const tip = [`Memory (RSS) of ${scope}: the line shows it over the build, the number its peak.`];
-    if (num(r.peak_gpu_mem) > 0) tip.push("GPU memory: dashed line.");
+    if (num(r.peak_gpu_mem) > 0) {
+      const gpuScope = str(r.gpu_scope);
+      tip.push(`GPU memory${gpuScope ? ` of ${gpuScope}` : ""}: dashed line.`);
+    }
     const lastSample = samples.length ? samples[samples.length - 1] : null;
     const cpu = Array.isArray(lastSample) ? lastSample[4] : null;
     if (typeof cpu === "number") tip.push(`CPU now: ${Math.round(cpu)} % (100 % = one core busy).`);

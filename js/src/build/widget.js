@@ -4,7 +4,7 @@
 // Contract: the Python side writes synced traits (status, status_detail, elapsed_s, the phase rows as
 // phases_json / phases_seq / phases_delta, engine_size, error, logs, cancel, can_force, eta, history_delta,
 // resources, activity: see `Traits` below); this module only reads them and sends {type: "stop"} when Stop is
-// clicked, {type: "sync"} when it missed a row delta.  Every trait may be missing.
+// clicked, {type: "sync"} when it missed a row delta, {type: "view"} once per rendered view.  Every trait may be missing.
 //
 // Security: every string coming from Python (phase names, log messages, errors, ...) is written with
 // textContent or setAttribute; nothing is ever parsed as HTML.
@@ -34,8 +34,9 @@ import { TrtView } from "./view.js";
  * @property {{total_s: number, based_on: string, phases: Record<string, number>} | null} eta
  * @property {Record<string, number> | null} history_delta phase id -> seconds slower (+) or faster (−)
  * @property {{samples: (number | null)[][], peak_rss: number | null, peak_gpu_mem: number | null,
- *   trt_peak: string | null, scope?: string} | null} resources samples are [t, rss, gpu_mem, gpu_util, cpu%]
- * @property {{last_callback_s: number | null} | null} activity while live: build time of TensorRT's last callback
+ *   trt_peak: string | null, scope?: string, gpu_scope?: string | null} | null} resources samples are
+ *   [t, rss, gpu_mem, gpu_util, cpu%]; gpu_scope says whose the GPU figure is
+ * @property {{last_callback_s: number | null, timing?: {layer: string, runner: string, since_s: number, tactics: number} | null} | null} activity while live: build time of TensorRT's last callback; what the autotuner times
  */
 
 /**
@@ -47,6 +48,13 @@ import { TrtView } from "./view.js";
 export default {
   render({ model, el }) {
     const view = new TrtView(model, el);
+    // Python keeps the widget view in the final output only once a front end has shown one (else readers
+    // without this JavaScript, such as nbconvert's HTML, get the static rendering)
+    try {
+      model.send({ type: "view" });
+    } catch {
+      // a model without a live comm (a saved notebook, a static page): nothing to tell
+    }
     return () => view.destroy();
   },
 };

@@ -48,10 +48,10 @@ def test_wait_returns_before_the_record_is_written(
     writing, release = threading.Event(), threading.Event()
     original = store.add
 
-    def slow_add(record: dict[str, Any]) -> int:
+    def slow_add(record: dict[str, Any], **kwargs: Any) -> int:
         writing.set()
         assert release.wait(60)
-        return original(record)
+        return original(record, **kwargs)
 
     monkeypatch.setattr(store, "add", slow_add)
     build = Build(small_model, history=store, isolation="thread").start()

@@ -357,10 +357,12 @@ class _Relay:
                 force_at = time.monotonic() + ctx.graceful_s
                 with contextlib.suppress(OSError, ValueError):
                     worker.control.send(Stop(self.job_id))
-            if not self.built and (ctx.force.is_set() or (force_at is not None and time.monotonic() >= force_at)):
+            due = force_at is not None and time.monotonic() >= force_at and not self._serializing()
+            if not self.built and (ctx.force.is_set() or due):
                 self._force_stop(worker, automatic=not ctx.force.is_set())
                 return None
-            timeout = POLL_S if force_at is None else max(0.0, min(POLL_S, force_at - time.monotonic()))
+            left = POLL_S if force_at is None else force_at - time.monotonic()
+            timeout = min(POLL_S, left) if left > 0 else POLL_S  # past the deadline only while serializing
             if not wait([worker.events], timeout=timeout):
                 continue
             try:
@@ -376,6 +378,12 @@ class _Relay:
                 self._replay(message.batch)
             else:
                 return self._final(message)
+
+    def _serializing(self) -> bool:
+        """Every phase TensorRT started has ended: it is serializing the engine, which no cancel can interrupt
+        and which ends on its own; the grace period does not end it (a second Stop still does)."""
+        model = self.ctx.model
+        return model.structure_version > 0 and model.innermost_running() is None
 
     def _force_stop(self, worker: Worker, automatic: bool) -> None:
         """Terminate the worker now; the build ends cancelled with a detail that says so."""

@@ -67,7 +67,8 @@ def _file_lines(handle: Any, where: str) -> Iterator[str]:
             yield raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise RecordingError(
-                f"{where}, line {number}: not UTF-8 text (byte {exc.start + 1}); is it a recording of events= / --json?",
+                f"{where}, line {number}: not UTF-8 text (byte {exc.start + 1}); "
+                "is it a recording of events= / --json?",
                 binary=number == 1,  # not even its first line is text
             ) from None
 

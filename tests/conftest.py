@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from onnx import TensorProto, helper
 
 from trt_widget.models import deep_residual, resnet50, to_bytes
 
@@ -185,3 +186,22 @@ def sigint_raises() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+@pytest.fixture(scope="session")
+def agent_models(tmp_path_factory: pytest.TempPathFactory, long_model_bytes: bytes) -> dict[str, Path]:
+    """ONNX files for the MCP and LSP tests: small (builds in ~0.3 s), medium (~1 s), long (a few seconds), text
+    (not ONNX), refused (an op the parser has no importer for, on node 'frob_1')."""
+    where = tmp_path_factory.mktemp("models")
+    paths = {name: where / f"{name}.onnx" for name in ("small", "medium", "long", "text", "refused")}
+    paths["small"].write_bytes(to_bytes(deep_residual(4)))
+    paths["medium"].write_bytes(to_bytes(deep_residual(100)))
+    paths["long"].write_bytes(long_model_bytes)
+    paths["text"].write_text("hello, this is not an ONNX model\n")
+    node = helper.make_node("Frobnicate", ["x"], ["y"], name="frob_1")
+    io = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 4]) for n in ("x", "y")]
+    graph = helper.make_graph([node], "refused", [io[0]], [io[1]])
+    paths["refused"].write_bytes(
+        helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    )
+    return paths

@@ -957,7 +957,7 @@ def test_view_says_one_line_for_any_file_that_is_not_a_recording(tmp_path: Path)
     for path, said in [
         (missing, "line 2: field 'name' of a step event must be a string"),
         (utf, "line 2: not UTF-8 text"),
-        (onnx_file, "line 1:"),
+        (onnx_file, "is not a recording"),
         (deep, "line 1: JSON nested too deeply"),
     ]:
         done = subprocess.run(

@@ -239,7 +239,7 @@ def test_rows_travel_as_deltas_that_rebuild_the_tree_exactly(wait_until: Any) ->
     assert widget.phases_seq == seen and list(rows.values()) == final == widget.build.model.rows()
     full_bytes = len(fulls[-1])
     sizes = sorted(len(t) for t in deltas)
-    assert sizes[len(sizes) // 2] < full_bytes / 20  # a typical update is a small part of the list
+    assert sizes[len(sizes) // 2] < full_bytes / 10  # a typical update is a small part of the list
 
 
 def test_awaiting_a_widget_waits_for_the_build_and_its_final_state() -> None:

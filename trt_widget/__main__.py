@@ -348,8 +348,8 @@ def _view(args: argparse.Namespace) -> int:
     try:
         build = Build.from_events(Path(args.recording), speed=args.speed)
     except RecordingError as exc:
-        raise _InputError(str(exc)) from None
-    except UnicodeDecodeError:  # binary: a model, an engine, an archive...
+        if not exc.binary:
+            raise _InputError(str(exc)) from None
         hint = f"; to build this model: trt-widget build {args.recording}" if args.recording.endswith(".onnx") else ""
         raise _InputError(
             f"{args.recording} is not a recording: a recording is the JSON-lines text that --json or events= "

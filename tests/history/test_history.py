@@ -35,6 +35,8 @@ def private_history(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def two_builds(tmp_path_factory: pytest.TempPathFactory, resnet50_bytes: bytes) -> dict[str, Any]:
     """Two real resnet50 builds into one store; the second samples its ETA while it runs."""
     store = HistoryStore(tmp_path_factory.mktemp("hist") / "h.sqlite")
+    # a warm builder process for both: a cold one adds a "Starting the builder process" row to the first only
+    assert Build(deep_residual(2), history=False).start().wait(120) == "succeeded"
     first = Build(resnet50_bytes, history=store).start()
     assert first.wait(300) == "succeeded"
     assert first.history.recorded.wait(60) and first.history.recorded_id is not None

@@ -20,6 +20,11 @@ from lsprotocol import types
 from pygls.uris import from_fs_path
 from pytest_lsp import ClientServerConfig, LanguageClient
 
+from trt_widget._build import AFTER_PHASE
+from trt_widget._engine import BEFORE_PHASES, START_PHASE
+
+ROOTS = (BEFORE_PHASES["model"], START_PHASE, "Building engine", AFTER_PHASE)  # top-level phases of a build
+
 SERVER = [sys.executable, "-m", "trt_widget", "lsp"]
 on_module_loop = pytest.mark.asyncio(loop_scope="module")  # the module shares one server and its client
 
@@ -58,21 +63,21 @@ async def first_report(client: LanguageClient, timeout: float = 60.0) -> str:
 
 @on_module_loop
 async def test_progress_begins_reports_and_ends_in_order(
-    client: LanguageClient, models: dict[str, Path], tmp_path: Path
+    client: LanguageClient, agent_models: dict[str, Path], tmp_path: Path
 ) -> None:
-    uri = from_fs_path(str(models["medium"]))
+    uri = from_fs_path(str(agent_models["medium"]))
     engine = tmp_path / "medium.engine"
     result = await execute(client, "trtWidget.build", uri, {"output": str(engine)})
     assert result["status"] == "succeeded" and engine.stat().st_size == result["engine_bytes"]
     values = client.progress_reports[token_of(result)]
     begin, *reports, end = values
     assert isinstance(begin, types.WorkDoneProgressBegin) and begin.cancellable is True and begin.percentage == 0
-    assert begin.title == "TensorRT build" and begin.message == str(models["medium"])
+    assert begin.title == "TensorRT build" and begin.message == str(agent_models["medium"])
     assert reports and all(isinstance(r, types.WorkDoneProgressReport) for r in reports)
     percentages = [r.percentage for r in reports]
     assert percentages == sorted(percentages) and all(0 <= p <= 99 for p in percentages), percentages
     assert percentages[-1] > 0
-    assert all(r.message and r.message.startswith("Building engine") for r in reports)
+    assert all(r.message and r.message.startswith(ROOTS) for r in reports)
     assert any("Determining refit engines" in (r.message or "") for r in reports)
     assert isinstance(end, types.WorkDoneProgressEnd) and "succeeded" in (end.message or "")
     assert list(client.diagnostics[uri]) == []  # published empty: clears an earlier failure's
@@ -82,9 +87,9 @@ async def test_progress_begins_reports_and_ends_in_order(
 
 @on_module_loop
 async def test_cancel_stops_the_build_within_a_second(
-    client: LanguageClient, models: dict[str, Path], tmp_path: Path
+    client: LanguageClient, agent_models: dict[str, Path], tmp_path: Path
 ) -> None:
-    uri = from_fs_path(str(models["long"]))
+    uri = from_fs_path(str(agent_models["long"]))
     running = asyncio.ensure_future(execute(client, "trtWidget.build", uri, {"output": str(tmp_path / "x.engine")}))
     token = await first_report(client)
     await asyncio.sleep(0.3)  # into "Determining refit engines": no step boundary for seconds
@@ -101,9 +106,9 @@ async def test_cancel_stops_the_build_within_a_second(
 
 @on_module_loop
 async def test_a_refused_model_gets_diagnostics_on_the_node(
-    client: LanguageClient, models: dict[str, Path], tmp_path: Path
+    client: LanguageClient, agent_models: dict[str, Path], tmp_path: Path
 ) -> None:
-    uri = from_fs_path(str(models["refused"]))
+    uri = from_fs_path(str(agent_models["refused"]))
     result = await execute(client, "trtWidget.build", uri, {"output": str(tmp_path / "r.engine")})
     assert result["status"] == "failed"
     (diagnostic,) = client.diagnostics[uri]
@@ -112,21 +117,21 @@ async def test_a_refused_model_gets_diagnostics_on_the_node(
     assert diagnostic.severity == types.DiagnosticSeverity.Error
     shown = client.messages[-1]
     assert shown.type == types.MessageType.Error and "frob_1" in shown.message
-    not_onnx = from_fs_path(str(models["text"]))
+    not_onnx = from_fs_path(str(agent_models["text"]))
     await execute(client, "trtWidget.build", not_onnx, {"output": str(tmp_path / "t.engine")})
     (whole,) = client.diagnostics[not_onnx]
     assert "is it really an ONNX model?" in whole.message and whole.code is None
 
 
 @on_module_loop
-async def test_stop_and_builds_commands(client: LanguageClient, models: dict[str, Path], tmp_path: Path) -> None:
-    uri = from_fs_path(str(models["long"]))
+async def test_stop_and_builds_commands(client: LanguageClient, agent_models: dict[str, Path], tmp_path: Path) -> None:
+    uri = from_fs_path(str(agent_models["long"]))
     running = asyncio.ensure_future(execute(client, "trtWidget.build", uri, {"output": str(tmp_path / "x.engine")}))
     token = await first_report(client)
     build_id = token.split("/")[1]
     listed = await execute(client, "trtWidget.builds")
     assert listed["builds"][0]["build_id"] == build_id and listed["builds"][0]["status"] == "running"
-    assert listed["builds"][0]["phase"].startswith("Building engine")
+    assert listed["builds"][0]["phase"].startswith(ROOTS)
     stopped = await execute(client, "trtWidget.stop", build_id)
     assert stopped == {"stopped": [build_id]}
     result = await asyncio.wait_for(running, 60)
@@ -136,14 +141,14 @@ async def test_stop_and_builds_commands(client: LanguageClient, models: dict[str
 
 @on_module_loop
 async def test_bad_input_is_an_error_response_and_a_message(
-    client: LanguageClient, tmp_path: Path, models: dict[str, Path]
+    client: LanguageClient, tmp_path: Path, agent_models: dict[str, Path]
 ) -> None:
     missing = from_fs_path(str(tmp_path / "missing.onnx"))
     with pytest.raises(Exception, match="ONNX file not found"):
         await execute(client, "trtWidget.build", missing)
     assert client.messages[-1].type == types.MessageType.Error
     with pytest.raises(Exception, match="unknown build option 'opt'"):
-        await execute(client, "trtWidget.build", from_fs_path(str(models["small"])), {"options": {"opt": 1}})
+        await execute(client, "trtWidget.build", from_fs_path(str(agent_models["small"])), {"options": {"opt": 1}})
     with pytest.raises(Exception, match="no build with id 'b999'"):
         await execute(client, "trtWidget.stop", "b999")
     assert (await execute(client, "trtWidget.builds"))["builds"]  # still serving
@@ -163,7 +168,9 @@ def _receive(stdout: Any) -> dict[str, Any]:
     return dict(json.loads(stdout.read(length)))
 
 
-def test_a_client_that_goes_away_mid_build_leaves_no_builder_behind(models: dict[str, Path], tmp_path: Path) -> None:
+def test_a_client_that_goes_away_mid_build_leaves_no_builder_behind(
+    agent_models: dict[str, Path], tmp_path: Path
+) -> None:
     server = subprocess.Popen(
         SERVER, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ)
     )
@@ -179,7 +186,7 @@ def test_a_client_that_goes_away_mid_build_leaves_no_builder_behind(models: dict
             },
         )
         _send(server.stdin, {"jsonrpc": "2.0", "method": "initialized", "params": {}})
-        arguments = [from_fs_path(str(models["long"])), {"output": str(tmp_path / "x.engine")}]
+        arguments = [from_fs_path(str(agent_models["long"])), {"output": str(tmp_path / "x.engine")}]
         _send(
             server.stdin,
             {

@@ -16,7 +16,11 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from trt_widget._build import AFTER_PHASE
+from trt_widget._engine import BEFORE_PHASES, START_PHASE
 from trt_widget.mcp import HttpServerThread
+
+ROOTS = (BEFORE_PHASES["model"], START_PHASE, "Building engine", AFTER_PHASE)  # top-level phases of a build
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +48,7 @@ class Progress:
 
 
 def test_a_build_reports_increasing_progress_and_a_structured_result(
-    server: Any, models: dict[str, Path], run_async: Any, tmp_path: Path
+    server: Any, agent_models: dict[str, Path], run_async: Any, tmp_path: Path
 ) -> None:
     progress = Progress()
     engine = tmp_path / "long.engine"
@@ -52,7 +56,7 @@ def test_a_build_reports_increasing_progress_and_a_structured_result(
     async def main() -> Any:
         async with connect(server) as client:
             return await client.call_tool(
-                "build_engine", {"model": str(models["long"]), "output": str(engine)}, progress_callback=progress
+                "build_engine", {"model": str(agent_models["long"]), "output": str(engine)}, progress_callback=progress
             )
 
     result = run_async(main)
@@ -69,12 +73,12 @@ def test_a_build_reports_increasing_progress_and_a_structured_result(
     # <= 10 a second: sends are 0.1 s apart; each value is the build time read a moment after its send began
     assert all(b - a >= 0.09 for a, b in itertools.pairwise(values)), values
     messages = [m for _, _, m in progress.seen]
-    assert all(m and m.startswith("Building engine") for m in messages), messages
+    assert all(m and m.startswith(ROOTS) for m in messages), messages
     assert any(" › " in m and "Determining refit engines" in m for m in messages if m), messages
 
 
 def test_a_cancelled_call_stops_the_build_within_a_second_and_the_server_keeps_serving(
-    server: Any, models: dict[str, Path], run_async: Any, tmp_path: Path
+    server: Any, agent_models: dict[str, Path], run_async: Any, tmp_path: Path
 ) -> None:
     progress = Progress()
 
@@ -84,7 +88,7 @@ def test_a_cancelled_call_stops_the_build_within_a_second_and_the_server_keeps_s
                 group.start_soon(
                     lambda: client.call_tool(
                         "build_engine",
-                        {"model": str(models["long"]), "output": str(tmp_path / "x.engine")},
+                        {"model": str(agent_models["long"]), "output": str(tmp_path / "x.engine")},
                         progress_callback=progress,
                     )
                 )
@@ -93,10 +97,10 @@ def test_a_cancelled_call_stops_the_build_within_a_second_and_the_server_keeps_s
                 group.cancel_scope.cancel()
             cancelled_at = time.time()
             builds = (await client.call_tool("list_builds", {})).structured_content["builds"]
-            build_id = next(b["build_id"] for b in builds if b["model"] == str(models["long"]))
+            build_id = next(b["build_id"] for b in builds if b["model"] == str(agent_models["long"]))
             status = await client.call_tool("build_status", {"build_id": build_id, "wait_s": 30})
             after = await client.call_tool(
-                "build_engine", {"model": str(models["small"]), "output": str(tmp_path / "small.engine")}
+                "build_engine", {"model": str(agent_models["small"]), "output": str(tmp_path / "small.engine")}
             )
             return cancelled_at, status.structured_content, after
 
@@ -108,11 +112,12 @@ def test_a_cancelled_call_stops_the_build_within_a_second_and_the_server_keeps_s
     assert not after.is_error and after.structured_content["status"] == "succeeded"
 
 
-def test_a_budget_cancels_the_build(server: Any, models: dict[str, Path], run_async: Any, tmp_path: Path) -> None:
+def test_a_budget_cancels_the_build(server: Any, agent_models: dict[str, Path], run_async: Any, tmp_path: Path) -> None:
     async def main() -> Any:
         async with connect(server) as client:
             return await client.call_tool(
-                "build_engine", {"model": str(models["long"]), "budget": 0.5, "output": str(tmp_path / "x.engine")}
+                "build_engine",
+                {"model": str(agent_models["long"]), "budget": 0.5, "output": str(tmp_path / "x.engine")},
             )
 
     result = run_async(main)
@@ -140,13 +145,13 @@ def test_a_budget_cancels_the_build(server: Any, models: dict[str, Path], run_as
     ],
 )
 def test_bad_input_is_a_readable_tool_error(
-    server: Any, models: dict[str, Path], run_async: Any, arguments: dict[str, Any], says: str
+    server: Any, agent_models: dict[str, Path], run_async: Any, arguments: dict[str, Any], says: str
 ) -> None:
     def fill(value: Any) -> Any:
-        return str(models[value[1:-1]]) if isinstance(value, str) and value.startswith("{") else value
+        return str(agent_models[value[1:-1]]) if isinstance(value, str) and value.startswith("{") else value
 
     arguments = {k: fill(v) for k, v in arguments.items()}
-    before = models["small"].read_bytes()
+    before = agent_models["small"].read_bytes()
 
     async def main() -> tuple[Any, Any]:
         async with connect(server) as client:
@@ -157,11 +162,11 @@ def test_bad_input_is_a_readable_tool_error(
     assert bad.is_error
     assert says in bad.content[0].text, bad.content[0].text
     assert not still.is_error  # the server still serves
-    assert models["small"].read_bytes() == before
+    assert agent_models["small"].read_bytes() == before
 
 
 def test_two_concurrent_calls_build_two_engines(
-    server: Any, models: dict[str, Path], run_async: Any, tmp_path: Path
+    server: Any, agent_models: dict[str, Path], run_async: Any, tmp_path: Path
 ) -> None:
     results: dict[str, Any] = {}
 
@@ -169,7 +174,7 @@ def test_two_concurrent_calls_build_two_engines(
         async with connect(server) as client:
 
             async def build(name: str) -> None:
-                arguments = {"model": str(models["small"]), "output": str(tmp_path / f"{name}.engine")}
+                arguments = {"model": str(agent_models["small"]), "output": str(tmp_path / f"{name}.engine")}
                 results[name] = await client.call_tool("build_engine", arguments, progress_callback=Progress())
 
             async with anyio.create_task_group() as group:
@@ -187,13 +192,13 @@ def test_two_concurrent_calls_build_two_engines(
 
 
 def test_start_poll_stop_for_clients_that_do_not_keep_a_request_open(
-    server: Any, models: dict[str, Path], run_async: Any, tmp_path: Path, wait_until: Any
+    server: Any, agent_models: dict[str, Path], run_async: Any, tmp_path: Path, wait_until: Any
 ) -> None:
     async def main() -> tuple[Any, ...]:
         async with connect(server) as client:
             started = (
                 await client.call_tool(
-                    "start_build", {"model": str(models["long"]), "output": str(tmp_path / "x.engine")}
+                    "start_build", {"model": str(agent_models["long"]), "output": str(tmp_path / "x.engine")}
                 )
             ).structured_content
             build_id = started["build_id"]
@@ -212,7 +217,7 @@ def test_start_poll_stop_for_clients_that_do_not_keep_a_request_open(
 
     started, polled, early, stopped, final, again, unknown = run_async(main)
     assert started["status"] in ("queued", "running") and started["ended_at"] is None
-    assert polled["phase"].startswith("Building engine")
+    assert polled["phase"].startswith(ROOTS)
     assert early.is_error and "still running" in early.content[0].text
     assert stopped["stopping"] is True and stopped["build"]["status"] == "cancelling"
     assert final["status"] == "cancelled" and "stopped by the MCP client" in final["detail"]
@@ -221,11 +226,11 @@ def test_start_poll_stop_for_clients_that_do_not_keep_a_request_open(
 
 
 def test_timings_compare_with_the_last_matching_build(
-    server: Any, models: dict[str, Path], run_async: Any, tmp_path: Path
+    server: Any, agent_models: dict[str, Path], run_async: Any, tmp_path: Path
 ) -> None:
     async def main() -> tuple[Any, Any]:
         async with connect(server) as client:
-            arguments = {"model": str(models["small"]), "output": str(tmp_path / "s.engine")}
+            arguments = {"model": str(agent_models["small"]), "output": str(tmp_path / "s.engine")}
             first = await client.call_tool("build_engine", arguments)
             second = await client.call_tool("build_engine", arguments)
             build_id = second.structured_content["build_id"]

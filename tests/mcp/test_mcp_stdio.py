@@ -15,6 +15,11 @@ import anyio
 import psutil
 from mcp import Client, StdioServerParameters
 
+from trt_widget._build import AFTER_PHASE
+from trt_widget._engine import BEFORE_PHASES, START_PHASE
+
+ROOTS = (BEFORE_PHASES["model"], START_PHASE, "Building engine", AFTER_PHASE)  # top-level phases of a build
+
 
 def stdio() -> Client:
     """``python -m trt_widget mcp`` as a subprocess (with this environment: the SDK passes only a few variables
@@ -22,7 +27,9 @@ def stdio() -> Client:
     return Client(StdioServerParameters(command=sys.executable, args=["-m", "trt_widget", "mcp"], env=dict(os.environ)))
 
 
-def test_build_with_progress_then_bad_input_over_stdio(models: dict[str, Path], run_async: Any, tmp_path: Path) -> None:
+def test_build_with_progress_then_bad_input_over_stdio(
+    agent_models: dict[str, Path], run_async: Any, tmp_path: Path
+) -> None:
     seen: list[tuple[float, str | None]] = []
 
     async def progress(value: float, total: float | None, message: str | None) -> None:
@@ -33,12 +40,14 @@ def test_build_with_progress_then_bad_input_over_stdio(models: dict[str, Path], 
             tools = {t.name: t for t in (await client.list_tools()).tools}
             good = await client.call_tool(
                 "build_engine",
-                {"model": str(models["medium"]), "output": str(tmp_path / "m.engine")},
+                {"model": str(agent_models["medium"]), "output": str(tmp_path / "m.engine")},
                 progress_callback=progress,
             )
             missing = await client.call_tool("build_engine", {"model": str(tmp_path / "missing.onnx")})
-            not_onnx = await client.call_tool("build_engine", {"model": str(models["text"])})
-            unknown = await client.call_tool("build_engine", {"model": str(models["small"]), "options": {"fp32": 1}})
+            not_onnx = await client.call_tool("build_engine", {"model": str(agent_models["text"])})
+            unknown = await client.call_tool(
+                "build_engine", {"model": str(agent_models["small"]), "options": {"fp32": 1}}
+            )
             return tools, good, missing, not_onnx, unknown
 
     tools, good, missing, not_onnx, unknown = run_async(main)
@@ -49,7 +58,7 @@ def test_build_with_progress_then_bad_input_over_stdio(models: dict[str, Path], 
     assert (tmp_path / "m.engine").stat().st_size == good.structured_content["engine_bytes"]
     values = [v for v, _ in seen]
     assert len(values) >= 2 and values == sorted(set(values))  # strictly increasing
-    assert all(m and m.startswith("Building engine") for _, m in seen)
+    assert all(m and m.startswith(ROOTS) for _, m in seen)
     assert missing.is_error and "ONNX file not found" in missing.content[0].text
     assert not_onnx.is_error and "is it really an ONNX model?" in not_onnx.content[0].text
     assert not_onnx.structured_content["status"] == "failed"
@@ -57,7 +66,7 @@ def test_build_with_progress_then_bad_input_over_stdio(models: dict[str, Path], 
 
 
 def test_a_cancel_over_stdio_stops_the_build_within_a_second(
-    models: dict[str, Path], run_async: Any, tmp_path: Path
+    agent_models: dict[str, Path], run_async: Any, tmp_path: Path
 ) -> None:
     first = anyio.Event()
 
@@ -70,7 +79,7 @@ def test_a_cancel_over_stdio_stops_the_build_within_a_second(
                 group.start_soon(
                     lambda: client.call_tool(
                         "build_engine",
-                        {"model": str(models["long"]), "output": str(tmp_path / "x.engine")},
+                        {"model": str(agent_models["long"]), "output": str(tmp_path / "x.engine")},
                         progress_callback=progress,
                     )
                 )
@@ -81,7 +90,7 @@ def test_a_cancel_over_stdio_stops_the_build_within_a_second(
             builds = (await client.call_tool("list_builds", {})).structured_content["builds"]
             status = await client.call_tool("build_status", {"build_id": builds[0]["build_id"], "wait_s": 30})
             after = await client.call_tool(
-                "build_engine", {"model": str(models["small"]), "output": str(tmp_path / "s.engine")}
+                "build_engine", {"model": str(agent_models["small"]), "output": str(tmp_path / "s.engine")}
             )
             return cancelled_at, status.structured_content, after
 
@@ -92,7 +101,9 @@ def test_a_cancel_over_stdio_stops_the_build_within_a_second(
     assert after.structured_content["status"] == "succeeded"
 
 
-def test_a_client_that_goes_away_mid_build_leaves_no_builder_behind(models: dict[str, Path], tmp_path: Path) -> None:
+def test_a_client_that_goes_away_mid_build_leaves_no_builder_behind(
+    agent_models: dict[str, Path], tmp_path: Path
+) -> None:
     server = subprocess.Popen([sys.executable, "-m", "trt_widget", "mcp"], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ))  # fmt: skip
     stdin = server.stdin
@@ -107,7 +118,7 @@ def test_a_client_that_goes_away_mid_build_leaves_no_builder_behind(models: dict
               "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}}})  # fmt: skip
         assert "result" in json.loads(server.stdout.readline())
         send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        arguments = {"model": str(models["long"]), "output": str(tmp_path / "x.engine")}
+        arguments = {"model": str(agent_models["long"]), "output": str(tmp_path / "x.engine")}
         send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
               "params": {"name": "build_engine", "arguments": arguments, "_meta": {"progressToken": "p"}}})  # fmt: skip
         while json.loads(server.stdout.readline()).get("method") != "notifications/progress":

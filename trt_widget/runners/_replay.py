@@ -24,7 +24,12 @@ _SEVERITY = {"VERBOSE": 4, "INFO": 3, "WARNING": 2, "ERROR": 1, "INTERNAL_ERROR"
 
 
 class RecordingError(ValueError):
-    """A recording that cannot be replayed; the message names the line."""
+    """A recording that cannot be replayed; the message names the line. ``binary``: the file is not text at all
+    (a model, an engine, an archive...), so it is no recording of any kind."""
+
+    def __init__(self, message: str, *, binary: bool = False) -> None:
+        super().__init__(message)
+        self.binary = binary
 
 
 MAX_LINE_BYTES = 1 << 20  # one event; TensorRT's longest log lines are a few KB
@@ -62,7 +67,9 @@ def _file_lines(handle: Any, where: str) -> Iterator[str]:
             yield raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise RecordingError(
-                f"{where}, line {number}: not UTF-8 text (byte {exc.start + 1}); is it a recording of events= / --json?"
+                f"{where}, line {number}: not UTF-8 text (byte {exc.start + 1}); "
+                "is it a recording of events= / --json?",
+                binary=number == 1,  # not even its first line is text
             ) from None
 
 
@@ -130,7 +137,7 @@ def _parse(lines: Iterable[Any], where: str) -> list[dict[str, Any]]:
             try:
                 text = line.decode() if isinstance(line, bytes) else str(line)
             except UnicodeDecodeError:
-                raise RecordingError(f"{where}, line {number}: not UTF-8 text") from None
+                raise RecordingError(f"{where}, line {number}: not UTF-8 text", binary=number == 1) from None
             if not text.strip():
                 continue
             if len(text) > MAX_LINE_BYTES:

@@ -138,29 +138,29 @@ class ThreadCpu:
         return totals
 
 
-class FakeBuild:
-    """Just enough of a Build for the widget's snapshot pump: a running phase model, optionally pre-filled
-    with ``n`` instances (one root and ``n - 1`` finished "Measuring tactic time" children)."""
+def FakeBuild(n: int = 0, elapsed_s: float = 0.0) -> Any:
+    """A real (never started) ``Build`` in status running, for the widget's snapshot pump: optionally pre-filled
+    with ``n`` instances (one root and ``n - 1`` finished "Measuring tactic time" children). ``elapsed_s`` and
+    ``finished`` are plain attributes the scripts set. A real Build, so whatever readers need of one is there."""
+    from trt_widget._build import Build
 
-    def __init__(self, n: int = 0, elapsed_s: float = 0.0) -> None:
-        from trt_widget._phases import PhaseModel
+    class _Fake(Build):
+        elapsed_s = 0.0  # shadows Build's property: the scripts drive it
+        finished = False
 
-        self.model = PhaseModel()
-        self.status, self.status_detail, self.engine, self.error = "running", "", None, None
-        self.problems: list[dict[str, Any]] = []
-        self.cancel_info, self.history, self.resources = None, None, None
-        self.options = type("Options", (), {"isolation": "thread"})()
-        self.finished = False
-        self.elapsed_s = elapsed_s
-        if n:
-            self.model.phase_start("Building engine", None, n)
-        for _ in range(n - 1):
-            self.model.phase_start("Measuring tactic time", "Building engine", 4)
-            self.model.step_complete("Measuring tactic time", 3)
-            self.model.phase_finish("Measuring tactic time")
+        @property
+        def status(self) -> str:
+            return "succeeded" if self.finished else "running"
 
-    def done(self) -> bool:
-        return self.finished
+        def done(self) -> bool:  # type: ignore[override]
+            return self.finished
 
-    def add_done_callback(self, _callback: Any) -> None:
-        pass
+    fake = _Fake(b"unused", isolation="thread", history=False, resources=False)
+    fake.elapsed_s = elapsed_s
+    if n:
+        fake.model.phase_start("Building engine", None, n)
+    for _ in range(n - 1):
+        fake.model.phase_start("Measuring tactic time", "Building engine", 4)
+        fake.model.step_complete("Measuring tactic time", 3)
+        fake.model.phase_finish("Measuring tactic time")
+    return fake

@@ -41,6 +41,8 @@ def widget_build(onnx: bytes, history_dir: str) -> dict[str, float]:
     if status != "succeeded":
         raise RuntimeError(f"widget build ended {status}: {widget.build.error}")
     own = sum(v for k, v in threads.by_name().items() if k.startswith("trt_widget-") and k != "trt_widget-build")
+    if widget.build.history is not None:  # recorded after wait() returned: awaited (untimed) before the next build
+        widget.build.history.recorded.wait(60)
     return {"wall": wall, "cpu": cpu, "sends": probe.count, "phases": len(widget.phases), "own_cpu": own}
 
 

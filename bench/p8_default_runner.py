@@ -4,7 +4,8 @@ P1-default: resnet50() builds (~1 s), default settings ÷ isolation="thread", in
             goes first), the first build of each kind left out; the ratio of medians. P1-first is the very
             first default build of this fresh process (it starts the worker) ÷ the median thread build.
 P4-default: deep_residual(1000) builds with default settings, each stopped at a random moment between the
-            first phase and ~6 s in; the time from stop() to wait() returning, p95 over the trials.
+            first phase and ~6 s in; the time from stop() to wait() returning, p95 over the trials, and how
+            many ended gracefully (at a step boundary, keeping the warm worker) rather than terminated.
 P5-default: the longest main-thread stall (10 ms sleep overshoot) while a default build runs.
 """
 
@@ -19,7 +20,7 @@ from _common import emit, figure, load_avg, median, percentile, print_table, wai
 from trt_widget import Build, BuildWidget, models
 
 P1_TARGET = 1.10
-P4_TARGET_S = 1.0
+P4_TARGET_S = 0.25
 P5_TARGET_MS = 50.0
 
 
@@ -42,10 +43,10 @@ def p1(onnx: bytes, repeats: int) -> tuple[dict[str, list[float]], float]:
     return times, first
 
 
-def stop_trial(onnx: bytes, rng: random.Random) -> dict[str, float]:
+def stop_trial(onnx: bytes, rng: random.Random, window_s: float) -> dict[str, float]:
     build = Build(onnx, history=False).start()
     wait_for(lambda: build.model.innermost_running() is not None or build.done(), 120, "the first phase")
-    time.sleep(rng.uniform(0.0, 6.0))
+    time.sleep(rng.uniform(0.0, window_s))
     phase = build.model.innermost_running()
     stop_at = time.perf_counter()
     build.stop()
@@ -77,6 +78,8 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=12)
     parser.add_argument("--blocks", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--window", type=float, default=6.0, help="stop at a random moment up to this many s in")
+    parser.add_argument("--stall-blocks", type=int, default=600, help="deep_residual size of the P5-default build")
     args = parser.parse_args()
     load_start = load_avg()
     resnet = models.resnet50().SerializeToString()
@@ -90,7 +93,7 @@ def main() -> None:
 
     rng = random.Random(args.seed)
     onnx = models.deep_residual(args.blocks).SerializeToString()
-    trials = [stop_trial(onnx, rng) for _ in range(args.trials)]
+    trials = [stop_trial(onnx, rng, args.window) for _ in range(args.trials)]
     print_table(
         "P4-default: stop() -> wait() returned",
         ["latency s", "status", "phase at stop", "terminated"],
@@ -98,7 +101,7 @@ def main() -> None:
     )
     latencies = [t["latency_s"] for t in trials]
     p95 = percentile(latencies, 95)
-    stall = stall_during_default_build(models.deep_residual(600).SerializeToString())
+    stall = stall_during_default_build(models.deep_residual(args.stall_blocks).SerializeToString())
     emit(
         "p8",
         {
@@ -126,18 +129,19 @@ def main() -> None:
                 p95 <= P4_TARGET_S,
                 "s",
                 f"deep_residual({args.blocks}), default settings: stop() -> wait() returned, p95 of "
-                f"{len(trials)} stops at random moments",
+                f"{len(trials)} stops at random moments ({sum(not t['terminated'] for t in trials)} graceful)",
                 max_s=max(latencies),
                 median_s=median(latencies),
                 terminated=sum(bool(t["terminated"]) for t in trials),
+                graceful=sum(not t["terminated"] for t in trials),
             ),
             "P5-default": figure(
                 round(stall, 2),
                 f"<= {P5_TARGET_MS} ms",
                 stall <= P5_TARGET_MS,
                 "ms",
-                "longest main-thread stall (10 ms sleep overshoot) during a default deep_residual(600) "
-                "BuildWidget build",
+                "longest main-thread stall (10 ms sleep overshoot) during a default "
+                f"deep_residual({args.stall_blocks}) BuildWidget build",
             ),
         },
         load_avg_start=load_start,

@@ -1,12 +1,14 @@
-"""Run every benchmark (P1-P7) as its own subprocess, one after another, and summarise against the targets.
+"""Run every benchmark as its own subprocess, one after another, and summarise against the targets.
 
-    python bench/run_all.py            # full run (a few minutes; P1 is the long one) -> bench/results.json
-    python bench/run_all.py --quick    # smaller builds and fewer repeats -> bench/results-quick.json
+    python bench/run_all.py            # full run (several minutes) -> bench/results.json
+    python bench/run_all.py --quick    # the smoke run: small sizes, few repeats -> bench/results-quick.json
     python bench/run_all.py --only p3 p4
 
+It first builds what the scripts need (the JS bench bundle js/dist/bench.js: ``node js/build.mjs --bench``).
 Each script prints its own table and one ``BENCH_JSON {...}`` line; this prints every figure with its target
-and PASS / FAIL (or "info" where there is no target). The exit status is 0 even when a target is missed: the
-figures are reported, not enforced.
+and PASS / FAIL (or "info" where there is no target). A missed target does not change the exit status (the
+figures are reported, not enforced: machines are noisy); a script that crashes, hangs past ``--timeout`` or
+prints no figures makes it exit 1, so the test suite's smoke run (tests/test_bench_smoke.py) catches rot.
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -23,69 +27,30 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from _common import JSON_PREFIX, load_avg, machine  # noqa: E402
+from report import PAGE, fmt_value, ordered, render, verdict  # noqa: E402
 
+QUICK_P8 = ["--window", "1", "--stall-blocks", "100"]
+# (id, script and its fixed arguments, the --quick arguments: the smallest sizes that still run every path)
 SCRIPTS = [
-    ("p1", "p1_build_overhead.py", ["--repeats", "2", "--blocks", "300"]),
-    ("p2", "p2_callback_cost.py", ["--steps", "20000", "--blocks", "200"]),
-    ("p3", "p3_sync_rate.py", ["--blocks", "200", "--seconds", "1.5"]),
-    ("p4", "p4_stop_latency.py", ["--trials", "6", "--blocks", "200"]),
-    ("p5", "p5_main_thread.py", ["--blocks", "200", "--large", "1200"]),
-    ("p6", "p6_memory.py", ["--steps", "200000", "--sizes", "1000", "10000"]),
-    ("p7", "p7_frontend.py", ["--updates", "20"]),
-    ("p7-10000", "p7_frontend.py --instances 10000 --changed 200", ["--updates", "10"]),
-    ("p8", "p8_default_runner.py", ["--repeats", "2", "--trials", "3", "--blocks", "400"]),
-    ("p9", "p9_serve.py", ["--builds", "3", "--measurements", "3000"]),
-    ("p11", "p11_sync_bytes.py", ["--measurements", "300", "--seconds", "4"]),
-    ("p10", "p10_matrix.py", ["--blocks", "20", "--repeats", "3"]),
+    ("p1", "p1_build_overhead.py", ["--repeats", "1", "--blocks", "100"]),
+    ("p1-small", "p1_small_build.py", ["--repeats", "1", "--cli-repeats", "1", "--blocks", "20"]),
+    ("p2", "p2_callback_cost.py", ["--steps", "5000", "--blocks", "100"]),
+    ("p3", "p3_sync_rate.py", ["--blocks", "100", "--seconds", "1"]),
+    ("p4", "p4_stop_latency.py", ["--trials", "4", "--blocks", "100"]),
+    ("p5", "p5_main_thread.py", ["--blocks", "100", "--large", "1200"]),
+    ("p6", "p6_memory.py", ["--steps", "50000", "--sizes", "1000", "3000"]),
+    ("p7", "p7_frontend.py", ["--updates", "10"]),
+    ("p7-10000", "p7_frontend.py --instances 10000 --changed 200", ["--updates", "5"]),
+    ("p8", "p8_default_runner.py", ["--repeats", "1", "--trials", "2", "--blocks", "200", *QUICK_P8]),
+    ("p9", "p9_serve.py", ["--blocks", "50", "--builds", "1", "--measurements", "1000"]),
+    ("p11", "p11_sync_bytes.py", ["--measurements", "200", "--seconds", "2"]),
+    ("p10", "p10_matrix.py", ["--blocks", "10", "--repeats", "1", "--no-ray"]),  # quick: no Ray start (~20 s)
     ("p12", "p12_kernel_shutdown.py", ["--repeats", "1"]),
     ("p14", "p14_agents.py", ["--builds", "2", "--trials", "3"]),
+    ("p13", "p13_matrix_100.py", ["--builds", "20", "--measurements", "100", "--seconds", "2"]),
 ]
-ORDER = [
-    "P1",
-    "P1-cpu",
-    "P1-own",
-    "P2",
-    "P2-trt",
-    "P2-build",
-    "P2-log",
-    "P3",
-    "P3-final",
-    "P3-large",
-    "P4",
-    "P4-real",
-    "P5",
-    "P5-nolog",
-    "P5-1200",
-    "P5-10000",
-    "P6",
-    "P6-linear",
-    "P7",
-    "P7-expanded",
-    "P7-timeline",
-    "P7-10000",
-    "P7-expanded-10000",
-    "P7-timeline-10000",
-    "P1-default",
-    "P1-first",
-    "P4-default",
-    "P5-default",
-    "P9-latency",
-    "P9-fanout",
-    "P9-rate",
-    "P9-replay",
-    "P9-builder",
-    "P10-rate",
-    "P10-stall",
-    "P10-ray",
-    "P11-total",
-    "P11-update",
-    "P11-full",
-    "P12",
-    "P12-s",
-    "P14-progress",
-    "P14-cancel-mcp",
-    "P14-cancel-lsp",
-]
+KEPT_OUT_OF_DIRTY = [":!bench/results*", ":!docs/performance.md"]
+NEEDS_JS = {"p7", "p7-10000"}  # scripts that load js/dist/bench.js
 
 
 def run_script(name: str, args: list[str], timeout: float) -> tuple[dict[str, Any] | None, str, float]:
@@ -103,6 +68,9 @@ def run_script(name: str, args: list[str], timeout: float) -> tuple[dict[str, An
     record: dict[str, Any] | None = None
     lines: list[str] = []
     assert proc.stdout is not None
+    timer = threading.Timer(timeout, proc.kill)  # reading stdout blocks: a hung script is killed from here
+    timer.daemon = True
+    timer.start()
     try:
         for line in proc.stdout:
             if line.startswith(JSON_PREFIX):
@@ -110,56 +78,57 @@ def run_script(name: str, args: list[str], timeout: float) -> tuple[dict[str, An
                 continue
             lines.append(line)
             print(line, end="", flush=True)
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        return None, f"timed out after {timeout:g} s", time.perf_counter() - start
+        proc.wait()
+    finally:
+        timer.cancel()
+    seconds = time.perf_counter() - start
+    if proc.returncode != 0 and seconds >= timeout:
+        return None, f"timed out after {timeout:g} s", seconds
     error = "" if proc.returncode == 0 and record else f"exit {proc.returncode}: {''.join(lines[-5:]).strip()}"
-    return record, error, time.perf_counter() - start
+    return record, error, seconds
 
 
-def verdict(fig: dict[str, Any]) -> str:
-    if fig.get("pass") is None:
-        return "info" if fig.get("value") is not None else "n/a"
-    return "PASS" if fig["pass"] else "FAIL"
-
-
-def fmt_value(fig: dict[str, Any]) -> str:
-    value, unit = fig.get("value"), fig.get("unit", "")
-    if value is None:
-        return "-"
-    if unit == "bytes":
-        return f"{value:,} B"
-    if unit == "ratio":
-        return f"{value:g}x" if "x" in str(fig.get("target", "")) else f"{value:.4g}"
-    return f"{value:g} {unit}"
-
-
-def markdown(figures: dict[str, dict[str, Any]], header: str) -> str:
-    """The summary as a Markdown table (for bench/README.md)."""
-    lines = [header, "", "| id | figure | value | target | result |", "|---|---|---|---|---|"]
-    for key in sorted(figures, key=lambda k: ORDER.index(k) if k in ORDER else len(ORDER)):
-        fig = figures[key]
-        what = str(fig.get("what", "")).replace("|", "/")
-        lines.append(f"| {key} | {what} | {fmt_value(fig)} | {fig.get('target', '-')} | {verdict(fig)} |")
-    return "\n".join(lines) + "\n"
+def build_js_bench() -> str:
+    """Build js/dist/bench.js from js/src (esbuild, ~1 s); returns an error text, or "" when built."""
+    node = shutil.which("node")
+    if node is None:
+        return "node is not installed: it builds js/dist/bench.js (Node >= 20, then `cd js && npm ci`)"
+    try:
+        done = subprocess.run(
+            [node, "build.mjs", "--bench"], cwd=HERE.parent / "js", capture_output=True, text=True, timeout=120
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"building js/dist/bench.js failed: {exc}"
+    if done.returncode != 0:
+        said = (done.stdout + done.stderr).strip()[-500:]
+        return f"building js/dist/bench.js failed (exit {done.returncode}): {said}"
+    return ""
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="smaller builds, fewer repeats (a smoke run)")
     parser.add_argument("--only", nargs="*", default=None, help="ids to run, e.g. p1 p7")
-    parser.add_argument("--timeout", type=float, default=900)
+    parser.add_argument("--timeout", type=float, default=None, help="seconds per script (900; --quick: 180)")
+    parser.add_argument("--out", type=Path, default=None, help="the results file (default bench/results*.json)")
     args = parser.parse_args()
+    timeout = args.timeout if args.timeout is not None else (180.0 if args.quick else 900.0)
+    selected = [s for s in SCRIPTS if not args.only or s[0] in [o.lower() for o in args.only]]
+    js_error = build_js_bench() if any(key in NEEDS_JS for key, _, _ in selected) else ""
 
     started = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
     load_start = load_avg()
     figures: dict[str, dict[str, Any]] = {}
     runs: dict[str, dict[str, Any]] = {}
-    for key, script, quick_args in SCRIPTS:
-        if args.only and key not in [o.lower() for o in args.only]:
-            continue
-        record, error, seconds = run_script(script, quick_args if args.quick else [], args.timeout)
+    for key, script, quick_args in selected:
+        if key in NEEDS_JS and js_error:
+            record, error, seconds = None, js_error, 0.0
+        else:
+            record, error, seconds = run_script(script, quick_args if args.quick else [], timeout)
+        if record and not error:
+            missing = [k for k, f in record.get("figures", {}).items() if f.get("value") is None]
+            if not record.get("figures") or missing:
+                error = f"no value for {', '.join(missing) or 'any figure'}"
         runs[key] = {
             "script": script,
             "seconds": round(seconds, 1),
@@ -184,7 +153,7 @@ def main() -> None:
         f"load average at start {load_start}, at end {load_avg()}, {machine()['cpus']} CPUs)"
     )
     width = max([len(k) for k in figures] + [2])
-    for key in sorted(figures, key=lambda k: ORDER.index(k) if k in ORDER else len(ORDER)):
+    for key in ordered(figures):
         fig = figures[key]
         print(
             f"{key.ljust(width)}  {verdict(fig):4}  {fmt_value(fig):>14}  target {fig.get('target', '-'):<28} "
@@ -199,34 +168,36 @@ def main() -> None:
     out = HERE / ("results-quick.json" if args.quick else "results.json")
     if args.only:
         out = out.with_name(out.stem + "-partial.json")
-    out.write_text(
-        json.dumps(
-            {
-                "started": started,
-                "commit": commit,
-                "quick": args.quick,
-                "command": " ".join([Path(sys.executable).name, *sys.argv]),
-                "machine": machine(),
-                "load_avg_start": load_start,
-                "load_avg_end": load_avg(),
-                "runs": runs,
-                "figures": figures,
-            },
-            indent=1,
-            default=str,
-        )
-        + "\n"
-    )
-    md = out.with_suffix(".md")
-    command = " ".join(["python", "bench/run_all.py", *sys.argv[1:]])
-    md.write_text(
-        markdown(
-            figures,
-            f"`{command}` — {started}, commit {commit}, {machine()['cpus']} CPUs, "
-            f"load average {load_start} at start, {load_avg()} at end",
-        )
-    )
-    print(f"wrote {out.relative_to(HERE.parent)} and {md.relative_to(HERE.parent)}")
+    if args.out is not None:
+        out = args.out.resolve()
+    dirty = subprocess.run(  # what was measured differs from the commit named (results files aside)
+        ["git", "status", "--porcelain", "--untracked-files=no", "--", ".", *KEPT_OUT_OF_DIRTY],
+        cwd=HERE.parent,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    results = {
+        "started": started,
+        "commit": commit,
+        "dirty": bool(dirty),
+        "quick": args.quick,
+        "command": " ".join(["python", "bench/run_all.py", *sys.argv[1:]]),
+        "machine": machine(),
+        "load_avg_start": load_start,
+        "load_avg_end": load_avg(),
+        "runs": runs,
+        "figures": figures,
+    }
+    out.write_text(json.dumps(results, indent=1, default=str) + "\n")
+    # the page: beside a quick or partial results file; a full run's is the docs page (bench/report.py renders it)
+    page = PAGE if out == HERE / "results.json" else out.with_suffix(".md")
+    page.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text(render(json.loads(out.read_text()), "bench/results.json" if page == PAGE else out.name))
+    print(f"wrote {out} and {page}")
+    crashed = [k for k, r in runs.items() if r["error"]]
+    if crashed:
+        print(f"!!! {len(crashed)} script(s) did not run to the end: {', '.join(crashed)}", flush=True)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

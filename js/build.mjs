@@ -1,6 +1,7 @@
 // Bundle the anywidget front end (src/) into ../trt_widget/static/ (committed: users have no Node), and
 // the benchmark bundle into dist/ (not committed, not shipped): the same code plus a `createView` export
-// that bench/p7_page.js uses to drive the view.
+// that bench/p7_page.js uses to drive the view. `node build.mjs --bench` builds only the latter (what
+// bench/run_all.py runs: it leaves the committed bundle alone).
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
@@ -19,31 +20,35 @@ const js = {
   logLevel: "info",
 };
 
-await build({
-  ...js,
-  entryPoints: [path.join(here, "src", "build", "widget.js")],
-  outfile: path.join(outdir, "widget.js"),
-});
-await build({
-  entryPoints: [path.join(here, "widget.css")],
-  outfile: path.join(outdir, "widget.css"),
-  bundle: true,
-  minify: true,
-  logLevel: "info",
-});
-// The build matrix widget (MatrixWidget): its own entry, reusing the view above for expanded rows.
-await build({
-  ...js,
-  entryPoints: [path.join(here, "src", "matrix", "matrix.js")],
-  outfile: path.join(outdir, "matrix.js"),
-});
-await build({
-  entryPoints: [path.join(here, "matrix.css")],
-  outfile: path.join(outdir, "matrix.css"),
-  bundle: true,
-  minify: true,
-  logLevel: "info",
-});
+const benchOnly = process.argv.includes("--bench");
+
+if (!benchOnly) {
+  await build({
+    ...js,
+    entryPoints: [path.join(here, "src", "build", "widget.js")],
+    outfile: path.join(outdir, "widget.js"),
+  });
+  await build({
+    entryPoints: [path.join(here, "widget.css")],
+    outfile: path.join(outdir, "widget.css"),
+    bundle: true,
+    minify: true,
+    logLevel: "info",
+  });
+  // The build matrix widget (MatrixWidget): its own entry, reusing the view above for expanded rows.
+  await build({
+    ...js,
+    entryPoints: [path.join(here, "src", "matrix", "matrix.js")],
+    outfile: path.join(outdir, "matrix.js"),
+  });
+  await build({
+    entryPoints: [path.join(here, "matrix.css")],
+    outfile: path.join(outdir, "matrix.css"),
+    bundle: true,
+    minify: true,
+    logLevel: "info",
+  });
+}
 // P7 times this one (minified like the shipped bundle) ...
 await build({ ...js, entryPoints: [path.join(here, "src", "bench.js")], outfile: path.join(dist, "bench.js") });
 // ... and `p7_frontend.py --profile` serves this one, so CPU profiles name functions and lines.

@@ -12,7 +12,7 @@
 
 Exit codes: 0 succeeded, 1 failed (or bad input such as a missing file, or a --report / --trace file that could
 not be written), 2 bad usage, 124 cancelled because the --budget ran out, 130 cancelled by Ctrl-C. Ctrl-C cancels
-at the builder's next step boundary, and the builder process is terminated when that takes more than 0.5 s; a
+at the builder's next step boundary, and the builder process is terminated when that takes more than 0.1 s; a
 second Ctrl-C terminates it at once (with --isolation thread a third one exits without waiting).
 """
 
@@ -285,6 +285,10 @@ def _write_files(build: Any, args: argparse.Namespace) -> bool:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.isolation in (None, "process"):  # start the builder process now: its start overlaps the work below
+        from .runners import pool
+
+        pool.prewarm()
     model, output = _model_and_output(args)
     options = _options(args, output)
     _check_files(args, output)

@@ -3,7 +3,7 @@
 ``start()`` returns at once; a runner (:mod:`trt_widget.runners`: a warm builder process by default, or this
 process's thread) fills the phase model as TensorRT calls back; ``stop()`` sets the one cancel event, which the
 runner honours at the next step boundary, and, in a builder process, by terminating it when that takes longer
-than ``force_after`` seconds (0.5 by default).
+than ``force_after`` seconds (0.1 by default; docs/stop.md).
 """
 
 from __future__ import annotations
@@ -313,7 +313,7 @@ class Build(Waiting):
         """Ask the builder to cancel at its next step boundary; True if a running build was asked.
 
         In a builder process (the default) the process is terminated when no step boundary comes within
-        ``force_after`` s (0.5 by default); a second ``stop()`` while cancelling terminates it at once.
+        ``force_after`` s (0.1 by default); a second ``stop()`` while cancelling terminates it at once.
         """
         with self._lock:
             if self._status == CANCELLING and self.options.isolation == "process":

@@ -172,7 +172,7 @@ class BuildOptions:
     )
     force_after: float | None = _option(
         None,
-        "process isolation: terminate the builder this many seconds after a graceful stop (default 0.5)",
+        "process isolation: terminate the builder this many seconds after a graceful stop (default 0.1)",
         flag="--force-after",
         cli={"type": float, "metavar": "S"},
         builder=False,

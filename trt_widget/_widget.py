@@ -122,7 +122,7 @@ class BuildWidget(anywidget.AnyWidget):
         return self
 
     def stop(self) -> bool:
-        """Stop the build: gracefully at the next step boundary, in a builder process terminated after 0.5 s."""
+        """Stop the build: gracefully at the next step boundary, in a builder process terminated after 0.1 s."""
         asked = self.build.stop()
         self._pump.wake(urgent=True)
         return asked

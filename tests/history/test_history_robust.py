@@ -150,7 +150,7 @@ def test_a_failure_while_recording_keeps_status_and_engine(tmp_path: Path, monke
         warnings.simplefilter("error")  # the recording warning raising inside the build's end changes nothing
         strict = Build(deep_residual(4), history=store).start()
         assert strict.wait(120) == "succeeded"
-    assert strict.engine and strict.status == "succeeded" and strict.history.recorded.is_set()
+    assert strict.engine and strict.status == "succeeded" and strict.history.recorded.wait(60)  # after wait()
 
 
 # -- 2. the argument and the environment variable agree --------------------------------------------------------

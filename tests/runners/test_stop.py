@@ -61,10 +61,14 @@ def test_default_stop_inside_a_long_step_terminates_the_builder(
     assert build.stop() is True
     assert build.wait(30) == "cancelled"
     assert isinstance(build.error, BuildCancelled)
-    assert "did not reach a step boundary within 0.5 s" in build.status_detail
+    assert "did not reach a step boundary within 0.1 s" in build.status_detail
     assert [r["status"] for r in build.timings() if r["name"] == LONG_STEP] == ["cancelled"]
     assert pid is not None and gone(pid)
+    wait_until(lambda: _process.pool.idle_pids(), what="the next worker, started in the background")
+    ready = set(_process.pool.idle_pids())
     after = Build(models.deep_residual(4), history=False).start()  # a fresh worker takes over
+    wait_until(lambda: after.child_pid, what="the next build's worker")
+    assert after.child_pid in ready
     assert after.wait(120) == "succeeded", after.error
 
 

@@ -135,7 +135,7 @@ def test_cancel_mid_build_while_events_arrive_live(client: httpx.Client) -> None
                     assert answer.status_code == 202 and answer.json()["asked"] is True
                     assert answer.json()["status"] == "cancelling"
     assert cancelled_at is not None, [e["event"] for e in seen]
-    assert time.monotonic() - cancelled_at < 3.0  # graceful, then the builder process is terminated at 0.5 s
+    assert time.monotonic() - cancelled_at < 3.0  # graceful, then the builder process is terminated at 0.1 s
     end = seen[-1]
     assert end["event"] == "build_end" and end["status"] == "cancelled"
     assert end["detail"].startswith("cancelled over HTTP: test <b>cancel</b>")

@@ -81,7 +81,13 @@ class HistoryLink:
         self._deltas: dict[str, float] = {}
         self._lock = threading.Lock()
         threading.Thread(target=self._load, name="trt_widget-history", daemon=True).start()
-        build.add_done_callback(self._record)
+        build.add_done_callback(self._record_later)
+
+    def _record_later(self, build: Any) -> None:
+        """A done callback: record on a thread of its own, so ``wait()`` returns without waiting for SQLite
+        (``recorded`` is set once it is written). Not a daemon thread: a process that ends right after the build
+        still records it."""
+        threading.Thread(target=self._record, args=(build,), name="trt_widget-history-record").start()
 
     def _load(self) -> None:
         try:
@@ -190,7 +196,7 @@ class HistoryLink:
             return {k: round(v, 4) for k, v in self._deltas.items()}
 
     def _record(self, build: Any) -> None:
-        """A done callback: store this build's profile (never raises into the build)."""
+        """Store this build's profile (never raises)."""
         try:
             self.ready.wait(60)
             if self.key is None:
@@ -220,9 +226,10 @@ class HistoryLink:
             self.recorded_id = self.store.add(record, timeout=0.1 if locked else LOCK_TIMEOUT_S)
         except Exception as exc:
             self.error = f"{type(exc).__name__}: {exc}"
-            warnings.warn(
-                f"trt_widget could not record the build in its history: {self.error}", RuntimeWarning, stacklevel=2
-            )
+            with contextlib.suppress(Warning):  # warnings made errors: on this thread they would only go unseen
+                warnings.warn(
+                    f"trt_widget could not record the build in its history: {self.error}", RuntimeWarning, stacklevel=2
+                )
         finally:
             self.recorded.set()
 

@@ -7,7 +7,7 @@ event stream (``--json``) with the build id in every event.
 
 One build per (model, --opt-level value). Exit codes: 0 every build succeeded, 1 a build failed (or bad input),
 2 bad usage, 124 a build ran out of its --budget, 130 cancelled with Ctrl-C. Ctrl-C stops every build (each
-escalates to terminating its builder 0.5 s later, as ``trt-widget build``); a second Ctrl-C force-stops them at
+escalates to terminating its builder 0.1 s later, as ``trt-widget build``); a second Ctrl-C force-stops them at
 once; a third exits without waiting.
 """
 

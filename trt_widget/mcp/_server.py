@@ -3,7 +3,7 @@ poll / stop builds, list them, and where a finished build's time went.
 
 Handlers never block the event loop: they wait on the build through :mod:`trt_widget._follow` (a wake-up per
 change, its end as a future). A client's ``notifications/cancelled`` cancels the handler's scope: the build is
-stopped then (the default builder process ends within ``force_after``, 0.5 s).
+stopped then (the default builder process ends within ``force_after``, 0.1 s).
 """
 
 from __future__ import annotations
@@ -208,7 +208,7 @@ def create_server(registry: BuildRegistry | None = None, *, progress_interval: f
 
     @server.tool(
         description="Stop a build: it ends 'cancelled' at TensorRT's next step boundary, or its builder process "
-        "is terminated 0.5 s after the request. Stopping an ended build does nothing.",
+        "is terminated 0.1 s after the request. Stopping an ended build does nothing.",
         annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=True, open_world_hint=False),
     )
     async def stop_build(build_id: Annotated[str, Field(description="the build to stop")]) -> StopResult:

@@ -9,7 +9,7 @@ engine comes back as the task's return value (bytes through Ray's object store).
 
 Stop has the two stages of a local build: the hub's cancel flag, which a thread in the task waits on and turns
 into the remote build's graceful stop (at TensorRT's next step boundary); then, when the task has not ended
-``force_after`` s (0.5) later or on a second Stop, ``ray.cancel(force=True)``, which kills its worker process.
+``force_after`` s (0.1) later or on a second Stop, ``ray.cancel(force=True)``, which kills its worker process.
 A queued task is taken off Ray's queue at once. A worker that dies ends the build failed, naming where.
 """
 

@@ -17,6 +17,10 @@ from .._engine import CaptureLogger, ModelSource, build_engine
 from .._options import BuildOptions
 from .._phases import PhaseModel
 
+# How long a stop waits for TensorRT's next step boundary before the builder process is terminated (docs/stop.md):
+# short steps end well within it (a graceful end keeps the warm worker); a long one ends at once either way.
+DEFAULT_GRACE_S = 0.1
+
 
 @dataclass
 class RunContext:
@@ -39,7 +43,7 @@ class RunContext:
     @property
     def graceful_s(self) -> float:
         """How long a graceful stop may take before the builder is terminated."""
-        return self.options.force_after if self.options.force_after is not None else 0.5
+        return self.options.force_after if self.options.force_after is not None else DEFAULT_GRACE_S
 
 
 class Runner(Protocol):

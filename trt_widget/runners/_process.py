@@ -47,7 +47,7 @@ from ._messages import (
     Stop,
 )
 
-POLL_S = 0.05  # how often the relay looks at stop requests while the worker is quiet
+POLL_S = 0.02  # how often the relay looks at stop requests while the worker is quiet
 TERM_GRACE_S = 0.2  # SIGTERM, then SIGKILL after this long
 DEFAULT_IDLE_S = 300.0
 MAX_IDLE_WORKERS = 2
@@ -303,10 +303,13 @@ class _Relay:
         finally:
             if self.answered and worker.alive():  # it sent its final message: ready for the next job
                 pool.release(worker)
-            elif worker.alive():
-                worker.terminate()
             else:
-                worker.close()
+                if worker.alive():
+                    worker.terminate()
+                else:
+                    worker.close()
+                if self.ctx.cancel.is_set():  # a forced stop: the next build's worker starts in the background
+                    pool.prewarm()
 
     def _job(self) -> dict[str, Any]:
         from ._worker import write_first
@@ -354,10 +357,13 @@ class _Relay:
                 force_at = time.monotonic() + ctx.graceful_s
                 with contextlib.suppress(OSError, ValueError):
                     worker.control.send(Stop(self.job_id))
-            if not self.built and (ctx.force.is_set() or (force_at is not None and time.monotonic() >= force_at)):
+            due = force_at is not None and time.monotonic() >= force_at and not self._serializing()
+            if not self.built and (ctx.force.is_set() or due):
                 self._force_stop(worker, automatic=not ctx.force.is_set())
                 return None
-            if not wait([worker.events], timeout=POLL_S):
+            left = POLL_S if force_at is None else force_at - time.monotonic()
+            timeout = min(POLL_S, left) if left > 0 else POLL_S  # past the deadline only while serializing
+            if not wait([worker.events], timeout=timeout):
                 continue
             try:
                 message = worker.events.recv()
@@ -372,6 +378,12 @@ class _Relay:
                 self._replay(message.batch)
             else:
                 return self._final(message)
+
+    def _serializing(self) -> bool:
+        """Every phase TensorRT started has ended: it is serializing the engine, which no cancel can interrupt
+        and which ends on its own; the grace period does not end it (a second Stop still does)."""
+        model = self.ctx.model
+        return model.structure_version > 0 and model.innermost_running() is None
 
     def _force_stop(self, worker: Worker, automatic: bool) -> None:
         """Terminate the worker now; the build ends cancelled with a detail that says so."""

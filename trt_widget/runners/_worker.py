@@ -293,7 +293,10 @@ def main(argv: list[str]) -> None:
     _die_with_parent(int(argv[2]))
     # a SIGINT sent to this process (it has its own session) is not a Stop: only the parent decides that
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    events.send(Hello(os.getpid()))
+    try:
+        events.send(Hello(os.getpid()))
+    except OSError:  # the parent ended while this (pre-started) worker was starting: nobody to serve or tell
+        os._exit(0)
     jobs = _Jobs(control)
     with contextlib.suppress(Exception):  # import TensorRT while no job waits yet (a failure: the job reports it)
         from .. import _engine  # noqa: F401

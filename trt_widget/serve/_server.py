@@ -7,7 +7,7 @@ over HTTP, and their engines downloaded — for IDEs, agents and CI. Needs ``pip
   GET  /builds/{id}            one build, with its timings
   GET  /builds/{id}/events     text/event-stream of the ``events=`` schema: from the start (or after Last-Event-ID),
                                then live until build_end
-  POST /builds/{id}/cancel     graceful, then forced after force_after (0.5 s); ?force=1 or a second cancel: now
+  POST /builds/{id}/cancel     graceful, then forced after force_after (0.1 s); ?force=1 or a second cancel: now
   GET  /builds/{id}/engine     the engine bytes once succeeded (409 before)
   GET  /                       a page listing the builds with live progress (open /?token=...)
 

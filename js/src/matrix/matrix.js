@@ -283,6 +283,8 @@ export class MatrixView {
         this.rows.delete(id);
       }
     }
+    /** @type {ChildNode | null} */
+    let prev = null;
     for (const row of rows) {
       let rv = this.rows.get(row.id);
       if (!rv) {
@@ -291,7 +293,12 @@ export class MatrixView {
         rv.setOpen(this.open.has(row.id));
       }
       rv.update(row);
-      this.tbody.append(rv.tr, rv.detailTr); // keeps the order of rows_json
+      // the order of rows_json; rows already in place are not moved (moving 100 rows re-lays out the table)
+      /** @type {ChildNode | null} */
+      const expected = prev === null ? this.tbody.firstChild : prev.nextSibling;
+      if (expected !== rv.tr) this.tbody.insertBefore(rv.tr, expected);
+      if (rv.tr.nextSibling !== rv.detailTr) rv.tr.after(rv.detailTr);
+      prev = rv.detailTr;
     }
     /** @type {Record<string, number>} */
     const counts = {};

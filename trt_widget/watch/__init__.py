@@ -1,0 +1,45 @@
+"""Watching builds you don't run yourself: every TensorRT build inside the code's own calls, live, with Stop.
+
+- ``with trt_widget.watch() as w:`` — builds inside the block (Stop: the kernel interrupt / Ctrl-C).
+- ``trt_widget.watch_call(fn, *args)`` / ``BuildWidget.watch(fn, *args)`` — ``fn`` on a background thread.
+- ``trt-widget run -- <command>`` — a Python command with the monitor injected.
+
+While a watch is open, TensorRT's ``Builder`` build methods are patched (see :mod:`._patch`); the last watch to
+close restores TensorRT's own methods.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from typing import Any
+
+from ._build import WatchedBuild, network_info, network_label
+from ._patch import METHODS, current_watches, is_patched, originals
+from ._watch import Watch, WatchedCall, stop_notice, watch, watch_call
+
+__all__ = [
+    "METHODS",
+    "Watch",
+    "WatchedBuild",
+    "WatchedCall",
+    "current_watches",
+    "is_patched",
+    "network_info",
+    "network_label",
+    "originals",
+    "stop_notice",
+    "watch",
+    "watch_call",
+]
+
+
+class _CallableModule(types.ModuleType):
+    """``trt_widget.watch`` is this package once imported: calling it is :func:`watch`, so
+    ``with trt_widget.watch():`` works either way."""
+
+    def __call__(self, **settings: Any) -> Watch:
+        return watch(**settings)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -10,7 +10,7 @@ import json
 import os
 import sys
 import uuid
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +108,14 @@ class BuildWidget(anywidget.AnyWidget):
     def from_events(cls, recording: Any, *, speed: float | None = None) -> BuildWidget:
         """A widget replaying a recorded build (see :meth:`Build.from_events`); ``start()`` it to play."""
         return cls(None, build=Build.from_events(recording, speed=speed))
+
+    @staticmethod
+    def watch(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        """Run ``fn(*args, **kwargs)`` on a background thread and show every TensorRT build inside it as a live
+        list (a :class:`trt_widget.watch.WatchWidget`: ``result()``, ``await``, ``timings()``, ``stop()``)."""
+        from .watch import watch_widget
+
+        return watch_widget(fn, *args, **kwargs)
 
     # -- the one writer of synced traits ---------------------------------------------------------------
     def _apply(self, changed: dict[str, Any]) -> None:

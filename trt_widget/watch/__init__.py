@@ -18,9 +18,19 @@ from ._build import WatchedBuild, network_info, network_label
 from ._patch import METHODS, current_watches, is_patched, originals
 from ._watch import Watch, WatchedCall, stop_notice, watch, watch_call
 
+
+def __getattr__(name: str) -> Any:  # the widget needs anywidget: imported on first use
+    if name in ("WatchWidget", "watch_widget"):
+        from . import _widget
+
+        return getattr(_widget, name)
+    raise AttributeError(f"module 'trt_widget.watch' has no attribute {name!r}")
+
+
 __all__ = [
     "METHODS",
     "Watch",
+    "WatchWidget",
     "WatchedBuild",
     "WatchedCall",
     "current_watches",
@@ -31,6 +41,7 @@ __all__ = [
     "stop_notice",
     "watch",
     "watch_call",
+    "watch_widget",
 ]
 
 

@@ -40,6 +40,7 @@ class Watch:
         keep_engines: bool = False,
         interrupt: bool = True,
         process_wide: bool = False,
+        display: bool | None = None,
     ) -> None:
         self.settings: dict[str, Any] = {
             "events": events,
@@ -58,6 +59,8 @@ class Watch:
         self._previous_handler: Any = None
         self._lock = threading.Lock()
         self._listeners: list[Callable[[Any], None]] = []
+        self._display = display  # None: show the list when running in a Jupyter kernel
+        self.widget: Any = None
 
     # -- the block -----------------------------------------------------------------------------------
     def __enter__(self) -> Watch:
@@ -70,7 +73,20 @@ class Watch:
                 self._previous_handler = signal.signal(signal.SIGINT, self._on_sigint)
             except ValueError:  # not the main interpreter
                 self._previous_handler = None
+        if self._display or (self._display is None and _in_kernel()):
+            self._show()
         return self
+
+    def _show(self) -> None:
+        try:
+            from IPython.display import display
+
+            from ._widget import WatchWidget
+
+            self.widget = WatchWidget(self, label="the block")
+            display(self.widget)
+        except Exception:  # a display problem never stops the user's code
+            log.debug("could not display the watch", exc_info=True)
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         self.close()
@@ -155,6 +171,13 @@ class Watch:
         return f"<Watch {'open' if self.active else 'closed'} builds={len(self.builds)}>"
 
 
+def _in_kernel() -> bool:
+    import sys
+
+    shell = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
+    return shell is not None and getattr(shell, "kernel", None) is not None
+
+
 def stop_notice(running: list[Any]) -> str:
     """``"Stopping: waits for the current step of 'X' (build 2) to end — TensorRT cancels at step boundaries"``."""
     if not running:
@@ -178,7 +201,7 @@ class WatchedCall:
         if not callable(fn):
             raise TypeError(f"watch_call needs a function to run; got {type(fn).__name__}")
         self.fn, self.args, self.kwargs = fn, args, kwargs
-        self.watch = Watch(interrupt=False, **settings)
+        self.watch = Watch(interrupt=False, display=False, **settings)
         self.future: Future[Any] = Future()
         self._thread = threading.Thread(target=self._run, name="trt_widget-watch", daemon=True)
 

@@ -1,6 +1,6 @@
 """P11: bytes the widget sends to the front end while a GPU-shaped build plays (issue "GPU-sized builds").
 
-A synthetic recording shaped like a real TensorRT 10 GPU build (``trt_widget.replay.gpu_shaped_events``: ~1,200
+A synthetic recording shaped like a real TensorRT 10 GPU build (``trt_widget.runners.gpu_shaped_events``: ~1,200
 phase instances at depth 8, ~1,100 "Measuring tactic time" under long "Evaluating tactic times" parents) is
 replayed at its recorded pace (~16 s) into a ``BuildWidget``. Every send of the pump (the one writer of synced
 traits) is measured as the JSON text of the traits it changes, as the kernel would put it on the wire.
@@ -18,7 +18,7 @@ from _common import emit, figure, load_avg, median, percentile, print_table
 
 import trt_widget._widget
 from trt_widget import BuildWidget
-from trt_widget.replay import gpu_shaped_events
+from trt_widget.runners import gpu_shaped_events
 
 trt_widget._widget._in_notebook = lambda: True  # as in a kernel: no terminal view printed beside the numbers
 

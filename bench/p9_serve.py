@@ -32,7 +32,7 @@ from _common import emit, figure, load_avg, median, percentile, print_table
 from trt_widget._build import Build
 from trt_widget._events import attach_events
 from trt_widget.models import deep_residual, to_bytes
-from trt_widget.replay import gpu_shaped_events
+from trt_widget.runners import gpu_shaped_events
 from trt_widget.serve import ServerThread
 
 LATENCY_TARGET_MS = 50.0

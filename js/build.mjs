@@ -19,7 +19,11 @@ const js = {
   logLevel: "info",
 };
 
-await build({ ...js, entryPoints: [path.join(here, "src", "widget.js")], outfile: path.join(outdir, "widget.js") });
+await build({
+  ...js,
+  entryPoints: [path.join(here, "src", "build", "widget.js")],
+  outfile: path.join(outdir, "widget.js"),
+});
 await build({
   entryPoints: [path.join(here, "widget.css")],
   outfile: path.join(outdir, "widget.css"),
@@ -28,7 +32,11 @@ await build({
   logLevel: "info",
 });
 // The build matrix widget (MatrixWidget): its own entry, reusing the view above for expanded rows.
-await build({ ...js, entryPoints: [path.join(here, "src", "matrix.js")], outfile: path.join(outdir, "matrix.js") });
+await build({
+  ...js,
+  entryPoints: [path.join(here, "src", "matrix", "matrix.js")],
+  outfile: path.join(outdir, "matrix.js"),
+});
 await build({
   entryPoints: [path.join(here, "matrix.css")],
   outfile: path.join(outdir, "matrix.css"),

@@ -3,9 +3,9 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { fmtBytes, fmtDelta, fmtDuration, fmtQuiet, meaningfulDelta, niceCeil, percent } from "./src/format.js";
-import { TrtView } from "./src/view.js";
-import widget from "./src/widget.js";
+import { TrtView } from "./src/build/view.js";
+import widget from "./src/build/widget.js";
+import { fmtBytes, fmtDelta, fmtDuration, fmtQuiet, meaningfulDelta, niceCeil, percent } from "./src/shared/format.js";
 
 // ------------------------------------------------------------ fake model
 

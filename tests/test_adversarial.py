@@ -25,8 +25,9 @@ from typing import Any
 import psutil
 import pytest
 
-from trt_widget import Build, BuildWidget, _process, models
+from trt_widget import Build, BuildWidget, models
 from trt_widget._files import atomic_write
+from trt_widget.runners import _process
 
 SMALL = models.deep_residual(2).SerializeToString()
 

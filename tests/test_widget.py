@@ -156,8 +156,8 @@ def test_unknown_trait_names_are_not_written() -> None:
 
 
 def test_the_front_end_declares_the_traits_python_syncs() -> None:
-    """js/src/widget.js's `Traits` typedef names exactly the synced traits of BuildWidget (one list, checked)."""
-    source = (Path(__file__).parent.parent / "js" / "src" / "widget.js").read_text(encoding="utf-8")
+    """js/src/build/widget.js's `Traits` typedef names exactly the synced traits of BuildWidget (one list, checked)."""
+    source = (Path(__file__).parent.parent / "js" / "src" / "build" / "widget.js").read_text(encoding="utf-8")
     typedef = source[source.index("@typedef {object} Traits") :]
     typedef = typedef[: typedef.index("*/")]
     declared = []
@@ -213,7 +213,7 @@ def test_elapsed_time_alone_is_not_resent_while_running(wait_until: Callable[...
 def test_rows_travel_as_deltas_that_rebuild_the_tree_exactly(wait_until: Any) -> None:
     """A paced GPU-shaped replay: each send carries only the rows that changed; applying the deltas in order to
     the first whole list gives the final rows; the whole list is resent only at the end and when a view asks."""
-    from trt_widget.replay import gpu_shaped_events
+    from trt_widget.runners import gpu_shaped_events
 
     widget = BuildWidget.from_events(list(gpu_shaped_events(measurements=300, seconds=3.0)), speed=1.0)
     fulls: list[str] = []

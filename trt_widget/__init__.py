@@ -18,10 +18,10 @@ _LAZY = {
     "BuildOptions": "._options",
     "BuildMatrix": ".matrix",
     "BuildWidget": "._widget",
-    "RayRunner": "._ray_runner",
+    "RayRunner": ".ray",
     "attach_events": "._events",
     "render_in_terminal": "._terminal",
-    "shutdown_workers": "._process",
+    "shutdown_workers": ".runners",
     "watch_call": ".watch",
 }
 

@@ -108,7 +108,7 @@ def _parser() -> argparse.ArgumentParser:
             'Needs pip install "trt_widget[serve]".',
         )
     )
-    from ._matrix_cli import add_arguments as matrix_arguments
+    from .matrix import add_arguments as matrix_arguments
 
     matrix_arguments(
         commands.add_parser(
@@ -137,7 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return serve(args)
     if args.command == "matrix":
-        from ._matrix_cli import run as matrix
+        from .matrix import run as matrix
 
         return matrix(args)
     try:
@@ -237,7 +237,7 @@ def _run(args: argparse.Namespace) -> int:
     except (ValueError, TypeError) as exc:  # an option the backend cannot build, the model's own path as output...
         raise _UsageError(str(exc)) from None
     if args.trace:
-        from .trace import record_steps
+        from .report.trace import record_steps
 
         record_steps(build)  # steps over time, not only at each phase's start and end
     if args.json:
@@ -276,7 +276,7 @@ def _view(args: argparse.Namespace) -> int:
     """Replay a recording: exit 0 when it replays to its end, whatever the recorded build's outcome."""
     from ._build import Build
     from ._terminal import TerminalView
-    from .replay import RecordingError
+    from .runners import RecordingError
 
     if args.speed is not None and not args.speed > 0:
         raise _UsageError(f"--speed must be a positive number, got {args.speed}")

@@ -1,6 +1,6 @@
 """``Build``: one TensorRT engine build, observable and cancelable, driven from a background thread.
 
-``start()`` returns at once; a runner (:mod:`trt_widget._runner`: a warm builder process by default, or this
+``start()`` returns at once; a runner (:mod:`trt_widget.runners`: a warm builder process by default, or this
 process's thread) fills the phase model as TensorRT calls back; ``stop()`` sets the one cancel event, which the
 runner honours at the next step boundary, and, in a builder process, by terminating it when that takes longer
 than ``force_after`` seconds (0.5 by default).
@@ -22,22 +22,10 @@ from ._expected import unexpected_errors
 from ._files import atomic_write, refuse_overwriting
 from ._options import BuildOptions
 from ._phases import CANCELLED, FINISHED_EARLY, PhaseModel
-from ._runner import RunContext, Runner, runner_for
-from ._status import (
-    BUILD_STATUSES,
-    CANCELLING,
-    FAILED,
-    FINAL,
-    IDLE,
-    LIVE,
-    QUEUED,
-    RUNNING,
-    SUCCEEDED,
-    DoneFlag,
-    log,
-)
+from ._status import BUILD_STATUSES, CANCELLING, FAILED, FINAL, IDLE, LIVE, QUEUED, RUNNING, SUCCEEDED, DoneFlag, log
 from ._subscribe import BuildEvent, subscribe
 from ._waiting import Waiting, _quietly
+from .runners import RunContext, Runner, runner_for
 
 __all__ = ["BUILD_STATUSES", "FINAL", "Build"]
 
@@ -48,7 +36,7 @@ class Build(Waiting):
     Options: optimization_level, fp16, strongly_typed, timing_cache, workspace, profiles, output, budget,
     verbose, isolation ("process", the default: a warm builder process that Stop can always end; or
     "thread"), force_after. Unknown options raise TypeError at once. ``runner=`` runs the builder elsewhere
-    (a :class:`~trt_widget._runner.Runner`, e.g. ``trt_widget.RayRunner()``) instead of where isolation says.
+    (a :class:`~trt_widget.runners.Runner`, e.g. ``trt_widget.RayRunner()``) instead of where isolation says.
 
     Life cycle: ``start()`` once (a second call raises RuntimeError); ``stop()`` before start or after the
     end does nothing and returns False; a build that stops before producing an engine ends "cancelled".
@@ -95,7 +83,7 @@ class Build(Waiting):
             refuse_overwriting(self.source.value, output=self.options.output, timing_cache=self.options.timing_cache)
         check_options(self.options)
         if self.options.isolation == "process" or runner is not None:
-            from ._process import check_transferable, pool
+            from .runners import check_transferable, pool
 
             check_transferable(self.source)  # what cannot reach a builder process fails here, not later
             if runner is None:
@@ -142,8 +130,8 @@ class Build(Waiting):
     def from_events(cls, recording: Any, *, speed: float | None = None) -> Build:
         """A Build that replays a recording of ``events=`` / ``--json`` (a path, or an iterable of JSON lines or
         event dicts): instantly, or at the recorded pace times ``speed``. ``start()`` it like any build; it has
-        no engine bytes. A bad line raises ``trt_widget.replay.RecordingError`` naming the line."""
-        from .replay import ReplayClock, ReplayRunner, load_events
+        no engine bytes. A bad line raises ``trt_widget.runners.RecordingError`` naming the line."""
+        from .runners import ReplayClock, ReplayRunner, load_events
 
         events = load_events(recording)
         clock = ReplayClock()
@@ -404,7 +392,7 @@ class Build(Waiting):
         return to_html(self, path)
 
     def to_trace(self, path: str | os.PathLike[str] | None = None) -> str:
-        """Chrome trace-event JSON of the build (:func:`trt_widget.trace.to_trace`); written to ``path`` if given."""
-        from .trace import to_trace
+        """Chrome trace-event JSON of the build (``report.trace.to_trace``); written to ``path`` if given."""
+        from .report.trace import to_trace
 
         return to_trace(self, path)

@@ -1,5 +1,5 @@
 """The one rule for folding repeated phases, shared by every live front end (the widget's tree and timeline in
-``js/src/structure.js``, the terminal tree): a run of at least ``GROUP_MIN`` consecutive siblings with the same
+``js/src/build/structure.js``, the terminal tree): a run of at least ``GROUP_MIN`` consecutive siblings with the same
 name is shown as one group ("name ×count"); shorter runs are shown one by one. (Static reports merge all
 instances by name path instead, so their size stays bounded for any build.)"""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-GROUP_MIN = 5  # js/src/structure.js has the same constant (a test checks they agree)
+GROUP_MIN = 5  # js/src/build/structure.js has the same constant (a test checks they agree)
 
 
 def sibling_runs(children: Sequence[dict[str, Any]]) -> list[list[dict[str, Any]]]:

@@ -7,13 +7,13 @@ the stream is not a terminal) the output is plain lines with no ANSI escape code
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 from collections.abc import Callable
 from typing import Any, TextIO
 
 from ._events import attach_events
+from ._format import fmt_bytes, fmt_s, is_terminal
 from ._grouping import sibling_runs
 from ._status import CANCELLED, CANCELLING, IDLE, RUNNING, SUCCEEDED
 
@@ -66,7 +66,7 @@ class TerminalView:
         self.stream = stream
         self.summary = summary
         self.hint = hint
-        self.rich = style == "rich" or (style == "auto" and _is_terminal(stream) and rich_available())
+        self.rich = style == "rich" or (style == "auto" and is_terminal(stream) and rich_available())
         self._lock = threading.RLock()
         self._depth: dict[int, int] = {}
         self._console: Any = None
@@ -369,34 +369,3 @@ def rich_summary(build: Any) -> Any:
     color = {SUCCEEDED: "green", CANCELLED: "yellow"}.get(build.status, "red")
     parts.append(Text(outcome(build), style=f"bold {color}"))
     return Group(*parts)
-
-
-def fmt_s(seconds: float | None) -> str:
-    if seconds is None:
-        return ""
-    if seconds < 1e-3:
-        return "<1 ms"
-    if seconds < 1:
-        return f"{seconds * 1000:.0f} ms"
-    if seconds < 60:
-        return f"{seconds:.2f} s"
-    minutes, rest = divmod(seconds, 60)
-    return f"{int(minutes)} min {rest:04.1f} s"
-
-
-def fmt_bytes(size: int) -> str:
-    value = float(size)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{size} B"
-
-
-def _is_terminal(stream: TextIO) -> bool:
-    if os.environ.get("TERM", "") in ("dumb", "unknown"):
-        return False
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError):
-        return False

@@ -74,7 +74,7 @@ class BuildWidget(anywidget.AnyWidget):
         **unknown: Any,
     ) -> None:
         """The same arguments as :class:`Build`; or ``build=`` (or as ``model``) an existing, not yet started Build."""
-        if build is None and isinstance(model, Build):  # e.g. a trt_widget.client.RemoteBuild
+        if build is None and isinstance(model, Build):  # e.g. a trt_widget.serve.RemoteBuild
             build = model
         if build is None:
             build = Build(
@@ -235,7 +235,7 @@ class BuildWidget(anywidget.AnyWidget):
 
     def to_trace(self, path: str | os.PathLike[str] | None = None) -> str:
         """The build as Chrome trace-event JSON (Perfetto, chrome://tracing); also written to ``path`` when given."""
-        from .trace import to_trace
+        from .report.trace import to_trace
 
         return to_trace(self.build, path)
 

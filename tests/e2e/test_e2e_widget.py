@@ -456,7 +456,7 @@ def test_a_gpu_shaped_replay_keeps_where_the_build_is_in_view(lab: Lab) -> None:
     lab.open(
         [
             "from trt_widget import BuildWidget\n"
-            "from trt_widget.replay import gpu_shaped_events\n"
+            "from trt_widget.runners import gpu_shaped_events\n"
             "w = BuildWidget.from_events(list(gpu_shaped_events(measurements=1100, seconds=14, threads=2)),"
             " speed=1.0).start()\n"
             "w\n"

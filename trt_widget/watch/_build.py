@@ -23,8 +23,8 @@ from typing import Any
 from .._build import Build
 from .._engine import ModelSource
 from .._errors import BuildCancelled, BuildError
-from .._runner import RunContext
 from .._status import CANCELLED
+from ..runners import RunContext
 from . import _patch
 from ._monitor import WatchMonitor
 

@@ -1,0 +1,144 @@
+// The comparison part of the build matrix view (pure DOM building, no model): each build's time and engine size
+// against a baseline the user picks, and its largest phase-time differences.  Strings from Python go through
+// textContent only.
+
+import { h } from "../shared/dom.js";
+import { fmtBytes, fmtDelta, fmtDuration, num, str } from "../shared/format.js";
+
+/**
+ * @typedef {{id: number, model: string, variant: string, status: string, build_s: number,
+ *   engine_size: number | null, phases: Record<string, number>}} Compared
+ */
+
+/**
+ * @param {unknown} value
+ * @returns {Compared[]}
+ */
+export function readComparison(value) {
+  if (!Array.isArray(value)) return [];
+  /** @type {Compared[]} */
+  const out = [];
+  for (const b of value) {
+    if (!b || typeof b !== "object" || typeof b.id !== "number") continue;
+    /** @type {Record<string, number>} */
+    const phases = {};
+    if (b.phases && typeof b.phases === "object") for (const [k, v] of Object.entries(b.phases)) phases[k] = num(v);
+    out.push({
+      id: b.id,
+      model: str(b.model),
+      variant: str(b.variant),
+      status: str(b.status),
+      build_s: num(b.build_s),
+      engine_size: typeof b.engine_size === "number" ? b.engine_size : null,
+      phases,
+    });
+  }
+  return out;
+}
+
+/**
+ * The largest phase-time differences of `b` against `base`: [name, seconds (+ slower)], biggest first.
+ * @param {Compared} b
+ * @param {Compared} base
+ * @param {number} [count]
+ * @returns {[string, number][]}
+ */
+export function phaseDiffs(b, base, count = 3) {
+  const names = new Set([...Object.keys(b.phases), ...Object.keys(base.phases)]);
+  /** @type {[string, number][]} */
+  const diffs = [];
+  for (const n of names) {
+    const d = (b.phases[n] || 0) - (base.phases[n] || 0);
+    if (Math.abs(d) >= 0.0005) diffs.push([n, d]);
+  }
+  diffs.sort((x, y) => Math.abs(y[1]) - Math.abs(x[1]));
+  return diffs.slice(0, count);
+}
+
+/**
+ * @param {Compared} b
+ * @param {Compared} base
+ * @param {number} longest
+ * @returns {HTMLTableRowElement}
+ */
+function compareRow(b, base, longest) {
+  const tr = h("tr", b.id === base.id ? "trtw-mx-base" : "", { "data-build": String(b.id) });
+  const time = h("td", "trtw-mono");
+  const bar = h("div", "trtw-mx-timebar");
+  bar.style.width = `${Math.round((100 * b.build_s) / longest)}%`;
+  const timeText = h("span");
+  timeText.textContent = fmtDuration(b.build_s);
+  time.append(timeText, bar);
+  const same = b.id === base.id;
+  const dSize = b.engine_size !== null && base.engine_size !== null ? b.engine_size - base.engine_size : null;
+  const sizeDelta = dSize === null || same ? "" : `${dSize >= 0 ? "+" : "\u2212"}${fmtBytes(Math.abs(dSize))}`;
+  const phases = same
+    ? "baseline"
+    : phaseDiffs(b, base)
+        .map(([n, d]) => `${n} ${fmtDelta(d)}`)
+        .join(", ");
+  const cells = [
+    b.model,
+    b.variant,
+    b.status,
+    null,
+    same ? "" : fmtDelta(b.build_s - base.build_s),
+    b.engine_size ? fmtBytes(b.engine_size) : "",
+    sizeDelta,
+    phases,
+  ];
+  for (const c of cells) {
+    if (c === null) {
+      tr.append(time);
+      continue;
+    }
+    const td = h("td", "");
+    td.textContent = c;
+    tr.append(td);
+  }
+  return tr;
+}
+
+/**
+ * Fill `container` with the comparison of `builds` against the baseline `baselineId` (default: the first that
+ * succeeded); a select changes it through `onBaseline`. Returns the baseline id used, null without builds.
+ * @param {HTMLElement} container
+ * @param {Compared[]} builds
+ * @param {number | null} baselineId
+ * @param {(id: number) => void} onBaseline
+ * @returns {number | null}
+ */
+export function renderComparison(container, builds, baselineId, onBaseline) {
+  container.replaceChildren();
+  if (builds.length === 0) return null;
+  const done = builds.filter((b) => b.status === "succeeded");
+  const base = builds.find((b) => b.id === baselineId) || done[0] || builds[0];
+  const head = h("div", "trtw-mx-compare-head");
+  const title = h("span", "trtw-mx-title");
+  title.textContent = "Comparison";
+  const label = h("label", "trtw-detail");
+  label.textContent = "baseline ";
+  const select = h("select", "trtw-mx-baseline");
+  for (const b of builds) {
+    const opt = h("option", "", { value: String(b.id) });
+    opt.textContent = `${b.model} \u00b7 ${b.variant}`;
+    opt.selected = b.id === base.id;
+    select.append(opt);
+  }
+  select.addEventListener("change", () => onBaseline(Number(select.value)));
+  label.append(select);
+  head.append(title, label);
+  const table = h("table", "trtw-mx-table trtw-mx-compare-table");
+  const hr = h("tr");
+  const heads = ["model", "variant", "status", "build time", "\u0394 time", "engine", "\u0394 engine"];
+  for (const text of [...heads, "largest phase differences"]) {
+    const th = h("th");
+    th.textContent = text;
+    hr.append(th);
+  }
+  table.append(hr);
+  const longest = Math.max(...builds.map((b) => b.build_s), 1e-9);
+  for (const b of builds) table.append(compareRow(b, base, longest));
+  container.append(head, table);
+  return base.id;
+}

@@ -1,0 +1,119 @@
+"""Replaying recorded builds: a real recording, a GPU-shaped synthetic one, bad and truncated recordings."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from trt_widget import Build, BuildWidget, models
+from trt_widget._events import schema
+from trt_widget.runners import RecordingError, gpu_shaped_events
+
+
+def _shape(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    names = {r["id"]: r["name"] for r in rows}
+    return [(r["name"], names.get(r["parent"]), r["depth"], r["num_steps"], r["step"], r["status"]) for r in rows]
+
+
+def test_a_real_recording_replays_to_the_same_tree_and_times(tmp_path: Path) -> None:
+    recording = tmp_path / "build.jsonl"
+    original = Build(models.deep_residual(20), history=False, events=str(recording)).start()
+    assert original.wait(120) == "succeeded"
+    assert original.events.join(30)  # build_end written and the file closed
+    replay = Build.from_events(recording).start()
+    assert replay.wait(60) == "succeeded", replay.status_detail
+    assert _shape(replay.timings()) == _shape(original.timings())
+    recorded_starts = {
+        e["id"]: e["t"] for e in map(json.loads, recording.read_text().splitlines()) if e["event"] == "phase_start"
+    }
+    assert {r["id"]: r["start_s"] for r in replay.timings()} == pytest.approx(recorded_starts, abs=1e-6)
+    assert "replayed recording" in replay.status_detail and replay.engine == b""
+    assert replay.engine_size == original.engine_size == len(original.engine or b"")
+    with pytest.raises(Exception, match="replayed recording holds no engine"):
+        replay.save(str(tmp_path / "x.engine"))
+
+
+@pytest.mark.parametrize("threads", [1, 4])
+def test_a_gpu_shaped_recording_is_schema_valid_and_replays_exactly(threads: int) -> None:
+    events = list(gpu_shaped_events(measurements=1100, threads=threads, seed=threads))
+    validator = jsonschema.Draft202012Validator(schema())
+    for event in events:
+        validator.validate(event)
+    widget = BuildWidget.from_events(events).start()
+    assert widget.wait(60) == "succeeded"
+    rows = widget.timings()
+    measuring = [r for r in rows if r["name"] == "Measuring tactic time"]
+    assert len(measuring) == 1100 and max(r["depth"] for r in rows) == 7  # depth 8: levels 0..7
+    by_id = {r["id"]: r for r in rows}
+    recorded_parent = {e["id"]: e["parent"] for e in events if e["event"] == "phase_start"}
+    assert all(r["parent"] == recorded_parent[r["id"]] for r in rows)  # interleaved or not, parents exact
+    assert all(r["status"] == "done" for r in rows)
+    assert all(by_id[r["parent"]]["name"] == "Evaluating tactic times" for r in measuring)
+    assert len(json.loads(widget.phases_json)) == len(rows)
+
+
+def test_bad_lines_are_named() -> None:
+    good = json.dumps({"event": "build_start", "model": "m", "backend": "rtx", "version": "1", "options": {}, "t": 0.0})
+    with pytest.raises(RecordingError, match="line 2: not JSON"):
+        Build.from_events([good, "{not json"])
+    with pytest.raises(RecordingError, match="line 1: not a trt_widget build event"):
+        Build.from_events(['{"hello": 1}'])
+    with pytest.raises(RecordingError, match="line 2: a phase_start event without an integer 'id'"):
+        Build.from_events([good, '{"event": "phase_start", "name": "x", "t": 0.1}'])
+
+
+def test_a_truncated_recording_shows_what_it_has_and_says_it_ended_early() -> None:
+    events = list(gpu_shaped_events(measurements=50))[:60]
+    build = Build.from_events(events).start()
+    assert build.wait(60) == "failed"
+    assert "ends early, after line 60" in str(build.error)
+    rows = build.timings()
+    assert rows and all(r["end_s"] is not None for r in rows)  # closed, not left running
+
+
+def test_a_paced_replay_stops_on_stop(wait_until: Any) -> None:
+    events = list(gpu_shaped_events(measurements=200, seconds=60))
+    build = Build.from_events(events, speed=1.0).start()
+    wait_until(lambda: len(build.timings()) > 3, what="a few replayed phases")
+    assert build.running()
+    build.stop()
+    assert build.wait(10) == "cancelled"
+    assert len(build.timings()) < 200
+
+
+def test_the_cli_views_a_recording_and_writes_its_report(tmp_path: Path) -> None:
+    recording = tmp_path / "gpu.jsonl"
+    recording.write_text("".join(json.dumps(e) + "\n" for e in gpu_shaped_events(measurements=30)))
+    report = tmp_path / "gpu.html"
+    run = subprocess.run(
+        [sys.executable, "-m", "trt_widget", "view", str(recording), "--plain", "--report", str(report)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "Measuring tactic time" in run.stdout and "Replayed a build that succeeded" in run.stdout
+    assert "976.6 KiB" in run.stdout  # the recorded engine's 1,000,000 B
+    assert "Measuring tactic time" in report.read_text()
+    refused = subprocess.run(
+        [sys.executable, "-m", "trt_widget", "view", str(recording), "--trace", str(recording)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert refused.returncode == 2 and "is the recording" in refused.stderr
+    assert recording.read_text().count("\n") > 30  # untouched
+    (tmp_path / "bad.jsonl").write_text("{bad\n")
+    bad = subprocess.run(
+        [sys.executable, "-m", "trt_widget", "view", str(tmp_path / "bad.jsonl")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert bad.returncode == 1 and "line 1: not JSON" in bad.stderr

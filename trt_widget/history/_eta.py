@@ -1,0 +1,219 @@
+"""ETA and per-phase deltas for a running build, matched against its newest succeeded past build in the store.
+
+:func:`attach_history` gives a Build a :class:`HistoryLink`, which looks up the match on a background thread,
+answers ``eta()``/``deltas()`` while the build runs, and records the build's profile when it ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+import warnings
+from typing import Any
+
+from ._keys import PhasePath, build_key, profile_rows
+from ._store import HistoryStore, history_path, warn_once
+
+
+def attach_history(build: Any, history: Any) -> None:
+    """Set ``build.history`` to a :class:`HistoryLink`, or leave it None when history is off or unusable.
+
+    ``history``: True (``$TRT_WIDGET_HISTORY`` or the cache dir), False, a path or off word (see
+    :func:`history_path`), or a HistoryStore. A location that cannot be opened never fails the build: it warns
+    once per location and reason, notes it in the build's problems at start, and the build runs without history.
+    """
+    if isinstance(history, HistoryStore):
+        store = history
+    elif isinstance(history, (bool, str, os.PathLike)) or history is None:
+        try:
+            path = history_path(history)
+        except Exception as exc:  # e.g. no home directory to find the user cache dir in
+            _history_off(build, "the default history location", f"{type(exc).__name__}: {exc}")
+            return
+        if path is None:
+            return
+        store = HistoryStore(path)
+    else:
+        raise TypeError(f"history must be True, False, a path or a HistoryStore; got {type(history).__name__}")
+    problem = store.unusable()
+    if problem is not None:
+        _history_off(build, store.path, problem)
+        return
+    build.history = HistoryLink(build, store)
+
+
+def _history_off(build: Any, where: Any, reason: str) -> None:
+    """Warn (once per location and reason) that this build runs without history, and note it in its problems."""
+    message = f"trt_widget: cannot use the history store {where} ({reason}); builds run without history"
+    with contextlib.suppress(Warning):  # warnings turned into errors must not fail the build: the note says it
+        warn_once(("location", str(where), reason), message, stacklevel=4)  # at the Build(...) call
+    logger = getattr(build, "logger", None)
+    if logger is not None and hasattr(build, "on_start"):  # at start, so an event stream sees it after "start"
+        build.on_start(lambda _build: logger.log(2, message))
+
+
+class HistoryLink:
+    """ETA and per-phase deltas for one build from its best past match; records the build when it ends.
+
+    The match is looked up on a background thread (hashing a large model takes a moment); ``eta()`` and
+    ``deltas()`` return None until it is known, and are cheap (cached per phase-structure change).
+    """
+
+    def __init__(self, build: Any, store: HistoryStore) -> None:
+        self.build = build
+        self.store = store
+        self.key: str | None = None
+        self.model_hash: str | None = None
+        self.match: dict[str, Any] | None = None  # the newest succeeded record with the same key
+        self.error: str | None = None
+        self.recorded_id: int | None = None
+        self.ready = threading.Event()
+        self.recorded = threading.Event()
+        self._past: dict[PhasePath, dict[str, Any]] = {}
+        self._paths: list[PhasePath] = []
+        self._counts: dict[tuple[Any, str], int] = {}
+        self._cache_version = -1
+        self._anchor = (0.0, 0.0, 0.0)  # (past position, current time, upper bound of the position)
+        self._running: list[tuple[int, str, float, float]] = []  # (id, name, start_s, expected duration)
+        self._deltas: dict[str, float] = {}
+        self._lock = threading.Lock()
+        threading.Thread(target=self._load, name="trt_widget-history", daemon=True).start()
+        build.on_done(self._record)
+
+    def _load(self) -> None:
+        try:
+            self.key, self.model_hash = build_key(self.build)
+            self.match = self.store.latest(self.key)
+            if self.match is not None:
+                self._past = {tuple((str(n), int(k)) for n, k in r["path"]): r for r in self.match["rows"]}
+        except Exception as exc:
+            self.error = f"{type(exc).__name__}: {exc}"
+            warnings.warn(f"trt_widget history unavailable: {self.error}", RuntimeWarning, stacklevel=2)
+        finally:
+            self.ready.set()
+
+    @property
+    def based_on(self) -> str | None:
+        if self.match is None:
+            return None
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(self.match["created"]))
+        return f"build of {when}, {self.match['total_s']:.1f} s"
+
+    def _refresh(self) -> None:
+        """Re-derive the anchor, running phases and deltas when the phase structure changed."""
+        model = self.build.model
+        version = model.structure_version
+        if version == self._cache_version:
+            return
+        rows = model.rows()
+        for row in rows[len(self._paths) :]:
+            key = (row["parent"], row["name"])
+            k = self._counts.get(key, 0)
+            self._counts[key] = k + 1
+            base = self._paths[row["parent"]] if row["parent"] is not None else ()
+            self._paths.append((*base, (row["name"], k)))
+        total = float(self.match["total_s"]) if self.match else 0.0
+        best_p, best_c, upper = 0.0, 0.0, total
+        running, deltas = [], {}
+        for row in rows:
+            past = self._past.get(self._paths[row["id"]])
+            if past is None or past.get("end_s") is None:
+                continue
+            events = [(past["start_s"], row["start_s"])]
+            if row["end_s"] is None:
+                upper = min(upper, past["end_s"])
+                running.append((row["id"], row["name"], row["start_s"], past["duration_s"]))
+            else:
+                events.append((past["end_s"], row["end_s"]))
+                if row["status"] != "cancelled":
+                    deltas[str(row["id"])] = row["duration_s"] - past["duration_s"]
+            for p, c in events:
+                if p > best_p or (p == best_p and c > best_c):
+                    best_p, best_c = p, c
+        self._anchor, self._running, self._deltas = (best_p, best_c, upper), running, deltas
+        self._cache_version = version
+
+    def eta(self) -> dict[str, Any] | None:
+        """``{"total_s", "remaining_s", "based_on", "phases": {name: expected s}, "running": {id: {...}}}``.
+
+        None without a match or once the build ended. The position in the past build is the latest matched
+        phase start/end plus the time since it, held at the past end of any phase still running now.
+        """
+        if not self.ready.is_set() or self.match is None or self.build.done():
+            return None
+        total = float(self.match["total_s"])
+        if self.build.status == "idle":
+            return {
+                "total_s": round(total, 2),
+                "remaining_s": round(total, 2),
+                "based_on": self.based_on,
+                "phases": {},
+                "running": {},
+            }
+        with self._lock:
+            self._refresh()
+            (best_p, best_c, upper), running = self._anchor, self._running
+        now = self.build.elapsed_s
+        position = min(max(best_p, best_p + now - best_c), max(upper, best_p))
+        remaining = max(total - position, 0.0)
+        return {
+            "total_s": round(now + remaining, 2),
+            "remaining_s": round(remaining, 2),
+            "based_on": self.based_on,
+            "phases": {name: round(expected, 3) for _, name, _, expected in running},
+            "running": {
+                str(pid): {
+                    "expected_s": round(expected, 3),
+                    "remaining_s": round(max(expected - (now - start), 0.0), 3),
+                }
+                for pid, _, start, expected in running
+            },
+        }
+
+    def deltas(self) -> dict[str, float] | None:
+        """str(phase id) -> seconds slower (+) or faster (−) than the matched past instance, finished phases."""
+        if not self.ready.is_set() or self.match is None:
+            return None
+        with self._lock:
+            self._refresh()
+            return {k: round(v, 4) for k, v in self._deltas.items()}
+
+    def _record(self, build: Any) -> None:
+        """on_done: store this build's profile (never raises into the build)."""
+        try:
+            self.ready.wait(60)
+            if self.key is None:
+                return
+            resources = getattr(build, "resources", None)
+            if resources is not None and hasattr(resources, "stop"):
+                resources.stop()  # its final sample belongs in the record
+            from .._backend import backend_info
+
+            record = {
+                "key": self.key,
+                "model_hash": self.model_hash,
+                "label": build.source.label,
+                "status": build.status,
+                "status_detail": build.status_detail,
+                "created": time.time(),
+                "total_s": build.elapsed_s,
+                "options": build.options.summary(),
+                "backend": backend_info(),
+                "isolation": build.options.isolation,
+                "resources": resources.summary() if resources is not None else None,
+                "based_on_id": self.match["id"] if self.match else None,
+                "rows": profile_rows(build.timings()),
+            }
+            self.recorded_id = self.store.add(record)
+        except Exception as exc:
+            self.error = f"{type(exc).__name__}: {exc}"
+            warnings.warn(
+                f"trt_widget could not record the build in its history: {self.error}", RuntimeWarning, stacklevel=2
+            )
+        finally:
+            self.recorded.set()
+
+    def __repr__(self) -> str:
+        return f"<HistoryLink {self.store.path} match={self.based_on!r}>"

@@ -1,0 +1,8 @@
+"""Many builds at once: ``BuildMatrix`` (local slots or Ray), its widget, table and ``trt-widget matrix``."""
+
+from __future__ import annotations
+
+from ._cli import add_arguments, run
+from ._matrix import BuildMatrix, Cell
+
+__all__ = ["BuildMatrix", "Cell", "add_arguments", "run"]

@@ -1,0 +1,229 @@
+"""``trt-widget matrix``: a build matrix in a terminal — a live table in a TTY, plain lines in a pipe, or one JSON
+event stream (``--json``) with the build id in every event.
+
+  trt-widget matrix model.onnx [more.onnx ...] [--opt-level N [N ...]] [--executor local|ray] [--max-parallel N]
+                    [--ray-address ADDR] [-o DIR] [--json] [--plain] [--budget S] [--timing-cache F]
+                    [--workspace SIZE] [--verbose]
+
+One build per (model, --opt-level value). Exit codes: 0 every build succeeded, 1 a build failed (or bad input),
+2 bad usage, 124 a build ran out of its --budget, 130 cancelled with Ctrl-C. Ctrl-C stops every build (each
+escalates to terminating its builder 0.5 s later, as ``trt-widget build``); a second Ctrl-C force-stops them at
+once; a third exits without waiting.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BUDGET, EXIT_INTERRUPTED = 0, 1, 2, 124, 130
+COLORS = {"succeeded": "green", "failed": "red", "cancelled": "yellow", "cancelling": "yellow", "running": "cyan"}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``matrix`` sub-command's arguments."""
+    parser.add_argument("models", nargs="+", metavar="MODEL", help="ONNX files")
+    parser.add_argument(
+        "--opt-level",
+        type=int,
+        nargs="+",
+        choices=range(6),
+        metavar="N",
+        help="builder optimization levels 0..5: one build per level and model (default: TensorRT's default)",
+    )
+    parser.add_argument("--executor", choices=("local", "ray"), default="local", help="where the builds run")
+    parser.add_argument(
+        "--max-parallel", type=int, metavar="N", help="builds at once (local default 1; ray: as many as Ray runs)"
+    )
+    parser.add_argument("--ray-address", metavar="ADDR", help="Ray cluster address (default: RAY_ADDRESS or local)")
+    parser.add_argument("-o", "--output-dir", metavar="DIR", help="write each engine as DIR/<model>-<variant>.engine")
+    parser.add_argument("--json", action="store_true", help="one JSON event stream on stdout, 'build' in every event")
+    parser.add_argument("--plain", action="store_true", help="plain lines even in a terminal")
+    parser.add_argument("--budget", type=float, metavar="S", help="cancel each build after S seconds")
+    parser.add_argument("--timing-cache", metavar="F", help="timing cache file, loaded before and saved after")
+    parser.add_argument("--workspace", metavar="SIZE", help="workspace limit per build, e.g. 1GiB")
+    parser.add_argument("--verbose", action="store_true", help="capture VERBOSE TensorRT log lines")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the matrix; returns the exit code."""
+    for model in args.models:
+        path = Path(model).expanduser()
+        if not path.is_file():
+            print(f"trt-widget: error: ONNX file not found: {path}", file=sys.stderr)
+            return EXIT_FAILED
+    if args.max_parallel is not None and args.max_parallel < 1:
+        print(f"trt-widget: error: --max-parallel must be at least 1, got {args.max_parallel}", file=sys.stderr)
+        return EXIT_USAGE
+    from ._matrix import BuildMatrix
+
+    options = {
+        "budget": args.budget,
+        "timing_cache": args.timing_cache,
+        "workspace": args.workspace,
+        "verbose": args.verbose or None,
+    }
+    executor: Any = args.executor
+    if args.executor == "ray" and args.ray_address:
+        from ..ray import RayRunner
+
+        executor = RayRunner(address=args.ray_address)
+    variants = [{"optimization_level": n} for n in args.opt_level] if args.opt_level else [{}]
+    try:
+        matrix = BuildMatrix(
+            args.models,
+            variants=variants,
+            executor=executor,
+            max_parallel=args.max_parallel,
+            output_dir=args.output_dir,
+            events=sys.stdout if args.json else None,
+            **{k: v for k, v in options.items() if v is not None},
+        )
+    except (ValueError, TypeError) as exc:
+        print(f"trt-widget: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as exc:
+        print(f"trt-widget: error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    view: Any = None if args.json else MatrixView(matrix, sys.stdout, plain=args.plain)
+    notify = view.notice if view is not None else _stderr
+    presses = [0]
+
+    def on_sigint(_signum: int, _frame: Any) -> None:
+        presses[0] += 1
+        if presses[0] == 1:
+            matrix.stop()
+            notify("Stopping every build (Ctrl-C again to force)")
+        elif presses[0] == 2:
+            matrix.stop()
+            notify("Force stopping — terminating the builders")
+        else:
+            notify("Exiting without waiting for the builders.")
+            os._exit(EXIT_INTERRUPTED)
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        matrix.start()
+        while not matrix.done():
+            matrix.wait(0.1)
+            if view is not None:
+                view.update()
+        if matrix.events is not None:
+            matrix.events.join(30.0)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if view is not None:
+        view.finish()
+    statuses = [b.status for b in matrix.builds]
+    if presses[0]:
+        return EXIT_INTERRUPTED
+    if "failed" in statuses:
+        return EXIT_FAILED
+    return EXIT_BUDGET if "cancelled" in statuses else EXIT_OK
+
+
+def _stderr(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+class MatrixView:
+    """The matrix on a text stream: a rich live table in a terminal, else a line per status change."""
+
+    def __init__(self, matrix: Any, stream: TextIO, *, plain: bool = False) -> None:
+        from .._format import is_terminal
+        from .._terminal import rich_available
+
+        self.matrix = matrix
+        self.stream = stream
+        self.rich = not plain and is_terminal(stream) and rich_available()
+        self._shown: dict[int, str] = {}
+        self._live: Any = None
+        if self.rich:
+            from rich.console import Console
+            from rich.live import Live
+
+            self.console = Console(file=stream, highlight=False)
+            self.console.print(f"Build matrix: {len(matrix.cells)} builds, executor {matrix.executor}", style="bold")
+            self._live = Live(console=self.console, get_renderable=self._table, refresh_per_second=8, transient=False)
+            self._live.start()
+
+    def notice(self, text: str) -> None:
+        if self.rich:
+            self.console.print(text, style="bold yellow", markup=False)
+        else:
+            self._write(text)
+
+    def update(self) -> None:
+        """Plain mode: one line per build whose status changed since the last call."""
+        if self.rich:
+            return
+        for cell in self.matrix.cells:
+            status = cell.build.status
+            if self._shown.get(cell.id) != status:
+                self._shown[cell.id] = status
+                self._write(f"#{cell.id} {cell.model} [{cell.variant}]: {self._outcome(cell)}")
+
+    def finish(self) -> None:
+        """The final table (rich) or the remaining status lines and the results table (plain)."""
+        if self._live is not None:
+            self._live.update(self._table(), refresh=True)
+            self._live.stop()
+        else:
+            self.update()
+            self._write("")
+            self._write(self.matrix.table_text())
+
+    def _outcome(self, cell: Any) -> str:
+        from .._format import fmt_bytes, fmt_s
+
+        build = cell.build
+        if build.status == "succeeded":
+            where = f", written to {build.options.output}" if build.options.output else ""
+            return f"succeeded in {fmt_s(build.elapsed_s)}, engine {fmt_bytes(build.engine_size or 0)}{where}"
+        if build.status in ("failed", "cancelled"):
+            return f"{build.status} after {fmt_s(build.elapsed_s)}: {build.status_detail}"
+        return str(build.status)
+
+    def _table(self) -> Any:
+        from rich.progress_bar import ProgressBar
+        from rich.table import Table
+        from rich.text import Text
+
+        from .._format import fmt_bytes, fmt_s
+
+        table = Table(box=None, padding=(0, 1), show_edge=False)
+        for name, justify in (("#", "right"), ("model", "left"), ("variant", "left"), ("status", "left")):
+            table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+        table.add_column("current phase", no_wrap=True, overflow="ellipsis", max_width=40)
+        table.add_column("", width=16)
+        table.add_column("elapsed", justify="right", no_wrap=True)
+        table.add_column("engine", justify="right", no_wrap=True)
+        for cell in self.matrix.cells:
+            build = cell.build
+            phase = build.model.innermost_running() if build.status in ("running", "cancelling") else None
+            bar: Any = ""
+            if phase is not None and phase.num_steps > 1:
+                bar = ProgressBar(total=phase.num_steps, completed=min(phase.step, phase.num_steps), width=16)
+            note = phase.name if phase else (build.status_detail if build.status in ("failed", "cancelled") else "")
+            table.add_row(
+                str(cell.id),
+                cell.model,
+                cell.variant,
+                Text(build.status, style=COLORS.get(build.status, "")),
+                note,
+                bar,
+                fmt_s(build.elapsed_s) if build.status != "idle" else "",
+                fmt_bytes(build.engine_size) if build.engine_size else "",
+            )
+        return table
+
+    def _write(self, text: str) -> None:
+        try:
+            self.stream.write(text + "\n")
+            self.stream.flush()
+        except (OSError, ValueError):
+            pass

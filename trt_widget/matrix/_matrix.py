@@ -1,0 +1,370 @@
+"""``BuildMatrix``: one engine build per (model, variant), run locally or on a Ray cluster, watched as one.
+
+Every build of a matrix is an ordinary :class:`~trt_widget.Build`; only its runner differs. The local executor
+wraps the default runner (a warm worker process) in a first-come-first-served slot queue: at most
+``max_parallel`` builds at once (default 1 — TensorRT's advice is one build per GPU, and the local executor
+does not pin builds to GPUs). The Ray executor gives each build a :class:`~trt_widget.RayRunner` and lets Ray
+schedule them. A build waiting for its slot or for a Ray worker has status ``queued``. Options a variant gets
+wrong fail that variant alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import json
+import os
+import re
+import threading
+import time
+from collections.abc import Callable, Generator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .._build import Build
+from .._engine import ModelSource
+from .._errors import BuildError
+from .._status import FINAL, IDLE
+from ..runners import RunContext, Runner
+from ._table import (
+    RESULT_COLUMNS,
+    as_table,
+    compare_rows,
+    comparison,
+    fmt_row_text,
+    model_labels,
+    result_row,
+    variant_label,
+)
+
+__all__ = ["BuildMatrix", "Cell"]
+
+SLOT_POLL_S = 0.05  # how often a queued build looks at its Stop while waiting for a slot
+
+
+@dataclass
+class Cell:
+    """One build of a matrix: its id (index in ``matrix.builds``), model and variant labels, options and Build."""
+
+    id: int
+    model: str
+    variant: str
+    options: dict[str, Any]
+    build: Build
+
+
+class Slots:
+    """At most ``size`` builds at once, served in the order they asked; a waiting build can be stopped."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._cond = threading.Condition()
+        self._free = size
+        self._waiting: collections.deque[object] = collections.deque()
+
+    def acquire(self, cancel: threading.Event, on_wait: Callable[[], None]) -> bool:
+        """Take a slot (calling ``on_wait()`` first if none is free now); False when ``cancel`` is set first."""
+        ticket = object()
+        with self._cond:
+            self._waiting.append(ticket)
+            waited = False
+            while not (self._free > 0 and self._waiting[0] is ticket):
+                if cancel.is_set():
+                    self._waiting.remove(ticket)
+                    self._cond.notify_all()
+                    return False
+                if not waited:
+                    waited = True
+                    on_wait()
+                self._cond.wait(SLOT_POLL_S)
+            self._waiting.popleft()
+            self._free -= 1
+            self._cond.notify_all()
+            return True
+
+    def release(self) -> None:
+        with self._cond:
+            self._free += 1
+            self._cond.notify_all()
+
+
+class SlotRunner:
+    """Runs ``inner`` once a slot is free; until then the build is ``queued`` (and Stop ends it at once)."""
+
+    def __init__(self, inner: Runner, slots: Slots) -> None:
+        self.inner = inner
+        self.slots = slots
+        self.name = inner.name
+
+    def run(self, ctx: RunContext) -> bytes | None:
+        waited: list[bool] = []
+
+        def on_wait() -> None:
+            waited.append(True)
+            ctx.on_queued(True)
+
+        if not self.slots.acquire(ctx.cancel, on_wait):
+            return None
+        try:
+            if waited:
+                ctx.on_queued(False)
+            if ctx.cancel.is_set():
+                return None
+            return self.inner.run(ctx)
+        finally:
+            self.slots.release()
+
+
+class _Refused:
+    """The runner of a variant whose options were refused: the build fails with the reason, the others run."""
+
+    name = "refused"
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+    def run(self, ctx: RunContext) -> bytes | None:
+        raise BuildError(self.message)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "x"
+
+
+class BuildMatrix:
+    """One build per (model, variant): ``BuildMatrix(models, variants=[{...}, ...], executor="local").start()``.
+
+    ``models``: one model (path, bytes, ModelProto or network function), a list of them, or a dict label ->
+    model. ``variants``: a list of option dicts (or a dict label -> options); ``**options`` apply to every
+    build and a variant's own options override them. ``executor``: "local" (worker processes here,
+    ``max_parallel`` at a time, default 1), "ray", or a :class:`~trt_widget.RayRunner` used as the template of
+    every build's runner. ``output_dir``: write each engine there as ``<model>-<variant>.engine``. ``events``:
+    one JSON event stream (path, text file or callable) for all builds, ``"build": id`` in every event.
+    """
+
+    def __init__(
+        self,
+        models: Any,
+        *,
+        variants: Sequence[Mapping[str, Any]] | Mapping[str, Mapping[str, Any]] | None = None,
+        executor: Any = "local",
+        max_parallel: int | None = None,
+        output_dir: str | os.PathLike[str] | None = None,
+        events: Any = None,
+        **options: Any,
+    ) -> None:
+        named_models = _named(models, model_labels)
+        named_variants = _named_variants(variants)
+        if max_parallel is not None and (
+            not isinstance(max_parallel, int) or isinstance(max_parallel, bool) or max_parallel < 1
+        ):
+            raise ValueError(f"max_parallel must be a positive integer, got {max_parallel!r}")
+        self.executor = _executor_name(executor)
+        self._ray_template = executor if not isinstance(executor, str) else None
+        if self.executor == "local":
+            max_parallel = max_parallel or 1
+        self.max_parallel = max_parallel
+        self.slots = Slots(max_parallel) if max_parallel else None
+        self.output_dir = Path(output_dir).expanduser() if output_dir is not None else None
+        if self.output_dir is not None and not self.output_dir.is_dir():
+            raise FileNotFoundError(f"output_dir does not exist (or is not a directory): {self.output_dir}")
+        self.cells: list[Cell] = []
+        for model_label, model in named_models:
+            for variant, variant_options in named_variants:
+                merged = {**options, **variant_options}
+                cell_id = len(self.cells)
+                build = self._make_build(model, model_label, variant, merged)
+                self.cells.append(Cell(cell_id, model_label, variant, merged, build))
+        self.events: Any = None
+        if events is not None:
+            from ._events import attach_matrix_events
+
+            self.events = attach_matrix_events(self, events)
+        self._started = False
+        self._widget: Any = None
+
+    def _make_build(self, model: Any, model_label: str, variant: str, options: dict[str, Any]) -> Build:
+        """The cell's Build with the executor's runner; a variant whose options are refused gets a failing one."""
+        options = dict(options)
+        if self.output_dir is not None and "output" not in options:
+            options["output"] = self.output_dir / f"{_slug(Path(model_label).stem)}-{_slug(variant)}.engine"
+        try:
+            if self.executor == "ray":
+                from ..ray import RayRunner
+
+                template = self._ray_template if isinstance(self._ray_template, RayRunner) else RayRunner()
+                options.setdefault("history", False)  # local history would time a remote machine
+                options.setdefault("resources", False)  # the builder's memory is on another machine
+                build = Build(model, runner=template.clone(), **options)
+            else:
+                build = Build(model, **options)
+        except (TypeError, ValueError, OSError) as exc:  # bad options fail this variant alone
+            build = Build(b"refused", isolation="thread", history=False, resources=False)
+            build.source = ModelSource("refused", None, model_label)
+            build.runner = _Refused(f"variant {variant!r} of {model_label}: {exc}")
+            return build
+        if self.slots is not None:
+            build.runner = SlotRunner(build.runner, self.slots)
+        return build
+
+    # -- the builds ----------------------------------------------------------------------------------
+    @property
+    def builds(self) -> list[Build]:
+        """The builds, one per (model, variant), models outer: ``builds[i]`` is ``cells[i].build``."""
+        return [cell.build for cell in self.cells]
+
+    def __len__(self) -> int:
+        return len(self.cells)
+
+    def __getitem__(self, index: int) -> Build:
+        return self.cells[index].build
+
+    @property
+    def status(self) -> str:
+        """idle (not started), running (some build not ended) or done."""
+        if not self._started:
+            return IDLE
+        return "done" if all(b.status in FINAL for b in self.builds) else "running"
+
+    def done(self) -> bool:
+        """True once every build has ended."""
+        return self._started and all(b.done() for b in self.builds)
+
+    def counts(self) -> dict[str, int]:
+        """How many builds have each status."""
+        counter = collections.Counter(b.status for b in self.builds)
+        return dict(counter)
+
+    # -- control -------------------------------------------------------------------------------------
+    def start(self) -> BuildMatrix:
+        """Start every build and return at once (builds without a free slot or worker are ``queued``)."""
+        if self._started:
+            raise RuntimeError("this matrix already started; a BuildMatrix runs once")
+        self._started = True
+        for build in self.builds:
+            build.start()
+        return self
+
+    def stop(self) -> int:
+        """Stop every build that has not ended (a second call force-stops); returns how many were asked."""
+        return sum(bool(build.stop("stopped by user (Stop all)")) for build in self.builds)
+
+    def wait(self, timeout: float | None = None) -> str:
+        """Block until every build ended (or ``timeout`` s passed); returns the matrix status.
+
+        A KeyboardInterrupt while waiting stops every build, then re-raises."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        try:
+            for build in self.builds:
+                left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                build.wait(left)
+        except KeyboardInterrupt:
+            self.stop()
+            raise
+        return self.status
+
+    async def wait_async(self) -> str:
+        """Await every build without blocking the event loop (Stop clicks get through)."""
+        try:
+            for build in self.builds:
+                await build.wait_async()
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            self.stop()
+            raise
+        return self.status
+
+    def __await__(self) -> Generator[Any, None, str]:
+        return self.wait_async().__await__()
+
+    # -- results -------------------------------------------------------------------------------------
+    def results(self) -> Any:
+        """One row per build: build, model, variant, status, build_s, engine_bytes, top_phases (the phases
+        with the most self time, seconds), error. A pandas DataFrame when pandas is installed, else dicts."""
+        return as_table([result_row(cell) for cell in self.cells], RESULT_COLUMNS)
+
+    def compare(self, baseline: int = 0) -> Any:
+        """Differences against build ``baseline``: build time, engine size, and seconds per phase name."""
+        rows = compare_rows(self.cells, baseline)
+        return as_table(rows, list(rows[0]) if rows else [])
+
+    def comparison(self) -> dict[str, Any]:
+        """Per build: status, build time, engine size and seconds per phase name (JSON-ready)."""
+        return comparison(self.cells)
+
+    def to_json(self) -> str:
+        """The results rows as JSON text."""
+        return json.dumps([result_row(cell) for cell in self.cells], indent=1)
+
+    def table_text(self) -> str:
+        """The results as an aligned plain-text table."""
+        header = ["id", "model", "variant", "status", "time", "engine", "top phases / error"]
+        lines = [fmt_row_text(result_row(cell)) for cell in self.cells]
+        widths = [max(len(r[i]) for r in [header, *lines]) for i in range(len(header) - 1)]
+        out = []
+        for row in [header, *lines]:
+            out.append("  ".join(c.ljust(w) for c, w in zip(row[:-1], widths, strict=True)) + "  " + row[-1])
+        return "\n".join(out)
+
+    # -- display -------------------------------------------------------------------------------------
+    @property
+    def widget(self) -> Any:
+        """The matrix widget (created on first use): one row per build, Stop, expandable phase trees."""
+        if self._widget is None:
+            from ._widget import MatrixWidget
+
+            self._widget = MatrixWidget(self)
+        return self._widget
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        """As the last expression of a cell: the widget (with a text and HTML table for other front ends)."""
+        return self.widget._repr_mimebundle_(**kwargs)
+
+    def _ipython_display_(self) -> None:
+        """In IPython: the widget under a display id, its static tables updated when the last build ends."""
+        self.widget._ipython_display_()
+
+    def __repr__(self) -> str:
+        counts = ", ".join(f"{n} {s}" for s, n in sorted(self.counts().items()))
+        return f"<BuildMatrix {len(self.cells)} builds, executor={self.executor!r}: {counts}>"
+
+
+def _named(models: Any, labeller: Callable[[list[Any]], list[str]]) -> list[tuple[str, Any]]:
+    if isinstance(models, Mapping):
+        return [(str(k), v) for k, v in models.items()]
+    if isinstance(models, (list, tuple)):
+        if not models:
+            raise ValueError("a BuildMatrix needs at least one model")
+        return list(zip(labeller(list(models)), models, strict=True))
+    return list(zip(labeller([models]), [models], strict=True))
+
+
+def _named_variants(variants: Any) -> list[tuple[str, dict[str, Any]]]:
+    if variants is None:
+        return [("default", {})]
+    items: list[tuple[str | None, Any]]
+    if isinstance(variants, Mapping):
+        items = [(str(k), v) for k, v in variants.items()]
+    elif isinstance(variants, (list, tuple)):
+        items = [(None, v) for v in variants]
+    else:
+        raise TypeError(f"variants must be a list of option dicts or a dict label -> options, got {variants!r}")
+    if not items:
+        raise ValueError("variants is empty: give at least one (an empty dict means the default options)")
+    out: list[tuple[str, dict[str, Any]]] = []
+    for label, options in items:
+        if not isinstance(options, Mapping):
+            raise TypeError(f"each variant must be a dict of build options, got {options!r}")
+        out.append((label if label is not None else variant_label(options), dict(options)))
+    labels = [label for label, _ in out]
+    if len(set(labels)) != len(labels):
+        out = [(f"{label} #{i}", options) for i, (label, options) in enumerate(out)]
+    return out
+
+
+def _executor_name(executor: Any) -> str:
+    if executor in ("local", "ray"):
+        return str(executor)
+    if type(executor).__name__ == "RayRunner":
+        return "ray"
+    raise ValueError(f"executor must be 'local', 'ray' or a trt_widget.RayRunner, got {executor!r}")

@@ -1,0 +1,176 @@
+"""What a build matrix reports: labels for models and variants, the results table and the phase comparison.
+
+Pure functions over finished (or running) :class:`~trt_widget.Build` objects, shared by ``BuildMatrix``, its
+widget and the ``trt-widget matrix`` command, so every front end shows the same numbers.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+TOP_PHASES = 3
+RESULT_COLUMNS = ["build", "model", "variant", "status", "build_s", "engine_bytes", "top_phases", "error"]
+
+
+def model_labels(models: list[Any]) -> list[str]:
+    """Short, unique labels: a file's name, an ONNX graph's name, a function's name, else ``model N``."""
+    labels: list[str] = []
+    for index, model in enumerate(models):
+        if isinstance(model, (str, os.PathLike)):
+            label = Path(model).name
+        elif hasattr(model, "SerializeToString") and hasattr(model, "graph"):
+            label = model.graph.name or f"model {index}"
+        elif callable(model):
+            label = getattr(model, "__qualname__", "") or f"model {index}"
+        else:
+            label = f"model {index}"
+        labels.append(label)
+    return _unique(labels)
+
+
+def variant_label(options: Mapping[str, Any]) -> str:
+    """``optimization_level=3, workspace=1GiB``; ``default`` for no options."""
+    if not options:
+        return "default"
+    return ", ".join(f"{name}={value}" for name, value in options.items())
+
+
+def _unique(labels: list[str]) -> list[str]:
+    seen: dict[str, int] = {}
+    out: list[str] = []
+    for label in labels:
+        count = seen.get(label, 0)
+        seen[label] = count + 1
+        out.append(label if count == 0 else f"{label} ({count + 1})")
+    return out
+
+
+def phase_totals(rows: list[dict[str, Any]], *, self_time: bool = False) -> dict[str, float]:
+    """Seconds per phase name over finished instances: inclusive time (an instance nested in a same-named one is
+    not counted twice), or with ``self_time`` only the time not spent in a child phase."""
+    by_id = {r["id"]: r for r in rows if r}
+    children: dict[int, float] = {}
+    for row in by_id.values():
+        if row["parent"] is not None and row["duration_s"] is not None:
+            children[row["parent"]] = children.get(row["parent"], 0.0) + row["duration_s"]
+    totals: dict[str, float] = {}
+    for row in by_id.values():
+        if row["duration_s"] is None:
+            continue
+        if self_time:
+            seconds = max(row["duration_s"] - children.get(row["id"], 0.0), 0.0)
+        else:
+            if _inside_same_name(row, by_id):
+                continue
+            seconds = row["duration_s"]
+        totals[row["name"]] = totals.get(row["name"], 0.0) + seconds
+    return totals
+
+
+def _inside_same_name(row: dict[str, Any], by_id: dict[int, dict[str, Any]]) -> bool:
+    parent = by_id.get(row["parent"]) if row["parent"] is not None else None
+    while parent is not None:
+        if parent["name"] == row["name"]:
+            return True
+        parent = by_id.get(parent["parent"]) if parent["parent"] is not None else None
+    return False
+
+
+def top_phases(build: Any, count: int = TOP_PHASES) -> dict[str, float]:
+    """The ``count`` phase names with the most self time (where the build's time actually went), in ms precision."""
+    totals = phase_totals(build.timings(), self_time=True)
+    best = sorted(totals.items(), key=lambda item: -item[1])[:count]
+    return {name: round(seconds, 3) for name, seconds in best}
+
+
+def result_row(cell: Any) -> dict[str, Any]:
+    """One row of ``BuildMatrix.results()``."""
+    build = cell.build
+    error = build.error
+    return {
+        "build": cell.id,
+        "model": cell.model,
+        "variant": cell.variant,
+        "status": build.status,
+        "build_s": round(build.elapsed_s, 3) if build.status != "idle" else None,
+        "engine_bytes": build.engine_size,
+        "top_phases": top_phases(build),
+        "error": str(error).splitlines()[0] if error is not None and build.status == "failed" else None,
+    }
+
+
+def as_table(rows: list[dict[str, Any]], columns: list[str]) -> Any:
+    """A pandas DataFrame when pandas is installed, else the list of row dicts."""
+    try:
+        import pandas as pd
+    except ImportError:
+        return rows
+    return pd.DataFrame(rows, columns=columns)
+
+
+def comparison(cells: list[Any]) -> dict[str, Any]:
+    """Per build: status, build time, engine size and inclusive seconds per phase name (for the widget, which
+    computes differences against the baseline the user picks)."""
+    return {
+        "builds": [
+            {
+                "id": cell.id,
+                "model": cell.model,
+                "variant": cell.variant,
+                "status": cell.build.status,
+                "build_s": round(cell.build.elapsed_s, 4),
+                "engine_size": cell.build.engine_size,
+                "phases": {k: round(v, 4) for k, v in phase_totals(cell.build.timings()).items()},
+            }
+            for cell in cells
+        ]
+    }
+
+
+def compare_rows(cells: list[Any], baseline: int) -> list[dict[str, Any]]:
+    """Differences against build ``baseline``: build time, engine size and per phase name (seconds, + slower)."""
+    data = comparison(cells)["builds"]
+    base = next((b for b in data if b["id"] == baseline), None)
+    if base is None:
+        raise ValueError(f"no build with id {baseline}: ids are 0..{len(data) - 1}")
+    names = sorted({name for b in data for name in b["phases"]}, key=lambda n: -base["phases"].get(n, 0.0))
+    rows = []
+    for b in data:
+        row: dict[str, Any] = {
+            "build": b["id"],
+            "model": b["model"],
+            "variant": b["variant"],
+            "status": b["status"],
+            "build_s": b["build_s"],
+            "d_build_s": round(b["build_s"] - base["build_s"], 4),
+            "engine_bytes": b["engine_size"],
+            "d_engine_bytes": (
+                b["engine_size"] - base["engine_size"]
+                if b["engine_size"] is not None and base["engine_size"] is not None
+                else None
+            ),
+        }
+        for name in names:
+            row[f"d {name}"] = round(b["phases"].get(name, 0.0) - base["phases"].get(name, 0.0), 4)
+        rows.append(row)
+    return rows
+
+
+def fmt_row_text(row: dict[str, Any]) -> list[str]:
+    """The plain-text cells of a results row (terminal table, text/plain)."""
+    from .._format import fmt_bytes, fmt_s
+
+    size = row["engine_bytes"]
+    top = ", ".join(f"{name} {fmt_s(s)}" for name, s in row["top_phases"].items())
+    return [
+        str(row["build"]),
+        row["model"],
+        row["variant"],
+        row["status"],
+        fmt_s(row["build_s"]) if row["build_s"] is not None else "",
+        fmt_bytes(size) if size else "",
+        row["error"] or top,
+    ]

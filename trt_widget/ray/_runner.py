@@ -1,0 +1,293 @@
+"""``RayRunner``: a :class:`~trt_widget.runners.Runner` building on a Ray cluster (``pip install "trt_widget[ray]"``).
+
+Each build is one Ray task (``num_gpus=1`` where the cluster has GPUs, else ``num_cpus=1``; Ray queues it until
+a worker is free: the build's status is ``queued`` until the task reports in). In the task a thread-isolated
+:class:`~trt_widget.Build` runs; its JSON events (``trt_widget._events``) and every log line go to one hub
+actor per driver, which the driver long-polls from the build's own thread and feeds into the local phase model
+with :func:`trt_widget.runners.apply_event` — so the widget, terminal and events see an ordinary build. The
+engine comes back as the task's return value (bytes through Ray's object store).
+
+Stop has the two stages of a local build: the hub's cancel flag, which a thread in the task waits on and turns
+into the remote build's graceful stop (at TensorRT's next step boundary); then, when the task has not ended
+``force_after`` s (0.5) later or on a second Stop, ``ray.cancel(force=True)``, which kills its worker process.
+A queued task is taken off Ray's queue at once. A worker that dies ends the build failed, naming where.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from .._errors import BuildError
+from ..runners import RunContext
+from ._remote import Hub, remote_build
+
+POLL_S = 0.05  # how often the driver looks at Stop while waiting for Ray
+PULL_S = 0.5  # a long poll of the hub returns at once with events, else after this long
+REMOTE_OPTIONS = ("optimization_level", "fp16", "strongly_typed", "timing_cache", "workspace", "profiles", "verbose")
+
+_init_lock = threading.Lock()
+_initializer = ThreadPoolExecutor(1, thread_name_prefix="trt_widget-ray-init")  # its thread lives as long as we do
+_hub_lock = threading.Lock()
+_hub: tuple[Any, Any] | None = None  # (job id, hub actor handle) for this driver's Ray session
+_task: Any = None  # the Ray remote function of remote_build (exported once per process)
+
+
+def _ray() -> Any:
+    try:
+        import ray
+    except ImportError as exc:
+        raise BuildError('executor "ray" needs Ray: pip install "trt_widget[ray]" (or pip install ray)') from exc
+    return ray
+
+
+def ensure_ray(address: str | None = None, init_kwargs: dict[str, Any] | None = None) -> Any:
+    """Connect to Ray once: ``ray.init(address)`` unless initialised (no address: ``RAY_ADDRESS`` or a local
+    instance). Returns the ray module.
+
+    A local instance is started from one long-lived thread: Ray ties its processes' death signal to the thread
+    that started them, so starting it from a build's thread would end the instance with that thread."""
+    ray = _ray()
+    with _init_lock:
+        if not ray.is_initialized():
+            _initializer.submit(lambda: ray.init(address=address, **(init_kwargs or {}))).result()
+    return ray
+
+
+def _get_hub(ray: Any) -> Any:
+    """This driver's hub actor (one per Ray session; num_cpus=0, so it never takes a build's place)."""
+    global _hub
+    job = ray.get_runtime_context().get_job_id()
+    with _hub_lock:
+        if _hub is None or _hub[0] != job:
+            actor = ray.remote(num_cpus=0, max_restarts=0)(Hub).remote()
+            _hub = (job, actor)
+        return _hub[1]
+
+
+def _remote_task(ray: Any) -> Any:
+    global _task
+    with _hub_lock:
+        if _task is None:
+            _task = ray.remote(remote_build)
+        return _task
+
+
+# -- the driver side -----------------------------------------------------------------------------------
+class RayRunner:
+    """Builds on Ray: ``Build(model, runner=RayRunner())`` or ``BuildMatrix(..., executor=RayRunner(...))``.
+
+    ``address``: the cluster (``"ray://head:10001"``, ``"auto"``); None uses an initialised Ray, else
+    ``RAY_ADDRESS``, else starts a local instance. ``num_cpus`` / ``num_gpus`` per build (``num_gpus=None``:
+    1 where the cluster has GPUs, else 0); ``resources`` and ``runtime_env`` are passed to the task;
+    ``init_kwargs`` to ``ray.init``.
+    """
+
+    name = "ray"
+
+    def __init__(
+        self,
+        *,
+        address: str | None = None,
+        num_cpus: float = 1.0,
+        num_gpus: float | None = None,
+        resources: dict[str, float] | None = None,
+        runtime_env: dict[str, Any] | None = None,
+        init_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        self.address = address
+        self.num_cpus = num_cpus
+        self.num_gpus = num_gpus
+        self.resources = resources
+        self.runtime_env = runtime_env
+        self.init_kwargs = init_kwargs
+        self.worker_pid: int | None = None  # the Ray worker process building, once it reported in
+        self.worker_node: str | None = None
+
+    def clone(self) -> RayRunner:
+        """A fresh runner with the same settings (one runner per build)."""
+        return RayRunner(
+            address=self.address,
+            num_cpus=self.num_cpus,
+            num_gpus=self.num_gpus,
+            resources=self.resources,
+            runtime_env=self.runtime_env,
+            init_kwargs=self.init_kwargs,
+        )
+
+    def run(self, ctx: RunContext) -> bytes | None:
+        ctx.on_queued(True)  # until a Ray worker has the task
+        ray = ensure_ray(self.address, self.init_kwargs)
+        if ctx.cancel.is_set():
+            return None
+        return _Relay(self, ctx, ray).run()
+
+    def task_options(self, ray: Any) -> dict[str, Any]:
+        gpus = self.num_gpus
+        if gpus is None:
+            gpus = 1 if ray.cluster_resources().get("GPU", 0) > 0 else 0
+        options: dict[str, Any] = {"num_cpus": self.num_cpus, "num_gpus": gpus, "max_retries": 0}
+        if self.resources:
+            options["resources"] = self.resources
+        if self.runtime_env:
+            options["runtime_env"] = self.runtime_env
+        return options
+
+
+class _Relay:
+    """One build on Ray: submit the task, relay its events, pass Stop on, collect the engine."""
+
+    def __init__(self, runner: RayRunner, ctx: RunContext, ray: Any) -> None:
+        self.runner, self.ctx, self.ray = runner, ctx, ray
+        self.key = uuid.uuid4().hex
+        self.names: dict[int, str] = {}
+        self.started = False  # the task reported in (a Ray worker runs it)
+        self.built = False  # the remote build ended succeeded: a Stop now must not throw the engine away
+        self.anchor: float | None = None  # this process's clock reading at the remote build's t=0 (best estimate)
+
+    def run(self) -> bytes | None:
+        ray, ctx = self.ray, self.ctx
+        hub = _get_hub(ray)
+        ref = _remote_task(ray).options(**self.runner.task_options(ray)).remote(self.key, hub, self._job())
+        pull = hub.pull.remote(self.key, PULL_S)
+        force_at: float | None = None
+        try:
+            while True:
+                if ctx.cancel.is_set() and force_at is None:
+                    force_at = time.monotonic() + ctx.graceful_s
+                    hub.cancel.remote(self.key)
+                    if not self.started:
+                        ray.cancel(ref)  # still in Ray's queue: taken off it at once
+                if (
+                    force_at is not None
+                    and self.started
+                    and not self.built
+                    and (ctx.force.is_set() or time.monotonic() >= force_at)
+                ):
+                    self._force_stop(ref, automatic=not ctx.force.is_set())
+                    return None
+                ready, _ = ray.wait([ref, pull], num_returns=1, timeout=POLL_S)
+                if pull in ready:
+                    try:
+                        self._feed(ray.get(pull))
+                    except ray.exceptions.RayError as exc:
+                        raise BuildError(f"lost the Ray actor that relays this build's events: {exc}") from None
+                    pull = hub.pull.remote(self.key, PULL_S)
+                if ref in ready:
+                    return self._final(ref, pull, hub)
+        finally:
+            hub.forget.remote(self.key)
+
+    def _job(self) -> dict[str, Any]:
+        source = self.ctx.source
+        if source.kind == "path":
+            try:
+                with open(source.value, "rb") as handle:
+                    model: Any = handle.read()  # the cluster's nodes need not see this file system
+            except OSError as exc:
+                raise BuildError(f"cannot read the model {source.value}: {exc}") from exc
+        else:
+            model = source.value
+        options = {name: getattr(self.ctx.options, name) for name in REMOTE_OPTIONS}
+        return {"model": model, "label": source.label, "options": options}
+
+    def _feed(self, events: list[dict[str, Any]]) -> None:
+        from ..runners import apply_event
+
+        ctx = self.ctx
+        sent = [float(e["t"]) for e in events if e.get("event") == "sent"]
+        if sent and ctx.shared_clock:  # the least delayed push so far says best where the remote t=0 is here
+            estimate = time.perf_counter() - max(sent)
+            self.anchor = estimate if self.anchor is None else min(self.anchor, estimate)
+        for event in events:
+            kind = event.get("event")
+            if kind in ("hello", "build_start"):
+                self._reported_in(event)
+                continue
+            if kind == "sent":
+                continue
+            if kind == "build_end":
+                self.built = event.get("status") == "succeeded"
+                continue
+            at = self.anchor + float(event["t"]) if self.anchor is not None else None
+            try:
+                apply_event(event, ctx.model, ctx.logger, self.names, at=at)
+            except Exception:  # a malformed event must not end the relay
+                continue
+
+    def _reported_in(self, event: dict[str, Any]) -> None:
+        if self.started:
+            return
+        self.started = True
+        if "pid" in event:
+            self.runner.worker_pid = int(event["pid"])
+            self.runner.worker_node = str(event.get("node") or "")
+            self.ctx.on_pid(self.runner.worker_pid)
+        self.ctx.on_queued(False)
+
+    def _final(self, ref: Any, pull: Any, hub: Any) -> bytes | None:
+        ray = self.ray
+        try:
+            result = ray.get(ref)
+        except ray.exceptions.TaskCancelledError:
+            if not self.started:
+                self.ctx.note("stopped while queued: the Ray task was taken off the queue before it started")
+            return None
+        except ray.exceptions.RayError as exc:
+            self._drain(pull, hub)
+            raise self._died(exc) from None
+        self._drain(pull, hub)
+        status = result.get("status")
+        if status == "succeeded":
+            engine = result.get("engine")
+            if not isinstance(engine, (bytes, bytearray)):
+                raise BuildError("the Ray task reported success but returned no engine")
+            return bytes(engine)
+        if status == "cancelled":
+            return None
+        raise BuildError(result.get("error") or result.get("detail") or f"the Ray build ended {status}")
+
+    def _drain(self, pull: Any, hub: Any) -> None:
+        """Feed what the task pushed before it ended (the outstanding long poll, then the rest)."""
+        ray = self.ray
+        try:
+            self._feed(ray.get(pull, timeout=PULL_S + 5))
+            self._feed(ray.get(hub.pull.remote(self.key, 0.0), timeout=5))
+        except Exception:
+            pass
+
+    def _where(self) -> str:
+        runner = self.runner
+        if runner.worker_pid is None:
+            return "the Ray worker"
+        return f"the Ray worker (pid {runner.worker_pid} on {runner.worker_node or 'its node'})"
+
+    def _died(self, exc: Exception) -> BuildError:
+        phase = self.ctx.model.innermost_running()
+        where = f" during phase {phase.name!r}" if phase else " before any build phase started"
+        reason = str(exc).strip().splitlines()
+        detail = reason[0] if reason else type(exc).__name__
+        if isinstance(exc, self.ray.exceptions.RayTaskError):  # the task raised: say what, not Ray's wrapping
+            cause = getattr(exc, "cause", None)
+            what = f"{type(cause).__name__}: {cause}" if cause is not None else detail
+            return BuildError(f"the Ray task failed{where}: {what}")
+        return BuildError(
+            f"{self._where()} died{where}; no engine was built ({type(exc).__name__}: {detail[:300]}). "
+            "This Python process is unaffected and the next build can run."
+        )
+
+    def _force_stop(self, ref: Any, automatic: bool) -> None:
+        """Kill the task's worker process; the build ends cancelled with a detail that says so."""
+        with contextlib.suppress(Exception):
+            self.ray.cancel(ref, force=True)
+        if automatic:
+            self.ctx.note(
+                f"the builder did not reach a step boundary within {self.ctx.graceful_s:g} s, so "
+                f"{self._where()} was killed (ray.cancel force=True)"
+            )
+        else:
+            self.ctx.note(f"force stopped: {self._where()} was killed (ray.cancel force=True)")

@@ -1,0 +1,64 @@
+"""The contract between a :class:`~trt_widget.Build` and whatever runs its builder (a thread, a process, ...).
+
+``Build`` hands a runner one :class:`RunContext`; the runner builds ``ctx.source`` with ``ctx.options``, feeds
+phase events into ``ctx.model`` and log lines into ``ctx.logger``, honours ``ctx.cancel`` (graceful: at the
+next step boundary) and ``ctx.force`` (now), and returns the engine bytes, or None when cancelled, or raises
+:class:`~trt_widget.BuildError`. A runner never touches the build object itself.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from .._engine import CaptureLogger, ModelSource, build_engine
+from .._options import BuildOptions
+from .._phases import PhaseModel
+
+
+@dataclass
+class RunContext:
+    """What a runner may read and write of its build."""
+
+    source: ModelSource
+    options: BuildOptions
+    model: PhaseModel  # phase events go here
+    logger: CaptureLogger  # TensorRT log lines go here
+    cancel: threading.Event  # set by stop(): cancel at the next step boundary
+    force: threading.Event  # set by a second stop() or by the escalation timer: end the builder now
+    shared_clock: bool  # the build's clock is time.perf_counter: a builder process's event times are valid here
+    note: Callable[[str], None]  # append a sentence to the build's status detail
+    on_pid: Callable[[int | None], None] = field(default=lambda _pid: None)  # the builder process, when one
+    # True: the build waits for a slot or a remote worker (status "queued"); False: it builds now (the clock restarts)
+    on_queued: Callable[[bool], None] = field(default=lambda _queued: None)
+
+    @property
+    def graceful_s(self) -> float:
+        """How long a graceful stop may take before the builder is terminated."""
+        return self.options.force_after if self.options.force_after is not None else 0.5
+
+
+class Runner(Protocol):
+    """Runs one build to its end: returns the engine bytes, None when cancelled, or raises BuildError."""
+
+    name: str
+
+    def run(self, ctx: RunContext) -> bytes | None: ...
+
+
+class ThreadRunner:
+    """The builder on the calling (background) thread of this process: cancel only at step boundaries."""
+
+    name = "thread"
+
+    def __init__(self) -> None:
+        self.monitor: Any = None
+
+    def run(self, ctx: RunContext) -> bytes | None:
+        from .._monitor import BuildMonitor
+
+        self.monitor = BuildMonitor(ctx.model, ctx.cancel)
+        engine = build_engine(ctx.source, ctx.options, self.monitor, ctx.logger)
+        return None if engine is None else bytes(engine)

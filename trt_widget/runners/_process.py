@@ -1,0 +1,409 @@
+"""The default runner: the builder lives in a warm worker process, so Stop always ends a build within a second.
+
+``ProcessRunner.run(ctx)`` takes an idle worker from the pool (or starts one), sends it the job, replays the
+worker's phase and log events into ``ctx.model`` / ``ctx.logger`` and returns the engine bytes (None when
+cancelled) or raises :class:`BuildError`. Stop is graceful first (the worker's next ``step_complete`` returns
+False); when the builder has not reached a step boundary ``ctx.graceful_s`` later (or on ``ctx.force``) the
+worker is terminated (SIGTERM, then SIGKILL), which ends even a long TensorRT step, a hung network function or
+a SIGSTOPped builder. A worker that finished its job goes back to the pool and exits after
+``TRT_WIDGET_WORKER_IDLE_S`` seconds (default 300) without work, or when this process exits; workers never
+outlive this process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+from typing import Any
+
+from .._errors import BuildError
+from ._base import RunContext
+
+POLL_S = 0.05  # how often the relay looks at stop requests while the worker is quiet
+TERM_GRACE_S = 0.2  # SIGTERM, then SIGKILL after this long
+DEFAULT_IDLE_S = 300.0
+MAX_IDLE_WORKERS = 2
+
+
+def check_transferable(source: Any) -> None:
+    """Raise TypeError unless ``source`` (a ModelSource) can be sent to a builder process, naming what cannot."""
+    if source.kind != "callable":
+        return
+    import cloudpickle
+
+    try:
+        cloudpickle.dumps(source.value)
+    except Exception as exc:
+        raise TypeError(
+            f"the network definition function {source.label} cannot be sent to the builder process: {exc}. "
+            "Everything it refers to must be picklable (no open files, locks, sockets or TensorRT objects "
+            "created outside it); or pass isolation='thread' to build in this process."
+        ) from None
+
+
+def idle_timeout_s() -> float:
+    """Seconds an idle worker waits for the next build before it exits (``TRT_WIDGET_WORKER_IDLE_S``)."""
+    try:
+        value = float(os.environ.get("TRT_WIDGET_WORKER_IDLE_S", DEFAULT_IDLE_S))
+    except ValueError:
+        return DEFAULT_IDLE_S
+    return value if value >= 0 else DEFAULT_IDLE_S
+
+
+class Worker:
+    """One builder process and the two pipes to it."""
+
+    def __init__(self, process: subprocess.Popen[bytes], control: Connection, events: Connection) -> None:
+        self.process = process
+        self.control = control
+        self.events = events
+        self.pid = process.pid
+        self.hello = False  # the worker got as far as its entry point
+        self.idle_timer: threading.Timer | None = None
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def terminate(self) -> str:
+        """SIGTERM, then SIGKILL after a short grace (a stopped process ignores SIGTERM); returns the signal."""
+        how = "SIGTERM"
+        with contextlib.suppress(ProcessLookupError):
+            self.process.terminate()
+        try:
+            self.process.wait(TERM_GRACE_S)
+        except subprocess.TimeoutExpired:
+            how = "SIGKILL"
+            with contextlib.suppress(ProcessLookupError):
+                self.process.kill()
+            self.process.wait()
+        self.close()
+        return how
+
+    def close(self) -> None:
+        """Close the pipes (a live worker exits on the control pipe's EOF) and reap the process when it ended."""
+        if self.idle_timer is not None:
+            self.idle_timer.cancel()
+        for conn in (self.control, self.events):
+            with contextlib.suppress(OSError):
+                conn.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(1.0)
+
+
+class WorkerPool:
+    """Idle workers kept warm for the next build; every spawn happens on one long-lived thread.
+
+    Linux ties a worker's death signal to the thread that started it, so that thread must live as long as
+    this process: a single-thread executor's thread does.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._idle: list[Worker] = []
+        self._spawner = ThreadPoolExecutor(1, thread_name_prefix="trt_widget-spawn")
+
+    def acquire(self) -> Worker:
+        """An idle live worker, or a new one (after any prewarm in flight, so it is not started twice)."""
+        return self._spawner.submit(self._take_or_spawn).result()
+
+    def prewarm(self) -> None:
+        """Start a worker in the background when none is idle, so the next build need not wait for one."""
+        self._spawner.submit(self._warm)
+
+    def release(self, worker: Worker) -> None:
+        """Keep a worker that finished its job cleanly for the next build (until the idle timeout)."""
+        timeout = idle_timeout_s()
+        with self._lock:
+            if worker.alive() and timeout > 0 and len(self._idle) < MAX_IDLE_WORKERS:
+                worker.idle_timer = threading.Timer(timeout, self._expire, (worker,))
+                worker.idle_timer.daemon = True
+                worker.idle_timer.start()
+                self._idle.append(worker)
+                return
+        worker.close()
+
+    def _take_or_spawn(self) -> Worker:
+        with self._lock:
+            while self._idle:
+                worker = self._idle.pop()
+                if worker.idle_timer is not None:
+                    worker.idle_timer.cancel()
+                if worker.alive():
+                    return worker
+                worker.close()
+        return _spawn()
+
+    def _warm(self) -> None:
+        with self._lock:
+            if self._idle:
+                return
+        try:
+            worker = _spawn()
+        except Exception:
+            return  # the build that needs a worker reports it
+        self.release(worker)
+
+    def _expire(self, worker: Worker) -> None:
+        with self._lock:
+            if worker not in self._idle:
+                return
+            self._idle.remove(worker)
+        worker.close()
+
+    def shutdown(self) -> None:
+        """End every idle worker now (running builds keep theirs)."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for worker in idle:
+            worker.close()
+
+    def idle_pids(self) -> list[int]:
+        with self._lock:
+            return [w.pid for w in self._idle]
+
+
+def _spawn() -> Worker:
+    """Start ``python -m trt_widget.runners._worker`` with its two pipes (never re-imports the caller's main script)."""
+    from .._backend import select_backend
+
+    control_r, control_w = os.pipe()
+    events_r, events_w = os.pipe()
+    package_root = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ, TRT_WIDGET_BACKEND=select_backend()[0])
+    env["PYTHONPATH"] = os.pathsep.join([package_root, *filter(None, [env.get("PYTHONPATH")])])
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "trt_widget.runners._worker", str(control_r), str(events_w), str(os.getpid())],
+            pass_fds=(control_r, events_w),
+            stdin=subprocess.DEVNULL,
+            env=env,
+            close_fds=True,
+            # its own process group: a terminal's Ctrl-C reaches the parent only (which makes it a Stop), and
+            # ipykernel's shutdown, which signals its group's children until they are reaped, skips it
+            start_new_session=True,
+        )
+    except BaseException:
+        for fd in (control_r, control_w, events_r, events_w):
+            os.close(fd)
+        raise
+    os.close(control_r)
+    os.close(events_w)
+    os.set_inheritable(control_w, False)
+    os.set_inheritable(events_r, False)
+    return Worker(process, Connection(control_w, readable=False), Connection(events_r, writable=False))
+
+
+pool = WorkerPool()
+_job_ids = itertools.count(1)
+
+
+def shutdown_workers() -> None:
+    """End the idle builder processes now (they also end by themselves after the idle timeout, and at this
+    process's exit, where each gets its pipe closed and a moment to exit on its own before the kernel kills it)."""
+    pool.shutdown()
+
+
+# Before the interpreter joins threads (the spawn thread's end SIGKILLs the workers): idle ones exit on their own,
+# so a coverage run keeps their data. Registered after concurrent.futures' own joins, so it runs before them.
+getattr(threading, "_register_atexit", lambda fn: None)(shutdown_workers)
+
+
+@contextlib.contextmanager
+def _work_dirs() -> Iterator[list[str]]:
+    """Private temporary directories for the model and engine files, RAM-backed /dev/shm first if present."""
+    with contextlib.ExitStack() as stack:
+        dirs: list[str] = []
+        if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK):
+            with contextlib.suppress(OSError):
+                dirs.append(stack.enter_context(tempfile.TemporaryDirectory(prefix="trt_widget-", dir="/dev/shm")))
+        dirs.append(stack.enter_context(tempfile.TemporaryDirectory(prefix="trt_widget-")))
+        yield dirs
+
+
+class ProcessRunner:
+    """Runs the builder in a pooled worker process (the default ``isolation="process"``)."""
+
+    name = "process"
+
+    def run(self, ctx: RunContext) -> bytes | None:
+        try:
+            check_transferable(ctx.source)
+        except TypeError as exc:
+            raise BuildError(str(exc)) from None
+        with _work_dirs() as workdirs:
+            return _Relay(ctx, workdirs).run()
+
+
+class _Relay:
+    """One job on one worker: send it, relay events and stop requests, collect the result."""
+
+    def __init__(self, ctx: RunContext, workdirs: list[str]) -> None:
+        self.ctx = ctx
+        self.workdirs = workdirs
+        self.job_id = next(_job_ids)
+        self.worker: Worker | None = None
+        self.answered = False  # the worker sent its final message for this job
+        self.built = False  # TensorRT returned the engine: a stop now must not throw it away
+
+    def run(self) -> bytes | None:
+        job = self._job()
+        if self.ctx.cancel.is_set():
+            return None  # stopped before a worker was even asked
+        worker = self.worker = pool.acquire()
+        self.ctx.on_pid(worker.pid)
+        try:
+            with contextlib.suppress(OSError, ValueError):  # the worker died just now: the relay loop reports how
+                worker.control.send(("job", self.job_id, job))
+            return self._supervise(worker)
+        finally:
+            if self.answered and worker.alive():  # it sent its final message: ready for the next job
+                pool.release(worker)
+            elif worker.alive():
+                worker.terminate()
+            else:
+                worker.close()
+
+    def _job(self) -> dict[str, Any]:
+        from ._worker import write_first
+
+        source = self.ctx.source
+        job: dict[str, Any] = {
+            "kind": source.kind,
+            "label": source.label,
+            "path": None,
+            "callable": None,
+            "options": self.ctx.options,
+            "workdirs": self.workdirs,
+            "sys_path": list(sys.path),
+        }
+        if source.kind == "path":
+            job["path"] = os.path.abspath(source.value)
+        elif source.kind == "bytes":
+            if not source.value:
+                raise BuildError("the ONNX bytes are empty")
+            try:
+                job["path"] = write_first(self.workdirs, "model.onnx", source.value)
+            except OSError as exc:
+                raise BuildError(f"could not hand the ONNX bytes to the builder process: {exc}") from exc
+        else:
+            import cloudpickle
+
+            job["callable"] = cloudpickle.dumps(source.value)
+        return job
+
+    def _supervise(self, worker: Worker) -> bytes | None:
+        ctx = self.ctx
+        force_at: float | None = None
+        while True:
+            if ctx.cancel.is_set() and force_at is None:
+                force_at = time.monotonic() + ctx.graceful_s
+                with contextlib.suppress(OSError, ValueError):
+                    worker.control.send(("stop", self.job_id))
+            if not self.built and (ctx.force.is_set() or (force_at is not None and time.monotonic() >= force_at)):
+                self._force_stop(worker, automatic=not ctx.force.is_set())
+                return None
+            if not wait([worker.events], timeout=POLL_S):
+                continue
+            try:
+                message = worker.events.recv()
+            except (EOFError, OSError):
+                self._died(worker)
+            if message[0] == "hello":
+                worker.hello = True
+            elif message[0] == "events":
+                self._replay(message[1])
+            else:
+                return self._final(message)
+
+    def _force_stop(self, worker: Worker, automatic: bool) -> None:
+        """Terminate the worker now; the build ends cancelled with a detail that says so."""
+        how = worker.terminate() if worker.alive() else "it had already exited"
+        if automatic:
+            self.ctx.note(
+                f"the builder did not reach a step boundary within {self.ctx.graceful_s:g} s, so its "
+                f"process (pid {worker.pid}) was terminated ({how})"
+            )
+        else:
+            self.ctx.note(f"force stopped: the builder process (pid {worker.pid}) was terminated ({how})")
+        return None
+
+    def _died(self, worker: Worker) -> None:
+        """Raise the BuildError for a worker that ended without a result."""
+        try:
+            code = worker.process.wait(1.0)
+        except subprocess.TimeoutExpired:
+            code = None
+        if code is None:
+            how = "closed its pipe without a result"
+        elif code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+            how = f"was killed by {name}"
+            if name == "SIGKILL":
+                how += " (when nobody killed it on purpose, that is the system's out-of-memory killer)"
+        else:
+            how = f"exited with code {code} without a result"
+        if not worker.hello:
+            raise BuildError(
+                f"the builder process (pid {worker.pid}) {how} while starting, before it could "
+                "build; its error output (stderr) says why"
+            )
+        phase = self.ctx.model.innermost_running()
+        where = f" during phase {phase.name!r}" if phase else " before any build phase started"
+        raise BuildError(
+            f"the builder process (pid {worker.pid}) {how}{where}; no engine was built. "
+            "This Python process is unaffected and the next build can run."
+        )
+
+    def _replay(self, batch: list[tuple[Any, ...]]) -> None:
+        model, logger = self.ctx.model, self.ctx.logger
+        shared = self.ctx.shared_clock
+        for event in batch:
+            at = event[-1] if shared else None
+            kind = event[0]
+            if kind == "step":
+                model.step_complete(event[1], event[2], thread=event[3])
+            elif kind == "start":
+                model.phase_start(event[1], event[2], event[3], at=at, thread=event[4])
+            elif kind == "finish":
+                model.phase_finish(event[1], at=at, thread=event[2])
+            elif kind == "log":
+                logger.log(event[1], event[2], at=at)
+            elif kind == "built":
+                self.built = True
+
+    def _final(self, message: tuple[Any, ...]) -> bytes | None:
+        self.answered = True
+        kind = message[0]
+        if kind == "engine":
+            return self._receive_engine(*message[1:])
+        if kind == "cancelled":
+            if message[1]:
+                self.ctx.note(message[1])
+            return None
+        raise BuildError(message[1] if kind == "error" else f"unexpected message from the builder: {message!r}")
+
+    def _receive_engine(self, path: str, size: int) -> bytes:
+        if os.path.dirname(os.path.realpath(path)) not in [os.path.realpath(d) for d in self.workdirs]:
+            raise BuildError(f"the builder process announced an engine outside its work directory: {path}")
+        with open(path, "rb") as handle:
+            data = handle.read()
+        os.unlink(path)
+        if len(data) != size:
+            raise BuildError(
+                f"the engine from the builder process is damaged: expected {size:,} B, got {len(data):,} B"
+            )
+        return data

@@ -1,0 +1,272 @@
+"""The builder process: a warm worker that builds engines one job at a time and streams progress to its parent.
+
+Started by ``_process.py`` as ``python -m trt_widget.runners._worker CONTROL_FD EVENTS_FD PARENT_PID`` (no
+``multiprocessing``: the parent's main script is never re-imported, so scripts need no main guard and
+``python -c`` / ``python -`` work). It imports TensorRT while it waits for its first job.
+
+Parent -> worker on the control pipe: ``("job", id, job)`` and ``("stop", id)``. The worker dies with its
+parent: the control pipe reaching EOF ends it at once, and on Linux the kernel also sends it SIGKILL when the
+parent exits (``PR_SET_PDEATHSIG``), even while it is stopped or inside a long TensorRT call.
+
+Worker -> parent on the events pipe: ``("hello", pid)`` once; per job ``("events", [event, ...])`` with
+events ``("start", name, parent, num_steps, thread, t)``, ``("step", name, step, thread, t)``,
+``("finish", name, thread, t)``, ``("built", t)`` (TensorRT returned the engine) and
+``("log", level, message, t)`` (``t`` is ``time.perf_counter()`` here), then one final message
+``("engine", path, size, sha256)``, ``("cancelled",)`` or ``("error", message)``. The engine file lies in one
+of the job's work directories (RAM-backed ``/dev/shm`` when it has room, else the temp directory).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import signal
+import sys
+import threading
+import time
+import traceback
+from typing import Any
+
+from .._errors import BuildError
+
+SEND_INTERVAL_S = 0.02
+
+
+class Outbox:
+    """Events from the builder thread, shipped by a sender thread; ``put*`` never blocks on the pipe."""
+
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+        self._lock = threading.Lock()
+        self._send_lock = threading.Lock()  # one writer on the connection at a time
+        self._events: list[tuple[Any, ...]] = []
+        self._step_index: dict[tuple[str, int | None], int] = {}  # (phase, thread) -> its pending step event
+        self._wake = threading.Event()
+        self._closed = False
+        self.broken = False  # the parent stopped reading (gone)
+        self._thread = threading.Thread(target=self._run, name="trt_widget-child-sender", daemon=True)
+        self._thread.start()
+
+    def step(self, name: str, step: int, thread: int | None = None) -> None:
+        event = ("step", name, step, thread, time.perf_counter())
+        key = (name, thread)
+        with self._lock:
+            index = self._step_index.get(key)
+            if index is not None:
+                self._events[index] = event
+            else:
+                self._step_index[key] = len(self._events)
+                self._events.append(event)
+
+    def structure(self, event: tuple[Any, ...]) -> None:
+        """A phase start/finish: ordering matters from here on, and the parent wants it at once."""
+        with self._lock:
+            self._events.append(event)
+            self._step_index.clear()
+        self._wake.set()
+
+    def log(self, event: tuple[Any, ...]) -> None:
+        with self._lock:
+            self._events.append(event)
+
+    def flush(self) -> None:
+        """Send everything pending now, from the calling thread."""
+        with self._send_lock:  # held while taking the batch too, so batches leave in order
+            with self._lock:
+                batch, self._events = self._events, []
+                self._step_index.clear()
+            if batch and not self.broken:
+                try:
+                    self._conn.send(("events", batch))
+                except (OSError, ValueError):
+                    self.broken = True
+
+    def close(self) -> None:
+        """Stop the sender thread after it has sent everything pending."""
+        self._closed = True
+        self._wake.set()
+        self._thread.join()
+        self.flush()
+
+    def _run(self) -> None:
+        while not self._closed:
+            self._wake.wait(SEND_INTERVAL_S)
+            self._wake.clear()
+            self.flush()
+
+
+def _make_monitor(outbox: Outbox, cancel: threading.Event) -> Any:
+    """A progress monitor that streams raw callbacks (replayed verbatim into the parent's PhaseModel)."""
+    from .._backend import trt
+
+    base: Any = trt().IProgressMonitor
+
+    # the callbacks use try/except, not contextlib.suppress: they run on every TensorRT step (~20 ns against ~700 ns)
+    class StreamingMonitor(base):  # type: ignore[misc]  # TensorRT's class is untyped (Any)
+        def __init__(self) -> None:
+            base.__init__(self)
+            self.cancel_event = cancel
+
+        def phase_start(self, phase_name: str, parent_phase: str | None, num_steps: int) -> None:
+            try:  # noqa: SIM105
+                outbox.structure(
+                    ("start", phase_name, parent_phase, num_steps, threading.get_ident(), time.perf_counter())
+                )
+            except Exception:
+                pass
+
+        def step_complete(self, phase_name: str, step: int) -> bool:
+            try:  # noqa: SIM105
+                outbox.step(phase_name, step, threading.get_ident())
+            except Exception:
+                pass
+            return not cancel.is_set()
+
+        def phase_finish(self, phase_name: str) -> None:
+            try:  # noqa: SIM105
+                outbox.structure(("finish", phase_name, threading.get_ident(), time.perf_counter()))
+            except Exception:
+                pass
+
+    return StreamingMonitor()
+
+
+class _Jobs:
+    """Jobs from the control pipe, each with its own cancel event; reads the pipe on its own thread."""
+
+    def __init__(self, control: Any) -> None:
+        self._control = control
+        self._queue: queue.Queue[tuple[int, dict[str, Any], threading.Event]] = queue.Queue()
+        self._cancels: dict[int, threading.Event] = {}
+        threading.Thread(target=self._listen, name="trt_widget-worker-control", daemon=True).start()
+
+    def next(self) -> tuple[int, dict[str, Any], threading.Event]:
+        return self._queue.get()
+
+    def done(self, job_id: int) -> None:
+        self._cancels.pop(job_id, None)
+
+    def _listen(self) -> None:
+        while True:
+            try:
+                message = self._control.recv()
+            except (EOFError, OSError):
+                os._exit(0)  # the parent closed the pipe or died: never outlive it, even mid-build
+            if message[0] == "job":
+                cancel = threading.Event()
+                self._cancels[message[1]] = cancel
+                self._queue.put((message[1], message[2], cancel))
+            elif message[0] == "stop":
+                event = self._cancels.get(message[1])
+                if event is not None:
+                    event.set()
+
+
+def _load_source(job: dict[str, Any]) -> Any:
+    from .._engine import ModelSource
+
+    kind, label = job["kind"], job["label"]
+    if kind == "path":
+        return ModelSource("path", job["path"], label)
+    if kind == "bytes":  # the parent wrote them to a private file: let the parser read it, no copy here
+        return ModelSource("path", job["path"], label)
+    sys.path[:0] = [p for p in job.get("sys_path", []) if p not in sys.path]
+    try:
+        import cloudpickle
+
+        function = cloudpickle.loads(job["callable"])
+    except Exception as exc:
+        raise BuildError(
+            f"the build process could not load the network definition function {label}: {exc!r}. It may use "
+            "a module the build process cannot import; pass an ONNX model or use isolation='thread'"
+        ) from exc
+    return ModelSource("callable", function, label)
+
+
+def write_first(dirs: list[str], name: str, data: bytes | memoryview) -> str:
+    """Write ``data`` as ``name`` in the first directory with room (a RAM-backed one may be small)."""
+    for index, directory in enumerate(dirs):
+        path = os.path.join(directory, name)
+        try:
+            with open(path, "wb") as handle:
+                handle.write(data)
+            return path
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+            if index == len(dirs) - 1:
+                raise
+    raise OSError("no directory to write to")
+
+
+def _write_engine(engine: memoryview, dirs: list[str]) -> tuple[str, int]:
+    """Write the engine straight from TensorRT's buffer into the parent's work directory."""
+    return write_first(dirs, "engine.plan", engine), engine.nbytes
+
+
+def run_job(job: dict[str, Any], cancel: threading.Event, events: Any) -> None:
+    """Build one job, streaming its events, and send its final message."""
+    outbox = Outbox(events)
+    final: tuple[Any, ...]
+    try:
+        from .._engine import CaptureLogger, build_engine
+
+        def on_record(record: dict[str, Any]) -> None:
+            level = ("INTERNAL_ERROR", "ERROR", "WARNING", "INFO", "VERBOSE").index(record["severity"])
+            outbox.log(("log", level, record["message"], time.perf_counter()))
+
+        logger = CaptureLogger(job["options"].verbose, on_record=on_record)
+        source = _load_source(job)
+        monitor = _make_monitor(outbox, cancel)
+        engine = build_engine(source, job["options"], monitor, logger)
+        if engine is not None:
+            outbox.structure(("built", time.perf_counter()))  # from now on a stop must not discard it
+        final = ("cancelled", "") if engine is None else ("engine", *_write_engine(engine, job["workdirs"]))
+    except BuildError as exc:
+        final = ("error", str(exc))
+    except KeyboardInterrupt:
+        final = ("cancelled", "the network definition function raised KeyboardInterrupt")
+    except BaseException as exc:  # even SystemExit from user code: report it, keep serving
+        final = ("error", f"unexpected {type(exc).__name__} in the build process: {exc}\n{traceback.format_exc()}")
+    outbox.close()
+    try:
+        events.send(final)
+    except (OSError, ValueError):
+        os._exit(0)  # the parent is gone
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Ask Linux to SIGKILL this process when its parent exits; exit now if the parent is already gone."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except Exception:
+            pass  # the control pipe's EOF still ends this process
+    if os.getppid() != parent_pid:
+        os._exit(0)
+
+
+def main(argv: list[str]) -> None:
+    """Worker entry point: serve jobs until the parent closes the control pipe or dies."""
+    from multiprocessing.connection import Connection
+
+    control = Connection(int(argv[0]), writable=False)
+    events = Connection(int(argv[1]), readable=False)
+    _die_with_parent(int(argv[2]))
+    # a SIGINT sent to this process (it has its own session) is not a Stop: only the parent decides that
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    events.send(("hello", os.getpid()))
+    jobs = _Jobs(control)
+    with contextlib.suppress(Exception):  # import TensorRT while no job waits yet (a failure: the job reports it)
+        from .. import _engine  # noqa: F401
+    while True:
+        job_id, job, cancel = jobs.next()
+        run_job(job, cancel, events)
+        jobs.done(job_id)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,17 @@
+"""The build service: ``trt-widget serve`` (HTTP + SSE), its store and page, and the client ``RemoteBuild``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._server import ServerThread, UsageError, add_arguments, default_data_dir, run
+
+__all__ = ["RemoteBuild", "ServerThread", "UsageError", "add_arguments", "default_data_dir", "run"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "RemoteBuild":  # the client needs httpx, the server does not
+        from ._client import RemoteBuild
+
+        return RemoteBuild
+    raise AttributeError(f"module 'trt_widget.serve' has no attribute {name!r}")

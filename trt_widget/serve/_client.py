@@ -1,0 +1,406 @@
+"""A build running on a ``trt-widget serve`` server, with the :class:`~trt_widget.Build` API::
+
+    from trt_widget.serve import RemoteBuild
+    b = RemoteBuild("http://gpu-box:8765", token, "model.onnx", optimization_level=3).start()
+    BuildWidget(b)          # the live tree of the remote build (or b.widget())
+    engine = b.result()     # the engine bytes, downloaded once the server has built them
+
+``RemoteBuild`` is a ``Build`` whose runner (:class:`RemoteRunner`) uploads the model, follows the server's
+Server-Sent Events into the local phase model and logger (so every front end shows it), turns ``stop()`` into
+``POST /builds/{id}/cancel`` (a second stop forces), reconnects with ``Last-Event-ID`` when the stream breaks,
+and downloads the engine. Times are the server's: ``timings()`` match ``GET /builds/{id}``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import httpx
+
+from .._build import Build
+from .._engine import ModelSource
+from .._errors import BuildError
+from .._options import BuildOptions
+from ..runners import RunContext, apply_event
+
+_NOT_REMOTE = {
+    "timing_cache": "the server keeps no files of its clients",
+    "isolation": "the server decides where its builders run",
+    "history": "remote builds keep no local history",
+    "resources": "the builder's resources are the server's",
+    "clock": "a remote build runs on the server's clock",
+}
+
+
+class FollowClock:
+    """This process's clock, moved forward whenever a received event is ahead of it (a replayed log), so the
+    phase model can be fed the server's own event times and elapsed time still runs between events."""
+
+    def __init__(self) -> None:
+        self._skew = 0.0
+        self._held: float | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self) -> float:
+        held = self._held
+        return held if held is not None else time.perf_counter() + self._skew
+
+    def restart(self, *clocked: Any) -> float:
+        """``restart_clock()`` each of ``clocked`` (phase model, logger) at one reading of this clock; returns it."""
+        with self._lock:
+            self._held = time.perf_counter() + self._skew
+            try:
+                for thing in clocked:
+                    thing.restart_clock()
+                return self._held
+            finally:
+                self._held = None
+
+    def advance_to(self, reading: float) -> None:
+        with self._lock:
+            now = time.perf_counter() + self._skew
+            if reading > now:
+                self._skew += reading - now
+
+
+def sse_messages(lines: Iterable[str]) -> Iterator[tuple[str | None, str, str]]:
+    """(id, event type, data) per Server-Sent Events message of ``lines`` (comments and retry: skipped)."""
+    ident: str | None = None
+    kind, data = "message", list[str]()
+    for line in lines:
+        if not line:
+            if data:
+                yield ident, kind, "\n".join(data)
+            kind, data = "message", []
+            continue
+        field, _, value = line.partition(":")
+        value = value[1:] if value.startswith(" ") else value
+        if field == "data":
+            data.append(value)
+        elif field == "id":
+            ident = value
+        elif field == "event":
+            kind = value
+
+
+def _refusal(response: httpx.Response) -> str:
+    """The server's sentence for a refusal (its JSON ``error``), else the status line."""
+    try:
+        message = response.json().get("error")
+    except (ValueError, AttributeError):
+        message = None
+    return f"HTTP {response.status_code}: {message or response.reason_phrase}"
+
+
+class RemoteRunner:
+    """The Runner of a build on a server: upload, follow the events, cancel on ``ctx.cancel``, fetch the engine."""
+
+    name = "remote"
+
+    def __init__(
+        self,
+        url: str,
+        token: str,
+        *,
+        options: dict[str, Any],
+        name: str | None,
+        clock: FollowClock,
+        build_id: str | None = None,
+        timeout: float = 30.0,
+        queue: float = 0.0,
+    ) -> None:
+        self.url = url.rstrip("/")
+        self.headers = {"Authorization": f"Bearer {token}"}
+        self.options = options
+        self.label = name
+        self.clock = clock
+        self.build_id = build_id
+        self.timeout = timeout
+        self.queue = queue
+        self._poke = threading.Event()
+        self._reason = "stopped by the client"
+        self._origin = 0.0
+        self._names: dict[int, str] = {}
+
+    def poke(self, reason: str | None = None) -> None:
+        """Look at ctx.cancel / ctx.force now (``RemoteBuild.stop`` calls this), instead of within 0.25 s."""
+        if reason:
+            self._reason = reason
+        self._poke.set()
+
+    def run(self, ctx: RunContext) -> bytes | None:
+        with httpx.Client(base_url=self.url, headers=self.headers, timeout=self.timeout) as client:
+            if self.build_id is None:
+                self.build_id = self._upload(client, ctx)
+                if self.build_id is None:
+                    return None  # stopped before the server had it
+            finished = threading.Event()
+            watcher = threading.Thread(target=self._watch, args=(ctx, finished), name="trt_widget-remote", daemon=True)
+            watcher.start()
+            try:
+                return self._follow(client, ctx)
+            finally:
+                finished.set()
+                self._poke.set()
+
+    # -- upload --------------------------------------------------------------------------------------
+    def _upload(self, client: httpx.Client, ctx: RunContext) -> str | None:
+        """POST the model; the id, or None when stopped while waiting for a free slot. The server's limits are
+        checked first: a server refusing an upload it has not read closes the connection, and a large body
+        still on its way can then lose the refusal."""
+        source = ctx.source
+        size = os.path.getsize(source.value) if source.kind == "path" else len(source.value)
+        params = {"options": json.dumps(self.options), "name": self.label or source.label}
+        deadline = time.monotonic() + self.queue
+        problem = ""
+        while True:
+            limits = self._get(client, "/builds", params={"limit": "1"}).json()
+            if size > limits["max_upload"]:
+                raise BuildError(
+                    f"the model is {size:,} bytes; the build server {self.url} accepts at most "
+                    f"{limits['max_upload']:,} (its --max-upload)"
+                )
+            if limits["running"] < limits["max_concurrent"]:
+                try:
+                    response = self._post_model(client, source, params)
+                except httpx.TransportError as exc:
+                    problem = f"{type(exc).__name__}: {exc}"  # look at the limits again, then say so
+                else:
+                    if response.status_code == 201:
+                        ctx.on_queued(False)
+                        return str(response.json()["id"])
+                    if response.status_code != 429:
+                        raise BuildError(f"the build server {self.url} refused the build ({_refusal(response)})")
+                    problem = _refusal(response)
+            else:
+                problem = f"HTTP 429: {limits['running']} of at most {limits['max_concurrent']} builds running"
+            if time.monotonic() >= deadline:
+                raise BuildError(f"the build server {self.url} is busy ({problem}); RemoteBuild(queue=seconds) waits")
+            ctx.on_queued(True)  # status "queued" while the server is busy
+            if ctx.cancel.wait(1.0):  # a stop ends the wait
+                return None
+
+    def _post_model(self, client: httpx.Client, source: ModelSource, params: dict[str, str]) -> httpx.Response:
+        if source.kind != "path":
+            return client.post("/builds", content=source.value, params=params, headers=_OCTETS)
+        try:
+            with open(source.value, "rb") as handle:
+                return client.post("/builds", content=handle, params=params, headers=_OCTETS)
+        except OSError as exc:
+            raise BuildError(f"cannot read the model {source.value}: {exc}") from exc
+
+    def _get(self, client: httpx.Client, path: str, **kwargs: Any) -> httpx.Response:
+        """A GET that must succeed: BuildError with the server's sentence otherwise."""
+        try:
+            response = client.get(path, **kwargs)
+        except httpx.HTTPError as exc:
+            raise BuildError(f"cannot reach the build server {self.url}: {exc}") from exc
+        if response.status_code != 200:
+            raise BuildError(f"the build server {self.url} refused {path} ({_refusal(response)})")
+        return response
+
+    # -- cancel --------------------------------------------------------------------------------------
+    def _watch(self, ctx: RunContext, finished: threading.Event) -> None:
+        """POST cancel once ctx.cancel is set, and cancel?force=1 once ctx.force is set."""
+        sent = forced = False
+        while not finished.is_set() and not forced:
+            self._poke.clear()
+            if not sent and ctx.cancel.is_set():
+                sent = self._cancel(force=False)
+            if sent and ctx.force.is_set():
+                forced = self._cancel(force=True)
+            self._poke.wait(0.25)
+
+    def _cancel(self, *, force: bool) -> bool:
+        try:
+            with httpx.Client(base_url=self.url, headers=self.headers, timeout=self.timeout) as client:
+                client.post(
+                    f"/builds/{self.build_id}/cancel",
+                    params={"force": "1"} if force else None,
+                    json={"reason": self._reason},
+                )
+        except httpx.HTTPError:
+            return False  # retried on the next look
+        return True
+
+    # -- events --------------------------------------------------------------------------------------
+    def _follow(self, client: httpx.Client, ctx: RunContext) -> bytes | None:
+        last, problem, since = 0, "", time.monotonic()
+        while True:
+            headers = {"Last-Event-ID": str(last)} if last else {}
+            timeout = httpx.Timeout(self.timeout, read=max(60.0, self.timeout))  # the server pings every 15 s
+            try:
+                with client.stream("GET", f"/builds/{self.build_id}/events", headers=headers, timeout=timeout) as reply:
+                    if reply.status_code != 200:
+                        reply.read()
+                        problem = _refusal(reply)
+                        if reply.status_code < 500:
+                            raise BuildError(f"cannot follow build {self.build_id} on {self.url} ({problem})")
+                    else:
+                        for ident, kind, data in sse_messages(reply.iter_lines()):
+                            if kind != "message":  # the server's own notice (it is shutting down): reconnect
+                                problem = data
+                                break
+                            event = json.loads(data)
+                            last = int(ident) if ident and ident.isdigit() else last + 1
+                            since = time.monotonic()
+                            if event.get("event") == "build_end":
+                                return self._end(client, ctx, event)
+                            self._apply(ctx, event)
+                        else:
+                            problem = "the event stream ended before build_end"
+            except httpx.TransportError as exc:
+                problem = f"{type(exc).__name__}: {exc}"
+            if time.monotonic() - since > self.timeout:
+                raise BuildError(f"lost build {self.build_id} on {self.url}: {problem}")
+            time.sleep(0.5)  # a reconnection back-off, not a synchronisation
+
+    def _apply(self, ctx: RunContext, event: dict[str, Any]) -> None:
+        """Feed one event into the phase model / logger at the server's time (the replay's apply_event)."""
+        if event.get("event") == "build_start":
+            self._origin = self.clock.restart(ctx.model, ctx.logger)  # the remote build starts now: its t = 0
+            return
+        at = self._origin + float(event.get("t", 0.0))
+        self.clock.advance_to(at)  # a replayed log is ahead of this clock: move it, so times stay the server's
+        apply_event(event, ctx.model, ctx.logger, self._names, at=at)
+
+    def _end(self, client: httpx.Client, ctx: RunContext, end: dict[str, Any]) -> bytes | None:
+        self.clock.advance_to(self._origin + float(end.get("t", 0.0)))
+        status, detail = end.get("status"), str(end.get("detail") or "")
+        if status == "succeeded":
+            try:
+                reply = client.get(f"/builds/{self.build_id}/engine")
+            except httpx.HTTPError as exc:
+                raise BuildError(f"build {self.build_id} succeeded on {self.url}, but its engine: {exc}") from exc
+            if reply.status_code != 200:
+                raise BuildError(f"build {self.build_id} succeeded, but its engine: {_refusal(reply)}")
+            if detail:
+                ctx.note(detail)
+            return reply.content
+        if status == "cancelled":
+            if not ctx.cancel.is_set():
+                ctx.note(f"cancelled on the server: {detail}")
+            elif "; " in detail:  # what the server added to our reason (e.g. that it terminated the builder)
+                ctx.note(detail.split("; ", 1)[1])
+            return None
+        raise BuildError(str(end.get("error") or detail or "the remote build failed"))
+
+
+_OCTETS = {"Content-Type": "application/octet-stream"}
+
+
+class RemoteBuild(Build):
+    """A build on a ``trt-widget serve`` server, with the Build API (start, stop, wait, status, timings(),
+    result(), done(), ...). ``model``: an ONNX path, bytes or ModelProto (uploaded on ``start()``). Options are
+    those of ``Build`` that shape the engine (plus ``budget``, ``force_after``); ``output`` is a local file the
+    engine is written to. ``queue`` s: how long to retry while the server is busy (429); ``timeout`` s: for
+    requests, and how long a lost connection is retried. ``RemoteBuild.follow(url, token, id)`` watches (and can
+    stop) a build someone else started."""
+
+    def __init__(
+        self,
+        url: str,
+        token: str,
+        model: Any,
+        *,
+        optimization_level: int | None = None,
+        fp16: bool = False,
+        strongly_typed: bool = True,
+        workspace: int | str | None = None,
+        profiles: dict[str, Any] | None = None,
+        output: str | None = None,
+        budget: float | None = None,
+        verbose: bool = False,
+        force_after: float | None = None,
+        events: Any = None,
+        name: str | None = None,
+        build_id: str | None = None,
+        timeout: float = 30.0,
+        queue: float = 0.0,
+        **unknown: Any,
+    ) -> None:
+        for key in unknown:
+            if key in _NOT_REMOTE:
+                raise TypeError(f"{key}= is not available for a remote build: {_NOT_REMOTE[key]}")
+        remote: dict[str, Any] = {
+            "optimization_level": optimization_level,
+            "fp16": fp16 or None,
+            "strongly_typed": None if strongly_typed else False,
+            "workspace": workspace,
+            "profiles": profiles,
+            "budget": budget,
+            "verbose": verbose or None,
+            "force_after": force_after,
+        }
+        remote = {key: value for key, value in remote.items() if value is not None}
+        options = BuildOptions.from_kwargs(**remote, output=output, isolation="process", **unknown)
+        if build_id is None:
+            source = ModelSource.of(model)
+            if source.kind == "callable":
+                raise TypeError(
+                    "a remote build needs ONNX (a file path, bytes or an onnx.ModelProto): a network function "
+                    "cannot travel to the server"
+                )
+        elif model is not None:
+            raise TypeError("give either a model to build or the build_id of a build on the server, not both")
+        if "profiles" in remote:
+            remote["profiles"] = {k: [list(s) for s in v] for k, v in (options.profiles or {}).items()}
+        clock = FollowClock()
+        runner = RemoteRunner(
+            url, token, options=remote, name=name, clock=clock, build_id=build_id, timeout=timeout, queue=queue
+        )
+        placeholder = model if build_id is None else b"remote build"
+        super().__init__(
+            placeholder, isolation="thread", output=output, history=False, resources=False, clock=clock, runner=runner
+        )
+        self.runner: RemoteRunner = runner
+        self.options = options  # what the server builds with (isolation: a builder process there)
+        if build_id is not None:
+            self.source = ModelSource("remote", f"{url}/builds/{build_id}", f"build {build_id} on {url}")
+        self.url = url
+        if events is not None:
+            from .._events import attach_events
+
+            attach_events(self, events)
+
+    @classmethod
+    def follow(cls, url: str, token: str, build_id: str, *, timeout: float = 30.0) -> RemoteBuild:
+        """A RemoteBuild of a build already on the server: ``start()`` follows it (from its first event)."""
+        return cls(url, token, None, build_id=build_id, timeout=timeout)
+
+    @property
+    def remote_id(self) -> str | None:
+        """The build's id on the server, once uploaded."""
+        return self.runner.build_id
+
+    def stop(self, reason: str = "stopped by user") -> bool:
+        """Cancel on the server: gracefully, forced after force_after; a second stop forces at once."""
+        asked = super().stop(reason)
+        if asked:
+            self.runner.poke(reason)
+        return asked
+
+    def info(self) -> dict[str, Any]:
+        """The server's view of the build (``GET /builds/{id}``: status, detail, timings, subscribers, ...)."""
+        if self.remote_id is None:
+            raise RuntimeError("the build is not on the server yet")
+        with httpx.Client(base_url=self.runner.url, headers=self.runner.headers, timeout=self.runner.timeout) as c:
+            reply = c.get(f"/builds/{self.remote_id}")
+        if reply.status_code != 200:
+            raise BuildError(_refusal(reply))
+        result: dict[str, Any] = reply.json()
+        return result
+
+    def widget(self) -> Any:
+        """A BuildWidget showing this build (start it with the widget's ``start()``)."""
+        from .._widget import BuildWidget
+
+        return BuildWidget(None, build=self)
+
+    def __repr__(self) -> str:
+        return f"<RemoteBuild {self.source.label!r} on {self.url} status={self.status}>"

@@ -1,0 +1,251 @@
+"""``trt-widget serve``: a build service. Builds are uploaded over HTTP, watched as Server-Sent Events, cancelled
+over HTTP, and their engines downloaded — for IDEs, agents and CI. Needs ``pip install "trt_widget[serve]"``.
+
+  POST /builds                 ONNX body (options: ?options=<JSON>&name=...) or multipart (model, options, name)
+                               -> 201 {"id": ...}; 413 over --max-upload, 429 over --max-concurrent, 400 malformed
+  GET  /builds                 every build, newest first: status, detail, elapsed_s, current phase, ...
+  GET  /builds/{id}            one build, with its timings
+  GET  /builds/{id}/events     text/event-stream of the ``events=`` schema: from the start (or after Last-Event-ID),
+                               then live until build_end
+  POST /builds/{id}/cancel     graceful, then forced after force_after (0.5 s); ?force=1 or a second cancel: now
+  GET  /builds/{id}/engine     the engine bytes once succeeded (409 before)
+  GET  /                       a page listing the builds with live progress (open /?token=...)
+
+Every request needs ``Authorization: Bearer <token>``. The server binds to 127.0.0.1 unless told otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import os
+import re
+import secrets
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+DEFAULT_PORT = 8765
+DEFAULT_MAX_UPLOAD = "2GiB"
+DEFAULT_MAX_CONCURRENT = 1
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+
+def default_data_dir() -> Path:
+    """``$XDG_DATA_HOME/trt_widget/serve`` (``~/.local/share/trt_widget/serve``)."""
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(base) / "trt_widget" / "serve"
+
+
+def _make_app(data: str | os.PathLike[str], token: str, max_upload: int, max_concurrent: int, **tuning: Any) -> Any:
+    from ._app import create_app
+    from ._store import BuildStore
+
+    store = BuildStore(data, max_concurrent=max_concurrent)
+    return store, create_app(store, token=token, max_upload=max_upload, **tuning)
+
+
+def _server(app: Any, store: Any, **config: Any) -> Any:
+    """A uvicorn server that ends the SSE streams before it waits for connections to close."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            store.close_streams()
+            await super().shutdown(sockets=sockets)
+
+    return Server(uvicorn.Config(app, lifespan="on", **config))
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A listening socket (port 0: a free one); connections wait in its backlog until the server accepts them."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # IPPROTO_TCP: asyncio sets TCP_NODELAY
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
+class ServerThread:
+    """The service on a background thread of this process (tests, benchmarks, a notebook):
+    ``with ServerThread(data=d) as server: server.url, server.token``."""
+
+    def __init__(
+        self,
+        *,
+        data: str | os.PathLike[str],
+        token: str | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        max_upload: int = 2 << 30,
+        max_concurrent: int = DEFAULT_MAX_CONCURRENT,
+        send_timeout: float = 30.0,
+        ping: float = 15.0,
+        executor: str = "local",
+        ray_address: str | None = None,
+    ) -> None:
+        self.token = token or secrets.token_urlsafe(32)
+        tuning = {"send_timeout": send_timeout, "ping": ping, "executor": executor, "ray_address": ray_address}
+        self.store, app = _make_app(data, self.token, max_upload, max_concurrent, **tuning)
+        self._sock = _listen(host, port)
+        bound = self._sock.getsockname()
+        self.url = f"http://{host if ':' not in host else f'[{host}]'}:{bound[1]}"
+        self.server = _server(app, self.store, log_level="warning", access_log=False)
+        self._thread = threading.Thread(target=self._run, name="trt_widget-serve", daemon=True)
+        self._failed: BaseException | None = None
+
+    def _run(self) -> None:
+        try:
+            self.server.run(sockets=[self._sock])
+        except BaseException as exc:  # SystemExit from a failed startup included
+            self._failed = exc
+
+    def start(self, timeout: float = 60.0) -> ServerThread:
+        """Start serving; returns once the app has started (TensorRT imported, a builder process warming)."""
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not self.store.ready.wait(0.05):  # the socket already listens: early clients wait in its backlog
+            if not self._thread.is_alive():
+                raise RuntimeError(f"the server did not start: {self._failed!r}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the server did not start within {timeout} s")
+        return self
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop serving: streams end, running builds are stopped and stored, then the thread ends."""
+        self.server.should_exit = True
+        self._thread.join(timeout)
+        self._sock.close()
+
+    def __enter__(self) -> ServerThread:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+# -- the command line ----------------------------------------------------------------------------------------
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``serve`` subcommand's options."""
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0: any free)")
+    auth = parser.add_mutually_exclusive_group()
+    auth.add_argument("--token", metavar="T", help="the bearer token (visible in ps: prefer --token-file)")
+    auth.add_argument("--token-file", metavar="F", help="file holding the bearer token")
+    parser.add_argument("--max-upload", default=DEFAULT_MAX_UPLOAD, metavar="SIZE", help="largest model (default 2GiB)")
+    parser.add_argument(
+        "--max-concurrent",
+        type=int,
+        default=DEFAULT_MAX_CONCURRENT,
+        metavar="N",
+        help="builds at once (default 1: builds sharing a GPU disturb each other's tactic timing)",
+    )
+    parser.add_argument(
+        "--executor",
+        default="local",
+        choices=("local", "ray"),
+        help="where builds run: a warm builder process here (local), or a Ray task each (ray)",
+    )
+    parser.add_argument("--ray-address", metavar="ADDR", help="with --executor ray: the cluster (default: RAY_ADDRESS "
+                        "or a local instance)")  # fmt: skip
+    parser.add_argument("--data", metavar="DIR", help=f"uploads, events and engines (default {default_data_dir()})")
+    parser.add_argument("--ssl-certfile", metavar="F", help="serve HTTPS with this certificate (with --ssl-keyfile)")
+    parser.add_argument("--ssl-keyfile", metavar="F", help="the certificate's private key")
+    parser.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"))
+
+
+class UsageError(Exception):
+    """A bad ``serve`` option (exit 2)."""
+
+
+def _token(args: argparse.Namespace) -> tuple[str, bool]:
+    """(token, generated)."""
+    if args.token is not None:
+        token = args.token.strip()
+    elif args.token_file is not None:
+        try:
+            token = Path(args.token_file).expanduser().read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"cannot read --token-file {args.token_file}: {exc}") from None
+    else:
+        return secrets.token_urlsafe(32), True
+    if not token or any(c.isspace() or not c.isprintable() for c in token):
+        raise UsageError("the token must be non-empty printable text without spaces")
+    if len(token) < 16:
+        print("trt-widget serve: warning: a token shorter than 16 characters is easy to guess", file=sys.stderr)
+    return token, False
+
+
+class _RedactToken(logging.Filter):
+    """Keep ``?token=`` (the page's URL) out of the access log."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(re.sub(r"token=[^&\s]*", "token=<redacted>", a) if isinstance(a, str) else a
+                                for a in record.args)  # fmt: skip
+        return True
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve until interrupted; returns the exit code (2 for bad usage)."""
+    from .._options import parse_bytes
+
+    try:
+        if args.executor == "ray":
+            try:
+                import ray  # noqa: F401
+            except ImportError:
+                raise UsageError('--executor ray needs Ray: pip install "trt_widget[ray]"') from None
+        elif args.ray_address:
+            raise UsageError("--ray-address goes with --executor ray")
+        if args.max_concurrent < 1:
+            raise UsageError(f"--max-concurrent must be at least 1, got {args.max_concurrent}")
+        if not 0 <= args.port <= 65535:
+            raise UsageError(f"--port must be 0..65535, got {args.port}")
+        if (args.ssl_certfile is None) != (args.ssl_keyfile is None):
+            raise UsageError("--ssl-certfile and --ssl-keyfile go together")
+        try:
+            max_upload = parse_bytes(args.max_upload, "--max-upload")
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        token, generated = _token(args)
+        try:
+            import sse_starlette  # noqa: F401
+            import starlette  # noqa: F401
+            import uvicorn  # noqa: F401
+        except ImportError as exc:
+            raise UsageError(f'serve needs its extra: pip install "trt_widget[serve]" ({exc})') from None
+    except UsageError as exc:
+        print(f"trt-widget serve: error: {exc}", file=sys.stderr)
+        return 2
+    data = Path(args.data).expanduser() if args.data else default_data_dir()
+    store, app = _make_app(data, token, max_upload, args.max_concurrent, executor=args.executor,
+                           ray_address=args.ray_address)  # fmt: skip
+    sock = _listen(args.host, args.port)
+    scheme = "https" if args.ssl_certfile else "http"
+    host = args.host if ":" not in args.host else f"[{args.host}]"
+    url = f"{scheme}://{host}:{sock.getsockname()[1]}"
+    finished = sum(1 for r in store.records() if r.final)
+    print(f"trt-widget serve: {url}  (data {data}, {finished} stored builds, at most {args.max_concurrent} "
+          f"concurrent, uploads up to {max_upload:,} B)", flush=True)  # fmt: skip
+    print(f"token: {token}" + ("  (generated; --token-file keeps one across restarts)" if generated else ""))
+    print(f"page:  {url}/?token={token}", flush=True)
+    if args.host not in LOOPBACK and scheme == "http":
+        print(f"trt-widget serve: warning: listening on {args.host} without TLS: the token crosses the network "
+              "in clear text; use --ssl-certfile/--ssl-keyfile or a TLS proxy", file=sys.stderr)  # fmt: skip
+    logging.getLogger("uvicorn.access").addFilter(_RedactToken())
+    ssl = {"ssl_certfile": args.ssl_certfile, "ssl_keyfile": args.ssl_keyfile} if args.ssl_certfile else {}
+    server = _server(app, store, log_level=args.log_level, timeout_graceful_shutdown=10, **ssl)
+    with contextlib.suppress(KeyboardInterrupt):
+        server.run(sockets=[sock])
+    return 0

@@ -1,0 +1,405 @@
+"""The build service's registry: one record per build, its event log (memory + JSON lines on disk), its engine.
+
+Layout under ``--data``: ``builds/<id>/meta.json`` (written atomically at creation and at the end),
+``builds/<id>/events.jsonl`` (one event per line, appended as the build runs), ``builds/<id>/engine.bin``
+(atomic, on success) and ``builds/<id>/model.onnx`` (the upload, deleted once the build has ended). Paths are
+made only from ids this module generated (``secrets.token_urlsafe``); a request's id is only a dictionary key.
+
+The event log is the subscribers' buffer: SSE streams read it with their own cursor, so a slow subscriber costs
+one integer and never holds up the builder or the other subscribers. Appends come from a build's event writer
+thread; subscribers on the server's event loop are woken through ``loop.call_soon_threadsafe`` (coalesced).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import re
+import secrets
+import shutil
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .._files import atomic_write
+from .._status import FINAL, SUCCEEDED, log
+
+ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{22}$")  # secrets.token_urlsafe(16)
+META, EVENTS, ENGINE, UPLOAD = "meta.json", "events.jsonl", "engine.bin", "model.onnx"
+INTERRUPTED = "the server stopped while this build was running"
+_encode = json.JSONEncoder(
+    ensure_ascii=False, default=str
+).encode  # one encoder: json.dumps(**options) makes one per call
+FLUSH_S = 0.05  # the event log reaches the OS at least this often while events come (a killed server loses less)
+
+
+class Busy(Exception):
+    """The concurrent build limit is reached."""
+
+
+def new_id() -> str:
+    """An unguessable build id (128 random bits, URL-safe)."""
+    return secrets.token_urlsafe(16)
+
+
+def frame(number: int, text: str) -> bytes:
+    """One SSE message: the event's JSON on one line, its position in the log as the SSE id."""
+    return f"id: {number}\ndata: {text}\n\n".encode()
+
+
+class BuildRecord:
+    """One build: live (``build`` set) until its ``build_end`` event is stored, then final (from meta.json)."""
+
+    def __init__(self, store: BuildStore, build_id: str, meta: dict[str, Any]) -> None:
+        self.store = store
+        self.id = build_id
+        self.dir = store.root / build_id
+        self.meta = meta  # id, name, created, options; status, detail, ... once final
+        self.build: Any = None  # the live Build
+        self.final = meta.get("status") in FINAL
+        self.subscribers = 0  # open SSE streams (event-loop thread only)
+        self._lock = threading.Lock()
+        self._frames: list[bytes] | None = None if self.final else []  # loaded lazily for stored builds
+        self._file: Any = None
+        self._flushed = 0.0
+        self._changed: asyncio.Event | None = None  # set (and replaced) when frames are appended or the end
+        self._wake_pending = False
+
+    # -- reading -------------------------------------------------------------------------------------
+    def summary(self, *, timings: bool = False) -> dict[str, Any]:
+        """The build's state as JSON: id, name, status, detail, error, elapsed_s, engine_bytes, phase, ..."""
+        with self._lock:
+            build = None if self.final else self.build
+            events = len(self._frames) if self._frames is not None else self.meta.get("events", 0)
+        out = {key: self.meta.get(key) for key in ("id", "name", "created", "options")}
+        if build is not None:
+            phase = build.model.innermost_running()
+            out.update(
+                status=build.status,
+                detail=build.status_detail,
+                error=str(build.error) if build.error is not None else None,
+                elapsed_s=round(build.elapsed_s, 6),
+                engine_bytes=build.engine_size,
+                phase=None if phase is None else {"name": phase.name, "step": phase.step, "num_steps": phase.num_steps},
+            )
+            rows = build.timings() if timings else None
+        else:
+            out.update({key: self.meta.get(key) for key in ("status", "detail", "error", "elapsed_s", "engine_bytes")})
+            out["phase"] = None
+            rows = self.meta.get("timings", []) if timings else None
+        out.update(events=events, subscribers=self.subscribers)
+        if rows is not None:
+            out["timings"] = rows
+        return out
+
+    @property
+    def status(self) -> str:
+        with self._lock:
+            build = None if self.final else self.build
+        return str(build.status if build is not None else self.meta.get("status"))
+
+    def engine(self) -> bytes | Path | None:
+        """The engine: its file once stored, the live build's bytes just before that, None unless succeeded."""
+        with self._lock:
+            build = None if self.final else self.build
+        if build is not None:
+            return build.engine if build.status == SUCCEEDED and build.engine else None
+        if self.meta.get("status") != SUCCEEDED:
+            return None
+        path = self.dir / ENGINE
+        return path if path.is_file() else None
+
+    def read(self, cursor: int, limit: int = 2000) -> tuple[list[bytes], bool, asyncio.Event]:
+        """(frames after ``cursor``, at most ``limit``; whether the log is complete; the event to await for more).
+
+        Called on the event loop only (the wake-up event belongs to it)."""
+        with self._lock:
+            if self._frames is None:
+                self._frames = self._load_frames()
+            if self._changed is None:
+                self._changed = asyncio.Event()
+            return self._frames[cursor : cursor + limit], self.final, self._changed
+
+    def event_count(self) -> int:
+        with self._lock:
+            if self._frames is None:
+                self._frames = self._load_frames()
+            return len(self._frames)
+
+    def _load_frames(self) -> list[bytes]:
+        try:
+            lines = (self.dir / EVENTS).read_text(encoding="utf-8").splitlines()
+        except OSError as exc:
+            log.warning("build %s: cannot read its event log: %s", self.id, exc)
+            return []
+        return [frame(i, line) for i, line in enumerate((x for x in lines if x.strip()), start=1)]
+
+    @property
+    def in_memory(self) -> bool:
+        """Whether the event log is held in memory (a live build's, or one being read)."""
+        return self._frames is not None
+
+    def evict(self) -> None:
+        """Drop a finished build's events from memory while nobody reads them (the file has them); event loop only."""
+        with self._lock:
+            if self.final and self.subscribers == 0:
+                self._frames = None
+
+    # -- writing (a build's event writer thread) -------------------------------------------------------
+    def append(self, event: dict[str, Any]) -> None:
+        """The events sink: store the event (file, then memory) and wake the subscribers; never raises."""
+        try:
+            if event.get("event") == "build_end":
+                self._finalize(event)  # engine and meta on disk before any subscriber sees the end
+            text = _encode(event)
+            with self._lock:
+                assert self._frames is not None
+                if self._file is None and not self.final:
+                    self._file = open(self.dir / EVENTS, "a", encoding="utf-8")  # noqa: SIM115 (closed at build_end)
+                if self._file is not None:
+                    self._file.write(text + "\n")
+                    now = time.monotonic()
+                    if now - self._flushed >= FLUSH_S:  # bursts are written together; build_end flushes and syncs
+                        self._file.flush()
+                        self._flushed = now
+                self._frames.append(frame(len(self._frames) + 1, text))
+                if event.get("event") == "build_end":
+                    self._close_file()
+                    self.final = True
+                    self.meta["events"] = len(self._frames)
+                    self.build = None  # the engine now lives in its file
+            self.wake()
+            if event.get("event") == "build_end" and self.store.loop is not None:
+                with contextlib.suppress(RuntimeError):  # the loop has closed
+                    self.store.loop.call_soon_threadsafe(self.evict)
+        except Exception:
+            log.exception("build %s: could not store an event", self.id)
+
+    def _close_file(self) -> None:
+        if self._file is not None:
+            with contextlib.suppress(OSError):
+                self._file.flush()
+                os.fsync(self._file.fileno())
+            self._file.close()
+            self._file = None
+
+    def _finalize(self, end: dict[str, Any]) -> None:
+        build = self.build
+        meta = dict(self.meta)
+        meta.update(
+            status=end.get("status"),
+            detail=end.get("detail", ""),
+            error=end.get("error"),
+            elapsed_s=end.get("elapsed_s"),
+            engine_bytes=end.get("engine_bytes"),
+            timings=build.timings() if build is not None else [],
+            events=self.event_count() + 1,
+        )
+        if build is not None and build.status == SUCCEEDED and build.engine:
+            try:
+                atomic_write(self.dir / ENGINE, build.engine)
+            except OSError as exc:
+                meta.update(status="failed", error=f"the engine was built but could not be stored: {exc}")
+                meta["detail"] = meta["error"]
+                end.update(status="failed", error=meta["error"], detail=meta["error"], engine_bytes=None)
+        self.store.write_meta(self.dir, meta)
+        with contextlib.suppress(OSError):
+            (self.dir / UPLOAD).unlink()
+        with self._lock:
+            self.meta = meta
+
+    def wake(self) -> None:
+        """Wake this build's subscribers (from any thread); bursts of appends cause one wake-up."""
+        loop = self.store.loop
+        with self._lock:
+            if self._wake_pending or loop is None or self._changed is None:
+                return
+            self._wake_pending = True
+        try:
+            loop.call_soon_threadsafe(self._wake_on_loop)
+        except RuntimeError:  # the loop has closed: nobody is listening
+            with self._lock:
+                self._wake_pending = False
+
+    def _wake_on_loop(self) -> None:
+        with self._lock:
+            self._wake_pending = False
+            changed, self._changed = self._changed, asyncio.Event()
+        if changed is not None:
+            changed.set()
+
+
+class BuildStore:
+    """The registry of builds under ``data``: creation, lookup, the concurrency limit, restart recovery."""
+
+    def __init__(self, data: str | os.PathLike[str], *, max_concurrent: int) -> None:
+        self.data = Path(data).expanduser().resolve()
+        self.root = self.data / "builds"
+        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with contextlib.suppress(OSError):
+            os.chmod(self.data, 0o700)
+        self.max_concurrent = max_concurrent
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.ready = threading.Event()  # the app has started (set by its lifespan)
+        self.closing = False
+        self._lock = threading.Lock()
+        self._records: dict[str, BuildRecord] = {}
+        self._active = 0  # builds running + uploads holding a slot
+        self._load()
+
+    # -- registry ------------------------------------------------------------------------------------
+    def get(self, build_id: str) -> BuildRecord | None:
+        """The record for a well-formed id; None for anything else (no path is ever made from it)."""
+        if not ID_PATTERN.fullmatch(build_id):
+            return None
+        with self._lock:
+            return self._records.get(build_id)
+
+    def records(self) -> list[BuildRecord]:
+        """Newest first."""
+        with self._lock:
+            records = list(self._records.values())
+        return sorted(records, key=lambda r: r.meta.get("created", 0.0), reverse=True)
+
+    @property
+    def active(self) -> int:
+        return self._active
+
+    def reserve(self) -> None:
+        """Take a build slot (released by the build's end or by ``release()``); raises Busy at the limit."""
+        with self._lock:
+            if self._active >= self.max_concurrent:
+                raise Busy(f"{self._active} builds are running, the limit is {self.max_concurrent}")
+            self._active += 1
+
+    def release(self) -> None:
+        with self._lock:
+            self._active = max(0, self._active - 1)
+
+    def new_dir(self) -> tuple[str, Path]:
+        """A fresh id and its (new, empty) directory."""
+        build_id = new_id()
+        path = self.root / build_id
+        path.mkdir(mode=0o700)
+        return build_id, path
+
+    def discard(self, path: Path) -> None:
+        """Remove the directory of a build that never started (refused upload)."""
+        if path.parent == self.root and ID_PATTERN.fullmatch(path.name):
+            shutil.rmtree(path, ignore_errors=True)
+
+    def launch(
+        self,
+        build_id: str,
+        build: Any,
+        *,
+        name: str,
+        options: dict[str, Any],
+        attach: Callable[[Any, Callable[[dict[str, Any]], None]], Any],
+    ) -> BuildRecord:
+        """Register ``build`` (holding a reserved slot), stream its events into the log and start it."""
+        meta = {"id": build_id, "name": name, "created": time.time(), "options": options, "status": "running"}
+        record = BuildRecord(self, build_id, meta)
+        record.build = build
+        attach(build, record.append)
+        build.add_done_callback(lambda _build: self.release())
+        self.write_meta(record.dir, meta)
+        with self._lock:
+            self._records[build_id] = record
+        build.start()
+        return record
+
+    def write_meta(self, directory: Path, meta: dict[str, Any]) -> None:
+        atomic_write(directory / META, json.dumps(meta, ensure_ascii=False, default=str).encode())
+
+    # -- life cycle ----------------------------------------------------------------------------------
+    def bind_loop(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+
+    def close_streams(self) -> None:
+        """Tell every SSE stream to end (server shutting down); safe from any thread."""
+        self.closing = True
+        for record in self.records():
+            record.wake()
+
+    def stop_running(self, *, timeout: float = 5.0, reason: str = "the server is shutting down") -> None:
+        """Stop every running build and wait (up to ``timeout`` s) until each one's end is stored."""
+        live = [r.build for r in self.records() if r.build is not None]
+        for build in live:
+            build.stop(reason)
+        deadline = time.monotonic() + timeout
+        for build in live:
+            build.wait(max(0.0, deadline - time.monotonic()))
+            events = getattr(build, "events", None)
+            if events is not None:
+                events.join(max(0.0, deadline - time.monotonic()))
+
+    # -- restart -------------------------------------------------------------------------------------
+    def _load(self) -> None:
+        for path in sorted(self.root.iterdir()):
+            if not ID_PATTERN.fullmatch(path.name) or not path.is_dir():
+                continue
+            try:
+                meta = json.loads((path / META).read_text(encoding="utf-8"))
+                if not isinstance(meta, dict) or meta.get("id") != path.name:
+                    raise ValueError("not this build's metadata")
+            except (OSError, ValueError) as exc:
+                log.warning("serve: skipping %s: unreadable %s (%s)", path, META, exc)
+                continue
+            if meta.get("status") not in FINAL or not _ends(path / EVENTS):
+                meta = _recover(path, meta)
+                self.write_meta(path, meta)
+            with contextlib.suppress(OSError):
+                (path / UPLOAD).unlink()
+            self._records[path.name] = BuildRecord(self, path.name, meta)
+
+
+def _ends(path: Path) -> bool:
+    """True when the event log's last line is a build_end event."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - 65536))
+            last = handle.read().splitlines()[-1:]
+        return bool(last) and json.loads(last[0]).get("event") == "build_end"
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _recover(path: Path, meta: dict[str, Any]) -> dict[str, Any]:
+    """A build the server did not see end (it was killed): close its open phases and end its log as failed."""
+    events: list[dict[str, Any]] = []
+    with contextlib.suppress(OSError):
+        for line in (path / EVENTS).read_text(encoding="utf-8").splitlines():
+            try:
+                event = json.loads(line)
+            except ValueError:
+                break  # a torn last line
+            if isinstance(event, dict) and event.get("event") != "build_end":
+                events.append(event)
+    t = max((float(e.get("t", 0.0)) for e in events), default=0.0)
+    if not events or events[0].get("event") != "build_start":
+        events.insert(0, {"event": "build_start", "model": meta.get("name", ""), "backend": "unknown",
+                          "version": "?", "options": meta.get("options") or {}, "t": 0.0})  # fmt: skip
+    started = {e["id"]: e for e in events if e.get("event") == "phase_start"}
+    steps = {e["id"]: e.get("step", 0) for e in events if e.get("event") == "step"}
+    for e in events:
+        if e.get("event") == "phase_finish":
+            started.pop(e["id"], None)
+    for ident, start in sorted(started.items(), reverse=True):  # innermost first
+        events.append({"event": "phase_finish", "id": ident, "name": start["name"], "status": "cancelled",
+                       "step": steps.get(ident, 0), "num_steps": start["num_steps"],
+                       "duration_s": t - start["t"], "t": t})  # fmt: skip
+    error = meta.get("error") if meta.get("status") == "failed" else None
+    detail = INTERRUPTED if meta.get("status") not in FINAL else str(meta.get("detail") or "")
+    status = meta.get("status") if meta.get("status") in FINAL else "failed"
+    end = {"event": "build_end", "status": status, "detail": detail, "elapsed_s": t,
+           "engine_bytes": meta.get("engine_bytes") if status == SUCCEEDED else None, "output": None,
+           "error": error or (INTERRUPTED if status == "failed" else None), "t": t}  # fmt: skip
+    events.append(end)
+    atomic_write(path / EVENTS, "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in events).encode())
+    return {**meta, "status": status, "detail": detail, "error": end["error"], "elapsed_s": t, "events": len(events)}

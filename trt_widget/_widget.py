@@ -10,7 +10,7 @@ import json
 import os
 import sys
 import uuid
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -116,6 +116,14 @@ class BuildWidget(anywidget.AnyWidget):
         from .watch import watch_widget
 
         return watch_widget(fn, *args, **kwargs)
+
+    @staticmethod
+    def run(command: Sequence[str], *, force_after: float | None = 0.5) -> Any:
+        """Run ``command`` (e.g. ``["polygraphy", "convert", "m.onnx", "-o", "m.engine"]``) with its TensorRT builds
+        watched, as a live list; Stop ends it within a second (a process). ``result()`` is its exit code."""
+        from .watch import run_widget
+
+        return run_widget(command, force_after=force_after)
 
     # -- the one writer of synced traits ---------------------------------------------------------------
     def _apply(self, changed: dict[str, Any]) -> None:

@@ -15,12 +15,15 @@ import types
 from typing import Any
 
 from ._build import WatchedBuild, network_info, network_label
+from ._cli import add_arguments as cli_arguments
+from ._cli import run as cli_run
 from ._patch import METHODS, current_watches, is_patched, originals
+from ._run import CommandRun, RelayedBuild, run_command
 from ._watch import Watch, WatchedCall, stop_notice, watch, watch_call
 
 
 def __getattr__(name: str) -> Any:  # the widget needs anywidget: imported on first use
-    if name in ("WatchWidget", "watch_widget"):
+    if name in ("WatchWidget", "watch_widget", "run_widget"):
         from . import _widget
 
         return getattr(_widget, name)
@@ -29,15 +32,21 @@ def __getattr__(name: str) -> Any:  # the widget needs anywidget: imported on fi
 
 __all__ = [
     "METHODS",
+    "CommandRun",
+    "RelayedBuild",
     "Watch",
     "WatchWidget",
     "WatchedBuild",
     "WatchedCall",
+    "cli_arguments",
+    "cli_run",
     "current_watches",
     "is_patched",
     "network_info",
     "network_label",
     "originals",
+    "run_command",
+    "run_widget",
     "stop_notice",
     "watch",
     "watch_call",

@@ -246,3 +246,14 @@ def watch_widget(fn: Any, /, *args: Any, **kwargs: Any) -> WatchWidget:
     widget = WatchWidget(call.watch, call=call, label=f"{getattr(fn, '__qualname__', 'a function')}()")
     call.start()
     return widget
+
+
+def run_widget(command: Any, *, force_after: float | None = 0.5) -> WatchWidget:
+    """``BuildWidget.run([...])``: run a command with its builds watched, shown as a live list; Stop cancels at
+    the next step boundary and ends the process ``force_after`` s later (it is a process: within a second)."""
+    from ._run import CommandRun
+
+    run = CommandRun(command, force_after=force_after)
+    widget = WatchWidget(run, call=run, label=" ".join(run.command)[:80])  # type: ignore[arg-type]
+    run.start()
+    return widget

@@ -18,6 +18,7 @@ from ._build import WatchedBuild, network_info, network_label
 from ._cli import add_arguments as cli_arguments
 from ._cli import run as cli_run
 from ._patch import METHODS, current_watches, is_patched, originals
+from ._rtx import alias_tensorrt_rtx
 from ._run import CommandRun, RelayedBuild, run_command
 from ._watch import Watch, WatchedCall, stop_notice, watch, watch_call
 
@@ -38,6 +39,7 @@ __all__ = [
     "WatchWidget",
     "WatchedBuild",
     "WatchedCall",
+    "alias_tensorrt_rtx",
     "cli_arguments",
     "cli_run",
     "current_watches",

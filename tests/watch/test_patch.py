@@ -289,3 +289,28 @@ def test_keep_engines_copies_the_serialized_engine() -> None:
     with watch(keep_engines=True, history=False) as w:
         engine = user_build()
     assert w.builds[0].engine == bytes(memoryview(engine))
+
+
+def test_an_engine_object_result_counts_as_built_without_a_size() -> None:
+    """NVIDIA TensorRT's build_engine_with_config (torch-TensorRT's GPU path; not in TensorRT for RTX) returns
+    an ICudaEngine, not serialized bytes: the only API difference this reproduces."""
+    from trt_widget.watch._build import _result_of
+
+    class ICudaEngine:  # no nbytes
+        pass
+
+    assert _result_of("build_engine_with_config", ICudaEngine()) == (True, None)
+    assert _result_of("build_engine_with_config", None) == (False, None)
+    assert _result_of("build_serialized_network_to_stream", False) == (False, None)
+
+
+def test_a_watch_that_cannot_set_up_lets_the_build_run_unwatched(monkeypatch: pytest.MonkeyPatch) -> None:
+    from trt_widget.watch import _build
+
+    def broken(*_a: Any, **_k: Any) -> None:
+        raise RuntimeError("no history today")
+
+    monkeypatch.setattr(_build, "network_info", broken)
+    with watch() as w:
+        engine = user_build()
+    assert engine is not None and w.builds == [] and unpatched()

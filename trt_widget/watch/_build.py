@@ -23,7 +23,7 @@ from typing import Any
 from .._build import Build
 from .._engine import ModelSource
 from .._errors import BuildCancelled, BuildError
-from .._status import CANCELLED
+from .._status import CANCELLED, log
 from ..runners import RunContext
 from . import _patch
 from ._monitor import WatchMonitor
@@ -165,12 +165,16 @@ def call_watched(
 ) -> Any:
     """Run one Builder call as a watched build seen by ``owners`` (the innermost watch's settings apply)."""
     settings = owners[-1].settings
-    build = WatchedBuild(network, config, method=method, settings=settings)
+    try:
+        build = WatchedBuild(network, config, method=method, settings=settings)
+        theirs = config.progress_monitor
+    except Exception:  # watching must never break the code's build: it runs unwatched
+        log.exception("trt_widget could not watch this %s call; it runs unwatched", method)
+        return original(builder, *args, **kwargs)
     for watch in owners:
         watch._adopt(build)
     build.start()
     ctx = build.runner_.context()
-    theirs = config.progress_monitor
     monitor = build.monitor = WatchMonitor(ctx.model, ctx.cancel, theirs)
     stopped = next((w for w in owners if w.stopping), None)
     if stopped is not None:

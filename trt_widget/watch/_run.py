@@ -43,10 +43,10 @@ import sys as _sys
 
 _here = _os.path.dirname(_os.path.abspath(__file__))
 try:
-    try:
-        import trt_widget as _tw  # noqa: F401
-    except ImportError:
-        _sys.path.append({root!r})
+    _root = {root!r}  # the parent's trt_widget: the same version speaks the same events
+    if _root not in _sys.path:
+        _site = _os.path.basename(_root) in ("site-packages", "dist-packages")
+        _sys.path.insert(len(_sys.path) if _site else 0, _root)
     from trt_widget.watch._child import setup as _setup
 
     _setup()
@@ -151,6 +151,8 @@ class CommandRun:
         self.future: Future[int] = Future()
         self.stops = 0
         self.forced = False
+        self.stopped_at: float | None = None  # time.monotonic() of the first stop
+        self.ended_at: float | None = None  # ... and of the command's end
         self._env = env
         self._listeners: list[Callable[[Any], None]] = []
         self._lock = threading.Lock()
@@ -239,6 +241,7 @@ class CommandRun:
     def _wait(self) -> None:
         assert self._proc is not None
         code = self._proc.wait()
+        self.ended_at = time.monotonic()
         for reader in list(self._readers):
             reader.join(5.0)
         self._server.close()
@@ -267,6 +270,8 @@ class CommandRun:
         if proc is None or proc.poll() is not None:
             return "the command has ended"
         self.stops += 1
+        if self.stopped_at is None:
+            self.stopped_at = time.monotonic()
         if self.stops > 1:
             self.terminate()
             return "Terminating the command"
@@ -310,6 +315,9 @@ class CommandRun:
     def result(self, timeout: float | None = None) -> int:
         """The command's exit code (128 + the signal when a signal ended it)."""
         return self.future.result(timeout)
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        return self.future.exception(timeout)
 
     def add_done_callback(self, fn: Callable[[CommandRun], Any]) -> None:
         self.future.add_done_callback(lambda _f: fn(self))

@@ -17,6 +17,7 @@ import traitlets
 
 from .._snapshot import RowsEncoder, snapshot
 from .._status import FINAL, IDLE, LIVE, log
+from ._run import CommandRun
 from ._watch import Watch, WatchedCall
 
 _STATIC = Path(__file__).parent.parent / "static"
@@ -64,7 +65,9 @@ class WatchWidget(anywidget.AnyWidget):
     note = traitlets.Unicode("").tag(sync=True)  # which Stop applies; the stop notice; how the function ended
     stop_buttons = traitlets.Bool(True).tag(sync=True)  # False: the cell is busy, only the interrupt works
 
-    def __init__(self, watch: Watch, *, call: WatchedCall | None = None, label: str = "") -> None:
+    def __init__(
+        self, watch: Watch | CommandRun, *, call: WatchedCall | CommandRun | None = None, label: str = ""
+    ) -> None:
         super().__init__()
         self.watch = watch
         self.call = call
@@ -144,7 +147,12 @@ class WatchWidget(anywidget.AnyWidget):
             parts.append(STOP_BUTTON if self.call is not None else STOP_INTERRUPT)
         elif self.call is not None and self.call.done():
             exc = self.call.future.exception()
-            parts.append("the function returned" if exc is None else f"the function raised {type(exc).__name__}: {exc}")
+            if isinstance(self.call, CommandRun) and exc is None:
+                parts.append(f"the command exited with code {self.call.future.result()}")
+            elif exc is None:
+                parts.append("the function returned")
+            else:
+                parts.append(f"the function raised {type(exc).__name__}: {exc}")
         return " · ".join(parts)
 
     def flush(self) -> bool:
@@ -172,9 +180,12 @@ class WatchWidget(anywidget.AnyWidget):
         elif kind == "stop":
             from ._watch import stop_notice
 
-            running = [builds[index]] if builds[index].status in LIVE else []
-            builds[index].stop()
-            self._notice = stop_notice(running)
+            if isinstance(self.watch, CommandRun):  # a build in the command's process: stop the command
+                self.stop()
+            else:
+                running = [builds[index]] if builds[index].status in LIVE else []
+                builds[index].stop()
+                self._notice = stop_notice(running)
         elif kind == "expand":
             self.expand(index, bool(content.get("open", True)))
         self._wake.set()
@@ -202,7 +213,7 @@ class WatchWidget(anywidget.AnyWidget):
     def timings(self) -> list[dict[str, Any]]:
         return self.watch.timings()
 
-    def _the_call(self) -> WatchedCall:
+    def _the_call(self) -> WatchedCall | CommandRun:
         if self.call is None:
             raise RuntimeError("this widget shows a `with trt_widget.watch()` block: it has no function result")
         return self.call
@@ -254,6 +265,6 @@ def run_widget(command: Any, *, force_after: float | None = 0.5) -> WatchWidget:
     from ._run import CommandRun
 
     run = CommandRun(command, force_after=force_after)
-    widget = WatchWidget(run, call=run, label=" ".join(run.command)[:80])  # type: ignore[arg-type]
+    widget = WatchWidget(run, call=run, label=" ".join(run.command)[:80])
     run.start()
     return widget

@@ -20,7 +20,21 @@ from ._cli import run as cli_run
 from ._patch import METHODS, current_watches, is_patched, originals
 from ._rtx import alias_tensorrt_rtx
 from ._run import CommandRun, RelayedBuild, run_command
-from ._watch import Watch, WatchedCall, stop_notice, watch, watch_call
+from ._watch import Watch, WatchedCall, stop_notice, watch_call
+
+
+def watch(**settings: Any) -> Watch:
+    """``with trt_widget.watch():`` — every TensorRT build made inside the block (see :class:`Watch`); in a
+    Jupyter kernel the list of builds is shown below the cell."""
+    w = Watch(**settings)
+    w.display_factory = _block_widget
+    return w
+
+
+def _block_widget(w: Watch) -> Any:
+    from ._widget import WatchWidget
+
+    return WatchWidget(w, label="the block")
 
 
 def __getattr__(name: str) -> Any:  # the widget needs anywidget: imported on first use

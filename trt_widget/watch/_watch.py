@@ -61,6 +61,7 @@ class Watch:
         self._listeners: list[Callable[[Any], None]] = []
         self._display = display  # None: show the list when running in a Jupyter kernel
         self.widget: Any = None
+        self.display_factory: Callable[[Watch], Any] | None = None  # makes the widget shown in a kernel
 
     # -- the block -----------------------------------------------------------------------------------
     def __enter__(self) -> Watch:
@@ -78,12 +79,12 @@ class Watch:
         return self
 
     def _show(self) -> None:
+        if self.display_factory is None:
+            return
         try:
             from IPython.display import display
 
-            from ._widget import WatchWidget
-
-            self.widget = WatchWidget(self, label="the block")
+            self.widget = self.display_factory(self)
             display(self.widget)
         except Exception:  # a display problem never stops the user's code
             log.debug("could not display the watch", exc_info=True)
@@ -187,11 +188,6 @@ def stop_notice(running: list[Any]) -> str:
         phase = build.model.innermost_running()
         waits.append(f"the current step of {phase.name!r}" if phase else "the first step")
     return f"Stopping: waits for {', '.join(waits)} to end (TensorRT cancels only at step boundaries)"
-
-
-def watch(**settings: Any) -> Watch:
-    """``with trt_widget.watch():`` — show every TensorRT build made inside the block (see :class:`Watch`)."""
-    return Watch(**settings)
 
 
 class WatchedCall:

@@ -162,5 +162,5 @@ class FakeBuild:
     def done(self) -> bool:
         return self.finished
 
-    def on_done(self, _callback: Any) -> None:
+    def add_done_callback(self, _callback: Any) -> None:
         pass

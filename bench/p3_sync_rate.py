@@ -61,7 +61,7 @@ def max_in_window(times: list[float], window: float, start: float, end: float) -
 def storm_during_build(blocks: int, rate: float, duration: float) -> dict[str, Any]:
     build = Build(models.deep_residual(blocks).SerializeToString(), history=False, isolation="thread")
     ended: list[float] = []
-    build.on_done(lambda _b: ended.append(time.perf_counter()))  # registered before the pump's hook
+    build.add_done_callback(lambda _b: ended.append(time.perf_counter()))  # registered before the pump's hook
     widget = BuildWidget(None, build=build)
     probe = SendProbe(widget)
     statuses: list[tuple[float, str]] = []

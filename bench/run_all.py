@@ -38,6 +38,7 @@ SCRIPTS = [
     ("p11", "p11_sync_bytes.py", ["--measurements", "300", "--seconds", "4"]),
     ("p10", "p10_matrix.py", ["--blocks", "20", "--repeats", "3"]),
     ("p12", "p12_kernel_shutdown.py", ["--repeats", "1"]),
+    ("p14", "p14_agents.py", ["--builds", "2", "--trials", "3"]),
 ]
 ORDER = [
     "P1",
@@ -81,6 +82,9 @@ ORDER = [
     "P11-full",
     "P12",
     "P12-s",
+    "P14-progress",
+    "P14-cancel-mcp",
+    "P14-cancel-lsp",
 ]
 
 

@@ -19,6 +19,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Real-browser tests run last: their session-wide Playwright (sync API) keeps an event loop running on the
     main thread, which breaks every later test that calls asyncio.run() or starts Playwright itself."""
     items.sort(key=lambda item: E2E in Path(str(item.path)).resolve().parents)
+    for item in items:
+        # pytest-lsp 1.0's pytest_runtest_call wrapper returns without yielding for an item that has no
+        # funcargs (nbval's notebook cells), which fails the item: give such items an empty mapping
+        if not hasattr(item, "funcargs"):
+            item.funcargs = {}
 
 
 # Generous: other builds share the two cores while the suite runs.

@@ -366,4 +366,6 @@ def test_no_worker_process_leaks_across_the_attacks() -> None:
     """Run last in this module: no zombies, and no more children than the pool keeps warm (+1 being warmed)."""
     children = psutil.Process().children()
     assert not [p for p in children if p.status() == psutil.STATUS_ZOMBIE]
-    assert len(children) <= _process.MAX_IDLE_WORKERS + 1, [p.cmdline() for p in children]
+    # builder workers only: a session-wide Ray instance (tests/matrix, tests/serve) has children of its own
+    workers = [p for p in children if "trt_widget.runners._worker" in " ".join(p.cmdline())]
+    assert len(workers) <= _process.MAX_IDLE_WORKERS + 1, [p.cmdline() for p in workers]

@@ -129,22 +129,22 @@ def test_onnx_path_and_bytes_and_modelproto_all_build(onnx_path: Path, small_mod
         assert build.status == "succeeded", (model if not isinstance(model, bytes) else "bytes", build.status_detail)
 
 
-def test_on_done_runs_once_after_the_end_and_at_once_when_late(small_model: Any) -> None:
+def test_done_callbacks_run_once_after_the_end_and_at_once_when_late(small_model: Any) -> None:
     calls: list[str] = []
     build = Build(small_model)
-    build.on_done(lambda b: calls.append(b.status))
+    build.add_done_callback(lambda b: calls.append(b.status))
     finished(build)
     assert calls == ["succeeded"]
-    build.on_done(lambda b: calls.append("late " + b.status))
+    build.add_done_callback(lambda b: calls.append("late " + b.status))
     assert calls == ["succeeded", "late succeeded"]
 
 
-def test_on_done_callbacks_may_wait_for_the_result(small_model: Any) -> None:
+def test_done_callbacks_may_wait_for_the_result(small_model: Any) -> None:
     """Callbacks run on the builder thread: result()/wait() there must not wait for the callbacks themselves."""
     seen: list[Any] = []
     build = Build(small_model)
-    build.on_done(lambda b: seen.append(len(b.result())))
-    build.on_done(lambda b: seen.append(b.wait()))
+    build.add_done_callback(lambda b: seen.append(len(b.result())))
+    build.add_done_callback(lambda b: seen.append(b.wait()))
     assert finished(build).status == "succeeded"
     assert seen == [len(build.engine or b""), "succeeded"]
 
@@ -152,8 +152,8 @@ def test_on_done_callbacks_may_wait_for_the_result(small_model: Any) -> None:
 def test_a_callback_raising_systemexit_does_not_hang_wait(small_model: Any, caplog: Any) -> None:
     seen: list[str] = []
     build = Build(small_model)
-    build.on_done(lambda b: sys.exit(1))
-    build.on_done(lambda b: seen.append(b.status))
+    build.add_done_callback(lambda b: sys.exit(1))
+    build.add_done_callback(lambda b: seen.append(b.status))
     assert finished(build).status == "succeeded"
     assert seen == ["succeeded"]
     assert [r for r in caplog.records if r.name == "trt_widget" and "SystemExit" in (r.exc_text or "")]
@@ -279,12 +279,12 @@ def test_strong_typing_reaches_the_network_by_default() -> None:
 def test_option_combinations_the_backend_cannot_build_are_refused_at_construction(small_model: Any) -> None:
     caps = capabilities()
     if not caps["weak_typing"]:  # TensorRT for RTX, TensorRT 11
-        with pytest.raises(ValueError, match=r"fp16=True is not available with .*Export the model in FP16"):
-            Build(small_model, fp16=True, strongly_typed=False)
+        with pytest.raises(ValueError, match=r"fp16=True is not available with .*no BuilderFlag.FP16.*AutoCast"):
+            Build(small_model, fp16=True)
         with pytest.raises(ValueError, match="builds strongly typed networks only"):
             Build(small_model, strongly_typed=False)
     with pytest.raises(ValueError, match=r"fp16=True (asks for a weakly typed network|is not available)"):
-        Build(small_model, fp16=True)  # strongly_typed=True is the default
+        Build(small_model, fp16=True, strongly_typed=True)  # asked for both: as trtexec, refused
 
 
 # -- files ---------------------------------------------------------------------------------------------

@@ -153,7 +153,7 @@ class SyntheticBuild:
     def on_start(self, callback: Any) -> None:
         self._on_start.append(callback)
 
-    def on_done(self, callback: Any) -> None:
+    def add_done_callback(self, callback: Any) -> None:
         self._on_done.append(callback)
 
     def start(self) -> None:
@@ -507,7 +507,7 @@ class Build:  # never ends: its stream is still open at interpreter exit
         self.logger = type("Log", (), {"subscribe": lambda self, fn: (lambda: None)})()
         self.start = []
     def on_start(self, fn): self.start.append(fn)
-    def on_done(self, fn): pass
+    def add_done_callback(self, fn): pass
 
 def slow(event):
     time.sleep(0.2)

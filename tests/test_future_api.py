@@ -61,11 +61,13 @@ def test_add_done_callback_runs_once_even_after_the_end_and_survives_a_raising_c
     assert any("boom" in (r.exc_text or "") for r in caplog.records if r.name == "trt_widget")
 
 
-def test_done_as_a_property_still_works_with_a_deprecation_warning() -> None:
-    build = Build(SMALL, history=False).start()
+def test_done_is_a_method_and_cancel_is_stop_in_futures_words(long_model_bytes: bytes) -> None:
+    build = Build(long_model_bytes, history=False)
+    assert build.done() is False and build.cancel() is False  # never started: nothing to cancel
+    build.start()
+    assert build.cancel() is True  # running: asked to stop
     build.wait(120)
-    with pytest.warns(DeprecationWarning, match=r"call build.done\(\)"):
-        assert build.done
+    assert build.done() is True and build.cancelled() and build.cancel() is False  # ended: too late
 
 
 def test_wait_async_is_woken_by_the_end_not_by_sleep_polling(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -49,6 +49,8 @@ class _SpyBuilder:
 
     def create_builder_config(self) -> Any:
         config = self._real.create_builder_config()
+        if self._spy.fake_flags is not None:
+            return _NvidiaOnlyConfig(config, self._spy)
         return _RefusingConfig(config, self._spy) if self._spy.refuse else config
 
     def build_serialized_network(self, network: Any, config: Any) -> Any:
@@ -84,6 +86,68 @@ class _RefusingConfig:
         return bool(self._real.set_timing_cache(cache, ignore_mismatch))
 
 
+class _Member:
+    """A member of an NVIDIA-only enum value (one TensorRT for RTX lacks)."""
+
+    def __init__(self, name: str, value: int) -> None:
+        self.name, self.value = name, value
+
+    def __int__(self) -> int:
+        return self.value
+
+
+class _Extended:
+    """A TensorRT enum with the members only NVIDIA TensorRT 10.x has added (the real members pass through)."""
+
+    def __init__(self, real: Any, extra: dict[str, int]) -> None:
+        self._real = real
+        self._extra = {name: _Member(name, value) for name, value in extra.items()}
+
+    def __getattr__(self, name: str) -> Any:
+        return self._extra[name] if name in self._extra else getattr(self._real, name)
+
+    def __dir__(self) -> list[str]:
+        return [*dir(self._real), *self._extra]
+
+
+# NVIDIA TensorRT 10.x's BuilderFlag precisions and TacticSource members that TensorRT for RTX does not have
+# (NVIDIA's python/src/infer/pyCore.cpp, v10.16: BuilderFlag.FP16/BF16/INT8/FP8; TacticSource.CUBLAS, CUBLAS_LT,
+# CUDNN); the values are NVIDIA's (NvInfer.h), so tactic-source bits land where NVIDIA's would.
+NVIDIA_ONLY_FLAGS = {"FP16": 0, "INT8": 1, "BF16": 17, "FP8": 18}
+NVIDIA_ONLY_TACTIC_SOURCES = {"CUBLAS": 0, "CUBLAS_LT": 1, "CUDNN": 2}
+
+
+class _NvidiaOnlyConfig:
+    """TensorRT for RTX's builder config, which also takes NVIDIA-only flags and tactic-source bits (recorded)."""
+
+    def __init__(self, real: Any, spy: Spy) -> None:
+        object.__setattr__(self, "_real", real)
+        object.__setattr__(self, "_spy", spy)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._real, name, value)
+
+    def set_flag(self, flag: Any) -> None:
+        if isinstance(flag, _Member):
+            self._spy.fake_flags.append(flag.name)
+        else:
+            self._real.set_flag(flag)
+
+    def set_tactic_sources(self, mask: int) -> bool:
+        self._spy.tactic_masks.append(mask)
+        real_bits = sum(
+            1 << int(getattr(self._spy.real.TacticSource, n)) for n in _enum_names(self._spy.real.TacticSource)
+        )
+        return bool(self._real.set_tactic_sources(mask & real_bits))
+
+
+def _enum_names(enum: Any) -> list[str]:
+    return [n for n in dir(enum) if n.isupper()]
+
+
 class Spy:
     """Stands in for the TensorRT module inside ``_engine``: the real one, except that ``Builder`` is spied on."""
 
@@ -94,6 +158,14 @@ class Spy:
         self.configs: list[dict[str, Any]] = []
         self.builders: list[Any] = []
         self.refuse = ""  # "loaded" or "all": timing caches the builder config refuses (see _RefusingConfig)
+        self.fake_flags: list[str] | None = None  # with nvidia_only(): the NVIDIA-only flags set
+        self.tactic_masks: list[int] = []
+
+    def nvidia_only(self) -> None:
+        """Also offer the NVIDIA-only API (precision flags, tactic sources) that TensorRT for RTX lacks."""
+        self.fake_flags = []
+        self.BuilderFlag = _Extended(self.real.BuilderFlag, NVIDIA_ONLY_FLAGS)
+        self.TacticSource = _Extended(self.real.TacticSource, NVIDIA_ONLY_TACTIC_SOURCES)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.real, name)
@@ -118,7 +190,25 @@ class Spy:
             "timing_cache": cache is not None,
             "strongly_typed": bool(network.get_flag(t.NetworkDefinitionCreationFlag.STRONGLY_TYPED)),
             "progress_monitor": config.progress_monitor is not None,
+            "flags": sorted(n for n in _enum_names(t.BuilderFlag) if config.get_flag(getattr(t.BuilderFlag, n))),
+            "attrs": {name: _readable(getattr(config, name, None)) for name in CONFIG_ATTRIBUTES},
+            "tactic_sources": int(config.get_tactic_sources()),
         }
+
+
+CONFIG_ATTRIBUTES = (
+    "max_aux_streams",
+    "avg_timing_iterations",
+    "max_num_tactics",
+    "DLA_core",
+    "hardware_compatibility_level",
+    "profiling_verbosity",
+    "tiling_optimization_level",
+)
+
+
+def _readable(value: Any) -> Any:
+    return getattr(value, "name", value)
 
 
 @pytest.fixture
@@ -249,3 +339,200 @@ def test_a_cache_tensorrt_refuses_is_replaced_and_a_refused_new_one_is_done_with
     notes = _warnings(built(models.deep_residual(3), timing_cache=cache))
     assert any("refused a new timing cache" in n for n in notes) and not any("does not fit" in n for n in notes)
     assert not cache.exists()
+
+
+# -- trtexec's build settings (issue 30): each one read back from the config the build ran with ---------------------
+@pytest.mark.parametrize(
+    "options, flags, attrs",
+    [
+        ({"tf32": False}, {"TF32": False}, {}),
+        ({"tf32": True}, {"TF32": True}, {}),
+        ({"sparse_weights": True}, {"SPARSE_WEIGHTS": True}, {}),
+        (
+            {"version_compatible": True, "exclude_lean_runtime": True},
+            {"VERSION_COMPATIBLE": True, "EXCLUDE_LEAN_RUNTIME": True},
+            {},
+        ),
+        ({"max_aux_streams": 2}, {}, {"max_aux_streams": 2}),
+        ({"avg_timing_iterations": 4}, {}, {"avg_timing_iterations": 4}),
+        ({"max_tactics": 3}, {}, {"max_num_tactics": 3}),
+        ({"profiling_verbosity": "detailed"}, {}, {"profiling_verbosity": "DETAILED"}),
+        ({"profiling_verbosity": "none"}, {}, {"profiling_verbosity": "NONE"}),
+        ({"tiling_optimization_level": 1}, {}, {"tiling_optimization_level": "FAST"}),
+    ],
+    ids=lambda v: ",".join(f"{k}={x}" for k, x in v.items()) if isinstance(v, dict) and v else "-",
+)
+def test_trtexec_settings_reach_the_builder_config(
+    spy: Spy, options: dict[str, Any], flags: dict[str, bool], attrs: dict[str, Any]
+) -> None:
+    built(models.deep_residual(3), **options)
+    (config,) = spy.configs
+    assert {name: name in config["flags"] for name in flags} == flags
+    assert {name: config["attrs"][name] for name in attrs} == attrs
+
+
+@pytest.mark.parametrize(
+    "spelling, member", [("ampere+", "AMPERE_PLUS"), ("sameComputeCapability", "SAME_COMPUTE_CAPABILITY")]
+)
+def test_hardware_compatibility_reaches_the_config_or_is_refused_where_ignored(
+    spy: Spy, spelling: str, member: str
+) -> None:
+    """TensorRT for RTX has the setter but ignores it ("setHardwareCompatibilityLevel() is unsupported in
+    TensorRT-RTX"): the value is read back, and a value TensorRT did not keep fails the build naming it."""
+    build = Build(
+        models.deep_residual(3), isolation="thread", history=False, resources=False, hardware_compatibility=spelling
+    ).start()
+    status = build.wait(180)
+    if select_backend()[0] == "rtx":
+        assert status == "failed" and not spy.configs
+        assert build.status_detail.startswith(f"hardware_compatibility={member.lower()!r} is not available with")
+        assert any("setHardwareCompatibilityLevel() is unsupported" in p["message"] for p in build.problems)
+    else:
+        assert status == "succeeded" and spy.configs[0]["attrs"]["hardware_compatibility_level"] == member
+
+
+def test_defaults_leave_those_settings_as_tensorrt_has_them(spy: Spy) -> None:
+    built(models.deep_residual(3))
+    fresh = spy.builders[0].create_builder_config()
+    (config,) = spy.configs
+    assert config["attrs"] == {name: _readable(getattr(fresh, name)) for name in CONFIG_ATTRIBUTES}
+    assert config["flags"] == sorted(
+        n for n in _enum_names(spy.real.BuilderFlag) if fresh.get_flag(getattr(spy.real.BuilderFlag, n))
+    )
+    assert config["tactic_sources"] == int(fresh.get_tactic_sources())
+
+
+@pytest.mark.parametrize("options, flags", [({"refit": True}, ["REFIT"]), ({"strip_weights": True}, ["STRIP_PLAN"])])
+def test_refit_and_strip_weights_reach_the_config_and_tensorrts_own_failure_is_said(
+    spy: Spy, options: dict[str, Any], flags: list[str]
+) -> None:
+    """TensorRT for RTX on the CPU cannot build refittable engines (its Myelin compiler needs CUDA there): the flag
+    is set, and the build fails with TensorRT's reason, not ours."""
+    build = Build(models.deep_residual(3), isolation="thread", history=False, resources=False, **options).start()
+    status = build.wait(180)
+    (config,) = spy.configs
+    assert set(flags) <= set(config["flags"])
+    assert status == "succeeded" or "TensorRT could not build an engine" in build.status_detail
+
+
+def test_tactic_sources_change_the_mask_from_tensorrts_default(spy: Spy) -> None:
+    built(models.deep_residual(3), tactic_sources="-JIT_CONVOLUTIONS,+EDGE_MASK_CONVOLUTIONS")
+    fresh = int(spy.builders[0].create_builder_config().get_tactic_sources())
+    jit, edge = (1 << int(getattr(spy.real.TacticSource, n)) for n in ("JIT_CONVOLUTIONS", "EDGE_MASK_CONVOLUTIONS"))
+    assert [c["tactic_sources"] for c in spy.configs] == [(fresh | edge) & ~jit]
+
+
+def test_several_profiles_reach_the_config(spy: Spy) -> None:
+    second = ((6, 8, 8, 8), (8, 8, 8, 8), (12, 8, 8, 8))
+    built(models.deep_residual(3, batch="N"), profiles=[{"input": PROFILE}, {"input": second}])
+    (config,) = spy.configs
+    assert config["num_profiles"] == 2
+    assert config["profiles"] == [{"input": PROFILE}, {"input": second}]
+
+
+def test_dla_and_device_are_refused_where_the_machine_has_none(spy: Spy) -> None:
+    """No DLA cores and no CUDA device here: the build fails naming the option and what the machine has."""
+    build = Build(models.deep_residual(3), isolation="thread", history=False, dla_core=0, gpu_fallback=True).start()
+    assert build.wait(60) == "failed" and "dla_core=0: this device has 0 DLA core(s)" in build.status_detail
+    build = Build(models.deep_residual(3), isolation="thread", history=False, device=0).start()
+    assert build.wait(60) == "failed" and build.status_detail.startswith("device=0: ")
+
+
+@pytest.mark.parametrize(
+    "options, flags",
+    [
+        ({"fp16": True}, ["FP16"]),
+        ({"bf16": True}, ["BF16"]),
+        ({"int8": True}, ["INT8"]),
+        ({"fp8": True}, ["FP8"]),
+        ({"best": True}, ["FP16", "INT8", "BF16"]),  # as trtexec --best (sampleOptions.cpp, v10.16)
+        ({"fp16": True, "int8": True}, ["FP16", "INT8"]),
+    ],
+)
+def test_precision_flags_reach_the_config_where_the_api_has_them(
+    spy: Spy, monkeypatch: pytest.MonkeyPatch, options: dict[str, Any], flags: list[str]
+) -> None:
+    """A fake of exactly NVIDIA TensorRT 10.x's extra API (the precision flags RTX lacks): the flags reach the
+    config, the network is created weakly typed (as trtexec), and without asking for strongly_typed=False."""
+    from trt_widget import _backend
+
+    spy.nvidia_only()
+    monkeypatch.setattr(_backend, "select_backend", lambda: ("tensorrt", spy))
+    bit = 1 << int(spy.real.NetworkDefinitionCreationFlag.STRONGLY_TYPED)
+    built(models.deep_residual(3), **options)
+    assert spy.fake_flags == flags
+    assert [bool(f & bit) for f in spy.network_flags] == [False]
+
+
+def test_nvidia_tactic_sources_reach_the_config_where_the_api_has_them(
+    spy: Spy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trt_widget import _backend
+
+    spy.nvidia_only()
+    monkeypatch.setattr(_backend, "select_backend", lambda: ("tensorrt", spy))
+    built(models.deep_residual(3), tactic_sources="-CUDNN,+CUBLAS,-cublasLt")
+    fresh = int(spy.builders[0].create_builder_config().get_tactic_sources())
+    assert spy.tactic_masks == [(fresh | 1 << 0) & ~(1 << 2) & ~(1 << 1)]
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"fp16": True}, r"fp16=True is not available with TensorRT for RTX .*no BuilderFlag.FP16"),
+        ({"int8": True}, r"int8=True is not available .*no BuilderFlag.INT8"),
+        ({"bf16": True}, r"bf16=True is not available .*no BuilderFlag.BF16"),
+        ({"fp8": True}, r"fp8=True is not available .*no BuilderFlag.FP8"),
+        ({"best": True}, r"best=True is not available .*no BuilderFlag.FP16"),
+        ({"tactic_sources": "-CUDNN"}, r"tactic_sources: CUDNN is not a tactic source of TensorRT for RTX .*it has "),
+        ({"strongly_typed": False}, "builds strongly typed networks only"),
+    ],
+)
+def test_what_tensorrt_for_rtx_lacks_is_refused_at_construction(options: dict[str, Any], message: str) -> None:
+    if select_backend()[0] != "rtx":
+        pytest.skip("TensorRT for RTX's API")
+    with pytest.raises(ValueError, match=message):
+        Build(models.deep_residual(3), isolation="thread", history=False, **options)
+
+
+def test_a_setting_missing_from_the_api_is_refused_naming_it(monkeypatch: pytest.MonkeyPatch, spy: Spy) -> None:
+    """An older API without max_num_tactics (it came in 10.x) or a hardware-compatibility enum: refused by asking
+    the API, never by version."""
+    from trt_widget import _backend
+
+    class OlderConfig:
+        def __getattr__(self, name: str) -> Any:
+            if name == "max_num_tactics":
+                raise AttributeError(name)
+            return getattr(spy.real.IBuilderConfig, name)
+
+    spy.IBuilderConfig = OlderConfig()
+    monkeypatch.setattr(_backend, "select_backend", lambda: ("rtx", spy))
+    with pytest.raises(
+        ValueError, match=r"max_tactics=3 is not available with .*its builder config has no max_num_tactics"
+    ):
+        Build(models.deep_residual(3), isolation="thread", history=False, max_tactics=3)
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"tactic_sources": "CUDNN"}, r"prefix each source with \+ \(enable\) or - \(disable\)"),
+        ({"tactic_sources": "+CUDNN,-CUDNN"}, "enables and disables CUDNN"),
+        ({"hardware_compatibility": "volta"}, "hardware_compatibility must be one of none, ampere_plus"),
+        ({"max_aux_streams": -1}, "max_aux_streams must be an integer >= 0"),
+        ({"gpu_fallback": True}, "gpu_fallback=True needs dla_core="),
+        ({"exclude_lean_runtime": True}, "needs version_compatible=True"),
+        ({"configure": "not a function"}, "configure must be a function"),
+        ({"refit": "yes"}, "refit must be True or False"),
+        (
+            {"profiles": [{"input": PROFILE}, {"other": PROFILE}]},
+            "every optimization profile must name the same inputs",
+        ),
+    ],
+)
+def test_bad_values_of_the_trtexec_settings_are_refused_before_anything_runs(
+    options: dict[str, Any], message: str
+) -> None:
+    with pytest.raises((TypeError, ValueError), match=message):
+        BuildOptions.from_kwargs(**options)

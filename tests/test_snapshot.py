@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from trt_widget import _snapshot
+from trt_widget import BuildWidget, _snapshot, models
 from trt_widget._phases import PhaseModel
 from trt_widget._snapshot import MAX_LOGS, RowsEncoder, SnapshotPump, snapshot
 
@@ -68,7 +68,7 @@ class FakeBuild:
     def done(self) -> bool:
         return self._ended.is_set()
 
-    def on_done(self, fn: Callable[[Any], None]) -> None:
+    def add_done_callback(self, fn: Callable[[Any], None]) -> None:
         self._on_done.append(fn)
 
     def on_start(self, fn: Callable[[Any], None]) -> None:
@@ -102,10 +102,10 @@ def test_snapshot_of_a_running_build() -> None:
     assert state["phases"] == build.model.rows()
     assert state["engine_size"] == 0 and state["error"] == "" and state["cancel"] is None
     assert state["can_force"] is True
-    assert state["activity"] == {"last_callback_s": 0.5}
+    assert state["activity"] == {"last_callback_s": 0.5, "timing": None}  # no autotuner line seen
     assert state["eta"] is None and state["history_delta"] is None and state["resources"] is None
     build.status = "cancelling"
-    assert snapshot(build)["activity"] == {"last_callback_s": 0.5}
+    assert snapshot(build)["activity"] == {"last_callback_s": 0.5, "timing": None}
 
 
 def test_snapshot_of_ended_builds() -> None:
@@ -398,3 +398,20 @@ def test_a_phase_start_just_after_a_send_waits_out_the_interval() -> None:
     finally:
         build.end("succeeded")
         pump.join(30)
+
+
+def test_the_cancelling_state_is_sent_at_once_not_at_the_next_tick(wait_until: Callable[..., Any]) -> None:
+    widget = BuildWidget(models.deep_residual(1000), history=False, isolation="thread")
+    widget._pump.interval = 3600.0  # one throttled tick an hour: only an urgent wake-up can send in time
+    widget.start()
+    try:
+        wait_until(
+            lambda: (p := widget.build.model.innermost_running()) is not None and p.name == "Determining refit engines",
+            what="the long step",
+        )
+        seen = threading.Event()
+        widget.observe(lambda change: seen.set() if change["new"] == "cancelling" else None, names="status")
+        widget.stop()
+        assert seen.wait(10), f"status still {widget.status!r}: the Stop waited for the throttle"
+    finally:
+        widget.build.wait(300)

@@ -89,7 +89,7 @@ class _Synthetic:
 
         self.model = PhaseModel()
         self.logger = CaptureLogger()
-        self.on_start = self.on_done = lambda fn: None
+        self.on_start = self.add_done_callback = lambda fn: None
 
 
 def test_steps_and_log_lines_are_delivered_by_default_and_unsubscribing_detaches_from_the_build() -> None:

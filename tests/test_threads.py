@@ -106,7 +106,7 @@ def test_two_builds_at_once_on_threads_keep_their_logs_apart() -> None:
 
     alpha.model.subscribe(hold(alpha_holds, beta_holds))
     beta.model.subscribe(hold(beta_holds, alpha_ended))
-    alpha.on_done(lambda _build: alpha_ended.set())
+    alpha.add_done_callback(lambda _build: alpha_ended.set())
     alpha.start()
     assert alpha_holds.wait(120), alpha.status_detail
     beta.start()

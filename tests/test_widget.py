@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import threading
@@ -239,3 +240,17 @@ def test_rows_travel_as_deltas_that_rebuild_the_tree_exactly(wait_until: Any) ->
     full_bytes = len(fulls[-1])
     sizes = sorted(len(t) for t in deltas)
     assert sizes[len(sizes) // 2] < full_bytes / 20  # a typical update is a small part of the list
+
+
+def test_awaiting_a_widget_waits_for_the_build_and_its_final_state() -> None:
+    widget = BuildWidget(models.deep_residual(20), history=False).start()
+    result: list[Any] = []
+
+    def run() -> None:  # a loop of its own: the e2e session may keep one running on this thread
+        result.append(asyncio.run(widget.wait_async()))
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(300)
+    assert result == ["succeeded"]
+    assert widget.build.done() and widget.status == "succeeded" and widget.engine_size == len(widget.engine or b"")

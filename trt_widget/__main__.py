@@ -2,10 +2,13 @@
 
   trt-widget build model.onnx [-o model.engine] [--budget S] [--json] [--plain] [--timing-cache F] [--fp16]
                               [--opt-level N] [--workspace SIZE] [--isolation process|thread] [--verbose]
-                              [--report build.html] [--trace build.json]
+                              [--shapes input:1x3x224x224 | --min-shapes ... --opt-shapes ... --max-shapes ...]
+                              [--report build.html] [--trace build.json]   # every build option: docs/options.md
   trt-widget demo [--blocks N] [same options]    # builds a generated deep residual model
   trt-widget serve [--host H] [--port P] [--token T | --token-file F] [--data DIR] ...   # a build service
   trt-widget matrix a.onnx [b.onnx ...] --opt-level 0 3 5 [--executor ray] [--json]   # see _matrix_cli.py
+  trt-widget mcp [--http] [--port P] [--token-file F]   # builds as MCP tools for agents (docs/agents.md)
+  trt-widget lsp                                        # a language server for editors (docs/agents.md)
   trt-widget run [--json] [--report F] [--trace F] [--force-after S] -- COMMAND ...   # see watch/_cli.py
 
 Exit codes: 0 succeeded, 1 failed (or bad input such as a missing file, or a --report / --trace file that could
@@ -37,24 +40,11 @@ class _UsageError(Exception):
 
 def _parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("-o", "--output", metavar="ENGINE", help="engine file to write (atomically)")
-    common.add_argument("--budget", type=float, metavar="S", help="cancel the build after S seconds")
     common.add_argument("--json", action="store_true", help="write the JSON event stream to stdout")
     common.add_argument("--plain", action="store_true", help="plain lines even in a terminal")
-    common.add_argument("--timing-cache", metavar="F", help="timing cache file, loaded before and saved after")
-    common.add_argument(
-        "--fp16", action="store_true", help="weak typing with FP16 kernels allowed (NVIDIA TensorRT 10.x only)"
-    )
-    common.add_argument("--opt-level", type=int, choices=range(6), metavar="N", help="builder optimization level 0..5")
-    common.add_argument("--workspace", metavar="SIZE", help="workspace limit, e.g. 1GiB or 512MB")
-    common.add_argument(
-        "--isolation",
-        choices=("process", "thread"),
-        default="process",
-        help="build in a worker process that Ctrl-C always stops (default) or in this process's "
-        "thread (stops only at TensorRT's next step boundary)",
-    )
-    common.add_argument("--verbose", action="store_true", help="capture VERBOSE TensorRT log lines")
+    from ._options import add_option_arguments
+
+    add_option_arguments(common.add_argument_group("build options (see docs/options.md)"))
     common.add_argument(
         "--report",
         metavar="F.html",
@@ -65,18 +55,22 @@ def _parser() -> argparse.ArgumentParser:
         metavar="F.json",
         help="write the build as Chrome trace-event JSON (open in ui.perfetto.dev or chrome://tracing)",
     )
+    from ._options import SHAPES_EPILOG
+
     parser = argparse.ArgumentParser(
         prog="trt-widget",
         description="Observable, cancelable TensorRT engine builds in a terminal.",
         epilog="Exit codes: 0 succeeded, 1 failed or bad input, 2 bad usage, 124 --budget ran out, "
         "130 cancelled with Ctrl-C.",
     )
-    commands = parser.add_subparsers(dest="command", metavar="{build,demo,view,serve,matrix,run}")
+    commands = parser.add_subparsers(dest="command", metavar="{build,demo,view,serve,matrix,trtexec,mcp,lsp,run}")
     build = commands.add_parser(
         "build",
         parents=[common],
         help="build an engine from an ONNX file",
         description="Build an engine from an ONNX file (default output: MODEL with the suffix .engine).",
+        epilog=SHAPES_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     build.add_argument("model", help="ONNX file")
     demo = commands.add_parser(
@@ -99,6 +93,16 @@ def _parser() -> argparse.ArgumentParser:
     view.add_argument("--plain", action="store_true", help="plain lines even in a terminal")
     for flag in ("--report", "--trace"):
         view.add_argument(flag, metavar="F", help=f"write the replayed build's {flag[2:]} file")
+    commands.add_parser(
+        "trtexec",
+        help="build from trtexec's arguments as written: trt-widget trtexec --onnx=m.onnx --saveEngine=m.engine ...",
+        description="Build with trtexec's build arguments as written (--onnx=, --saveEngine=, --shapes=, "
+        "--minShapes=, --fp16, --memPoolSize=workspace:1024M, --timingCacheFile=, --tacticSources=, ...), with the "
+        "live tree and Ctrl-C. Inference-only arguments are ignored and said so; arguments trt-widget cannot "
+        "honour are refused, naming each. trt-widget's own --json, --plain, --report=F, --trace=F, --budget=S work "
+        "too. Example: trt-widget trtexec --onnx=model.onnx --minShapes=input:1x3x224x224 "
+        "--optShapes=input:8x3x224x224 --maxShapes=input:32x3x224x224 --fp16 --saveEngine=model.engine",
+    )
     from .serve import add_arguments as serve_arguments
 
     serve_arguments(
@@ -119,6 +123,20 @@ def _parser() -> argparse.ArgumentParser:
             "or on Ray (--executor ray). Engines are written only with -o DIR.",
         )
     )
+    from .mcp import add_arguments as mcp_arguments
+
+    mcp_arguments(
+        commands.add_parser(
+            "mcp",
+            help="serve builds as MCP tools for agents (stdio, or streamable HTTP with --http)",
+            description='Serve TensorRT builds as MCP tools (see docs/agents.md). Needs pip install "trt_widget[mcp]".',
+        )
+    )
+    commands.add_parser(
+        "lsp",
+        help="run a language server for editors (stdio): build commands with work-done progress",
+        description='A language server over stdio (see docs/agents.md). Needs pip install "trt_widget[lsp]".',
+    )
     from .watch import cli_arguments as run_arguments
 
     run_arguments(
@@ -135,6 +153,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (see the module docstring)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["trtexec"] and not {"-h", "--help"} & set(argv[1:2]):
+        return _trtexec(argv[1:])
     parser = _parser()
     try:
         args = parser.parse_args(argv)
@@ -142,7 +163,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.code or 0)
     if args.command is None:
         parser.print_usage(sys.stderr)
-        print("trt-widget: error: choose a command: build, demo, view, serve or matrix", file=sys.stderr)
+        print(
+            "trt-widget: error: choose a command: build, demo, view, serve, matrix, trtexec, mcp or lsp",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     if args.command == "serve":
         from .serve import run as serve
@@ -152,6 +176,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .matrix import run as matrix
 
         return matrix(args)
+    if args.command in ("mcp", "lsp"):
+        from importlib import import_module
+
+        return int(import_module(f".{args.command}", __package__).run(args))
     if args.command == "run":
         from .watch import cli_run
 
@@ -164,6 +192,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (_InputError, ImportError, OSError) as exc:  # ImportError: BackendUnavailable, missing onnx
         print(f"trt-widget: error: {exc}", file=sys.stderr)
         return EXIT_FAILED
+
+
+_OWN = ("--json", "--plain", "--report", "--trace", "--budget", "--isolation")
+
+
+def _trtexec(argv: list[str]) -> int:
+    """``trt-widget trtexec ...``: translate, say what is ignored or refused, then build as ``trt-widget build``."""
+    from ._trtexec import build_argv, split_arguments, translate
+
+    args = split_arguments(argv)
+    own = [a for a in args if a.split("=", 1)[0] in _OWN]
+    translation = translate([a for a in args if a not in own])
+    for arg, why in translation.refused:
+        print(f"trt-widget trtexec: cannot honour {_safe(arg)}: {why}", file=sys.stderr)
+    if translation.refused:
+        print(
+            f"trt-widget trtexec: error: {len(translation.refused)} argument(s) refused; nothing built", file=sys.stderr
+        )
+        return EXIT_USAGE
+    if translation.ignored:
+        _stderr_line(
+            "trt-widget trtexec: ignored (trt-widget builds the engine and runs no inference): "
+            + " ".join(_safe(a) for a in translation.ignored)
+        )
+    for note in translation.notes:
+        _stderr_line(f"trt-widget trtexec: {_safe(note)}")
+    command = build_argv(translation) + own
+    _stderr_line("trt-widget trtexec: building as: trt-widget " + " ".join(_safe(a) for a in command))
+    return main(command)
+
+
+def _safe(text: str) -> str:
+    """A command-line argument for the terminal: control characters shown escaped, never sent raw."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _model_and_output(args: argparse.Namespace) -> tuple[Any, str | None]:
@@ -182,28 +244,17 @@ def _model_and_output(args: argparse.Namespace) -> tuple[Any, str | None]:
 
 
 def _options(args: argparse.Namespace, output: str | None) -> dict[str, Any]:
-    from ._options import BuildOptions
+    from ._options import BuildOptions, options_from_args
 
-    options = {
-        "output": output,
-        "budget": args.budget,
-        "timing_cache": args.timing_cache,
-        "fp16": args.fp16,
-        "optimization_level": args.opt_level,
-        "workspace": args.workspace,
-        "isolation": args.isolation,
-        "verbose": args.verbose,
-    }
-    options = {k: v for k, v in options.items() if v not in (None, False)}
-    if args.fp16:  # as trtexec: --fp16 asks for a weakly typed network with FP16 kernels allowed
-        options["strongly_typed"] = False
     try:
+        options = options_from_args(args)
+        options["output"] = output
         BuildOptions.from_kwargs(**options)
     except FileNotFoundError as exc:
         raise _InputError(str(exc)) from None
     except (ValueError, TypeError) as exc:
         raise _UsageError(str(exc)) from None
-    return options
+    return {k: v for k, v in options.items() if v is not None}
 
 
 def _check_files(args: argparse.Namespace, output: str | None) -> None:

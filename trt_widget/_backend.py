@@ -108,23 +108,56 @@ def capabilities() -> dict[str, object]:
 
 
 def check_options(options: Any) -> None:
-    """Refuse, at construction, option combinations the selected backend cannot build (as trtexec does)."""
+    """Refuse, at construction, options the selected backend cannot build (as trtexec does), asking its API."""
+    from ._options import PRECISION_FLAGS, TRT_SETTINGS
+
     caps = capabilities()
     label, weak = caps["label"], caps["weak_typing"]
-    if options.fp16 and not weak:
+    module = select_backend()[1]
+    flags, config = module.BuilderFlag, getattr(module, "IBuilderConfig", None)
+    asked = options.weak_precisions
+    for name in asked:
+        flag = PRECISION_FLAGS.get(name, "FP16")  # best: FP16 at least
+        if not hasattr(flags, flag):
+            raise ValueError(
+                f"{name}=True is not available with {label}: its API has no BuilderFlag.{flag} (it builds strongly "
+                "typed networks only, so precision comes from the model's tensor types). Make the model mixed "
+                "precision instead, e.g. with NVIDIA ModelOpt's AutoCast (see docs/options.md)"
+            )
+    if asked and options.strongly_typed:
         raise ValueError(
-            f"fp16=True is not available with {label}: it builds strongly typed networks only, so "
-            "precision comes from the model's tensor types. Export the model in FP16 instead (e.g. "
-            "onnxconverter-common's float16 conversion)"
-        )
-    if options.fp16 and options.strongly_typed:
-        raise ValueError(
-            "fp16=True asks for a weakly typed network, but strongly_typed=True (the default): pass "
-            f"strongly_typed=False too ({label}; weak typing is deprecated since TensorRT 10.12), or "
-            "export the model in FP16 and keep strong typing"
+            f"{', '.join(f'{n}=True' for n in asked)} asks for a weakly typed network, but strongly_typed=True: "
+            f"drop strongly_typed (weak typing follows from the precision flag, as in trtexec; {label}; weak typing "
+            "is deprecated since TensorRT 10.12), or keep strong typing and make the model mixed precision (ModelOpt "
+            "AutoCast)"
         )
     if not options.strongly_typed and not weak:
         raise ValueError(f"strongly_typed=False: {label} builds strongly typed networks only; drop the option")
+    for name, how in TRT_SETTINGS.items():
+        value = getattr(options, name, None)
+        if value is None or (value is False and name != "tf32"):  # tf32=False clears a flag: it must exist
+            continue
+        if how[0] == "flag" and not hasattr(flags, how[1]):
+            raise ValueError(f"{name}={value!r} is not available with {label}: its API has no BuilderFlag.{how[1]}")
+        if how[0] in ("attr", "enum") and not hasattr(config, how[1]):
+            raise ValueError(f"{name}={value!r} is not available with {label}: its builder config has no {how[1]}")
+        if how[0] == "enum":
+            enum = getattr(module, how[2], None)
+            if enum is None or not hasattr(enum, value.upper()):
+                have = sorted(n.lower() for n in dir(enum) if n.isupper()) if enum is not None else []
+                raise ValueError(
+                    f"{name}={value!r} is not available with {label}"
+                    + (f": it has {', '.join(have)}" if have else f": its API has no {how[2]}")
+                )
+    if options.tactic_sources is not None:
+        sources = getattr(module, "TacticSource", None)
+        have = sorted(n for n in dir(sources) if n.isupper()) if sources is not None else []
+        for item in options.tactic_sources.split(","):
+            if item[1:] not in have or not hasattr(config, "set_tactic_sources"):
+                raise ValueError(
+                    f"tactic_sources: {item[1:]} is not a tactic source of {label}"
+                    + (f" (it has {', '.join(have)})" if have else " (its API has no TacticSource)")
+                )
 
 
 def _older(version: str, than: tuple[int, ...]) -> bool:

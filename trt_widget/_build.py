@@ -13,30 +13,49 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, Union
 
 from ._backend import check_options, select_backend
-from ._engine import CaptureLogger, ModelSource
+from ._engine import CaptureLogger, ModelLike, ModelSource
 from ._errors import BuildCancelled, BuildError
+from ._event_sinks import Sink
 from ._expected import unexpected_errors
 from ._files import atomic_write, refuse_overwriting
-from ._options import BuildOptions
+from ._options import BuildOptions, BuildOptionsDict
 from ._phases import CANCELLED, FINISHED_EARLY, PhaseModel
-from ._status import BUILD_STATUSES, CANCELLING, FAILED, FINAL, IDLE, LIVE, QUEUED, RUNNING, SUCCEEDED, DoneFlag, log
+from ._status import BUILD_STATUSES, CANCELLING, FAILED, FINAL, IDLE, LIVE, QUEUED, RUNNING, SUCCEEDED, log
 from ._subscribe import BuildEvent, subscribe
 from ._waiting import Waiting, _quietly
 from .runners import RunContext, Runner, runner_for
 
-__all__ = ["BUILD_STATUSES", "FINAL", "Build"]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack from Python 3.11
+
+    from .history import HistoryStore
+
+__all__ = ["BUILD_STATUSES", "FINAL", "Build", "BuildArgs", "HistorySetting"]
+
+# history=: True (the default location), False / None (off), a path or off word, or a HistoryStore
+HistorySetting = Union[bool, None, str, "os.PathLike[str]", "HistoryStore"]
+
+
+class BuildArgs(BuildOptionsDict, total=False):
+    """Build's keyword arguments that front ends (BuildWidget) pass through: the options, events, history,
+    resources."""
+
+    events: Sink | None
+    history: HistorySetting
+    resources: bool
 
 
 class Build(Waiting):
     """Build an engine from ``model`` (ONNX path / bytes / ModelProto, or a network-defining callable).
 
-    Options: optimization_level, fp16, strongly_typed, timing_cache, workspace, profiles, output, budget,
-    verbose, isolation ("process", the default: a warm builder process that Stop can always end; or
-    "thread"), force_after. Unknown options raise TypeError at once. ``runner=`` runs the builder elsewhere
-    (a :class:`~trt_widget.runners.Runner`, e.g. ``trt_widget.RayRunner()``) instead of where isolation says.
+    Options: the fields of :class:`~trt_widget.BuildOptions` (:class:`BuildOptionsDict`; docs/options.md), e.g.
+    optimization_level, workspace, profiles, output, budget, isolation ("process", the default: a warm builder
+    process that Stop can always end; or "thread"), configure. Unknown options raise TypeError at once.
+    ``runner=`` runs the builder elsewhere (a :class:`~trt_widget.runners.Runner`, e.g.
+    ``trt_widget.RayRunner()``) instead of where isolation says.
 
     Life cycle: ``start()`` once (a second call raises RuntimeError); ``stop()`` before start or after the
     end does nothing and returns False; a build that stops before producing an engine ends "cancelled".
@@ -44,40 +63,16 @@ class Build(Waiting):
 
     def __init__(
         self,
-        model: Any,
+        model: ModelLike,
         *,
-        optimization_level: int | None = None,
-        fp16: bool = False,
-        strongly_typed: bool = True,
-        timing_cache: str | os.PathLike[str] | None = None,
-        workspace: int | str | None = None,
-        profiles: dict[str, Any] | None = None,
-        output: str | os.PathLike[str] | None = None,
-        budget: float | None = None,
-        verbose: bool = False,
-        isolation: str = "process",
-        force_after: float | None = None,
-        events: Any = None,
-        history: Any = True,
+        events: Sink | None = None,
+        history: HistorySetting = True,
         resources: bool = True,
         clock: Callable[[], float] = time.perf_counter,
         runner: Runner | None = None,
-        **unknown: Any,
+        **options: Unpack[BuildOptionsDict],
     ) -> None:
-        self.options = BuildOptions.from_kwargs(
-            optimization_level=optimization_level,
-            fp16=fp16,
-            strongly_typed=strongly_typed,
-            timing_cache=timing_cache,
-            workspace=workspace,
-            profiles=profiles,
-            output=output,
-            budget=budget,
-            verbose=verbose,
-            isolation=isolation,
-            force_after=force_after,
-            **unknown,
-        )  # unknown: "did you mean"
+        self.options = BuildOptions.from_kwargs(**options)  # unknown names: TypeError with "did you mean"
         self.source = ModelSource.of(model)
         if self.source.kind == "path":
             refuse_overwriting(self.source.value, output=self.options.output, timing_cache=self.options.timing_cache)
@@ -85,15 +80,40 @@ class Build(Waiting):
         if self.options.isolation == "process" or runner is not None:
             from .runners import check_transferable, pool
 
-            check_transferable(self.source)  # what cannot reach a builder process fails here, not later
+            check_transferable(self.source, self.options.configure)  # what cannot reach a builder fails here
             if runner is None:
                 pool.prewarm()
-        self.runner = runner if runner is not None else runner_for(self.options)
+        self._assemble(
+            source=self.source,
+            options=self.options,
+            runner=runner if runner is not None else runner_for(self.options),
+            clock=clock,
+            events=events,
+            history=history,
+            resources=resources,
+        )
+
+    def _assemble(
+        self,
+        *,
+        source: ModelSource,
+        options: BuildOptions,
+        runner: Runner,
+        clock: Callable[[], float],
+        events: Any,
+        history: Any,
+        resources: bool,
+    ) -> None:
+        """Set up a build of ``source`` with ``options`` on ``runner``: the one way every kind of build (a model,
+        a recording, a build on a server) is put together, once its parts are known and validated."""
+        self.source = source
+        self.options = options
+        self.runner = runner
         self.model = PhaseModel(clock)
         self._clock = clock
         self._cancel = threading.Event()
         self._done = threading.Event()  # the build has ended (status final)
-        self._settled = threading.Event()  # ... and its on_done callbacks have run (what wait() waits for)
+        self._settled = threading.Event()  # ... and its done callbacks have run (what wait() waits for)
         self._lock = threading.Lock()
         self._status = IDLE
         self.status_detail = ""
@@ -137,13 +157,17 @@ class Build(Waiting):
         clock = ReplayClock()
         first = next((e for e in events if e["event"] == "build_start"), {})
         where = str(recording) if isinstance(recording, (str, os.PathLike)) else "a recording"
-        build = cls(b"replay", isolation="thread", history=False, resources=False, clock=clock)
-        build.source = ModelSource("recording", where, f"replay of {first.get('model') or where}")
-        build.runner = ReplayRunner(events, clock, speed, on_engine_size=build._set_recorded_engine_size)
+        build = cls.__new__(cls)
+        build._assemble(
+            source=ModelSource("recording", where, f"replay of {first.get('model') or where}"),
+            options=BuildOptions.from_kwargs(isolation="thread"),
+            runner=ReplayRunner(events, clock, speed),
+            clock=clock,
+            events=None,
+            history=False,
+            resources=False,
+        )
         return build
-
-    def _set_recorded_engine_size(self, size: int) -> None:
-        self._recorded_engine_size = size
 
     # -- state ---------------------------------------------------------------------------------------
     @property
@@ -157,10 +181,9 @@ class Build(Waiting):
         failed."""
         return self._status
 
-    @property
-    def done(self) -> DoneFlag:
-        """``build.done()``: True once the build has ended (succeeded, cancelled or failed)."""
-        return DoneFlag(self._done.is_set())
+    def done(self) -> bool:
+        """True once the build has ended (succeeded, cancelled or failed), as ``Future.done()``."""
+        return self._done.is_set()
 
     def running(self) -> bool:
         """True while the builder runs (status running or cancelling), as ``Future.running()``."""
@@ -171,16 +194,16 @@ class Build(Waiting):
         return self._status == CANCELLED
 
     def add_done_callback(self, fn: Callable[[Build], Any]) -> None:
-        """Call ``fn(build)`` once the build has ended (at once if it has), as ``Future.add_done_callback``;
-        an exception in ``fn`` is logged to the ``trt_widget`` logger and ignored."""
-
-        def guarded(build: Build) -> None:
-            try:
-                fn(build)
-            except Exception:
-                log.exception("exception calling done callback %r for %r", fn, build)
-
-        self.on_done(guarded)
+        """Call ``fn(build)`` once the build has ended (at once if it has), as ``Future.add_done_callback``; it
+        runs on the builder's thread, and an exception in ``fn`` is logged to the ``trt_widget`` logger."""
+        with self._lock:
+            if not self._done.is_set():
+                self._on_done.append(fn)
+                return
+        try:
+            fn(self)
+        except Exception:
+            log.exception("exception calling done callback %r for %r", fn, self)
 
     @property
     def elapsed_s(self) -> float:
@@ -212,14 +235,6 @@ class Build(Waiting):
     def on_start(self, callback: Callable[[Build], None]) -> None:
         """Call ``callback(build)`` in ``start()``, after the clock restarts and before the builder runs."""
         self._on_start.append(callback)
-
-    def on_done(self, callback: Callable[[Build], None]) -> None:
-        """Call ``callback(build)`` once when the build has ended (at once if it already has)."""
-        with self._lock:
-            if not self._done.is_set():
-                self._on_done.append(callback)
-                return
-        callback(self)
 
     # -- control -------------------------------------------------------------------------------------
     def start(self) -> Build:
@@ -263,6 +278,11 @@ class Build(Waiting):
         self._cancel.set()
         return True
 
+    def cancel(self) -> bool:
+        """``stop()``, in ``concurrent.futures.Future``'s words: True when a queued or running build was asked to
+        stop (it ends ``cancelled`` unless TensorRT finished first), False when it has ended or never started."""
+        return self.stop("cancelled")
+
     def _budget_expired(self) -> None:
         self.stop(f"time budget of {self.options.budget:g} s exceeded")
 
@@ -294,12 +314,16 @@ class Build(Waiting):
             note=self._note,
             on_pid=self._on_pid,
             on_queued=self._on_queued,
+            on_engine_size=self._on_engine_size,
         )
 
     def _note(self, sentence: str) -> None:
         with self._lock:
             self._notes.append(sentence)
             self.status_detail = f"{self.status_detail}; {sentence}" if self.status_detail else sentence
+
+    def _on_engine_size(self, size: int) -> None:
+        self._recorded_engine_size = size
 
     def _on_pid(self, pid: int | None) -> None:
         self.child_pid = pid
@@ -375,7 +399,7 @@ class Build(Waiting):
             try:
                 callback(self)
             except BaseException:  # even SystemExit: wait() must still return, the other callbacks still run
-                log.exception("an on_done callback of %r failed", self)
+                log.exception("exception calling done callback %r for %r", callback, self)
         with self._lock:
             self._settled.set()
             wakers, self._settle_wakers = self._settle_wakers, []

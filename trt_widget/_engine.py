@@ -15,15 +15,29 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Protocol, Union, cast
 
 from ._backend import capabilities, select_backend, trt
 from ._errors import BuildError
 from ._expected import significant
 from ._files import atomic_write
-from ._options import BuildOptions
+from ._options import PRECISION_FLAGS, TRT_SETTINGS, BuildOptions
+from ._verbose import TacticWatch, wanted
 
 SEVERITIES = ("INTERNAL_ERROR", "ERROR", "WARNING", "INFO", "VERBOSE")
+
+
+class OnnxModelProto(Protocol):
+    """What trt_widget uses of an ``onnx.ModelProto``."""
+
+    @property
+    def graph(self) -> Any: ...
+
+    def SerializeToString(self) -> bytes: ...
+
+
+# model=: an ONNX file path, ONNX bytes, an onnx.ModelProto, or a function that fills a TensorRT network
+ModelLike = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, OnnxModelProto, Callable[[Any], object]]
 
 
 @dataclass(frozen=True)
@@ -35,7 +49,7 @@ class ModelSource:
     label: str
 
     @classmethod
-    def of(cls, model: Any) -> ModelSource:
+    def of(cls, model: ModelLike | Any) -> ModelSource:
         if isinstance(model, (str, os.PathLike)):
             return cls("path", str(Path(model).expanduser()), str(model))
         if isinstance(model, (bytes, bytearray, memoryview)):
@@ -76,6 +90,8 @@ class CaptureLogger:
         self.on_record = on_record
         self._listeners: list[Callable[[dict[str, Any]], None]] = []
         self.records: deque[dict[str, Any]] = deque(maxlen=5000)
+        self.tactics = TacticWatch()  # what a silent step is timing, from VERBOSE lines (kept or not)
+        self.on_tactic_line: Callable[[str], None] | None = None  # a builder process forwards them
         self.problems: list[dict[str, Any]] = []  # WARNING and worse, capped below
 
     def restart_clock(self) -> None:
@@ -86,6 +102,10 @@ class CaptureLogger:
         """Keep one line; ``at`` is the line's own clock reading when replayed from a builder process."""
         try:
             level = int(severity)
+            if level == 4 and wanted(msg):
+                self.tactics.feed(msg, (self._clock() if at is None else min(at, self._clock())) - self._t0)
+                if self.on_tactic_line is not None:
+                    self.on_tactic_line(msg)
             if level > self._max:
                 return
             now = self._clock() if at is None else min(at, self._clock())
@@ -126,8 +146,9 @@ class _LogRouter(trt().ILogger):  # type: ignore[misc]
         self.any_verbose = False  # True while a running build wants VERBOSE lines
 
     def log(self, severity: Any, msg: str) -> None:
-        # TensorRT sends every VERBOSE line (tens of thousands per build): drop them before any other work.
-        if not self.any_verbose and int(severity) == 4:
+        # TensorRT sends every VERBOSE line (tens of thousands per build): drop them before any other work, but for
+        # the autotuner's lines that say what a silent step is timing (see _verbose.py).
+        if not self.any_verbose and int(severity) == 4 and not wanted(msg):
             return
         sink = self.sinks.get(threading.get_ident())
         for target in [sink] if sink is not None else list(self.sinks.values()):
@@ -171,6 +192,13 @@ def _build_engine(
     source: ModelSource, options: BuildOptions, monitor: Any, logger: CaptureLogger, router: _LogRouter
 ) -> memoryview | None:
     t = trt()
+    with _on_device(options.device):
+        return _build_on_device(t, source, options, monitor, logger, router)
+
+
+def _build_on_device(
+    t: Any, source: ModelSource, options: BuildOptions, monitor: Any, logger: CaptureLogger, router: _LogRouter
+) -> memoryview | None:
     try:
         builder = t.Builder(router)
     except TypeError as exc:  # pybind11: "factory function returned nullptr"
@@ -190,6 +218,8 @@ def _build_engine(
     _check_network(network, options)
     config = builder.create_builder_config()
     cache = _configure(t, builder, config, network, options, logger)
+    if options.configure is not None:
+        _call_configure(options.configure, builder, network, config)
     config.progress_monitor = monitor
     try:
         serialized = builder.build_serialized_network(network, config)
@@ -207,6 +237,53 @@ def _build_engine(
         _save_timing_cache(config, options.timing_cache, logger)
     del parser  # only now may the weights the network points into go
     return engine
+
+
+def _call_configure(configure: Any, builder: Any, network: Any, config: Any) -> None:
+    """``configure(builder, network, config)``; its exception fails the build with its traceback."""
+    import traceback
+
+    try:
+        configure(builder, network, config)
+    except Exception as exc:
+        name = getattr(configure, "__qualname__", repr(configure))
+        raise BuildError(f"configure= {name} raised {exc!r}\n{traceback.format_exc()}") from exc
+
+
+@contextmanager
+def _on_device(device: int | None) -> Iterator[None]:
+    """Build on CUDA device ``device`` (trtexec --device): its primary context made current on this thread (the
+    CUDA runtime inside TensorRT uses the thread's current context), the previous one restored after."""
+    if device is None:
+        yield
+        return
+    import ctypes
+
+    cuda = None
+    for name in ("libcuda.so.1", "libcuda.so", "nvcuda.dll"):
+        try:
+            cuda = ctypes.CDLL(name)
+            break
+        except OSError:
+            continue
+    count = ctypes.c_int(0)
+    if cuda is None or cuda.cuInit(0) != 0 or cuda.cuDeviceGetCount(ctypes.byref(count)) != 0:
+        raise BuildError(f"device={device}: no CUDA driver or GPU is usable here; leave device unset")
+    if device >= count.value:
+        raise BuildError(f"device={device}: this machine has {count.value} CUDA device(s), numbered from 0")
+    handle, context, previous = ctypes.c_int(0), ctypes.c_void_p(), ctypes.c_void_p()
+    if (
+        cuda.cuDeviceGet(ctypes.byref(handle), device) != 0
+        or cuda.cuDevicePrimaryCtxRetain(ctypes.byref(context), handle) != 0
+    ):
+        raise BuildError(f"device={device}: CUDA could not open the device")
+    cuda.cuCtxGetCurrent(ctypes.byref(previous))
+    cuda.cuCtxSetCurrent(context)
+    try:
+        yield
+    finally:
+        cuda.cuCtxSetCurrent(previous)
+        cuda.cuDevicePrimaryCtxRelease(handle)
 
 
 def _save_timing_cache(config: Any, path: str, logger: CaptureLogger) -> None:
@@ -292,7 +369,11 @@ def _check_network(network: Any, options: BuildOptions) -> None:
     if network.num_outputs == 0:
         raise BuildError("the network has no outputs: mark at least one tensor with network.mark_output(tensor)")
     inputs = {network.get_input(i).name: tuple(network.get_input(i).shape) for i in range(network.num_inputs)}
-    profiles = options.profiles or {}
+    for profile in options.profile_list() or [{}]:
+        _check_profile(inputs, profile)
+
+
+def _check_profile(inputs: dict[str, tuple[int, ...]], profiles: dict[str, Any]) -> None:
     unknown = sorted(set(profiles) - set(inputs))
     if unknown:
         raise BuildError(f"profiles name unknown input(s) {unknown}; the network's inputs are {sorted(inputs)}")
@@ -305,10 +386,22 @@ def _check_network(network: Any, options: BuildOptions) -> None:
             if fixed:
                 raise BuildError(f"profile for input {name!r} changes fixed dimension(s) {fixed} of shape {shape}")
         elif any(d < 0 for d in shape):
+            dims = "x".join(str(d) if d >= 0 else "N" for d in shape)
             raise BuildError(
-                f"input {name!r} has a dynamic shape {shape}: pass profiles={{{name!r}: (min_shape, opt_shape, "
-                "max_shape)}"
+                f"input {name!r} has a dynamic shape {shape}: give its shapes — on the command line --shapes "
+                f"{name}:{dims} (N a number) or --min-shapes/--opt-shapes/--max-shapes {name}:{dims}; in Python "
+                f"profiles={{{name!r}: (min_shape, opt_shape, max_shape)}}"
             )
+
+
+def _set_precisions(t: Any, config: Any, options: BuildOptions) -> None:
+    """The weak-typing precision flags (check_options refused those the API lacks); best: every one it has but FP8,
+    as trtexec --best."""
+    for name in options.weak_precisions:
+        names = ["FP16", "INT8", "BF16"] if name == "best" else [PRECISION_FLAGS[name]]
+        for flag in names:
+            if hasattr(t.BuilderFlag, flag):
+                config.set_flag(getattr(t.BuilderFlag, flag))
 
 
 def _configure(t: Any, builder: Any, config: Any, network: Any, options: BuildOptions, logger: CaptureLogger) -> Any:
@@ -316,13 +409,45 @@ def _configure(t: Any, builder: Any, config: Any, network: Any, options: BuildOp
         config.builder_optimization_level = options.optimization_level
     if options.workspace is not None:
         config.set_memory_pool_limit(t.MemoryPoolType.WORKSPACE, options.workspace)
-    if options.fp16:  # check_options refused it where the flag does not exist
-        config.set_flag(t.BuilderFlag.FP16)
-    if options.profiles:
+    _set_precisions(t, config, options)
+    for profile_shapes in options.profile_list():
         profile = builder.create_optimization_profile()
-        for name, (lo, opt, hi) in options.profiles.items():
+        for name, (lo, opt, hi) in profile_shapes.items():
             profile.set_shape(name, lo, opt, hi)
         config.add_optimization_profile(profile)
+    if options.dla_core is not None:
+        cores = int(getattr(builder, "num_DLA_cores", 0))
+        if options.dla_core >= cores:
+            raise BuildError(f"dla_core={options.dla_core}: this device has {cores} DLA core(s) (DLA: Jetson AGX/NX)")
+        config.default_device_type = t.DeviceType.DLA
+    for name, how in TRT_SETTINGS.items():  # check_options made sure the API has each one that is set
+        value = getattr(options, name)
+        if value is None:
+            continue
+        if how[0] == "flag":
+            if value is False and name != "tf32":  # False is the default of every flag option but tf32
+                continue
+            flag = getattr(t.BuilderFlag, how[1])
+            if value:
+                config.set_flag(flag)
+            else:
+                config.clear_flag(flag)
+            kept = bool(config.get_flag(flag)) == bool(value)
+        else:
+            wanted = value if how[0] == "attr" else getattr(getattr(t, how[2]), value.upper())
+            setattr(config, how[1], wanted)
+            kept = getattr(config, how[1]) == wanted
+        if not kept:  # the API has the setting but ignores it (TensorRT for RTX: hardware compatibility, DLA core)
+            raise BuildError(
+                f"{name}={value!r} is not available with {capabilities()['label']}: its builder config ignores "
+                f"{how[1]} (see the WARNING lines TensorRT logged)"
+            )
+    if options.tactic_sources is not None:
+        mask = int(config.get_tactic_sources())
+        for item in options.tactic_sources.split(","):
+            bit = 1 << int(getattr(t.TacticSource, item[1:]))
+            mask = mask | bit if item[0] == "+" else mask & ~bit
+        config.set_tactic_sources(mask)
     cache = None
     if options.timing_cache:
         path = Path(options.timing_cache)

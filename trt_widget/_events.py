@@ -110,7 +110,7 @@ class EventStream:
                         self._phase_finished(phase)
         if hasattr(build, "on_start"):
             build.on_start(lambda _build: self._begin_locked())
-        build.on_done(self._on_done)
+        build.add_done_callback(self._on_done)
         _open_streams.add(self)
 
     # -- waiting -------------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ def attach_resources(build: Any) -> None:
         build.on_start(lambda _build: sampler.start())
     else:  # older Build without the start hook: begin at the first phase event
         build.model.subscribe(lambda _event, _phase: sampler.start() if sampler._thread is None else None)
-    build.on_done(lambda _build: sampler.stop())
+    build.add_done_callback(lambda _build: sampler.stop())
 
 
 class _Gpu:

@@ -39,7 +39,12 @@ def snapshot(build: Any) -> dict[str, Any]:
         "eta": _call(build.history, "eta"),
         "history_delta": _call(build.history, "deltas"),
         "resources": _call(build.resources, "snapshot"),
-        "activity": {"last_callback_s": build.model.last_event_s} if status in LIVE else None,
+        "activity": {
+            "last_callback_s": build.model.last_event_s,
+            "timing": _call(getattr(build.logger, "tactics", None), "snapshot"),
+        }
+        if status in LIVE
+        else None,
     }
 
 
@@ -82,7 +87,7 @@ class SnapshotPump:
         self._urgent = False
         self._thread = threading.Thread(target=self._loop, name="trt_widget-pump", daemon=True)
         self.unsubscribe = subscribe(build, self._on_event, steps=False)  # steps wait for the next tick
-        build.on_done(lambda _build: self.wake(urgent=True))
+        build.add_done_callback(lambda _build: self.wake(urgent=True))
 
     def _on_event(self, event: BuildEvent) -> None:
         if event.kind in ("phase_start", "phase_finish"):

@@ -1,9 +1,8 @@
-"""Build status names, in one place, and the callable flag behind ``Build.done``."""
+"""Build status names, in one place, and the package's logger."""
 
 from __future__ import annotations
 
 import logging
-import warnings
 
 from ._phases import CANCELLED as CANCELLED  # the same word for a phase and a build
 
@@ -16,27 +15,3 @@ FINAL = (SUCCEEDED, CANCELLED, FAILED)
 
 log = logging.getLogger("trt_widget")
 log.addHandler(logging.NullHandler())
-
-
-class DoneFlag:
-    """``build.done()`` as in ``concurrent.futures.Future``; the old property spelling ``build.done()`` still
-    works as a bool for one release, with a DeprecationWarning."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: bool) -> None:
-        self._value = value
-
-    def __call__(self) -> bool:
-        return self._value
-
-    def __bool__(self) -> bool:
-        warnings.warn(
-            "Build.done is a method, as in concurrent.futures.Future: call build.done()",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return self._value
-
-    def __repr__(self) -> str:
-        return f"<bound method Build.done() -> {self._value}>"

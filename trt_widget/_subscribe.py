@@ -45,7 +45,7 @@ def subscribe(build: Any, fn: Callable[[BuildEvent], None], *, steps: bool = Tru
     stop_phases = build.model.subscribe(on_phase, steps=steps)
     stop_logs = build.logger.subscribe(on_record)
     build.on_start(lambda _build: deliver(BuildEvent("start")))
-    build.on_done(lambda _build: deliver(BuildEvent("end")))
+    build.add_done_callback(lambda _build: deliver(BuildEvent("end")))
 
     def unsubscribe() -> None:
         nonlocal active

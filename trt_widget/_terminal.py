@@ -16,6 +16,7 @@ from ._events import attach_events
 from ._format import fmt_bytes, fmt_s, is_terminal
 from ._grouping import sibling_runs
 from ._status import CANCELLED, CANCELLING, IDLE, RUNNING, SUCCEEDED
+from ._verbose import describe
 
 MARKS = {
     "running": ("▸", "yellow"),
@@ -225,7 +226,8 @@ class TerminalView:
                 f"Cancelling — waiting for the builder to finish the current step of {info.get('phase') or 'the build'}"
             )
         hint = f" — {self.hint}" if self.hint and build.status == RUNNING else ""
-        return f"{build.status} {fmt_s(now)}{hint}"
+        timing = describe(build.logger.tactics.snapshot(), now) if build.status == RUNNING else ""
+        return f"{build.status} {fmt_s(now)}{f' · now {timing}' if timing else ''}{hint}"
 
 
 class Interrupts:

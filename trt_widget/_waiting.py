@@ -26,7 +26,7 @@ class Waiting:
     _status: str
     _lock: threading.Lock
     _done: threading.Event  # the build has ended (status final)
-    _settled: threading.Event  # ... and its on_done callbacks have run (what wait() waits for)
+    _settled: threading.Event  # ... and its done callbacks have run (what wait() waits for)
     _settle_wakers: list[Callable[[], Any]]
     _thread: threading.Thread | None
     engine: bytes | None
@@ -42,7 +42,7 @@ class Waiting:
         ``start()`` there is nothing to wait for: returns "idle" at once.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
-        # an on_done callback (run on the builder thread) that waits must not wait for itself
+        # a done callback (run on the builder thread) that waits must not wait for itself
         ended = self._done if threading.current_thread() is self._thread else self._settled
         try:
             while not ended.is_set() and self._status != IDLE:

@@ -12,14 +12,18 @@ import sys
 import uuid
 from collections.abc import Callable, Generator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import anywidget
 import traitlets
 
-from ._build import Build
+from ._build import Build, BuildArgs
+from ._engine import ModelLike
 from ._snapshot import SnapshotPump, snapshot
 from ._status import log as _log
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 _STATIC = Path(__file__).parent / "static"
 TIMING_COLUMNS = ["id", "name", "parent", "depth", "step", "num_steps", "start_s", "end_s", "duration_s", "status"]
@@ -53,48 +57,15 @@ class BuildWidget(anywidget.AnyWidget):
     activity = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)  # last_callback_s while live
 
     def __init__(
-        self,
-        model: Any,
-        *,
-        optimization_level: int | None = None,
-        fp16: bool = False,
-        strongly_typed: bool = True,
-        timing_cache: str | os.PathLike[str] | None = None,
-        workspace: int | str | None = None,
-        profiles: dict[str, Any] | None = None,
-        output: str | os.PathLike[str] | None = None,
-        budget: float | None = None,
-        verbose: bool = False,
-        isolation: str = "process",
-        force_after: float | None = None,
-        events: Any = None,
-        history: Any = True,
-        resources: bool = True,
-        build: Build | None = None,
-        **unknown: Any,
+        self, model: ModelLike | Build | None, *, build: Build | None = None, **kwargs: Unpack[BuildArgs]
     ) -> None:
         """The same arguments as :class:`Build`; or ``build=`` (or as ``model``) an existing, not yet started Build."""
         if build is None and isinstance(model, Build):  # e.g. a trt_widget.serve.RemoteBuild
             build = model
         if build is None:
-            build = Build(
-                model,
-                optimization_level=optimization_level,
-                fp16=fp16,
-                strongly_typed=strongly_typed,
-                timing_cache=timing_cache,
-                workspace=workspace,
-                profiles=profiles,
-                output=output,
-                budget=budget,
-                verbose=verbose,
-                isolation=isolation,
-                force_after=force_after,
-                events=events,
-                history=history,
-                resources=resources,
-                **unknown,
-            )
+            if model is None:
+                raise TypeError("BuildWidget needs a model (or build=, a Build not yet started)")
+            build = Build(cast("ModelLike", model), **kwargs)
         super().__init__()
         self.build = build
         self._pump = SnapshotPump(build, self._apply)
@@ -281,7 +252,7 @@ class BuildWidget(anywidget.AnyWidget):
             self._refresh_display()
 
     def _on_build_end(self, _build: Any) -> None:
-        """on_done, on the builder thread: ipykernel's IOPub socket is thread-safe, so the update goes out now,
+        """A done callback, on the builder thread: ipykernel's IOPub socket is thread-safe, so the update goes out now,
         with the request of the cell running at this moment (or of the last one)."""
         if self._display_id is not None:
             self._refresh_display()

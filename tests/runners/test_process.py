@@ -272,7 +272,7 @@ def test_twenty_builds_leave_no_zombies_or_open_files(small: bytes) -> None:
         return found
 
     def settled(build: Build) -> None:
-        """Ended, and its thread too (on_done callbacks such as history may still hold a file briefly)."""
+        """Ended, and its thread too (done callbacks such as history may still hold a file briefly)."""
         assert build.wait(120) == "succeeded", build.error
         assert build._thread is not None
         build._thread.join(60)
@@ -297,6 +297,7 @@ def test_outbox_coalesces_steps_and_never_blocks_the_builder_synthetic() -> None
     import multiprocessing
     import threading
 
+    from trt_widget.runners._messages import Events, Log, PhaseFinish, PhaseStart, Step
     from trt_widget.runners._worker import Outbox
 
     reader, writer = multiprocessing.get_context("spawn").Pipe(duplex=False)
@@ -305,32 +306,38 @@ def test_outbox_coalesces_steps_and_never_blocks_the_builder_synthetic() -> None
 
     def builder() -> None:
         for phase in range(50):
-            outbox.structure(("start", f"p{phase}", None, 10_000, 0.0))
+            outbox.structure(PhaseStart(f"p{phase}", None, 10_000, 0, 0.0))
             for step in range(10_000):
                 outbox.step(f"p{phase}", step)
                 if step % 500 == 0:
-                    outbox.log(("log", 3, "x" * 100, 0.0))
-            outbox.structure(("finish", f"p{phase}", 0.0))
+                    outbox.log(Log(3, "x" * 100, 0.0))
+            outbox.structure(PhaseFinish(f"p{phase}", 0, 0.0))
         produced.set()
 
     thread = threading.Thread(target=builder, daemon=True)
     thread.start()
     assert produced.wait(120), "the producer blocked on a pipe nobody reads"
-    events: list[tuple[Any, ...]] = []
+    events: list[Any] = []
     closer = threading.Thread(target=outbox.close, daemon=True)
     closer.start()
     while closer.is_alive() or reader.poll():
         if reader.poll(0.05):
-            events.extend(reader.recv()[1])
+            message = reader.recv()
+            assert isinstance(message, Events)
+            events.extend(message.batch)
     closer.join()
     reader.close()
     writer.close()
-    steps = [e for e in events if e[0] == "step"]
+    steps = [e for e in events if isinstance(e, Step)]
     assert len(steps) < 50 * 10_000 / 10  # coalesced
-    assert [e[1] for e in events if e[0] == "start"] == [f"p{i}" for i in range(50)]
-    last_step = {e[1]: e[2] for e in steps}
+    assert [e.name for e in events if isinstance(e, PhaseStart)] == [f"p{i}" for i in range(50)]
+    last_step = {e.name: e.step for e in steps}
     assert last_step == {f"p{i}": 9_999 for i in range(50)}  # the last step of every phase arrives
-    order = [(e[0], e[1]) for e in events if e[0] != "log"]
+    order = [(type(e).__name__, e.name) for e in events if not isinstance(e, Log)]
     for i in range(50):  # each phase's steps sit between its start and its finish
-        assert order.index(("start", f"p{i}")) < order.index(("step", f"p{i}")) < order.index(("finish", f"p{i}"))
-    assert len([e for e in events if e[0] == "log"]) == 50 * 20
+        assert (
+            order.index(("PhaseStart", f"p{i}"))
+            < order.index(("Step", f"p{i}"))
+            < order.index(("PhaseFinish", f"p{i}"))
+        )
+    assert len([e for e in events if isinstance(e, Log)]) == 50 * 20

@@ -23,6 +23,7 @@ import pytest
 from trt_widget import models
 from trt_widget._build import Build
 from trt_widget._errors import BuildCancelled
+from trt_widget._phases import CANCELLED
 from trt_widget._widget import BuildWidget
 from trt_widget.runners import _process
 
@@ -223,3 +224,21 @@ def test_a_killed_parent_leaves_no_worker_behind(tmp_path: Path, wait_until: Cal
         if parent.poll() is None:
             parent.kill()
         parent.wait(30)
+
+
+@pytest.mark.parametrize("isolation", ["thread", "process"])
+def test_a_stop_after_the_engine_was_made_leaves_the_build_succeeded(isolation: str) -> None:
+    build = Build(models.deep_residual(4), history=False, isolation=isolation)
+    asked: list[bool] = []
+
+    def stop_when_the_root_ends(event: str, phase: Any) -> None:
+        if event == "phase_finish" and phase.name == "Building engine" and not asked:
+            asked.append(build.stop("late stop"))  # TensorRT has no step left to cancel at
+
+    build.model.subscribe(stop_when_the_root_ends)
+    build.start()
+    assert build.wait(120) == "succeeded", build.status_detail
+    assert asked == [True]  # the stop really was asked for while the build was running
+    assert build.engine and build.error is None
+    assert not build.model.cancelling
+    assert not [r for r in build.timings() if r["status"] == CANCELLED]

@@ -80,7 +80,7 @@ class HistoryLink:
         self._deltas: dict[str, float] = {}
         self._lock = threading.Lock()
         threading.Thread(target=self._load, name="trt_widget-history", daemon=True).start()
-        build.on_done(self._record)
+        build.add_done_callback(self._record)
 
     def _load(self) -> None:
         try:
@@ -181,7 +181,7 @@ class HistoryLink:
             return {k: round(v, 4) for k, v in self._deltas.items()}
 
     def _record(self, build: Any) -> None:
-        """on_done: store this build's profile (never raises into the build)."""
+        """A done callback: store this build's profile (never raises into the build)."""
         try:
             self.ready.wait(60)
             if self.key is None:

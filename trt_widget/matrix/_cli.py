@@ -43,10 +43,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output-dir", metavar="DIR", help="write each engine as DIR/<model>-<variant>.engine")
     parser.add_argument("--json", action="store_true", help="one JSON event stream on stdout, 'build' in every event")
     parser.add_argument("--plain", action="store_true", help="plain lines even in a terminal")
-    parser.add_argument("--budget", type=float, metavar="S", help="cancel each build after S seconds")
-    parser.add_argument("--timing-cache", metavar="F", help="timing cache file, loaded before and saved after")
-    parser.add_argument("--workspace", metavar="SIZE", help="workspace limit per build, e.g. 1GiB")
-    parser.add_argument("--verbose", action="store_true", help="capture VERBOSE TensorRT log lines")
+    from .._options import SHAPES_EPILOG, add_option_arguments
+
+    add_option_arguments(
+        parser.add_argument_group("build options of every build (see docs/options.md)"),
+        exclude=("optimization_level", "output"),  # --opt-level makes the variants; -o names a directory here
+    )
+    parser.epilog = SHAPES_EPILOG
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
 
 
 def run(args: argparse.Namespace) -> int:
@@ -59,20 +63,20 @@ def run(args: argparse.Namespace) -> int:
     if args.max_parallel is not None and args.max_parallel < 1:
         print(f"trt-widget: error: --max-parallel must be at least 1, got {args.max_parallel}", file=sys.stderr)
         return EXIT_USAGE
+    from .._options import BuildOptionsDict, options_from_args
     from ._matrix import BuildMatrix
 
-    options = {
-        "budget": args.budget,
-        "timing_cache": args.timing_cache,
-        "workspace": args.workspace,
-        "verbose": args.verbose or None,
-    }
+    try:
+        options = options_from_args(args)
+    except ValueError as exc:
+        print(f"trt-widget: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     executor: Any = args.executor
     if args.executor == "ray" and args.ray_address:
         from ..ray import RayRunner
 
         executor = RayRunner(address=args.ray_address)
-    variants = [{"optimization_level": n} for n in args.opt_level] if args.opt_level else [{}]
+    variants: list[BuildOptionsDict] = [{"optimization_level": n} for n in args.opt_level] if args.opt_level else [{}]
     try:
         matrix = BuildMatrix(
             args.models,
@@ -81,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
             max_parallel=args.max_parallel,
             output_dir=args.output_dir,
             events=sys.stdout if args.json else None,
-            **{k: v for k, v in options.items() if v is not None},
+            **options,
         )
     except (ValueError, TypeError) as exc:
         print(f"trt-widget: error: {exc}", file=sys.stderr)

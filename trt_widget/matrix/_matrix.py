@@ -20,11 +20,13 @@ import time
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .._build import Build
+from .._build import Build, HistorySetting
 from .._engine import ModelSource
 from .._errors import BuildError
+from .._event_sinks import Sink
+from .._options import BuildOptionsDict
 from .._status import FINAL, IDLE
 from ..runners import RunContext, Runner
 from ._table import (
@@ -37,6 +39,9 @@ from ._table import (
     result_row,
     variant_label,
 )
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["BuildMatrix", "Cell"]
 
@@ -147,12 +152,14 @@ class BuildMatrix:
         self,
         models: Any,
         *,
-        variants: Sequence[Mapping[str, Any]] | Mapping[str, Mapping[str, Any]] | None = None,
+        variants: Sequence[BuildOptionsDict] | Mapping[str, BuildOptionsDict] | None = None,
         executor: Any = "local",
         max_parallel: int | None = None,
         output_dir: str | os.PathLike[str] | None = None,
-        events: Any = None,
-        **options: Any,
+        events: Sink | None = None,
+        history: HistorySetting = True,
+        resources: bool = True,
+        **options: Unpack[BuildOptionsDict],
     ) -> None:
         named_models = _named(models, model_labels)
         named_variants = _named_variants(variants)
@@ -170,6 +177,7 @@ class BuildMatrix:
         if self.output_dir is not None and not self.output_dir.is_dir():
             raise FileNotFoundError(f"output_dir does not exist (or is not a directory): {self.output_dir}")
         self.cells: list[Cell] = []
+        self._build_args: dict[str, Any] = {"history": history, "resources": resources}
         for model_label, model in named_models:
             for variant, variant_options in named_variants:
                 merged = {**options, **variant_options}
@@ -194,11 +202,10 @@ class BuildMatrix:
                 from ..ray import RayRunner
 
                 template = self._ray_template if isinstance(self._ray_template, RayRunner) else RayRunner()
-                options.setdefault("history", False)  # local history would time a remote machine
-                options.setdefault("resources", False)  # the builder's memory is on another machine
-                build = Build(model, runner=template.clone(), **options)
+                remote = {"history": False, "resources": False}  # history / memory here would time a remote machine
+                build = Build(model, runner=template.clone(), **{**remote, **self._explicit_args()}, **options)
             else:
-                build = Build(model, **options)
+                build = Build(model, **self._build_args, **options)
         except (TypeError, ValueError, OSError) as exc:  # bad options fail this variant alone
             build = Build(b"refused", isolation="thread", history=False, resources=False)
             build.source = ModelSource("refused", None, model_label)
@@ -207,6 +214,10 @@ class BuildMatrix:
         if self.slots is not None:
             build.runner = SlotRunner(build.runner, self.slots)
         return build
+
+    def _explicit_args(self) -> dict[str, Any]:
+        """history= / resources= where the caller changed them from the default."""
+        return {k: v for k, v in self._build_args.items() if v is not True}
 
     # -- the builds ----------------------------------------------------------------------------------
     @property

@@ -23,12 +23,13 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from .._errors import BuildError
+from .._options import builder_options
 from ..runners import RunContext
 from ._remote import Hub, remote_build
 
 POLL_S = 0.05  # how often the driver looks at Stop while waiting for Ray
 PULL_S = 0.5  # a long poll of the hub returns at once with events, else after this long
-REMOTE_OPTIONS = ("optimization_level", "fp16", "strongly_typed", "timing_cache", "workspace", "profiles", "verbose")
+REMOTE_OPTIONS = builder_options()  # the options applied where TensorRT runs
 
 _init_lock = threading.Lock()
 _initializer = ThreadPoolExecutor(1, thread_name_prefix="trt_widget-ray-init")  # its thread lives as long as we do

@@ -29,6 +29,21 @@ from typing import Any
 
 from .._errors import BuildError
 from ._base import RunContext
+from ._messages import (
+    Built,
+    Cancelled,
+    Engine,
+    Event,
+    Events,
+    Failed,
+    Hello,
+    Job,
+    Log,
+    PhaseFinish,
+    PhaseStart,
+    Step,
+    Stop,
+)
 
 POLL_S = 0.05  # how often the relay looks at stop requests while the worker is quiet
 TERM_GRACE_S = 0.2  # SIGTERM, then SIGKILL after this long
@@ -36,8 +51,19 @@ DEFAULT_IDLE_S = 300.0
 MAX_IDLE_WORKERS = 2
 
 
-def check_transferable(source: Any) -> None:
-    """Raise TypeError unless ``source`` (a ModelSource) can be sent to a builder process, naming what cannot."""
+def check_transferable(source: Any, configure: Any = None) -> None:
+    """Raise TypeError unless ``source`` (a ModelSource) and the ``configure=`` function can be sent to a builder
+    process, naming what cannot."""
+    if configure is not None:
+        import cloudpickle
+
+        try:
+            cloudpickle.dumps(configure)
+        except Exception as exc:
+            raise TypeError(
+                f"configure= {getattr(configure, '__qualname__', configure)!r} cannot be sent to the builder process: "
+                f"{exc}. Everything it refers to must be picklable; or pass isolation='thread'"
+            ) from None
     if source.kind != "callable":
         return
     import cloudpickle
@@ -264,7 +290,7 @@ class _Relay:
         self.ctx.on_pid(worker.pid)
         try:
             with contextlib.suppress(OSError, ValueError):  # the worker died just now: the relay loop reports how
-                worker.control.send(("job", self.job_id, job))
+                worker.control.send(Job(self.job_id, job))
             return self._supervise(worker)
         finally:
             if self.answered and worker.alive():  # it sent its final message: ready for the next job
@@ -284,9 +310,17 @@ class _Relay:
             "path": None,
             "callable": None,
             "options": self.ctx.options,
+            "configure": None,
             "workdirs": self.workdirs,
             "sys_path": list(sys.path),
         }
+        if self.ctx.options.configure is not None:  # a function, often a lambda: cloudpickle sends it
+            import dataclasses
+
+            import cloudpickle
+
+            job["options"] = dataclasses.replace(self.ctx.options, configure=None)
+            job["configure"] = cloudpickle.dumps(self.ctx.options.configure)
         if source.kind == "path":
             job["path"] = os.path.abspath(source.value)
         elif source.kind == "bytes":
@@ -309,7 +343,7 @@ class _Relay:
             if ctx.cancel.is_set() and force_at is None:
                 force_at = time.monotonic() + ctx.graceful_s
                 with contextlib.suppress(OSError, ValueError):
-                    worker.control.send(("stop", self.job_id))
+                    worker.control.send(Stop(self.job_id))
             if not self.built and (ctx.force.is_set() or (force_at is not None and time.monotonic() >= force_at)):
                 self._force_stop(worker, automatic=not ctx.force.is_set())
                 return None
@@ -319,10 +353,10 @@ class _Relay:
                 message = worker.events.recv()
             except (EOFError, OSError):
                 self._died(worker)
-            if message[0] == "hello":
+            if isinstance(message, Hello):
                 worker.hello = True
-            elif message[0] == "events":
-                self._replay(message[1])
+            elif isinstance(message, Events):
+                self._replay(message.batch)
             else:
                 return self._final(message)
 
@@ -368,33 +402,33 @@ class _Relay:
             "This Python process is unaffected and the next build can run."
         )
 
-    def _replay(self, batch: list[tuple[Any, ...]]) -> None:
+    def _replay(self, batch: list[Event]) -> None:
         model, logger = self.ctx.model, self.ctx.logger
         shared = self.ctx.shared_clock
         for event in batch:
-            at = event[-1] if shared else None
-            kind = event[0]
-            if kind == "step":
-                model.step_complete(event[1], event[2], thread=event[3])
-            elif kind == "start":
-                model.phase_start(event[1], event[2], event[3], at=at, thread=event[4])
-            elif kind == "finish":
-                model.phase_finish(event[1], at=at, thread=event[2])
-            elif kind == "log":
-                logger.log(event[1], event[2], at=at)
-            elif kind == "built":
+            at = event.at if shared else None
+            if isinstance(event, Step):
+                model.step_complete(event.name, event.step, thread=event.thread)
+            elif isinstance(event, PhaseStart):
+                model.phase_start(event.name, event.parent, event.num_steps, at=at, thread=event.thread)
+            elif isinstance(event, PhaseFinish):
+                model.phase_finish(event.name, at=at, thread=event.thread)
+            elif isinstance(event, Log):
+                logger.log(event.level, event.message, at=at)
+            elif isinstance(event, Built):
                 self.built = True
 
-    def _final(self, message: tuple[Any, ...]) -> bytes | None:
+    def _final(self, message: Any) -> bytes | None:
         self.answered = True
-        kind = message[0]
-        if kind == "engine":
-            return self._receive_engine(*message[1:])
-        if kind == "cancelled":
-            if message[1]:
-                self.ctx.note(message[1])
+        if isinstance(message, Engine):
+            return self._receive_engine(message.path, message.size)
+        if isinstance(message, Cancelled):
+            if message.detail:
+                self.ctx.note(message.detail)
             return None
-        raise BuildError(message[1] if kind == "error" else f"unexpected message from the builder: {message!r}")
+        if isinstance(message, Failed):
+            raise BuildError(message.message)
+        raise BuildError(f"unexpected message from the builder: {message!r}")
 
     def _receive_engine(self, path: str, size: int) -> bytes:
         if os.path.dirname(os.path.realpath(path)) not in [os.path.realpath(d) for d in self.workdirs]:

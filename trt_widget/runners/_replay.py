@@ -12,7 +12,7 @@ import itertools
 import json
 import os
 import random
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -109,10 +109,8 @@ class ReplayRunner:
         events: list[dict[str, Any]],
         clock: ReplayClock,
         speed: float | None,
-        on_engine_size: Callable[[int], None] | None = None,
     ) -> None:
         self.events = events
-        self.on_engine_size = on_engine_size
         self.clock = clock
         self.speed = speed
 
@@ -144,8 +142,8 @@ class ReplayRunner:
             + (f" with an engine of {size:,} B" if isinstance(size, int) else "")
         )
         if status == "succeeded":
-            if isinstance(size, int) and self.on_engine_size is not None:
-                self.on_engine_size(size)
+            if isinstance(size, int):
+                ctx.on_engine_size(size)
             return b""  # the recording holds no engine bytes
         if status == "cancelled":
             return None

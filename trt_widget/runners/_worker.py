@@ -29,6 +29,22 @@ import traceback
 from typing import Any
 
 from .._errors import BuildError
+from ._messages import (
+    Built,
+    Cancelled,
+    Engine,
+    Event,
+    Events,
+    Failed,
+    Final,
+    Hello,
+    Job,
+    Log,
+    PhaseFinish,
+    PhaseStart,
+    Step,
+    Stop,
+)
 
 SEND_INTERVAL_S = 0.02
 
@@ -40,7 +56,7 @@ class Outbox:
         self._conn = conn
         self._lock = threading.Lock()
         self._send_lock = threading.Lock()  # one writer on the connection at a time
-        self._events: list[tuple[Any, ...]] = []
+        self._events: list[Event] = []
         self._step_index: dict[tuple[str, int | None], int] = {}  # (phase, thread) -> its pending step event
         self._wake = threading.Event()
         self._closed = False
@@ -49,7 +65,7 @@ class Outbox:
         self._thread.start()
 
     def step(self, name: str, step: int, thread: int | None = None) -> None:
-        event = ("step", name, step, thread, time.perf_counter())
+        event = Step(name, step, thread, time.perf_counter())
         key = (name, thread)
         with self._lock:
             index = self._step_index.get(key)
@@ -59,14 +75,14 @@ class Outbox:
                 self._step_index[key] = len(self._events)
                 self._events.append(event)
 
-    def structure(self, event: tuple[Any, ...]) -> None:
+    def structure(self, event: Event) -> None:
         """A phase start/finish: ordering matters from here on, and the parent wants it at once."""
         with self._lock:
             self._events.append(event)
             self._step_index.clear()
         self._wake.set()
 
-    def log(self, event: tuple[Any, ...]) -> None:
+    def log(self, event: Event) -> None:
         with self._lock:
             self._events.append(event)
 
@@ -78,7 +94,7 @@ class Outbox:
                 self._step_index.clear()
             if batch and not self.broken:
                 try:
-                    self._conn.send(("events", batch))
+                    self._conn.send(Events(batch))
                 except (OSError, ValueError):
                     self.broken = True
 
@@ -111,7 +127,7 @@ def _make_monitor(outbox: Outbox, cancel: threading.Event) -> Any:
         def phase_start(self, phase_name: str, parent_phase: str | None, num_steps: int) -> None:
             try:  # noqa: SIM105
                 outbox.structure(
-                    ("start", phase_name, parent_phase, num_steps, threading.get_ident(), time.perf_counter())
+                    PhaseStart(phase_name, parent_phase, num_steps, threading.get_ident(), time.perf_counter())
                 )
             except Exception:
                 pass
@@ -125,7 +141,7 @@ def _make_monitor(outbox: Outbox, cancel: threading.Event) -> Any:
 
         def phase_finish(self, phase_name: str) -> None:
             try:  # noqa: SIM105
-                outbox.structure(("finish", phase_name, threading.get_ident(), time.perf_counter()))
+                outbox.structure(PhaseFinish(phase_name, threading.get_ident(), time.perf_counter()))
             except Exception:
                 pass
 
@@ -153,12 +169,12 @@ class _Jobs:
                 message = self._control.recv()
             except (EOFError, OSError):
                 os._exit(0)  # the parent closed the pipe or died: never outlive it, even mid-build
-            if message[0] == "job":
+            if isinstance(message, Job):
                 cancel = threading.Event()
-                self._cancels[message[1]] = cancel
-                self._queue.put((message[1], message[2], cancel))
-            elif message[0] == "stop":
-                event = self._cancels.get(message[1])
+                self._cancels[message.job_id] = cancel
+                self._queue.put((message.job_id, message.job, cancel))
+            elif isinstance(message, Stop):
+                event = self._cancels.get(message.job_id)
                 if event is not None:
                     event.set()
 
@@ -182,6 +198,25 @@ def _load_source(job: dict[str, Any]) -> Any:
             "a module the build process cannot import; pass an ONNX model or use isolation='thread'"
         ) from exc
     return ModelSource("callable", function, label)
+
+
+def _load_options(job: dict[str, Any]) -> Any:
+    """The job's BuildOptions, with its configure= function (sent with cloudpickle) restored."""
+    options = job["options"]
+    if job.get("configure") is None:
+        return options
+    import dataclasses
+
+    import cloudpickle
+
+    try:
+        configure = cloudpickle.loads(job["configure"])
+    except Exception as exc:
+        raise BuildError(
+            f"the build process could not load the configure= function: {exc!r}. It may use a module the build "
+            "process cannot import; use isolation='thread'"
+        ) from exc
+    return dataclasses.replace(options, configure=configure)
 
 
 def write_first(dirs: list[str], name: str, data: bytes | memoryview) -> str:
@@ -208,27 +243,29 @@ def _write_engine(engine: memoryview, dirs: list[str]) -> tuple[str, int]:
 def run_job(job: dict[str, Any], cancel: threading.Event, events: Any) -> None:
     """Build one job, streaming its events, and send its final message."""
     outbox = Outbox(events)
-    final: tuple[Any, ...]
+    final: Final
     try:
         from .._engine import CaptureLogger, build_engine
 
         def on_record(record: dict[str, Any]) -> None:
             level = ("INTERNAL_ERROR", "ERROR", "WARNING", "INFO", "VERBOSE").index(record["severity"])
-            outbox.log(("log", level, record["message"], time.perf_counter()))
+            outbox.log(Log(level, record["message"], time.perf_counter()))
 
         logger = CaptureLogger(job["options"].verbose, on_record=on_record)
+        if not job["options"].verbose:  # the autotuner's lines still reach the parent's TacticWatch
+            logger.on_tactic_line = lambda message: outbox.log(Log(4, message, time.perf_counter()))
         source = _load_source(job)
         monitor = _make_monitor(outbox, cancel)
-        engine = build_engine(source, job["options"], monitor, logger)
+        engine = build_engine(source, _load_options(job), monitor, logger)
         if engine is not None:
-            outbox.structure(("built", time.perf_counter()))  # from now on a stop must not discard it
-        final = ("cancelled", "") if engine is None else ("engine", *_write_engine(engine, job["workdirs"]))
+            outbox.structure(Built(time.perf_counter()))  # from now on a stop must not discard it
+        final = Cancelled("") if engine is None else Engine(*_write_engine(engine, job["workdirs"]))
     except BuildError as exc:
-        final = ("error", str(exc))
+        final = Failed(str(exc))
     except KeyboardInterrupt:
-        final = ("cancelled", "the network definition function raised KeyboardInterrupt")
+        final = Cancelled("the network definition function raised KeyboardInterrupt")
     except BaseException as exc:  # even SystemExit from user code: report it, keep serving
-        final = ("error", f"unexpected {type(exc).__name__} in the build process: {exc}\n{traceback.format_exc()}")
+        final = Failed(f"unexpected {type(exc).__name__} in the build process: {exc}\n{traceback.format_exc()}")
     outbox.close()
     try:
         events.send(final)
@@ -258,7 +295,7 @@ def main(argv: list[str]) -> None:
     _die_with_parent(int(argv[2]))
     # a SIGINT sent to this process (it has its own session) is not a Stop: only the parent decides that
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    events.send(("hello", os.getpid()))
+    events.send(Hello(os.getpid()))
     jobs = _Jobs(control)
     with contextlib.suppress(Exception):  # import TensorRT while no job waits yet (a failure: the job reports it)
         from .. import _engine  # noqa: F401

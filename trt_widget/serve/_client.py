@@ -18,18 +18,24 @@ import os
 import threading
 import time
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from .._build import Build
-from .._engine import ModelSource
+from .._engine import ModelLike, ModelSource
 from .._errors import BuildError
-from .._options import BuildOptions
+from .._event_sinks import Sink
+from .._files import refuse_overwriting
+from .._options import BuildOptions, BuildOptionsDict, http_refusals
 from ..runners import RunContext, apply_event
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+_LOCAL = ("output",)  # options a RemoteBuild handles here: the engine is written to a local file
 _NOT_REMOTE = {
-    "timing_cache": "the server keeps no files of its clients",
+    **{name: why for name, why in http_refusals().items() if name not in _LOCAL},
     "isolation": "the server decides where its builders run",
     "history": "remote builds keep no local history",
     "resources": "the builder's resources are the server's",
@@ -306,41 +312,25 @@ class RemoteBuild(Build):
         self,
         url: str,
         token: str,
-        model: Any,
+        model: ModelLike | None,
         *,
-        optimization_level: int | None = None,
-        fp16: bool = False,
-        strongly_typed: bool = True,
-        workspace: int | str | None = None,
-        profiles: dict[str, Any] | None = None,
-        output: str | None = None,
-        budget: float | None = None,
-        verbose: bool = False,
-        force_after: float | None = None,
-        events: Any = None,
+        events: Sink | None = None,
         name: str | None = None,
         build_id: str | None = None,
         timeout: float = 30.0,
         queue: float = 0.0,
-        **unknown: Any,
+        **options: Unpack[BuildOptionsDict],
     ) -> None:
-        for key in unknown:
+        for key in options:
             if key in _NOT_REMOTE:
                 raise TypeError(f"{key}= is not available for a remote build: {_NOT_REMOTE[key]}")
-        remote: dict[str, Any] = {
-            "optimization_level": optimization_level,
-            "fp16": fp16 or None,
-            "strongly_typed": None if strongly_typed else False,
-            "workspace": workspace,
-            "profiles": profiles,
-            "budget": budget,
-            "verbose": verbose or None,
-            "force_after": force_after,
-        }
-        remote = {key: value for key, value in remote.items() if value is not None}
-        options = BuildOptions.from_kwargs(**remote, output=output, isolation="process", **unknown)
+        output = options.pop("output", None)
+        checked = BuildOptions.from_kwargs(**options, output=output, isolation="process")
+        remote: dict[str, Any] = dict(options)  # what the request asks for: only what was given
         if build_id is None:
             source = ModelSource.of(model)
+            if source.kind == "path":
+                refuse_overwriting(source.value, output=checked.output)
             if source.kind == "callable":
                 raise TypeError(
                     "a remote build needs ONNX (a file path, bytes or an onnx.ModelProto): a network function "
@@ -348,25 +338,23 @@ class RemoteBuild(Build):
                 )
         elif model is not None:
             raise TypeError("give either a model to build or the build_id of a build on the server, not both")
-        if "profiles" in remote:
-            remote["profiles"] = {k: [list(s) for s in v] for k, v in (options.profiles or {}).items()}
+        else:
+            source = ModelSource("remote", f"{url}/builds/{build_id}", f"build {build_id} on {url}")
+        if checked.profiles is not None:
+            profiles = [{k: [list(s) for s in v] for k, v in p.items()} for p in checked.profile_list()]
+            remote["profiles"] = profiles if isinstance(checked.profiles, list) else profiles[0]
+        if checked.workspace is not None:
+            remote["workspace"] = checked.workspace
         clock = FollowClock()
         runner = RemoteRunner(
             url, token, options=remote, name=name, clock=clock, build_id=build_id, timeout=timeout, queue=queue
         )
-        placeholder = model if build_id is None else b"remote build"
-        super().__init__(
-            placeholder, isolation="thread", output=output, history=False, resources=False, clock=clock, runner=runner
-        )
         self.runner: RemoteRunner = runner
-        self.options = options  # what the server builds with (isolation: a builder process there)
-        if build_id is not None:
-            self.source = ModelSource("remote", f"{url}/builds/{build_id}", f"build {build_id} on {url}")
         self.url = url
-        if events is not None:
-            from .._events import attach_events
-
-            attach_events(self, events)
+        # options: what the server builds with (isolation: a builder process there)
+        self._assemble(
+            source=source, options=checked, runner=runner, clock=clock, events=events, history=False, resources=False
+        )
 
     @classmethod
     def follow(cls, url: str, token: str, build_id: str, *, timeout: float = 30.0) -> RemoteBuild:

@@ -26,24 +26,15 @@ import anyio
 from python_multipart.exceptions import MultipartParseError
 from python_multipart.multipart import MultipartParser, parse_options_header
 
-ALLOWED_OPTIONS = (
-    "optimization_level",
-    "fp16",
-    "strongly_typed",
-    "workspace",
-    "profiles",
-    "budget",
-    "verbose",
-    "force_after",
-)
+from .._options import NOT_OVER_HTTP, http_options, http_refusals
+
+ALLOWED_OPTIONS = http_options()  # from BuildOptions' metadata: the engine-shaping options, budget, force_after
 REFUSED_OPTIONS = {
-    "output": "the server stores the engine itself: fetch it with GET /builds/{id}/engine",
-    "timing_cache": "a request cannot name a file on the server",
-    "isolation": "the server decides where builders run",
+    **http_refusals(),
     "events": "the events are served at GET /builds/{id}/events",
-    "history": "not settable over HTTP",
-    "resources": "not settable over HTTP",
-    "clock": "not settable over HTTP",
+    "history": NOT_OVER_HTTP,
+    "resources": NOT_OVER_HTTP,
+    "clock": NOT_OVER_HTTP,
 }
 MAX_FIELD = 64 * 1024  # options / name parts
 MULTIPART_SLACK = 256 * 1024  # boundaries and part headers on top of the model's bytes

@@ -2,7 +2,7 @@
 // switch, Stop), the cancelling / unanswered-Stop notices, the error box and the TensorRT log panel.
 
 import { h, setAttr, setText, svg } from "../shared/dom.js";
-import { fmtApprox, fmtBytes, fmtDuration, fmtQuiet, num, str } from "../shared/format.js";
+import { fmtApprox, fmtBytes, fmtDuration, fmtQuiet, fmtTiming, num, str } from "../shared/format.js";
 
 /** @type {Record<string, string>} */
 const STATUS_LABELS = {
@@ -78,6 +78,8 @@ export class Header {
     });
     this.pathEl.hidden = true;
     this.el.append(this.pathEl);
+    this.pathText = ""; // the running path (setPath)
+    this.timingText = ""; // what the autotuner is timing (tick)
 
     this.notice = h("div", "trtw-notice", { role: "status" });
     this.noticeText = h("span", "trtw-notice-text");
@@ -148,6 +150,8 @@ export class Header {
     const quiet = live && typeof last === "number" ? fmtQuiet(now - last) : "";
     setText(this.quietEl, quiet);
     this.quietEl.hidden = !quiet;
+    this.timingText = live ? fmtTiming(record(activity)?.timing, now) : "";
+    this.renderPath();
     this.tickNotice(now, status, cancel);
   }
 
@@ -194,7 +198,15 @@ export class Header {
     /** @param {{name: string, step: number, numSteps: number}} p */
     const label = (p) => (p.numSteps > 1 ? `${p.name} ${Math.min(p.step, p.numSteps)}/${p.numSteps}` : p.name);
     const parts = path.length > 4 ? [label(path[0]), "\u2026", ...path.slice(-3).map(label)] : path.map(label);
-    const text = parts.join(" \u203a ");
+    this.pathText = parts.join(" \u203a ");
+    this.renderPath();
+  }
+
+  /** The "Now" line: the running path, then what TensorRT's autotuner is timing (from its VERBOSE lines). */
+  renderPath() {
+    const path = this.pathText ?? "";
+    const timing = this.timingText ?? "";
+    const text = path && timing ? `${path} \u00b7 ${timing}` : path || timing;
     setText(this.pathEl, text ? `Now: ${text}` : "");
     this.pathEl.hidden = !text;
   }

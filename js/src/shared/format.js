@@ -112,6 +112,23 @@ export function fmtQuiet(quietS) {
 }
 
 /**
+ * What TensorRT's autotuner is timing (the activity trait's `timing`, from VERBOSE lines), for the "Now" line:
+ * "timing {ForeignNode[...]} (Myelin) for 8 min, 3 tactics timed"; "" when nothing is being timed.
+ * @param {unknown} timing {layer, runner, since_s, tactics}
+ * @param {number} now the build clock (s)
+ * @returns {string}
+ */
+export function fmtTiming(timing, now) {
+  if (!timing || typeof timing !== "object") return "";
+  const t = /** @type {Record<string, unknown>} */ (timing);
+  if (typeof t.layer !== "string" || typeof t.since_s !== "number") return "";
+  const kind = typeof t.runner === "string" && t.runner ? ` (${t.runner})` : "";
+  const n = typeof t.tactics === "number" ? t.tactics : 0;
+  const tactics = n > 0 ? `, ${n} tactic${n === 1 ? "" : "s"} timed` : "";
+  return `timing ${t.layer}${kind} for ${fmtApprox(Math.max(0, Math.floor(now - t.since_s)))}${tactics}`;
+}
+
+/**
  * An axis step of 1, 2, 2.5 or 5 × 10^k giving about `target` ticks over `span`.
  * @param {number} span
  * @param {number} target

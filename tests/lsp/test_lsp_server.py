@@ -1,0 +1,226 @@
+"""``trt-widget lsp`` over stdio with pytest-lsp as the editor: work-done progress begin / report / end in
+order, cancel within a second, diagnostics on a model the parser refuses, the stop and builds commands, and a
+client that goes away mid-build. Real RTX builds; one server for the module (the disconnect test starts its own)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pygls.uris import from_fs_path
+from pytest_lsp import ClientServerConfig, LanguageClient
+
+SERVER = [sys.executable, "-m", "trt_widget", "lsp"]
+on_module_loop = pytest.mark.asyncio(loop_scope="module")  # the module shares one server and its client
+
+
+@pytest_lsp.fixture(scope="module", config=ClientServerConfig(server_command=SERVER))
+async def client(lsp_client: LanguageClient) -> Any:
+    capabilities = types.ClientCapabilities(window=types.WindowClientCapabilities(work_done_progress=True))
+    started = await lsp_client.initialize_session(types.InitializeParams(capabilities=capabilities))
+    commands = started.capabilities.execute_command_provider
+    assert commands is not None and set(commands.commands) == {"trtWidget.build", "trtWidget.stop", "trtWidget.builds"}
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def execute(client: LanguageClient, command: str, *arguments: Any) -> Any:
+    params = types.ExecuteCommandParams(command=command, arguments=list(arguments))
+    return await client.workspace_execute_command_async(params)
+
+
+def token_of(result: dict[str, Any]) -> str:
+    return f"trtWidget.build/{result['build_id']}"
+
+
+async def first_report(client: LanguageClient, timeout: float = 60.0) -> str:
+    """The token of the newest progress that has sent a report."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for token, values in reversed(client.progress_reports.items()):
+            if any(isinstance(v, types.WorkDoneProgressReport) for v in values) and not any(
+                isinstance(v, types.WorkDoneProgressEnd) for v in values
+            ):
+                return str(token)
+        await asyncio.sleep(0.01)
+    raise AssertionError("no progress report arrived")
+
+
+@on_module_loop
+async def test_progress_begins_reports_and_ends_in_order(
+    client: LanguageClient, models: dict[str, Path], tmp_path: Path
+) -> None:
+    uri = from_fs_path(str(models["medium"]))
+    engine = tmp_path / "medium.engine"
+    result = await execute(client, "trtWidget.build", uri, {"output": str(engine)})
+    assert result["status"] == "succeeded" and engine.stat().st_size == result["engine_bytes"]
+    values = client.progress_reports[token_of(result)]
+    begin, *reports, end = values
+    assert isinstance(begin, types.WorkDoneProgressBegin) and begin.cancellable is True and begin.percentage == 0
+    assert begin.title == "TensorRT build" and begin.message == str(models["medium"])
+    assert reports and all(isinstance(r, types.WorkDoneProgressReport) for r in reports)
+    percentages = [r.percentage for r in reports]
+    assert percentages == sorted(percentages) and all(0 <= p <= 99 for p in percentages), percentages
+    assert percentages[-1] > 0
+    assert all(r.message and r.message.startswith("Building engine") for r in reports)
+    assert any("Determining refit engines" in (r.message or "") for r in reports)
+    assert isinstance(end, types.WorkDoneProgressEnd) and "succeeded" in (end.message or "")
+    assert list(client.diagnostics[uri]) == []  # published empty: clears an earlier failure's
+    shown = client.messages[-1]
+    assert shown.type == types.MessageType.Info and str(engine) in shown.message
+
+
+@on_module_loop
+async def test_cancel_stops_the_build_within_a_second(
+    client: LanguageClient, models: dict[str, Path], tmp_path: Path
+) -> None:
+    uri = from_fs_path(str(models["long"]))
+    running = asyncio.ensure_future(execute(client, "trtWidget.build", uri, {"output": str(tmp_path / "x.engine")}))
+    token = await first_report(client)
+    await asyncio.sleep(0.3)  # into "Determining refit engines": no step boundary for seconds
+    client.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token=token))
+    cancelled_at = time.time()
+    result = await asyncio.wait_for(running, 60)
+    assert result["status"] == "cancelled" and "cancelled in the editor" in result["detail"]
+    assert result["ended_at"] - cancelled_at <= 1.0, (result, cancelled_at)
+    end = client.progress_reports[token][-1]
+    assert isinstance(end, types.WorkDoneProgressEnd) and "cancelled" in (end.message or "")
+    assert client.messages[-1].type == types.MessageType.Warning
+    assert not (tmp_path / "x.engine").exists()
+
+
+@on_module_loop
+async def test_a_refused_model_gets_diagnostics_on_the_node(
+    client: LanguageClient, models: dict[str, Path], tmp_path: Path
+) -> None:
+    uri = from_fs_path(str(models["refused"]))
+    result = await execute(client, "trtWidget.build", uri, {"output": str(tmp_path / "r.engine")})
+    assert result["status"] == "failed"
+    (diagnostic,) = client.diagnostics[uri]
+    assert diagnostic.code == "frob_1" and diagnostic.source == "trt-widget"
+    assert diagnostic.message.startswith("node 'frob_1' (Frobnicate): ")
+    assert diagnostic.severity == types.DiagnosticSeverity.Error
+    shown = client.messages[-1]
+    assert shown.type == types.MessageType.Error and "frob_1" in shown.message
+    not_onnx = from_fs_path(str(models["text"]))
+    await execute(client, "trtWidget.build", not_onnx, {"output": str(tmp_path / "t.engine")})
+    (whole,) = client.diagnostics[not_onnx]
+    assert "is it really an ONNX model?" in whole.message and whole.code is None
+
+
+@on_module_loop
+async def test_stop_and_builds_commands(client: LanguageClient, models: dict[str, Path], tmp_path: Path) -> None:
+    uri = from_fs_path(str(models["long"]))
+    running = asyncio.ensure_future(execute(client, "trtWidget.build", uri, {"output": str(tmp_path / "x.engine")}))
+    token = await first_report(client)
+    build_id = token.split("/")[1]
+    listed = await execute(client, "trtWidget.builds")
+    assert listed["builds"][0]["build_id"] == build_id and listed["builds"][0]["status"] == "running"
+    assert listed["builds"][0]["phase"].startswith("Building engine")
+    stopped = await execute(client, "trtWidget.stop", build_id)
+    assert stopped == {"stopped": [build_id]}
+    result = await asyncio.wait_for(running, 60)
+    assert result["status"] == "cancelled" and "stopped from the editor" in result["detail"]
+    assert await execute(client, "trtWidget.stop") == {"stopped": []}  # nothing runs now
+
+
+@on_module_loop
+async def test_bad_input_is_an_error_response_and_a_message(
+    client: LanguageClient, tmp_path: Path, models: dict[str, Path]
+) -> None:
+    missing = from_fs_path(str(tmp_path / "missing.onnx"))
+    with pytest.raises(Exception, match="ONNX file not found"):
+        await execute(client, "trtWidget.build", missing)
+    assert client.messages[-1].type == types.MessageType.Error
+    with pytest.raises(Exception, match="unknown build option 'opt'"):
+        await execute(client, "trtWidget.build", from_fs_path(str(models["small"])), {"options": {"opt": 1}})
+    with pytest.raises(Exception, match="no build with id 'b999'"):
+        await execute(client, "trtWidget.stop", "b999")
+    assert (await execute(client, "trtWidget.builds"))["builds"]  # still serving
+
+
+def _send(stdin: Any, message: dict[str, Any]) -> None:
+    body = json.dumps(message).encode()
+    stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    stdin.flush()
+
+
+def _receive(stdout: Any) -> dict[str, Any]:
+    length = 0
+    while (line := stdout.readline().strip()) != b"":
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":")[1])
+    return dict(json.loads(stdout.read(length)))
+
+
+def test_a_client_that_goes_away_mid_build_leaves_no_builder_behind(models: dict[str, Path], tmp_path: Path) -> None:
+    server = subprocess.Popen(
+        SERVER, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ)
+    )
+    try:
+        capabilities = {"window": {"workDoneProgress": True}}
+        _send(
+            server.stdin,
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {"processId": os.getpid(), "capabilities": capabilities},
+            },
+        )
+        _send(server.stdin, {"jsonrpc": "2.0", "method": "initialized", "params": {}})
+        arguments = [from_fs_path(str(models["long"])), {"output": str(tmp_path / "x.engine")}]
+        _send(
+            server.stdin,
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "workspace/executeCommand",
+                "params": {"command": "trtWidget.build", "arguments": arguments},
+            },
+        )
+        while True:  # answer the progress creation; go away at the first report
+            message = _receive(server.stdout)
+            if message.get("method") == "window/workDoneProgress/create":
+                _send(server.stdin, {"jsonrpc": "2.0", "id": message["id"], "result": None})
+            if message.get("method") == "$/progress" and message["params"]["value"]["kind"] == "report":
+                break
+        builders = psutil.Process(server.pid).children(recursive=True)
+        assert builders, "the build runs in a builder process"
+        server.stdin.close()  # the editor is gone
+        assert server.wait(30) == 0
+        _gone, alive = psutil.wait_procs(builders, timeout=10)
+        assert not alive, alive
+        stderr = server.stderr.read().decode()
+        assert "Traceback" not in stderr, stderr
+        assert not (tmp_path / "x.engine").exists()
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+
+
+def test_diagnostics_from_a_build_error() -> None:
+    from trt_widget.lsp._server import diagnostics
+
+    message = (
+        "could not parse m.onnx as ONNX: In node 2 (parseGraph): bad; node 'conv_1' (Conv): wrong kernel; "
+        'node "it\'s" (Add): mismatch'
+    )
+    found = diagnostics(message)
+    assert [(d.code, d.message) for d in found] == [
+        ("conv_1", "node 'conv_1' (Conv): wrong kernel"),
+        ("it's", 'node "it\'s" (Add): mismatch'),
+    ]
+    (whole,) = diagnostics("the network has no outputs")
+    assert whole.message == "the network has no outputs" and whole.code is None

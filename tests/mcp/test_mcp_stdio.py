@@ -1,0 +1,127 @@
+"""``trt-widget mcp`` over stdio, as an agent runtime starts it, with the SDK's own client: a build with progress
+and a structured result, bad input as tool errors, and a cancel mid-build after which the server keeps serving."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import psutil
+from mcp import Client, StdioServerParameters
+
+
+def stdio() -> Client:
+    """``python -m trt_widget mcp`` as a subprocess (with this environment: the SDK passes only a few variables
+    by default, and the tests' PYTHONPATH and history location must reach it)."""
+    return Client(StdioServerParameters(command=sys.executable, args=["-m", "trt_widget", "mcp"], env=dict(os.environ)))
+
+
+def test_build_with_progress_then_bad_input_over_stdio(models: dict[str, Path], run_async: Any, tmp_path: Path) -> None:
+    seen: list[tuple[float, str | None]] = []
+
+    async def progress(value: float, total: float | None, message: str | None) -> None:
+        seen.append((value, message))
+
+    async def main() -> tuple[Any, ...]:
+        async with stdio() as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            good = await client.call_tool(
+                "build_engine",
+                {"model": str(models["medium"]), "output": str(tmp_path / "m.engine")},
+                progress_callback=progress,
+            )
+            missing = await client.call_tool("build_engine", {"model": str(tmp_path / "missing.onnx")})
+            not_onnx = await client.call_tool("build_engine", {"model": str(models["text"])})
+            unknown = await client.call_tool("build_engine", {"model": str(models["small"]), "options": {"fp32": 1}})
+            return tools, good, missing, not_onnx, unknown
+
+    tools, good, missing, not_onnx, unknown = run_async(main)
+    assert set(tools) == {"build_engine", "start_build", "build_status", "stop_build", "list_builds", "build_timings"}
+    assert all(t.description and t.input_schema["type"] == "object" for t in tools.values())
+    assert tools["build_engine"].output_schema["properties"]["engine_path"]
+    assert good.structured_content["status"] == "succeeded"
+    assert (tmp_path / "m.engine").stat().st_size == good.structured_content["engine_bytes"]
+    values = [v for v, _ in seen]
+    assert len(values) >= 2 and values == sorted(set(values))  # strictly increasing
+    assert all(m and m.startswith("Building engine") for _, m in seen)
+    assert missing.is_error and "ONNX file not found" in missing.content[0].text
+    assert not_onnx.is_error and "is it really an ONNX model?" in not_onnx.content[0].text
+    assert not_onnx.structured_content["status"] == "failed"
+    assert unknown.is_error and "unknown build option 'fp32'" in unknown.content[0].text
+
+
+def test_a_cancel_over_stdio_stops_the_build_within_a_second(
+    models: dict[str, Path], run_async: Any, tmp_path: Path
+) -> None:
+    first = anyio.Event()
+
+    async def progress(value: float, total: float | None, message: str | None) -> None:
+        first.set()
+
+    async def main() -> tuple[float, dict[str, Any], Any]:
+        async with stdio() as client:
+            async with anyio.create_task_group() as group:
+                group.start_soon(
+                    lambda: client.call_tool(
+                        "build_engine",
+                        {"model": str(models["long"]), "output": str(tmp_path / "x.engine")},
+                        progress_callback=progress,
+                    )
+                )
+                await first.wait()
+                await anyio.sleep(0.3)
+                group.cancel_scope.cancel()
+            cancelled_at = time.time()
+            builds = (await client.call_tool("list_builds", {})).structured_content["builds"]
+            status = await client.call_tool("build_status", {"build_id": builds[0]["build_id"], "wait_s": 30})
+            after = await client.call_tool(
+                "build_engine", {"model": str(models["small"]), "output": str(tmp_path / "s.engine")}
+            )
+            return cancelled_at, status.structured_content, after
+
+    cancelled_at, status, after = run_async(main)
+    assert status["status"] == "cancelled" and "cancelled the call" in status["detail"]
+    assert status["ended_at"] - cancelled_at <= 1.0, (status, cancelled_at)
+    assert not (tmp_path / "x.engine").exists()
+    assert after.structured_content["status"] == "succeeded"
+
+
+def test_a_client_that_goes_away_mid_build_leaves_no_builder_behind(models: dict[str, Path], tmp_path: Path) -> None:
+    server = subprocess.Popen([sys.executable, "-m", "trt_widget", "mcp"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ))  # fmt: skip
+    stdin = server.stdin
+    assert stdin is not None and server.stdout is not None and server.stderr is not None
+
+    def send(message: dict[str, Any]) -> None:
+        stdin.write(json.dumps(message).encode() + b"\n")
+        stdin.flush()
+
+    try:
+        send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+              "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}}})  # fmt: skip
+        assert "result" in json.loads(server.stdout.readline())
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        arguments = {"model": str(models["long"]), "output": str(tmp_path / "x.engine")}
+        send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+              "params": {"name": "build_engine", "arguments": arguments, "_meta": {"progressToken": "p"}}})  # fmt: skip
+        while json.loads(server.stdout.readline()).get("method") != "notifications/progress":
+            pass
+        builders = psutil.Process(server.pid).children(recursive=True)
+        assert builders, "the build runs in a builder process"
+        stdin.close()  # the agent is gone
+        assert server.wait(30) == 0
+        _gone, alive = psutil.wait_procs(builders, timeout=10)
+        assert not alive, alive
+        stderr = server.stderr.read().decode()
+        assert "Traceback" not in stderr, stderr
+        assert not (tmp_path / "x.engine").exists()
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()

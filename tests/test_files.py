@@ -1,0 +1,29 @@
+"""Safe file writes (``_files.py``): atomic, durable, never a partial file."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from trt_widget import _files
+
+
+def test_atomic_write_fsyncs_the_data_before_the_rename(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[str, Any]] = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd: int) -> None:
+        calls.append(("fsync", os.fstat(fd).st_size))
+        real_fsync(fd)
+
+    def replace(src: Any, dst: Any) -> None:
+        calls.append(("replace", Path(dst).name))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(_files.os, "fsync", fsync)
+    monkeypatch.setattr(_files.os, "replace", replace)
+    _files.atomic_write(tmp_path / "engine.plan", b"x" * 1000)
+    assert calls == [("fsync", 1000), ("replace", "engine.plan")]

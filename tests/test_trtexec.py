@@ -1,0 +1,157 @@
+"""``trt-widget trtexec``: trtexec command lines from NVIDIA's docs and samples (tests/data/trtexec_commands.json,
+each with its source), translated as expected; those that fit this machine built for real (the model path swapped
+for a small model), the rest refused naming each argument."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from trt_widget.__main__ import main
+from trt_widget._backend import select_backend
+from trt_widget._trtexec import split_arguments, translate
+from trt_widget.models import to_bytes
+
+COMMANDS = json.loads((Path(__file__).parent / "data" / "trtexec_commands.json").read_text())["commands"]
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value))
+
+
+@pytest.mark.parametrize("entry", COMMANDS, ids=[c["source"] for c in COMMANDS])
+def test_nvidias_command_lines_translate_as_written(entry: dict[str, Any]) -> None:
+    translation = translate([entry["command"]])
+    assert translation.model == re.search(r"--onnx=(\S+)", entry["command"]).group(1)  # type: ignore[union-attr]
+    assert _jsonable(translation.options) == entry["options"]
+    assert translation.ignored == entry["ignored"]
+    assert [arg for arg, _why in translation.refused] == entry["refused"]
+    assert all(why for _arg, why in translation.refused)
+
+
+def test_at_least_ten_real_command_lines_with_their_source() -> None:
+    assert len(COMMANDS) >= 10
+    assert all(re.match(r"NVIDIA/TensorRT@v\d+\.\d+ \S+:\d+", c["source"]) for c in COMMANDS)
+
+
+@pytest.fixture
+def small_onnx(tmp_path: Path, small_model: Any) -> Path:
+    path = tmp_path / "small.onnx"
+    path.write_bytes(to_bytes(small_model))
+    return path
+
+
+def _swap(command: str, model: Path, engine: Path) -> str:
+    command = re.sub(r"--onnx=\S+", f"--onnx={model}", command)
+    return re.sub(r"--saveEngine=\S+", f"--saveEngine={engine}", command)
+
+
+@pytest.mark.parametrize("entry", [c for c in COMMANDS if c.get("build")], ids=lambda c: c["source"])
+def test_the_command_lines_that_fit_this_machine_build(
+    entry: dict[str, Any], small_onnx: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    engine = tmp_path / "out.engine"
+    command = _swap(entry["command"], small_onnx, engine)
+    code = main(["trtexec", command, "--json", "--isolation=thread"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    events = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    assert events[-1]["event"] == "build_end" and events[-1]["status"] == "succeeded"
+    written = engine if "--saveEngine" in entry["command"] else small_onnx.with_suffix(".engine")
+    assert written.stat().st_size > 0
+    assert "building as: trt-widget build" in err
+    if entry["ignored"]:
+        assert "ignored (trt-widget builds the engine and runs no inference): " + " ".join(entry["ignored"]) in err
+    else:
+        assert "ignored" not in err
+
+
+@pytest.mark.parametrize("entry", [c for c in COMMANDS if c["refused"]], ids=lambda c: c["source"])
+def test_refused_arguments_are_named_and_nothing_is_built(
+    entry: dict[str, Any], small_onnx: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    engine = tmp_path / "out.engine"
+    assert main(["trtexec", _swap(entry["command"], small_onnx, engine)]) == 2
+    err = capsys.readouterr().err
+    for arg in entry["refused"]:
+        assert f"cannot honour {arg}: " in err
+    assert "nothing built" in err and not engine.exists()
+
+
+def test_a_dynamic_model_builds_from_trtexecs_build_arguments(
+    tmp_path: Path, dynamic_model: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    model, engine, cache = tmp_path / "dyn.onnx", tmp_path / "dyn.plan", tmp_path / "t.cache"
+    model.write_bytes(to_bytes(dynamic_model))
+    code = main(
+        [
+            "trtexec",
+            f"--onnx={model}",
+            f"--saveEngine={engine}",
+            "--minShapes=input:1x8x8x8",
+            "--optShapes=input:2x8x8x8",
+            "--maxShapes=input:4x8x8x8",
+            "--memPoolSize=workspace:64M",
+            "--builderOptimizationLevel=1",
+            f"--timingCacheFile={cache}",
+            "--noTF32",
+            "--iterations=50",
+            "--json",
+            "--isolation=thread",
+        ]
+    )
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    start = json.loads(out.splitlines()[0])
+    assert start["options"]["workspace"] == 64 << 20 and start["options"]["optimization_level"] == 1
+    assert start["options"]["profiles"] == {"input": [[1, 8, 8, 8], [2, 8, 8, 8], [4, 8, 8, 8]]}
+    assert start["options"]["tf32"] is False and start["options"]["timing_cache"] == str(cache)
+    assert (
+        engine.stat().st_size > 0
+        and "ignored (trt-widget builds the engine and runs no inference): --iterations=50" in err
+    )
+
+
+def test_what_the_backend_lacks_is_refused_naming_the_option(
+    small_onnx: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if select_backend()[0] != "rtx":
+        pytest.skip("TensorRT for RTX's API")
+    assert main(["trtexec", f"--onnx={small_onnx}", "--fp16", "--memPoolSize=workspace:4096"]) == 2
+    assert "fp16=True is not available with TensorRT for RTX" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ["--onnx=m.onnx", "--memPoolSize=dlaSRAM:1M"],
+            "memory pool 'dlaSRAM': not a trt-widget option: set it with configure=",
+        ),
+        (["--onnx=m.onnx", "--layerPrecisions=*:fp16"], "set it with configure= in Python"),
+        (["--onnx=m.onnx", "--builderOptimizationLevel=high"], "needs a int"),
+        (["--onnx=m.onnx", "--fp16=yes"], "--fp16 takes no value"),
+        (["--onnx=m.onnx", "-o", "x"], "written --name or --name=value"),
+        (["--saveEngine=x.plan"], "no model: give --onnx=model.onnx"),
+        (["--onnx=m.onnx", "--shapes=input"], "write NAME:DIMS"),
+        (["--onnx=m.onnx", "--sparsity=force"], "rewrites the weights"),
+    ],
+)
+def test_bad_or_unsupported_arguments_say_why(args: list[str], message: str) -> None:
+    reasons = " | ".join(why for _arg, why in translate(args).refused)
+    assert message in reasons
+
+
+def test_a_pasted_line_with_the_program_name_and_line_breaks_splits_like_a_shell() -> None:
+    assert split_arguments(["/usr/src/tensorrt/bin/trtexec --onnx=a.onnx \\\n  --fp16"]) == ["--onnx=a.onnx", "--fp16"]
+    assert split_arguments(["trtexec", "--onnx=a b.onnx"]) == ["--onnx=a b.onnx"]
+
+
+def test_trtexec_sizes_are_mib_unless_a_unit_says_otherwise() -> None:
+    sizes = {"1024": 1 << 30, "512M": 512 << 20, "2G": 2 << 30, "4096K": 4 << 20, "1.5G": 3 << 29}
+    for text, size in sizes.items():
+        assert translate(["--onnx=m", f"--memPoolSize=workspace:{text}"]).options["workspace"] == size

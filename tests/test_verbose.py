@@ -1,0 +1,136 @@
+"""What a silent step is doing, from TensorRT's VERBOSE lines: real GPU build logs (tests/data/gpu_verbose_logs.json,
+with their sources) read by TacticWatch; the lines reach it without verbose=True and without being kept; through a
+builder process too."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from trt_widget import Build
+from trt_widget._engine import CaptureLogger
+from trt_widget._snapshot import snapshot
+from trt_widget._verbose import TacticWatch, describe, wanted
+
+LOGS = {
+    log["source"].split(" ")[0]: log["lines"]
+    for log in json.loads((Path(__file__).parent / "data" / "gpu_verbose_logs.json").read_text())["logs"]
+}
+_PREFIX = re.compile(r"^(?:\[(\d\d/\d\d/\d{4}-\d\d:\d\d:\d\d)\] \[V\] \[TRT\] |\[TensorRT\] VERBOSE: )")
+
+
+def _messages(lines: list[str]) -> list[tuple[float, str]]:
+    """(seconds since the first line, the message TensorRT gave its logger); one second apart without dates."""
+    out: list[tuple[float, str]] = []
+    first = None
+    for index, line in enumerate(lines):
+        match = _PREFIX.match(line)
+        assert match, line
+        if match.group(1):
+            at = datetime.strptime(match.group(1), "%m/%d/%Y-%H:%M:%S").timestamp()
+            first = at if first is None else first
+            t = at - first
+        else:
+            t = float(index)
+        out.append((t, line[match.end() :]))
+    return out
+
+
+def test_a_nine_minute_myelin_timing_is_named_with_its_duration() -> None:
+    watch = TacticWatch()
+    (t0, runner), (t1, tactic), *rest = _messages(LOGS["https://github.com/NVIDIA/TensorRT/issues/2576"])
+    watch.feed(runner, t0)
+    assert (
+        describe(watch.snapshot(), t1 - 1)
+        == "timing {ForeignNode[transformer.h.0.attn.bias.../Cast]} (Myelin) for 9 min 19.0 s"
+    )
+    watch.feed(tactic, t1)
+    assert watch.snapshot() == {
+        "layer": "{ForeignNode[transformer.h.0.attn.bias.../Cast]}",
+        "runner": "Myelin",
+        "since_s": 0.0,
+        "tactics": 1,
+    }
+    for t, message in rest:
+        watch.feed(message, t)
+    assert watch.snapshot() is None  # the runner was chosen: nothing is being timed until the next layer
+
+
+def test_tactics_are_counted_per_runner_and_each_runner_restarts_the_clock() -> None:
+    watch = TacticWatch()
+    seen = []
+    for t, message in _messages(LOGS["https://github.com/NVIDIA/TensorRT/issues/1389"]):
+        watch.feed(message, t)
+        seen.append(watch.snapshot())
+    gather = [s for s in seen if s and s["layer"] == "Gather_25"]
+    assert gather[0] == {"layer": "Gather_25", "runner": "Gather", "since_s": 5.0, "tactics": 0}
+    assert gather[-1]["tactics"] == 8 and seen[-1] is None
+    assert [s["tactics"] for s in seen[:4] if s] == [0, 1, 2, 2]  # Optimizer Reformat: 2 tactics, then "Fastest"
+
+
+def test_only_the_autotuners_lines_pass_the_prefilter() -> None:
+    messages = [m for log in LOGS.values() for _t, m in _messages(log)]
+    passed = [m for m in messages if wanted(m)]
+    assert all(re.match(r"(-+ Timing Runner|Tactic: |>+ Chose Runner)", m) for m in passed)
+    assert not wanted("Autotuning format combination: Float(3,1) -> Float(1536,3,1)")
+    assert not wanted("001_convolutional (h1688cudnn) Set Tactic Name: turing_h1688cudnn_128x128")
+    assert not wanted("Formats and tactics selection completed in 567.208 seconds.")
+    # TensorRT 7's lower-case "time" counts as a tactic timed too
+    watch = TacticWatch()
+    for t, m in _messages(LOGS["https://github.com/NVIDIA/TensorRT/issues/875"]):
+        watch.feed(m, t) if wanted(m) else None
+    assert watch.snapshot() == {"layer": "<reformat>", "runner": "Reformat", "since_s": 2.0, "tactics": 2}
+
+
+def test_a_logger_without_verbose_reads_them_but_keeps_none() -> None:
+    clock = [100.0]
+    logger = CaptureLogger(verbose=False, clock=lambda: clock[0])
+    for t, message in _messages(LOGS["https://github.com/NVIDIA/TensorRT/issues/2576"])[:1]:
+        clock[0] = 100.0 + t
+        logger.log(4, message)
+    clock[0] = 160.0
+    assert not logger.records  # VERBOSE lines are not kept
+    assert (
+        describe(logger.tactics.snapshot(), 60.0)
+        == "timing {ForeignNode[transformer.h.0.attn.bias.../Cast]} (Myelin) for 1 min 00.0 s"
+    )
+
+
+def test_a_hostile_layer_name_reaches_no_terminal_raw() -> None:
+    watch = TacticWatch()
+    watch.feed("--------------- Timing Runner: evil\x1b[2J\nname" + "x" * 500 + " (Kind[0x80000009])", 0.0)
+    state = watch.snapshot()
+    assert state is not None and "\x1b" not in state["layer"] and "\n" not in state["layer"]
+    assert len(state["layer"]) == 120 and state["runner"] == "Kind"
+
+
+def _network_that_logs_a_timing_runner(network: Any) -> None:
+    """Runs in the builder process: a line as TensorRT's autotuner logs it, through the process's TensorRT logger,
+    then a pause long enough to be seen."""
+    import time
+
+    from trt_widget import _engine
+    from trt_widget._backend import trt
+
+    assert _engine._router is not None
+    _engine._router.log(
+        4, "--------------- Timing Runner: {ForeignNode[/blocks.0/attn/MatMul.../Softmax]} (Myelin[0x80000023])"
+    )
+    time.sleep(1.5)
+    t = trt()
+    relu = network.add_activation(network.add_input("x", t.float32, (1, 4)), t.ActivationType.RELU)
+    network.mark_output(relu.get_output(0))
+
+
+@pytest.mark.parametrize("isolation", ["process", "thread"])
+def test_the_now_line_state_reaches_the_snapshot_from_the_builder(isolation: str, wait_until: Any) -> None:
+    build = Build(_network_that_logs_a_timing_runner, isolation=isolation, history=False, resources=False).start()
+    activity = wait_until(lambda: (snapshot(build)["activity"] or {}).get("timing"), what="the timing state")
+    assert activity["layer"] == "{ForeignNode[/blocks.0/attn/MatMul.../Softmax]}" and activity["runner"] == "Myelin"
+    build.wait(60)
+    assert not [r for r in build.logs if r["severity"] == "VERBOSE"]

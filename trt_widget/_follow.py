@@ -1,0 +1,110 @@
+"""Following a build from an asyncio event loop (the MCP and LSP front ends): wake-ups when its phases change,
+its running phase path and a percentage, and its end as an awaitable — the loop never blocks on the build.
+
+A :class:`Follower` is a thin reader through ``build.subscribe``: the subscriber (on the builder's or relay's
+thread) only schedules one wake-up at a time on the loop; the loop then reads the phase model itself, so a
+burst of events costs one read, and updates come at most every ``interval`` seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from collections.abc import AsyncIterator
+from typing import Any, BinaryIO
+
+from ._subscribe import BuildEvent
+
+PATH_SEPARATOR = " › "
+
+
+def running_path(build: Any) -> list[dict[str, Any]]:
+    """The rows from the root phase to the innermost running one (empty when none runs)."""
+    phase = build.model.innermost_running()
+    if phase is None:
+        return []
+    rows = build.model.rows()
+    path: list[dict[str, Any]] = []
+    pid: int | None = phase.id
+    while pid is not None and 0 <= pid < len(rows) and rows[pid]:
+        path.append(rows[pid])
+        pid = rows[pid]["parent"]
+        if len(path) > 64:  # a malformed parent chain never loops forever
+            break
+    return path[::-1]
+
+
+def path_label(path: list[dict[str, Any]]) -> str:
+    """``Building engine 4/6 › Building engine from subgraph › Determining refit engines 0/1``."""
+    return PATH_SEPARATOR.join(
+        f"{row['name']} {row['step']}/{row['num_steps']}" if row["num_steps"] > 0 else str(row["name"]) for row in path
+    )
+
+
+def path_fraction(path: list[dict[str, Any]]) -> float:
+    """How far the build is, 0..1, from the steps along the running path: each phase's completed steps plus
+    the fraction of the child that runs now (a phase without steps adds nothing)."""
+    fraction = 0.0
+    for row in reversed(path):
+        steps = row["num_steps"]
+        fraction = min(max((min(row["step"], steps) + fraction) / steps, 0.0), 1.0) if steps > 0 else 0.0
+    return fraction
+
+
+class Follower:
+    """Wake-ups on an asyncio loop for one build: ``async for _ in follower.changes(): ...`` (ends with the
+    build). Create it before ``build.start()`` to see every phase; ``close()`` unsubscribes."""
+
+    def __init__(self, build: Any, *, interval: float = 0.1) -> None:
+        self.build = build
+        self.interval = interval
+        self._loop = asyncio.get_running_loop()
+        self._wake = asyncio.Event()
+        self._scheduled = False
+        self._unsubscribe = build.subscribe(self._on_event)
+
+    def _on_event(self, event: BuildEvent) -> None:  # the builder's (or relay's) thread: schedule, never wait
+        if event.kind == "log" or self._scheduled:
+            return
+        self._scheduled = True
+        self._loop.call_soon_threadsafe(self._set)
+
+    def _set(self) -> None:
+        self._scheduled = False
+        self._wake.set()
+
+    async def changes(self) -> AsyncIterator[None]:
+        """Yield after each change (throttled to one per ``interval``) until the build has ended."""
+        last: float | None = None
+        while not self.build.done():
+            await self._wake.wait()
+            self._wake.clear()
+            if last is not None:
+                wait = last + self.interval - time.monotonic()
+                if wait > 0:
+                    await asyncio.sleep(wait)
+            if self.build.done():
+                return
+            last = time.monotonic()
+            yield
+
+    def close(self) -> None:
+        self._unsubscribe()
+
+
+async def ended(build: Any) -> str:
+    """Wait on the loop until ``build`` has ended and its done callbacks have run; returns its status.
+    Cancelling the waiter leaves the build alone (the caller decides whether to stop it)."""
+    return str(await asyncio.shield(build.wait_async()))
+
+
+def take_stdout() -> BinaryIO:
+    """A stdio server's protocol channel: the real stdout, moved to a private descriptor, while fd 1 (and
+    ``sys.stdout``) point at stderr, so nothing else (a builder process, a native library) writes on the wire."""
+    sys.stdout.flush()
+    channel = os.fdopen(os.dup(1), "wb", buffering=0)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return channel

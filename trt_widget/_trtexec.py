@@ -1,0 +1,257 @@
+"""``trt-widget trtexec <trtexec arguments>``: trtexec's build arguments as written, built with the live tree and
+Stop. Each argument is mapped to a build option, ignored (inference and reporting: trt-widget only builds), or
+refused with the reason; what was ignored or refused is said plainly.
+
+Names and value syntax follow trtexec's ``samples/common/sampleOptions.cpp`` (NVIDIA/TensorRT, v10.16 / v11.1).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._options import parse_bytes, profiles_from_shapes
+
+# trtexec flag -> (option, value): value None takes the argument's value; a constant is used as is
+_FLAGS: dict[str, tuple[str, Any]] = {
+    "fp16": ("fp16", True),
+    "bf16": ("bf16", True),
+    "int8": ("int8", True),
+    "fp8": ("fp8", True),
+    "best": ("best", True),
+    "stronglyTyped": ("strongly_typed", True),
+    "noTF32": ("tf32", False),
+    "refit": ("refit", True),
+    "stripWeights": ("strip_weights", True),
+    "weightless": ("strip_weights", True),  # trtexec: deprecated alias of --stripWeights
+    "versionCompatible": ("version_compatible", True),
+    "vc": ("version_compatible", True),
+    "excludeLeanRuntime": ("exclude_lean_runtime", True),
+    "allowGPUFallback": ("gpu_fallback", True),
+    "verbose": ("verbose", True),
+}
+_VALUES: dict[str, tuple[str, type]] = {
+    "saveEngine": ("output", str),
+    "timingCacheFile": ("timing_cache", str),
+    "builderOptimizationLevel": ("optimization_level", int),
+    "tacticSources": ("tactic_sources", str),
+    "maxAuxStreams": ("max_aux_streams", int),
+    "hardwareCompatibilityLevel": ("hardware_compatibility", str),
+    "profilingVerbosity": ("profiling_verbosity", str),
+    "avgTiming": ("avg_timing_iterations", int),
+    "maxTactics": ("max_tactics", int),
+    "tilingOptimizationLevel": ("tiling_optimization_level", str),
+    "useDLACore": ("dla_core", int),
+    "device": ("device", int),
+}
+# inference, measuring and reporting: trt-widget builds the engine and runs nothing
+INFERENCE_ONLY = frozenset(
+    [
+        "iterations",
+        "duration",
+        "warmUp",
+        "avgRuns",
+        "percentile",
+        "threads",
+        "useCudaGraph",
+        "useSpinWait",
+        "noDataTransfers",
+        "streams",
+        "infStreams",
+        "exposeDMA",
+        "separateProfileRun",
+        "dumpProfile",
+        "dumpLayerInfo",
+        "dumpOutput",
+        "dumpRawBindingsToFile",
+        "exportTimes",
+        "exportOutput",
+        "exportProfile",
+        "exportLayerInfo",
+        "loadInputs",
+        "sleepTime",
+        "idleTime",
+        "timeDeserialize",
+        "timeRefit",
+        "consistency",
+        "persistentCacheRatio",
+        "useManagedMemory",
+        "dumpRefit",
+        "allocationStrategy",
+        "useRuntime",
+        "leanDLLPath",
+        "skipInference",
+        "buildOnly",
+        "noBuilderCache",
+        "asyncFileReader",
+        "useProfile",
+        "profile",
+    ]
+)
+# accepted and without effect in TensorRT 10 (trtexec also ignores them)
+NO_OP = {"explicitBatch": "TensorRT 10 networks are always explicit-batch", "minTiming": "removed in TensorRT 10"}
+REFUSED = {
+    "loadEngine": "trt-widget builds engines; it does not load one",
+    "uff": "UFF models are not supported by TensorRT 10",
+    "caffe": "Caffe models are not supported by TensorRT 10",
+    "deploy": "Caffe models are not supported by TensorRT 10",
+    "model": "Caffe models are not supported by TensorRT 10",
+    "batch": "implicit batch is gone in TensorRT 10: give shapes with --shapes / --minShapes …",
+    "maxBatch": "implicit batch is gone in TensorRT 10: give shapes with --shapes / --minShapes …",
+    "calib": "INT8 calibration caches are not an option: use a Q/DQ (quantized) model",
+    "safe": "safety-certified builds are not supported",
+    "restricted": "safety-certified builds are not supported",
+    "sparsity=force": "it rewrites the weights (a measurement aid): prune the model instead",
+}
+_CONFIGURE_HINT = "not a trt-widget option: set it with configure= in Python (docs/options.md)"
+
+
+@dataclass
+class Translation:
+    """What a trtexec command line asks trt-widget to build."""
+
+    model: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    ignored: list[str] = field(default_factory=list)  # arguments without effect on the engine, as given
+    refused: list[tuple[str, str]] = field(default_factory=list)  # (argument, why)
+    notes: list[str] = field(default_factory=list)
+
+
+def split_arguments(argv: Sequence[str]) -> list[str]:
+    """The arguments of a pasted command line: ``trtexec`` (or ``./trtexec``) and backslash line breaks dropped."""
+    if len(argv) == 1 and " " in argv[0]:
+        argv = shlex.split(argv[0].replace("\\\n", " "))
+    args = [a for a in argv if a not in ("\\", "")]
+    if args and re.search(r"(^|/)trtexec(\.exe)?$", args[0]):
+        args = args[1:]
+    return args
+
+
+def translate(argv: Sequence[str]) -> Translation:
+    """Map trtexec's arguments to a model and build options (see the module docstring)."""
+    out = Translation()
+    shapes: dict[str, list[str]] = {"shapes": [], "minShapes": [], "optShapes": [], "maxShapes": []}
+    for arg in split_arguments(argv):
+        match = re.fullmatch(r"--([A-Za-z][A-Za-z0-9]*)(?:=(.*))?", arg, re.S)
+        if match is None:
+            out.refused.append((arg, "trtexec arguments are written --name or --name=value"))
+            continue
+        name, value = match.group(1), match.group(2)
+        try:
+            _one(out, shapes, arg, name, value)
+        except ValueError as exc:
+            out.refused.append((arg, str(exc)))
+    _shapes(out, shapes)
+    if out.model is None and not any(a.startswith("--onnx") for a, _ in out.refused):
+        out.refused.append(("--onnx", "no model: give --onnx=model.onnx"))
+    return out
+
+
+def _one(out: Translation, shapes: dict[str, list[str]], arg: str, name: str, value: str | None) -> None:
+    if name == "onnx":
+        out.model = _required(name, value)
+    elif name in shapes:
+        shapes[name].append(_required(name, value))
+    elif name in _FLAGS:
+        if value not in (None, "true", "1"):
+            raise ValueError(f"--{name} takes no value")
+        option, constant = _FLAGS[name]
+        out.options[option] = constant
+    elif name in _VALUES:
+        option, kind = _VALUES[name]
+        text = _required(name, value)
+        try:
+            out.options[option] = kind(text)
+        except ValueError:
+            raise ValueError(f"--{name} needs a {kind.__name__}, got {text!r}") from None
+    elif name == "memPoolSize":
+        _pools(out, _required(name, value))
+    elif name == "workspace":  # trtexec's deprecated spelling: MiB
+        out.options["workspace"] = parse_bytes(_size(_required(name, value)), "--workspace")
+    elif name == "stripAllWeights":
+        out.options.update(refit=True, strip_weights=True)
+    elif name == "sparsity":
+        mode = _required(name, value).lower()
+        if mode == "enable":
+            out.options["sparse_weights"] = True
+        elif mode == "force":
+            raise ValueError(REFUSED["sparsity=force"])
+        elif mode != "disable":
+            raise ValueError(f"--sparsity is disable, enable or force, got {value!r}")
+    elif name in INFERENCE_ONLY:
+        out.ignored.append(arg)
+    elif name in NO_OP:
+        out.ignored.append(arg)
+        out.notes.append(f"--{name}: {NO_OP[name]}")
+    elif name in REFUSED:
+        raise ValueError(REFUSED[name])
+    else:
+        raise ValueError(_CONFIGURE_HINT)
+
+
+def _required(name: str, value: str | None) -> str:
+    if value is None or value == "":
+        raise ValueError(f"--{name} needs a value: --{name}=…")
+    return value
+
+
+def _size(text: str) -> str:
+    """trtexec's sizes: a number in MiB unless it ends in K, M or G (binary units)."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGkmg]?)(i?[Bb])?\s*", text)
+    if match is None:
+        raise ValueError(f"a size like 1024 (MiB), 512K or 4G, got {text!r}")
+    return f"{match.group(1)}{(match.group(2) or 'M').upper()}iB"
+
+
+def _pools(out: Translation, text: str) -> None:
+    for spec in filter(None, (s.strip() for s in text.split(","))):
+        pool, sep, size = spec.partition(":")
+        if not sep:
+            raise ValueError(f"--memPoolSize is POOL:SIZE, e.g. workspace:1024M, got {spec!r}")
+        if pool != "workspace":
+            raise ValueError(f"memory pool {pool!r}: {_CONFIGURE_HINT} (config.set_memory_pool_limit)")
+        out.options["workspace"] = parse_bytes(_size(size), "--memPoolSize=workspace")
+
+
+def _shapes(out: Translation, shapes: dict[str, list[str]]) -> None:
+    ranged = shapes["minShapes"] or shapes["optShapes"] or shapes["maxShapes"]
+    try:
+        if ranged:
+            if shapes["shapes"]:  # with a range, trtexec's --shapes are the inference shapes
+                out.ignored.extend(f"--shapes={s}" for s in shapes["shapes"])
+            profiles = profiles_from_shapes(
+                min_shapes=",".join(shapes["minShapes"]) or None,
+                opt_shapes=",".join(shapes["optShapes"]) or None,
+                max_shapes=",".join(shapes["maxShapes"]) or None,
+            )
+        else:
+            profiles = profiles_from_shapes(shapes=",".join(shapes["shapes"]) or None)
+    except ValueError as exc:
+        given = [f"--{k}={v}" for k, values in shapes.items() for v in values]
+        out.refused.append((" ".join(given), str(exc)))
+        return
+    if profiles:
+        out.options["profiles"] = profiles
+
+
+def build_argv(translation: Translation) -> list[str]:
+    """The equivalent ``trt-widget build`` command line (what is shown, and what runs)."""
+    from ._options import option_fields
+
+    flags = {f.name: f.metadata.get("flag") for f in option_fields()}
+    argv = ["build", str(translation.model)]
+    for option, value in translation.options.items():
+        if option == "profiles":
+            for flag, index in (("--min-shapes", 0), ("--opt-shapes", 1), ("--max-shapes", 2)):
+                text = ",".join(f"{n}:{'x'.join(map(str, p[index]))}" for n, p in value.items())
+                argv.append(f"{flag}={text}")
+        elif value is True:
+            argv.append(str(flags[option]))
+        elif value is False:
+            argv.append(f"--no-{str(flags[option])[2:]}")
+        else:
+            argv.append(f"{flags[option]}={value}")
+    return argv

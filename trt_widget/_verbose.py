@@ -1,0 +1,82 @@
+"""What a silent step is doing: the layer and tactic TensorRT is timing, read from its VERBOSE log lines as they
+pass (nothing kept but the latest), so that "no callback for 8 min" can say "timing {ForeignNode[...]} (Myelin)
+for 8 min".
+
+TensorRT's autotuner logs, per layer and format combination (TensorRT 8.x to 10.x, NVIDIA's builder):
+``--------------- Timing Runner: NAME (KIND)``, then one ``Tactic: 0x… Time: ms`` per tactic timed,
+``Fastest Tactic: …`` and ``>>>>>>>>>>>>>>> Chose Runner Type: KIND Tactic: …``. A line is looked at only when
+its first character can start one of those (cheap: tens of thousands of VERBOSE lines pass per GPU build).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+_FIRST = frozenset("-=>TF")  # the first characters of the lines read
+_RUNNER = re.compile(r"-+ Timing Runner: (.*) \(([^()]*)\)\s*$", re.S)
+_COSTS = re.compile(r"=+ Computing (?:costs for|reformatting costs)\s*(.*)$", re.S)
+_TACTIC = re.compile(r"Tactic: \S+ [Tt]ime:? ")
+MAX_NAME = 120  # layer names of fused nodes run to thousands of characters
+
+
+def wanted(message: str) -> bool:
+    """True for the VERBOSE lines :class:`TacticWatch` reads (the router's pre-filter)."""
+    return message[:1] in _FIRST and (
+        "Timing Runner: " in message
+        or message.startswith("Tactic: ")
+        or "Chose Runner Type" in message
+        or "Computing " in message
+    )
+
+
+class TacticWatch:
+    """The latest autotuning state: ``(layer, runner kind, since t, tactics timed)``, replaced whole (one
+    assignment: readers on other threads see one consistent tuple) or None between layers."""
+
+    def __init__(self) -> None:
+        self.state: tuple[str, str, float, int] | None = None
+
+    def feed(self, message: str, t: float) -> None:
+        """Read one VERBOSE line logged at build time ``t`` (seconds)."""
+        if message.startswith("Tactic: "):
+            state = self.state
+            if state is not None and _TACTIC.match(message):
+                self.state = (state[0], state[1], state[2], state[3] + 1)
+            return
+        match = _RUNNER.search(message)
+        if match:
+            kind = re.sub(r"\[0x[0-9a-fA-F]+\]$", "", match.group(2).strip())
+            self.state = (_short(match.group(1).strip()), kind, t, 0)
+            return
+        if "Chose Runner Type" in message:
+            self.state = None
+            return
+        match = _COSTS.search(message)
+        if match:
+            layer = match.group(1).strip()
+            self.state = (_short(layer), "", t, 0) if layer else None
+
+    def snapshot(self) -> dict[str, Any] | None:
+        """JSON-ready: {"layer", "runner", "since_s", "tactics"}, or None when nothing is being timed."""
+        state = self.state
+        if state is None:
+            return None
+        return {"layer": state[0], "runner": state[1], "since_s": round(state[2], 3), "tactics": state[3]}
+
+
+def describe(timing: dict[str, Any] | None, now: float) -> str:
+    """``timing {layer} (Myelin) for 8 min, 3 tactics timed`` for a terminal; "" when nothing is timed."""
+    if not timing:
+        return ""
+    from ._format import fmt_s
+
+    kind = f" ({timing['runner']})" if timing.get("runner") else ""
+    count = timing.get("tactics") or 0
+    tactics = f", {count} tactic{'s' if count != 1 else ''} timed" if count else ""
+    return f"timing {timing['layer']}{kind} for {fmt_s(max(0.0, now - timing['since_s']))}{tactics}"
+
+
+def _short(name: str) -> str:
+    name = "".join(c if c.isprintable() else " " for c in " ".join(name.split()))  # no control characters
+    return name if len(name) <= MAX_NAME else name[: MAX_NAME - 1] + "…"

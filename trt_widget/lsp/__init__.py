@@ -1,0 +1,20 @@
+"""A language server for editors: ``trt-widget lsp`` (stdio). Commands ``trtWidget.build`` (file URI, then
+optionally {options, budget, output}) with work-done progress and cancel, ``trtWidget.stop``, ``trtWidget.builds``;
+a failed build's parser errors become diagnostics on the ONNX file. Needs ``pip install "trt_widget[lsp]"``;
+importing this package does not import pygls. See docs/agents.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._cli import run
+
+__all__ = ["create_server", "run"]
+
+
+def create_server(registry: Any = None, **kwargs: Any) -> Any:
+    """A ``pygls.lsp.server.LanguageServer`` with the trtWidget commands (``progress_interval=`` s, 0.1)."""
+    from ._server import create_server as create
+
+    return create(registry, **kwargs)

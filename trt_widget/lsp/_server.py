@@ -1,0 +1,168 @@
+"""The language server (pygls): ``trtWidget.build`` runs a build with server-initiated work-done progress,
+``trtWidget.stop`` and ``trtWidget.builds`` stop and list builds.
+
+A build's progress: ``window/workDoneProgress/create``, then begin (cancellable), a report per change (the
+running phase path, a percentage that never goes back; at most 10 a second), end with the outcome. The client's
+``window/workDoneProgress/cancel`` stops the build (the default builder process ends within 0.5 s). A failed
+build publishes diagnostics on its ONNX file (the parser's node and message); ``window/showMessage`` says how
+every build ended. Handlers wait through :mod:`trt_widget._follow`, never blocking the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from typing import Any
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.uris import from_fs_path, to_fs_path
+
+from .. import __version__
+from .._follow import Follower, ended, path_fraction, path_label, running_path
+from ..mcp import BadInput, BuildRegistry
+
+log = logging.getLogger("trt_widget.lsp")
+BUILD, STOP, BUILDS = "trtWidget.build", "trtWidget.stop", "trtWidget.builds"
+PROGRESS_INTERVAL_S = 0.1
+CREATE_TIMEOUT_S = 5.0  # an editor that does not answer window/workDoneProgress/create gets no progress
+SOURCE = "trt-widget"
+_NODE = re.compile(r"""node (['"])(?P<node>.*?)\1(?: \((?P<op>[^)]*)\))?: (?P<text>.*)""", re.S)
+_PARSE = re.compile(r"could not parse .* as ONNX: (?P<reason>.*)", re.S)
+
+
+def diagnostics(error: str) -> list[types.Diagnostic]:
+    """One diagnostic per parser problem in a build error (``node 'x' (Op): message``), else one for it all."""
+    match = _PARSE.match(error)
+    parts = match.group("reason").split("; ") if match else [error]
+    found: list[types.Diagnostic] = []
+    for part in parts:
+        node = _NODE.match(part)
+        if node is None:
+            continue
+        found.append(_diagnostic(part, code=node.group("node")))
+    return found or [_diagnostic(error)]
+
+
+def _diagnostic(message: str, code: str | None = None) -> types.Diagnostic:
+    start = types.Position(line=0, character=0)  # an ONNX file is binary: no line to point at
+    return types.Diagnostic(
+        range=types.Range(start=start, end=start),
+        message=message,
+        severity=types.DiagnosticSeverity.Error,
+        source=SOURCE,
+        code=code,
+    )
+
+
+def _outcome(result: dict[str, Any]) -> tuple[str, types.MessageType]:
+    head = (
+        f"TensorRT build {result['build_id']} of {result['model']} {result['status']} after {result['build_s']:.1f} s"
+    )
+    if result["status"] == "succeeded":
+        where = f": {result['engine_path']} ({result['engine_bytes']:,} B)" if result["engine_path"] else ""
+        return head + where, types.MessageType.Info
+    if result["status"] == "failed":
+        return f"{head}: {result['error']}", types.MessageType.Error
+    return (f"{head}: {result['detail']}" if result["detail"] else head), types.MessageType.Warning
+
+
+def create_server(registry: BuildRegistry | None = None, *, progress_interval: float = PROGRESS_INTERVAL_S) -> Any:
+    """A pygls ``LanguageServer`` with the trtWidget commands."""
+    builds = registry if registry is not None else BuildRegistry()
+    server = LanguageServer("trt-widget", __version__)
+
+    def quietly(send: Any, *args: Any) -> None:
+        """Send a notification; an editor that went away must not end (or fail) the build."""
+        try:
+            send(*args)
+        except Exception:
+            log.warning("could not notify the editor", exc_info=True)
+
+    def say(message: str, kind: types.MessageType) -> None:
+        quietly(server.window_show_message, types.ShowMessageParams(type=kind, message=message))
+
+    @server.command(BUILD)
+    async def build(ls: LanguageServer, *arguments: Any) -> dict[str, Any]:
+        """Arguments: the ONNX file's URI (or path), then optionally {options, budget, output}."""
+        if not arguments or not isinstance(arguments[0], str):
+            raise ValueError(f"{BUILD} needs the ONNX file's URI as its first argument")
+        settings = arguments[1] if len(arguments) > 1 and isinstance(arguments[1], dict) else {}
+        unknown = sorted(set(settings) - {"options", "budget", "output"})
+        if unknown:
+            raise ValueError(f"{BUILD}: unknown setting(s) {unknown}; use options, budget, output")
+        uri = arguments[0]
+        path = to_fs_path(uri) if "://" in uri else uri
+        uri = uri if "://" in uri else from_fs_path(uri) or uri
+        try:
+            build_id, job = builds.create(path or uri, options=settings.get("options"), budget=settings.get("budget"),
+                                          output=settings.get("output"))  # fmt: skip
+        except BadInput as exc:
+            say(f"TensorRT build not started: {exc}", types.MessageType.Error)
+            raise ValueError(str(exc)) from None
+        follower = Follower(job, interval=progress_interval)
+        token: str | None = f"trtWidget.build/{build_id}"
+        window = ls.client_capabilities.window
+        if window is None or not window.work_done_progress:
+            token = None
+        if token is not None:
+            try:
+                await asyncio.wait_for(ls.work_done_progress.create_async(token), CREATE_TIMEOUT_S)
+            except Exception:  # the client refused, or did not answer: build without progress
+                token = None
+        job.start()
+        if token is not None:
+            cancel = ls.work_done_progress.tokens.get(token)
+            if cancel is not None:
+                cancel.add_done_callback(lambda f: f.cancelled() and builds.stop(build_id, "cancelled in the editor"))
+            quietly(
+                ls.work_done_progress.begin,
+                token,
+                types.WorkDoneProgressBegin(
+                    title="TensorRT build", message=str(path or uri), cancellable=True, percentage=0
+                ),
+            )
+        try:
+            percent = 0
+            async for _ in follower.changes():
+                route = running_path(job)
+                if token is not None and route:
+                    percent = max(percent, min(int(path_fraction(route) * 100), 99))
+                    quietly(
+                        ls.work_done_progress.report,
+                        token,
+                        types.WorkDoneProgressReport(message=path_label(route), percentage=percent),
+                    )
+            await ended(job)
+        except asyncio.CancelledError:  # $/cancelRequest, or the editor went away: nobody waits for more
+            builds.stop(build_id, "the editor cancelled the command")
+            return builds.describe(build_id)
+        finally:
+            follower.close()
+        result = builds.describe(build_id)
+        message, kind = _outcome(result)
+        if token is not None:
+            quietly(ls.work_done_progress.end, token, types.WorkDoneProgressEnd(message=message))
+            ls.work_done_progress.tokens.pop(token, None)
+        found = diagnostics(result["error"] or result["detail"]) if result["status"] == "failed" else []
+        quietly(ls.text_document_publish_diagnostics, types.PublishDiagnosticsParams(uri=uri, diagnostics=found))
+        say(message, kind)
+        return result
+
+    @server.command(STOP)
+    def stop(ls: LanguageServer, *arguments: Any) -> dict[str, Any]:
+        """Stop the build with the given id, or every running build without one."""
+        ids = [str(a) for a in arguments] or [e.id for e in builds.entries() if not e.build.done()]
+        try:
+            stopped = [build_id for build_id in ids if builds.stop(build_id, "stopped from the editor")]
+        except BadInput as exc:
+            raise ValueError(str(exc)) from None
+        return {"stopped": stopped}
+
+    @server.command(BUILDS)
+    def list_builds(ls: LanguageServer, *arguments: Any) -> dict[str, Any]:
+        """Every build this server remembers, newest first."""
+        return {"builds": [builds.describe(e.id) for e in builds.entries()]}
+
+    return server

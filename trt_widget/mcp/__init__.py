@@ -1,0 +1,31 @@
+"""TensorRT engine builds as MCP tools, for agents: ``trt-widget mcp`` (stdio) or ``trt-widget mcp --http``.
+
+Tools: build_engine (waits, with progress notifications), start_build / build_status / stop_build (for clients
+that don't keep a request open), list_builds, build_timings. Needs ``pip install "trt_widget[mcp]"``; importing
+this package does not import the SDK (that happens in :func:`create_server`). See docs/agents.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._builds import BadInput, BuildRegistry
+from ._cli import add_arguments, run
+
+__all__ = ["BadInput", "BuildRegistry", "HttpServerThread", "add_arguments", "create_server", "run"]
+
+
+def create_server(registry: BuildRegistry | None = None, **kwargs: Any) -> Any:
+    """An ``mcp.server.mcpserver.MCPServer`` with the build tools (``progress_interval=`` s between progress
+    notifications, 0.1 by default)."""
+    from ._server import create_server as create
+
+    return create(registry, **kwargs)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "HttpServerThread":
+        from ._http import HttpServerThread
+
+        return HttpServerThread
+    raise AttributeError(f"module 'trt_widget.mcp' has no attribute {name!r}")

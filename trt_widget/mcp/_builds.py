@@ -1,0 +1,220 @@
+"""The MCP server's builds: started from an ONNX path, kept by id (the newest ``keep``), and described as the
+JSON the tools return. No SDK here: the tools in ``_server`` turn :class:`BadInput` into tool errors."""
+
+from __future__ import annotations
+
+import difflib
+import itertools
+import threading
+import time
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+from .._follow import path_label, running_path
+
+KEEP = 32  # builds remembered; the oldest finished ones are forgotten first
+TOP = 5
+_TEXT_LIMIT = 500
+# Build's options an agent may set (isolation stays the default process runner: a stop always ends it in ~0.5 s)
+_AGENT_OPTIONS = ("optimization_level", "fp16", "strongly_typed", "timing_cache", "workspace", "profiles", "verbose")
+
+
+class BadInput(ValueError):
+    """Input the build cannot start with (a missing file, an unknown option, ...): a tool error, not a crash."""
+
+
+def _clip(text: str, limit: int = _TEXT_LIMIT) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+class _Entry:
+    def __init__(self, build_id: str, build: Any, model: str) -> None:
+        self.id = build_id
+        self.build = build
+        self.model = model
+        self.created_at = time.time()
+        self.ended_at: float | None = None
+        self.stop_requested_at: float | None = None
+        build.add_done_callback(self._ended)
+
+    def _ended(self, _build: Any) -> None:
+        self.ended_at = time.time()
+
+
+class BuildRegistry:
+    """Builds by id, for every tool of one server (thread-safe: HTTP sessions share one registry)."""
+
+    def __init__(self, keep: int = KEEP) -> None:
+        self.keep = keep
+        self._entries: dict[str, _Entry] = {}
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+
+    def create(
+        self,
+        model: str,
+        *,
+        options: dict[str, Any] | None = None,
+        budget: float | None = None,
+        output: str | None = None,
+    ) -> tuple[str, Any]:
+        """A new, not yet started Build of the ONNX file ``model`` (its id and the build); raises BadInput."""
+        from .._build import Build
+        from .._options import BuildOptions
+
+        path = Path(model).expanduser()
+        if not path.exists():
+            raise BadInput(f"ONNX file not found: {path}")
+        if not path.is_file():
+            raise BadInput(f"not an ONNX file (a directory?): {path}")
+        options = dict(options or {})
+        known = [f.name for f in fields(BuildOptions)]
+        for name in options:
+            if name in _AGENT_OPTIONS:
+                continue
+            if name in ("budget", "output"):
+                raise BadInput(f"give {name!r} as the tool's own argument, not in options")
+            if name in known:
+                raise BadInput(
+                    f"option {name!r} cannot be set here: builds run in the default builder process, "
+                    "which a stop always ends"
+                )
+            close = difflib.get_close_matches(name, _AGENT_OPTIONS, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise BadInput(f"unknown build option {name!r}{hint} Options: {', '.join(_AGENT_OPTIONS)}")
+        output = output or str(path.with_suffix(".engine"))
+        try:
+            build = Build(str(path), output=output, budget=budget, **options)
+        except (TypeError, ValueError, OSError) as exc:
+            raise BadInput(str(exc)) from None
+        with self._lock:
+            build_id = f"b{next(self._ids)}"
+            self._entries[build_id] = _Entry(build_id, build, str(path))
+            self._forget_old()
+        return build_id, build
+
+    def _forget_old(self) -> None:
+        for build_id in list(self._entries):
+            if len(self._entries) <= self.keep:
+                return
+            if self._entries[build_id].build.done():
+                del self._entries[build_id]
+
+    def entry(self, build_id: str) -> _Entry:
+        with self._lock:
+            entry = self._entries.get(build_id)
+            known = list(self._entries)
+        if entry is None:
+            hint = f"; known builds: {', '.join(known[-10:])}" if known else "; no builds yet"
+            raise BadInput(f"no build with id {build_id!r}{hint}")
+        return entry
+
+    def id_of(self, build: Any) -> str:
+        with self._lock:
+            return next(e.id for e in self._entries.values() if e.build is build)
+
+    def entries(self) -> list[_Entry]:
+        """Every remembered build, newest first."""
+        with self._lock:
+            return list(self._entries.values())[::-1]
+
+    def stop(self, build_id: str, reason: str = "stopped by the MCP client") -> bool:
+        entry = self.entry(build_id)
+        asked = bool(entry.build.stop(reason))
+        if asked and entry.stop_requested_at is None:
+            entry.stop_requested_at = time.time()
+        return asked
+
+    def stop_all(self, reason: str) -> None:
+        for entry in self.entries():
+            entry.build.stop(reason)
+
+    # -- what the tools return -------------------------------------------------------------------------
+    def describe(self, build_id: str) -> dict[str, Any]:
+        """Status, engine path and size, build time, running phase, top phases, warnings, error with its cause."""
+        entry = self.entry(build_id)
+        build = entry.build
+        final = bool(build.done())
+        error = build.error if build.status == "failed" else None
+        cause = error.__cause__ if error is not None else None
+        engine_path = build.options.output if build.status == "succeeded" and build.options.output else None
+        return {
+            "build_id": entry.id,
+            "model": entry.model,
+            "status": build.status,
+            "detail": _clip(build.status_detail or ""),
+            "build_s": round(build.elapsed_s, 3),
+            "phase": path_label(running_path(build)) if not final else "",
+            "engine_path": engine_path,
+            "engine_bytes": build.engine_size if build.status == "succeeded" else None,
+            "top_phases": top_phases(build.timings(), TOP) if final else [],
+            "warnings": [_clip(p["message"]) for p in build.problems if p.get("severity") == "WARNING"][:10],
+            "error": _clip(str(error)) if error is not None else None,
+            "error_cause": _clip(f"{type(cause).__name__}: {cause}") if cause is not None else None,
+            "created_at": round(entry.created_at, 3),
+            "ended_at": round(entry.ended_at, 3) if entry.ended_at is not None else None,
+        }
+
+    def timings(self, build_id: str, top: int = 10) -> dict[str, Any]:
+        """Where the time went: phases by self time, and the comparison with the last matching build."""
+        entry = self.entry(build_id)
+        build = entry.build
+        if not build.done():
+            raise BadInput(f"build {build_id} is still {build.status}: timings come once it has ended")
+        return {
+            "build_id": entry.id,
+            "status": build.status,
+            "build_s": round(build.elapsed_s, 3),
+            "top_phases": top_phases(build.timings(), max(1, min(top, 100))),
+            "comparison": _comparison(build, max(1, min(top, 100))),
+        }
+
+
+def top_phases(rows: list[dict[str, Any]], count: int) -> list[dict[str, Any]]:
+    """Phase names by self time (time not spent in a child phase), over their finished instances."""
+    children: dict[int, float] = {}
+    for row in rows:
+        if row and row["parent"] is not None and row["duration_s"] is not None:
+            children[row["parent"]] = children.get(row["parent"], 0.0) + row["duration_s"]
+    totals: dict[str, list[float]] = {}
+    for row in rows:
+        if not row or row["duration_s"] is None:
+            continue
+        own = max(row["duration_s"] - children.get(row["id"], 0.0), 0.0)
+        total = totals.setdefault(row["name"], [0.0, 0])
+        total[0] += own
+        total[1] += 1
+    best = sorted(totals.items(), key=lambda item: -item[1][0])[:count]
+    return [{"name": name, "self_s": round(s, 3), "instances": int(n)} for name, (s, n) in best]
+
+
+def _comparison(build: Any, count: int) -> dict[str, Any] | None:
+    """This build against the newest succeeded build with the same model and options (its history match)."""
+    link = getattr(build, "history", None)
+    if link is None:
+        return None
+    link.ready.wait(5.0)
+    if link.match is None:
+        return None
+    from ..history import compare
+
+    rows = compare(link.match, build)
+    total = next((r for r in rows if r["path"] == "(total)"), None)
+    changed = sorted(
+        (r for r in rows if r["delta"] is not None and r["path"] != "(total)"), key=lambda r: -abs(r["delta"])
+    )[:count]
+    return {
+        "previous": link.based_on,
+        "previous_s": round(total["a_s"], 3) if total else None,
+        "delta_s": round(total["delta"], 3) if total else None,
+        "phases": [
+            {
+                "path": r["path"],
+                "previous_s": round(r["a_s"], 3),
+                "now_s": round(r["b_s"], 3),
+                "delta_s": round(r["delta"], 3),
+            }
+            for r in changed
+        ],
+    }

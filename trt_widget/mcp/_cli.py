@@ -1,0 +1,77 @@
+"""``trt-widget mcp``: the MCP server over stdio (what an agent runtime starts) or streamable HTTP."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+import time
+from typing import Any
+
+DEFAULT_PORT = 8766
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+STOP_WAIT_S = 5.0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``mcp`` subcommand's options."""
+    parser.add_argument("--http", action="store_true", help="serve streamable HTTP at /mcp instead of stdio")
+    parser.add_argument("--host", default="127.0.0.1", help="with --http: address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"with --http: port (default {DEFAULT_PORT})")
+    parser.add_argument("--token-file", metavar="F", help="with --http: file holding the bearer token (default: "
+                        "a new token, printed on stderr)")  # fmt: skip
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve until the client goes (stdio) or until interrupted (HTTP); returns the exit code."""
+    try:
+        from ._server import create_server
+    except ImportError as exc:
+        print(f'trt-widget mcp: error: needs its extra: pip install "trt_widget[mcp]" ({exc})', file=sys.stderr)
+        return 2
+    from ._builds import BuildRegistry
+
+    builds = BuildRegistry()
+    server = create_server(builds)
+    if not args.http:
+        if args.token_file is not None:
+            print("trt-widget mcp: error: --token-file goes with --http", file=sys.stderr)
+            return 2
+        try:
+            with contextlib.suppress(KeyboardInterrupt):
+                server.run("stdio")
+        finally:
+            _stop_all(builds, "the MCP client went away")
+        return 0
+    from ._http import TokenError, app, listen, read_token, uvicorn_server
+
+    if not 0 <= args.port <= 65535:
+        print(f"trt-widget mcp: error: --port must be 0..65535, got {args.port}", file=sys.stderr)
+        return 2
+    try:
+        token, generated = read_token(args.token_file)
+        sock = listen(args.host, args.port)
+    except (TokenError, OSError) as exc:
+        print(f"trt-widget mcp: error: {exc}", file=sys.stderr)
+        return 2
+    host = args.host if ":" not in args.host else f"[{args.host}]"
+    print(f"trt-widget mcp: http://{host}:{sock.getsockname()[1]}/mcp", file=sys.stderr, flush=True)
+    if generated:
+        print(f"token: {token}  (generated; --token-file keeps one across restarts)", file=sys.stderr, flush=True)
+    if args.host not in LOOPBACK:
+        print(f"trt-widget mcp: warning: listening on {args.host} without TLS: the token crosses the network in "
+              "clear text", file=sys.stderr)  # fmt: skip
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            uvicorn_server(app(server, token, args.host), log_level="warning").run(sockets=[sock])
+    finally:
+        _stop_all(builds, "the MCP server is shutting down")
+    return 0
+
+
+def _stop_all(builds: Any, reason: str) -> None:
+    """Stop what still builds and give it STOP_WAIT_S to end (a stop ends a build in ~0.5 s)."""
+    builds.stop_all(reason)
+    deadline = time.monotonic() + STOP_WAIT_S
+    for entry in builds.entries():
+        entry.build.wait(max(deadline - time.monotonic(), 0.0))

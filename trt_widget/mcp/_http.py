@@ -1,0 +1,125 @@
+"""Streamable HTTP for the MCP server: every request needs ``Authorization: Bearer <token>`` (compared in
+constant time, as ``trt-widget serve``); 127.0.0.1 unless told otherwise."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+PATH = "/mcp"
+
+
+class TokenError(ValueError):
+    """A token file that cannot be used."""
+
+
+def read_token(token_file: str | None) -> tuple[str, bool]:
+    """(token, generated): the token in ``token_file`` (stripped), or a new random one."""
+    if token_file is None:
+        return secrets.token_urlsafe(32), True
+    try:
+        token = Path(token_file).expanduser().read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TokenError(f"cannot read --token-file {token_file}: {exc}") from None
+    if not token or any(c.isspace() or not c.isprintable() for c in token):
+        raise TokenError("the token must be non-empty printable text without spaces")
+    if len(token) < 16:
+        print("trt-widget mcp: warning: a token shorter than 16 characters is easy to guess", file=sys.stderr)
+    return token, False
+
+
+class BearerAuth:
+    """ASGI middleware: a valid bearer token, or 401 before the MCP app sees the request."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app = app
+        self.token = token.encode()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        presented: bytes | None = None
+        for name, value in scope.get("headers", []):
+            if name == b"authorization":
+                scheme, _, credentials = value.partition(b" ")
+                presented = credentials.strip() if scheme.lower() == b"bearer" else b""
+        if presented is None or not secrets.compare_digest(presented, self.token):
+            message = "missing bearer token: send 'Authorization: Bearer <token>'" if presented is None else (
+                "invalid token")  # fmt: skip
+            challenge = 'Bearer realm="trt-widget"' + ("" if presented is None else ', error="invalid_token"')
+            body = json.dumps({"error": message}).encode()
+            headers = [(b"content-type", b"application/json"), (b"www-authenticate", challenge.encode()),
+                       (b"content-length", str(len(body)).encode())]  # fmt: skip
+            await send({"type": "http.response.start", "status": 401, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+            return
+        await self.app(scope, receive, send)
+
+
+def app(server: Any, token: str, host: str = "127.0.0.1") -> Any:
+    """The MCP server's streamable HTTP app at ``/mcp``, behind the bearer token."""
+    return BearerAuth(server.streamable_http_app(streamable_http_path=PATH, host=host), token)
+
+
+def listen(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def uvicorn_server(asgi: Any, **config: Any) -> Any:
+    import uvicorn
+
+    return uvicorn.Server(uvicorn.Config(asgi, lifespan="on", **config))
+
+
+class HttpServerThread:
+    """The MCP server over HTTP on a background thread (tests, benchmarks):
+    ``with HttpServerThread() as s: s.url, s.token``."""
+
+    def __init__(self, server: Any = None, *, token: str | None = None, host: str = "127.0.0.1", port: int = 0):
+        from ._server import create_server
+
+        self.token = token or secrets.token_urlsafe(32)
+        self.server = server if server is not None else create_server()
+        self._sock = listen(host, port)
+        self.url = f"http://{host}:{self._sock.getsockname()[1]}{PATH}"
+        self._uvicorn = uvicorn_server(app(self.server, self.token, host), log_level="warning", access_log=False)
+        self._thread = threading.Thread(target=self._run, name="trt_widget-mcp-http", daemon=True)
+
+    def _run(self) -> None:
+        self._uvicorn.run(sockets=[self._sock])
+
+    def start(self, timeout: float = 30.0) -> HttpServerThread:
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not self._uvicorn.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the MCP HTTP server did not start")
+            time.sleep(0.01)
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._uvicorn.should_exit = True
+        self._thread.join(timeout)
+        self._sock.close()
+
+    def __enter__(self) -> HttpServerThread:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

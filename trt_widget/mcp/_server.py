@@ -1,0 +1,242 @@
+"""The MCP tools (official SDK, ``mcp.server.mcpserver.MCPServer``): build an engine with live progress, start /
+poll / stop builds, list them, and where a finished build's time went.
+
+Handlers never block the event loop: they wait on the build through :mod:`trt_widget._follow` (a wake-up per
+change, its end as a future). A client's ``notifications/cancelled`` cancels the handler's scope: the build is
+stopped then (the default builder process ends within ``force_after``, 0.5 s).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Annotated, Any
+
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, Field
+
+from .._follow import Follower, ended, path_label, running_path
+from ._builds import BadInput, BuildRegistry
+
+log = logging.getLogger("trt_widget.mcp")
+PROGRESS_INTERVAL_S = 0.1  # at most 10 progress notifications a second
+
+INSTRUCTIONS = (
+    "Builds TensorRT engines from ONNX files on this machine, with live progress and cancel. build_engine "
+    "builds and waits (progress notifications carry the running phase path; cancelling the call stops the "
+    "build); for long builds use start_build, then build_status (wait_s long-polls) and stop_build. "
+    "build_timings says where a finished build's time went and compares it with the last matching build."
+)
+
+
+class Phase(BaseModel):
+    name: str = Field(description="TensorRT phase name")
+    self_s: float = Field(description="seconds spent in this phase itself, not in a child phase (all instances)")
+    instances: int = Field(description="how many times the phase ran")
+
+
+class BuildResult(BaseModel):
+    build_id: str = Field(description="id for build_status / stop_build / build_timings")
+    model: str = Field(description="the ONNX file")
+    status: str = Field(description="queued, running, cancelling, succeeded, cancelled or failed")
+    detail: str = Field(description="why it was cancelled, notes, or the first line of the error")
+    build_s: float = Field(description="build time in seconds so far (final once ended)")
+    phase: str = Field(description="running phase path while it runs, e.g. 'Building engine 4/6 › ...'")
+    engine_path: str | None = Field(description="the engine file written, once succeeded")
+    engine_bytes: int | None = Field(description="engine size in bytes, once succeeded")
+    top_phases: list[Phase] = Field(description="where the time went (by self time), once ended")
+    warnings: list[str] = Field(description="TensorRT warnings")
+    error: str | None = Field(description="why the build failed")
+    error_cause: str | None = Field(description="the underlying exception, when there is one")
+    created_at: float = Field(description="Unix time the build was created")
+    ended_at: float | None = Field(description="Unix time the build ended")
+
+
+class BuildList(BaseModel):
+    builds: list[BuildResult] = Field(description="newest first")
+
+
+class StopResult(BaseModel):
+    stopping: bool = Field(description="true if a running or queued build was asked to stop")
+    build: BuildResult
+
+
+class PhaseChange(BaseModel):
+    path: str
+    previous_s: float
+    now_s: float
+    delta_s: float = Field(description="seconds slower (+) or faster (-) than the previous build")
+
+
+class Comparison(BaseModel):
+    previous: str | None = Field(description="which build it is compared with")
+    previous_s: float | None
+    delta_s: float | None = Field(description="whole build: seconds slower (+) or faster (-)")
+    phases: list[PhaseChange] = Field(description="largest changes first")
+
+
+class Timings(BaseModel):
+    build_id: str
+    status: str
+    build_s: float
+    top_phases: list[Phase] = Field(description="phase names by self time, largest first")
+    comparison: Comparison | None = Field(
+        description="against the last succeeded build of the same model and options; null when there is none"
+    )
+
+
+_MODEL = "path of the ONNX file on the server's machine (relative paths: to the server's working directory)"
+_OPTIONS = (
+    "Build options as trt_widget.Build's: optimization_level (0..5), fp16 (bool), strongly_typed (bool), "
+    "timing_cache (file path), workspace (bytes or '1GiB'), profiles ({input: [min, opt, max] shapes}), verbose"
+)
+_BUDGET = "seconds: the build is cancelled when it runs longer"
+_OUTPUT = "engine file to write (atomically); default: the model's path with the suffix .engine"
+
+
+def _sentence(result: dict[str, Any]) -> str:
+    """The result in one line, for clients that read only the text content."""
+    head = f"build {result['build_id']} {result['status']} after {result['build_s']:.1f} s"
+    if result["status"] == "succeeded":
+        where = f": engine {result['engine_path']} ({result['engine_bytes']:,} B)" if result["engine_path"] else ""
+        top = result["top_phases"][:1]
+        most = f"; most time in {top[0]['name']} ({top[0]['self_s']:.1f} s)" if top else ""
+        return head + where + most
+    if result["status"] == "failed":
+        return f"{head}: {result['error']}"
+    return f"{head}: {result['detail']}" if result["detail"] else head
+
+
+def _result(result: dict[str, Any]) -> CallToolResult:
+    return CallToolResult(
+        content=[TextContent(type="text", text=_sentence(result))],
+        structured_content=result,
+        is_error=result["status"] == "failed",
+    )
+
+
+def create_server(registry: BuildRegistry | None = None, *, progress_interval: float = PROGRESS_INTERVAL_S) -> Any:
+    """An ``MCPServer`` with the build tools, over ``registry`` (a new one by default)."""
+    builds = registry if registry is not None else BuildRegistry()
+    server: MCPServer[Any] = MCPServer(name="trt-widget", instructions=INSTRUCTIONS, log_level="WARNING")
+    readonly = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+    def create(model: str, options: dict[str, Any] | None, budget: float | None, output: str | None) -> Any:
+        try:
+            return builds.create(model, options=options, budget=budget, output=output)
+        except BadInput as exc:
+            raise ToolError(str(exc)) from None
+
+    def describe(build_id: str) -> dict[str, Any]:
+        try:
+            return builds.describe(build_id)
+        except BadInput as exc:
+            raise ToolError(str(exc)) from None
+
+    @server.tool(
+        description="Build a TensorRT engine from an ONNX file and wait for it. Sends progress notifications "
+        "(the running phase path) while it builds; cancelling this call stops the build. The result: status, "
+        "engine path and size, build time, top phases by self time, warnings, error. A failed build is a tool "
+        "error; a build cut by the budget ends 'cancelled'.",
+        annotations=ToolAnnotations(destructive_hint=False, open_world_hint=False),
+    )
+    async def build_engine(
+        ctx: Context,
+        model: Annotated[str, Field(description=_MODEL)],
+        options: Annotated[dict[str, Any] | None, Field(description=_OPTIONS)] = None,
+        budget: Annotated[float | None, Field(description=_BUDGET, gt=0)] = None,
+        output: Annotated[str | None, Field(description=_OUTPUT)] = None,
+    ) -> Annotated[CallToolResult, BuildResult]:
+        build_id, build = create(model, options, budget, output)
+        follower = Follower(build, interval=progress_interval)
+        build.start()
+        try:
+            sent, reporting = 0.0, True
+            async for _ in follower.changes():
+                path = running_path(build)
+                if path and reporting:
+                    sent = max(round(build.elapsed_s, 3), sent + 0.001)  # strictly increasing
+                    try:
+                        await ctx.report_progress(sent, None, path_label(path))
+                    except Exception:  # progress is a courtesy: a transport hiccup must not end the build
+                        log.warning("MCP progress notifications stopped for build %s", build_id, exc_info=True)
+                        reporting = False
+            await ended(build)
+        except anyio.get_cancelled_exc_class():
+            builds.stop(build_id, "the MCP client cancelled the call")
+            raise
+        finally:
+            follower.close()
+        return _result(describe(build_id))
+
+    @server.tool(
+        description="Start building a TensorRT engine from an ONNX file and return at once with its build_id "
+        "(status queued or running); follow it with build_status, stop it with stop_build.",
+        annotations=ToolAnnotations(destructive_hint=False, open_world_hint=False),
+    )
+    async def start_build(
+        model: Annotated[str, Field(description=_MODEL)],
+        options: Annotated[dict[str, Any] | None, Field(description=_OPTIONS)] = None,
+        budget: Annotated[float | None, Field(description=_BUDGET, gt=0)] = None,
+        output: Annotated[str | None, Field(description=_OUTPUT)] = None,
+    ) -> BuildResult:
+        build_id, build = create(model, options, budget, output)
+        build.start()
+        return BuildResult.model_validate(describe(build_id))
+
+    @server.tool(
+        description="The state of a build: status, running phase path, build time; once ended also the engine, "
+        "top phases, warnings, error. wait_s > 0 waits up to that many seconds for the build to end.",
+        annotations=readonly,
+    )
+    async def build_status(
+        build_id: Annotated[str, Field(description="from build_engine, start_build or list_builds")],
+        wait_s: Annotated[
+            float, Field(description="wait up to this long for the end (0: answer now)", ge=0, le=600)
+        ] = 0.0,
+    ) -> BuildResult:
+        try:
+            build = builds.entry(build_id).build
+        except BadInput as exc:
+            raise ToolError(str(exc)) from None
+        if wait_s > 0 and not build.done():
+            with anyio.move_on_after(wait_s):
+                await ended(build)
+        return BuildResult.model_validate(describe(build_id))
+
+    @server.tool(
+        description="Stop a build: it ends 'cancelled' at TensorRT's next step boundary, or its builder process "
+        "is terminated 0.5 s after the request. Stopping an ended build does nothing.",
+        annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=True, open_world_hint=False),
+    )
+    async def stop_build(build_id: Annotated[str, Field(description="the build to stop")]) -> StopResult:
+        try:
+            stopping = builds.stop(build_id)
+        except BadInput as exc:
+            raise ToolError(str(exc)) from None
+        return StopResult(stopping=stopping, build=BuildResult.model_validate(describe(build_id)))
+
+    @server.tool(description="Every build this server remembers (the newest 32), newest first.", annotations=readonly)
+    async def list_builds() -> BuildList:
+        return BuildList(builds=[BuildResult.model_validate(describe(e.id)) for e in builds.entries()])
+
+    @server.tool(
+        description="Where an ended build's time went: phase names by self time (time not in a child phase), and "
+        "the comparison with the last succeeded build of the same model and options (whole build and the "
+        "phases that changed most).",
+        annotations=readonly,
+    )
+    async def build_timings(
+        build_id: Annotated[str, Field(description="an ended build")],
+        top: Annotated[int, Field(description="how many phases", ge=1, le=100)] = 10,
+    ) -> Timings:
+        try:
+            # the history match may still be loading (a large model's hash): off the loop
+            timings = await anyio.to_thread.run_sync(builds.timings, build_id, top)
+        except BadInput as exc:
+            raise ToolError(str(exc)) from None
+        return Timings.model_validate(timings)
+
+    return server

@@ -12,7 +12,7 @@ a second Stop, or ``force_after`` seconds later, SIGTERM then SIGKILL.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
+import importlib.machinery
 import json
 import os
 import queue
@@ -130,8 +130,9 @@ def inject_dir(directory: Path) -> None:
     """Write the sitecustomize (and the tensorrt_rtx alias where needed) into ``directory``."""
     root = str(Path(__file__).resolve().parents[2])
     (directory / "sitecustomize.py").write_text(SITECUSTOMIZE.format(root=root), encoding="utf-8")
-    needs_alias = importlib.util.find_spec("tensorrt_rtx") is None
-    if needs_alias and importlib.util.find_spec("tensorrt_rtx_bindings") is not None:
+    # on the path, not sys.modules: this process may hold an alias (alias_tensorrt_rtx) the command will not
+    needs_alias = importlib.machinery.PathFinder.find_spec("tensorrt_rtx") is None
+    if needs_alias and importlib.machinery.PathFinder.find_spec("tensorrt_rtx_bindings") is not None:
         (directory / "tensorrt_rtx.py").write_text(ALIAS, encoding="utf-8")
 
 

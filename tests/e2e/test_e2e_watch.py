@@ -95,3 +95,37 @@ def test_build_widget_run_polygraphy_stops_within_a_second(lab: Lab) -> None:
     assert lab.kernel_json("r.result() != 0") is True
     assert lab.kernel_json("r.call.ended_at - r.call.stopped_at") >= 0  # the figure: bench/ (timing goals)
     assert not lab.dialogs
+
+
+BLOCK_CELL = """\
+import trt_widget
+from trt_widget.models import deep_residual, to_bytes
+trt = trt_widget.trt
+logger = trt.Logger(trt.Logger.ERROR)
+builder = trt.Builder(logger)
+network = builder.create_network(0)
+parser = trt.OnnxParser(network, logger)
+assert parser.parse(to_bytes(deep_residual(1000)))
+config = builder.create_builder_config()
+with trt_widget.watch() as blk:
+    builder.build_serialized_network(network, config)
+"""
+
+
+def test_a_block_is_shown_live_while_the_cell_runs_and_the_kernel_interrupt_cancels_it(lab: Lab) -> None:
+    lab.open([BLOCK_CELL])
+    lab.run_cell(0, wait=False)
+    root = lab.output(0).locator(".trtw-matrix")
+    first = row(root, 0)
+    expect(first).to_have_attribute("data-status", "running", timeout=BUILD_S * 1000)  # live, the cell busy
+    expect(root.locator(".trtw-mx-note")).to_contain_text("interrupt the kernel")
+    expect(root.locator(".trtw-mx-stop-all")).to_be_hidden()
+    lab.screenshot("watch-block-live", root)
+    lab.server.interrupt_kernels()  # what the note tells the user to do
+    expect(first).to_have_attribute("data-status", "cancelled", timeout=BUILD_S * 1000)
+    lab.wait_executed(0, check=False, timeout=BUILD_S)
+    text = lab.output_text(0)
+    assert "KeyboardInterrupt" in text and "was cancelled (interrupted (Ctrl-C))" in text, text
+    assert lab.kernel_json("[b.status for b in blk.builds]") == ["cancelled"]
+    assert lab.kernel_json("len(blk.builds[0].monitor.errors)") == 0  # nothing escaped a callback
+    assert lab.kernel_json("trt_widget.watch.is_patched()") is False

@@ -19,7 +19,7 @@ from ._cli import add_arguments as cli_arguments
 from ._cli import run as cli_run
 from ._patch import METHODS, current_watches, is_patched, originals
 from ._rtx import alias_tensorrt_rtx
-from ._run import CommandRun, RelayedBuild, run_command
+from ._run import CommandRun, ProcessCall, RelayedBuild, run_command
 from ._watch import Watch, WatchedCall, stop_notice, watch_call
 
 
@@ -48,6 +48,7 @@ def __getattr__(name: str) -> Any:  # the widget needs anywidget: imported on fi
 __all__ = [
     "METHODS",
     "CommandRun",
+    "ProcessCall",
     "RelayedBuild",
     "Watch",
     "WatchWidget",

@@ -19,6 +19,7 @@ import queue
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -29,7 +30,7 @@ from typing import Any
 
 from .._build import Build
 from .._engine import ModelSource
-from .._errors import BuildError
+from .._errors import BuildCancelled, BuildError
 from .._status import LIVE, log
 from ..runners import RunContext, apply_event
 from ._child import ENV_SOCKET
@@ -152,6 +153,7 @@ class CommandRun:
         self.future: Future[int] = Future()
         self.stops = 0
         self.forced = False
+        self.returncode: int | None = None  # the exit code (128 + the signal when a signal ended it)
         self.stopped_at: float | None = None  # time.monotonic() of the first stop
         self.ended_at: float | None = None  # ... and of the command's end
         self._env = env
@@ -249,8 +251,15 @@ class CommandRun:
         for build in list(self.builds):
             build.relay.events.put(None)
             build.wait(5.0)
-        self._tmp.cleanup()
-        self.future.set_result(code if code >= 0 else 128 - code)
+        self.returncode = code if code >= 0 else 128 - code
+        try:
+            self._finished(self.returncode)
+        finally:
+            self._tmp.cleanup()
+
+    def _finished(self, code: int) -> None:
+        """The command ended with exit code ``code`` (its temporary directory still exists)."""
+        self.future.set_result(code)
 
     # -- control ----------------------------------------------------------------------------------------
     def on_build(self, fn: Callable[[Any], None]) -> Callable[[], None]:
@@ -357,3 +366,71 @@ def wait_quietly(run: CommandRun, poll: float = 0.2) -> int:
     while not run.done():
         time.sleep(poll)
     return run.result()
+
+
+CALL_CHILD = """
+import sys
+import cloudpickle
+
+with open(sys.argv[1], "rb") as f:
+    fn, args, kwargs = cloudpickle.load(f)
+try:
+    outcome = ("value", fn(*args, **kwargs))
+except BaseException as exc:  # KeyboardInterrupt too: the Stop's SIGINT cancelled a build
+    outcome = ("error", exc)
+try:
+    data = cloudpickle.dumps(outcome)
+except Exception as exc:
+    data = cloudpickle.dumps(("error", TypeError(f"the function's result cannot be sent back: {exc}")))
+with open(sys.argv[2], "wb") as f:
+    f.write(data)
+"""
+
+
+class ProcessCall(CommandRun):
+    """``fn(*args, **kwargs)`` in a fresh Python process (cloudpickle), its builds watched as ``trt-widget run``
+    does; ``result()`` is fn's return value (sent back) or its exception. Stop cancels at the next step boundary
+    and terminates the process ``force_after`` s later: a force stop, as a Build's builder process has."""
+
+    def __init__(
+        self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], *, force_after: float = 0.5
+    ) -> None:
+        import cloudpickle
+
+        name = getattr(fn, "__qualname__", repr(fn))
+        try:
+            payload = cloudpickle.dumps((fn, args, kwargs))
+        except Exception as exc:
+            raise TypeError(
+                f"{name} and its arguments cannot be sent to a builder process: {exc}. Everything they refer to "
+                "must be picklable (no open files, locks, sockets or TensorRT objects); or use isolation='thread'"
+            ) from exc
+        super().__init__([sys.executable, "-c", CALL_CHILD], force_after=force_after)
+        self.fn = fn
+        directory = Path(self._tmp.name)
+        (directory / "call.pkl").write_bytes(payload)
+        self.command += [str(directory / "call.pkl"), str(directory / "result.pkl")]
+
+    def _finished(self, code: int) -> None:
+        import cloudpickle
+
+        result = Path(self._tmp.name) / "result.pkl"
+        try:
+            kind, value = cloudpickle.loads(result.read_bytes())
+        except FileNotFoundError:
+            if self.stops:
+                self.future.set_exception(BuildCancelled("stopped: the function's process was terminated"))
+            else:
+                self.future.set_exception(
+                    BuildError(f"the function's process ended (exit code {code}) without a result")
+                )
+            return
+        except Exception as exc:
+            self.future.set_exception(BuildError(f"the function's result could not be read back: {exc}"))
+            return
+        if kind == "value":
+            self.future.set_result(value)
+        elif isinstance(value, KeyboardInterrupt) and self.stops:
+            self.future.set_exception(BuildCancelled(f"stopped: {value}"))
+        else:
+            self.future.set_exception(value)

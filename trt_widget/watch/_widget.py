@@ -147,7 +147,7 @@ class WatchWidget(anywidget.AnyWidget):
             parts.append(STOP_BUTTON if self.call is not None else STOP_INTERRUPT)
         elif self.call is not None and self.call.done():
             exc = self.call.future.exception()
-            if isinstance(self.call, CommandRun) and exc is None:
+            if isinstance(self.call, CommandRun) and exc is None and not hasattr(self.call, "fn"):
                 parts.append(f"the command exited with code {self.call.future.result()}")
             elif exc is None:
                 parts.append("the function returned")
@@ -251,10 +251,21 @@ def _without_elapsed(rows_json: str) -> str:
 _MISSING = object()
 
 
-def watch_widget(fn: Any, /, *args: Any, **kwargs: Any) -> WatchWidget:
-    """``BuildWidget.watch(fn, *args, **kwargs)``: run ``fn`` on a background thread, shown as a live list."""
+def watch_widget(fn: Any, /, *args: Any, isolation: str = "thread", **kwargs: Any) -> WatchWidget:
+    """``BuildWidget.watch(fn, *args, **kwargs)``: run ``fn`` on a background thread (or, with
+    ``isolation="process"``, in a fresh process Stop can end), shown as a live list."""
+    label = f"{getattr(fn, '__qualname__', 'a function')}()"
+    if isolation == "process":
+        from ._run import ProcessCall
+
+        run = ProcessCall(fn, args, kwargs)
+        widget = WatchWidget(run, call=run, label=label)
+        run.start()
+        return widget
+    if isolation != "thread":
+        raise ValueError(f"isolation must be 'thread' or 'process'; got {isolation!r}")
     call = WatchedCall(fn, args, kwargs)
-    widget = WatchWidget(call.watch, call=call, label=f"{getattr(fn, '__qualname__', 'a function')}()")
+    widget = WatchWidget(call.watch, call=call, label=label)
     call.start()
     return widget
 

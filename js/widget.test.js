@@ -819,6 +819,27 @@ describe("extras", () => {
     expect(tip).toContain("CPU now: 99 %");
     expect(el.querySelector(".trtw-spark-rss").getAttribute("points").split(" ")).toHaveLength(3);
   });
+
+  it("says whose the GPU memory figure is", () => {
+    const gpuScope = "all processes on GPU 0 (NVIDIA H200): NVML does not list the builder's pid 42";
+    mount(
+      fakeModel({
+        status: "running",
+        elapsed_s: 1,
+        rows: [phase("A", { id: 1, start_s: 0 })],
+        resources: {
+          samples: [[0, 100e6, 2 * 1024 ** 3, 5, 0]],
+          peak_rss: 100e6,
+          peak_gpu_mem: 2 * 1024 ** 3,
+          trt_peak: null,
+          scope: "the builder process (pid 42)",
+          gpu_scope: gpuScope,
+        },
+      }),
+    );
+    expect(el.querySelector(".trtw-peak").textContent).toContain("GPU 2.0 GiB");
+    expect(el.querySelector(".trtw-res").title).toContain(`GPU memory of ${gpuScope}: dashed line.`);
+  });
 });
 
 describe("keyed reconciliation", () => {

@@ -183,7 +183,9 @@ def _fake_tensorrt(tmp_path: Any, name: str = "tensorrt") -> str:
 
 
 def test_tensorrt_without_a_gpu_falls_back_to_rtx(tmp_path: Any) -> None:
-    done = run_python("import trt_widget; print(trt_widget.select_backend()[0])", PYTHONPATH=_fake_tensorrt(tmp_path))
+    code = "import trt_widget; print(trt_widget.select_backend()[0])"
+    # CUDA_VISIBLE_DEVICES hides any real GPU: otherwise the fake would be chosen on a GPU machine
+    done = run_python(code, PYTHONPATH=_fake_tensorrt(tmp_path), CUDA_VISIBLE_DEVICES="-1")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "rtx"  # no CUDA GPU visible here: NVIDIA's module could not build
 
@@ -195,7 +197,8 @@ def test_a_requested_tensorrt_without_a_gpu_fails_the_build_clearly(tmp_path: An
         b = Build(models.deep_residual(2), history=False, isolation="thread").start()
         print(b.wait(60)); print(b.error)
     """)
-    done = run_python(code, PYTHONPATH=_fake_tensorrt(tmp_path, name), TRT_WIDGET_BACKEND="tensorrt")
+    fake = _fake_tensorrt(tmp_path, name)
+    done = run_python(code, PYTHONPATH=fake, TRT_WIDGET_BACKEND="tensorrt", CUDA_VISIBLE_DEVICES="-1")
     assert done.returncode == 0, done.stderr
     status, error = done.stdout.strip().splitlines()[:2]
     assert status == "failed"

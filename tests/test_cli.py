@@ -57,6 +57,7 @@ def _spawn(*args: str) -> pexpect.spawn:
     )
 
 
+@pytest.mark.rtx_long_step
 def test_terminal_renders_the_tree_and_ctrl_c_stops_within_the_long_step(long_onnx: Path, tmp_path: Path) -> None:
     engine = tmp_path / "long.engine"
     child = _spawn("build", str(long_onnx), "-o", str(engine))
@@ -74,6 +75,7 @@ def test_terminal_renders_the_tree_and_ctrl_c_stops_within_the_long_step(long_on
     assert not engine.exists() and not list(tmp_path.glob("*.part"))
 
 
+@pytest.mark.rtx_long_step
 def test_thread_isolation_waits_for_the_step_boundary(long_onnx: Path, tmp_path: Path) -> None:
     engine = tmp_path / "thread.engine"
     child = _spawn("build", str(long_onnx), "-o", str(engine), "--isolation", "thread", "--plain")

@@ -136,6 +136,7 @@ def test_every_default_is_the_documented_one() -> None:
         "verbose": False,
         "isolation": "process",
         "force_after": None,
+        "plugins": (),
     }
 
 

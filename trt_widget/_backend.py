@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 from types import ModuleType
 from typing import Any
 
 INSTALL_HINT = (
     "trt_widget needs a TensorRT Python module and found none. Install one of:\n"
     "  pip install 'trt_widget[rtx]'       # TensorRT for RTX from PyPI, builds engines without a GPU\n"
-    "  pip install 'trt_widget[tensorrt]'  # NVIDIA TensorRT, for machines with an NVIDIA GPU"
+    "  pip install 'trt_widget[tensorrt]'  # NVIDIA TensorRT for CUDA 13 (NVIDIA driver R580 or newer)\n"
+    "  pip install 'trt_widget[tensorrt-cu12]'  # NVIDIA TensorRT for CUDA 12 (drivers R525 to R575)"
 )
 
 _CANDIDATES = {
@@ -81,8 +83,75 @@ def select_backend() -> tuple[str, ModuleType]:
     raise BackendUnavailable(INSTALL_HINT)
 
 
+_JETSON_NODES = ("/dev/nvhost-ctrl-gpu", "/dev/nvgpu")  # integrated GPUs (Jetson) have no /dev/nvidiaN
+_PROBE = (
+    "import ctypes,sys\n"
+    "for n in ('libcuda.so.1','libcuda.so','nvcuda.dll'):\n"
+    "    try: c=ctypes.CDLL(n)\n"
+    "    except OSError: continue\n"
+    "    k=ctypes.c_int(0)\n"
+    "    sys.exit(0 if c.cuInit(0)==0 and c.cuDeviceGetCount(ctypes.byref(k))==0 and k.value>0 else 3)\n"
+    "sys.exit(4)\n"
+)
+PROBE_TIMEOUT_S = 30.0
+
+
 def cuda_gpu_visible() -> bool:
-    """True when the CUDA driver loads and reports at least one device (no CUDA toolkit needed)."""
+    """True when CUDA reports at least one device to this process's environment — decided without loading CUDA here.
+
+    ``cuInit`` in the user's process would break every child it forks later (they get
+    CUDA_ERROR_NOT_INITIALIZED), and even NVML maps libcuda. So: ``CUDA_VISIBLE_DEVICES`` hiding every device,
+    or no NVIDIA device node on Linux, means no GPU at no cost; otherwise a short-lived probe process calls
+    ``cuInit`` and counts the devices (about 0.25 s, only on machines with an NVIDIA device).
+    """
+    if not _visible_devices_listed():
+        return False
+    if sys.platform.startswith("linux") and not gpu_device_nodes():
+        return False
+    return _probe_in_child()
+
+
+def _visible_devices_listed() -> bool:
+    """False when CUDA_VISIBLE_DEVICES is set and names no device (empty, or starting with an invalid entry)."""
+    value = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if value is None:
+        return True
+    first = value.split(",")[0].strip()
+    if first.startswith(("GPU-", "MIG-")):
+        return True
+    return first.isdigit()  # CUDA stops at the first invalid index: "-1" or "" hides every device
+
+
+def gpu_device_nodes() -> list[str]:
+    """The NVIDIA GPU device nodes present (``/dev/nvidia0`` …, or a Jetson's integrated GPU)."""
+    try:
+        nodes = [f"/dev/{n}" for n in os.listdir("/dev") if n.startswith("nvidia") and n[6:].isdigit()]
+    except OSError:
+        nodes = []
+    return sorted(nodes) + [n for n in _JETSON_NODES if os.path.exists(n)]
+
+
+def _probe_in_child() -> bool:
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            [sys.executable, "-I", "-S", "-c", _PROBE],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=PROBE_TIMEOUT_S,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
+
+
+def cuda_driver_version() -> tuple[int, int] | None:
+    """The CUDA version the installed NVIDIA driver supports, e.g. (12, 4), or None without a driver.
+
+    ``cuDriverGetVersion`` needs no ``cuInit`` but loads libcuda: call it only in the process that builds.
+    """
     import ctypes
 
     for name in ("libcuda.so.1", "libcuda.so", "nvcuda.dll"):
@@ -90,12 +159,64 @@ def cuda_gpu_visible() -> bool:
             cuda = ctypes.CDLL(name)
         except OSError:
             continue
-        count = ctypes.c_int(0)
+        version = ctypes.c_int(0)
         try:
-            return cuda.cuInit(0) == 0 and cuda.cuDeviceGetCount(ctypes.byref(count)) == 0 and count.value > 0
+            if cuda.cuDriverGetVersion(ctypes.byref(version)) != 0 or version.value <= 0:
+                return None
         except Exception:
-            return False
-    return False
+            return None
+        return version.value // 1000, version.value % 1000 // 10
+    return None
+
+
+TENSORRT_EXTRAS = {13: "tensorrt", 12: "tensorrt-cu12"}  # CUDA major -> the trt_widget extra built for it
+_DRIVER_FOR_CUDA = {13: "R580", 12: "R525"}  # the oldest driver branch each CUDA major runs on
+
+
+def tensorrt_cuda_major() -> int | None:
+    """The CUDA major version the installed NVIDIA TensorRT wheels were built for (from their package names)."""
+    from importlib import metadata
+
+    for major in (13, 12, 11):
+        for name in (f"tensorrt_cu{major}_libs", f"tensorrt_cu{major}_bindings", f"tensorrt_cu{major}"):
+            try:
+                metadata.version(name)
+            except metadata.PackageNotFoundError:
+                continue
+            return major
+    return None
+
+
+def builder_failure_message(label: str, exc: BaseException) -> str:
+    """Why NVIDIA's ``Builder()`` came back null, from the driver's CUDA version, naming the extra that fits."""
+    head = f"{label} could not create a builder ({exc})"
+    driver = cuda_driver_version()
+    needed = tensorrt_cuda_major()
+    if driver is None:
+        return (
+            f"{head}: no NVIDIA driver (libcuda) is loadable in this process, so no CUDA GPU. On a machine "
+            "without an NVIDIA GPU install TensorRT for RTX (pip install 'trt_widget[rtx]') or set "
+            "TRT_WIDGET_BACKEND=rtx"
+        )
+    have = f"the NVIDIA driver supports CUDA {driver[0]}.{driver[1]}"
+    if needed is not None and driver[0] < needed:
+        fits = TENSORRT_EXTRAS.get(driver[0])
+        advice = (
+            f"pip install 'trt_widget[{fits}]' (TensorRT built for CUDA {driver[0]}; uninstall tensorrt-cu{needed}* "
+            "first)"
+            if fits
+            else f"no TensorRT 10+ wheel is built for CUDA {driver[0]}"
+        )
+        return (
+            f"{head}: {have}, but this TensorRT is built for CUDA {needed} (needs driver "
+            f"{_DRIVER_FOR_CUDA.get(needed, 'newer')} or newer). Either {advice}, or update the driver"
+        )
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    where = f" (CUDA_VISIBLE_DEVICES={visible!r})" if visible is not None else ""
+    return (
+        f"{head}: {have}, yet no CUDA GPU is usable by this process{where}; check `nvidia-smi`, or build "
+        "without a GPU with TensorRT for RTX (pip install 'trt_widget[rtx]', TRT_WIDGET_BACKEND=rtx)"
+    )
 
 
 def capabilities() -> dict[str, object]:

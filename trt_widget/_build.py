@@ -21,6 +21,7 @@ from ._errors import BuildCancelled, BuildError
 from ._event_sinks import Sink
 from ._expected import unexpected_errors
 from ._files import atomic_write, refuse_overwriting
+from ._gpu import memory_skip_note
 from ._options import BuildOptions, BuildOptionsDict
 from ._phases import CANCELLED, FINISHED_EARLY, PhaseModel
 from ._status import BUILD_STATUSES, CANCELLING, FAILED, FINAL, IDLE, LIVE, QUEUED, RUNNING, SUCCEEDED, log
@@ -392,7 +393,10 @@ class Build(Waiting):
                 self._status = SUCCEEDED
                 errors = unexpected_errors(self.logger.errors(), backend=select_backend()[0])
                 warning = f"TensorRT logged {len(errors)} error line(s) although the engine was built; check it: "
-                self.status_detail = "; ".join(([warning + errors[0][:200]] if errors else []) + self._notes)
+                skips = memory_skip_note(self.logger.problems, getattr(self, "resources", None))
+                self.status_detail = "; ".join(
+                    ([warning + errors[0][:200]] if errors else []) + ([skips] if skips else []) + self._notes
+                )
             callbacks, self._on_done = self._on_done, []
             self._done.set()
         for callback in callbacks:

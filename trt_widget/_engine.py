@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, Union, cast
 
-from ._backend import capabilities, select_backend, trt
+from ._backend import builder_failure_message, capabilities, select_backend, trt
 from ._errors import BuildError
 from ._expected import significant
 from ._files import atomic_write
@@ -137,26 +137,44 @@ class CaptureLogger:
 
 
 class _LogRouter(trt().ILogger):  # type: ignore[misc]
-    """TensorRT keeps the first logger a process registers, so one router forwards each line to the build
-    running on the calling thread (or, for lines from other threads, to every running build)."""
+    """TensorRT keeps the first logger a process registers, so one router forwards each line to its build: the
+    build running on the calling thread, or the build whose progress monitor that thread reported to. A line
+    from any other thread goes to the only running build, and to none while several run (it may belong to any
+    of them): those are kept in ``unattributed`` (the last 200) and counted."""
 
     def __init__(self) -> None:
         trt().ILogger.__init__(self)
         self.sinks: dict[int, CaptureLogger] = {}  # builder thread id -> its build's logger
+        self.claimed: dict[int, CaptureLogger] = {}  # a TensorRT internal thread -> the build it reported for
         self.any_verbose = False  # True while a running build wants VERBOSE lines
+        self.unattributed: deque[tuple[int, str]] = deque(maxlen=200)
+        self.unattributed_count = 0
 
     def log(self, severity: Any, msg: str) -> None:
         # TensorRT sends every VERBOSE line (tens of thousands per build): drop them before any other work, but for
         # the autotuner's lines that say what a silent step is timing (see _verbose.py).
         if not self.any_verbose and int(severity) == 4 and not wanted(msg):
             return
-        sink = self.sinks.get(threading.get_ident())
-        for target in [sink] if sink is not None else list(self.sinks.values()):
-            target.log(severity, msg)
+        ident = threading.get_ident()
+        sink = self.sinks.get(ident) or self.claimed.get(ident)
+        if sink is None:
+            sinks = list(self.sinks.values())
+            if len(sinks) != 1:
+                self.unattributed_count += 1
+                self.unattributed.append((int(severity), str(msg)))
+                return
+            sink = sinks[0]
+        sink.log(severity, msg)
+
+    def claim(self, ident: int, sink: CaptureLogger) -> None:
+        """Lines from thread ``ident`` belong to ``sink``'s build (its progress monitor was called there)."""
+        if ident not in self.sinks:
+            self.claimed[ident] = sink
 
     def set_sink(self, ident: int, sink: CaptureLogger | None) -> None:
         if sink is None:
-            self.sinks.pop(ident, None)
+            ended = self.sinks.pop(ident, None)
+            self.claimed = {k: v for k, v in self.claimed.items() if v is not ended}
         else:
             self.sinks[ident] = sink
         self.any_verbose = any(s.verbose for s in list(self.sinks.values()))
@@ -202,11 +220,10 @@ def _build_on_device(
     try:
         builder = t.Builder(router)
     except TypeError as exc:  # pybind11: "factory function returned nullptr"
-        raise BuildError(
-            f"{capabilities()['label']} could not create a builder ({exc}): no CUDA GPU is visible to this process "
-            "or the NVIDIA driver is too old for this TensorRT. On a machine without an NVIDIA GPU install "
-            "TensorRT for RTX (pip install 'trt_widget[rtx]') or set TRT_WIDGET_BACKEND=rtx"
-        ) from None
+        if select_backend()[0] == "rtx":
+            raise BuildError(f"{capabilities()['label']} could not create a builder ({exc})") from None
+        raise BuildError(builder_failure_message(str(capabilities()["label"]), exc)) from None
+    _register_plugins(t, options.plugins, logger, router)
     flags = 0
     strong = getattr(t.NetworkDefinitionCreationFlag, "STRONGLY_TYPED", None)
     if options.strongly_typed and strong is not None:
@@ -218,6 +235,8 @@ def _build_on_device(
     _check_network(network, options)
     config = builder.create_builder_config()
     cache = _configure(t, builder, config, network, options, logger)
+    if hasattr(monitor, "on_thread"):
+        monitor.on_thread = lambda ident: router.claim(ident, logger)
     if options.configure is not None:
         _call_configure(options.configure, builder, network, config)
     config.progress_monitor = monitor
@@ -286,15 +305,83 @@ def _on_device(device: int | None) -> Iterator[None]:
         cuda.cuDevicePrimaryCtxRelease(handle)
 
 
+_plugins_lock = threading.Lock()
+_standard_plugins: bool | None = None  # init_libnvinfer_plugins ran in this process (None: not tried yet)
+_loaded_plugins: dict[str, Any] = {}  # real path -> TensorRT's library handle, for the life of this process
+
+
+def _register_plugins(t: Any, paths: tuple[str, ...], logger: CaptureLogger, router: _LogRouter) -> None:
+    """TensorRT's standard plugins once per process (as trtexec does: the ONNX parser looks only in the registry),
+    then the build's plugin libraries; each library stays loaded for later builds in this process."""
+    global _standard_plugins
+    loaded = []
+    with _plugins_lock:
+        if _standard_plugins is None:
+            init = getattr(t, "init_libnvinfer_plugins", None)
+            try:
+                _standard_plugins = bool(init(router, "")) if init is not None else False
+            except Exception:
+                _standard_plugins = False
+        for path in paths:
+            real = os.path.realpath(path)
+            if real not in _loaded_plugins:
+                before = len(logger.problems)
+                handle = t.get_plugin_registry().load_library(real)
+                if handle is None:  # TensorRT said why in an ERROR line
+                    said = [_short(r["message"]) for r in logger.problems[before:]][:2]
+                    raise BuildError(
+                        f"TensorRT could not load the plugin library {path}: "
+                        + ("; ".join(said) or "not a TensorRT plugin library, or its plugins are registered already")
+                    )
+                _loaded_plugins[real] = handle
+            loaded.append(path)
+    standard = "registered" if _standard_plugins else "not available in this TensorRT"
+    extra = f"; loaded {', '.join(loaded)}" if loaded else ""
+    logger.log(3, f"plugins: TensorRT's standard plugins {standard}{extra} (builder pid {os.getpid()})")
+
+
 def _save_timing_cache(config: Any, path: str, logger: CaptureLogger) -> None:
-    """Write the build's timing cache; a failure is a warning: the engine is the product, the cache an extra."""
+    """Merge the build's timing cache into the file's current one and replace the file, under a lock beside it: a
+    concurrent build sharing the file (a matrix, the service) keeps its entries. Any failure is a warning: the
+    engine is the product, the cache an extra."""
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _file_lock(f"{path}.lock"):
             warnings.simplefilter("ignore", DeprecationWarning)
-            data = bytes(memoryview(config.get_timing_cache().serialize()))
-        atomic_write(path, data)
+            cache = config.get_timing_cache()
+            try:
+                current = Path(path).read_bytes()
+            except FileNotFoundError:
+                current = b""
+            if current and cache is not None:
+                theirs = config.create_timing_cache(current)
+                # False where the file is from another TensorRT version or device: ours replaces it
+                if theirs is not None and not cache.combine(theirs, False):
+                    logger.log(2, f"timing_cache: {path} does not fit this TensorRT version or device; replaced")
+            serialized = cache.serialize() if cache is not None else None
+            if serialized is None:
+                logger.log(2, f"timing_cache: TensorRT returned no timing cache to save; {path} is left as it was")
+                return
+            atomic_write(path, bytes(memoryview(serialized)))
     except OSError as exc:
         logger.log(2, f"timing_cache: could not save to {path} ({exc.strerror or exc}); the engine is fine")
+    except Exception as exc:
+        logger.log(2, f"timing_cache: could not save to {path} ({type(exc).__name__}: {exc}); the engine is fine")
+
+
+@contextmanager
+def _file_lock(path: str) -> Iterator[None]:
+    """An exclusive advisory lock on ``path`` (created if needed) across threads and processes; none on Windows."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no flock; concurrent writers there keep the last writer's entries
+        yield
+        return
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
 
 
 def _populate(t: Any, network: Any, source: ModelSource, logger: CaptureLogger, router: _LogRouter) -> Any:

@@ -25,6 +25,7 @@ class BuildMonitor(_IProgressMonitor):  # type: ignore[misc]  # TensorRT's class
         self.model = model if model is not None else PhaseModel()
         self.cancel_event = cancel_event if cancel_event is not None else threading.Event()
         self.errors: list[str] = []  # tracebacks of exceptions caught inside callbacks
+        self.on_thread: Any = None  # called with the thread id of each phase_start (log lines follow their build)
 
     def cancel(self) -> None:
         """Make every later ``step_complete`` return False, which cancels the build."""
@@ -36,7 +37,10 @@ class BuildMonitor(_IProgressMonitor):  # type: ignore[misc]  # TensorRT's class
 
     def phase_start(self, phase_name: str, parent_phase: str | None, num_steps: int) -> None:
         try:
-            self.model.phase_start(phase_name, parent_phase, num_steps, thread=threading.get_ident())
+            ident = threading.get_ident()
+            if self.on_thread is not None:
+                self.on_thread(ident)
+            self.model.phase_start(phase_name, parent_phase, num_steps, thread=ident)
         except BaseException:
             self._caught()
 

@@ -287,6 +287,14 @@ class BuildOptions:
         engine=False,
     )
 
+    plugins: tuple[str, ...] = _option(
+        (),
+        "TensorRT plugin libraries (.so / .dll) loaded in the process that builds, after TensorRT's standard ones",
+        flag="--plugin",
+        cli={"action": "append", "metavar": "LIB"},
+        http="a request cannot load code on the server",
+    )
+
     def __post_init__(self) -> None:
         if self.strongly_typed is None:  # as trtexec: a precision flag asks for weak typing, else strong
             weak = any(getattr(self, name) is True for name in WEAK_PRECISIONS)
@@ -386,6 +394,7 @@ class BuildOptions:
             raise ValueError(f"output and timing_cache are the same file ({self.output}): give each its own path")
         if self.profiles is not None:
             object.__setattr__(self, "profiles", _check_profiles(self.profiles))
+        object.__setattr__(self, "plugins", _check_plugins(self.plugins))
 
     def profile_list(self) -> list[dict[str, Profile]]:
         """The optimization profiles, one dict (input name -> (min, opt, max)) per profile."""
@@ -470,6 +479,7 @@ class BuildOptionsDict(TypedDict, total=False):
     gpu_fallback: bool
     device: int | None
     configure: ConfigureHook | None
+    plugins: Sequence[str | os.PathLike[str]]
 
 
 def option_fields() -> tuple[Field[Any], ...]:
@@ -670,3 +680,20 @@ def _check_profile(profiles: Any, where: str) -> dict[str, Profile]:
             raise ValueError(f"{where}profile for input {name!r} needs min <= opt <= max per dimension, got {shapes!r}")
         checked[str(name)] = (lo, opt, hi)
     return checked
+
+
+def _check_plugins(plugins: Any) -> tuple[str, ...]:
+    """Plugin library paths, absolute; each must be an existing file now (the builder loads them later)."""
+    if isinstance(plugins, (str, os.PathLike)) or not isinstance(plugins, (list, tuple)):
+        raise TypeError(f"plugins must be a list of plugin library paths, got {plugins!r}")
+    checked = []
+    for entry in plugins:
+        if not isinstance(entry, (str, os.PathLike)):
+            raise TypeError(f"plugins: each entry must be a file path, got {type(entry).__name__}")
+        path = Path(entry).expanduser().absolute()
+        if not path.exists():
+            raise FileNotFoundError(f"plugins: no plugin library at {path}")
+        if not path.is_file():
+            raise ValueError(f"plugins: {path} is not a file (a plugin library such as libmy_plugins.so)")
+        checked.append(str(path))
+    return tuple(checked)

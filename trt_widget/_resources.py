@@ -12,9 +12,12 @@ import re
 import threading
 from typing import Any
 
+from ._gpu import UNIFIED_MEMORY, build_device, describe_at_start, device_facts, jetson, memory_at_start
+
 INTERVAL_S = 0.5
 MAX_STORED = 600  # stored samples; beyond this, pairs merge (keeping maxima) and the interval doubles
 MAX_SENT = 300  # samples in a snapshot
+LOW_FREE = 0.5  # warn at build start when less than this share of the build's GPU memory is free
 _TRT_PEAK = re.compile(r"\[MemUsageStats\] Peak memory usage of TRT CPU/GPU memory allocators:\s*(.+)$")
 _MIB = re.compile(r"(CPU|GPU)\s+(\d+(?:\.\d+)?)\s*MiB")
 
@@ -36,38 +39,62 @@ def attach_resources(build: Any) -> None:
 
 
 class _Gpu:
-    """NVML access, or nothing: any NVML failure turns GPU sampling off for good."""
+    """NVML access to the GPU the build uses (CUDA's device 0 under ``CUDA_VISIBLE_DEVICES``), or nothing.
+
+    The memory figure is the builder process's own where NVML lists its pid, else the whole device's (NVML in
+    containers with older drivers lists host pids), and ``scope`` says which. NVML failing turns sampling off;
+    utilisation alone failing (unsupported on MIG) leaves memory on.
+    """
 
     def __init__(self) -> None:
         self.nvml: Any = None
-        self.handles: list[Any] = []
+        self.handle: Any = None
+        self.device = ""
+        self.scope: str | None = None
+        self.at_start: dict[str, Any] | None = None
+        self.facts: dict[str, Any] = {}
+        self._util = True
         try:
             import pynvml
 
             pynvml.nvmlInit()
-            self.handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
-            self.nvml = pynvml if self.handles else None
+            found = build_device(pynvml)
+            if found is not None:
+                self.handle, self.device = found
+                self.nvml = pynvml
+                self.facts = device_facts(pynvml, self.handle)
+                self.at_start = memory_at_start(pynvml, self.handle, self.device)
         except Exception:
             self.nvml = None
 
     def sample(self, pid: int) -> tuple[int | None, float | None]:
-        """(GPU memory used by ``pid`` — or by the devices if per-process data is unavailable, max utilisation)."""
+        """(GPU memory of ``pid`` on the build's device — or of the device when NVML does not list it, utilisation)."""
         if self.nvml is None:
             return None, None
         try:
-            used, device_used, util = 0, 0, 0.0
-            seen = False
-            for handle in self.handles:
-                device_used += int(self.nvml.nvmlDeviceGetMemoryInfo(handle).used)
-                util = max(util, float(self.nvml.nvmlDeviceGetUtilizationRates(handle).gpu))
+            used, seen = 0, False
+            try:
+                for proc in self.nvml.nvmlDeviceGetComputeRunningProcesses(self.handle):
+                    if proc.pid == pid and proc.usedGpuMemory is not None:
+                        used += int(proc.usedGpuMemory)
+                        seen = True
+            except Exception:
+                pass
+            if seen:
+                self.scope = f"the builder process (pid {pid}) on {self.device}"
+            else:
+                used = int(self.nvml.nvmlDeviceGetMemoryInfo(self.handle).used)
+                self.scope = (
+                    f"all processes on {self.device}: NVML does not list the builder's pid {pid} (in a container "
+                    "with an older driver it lists host pids)"
+                )
+            util = None
+            if self._util:
                 try:
-                    for proc in self.nvml.nvmlDeviceGetComputeRunningProcesses(handle):
-                        if proc.pid == pid and proc.usedGpuMemory is not None:
-                            used += int(proc.usedGpuMemory)
-                            seen = True
-                except Exception:
-                    pass
-            return (used if seen else device_used), util
+                    util = float(self.nvml.nvmlDeviceGetUtilizationRates(self.handle).gpu)
+                except Exception:  # NVML_ERROR_NOT_SUPPORTED on MIG instances
+                    self._util = False
+            return used, util
         except Exception:
             self.nvml = None
             return None, None
@@ -119,6 +146,11 @@ class ResourceSampler:
 
     def _loop(self) -> None:
         self._gpu = _Gpu()
+        start = self._gpu.at_start
+        if start and start["total"] and start["free"] < LOW_FREE * start["total"]:
+            logger = getattr(self.build, "logger", None)
+            if logger is not None:  # TensorRT will skip tactics, and the build may take far longer
+                logger.log(2, f"GPU memory: little is free. {describe_at_start(start)}")
         while True:
             self._sample()
             if self._stop.wait(self.interval):
@@ -189,6 +221,7 @@ class ResourceSampler:
                 "peak_gpu_mem": self.peak_gpu_mem,
                 "trt_peak": peak,
                 "scope": self.scope(),
+                "gpu_scope": self._gpu.scope if self._gpu is not None else None,
             }
             self._snapshot_key = key
             return self._snapshot
@@ -212,6 +245,10 @@ class ResourceSampler:
                 "samples": len(self.samples),
                 "sampled_pids": sorted(self.pids),
                 "gpu": self._gpu is not None and self._gpu.nvml is not None,
+                "gpu_scope": self._gpu.scope if self._gpu is not None else None,
+                "gpu_at_start": self._gpu.at_start if self._gpu is not None else None,
+                "gpu_device": self._gpu.facts or None if self._gpu is not None else None,
+                "memory_kind": UNIFIED_MEMORY if jetson() else None,
             }
 
     def report(self) -> str:
@@ -219,7 +256,11 @@ class ResourceSampler:
         s = self.summary()
         parts = [f"peak RSS {_mib(s['peak_rss'])} ({s['samples']} samples)"]
         if s["peak_gpu_mem"] is not None:
-            parts.append(f"peak GPU memory {_mib(s['peak_gpu_mem'])}")
+            parts.append(f"peak GPU memory {_mib(s['peak_gpu_mem'])} ({s['gpu_scope']})")
+        if s["gpu_at_start"]:
+            parts.append(describe_at_start(s["gpu_at_start"]))
+        if s["memory_kind"]:
+            parts.append(s["memory_kind"])
         if s["trt_peak"]:
             parts.append(f"TensorRT allocators: {s['trt_peak']}")
         return "; ".join(parts)

@@ -17,6 +17,7 @@ import pytest
 from trt_widget import Build
 from trt_widget import history as hist
 from trt_widget.history import HistoryStore, compare, list_builds
+from trt_widget.history import _keys as hist_keys
 from trt_widget.models import deep_residual
 
 PY = sys.executable
@@ -59,7 +60,10 @@ def test_second_build_gets_a_plausible_eta(two_builds: dict[str, Any]) -> None:
     actual = second.elapsed_s
     assert second.history.match is not None and second.history.match["id"] == first.history.recorded_id
     assert before is not None and before["remaining_s"] == before["total_s"] == pytest.approx(first.elapsed_s, abs=0.01)
-    assert before["based_on"].startswith("build of ") and before["based_on"].endswith(f"{first.elapsed_s:.1f} s")
+    like = second.history.like  # on a GPU machine: ", same <GPU> (compute …, driver …)"
+    assert before["based_on"].startswith("build of ") and before["based_on"].endswith(
+        f"{first.elapsed_s:.1f} s" + (f", same {hist_keys.describe_like(like)}" if like else "")
+    )
     assert etas, "no ETA while the second build ran"
     t, early = etas[0]
     error = early["total_s"] / actual
@@ -100,6 +104,7 @@ def test_deltas_after_the_second_build(two_builds: dict[str, Any]) -> None:
     assert first.history.deltas() is None  # the first build had nothing to compare with
 
 
+@pytest.mark.rtx_long_step
 def test_records_list_and_compare(two_builds: dict[str, Any]) -> None:
     store, first, second = two_builds["store"], two_builds["first"], two_builds["second"]
     builds = list_builds(store)

@@ -81,6 +81,7 @@ def test_a_bad_variant_fails_alone_with_the_reason() -> None:
     assert rows["bad level"]["error"].startswith("variant 'bad level' of deep_residual: optimization_level")
 
 
+@pytest.mark.rtx_long_step
 def test_stop_one_build_alone_then_the_queue_moves_on(long_model_bytes: bytes, wait_until: Any) -> None:
     matrix = BuildMatrix(
         {"long": long_model_bytes, "small": models.deep_residual(4)},

@@ -13,7 +13,7 @@ import pytest
 from trt_widget import models
 from trt_widget.matrix import BuildMatrix
 
-pytestmark = pytest.mark.usefixtures("ray_session")
+pytestmark = [pytest.mark.usefixtures("ray_session"), pytest.mark.rtx_long_step]  # waits in RTX's long step
 
 LONG_STEP = "Determining refit engines"  # one TensorRT step of several seconds for the long model: no boundary
 

@@ -157,6 +157,7 @@ def test_graceful_stop_cancels_at_a_step_boundary(small: bytes) -> None:
     assert_pooled(build.child_pid)  # a graceful stop keeps the worker for the next build
 
 
+@pytest.mark.rtx_long_step
 def test_second_stop_terminates_a_long_step_at_once(long_build: bytes) -> None:
     build = start_and_reach(long_build, LONG_STEP, force_after=120)
     pid = build.child_pid
@@ -174,6 +175,7 @@ def test_second_stop_terminates_a_long_step_at_once(long_build: bytes) -> None:
     assert_reaped(pid)
 
 
+@pytest.mark.rtx_long_step
 def test_budget_expiry_escalates_after_force_after(long_build: bytes) -> None:
     build = start_and_reach(long_build, LONG_STEP, budget=600, force_after=0.3)
     build._budget_expired()  # what the budget timer calls, here at a moment the test controls
@@ -186,6 +188,7 @@ def test_budget_expiry_escalates_after_force_after(long_build: bytes) -> None:
     assert_reaped(build.child_pid)
 
 
+@pytest.mark.rtx_long_step
 def test_child_killed_by_a_signal_fails_with_signal_and_phase(long_build: bytes) -> None:
     build = start_and_reach(long_build, LONG_STEP)
     os.kill(build.child_pid, signal.SIGKILL)

@@ -51,6 +51,7 @@ def gone(pid: int) -> bool:
         return True
 
 
+@pytest.mark.rtx_long_step
 def test_default_stop_inside_a_long_step_terminates_the_builder(
     long_build: bytes, wait_until: Callable[..., Any]
 ) -> None:
@@ -67,6 +68,7 @@ def test_default_stop_inside_a_long_step_terminates_the_builder(
     assert after.wait(120) == "succeeded", after.error
 
 
+@pytest.mark.rtx_long_step
 def test_budget_is_a_hard_limit(long_build: bytes, wait_until: Callable[..., Any]) -> None:
     build = Build(long_build, history=False, budget=600).start()
     reach(build, LONG_STEP, wait_until)
@@ -83,6 +85,7 @@ def test_a_real_budget_timer_ends_the_build(long_build: bytes) -> None:
     assert build.elapsed_s < build.options.budget + 10  # not at the end of the seconds-long build step
 
 
+@pytest.mark.rtx_long_step
 def test_a_stopped_builder_ends_on_stop(long_build: bytes, wait_until: Callable[..., Any]) -> None:
     build = Build(long_build, history=False).start()
     reach(build, LONG_STEP, wait_until)

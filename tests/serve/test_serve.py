@@ -117,6 +117,7 @@ def test_full_flow_multipart_schema_timings_engine(client: httpx.Client, server:
     assert events(client, created["id"], last=len(stream)) == []
 
 
+@pytest.mark.rtx_long_step
 def test_cancel_mid_build_while_events_arrive_live(client: httpx.Client) -> None:
     build_id = post(client, LONG, name="long")
     seen: list[dict[str, Any]] = []
@@ -144,6 +145,7 @@ def test_cancel_mid_build_while_events_arrive_live(client: httpx.Client) -> None
     assert engine.status_code == 409 and "cancelled" in engine.json()["error"]
 
 
+@pytest.mark.rtx_long_step
 def test_forced_cancel(client: httpx.Client, wait_until: Any) -> None:
     build_id = post(client, LONG, options=json.dumps({"force_after": 30}))
 

@@ -20,6 +20,7 @@ def server(tmp_path_factory: pytest.TempPathFactory, ray_session: Any) -> Iterat
         yield running
 
 
+@pytest.mark.rtx_long_step
 def test_ray_executor_builds_and_cancels(server: ServerThread, wait_until: Any) -> None:
     build = RemoteBuild(server.url, server.token, deep_residual(5)).start()
     assert build.wait(120) == "succeeded", build.status_detail

@@ -13,7 +13,7 @@ import time
 import warnings
 from typing import Any
 
-from ._keys import PhasePath, build_key, profile_rows
+from ._keys import PhasePath, build_key, describe_like, like_facts, profile_rows
 from ._store import HistoryStore, history_path, warn_once
 
 
@@ -66,6 +66,7 @@ class HistoryLink:
         self.store = store
         self.key: str | None = None
         self.model_hash: str | None = None
+        self.like: dict[str, Any] = {}  # the GPU and timing-cache warmth this build is compared by
         self.match: dict[str, Any] | None = None  # the newest succeeded record with the same key
         self.error: str | None = None
         self.recorded_id: int | None = None
@@ -84,7 +85,8 @@ class HistoryLink:
 
     def _load(self) -> None:
         try:
-            self.key, self.model_hash = build_key(self.build)
+            self.like = like_facts(self.build)
+            self.key, self.model_hash = build_key(self.build, self.like)
             self.match = self.store.latest(self.key)
             if self.match is not None:
                 self._past = {tuple((str(n), int(k)) for n, k in r["path"]): r for r in self.match["rows"]}
@@ -95,11 +97,18 @@ class HistoryLink:
             self.ready.set()
 
     @property
+    def like_text(self) -> str:
+        """What a matching build must share besides model, options and backend, e.g. 'NVIDIA H200 (compute 9.0,
+        driver 580.159.04), warm timing cache' (empty where nothing else is known)."""
+        return describe_like(self.like)
+
+    @property
     def based_on(self) -> str | None:
         if self.match is None:
             return None
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(self.match["created"]))
-        return f"build of {when}, {self.match['total_s']:.1f} s"
+        like = describe_like(self.like)
+        return f"build of {when}, {self.match['total_s']:.1f} s" + (f", same {like}" if like else "")
 
     def _refresh(self) -> None:
         """Re-derive the anchor, running phases and deltas when the phase structure changed."""
@@ -202,6 +211,7 @@ class HistoryLink:
                 "options": build.options.summary(),
                 "backend": backend_info(),
                 "isolation": build.options.isolation,
+                **self.like,
                 "resources": resources.summary() if resources is not None else None,
                 "based_on_id": self.match["id"] if self.match else None,
                 "rows": profile_rows(build.timings()),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
+import os
 from collections.abc import Iterable
 from typing import Any
 
@@ -38,8 +39,42 @@ def path_label(path: PhasePath) -> str:
     return " / ".join(name if k == 0 else f"{name} [{k + 1}]" for name, k in path)
 
 
-def build_key(build: Any) -> tuple[str, str]:
-    """(key, model hash): sha256 of model bytes (or a callable's name + source) + options + backend."""
+def like_facts(build: Any) -> dict[str, Any]:
+    """What else makes two builds comparable: the GPU (name, compute capability, driver; absent without NVML) and,
+    for NVIDIA TensorRT, whether the timing cache starts warm (a warm build can take a tenth of a cold one)."""
+    from .._backend import select_backend
+    from .._gpu import gpu_identity
+
+    facts: dict[str, Any] = {}
+    gpu = gpu_identity()
+    if gpu:
+        facts["gpu"] = gpu
+    cache = build.options.timing_cache
+    if cache and select_backend()[0] == "tensorrt":  # TensorRT for RTX ignores timing caches
+        try:
+            facts["timing_cache"] = "warm" if os.path.getsize(cache) > 0 else "cold"
+        except OSError:
+            facts["timing_cache"] = "cold"
+    return facts
+
+
+def describe_like(facts: dict[str, Any]) -> str:
+    """'NVIDIA H200 (compute 9.0, driver 580.159.04), warm timing cache' (empty without such facts)."""
+    parts = []
+    gpu = facts.get("gpu")
+    if gpu:
+        more = ", ".join(
+            f"{label} {gpu[k]}" for k, label in (("compute_capability", "compute"), ("driver", "driver")) if k in gpu
+        )
+        parts.append(f"{gpu.get('name', 'GPU')}{f' ({more})' if more else ''}")
+    if "timing_cache" in facts:
+        parts.append(f"{facts['timing_cache']} timing cache")
+    return ", ".join(parts)
+
+
+def build_key(build: Any, like: dict[str, Any] | None = None) -> tuple[str, str]:
+    """(key, model hash): sha256 of model bytes (or a callable's name + source) + options + backend, + the GPU and
+    the timing cache's warmth where known (:func:`like_facts`; absent facts leave older keys unchanged)."""
     from .._backend import backend_info
 
     source = build.source
@@ -53,8 +88,9 @@ def build_key(build: Any) -> tuple[str, str]:
         name = f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', repr(fn))}"
         data = f"callable:{name}\n{code}".encode()
     model_hash = hashlib.sha256(data).hexdigest()
+    like = like_facts(build) if like is None else like
     blob = json.dumps(
-        {"model": model_hash, "options": build.options.summary(), "backend": backend_info()},
+        {"model": model_hash, "options": build.options.summary(), "backend": backend_info(), **like},
         sort_keys=True,
         default=str,
     )

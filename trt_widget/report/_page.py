@@ -87,6 +87,11 @@ def _header_table(build: Any, f: dict[str, Any]) -> str:
     resources = _safe(lambda: build.resources.report() if build.resources is not None else None)
     if resources:
         rows.append(("Resources", _e(resources)))
+    link = getattr(build, "history", None)
+    if link is not None:
+        like = _safe(lambda: str(link.like_text))
+        same = "model, options, backend" + (f", {like}" if like else "")
+        rows.append(("ETA and Δ from", _e(f"earlier builds with the same {same}")))
     cancel = getattr(build, "cancel_info", None)
     if cancel:
         rows.append(

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import BuildError
+from .._gpu import oom_kill_count
 from ._base import RunContext
 from ._messages import (
     Built,
@@ -281,6 +282,7 @@ class _Relay:
         self.worker: Worker | None = None
         self.answered = False  # the worker sent its final message for this job
         self.built = False  # TensorRT returned the engine: a stop now must not throw it away
+        self.oom_kills_before: int | None = None  # the kernel's OOM-kill count when the job was sent
 
     def run(self) -> bytes | None:
         job = self._job()
@@ -288,6 +290,7 @@ class _Relay:
             return None  # stopped before a worker was even asked
         worker = self.worker = pool.acquire()
         self.ctx.on_pid(worker.pid)
+        self.oom_kills_before = oom_kill_count()
         try:
             with contextlib.suppress(OSError, ValueError):  # the worker died just now: the relay loop reports how
                 worker.control.send(Job(self.job_id, job))
@@ -387,7 +390,15 @@ class _Relay:
                 name = f"signal {-code}"
             how = f"was killed by {name}"
             if name == "SIGKILL":
-                how += " (when nobody killed it on purpose, that is the system's out-of-memory killer)"
+                now, before = oom_kill_count(), self.oom_kills_before
+                if now is not None and before is not None and now > before:
+                    how = (
+                        "was killed by the kernel's out-of-memory killer (SIGKILL; its OOM-kill count rose during "
+                        "the build): the host ran out of memory. Build fewer engines at once, or give the machine "
+                        "more memory"
+                    )
+                else:
+                    how += " (when nobody killed it on purpose, that is the system's out-of-memory killer)"
         else:
             how = f"exited with code {code} without a result"
         if not worker.hello:

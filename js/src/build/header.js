@@ -236,7 +236,7 @@ export class ResourceView {
     this.el.append(this.spark, this.peakEl);
   }
 
-  /** @param {unknown} resources the resources trait: {samples: [t, rss, gpu, ...][], peak_rss, peak_gpu_mem, trt_peak} */
+  /** @param {unknown} resources the resources trait: {samples: [t, rss, gpu, ...][], peak_rss, peak_gpu_mem, trt_peak, scope, gpu_scope} */
   update(resources) {
     const r = record(resources);
     if (!r) {
@@ -255,7 +255,10 @@ export class ResourceView {
     setText(this.peakEl, parts.join(" \u00b7 "));
     const scope = str(r.scope) || "the build's process";
     const tip = [`Memory (RSS) of ${scope}: the line shows it over the build, the number its peak.`];
-    if (num(r.peak_gpu_mem) > 0) tip.push("GPU memory: dashed line.");
+    if (num(r.peak_gpu_mem) > 0) {
+      const gpuScope = str(r.gpu_scope);
+      tip.push(`GPU memory${gpuScope ? ` of ${gpuScope}` : ""}: dashed line.`);
+    }
     const lastSample = samples.length ? samples[samples.length - 1] : null;
     const cpu = Array.isArray(lastSample) ? lastSample[4] : null;
     if (typeof cpu === "number") tip.push(`CPU now: ${Math.round(cpu)} % (100 % = one core busy).`);

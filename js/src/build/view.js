@@ -4,12 +4,12 @@
 
 import { h, perfNow, setText } from "../shared/dom.js";
 import { num, plainObject, str } from "../shared/format.js";
+import { uiStateFor } from "../shared/uistate.js";
 import { Header, LogPanel } from "./header.js";
 import { RowSync } from "./rowsync.js";
 import { buildStructure, runningPath } from "./structure.js";
 import { TimelineView } from "./timeline.js";
 import { TreeView } from "./tree.js";
-import { uiStateFor } from "../shared/uistate.js";
 
 /** @typedef {import("./widget.js").Traits} Traits */
 /** @typedef {import("./widget.js").Model} Model */

@@ -34,7 +34,8 @@ import { TrtView } from "./view.js";
  * @property {{total_s: number, based_on: string, phases: Record<string, number>} | null} eta
  * @property {Record<string, number> | null} history_delta phase id -> seconds slower (+) or faster (−)
  * @property {{samples: (number | null)[][], peak_rss: number | null, peak_gpu_mem: number | null,
- *   trt_peak: string | null, scope?: string} | null} resources samples are [t, rss, gpu_mem, gpu_util, cpu%]
+ *   trt_peak: string | null, scope?: string, gpu_scope?: string | null} | null} resources samples are
+ *   [t, rss, gpu_mem, gpu_util, cpu%]; gpu_scope says whose the GPU figure is
  * @property {{last_callback_s: number | null, timing?: {layer: string, runner: string, since_s: number, tactics: number} | null} | null} activity while live: build time of TensorRT's last callback; what the autotuner times
  */
 

@@ -1,0 +1,188 @@
+"""The GPU contract suite: what a user with an NVIDIA GPU runs against their installed TensorRT (``pytest -m
+contract``), and what runs here on TensorRT for RTX on a CPU. No RTX-only phase names, expectations per backend,
+deadlines that grow with the build (``TRT_WIDGET_CONTRACT_SCALE`` multiplies them); what a backend cannot do
+skips with the reason. docs/gpu.md ("Checking a GPU machine") says what a GPU run covers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from trt_widget import Build, _backend, models, trt
+
+pytestmark = pytest.mark.contract
+
+KIND = _backend.select_backend()[0]
+RTX = KIND == "rtx"
+SCALE = float(os.environ.get("TRT_WIDGET_CONTRACT_SCALE", "1"))
+
+
+def deadline(blocks: int) -> float:
+    """Seconds for a deep_residual(blocks) build: NVIDIA TensorRT times tactics for every layer, RTX on a CPU does
+    not; both get room for a loaded machine."""
+    per_block = 0.05 if RTX else 1.5
+    return (120.0 + per_block * blocks) * SCALE
+
+
+def _phases(build: Build) -> list[dict[str, Any]]:
+    return list(build.timings())
+
+
+def test_a_build_succeeds_with_a_closed_phase_tree() -> None:
+    build = Build(models.deep_residual(4), history=False).start()
+    assert build.wait(deadline(4)) == "succeeded", build.error
+    rows = _phases(build)
+    assert rows and all(r["status"] != "running" for r in rows)
+    assert all(r["end_s"] is not None and r["end_s"] >= r["start_s"] for r in rows)
+    names = {r["name"] for r in rows}
+    if RTX:
+        assert "Determining refit engines" in names  # RTX's own phase; never expected from NVIDIA TensorRT
+    assert build.engine and len(build.engine) > 0
+
+
+def test_stop_ends_a_running_build_on_every_backend() -> None:
+    blocks = 400
+    build = Build(models.deep_residual(blocks), history=False).start()
+    started = threading.Event()
+    build.model.subscribe(lambda event, phase: started.set() if event == "phase_start" else None)
+    assert started.wait(deadline(blocks)), "no phase started"
+    build.stop("contract: stop")
+    status = build.wait(deadline(blocks))
+    assert status in ("cancelled", "succeeded"), build.error  # succeeded: TensorRT had no step left to cancel at
+    if status == "cancelled":
+        assert all(r["status"] != "running" for r in _phases(build))
+
+
+FORK_AFTER_DETECTION = textwrap.dedent("""
+    import ctypes, json, os, sys
+    import trt_widget
+    trt_widget.select_backend()
+    maps = [l.split()[-1] for l in open("/proc/self/maps") if "libcuda" in l]
+    pid = os.fork()
+    if pid == 0:
+        cuda = ctypes.CDLL("libcuda.so.1")
+        count = ctypes.c_int(0)
+        ok = cuda.cuInit(0) == 0 and cuda.cuDeviceGetCount(ctypes.byref(count)) == 0
+        os._exit(0 if ok else 3)
+    _, status = os.waitpid(pid, 0)
+    print(json.dumps({"maps": maps, "child": os.waitstatus_to_exitcode(status)}))
+""")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork and /proc/self/maps: Linux only")
+def test_a_child_forked_after_backend_detection_can_use_cuda() -> None:
+    import ctypes
+
+    try:
+        ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        pytest.skip("no NVIDIA driver (libcuda) here: no CUDA for a forked child to lose")
+    done = subprocess.run([sys.executable, "-c", FORK_AFTER_DETECTION], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["maps"] == []  # detection loaded no CUDA in the user's process
+    assert report["child"] == 0  # cuInit works in the forked child (it fails after a parent's cuInit)
+
+
+def test_fp16_builds_where_the_backend_has_weak_typing() -> None:
+    if not _backend.capabilities()["weak_typing"]:
+        pytest.skip(
+            f"{_backend.capabilities()['label']} builds strongly typed networks only: no FP16 flag (10.x has it)"
+        )
+    build = Build(models.deep_residual(4), fp16=True, strongly_typed=False, history=False).start()
+    assert build.wait(deadline(4)) == "succeeded", build.error
+
+
+def nms_model(boxes: int = 64, classes: int = 3, keep: int = 10) -> Any:
+    """One EfficientNMS_TRT node, as exported detectors end (a TensorRT standard plugin)."""
+    from onnx import TensorProto, helper
+
+    inputs = [
+        helper.make_tensor_value_info("boxes", TensorProto.FLOAT, [1, boxes, 4]),
+        helper.make_tensor_value_info("scores", TensorProto.FLOAT, [1, boxes, classes]),
+    ]
+    outputs = [
+        helper.make_tensor_value_info("num_detections", TensorProto.INT32, [1, 1]),
+        helper.make_tensor_value_info("detection_boxes", TensorProto.FLOAT, [1, keep, 4]),
+        helper.make_tensor_value_info("detection_scores", TensorProto.FLOAT, [1, keep]),
+        helper.make_tensor_value_info("detection_classes", TensorProto.INT32, [1, keep]),
+    ]
+    node = helper.make_node(
+        "EfficientNMS_TRT",
+        ["boxes", "scores"],
+        [o.name for o in outputs],
+        name="nms",
+        background_class=-1,
+        box_coding=0,
+        iou_threshold=0.5,
+        max_output_boxes=keep,
+        plugin_version="1",
+        score_activation=0,
+        score_threshold=0.25,
+    )
+    graph = helper.make_graph([node], "nms", inputs, outputs)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+class _Quiet(trt.ILogger):  # type: ignore[misc]
+    def __init__(self) -> None:
+        trt.ILogger.__init__(self)
+
+    def log(self, severity: Any, msg: str) -> None:
+        pass
+
+
+def test_a_model_with_a_standard_plugin_node_builds() -> None:
+    logger = _Quiet()
+    trt.init_libnvinfer_plugins(logger, "")
+    if trt.get_plugin_registry().get_creator("EfficientNMS_TRT", "1", "") is None:
+        pytest.skip(f"{_backend.capabilities()['label']} ships no EfficientNMS_TRT plugin")
+    build = Build(nms_model(), history=False).start()
+    assert build.wait(deadline(1)) == "succeeded", build.error
+
+
+def _cache_keys(data: bytes) -> set[str]:
+    config = trt.Builder(_Quiet()).create_builder_config()
+    return {str(k) for k in config.create_timing_cache(data).queryKeys()}
+
+
+def test_a_timing_cache_shared_by_two_concurrent_builds_keeps_both(tmp_path: Path) -> None:
+    small, wide = models.deep_residual(3, channels=8), models.deep_residual(3, channels=16)
+    shared = tmp_path / "shared.cache"
+    builds = [Build(m, timing_cache=shared, history=False) for m in (small, wide)]
+    for b in builds:
+        b.start()
+    assert [b.wait(deadline(3)) for b in builds] == ["succeeded", "succeeded"], [b.error for b in builds]
+    assert shared.stat().st_size > 0
+    if RTX:
+        pytest.skip("TensorRT for RTX keeps no timing-cache entries (its timing-cache operations are no-ops)")
+    if not hasattr(trt.ITimingCache, "queryKeys"):  # added after 10.0 (python/src/infer/pyCore.cpp)
+        pytest.skip("this TensorRT cannot list timing-cache entries (no ITimingCache.queryKeys)")
+    alone = []
+    for i, m in enumerate((small, wide)):
+        path = tmp_path / f"alone{i}.cache"
+        assert Build(m, timing_cache=path, history=False).start().wait(deadline(3)) == "succeeded"
+        alone.append(_cache_keys(path.read_bytes()))
+    assert _cache_keys(shared.read_bytes()) >= alone[0] | alone[1]
+
+
+def test_gpu_memory_figures_say_whose_they_are() -> None:
+    build = Build(models.deep_residual(4), history=False).start()
+    assert build.wait(deadline(4)) == "succeeded", build.error
+    assert build.resources is not None
+    build.resources.stop()
+    summary = build.resources.summary()
+    if not summary["gpu"]:
+        pytest.skip("no NVML GPU here: no GPU memory figures to label")
+    scope = str(summary["gpu_scope"])
+    assert scope.startswith((f"the builder process (pid {build.child_pid}) on GPU", "all processes on GPU")), scope
+    assert summary["gpu_at_start"]["total"] > 0 and summary["gpu_device"]["name"]

@@ -1,0 +1,119 @@
+"""A timing cache file shared by concurrent builds keeps every writer's entries, and a cache that cannot be saved
+never costs the engine. TensorRT for RTX keeps no timing-cache entries (its timing-cache operations are no-ops), so
+the merging is shown with a fake of exactly NVIDIA's ITimingCache semantics (python/src/infer/pyCore.cpp:
+``serialize()`` -> IHostMemory or None, ``combine(input_cache, ignore_mismatch)`` -> bool); the real RTX path runs too.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from trt_widget import Build, _engine, models, trt
+from trt_widget._engine import CaptureLogger
+
+
+class NvidiaLikeCache:
+    """ITimingCache as NVIDIA TensorRT has it: entries (tactic timings by layer key) that combine() merges."""
+
+    def __init__(self, entries: dict[str, float], tag: str = "h200/10.13") -> None:
+        self.entries, self.tag = dict(entries), tag
+
+    def combine(self, other: NvidiaLikeCache, ignore_mismatch: bool) -> bool:
+        if other.tag != self.tag and not ignore_mismatch:
+            return False
+        self.entries.update({k: v for k, v in other.entries.items() if k not in self.entries})
+        return True
+
+    def serialize(self) -> bytes:
+        return json.dumps({"tag": self.tag, "entries": self.entries}).encode()
+
+
+class NvidiaLikeConfig:
+    """The builder config after a build: its timing cache holds what this build measured."""
+
+    def __init__(self, entries: dict[str, float], slow_read: float = 0.0) -> None:
+        self.cache = NvidiaLikeCache(entries)
+        self.slow_read = slow_read
+
+    def get_timing_cache(self) -> NvidiaLikeCache:
+        return self.cache
+
+    def create_timing_cache(self, data: bytes) -> NvidiaLikeCache:
+        parsed = json.loads(data)
+        time.sleep(self.slow_read)  # widens the read-merge-write window so unlocked writers would interleave
+        return NvidiaLikeCache(parsed["entries"], parsed["tag"])
+
+
+def _entries(path: Path) -> dict[str, float]:
+    return dict(json.loads(path.read_bytes())["entries"])
+
+
+def test_two_concurrent_writers_keep_both_builds_entries(tmp_path: Path) -> None:
+    path = tmp_path / "shared.cache"
+    path.write_bytes(NvidiaLikeCache({"conv0": 1.0}).serialize())  # an earlier build's entries
+    builds = [{"conv1": 2.0, "gemm": 3.0}, {"conv2": 4.0}]
+    loggers = [CaptureLogger() for _ in builds]
+    start = threading.Barrier(len(builds))
+
+    def save(i: int) -> None:
+        start.wait()
+        _engine._save_timing_cache(NvidiaLikeConfig(builds[i], slow_read=0.2), str(path), loggers[i])
+
+    threads = [threading.Thread(target=save, args=(i,)) for i in range(len(builds))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert _entries(path) == {"conv0": 1.0, "conv1": 2.0, "gemm": 3.0, "conv2": 4.0}
+    assert all(not log.problems for log in loggers)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["shared.cache", "shared.cache.lock"]  # no partial file
+
+
+def test_a_cache_file_from_another_device_is_replaced_with_a_note(tmp_path: Path) -> None:
+    path = tmp_path / "other.cache"
+    path.write_bytes(NvidiaLikeCache({"old": 9.0}, tag="a100/10.8").serialize())
+    logger = CaptureLogger()
+    _engine._save_timing_cache(NvidiaLikeConfig({"new": 1.0}), str(path), logger)
+    assert _entries(path) == {"new": 1.0}
+    assert [r["message"] for r in logger.problems] == [
+        f"timing_cache: {path} does not fit this TensorRT version or device; replaced"
+    ]
+
+
+@pytest.fixture(scope="module")
+def model_bytes() -> bytes:
+    return models.to_bytes(models.deep_residual(1))
+
+
+def test_serialize_returning_none_keeps_the_engine(
+    tmp_path: Path, model_bytes: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """NVIDIA's binding returns None where ITimingCache::serialize() gives a null IHostMemory."""
+    monkeypatch.setattr(trt.ITimingCache, "serialize", lambda self: None)
+    path = tmp_path / "t.cache"
+    build = Build(model_bytes, timing_cache=path, isolation="thread", history=False).start()
+    assert build.wait(180) == "succeeded", build.error
+    assert build.engine
+    assert f"timing_cache: TensorRT returned no timing cache to save; {path} is left as it was" in [
+        r["message"] for r in build.problems
+    ]
+    assert not path.exists()
+
+
+def test_concurrent_real_builds_share_one_cache_file(tmp_path: Path, model_bytes: bytes) -> None:
+    path = tmp_path / "shared.cache"
+    builds = [Build(model_bytes, timing_cache=path, isolation="thread", history=False) for _ in range(2)]
+    for b in builds:
+        b.start()
+    assert [b.wait(180) for b in builds] == ["succeeded", "succeeded"], [b.error for b in builds]
+    data = path.read_bytes()
+    again = Build(model_bytes, timing_cache=path, isolation="thread", history=False).start()
+    assert again.wait(180) == "succeeded"
+    notes: list[Any] = [r["message"] for r in again.problems if "does not fit" in r["message"]]
+    assert data and notes == []  # the merged file is one TensorRT reads back

@@ -1,0 +1,223 @@
+"""What the GPU is doing for a build, from NVML (no CUDA): the device the build uses (honouring
+``CUDA_VISIBLE_DEVICES``, which NVML ignores), who holds its memory, and the facts a comparison needs (name,
+compute capability, driver). Also the host-side facts around it: Jetson's unified memory, the kernel's OOM kills,
+and TensorRT's "insufficient memory" tactic skips summarised into one line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+MIB = 1 << 20
+
+
+def jetson() -> bool:
+    """True on an NVIDIA Jetson (integrated GPU sharing host memory; no NVML)."""
+    if Path("/etc/nv_tegra_release").exists():
+        return True
+    try:
+        return b"nvidia,tegra" in Path("/proc/device-tree/compatible").read_bytes()
+    except OSError:
+        return False
+
+
+UNIFIED_MEMORY = "unified memory (Jetson): the GPU shares host memory, so the host figures include GPU allocations"
+
+
+def oom_kill_count() -> int | None:
+    """How many processes the kernel's OOM killer has ended (system-wide, plus this cgroup's), or None."""
+    total, found = 0, False
+    try:
+        for line in Path("/proc/vmstat").read_text().splitlines():
+            if line.startswith("oom_kill "):
+                total, found = total + int(line.split()[1]), True
+    except (OSError, ValueError):
+        pass
+    try:  # cgroup v2: a container's memory limit kills show here (and in vmstat on most kernels)
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+        group = next(line[3:] for line in lines if line.startswith("0::"))
+        for line in (Path("/sys/fs/cgroup") / group.lstrip("/") / "memory.events").read_text().splitlines():
+            if line.startswith("oom_kill "):
+                total, found = total + int(line.split()[1]), True
+    except (OSError, ValueError, StopIteration):
+        pass
+    return total if found else None
+
+
+# -- the device a build uses -----------------------------------------------------------------------------------
+def build_device(nvml: Any, environ: Mapping[str, str] | None = None) -> tuple[Any, str] | None:
+    """(NVML handle, label) of the GPU a build uses — CUDA's device 0, the first one ``CUDA_VISIBLE_DEVICES``
+    names (an index, or a GPU-/MIG- UUID or its prefix) — or None when CUDA sees no device."""
+    env = os.environ if environ is None else environ
+    count = int(nvml.nvmlDeviceGetCount())
+    visible = env.get("CUDA_VISIBLE_DEVICES")
+    first = "0" if visible is None else visible.split(",")[0].strip()
+    if first.isdigit():
+        index = int(first)
+        if index >= count:
+            return None
+        handle = nvml.nvmlDeviceGetHandleByIndex(index)
+    elif first.startswith(("GPU-", "MIG-")):
+        handle, index = None, -1
+        for i in range(count):
+            candidate = nvml.nvmlDeviceGetHandleByIndex(i)
+            if _text(nvml.nvmlDeviceGetUUID(candidate)).startswith(first):
+                handle, index = candidate, i
+                break
+        if handle is None and first.startswith("MIG-"):
+            try:
+                handle = nvml.nvmlDeviceGetHandleByUUID(first)
+            except Exception:
+                return None
+        if handle is None:
+            return None
+    else:
+        return None  # CUDA stops at an invalid entry: "" or "-1" hide every device
+    name = _text(nvml.nvmlDeviceGetName(handle))
+    where = f"GPU {index}" if index >= 0 else first
+    return handle, f"{where} ({name})"
+
+
+_identity: list[dict[str, Any] | None] = []  # cached: [facts] once looked up
+
+
+def gpu_identity() -> dict[str, Any] | None:
+    """:func:`device_facts` of the GPU builds here use, looked up once through NVML (None without NVML or GPU)."""
+    if not _identity:
+        facts = None
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            found = build_device(pynvml)
+            facts = device_facts(pynvml, found[0]) if found is not None else None
+        except Exception:
+            facts = None
+        _identity.append(facts)
+    return _identity[0]
+
+
+def device_facts(nvml: Any, handle: Any) -> dict[str, Any]:
+    """Name, compute capability and driver of a GPU: what makes two builds comparable."""
+    facts: dict[str, Any] = {"name": _text(nvml.nvmlDeviceGetName(handle))}
+    try:
+        major, minor = nvml.nvmlDeviceGetCudaComputeCapability(handle)
+        facts["compute_capability"] = f"{major}.{minor}"
+    except Exception:
+        pass
+    with contextlib.suppress(Exception):
+        facts["driver"] = _text(nvml.nvmlSystemGetDriverVersion())
+    return facts
+
+
+def memory_at_start(nvml: Any, handle: Any, label: str) -> dict[str, Any]:
+    """Total / free / used memory of the build's GPU and the processes holding it, largest first."""
+    info = nvml.nvmlDeviceGetMemoryInfo(handle)
+    holders: list[dict[str, Any]] = []
+    try:
+        for proc in nvml.nvmlDeviceGetComputeRunningProcesses(handle):
+            used = _int_or_none(proc.usedGpuMemory)
+            holders.append({"pid": int(proc.pid), "used": used, "name": _proc_name(proc.pid)})
+    except Exception:
+        pass
+    holders.sort(key=lambda h: -(h["used"] or 0))
+    memory = {"total": int(info.total), "free": int(info.free), "used": int(info.used)}
+    return {"device": label, **memory, "processes": holders}
+
+
+def describe_at_start(start: Mapping[str, Any]) -> str:
+    """'GPU 0 (NVIDIA H200) at build start: 2,166 MiB used, 141,611 MiB free of 143,776 MiB; held by pid 528
+    python (1,542 MiB)'."""
+    text = (
+        f"{start['device']} at build start: {_mib(start['used'])} used, {_mib(start['free'])} free of "
+        f"{_mib(start['total'])}"
+    )
+    holders = [
+        f"pid {h['pid']}{' ' + h['name'] if h['name'] else ''} ({_mib(h['used']) if h['used'] is not None else '?'})"
+        for h in start["processes"][:5]
+    ]
+    if holders:
+        more = len(start["processes"]) - len(holders)
+        text += "; held by " + ", ".join(holders) + (f" and {more} more" if more > 0 else "")
+    return text
+
+
+# -- TensorRT's insufficient-memory tactic skips ---------------------------------------------------------------
+# TensorRT 10: "UNSUPPORTED_STATE: Skipping tactic 33 due to insufficient memory on requested size of 629145600
+# detected for tactic 0xa5...": bytes. TensorRT 8 spelled it "insuficient" and gave MiB.
+_SKIP = re.compile(r"Skipping tactic \S+ due to insuf+icient memory on requested size of (\d+)")
+_REQUEST = re.compile(r"Tactic Device request: (\d+)\s*MB Available: (\d+)\s*MB")
+
+
+def memory_skips(messages: Iterable[str]) -> dict[str, Any] | None:
+    """{"count", "largest_request" (bytes), "free" (bytes TensorRT saw then, or None)} over a build's lines."""
+    skips, requests, largest, free = 0, 0, 0, None
+    for message in messages:
+        skip = _SKIP.search(message)
+        request = _REQUEST.search(message)
+        if skip:
+            skips += 1
+            size = int(skip.group(1))
+            largest = max(largest, size * MIB if "insuficient" in message else size)  # TensorRT 8 reported MiB
+        if request:
+            requests += 1
+            size = int(request.group(1)) * MIB
+            if size >= largest:
+                largest, free = size, int(request.group(2)) * MIB
+    count = skips or requests  # TensorRT 7 logged only the "Tactic Device request" line
+    if count == 0:
+        return None
+    return {"count": count, "largest_request": largest or None, "free": free}
+
+
+def describe_skips(skips: Mapping[str, Any], free_at_start: int | None = None) -> str:
+    """One line for all of a build's skips, with what to do."""
+    parts = [f"largest request {_mib(skips['largest_request'])}"] if skips["largest_request"] else []
+    if skips["free"] is not None:
+        parts.append(f"{_mib(skips['free'])} free then")
+    elif free_at_start is not None:
+        parts.append(f"{_mib(free_at_start)} free at build start")
+    detail = f" ({', '.join(parts)})" if parts else ""
+    return (
+        f"TensorRT skipped {skips['count']} tactic(s) for lack of free GPU memory{detail}: the engine is valid but "
+        "may be slower. Free GPU memory other processes hold (e.g. torch.cuda.empty_cache() in the notebook), or "
+        "set workspace= to cap what tactics may request"
+    )
+
+
+def memory_skip_note(records: Iterable[Mapping[str, Any]], resources: Any = None) -> str | None:
+    """The one line for a build's insufficient-memory skips (None without any), with the free memory at start."""
+    skips = memory_skips(str(r.get("message", "")) for r in records)
+    if skips is None:
+        return None
+    start = getattr(getattr(resources, "_gpu", None), "at_start", None)
+    return describe_skips(skips, start["free"] if start else None)
+
+
+def _text(value: Any) -> str:
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
+def _int_or_none(value: Any) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _proc_name(pid: int) -> str:
+    try:
+        import psutil
+
+        return str(psutil.Process(pid).name())
+    except Exception:
+        return ""
+
+
+def _mib(value: int | None) -> str:
+    return "?" if value is None else f"{value / MIB:,.0f} MiB"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 import types
+from collections.abc import Callable
 from typing import Any
 
 from ._build import WatchedBuild, network_info, network_label
@@ -20,7 +21,19 @@ from ._cli import run as cli_run
 from ._patch import METHODS, current_watches, is_patched, originals
 from ._rtx import alias_tensorrt_rtx
 from ._run import CommandRun, ProcessCall, RelayedBuild, run_command
-from ._watch import Watch, WatchedCall, stop_notice, watch_call
+from ._watch import Watch, WatchedCall, stop_notice
+from ._watch import watch_call as _thread_call
+
+
+def watch_call(fn: Callable[..., Any], /, *args: Any, isolation: str = "thread", **kwargs: Any) -> Any:
+    """Start ``fn(*args, **kwargs)`` and watch every TensorRT build inside it: on a background thread
+    (``isolation="thread"``, a :class:`WatchedCall`), or in a fresh process (``"process"``: fn and its arguments
+    cross by cloudpickle, the result comes back; Stop can terminate it; a :class:`ProcessCall`)."""
+    if isolation == "process":
+        return ProcessCall(fn, args, kwargs).start()
+    if isolation != "thread":
+        raise ValueError(f"isolation must be 'thread' or 'process'; got {isolation!r}")
+    return _thread_call(fn, *args, **kwargs)
 
 
 def watch(**settings: Any) -> Watch:

@@ -251,14 +251,6 @@ class WatchedCall:
         return f"<WatchedCall {getattr(self.fn, '__qualname__', self.fn)!r} {state} builds={len(self.builds)}>"
 
 
-def watch_call(fn: Callable[..., Any], /, *args: Any, isolation: str = "thread", **kwargs: Any) -> Any:
-    """Start ``fn(*args, **kwargs)`` and watch every TensorRT build inside it: on a background thread
-    (``isolation="thread"``, a :class:`WatchedCall`), or in a fresh process (``"process"``: fn and its arguments
-    cross by cloudpickle, the result comes back; Stop can terminate it; a ``ProcessCall``)."""
-    if isolation == "process":
-        from ._run import ProcessCall
-
-        return ProcessCall(fn, args, kwargs).start()
-    if isolation != "thread":
-        raise ValueError(f"isolation must be 'thread' or 'process'; got {isolation!r}")
+def watch_call(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> WatchedCall:
+    """Start ``fn(*args, **kwargs)`` on a background thread and watch every TensorRT build inside it."""
     return WatchedCall(fn, args, kwargs).start()

@@ -190,11 +190,14 @@ def call_watched(
         with contextlib.suppress(Exception):  # never lose the build's outcome over the restore
             config.progress_monitor = theirs
     produced, size = _result_of(method, result)
+    ours = ctx.cancel.is_set() or monitor.interrupted  # trt_widget asked for this cancel (Stop, budget, Ctrl-C)
     if produced:
         build._size = size
         keep = settings.get("keep_engines") and size is not None
         build.runner_.finish(bytes(memoryview(result)) if keep else b"")
-    elif ctx.cancel.is_set():
+    elif ours:
+        if not ctx.cancel.is_set():  # a Ctrl-C whose helper thread has not marked the build yet
+            build.stop("interrupted (Ctrl-C)")
         build.runner_.finish(None)
     elif monitor.cancelled_by_theirs:
         ctx.note("cancelled by the code's own progress monitor")
@@ -202,7 +205,7 @@ def call_watched(
     else:
         build.runner_.fail(BuildError(f"TensorRT's {method} returned no engine (see TensorRT's log)"))
     build.wait()
-    if produced or not ctx.cancel.is_set() or build.status != CANCELLED:
+    if produced or not ours or build.status != CANCELLED:
         return result
     message = f"the watched build of {build.source.label} was cancelled ({build.status_detail or 'stopped'})"
     if (build.interrupted or monitor.interrupted) and threading.current_thread() is threading.main_thread():

@@ -15,7 +15,6 @@ import importlib.machinery
 import importlib.util
 import json
 import os
-import signal
 import socket
 import sys
 import threading
@@ -49,9 +48,7 @@ def setup() -> None:
     watch = Watch(history=True, interrupt=False, process_wide=True, display=False)
     _state.update(conn=conn, lock=threading.Lock(), watch=watch, count=0)
     watch.on_build(_stream)
-    if threading.current_thread() is threading.main_thread():
-        watch._previous_handler = signal.getsignal(signal.SIGINT)
-        signal.signal(signal.SIGINT, watch._on_sigint)
+    watch.take_sigint()
     if any(name in sys.modules for name in TENSORRT_MODULES):
         _open()
     else:

@@ -27,7 +27,7 @@ class WatchMonitor(_IProgressMonitor):  # type: ignore[misc]  # TensorRT's class
         self.cancel_event = cancel_event
         self.theirs = theirs
         self.cancelled_by_theirs = False  # their step_complete returned False (or raised)
-        self.interrupted = False  # a KeyboardInterrupt arrived inside a callback
+        self.interrupted = False  # Ctrl-C: a KeyboardInterrupt inside a callback, or the watch's SIGINT handler
         self.errors: list[str] = []  # tracebacks caught inside callbacks (ours and theirs), capped
 
     def phase_start(self, phase_name: str, parent_phase: str | None, num_steps: int) -> None:
@@ -53,7 +53,7 @@ class WatchMonitor(_IProgressMonitor):  # type: ignore[misc]  # TensorRT's class
             except BaseException:  # TensorRT cancels the build when step_complete raises: so do we
                 self.cancelled_by_theirs = True
                 self._caught("your progress monitor's step_complete")
-        return not (self.cancel_event.is_set() or self.cancelled_by_theirs)
+        return not (self.cancel_event.is_set() or self.cancelled_by_theirs or self.interrupted)
 
     def phase_finish(self, phase_name: str) -> None:
         try:

@@ -10,6 +10,8 @@ at its next step boundary and every later build of the function at its first.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import signal
 import threading
 from collections.abc import Callable, Generator
@@ -57,6 +59,7 @@ class Watch:
         self._interrupt = interrupt
         self._process_wide = process_wide
         self._previous_handler: Any = None
+        self._wake_w: int | None = None  # the SIGINT handler's pipe to its helper thread
         self._lock = threading.Lock()
         self._listeners: list[Callable[[Any], None]] = []
         self._display = display  # None: show the list when running in a Jupyter kernel
@@ -69,11 +72,8 @@ class Watch:
             raise RuntimeError("this watch is already open; make a new trt_widget.watch() for another block")
         self.active = True
         _patch.activate(self, process_wide=self._process_wide)
-        if self._interrupt and threading.current_thread() is threading.main_thread():
-            try:
-                self._previous_handler = signal.signal(signal.SIGINT, self._on_sigint)
-            except ValueError:  # not the main interpreter
-                self._previous_handler = None
+        if self._interrupt:
+            self.take_sigint()
         if self._display or (self._display is None and _in_kernel()):
             self._show()
         return self
@@ -104,15 +104,47 @@ class Watch:
             except ValueError:
                 pass
             self._previous_handler = None
+        if self._wake_w is not None:
+            with contextlib.suppress(OSError):
+                os.write(self._wake_w, b"q")
+            self._wake_w = None
         _patch.deactivate(self)
 
+    def take_sigint(self) -> None:
+        """On the main thread: SIGINT while a build of this watch runs cancels it at the next step boundary.
+
+        The handler takes no lock (it may run inside a callback that holds one): it sets flags the monitor reads
+        and wakes a helper thread through a pipe, which marks the builds as stopping (status, notice)."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        try:
+            self._previous_handler = signal.signal(signal.SIGINT, self._on_sigint)
+        except ValueError:  # not the main interpreter
+            self._previous_handler = None
+            return
+        read, self._wake_w = os.pipe()
+        threading.Thread(target=self._stopper, args=(read,), name="trt_widget-watch-sigint", daemon=True).start()
+
+    def _stopper(self, read: int) -> None:
+        try:
+            while os.read(read, 1) == b"x":
+                for build in list(self.builds):
+                    if build.interrupted and build.status in LIVE:
+                        build.stop("interrupted (Ctrl-C)")
+        finally:
+            os.close(read)
+
     def _on_sigint(self, signum: int, frame: Any) -> None:
-        running = [b for b in self.builds if b.status in LIVE]
-        if running:  # cancel at the next step boundary; never raise inside TensorRT's callback
+        running = [b for b in list(self.builds) if b.status in LIVE]
+        if running:  # cancel at the next step boundary; never raise inside TensorRT's callback, take no lock
             self.interrupted = True
             for build in running:
                 build.interrupted = True
-                build.stop("interrupted (Ctrl-C)")
+                if build.monitor is not None:
+                    build.monitor.interrupted = True
+            if self._wake_w is not None:
+                with contextlib.suppress(OSError):
+                    os.write(self._wake_w, b"x")
             return
         previous = self._previous_handler
         if callable(previous):

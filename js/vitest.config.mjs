@@ -3,6 +3,6 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     environment: "jsdom",
-    include: ["*.test.js"],
+    include: ["tests/**/*.test.js"],
   },
 });

@@ -1,12 +1,22 @@
 #!/usr/bin/env bash
 # The main job on a fresh machine: install trt_widget with TensorRT for RTX into .venv and open the quick-start
 # notebook in JupyterLab (no GPU needed). Pass --no-browser etc. through to jupyter lab.
+# TRT_WIDGET_VENV=DIR uses that environment as it is (nothing installed), as tests/e2e/test_e2e_demo.py does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python3 -m venv .venv
-.venv/bin/python -m pip install -q -U pip
-.venv/bin/python -m pip install -q -e ".[rtx,pandas]" jupyterlab
+venv=${TRT_WIDGET_VENV:-.venv}
+if [ -z "${TRT_WIDGET_VENV:-}" ]; then
+    python3 -m venv .venv
+    .venv/bin/python -m pip install -q -U pip
+    .venv/bin/python -m pip install -q -e ".[rtx,pandas]" jupyterlab
+fi
 extra=()
 [ "$(id -u)" = 0 ] && extra+=(--allow-root)
-# default_url: the printed link (for a machine without a browser) opens the notebook itself, not the Launcher
-exec .venv/bin/jupyter lab "${extra[@]}" --ServerApp.default_url=/lab/tree/notebooks/quickstart.ipynb "$@"
+# LabApp.default_url (ServerApp's is overridden by JupyterLab's own "/lab"): the browser and the printed link open
+# the notebook itself, not the Launcher. No news: news_url=None stops the fetching, and the settings overrides in
+# scripts/demo-lab-settings the "receive official Jupyter news?" pop-up over the page.
+exec "$venv/bin/jupyter" lab "${extra[@]}" \
+    --LabApp.default_url=/lab/tree/notebooks/quickstart.ipynb \
+    --LabApp.news_url=None \
+    --LabApp.app_settings_dir=scripts/demo-lab-settings \
+    "$@"

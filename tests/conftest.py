@@ -172,3 +172,16 @@ def ray_session() -> Iterator[Any]:
     finally:
         if started:
             ray.shutdown()
+
+
+@pytest.fixture
+def sigint_raises() -> Iterator[None]:
+    """Ctrl-C raises KeyboardInterrupt here even when the suite was started with SIGINT ignored (``cmd &`` in a
+    script, nohup): Python then leaves SIGINT ignored, and ``_thread.interrupt_main()`` does nothing."""
+    import signal
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -233,8 +234,7 @@ def test_atomic_write_gives_files_the_umask_mode_and_cleans_only_dead_writers_pa
 
 
 def test_timings_df_without_phases_is_an_empty_frame_with_the_columns() -> None:
-    widget = BuildWidget(b"garbage", history=False).start()
-    assert widget.wait(120) == "failed"
+    widget = BuildWidget(b"garbage", history=False)  # not started: no phases yet (a failed parse has one)
     frame = widget.timings_df()
     assert frame.empty and frame.index.name == "id"
     assert list(frame.columns) == [
@@ -341,25 +341,704 @@ def test_an_unreadable_timing_cache_is_a_warning(tmp_path: Path) -> None:
 
 @needs_setpriv
 def test_an_unwritable_output_fails_but_keeps_the_engine_in_memory(tmp_path: Path) -> None:
+    """The folder becomes unwritable while the build runs (a folder unwritable from the start is refused when
+    the Build is created: tests/test_output_paths.py)."""
     (tmp_path / "m.onnx").write_bytes(SMALL)
     locked = tmp_path / "locked"
     locked.mkdir()
-    locked.chmod(0o555)
+    target = str(locked / "m.engine")
+    code = REPORT.format(
+        model=str(tmp_path / "m.onnx"), isolation="process", options=f"output={target!r}", output=target
+    ).replace(").start()", f")\n    os.chmod({str(locked)!r}, 0o555)\n    b.start()", 1)
     try:
-        got = run_without_dac(
-            REPORT.format(
-                model=str(tmp_path / "m.onnx"),
-                isolation="process",
-                options=f"output={str(locked / 'm.engine')!r}",
-                output=str(locked / "m.engine"),
-            ),
-            tmp_path,
-        )
+        got = run_without_dac(code, tmp_path)
     finally:
         locked.chmod(0o755)
     assert got["status"] == "failed" and got["engine"] > 0, got
     assert "kept in memory" in got["error"] and "Permission denied" in got["error"]
     assert got["output"] is None and not list(locked.iterdir())
+
+
+# -- external data: a model never reads a file it was not given ------------------------------------------------
+
+SECRET = b"SECRET!!" * 8  # 64 bytes: exactly the 16 floats of the tensor below, so TensorRT would accept them
+
+
+def _model_naming(location: str) -> Any:
+    """y = x + w, with w (16 floats) stored as external data at ``location``."""
+    from onnx import TensorProto, helper
+
+    weight = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[1, 16], data_location=TensorProto.EXTERNAL)
+    entry = weight.external_data.add()
+    entry.key, entry.value = "location", location
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "w"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16])],
+        initializer=[weight],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def _refused(build: Any, *fragments: str) -> None:
+    assert build.wait(120) == "failed", build.status_detail
+    assert SECRET not in (build.engine or b"")
+    for fragment in ("external data", *fragments):
+        assert fragment in str(build.error), build.error
+
+
+@pytest.mark.parametrize("isolation", ["thread", "process"])
+def test_model_bytes_naming_any_file_are_refused_with_how_to_pass_them(
+    tmp_path: Path, isolation: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "secret.bin").write_bytes(SECRET)
+    monkeypatch.chdir(tmp_path)  # TensorRT resolves the names of a model without a directory here
+    for location in (str(tmp_path / "secret.bin"), "secret.bin"):
+        model = _model_naming(location)
+        _refused(Build(model.SerializeToString(), isolation=isolation, history=False).start(), "pass the path")
+        _refused(Build(model, isolation=isolation, history=False).start(), "onnx.load(path)")
+
+
+@pytest.mark.parametrize("isolation", ["thread", "process"])
+def test_a_model_file_reads_external_data_only_inside_its_directory(tmp_path: Path, isolation: str) -> None:
+    import onnx
+
+    home = tmp_path / "model"
+    home.mkdir()
+    (tmp_path / "secret.bin").write_bytes(SECRET)
+    (home / "link.bin").symlink_to(tmp_path / "secret.bin")
+    (home / "sub").mkdir()
+    for location, said in [
+        (str(tmp_path / "secret.bin"), "no absolute paths"),
+        ("../secret.bin", "no '..'"),
+        ("sub/../../secret.bin", "no '..'"),
+        ("link.bin", "leads outside"),
+        ("sub", "not a file"),
+    ]:
+        onnx.save_model(_model_naming(location), str(home / "m.onnx"))
+        _refused(Build(str(home / "m.onnx"), isolation=isolation, history=False).start(), repr(location), said)
+    (home / "sub" / "w.bin").write_bytes(bytes(64))  # its own data, in its own directory: built
+    onnx.save_model(_model_naming("sub/w.bin"), str(home / "m.onnx"))
+    build = Build(str(home / "m.onnx"), isolation=isolation, history=False).start()
+    assert build.wait(120) == "succeeded", build.status_detail
+
+
+def test_a_ray_task_gets_no_directory_so_external_data_is_refused_at_the_driver(
+    tmp_path: Path, ray_session: Any
+) -> None:
+    import onnx
+
+    from trt_widget.ray import RayRunner
+
+    (tmp_path / "w.bin").write_bytes(SECRET)
+    onnx.save_model(_model_naming("w.bin"), str(tmp_path / "m.onnx"))
+    build = Build(str(tmp_path / "m.onnx"), runner=RayRunner(), history=False).start()
+    _refused(build, "Ray task", "embed the weights")
+    _refused(Build(_model_naming("/etc/passwd").SerializeToString(), runner=RayRunner(), history=False).start())
+
+
+@pytest.mark.parametrize("executor", ["local", "ray"])
+def test_serve_uploads_name_no_server_file(tmp_path: Path, executor: str, request: pytest.FixtureRequest) -> None:
+    import httpx
+
+    from trt_widget.serve import ServerThread
+
+    if executor == "ray":
+        request.getfixturevalue("ray_session")
+    data = tmp_path / "data"
+    (tmp_path / "secret.bin").write_bytes(SECRET)
+    with (
+        ServerThread(data=data, executor=executor, max_concurrent=2) as server,
+        httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {server.token}"}, timeout=60) as http,
+    ):
+        own = ("meta.json", "events.jsonl", "model.onnx")  # the build directory's own files
+        for location in (*own, str(tmp_path / "secret.bin"), "../../../secret.bin"):
+            reply = http.post("/builds", content=_model_naming(location).SerializeToString(), params={"name": "m"})
+            assert reply.status_code == 201, reply.text
+            build_id = reply.json()["id"]
+            deadline = time.monotonic() + 120
+            while (info := http.get(f"/builds/{build_id}").json())["status"] not in ("failed", "succeeded"):
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+            text = json.dumps(info)
+            assert info["status"] == "failed" and "external data" in text and "embed the weights" in text, text
+            assert str(data) not in text and "/tmp" not in text.replace(str(tmp_path / "secret.bin"), ""), text
+
+
+# -- nothing untrusted reaches a terminal raw ------------------------------------------------------------------
+
+EVIL = "\x1b]0;PWNED-TITLE\x07\x1b[2J\x1b[31m\r\x9b31m\u202eevil"
+
+
+def _evil_recording(path: Path) -> Path:
+    from trt_widget.runners import gpu_shaped_events
+
+    events = list(gpu_shaped_events(measurements=2, threads=1, seed=1))
+    events[0]["model"] = f"model {EVIL}"
+    for event in events:
+        if event["event"] == "phase_start" and event["depth"] == 0:
+            event["name"] = f"phase {EVIL}"
+        if event["event"] == "build_end":
+            event.update(status="failed", detail=f"detail {EVIL}", error=f"error {EVIL}")
+    events.insert(2, {"event": "log", "severity": "WARNING", "message": f"log {EVIL}\nforged line", "t": 0.3})
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    return path
+
+
+def test_escape_controls_shows_every_control_character_as_an_escape() -> None:
+    from trt_widget._format import escape_controls
+
+    shown = escape_controls(EVIL + "\udcff\x00\x7f")
+    assert shown.isprintable() and "\\x1b]0;PWNED-TITLE\\x07" in shown and "\\u202e" in shown
+    assert escape_controls("Measuring tactic time ×3 é") == "Measuring tactic time ×3 é"
+
+
+def test_view_prints_names_logs_and_details_of_a_recording_escaped(tmp_path: Path) -> None:
+    recording = _evil_recording(tmp_path / "esc.jsonl")
+    done = subprocess.run(
+        [sys.executable, "-m", "trt_widget", "view", str(recording), "--plain"],
+        capture_output=True,
+        timeout=120,
+        env={**os.environ, "TERM": "xterm-256color"},
+    )
+    out = done.stdout + done.stderr
+    assert b"\x1b" not in out and b"\x07" not in out and b"\r" not in out and "\u202e".encode() not in out, out
+    text = out.decode()
+    assert "phase \\x1b]0;PWNED-TITLE\\x07" in text and "log \\x1b]0;PWNED" in text and "\\x0aforged line" in text
+    assert "model \\x1b]0;PWNED" in text
+
+
+def test_the_rich_tree_and_summary_show_names_escaped_and_take_no_markup(tmp_path: Path) -> None:
+    import io
+
+    from trt_widget._terminal import TerminalView
+
+    recording = _evil_recording(tmp_path / "esc.jsonl")
+    text = recording.read_text().replace("phase \\u001b", "[bold red]phase[/] \\u001b", 1)
+    recording.write_text(text)
+    stream = io.StringIO()
+    view = TerminalView(Build.from_events(recording), stream, style="rich")
+    view.build.start().wait(60)
+    assert view.join(30)
+    out = stream.getvalue()
+    for raw in ("\x1b]", "\x1b[2J", "\x07", "\x9b", "\u202e", "\r"):
+        assert raw not in out, (raw, out)
+    assert "PWNED-TITLE" in out and "[bold red]phase[/]" in out  # shown, as text
+
+
+def test_the_matrix_table_and_lines_show_labels_escaped() -> None:
+    import io
+
+    from rich.console import Console
+
+    from trt_widget.matrix import BuildMatrix
+    from trt_widget.matrix._cli import MatrixView
+
+    matrix = BuildMatrix({f"[bold]m[/] {EVIL}": SMALL}, variants={f"v {EVIL}": {}})
+    lines = io.StringIO()
+    view = MatrixView(matrix, lines, plain=True)
+    view.update()
+    drawn = io.StringIO()
+    Console(file=drawn, force_terminal=True, width=300).print(view._table())
+    for out in (lines.getvalue(), drawn.getvalue()):
+        assert "PWNED-TITLE" in out
+        for raw in ("\x1b]", "\x1b[2J", "\x07", "\x9b", "\u202e", "\r"):
+            assert raw not in out, (raw, out)
+    assert "[bold]m[/]" in drawn.getvalue()
+
+
+# -- serve keeps its promises under faults ---------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _small_disk(path: Path, size: str = "2m") -> Any:
+    path.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], check=True)
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+needs_mount = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("mount") is None, reason="needs root to mount")
+
+
+def _fill_disk(directory: Path) -> None:
+    with open(directory / "filler", "wb") as handle, contextlib.suppress(OSError):
+        while True:
+            handle.write(b"\0" * 65536)
+            handle.flush()
+
+
+def test_a_stalled_upload_gets_408_and_frees_its_slot(tmp_path: Path) -> None:
+    import socket
+
+    import httpx
+
+    from trt_widget.serve import ServerThread
+
+    with ServerThread(data=tmp_path / "data", max_concurrent=2, body_timeout=1.0) as server:
+        port = int(server.url.rsplit(":", 1)[1])
+        stalled = []
+        for _ in range(2):  # announce 1 MB, send 1 KB, then nothing
+            sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+            head = (
+                f"POST /builds HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {server.token}\r\n"
+                "Content-Type: application/octet-stream\r\nContent-Length: 1000000\r\n\r\n"
+            )
+            sock.sendall(head.encode() + b"\0" * 1024)
+            stalled.append(sock)
+        started = time.monotonic()
+        for sock in stalled:
+            answer = ""
+            while "}" not in answer and (chunk := sock.recv(65536)):  # the head, then the JSON body
+                answer += chunk.decode(errors="replace")
+            assert answer.startswith("HTTP/1.1 408"), answer
+            assert "stalled" in answer
+            sock.close()
+        assert time.monotonic() - started < 10
+        auth = {"Authorization": f"Bearer {server.token}"}
+        reply = httpx.post(f"{server.url}/builds", content=SMALL, headers=auth, timeout=60)
+        assert reply.status_code == 201, reply.text  # the slots are free again
+        server.store.stop_running(timeout=60)
+
+
+def test_serve_takes_a_body_timeout_and_refuses_a_bad_one(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "trt_widget", "serve", "--body-timeout", "0", "--data", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2 and "--body-timeout must be more than 0" in done.stderr, done.stderr
+
+
+def test_malformed_requests_are_400_not_500(tmp_path: Path) -> None:
+    import httpx
+
+    from trt_widget.serve import ServerThread
+
+    with (
+        ServerThread(data=tmp_path / "data", max_concurrent=2) as server,
+        httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {server.token}"}, timeout=60) as http,
+    ):
+        deep = '{"profiles": ' + "[" * 30_000 + "]" * 30_000 + "}"
+        reply = http.post("/builds", files={"model": ("m.onnx", SMALL)}, data={"options": deep})
+        assert reply.status_code == 400 and "nest" in reply.json()["error"], reply.text
+        reply = http.post("/builds", content=SMALL, params={"options": "[" * 5000 + "]" * 5000})
+        assert reply.status_code == 400 and "nest" in reply.json()["error"], reply.text
+        reply = http.post("/builds", content=SMALL, params={"options": '{"profiles": {"x": [[[[[[[[[1]]]]]]]]]}}'})
+        assert reply.status_code == 400, reply.text
+        assert server.store.active == 0
+        build_id = http.post("/builds", content=SMALL).json()["id"]
+        for bad in ("²".encode("latin-1"), "¹".encode("latin-1"), b"1" * 40, b"-1"):  # headers arrive as latin-1
+            reply = http.get(f"/builds/{build_id}/events", headers={"Last-Event-ID": bad})
+            assert reply.status_code == 400, (bad, reply.text)
+        server.store.stop_running(timeout=60)
+
+
+@needs_mount
+def test_an_upload_onto_a_full_data_disk_is_refused_without_server_paths(tmp_path: Path) -> None:
+    import httpx
+
+    from trt_widget.serve import ServerThread
+
+    with (
+        _small_disk(tmp_path / "data") as data,
+        ServerThread(data=data, max_concurrent=2, max_upload=8 << 20) as server,
+    ):
+        auth = {"Authorization": f"Bearer {server.token}"}
+        reply = httpx.post(f"{server.url}/builds", content=os.urandom(3 << 20), headers=auth, timeout=60)
+        assert reply.status_code == 507, reply.text
+        assert "disk is full" in reply.json()["error"] and str(data) not in reply.text
+        assert server.store.active == 0 and not list((data / "builds").iterdir())  # nothing left behind
+
+
+@needs_mount
+def test_a_full_data_disk_fails_the_build_loudly_and_ends_every_stream(tmp_path: Path) -> None:
+    import httpx
+
+    from trt_widget.serve import RemoteBuild, ServerThread
+    from trt_widget.serve._client import sse_messages
+
+    model = models.to_bytes(models.deep_residual(60))
+    with (
+        _small_disk(tmp_path / "data", "4m") as data,
+        ServerThread(data=data, max_concurrent=2) as server,
+        httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {server.token}"}, timeout=60) as http,
+    ):
+        remote = RemoteBuild(server.url, server.token, model, timeout=10).start()
+        while remote.remote_id is None and not remote.done():
+            time.sleep(0.01)
+        _fill_disk(data)
+        assert remote.wait(60) == "failed", remote.status_detail
+        assert "data disk is full" in remote.status_detail
+        build_id = remote.remote_id
+        with http.stream("GET", f"/builds/{build_id}/events") as stream:
+            got = [json.loads(data) for _, _, data in sse_messages(stream.iter_lines())]
+        assert got[0]["event"] == "build_start" and got[-1]["event"] == "build_end", got[-1]
+        assert got[-1]["status"] == "failed" and "data disk is full" in got[-1]["error"]
+        info = http.get(f"/builds/{build_id}").json()
+        assert info["status"] == "failed" and info["events"] == len(got), info
+        assert str(data) not in json.dumps(info)
+        (data / "filler").unlink()
+
+
+# -- a RemoteBuild never waits forever, whatever the server does ------------------------------------------------
+
+FAKE_ID = "A" * 22
+
+
+class _Hostile:
+    """A fake build server on 127.0.0.1 that misbehaves in one way (``mode``); it serves ``follow()`` only."""
+
+    def __init__(self, mode: str) -> None:
+        import http.server
+
+        self.mode = mode
+        self.cancels = 0
+        hostile = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:  # cancel: acknowledged, then nothing happens
+                hostile.cancels += 1
+                self.rfile.read(int(self.headers.get("content-length") or 0))
+                body = b'{"status": "cancelling"}'
+                self.send_response(202)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_GET(self) -> None:
+                with contextlib.suppress(OSError):
+                    hostile.serve(self)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def serve(self, handler: Any) -> None:
+        start = {"event": "build_start", "model": "m", "backend": "rtx", "version": "1", "options": {}, "t": 0.0}
+        end = {"event": "build_end", "status": "succeeded", "detail": "", "elapsed_s": 1.0, "engine_bytes": 1,
+               "output": None, "error": None, "t": 1.0}  # fmt: skip
+        if handler.path.endswith("/engine"):
+            handler.send_response(200)
+            handler.send_header("Content-Type", "application/octet-stream")
+            handler.end_headers()  # no length: 64 MB and counting, after build_end said 1 byte
+            for _ in range(1024):
+                handler.wfile.write(b"\0" * 65536)
+            return
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/event-stream")
+        handler.send_header("Connection", "close")  # the body ends when the connection does
+        handler.close_connection = True
+        handler.end_headers()
+        out = handler.wfile
+
+        def send(event: Any, ident: int = 1) -> None:
+            text = event if isinstance(event, str) else json.dumps(event)
+            out.write(f"id: {ident}\ndata: {text}\n\n".encode())
+            out.flush()
+
+        send(start)
+        if self.mode == "pings":
+            for _ in range(600):
+                out.write(b": ping\n\n")
+                out.flush()
+                time.sleep(0.1)
+        elif self.mode == "phases":
+            for i in range(10_000_000):
+                send({"event": "phase_start", "id": i, "name": "p", "parent": None, "depth": 0, "num_steps": 1,
+                      "t": 0.1}, i + 2)  # fmt: skip
+        elif self.mode == "huge event":
+            out.write(b"id: 2\ndata: " + b"x" * (3 << 20))
+            out.flush()
+            time.sleep(30)
+        elif self.mode == "bad json":
+            send("{not json", 2)
+        elif self.mode == "big engine":
+            send(end, 2)
+        elif self.mode == "silent":  # not even a ping
+            time.sleep(30)
+        # "closes": the stream ends after build_start, every time
+
+
+def _follow(url: str, **kwargs: Any) -> Any:
+    from trt_widget.serve import RemoteBuild
+
+    return RemoteBuild.follow(url, "token", FAKE_ID, **kwargs).start()
+
+
+@pytest.mark.parametrize(
+    ("mode", "said"),
+    [
+        ("closes", "no new event for 2 s"),
+        ("silent", "no new event for 2 s"),
+        ("huge event", "an event larger than 1,048,576 bytes"),
+        ("bad json", "not a JSON object: '{not json'"),
+        ("big engine", "more engine bytes than build_end announced (1)"),
+        ("phases", "more than 2,000 phases"),
+    ],
+)
+def test_a_hostile_server_fails_the_remote_build_with_a_clear_error(
+    mode: str, said: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trt_widget.serve import _client
+
+    monkeypatch.setattr(_client, "MAX_PHASES", 2_000)
+    monkeypatch.setattr(_client, "SILENT_S", 1.0)
+    hostile = _Hostile(mode)
+    build = _follow(hostile.url, timeout=2)
+    assert build.wait(30) == "failed", build.status_detail
+    assert said in str(build.error), build.error
+    assert "unexpected" not in str(build.error)
+    assert len(build.timings()) <= 2_000
+
+
+@pytest.mark.parametrize("mode", ["pings", "phases", "no answer"])
+def test_stop_ends_a_remote_build_within_a_second_whatever_the_server_does(mode: str) -> None:
+    import socket
+
+    if mode == "no answer":  # a stopped server: the kernel accepts connections, nobody answers
+        silent = socket.socket()
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+    else:
+        url = _Hostile(mode).url
+    build = _follow(url, timeout=60)
+    time.sleep(0.5)
+    assert build.status in ("running", "queued"), build.status_detail
+    assert build.stop()
+    assert build.wait(1.0) == "cancelled", build.status_detail
+    assert "had not confirmed the cancel" in build.status_detail
+    if mode == "no answer":
+        silent.close()
+
+
+# -- extras never hang or damage ------------------------------------------------------------------------------
+
+
+def test_events_to_a_fifo_without_a_reader_is_refused_at_once(tmp_path: Path) -> None:
+    fifo = tmp_path / "events.fifo"
+    os.mkfifo(fifo)
+    outcome: list[BaseException | None] = []
+
+    def construct() -> None:
+        try:
+            Build(SMALL, history=False, events=str(fifo))
+            outcome.append(None)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=construct, daemon=True)
+    thread.start()
+    thread.join(10)
+    if thread.is_alive():  # it blocked in open(): release it before failing
+        with open(fifo, "rb"):
+            thread.join(10)
+        pytest.fail("Build(events=<a FIFO with no reader>) blocked")
+    assert isinstance(outcome[0], ValueError) and "no process is reading" in str(outcome[0]), outcome
+    with open(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK), "rb") as reader:  # with a reader: events flow
+        build = Build(SMALL, history=False, events=str(fifo), isolation="thread").start()
+        got = b""
+        while b'"build_end"' not in got:
+            got += reader.read() or b""
+            time.sleep(0.01)
+        assert build.wait(120) == "succeeded"
+
+
+def test_no_output_overwrites_the_model_or_the_recording(tmp_path: Path) -> None:
+    model = tmp_path / "m.onnx"
+    model.write_bytes(SMALL)
+    with pytest.raises(ValueError, match="is the model file itself"):
+        Build(str(model), history=False, events=str(model))
+    with pytest.raises(ValueError, match="is the model file itself"):
+        Build(str(model), history=False, events=f"{tmp_path}/./m.onnx")
+    with pytest.raises(ValueError, match="same file"):
+        Build(str(model), history=False, events=str(tmp_path / "x"), output=str(tmp_path / "x"))
+    build = Build(str(model), history=False, isolation="thread").start()
+    assert build.wait(120) == "succeeded"
+    from trt_widget.report import timeline
+
+    for write in (build.to_html, build.to_trace, lambda p: timeline.save_svg(build, p)):
+        with pytest.raises(ValueError, match="is the model file itself"):
+            write(str(model))
+    from trt_widget.report import to_html
+
+    with pytest.raises(ValueError, match="is the model file itself"):
+        to_html(build, str(model))
+    assert model.read_bytes() == SMALL
+    recording = tmp_path / "r.jsonl"
+    Build(str(model), history=False, isolation="thread", events=str(recording)).start().wait(120)
+    kept = recording.read_bytes()
+    replay = Build.from_events(recording).start()
+    replay.wait(60)
+    with pytest.raises(ValueError, match="is the recording itself"):
+        replay.to_html(str(recording))
+    assert recording.read_bytes() == kept
+
+
+def test_a_history_store_locked_by_another_process_costs_a_stop_at_most_a_second(tmp_path: Path) -> None:
+    store = tmp_path / "history.sqlite"
+    Build(SMALL, history=str(store), isolation="thread").start().wait(120)  # the store exists
+    holder = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(f"""
+            import sqlite3, sys, time
+            conn = sqlite3.connect({str(store)!r}, isolation_level=None)
+            conn.execute("BEGIN EXCLUSIVE")
+            print("locked", flush=True)
+            sys.stdin.read()
+        """)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        with pytest.warns(RuntimeWarning, match="locked by another process"):
+            build = Build(models.deep_residual(1000), history=str(store), force_after=0.1).start()
+            while build.model.innermost_running() is None:
+                time.sleep(0.05)
+            asked = time.monotonic()
+            assert build.stop()
+            assert build.wait(10) == "cancelled"
+            stopped_s = time.monotonic() - asked
+        assert stopped_s <= 1.0, stopped_s
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+# -- recordings are untrusted input ---------------------------------------------------------------------------
+
+_START = {"event": "build_start", "model": "m", "backend": "rtx", "version": "1", "options": {}, "t": 0.0}
+_PHASE = {"event": "phase_start", "id": 0, "name": "p", "parent": None, "depth": 0, "num_steps": 2, "t": 0.1}
+
+
+@pytest.mark.parametrize(
+    ("event", "said"),
+    [
+        (
+            {k: v for k, v in _PHASE.items() if k != "name"},
+            "line 2: field 'name' of a phase_start event must be a string",
+        ),
+        ({**_PHASE, "name": {"a": 1}}, "line 2: field 'name' of a phase_start event must be a string, got dict"),
+        ({**_PHASE, "num_steps": "3"}, "line 2: field 'num_steps' of a phase_start event must be an integer"),
+        ({"event": "step", "id": 0, "name": "p", "step": "x", "t": 0.2}, "line 2: field 'step' of a step event"),
+        ({"event": "log", "severity": [], "message": "m", "t": 0.2}, "line 2: field 'severity' of a log event"),
+        ({"event": "build_end", "status": "won", "t": 1.0}, "line 2: build_end status must be one of"),
+        ({**_PHASE, "t": float("nan")}, "line 2: field 't' must be a finite time"),
+    ],
+)
+def test_a_bad_field_names_its_line_and_field(event: dict[str, Any], said: str) -> None:
+    from trt_widget.runners import RecordingError
+
+    with pytest.raises(RecordingError, match=said.replace("(", r"\(")):
+        Build.from_events([json.dumps(_START), json.dumps(event)])
+
+
+def test_view_says_one_line_for_any_file_that_is_not_a_recording(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.jsonl"
+    missing.write_text(json.dumps(_START) + "\n" + json.dumps({"event": "step", "id": 0, "t": 0.2}) + "\n")
+    utf = tmp_path / "latin1.jsonl"
+    utf.write_bytes(json.dumps(_START).encode() + b"\n" + b'{"event": "log", "message": "\xe9", "t": 1}\n')
+    onnx_file = tmp_path / "model.onnx"
+    onnx_file.write_bytes(SMALL)
+    deep = tmp_path / "deep.jsonl"
+    deep.write_text("[" * 100_000 + "]" * 100_000 + "\n")
+    for path, said in [
+        (missing, "line 2: field 'name' of a step event must be a string"),
+        (utf, "line 2: not UTF-8 text"),
+        (onnx_file, "line 1:"),
+        (deep, "line 1: JSON nested too deeply"),
+    ]:
+        done = subprocess.run(
+            [sys.executable, "-m", "trt_widget", "view", str(path), "--plain"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 1, done
+        assert "Traceback" not in done.stderr and done.stderr.count("\n") == 1, done.stderr
+        assert done.stderr.startswith("trt-widget: error: ") and said in done.stderr, done.stderr
+
+
+def test_a_huge_line_or_too_many_events_are_refused_in_bounded_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tracemalloc
+
+    from trt_widget.runners import RecordingError, _replay
+
+    huge = tmp_path / "huge.jsonl"
+    with open(huge, "wb") as handle:
+        handle.write(json.dumps(_START).encode() + b"\n" + b'{"event": "log", "message": "')
+        for _ in range(64):
+            handle.write(b"x" * (1 << 20))  # 64 MB, one line
+    tracemalloc.start()
+    try:
+        with pytest.raises(RecordingError, match="line 2: longer than 1,048,576 bytes"):
+            Build.from_events(huge)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 << 20, peak
+    monkeypatch.setattr(_replay, "MAX_EVENTS", 1000)
+    many = [json.dumps(_START)] + [json.dumps({"event": "log", "message": "m", "t": 0.1})] * 1000
+    with pytest.raises(RecordingError, match="more than 1,000 events"):
+        Build.from_events(many)
+    nested = [json.dumps(_START)] + [
+        json.dumps({**_PHASE, "id": i, "parent": i - 1 if i else None, "t": 0.1}) for i in range(300)
+    ]
+    with pytest.raises(RecordingError, match="line 259: phases nest more than 256 deep"):
+        Build.from_events(nested)
+
+
+def test_stop_ends_a_remote_build_within_a_second_while_the_server_takes_no_upload() -> None:
+    import socket
+
+    from trt_widget.serve import RemoteBuild
+
+    silent = socket.socket()  # the kernel accepts the connection; nobody answers
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)
+    try:
+        build = RemoteBuild(f"http://127.0.0.1:{silent.getsockname()[1]}", "token", SMALL, timeout=60).start()
+        time.sleep(0.5)
+        assert build.status in ("running", "queued"), build.status_detail
+        assert build.stop()
+        assert build.wait(1.0) == "cancelled", build.status_detail
+        assert "the upload" in build.status_detail and "had not finished" in build.status_detail
+    finally:
+        silent.close()
+
+
+def test_serve_shows_its_data_directory_to_no_client(tmp_path: Path) -> None:
+    import httpx
+
+    from trt_widget.serve import ServerThread
+
+    with (
+        ServerThread(data=tmp_path / "data", max_concurrent=2) as server,
+        httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {server.token}"}, timeout=60) as http,
+    ):
+        build_id = http.post("/builds", content=SMALL).json()["id"]
+        record = server.store.get(build_id)
+        assert record is not None and record.build is not None
+        record.build.logger.log(2, f"TensorRT read {server.store.data}/builds/{build_id}/model.onnx")  # as a log may
+        record.build.wait(120)
+        with http.stream("GET", f"/builds/{build_id}/events") as reply:
+            text = "".join(reply.iter_lines())
+        assert str(tmp_path) not in text and f"<data>/builds/{build_id}/model.onnx" in text
+        server.store.stop_running(timeout=60)
 
 
 def test_no_worker_process_leaks_across_the_attacks() -> None:

@@ -95,8 +95,8 @@ def test_neither_backend_importable_names_both_install_commands() -> None:
     """)
     )
     assert result.returncode == 0, result.stderr
-    assert "pip install 'trt_widget[rtx]'" in result.stdout
-    assert "pip install 'trt_widget[tensorrt]'" in result.stdout
+    assert "pip install tensorrt-rtx-cu13-libs tensorrt-rtx-cu13-bindings" in result.stdout
+    assert "pip install tensorrt-cu13 " in result.stdout
     assert "is ImportError: True" in result.stdout
 
 
@@ -126,8 +126,8 @@ def test_import_works_without_a_backend_and_names_are_lazy() -> None:
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert report["phases"] == 1 and report["tensorrt_loaded"] == []
     for name in ("Build", "BuildMonitor", "trt"):
-        assert "pip install 'trt_widget[rtx]'" in report[name], (name, report[name])
-        assert "pip install 'trt_widget[tensorrt]'" in report[name]
+        assert "pip install tensorrt-rtx-cu13-libs tensorrt-rtx-cu13-bindings" in report[name], (name, report[name])
+        assert "pip install tensorrt-cu13 " in report[name]
 
 
 def test_a_broken_tensorrt_install_falls_back_to_rtx_and_says_why_when_requested(tmp_path: Any) -> None:

@@ -387,7 +387,7 @@ def test_keyboard_interrupt_during_wait_cancels_and_reraises(
     check_closed_tree(build.timings())
 
 
-def test_real_ctrl_c_during_wait_cancels_and_reraises(long_model_bytes: bytes) -> None:
+def test_real_ctrl_c_during_wait_cancels_and_reraises(long_model_bytes: bytes, sigint_raises: None) -> None:
     """``_thread.interrupt_main()`` from another thread, once the main thread is blocked inside wait()."""
     if threading.current_thread() is not threading.main_thread():
         pytest.skip("needs to run on the main thread")

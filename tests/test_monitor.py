@@ -102,7 +102,7 @@ def test_keyboard_interrupt_inside_a_callback_cancels_instead_of_vanishing() -> 
     assert monitor.cancelled
 
 
-def test_ctrl_c_during_a_main_thread_build_cancels_it() -> None:
+def test_ctrl_c_during_a_main_thread_build_cancels_it(sigint_raises: None) -> None:
     """A real RTX build on this thread: Ctrl-C lands inside a callback; the monitor turns it into a cancel."""
     monitor = BuildMonitor()
     fired: list[bool] = []

@@ -61,21 +61,21 @@ def test_a_remote_build_refuses_what_the_service_refuses_except_the_local_output
 def test_a_plain_new_field_works_in_python_has_no_flag_and_is_refused_over_http(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """What helper code adding a field without metadata gets (e.g. a future plugins= option)."""
+    """What code adding a field without metadata gets (a field that is not settable over HTTP until said so)."""
 
     @dataclasses.dataclass(frozen=True)
-    class WithPlugins(BuildOptions):
-        plugins: tuple[str, ...] | None = None
+    class WithMore(BuildOptions):
+        calibration: tuple[str, ...] | None = None
 
-    monkeypatch.setattr(_options, "BuildOptions", WithPlugins)
-    assert _options.http_refusals()["plugins"] == _options.NOT_OVER_HTTP
-    assert "plugins" not in _options.http_options()
-    assert "plugins" in _options.builder_options()
+    monkeypatch.setattr(_options, "BuildOptions", WithMore)
+    assert _options.http_refusals()["calibration"] == _options.NOT_OVER_HTTP
+    assert "calibration" not in _options.http_options()
+    assert "calibration" in _options.builder_options()
     parser = argparse.ArgumentParser()
     _options.add_option_arguments(parser)
-    assert "plugins" not in {a.dest for a in parser._actions}
-    options = WithPlugins.from_kwargs(plugins=("a.so",))
-    assert options.plugins == ("a.so",) and options.summary()["plugins"] == ("a.so",)
+    assert "calibration" not in {a.dest for a in parser._actions}
+    options = WithMore.from_kwargs(calibration=("a.cache",))
+    assert options.calibration == ("a.cache",) and options.summary()["calibration"] == ["a.cache"]
 
 
 def test_docs_options_page_names_every_option() -> None:

@@ -50,7 +50,7 @@ def test_plugins_load_in_the_builder_process_once(native_lib: Lib, tmp_path: Pat
     assert _pids(lib) == [first.child_pid] and first.child_pid != os.getpid()  # the worker loaded it, not we
     said = [r["message"] for r in first.logs if r["message"].startswith("plugins: ")]
     assert said == [f"plugins: TensorRT's standard plugins registered; loaded {lib} (builder pid {first.child_pid})"]
-    assert first.options.summary()["plugins"] == [str(lib)]  # a plugin build is not compared with a plain one
+    assert first.options.summary()["plugins"] == (str(lib),)  # a plugin build is not compared with a plain one
     second = Build(model_bytes, plugins=[lib], history=False).start()  # the warm worker: TensorRT would refuse a
     assert second.wait(180) == "succeeded", second.error  # second load_library of the same creators
     assert _pids(lib) == [first.child_pid] or second.child_pid != first.child_pid

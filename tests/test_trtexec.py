@@ -155,3 +155,14 @@ def test_trtexec_sizes_are_mib_unless_a_unit_says_otherwise() -> None:
     sizes = {"1024": 1 << 30, "512M": 512 << 20, "2G": 2 << 30, "4096K": 4 << 20, "1.5G": 3 << 29}
     for text, size in sizes.items():
         assert translate(["--onnx=m", f"--memPoolSize=workspace:{text}"]).options["workspace"] == size
+
+
+def test_plugin_libraries_load_as_the_plugins_option(
+    small_onnx: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    translation = translate(["--onnx=m.onnx", "--staticPlugins=a.so", "--dynamicPlugins=b.so", "--plugins=c.so"])
+    assert translation.options == {"plugins": ["a.so", "b.so", "c.so"]} and not translation.refused
+    missing = tmp_path / "libnothere.so"
+    assert main(["trtexec", f"--onnx={small_onnx}", f"--staticPlugins={missing}"]) == 1
+    err = capsys.readouterr().err
+    assert f"--plugin={missing}" in err and "plugins: no plugin library at" in err

@@ -134,3 +134,45 @@ def test_the_now_line_state_reaches_the_snapshot_from_the_builder(isolation: str
     assert activity["layer"] == "{ForeignNode[/blocks.0/attn/MatMul.../Softmax]}" and activity["runner"] == "Myelin"
     build.wait(60)
     assert not [r for r in build.logs if r["severity"] == "VERBOSE"]
+
+
+def test_the_terminal_footer_says_what_is_being_timed(wait_until: Any) -> None:
+    import io
+
+    from trt_widget._terminal import TerminalView
+
+    build = Build(_network_that_logs_a_timing_runner, isolation="thread", history=False, resources=False)
+    view = TerminalView(build, io.StringIO(), style="rich", hint="Ctrl-C to cancel")
+    build.start()
+    footer = wait_until(lambda: "now timing" in view._footer(build.elapsed_s) and view._footer(build.elapsed_s))
+    assert footer.startswith("running ")
+    assert " · now timing {ForeignNode[/blocks.0/attn/MatMul.../Softmax]} (Myelin) for " in footer
+    assert footer.endswith(" — Ctrl-C to cancel")
+    build.wait(60)
+    view.join(30)
+    assert "now timing" not in view._footer(build.elapsed_s)  # ended: nothing is being timed
+
+
+def test_a_real_rtx_build_feeds_the_watch_without_verbose_and_ends_with_nothing_timed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """TensorRT for RTX logs one Myelin 'Timing Runner' per build (then 'Computing reformatting costs', which
+    names no layer): the watch sees it although verbose is off, and nothing is left "being timed" afterwards."""
+    from trt_widget import models
+    from trt_widget._backend import select_backend
+
+    if select_backend()[0] != "rtx":
+        pytest.skip("TensorRT for RTX's log lines")
+    seen: list[Any] = []
+    feed = TacticWatch.feed
+
+    def spy(self: TacticWatch, message: str, t: float) -> None:
+        feed(self, message, t)
+        seen.append(self.snapshot())
+
+    monkeypatch.setattr(TacticWatch, "feed", spy)
+    build = Build(models.deep_residual(3), isolation="thread", history=False, resources=False).start()
+    assert build.wait(120) == "succeeded"
+    assert any(s and s["runner"] == "Myelin" and s["layer"].startswith("{ForeignNode[") for s in seen)
+    assert build.logger.tactics.snapshot() is None and seen[-1] is None
+    assert not [r for r in build.logs if r["severity"] == "VERBOSE"]

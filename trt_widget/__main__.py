@@ -187,10 +187,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _view(args) if args.command == "view" else _run(args)
     except _UsageError as exc:
-        print(f"trt-widget: error: {exc}", file=sys.stderr)
+        _stderr_line(f"trt-widget: error: {exc}")
         return EXIT_USAGE
     except (_InputError, ImportError, OSError) as exc:  # ImportError: BackendUnavailable, missing onnx
-        print(f"trt-widget: error: {exc}", file=sys.stderr)
+        _stderr_line(f"trt-widget: error: {exc}")
         return EXIT_FAILED
 
 
@@ -258,7 +258,10 @@ def _options(args: argparse.Namespace, output: str | None) -> dict[str, Any]:
 
 
 def _check_files(args: argparse.Namespace, output: str | None) -> None:
-    """--report / --trace must not overwrite the model, the engine or each other."""
+    """--report / --trace must not overwrite the model, the engine or each other; every file written (engine,
+    report, trace) must be writable: checked before the build, not after it."""
+    from ._files import check_writable
+
     named = (
         (getattr(args, "model", None), "the model"),
         (getattr(args, "recording", None), "the recording"),
@@ -272,6 +275,12 @@ def _check_files(args: argparse.Namespace, output: str | None) -> None:
         if real in taken:
             raise _UsageError(f"{flag} {path} is {taken[real]}: choose another file")
         taken[real] = f"the {flag} file"
+    for what, path in (("-o/--output", output), ("--report", args.report), ("--trace", args.trace)):
+        if path:
+            try:
+                check_writable(path, what)
+            except OSError as exc:
+                raise _InputError(f"cannot write {exc}") from None
 
 
 def _write_files(build: Any, args: argparse.Namespace) -> bool:
@@ -284,7 +293,7 @@ def _write_files(build: Any, args: argparse.Namespace) -> bool:
             getattr(build, method)(path)
         except (OSError, ValueError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            print(f"trt-widget: error: cannot write the {flag} file {path}: {reason}", file=sys.stderr)
+            _stderr_line(f"trt-widget: error: cannot write the {flag} file {path}: {reason}")
             ok = False
         else:
             _stderr_line(f"{'Report' if flag == '--report' else 'Trace'} written to {path}")
@@ -335,7 +344,7 @@ def _run(args: argparse.Namespace) -> int:
     if build.status == "cancelled":
         return EXIT_INTERRUPTED if interrupts.count else EXIT_BUDGET
     message = str(build.error) if build.error is not None else build.status_detail
-    print(f"trt-widget: build failed: {message}", file=sys.stderr)
+    _stderr_line(f"trt-widget: build failed: {message}")
     return EXIT_FAILED
 
 
@@ -352,6 +361,12 @@ def _view(args: argparse.Namespace) -> int:
         build = Build.from_events(Path(args.recording), speed=args.speed)
     except RecordingError as exc:
         raise _InputError(str(exc)) from None
+    except UnicodeDecodeError:  # binary: a model, an engine, an archive...
+        hint = f"; to build this model: trt-widget build {args.recording}" if args.recording.endswith(".onnx") else ""
+        raise _InputError(
+            f"{args.recording} is not a recording: a recording is the JSON-lines text that --json or events= "
+            f"write, and this file is binary{hint}"
+        ) from None
     stream = TerminalView(build, sys.stdout, style="plain" if args.plain else "auto", hint="Ctrl-C to stop")
     try:
         build.start().wait()
@@ -360,13 +375,16 @@ def _view(args: argparse.Namespace) -> int:
     stream.join(30.0)
     written = _write_files(build, args)
     if "replayed recording" not in build.status_detail and build.status != "cancelled":
-        print(f"trt-widget: error: {build.error or build.status_detail}", file=sys.stderr)
+        _stderr_line(f"trt-widget: error: {build.error or build.status_detail}")
         return EXIT_FAILED
     return EXIT_OK if written else EXIT_FAILED
 
 
 def _stderr_line(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
+    """A message on stderr; what it quotes (paths, a model's or a recording's text) is shown escaped."""
+    from ._format import escape_lines
+
+    print(escape_lines(text), file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

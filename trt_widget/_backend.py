@@ -15,9 +15,10 @@ from typing import Any
 
 INSTALL_HINT = (
     "trt_widget needs a TensorRT Python module and found none. Install one of:\n"
-    "  pip install 'trt_widget[rtx]'       # TensorRT for RTX from PyPI, builds engines without a GPU\n"
-    "  pip install 'trt_widget[tensorrt]'  # NVIDIA TensorRT for CUDA 13 (NVIDIA driver R580 or newer)\n"
-    "  pip install 'trt_widget[tensorrt-cu12]'  # NVIDIA TensorRT for CUDA 12 (drivers R525 to R575)"
+    "  pip install tensorrt-rtx-cu13-libs tensorrt-rtx-cu13-bindings  # TensorRT for RTX, builds without a GPU\n"
+    "  pip install tensorrt-cu13  # NVIDIA TensorRT for CUDA 13 (NVIDIA driver R580 or newer)\n"
+    "  pip install tensorrt-cu12  # NVIDIA TensorRT for CUDA 12 (drivers R525 to R575)\n"
+    "(in a clone of trt_widget: pip install -e '.[rtx]', '.[tensorrt]' or '.[tensorrt-cu12]')"
 )
 
 _CANDIDATES = {

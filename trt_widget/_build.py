@@ -16,11 +16,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Union
 
 from ._backend import check_options, select_backend
-from ._engine import CaptureLogger, ModelLike, ModelSource
+from ._engine import BEFORE_PHASES, START_PHASE, CaptureLogger, ModelLike, ModelSource
 from ._errors import BuildCancelled, BuildError
 from ._event_sinks import Sink
 from ._expected import unexpected_errors
-from ._files import atomic_write, refuse_overwriting
+from ._files import atomic_write, check_writable, refuse_inputs, refuse_overwriting
 from ._gpu import memory_skip_note
 from ._options import BuildOptions, BuildOptionsDict
 from ._phases import CANCELLED, FINISHED_EARLY, PhaseModel
@@ -49,6 +49,15 @@ class BuildArgs(BuildOptionsDict, total=False):
     resources: bool
 
 
+# What a build does outside TensorRT's progress callbacks, shown as top-level phases so that the rows add up to
+# the build's time: before TensorRT's first phase (reading and parsing the ONNX model, or the user's network
+# function: reported by the builder, _engine.py) and after its last (serializing, handing the engine back,
+# writing output=: added here).
+AFTER_PHASE = "Serializing and saving the engine"
+FRAME_PHASES = frozenset([*BEFORE_PHASES.values(), START_PHASE, AFTER_PHASE])
+TIMING_COLUMNS = ["id", "name", "parent", "depth", "step", "num_steps", "start_s", "end_s", "duration_s", "status"]
+
+
 class Build(Waiting):
     """Build an engine from ``model`` (ONNX path / bytes / ModelProto, or a network-defining callable).
 
@@ -75,9 +84,20 @@ class Build(Waiting):
     ) -> None:
         self.options = BuildOptions.from_kwargs(**options)  # unknown names: TypeError with "did you mean"
         self.source = ModelSource.of(model)
+        sink_path = events if isinstance(events, (str, os.PathLike)) else None
         if self.source.kind == "path":
-            refuse_overwriting(self.source.value, output=self.options.output, timing_cache=self.options.timing_cache)
+            refuse_overwriting(
+                self.source.value, output=self.options.output, timing_cache=self.options.timing_cache, events=sink_path
+            )
+        if sink_path is not None:
+            for name, other in (("output", self.options.output), ("timing_cache", self.options.timing_cache)):
+                if other is not None and os.path.realpath(os.path.expanduser(other)) == os.path.realpath(
+                    os.path.expanduser(sink_path)
+                ):
+                    raise ValueError(f"events= and {name}= are the same file ({other}): choose another events file")
         check_options(self.options)
+        if self.options.output:  # found now, not after the build: OSError naming the path and the reason
+            check_writable(self.options.output, "output=")
         if self.options.isolation == "process" or runner is not None:
             from .runners import check_transferable, pool
 
@@ -132,6 +152,13 @@ class Build(Waiting):
         self._settle_wakers: list[Callable[[], Any]] = []
         self._force = threading.Event()  # process isolation: terminate the builder process now
         self.child_pid: int | None = None  # process isolation: the builder process, once known
+        # the time TensorRT reports no phases for, as phases of their own (a replay or a server's build has them
+        # in its events already)
+        self._framed = runner.name not in ("replay", "remote")
+        self._post_open = False
+        self._closing = False  # _finish closes what is still open: no new phase then
+        if self._framed:
+            self.model.subscribe(self._frame, steps=False)
         self.history: Any = None  # a history link (ETA, deltas) when history is on
         self.resources: Any = None  # a resource sampler when resources is on
         if events is not None:
@@ -226,6 +253,29 @@ class Build(Waiting):
     def timings(self) -> list[dict[str, Any]]:
         """Per phase instance: id, name, parent (id or None), depth, start_s, end_s, duration_s, step, ..."""
         return self.model.timings()
+
+    def timings_df(self) -> Any:
+        """The timings as a pandas DataFrame indexed by phase id (needs pandas)."""
+        try:
+            import pandas as pd
+        except ImportError as exc:
+            raise ImportError("timings_df() needs pandas: pip install pandas (or use timings())") from exc
+        frame = pd.DataFrame(self.timings(), columns=TIMING_COLUMNS)
+        frame = frame.astype(
+            {
+                "id": "int64",
+                "parent": "Int64",
+                "depth": "int64",
+                "step": "int64",
+                "num_steps": "int64",
+                "start_s": "float64",
+                "end_s": "float64",
+                "duration_s": "float64",
+                "name": "object",
+                "status": "object",
+            }
+        )
+        return frame.set_index("id")
 
     def subscribe(self, fn: Callable[[BuildEvent], None], *, steps: bool = True) -> Callable[[], None]:
         """Call ``fn(event)`` for every start, phase start/step/finish, captured log line and end of this build
@@ -351,6 +401,23 @@ class Build(Waiting):
     def _execute(self) -> bytes | None:
         return self.runner.run(self._context())
 
+    def _frame(self, event: str, phase: Any) -> None:
+        """TensorRT's last top-level phase ending starts the 'after' phase (the builder reports the 'before' one)."""
+        if phase.depth != 0 or phase.name in FRAME_PHASES:
+            return
+        if event == "phase_start" and self._post_open:  # another top-level TensorRT phase: not the end after all
+            self._post_open = False
+            self.model.phase_finish(AFTER_PHASE)
+        elif (
+            event == "phase_finish"
+            and phase.status != CANCELLED
+            and not self._closing
+            and not self.model.running_count()
+        ):
+            self._post_open = True
+            ended = phase.end_s if phase.end_s is not None else self.model.now()
+            self.model.phase_start(AFTER_PHASE, None, 0, at=self._clock() - max(self.model.now() - ended, 0.0))
+
     def _run(self) -> None:
         engine: bytes | None = None
         error: BuildError | None = None
@@ -365,6 +432,9 @@ class Build(Waiting):
                         f"{exc}. It is kept in memory: build.engine holds it and build.save(path) "
                         "writes it elsewhere"
                     ) from exc
+            if engine is not None and self._post_open:
+                self._post_open = False
+                self.model.phase_finish(AFTER_PHASE)
         except BuildError as exc:
             error = exc
         except KeyboardInterrupt:  # Ctrl-C in a network function running on this thread: a cancel, not a failure
@@ -377,6 +447,7 @@ class Build(Waiting):
     def _finish(self, engine: bytes | None, error: BuildError | None) -> None:
         if self._timer is not None:
             self._timer.cancel()
+        self._closing = True
         self.model.close_all(CANCELLED if engine is None else FINISHED_EARLY)
         with self._lock:
             self._ended_s = self.model.now()
@@ -417,10 +488,14 @@ class Build(Waiting):
         """A standalone HTML report of the build (:func:`trt_widget.report.to_html`); written to ``path`` if given."""
         from .report import to_html
 
+        if path is not None:
+            refuse_inputs(self, path=path)
         return to_html(self, path)
 
     def to_trace(self, path: str | os.PathLike[str] | None = None) -> str:
         """Chrome trace-event JSON of the build (``report.trace.to_trace``); written to ``path`` if given."""
         from .report.trace import to_trace
 
+        if path is not None:
+            refuse_inputs(self, path=path)
         return to_trace(self, path)

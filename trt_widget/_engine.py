@@ -20,6 +20,7 @@ from typing import Any, Protocol, Union, cast
 from ._backend import builder_failure_message, capabilities, select_backend, trt
 from ._errors import BuildError
 from ._expected import significant
+from ._external_data import check_external_data, external_locations, file_locations
 from ._files import atomic_write
 from ._options import PRECISION_FLAGS, TRT_SETTINGS, BuildOptions
 from ._verbose import TacticWatch, wanted
@@ -47,17 +48,25 @@ class ModelSource:
     kind: str  # "path" | "bytes" | "callable"
     value: Any
     label: str
+    # where the model's external data may lie: its own directory for a path, None (none allowed) otherwise
+    directory: str | None = None
+    hint: str = ""  # how to pass a model with external data here, when the default advice does not fit
 
     @classmethod
     def of(cls, model: ModelLike | Any) -> ModelSource:
         if isinstance(model, (str, os.PathLike)):
-            return cls("path", str(Path(model).expanduser()), str(model))
+            path = str(Path(model).expanduser())
+            return cls("path", path, str(model), os.path.dirname(os.path.abspath(path)))
         if isinstance(model, (bytes, bytearray, memoryview)):
             data = bytes(model)
             return cls("bytes", data, f"ONNX bytes ({len(data):,} B)")
         if hasattr(model, "SerializeToString") and hasattr(model, "graph"):
             data = model.SerializeToString()
-            return cls("bytes", data, f"onnx.ModelProto {model.graph.name or ''}".strip())
+            hint = (
+                "An onnx.ModelProto does not know its directory: load it with its data (onnx.load(path)), or "
+                "pass the path of the ONNX file"
+            )
+            return cls("bytes", data, f"onnx.ModelProto {model.graph.name or ''}".strip(), None, hint)
         if callable(model):
             return cls("callable", model, getattr(model, "__qualname__", repr(model)))
         raise TypeError(
@@ -200,6 +209,11 @@ def routed_logs(logger: CaptureLogger) -> Iterator[_LogRouter]:
             _router.set_sink(ident, None)
 
 
+# The time before TensorRT's first phase, reported as a phase of its own (see Build's AFTER_PHASE for the end)
+BEFORE_PHASES = {"model": "Reading and parsing the model", "callable": "Defining the network"}
+START_PHASE = "Starting the builder process"  # a cold worker's start-up, before it can build (runners/_process.py)
+
+
 def build_engine(source: ModelSource, options: BuildOptions, monitor: Any, logger: CaptureLogger) -> memoryview | None:
     """Build and return the serialized engine (a view of TensorRT's buffer), or None when cancelled."""
     with routed_logs(logger) as router:
@@ -224,6 +238,8 @@ def _build_on_device(
             raise BuildError(f"{capabilities()['label']} could not create a builder ({exc})") from None
         raise BuildError(builder_failure_message(str(capabilities()["label"]), exc)) from None
     _register_plugins(t, options.plugins, logger, router)
+    before = BEFORE_PHASES["callable" if source.kind == "callable" else "model"]
+    monitor.phase_start(before, None, 0)
     flags = 0
     strong = getattr(t.NetworkDefinitionCreationFlag, "STRONGLY_TYPED", None)
     if options.strongly_typed and strong is not None:
@@ -240,6 +256,7 @@ def _build_on_device(
     if options.configure is not None:
         _call_configure(options.configure, builder, network, config)
     config.progress_monitor = monitor
+    monitor.phase_finish(before)
     try:
         serialized = builder.build_serialized_network(network, config)
     finally:
@@ -256,6 +273,44 @@ def _build_on_device(
         _save_timing_cache(config, options.timing_cache, logger)
     del parser  # only now may the weights the network points into go
     return engine
+
+
+_plugins_lock = threading.Lock()
+_standard_plugins: bool | None = None  # init_libnvinfer_plugins ran in this process (None: not tried yet)
+_loaded_plugins: dict[str, Any] = {}  # real path -> TensorRT's library handle, for the life of this process
+
+
+def _register_plugins(t: Any, paths: tuple[str, ...], logger: CaptureLogger, router: _LogRouter) -> None:
+    """TensorRT's standard plugins once per process (as trtexec does: the ONNX parser looks only in the registry),
+    then the build's plugin libraries; each library stays loaded for later builds in this process."""
+    global _standard_plugins
+    loaded = []
+    with _plugins_lock:
+        if _standard_plugins is None:
+            init = getattr(t, "init_libnvinfer_plugins", None)
+            try:
+                _standard_plugins = bool(init(router, "")) if init is not None else False
+            except Exception:
+                _standard_plugins = False
+        for path in paths:
+            real = os.path.realpath(path)
+            if real not in _loaded_plugins:
+                registry = getattr(t, "get_plugin_registry", None)
+                if registry is None:  # the lean/dispatch runtimes' bindings have no plugin registry
+                    raise BuildError(f"plugins: {capabilities()['label']} has no plugin registry to load {path}")
+                before = len(logger.problems)
+                handle = registry().load_library(real)
+                if handle is None:  # TensorRT said why in an ERROR line
+                    said = [_short(r["message"]) for r in logger.problems[before:]][:2]
+                    raise BuildError(
+                        f"TensorRT could not load the plugin library {path}: "
+                        + ("; ".join(said) or "not a TensorRT plugin library, or its plugins are registered already")
+                    )
+                _loaded_plugins[real] = handle
+            loaded.append(path)
+    standard = "registered" if _standard_plugins else "not available in this TensorRT"
+    extra = f"; loaded {', '.join(loaded)}" if loaded else ""
+    logger.log(3, f"plugins: TensorRT's standard plugins {standard}{extra} (builder pid {os.getpid()})")
 
 
 def _call_configure(configure: Any, builder: Any, network: Any, config: Any) -> None:
@@ -303,41 +358,6 @@ def _on_device(device: int | None) -> Iterator[None]:
     finally:
         cuda.cuCtxSetCurrent(previous)
         cuda.cuDevicePrimaryCtxRelease(handle)
-
-
-_plugins_lock = threading.Lock()
-_standard_plugins: bool | None = None  # init_libnvinfer_plugins ran in this process (None: not tried yet)
-_loaded_plugins: dict[str, Any] = {}  # real path -> TensorRT's library handle, for the life of this process
-
-
-def _register_plugins(t: Any, paths: tuple[str, ...], logger: CaptureLogger, router: _LogRouter) -> None:
-    """TensorRT's standard plugins once per process (as trtexec does: the ONNX parser looks only in the registry),
-    then the build's plugin libraries; each library stays loaded for later builds in this process."""
-    global _standard_plugins
-    loaded = []
-    with _plugins_lock:
-        if _standard_plugins is None:
-            init = getattr(t, "init_libnvinfer_plugins", None)
-            try:
-                _standard_plugins = bool(init(router, "")) if init is not None else False
-            except Exception:
-                _standard_plugins = False
-        for path in paths:
-            real = os.path.realpath(path)
-            if real not in _loaded_plugins:
-                before = len(logger.problems)
-                handle = t.get_plugin_registry().load_library(real)
-                if handle is None:  # TensorRT said why in an ERROR line
-                    said = [_short(r["message"]) for r in logger.problems[before:]][:2]
-                    raise BuildError(
-                        f"TensorRT could not load the plugin library {path}: "
-                        + ("; ".join(said) or "not a TensorRT plugin library, or its plugins are registered already")
-                    )
-                _loaded_plugins[real] = handle
-            loaded.append(path)
-    standard = "registered" if _standard_plugins else "not available in this TensorRT"
-    extra = f"; loaded {', '.join(loaded)}" if loaded else ""
-    logger.log(3, f"plugins: TensorRT's standard plugins {standard}{extra} (builder pid {os.getpid()})")
 
 
 def _save_timing_cache(config: Any, path: str, logger: CaptureLogger) -> None:
@@ -399,10 +419,16 @@ def _populate(t: Any, network: Any, source: ModelSource, logger: CaptureLogger, 
             raise BuildError(f"ONNX file not found: {path}")
         if not path.is_file():
             raise BuildError(f"not an ONNX file (a directory?): {path}")
+        try:
+            locations = file_locations(str(path))
+        except OSError as exc:
+            raise BuildError(f"cannot read the model {source.label}: {exc.strerror or exc}") from None
+        check_external_data(locations, source.directory, source.label, source.hint)
         ok = parser.parse_from_file(str(path))
     else:
         if not source.value:
             raise BuildError("the ONNX bytes are empty")
+        check_external_data(external_locations(source.value), None, source.label, source.hint)
         ok = _parse_bytes(parser, source.value)
     if not ok or parser.num_errors:
         problems = [_describe_parser_error(parser.get_error(i)) for i in range(parser.num_errors)]
@@ -521,9 +547,9 @@ def _configure(t: Any, builder: Any, config: Any, network: Any, options: BuildOp
                 config.clear_flag(flag)
             kept = bool(config.get_flag(flag)) == bool(value)
         else:
-            wanted = value if how[0] == "attr" else getattr(getattr(t, how[2]), value.upper())
-            setattr(config, how[1], wanted)
-            kept = getattr(config, how[1]) == wanted
+            target = value if how[0] == "attr" else getattr(getattr(t, how[2]), value.upper())
+            setattr(config, how[1], target)
+            kept = getattr(config, how[1]) == target
         if not kept:  # the API has the setting but ignores it (TensorRT for RTX: hardware compatibility, DLA core)
             raise BuildError(
                 f"{name}={value!r} is not available with {capabilities()['label']}: its builder config ignores "

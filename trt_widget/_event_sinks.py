@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from collections.abc import Callable
@@ -19,7 +20,7 @@ def open_sink(sink: Sink) -> tuple[Callable[[dict[str, Any]], None], Callable[[]
             raise IsADirectoryError(f"events= must be a file path, but {path} is a directory")
         if not path.parent.is_dir():
             raise FileNotFoundError(f"events= file's directory does not exist: {path.parent}")
-        handle = open(path, "a", encoding="utf-8")  # noqa: SIM115  (the writer thread closes it after build_end)
+        handle = _open_append(path)
         return _line_writer(handle), handle.close
     if hasattr(sink, "write"):
         return _line_writer(cast(TextIO, sink)), None  # a file-like object: mypy cannot narrow on hasattr
@@ -31,6 +32,22 @@ def open_sink(sink: Sink) -> tuple[Callable[[dict[str, Any]], None], Callable[[]
 
         return call, None
     raise TypeError(f"events= must be a file path, a writable text file or a callable, got {type(sink).__name__}")
+
+
+def _open_append(path: Path) -> TextIO:
+    """``open(path, "a")`` that never blocks: a FIFO with no reader is refused instead of waiting for one."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags, 0o666)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            raise ValueError(
+                f"events={str(path)!r} is a FIFO (or socket) that no process is reading: start its reader first, "
+                "or pass a regular file"
+            ) from None
+        raise
+    os.set_blocking(fd, True)  # a reader exists: from now on writes wait for it, on the event writer thread
+    return open(fd, "a", encoding="utf-8")
 
 
 def describe(sink: Sink) -> str:

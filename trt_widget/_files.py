@@ -29,6 +29,8 @@ def writable_target(path: str | os.PathLike[str]) -> Path:
         mode = os.stat(target).st_mode
     except FileNotFoundError:
         return target
+    except NotADirectoryError:
+        raise NotADirectoryError(f"{path}: a part of its folder path is a file, not a folder") from None
     if not stat.S_ISREG(mode):
         kind = (
             "a directory"
@@ -52,11 +54,42 @@ def refuse_overwriting(model: str | os.PathLike[str], **targets: str | os.PathLi
     """Raise ValueError when a target (``output=``, ``timing_cache=``, ``path=``) is the model file itself:
     writing it would destroy the model."""
     for name, value in targets.items():
-        if value is not None and os.path.realpath(value) == os.path.realpath(model):
+        if value is not None and os.path.realpath(os.path.expanduser(value)) == os.path.realpath(model):
             raise ValueError(
                 f"{name}={str(value)!r} is the model file itself: writing it would destroy the model; "
                 "choose another path"
             )
+
+
+def refuse_inputs(build: object, **targets: str | os.PathLike[str] | None) -> None:
+    """``refuse_overwriting`` for the inputs of ``build`` (a Build, or anything with a ``source``): its model
+    file or its recording."""
+    source = getattr(build, "source", None)
+    kind, value = getattr(source, "kind", None), getattr(source, "value", None)
+    if kind not in ("path", "recording") or not isinstance(value, str):
+        return
+    what = "the model file" if kind == "path" else "the recording"
+    for name, target in targets.items():
+        if target is not None and os.path.realpath(os.path.expanduser(target)) == os.path.realpath(value):
+            raise ValueError(f"{name}={str(target)!r} is {what} itself: writing it would destroy it; choose another")
+
+
+def check_writable(path: str | os.PathLike[str], what: str) -> Path:
+    """Raise OSError, naming ``what`` and the reason, when ``atomic_write(path)`` could not succeed: the target
+    is not a regular file, or its folder is missing, not a folder, or not writable. Done before a build, so a bad
+    path is found before the build's time is spent, not after it."""
+    folder = Path(os.path.realpath(Path(path).expanduser())).parent
+    if not folder.exists():
+        raise FileNotFoundError(f"{what} {os.fspath(path)}: its folder {folder} does not exist")
+    if not folder.is_dir():
+        raise NotADirectoryError(f"{what} {os.fspath(path)}: {folder} is not a folder")
+    try:
+        target = writable_target(path)
+    except NotARegularFile as exc:
+        raise NotARegularFile(f"{what}: {exc}") from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise PermissionError(f"{what}: the folder {folder} is not writable")
+    return target
 
 
 def atomic_write(path: str | os.PathLike[str], data: bytes | memoryview) -> Path:

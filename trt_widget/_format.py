@@ -1,9 +1,31 @@
-"""Formatting for people, in one place (mirrors js/src/shared/format.js): durations, sizes, terminals."""
+"""Formatting for people, in one place (mirrors js/src/shared/format.js): durations, sizes, terminals, and the
+escaping that keeps untrusted text (names from a model, a recording, a log or a server) from driving a terminal."""
 
 from __future__ import annotations
 
 import os
+import re
 from typing import TextIO
+
+# C0 and C1 control characters and DEL (ESC starts terminal sequences, CR/BS rewrite a line, NL forges lines),
+# the bidirectional overrides that reorder what a reader sees, and lone surrogates (undecodable bytes)
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def _escape_one(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def escape_controls(text: object) -> str:
+    """``text`` as one printable line: every control character shown as an escape (ESC -> ``\\x1b``)."""
+    value = text if isinstance(text, str) else str(text)
+    return _UNSAFE.sub(_escape_one, value) if _UNSAFE.search(value) else value
+
+
+def escape_lines(text: str) -> str:
+    """``escape_controls`` for each line of ``text``, keeping its line breaks (for multi-line output we made)."""
+    return "\n".join(escape_controls(line) for line in text.split("\n"))
 
 
 def fmt_s(seconds: float | None) -> str:

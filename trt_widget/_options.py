@@ -417,7 +417,7 @@ class BuildOptions:
             if f.name not in out and f.metadata.get("engine", True) and f.metadata.get("builder", True):
                 value = getattr(self, f.name)
                 if value != f.default and not callable(value):
-                    out[f.name] = value
+                    out[f.name] = list(value) if isinstance(value, tuple) else value  # JSON-ready
         return out
 
 

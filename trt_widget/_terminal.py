@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from ._events import attach_events
-from ._format import fmt_bytes, fmt_s, is_terminal
+from ._format import escape_controls, escape_lines, fmt_bytes, fmt_s, is_terminal
 from ._grouping import sibling_runs
 from ._status import CANCELLED, CANCELLING, IDLE, RUNNING, SUCCEEDED
 from ._verbose import describe
@@ -83,7 +83,7 @@ class TerminalView:
         """Print a message line (above the live tree in rich mode)."""
         with self._lock:
             if self._console is not None:
-                self._console.print(text, style="bold yellow", markup=False)
+                self._console.print(escape_lines(text), style="bold yellow", markup=False)
             else:
                 self._write(text)
 
@@ -115,32 +115,33 @@ class TerminalView:
                 self._depth[event["id"]] = event["depth"]
                 if not self.rich:
                     steps = f" ({event['num_steps']} steps)" if event["num_steps"] > 1 else ""
-                    self._line(event["t"], event["depth"], f"{event['name']}{steps}")
+                    self._line(event["t"], event["depth"], f"{escape_controls(event['name'])}{steps}")
             elif kind == "phase_finish":
                 if not self.rich:
                     status = "" if event["status"] == "done" else f" [{event['status']}]"
                     self._line(
                         event["t"],
                         self._depth.get(event["id"], 0),
-                        f"{event['name']}: {fmt_s(event['duration_s'])}{status}",
+                        f"{escape_controls(event['name'])}: {fmt_s(event['duration_s'])}{status}",
                     )
             elif kind == "log":
-                text = f"{event['severity']}: {event['message']}"
+                text = f"{escape_controls(event['severity'])}: {escape_controls(event['message'])}"
                 if self._console is not None:
-                    self._console.print(text, style="red" if "ERROR" in event["severity"] else "yellow", markup=False)
+                    style = "red" if "ERROR" in event["severity"] else "yellow"
+                    self._console.print(escape_controls(text), style=style, markup=False)
                 else:
                     self._line(event["t"], 0, text)
             elif kind == "build_end":
                 self._ended()
 
     def _started(self, event: dict[str, Any]) -> None:
-        title = f"Building {event['model']} with {event['backend']} {event['version']}"
+        title = escape_controls(f"Building {event['model']} with {event['backend']} {event['version']}")
         if self._console is None:
             self._write(title)
             return
         from rich.live import Live
 
-        self._console.print(title, style="bold", markup=False)
+        self._console.print(escape_controls(title), style="bold", markup=False)
         self._live = Live(
             console=self._console,
             get_renderable=self._renderable,
@@ -167,7 +168,7 @@ class TerminalView:
 
     def _write(self, text: str) -> None:
         try:
-            self.stream.write(text + "\n")
+            self.stream.write(escape_lines(text) + "\n")
             self.stream.flush()
         except (OSError, ValueError):
             pass
@@ -179,7 +180,7 @@ class TerminalView:
         except Exception as exc:  # rich's refresh thread must keep running
             from rich.text import Text
 
-            return Text(f"(cannot draw the phase tree: {exc!r})")
+            return Text(escape_controls(f"(cannot draw the phase tree: {exc!r})"))
 
     def _tree(self) -> Any:
         from rich.console import Group
@@ -204,7 +205,7 @@ class TerminalView:
             mark, color = MARKS.get(status, ("·", "white"))
             label = Text("  " * depth)
             label.append(f"{mark} ", style=color)
-            label.append(row["name"], style="bold" if running else "")
+            label.append(escape_controls(row["name"]), style="bold" if running else "")
             if count > 1:
                 label.append(f" ×{count}", style="cyan")
             duration = now - row["start_s"] if running else sum(r["duration_s"] or 0.0 for r in group)
@@ -215,7 +216,7 @@ class TerminalView:
             table.add_row(label, bar, Text(steps, style="dim"), Text(fmt_s(duration)))
         if build.done():
             return table
-        footer = Text(self._footer(now), style="dim" if build.status == RUNNING else "bold yellow")
+        footer = Text(escape_controls(self._footer(now)), style="dim" if build.status == RUNNING else "bold yellow")
         return Group(table, footer)
 
     def _footer(self, now: float) -> str:
@@ -304,12 +305,7 @@ def summary_rows(build: Any) -> list[tuple[int, str, int, float]]:
     for depth, group, count in tree_lines(rows, float("inf")):
         if depth <= 1:
             out.append((depth, group[0]["name"], count, sum(r["duration_s"] or 0.0 for r in group)))
-    top = [r for r in rows if r["depth"] == 0]
-    if top:  # the time outside TensorRT's phases: parsing before, serializing and writing after
-        out.insert(0, (0, "(before the first phase: load, parse)", 1, top[0]["start_s"]))
-        last = max(r["end_s"] or r["start_s"] for r in top)
-        out.append((0, "(after the last phase: serialize, save)", 1, max(build.elapsed_s - last, 0.0)))
-    return out
+    return out  # the time outside TensorRT's phases is in phases of its own (see Build._frame)
 
 
 def slowest_leaf(build: Any) -> dict[str, Any] | None:
@@ -364,11 +360,12 @@ def rich_summary(build: Any) -> Any:
     elapsed = build.elapsed_s or 0.0
     for depth, name, count, seconds in summary_rows(build):
         share = f"{100 * seconds / elapsed:.0f}%" if elapsed > 0 else ""
-        table.add_row("  " * depth + name, str(count), fmt_s(seconds), share)
+        table.add_row(Text("  " * depth + escape_controls(name)), str(count), fmt_s(seconds), share)
     parts: list[Any] = [Text(""), table] if table.row_count else []
     leaf = slowest_leaf(build)
     if leaf is not None:
-        parts.append(Text(f"slowest innermost phase: {leaf['name']} ({fmt_s(leaf['duration_s'])})", style="dim"))
+        slowest = f"slowest innermost phase: {escape_controls(leaf['name'])} ({fmt_s(leaf['duration_s'])})"
+        parts.append(Text(slowest, style="dim"))
     color = {SUCCEEDED: "green", CANCELLED: "yellow"}.get(build.status, "red")
-    parts.append(Text(outcome(build), style=f"bold {color}"))
+    parts.append(Text(escape_controls(outcome(build)), style=f"bold {color}"))
     return Group(*parts)

@@ -167,6 +167,8 @@ def _one(out: Translation, shapes: dict[str, list[str]], arg: str, name: str, va
             out.options[option] = kind(text)
         except ValueError:
             raise ValueError(f"--{name} needs a {kind.__name__}, got {text!r}") from None
+    elif name in ("staticPlugins", "dynamicPlugins", "plugins"):  # --plugins: trtexec's deprecated spelling
+        out.options.setdefault("plugins", []).append(_required(name, value))
     elif name == "memPoolSize":
         _pools(out, _required(name, value))
     elif name == "workspace":  # trtexec's deprecated spelling: MiB
@@ -248,6 +250,8 @@ def build_argv(translation: Translation) -> list[str]:
             for flag, index in (("--min-shapes", 0), ("--opt-shapes", 1), ("--max-shapes", 2)):
                 text = ",".join(f"{n}:{'x'.join(map(str, p[index]))}" for n, p in value.items())
                 argv.append(f"{flag}={text}")
+        elif option == "plugins":
+            argv.extend(f"--plugin={library}" for library in value)
         elif value is True:
             argv.append(str(flags[option]))
         elif value is False:

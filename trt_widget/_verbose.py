@@ -15,7 +15,7 @@ from typing import Any
 
 _FIRST = frozenset("-=>TF")  # the first characters of the lines read
 _RUNNER = re.compile(r"-+ Timing Runner: (.*) \(([^()]*)\)\s*$", re.S)
-_COSTS = re.compile(r"=+ Computing (?:costs for|reformatting costs)\s*(.*)$", re.S)
+_COSTS = re.compile(r"=+ Computing costs for\s*(.*)$", re.S)  # "Computing reformatting costs ...": no layer
 _TACTIC = re.compile(r"Tactic: \S+ [Tt]ime:? ")
 MAX_NAME = 120  # layer names of fused nodes run to thousands of characters
 
@@ -52,9 +52,9 @@ class TacticWatch:
         if "Chose Runner Type" in message:
             self.state = None
             return
-        match = _COSTS.search(message)
-        if match:
-            layer = match.group(1).strip()
+        if "Computing " in message:
+            match = _COSTS.search(message)
+            layer = match.group(1).strip() if match else ""
             self.state = (_short(layer), "", t, 0) if layer else None
 
     def snapshot(self) -> dict[str, Any] | None:

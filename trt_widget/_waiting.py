@@ -52,7 +52,8 @@ class Waiting:
                 ended.wait(left)
         except KeyboardInterrupt:
             self.stop("interrupted (KeyboardInterrupt)")
-            raise
+            # a fresh one, raised here: its traceback ends at this wait(), not in threading's lock internals
+            raise KeyboardInterrupt("wait() was interrupted: the build was asked to stop") from None
         return self._status
 
     async def wait_async(self, poll: float | None = None) -> str:

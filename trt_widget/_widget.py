@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
 _STATIC = Path(__file__).parent / "static"
-TIMING_COLUMNS = ["id", "name", "parent", "depth", "step", "num_steps", "start_s", "end_s", "duration_s", "status"]
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
 class BuildWidget(anywidget.AnyWidget):
@@ -73,6 +73,11 @@ class BuildWidget(anywidget.AnyWidget):
         self.on_msg(self._on_custom_msg)
         self._display_id: str | None = None  # IPython display id, once displayed in a kernel
         self._display_parent: Any = None  # the request the last display update was sent with
+        # a front end rendered a view of this widget (its JS said so): only then does a final display update keep
+        # the widget view; without one (nbclient, nbconvert --execute) the saved output is the static rendering,
+        # which readers without the widget's JavaScript (nbconvert's HTML offline, GitHub) show
+        self._view_seen = False
+        self._view_dropped = False
         build.add_done_callback(self._on_build_end)
 
     @classmethod
@@ -107,6 +112,10 @@ class BuildWidget(anywidget.AnyWidget):
             self.stop()
         elif isinstance(content, dict) and content.get("type") == "sync":  # a view missed deltas or is new
             self._pump.request_full()
+        elif isinstance(content, dict) and content.get("type") == "view":  # a front end rendered a view
+            self._view_seen = True
+            if self._view_dropped:  # its message came after the final update (a cell was running): the view again
+                self._refresh_display()
 
     @property
     def phases(self) -> list[dict[str, Any]]:
@@ -177,27 +186,8 @@ class BuildWidget(anywidget.AnyWidget):
         return self.build.timings()
 
     def timings_df(self) -> Any:
-        """The timings as a pandas DataFrame indexed by phase id (needs pandas)."""
-        try:
-            import pandas as pd
-        except ImportError as exc:
-            raise ImportError("timings_df() needs pandas: pip install pandas (or use timings())") from exc
-        frame = pd.DataFrame(self.timings(), columns=TIMING_COLUMNS)
-        frame = frame.astype(
-            {
-                "id": "int64",
-                "parent": "Int64",
-                "depth": "int64",
-                "step": "int64",
-                "num_steps": "int64",
-                "start_s": "float64",
-                "end_s": "float64",
-                "duration_s": "float64",
-                "name": "object",
-                "status": "object",
-            }
-        )
-        return frame.set_index("id")
+        """The timings as a pandas DataFrame indexed by phase id (needs pandas): :meth:`Build.timings_df`."""
+        return self.build.timings_df()
 
     def to_json(self, path: str | None = None) -> str:
         """Final state and timings as JSON text; also written to ``path`` when given."""
@@ -232,8 +222,16 @@ class BuildWidget(anywidget.AnyWidget):
         return mimebundle(self.build, title=repr(self))
 
     def _bundle(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The output's data; once the build ended, without the widget view when no front end has shown one (in
+        nbconvert's HTML a widget view wins over text/html and renders nothing offline: its manager comes from a
+        CDN). A view's late message brings the widget view back (``_on_custom_msg``)."""
         render = getattr(self, "_repr_mimebundle_", None)  # ipywidgets sets it to None when the widget is closed
-        return render() if callable(render) else (self._static(), {})
+        data, metadata = render() if callable(render) else (self._static(), {})
+        self._view_dropped = self.build.done() and not self._view_seen and WIDGET_VIEW in data
+        if self._view_dropped:
+            data = {k: v for k, v in data.items() if k != WIDGET_VIEW}
+            metadata = {k: v for k, v in metadata.items() if k != WIDGET_VIEW}
+        return data, metadata
 
     def _ipython_display_(self) -> None:
         """Display under an IPython display id, so every output of this widget is replaced by the final state

@@ -134,7 +134,7 @@ def test_a_file_in_the_way_turns_history_off_even_when_warnings_are_errors(tmp_p
 def test_a_failure_while_recording_keeps_status_and_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store = HistoryStore(tmp_path / "h.sqlite")
 
-    def broken_add(record: dict[str, Any]) -> int:
+    def broken_add(record: dict[str, Any], **options: Any) -> int:
         raise sqlite3.OperationalError("disk I/O error")
 
     monkeypatch.setattr(store, "add", broken_add)

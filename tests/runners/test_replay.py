@@ -64,7 +64,7 @@ def test_bad_lines_are_named() -> None:
         Build.from_events([good, "{not json"])
     with pytest.raises(RecordingError, match="line 1: not a trt_widget build event"):
         Build.from_events(['{"hello": 1}'])
-    with pytest.raises(RecordingError, match="line 2: a phase_start event without an integer 'id'"):
+    with pytest.raises(RecordingError, match="line 2: field 'id' of a phase_start event must be an integer"):
         Build.from_events([good, '{"event": "phase_start", "name": "x", "t": 0.1}'])
 
 

@@ -139,3 +139,35 @@ def test_busy_server_refuses_or_queues(server: ServerThread, http: httpx.Client,
     first.stop()
     assert first.wait(10) == "cancelled"
     assert queued.wait(60) == "succeeded"  # it got the free slot
+
+
+def test_trtexec_settings_travel_to_the_server_build(server: ServerThread, http: httpx.Client) -> None:
+    """The options a request may set follow BuildOptions' metadata: the newer ones reach the server's build."""
+    batch = ((1, 8, 8, 8), (2, 8, 8, 8), (4, 8, 8, 8))
+    build = RemoteBuild(
+        server.url,
+        server.token,
+        deep_residual(3, batch="N"),
+        profiles=[{"input": batch}, {"input": ((4, 8, 8, 8), (6, 8, 8, 8), (8, 8, 8, 8))}],
+        tactic_sources="-JIT_CONVOLUTIONS",
+        max_aux_streams=1,
+        tf32=False,
+        workspace="64MiB",
+    ).start()
+    assert build.wait(120) == "succeeded", build.status_detail
+    record = server.store.get(str(build.remote_id))
+    assert record is not None
+    frames, _, _ = record.read(0)
+    start = json.loads(frames[0].decode().split("data: ", 1)[1])
+    assert start["event"] == "build_start"
+    options = start["options"]
+    assert options["tactic_sources"] == "-JIT_CONVOLUTIONS" and options["max_aux_streams"] == 1
+    assert options["tf32"] is False and options["workspace"] == 64 << 20
+    assert options["profiles"] == [
+        {"input": [list(s) for s in batch]},
+        {"input": [[4, 8, 8, 8], [6, 8, 8, 8], [8, 8, 8, 8]]},
+    ]
+    with pytest.raises(TypeError, match="configure= is not available for a remote build: a request cannot send code"):
+        RemoteBuild(server.url, server.token, deep_residual(3), configure=lambda b, n, c: None)
+    with pytest.raises(TypeError, match="device= is not available for a remote build: the server decides which GPU"):
+        RemoteBuild(server.url, server.token, deep_residual(3), device=0)

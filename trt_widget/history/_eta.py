@@ -14,7 +14,7 @@ import warnings
 from typing import Any
 
 from ._keys import PhasePath, build_key, describe_like, like_facts, profile_rows
-from ._store import HistoryStore, history_path, warn_once
+from ._store import LOCK_TIMEOUT_S, HistoryStore, history_path, warn_once
 
 
 def attach_history(build: Any, history: Any) -> None:
@@ -87,7 +87,7 @@ class HistoryLink:
         try:
             self.like = like_facts(self.build)
             self.key, self.model_hash = build_key(self.build, self.like)
-            self.match = self.store.latest(self.key)
+            self.match = self.store.latest(self.key, timeout=LOCK_TIMEOUT_S)
             if self.match is not None:
                 self._past = {tuple((str(n), int(k)) for n, k in r["path"]): r for r in self.match["rows"]}
         except Exception as exc:
@@ -195,6 +195,7 @@ class HistoryLink:
             self.ready.wait(60)
             if self.key is None:
                 return
+            locked = self.error is not None and "StoreLocked" in self.error  # the look-up waited already
             resources = getattr(build, "resources", None)
             if resources is not None and hasattr(resources, "stop"):
                 resources.stop()  # its final sample belongs in the record
@@ -216,7 +217,7 @@ class HistoryLink:
                 "based_on_id": self.match["id"] if self.match else None,
                 "rows": profile_rows(build.timings()),
             }
-            self.recorded_id = self.store.add(record)
+            self.recorded_id = self.store.add(record, timeout=0.1 if locked else LOCK_TIMEOUT_S)
         except Exception as exc:
             self.error = f"{type(exc).__name__}: {exc}"
             warnings.warn(

@@ -119,6 +119,14 @@ def warn_once(key: Any, message: str, stacklevel: int = 2) -> None:
 
 
 # -- the store -------------------------------------------------------------------------------------------
+LOCK_TIMEOUT_S = 1.0  # what a build waits for a store another process holds locked: never a slow wait() or Stop
+WAIT_TIMEOUT_S = 30.0  # what a direct call (list, compare, add) waits, behind other writers
+
+
+class StoreLocked(RuntimeError):
+    """Another process held the history store locked (``BEGIN EXCLUSIVE``) longer than the call would wait."""
+
+
 class HistoryStore:
     """A SQLite file of build records; every call opens its own short connection (thread- and process-safe)."""
 
@@ -139,9 +147,9 @@ class HistoryStore:
         except OSError as exc:
             return os_reason(exc, self.path)
 
-    def _connect(self) -> sqlite3.Connection:
+    def _connect(self, timeout: float = WAIT_TIMEOUT_S) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(str(self.path), timeout=60, isolation_level=None)
+        conn = sqlite3.connect(str(self.path), timeout=timeout, isolation_level=None)
         if not self._created:
             try:
                 conn.executescript(_SCHEMA)
@@ -151,14 +159,19 @@ class HistoryStore:
             self._created = True
         return conn
 
-    def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """``work(connection)``; a file that is not SQLite or is damaged is moved aside once and work retried."""
+    def _run(self, work: Callable[[sqlite3.Connection], T], timeout: float = WAIT_TIMEOUT_S) -> T:
+        """``work(connection)``; a file that is not SQLite or is damaged is moved aside once and work retried;
+        StoreLocked when another process holds it locked for ``timeout`` s."""
         for attempt in range(2):
             identity = _identity(self.path)
             try:
-                with closing(self._connect()) as conn:
+                with closing(self._connect(timeout)) as conn:
                     return work(conn)
             except sqlite3.DatabaseError as exc:
+                if isinstance(exc, sqlite3.OperationalError) and ("locked" in str(exc) or "busy" in str(exc)):
+                    raise StoreLocked(
+                        f"{self.path} is locked by another process (waited {timeout:g} s); skipped"
+                    ) from None
                 if attempt or not _is_corrupt(exc):
                     raise
                 self._created = False
@@ -196,8 +209,8 @@ class HistoryStore:
             stacklevel=4,
         )
 
-    def add(self, record: dict[str, Any]) -> int:
-        """Append one build record (pruning old ones) and return its id."""
+    def add(self, record: dict[str, Any], *, timeout: float = WAIT_TIMEOUT_S) -> int:
+        """Append one build record (pruning old ones) and return its id; waits at most ``timeout`` s for a lock."""
         body = {k: v for k, v in record.items() if k != "id"}
         text = json.dumps(body, separators=(",", ":"), default=str)
 
@@ -231,9 +244,9 @@ class HistoryStore:
                 raise
             return new_id
 
-        return self._run(work)
+        return self._run(work, timeout)
 
-    def latest(self, key: str, status: str = "succeeded") -> dict[str, Any] | None:
+    def latest(self, key: str, status: str = "succeeded", *, timeout: float = WAIT_TIMEOUT_S) -> dict[str, Any] | None:
         """The newest usable record with this key and status, or None; unreadable ones are skipped (warned once)."""
 
         def work(conn: sqlite3.Connection) -> dict[str, Any] | None:
@@ -252,7 +265,7 @@ class HistoryStore:
                 )
             return None
 
-        return self._run(work)
+        return self._run(work, timeout)
 
     def get(self, build_id: int) -> dict[str, Any] | None:
         """The record with this id, or None; ValueError when its stored text cannot be read."""

@@ -20,6 +20,8 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from .._format import escape_controls, escape_lines
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BUDGET, EXIT_INTERRUPTED = 0, 1, 2, 124, 130
 COLORS = {"succeeded": "green", "failed": "red", "cancelled": "yellow", "cancelling": "yellow", "running": "cyan"}
 
@@ -58,10 +60,10 @@ def run(args: argparse.Namespace) -> int:
     for model in args.models:
         path = Path(model).expanduser()
         if not path.is_file():
-            print(f"trt-widget: error: ONNX file not found: {path}", file=sys.stderr)
+            _stderr(f"trt-widget: error: ONNX file not found: {path}")
             return EXIT_FAILED
     if args.max_parallel is not None and args.max_parallel < 1:
-        print(f"trt-widget: error: --max-parallel must be at least 1, got {args.max_parallel}", file=sys.stderr)
+        _stderr(f"trt-widget: error: --max-parallel must be at least 1, got {args.max_parallel}")
         return EXIT_USAGE
     from .._options import BuildOptionsDict, options_from_args
     from ._matrix import BuildMatrix
@@ -88,10 +90,10 @@ def run(args: argparse.Namespace) -> int:
             **options,
         )
     except (ValueError, TypeError) as exc:
-        print(f"trt-widget: error: {exc}", file=sys.stderr)
+        _stderr(f"trt-widget: error: {exc}")
         return EXIT_USAGE
     except OSError as exc:
-        print(f"trt-widget: error: {exc}", file=sys.stderr)
+        _stderr(f"trt-widget: error: {exc}")
         return EXIT_FAILED
     view: Any = None if args.json else MatrixView(matrix, sys.stdout, plain=args.plain)
     notify = view.notice if view is not None else _stderr
@@ -131,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _stderr(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
+    print(escape_lines(text), file=sys.stderr, flush=True)
 
 
 class MatrixView:
@@ -157,7 +159,7 @@ class MatrixView:
 
     def notice(self, text: str) -> None:
         if self.rich:
-            self.console.print(text, style="bold yellow", markup=False)
+            self.console.print(escape_lines(text), style="bold yellow", markup=False)
         else:
             self._write(text)
 
@@ -213,12 +215,12 @@ class MatrixView:
             if phase is not None and phase.num_steps > 1:
                 bar = ProgressBar(total=phase.num_steps, completed=min(phase.step, phase.num_steps), width=16)
             note = phase.name if phase else (build.status_detail if build.status in ("failed", "cancelled") else "")
-            table.add_row(
+            table.add_row(  # names are untrusted: plain Text (no markup), control characters escaped
                 str(cell.id),
-                cell.model,
-                cell.variant,
+                Text(escape_controls(cell.model)),
+                Text(escape_controls(cell.variant)),
                 Text(build.status, style=COLORS.get(build.status, "")),
-                note,
+                Text(escape_controls(note)),
                 bar,
                 fmt_s(build.elapsed_s) if build.status != "idle" else "",
                 fmt_bytes(build.engine_size) if build.engine_size else "",
@@ -227,7 +229,7 @@ class MatrixView:
 
     def _write(self, text: str) -> None:
         try:
-            self.stream.write(text + "\n")
+            self.stream.write(escape_lines(text) + "\n")
             self.stream.flush()
         except (OSError, ValueError):
             pass

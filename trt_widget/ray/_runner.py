@@ -79,6 +79,12 @@ def _remote_task(ray: Any) -> Any:
 
 
 # -- the driver side -----------------------------------------------------------------------------------
+RAY_HINT = (
+    "A Ray task receives the model's bytes, not its directory: embed the weights in the ONNX file "
+    "(onnx.save_model(onnx.load('model.onnx'), 'embedded.onnx'), for models under 2 GB) and pass that"
+)
+
+
 class RayRunner:
     """Builds on Ray: ``Build(model, runner=RayRunner())`` or ``BuildMatrix(..., executor=RayRunner(...))``.
 
@@ -184,6 +190,8 @@ class _Relay:
             hub.forget.remote(self.key)
 
     def _job(self) -> dict[str, Any]:
+        from .._external_data import check_external_data, external_locations
+
         source = self.ctx.source
         if source.kind == "path":
             try:
@@ -193,6 +201,8 @@ class _Relay:
                 raise BuildError(f"cannot read the model {source.value}: {exc}") from exc
         else:
             model = source.value
+        if isinstance(model, bytes):  # the task gets the bytes, never the model's directory
+            check_external_data(external_locations(model), None, source.label, source.hint or RAY_HINT)
         options = {name: getattr(self.ctx.options, name) for name in REMOTE_OPTIONS}
         return {"model": model, "label": source.label, "options": options}
 

@@ -12,7 +12,7 @@ import os
 import time
 from typing import Any
 
-from .._files import atomic_write
+from .._files import atomic_write, refuse_inputs
 from .._format import fmt_s
 from ._inline import _ERROR, REPORT_MAX_NODES, _badge, _e, _facts, tree_html
 
@@ -67,6 +67,7 @@ def to_html(source: Any, path: str | os.PathLike[str] | None = None) -> str:
     ]
     text = "\n".join(p for p in parts if p)
     if path is not None:
+        refuse_inputs(build, path=path)  # never the model file or the recording
         atomic_write(path, text.encode("utf-8"))
     return text
 

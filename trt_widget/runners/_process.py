@@ -27,6 +27,7 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
 
+from .._engine import START_PHASE
 from .._errors import BuildError
 from .._gpu import oom_kill_count
 from ._base import RunContext
@@ -282,6 +283,7 @@ class _Relay:
         self.worker: Worker | None = None
         self.answered = False  # the worker sent its final message for this job
         self.built = False  # TensorRT returned the engine: a stop now must not throw it away
+        self.starting = False  # the START_PHASE of a cold worker is open
         self.oom_kills_before: int | None = None  # the kernel's OOM-kill count when the job was sent
 
     def run(self) -> bytes | None:
@@ -290,6 +292,9 @@ class _Relay:
             return None  # stopped before a worker was even asked
         worker = self.worker = pool.acquire()
         self.ctx.on_pid(worker.pid)
+        self.starting = not worker.hello  # a cold worker: its start-up is a phase of this build, until its hello
+        if self.starting:
+            self.ctx.model.phase_start(START_PHASE, None, 0)
         self.oom_kills_before = oom_kill_count()
         try:
             with contextlib.suppress(OSError, ValueError):  # the worker died just now: the relay loop reports how
@@ -316,6 +321,8 @@ class _Relay:
             "configure": None,
             "workdirs": self.workdirs,
             "sys_path": list(sys.path),
+            "directory": source.directory if source.kind == "path" else None,  # where external data may lie
+            "hint": source.hint,
         }
         if self.ctx.options.configure is not None:  # a function, often a lambda: cloudpickle sends it
             import dataclasses
@@ -358,6 +365,9 @@ class _Relay:
                 self._died(worker)
             if isinstance(message, Hello):
                 worker.hello = True
+                if self.starting:
+                    self.starting = False
+                    ctx.model.phase_finish(START_PHASE)
             elif isinstance(message, Events):
                 self._replay(message.batch)
             else:

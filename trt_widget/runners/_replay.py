@@ -27,38 +27,133 @@ class RecordingError(ValueError):
     """A recording that cannot be replayed; the message names the line."""
 
 
+MAX_LINE_BYTES = 1 << 20  # one event; TensorRT's longest log lines are a few KB
+MAX_EVENTS = 1_000_000  # a real GPU build records tens of thousands
+MAX_BYTES = 256 << 20  # the whole recording
+MAX_DEPTH = 256  # phase nesting; a real build nests 8 deep
+MAX_NAME = 4096  # characters of a phase name
+MAX_MESSAGE = 16384  # characters of a log message kept (longer ones are shortened)
+_END_STATUSES = ("succeeded", "failed", "cancelled")
+
+
 def load_events(source: str | os.PathLike[str] | Iterable[Any]) -> list[dict[str, Any]]:
-    """The events of a recording: a JSON-lines file path, or an iterable of JSON lines or event dicts."""
+    """The events of a recording: a JSON-lines file path, or an iterable of JSON lines or event dicts.
+
+    Recordings are untrusted: a file is read line by line (at most ``MAX_LINE_BYTES`` per line, ``MAX_BYTES``
+    and ``MAX_EVENTS`` in all), and every event is checked field by field; RecordingError names the line."""
     if isinstance(source, (str, os.PathLike)):
-        with open(Path(source).expanduser(), encoding="utf-8") as handle:
-            return _parse(handle, str(source))
+        with open(Path(source).expanduser(), "rb") as handle:
+            return _parse(_file_lines(handle, str(source)), str(source))
     return _parse(source, "the recording")
+
+
+def _file_lines(handle: Any, where: str) -> Iterator[str]:
+    total = 0
+    for number in itertools.count(1):
+        raw = handle.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        if len(raw) > MAX_LINE_BYTES:
+            raise RecordingError(f"{where}, line {number}: longer than {MAX_LINE_BYTES:,} bytes; not a recording")
+        total += len(raw)
+        if total > MAX_BYTES:
+            raise RecordingError(f"{where}: larger than {MAX_BYTES >> 20} MiB; trt_widget replays smaller recordings")
+        try:
+            yield raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise RecordingError(
+                f"{where}, line {number}: not UTF-8 text (byte {exc.start + 1}); is it a recording of events= / --json?"
+            ) from None
+
+
+def _kind_of(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def _check(event: dict[str, Any], where: str, number: int, depths: dict[int, int]) -> None:
+    """Raise RecordingError unless ``event``'s fields have the types its kind needs."""
+    kind = event["event"]
+
+    def need(field: str, types: tuple[type, ...], what: str, optional: bool = False) -> Any:
+        value = event.get(field)
+        if value is None and optional:
+            return None
+        if not isinstance(value, types) or isinstance(value, bool):
+            raise RecordingError(
+                f"{where}, line {number}: field {field!r} of a {kind} event must be {what}, got "
+                f"{_kind_of(value)} {str(value)[:40]!r}"
+            )
+        return value
+
+    if not -1e12 < event["t"] < 1e12:  # also NaN and infinities; int against float compares exactly
+        raise RecordingError(f"{where}, line {number}: field 't' must be a finite time in seconds")
+    if kind in ("phase_start", "step", "phase_finish"):
+        need("id", (int,), "an integer")
+        name = need("name", (str,), "a string")
+        if len(name) > MAX_NAME:
+            raise RecordingError(
+                f"{where}, line {number}: a phase name of {len(name):,} characters (at most {MAX_NAME})"
+            )
+    if kind == "phase_start":
+        parent = need("parent", (int,), "an integer or null", optional=True)
+        need("num_steps", (int,), "an integer", optional=True)
+        depth = depths.get(parent, 0) + 1 if parent is not None else 0
+        if depth > MAX_DEPTH:
+            raise RecordingError(f"{where}, line {number}: phases nest more than {MAX_DEPTH} deep")
+        depths[event["id"]] = depth
+    elif kind == "step":
+        need("step", (int,), "an integer")
+    elif kind == "log":
+        need("severity", (str,), "a string", optional=True)
+        message = need("message", (str,), "a string", optional=True)
+        if message is not None and len(message) > MAX_MESSAGE:
+            event["message"] = message[:MAX_MESSAGE] + "…"
+    elif kind == "build_start":
+        for field in ("model", "backend", "version"):
+            need(field, (str,), "a string", optional=True)
+    elif kind == "build_end":
+        status = need("status", (str,), "a string")
+        if status not in _END_STATUSES:
+            raise RecordingError(f"{where}, line {number}: build_end status must be one of {', '.join(_END_STATUSES)}")
+        need("engine_bytes", (int,), "an integer or null", optional=True)
+        for field in ("detail", "error"):
+            need(field, (str,), "a string or null", optional=True)
 
 
 def _parse(lines: Iterable[Any], where: str) -> list[dict[str, Any]]:
     events: list[dict[str, Any]] = []
+    depths: dict[int, int] = {}
     for number, line in enumerate(lines, start=1):
         if isinstance(line, dict):
             event = line
         else:
-            text = line.decode() if isinstance(line, bytes) else str(line)
+            try:
+                text = line.decode() if isinstance(line, bytes) else str(line)
+            except UnicodeDecodeError:
+                raise RecordingError(f"{where}, line {number}: not UTF-8 text") from None
             if not text.strip():
                 continue
+            if len(text) > MAX_LINE_BYTES:
+                raise RecordingError(f"{where}, line {number}: longer than {MAX_LINE_BYTES:,} characters")
             try:
                 event = json.loads(text)
             except json.JSONDecodeError as exc:
                 raise RecordingError(f"{where}, line {number}: not JSON ({exc.msg}): {text[:80]!r}") from None
+            except RecursionError:
+                raise RecordingError(f"{where}, line {number}: JSON nested too deeply") from None
         if (
             not isinstance(event, dict)
             or event.get("event") not in KINDS
             or not isinstance(event.get("t"), (int, float))
+            or isinstance(event.get("t"), bool)
         ):
             raise RecordingError(
                 f"{where}, line {number}: not a trt_widget build event (needs 'event' in "
                 f"{', '.join(KINDS)} and a time 't'): {str(line)[:80]!r}"
             )
-        if event["event"] in ("phase_start", "step", "phase_finish") and not isinstance(event.get("id"), int):
-            raise RecordingError(f"{where}, line {number}: a {event['event']} event without an integer 'id'")
+        _check(event, where, number, depths)
+        if len(events) >= MAX_EVENTS:
+            raise RecordingError(f"{where}: more than {MAX_EVENTS:,} events; trt_widget replays smaller recordings")
         event["_line"] = number
         events.append(event)
     return events

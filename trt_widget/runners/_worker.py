@@ -183,10 +183,8 @@ def _load_source(job: dict[str, Any]) -> Any:
     from .._engine import ModelSource
 
     kind, label = job["kind"], job["label"]
-    if kind == "path":
-        return ModelSource("path", job["path"], label)
-    if kind == "bytes":  # the parent wrote them to a private file: let the parser read it, no copy here
-        return ModelSource("path", job["path"], label)
+    if kind in ("path", "bytes"):  # bytes: the parent wrote them to a private file, which the parser reads
+        return ModelSource("path", job["path"], label, job.get("directory"), job.get("hint", ""))
     sys.path[:0] = [p for p in job.get("sys_path", []) if p not in sys.path]
     try:
         import cloudpickle

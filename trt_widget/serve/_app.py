@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import json
 import logging
 import secrets
@@ -29,7 +30,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from .._status import log
 from ._page import page
 from ._store import UPLOAD, BuildRecord, BuildStore, Busy
-from ._upload import UploadError, check_length, receive
+from ._upload import UploadError, check_length, receive, stalls_after
 
 FORCE_WORDS = ("1", "true", "yes")
 
@@ -88,6 +89,9 @@ def _bearer(scope: Scope) -> bytes | None:
     return None
 
 
+BODY_TIMEOUT_S = 30.0  # an upload that sends nothing for this long is refused (408) and frees its slot
+
+
 def create_app(
     store: BuildStore,
     *,
@@ -95,6 +99,7 @@ def create_app(
     max_upload: int,
     send_timeout: float = 30.0,
     ping: float = 15.0,
+    body_timeout: float = BODY_TIMEOUT_S,
     executor: str = "local",
     ray_address: str | None = None,
 ) -> ASGIApp:
@@ -134,8 +139,9 @@ def create_app(
             return error(429, f"too many builds: {exc}; retry when one has ended")
         build_id, directory = store.new_dir()
         try:
+            chunks = stalls_after(request.stream(), body_timeout)
             upload = await receive(
-                request.headers, request.query_params, request.stream(), directory / UPLOAD, max_bytes=max_upload
+                request.headers, request.query_params, chunks, directory / UPLOAD, max_bytes=max_upload
             )
             build = await anyio.to_thread.run_sync(
                 _make_build, directory / UPLOAD, upload.name, upload.options, executor, ray_address
@@ -154,6 +160,10 @@ def create_app(
                 return error(400, f"bad build options: {exc}")
             if isinstance(exc, ImportError):
                 return error(503, f"the server cannot build: {exc}")
+            if isinstance(exc, OSError):  # the data disk (meta.json), said without the server's paths
+                full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
+                return error(507 if full else 500, "the server's data disk is full" if full else "the server "
+                             f"could not store the build: {exc.strerror or 'I/O error'}")  # fmt: skip
             raise
         links = {"url": f"/builds/{build_id}", "events": f"/builds/{build_id}/events"}
         body = {"id": build_id, "status": record.status, "name": upload.name, **links}
@@ -191,7 +201,7 @@ def create_app(
     async def events(request: Request) -> Response:
         record = lookup(request)
         text = request.headers.get("last-event-id", "").strip() or "0"
-        if not text.isdigit():
+        if not (text.isascii() and text.isdigit() and len(text) <= 18):  # not '²' or '٣', which int() refuses
             return error(400, f"Last-Event-ID must be an event number, got {text[:40]!r}")
         cursor = int(text)
         total = await anyio.to_thread.run_sync(record.event_count)  # a stored log is read off the event loop
@@ -211,8 +221,9 @@ def create_app(
         detail = getattr(exc, "detail", "") or "error"
         return error(status, detail if status != 404 or detail != "Not Found" else "no such endpoint")
 
-    async def crashed(request: Request, exc: Exception) -> Response:
-        return error(500, f"internal error: {type(exc).__name__}: {exc}")
+    async def crashed(request: Request, exc: Exception) -> Response:  # its text may name server paths: logged only
+        log.error("serve: %s %s failed", request.method, request.url.path, exc_info=exc)
+        return error(500, f"internal error ({type(exc).__name__}); the server's log has the details")
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -314,6 +325,12 @@ async def _reason(request: Request) -> str:
     return reason
 
 
+UPLOAD_HINT = (
+    "This server reads no file an uploaded model names: embed the weights in the ONNX file "
+    "(onnx.save_model(onnx.load('model.onnx'), 'embedded.onnx'), for models under 2 GB) and upload that"
+)
+
+
 def _make_build(path: Any, name: str, options: dict[str, Any], executor: str, ray_address: str | None) -> Any:
     """A Build of the uploaded file in a builder process or a Ray task (on a worker thread: it may import TensorRT)."""
     from .._build import Build
@@ -325,7 +342,8 @@ def _make_build(path: Any, name: str, options: dict[str, Any], executor: str, ra
 
         runner = RayRunner(address=ray_address)
     build = Build(str(path), isolation="process", history=False, resources=False, runner=runner, **options)
-    build.source = ModelSource("path", str(path), name)  # events and pages show the label, never a server path
+    # events and pages show the label, never a server path; an upload may name no external data (no directory)
+    build.source = ModelSource("path", str(path), name, None, UPLOAD_HINT)
     return build
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -103,8 +104,51 @@ def _refusal(response: httpx.Response) -> str:
     return f"HTTP {response.status_code}: {message or response.reason_phrase}"
 
 
+MAX_EVENT_BYTES = 1 << 20  # one event (an SSE line) from the server; TensorRT's longest are a few KB
+MAX_PHASES = 200_000  # phase instances per build; a real GPU build has a few thousand
+SILENT_S = 60.0  # a stream that sends nothing, not even the server's ping (every 15 s), for this long is broken
+STOP_WAIT_S = 0.7  # after stop() (or its force_after), how long the server may take to confirm the end
+
+
+class _Refused(Exception):
+    """The server broke the protocol (an oversized or malformed event): not worth a reconnection."""
+
+
+def _lines(reply: httpx.Response, limit: int) -> Iterator[str]:
+    """The response's lines, refusing (``_Refused``) one longer than ``limit`` bytes before holding more."""
+    pending = b""
+    for chunk in reply.iter_raw():
+        pending += chunk
+        *complete, pending = pending.split(b"\n")
+        for line in complete:
+            if len(line) > limit:
+                raise _Refused(f"an event larger than {limit:,} bytes")
+            yield line.rstrip(b"\r").decode("utf-8", "replace")
+        if len(pending) > limit:
+            raise _Refused(f"an event larger than {limit:,} bytes")
+    if pending:
+        yield pending.decode("utf-8", "replace")
+
+
+def _json_object(text: str | bytes, what: str) -> dict[str, Any]:
+    """``text`` parsed as a JSON object, or BuildError naming ``what`` it should have been."""
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        value = None
+    if not isinstance(value, dict):
+        shown = (text if isinstance(text, str) else text.decode("utf-8", "replace"))[:80]
+        raise BuildError(f"the build server sent {what} that is not a JSON object: {shown!r}")
+    return value
+
+
 class RemoteRunner:
-    """The Runner of a build on a server: upload, follow the events, cancel on ``ctx.cancel``, fetch the engine."""
+    """The Runner of a build on a server: upload, follow the events, cancel on ``ctx.cancel``, fetch the engine.
+
+    What it accepts is bounded: events of at most ``MAX_EVENT_BYTES``, ``MAX_PHASES`` phases, an engine of
+    exactly the size ``build_end`` announced; a stream silent (not even a ping) for ``SILENT_S`` is reconnected,
+    and the build is lost once no new event came for ``timeout`` s. After ``stop()`` the local build ends within
+    ``STOP_WAIT_S`` (after ``force_after``, when given) whatever the server does."""
 
     name = "remote"
 
@@ -132,6 +176,8 @@ class RemoteRunner:
         self._reason = "stopped by the client"
         self._origin = 0.0
         self._names: dict[int, str] = {}
+        self._stopped_at: float | None = None  # when a stop's graceful window ends (monotonic)
+        self._forced_at: float | None = None
 
     def poke(self, reason: str | None = None) -> None:
         """Look at ctx.cancel / ctx.force now (``RemoteBuild.stop`` calls this), instead of within 0.25 s."""
@@ -142,7 +188,7 @@ class RemoteRunner:
     def run(self, ctx: RunContext) -> bytes | None:
         with httpx.Client(base_url=self.url, headers=self.headers, timeout=self.timeout) as client:
             if self.build_id is None:
-                self.build_id = self._upload(client, ctx)
+                self.build_id = self._upload_or_stop(ctx)
                 if self.build_id is None:
                     return None  # stopped before the server had it
             finished = threading.Event()
@@ -155,6 +201,34 @@ class RemoteRunner:
                 self._poke.set()
 
     # -- upload --------------------------------------------------------------------------------------
+    def _upload_or_stop(self, ctx: RunContext) -> str | None:
+        """``_upload`` on a thread of its own, so a stop ends the build within ``STOP_WAIT_S`` even while the
+        server takes the upload slowly or not at all; an upload it accepts after that is cancelled there."""
+        box: dict[str, Any] = {}
+        abandoned = threading.Event()
+
+        def upload() -> None:
+            try:
+                with httpx.Client(base_url=self.url, headers=self.headers, timeout=self.timeout) as client:
+                    box["id"] = self._upload(client, ctx)
+            except BaseException as exc:
+                box["error"] = exc
+            if abandoned.is_set() and box.get("id"):  # too late: nobody follows it, so it must not build
+                self.build_id = box["id"]
+                self._cancel(force=True)
+
+        thread = threading.Thread(target=upload, name="trt_widget-remote-upload", daemon=True)
+        thread.start()
+        while thread.is_alive():
+            if self._given_up(ctx):
+                abandoned.set()
+                return None
+            thread.join(0.05)
+        if "error" in box:
+            raise box["error"]
+        found: str | None = box.get("id")
+        return found
+
     def _upload(self, client: httpx.Client, ctx: RunContext) -> str | None:
         """POST the model; the id, or None when stopped while waiting for a free slot. The server's limits are
         checked first: a server refusing an upload it has not read closes the connection, and a large body
@@ -165,7 +239,9 @@ class RemoteRunner:
         deadline = time.monotonic() + self.queue
         problem = ""
         while True:
-            limits = self._get(client, "/builds", params={"limit": "1"}).json()
+            limits = _json_object(self._get(client, "/builds", params={"limit": "1"}).content, "its limits")
+            if not all(isinstance(limits.get(k), int) for k in ("max_upload", "running", "max_concurrent")):
+                raise BuildError(f"the build server {self.url} sent limits without max_upload/running/max_concurrent")
             if size > limits["max_upload"]:
                 raise BuildError(
                     f"the model is {size:,} bytes; the build server {self.url} accepts at most "
@@ -179,7 +255,10 @@ class RemoteRunner:
                 else:
                     if response.status_code == 201:
                         ctx.on_queued(False)
-                        return str(response.json()["id"])
+                        build_id = _json_object(response.content, "the new build").get("id")
+                        if not isinstance(build_id, str) or not build_id.replace("-", "").replace("_", "").isalnum():
+                            raise BuildError(f"the build server {self.url} answered the upload without a build id")
+                        return build_id
                     if response.status_code != 429:
                         raise BuildError(f"the build server {self.url} refused the build ({_refusal(response)})")
                     problem = _refusal(response)
@@ -236,35 +315,140 @@ class RemoteRunner:
 
     # -- events --------------------------------------------------------------------------------------
     def _follow(self, client: httpx.Client, ctx: RunContext) -> bytes | None:
-        last, problem, since = 0, "", time.monotonic()
+        """Apply the server's events until ``build_end``; reconnect (``Last-Event-ID``) when the stream breaks.
+
+        The stream is read on a thread of its own, so this thread can end the build after a stop whatever the
+        server does (it may stop answering, or never confirm)."""
+        last, problem, since, phases = 0, "", time.monotonic(), 0
         while True:
-            headers = {"Last-Event-ID": str(last)} if last else {}
-            timeout = httpx.Timeout(self.timeout, read=max(60.0, self.timeout))  # the server pings every 15 s
+            inbox: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=256)
+            quit_reading = threading.Event()
+            reader = threading.Thread(
+                target=self._read, args=(last, inbox, quit_reading), name="trt_widget-remote-events", daemon=True
+            )
+            reader.start()
             try:
-                with client.stream("GET", f"/builds/{self.build_id}/events", headers=headers, timeout=timeout) as reply:
-                    if reply.status_code != 200:
-                        reply.read()
-                        problem = _refusal(reply)
-                        if reply.status_code < 500:
-                            raise BuildError(f"cannot follow build {self.build_id} on {self.url} ({problem})")
+                while True:
+                    if self._given_up(ctx):
+                        return None
+                    try:
+                        kind, item = inbox.get(timeout=0.05)
+                    except queue.Empty:
+                        continue
+                    if kind != "message":
+                        problem = str(item)
+                        break
+                    ident, sse_kind, data = item
+                    if sse_kind != "message":  # the server's own notice (it is shutting down): reconnect
+                        problem = data[:200]
+                        break
+                    event = _json_object(data, f"event {last + 1} of build {self.build_id}")
+                    if ident and ident.isascii() and ident.isdigit() and len(ident) < 19:
+                        if int(ident) <= last:
+                            continue  # seen already (a server replaying from the start)
+                        last = int(ident)
                     else:
-                        for ident, kind, data in sse_messages(reply.iter_lines()):
-                            if kind != "message":  # the server's own notice (it is shutting down): reconnect
-                                problem = data
-                                break
-                            event = json.loads(data)
-                            last = int(ident) if ident and ident.isdigit() else last + 1
-                            since = time.monotonic()
-                            if event.get("event") == "build_end":
-                                return self._end(client, ctx, event)
-                            self._apply(ctx, event)
-                        else:
-                            problem = "the event stream ended before build_end"
-            except httpx.TransportError as exc:
-                problem = f"{type(exc).__name__}: {exc}"
+                        last += 1
+                    since = time.monotonic()
+                    if event.get("event") == "build_end":
+                        return self._end(client, ctx, event)
+                    if event.get("event") == "phase_start":
+                        phases += 1
+                        if phases > MAX_PHASES:
+                            raise BuildError(
+                                f"build {self.build_id} on {self.url} sent more than {MAX_PHASES:,} phases; "
+                                "given up (no real build has so many)"
+                            )
+                    try:
+                        self._apply(ctx, event)
+                    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                        raise BuildError(
+                            f"build {self.build_id} on {self.url} sent a malformed {str(event.get('event'))[:40]!r} "
+                            f"event (event {last}): {type(exc).__name__}: {str(exc)[:200]}"
+                        ) from None
+            finally:
+                quit_reading.set()
+            if problem.startswith("refused: "):
+                raise BuildError(f"build {self.build_id} on {self.url}: the server sent {problem[9:]}; given up")
+            if problem.startswith("HTTP 4"):
+                raise BuildError(f"cannot follow build {self.build_id} on {self.url} ({problem})")
             if time.monotonic() - since > self.timeout:
-                raise BuildError(f"lost build {self.build_id} on {self.url}: {problem}")
-            time.sleep(0.5)  # a reconnection back-off, not a synchronisation
+                raise BuildError(
+                    f"lost build {self.build_id} on {self.url}: no new event for {self.timeout:g} s ({problem})"
+                )
+            deadline = time.monotonic() + 0.5  # a reconnection back-off, not a synchronisation
+            while time.monotonic() < deadline:
+                if self._given_up(ctx):
+                    return None
+                time.sleep(0.05)
+
+    def _read(self, last: int, inbox: queue.Queue[tuple[str, Any]], quit_reading: threading.Event) -> None:
+        """One connection to the event stream: its messages into ``inbox``, then why it ended."""
+
+        def put(item: tuple[str, Any]) -> bool:
+            while not quit_reading.is_set():
+                try:
+                    inbox.put(item, timeout=0.1)
+                    return True
+                except queue.Full:
+                    continue
+            return False
+
+        headers = {**self.headers, **({"Last-Event-ID": str(last)} if last else {})}
+        timeout = httpx.Timeout(self.timeout, read=SILENT_S)
+        try:
+            with (
+                httpx.Client(base_url=self.url, timeout=timeout) as client,
+                client.stream("GET", f"/builds/{self.build_id}/events", headers=headers) as reply,
+            ):
+                if reply.status_code != 200:
+                    reply.read()
+                    put(("end", _refusal(reply)))
+                    return
+                for message in sse_messages(_lines(reply, MAX_EVENT_BYTES)):
+                    if not put(("message", message)):
+                        return
+            put(("end", "the event stream ended before build_end"))
+        except _Refused as exc:
+            put(("end", f"refused: {exc}"))
+        except httpx.HTTPError as exc:
+            put(("end", f"{type(exc).__name__}: {exc}"))
+        except Exception as exc:  # never lose the reason: the follower decides
+            put(("end", f"{type(exc).__name__}: {exc}"))
+
+    def _given_up(self, ctx: RunContext) -> bool:
+        """True (and the build's detail says so) once a stop has waited longer than the server may take."""
+        if not ctx.cancel.is_set():
+            return False
+        now = time.monotonic()
+        if self._stopped_at is None:
+            self._stopped_at = now + (ctx.options.force_after or 0.0)  # a graceful window the user chose
+        if ctx.force.is_set() and self._forced_at is None:
+            self._forced_at = now
+        limit = min(self._stopped_at, self._forced_at if self._forced_at is not None else self._stopped_at)
+        if now - limit < STOP_WAIT_S:
+            return False
+        if self.build_id is None:
+            ctx.note(
+                f"ended here: the upload to {self.url} had not finished {STOP_WAIT_S:g} s after the stop (a build "
+                "the server accepts later is cancelled there)"
+            )
+            return True
+        ctx.note(
+            f"ended here: the server had not confirmed the cancel after {STOP_WAIT_S:g} s (it was asked to cancel "
+            f"build {self.build_id}; GET {self.url}/builds/{self.build_id} says how it ended)"
+        )
+        return True
+
+    def _download(self, client: httpx.Client, announced: int) -> bytes:
+        try:
+            with client.stream("GET", f"/builds/{self.build_id}/engine") as reply:
+                if reply.status_code != 200:
+                    reply.read()
+                    raise BuildError(f"build {self.build_id} succeeded, but its engine: {_refusal(reply)}")
+                return _download_into(reply, announced)
+        except httpx.HTTPError as exc:
+            raise BuildError(f"build {self.build_id} succeeded on {self.url}, but its engine: {exc}") from exc
 
     def _apply(self, ctx: RunContext, event: dict[str, Any]) -> None:
         """Feed one event into the phase model / logger at the server's time (the replay's apply_event)."""
@@ -279,15 +463,13 @@ class RemoteRunner:
         self.clock.advance_to(self._origin + float(end.get("t", 0.0)))
         status, detail = end.get("status"), str(end.get("detail") or "")
         if status == "succeeded":
-            try:
-                reply = client.get(f"/builds/{self.build_id}/engine")
-            except httpx.HTTPError as exc:
-                raise BuildError(f"build {self.build_id} succeeded on {self.url}, but its engine: {exc}") from exc
-            if reply.status_code != 200:
-                raise BuildError(f"build {self.build_id} succeeded, but its engine: {_refusal(reply)}")
+            announced = end.get("engine_bytes")
+            if not isinstance(announced, int) or isinstance(announced, bool) or announced <= 0:
+                raise BuildError(f"build {self.build_id} succeeded on {self.url}, but its end names no engine size")
+            engine = self._download(client, announced)
             if detail:
                 ctx.note(detail)
-            return reply.content
+            return engine
         if status == "cancelled":
             if not ctx.cancel.is_set():
                 ctx.note(f"cancelled on the server: {detail}")
@@ -298,6 +480,22 @@ class RemoteRunner:
 
 
 _OCTETS = {"Content-Type": "application/octet-stream"}
+
+
+def _download_into(reply: httpx.Response, announced: int) -> bytes:
+    """The engine bytes of ``reply``: exactly ``announced`` of them, never holding more."""
+    declared = reply.headers.get("content-length")
+    if declared is not None and declared.strip() != str(announced):
+        raise BuildError(f"the server offers an engine of {declared[:20]} bytes; build_end announced {announced:,}")
+    parts, size = [], 0
+    for chunk in reply.iter_bytes():
+        size += len(chunk)
+        if size > announced:
+            raise BuildError(f"the server sent more engine bytes than build_end announced ({announced:,})")
+        parts.append(chunk)
+    if size != announced:
+        raise BuildError(f"the server sent {size:,} engine bytes; build_end announced {announced:,}")
+    return b"".join(parts)
 
 
 class RemoteBuild(Build):

@@ -29,6 +29,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .._format import escape_lines
+
 DEFAULT_PORT = 8765
 DEFAULT_MAX_UPLOAD = "2GiB"
 DEFAULT_MAX_CONCURRENT = 1
@@ -91,11 +93,13 @@ class ServerThread:
         max_concurrent: int = DEFAULT_MAX_CONCURRENT,
         send_timeout: float = 30.0,
         ping: float = 15.0,
+        body_timeout: float = 30.0,
         executor: str = "local",
         ray_address: str | None = None,
     ) -> None:
         self.token = token or secrets.token_urlsafe(32)
-        tuning = {"send_timeout": send_timeout, "ping": ping, "executor": executor, "ray_address": ray_address}
+        tuning = {"send_timeout": send_timeout, "ping": ping, "executor": executor, "ray_address": ray_address,
+                  "body_timeout": body_timeout}  # fmt: skip
         self.store, app = _make_app(data, self.token, max_upload, max_concurrent, **tuning)
         self._sock = _listen(host, port)
         bound = self._sock.getsockname()
@@ -158,6 +162,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--ray-address", metavar="ADDR", help="with --executor ray: the cluster (default: RAY_ADDRESS "
                         "or a local instance)")  # fmt: skip
+    parser.add_argument("--body-timeout", type=float, default=30.0, metavar="S",
+                        help="refuse (408) an upload that sends nothing for S seconds (default 30)")  # fmt: skip
     parser.add_argument("--data", metavar="DIR", help=f"uploads, events and engines (default {default_data_dir()})")
     parser.add_argument("--ssl-certfile", metavar="F", help="serve HTTPS with this certificate (with --ssl-keyfile)")
     parser.add_argument("--ssl-keyfile", metavar="F", help="the certificate's private key")
@@ -210,6 +216,8 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("--ray-address goes with --executor ray")
         if args.max_concurrent < 1:
             raise UsageError(f"--max-concurrent must be at least 1, got {args.max_concurrent}")
+        if not 0 < args.body_timeout <= 3600:
+            raise UsageError(f"--body-timeout must be more than 0 and at most 3600 s, got {args.body_timeout:g}")
         if not 0 <= args.port <= 65535:
             raise UsageError(f"--port must be 0..65535, got {args.port}")
         if (args.ssl_certfile is None) != (args.ssl_keyfile is None):
@@ -226,11 +234,11 @@ def run(args: argparse.Namespace) -> int:
         except ImportError as exc:
             raise UsageError(f'serve needs its extra: pip install "trt_widget[serve]" ({exc})') from None
     except UsageError as exc:
-        print(f"trt-widget serve: error: {exc}", file=sys.stderr)
+        print(escape_lines(f"trt-widget serve: error: {exc}"), file=sys.stderr)
         return 2
     data = Path(args.data).expanduser() if args.data else default_data_dir()
     store, app = _make_app(data, token, max_upload, args.max_concurrent, executor=args.executor,
-                           ray_address=args.ray_address)  # fmt: skip
+                           ray_address=args.ray_address, body_timeout=args.body_timeout)  # fmt: skip
     sock = _listen(args.host, args.port)
     scheme = "https" if args.ssl_certfile else "http"
     host = args.host if ":" not in args.host else f"[{args.host}]"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import json
 import os
 import re
@@ -66,6 +67,7 @@ class BuildRecord:
         self._frames: list[bytes] | None = None if self.final else []  # loaded lazily for stored builds
         self._file: Any = None
         self._flushed = 0.0
+        self.storage_error: str | None = None  # set when the data disk failed this build's event log
         self._changed: asyncio.Event | None = None  # set (and replaced) when frames are appended or the end
         self._wake_pending = False
 
@@ -80,8 +82,8 @@ class BuildRecord:
             phase = build.model.innermost_running()
             out.update(
                 status=build.status,
-                detail=build.status_detail,
-                error=str(build.error) if build.error is not None else None,
+                detail=self.store.scrub(build.status_detail),
+                error=self.store.scrub(str(build.error)) if build.error is not None else None,
                 elapsed_s=round(build.elapsed_s, 6),
                 engine_bytes=build.engine_size,
                 phase=None if phase is None else {"name": phase.name, "step": phase.step, "num_steps": phase.num_steps},
@@ -146,32 +148,44 @@ class BuildRecord:
     def evict(self) -> None:
         """Drop a finished build's events from memory while nobody reads them (the file has them); event loop only."""
         with self._lock:
-            if self.final and self.subscribers == 0:
+            if self.final and self.subscribers == 0 and self.storage_error is None:  # else the file lacks some
                 self._frames = None
 
     # -- writing (a build's event writer thread) -------------------------------------------------------
     def append(self, event: dict[str, Any]) -> None:
-        """The events sink: store the event (file, then memory) and wake the subscribers; never raises."""
+        """The events sink: store the event (file, then memory) and wake the subscribers; never raises.
+
+        When the data disk fails (full), the build is stopped and ends failed, saying why; its events still
+        reach every subscriber from memory, so each stream ends with the build's ``build_end``."""
         try:
             if event.get("event") == "build_end":
                 self._finalize(event)  # engine and meta on disk before any subscriber sees the end
-            text = _encode(event)
+            text = self.store.scrub(_encode(event))  # a message from TensorRT may name the upload's path
+            failure = None
             with self._lock:
                 assert self._frames is not None
-                if self._file is None and not self.final:
-                    self._file = open(self.dir / EVENTS, "a", encoding="utf-8")  # noqa: SIM115 (closed at build_end)
+                if self._file is None and not self.final and self.storage_error is None:
+                    try:
+                        self._file = open(self.dir / EVENTS, "a", encoding="utf-8")  # noqa: SIM115 (closed at build_end)
+                    except OSError as exc:
+                        failure = exc
                 if self._file is not None:
-                    self._file.write(text + "\n")
-                    now = time.monotonic()
-                    if now - self._flushed >= FLUSH_S:  # bursts are written together; build_end flushes and syncs
-                        self._file.flush()
-                        self._flushed = now
+                    try:
+                        self._file.write(text + "\n")
+                        now = time.monotonic()
+                        if now - self._flushed >= FLUSH_S:  # bursts are written together; build_end flushes, syncs
+                            self._file.flush()
+                            self._flushed = now
+                    except OSError as exc:
+                        failure = exc
                 self._frames.append(frame(len(self._frames) + 1, text))
                 if event.get("event") == "build_end":
                     self._close_file()
                     self.final = True
                     self.meta["events"] = len(self._frames)
                     self.build = None  # the engine now lives in its file
+            if failure is not None:
+                self._storage_failed(failure)
             self.wake()
             if event.get("event") == "build_end" and self.store.loop is not None:
                 with contextlib.suppress(RuntimeError):  # the loop has closed
@@ -179,12 +193,34 @@ class BuildRecord:
         except Exception:
             log.exception("build %s: could not store an event", self.id)
 
+    def _storage_failed(self, exc: OSError) -> None:
+        """The event log cannot be written: say so loudly and stop the build (it ends failed)."""
+        with self._lock:
+            if self.storage_error is not None:
+                return
+            full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
+            self.storage_error = (
+                "the server's data disk is full: this build's events could not be stored"
+                if full
+                else f"the server could not store this build's events ({exc.strerror or 'I/O error'})"
+            )
+            with contextlib.suppress(OSError):
+                if self._file is not None:
+                    self._file.close()
+            self._file = None
+            build = None if self.final else self.build
+        log.error("serve: build %s: %s (%s)", self.id, self.storage_error, exc)
+        if build is not None:
+            with contextlib.suppress(Exception):
+                build.stop(self.storage_error)
+
     def _close_file(self) -> None:
         if self._file is not None:
             with contextlib.suppress(OSError):
                 self._file.flush()
                 os.fsync(self._file.fileno())
-            self._file.close()
+            with contextlib.suppress(OSError):
+                self._file.close()
             self._file = None
 
     def _finalize(self, end: dict[str, Any]) -> None:
@@ -192,21 +228,28 @@ class BuildRecord:
         meta = dict(self.meta)
         meta.update(
             status=end.get("status"),
-            detail=end.get("detail", ""),
-            error=end.get("error"),
+            detail=self.store.scrub(str(end.get("detail") or "")),
+            error=self.store.scrub(str(end["error"])) if end.get("error") is not None else None,
             elapsed_s=end.get("elapsed_s"),
             engine_bytes=end.get("engine_bytes"),
             timings=build.timings() if build is not None else [],
             events=self.event_count() + 1,
         )
-        if build is not None and build.status == SUCCEEDED and build.engine:
+        if self.storage_error is not None:
+            meta.update(status="failed", error=self.storage_error, detail=self.storage_error, engine_bytes=None)
+            end.update(status="failed", error=self.storage_error, detail=self.storage_error, engine_bytes=None)
+        elif build is not None and build.status == SUCCEEDED and build.engine:
             try:
                 atomic_write(self.dir / ENGINE, build.engine)
             except OSError as exc:
-                meta.update(status="failed", error=f"the engine was built but could not be stored: {exc}")
+                reason = "the server's data disk is full" if exc.errno == errno.ENOSPC else exc.strerror or "I/O error"
+                meta.update(status="failed", error=f"the engine was built but could not be stored: {reason}")
                 meta["detail"] = meta["error"]
                 end.update(status="failed", error=meta["error"], detail=meta["error"], engine_bytes=None)
-        self.store.write_meta(self.dir, meta)
+        try:
+            self.store.write_meta(self.dir, meta)
+        except OSError as exc:  # the end is still told to every subscriber, and kept in memory
+            log.error("serve: build %s: could not store its metadata (%s)", self.id, exc)
         with contextlib.suppress(OSError):
             (self.dir / UPLOAD).unlink()
         with self._lock:
@@ -238,6 +281,7 @@ class BuildStore:
 
     def __init__(self, data: str | os.PathLike[str], *, max_concurrent: int) -> None:
         self.data = Path(data).expanduser().resolve()
+        self._data_text = str(self.data)
         self.root = self.data / "builds"
         self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
         with contextlib.suppress(OSError):
@@ -312,6 +356,10 @@ class BuildStore:
             self._records[build_id] = record
         build.start()
         return record
+
+    def scrub(self, text: str) -> str:
+        """``text`` with the server's data directory shown as ``<data>``: clients never learn server paths."""
+        return text.replace(self._data_text, "<data>") if self._data_text in text else text
 
     def write_meta(self, directory: Path, meta: dict[str, Any]) -> None:
         atomic_write(directory / META, json.dumps(meta, ensure_ascii=False, default=str).encode())

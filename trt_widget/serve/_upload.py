@@ -14,6 +14,7 @@ come from a request, and where the builder runs is the server's choice.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import unicodedata
@@ -74,12 +75,52 @@ def parse_options(text: str | None) -> dict[str, Any]:
         options = json.loads(text)
     except ValueError as exc:
         raise UploadError(400, f"options must be a JSON object: {exc}") from None
+    except RecursionError:
+        options = None
+    if options is None or _depth(options) > MAX_OPTION_DEPTH:
+        raise UploadError(400, f"options nest more than {MAX_OPTION_DEPTH} levels deep; no build option does")
     if not isinstance(options, dict):
         raise UploadError(400, f"options must be a JSON object, got {type(options).__name__}")
     for key in options:
         if key in REFUSED_OPTIONS:
             raise UploadError(400, f"option {key!r} is not accepted over HTTP: {REFUSED_OPTIONS[key]}")
     return options
+
+
+MAX_OPTION_DEPTH = 8  # profiles, the deepest option, nest 4 levels
+
+
+def _depth(value: Any) -> int:
+    """How deeply lists and objects nest in a parsed JSON value (iterative: no recursion to exhaust)."""
+    deepest, todo = 0, [(value, 1)]
+    while todo:
+        item, level = todo.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        deepest = max(deepest, level)
+        if level <= MAX_OPTION_DEPTH:
+            todo.extend((child, level + 1) for child in children)
+    return deepest
+
+
+def stalls_after(chunks: AsyncIterator[bytes], timeout: float) -> AsyncIterator[bytes]:
+    """``chunks``, raising UploadError(408) when the client sends nothing for ``timeout`` seconds (a stalled
+    upload must not hold a build slot)."""
+
+    async def timed() -> AsyncIterator[bytes]:
+        iterator = chunks.__aiter__()
+        while True:
+            try:
+                with anyio.fail_after(timeout):
+                    chunk = await iterator.__anext__()
+            except StopAsyncIteration:
+                return
+            except TimeoutError:
+                raise UploadError(408, f"the upload stalled: no bytes for {timeout:g} s") from None
+            yield chunk
+
+    return timed()
 
 
 def check_length(headers: Any, *, max_bytes: int) -> None:
@@ -121,6 +162,10 @@ async def receive(
                 400, "no model: the request carries no ONNX bytes (raw body, or a multipart part 'model')"
             )
         os.replace(part, model_path)
+    except OSError as exc:  # the server's disk, not the request: say so without the server's paths
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise UploadError(507, "the server has no room for this upload: its data disk is full") from None
+        raise UploadError(500, f"the server could not store the upload: {exc.strerror or 'I/O error'}") from None
     finally:
         part.unlink(missing_ok=True)
     upload.name = upload.name or f"upload ({upload.size:,} B)"

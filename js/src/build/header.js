@@ -13,6 +13,7 @@ const STATUS_LABELS = {
   succeeded: "Succeeded",
   cancelled: "Cancelled",
   failed: "Failed",
+  ended: "Ended", // the kernel went away while the build ran (view.js)
 };
 
 export const UNACKED_STOP_TEXT =
@@ -111,14 +112,17 @@ export class Header {
     setText(this.stopBtn, label);
     this.stopBtn.disabled = !enabled;
     // Stop only means something while a build can be stopped; the view switch only with rows to view.
-    this.stopBtn.hidden = !(st === "running" || st === "queued" || cancelling);
+    // Ended (the kernel is gone): still shown, disabled, so it is clear that there is nothing to stop.
+    this.stopBtn.hidden = !(st === "running" || st === "queued" || cancelling || st === "ended");
     this.seg.hidden = !s.hasRows;
     const stopTitle =
       cancelling && canForce
         ? "Terminate the build process now"
         : st === "running"
           ? "Stop the build after the current step"
-          : null;
+          : st === "ended"
+            ? "The kernel that ran this build is gone: there is nothing to stop"
+            : null;
     setAttr(this.stopBtn, "title", stopTitle);
 
     this.notice.hidden = !cancelling;

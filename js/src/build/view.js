@@ -6,6 +6,7 @@ import { h, perfNow, setText } from "../shared/dom.js";
 import { num, plainObject, str } from "../shared/format.js";
 import { uiStateFor } from "../shared/uistate.js";
 import { Header, LogPanel } from "./header.js";
+import { GONE_TEXT, watchKernel } from "./kernel.js";
 import { RowSync } from "./rowsync.js";
 import { buildStructure, runningPath } from "./structure.js";
 import { TimelineView } from "./timeline.js";
@@ -76,7 +77,35 @@ export class TrtView {
       this.ui.logsOpen = this.logs.el.open;
     });
     this._listen();
+    /** @type {string} why the kernel is gone ("" while it is there) */
+    this.kernelGone = "";
+    this.unwatchKernel = watchKernel(
+      /** @type {{on?: unknown, off?: unknown, widget_manager?: unknown}} */ (/** @type {unknown} */ (model)),
+      (reason) => this.onKernelGone(GONE_TEXT[reason] || GONE_TEXT.lost),
+      () => this.isLive() || this.status === "queued",
+    );
     this.refreshAll();
+  }
+
+  /**
+   * The kernel went away: a build it was running can say nothing more.  Freeze the clock where it was, show
+   * the last state as ended with the reason, and disable Stop (there is nobody to send it to).
+   * @param {string} text
+   */
+  onKernelGone(text) {
+    if (this.kernelGone) return;
+    const wasOpen = this.isLive() || this.status === "queued";
+    const at = this.now();
+    this.kernelGone = text;
+    if (!wasOpen) return; // a finished build's result stays true
+    this.elapsed = at;
+    this.status = "ended";
+    this.stopPending = false;
+    this.stopUnacked = false;
+    this.updateTree();
+    this.updateHeader();
+    this.tick();
+    this._syncTicker();
   }
 
   /**
@@ -178,6 +207,7 @@ export class TrtView {
   }
 
   destroy() {
+    this.unwatchKernel();
     this._stopTicker();
     if (this.stopTimer) clearTimeout(this.stopTimer);
     this.stopTimer = null;
@@ -193,6 +223,7 @@ export class TrtView {
 
   // -- clock: elapsed_s anchored at arrival time, extrapolated while live
   _readClock() {
+    if (this.status === "ended") return; // the kernel is gone: nothing it left behind is live
     const st = str(this.get("status")) || "idle";
     const el = num(this.get("elapsed_s"));
     const changed = st !== this.status || el !== this.elapsed;
@@ -260,7 +291,7 @@ export class TrtView {
     this.root.dataset.status = st;
     this.header.update({
       status: st,
-      detail: str(this.get("status_detail")),
+      detail: st === "ended" ? this.kernelGone : str(this.get("status_detail")),
       error: str(this.get("error")),
       engineSize: num(this.get("engine_size")),
       canForce: this.get("can_force") === true,

@@ -4,7 +4,7 @@
 // Contract: the Python side writes synced traits (status, status_detail, elapsed_s, the phase rows as
 // phases_json / phases_seq / phases_delta, engine_size, error, logs, cancel, can_force, eta, history_delta,
 // resources, activity: see `Traits` below); this module only reads them and sends {type: "stop"} when Stop is
-// clicked, {type: "sync"} when it missed a row delta.  Every trait may be missing.
+// clicked, {type: "sync"} when it missed a row delta, {type: "view"} once per rendered view.  Every trait may be missing.
 //
 // Security: every string coming from Python (phase names, log messages, errors, ...) is written with
 // textContent or setAttribute; nothing is ever parsed as HTML.
@@ -48,6 +48,13 @@ import { TrtView } from "./view.js";
 export default {
   render({ model, el }) {
     const view = new TrtView(model, el);
+    // Python keeps the widget view in the final output only once a front end has shown one (else readers
+    // without this JavaScript, such as nbconvert's HTML, get the static rendering)
+    try {
+      model.send({ type: "view" });
+    } catch {
+      // a model without a live comm (a saved notebook, a static page): nothing to tell
+    }
     return () => view.destroy();
   },
 };

@@ -53,6 +53,21 @@ window.__trtE2E = {
     return true;
   },
 
+  // Kernel -> Restart / Shut Down, as the menu does it (without its confirmation dialog)
+  restartKernel(path) {
+    const k = this.kernel(path);
+    if (!k) throw new Error(`no kernel for ${path}`);
+    void k.restart();
+    return true;
+  },
+
+  shutdownKernel(path) {
+    const p = this.panel(path);
+    if (!p) throw new Error(`no notebook ${path}`);
+    void p.sessionContext.shutdown();
+    return true;
+  },
+
   kernelStatus(path) {
     const k = this.kernel(path);
     return k ? `${k.connectionStatus}/${k.status}` : 'none';

@@ -1,7 +1,7 @@
 // @vitest-environment node
 // The phase structure is pure data: these tests run without a DOM.
 import { describe, expect, it } from "vitest";
-import { buildStructure, GROUP_MIN } from "./src/build/structure.js";
+import { buildStructure, GROUP_MIN } from "../../src/build/structure.js";
 
 /** A phase row as Python sends it (one element of the parsed phases_json). */
 function row(id, name, opts = {}) {

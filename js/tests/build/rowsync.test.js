@@ -1,6 +1,6 @@
 // The row-delta protocol between the pump and the view (pure: no DOM).
 import { describe, expect, it } from "vitest";
-import { RowSync } from "./src/build/rowsync.js";
+import { RowSync } from "../../src/build/rowsync.js";
 
 const row = (id, step = 0) => ({ id, name: `p${id}`, parent: null, depth: 0, step, num_steps: 4, start_s: id });
 const delta = (seq, rows) => JSON.stringify({ seq, rows });

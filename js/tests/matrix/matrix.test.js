@@ -1,8 +1,8 @@
 // @vitest-environment jsdom
 import { afterEach, describe, expect, it } from "vitest";
-import { phaseDiffs, readComparison } from "./src/matrix/compare.js";
-import { BuildModelAdaptor, readRows } from "./src/matrix/data.js";
-import matrix from "./src/matrix/matrix.js";
+import { phaseDiffs, readComparison } from "../../src/matrix/compare.js";
+import { BuildModelAdaptor, readRows } from "../../src/matrix/data.js";
+import matrix from "../../src/matrix/matrix.js";
 
 /** A minimal anywidget-like model: get / set / on / off / send. */
 function fakeModel(init = {}) {

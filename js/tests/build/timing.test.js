@@ -1,8 +1,8 @@
 // The "Now" line says what TensorRT's autotuner is timing during a silent step (activity.timing, from VERBOSE
 // lines read in Python), next to the running path.
 import { describe, expect, it } from "vitest";
-import { Header } from "./src/build/header.js";
-import { fmtTiming } from "./src/shared/format.js";
+import { Header } from "../../src/build/header.js";
+import { fmtTiming } from "../../src/shared/format.js";
 
 describe("what a silent step is timing", () => {
   it("names the layer, the runner kind, for how long and how many tactics", () => {

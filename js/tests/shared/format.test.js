@@ -1,0 +1,59 @@
+// @vitest-environment jsdom
+import { describe, expect, it } from "vitest";
+import {
+  fmtBytes,
+  fmtDelta,
+  fmtDuration,
+  fmtQuiet,
+  meaningfulDelta,
+  niceCeil,
+  percent,
+} from "../../src/shared/format.js";
+import { useDom } from "../helpers.js";
+
+useDom();
+
+describe("formatters", () => {
+  it("formats durations, deltas and sizes", () => {
+    expect(fmtDuration(0.25)).toBe("250 ms");
+    expect(fmtDuration(12.34)).toBe("12.3 s");
+    expect(fmtDuration(125)).toBe("2m 05s");
+    expect(fmtDuration(3720)).toBe("1h 02m");
+    expect(fmtDelta(1.23)).toBe("+1.2 s");
+    expect(fmtDelta(-0.4)).toBe("\u2212400 ms"); // the units durations use
+    expect(fmtBytes(2.4 * 1024 * 1024)).toBe("2.4 MiB"); // binary units, named as such (as the CLI)
+    expect(fmtBytes(97.9 * 1024 * 1024)).toBe("97.9 MiB");
+    expect(fmtBytes(1023.99 * 1024)).toBe("1.0 MiB"); // never "1024.0 KiB"
+    expect(fmtBytes(512)).toBe("512 B");
+  });
+
+  it("rounds percentages but says 100 % only when complete and 0 % only when nothing is done", () => {
+    expect(percent(2, 3)).toBe(67);
+    expect(percent(1, 3)).toBe(33);
+    expect(percent(999, 1000)).toBe(99);
+    expect(percent(1, 1000)).toBe(1);
+    expect(percent(0, 3)).toBe(0);
+    expect(percent(3, 3)).toBe(100);
+    expect(percent(1, 0)).toBe(0);
+  });
+
+  it("shows a delta only when it is at least 0.1 s and 5 % of the phase's time", () => {
+    expect(meaningfulDelta(0.05, 0.2)).toBe(false); // 50 ms: noise
+    expect(meaningfulDelta(0.2, 100)).toBe(false); // 0.2 % of a long phase
+    expect(meaningfulDelta(0.5, 2)).toBe(true);
+    expect(meaningfulDelta(-0.5, 2)).toBe(true);
+  });
+
+  it("ends the timeline axis close past the build: 16.3 s -> 18 s, not 20 s", () => {
+    expect(niceCeil(16.32)).toBe(18);
+    expect(niceCeil(0.95)).toBe(1);
+    for (const x of [0.013, 1.05, 7.7, 16.32, 123, 4321]) expect(niceCeil(x) / x).toBeLessThanOrEqual(1.2);
+  });
+
+  it("says how long TensorRT has been silent only once it matters", () => {
+    expect(fmtQuiet(1.2)).toBe("");
+    expect(fmtQuiet(4.9)).toBe("");
+    expect(fmtQuiet(12.7)).toBe("no callback for 12 s");
+    expect(fmtQuiet(125)).toBe("no callback for 2m 05s");
+  });
+});

@@ -1,0 +1,81 @@
+"""The time TensorRT reports no phases for — before its first phase (the hand-off to the builder, reading and
+parsing the model) and after its last (serializing, handing the engine back, writing ``output=``) — is in phases
+of its own, so the top-level rows add up to the build's time in every view (widget, terminal, report)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from trt_widget import Build
+from trt_widget._terminal import summary_rows
+from trt_widget.models import deep_residual
+
+BEFORE, AFTER = "Reading and parsing the model", "Serializing and saving the engine"
+START = "Starting the builder process"
+
+
+def _top(build: Build) -> list[dict[str, Any]]:
+    return [r for r in build.timings() if r["depth"] == 0]
+
+
+@pytest.mark.parametrize("isolation", ["thread", "process"])
+def test_the_top_level_rows_cover_the_build_from_start_to_end(isolation: str, tmp_path: Path) -> None:
+    b = Build(deep_residual(4), isolation=isolation, history=False, output=tmp_path / "m.engine").start()
+    assert b.wait(300) == "succeeded"
+    top = _top(b)
+    first = top[0]
+    if first["name"] == START:  # a cold builder process: its start-up comes first
+        assert isolation == "process" and first["end_s"] <= top[1]["start_s"] + 0.01
+        top = top[1:]
+    assert [r["name"] for r in top] == [BEFORE, "Building engine", AFTER]
+    before, root, after = top
+    assert before["status"] == after["status"] == "done" and before["num_steps"] == after["num_steps"] == 0
+    assert 0 <= root["start_s"] - before["end_s"] < 0.01  # the builder's call into TensorRT between them
+    assert after["start_s"] == pytest.approx(root["end_s"], abs=1e-4)
+    assert after["end_s"] <= b.elapsed_s
+    covered = after["end_s"] - first["start_s"]
+    assert b.elapsed_s - covered < 0.05 * b.elapsed_s + 0.05, (b.elapsed_s, top)  # thread start-up, the end's wrap-up
+    # the terminal's summary reads the same rows, nothing made up beside them
+    names = [name for depth, name, _, _ in summary_rows(b) if depth == 0]
+    assert names[-3:] == [BEFORE, "Building engine", AFTER] and names[:-3] in ([], [START])
+
+
+def test_a_network_function_is_defining_the_network_and_a_failed_parse_ends_its_phase(tmp_path: Path) -> None:
+    from trt_widget import trt
+
+    def define(network: Any) -> None:
+        x = network.add_input("x", trt.float32, (1, 4))
+        network.mark_output(network.add_activation(x, trt.ActivationType.RELU).get_output(0))
+
+    b = Build(define, isolation="thread", history=False).start()
+    assert b.wait(300) == "succeeded"
+    assert [r["name"] for r in _top(b)] == ["Defining the network", "Building engine", AFTER]
+
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"not onnx")
+    b = Build(str(bad), isolation="thread", history=False).start()
+    assert b.wait(300) == "failed"
+    (row,) = _top(b)
+    assert row["name"] == BEFORE and row["end_s"] is not None and row["status"] != "running"
+
+
+def test_a_replay_shows_the_recorded_rows_without_adding_its_own(tmp_path: Path) -> None:
+    events = tmp_path / "build.jsonl"
+    b = Build(deep_residual(2), isolation="thread", history=False, events=events).start()
+    assert b.wait(300) == "succeeded"
+    replay = Build.from_events(events).start()
+    replay.wait(60)
+    assert [r["name"] for r in _top(replay)] == [BEFORE, "Building engine", AFTER]
+
+
+def test_a_stopped_build_ends_with_nothing_running_and_no_after_phase(long_model_bytes: bytes, wait_until: Any) -> None:
+    b = Build(long_model_bytes, history=False).start()
+    wait_until(lambda: any(r["name"] == "Building engine" for r in b.timings()), what="TensorRT's first phase")
+    b.stop()
+    assert b.wait(300) == "cancelled"
+    top = [r for r in _top(b) if r["name"] != START]
+    assert [r["name"] for r in top] == [BEFORE, "Building engine"]
+    assert all(r["end_s"] is not None and r["status"] != "running" for r in b.timings())

@@ -9,6 +9,7 @@ command: every failure is one line on stderr and the command runs unwatched.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import importlib.abc
 import importlib.machinery
@@ -18,6 +19,7 @@ import os
 import socket
 import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -48,6 +50,7 @@ def setup() -> None:
     watch = Watch(history=True, interrupt=False, process_wide=True, display=False)
     _state.update(conn=conn, lock=threading.Lock(), watch=watch, count=0)
     watch.on_build(_stream)
+    atexit.register(_drain)
     watch.take_sigint()
     if any(name in sys.modules for name in TENSORRT_MODULES):
         _open()
@@ -67,6 +70,16 @@ def _open() -> None:
     except Exception as exc:
         watch.active = False
         _say(f"cannot watch TensorRT here ({type(exc).__name__}: {exc}); this process runs unwatched")
+
+
+def _drain(timeout: float = 5.0) -> None:
+    """At exit: let every build's stream reach its build_end (a script may exit right after its build)."""
+    deadline = time.monotonic() + timeout
+    for build in list(_state["watch"].builds):
+        stream = getattr(build, "events", None)
+        if stream is not None:
+            with contextlib.suppress(Exception):
+                stream.join(max(0.0, deadline - time.monotonic()))
 
 
 def _stream(build: Any) -> None:

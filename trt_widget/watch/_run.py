@@ -78,7 +78,7 @@ sys.modules[__name__] = _bindings
 class RelayRunner:
     """The runner of a build in the command's process: feeds its streamed events into the build here."""
 
-    name = "trt-widget run"
+    name = "remote"  # the events come framed from the command's process: Build adds no frame phases here
 
     def __init__(self) -> None:
         self.events: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()  # None: the process ended

@@ -23,6 +23,7 @@ _LAZY = {
     "attach_events": "._events",
     "render_in_terminal": "._terminal",
     "shutdown_workers": ".runners",
+    "watch_call": ".watch",
 }
 
 __all__ = [
@@ -44,12 +45,18 @@ __all__ = [
     "select_backend",
     "shutdown_workers",
     "trt",
+    "watch",
+    "watch_call",
 ]
 
 
 def __getattr__(name: str) -> Any:
     if name == "trt":
         return select_backend()[1]
+    if name == "watch":  # the subpackage, callable: ``with trt_widget.watch():``
+        import importlib
+
+        return importlib.import_module(".watch", __name__)
     if name in _LAZY:
         import importlib
 

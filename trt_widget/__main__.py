@@ -9,6 +9,7 @@
   trt-widget matrix a.onnx [b.onnx ...] --opt-level 0 3 5 [--executor ray] [--json]   # see _matrix_cli.py
   trt-widget mcp [--http] [--port P] [--token-file F]   # builds as MCP tools for agents (docs/agents.md)
   trt-widget lsp                                        # a language server for editors (docs/agents.md)
+  trt-widget run [--json] [--report F] [--trace F] [--force-after S] -- COMMAND ...   # see watch/_cli.py
 
 Exit codes: 0 succeeded, 1 failed (or bad input such as a missing file, or a --report / --trace file that could
 not be written), 2 bad usage, 124 cancelled because the --budget ran out, 130 cancelled by Ctrl-C. Ctrl-C cancels
@@ -62,7 +63,7 @@ def _parser() -> argparse.ArgumentParser:
         epilog="Exit codes: 0 succeeded, 1 failed or bad input, 2 bad usage, 124 --budget ran out, "
         "130 cancelled with Ctrl-C.",
     )
-    commands = parser.add_subparsers(dest="command", metavar="{build,demo,view,serve,matrix,trtexec,mcp,lsp}")
+    commands = parser.add_subparsers(dest="command", metavar="{build,demo,view,serve,matrix,trtexec,mcp,lsp,run}")
     build = commands.add_parser(
         "build",
         parents=[common],
@@ -136,6 +137,17 @@ def _parser() -> argparse.ArgumentParser:
         help="run a language server for editors (stdio): build commands with work-done progress",
         description='A language server over stdio (see docs/agents.md). Needs pip install "trt_widget[lsp]".',
     )
+    from .watch import cli_arguments as run_arguments
+
+    run_arguments(
+        commands.add_parser(
+            "run",
+            help="run a Python build command with its TensorRT builds watched: trt-widget run -- python build.py",
+            description="Run COMMAND with trt_widget's monitor injected into its Python processes: a live tree "
+            "per TensorRT build (or --json events); Ctrl-C cancels at the next step boundary, a second one "
+            "terminates the command. Exit code: 130 when interrupted, else the command's own.",
+        )
+    )
     return parser
 
 
@@ -168,6 +180,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from importlib import import_module
 
         return int(import_module(f".{args.command}", __package__).run(args))
+    if args.command == "run":
+        from .watch import cli_run
+
+        return cli_run(args)
     try:
         return _view(args) if args.command == "view" else _run(args)
     except _UsageError as exc:

@@ -297,6 +297,8 @@ class EventStream:
             self._ended = True
             error = build.error
             engine = build.engine
+            # a watched build keeps no bytes: its engine_size says the size
+            size = (getattr(build, "engine_size", None) or len(engine)) if engine is not None else None
             output = build.options.output if engine is not None else None
             self._put(
                 {
@@ -304,7 +306,7 @@ class EventStream:
                     "status": build.status,
                     "detail": build.status_detail,
                     "elapsed_s": build.elapsed_s,
-                    "engine_bytes": len(engine) if engine is not None else None,
+                    "engine_bytes": size,
                     "output": output,
                     "error": str(error) if error is not None else None,
                     "t": build.elapsed_s,

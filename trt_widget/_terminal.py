@@ -324,7 +324,8 @@ def outcome(build: Any) -> str:
             size = fmt_bytes(build.engine_size) if build.engine_size is not None else "of unknown size"
             return f"Replayed a build that succeeded in {elapsed}: engine {size} (recorded; not part of the recording)"
         where = f" written to {build.options.output}" if build.options.output else ""  # a script may save() next
-        return f"Succeeded in {elapsed}: engine {fmt_bytes(len(build.engine))}{where}"
+        size = fmt_bytes(build.engine_size) if build.engine_size is not None else "of unknown size"  # watched builds
+        return f"Succeeded in {elapsed}: engine {size}{where}"
     if build.status == CANCELLED:
         phase = (build.cancel_info or {}).get("phase")
         return f"Cancelled after {elapsed}: {build.status_detail}" + (f" (during {phase})" if phase else "")

@@ -10,7 +10,7 @@ import json
 import os
 import sys
 import uuid
-from collections.abc import Generator
+from collections.abc import Callable, Generator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -84,6 +84,22 @@ class BuildWidget(anywidget.AnyWidget):
     def from_events(cls, recording: Any, *, speed: float | None = None) -> BuildWidget:
         """A widget replaying a recorded build (see :meth:`Build.from_events`); ``start()`` it to play."""
         return cls(None, build=Build.from_events(recording, speed=speed))
+
+    @staticmethod
+    def watch(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        """Run ``fn(*args, **kwargs)`` on a background thread and show every TensorRT build inside it as a live
+        list (a :class:`trt_widget.watch.WatchWidget`: ``result()``, ``await``, ``timings()``, ``stop()``)."""
+        from .watch import watch_widget
+
+        return watch_widget(fn, *args, **kwargs)
+
+    @staticmethod
+    def run(command: Sequence[str], *, force_after: float | None = 0.5) -> Any:
+        """Run ``command`` (e.g. ``["polygraphy", "convert", "m.onnx", "-o", "m.engine"]``) with its TensorRT builds
+        watched, as a live list; Stop ends it within a second (a process). ``result()`` is its exit code."""
+        from .watch import run_widget
+
+        return run_widget(command, force_after=force_after)
 
     # -- the one writer of synced traits ---------------------------------------------------------------
     def _apply(self, changed: dict[str, Any]) -> None:

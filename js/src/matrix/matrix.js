@@ -24,6 +24,9 @@ import { BuildModelAdaptor, parse, readRows } from "./data.js";
  * @property {string} details_json {"<id>": the BuildWidget traits of that build}
  * @property {string} comparison_json "" until every build ended, then {builds: [{id, model, variant, status,
  *   build_s, engine_size, phases: {name: seconds}}]}
+ * @property {string} [title] replaces "Build matrix — N builds" (a watch: "Watching fn() — N builds")
+ * @property {string} [note] a line under the header (a watch: which Stop applies, the stop notice)
+ * @property {boolean} [stop_buttons] false: hide the Stop buttons (a busy cell: only the kernel interrupt works)
  */
 
 /** @typedef {Pick<import("@anywidget/types").AnyModel<MatrixTraits>, "get" | "on" | "off" | "send">} MatrixModel */
@@ -187,7 +190,9 @@ export class MatrixView {
     const info = h("div", "trtw-info");
     this.title = h("span", "trtw-mx-title");
     this.counts = h("span", "trtw-detail trtw-mx-counts");
-    info.append(this.title, this.counts);
+    this.note = h("div", "trtw-detail trtw-mx-note");
+    this.note.hidden = true;
+    info.append(this.title, this.counts, this.note);
     this.stopAll = h("button", "trtw-btn trtw-stop trtw-mx-stop-all", { type: "button" });
     this.stopAll.textContent = "Stop all";
     const controls = h("div", "trtw-controls");
@@ -210,7 +215,9 @@ export class MatrixView {
     el.append(this.root);
     this.stopAll.addEventListener("click", () => this.send({ type: "stop_all" }));
     this.tbody.addEventListener("click", (e) => this.onClick(e));
-    for (const trait of ["rows_json", "status"]) this._listen(trait, () => this.updateRows());
+    for (const trait of ["rows_json", "status", "title", "note", "stop_buttons"]) {
+      this._listen(trait, () => this.updateRows());
+    }
     this._listen("expanded", () => this.updateExpanded());
     this._listen("details_json", () => this.updateDetails());
     this._listen("comparison_json", () => this.updateComparison());
@@ -303,7 +310,12 @@ export class MatrixView {
     /** @type {Record<string, number>} */
     const counts = {};
     for (const r of rows) counts[r.status] = (counts[r.status] || 0) + 1;
-    setText(this.title, `Build matrix \u2014 ${rows.length} build${rows.length === 1 ? "" : "s"}`);
+    const title = str(this.get("title"));
+    setText(this.title, title || `Build matrix \u2014 ${rows.length} build${rows.length === 1 ? "" : "s"}`);
+    const note = str(this.get("note"));
+    setText(this.note, note);
+    this.note.hidden = !note;
+    this.root.dataset.stopButtons = this.get("stop_buttons") === false ? "off" : "on";
     setText(
       this.counts,
       Object.entries(counts)
@@ -312,7 +324,7 @@ export class MatrixView {
     );
     const active = rows.some((r) => ACTIVE.has(r.status));
     this.stopAll.disabled = !active;
-    this.stopAll.hidden = !active && rows.some((r) => r.status !== "idle");
+    this.stopAll.hidden = (!active && rows.some((r) => r.status !== "idle")) || this.get("stop_buttons") === false;
     this.root.dataset.status = str(this.get("status")) || "idle";
     this._syncTicker(active);
   }

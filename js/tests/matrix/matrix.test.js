@@ -215,3 +215,30 @@ describe("comparison", () => {
     expect(model.listenerCount()).toBe(0);
   });
 });
+
+describe("a watch drawn by the matrix view", () => {
+  it("shows its title and note as text, and hides the Stop buttons when only the kernel interrupt works", () => {
+    const { model, el } = render({
+      status: "running",
+      rows_json: JSON.stringify([row(0)]),
+      title: "Watching <b>fn</b>() — 1 build",
+      note: "Stop: interrupt the kernel",
+      stop_buttons: false,
+    });
+    expect(el.querySelector(".trtw-mx-title").textContent).toBe("Watching <b>fn</b>() — 1 build");
+    expect(el.querySelector(".trtw-mx-title b")).toBeNull();
+    expect(el.querySelector(".trtw-mx-note").textContent).toBe("Stop: interrupt the kernel");
+    expect(el.querySelector(".trtw-mx-stop-all").hidden).toBe(true);
+    expect(el.querySelector(".trtw-matrix").dataset.stopButtons).toBe("off");
+    model.set("stop_buttons", true);
+    model.set("note", "");
+    expect(el.querySelector(".trtw-mx-stop-all").hidden).toBe(false);
+    expect(el.querySelector(".trtw-mx-note").hidden).toBe(true);
+    expect(el.querySelector(".trtw-matrix").dataset.stopButtons).toBe("on");
+  });
+
+  it("keeps the matrix title when no title is set", () => {
+    const { el } = render({ rows_json: JSON.stringify([row(0), row(1)]) });
+    expect(el.querySelector(".trtw-mx-title").textContent).toBe("Build matrix \u2014 2 builds");
+  });
+});

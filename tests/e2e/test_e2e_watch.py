@@ -1,0 +1,131 @@
+"""Real-browser scenario of ``BuildWidget.watch(fn)`` in JupyterLab: a function of the user's own builder code
+that builds two engines (real TensorRT-RTX builds in the kernel) shows both as rows, live; a real click on the
+running one's Stop cancels it at the next step boundary and the function's result is BuildCancelled."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from harness.lab import Lab
+from playwright.sync_api import expect
+
+pytestmark = pytest.mark.e2e
+
+BUILD_S = 300.0  # other helpers build on the same 2 cores
+
+WATCH_CELL = """\
+import trt_widget
+from trt_widget import BuildWidget
+from trt_widget.models import deep_residual, to_bytes
+trt = trt_widget.trt
+
+def my_build(data):  # the user's own code: knows nothing of trt_widget
+    logger = trt.Logger(trt.Logger.ERROR)
+    builder = trt.Builder(logger)
+    network = builder.create_network(0)
+    parser = trt.OnnxParser(network, logger)
+    assert parser.parse(data)
+    return builder.build_serialized_network(network, builder.create_builder_config())
+
+def two_engines():
+    return my_build(to_bytes(deep_residual(20))).nbytes, my_build(to_bytes(deep_residual(1000))).nbytes
+
+w = BuildWidget.watch(two_engines)
+w
+"""
+
+
+def row(root: Any, build: int) -> Any:
+    return root.locator(f'tr.trtw-mx-row[data-build="{build}"]')
+
+
+def test_watch_a_function_building_two_engines_and_stop_the_running_one(lab: Lab) -> None:
+    lab.open([WATCH_CELL])
+    for build in (0, 1):
+        lab.watch(f"row{build}", f'.trtw-matrix tr.trtw-mx-row[data-build="{build}"]', "data-status")
+    lab.run_cell(0)
+    root = lab.output(0).locator(".trtw-matrix")
+    expect(root).to_be_visible()
+    expect(root.locator(".trtw-mx-title")).to_contain_text("Watching two_engines()", timeout=BUILD_S * 1000)
+    expect(root.locator(".trtw-mx-note")).to_contain_text("Stop: graceful")
+    expect(row(root, 0)).to_have_attribute("data-status", "succeeded", timeout=BUILD_S * 1000)
+    second = row(root, 1)
+    expect(second).to_have_attribute("data-status", "running", timeout=BUILD_S * 1000)
+    expect(root.locator(".trtw-mx-title")).to_contain_text("2 builds")
+    lab.screenshot("watch-live", root)
+
+    second.locator(".trtw-mx-stop").click()
+    expect(root.locator(".trtw-mx-note")).to_contain_text("waits for", timeout=30_000)
+    expect(second).to_have_attribute("data-status", "cancelled", timeout=BUILD_S * 1000)
+    expect(root.locator(".trtw-mx-note")).to_contain_text("the function raised BuildCancelled", timeout=30_000)
+    lab.screenshot("watch-stopped", root)
+    assert lab.kernel_json("[b.status for b in w.builds]") == ["succeeded", "cancelled"]
+    assert lab.kernel_json("type(w.exception()).__name__") == "BuildCancelled"
+    assert lab.kernel_json("trt_widget.watch.is_patched()") is False
+    seen = [e["value"] for e in lab.watched("row1") if e.get("value")]
+    assert "running" in seen and seen[-1] == "cancelled", seen
+    assert not lab.dialogs
+
+
+RUN_CELL = """\
+import os, sys, time, onnx
+from trt_widget import BuildWidget
+from trt_widget.models import deep_residual
+onnx.save(deep_residual(1000), "long.onnx")
+polygraphy = os.path.join(os.path.dirname(sys.executable), "polygraphy")
+r = BuildWidget.run([polygraphy, "convert", "long.onnx", "-o", "long.engine"])
+r
+"""
+
+
+def test_build_widget_run_polygraphy_stops_within_a_second(lab: Lab) -> None:
+    lab.open([RUN_CELL])
+    lab.run_cell(0)
+    root = lab.output(0).locator(".trtw-matrix")
+    first = row(root, 0)
+    expect(first).to_have_attribute("data-status", "running", timeout=BUILD_S * 1000)
+    expect(root.locator(".trtw-mx-title")).to_contain_text("polygraphy")
+    root.locator(".trtw-mx-stop-all").click()
+    expect(root.locator(".trtw-mx-note")).to_contain_text("the command exited with code", timeout=30_000)
+    expect(first).to_have_attribute("data-status", "cancelled")
+    ended = lab.kernel_json("r.call.future.done() and r.builds[0].status")
+    assert ended == "cancelled"
+    assert lab.kernel_json("os.path.exists('long.engine')") is False
+    assert lab.kernel_json("r.result() != 0") is True
+    assert lab.kernel_json("r.call.ended_at - r.call.stopped_at") >= 0  # the figure: bench/ (timing goals)
+    assert not lab.dialogs
+
+
+BLOCK_CELL = """\
+import trt_widget
+from trt_widget.models import deep_residual, to_bytes
+trt = trt_widget.trt
+logger = trt.Logger(trt.Logger.ERROR)
+builder = trt.Builder(logger)
+network = builder.create_network(0)
+parser = trt.OnnxParser(network, logger)
+assert parser.parse(to_bytes(deep_residual(1000)))
+config = builder.create_builder_config()
+with trt_widget.watch() as blk:
+    builder.build_serialized_network(network, config)
+"""
+
+
+def test_a_block_is_shown_live_while_the_cell_runs_and_the_kernel_interrupt_cancels_it(lab: Lab) -> None:
+    lab.open([BLOCK_CELL])
+    lab.run_cell(0, wait=False)
+    root = lab.output(0).locator(".trtw-matrix")
+    first = row(root, 0)
+    expect(first).to_have_attribute("data-status", "running", timeout=BUILD_S * 1000)  # live, the cell busy
+    expect(root.locator(".trtw-mx-note")).to_contain_text("interrupt the kernel")
+    expect(root.locator(".trtw-mx-stop-all")).to_be_hidden()
+    lab.screenshot("watch-block-live", root)
+    lab.server.interrupt_kernels()  # what the note tells the user to do
+    expect(first).to_have_attribute("data-status", "cancelled", timeout=BUILD_S * 1000)
+    lab.wait_executed(0, check=False, timeout=BUILD_S)
+    text = lab.output_text(0)
+    assert "KeyboardInterrupt" in text and "was cancelled (interrupted (Ctrl-C))" in text, text
+    assert lab.kernel_json("[b.status for b in blk.builds]") == ["cancelled"]
+    assert lab.kernel_json("len(blk.builds[0].monitor.errors)") == 0  # nothing escaped a callback
+    assert lab.kernel_json("trt_widget.watch.is_patched()") is False

@@ -1,0 +1,95 @@
+"""``with trt_widget.watch():`` and the kernel interrupt: SIGINT to the process while a main-thread build runs
+cancels it at the next step boundary, no exception escapes a TensorRT callback, the block raises
+KeyboardInterrupt, and the process lives on."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+CHILD = textwrap.dedent(
+    """
+    import sys, threading
+    import trt_widget
+    from trt_widget.watch import is_patched
+    trt = trt_widget.trt
+    data = open(sys.argv[1], "rb").read()
+    logger = trt.Logger(trt.Logger.ERROR)
+    builder = trt.Builder(logger)
+    network = builder.create_network(0)
+    parser = trt.OnnxParser(network, logger)
+    assert parser.parse(data)
+    config = builder.create_builder_config()
+    w = trt_widget.watch(history=False)
+    w.on_build(lambda b: b.model.subscribe(lambda kind, phase: kind == "phase_start" and phase.num_steps
+                                           and print("PHASE", flush=True), steps=False))
+    try:
+        with w:
+            builder.build_serialized_network(network, config)
+        print("NOT INTERRUPTED", flush=True)
+    except KeyboardInterrupt as exc:
+        print("KEYBOARDINTERRUPT", exc, flush=True)
+    b = w.builds[0]
+    print("STATUS", b.status, repr(b.status_detail), "ERRORS", len(b.monitor.errors), flush=True)
+    print("PATCHED", is_patched(), flush=True)
+    try:  # after the block: SIGINT is a plain KeyboardInterrupt again
+        import signal, os
+        os.kill(os.getpid(), signal.SIGINT)
+        threading.Event().wait(5)
+    except KeyboardInterrupt:
+        print("PLAIN INTERRUPT AFTER", flush=True)
+    print("ALIVE", flush=True)
+    """
+)
+
+
+def test_sigint_during_a_watched_main_thread_build_cancels_at_the_next_step(
+    tmp_path: Path, long_model_bytes: bytes
+) -> None:
+    model = tmp_path / "long.onnx"
+    model.write_bytes(long_model_bytes)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "TRT_WIDGET_HISTORY": "off"}
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(model)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert child.stdout is not None
+    lines: list[str] = []
+    for line in child.stdout:
+        lines.append(line)
+        if line.startswith("PHASE"):
+            child.send_signal(signal.SIGINT)
+            break
+    out, err = child.communicate(timeout=180)
+    text = "".join(lines) + out
+    assert child.returncode == 0, (text, err)
+    assert "KEYBOARDINTERRUPT" in text and "cancelled" in text
+    assert "STATUS cancelled 'interrupted (Ctrl-C)' ERRORS 0" in text
+    assert "PATCHED False" in text and "PLAIN INTERRUPT AFTER" in text and "ALIVE" in text
+    assert "Exception caught" not in err and "Traceback" not in err, err
+
+
+def test_sigint_in_the_block_with_no_build_running_is_a_plain_keyboard_interrupt(tmp_path: Path) -> None:
+    code = textwrap.dedent(
+        """
+        import os, signal, threading, trt_widget
+        try:
+            with trt_widget.watch():
+                os.kill(os.getpid(), signal.SIGINT)
+                threading.Event().wait(5)
+            print("NOT INTERRUPTED")
+        except KeyboardInterrupt:
+            print("INTERRUPTED")
+        """
+    )
+    env: dict[str, Any] = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert done.stdout.strip() == "INTERRUPTED", done.stderr

@@ -1,0 +1,58 @@
+"""``watch_call(fn, isolation="process")``: fn and its arguments cross to a fresh process by cloudpickle, its
+real RTX builds are relayed live, the return value comes back; Stop cancels and the process is ended; what
+cannot cross is refused at once with a clear message."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from trt_widget import BuildCancelled
+from trt_widget.models import deep_residual, to_bytes
+from trt_widget.watch import ProcessCall, is_patched, watch_call
+
+
+def builds_in_a_process(datas: list[bytes]) -> Any:
+    def fn(datas: list[bytes]) -> list[int]:  # local: cloudpickle sends it by value
+        import trt_widget
+
+        trt = trt_widget.trt
+        sizes = []
+        for data in datas:
+            logger = trt.Logger(trt.Logger.ERROR)
+            builder = trt.Builder(logger)
+            network = builder.create_network(0)
+            parser = trt.OnnxParser(network, logger)
+            assert parser.parse(data)
+            sizes.append(builder.build_serialized_network(network, builder.create_builder_config()).nbytes)
+        return sizes
+
+    return watch_call(fn, datas, isolation="process")
+
+
+def test_the_functions_value_comes_back_and_its_builds_were_shown() -> None:
+    call = builds_in_a_process([to_bytes(deep_residual(2)), to_bytes(deep_residual(3))])
+    assert isinstance(call, ProcessCall)
+    sizes = call.result(180)
+    assert len(sizes) == 2 and all(s > 0 for s in sizes)
+    assert [b.status for b in call.builds] == ["succeeded", "succeeded"]
+    assert [b.engine_size for b in call.builds] == sizes
+    assert call.returncode == 0 and not is_patched()
+
+
+def test_stop_cancels_the_build_and_ends_the_process(long_model_bytes: bytes, wait_until: Any) -> None:
+    call = builds_in_a_process([long_model_bytes, long_model_bytes])
+    wait_until(lambda: call.builds and call.builds[0].model.innermost_running(), what="a running phase")
+    call.stop()
+    with pytest.raises(BuildCancelled):
+        call.result(60)
+    assert call.builds[0].status == "cancelled" and len(call.builds) == 1
+
+
+def test_what_cannot_cross_is_refused_at_once() -> None:
+    with pytest.raises(TypeError, match="cannot be sent to a builder process"):
+        watch_call(lambda lock: None, threading.Lock(), isolation="process")
+    with pytest.raises(ValueError, match="isolation must be"):
+        watch_call(print, isolation="ray")

@@ -1,0 +1,197 @@
+"""``trt-widget run -- <command>``: real RTX builds in a script that knows nothing of trt_widget and in
+``polygraphy convert`` (PyPI's Polygraphy, TensorRT for RTX through the injected ``tensorrt_rtx`` alias): live
+events, Ctrl-C cancels at the next step boundary (exit 130), a hung command is terminated, the command's own exit
+code otherwise; ``BuildWidget.run`` stops a command within a second. The parent is never patched."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from trt_widget.models import deep_residual, to_bytes
+from trt_widget.watch import is_patched
+
+SCRIPT = textwrap.dedent(
+    """
+    import sys
+    import tensorrt_rtx_bindings as trt
+
+    logger = trt.Logger(trt.Logger.ERROR)
+    builder = trt.Builder(logger)
+    network = builder.create_network(0)
+    parser = trt.OnnxParser(network, logger)
+    assert parser.parse(open(sys.argv[1], "rb").read())
+    engine = builder.build_serialized_network(network, builder.create_builder_config())
+    print("ENGINE", None if engine is None else engine.nbytes, flush=True)
+    sys.exit(int(sys.argv[2]))
+    """
+)
+POLYGRAPHY = shutil.which("polygraphy", path=os.path.dirname(sys.executable))
+
+
+def env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p), "TRT_WIDGET_HISTORY": "off"}
+
+
+def cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "trt_widget", "run", *args]
+
+
+@pytest.fixture
+def small(tmp_path: Path) -> Path:
+    path = tmp_path / "small.onnx"
+    path.write_bytes(to_bytes(deep_residual(2)))
+    return path
+
+
+@pytest.fixture
+def long(tmp_path: Path, long_model_bytes: bytes) -> Path:
+    path = tmp_path / "long.onnx"
+    path.write_bytes(long_model_bytes)
+    return path
+
+
+def events_of(stdout: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+
+
+def test_a_script_that_knows_nothing_of_trt_widget_is_watched_and_keeps_its_exit_code(
+    tmp_path: Path, small: Path
+) -> None:
+    script = tmp_path / "build.py"
+    script.write_text(SCRIPT)
+    done = subprocess.run(
+        cli("--json", "--", sys.executable, str(script), str(small), "3"),
+        capture_output=True,
+        text=True,
+        env=env(),
+        timeout=180,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 3, done.stderr
+    events = events_of(done.stdout)
+    assert "ENGINE" in done.stdout
+    assert events[0]["event"] == "build_start" and events[0]["build"] == 0 and events[0]["pid"] != os.getpid()
+    assert events[-1]["event"] == "build_end" and events[-1]["status"] == "succeeded"
+    assert events[-1]["engine_bytes"] > 0 and any(e["event"] == "phase_start" for e in events)
+    assert not is_patched()
+
+
+def test_the_terminal_tree_and_a_report_per_build(tmp_path: Path, small: Path) -> None:
+    script = tmp_path / "build.py"
+    script.write_text(SCRIPT)
+    report = tmp_path / "r.html"
+    done = subprocess.run(
+        cli("--plain", "--report", str(report), "--", sys.executable, str(script), str(small), "0"),
+        capture_output=True,
+        text=True,
+        env=env(),
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Building engine" in done.stdout and "Succeeded in" in done.stdout
+    assert report.read_text().startswith("<!DOCTYPE html>") or "<html" in report.read_text()
+
+
+def _interrupt_after_a_phase(command: list[str], cwd: Path) -> tuple[int, list[dict[str, Any]], str]:
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(), cwd=cwd)
+    assert proc.stdout is not None
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        event = json.loads(line) if line.startswith("{") else {}
+        if event.get("event") == "phase_start" and event.get("num_steps"):
+            proc.send_signal(signal.SIGINT)
+            break
+    out, err = proc.communicate(timeout=180)
+    return proc.returncode, events_of("".join(lines) + out), err
+
+
+def test_ctrl_c_cancels_a_scripts_build_at_the_next_step(tmp_path: Path, long: Path) -> None:
+    script = tmp_path / "build.py"
+    script.write_text(SCRIPT)
+    code, events, err = _interrupt_after_a_phase(
+        cli("--json", "--", sys.executable, str(script), str(long), "0"), tmp_path
+    )
+    assert code == 130, err
+    assert events[-1]["event"] == "build_end" and events[-1]["status"] == "cancelled"
+    assert "interrupted (Ctrl-C)" in events[-1]["detail"]
+
+
+def test_a_command_that_ignores_ctrl_c_is_terminated_after_force_after(tmp_path: Path) -> None:
+    hang = tmp_path / "hang.py"
+    hang.write_text(
+        "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nprint('READY', flush=True)\n"
+        "time.sleep(120)\n"
+    )
+    proc = subprocess.Popen(
+        cli("--force-after", "0.3", "--", sys.executable, str(hang)), stdout=subprocess.PIPE, text=True, env=env()
+    )
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "READY"
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(60) == 130
+    assert time.monotonic() - t0 < 10
+
+
+def test_a_command_that_cannot_start_exits_1(tmp_path: Path) -> None:
+    done = subprocess.run(cli("--", str(tmp_path / "no-such-program")), capture_output=True, text=True, env=env())
+    assert done.returncode == 1 and "cannot run" in done.stderr
+
+
+def test_no_command_is_a_usage_error() -> None:
+    done = subprocess.run(cli(), capture_output=True, text=True, env=env())
+    assert done.returncode == 2 and "give the command after --" in done.stderr
+
+
+@pytest.mark.skipif(POLYGRAPHY is None, reason="polygraphy is in the dev extra")
+def test_polygraphy_convert_is_watched_and_writes_its_engine(tmp_path: Path, small: Path) -> None:
+    engine = tmp_path / "small.engine"
+    done = subprocess.run(
+        cli("--json", "--", str(POLYGRAPHY), "convert", str(small), "-o", str(engine)),
+        capture_output=True,
+        text=True,
+        env=env(),
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    events = events_of(done.stdout)
+    assert events[-1]["event"] == "build_end" and events[-1]["status"] == "succeeded"
+    assert engine.stat().st_size == events[-1]["engine_bytes"]
+
+
+@pytest.mark.skipif(POLYGRAPHY is None, reason="polygraphy is in the dev extra")
+def test_ctrl_c_cancels_polygraphy_convert_and_no_engine_is_written(tmp_path: Path, long: Path) -> None:
+    engine = tmp_path / "long.engine"
+    code, events, err = _interrupt_after_a_phase(
+        cli("--json", "--", str(POLYGRAPHY), "convert", str(long), "-o", str(engine)), tmp_path
+    )
+    assert code == 130
+    assert events[-1]["status"] == "cancelled" and not engine.exists()
+    assert "was cancelled (interrupted (Ctrl-C))" in err  # what Polygraphy's own traceback says
+
+
+@pytest.mark.skipif(POLYGRAPHY is None, reason="polygraphy is in the dev extra")
+def test_build_widget_run_stops_polygraphy_within_a_second(tmp_path: Path, long: Path, wait_until: Any) -> None:
+    from trt_widget import BuildWidget
+
+    widget = BuildWidget.run([str(POLYGRAPHY), "convert", str(long), "-o", str(tmp_path / "x.engine")])
+    wait_until(lambda: widget.builds and widget.builds[0].model.innermost_running(), what="a running phase")
+    notice = widget.stop()
+    assert "waits for" in notice and "terminated if it still runs after 0.5 s" in notice
+    code = widget.result(30)
+    # how fast is bench's business (timing goals live in bench/); here: the Stop ended it, cancelled
+    assert widget.call.stopped_at is not None and widget.call.ended_at is not None
+    assert code != 0 and widget.builds[0].status == "cancelled"
+    assert not (tmp_path / "x.engine").exists()
+    widget.close()

@@ -1,0 +1,63 @@
+"""``BuildWidget.watch(fn)``: a function building two engines (real RTX builds) shown as a list drawn by the
+matrix view; Stop from the browser message cancels the running build; the Future gives fn's outcome."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+import trt_widget
+from trt_widget import BuildCancelled, BuildWidget
+from trt_widget.models import deep_residual, to_bytes
+from trt_widget.watch import is_patched
+
+trt: Any = trt_widget.trt
+
+
+def build(data: bytes) -> int:
+    logger = trt.Logger(trt.Logger.ERROR)
+    builder = trt.Builder(logger)
+    network = builder.create_network(0)
+    parser = trt.OnnxParser(network, logger)
+    assert parser.parse(data)
+    engine = builder.build_serialized_network(network, builder.create_builder_config())
+    return int(engine.nbytes)
+
+
+def two_engines(a: bytes, b: bytes) -> tuple[int, int]:
+    return build(a), build(b)
+
+
+def test_a_function_building_two_engines_is_a_list_of_two_builds(wait_until: Any) -> None:
+    widget = BuildWidget.watch(two_engines, to_bytes(deep_residual(2)), to_bytes(deep_residual(3)))
+    sizes = widget.result(180)
+    assert all(size > 0 for size in sizes) and not is_patched()
+    wait_until(lambda: "the function returned" in widget.note, what="the final note")
+    rows = json.loads(widget.rows_json)
+    assert [r["status"] for r in rows] == ["succeeded", "succeeded"]
+    assert [r["engine_size"] for r in rows] == list(sizes)
+    assert rows[0]["model"].startswith("Unnamed Network · 6 layers")
+    assert rows[1]["variant"] == "build_serialized_network"
+    assert widget.title == "Watching two_engines() — 2 builds" and widget.stop_buttons is False
+    widget.expand(1)
+    wait_until(lambda: "1" in json.loads(widget.details_json), what="the expanded build's tree")
+    assert json.loads(widget.details_json)["1"]["status"] == "succeeded"
+    assert [len(t["phases"]) > 0 for t in widget.timings()] == [True, True]
+    widget.close()
+
+
+def test_stop_all_from_the_browser_cancels_the_running_build_and_says_what_it_waits_for(
+    long_model_bytes: bytes, wait_until: Any
+) -> None:
+    widget = BuildWidget.watch(two_engines, long_model_bytes, long_model_bytes)
+    wait_until(lambda: widget.builds and widget.builds[0].model.innermost_running(), what="a running phase")
+    assert widget.stop_buttons is True and "graceful" in widget.note
+    widget._on_custom_msg(widget, {"type": "stop_all"}, [])  # what a click on "Stop all" sends
+    wait_until(lambda: "Stopping: waits for the current step of" in widget.note, what="the stop notice")
+    with pytest.raises(BuildCancelled):
+        widget.result(180)
+    assert [b.status for b in widget.builds] == ["cancelled"]  # the second build never started
+    wait_until(lambda: "raised BuildCancelled" in widget.note, what="the final note")
+    widget.close()

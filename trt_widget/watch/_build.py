@@ -1,0 +1,216 @@
+"""A build caught in the code's own call: a :class:`~trt_widget.Build` whose runner is "the user's code".
+
+The patched Builder method (on the code's thread) starts a :class:`WatchedBuild`; its runner hands the build's
+:class:`~trt_widget._runner.RunContext`-typed context to that thread, which builds with TensorRT's original
+method and a :class:`WatchMonitor` fed by the context, then tells the runner how it ended. So a watched build
+goes through the same phase model, subscribe, events and history path as any other.
+
+A cancel that trt_widget asked for (Stop, budget, Ctrl-C) raises :class:`~trt_widget.BuildCancelled` from the
+patched call (KeyboardInterrupt for a Ctrl-C on the main thread), so every tool's own error path says the build
+was cancelled; a cancel by the code's own monitor returns None, as TensorRT does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import re
+import threading
+from concurrent.futures import Future
+from typing import Any
+
+from .._build import Build
+from .._engine import ModelSource
+from .._errors import BuildCancelled, BuildError
+from .._status import CANCELLED, log
+from ..runners import RunContext
+from . import _patch
+from ._monitor import WatchMonitor
+
+_UNNAMED = re.compile(r"^Unnamed Network \d+$")  # TensorRT numbers unnamed networks per process
+
+
+def network_info(network: Any, config: Any = None) -> dict[str, Any]:
+    """What identifies a network across runs: name, layer count, inputs (name, shape, dtype), outputs, a digest
+    of its layers (name, type), and the engine-shaping config settings."""
+
+    def safe(fn: Any, default: Any = None) -> Any:
+        try:
+            return fn()
+        except Exception:
+            return default
+
+    name = str(safe(lambda: network.name, "") or "")
+    name = "Unnamed Network" if _UNNAMED.match(name) else name
+
+    def tensor(t: Any) -> dict[str, Any]:
+        return {"name": str(t.name), "shape": [int(d) for d in t.shape], "dtype": str(t.dtype).split(".")[-1]}
+
+    n_in = int(safe(lambda: network.num_inputs, 0))
+    n_out = int(safe(lambda: network.num_outputs, 0))
+    n_layers = int(safe(lambda: network.num_layers, 0))
+    digest = hashlib.sha256()
+    for i in range(n_layers):
+        layer = safe(lambda i=i: network.get_layer(i))
+        digest.update(f"{getattr(layer, 'name', '')}|{getattr(layer, 'type', '')}\n".encode())
+    info: dict[str, Any] = {
+        "name": name,
+        "layers": n_layers,
+        "inputs": [x for x in (safe(lambda i=i: tensor(network.get_input(i))) for i in range(n_in)) if x],
+        "outputs": [x for x in (safe(lambda i=i: tensor(network.get_output(i))) for i in range(n_out)) if x],
+        "layer_digest": digest.hexdigest()[:16],
+    }
+    if config is not None:
+        info["config"] = {
+            "builder_optimization_level": safe(lambda: int(config.builder_optimization_level)),
+            "flags": safe(lambda: int(config.flags)),
+            "profiles": safe(lambda: int(config.num_optimization_profiles)),
+        }
+    return info
+
+
+def network_label(info: dict[str, Any]) -> str:
+    """``"Unnamed Network · 12 layers · input 1x8x8x8"``: a short name for a watched build."""
+    inputs = ", ".join(f"{t['name']} {'x'.join(str(d) for d in t['shape'])}" for t in info["inputs"][:3])
+    more = f" +{len(info['inputs']) - 3}" if len(info["inputs"]) > 3 else ""
+    return f"{info['name'] or 'network'} · {info['layers']} layers" + (f" · {inputs}{more}" if inputs else "")
+
+
+class UserCodeRunner:
+    """The runner of a watched build: the build happens in the code's own call; ``run`` hands over the context
+    and waits for that call to say how it ended."""
+
+    name = "user code"
+
+    def __init__(self) -> None:
+        self._ctx: Future[RunContext] = Future()
+        self._outcome: Future[bytes | None] = Future()
+
+    def run(self, ctx: RunContext) -> bytes | None:
+        self._ctx.set_result(ctx)
+        return self._outcome.result()
+
+    def context(self) -> RunContext:
+        return self._ctx.result()
+
+    def finish(self, engine: bytes | None) -> None:
+        self._outcome.set_result(engine)
+
+    def fail(self, error: BuildError) -> None:
+        self._outcome.set_exception(error)
+
+
+class WatchedBuild(Build):
+    """One TensorRT build caught inside watched code (its source is the network's description, not a file)."""
+
+    def __init__(self, network: Any, config: Any, *, method: str, settings: dict[str, Any]) -> None:
+        self.runner_ = UserCodeRunner()
+        super().__init__(
+            b"watched",
+            isolation="thread",
+            history=False,
+            resources=False,
+            runner=self.runner_,
+            budget=settings.get("budget"),
+        )
+        self.method = method
+        self.network = network_info(network, config)
+        description = json.dumps(self.network, sort_keys=True).encode()
+        self.source = ModelSource("network", description, network_label(self.network))
+        self.interrupted = False  # a Ctrl-C asked for the cancel
+        self.monitor: WatchMonitor | None = None
+        self._size: int | None = None
+        events, history = settings.get("events"), settings.get("history", True)
+        if events is not None:
+            from .._events import attach_events
+
+            attach_events(self, events)
+        if history:
+            from ..history import attach_history
+
+            attach_history(self, history)
+        if settings.get("resources", True):
+            from .._resources import attach_resources
+
+            attach_resources(self)
+
+    @property
+    def engine_size(self) -> int | None:
+        """The serialized engine's size in bytes (None when the method returned an engine object or a stream)."""
+        return len(self.engine) if self.engine else self._size
+
+
+def _result_of(method: str, result: Any) -> tuple[bool, int | None]:
+    """(an engine was produced, its size in bytes when known)."""
+    if method == "build_serialized_network_to_stream":
+        return bool(result), None
+    if result is None:
+        return False, None
+    try:
+        return True, int(result.nbytes)
+    except Exception:  # an ICudaEngine (build_engine_with_config): no serialized size
+        return True, None
+
+
+def call_watched(
+    method: str,
+    original: Any,
+    builder: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    network: Any,
+    config: Any,
+    owners: tuple[Any, ...],
+) -> Any:
+    """Run one Builder call as a watched build seen by ``owners`` (the innermost watch's settings apply)."""
+    settings = owners[-1].settings
+    try:
+        build = WatchedBuild(network, config, method=method, settings=settings)
+        theirs = config.progress_monitor
+    except Exception:  # watching must never break the code's build: it runs unwatched
+        log.exception("trt_widget could not watch this %s call; it runs unwatched", method)
+        return original(builder, *args, **kwargs)
+    for watch in owners:
+        watch._adopt(build)
+    build.start()
+    ctx = build.runner_.context()
+    monitor = build.monitor = WatchMonitor(ctx.model, ctx.cancel, theirs)
+    stopped = next((w for w in owners if w.stopping), None)
+    if stopped is not None:
+        build.stop(stopped.stop_reason)
+    config.progress_monitor = monitor
+    try:
+        result = original(builder, *args, **kwargs)
+    except BaseException as exc:
+        build.runner_.fail(BuildError(f"{method} raised {type(exc).__name__}: {exc}"))
+        build.wait()
+        raise
+    finally:
+        with contextlib.suppress(Exception):  # never lose the build's outcome over the restore
+            config.progress_monitor = theirs
+    produced, size = _result_of(method, result)
+    ours = ctx.cancel.is_set() or monitor.interrupted  # trt_widget asked for this cancel (Stop, budget, Ctrl-C)
+    if produced:
+        build._size = size
+        keep = settings.get("keep_engines") and size is not None
+        build.runner_.finish(bytes(memoryview(result)) if keep else b"")
+    elif ours:
+        if not ctx.cancel.is_set():  # a Ctrl-C whose helper thread has not marked the build yet
+            build.stop("interrupted (Ctrl-C)")
+        build.runner_.finish(None)
+    elif monitor.cancelled_by_theirs:
+        ctx.note("cancelled by the code's own progress monitor")
+        build.runner_.finish(None)
+    else:
+        build.runner_.fail(BuildError(f"TensorRT's {method} returned no engine (see TensorRT's log)"))
+    build.wait()
+    if produced or not ours or build.status != CANCELLED:
+        return result
+    message = f"the watched build of {build.source.label} was cancelled ({build.status_detail or 'stopped'})"
+    if (build.interrupted or monitor.interrupted) and threading.current_thread() is threading.main_thread():
+        raise KeyboardInterrupt(message)
+    raise BuildCancelled(message)
+
+
+_patch.set_handler(call_watched)

@@ -1,0 +1,145 @@
+"""The side of ``trt-widget run`` inside the command's Python processes (loaded by the injected sitecustomize).
+
+At start-up: connect to the parent's socket, take SIGINT (a running watched build is cancelled at its next step
+boundary; with none running, Ctrl-C is the usual KeyboardInterrupt), and hook the import of TensorRT: the
+moment the code imports it, a process-wide watch opens and streams each build's events to the parent, one
+JSON line per event with ``"build": n`` (n counts this process's builds) first. Nothing here may break the
+command: every failure is one line on stderr and the command runs unwatched.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import json
+import os
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+ENV_SOCKET = "TRT_WIDGET_RUN_SOCKET"
+TENSORRT_MODULES = ("tensorrt", "tensorrt_rtx_bindings", "tensorrt_rtx")
+
+_state: dict[str, Any] = {}
+
+
+def _say(text: str) -> None:
+    with contextlib.suppress(Exception):
+        sys.stderr.write(f"trt-widget run: {text}\n")
+
+
+def setup() -> None:
+    """Called once per process by the injected sitecustomize."""
+    path = os.environ.get(ENV_SOCKET)
+    if not path or _state:
+        return
+    try:
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        conn.connect(path)
+    except OSError as exc:
+        _say(f"cannot reach the parent ({exc}); this process runs unwatched")
+        return
+    from ._watch import Watch
+
+    watch = Watch(history=True, interrupt=False, process_wide=True, display=False)
+    _state.update(conn=conn, lock=threading.Lock(), watch=watch, count=0)
+    watch.on_build(_stream)
+    atexit.register(_drain)
+    watch.take_sigint()
+    if any(name in sys.modules for name in TENSORRT_MODULES):
+        _open()
+    else:
+        sys.meta_path.insert(0, _ImportHook())
+
+
+def _open() -> None:
+    watch = _state.get("watch")
+    if watch is None or watch.active:
+        return
+    try:
+        watch.active = True
+        from . import _patch
+
+        _patch.activate(watch, process_wide=True)
+    except Exception as exc:
+        watch.active = False
+        _say(f"cannot watch TensorRT here ({type(exc).__name__}: {exc}); this process runs unwatched")
+
+
+def _drain(timeout: float = 5.0) -> None:
+    """At exit: let every build's stream reach its build_end (a script may exit right after its build)."""
+    deadline = time.monotonic() + timeout
+    for build in list(_state["watch"].builds):
+        stream = getattr(build, "events", None)
+        if stream is not None:
+            with contextlib.suppress(Exception):
+                stream.join(max(0.0, deadline - time.monotonic()))
+
+
+def _stream(build: Any) -> None:
+    """Stream one caught build's events to the parent (on the events writer thread; never raises)."""
+    from .._events import attach_events
+
+    with _state["lock"]:
+        n = _state["count"]
+        _state["count"] = n + 1
+    attach_events(build, _writer(n, build))
+
+
+def _writer(n: int, build: Any) -> Callable[[dict[str, Any]], None]:
+    def write(event: dict[str, Any]) -> None:
+        event = {"build": n, **event}
+        if event["event"] == "build_start":
+            event["pid"] = os.getpid()
+            event["method"] = build.method
+        data = (json.dumps(event, default=str) + "\n").encode()
+        with _state["lock"], contextlib.suppress(OSError):  # the parent is gone: keep building, unwatched
+            _state["conn"].sendall(data)
+
+    return write
+
+
+class _ImportHook(importlib.abc.MetaPathFinder):
+    """Opens the watch right after the code imports a TensorRT module (a lazy import costs the others nothing)."""
+
+    def __init__(self) -> None:
+        self._busy = False
+
+    def find_spec(self, name: str, path: Any, target: Any = None) -> importlib.machinery.ModuleSpec | None:
+        if name not in TENSORRT_MODULES or self._busy:
+            return None
+        self._busy = True
+        try:
+            spec = importlib.util.find_spec(name)
+        except Exception:
+            return None
+        finally:
+            self._busy = False
+        if spec is None or spec.loader is None:
+            return None
+        spec.loader = _OpenAfter(spec.loader, self)
+        return spec
+
+
+class _OpenAfter(importlib.abc.Loader):
+    def __init__(self, loader: Any, hook: _ImportHook) -> None:
+        self._loader = loader
+        self._hook = hook
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> Any:
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module: Any) -> None:
+        self._loader.exec_module(module)
+        if self._hook in sys.meta_path:
+            sys.meta_path.remove(self._hook)
+        _open()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._loader, name)

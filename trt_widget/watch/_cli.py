@@ -1,0 +1,122 @@
+"""``trt-widget run [--json] [--plain] [--report F] [--trace F] [--force-after S] -- <command ...>``.
+
+Runs a Python build command (``python build.py``, ``polygraphy convert ...``) with its TensorRT builds watched:
+a live terminal tree per build on stdout, or ``--json`` events (each line with ``"build": n`` first, n counting
+the builds of the run), Ctrl-C cancels the running builds at their next step boundary, a second Ctrl-C (or
+``--force-after S`` seconds after the first) terminates the command. Exit codes: 130 when Ctrl-C cancelled a
+build or the command was terminated, 1 when the command could not start or a --report / --trace file could not
+be written, and the command's own exit code otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+EXIT_FAILED, EXIT_INTERRUPTED = 1, 130
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="write the JSON events of every build to stdout")
+    parser.add_argument("--plain", action="store_true", help="plain lines even in a terminal")
+    parser.add_argument("--report", metavar="F.html", help="write an HTML report per build (F, F-2, ...)")
+    parser.add_argument("--trace", metavar="F.json", help="write a Chrome trace per build (F, F-2, ...)")
+    parser.add_argument(
+        "--force-after",
+        type=float,
+        metavar="S",
+        help="terminate the command S seconds after the first Ctrl-C (default: at a second Ctrl-C)",
+    )
+    parser.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- COMMAND ...", help="the command to run")
+
+
+def numbered(path: str, index: int) -> str:
+    """``F`` for the first build, ``F-2.html`` style for the later ones."""
+    if index == 0:
+        return path
+    p = Path(path)
+    return str(p.with_name(f"{p.stem}-{index + 1}{p.suffix}"))
+
+
+def run(args: argparse.Namespace) -> int:
+    argv = list(args.argv)
+    if argv and argv[0] == "--":
+        argv = argv[1:]
+    if not argv:
+        print("trt-widget run: error: give the command after --: trt-widget run -- python build.py", file=sys.stderr)
+        return 2
+    from .._terminal import TerminalView
+    from ._run import CommandRun
+
+    try:
+        command = CommandRun(argv, force_after=args.force_after)
+    except TypeError as exc:
+        print(f"trt-widget run: error: {exc}", file=sys.stderr)
+        return 2
+    lock = threading.Lock()
+    views: list[Any] = []
+
+    def notify(text: str) -> None:
+        with lock:
+            print(f"trt-widget run: {text}", file=sys.stderr, flush=True)
+
+    def on_build(build: Any) -> None:
+        style = "plain" if args.plain else "auto"
+        views.append(TerminalView(build, sys.stdout, style=style, hint="Ctrl-C to cancel"))
+
+    if args.json:  # the events as the command sent them, renumbered for the run
+        command.on_event = lambda event: _print_json(event, lock)
+    else:
+        command.on_build(on_build)
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        notify(command.stop())
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        command.start()
+        try:
+            while not command.done():
+                threading.Event().wait(0.2)  # wakes so the SIGINT handler runs
+            code = command.result()
+        except Exception as exc:  # the command could not start
+            notify(str(exc))
+            return EXIT_FAILED
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    for view in views:
+        view.join(30.0)
+    ok = _write_files(command, args, notify)
+    interrupted = command.stops > 0 and (command.forced or any(b.status == "cancelled" for b in command.builds))
+    if interrupted:
+        return EXIT_INTERRUPTED
+    return code if ok else EXIT_FAILED
+
+
+def _print_json(event: dict[str, Any], lock: threading.Lock) -> None:
+    with lock:
+        sys.stdout.write(json.dumps(event) + "\n")
+        sys.stdout.flush()
+
+
+def _write_files(command: Any, args: argparse.Namespace, notify: Any) -> bool:
+    ok = True
+    for i, build in enumerate(command.builds):
+        build.wait(10.0)
+        for flag, path, method in (("--report", args.report, "to_html"), ("--trace", args.trace, "to_trace")):
+            if path is None:
+                continue
+            target = numbered(path, i)
+            try:
+                getattr(build, method)(target)
+            except (OSError, ValueError) as exc:
+                notify(f"cannot write the {flag} file {target}: {exc}")
+                ok = False
+            else:
+                notify(f"{'Report' if flag == '--report' else 'Trace'} written to {target}")
+    return ok

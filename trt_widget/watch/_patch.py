@@ -1,0 +1,174 @@
+"""The patch: while any watch is active, TensorRT's ``Builder`` build methods set trt_widget's monitor on the
+config (chaining the code's own), and ``threading.Thread.start`` passes the starting thread's watches on to the
+new thread. Reference-counted: the first watch installs it, the last one to end restores the originals.
+
+Which watches see a build: those open on its thread (innermost last), those of the thread that started it
+(recursively), and the process-wide ones (``trt-widget run``). A build whose config already holds a trt_widget
+monitor (trt_widget's own thread builds) is left alone.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+# Builder methods that build (torch-TensorRT calls the first two positionally: (network, config)); each is
+# patched where the bindings have it.
+METHODS = (
+    "build_serialized_network",
+    "build_engine_with_config",
+    "build_serialized_network_to_stream",
+    "build_engine",  # TensorRT 8 (torch-TensorRT's fx path); gone since 10
+)
+
+_lock = threading.RLock()
+_active: list[Any] = []  # the open watches, in the order they opened
+_process_wide: list[Any] = []
+_originals: dict[str, Any] = {}  # method name -> TensorRT's own (what the class held before the patch)
+_patched: dict[str, Any] = {}  # method name -> our wrapper, as installed
+_builder: Any = None  # the Builder class patched
+_thread_start: Any = None  # threading.Thread.start before the patch
+_local = threading.local()  # .stack: the watches opened on this thread
+_inherited: weakref.WeakKeyDictionary[threading.Thread, tuple[Any, ...]] = weakref.WeakKeyDictionary()
+
+Handler = Callable[[str, Any, Any, tuple[Any, ...], dict[str, Any], Any, Any, tuple[Any, ...]], Any]
+_handler: Handler | None = None  # set by _calls: runs one watched build
+
+
+def set_handler(handler: Handler) -> None:
+    global _handler
+    _handler = handler
+
+
+def current_watches() -> tuple[Any, ...]:
+    """The open watches that see a build started on this thread now, outermost first."""
+    if not _active:
+        return ()
+    inherited = _inherited.get(threading.current_thread(), ())
+    own = tuple(getattr(_local, "stack", ()))
+    seen: list[Any] = []
+    for watch in (*_process_wide, *inherited, *own):
+        if watch.active and watch not in seen:
+            seen.append(watch)
+    return tuple(seen)
+
+
+def is_patched() -> bool:
+    """True while TensorRT's Builder holds trt_widget's wrappers."""
+    with _lock:
+        return bool(_patched)
+
+
+def originals() -> dict[str, Any]:
+    """TensorRT's own build methods as the Builder class held them before the first watch (for tests)."""
+    from .._backend import trt
+
+    builder = trt().Builder
+    with _lock:
+        if _originals:
+            return dict(_originals)
+    return {name: builder.__dict__[name] for name in METHODS if name in builder.__dict__}
+
+
+def activate(watch: Any, *, process_wide: bool = False) -> None:
+    """Open ``watch`` on this thread (installing the patch if it is the first)."""
+    with _lock:
+        if not _active:
+            _install()
+        _active.append(watch)
+        if process_wide:
+            _process_wide.append(watch)
+    stack = getattr(_local, "stack", None)
+    if stack is None:
+        stack = _local.stack = []
+    stack.append(watch)
+
+
+def deactivate(watch: Any) -> None:
+    """Close ``watch`` (removing the patch if it was the last one open)."""
+    stack = getattr(_local, "stack", [])
+    if watch in stack:
+        stack.remove(watch)
+    with _lock:
+        if watch in _active:
+            _active.remove(watch)
+        if watch in _process_wide:
+            _process_wide.remove(watch)
+        if not _active:
+            _uninstall()
+
+
+def _install() -> None:
+    global _builder, _thread_start
+    from .._backend import trt
+
+    _builder = trt().Builder
+    for name in METHODS:
+        original = _builder.__dict__.get(name)
+        if original is None:
+            continue
+        wrapper = _wrap(name, original)
+        _originals[name] = original
+        _patched[name] = wrapper
+        setattr(_builder, name, wrapper)
+    _thread_start = threading.Thread.start
+    threading.Thread.start = _start  # type: ignore[method-assign]
+
+
+def _uninstall() -> None:
+    global _thread_start
+    for name, wrapper in list(_patched.items()):
+        if _builder.__dict__.get(name) is wrapper:  # someone patched over us: leave theirs in place
+            setattr(_builder, name, _originals[name])
+    _patched.clear()
+    _originals.clear()
+    if threading.Thread.start is _start and _thread_start is not None:
+        threading.Thread.start = _thread_start  # type: ignore[method-assign]
+    _thread_start = None
+
+
+def _start(self: threading.Thread, *args: Any, **kwargs: Any) -> Any:
+    watches = current_watches()
+    if watches:
+        _inherited[self] = watches
+    start = _thread_start if _thread_start is not None else _ORIGINAL_THREAD_START
+    return start(self, *args, **kwargs)
+
+
+_ORIGINAL_THREAD_START = threading.Thread.start
+
+
+def _network_config(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any]:
+    network = args[0] if args else kwargs.get("network")
+    config = args[1] if len(args) > 1 else kwargs.get("config")
+    return network, config
+
+
+def _wrap(name: str, original: Any) -> Callable[..., Any]:
+    def watched(self: Any, *args: Any, **kwargs: Any) -> Any:
+        owners = current_watches()
+        if not owners or _handler is None:
+            return original(self, *args, **kwargs)
+        network, config = _network_config(args, kwargs)
+        if config is None or network is None or _already_watched(config):
+            return original(self, *args, **kwargs)
+        return _handler(name, original, self, args, kwargs, network, config, owners)
+
+    watched.__name__ = name
+    watched.__qualname__ = f"Builder.{name}"
+    watched.__doc__ = getattr(original, "__doc__", None)
+    watched.__wrapped__ = original  # type: ignore[attr-defined]
+    return watched
+
+
+def _already_watched(config: Any) -> bool:
+    """The config carries a trt_widget monitor: trt_widget's own build, or one the code set itself."""
+    from .._monitor import BuildMonitor
+    from ._monitor import WatchMonitor
+
+    try:
+        return isinstance(config.progress_monitor, (BuildMonitor, WatchMonitor))
+    except Exception:  # a config-like object without the attribute: not ours to watch
+        return True

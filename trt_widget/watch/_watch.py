@@ -1,0 +1,288 @@
+"""``Watch``: every TensorRT build made inside a block (or a function), on its thread or threads it starts.
+
+``with trt_widget.watch() as w:`` keeps the code in the cell; Stop there is the kernel interrupt: while a build
+of the block runs, SIGINT (Ctrl-C, Jupyter's ■) cancels it at the next step boundary instead of raising inside
+TensorRT's callback, and the patched call then raises KeyboardInterrupt (BuildCancelled on other threads).
+:func:`watch_call` runs a function on a background thread inside a watch: ``stop()`` cancels the running build
+at its next step boundary and every later build of the function at its first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import threading
+from collections.abc import Callable, Generator
+from concurrent.futures import Future
+from types import TracebackType
+from typing import Any
+
+from .._status import LIVE, log
+from . import _build as _build  # installs the patch's handler
+from . import _patch
+
+
+class Watch:
+    """The builds TensorRT makes while this watch is open; ``builds`` in the order they started.
+
+    ``events=`` (a path, file or callable, as ``Build(events=...)``), ``history=``, ``resources=`` and
+    ``budget=`` (seconds, per build) apply to each caught build; ``keep_engines=True`` keeps a copy of each
+    serialized engine in ``build.engine`` (off: the code has its engine already). ``interrupt=False`` leaves
+    SIGINT alone."""
+
+    def __init__(
+        self,
+        *,
+        events: Any = None,
+        history: Any = True,
+        resources: bool = True,
+        budget: float | None = None,
+        keep_engines: bool = False,
+        interrupt: bool = True,
+        process_wide: bool = False,
+        display: bool | None = None,
+    ) -> None:
+        self.settings: dict[str, Any] = {
+            "events": events,
+            "history": history,
+            "resources": resources,
+            "budget": budget,
+            "keep_engines": keep_engines,
+        }
+        self.builds: list[Any] = []
+        self.active = False
+        self.stopping = False
+        self.stop_reason = "stopped by user"
+        self.interrupted = False
+        self._interrupt = interrupt
+        self._process_wide = process_wide
+        self._previous_handler: Any = None
+        self._wake_w: int | None = None  # the SIGINT handler's pipe to its helper thread
+        self._lock = threading.Lock()
+        self._listeners: list[Callable[[Any], None]] = []
+        self._display = display  # None: show the list when running in a Jupyter kernel
+        self.widget: Any = None
+        self.display_factory: Callable[[Watch], Any] | None = None  # makes the widget shown in a kernel
+
+    # -- the block -----------------------------------------------------------------------------------
+    def __enter__(self) -> Watch:
+        if self.active:
+            raise RuntimeError("this watch is already open; make a new trt_widget.watch() for another block")
+        self.active = True
+        _patch.activate(self, process_wide=self._process_wide)
+        if self._interrupt:
+            self.take_sigint()
+        if self._display or (self._display is None and _in_kernel()):
+            self._show()
+        return self
+
+    def _show(self) -> None:
+        if self.display_factory is None:
+            return
+        try:
+            from IPython.display import display
+
+            self.widget = self.display_factory(self)
+            display(self.widget)
+        except Exception:  # a display problem never stops the user's code
+            log.debug("could not display the watch", exc_info=True)
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """End the watch: later builds are no longer seen; TensorRT is unpatched once no watch is open."""
+        if not self.active:
+            return
+        self.active = False
+        if self._previous_handler is not None:
+            try:
+                if signal.getsignal(signal.SIGINT) == self._on_sigint:
+                    signal.signal(signal.SIGINT, self._previous_handler)
+            except ValueError:
+                pass
+            self._previous_handler = None
+        if self._wake_w is not None:
+            with contextlib.suppress(OSError):
+                os.write(self._wake_w, b"q")
+            self._wake_w = None
+        _patch.deactivate(self)
+
+    def take_sigint(self) -> None:
+        """On the main thread: SIGINT while a build of this watch runs cancels it at the next step boundary.
+
+        The handler takes no lock (it may run inside a callback that holds one): it sets flags the monitor reads
+        and wakes a helper thread through a pipe, which marks the builds as stopping (status, notice)."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        try:
+            self._previous_handler = signal.signal(signal.SIGINT, self._on_sigint)
+        except ValueError:  # not the main interpreter
+            self._previous_handler = None
+            return
+        read, self._wake_w = os.pipe()
+        threading.Thread(target=self._stopper, args=(read,), name="trt_widget-watch-sigint", daemon=True).start()
+
+    def _stopper(self, read: int) -> None:
+        try:
+            while os.read(read, 1) == b"x":
+                for build in list(self.builds):
+                    if build.interrupted and build.status in LIVE:
+                        build.stop("interrupted (Ctrl-C)")
+        finally:
+            os.close(read)
+
+    def _on_sigint(self, signum: int, frame: Any) -> None:
+        running = [b for b in list(self.builds) if b.status in LIVE]
+        if running:  # cancel at the next step boundary; never raise inside TensorRT's callback, take no lock
+            self.interrupted = True
+            for build in running:
+                build.interrupted = True
+                if build.monitor is not None:
+                    build.monitor.interrupted = True
+            if self._wake_w is not None:
+                with contextlib.suppress(OSError):
+                    os.write(self._wake_w, b"x")
+            return
+        previous = self._previous_handler
+        if callable(previous):
+            previous(signum, frame)
+        elif previous != signal.SIG_IGN:
+            raise KeyboardInterrupt
+
+    # -- builds --------------------------------------------------------------------------------------
+    def _adopt(self, build: Any) -> None:
+        with self._lock:
+            self.builds.append(build)
+            listeners = list(self._listeners)
+        for listener in listeners:
+            try:
+                listener(build)
+            except Exception:
+                log.exception("a watch listener failed for %r", build)
+
+    def on_build(self, fn: Callable[[Any], None]) -> Callable[[], None]:
+        """Call ``fn(build)`` for each build caught from now on (on the build's thread, before it starts);
+        returns a function that removes it."""
+        with self._lock:
+            self._listeners.append(fn)
+
+        def remove() -> None:
+            with self._lock:
+                if fn in self._listeners:
+                    self._listeners.remove(fn)
+
+        return remove
+
+    def stop(self, reason: str = "stopped by user") -> str:
+        """Cancel the running builds at their next step boundary, and every later build at its first; returns
+        the notice saying what it waits for."""
+        self.stopping, self.stop_reason = True, reason
+        running = [b for b in list(self.builds) if b.status in LIVE]
+        for build in running:
+            build.stop(reason)
+        return stop_notice(running)
+
+    def timings(self) -> list[dict[str, Any]]:
+        """Per caught build: index, label, method, status, elapsed_s, engine_size and its phase rows."""
+        return [
+            {
+                "index": i,
+                "label": b.source.label,
+                "method": b.method,
+                "status": b.status,
+                "elapsed_s": b.elapsed_s,
+                "engine_size": b.engine_size,
+                "phases": b.timings(),
+            }
+            for i, b in enumerate(list(self.builds))
+        ]
+
+    def __repr__(self) -> str:
+        return f"<Watch {'open' if self.active else 'closed'} builds={len(self.builds)}>"
+
+
+def _in_kernel() -> bool:
+    import sys
+
+    shell = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
+    return shell is not None and getattr(shell, "kernel", None) is not None
+
+
+def stop_notice(running: list[Any]) -> str:
+    """``"Stopping: waits for the current step of 'X' (build 2) to end — TensorRT cancels at step boundaries"``."""
+    if not running:
+        return "Stopping: no build is running now; a later build is cancelled at its first step"
+    waits = []
+    for build in running:
+        phase = build.model.innermost_running()
+        waits.append(f"the current step of {phase.name!r}" if phase else "the first step")
+    return f"Stopping: waits for {', '.join(waits)} to end (TensorRT cancels only at step boundaries)"
+
+
+class WatchedCall:
+    """``fn(*args, **kwargs)`` on a background thread inside a :class:`Watch`; a Future of its return value."""
+
+    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], **settings: Any):
+        if not callable(fn):
+            raise TypeError(f"watch_call needs a function to run; got {type(fn).__name__}")
+        self.fn, self.args, self.kwargs = fn, args, kwargs
+        self.watch = Watch(interrupt=False, display=False, **settings)
+        self.future: Future[Any] = Future()
+        self._thread = threading.Thread(target=self._run, name="trt_widget-watch", daemon=True)
+
+    @property
+    def builds(self) -> list[Any]:
+        return self.watch.builds
+
+    def start(self) -> WatchedCall:
+        self.future.set_running_or_notify_cancel()
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        try:
+            with self.watch:
+                value = self.fn(*self.args, **self.kwargs)
+        except BaseException as exc:
+            self.future.set_exception(exc)
+        else:
+            self.future.set_result(value)
+
+    def stop(self, reason: str = "stopped by user") -> str:
+        """Graceful: the running build ends at its next step boundary (see :meth:`Watch.stop`)."""
+        return self.watch.stop(reason)
+
+    def done(self) -> bool:
+        return self.future.done()
+
+    def running(self) -> bool:
+        return not self.future.done()
+
+    def result(self, timeout: float | None = None) -> Any:
+        """The function's return value; raises its exception (BuildCancelled when a Stop cancelled a build it
+        did not catch), or TimeoutError."""
+        return self.future.result(timeout)
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        return self.future.exception(timeout)
+
+    def add_done_callback(self, fn: Callable[[WatchedCall], Any]) -> None:
+        self.future.add_done_callback(lambda _f: fn(self))
+
+    def timings(self) -> list[dict[str, Any]]:
+        return self.watch.timings()
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        return asyncio.wrap_future(self.future).__await__()
+
+    def __repr__(self) -> str:
+        state = "done" if self.future.done() else "running"
+        return f"<WatchedCall {getattr(self.fn, '__qualname__', self.fn)!r} {state} builds={len(self.builds)}>"
+
+
+def watch_call(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> WatchedCall:
+    """Start ``fn(*args, **kwargs)`` on a background thread and watch every TensorRT build inside it."""
+    return WatchedCall(fn, args, kwargs).start()

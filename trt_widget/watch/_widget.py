@@ -1,0 +1,281 @@
+"""``WatchWidget``: the builds of a watch as a list, drawn by the matrix view (one row per build, rows that
+expand to the build's phase tree, Stop per build and Stop all), with a title and a line saying which Stop
+applies. One pump thread is the only writer of synced traits, as in the other widgets; builders only wake it.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Generator
+from pathlib import Path
+from typing import Any
+
+import anywidget
+import traitlets
+
+from .._snapshot import RowsEncoder, snapshot
+from .._status import FINAL, IDLE, LIVE, log
+from ._run import CommandRun
+from ._watch import Watch, WatchedCall
+
+_STATIC = Path(__file__).parent.parent / "static"
+INTERVAL_S = 0.125
+
+STOP_BUTTON = "Stop: graceful — the running build ends at its next step boundary, and later builds at their first."
+STOP_INTERRUPT = (
+    "Stop: interrupt the kernel (■ or Ctrl-C) — the running build is cancelled at its next step boundary and "
+    "the block raises KeyboardInterrupt. The buttons cannot work while the cell runs."
+)
+
+
+def watch_row(index: int, build: Any) -> dict[str, Any]:
+    """One row of the list (the matrix view's row shape)."""
+    phase = build.model.innermost_running() if build.status in LIVE else None
+    error = build.error
+    return {
+        "id": index,
+        "model": build.source.label,
+        "variant": build.method,
+        "status": build.status,
+        "detail": build.status_detail,
+        "elapsed_s": round(build.elapsed_s, 3),
+        "engine_size": build.engine_size or 0,
+        "error": str(error).splitlines()[0] if error is not None and build.status == "failed" else "",
+        "phase": {"name": phase.name, "step": phase.step, "num_steps": phase.num_steps} if phase else None,
+        "can_force": False,
+    }
+
+
+class WatchWidget(anywidget.AnyWidget):
+    """The live list of a watch's builds. ``BuildWidget.watch(fn, ...)`` gives one around a
+    :class:`WatchedCall` (``result()``, ``await``, ``timings()``, ``stop()`` delegate to it);
+    ``trt_widget.watch()`` shows one in a notebook for the block."""
+
+    _esm = _STATIC / "matrix.js"
+    _css = _STATIC / "matrix.css"
+
+    status = traitlets.Unicode("idle").tag(sync=True)
+    rows_json = traitlets.Unicode("[]").tag(sync=True)
+    expanded: traitlets.List[int] = traitlets.List().tag(sync=True)
+    details_json = traitlets.Unicode("{}").tag(sync=True)
+    comparison_json = traitlets.Unicode("").tag(sync=True)
+    title = traitlets.Unicode("").tag(sync=True)  # shown instead of "Build matrix — N builds"
+    note = traitlets.Unicode("").tag(sync=True)  # which Stop applies; the stop notice; how the function ended
+    stop_buttons = traitlets.Bool(True).tag(sync=True)  # False: the cell is busy, only the interrupt works
+
+    def __init__(
+        self, watch: Watch | CommandRun, *, call: WatchedCall | CommandRun | None = None, label: str = ""
+    ) -> None:
+        super().__init__()
+        self.watch = watch
+        self.call = call
+        self.label = label
+        self.stop_buttons = call is not None
+        self._notice = ""
+        self._lock = threading.Lock()
+        self._expanded: list[int] = []
+        self._encoders: dict[int, RowsEncoder] = {}
+        self._last: dict[str, Any] = {}
+        self._wake = threading.Event()
+        self._closed = threading.Event()
+        self._remove = watch.on_build(self._on_build)
+        for build in list(watch.builds):
+            self._on_build(build)
+        if call is not None:
+            call.add_done_callback(lambda _c: self._wake.set())
+        self.on_msg(self._on_custom_msg)
+        self.flush()
+        self._thread = threading.Thread(target=self._loop, name="trt_widget-watch-pump", daemon=True)
+        self._thread.start()
+
+    # -- builds -> traits (the pump thread) ------------------------------------------------------------
+    def _on_build(self, build: Any) -> None:
+        build.model.subscribe(lambda _k, _p: self._wake.set(), steps=False)
+        build.on_start(lambda _b: self._wake.set())
+        build.add_done_callback(lambda _b: self._wake.set())
+        self._wake.set()
+
+    def _live(self) -> bool:
+        return (self.call is not None and not self.call.done()) or any(
+            b.status not in FINAL and b.status != IDLE for b in self.watch.builds
+        )
+
+    def _loop(self) -> None:
+        last = 0.0
+        while not self._closed.is_set():
+            self._wake.wait(INTERVAL_S if self._live() else 1.0)
+            self._wake.clear()
+            gap = INTERVAL_S - (time.monotonic() - last)
+            if gap > 0:
+                threading.Event().wait(gap)
+            if self._closed.is_set():
+                return
+            try:
+                if self.flush():
+                    last = time.monotonic()
+            except Exception:
+                log.debug("the watch widget could not send its state", exc_info=True)
+
+    def state(self) -> dict[str, Any]:
+        builds = list(self.watch.builds)
+        with self._lock:
+            expanded = list(self._expanded)
+        details: dict[str, Any] = {}
+        for i in expanded:
+            if 0 <= i < len(builds):
+                state = snapshot(builds[i])
+                state["phases_json"] = self._encoders.setdefault(i, RowsEncoder()).encode(state.pop("phases"))
+                details[str(i)] = state
+        rows = [watch_row(i, b) for i, b in enumerate(builds)]
+        live = self._live()
+        status = "running" if live else (rows[-1]["status"] if rows else "succeeded")
+        return {
+            "status": status,
+            "rows_json": json.dumps(rows),
+            "expanded": expanded,
+            "details_json": json.dumps(details),
+            "title": f"Watching {self.label or 'builds'} — {len(rows)} build{'' if len(rows) == 1 else 's'}",
+            "note": self._note_text(live),
+            "stop_buttons": self.call is not None and live,
+        }
+
+    def _note_text(self, live: bool) -> str:
+        parts = [self._notice] if self._notice else []
+        if live:
+            parts.append(STOP_BUTTON if self.call is not None else STOP_INTERRUPT)
+        elif self.call is not None and self.call.done():
+            exc = self.call.future.exception()
+            if isinstance(self.call, CommandRun) and exc is None and not hasattr(self.call, "fn"):
+                parts.append(f"the command exited with code {self.call.future.result()}")
+            elif exc is None:
+                parts.append("the function returned")
+            else:
+                parts.append(f"the function raised {type(exc).__name__}: {exc}")
+        return " · ".join(parts)
+
+    def flush(self) -> bool:
+        state = self.state()
+        compared = {**state, "rows_json": _without_elapsed(state["rows_json"])}
+        changed = {k: v for k, v in state.items() if self._last.get(k, _MISSING) != compared[k]}
+        if not changed:
+            return False
+        with self.hold_sync():
+            for name, value in changed.items():
+                setattr(self, name, value)
+        self._last.update({k: compared[k] for k in changed})
+        return True
+
+    # -- browser -> builds -----------------------------------------------------------------------------
+    def _on_custom_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        if not isinstance(content, dict):
+            return
+        kind, index = content.get("type"), content.get("build")
+        builds = list(self.watch.builds)
+        if kind == "stop_all":
+            self.stop()
+        elif not isinstance(index, int) or not 0 <= index < len(builds):
+            return
+        elif kind == "stop":
+            from ._watch import stop_notice
+
+            if isinstance(self.watch, CommandRun):  # a build in the command's process: stop the command
+                self.stop()
+            else:
+                running = [builds[index]] if builds[index].status in LIVE else []
+                builds[index].stop()
+                self._notice = stop_notice(running)
+        elif kind == "expand":
+            self.expand(index, bool(content.get("open", True)))
+        self._wake.set()
+
+    def expand(self, index: int, open_: bool = True) -> None:
+        """Show (or hide) build ``index``'s phase tree, as a click on its row does."""
+        with self._lock:
+            if open_ and index not in self._expanded:
+                self._expanded.append(index)
+            elif not open_ and index in self._expanded:
+                self._expanded.remove(index)
+        self._wake.set()
+
+    def stop(self, reason: str = "stopped by user") -> str:
+        """Stop all (graceful): see :meth:`Watch.stop`; returns the notice, also shown in the widget."""
+        self._notice = self.watch.stop(reason)
+        self._wake.set()
+        return self._notice
+
+    # -- the function's Future ---------------------------------------------------------------------------
+    @property
+    def builds(self) -> list[Any]:
+        return self.watch.builds
+
+    def timings(self) -> list[dict[str, Any]]:
+        return self.watch.timings()
+
+    def _the_call(self) -> WatchedCall | CommandRun:
+        if self.call is None:
+            raise RuntimeError("this widget shows a `with trt_widget.watch()` block: it has no function result")
+        return self.call
+
+    def result(self, timeout: float | None = None) -> Any:
+        return self._the_call().result(timeout)
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        return self._the_call().exception(timeout)
+
+    def done(self) -> bool:
+        return self._the_call().done()
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        return self._the_call().__await__()
+
+    def close(self) -> None:
+        self._closed.set()
+        self._wake.set()
+        self._remove()
+        super().close()
+
+    def __repr__(self) -> str:
+        return f"<WatchWidget {self.label!r} builds={len(self.watch.builds)}>"
+
+
+def _without_elapsed(rows_json: str) -> str:
+    """Elapsed time alone is no reason to send: the browser ticks it."""
+    rows = json.loads(rows_json)
+    for row in rows:
+        row.pop("elapsed_s", None)
+    return json.dumps(rows)
+
+
+_MISSING = object()
+
+
+def watch_widget(fn: Any, /, *args: Any, isolation: str = "thread", **kwargs: Any) -> WatchWidget:
+    """``BuildWidget.watch(fn, *args, **kwargs)``: run ``fn`` on a background thread (or, with
+    ``isolation="process"``, in a fresh process Stop can end), shown as a live list."""
+    label = f"{getattr(fn, '__qualname__', 'a function')}()"
+    if isolation == "process":
+        from ._run import ProcessCall
+
+        run = ProcessCall(fn, args, kwargs)
+        widget = WatchWidget(run, call=run, label=label)
+        run.start()
+        return widget
+    if isolation != "thread":
+        raise ValueError(f"isolation must be 'thread' or 'process'; got {isolation!r}")
+    call = WatchedCall(fn, args, kwargs)
+    widget = WatchWidget(call.watch, call=call, label=label)
+    call.start()
+    return widget
+
+
+def run_widget(command: Any, *, force_after: float | None = 0.5) -> WatchWidget:
+    """``BuildWidget.run([...])``: run a command with its builds watched, shown as a live list; Stop cancels at
+    the next step boundary and ends the process ``force_after`` s later (it is a process: within a second)."""
+    from ._run import CommandRun
+
+    run = CommandRun(command, force_after=force_after)
+    widget = WatchWidget(run, call=run, label=" ".join(run.command)[:80])
+    run.start()
+    return widget

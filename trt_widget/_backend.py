@@ -120,7 +120,7 @@ def _visible_devices_listed() -> bool:
     first = value.split(",")[0].strip()
     if first.startswith(("GPU-", "MIG-")):
         return True
-    return first.isdigit()  # CUDA stops at the first invalid index: "-1" or "" hides every device
+    return first.isascii() and first.isdigit()  # CUDA stops at the first invalid index: "-1" or "" hides every device
 
 
 def gpu_device_nodes() -> list[str]:

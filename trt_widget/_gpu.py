@@ -57,7 +57,7 @@ def build_device(nvml: Any, environ: Mapping[str, str] | None = None) -> tuple[A
     count = int(nvml.nvmlDeviceGetCount())
     visible = env.get("CUDA_VISIBLE_DEVICES")
     first = "0" if visible is None else visible.split(",")[0].strip()
-    if first.isdigit():
+    if first.isascii() and first.isdigit():
         index = int(first)
         if index >= count:
             return None

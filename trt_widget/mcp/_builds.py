@@ -17,7 +17,23 @@ KEEP = 32  # builds remembered; the oldest finished ones are forgotten first
 TOP = 5
 _TEXT_LIMIT = 500
 # Build's options an agent may set (isolation stays the default process runner: a stop always ends it in ~0.5 s)
-_AGENT_OPTIONS = ("optimization_level", "fp16", "strongly_typed", "timing_cache", "workspace", "profiles", "verbose")
+_NOT_FOR_AGENTS = ("budget", "output", "force_after")  # the tool's own arguments; a stop always ends a build at once
+
+
+def _agent_options() -> tuple[str, ...]:
+    """What an agent may set: every engine setting a build-service request may, plus a (local) timing cache; not
+    where the builder runs nor how long a stop may take (from the options' own metadata, as the service does)."""
+    from .._options import http_options
+
+    return (*(n for n in http_options() if n not in _NOT_FOR_AGENTS), "timing_cache")
+
+
+def _refusal(name: str) -> str:
+    from .._options import http_refusals
+
+    if name in ("isolation", "force_after"):
+        return "builds run in the default builder process, which a stop always ends"
+    return http_refusals().get(name, "not settable by an agent")
 
 
 class BadInput(ValueError):
@@ -70,19 +86,17 @@ class BuildRegistry:
             raise BadInput(f"not an ONNX file (a directory?): {path}")
         options = dict(options or {})
         known = [f.name for f in fields(BuildOptions)]
+        allowed = _agent_options()
         for name in options:
-            if name in _AGENT_OPTIONS:
+            if name in allowed:
                 continue
             if name in ("budget", "output"):
                 raise BadInput(f"give {name!r} as the tool's own argument, not in options")
             if name in known:
-                raise BadInput(
-                    f"option {name!r} cannot be set here: builds run in the default builder process, "
-                    "which a stop always ends"
-                )
-            close = difflib.get_close_matches(name, _AGENT_OPTIONS, n=1)
+                raise BadInput(f"option {name!r} cannot be set here: {_refusal(name)}")
+            close = difflib.get_close_matches(name, allowed, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise BadInput(f"unknown build option {name!r}{hint} Options: {', '.join(_AGENT_OPTIONS)}")
+            raise BadInput(f"unknown build option {name!r}{hint} Options: {', '.join(allowed)}")
         output = output or str(path.with_suffix(".engine"))
         try:
             build = Build(str(path), output=output, budget=budget, **options)

@@ -8,6 +8,8 @@ import sys
 import time
 from typing import Any
 
+from .._format import escape_controls
+
 DEFAULT_PORT = 8766
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 STOP_WAIT_S = 5.0
@@ -52,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         token, generated = read_token(args.token_file)
         sock = listen(args.host, args.port)
     except (TokenError, OSError) as exc:
-        print(f"trt-widget mcp: error: {exc}", file=sys.stderr)
+        print(f"trt-widget mcp: error: {escape_controls(str(exc))}", file=sys.stderr)  # a path can hold anything
         return 2
     host = args.host if ":" not in args.host else f"[{args.host}]"
     print(f"trt-widget mcp: http://{host}:{sock.getsockname()[1]}/mcp", file=sys.stderr, flush=True)

@@ -89,8 +89,10 @@ class Timings(BaseModel):
 
 _MODEL = "path of the ONNX file on the server's machine (relative paths: to the server's working directory)"
 _OPTIONS = (
-    "Build options as trt_widget.Build's: optimization_level (0..5), fp16 (bool), strongly_typed (bool), "
-    "timing_cache (file path), workspace (bytes or '1GiB'), profiles ({input: [min, opt, max] shapes}), verbose"
+    "Build options as trt_widget.Build's, e.g. optimization_level (0..5), fp16 (bool), strongly_typed (bool), "
+    "timing_cache (file path), workspace (bytes or '1GiB'), profiles ({input: [min, opt, max] shapes}), verbose, "
+    "int8, bf16, tactic_sources ('-CUDNN,+CUBLAS'), max_aux_streams, hardware_compatibility, version_compatible, "
+    "refit, strip_weights (every trtexec build setting of docs/options.md that a build-service request may set)"
 )
 _BUDGET = "seconds: the build is cancelled when it runs longer"
 _OUTPUT = "engine file to write (atomically); default: the model's path with the suffix .engine"

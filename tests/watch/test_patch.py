@@ -108,6 +108,7 @@ def test_builds_on_threads_the_code_starts_are_seen_but_not_those_of_other_threa
 
     other = threading.Thread(target=unrelated)
     other.start()
+    before = set(threading.enumerate())  # other tests' threads (servers that serve on) are not this test's
     with watch() as w:
         thread = threading.Thread(target=user_build)
         thread.start()
@@ -116,8 +117,8 @@ def test_builds_on_threads_the_code_starts_are_seen_but_not_those_of_other_threa
             pool.submit(lambda: threading.Thread(target=user_build).start() or user_build()).result()
         release.set()
         assert outside_done.wait(120)
-        for t in threading.enumerate():
-            if t.name.startswith("Thread-") and t is not other and t is not threading.current_thread():
+        for t in set(threading.enumerate()) - before:
+            if t.name.startswith("Thread-"):
                 t.join(120)
     other.join()
     assert len(w.builds) == 3  # the thread, the pool worker, and the thread the pool worker started

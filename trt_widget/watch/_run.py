@@ -34,7 +34,7 @@ from .._errors import BuildCancelled, BuildError
 from .._status import LIVE, log
 from ..runners import RunContext, apply_event
 from ._child import ENV_SOCKET
-from ._watch import stop_notice
+from ._watch import builds_timings, stop_notice
 
 TERM_GRACE_S = 0.2
 
@@ -333,18 +333,7 @@ class CommandRun:
         self.future.add_done_callback(lambda _f: fn(self))
 
     def timings(self) -> list[dict[str, Any]]:
-        return [
-            {
-                "index": i,
-                "label": b.source.label,
-                "method": b.method,
-                "status": b.status,
-                "elapsed_s": b.elapsed_s,
-                "engine_size": b.engine_size,
-                "phases": b.timings(),
-            }
-            for i, b in enumerate(list(self.builds))
-        ]
+        return builds_timings(self.builds)
 
     def __await__(self) -> Generator[Any, None, int]:
         import asyncio

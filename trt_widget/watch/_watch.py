@@ -24,6 +24,22 @@ from . import _build as _build  # installs the patch's handler
 from . import _patch
 
 
+def builds_timings(builds: list[Any]) -> list[dict[str, Any]]:
+    """Per build, in order: index, label, method, status, elapsed_s, engine_size and its phase rows."""
+    return [
+        {
+            "index": i,
+            "label": b.source.label,
+            "method": b.method,
+            "status": b.status,
+            "elapsed_s": b.elapsed_s,
+            "engine_size": b.engine_size,
+            "phases": b.timings(),
+        }
+        for i, b in enumerate(list(builds))
+    ]
+
+
 class Watch:
     """The builds TensorRT makes while this watch is open; ``builds`` in the order they started.
 
@@ -187,18 +203,7 @@ class Watch:
 
     def timings(self) -> list[dict[str, Any]]:
         """Per caught build: index, label, method, status, elapsed_s, engine_size and its phase rows."""
-        return [
-            {
-                "index": i,
-                "label": b.source.label,
-                "method": b.method,
-                "status": b.status,
-                "elapsed_s": b.elapsed_s,
-                "engine_size": b.engine_size,
-                "phases": b.timings(),
-            }
-            for i, b in enumerate(list(self.builds))
-        ]
+        return builds_timings(self.builds)
 
     def __repr__(self) -> str:
         return f"<Watch {'open' if self.active else 'closed'} builds={len(self.builds)}>"

@@ -7,7 +7,7 @@ import logging
 import sys
 import time
 
-STOP_WAIT_S = 5.0  # after the client went: how long running builds get to end (a stop takes ~0.5 s)
+STOP_WAIT_S = 5.0  # after the client went: how long running builds get to end (a stop takes ~0.2 s)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -3,7 +3,7 @@
 
 A build's progress: ``window/workDoneProgress/create``, then begin (cancellable), a report per change (the
 running phase path, a percentage that never goes back; at most 10 a second), end with the outcome. The client's
-``window/workDoneProgress/cancel`` stops the build (the default builder process ends within 0.5 s). A failed
+``window/workDoneProgress/cancel`` stops the build (the default builder process ends within ~0.2 s). A failed
 build publishes diagnostics on its ONNX file (the parser's node and message); ``window/showMessage`` says how
 every build ended. Handlers wait through :mod:`trt_widget._follow`, never blocking the event loop.
 """

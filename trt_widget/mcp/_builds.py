@@ -16,8 +16,9 @@ from .._follow import path_label, running_path
 KEEP = 32  # builds remembered; the oldest finished ones are forgotten first
 TOP = 5
 _TEXT_LIMIT = 500
-# Build's options an agent may set (isolation stays the default process runner: a stop always ends it in ~0.5 s)
-_NOT_FOR_AGENTS = ("budget", "output", "force_after")  # the tool's own arguments; a stop always ends a build at once
+# budget and output are the tool's own arguments; force_after (and isolation, refused over HTTP) stay the default
+# process runner's, so a stop always ends a build in ~0.2 s
+_NOT_FOR_AGENTS = ("budget", "output", "force_after")
 
 
 def _agent_options() -> tuple[str, ...]:

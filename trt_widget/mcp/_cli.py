@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _stop_all(builds: Any, reason: str) -> None:
-    """Stop what still builds and give it STOP_WAIT_S to end (a stop ends a build in ~0.5 s)."""
+    """Stop what still builds and give it STOP_WAIT_S to end (a stop ends a build in ~0.2 s)."""
     builds.stop_all(reason)
     deadline = time.monotonic() + STOP_WAIT_S
     for entry in builds.entries():

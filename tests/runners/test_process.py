@@ -21,6 +21,7 @@ import pytest
 import trt_widget
 from trt_widget import models
 from trt_widget._build import Build
+from trt_widget._engine import START_PHASE
 from trt_widget._errors import BuildCancelled, BuildError
 from trt_widget.runners import _process
 
@@ -83,7 +84,8 @@ def assert_pooled(pid: int | None) -> None:
 
 
 def shape(build: Build) -> list[tuple[Any, ...]]:
-    rows = build.timings()
+    """The phase tree, without a cold worker's start-up row (whether the pool had a warm worker is not the build's)."""
+    rows = [row for row in build.timings() if row["name"] != START_PHASE]
     names = {row["id"]: row["name"] for row in rows}
     return [(r["name"], r["depth"], names.get(r["parent"]), r["num_steps"], r["step"], r["status"]) for r in rows]
 
@@ -220,7 +222,10 @@ def _exit3(network: Any) -> None:
 def test_builder_crash_fails_the_build_and_the_next_build_runs(small: bytes, crash: Any, expected: str) -> None:
     build = Build(crash).start()
     assert build.wait(120) == "failed"
-    assert expected in str(build.error) and "before any build phase started" in str(build.error)
+    error = str(build.error)
+    # it died in the network function, before TensorRT built anything (whether the parent heard of the "Defining
+    # the network" phase before the process died depends on how fast it died)
+    assert expected in error and ("before any build phase started" in error or "'Defining the network'" in error)
     assert build.status_detail.startswith("the builder process")
     assert_tree_closed(build)
     assert_reaped(build.child_pid)

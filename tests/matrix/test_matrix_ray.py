@@ -59,9 +59,9 @@ def test_three_variants_stream_live_and_a_bad_variant_fails_alone(wait_until: An
     for cell in matrix.cells[:3]:
         seen = arrivals[cell.id]
         step = next(r for r in cell.build.timings() if r["name"] == LONG_STEP)
-        # live: the step's start reached this process well before its end did (not all at once at the end; Ray's
-        # relay may delay either under load, so a fifth of the step is the bound)
-        assert seen["phase_finish"] - seen["phase_start"] >= 0.2 * step["duration_s"] > 0.05, (seen, step)
+        # live: the step's start reached this process before its end did, in an earlier delivery (all at once at
+        # the end would put them microseconds apart; Ray's relay may hold either back for a while under load)
+        assert seen["phase_finish"] - seen["phase_start"] > 0.02 and step["duration_s"] > 0.05, (seen, step)
     rows = matrix.results()
     rows = rows.to_dict("records") if hasattr(rows, "to_dict") else rows
     assert [r["status"] for r in rows] == ["succeeded"] * 3 + ["failed"]

@@ -203,7 +203,7 @@ def create_server(registry: BuildRegistry | None = None, *, progress_interval: f
             build = builds.entry(build_id).build
         except BadInput as exc:
             raise ToolError(str(exc)) from None
-        if wait_s > 0 and not build.done():
+        if wait_s > 0:  # also when done(): its done callbacks (which stamp ended_at) may still be running
             with anyio.move_on_after(wait_s):
                 await ended(build)
         return BuildResult.model_validate(describe(build_id))

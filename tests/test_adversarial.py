@@ -877,7 +877,9 @@ def test_no_output_overwrites_the_model_or_the_recording(tmp_path: Path) -> None
         to_html(build, str(model))
     assert model.read_bytes() == SMALL
     recording = tmp_path / "r.jsonl"
-    Build(str(model), history=False, isolation="thread", events=str(recording)).start().wait(120)
+    recorded = Build(str(model), history=False, isolation="thread", events=str(recording)).start()
+    recorded.wait(120)
+    assert recorded.events is not None and recorded.events.join(30)  # the writer may still be catching up
     kept = recording.read_bytes()
     replay = Build.from_events(recording).start()
     replay.wait(60)

@@ -80,11 +80,30 @@ def test_a_script_that_knows_nothing_of_trt_widget_is_watched_and_keeps_its_exit
     )
     assert done.returncode == 3, done.stderr
     events = events_of(done.stdout)
-    assert "ENGINE" in done.stdout
+    assert any(line.startswith("ENGINE ") and line.split()[1].isdigit() for line in done.stdout.splitlines())
     assert events[0]["event"] == "build_start" and events[0]["build"] == 0 and events[0]["pid"] != os.getpid()
     assert events[-1]["event"] == "build_end" and events[-1]["status"] == "succeeded"
     assert events[-1]["engine_bytes"] > 0 and any(e["event"] == "phase_start" for e in events)
     assert not is_patched()
+
+
+def test_json_events_never_land_inside_a_line_of_the_command(tmp_path: Path, small: Path) -> None:
+    script = tmp_path / "build.py"
+    half = 'sys.stdout.write("half"); sys.stdout.flush()\n'  # a line begun before the build, ended after it
+    script.write_text(SCRIPT.replace("engine = ", half + "engine = ").replace('print("ENGINE"', 'print(" line"'))
+    done = subprocess.run(
+        cli("--json", "--", sys.executable, str(script), str(small), "0"),
+        capture_output=True,
+        text=True,
+        env=env(),
+        timeout=180,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert any(line.startswith("half line ") for line in lines), lines
+    events = [json.loads(line) for line in lines if not line.startswith("half")]  # every other line is an event
+    assert events[-1]["event"] == "build_end" and events[-1]["status"] == "succeeded"
 
 
 def test_the_terminal_tree_and_a_report_per_build(tmp_path: Path, small: Path) -> None:

@@ -22,7 +22,11 @@ EXIT_FAILED, EXIT_INTERRUPTED = 1, 130
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--json", action="store_true", help="write the JSON events of every build to stdout")
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="write the JSON events of every build to stdout (the command's own output passes through by lines)",
+    )
     parser.add_argument("--plain", action="store_true", help="plain lines even in a terminal")
     parser.add_argument("--report", metavar="F.html", help="write an HTML report per build (F, F-2, ...)")
     parser.add_argument("--trace", metavar="F.json", help="write a Chrome trace per build (F, F-2, ...)")
@@ -53,12 +57,14 @@ def run(args: argparse.Namespace) -> int:
     from .._terminal import TerminalView
     from ._run import CommandRun
 
+    lock = threading.Lock()
     try:
-        command = CommandRun(argv, force_after=args.force_after)
+        # with --json the command's own stdout comes through us by whole lines: every event stays a line of its own
+        output = (lambda line: _write_out(line, lock)) if args.json else None
+        command = CommandRun(argv, force_after=args.force_after, on_output=output)
     except TypeError as exc:
         print(f"trt-widget run: error: {exc}", file=sys.stderr)
         return 2
-    lock = threading.Lock()
     views: list[Any] = []
 
     def notify(text: str) -> None:
@@ -102,6 +108,13 @@ def _print_json(event: dict[str, Any], lock: threading.Lock) -> None:
     with lock:
         sys.stdout.write(json.dumps(event) + "\n")
         sys.stdout.flush()
+
+
+def _write_out(line: bytes, lock: threading.Lock) -> None:
+    with lock:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(line)
+        sys.stdout.buffer.flush()
 
 
 def _write_files(command: Any, args: argparse.Namespace, notify: Any) -> bool:

@@ -144,7 +144,14 @@ class CommandRun:
     watch widget and the terminal draw it. ``force_after``: seconds after the first stop until the command is
     terminated (None: only a second stop terminates it)."""
 
-    def __init__(self, command: Sequence[str], *, force_after: float | None = None, env: dict[str, str] | None = None):
+    def __init__(
+        self,
+        command: Sequence[str],
+        *,
+        force_after: float | None = None,
+        env: dict[str, str] | None = None,
+        on_output: Callable[[bytes], None] | None = None,
+    ):
         if isinstance(command, str) or not command or not all(isinstance(c, str) for c in command):
             raise TypeError("the command must be a non-empty list of strings, e.g. ['python', 'build.py']")
         self.command = list(command)
@@ -157,6 +164,7 @@ class CommandRun:
         self.stopped_at: float | None = None  # time.monotonic() of the first stop
         self.ended_at: float | None = None  # ... and of the command's end
         self._env = env
+        self._on_output = on_output  # the command's stdout, a whole line per call (else it inherits ours)
         self._listeners: list[Callable[[Any], None]] = []
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
@@ -183,13 +191,29 @@ class CommandRun:
         self.future.set_running_or_notify_cancel()
         threading.Thread(target=self._accept, name="trt_widget-run-accept", daemon=True).start()
         try:
-            self._proc = subprocess.Popen(self.command, env=env, start_new_session=True)
+            stdout = subprocess.PIPE if self._on_output is not None else None
+            self._proc = subprocess.Popen(self.command, env=env, start_new_session=True, stdout=stdout)
         except OSError as exc:
             self._server.close()
             self.future.set_exception(BuildError(f"cannot run {self.command[0]!r}: {exc.strerror or exc}"))
             return self
+        if self._proc.stdout is not None:
+            output = threading.Thread(target=self._relay_output, name="trt_widget-run-output", daemon=True)
+            self._readers.append(output)
+            output.start()
         threading.Thread(target=self._wait, name="trt_widget-run-wait", daemon=True).start()
         return self
+
+    def _relay_output(self) -> None:
+        """Pass the command's stdout on by whole lines (a last line without one gets its newline), so a line of
+        our own (a JSON event) never lands inside one of the command's."""
+        assert self._proc is not None and self._proc.stdout is not None and self._on_output is not None
+        with self._proc.stdout as stream:
+            for line in stream:
+                try:
+                    self._on_output(line if line.endswith(b"\n") else line + b"\n")
+                except Exception:
+                    log.debug("the output callback failed", exc_info=True)
 
     def _accept(self) -> None:
         while True:

@@ -381,6 +381,32 @@ def _model_naming(location: str) -> Any:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
+HIDING_GROUP = b"\xa3\x06\xa4\x06"  # an empty unknown group (field 100): protobuf skips it, a naive scan stops
+
+
+def _hidden(model: Any) -> bytes:
+    """The model's bytes behind an unknown group: the same model to protobuf (and so to TensorRT's parser)."""
+    import onnx
+
+    data = HIDING_GROUP + model.SerializeToString()
+    assert onnx.load_from_string(data).graph.initializer[0].external_data == model.graph.initializer[0].external_data
+    return data
+
+
+def test_a_protobuf_group_hides_no_location_from_the_check() -> None:
+    from trt_widget._errors import BuildError
+    from trt_widget._external_data import external_locations
+
+    for data in (
+        _hidden(_model_naming("/etc/passwd")),
+        b"\xa3\x06\xab\x06\x08\x01\xac\x06\xa4\x06" + _hidden(_model_naming("/etc/passwd")),
+    ):
+        assert external_locations(data) == ["/etc/passwd"]
+    for broken in (b"\xa4\x06location", b"\xa3\x06location", b"\x07location"):  # no start, no end, wire type 7
+        with pytest.raises(BuildError, match="not a well-formed ONNX protobuf"):
+            external_locations(broken)
+
+
 def _refused(build: Any, *fragments: str) -> None:
     assert build.wait(120) == "failed", build.status_detail
     assert SECRET not in (build.engine or b"")
@@ -397,6 +423,7 @@ def test_model_bytes_naming_any_file_are_refused_with_how_to_pass_them(
     for location in (str(tmp_path / "secret.bin"), "secret.bin"):
         model = _model_naming(location)
         _refused(Build(model.SerializeToString(), isolation=isolation, history=False).start(), "pass the path")
+        _refused(Build(_hidden(model), isolation=isolation, history=False).start(), "pass the path")
         _refused(Build(model, isolation=isolation, history=False).start(), "onnx.load(path)")
 
 
@@ -418,6 +445,8 @@ def test_a_model_file_reads_external_data_only_inside_its_directory(tmp_path: Pa
     ]:
         onnx.save_model(_model_naming(location), str(home / "m.onnx"))
         _refused(Build(str(home / "m.onnx"), isolation=isolation, history=False).start(), repr(location), said)
+        (home / "m.onnx").write_bytes(_hidden(_model_naming(location)))
+        _refused(Build(str(home / "m.onnx"), isolation=isolation, history=False).start(), repr(location), said)
     (home / "sub" / "w.bin").write_bytes(bytes(64))  # its own data, in its own directory: built
     onnx.save_model(_model_naming("sub/w.bin"), str(home / "m.onnx"))
     build = Build(str(home / "m.onnx"), isolation=isolation, history=False).start()
@@ -436,6 +465,7 @@ def test_a_ray_task_gets_no_directory_so_external_data_is_refused_at_the_driver(
     build = Build(str(tmp_path / "m.onnx"), runner=RayRunner(), history=False).start()
     _refused(build, "Ray task", "embed the weights")
     _refused(Build(_model_naming("/etc/passwd").SerializeToString(), runner=RayRunner(), history=False).start())
+    _refused(Build(_hidden(_model_naming("/etc/passwd")), runner=RayRunner(), history=False).start())
 
 
 @pytest.mark.parametrize("executor", ["local", "ray"])
@@ -453,8 +483,10 @@ def test_serve_uploads_name_no_server_file(tmp_path: Path, executor: str, reques
         httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {server.token}"}, timeout=60) as http,
     ):
         own = ("meta.json", "events.jsonl", "model.onnx")  # the build directory's own files
-        for location in (*own, str(tmp_path / "secret.bin"), "../../../secret.bin"):
-            reply = http.post("/builds", content=_model_naming(location).SerializeToString(), params={"name": "m"})
+        uploads = [_model_naming(location).SerializeToString() for location in (*own, str(tmp_path / "secret.bin"))]
+        uploads += [_model_naming("../../../secret.bin").SerializeToString(), _hidden(_model_naming("meta.json"))]
+        for upload in uploads:
+            reply = http.post("/builds", content=upload, params={"name": "m"})
             assert reply.status_code == 201, reply.text
             build_id = reply.json()["id"]
             deadline = time.monotonic() + 120

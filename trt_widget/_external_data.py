@@ -20,7 +20,7 @@ QUICK_SCAN_BYTES = 16 << 20  # below this, searching for the key "location" is q
 
 
 class _Malformed(Exception):
-    """Not a well-formed protobuf: leave the diagnosis to TensorRT's parser."""
+    """Not a well-formed protobuf."""
 
 
 def _varint(buf: memoryview, pos: int) -> tuple[int, int]:
@@ -36,12 +36,45 @@ def _varint(buf: memoryview, pos: int) -> tuple[int, int]:
         shift += 7
 
 
+def _key(buf: memoryview, pos: int) -> tuple[int, int, int]:
+    """(field number, wire type, position after the key); a key protobuf itself would refuse is malformed."""
+    key, pos = _varint(buf, pos)
+    number, wire = key >> 3, key & 7
+    if number == 0 or key > 0xFFFFFFFF or wire > 5:
+        raise _Malformed
+    return number, wire, pos
+
+
+def _skip(buf: memoryview, pos: int, number: int, wire: int, depth: int = 0) -> int:
+    """The position after a field's value that is not yielded: fixed-size, or a group (skipped to its end, as
+    protobuf skips an unknown group: a group must not hide the fields after it)."""
+    if wire == 1:
+        return pos + 8
+    if wire == 5:
+        return pos + 4
+    if wire != 3 or depth > MAX_DEPTH:
+        raise _Malformed  # an end-group without its start, or groups nested deeper than any real model
+    while pos < len(buf):
+        inner, inner_wire, pos = _key(buf, pos)
+        if inner_wire == 4:
+            if inner != number:
+                raise _Malformed
+            return pos
+        if inner_wire == 0:
+            pos = _varint(buf, pos)[1]
+        elif inner_wire == 2:
+            size, pos = _varint(buf, pos)
+            pos += size
+        else:
+            pos = _skip(buf, pos, inner, inner_wire, depth + 1)
+    raise _Malformed  # a group with no end
+
+
 def _fields(buf: memoryview) -> Iterator[tuple[int, int, object]]:
     """(field number, wire type, value): an int for varints, a memoryview for length-delimited fields."""
     pos, end = 0, len(buf)
     while pos < end:
-        key, pos = _varint(buf, pos)
-        number, wire = key >> 3, key & 7
+        number, wire, pos = _key(buf, pos)
         if wire == 0:
             value, pos = _varint(buf, pos)
             yield number, wire, value
@@ -51,12 +84,8 @@ def _fields(buf: memoryview) -> Iterator[tuple[int, int, object]]:
                 raise _Malformed
             yield number, wire, buf[pos : pos + size]
             pos += size
-        elif wire == 1:
-            pos += 8
-        elif wire == 5:
-            pos += 4
         else:
-            raise _Malformed
+            pos = _skip(buf, pos, number, wire)
     if pos != end:
         raise _Malformed
 
@@ -72,24 +101,25 @@ _CHILDREN: dict[str, dict[int, str]] = {
 }
 
 
-def _tensor(buf: memoryview) -> str | None:
-    """The location an external tensor names ("" when it names none), or None for a tensor held inline."""
+def _tensor(buf: memoryview) -> list[str]:
+    """The locations an external tensor names ([""] when it names none); [] for a tensor held inline. Every
+    "location" entry counts, whichever one a parser would use; names are decoded as the file system would."""
     external = False
-    location = ""
+    locations: list[str] = []
     for number, wire, value in _fields(buf):
         if number == 14 and wire == 0 and value == 1:  # data_location = EXTERNAL
             external = True
         elif number == 13 and wire == 2 and isinstance(value, memoryview):  # external_data: key/value
-            key = entry = ""
+            key, entry = b"", b""
             for n, w, v in _fields(value):
                 if w == 2 and isinstance(v, memoryview):
                     if n == 1:
-                        key = bytes(v).decode("utf-8", "replace")
+                        key = bytes(v)
                     elif n == 2:
-                        entry = bytes(v).decode("utf-8", "replace")
-            if key == "location":
-                location = entry
-    return location if external or location else None
+                        entry = bytes(v)
+            if key == b"location":
+                locations.append(os.fsdecode(entry))
+    return locations or ([""] if external else [])
 
 
 def _walk(buf: memoryview, kind: str, depth: int, found: list[str]) -> None:
@@ -101,9 +131,7 @@ def _walk(buf: memoryview, kind: str, depth: int, found: list[str]) -> None:
         if child is None or wire != 2 or not isinstance(value, memoryview):
             continue
         if child == "tensor":
-            location = _tensor(value)
-            if location is not None:
-                found.append(location)
+            found.extend(_tensor(value))
         else:
             _walk(value, child, depth + 1, found)
 
@@ -116,7 +144,11 @@ def external_locations(data: bytes | memoryview) -> list[str]:
     try:
         _walk(memoryview(data), "model", 0, found)
     except _Malformed:
-        return found  # not a model we can read: the parser says why
+        # fail closed: what this reader cannot follow might hide a name from it, never from TensorRT's parser
+        raise BuildError(
+            "the model is not a well-formed ONNX protobuf where it names external data; trt_widget does not "
+            "build it (re-save it with onnx.save_model)"
+        ) from None
     return list(dict.fromkeys(found))
 
 

@@ -48,6 +48,12 @@ CHILD = textwrap.dedent(
 )
 
 
+def default_sigint() -> None:
+    """The child starts with SIGINT's default (Python's KeyboardInterrupt) even when this suite runs with SIGINT
+    ignored (``cmd &`` in a script, nohup), which a child would otherwise inherit."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_sigint_during_a_watched_main_thread_build_cancels_at_the_next_step(
     tmp_path: Path, long_model_bytes: bytes
 ) -> None:
@@ -60,6 +66,7 @@ def test_sigint_during_a_watched_main_thread_build_cancels_at_the_next_step(
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        preexec_fn=default_sigint,
     )
     assert child.stdout is not None
     lines: list[str] = []
@@ -91,5 +98,7 @@ def test_sigint_in_the_block_with_no_build_running_is_a_plain_keyboard_interrupt
         """
     )
     env: dict[str, Any] = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120, preexec_fn=default_sigint
+    )
     assert done.stdout.strip() == "INTERRUPTED", done.stderr

@@ -887,6 +887,59 @@ def test_events_to_a_fifo_without_a_reader_is_refused_at_once(tmp_path: Path) ->
         assert build.wait(120) == "succeeded"
 
 
+def test_a_history_store_on_a_fifo_turns_history_off_without_blocking(tmp_path: Path) -> None:
+    fifo = tmp_path / "history.fifo"
+    os.mkfifo(fifo)
+    outcome: list[Any] = []
+
+    def construct() -> None:
+        with pytest.warns(RuntimeWarning, match="not a regular file") as caught:
+            outcome.append(Build(SMALL, history=str(fifo), isolation="thread"))
+        outcome.append(caught)
+
+    thread = threading.Thread(target=construct, daemon=True)
+    thread.start()
+    thread.join(10)
+    if thread.is_alive():  # it blocked in open(): release it before failing
+        with open(fifo, "rb"):
+            thread.join(10)
+        pytest.fail("Build(history=<a FIFO>) blocked")
+    build = outcome[0]
+    assert build.history is None and build.start().wait(120) == "succeeded"
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)  # left as it was
+
+
+def test_a_history_store_naming_the_model_is_refused_and_the_model_kept(tmp_path: Path) -> None:
+    model = tmp_path / "m.onnx"
+    model.write_bytes(SMALL)
+    for history in (str(model), f"{tmp_path}/./m.onnx", model):
+        with pytest.raises(ValueError, match="history=.* is the model file itself"):
+            Build(str(model), history=history, isolation="thread")
+    assert model.read_bytes() == SMALL and sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx"]
+
+
+def test_a_tilde_path_naming_no_user_is_a_clear_error(tmp_path: Path) -> None:
+    model = tmp_path / "m.onnx"
+    model.write_bytes(SMALL)
+    for args in (("~nosuchuser9/m.onnx",), (str(model),)):
+        options = {"output": "~nosuchuser9/m.engine"} if args[0] == str(model) else {}
+        with pytest.raises(ValueError, match="cannot expand '~nosuchuser9': no such user"):
+            Build(*args, history=False, isolation="thread", **options)
+    with pytest.raises(ValueError, match="no such user"):
+        Build(str(model), history=False, events="~nosuchuser9/e.jsonl", isolation="thread")
+    for command in (["build", "~nosuchuser9/m.onnx"], ["build", str(model), "-o", "~nosuchuser9/m.engine"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "trt_widget", *command, "--plain"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "TRT_WIDGET_HISTORY": "off"},
+        )
+        assert done.returncode in (1, 2) and "Traceback" not in done.stderr, done
+        (line,) = done.stderr.strip().splitlines()
+        assert line.startswith("trt-widget: error: ") and "no such user" in line, line
+
+
 def test_no_output_overwrites_the_model_or_the_recording(tmp_path: Path) -> None:
     model = tmp_path / "m.onnx"
     model.write_bytes(SMALL)

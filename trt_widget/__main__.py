@@ -27,6 +27,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ._files import expand_user
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BUDGET, EXIT_INTERRUPTED = 0, 1, 2, 124, 130
 
 
@@ -230,7 +232,10 @@ def _safe(text: str) -> str:
 
 def _model_and_output(args: argparse.Namespace) -> tuple[Any, str | None]:
     if args.command == "build":
-        path = Path(args.model).expanduser()
+        try:
+            path = expand_user(args.model)
+        except ValueError as exc:
+            raise _InputError(str(exc)) from None
         if not path.exists():
             raise _InputError(f"ONNX file not found: {path}")
         if not path.is_file():

@@ -20,7 +20,7 @@ from ._engine import BEFORE_PHASES, START_PHASE, CaptureLogger, ModelLike, Model
 from ._errors import BuildCancelled, BuildError
 from ._event_sinks import Sink
 from ._expected import unexpected_errors
-from ._files import atomic_write, check_writable, refuse_inputs, refuse_overwriting
+from ._files import atomic_write, check_writable, expand_user, refuse_inputs, refuse_overwriting
 from ._gpu import memory_skip_note
 from ._options import BuildOptions, BuildOptionsDict
 from ._phases import CANCELLED, FINISHED_EARLY, PhaseModel
@@ -38,6 +38,20 @@ __all__ = ["BUILD_STATUSES", "FINAL", "Build", "BuildArgs", "HistorySetting"]
 
 # history=: True (the default location), False / None (off), a path or off word, or a HistoryStore
 HistorySetting = Union[bool, None, str, "os.PathLike[str]", "HistoryStore"]
+
+
+def history_file(history: HistorySetting) -> str | None:
+    """The file a ``history=`` path or store names (checked against the model before it is written), or None."""
+    if isinstance(history, (str, os.PathLike)):
+        from .history import history_path
+
+        try:
+            path = history_path(history)
+        except Exception:  # attach_history says why and runs the build without history
+            return None
+        return None if path is None else str(path)
+    path = getattr(history, "path", None)
+    return None if path is None else str(path)
 
 
 class BuildArgs(BuildOptionsDict, total=False):
@@ -87,12 +101,16 @@ class Build(Waiting):
         sink_path = events if isinstance(events, (str, os.PathLike)) else None
         if self.source.kind == "path":
             refuse_overwriting(
-                self.source.value, output=self.options.output, timing_cache=self.options.timing_cache, events=sink_path
+                self.source.value,
+                output=self.options.output,
+                timing_cache=self.options.timing_cache,
+                events=sink_path,
+                history=history_file(history),
             )
         if sink_path is not None:
             for name, other in (("output", self.options.output), ("timing_cache", self.options.timing_cache)):
-                if other is not None and os.path.realpath(os.path.expanduser(other)) == os.path.realpath(
-                    os.path.expanduser(sink_path)
+                if other is not None and os.path.realpath(expand_user(other)) == os.path.realpath(
+                    expand_user(sink_path)
                 ):
                     raise ValueError(f"events= and {name}= are the same file ({other}): choose another events file")
         check_options(self.options)

@@ -21,7 +21,7 @@ from ._backend import builder_failure_message, capabilities, select_backend, trt
 from ._errors import BuildError
 from ._expected import significant
 from ._external_data import check_external_data, external_locations, file_locations
-from ._files import atomic_write
+from ._files import atomic_write, expand_user
 from ._options import PRECISION_FLAGS, TRT_SETTINGS, BuildOptions
 from ._verbose import TacticWatch, wanted
 
@@ -55,7 +55,7 @@ class ModelSource:
     @classmethod
     def of(cls, model: ModelLike | Any) -> ModelSource:
         if isinstance(model, (str, os.PathLike)):
-            path = str(Path(model).expanduser())
+            path = str(expand_user(model))
             return cls("path", path, str(model), os.path.dirname(os.path.abspath(path)))
         if isinstance(model, (bytes, bytearray, memoryview)):
             data = bytes(model)

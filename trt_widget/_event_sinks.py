@@ -9,13 +9,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO, Union, cast
 
+from ._files import expand_user
+
 Sink = Union[str, "os.PathLike[str]", TextIO, Callable[[dict[str, Any]], Any]]
 
 
 def open_sink(sink: Sink) -> tuple[Callable[[dict[str, Any]], None], Callable[[], None] | None]:
     """(write(event), close or None) for a path, a text file object or a callable."""
     if isinstance(sink, (str, os.PathLike)):
-        path = Path(sink).expanduser()
+        path = expand_user(sink)
         if path.is_dir():
             raise IsADirectoryError(f"events= must be a file path, but {path} is a directory")
         if not path.parent.is_dir():
@@ -53,7 +55,7 @@ def _open_append(path: Path) -> TextIO:
 def describe(sink: Sink) -> str:
     """A short name for the sink in failure messages."""
     if isinstance(sink, (str, os.PathLike)):
-        return str(Path(sink).expanduser())
+        return str(expand_user(sink))
     name = getattr(sink, "name", None) if hasattr(sink, "write") else getattr(sink, "__qualname__", None)
     return repr(name if isinstance(name, str) else sink)[:120]
 

@@ -18,13 +18,24 @@ _UMASK = os.umask(0o022)  # read once at import (os.umask can only be read by se
 os.umask(_UMASK)
 
 
+def expand_user(path: str | os.PathLike[str]) -> Path:
+    """``path`` with a leading ``~`` or ``~user`` expanded; ValueError (not Path.expanduser's RuntimeError)
+    naming the user when there is no such user or home directory."""
+    text = os.fspath(path)
+    expanded = os.path.expanduser(text)
+    if text.startswith("~") and expanded == text:
+        user = text[1:].split("/", 1)[0]
+        raise ValueError(f"{text}: cannot expand '~{user}': {'no such user' if user else 'no home directory'}")
+    return Path(expanded)
+
+
 class NotARegularFile(OSError):
     """The target exists and is not a regular file (a device, FIFO, socket or directory)."""
 
 
 def writable_target(path: str | os.PathLike[str]) -> Path:
     """The regular file a write to ``path`` goes to (a symlink's target); raises NotARegularFile otherwise."""
-    target = Path(os.path.realpath(Path(path).expanduser()))
+    target = Path(os.path.realpath(expand_user(path)))
     try:
         mode = os.stat(target).st_mode
     except FileNotFoundError:
@@ -54,7 +65,7 @@ def refuse_overwriting(model: str | os.PathLike[str], **targets: str | os.PathLi
     """Raise ValueError when a target (``output=``, ``timing_cache=``, ``path=``) is the model file itself:
     writing it would destroy the model."""
     for name, value in targets.items():
-        if value is not None and os.path.realpath(os.path.expanduser(value)) == os.path.realpath(model):
+        if value is not None and os.path.realpath(expand_user(value)) == os.path.realpath(model):
             raise ValueError(
                 f"{name}={str(value)!r} is the model file itself: writing it would destroy the model; "
                 "choose another path"
@@ -70,7 +81,7 @@ def refuse_inputs(build: object, **targets: str | os.PathLike[str] | None) -> No
         return
     what = "the model file" if kind == "path" else "the recording"
     for name, target in targets.items():
-        if target is not None and os.path.realpath(os.path.expanduser(target)) == os.path.realpath(value):
+        if target is not None and os.path.realpath(expand_user(target)) == os.path.realpath(value):
             raise ValueError(f"{name}={str(target)!r} is {what} itself: writing it would destroy it; choose another")
 
 
@@ -78,7 +89,7 @@ def check_writable(path: str | os.PathLike[str], what: str) -> Path:
     """Raise OSError, naming ``what`` and the reason, when ``atomic_write(path)`` could not succeed: the target
     is not a regular file, or its folder is missing, not a folder, or not writable. Done before a build, so a bad
     path is found before the build's time is spent, not after it."""
-    folder = Path(os.path.realpath(Path(path).expanduser())).parent
+    folder = Path(os.path.realpath(expand_user(path))).parent
     if not folder.exists():
         raise FileNotFoundError(f"{what} {os.fspath(path)}: its folder {folder} does not exist")
     if not folder.is_dir():

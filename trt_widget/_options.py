@@ -19,7 +19,7 @@ from dataclasses import Field, dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypedDict
 
-from ._files import NotARegularFile, writable_target
+from ._files import NotARegularFile, expand_user, writable_target
 
 Shape = tuple[int, ...]
 Profile = tuple[Shape, Shape, Shape]
@@ -373,7 +373,7 @@ class BuildOptions:
             if value is not None:
                 if not isinstance(value, (str, os.PathLike)):
                     raise TypeError(f"{name} must be a file path, got {type(value).__name__}")
-                object.__setattr__(self, name, str(Path(value).expanduser()))
+                object.__setattr__(self, name, str(expand_user(value)))
         for name in ("timing_cache", "output"):
             value = getattr(self, name)
             if value is None:
@@ -690,7 +690,7 @@ def _check_plugins(plugins: Any) -> tuple[str, ...]:
     for entry in plugins:
         if not isinstance(entry, (str, os.PathLike)):
             raise TypeError(f"plugins: each entry must be a file path, got {type(entry).__name__}")
-        path = Path(entry).expanduser().absolute()
+        path = expand_user(entry).absolute()
         if not path.exists():
             raise FileNotFoundError(f"plugins: no plugin library at {path}")
         if not path.is_file():

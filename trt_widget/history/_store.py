@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import stat
 import threading
 import time
 import warnings
@@ -20,6 +21,8 @@ from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 from typing import Any, TypeVar
+
+from .._files import expand_user
 
 ENV = "TRT_WIDGET_HISTORY"
 FILENAME = "history.sqlite"
@@ -66,9 +69,9 @@ def history_path(setting: Any = True) -> Path | None:
             return None
         if text.lower() in ON_WORDS:
             return history_path(True)
-        path, as_dir = Path(text).expanduser(), text.endswith(("/", os.sep))
+        path, as_dir = expand_user(text), text.endswith(("/", os.sep))
     elif isinstance(setting, os.PathLike):
-        path, as_dir = Path(setting).expanduser(), False
+        path, as_dir = expand_user(setting), False
     else:
         raise TypeError(f"a history location is True, False, a path or an off word; got {type(setting).__name__}")
     return path / FILENAME if as_dir or _is_dir(path) else path
@@ -131,7 +134,7 @@ class HistoryStore:
     """A SQLite file of build records; every call opens its own short connection (thread- and process-safe)."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        target = Path(path).expanduser()
+        target = expand_user(path)
         self.path = target / FILENAME if _is_dir(target) else target
         self._created = False
 
@@ -142,6 +145,9 @@ class HistoryStore:
         """
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            mode = os.stat(self.path).st_mode if self.path.exists() else stat.S_IFREG
+            if not stat.S_ISREG(mode):  # a FIFO would block open() until a writer came, a device is no store
+                return "not a regular file"
             with open(self.path, "ab"):
                 return None
         except OSError as exc:

@@ -17,9 +17,9 @@ import argparse
 import os
 import signal
 import sys
-from pathlib import Path
 from typing import Any, TextIO
 
+from .._files import expand_user
 from .._format import escape_controls, escape_lines
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BUDGET, EXIT_INTERRUPTED = 0, 1, 2, 124, 130
@@ -58,7 +58,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the matrix; returns the exit code."""
     for model in args.models:
-        path = Path(model).expanduser()
+        try:
+            path = expand_user(model)
+        except ValueError as exc:
+            _stderr(f"trt-widget: error: {exc}")
+            return EXIT_FAILED
         if not path.is_file():
             _stderr(f"trt-widget: error: ONNX file not found: {path}")
             return EXIT_FAILED

@@ -26,6 +26,7 @@ from .._build import Build, HistorySetting
 from .._engine import ModelSource
 from .._errors import BuildError
 from .._event_sinks import Sink
+from .._files import expand_user
 from .._options import BuildOptionsDict
 from .._status import FINAL, IDLE
 from ..runners import RunContext, Runner
@@ -173,7 +174,7 @@ class BuildMatrix:
             max_parallel = max_parallel or 1
         self.max_parallel = max_parallel
         self.slots = Slots(max_parallel) if max_parallel else None
-        self.output_dir = Path(output_dir).expanduser() if output_dir is not None else None
+        self.output_dir = expand_user(output_dir) if output_dir is not None else None
         if self.output_dir is not None and not self.output_dir.is_dir():
             raise FileNotFoundError(f"output_dir does not exist (or is not a directory): {self.output_dir}")
         self.cells: list[Cell] = []

@@ -8,9 +8,9 @@ import itertools
 import threading
 import time
 from dataclasses import fields
-from pathlib import Path
 from typing import Any
 
+from .._files import expand_user
 from .._follow import path_label, running_path
 
 KEEP = 32  # builds remembered; the oldest finished ones are forgotten first
@@ -80,7 +80,7 @@ class BuildRegistry:
         from .._build import Build
         from .._options import BuildOptions
 
-        path = Path(model).expanduser()
+        path = expand_user(model)
         if not path.exists():
             raise BadInput(f"ONNX file not found: {path}")
         if not path.is_file():

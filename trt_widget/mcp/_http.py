@@ -9,8 +9,9 @@ import socket
 import sys
 import threading
 import time
-from pathlib import Path
 from typing import Any
+
+from .._files import expand_user
 
 PATH = "/mcp"
 
@@ -24,8 +25,8 @@ def read_token(token_file: str | None) -> tuple[str, bool]:
     if token_file is None:
         return secrets.token_urlsafe(32), True
     try:
-        token = Path(token_file).expanduser().read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as exc:
+        token = expand_user(token_file).read_text(encoding="utf-8").strip()
+    except (OSError, ValueError) as exc:  # UnicodeDecodeError is a ValueError, as is a '~user' with no user
         raise TokenError(f"cannot read --token-file {token_file}: {exc}") from None
     if not token or any(c.isspace() or not c.isprintable() for c in token):
         raise TokenError("the token must be non-empty printable text without spaces")

@@ -13,10 +13,10 @@ import json
 import os
 import random
 from collections.abc import Iterable, Iterator
-from pathlib import Path
 from typing import Any
 
 from .._errors import BuildError
+from .._files import expand_user
 from ._base import RunContext
 
 KINDS = ("build_start", "phase_start", "step", "phase_finish", "log", "build_end")
@@ -47,7 +47,7 @@ def load_events(source: str | os.PathLike[str] | Iterable[Any]) -> list[dict[str
     Recordings are untrusted: a file is read line by line (at most ``MAX_LINE_BYTES`` per line, ``MAX_BYTES``
     and ``MAX_EVENTS`` in all), and every event is checked field by field; RecordingError names the line."""
     if isinstance(source, (str, os.PathLike)):
-        with open(Path(source).expanduser(), "rb") as handle:
+        with open(expand_user(source), "rb") as handle:
             return _parse(_file_lines(handle, str(source)), str(source))
     return _parse(source, "the recording")
 

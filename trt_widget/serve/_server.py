@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .._files import expand_user
 from .._format import escape_lines
 
 DEFAULT_PORT = 8765
@@ -180,8 +181,8 @@ def _token(args: argparse.Namespace) -> tuple[str, bool]:
         token = args.token.strip()
     elif args.token_file is not None:
         try:
-            token = Path(args.token_file).expanduser().read_text(encoding="utf-8").strip()
-        except (OSError, UnicodeDecodeError) as exc:
+            token = expand_user(args.token_file).read_text(encoding="utf-8").strip()
+        except (OSError, ValueError) as exc:  # UnicodeDecodeError is a ValueError, as is a '~user' with no user
             raise UsageError(f"cannot read --token-file {args.token_file}: {exc}") from None
     else:
         return secrets.token_urlsafe(32), True
@@ -236,7 +237,11 @@ def run(args: argparse.Namespace) -> int:
     except UsageError as exc:
         print(escape_lines(f"trt-widget serve: error: {exc}"), file=sys.stderr)
         return 2
-    data = Path(args.data).expanduser() if args.data else default_data_dir()
+    try:
+        data = expand_user(args.data) if args.data else default_data_dir()
+    except ValueError as exc:
+        print(escape_lines(f"trt-widget serve: error: --data {exc}"), file=sys.stderr)
+        return 2
     store, app = _make_app(data, token, max_upload, args.max_concurrent, executor=args.executor,
                            ray_address=args.ray_address, body_timeout=args.body_timeout)  # fmt: skip
     sock = _listen(args.host, args.port)

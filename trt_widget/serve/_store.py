@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .._files import atomic_write
+from .._files import atomic_write, expand_user
 from .._status import FINAL, SUCCEEDED, log
 
 ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{22}$")  # secrets.token_urlsafe(16)
@@ -280,7 +280,7 @@ class BuildStore:
     """The registry of builds under ``data``: creation, lookup, the concurrency limit, restart recovery."""
 
     def __init__(self, data: str | os.PathLike[str], *, max_concurrent: int) -> None:
-        self.data = Path(data).expanduser().resolve()
+        self.data = expand_user(data).resolve()
         self._data_text = str(self.data)
         self.root = self.data / "builds"
         self.root.mkdir(parents=True, exist_ok=True, mode=0o700)

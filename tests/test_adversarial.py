@@ -913,7 +913,7 @@ def test_a_history_store_naming_the_model_is_refused_and_the_model_kept(tmp_path
     model = tmp_path / "m.onnx"
     model.write_bytes(SMALL)
     for history in (str(model), f"{tmp_path}/./m.onnx", model):
-        with pytest.raises(ValueError, match="history=.* is the model file itself"):
+        with pytest.raises(ValueError, match=r"history=.* is the model file itself"):
             Build(str(model), history=history, isolation="thread")
     assert model.read_bytes() == SMALL and sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx"]
 

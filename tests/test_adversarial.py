@@ -760,6 +760,15 @@ class _Hostile:
         start = {"event": "build_start", "model": "m", "backend": "rtx", "version": "1", "options": {}, "t": 0.0}
         end = {"event": "build_end", "status": "succeeded", "detail": "", "elapsed_s": 1.0, "engine_bytes": 1,
                "output": None, "error": None, "t": 1.0}  # fmt: skip
+        if handler.path.endswith("/engine") and self.mode == "slow engine":
+            handler.send_response(200)
+            handler.send_header("Content-Length", "1000000")
+            handler.end_headers()  # the announced size, a byte at a time
+            for _ in range(1_000_000):
+                handler.wfile.write(b"\0")
+                handler.wfile.flush()
+                time.sleep(0.1)
+            return
         if handler.path.endswith("/engine"):
             handler.send_response(200)
             handler.send_header("Content-Type", "application/octet-stream")
@@ -797,6 +806,12 @@ class _Hostile:
             send("{not json", 2)
         elif self.mode == "big engine":
             send(end, 2)
+        elif self.mode == "slow engine":
+            send({**end, "engine_bytes": 1_000_000}, 2)
+        elif self.mode == "long names":  # 1 MiB names: each fits an event, 200,000 of them would not fit memory
+            for i in range(100):
+                send({"event": "phase_start", "id": i, "name": "n" * (1 << 19), "parent": None, "depth": 0,
+                      "num_steps": 1, "t": 0.1}, i + 2)  # fmt: skip
         elif self.mode == "silent":  # not even a ping
             time.sleep(30)
         # "closes": the stream ends after build_start, every time
@@ -817,6 +832,7 @@ def _follow(url: str, **kwargs: Any) -> Any:
         ("bad json", "not a JSON object: '{not json'"),
         ("big engine", "more engine bytes than build_end announced (1)"),
         ("phases", "more than 2,000 phases"),
+        ("long names", "a phase name of 524,288 characters (at most 4096)"),
     ],
 )
 def test_a_hostile_server_fails_the_remote_build_with_a_clear_error(
@@ -834,7 +850,7 @@ def test_a_hostile_server_fails_the_remote_build_with_a_clear_error(
     assert len(build.timings()) <= 2_000
 
 
-@pytest.mark.parametrize("mode", ["pings", "phases", "no answer"])
+@pytest.mark.parametrize("mode", ["pings", "phases", "no answer", "slow engine"])
 def test_stop_ends_a_remote_build_within_a_second_whatever_the_server_does(mode: str) -> None:
     import socket
 
@@ -1042,7 +1058,10 @@ def test_view_says_one_line_for_any_file_that_is_not_a_recording(tmp_path: Path)
     onnx_file.write_bytes(SMALL)
     deep = tmp_path / "deep.jsonl"
     deep.write_text("[" * 100_000 + "]" * 100_000 + "\n")
+    digits = tmp_path / "digits.jsonl"
+    digits.write_text(json.dumps(_START) + "\n" + '{"event": "step", "id": ' + "9" * 5000 + ', "t": 1}\n')
     for path, said in [
+        (digits, "line 2: not a usable JSON value"),
         (missing, "line 2: field 'name' of a step event must be a string"),
         (utf, "line 2: not UTF-8 text"),
         (onnx_file, "is not a recording"),
@@ -1088,6 +1107,29 @@ def test_a_huge_line_or_too_many_events_are_refused_in_bounded_memory(
     ]
     with pytest.raises(RecordingError, match="line 259: phases nest more than 256 deep"):
         Build.from_events(nested)
+
+
+def test_phases_nested_by_name_rather_than_by_id_are_bounded_too(tmp_path: Path) -> None:
+    """Each phase names a finished parent id, so the loader sees depth 1; the phase model resolves the parent by
+    name (the newest running 'A') and would nest 3,000 deep, and every renderer recurse as deep."""
+    events = [_START, {**_PHASE, "id": 0, "name": "A", "parent": None, "t": 0.0}]
+    events.append({"event": "phase_finish", "id": 0, "name": "A", "t": 0.0})
+    events += [{**_PHASE, "id": i, "name": "A", "parent": 0, "t": i / 1000} for i in range(1, 3000)]
+    events.append({"event": "build_end", "status": "succeeded", "t": 3.0})
+    path = tmp_path / "by-name.jsonl"
+    path.write_text("\n".join(map(json.dumps, events)) + "\n")
+    build = Build.from_events(path).start()
+    assert build.wait(60) == "failed" and "line 261: phases nest more than 256 deep" in str(build.error)
+    build.to_html(tmp_path / "r.html")  # what was replayed until then renders
+    build.to_trace(tmp_path / "t.json")
+    done = subprocess.run(
+        [sys.executable, "-m", "trt_widget", "view", str(path), "--plain", "--trace", str(tmp_path / "t2.json")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.strip().splitlines()[-1].endswith("phases nest more than 256 deep ('A' under 'A')")
 
 
 def test_stop_ends_a_remote_build_within_a_second_while_the_server_takes_no_upload() -> None:

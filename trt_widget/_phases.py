@@ -17,6 +17,7 @@ DONE = "done"
 FINISHED_EARLY = "finished-early"
 CANCELLED = "cancelled"
 PHASE_STATUSES = (RUNNING, DONE, FINISHED_EARLY, CANCELLED)
+MAX_DEPTH = 256  # phase nesting; a real build nests about 8 deep: deeper comes only from a hostile recording/server
 
 Clock = Callable[[], float]
 Listener = Callable[[str, "Phase"], None]
@@ -124,6 +125,8 @@ class PhaseModel:
             parent = None
             if parent_name is not None:
                 parent = self._pick(self._active.get(parent_name), thread if parent_thread is None else parent_thread)
+                if parent is not None and parent.depth >= MAX_DEPTH:
+                    raise ValueError(f"phases nest more than {MAX_DEPTH} deep ({name!r} under {parent_name!r})")
             phase = Phase(
                 id=len(self._phases),
                 name=name,

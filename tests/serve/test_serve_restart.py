@@ -32,10 +32,12 @@ class Server:
         command += ["--data", str(data), "--token-file", str(token_file), "--log-level", "warning"]
         self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         assert self.process.stdout is not None
-        first = self.process.stdout.readline()
+        early = ""  # what the server logged while it started (e.g. a stored build it could not read)
+        while (first := self.process.stdout.readline()).startswith("trt-widget serve: warning: "):
+            early += first
         assert first.startswith("trt-widget serve: http://127.0.0.1:"), first
         self.url = first.split()[2]
-        self.banner = first + self.process.stdout.readline() + self.process.stdout.readline()
+        self.banner = early + first + self.process.stdout.readline() + self.process.stdout.readline()
         self.client = httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60)
 
     def events(self, build_id: str) -> list[dict[str, Any]]:
@@ -160,3 +162,23 @@ def test_bad_options_exit_2(args: list[str], message: str, tmp_path: Path) -> No
         patch.setattr(sys, "stderr", type("E", (), {"write": errors.append, "flush": lambda self: None})())
         assert main(["serve", "--data", str(tmp_path), *args]) == 2
     assert message in "".join(errors)
+
+
+def test_the_servers_own_log_reaches_its_console_escaped(
+    tmp_path: Path, token_file: Path, servers: list[Server]
+) -> None:
+    """What the server logs (a build it cannot read back, a full disk, the cause of a 500) is printed, one line
+    each with control characters escaped, not dropped by a logger nobody configured."""
+    data = tmp_path / "data"
+    damaged = data / "builds" / ("A" * 22)
+    damaged.mkdir(parents=True)
+    (damaged / "meta.json").write_text("{\x1b]0;PWNED\x07")
+    servers.append(server := Server(data, token_file))
+    assert server.client.get("/builds").status_code == 200
+    server.process.send_signal(signal.SIGINT)
+    assert server.process.stdout is not None
+    output = server.process.stdout.read()
+    server.process.wait(30)
+    (line,) = [line for line in (server.banner + output).splitlines() if "skipping" in line]
+    assert line.startswith("trt-widget serve: warning: serve: skipping ") and "unreadable meta.json" in line, line
+    assert "\x1b" not in server.banner + output

@@ -54,6 +54,21 @@ def _history_off(build: Any, where: Any, reason: str) -> None:
         build.on_start(lambda _build: logger.log(2, message))
 
 
+PENDING_WAIT_S = 2.0  # what a look-up waits for this process's records still being written to its store
+_pending_lock = threading.Lock()
+_pending: dict[str, list[threading.Event]] = {}  # store path -> the `recorded` events of records being written
+
+
+def _await_pending(path: str, own: threading.Event) -> None:
+    """Wait (at most PENDING_WAIT_S in all) for the records this process is still writing to the store at
+    ``path``: two builds run one after the other compare the second with the first."""
+    with _pending_lock:
+        waiting = [event for event in _pending.get(path, ()) if event is not own]
+    deadline = time.monotonic() + PENDING_WAIT_S
+    for event in waiting:
+        event.wait(max(0.0, deadline - time.monotonic()))
+
+
 class HistoryLink:
     """ETA and per-phase deltas for one build from its best past match; records the build when it ends.
 
@@ -87,12 +102,15 @@ class HistoryLink:
         """A done callback: record on a thread of its own, so ``wait()`` returns without waiting for SQLite
         (``recorded`` is set once it is written). Not a daemon thread: a process that ends right after the build
         still records it."""
+        with _pending_lock:
+            _pending.setdefault(str(self.store.path), []).append(self.recorded)
         threading.Thread(target=self._record, args=(build,), name="trt_widget-history-record").start()
 
     def _load(self) -> None:
         try:
             self.like = like_facts(self.build)
             self.key, self.model_hash = build_key(self.build, self.like)
+            _await_pending(str(self.store.path), self.recorded)
             self.match = self.store.latest(self.key, timeout=LOCK_TIMEOUT_S)
             if self.match is not None:
                 self._past = {tuple((str(n), int(k)) for n, k in r["path"]): r for r in self.match["rows"]}
@@ -232,6 +250,12 @@ class HistoryLink:
                 )
         finally:
             self.recorded.set()
+            with _pending_lock:
+                waiting = _pending.get(str(self.store.path), [])
+                if self.recorded in waiting:
+                    waiting.remove(self.recorded)
+                if not waiting:
+                    _pending.pop(str(self.store.path), None)
 
     def __repr__(self) -> str:
         return f"<HistoryLink {self.store.path} match={self.based_on!r}>"

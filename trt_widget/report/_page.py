@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from typing import Any
 
 from .._files import atomic_write, refuse_inputs
 from .._format import fmt_s
 from ._inline import _ERROR, REPORT_MAX_NODES, _badge, _e, _facts, tree_html
+
+HISTORY_WAIT_S = 5.0  # what a report waits for its build's history look-up
 
 _PAGE_CSS = """
 :root { color-scheme: light dark; --fg: #1f2328; --bg: #ffffff; --muted: #57606a; --line: #d0d7de; }
@@ -165,6 +168,9 @@ def _problems_section(build: Any, f: dict[str, Any]) -> str:
 def _history_section(build: Any, max_rows: int = 150) -> str:
     """This build against the past build its ETA was based on (nothing when history is off or has no match)."""
     link = getattr(build, "history", None)
+    ready = getattr(link, "ready", None)
+    if isinstance(ready, threading.Event):
+        ready.wait(HISTORY_WAIT_S)  # the look-up runs beside the build: a short build may end before it does
     match = getattr(link, "match", None)
     if link is None or not isinstance(match, dict) or not match.get("rows"):
         return ""

@@ -8,7 +8,15 @@ from __future__ import annotations
 from .._options import BuildOptions
 from ._base import RunContext, Runner, ThreadRunner
 from ._process import ProcessRunner, check_transferable, pool, shutdown_workers
-from ._replay import RecordingError, ReplayClock, ReplayRunner, apply_event, gpu_shaped_events, load_events
+from ._replay import (
+    RecordingError,
+    ReplayClock,
+    ReplayRunner,
+    apply_event,
+    check_event,
+    gpu_shaped_events,
+    load_events,
+)
 
 __all__ = [
     "ProcessRunner",
@@ -19,6 +27,7 @@ __all__ = [
     "Runner",
     "ThreadRunner",
     "apply_event",
+    "check_event",
     "check_transferable",
     "gpu_shaped_events",
     "load_events",

@@ -17,6 +17,7 @@ from typing import Any
 
 from .._errors import BuildError
 from .._files import expand_user
+from .._phases import MAX_DEPTH
 from ._base import RunContext
 
 KINDS = ("build_start", "phase_start", "step", "phase_finish", "log", "build_end")
@@ -35,7 +36,6 @@ class RecordingError(ValueError):
 MAX_LINE_BYTES = 1 << 20  # one event; TensorRT's longest log lines are a few KB
 MAX_EVENTS = 1_000_000  # a real GPU build records tens of thousands
 MAX_BYTES = 256 << 20  # the whole recording
-MAX_DEPTH = 256  # phase nesting; a real build nests 8 deep
 MAX_NAME = 4096  # characters of a phase name
 MAX_MESSAGE = 16384  # characters of a log message kept (longer ones are shortened)
 _END_STATUSES = ("succeeded", "failed", "cancelled")
@@ -77,8 +77,9 @@ def _kind_of(value: Any) -> str:
     return "null" if value is None else type(value).__name__
 
 
-def _check(event: dict[str, Any], where: str, number: int, depths: dict[int, int]) -> None:
-    """Raise RecordingError unless ``event``'s fields have the types its kind needs."""
+def check_event(event: dict[str, Any], where: str, number: int, depths: dict[int, int]) -> None:
+    """Raise RecordingError unless ``event``'s fields have the types its kind needs (names and nesting bounded,
+    long messages shortened): for recordings and for what a build server streams alike."""
     kind = event["event"]
 
     def need(field: str, types: tuple[type, ...], what: str, optional: bool = False) -> Any:
@@ -148,6 +149,8 @@ def _parse(lines: Iterable[Any], where: str) -> list[dict[str, Any]]:
                 raise RecordingError(f"{where}, line {number}: not JSON ({exc.msg}): {text[:80]!r}") from None
             except RecursionError:
                 raise RecordingError(f"{where}, line {number}: JSON nested too deeply") from None
+            except ValueError as exc:  # e.g. an integer of more digits than Python converts
+                raise RecordingError(f"{where}, line {number}: not a usable JSON value ({exc})") from None
         if (
             not isinstance(event, dict)
             or event.get("event") not in KINDS
@@ -158,7 +161,7 @@ def _parse(lines: Iterable[Any], where: str) -> list[dict[str, Any]]:
                 f"{where}, line {number}: not a trt_widget build event (needs 'event' in "
                 f"{', '.join(KINDS)} and a time 't'): {str(line)[:80]!r}"
             )
-        _check(event, where, number, depths)
+        check_event(event, where, number, depths)
         if len(events) >= MAX_EVENTS:
             raise RecordingError(f"{where}: more than {MAX_EVENTS:,} events; trt_widget replays smaller recordings")
         event["_line"] = number
@@ -229,7 +232,10 @@ class ReplayRunner:
             self.clock.now = t  # events are stamped when they happened, not always in that order
             if event["event"] == "build_end":
                 return self._end(event, ctx)
-            apply_event(event, ctx.model, ctx.logger, names)
+            try:
+                apply_event(event, ctx.model, ctx.logger, names)
+            except ValueError as exc:  # what the phase model refuses (phases nested deeper than any build)
+                raise BuildError(f"the recording, line {event.get('_line', '?')}: {exc}") from None
         last = self.events[-1]["_line"] if self.events else 0
         raise BuildError(
             f"the recording ends early, after line {last}, without a build_end event: the tree shows "

@@ -29,7 +29,7 @@ from .._errors import BuildError
 from .._event_sinks import Sink
 from .._files import refuse_overwriting
 from .._options import BuildOptions, BuildOptionsDict, http_refusals
-from ..runners import RunContext, apply_event
+from ..runners import RunContext, apply_event, check_event
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -320,6 +320,7 @@ class RemoteRunner:
         The stream is read on a thread of its own, so this thread can end the build after a stop whatever the
         server does (it may stop answering, or never confirm)."""
         last, problem, since, phases = 0, "", time.monotonic(), 0
+        depths: dict[int, int] = {}  # phase nesting seen so far (check_event)
         while True:
             inbox: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=256)
             quit_reading = threading.Event()
@@ -360,6 +361,7 @@ class RemoteRunner:
                                 "given up (no real build has so many)"
                             )
                     try:
+                        check_event(event, "the server's event", last, depths)  # names, messages, nesting bounded
                         self._apply(ctx, event)
                     except (KeyError, TypeError, ValueError, AttributeError) as exc:
                         raise BuildError(
@@ -440,13 +442,36 @@ class RemoteRunner:
         )
         return True
 
-    def _download(self, client: httpx.Client, announced: int) -> bytes:
+    def _download_unless_given_up(self, client: httpx.Client, announced: int, ctx: RunContext) -> bytes | None:
+        """The engine, downloaded on a thread of its own; None when a stop gives up on a server that sends it
+        slower than a stop may wait (the download is abandoned, the build ends cancelled here)."""
+        outcome: list[bytes | BaseException] = []
+        abandon = threading.Event()
+
+        def fetch() -> None:
+            try:
+                outcome.append(self._download(client, announced, abandon))
+            except BaseException as exc:  # handed to the following thread
+                outcome.append(exc)
+
+        fetcher = threading.Thread(target=fetch, name="trt_widget-remote-engine", daemon=True)
+        fetcher.start()
+        while not outcome:
+            fetcher.join(0.05)
+            if not outcome and self._given_up(ctx):
+                abandon.set()
+                return None
+        if isinstance(outcome[0], BaseException):
+            raise outcome[0]
+        return outcome[0]
+
+    def _download(self, client: httpx.Client, announced: int, abandon: threading.Event) -> bytes:
         try:
             with client.stream("GET", f"/builds/{self.build_id}/engine") as reply:
                 if reply.status_code != 200:
                     reply.read()
                     raise BuildError(f"build {self.build_id} succeeded, but its engine: {_refusal(reply)}")
-                return _download_into(reply, announced)
+                return _download_into(reply, announced, abandon)
         except httpx.HTTPError as exc:
             raise BuildError(f"build {self.build_id} succeeded on {self.url}, but its engine: {exc}") from exc
 
@@ -466,7 +491,9 @@ class RemoteRunner:
             announced = end.get("engine_bytes")
             if not isinstance(announced, int) or isinstance(announced, bool) or announced <= 0:
                 raise BuildError(f"build {self.build_id} succeeded on {self.url}, but its end names no engine size")
-            engine = self._download(client, announced)
+            engine = self._download_unless_given_up(client, announced, ctx)
+            if engine is None:
+                return None
             if detail:
                 ctx.note(detail)
             return engine
@@ -482,13 +509,16 @@ class RemoteRunner:
 _OCTETS = {"Content-Type": "application/octet-stream"}
 
 
-def _download_into(reply: httpx.Response, announced: int) -> bytes:
-    """The engine bytes of ``reply``: exactly ``announced`` of them, never holding more."""
+def _download_into(reply: httpx.Response, announced: int, abandon: threading.Event) -> bytes:
+    """The engine bytes of ``reply``: exactly ``announced`` of them, never holding more; BuildError once
+    ``abandon`` is set."""
     declared = reply.headers.get("content-length")
     if declared is not None and declared.strip() != str(announced):
         raise BuildError(f"the server offers an engine of {declared[:20]} bytes; build_end announced {announced:,}")
     parts, size = [], 0
     for chunk in reply.iter_bytes():
+        if abandon.is_set():
+            raise BuildError("the engine's download was abandoned after a stop")
         size += len(chunk)
         if size > announced:
             raise BuildError(f"the server sent more engine bytes than build_end announced ({announced:,})")

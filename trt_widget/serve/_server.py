@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from .._files import expand_user
-from .._format import escape_lines
+from .._format import escape_controls, escape_lines
+from .._status import log
 
 DEFAULT_PORT = 8765
 DEFAULT_MAX_UPLOAD = "2GiB"
@@ -193,6 +194,21 @@ def _token(args: argparse.Namespace) -> tuple[str, bool]:
     return token, False
 
 
+class _ConsoleFormatter(logging.Formatter):
+    """trt_widget's own log records on the server's console: one line each, control characters escaped."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return escape_controls(f"trt-widget serve: {record.levelname.lower()}: {super().format(record)}")
+
+
+def _log_to_console(level: str) -> None:
+    """Show trt_widget's log (e.g. a full data disk failing a build, the cause of a 500) on stderr at ``level``."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_ConsoleFormatter("%(message)s"))
+    log.addHandler(handler)
+    log.setLevel(level.upper())
+
+
 class _RedactToken(logging.Filter):
     """Keep ``?token=`` (the page's URL) out of the access log."""
 
@@ -242,6 +258,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(escape_lines(f"trt-widget serve: error: --data {exc}"), file=sys.stderr)
         return 2
+    _log_to_console(args.log_level)
     store, app = _make_app(data, token, max_upload, args.max_concurrent, executor=args.executor,
                            ray_address=args.ray_address, body_timeout=args.body_timeout)  # fmt: skip
     sock = _listen(args.host, args.port)

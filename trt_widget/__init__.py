@@ -7,8 +7,7 @@ from typing import Any
 from ._backend import BackendUnavailable, backend_info, select_backend
 from ._errors import BuildCancelled, BuildError
 from ._phases import Phase, PhaseModel
-
-__version__ = "0.1.0"
+from ._version import __version__ as __version__
 
 # Names that need a TensorRT backend are imported on first use, so `import trt_widget` always works and a
 # missing backend gives one clear error naming both install commands.

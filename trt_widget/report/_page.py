@@ -15,6 +15,7 @@ from typing import Any
 
 from .._files import atomic_write, refuse_inputs
 from .._format import fmt_s
+from .._version import __version__
 from ._inline import _ERROR, REPORT_MAX_NODES, _badge, _e, _facts, tree_html
 
 HISTORY_WAIT_S = 5.0  # what a report waits for its build's history look-up
@@ -41,8 +42,6 @@ def to_html(source: Any, path: str | os.PathLike[str] | None = None) -> str:
 
     Self-contained (no script, no network). Returns the text; also writes it atomically to ``path`` when given.
     """
-    from .. import __version__
-
     build = getattr(source, "build", source)
     f = _facts(build)
     parts = [

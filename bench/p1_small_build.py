@@ -8,7 +8,10 @@ P1-small:  ``Build(model).start().wait()`` with default settings (warm builder p
            build of each kind left out; ratios of medians.
 P1-cli:    ``trt-widget build model.onnx -o engine`` as a whole fresh process ÷ a fresh ``python`` process running
            a bare build script that writes the engine (both import TensorRT; the CLI also starts its builder
-           process), wall time, median of interleaved repeats.
+           process), wall time, median of interleaved repeats. ``vs_bare_tuned``: the same with the bare script
+           given the builder process's malloc settings (runners/_process.py WORKER_MALLOC), like with like.
+The builder process runs TensorRT with glibc malloc tuned for its large buffers, which a bare script does not: the
+ratios compare what a user gets, the ``vs_bare_tuned`` diagnostic what trt_widget itself adds.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from _common import ROOT, emit, figure, load_avg, median, print_table
 from baselines import plain_build
 
 from trt_widget import Build, BuildWidget, _widget, models
+from trt_widget.runners._process import WORKER_MALLOC
 
 WALL_TARGET = 1.05
 CPU_TARGET = 1.08
@@ -108,7 +112,7 @@ def run_kind(kind: str, onnx: bytes, history: str, workers: WorkerCpu) -> dict[s
 
 
 def cli_runs(onnx: bytes, repeats: int) -> dict[str, list[float]]:
-    times: dict[str, list[float]] = {"cli": [], "bare": []}
+    times: dict[str, list[float]] = {"cli": [], "bare": [], "bare-tuned": []}
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     with tempfile.TemporaryDirectory() as tmp:
         model = os.path.join(tmp, "model.onnx")
@@ -120,10 +124,16 @@ def cli_runs(onnx: bytes, repeats: int) -> dict[str, list[float]]:
             "cli": [sys.executable, "-m", "trt_widget", "build", model, "-o", os.path.join(tmp, "a.engine"), "--plain"],
             "bare": [sys.executable, script, model, os.path.join(tmp, "b.engine")],
         }
+        commands["bare-tuned"] = commands["bare"]  # the same script with the builder process's malloc settings
+        tuned = {**env, **WORKER_MALLOC}
+        kinds = list(commands)
         for i in range(repeats + 1):
-            for kind in ("cli", "bare") if i % 2 == 0 else ("bare", "cli"):
+            for kind in kinds[i % 3 :] + kinds[: i % 3]:
                 t0 = time.perf_counter()
-                done = subprocess.run(commands[kind], env=env, capture_output=True, text=True, timeout=600)
+                done = subprocess.run(
+                    commands[kind], env=tuned if kind == "bare-tuned" else env, capture_output=True, text=True,
+                    timeout=600,
+                )  # fmt: skip
                 wall = time.perf_counter() - t0
                 if done.returncode != 0:
                     raise RuntimeError(f"{kind} process exited {done.returncode}: {done.stderr[-2000:]}")
@@ -209,6 +219,8 @@ def main() -> None:
                 f"{args.cli_repeats}",
                 cli_s=cli["cli"],
                 bare_s=cli["bare"],
+                bare_tuned_s=cli["bare-tuned"],
+                vs_bare_tuned=round(median(cli["cli"]) / median(cli["bare-tuned"]), 4),
             ),
         },
         load_avg_start=load_start,

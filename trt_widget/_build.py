@@ -27,7 +27,7 @@ from ._phases import CANCELLED, FINISHED_EARLY, PhaseModel
 from ._status import BUILD_STATUSES, CANCELLING, FAILED, FINAL, IDLE, LIVE, QUEUED, RUNNING, SUCCEEDED, log
 from ._subscribe import BuildEvent, subscribe
 from ._waiting import Waiting, _quietly
-from .runners import RunContext, Runner, runner_for
+from .runners import Recording, RunContext, Runner, runner_for
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack from Python 3.11
@@ -193,7 +193,7 @@ class Build(Waiting):
             attach_resources(self)
 
     @classmethod
-    def from_events(cls, recording: Any, *, speed: float | None = None) -> Build:
+    def from_events(cls, recording: Recording, *, speed: float | None = None) -> Build:
         """A Build that replays a recording of ``events=`` / ``--json`` (a path, or an iterable of JSON lines or
         event dicts): instantly, or at the recorded pace times ``speed``. ``start()`` it like any build; it has
         no engine bytes. A bad line raises ``trt_widget.runners.RecordingError`` naming the line."""

@@ -21,6 +21,7 @@ from ._build import Build, BuildArgs
 from ._engine import ModelLike
 from ._snapshot import SnapshotPump, snapshot
 from ._status import log as _log
+from .runners import Recording
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -81,7 +82,7 @@ class BuildWidget(anywidget.AnyWidget):
         build.add_done_callback(self._on_build_end)
 
     @classmethod
-    def from_events(cls, recording: Any, *, speed: float | None = None) -> BuildWidget:
+    def from_events(cls, recording: Recording, *, speed: float | None = None) -> BuildWidget:
         """A widget replaying a recorded build (see :meth:`Build.from_events`); ``start()`` it to play."""
         return cls(None, build=Build.from_events(recording, speed=speed))
 

@@ -20,10 +20,10 @@ import time
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, Union
 
 from .._build import Build, HistorySetting
-from .._engine import ModelSource
+from .._engine import ModelLike, ModelSource
 from .._errors import BuildError
 from .._event_sinks import Sink
 from .._files import expand_user
@@ -44,7 +44,14 @@ from ._table import (
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-__all__ = ["BuildMatrix", "Cell"]
+    from ..ray import RayRunner
+
+__all__ = ["BuildMatrix", "Cell", "Executor", "ModelsLike"]
+
+# models=: one model, a list or tuple of them, or a dict label -> model
+ModelsLike = ModelLike | list[ModelLike] | tuple[ModelLike, ...] | Mapping[str, ModelLike]
+# executor=: worker processes here ("local"), Ray ("ray"), or a RayRunner as the template of every build's runner
+Executor = Union[Literal["local", "ray"], "RayRunner"]
 
 SLOT_POLL_S = 0.05  # how often a queued build looks at its Stop while waiting for a slot
 
@@ -151,10 +158,10 @@ class BuildMatrix:
 
     def __init__(
         self,
-        models: Any,
+        models: ModelsLike,
         *,
         variants: Sequence[BuildOptionsDict] | Mapping[str, BuildOptionsDict] | None = None,
-        executor: Any = "local",
+        executor: Executor = "local",
         max_parallel: int | None = None,
         output_dir: str | os.PathLike[str] | None = None,
         events: Sink | None = None,

@@ -9,6 +9,7 @@ from .._options import BuildOptions
 from ._base import RunContext, Runner, ThreadRunner
 from ._process import ProcessRunner, check_transferable, pool, shutdown_workers
 from ._replay import (
+    Recording,
     RecordingError,
     ReplayClock,
     ReplayRunner,
@@ -20,6 +21,7 @@ from ._replay import (
 
 __all__ = [
     "ProcessRunner",
+    "Recording",
     "RecordingError",
     "ReplayClock",
     "ReplayRunner",

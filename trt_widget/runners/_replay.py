@@ -13,12 +13,15 @@ import json
 import os
 import random
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, Union
 
 from .._errors import BuildError
 from .._files import expand_user
 from .._phases import MAX_DEPTH
 from ._base import RunContext
+
+# a recording of events= / --json: a JSON-lines file's path, or an iterable of JSON lines or event dicts
+Recording = Union[str, "os.PathLike[str]", Iterable[str | bytes | dict[str, Any]]]
 
 KINDS = ("build_start", "phase_start", "step", "phase_finish", "log", "build_end")
 _SEVERITY = {"VERBOSE": 4, "INFO": 3, "WARNING": 2, "ERROR": 1, "INTERNAL_ERROR": 0}
@@ -41,7 +44,7 @@ MAX_MESSAGE = 16384  # characters of a log message kept (longer ones are shorten
 _END_STATUSES = ("succeeded", "failed", "cancelled")
 
 
-def load_events(source: str | os.PathLike[str] | Iterable[Any]) -> list[dict[str, Any]]:
+def load_events(source: Recording) -> list[dict[str, Any]]:
     """The events of a recording: a JSON-lines file path, or an iterable of JSON lines or event dicts.
 
     Recordings are untrusted: a file is read line by line (at most ``MAX_LINE_BYTES`` per line, ``MAX_BYTES``

@@ -1,4 +1,5 @@
-"""The default runner: the builder lives in a warm worker process, so Stop always ends a build within a second.
+"""The default runner: the builder lives in a warm worker process, so Stop always ends a build (by default within
+a quarter second: docs/stop.md).
 
 ``ProcessRunner.run(ctx)`` takes an idle worker from the pool (or starts one), sends it the job, replays the
 worker's phase and log events into ``ctx.model`` / ``ctx.logger`` and returns the engine bytes (None when

@@ -558,7 +558,11 @@ class RemoteBuild(Build):
         if build_id is None:
             source = ModelSource.of(model)
             if source.kind == "path":
-                refuse_overwriting(source.value, output=checked.output)
+                refuse_overwriting(
+                    source.value,
+                    output=checked.output,
+                    events=events if isinstance(events, (str, os.PathLike)) else None,
+                )
             if source.kind == "callable":
                 raise TypeError(
                     "a remote build needs ONNX (a file path, bytes or an onnx.ModelProto): a network function "

@@ -978,7 +978,7 @@ def test_no_output_overwrites_the_model_or_the_recording(tmp_path: Path) -> None
         to_html(build, str(model))
     from trt_widget.serve import RemoteBuild
 
-    with pytest.raises(ValueError, match="events=.* is the model file itself"):
+    with pytest.raises(ValueError, match=r"events=.* is the model file itself"):
         RemoteBuild("http://127.0.0.1:9", "token", str(model), events=str(model))
     assert model.read_bytes() == SMALL
     recording = tmp_path / "r.jsonl"

@@ -33,7 +33,8 @@ class _Graph:
 
     def weight(self, shape: tuple[int, ...], scale: float = 0.05) -> str:
         name = self.name("w")
-        data = (self.rng.standard_normal(shape) * scale).astype(np.float32)
+        data = self.rng.standard_normal(shape, dtype=np.float32)  # drawn as float32: half the work of float64
+        data *= np.float32(scale)
         self.inits.append(_onnx().numpy_helper.from_array(data, name))
         return name
 

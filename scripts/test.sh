@@ -40,7 +40,7 @@ if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
 else
     notebooks=(notebooks)
 fi
-.venv/bin/coverage run -m pytest tests "${notebooks[@]}" --nbval-lax -ra "$@" || status=$?
+.venv/bin/coverage run -m pytest tests "${notebooks[@]}" --nbval-lax -ra --durations=25 "$@" || status=$?
 # the report is information: a problem making it is said, and does not change the tests' verdict
 (.venv/bin/coverage combine -q && .venv/bin/coverage report --sort=cover) || echo "note: no coverage report" >&2
 exit "$status"

@@ -93,7 +93,8 @@ def test_build_widget_run_polygraphy_stops_within_a_second(lab: Lab) -> None:
     assert ended == "cancelled"
     assert lab.kernel_json("os.path.exists('long.engine')") is False
     assert lab.kernel_json("r.result() != 0") is True
-    assert lab.kernel_json("r.call.ended_at - r.call.stopped_at") >= 0  # the figure: bench/ (timing goals)
+    elapsed = lab.kernel_json("r.call.ended_at - r.call.stopped_at")
+    assert 0 <= elapsed <= 2.0, elapsed  # a process: the forced stop 0.5 s after the graceful one ends it
     assert not lab.dialogs
 
 

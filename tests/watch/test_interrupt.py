@@ -16,8 +16,10 @@ CHILD = textwrap.dedent(
     """
     import sys, threading
     import trt_widget
-    from trt_widget.watch import is_patched
+    from trt_widget.watch import METHODS, is_patched
     trt = trt_widget.trt
+    originals = {n: trt.Builder.__dict__[n] for n in METHODS if n in trt.Builder.__dict__}  # before any watch
+    thread_start = threading.Thread.start
     data = open(sys.argv[1], "rb").read()
     logger = trt.Logger(trt.Logger.ERROR)
     builder = trt.Builder(logger)
@@ -36,7 +38,9 @@ CHILD = textwrap.dedent(
         print("KEYBOARDINTERRUPT", exc, flush=True)
     b = w.builds[0]
     print("STATUS", b.status, repr(b.status_detail), "ERRORS", len(b.monitor.errors), flush=True)
-    print("PATCHED", is_patched(), flush=True)
+    left = [n for n, f in originals.items() if trt.Builder.__dict__.get(n) is not f]
+    left += ["Thread.start"] * (threading.Thread.start is not thread_start)
+    print("PATCHED", is_patched(), "LEFT", left, flush=True)
     try:  # after the block: SIGINT is a plain KeyboardInterrupt again
         import signal, os
         os.kill(os.getpid(), signal.SIGINT)
@@ -80,7 +84,7 @@ def test_sigint_during_a_watched_main_thread_build_cancels_at_the_next_step(
     assert child.returncode == 0, (text, err)
     assert "KEYBOARDINTERRUPT" in text and "cancelled" in text
     assert "STATUS cancelled 'interrupted (Ctrl-C)' ERRORS 0" in text
-    assert "PATCHED False" in text and "PLAIN INTERRUPT AFTER" in text and "ALIVE" in text
+    assert "PATCHED False LEFT []" in text and "PLAIN INTERRUPT AFTER" in text and "ALIVE" in text
     assert "Exception caught" not in err and "Traceback" not in err, err
 
 

@@ -16,7 +16,9 @@ import trt_widget
 from trt_widget import BuildCancelled
 from trt_widget._build import FRAME_PHASES
 from trt_widget.models import deep_residual, to_bytes
-from trt_widget.watch import METHODS, Watch, is_patched, originals, watch, watch_call
+from trt_widget.watch import METHODS, Watch, is_patched, watch, watch_call
+
+from ._unpatched import TRUE_ORIGINALS, left_behind, unpatched
 
 trt: Any = trt_widget.trt
 SMALL = to_bytes(deep_residual(2))
@@ -59,15 +61,6 @@ class Recorder(trt.IProgressMonitor):  # type: ignore[misc]
 
     def phase_finish(self, name: str) -> None:
         self.calls.append(("finish", name))
-
-
-def unpatched() -> bool:
-    builder = trt.Builder.__dict__
-    return (
-        not is_patched()
-        and all(builder[name] is original for name, original in originals().items())
-        and threading.Thread.start.__module__ == "threading"
-    )
 
 
 def test_a_build_in_user_code_is_seen_and_returns_what_tensorrt_returns() -> None:
@@ -287,6 +280,26 @@ def test_history_key_comes_from_the_network_and_events_are_written(tmp_path: Pat
     wait_until(lambda: len(trt_widget.history.list_builds(str(store))) == 3, what="three history records")
 
 
+def test_watch_settings_reach_the_watch_and_every_other_keyword_reaches_the_function(
+    tmp_path: Path, wait_until: Any
+) -> None:
+    events = tmp_path / "events.jsonl"
+
+    def fn(data: bytes, *, events: str) -> tuple[int, str]:  # a keyword of its own named like a watch option
+        return user_build(data).nbytes, events
+
+    call = watch_call(fn, SMALL, events="fn's own", watch_settings={"events": str(events), "history": False})
+    size, own = call.result(180)
+    assert own == "fn's own" and call.builds[0].history is None
+    wait_until(lambda: events.exists() and '"build_end"' in events.read_text(), what="the build_end event")
+    end = json.loads(events.read_text().splitlines()[-1])
+    assert end["event"] == "build_end" and end["status"] == "succeeded" and end["engine_bytes"] == size
+    with pytest.raises(TypeError, match="unknown watch setting 'interrupt'"):
+        watch_call(fn, watch_settings={"interrupt": False})
+    with pytest.raises(ValueError, match="isolation='thread' only"):
+        watch_call(fn, isolation="process", watch_settings={"budget": 5})
+
+
 def test_keep_engines_copies_the_serialized_engine() -> None:
     with watch(keep_engines=True, history=False) as w:
         engine = user_build()
@@ -316,3 +329,26 @@ def test_a_watch_that_cannot_set_up_lets_the_build_run_unwatched(monkeypatch: py
     with watch() as w:
         engine = user_build()
     assert engine is not None and w.builds == [] and unpatched()
+
+
+def test_the_no_patch_left_behind_check_sees_a_wrapper_the_bookkeeping_forgot(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A close that forgets the patch's bookkeeping but leaves the Builder wrappers in place is caught: the check
+    compares with the methods recorded at import, not with what the class holds after the close."""
+    from trt_widget.watch import _patch
+
+    def leaky() -> None:  # restores Thread.start, leaves the Builder methods wrapped
+        threading.Thread.start = _patch._thread_start  # type: ignore[method-assign]
+        _patch._thread_start = None
+        _patch._patched.clear()
+        _patch._originals.clear()
+
+    monkeypatch.setattr(_patch, "_uninstall", leaky)
+    try:
+        with watch():
+            pass
+        assert not is_patched()  # the bookkeeping alone says all is well ...
+        assert not unpatched() and "build_serialized_network" in left_behind()  # ... the methods say otherwise
+    finally:
+        for name, original in TRUE_ORIGINALS.items():
+            setattr(trt.Builder, name, original)
+    assert unpatched()

@@ -11,7 +11,9 @@ import pytest
 
 from trt_widget import BuildCancelled
 from trt_widget.models import deep_residual, to_bytes
-from trt_widget.watch import ProcessCall, is_patched, watch_call
+from trt_widget.watch import ProcessCall, watch_call
+
+from ._unpatched import unpatched
 
 
 def builds_in_a_process(datas: list[bytes]) -> Any:
@@ -39,7 +41,7 @@ def test_the_functions_value_comes_back_and_its_builds_were_shown() -> None:
     assert len(sizes) == 2 and all(s > 0 for s in sizes)
     assert [b.status for b in call.builds] == ["succeeded", "succeeded"]
     assert [b.engine_size for b in call.builds] == sizes
-    assert call.returncode == 0 and not is_patched()
+    assert call.returncode == 0 and unpatched()
 
 
 def test_stop_cancels_the_build_and_ends_the_process(long_model_bytes: bytes, wait_until: Any) -> None:

@@ -11,7 +11,8 @@ import pytest
 import trt_widget
 from trt_widget import BuildCancelled, BuildWidget
 from trt_widget.models import deep_residual, to_bytes
-from trt_widget.watch import is_patched
+
+from ._unpatched import unpatched
 
 trt: Any = trt_widget.trt
 
@@ -31,9 +32,12 @@ def two_engines(a: bytes, b: bytes) -> tuple[int, int]:
 
 
 def test_a_function_building_two_engines_is_a_list_of_two_builds(wait_until: Any) -> None:
-    widget = BuildWidget.watch(two_engines, to_bytes(deep_residual(2)), to_bytes(deep_residual(3)))
+    widget = BuildWidget.watch(
+        two_engines, to_bytes(deep_residual(2)), to_bytes(deep_residual(3)), watch_settings={"keep_engines": True}
+    )
     sizes = widget.result(180)
-    assert all(size > 0 for size in sizes) and not is_patched()
+    assert all(size > 0 for size in sizes) and unpatched()
+    assert [len(b.engine) for b in widget.builds] == list(sizes)  # the watch's option, not two_engines' keyword
     wait_until(lambda: "the function returned" in widget.note, what="the final note")
     rows = json.loads(widget.rows_json)
     assert [r["status"] for r in rows] == ["succeeded", "succeeded"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ._build import WatchedBuild, network_info, network_label
@@ -21,19 +21,28 @@ from ._cli import run as cli_run
 from ._patch import METHODS, current_watches, is_patched, originals
 from ._rtx import alias_tensorrt_rtx
 from ._run import CommandRun, ProcessCall, RelayedBuild, run_command
-from ._watch import Watch, WatchedCall, stop_notice
+from ._watch import Watch, WatchedCall, check_isolation, stop_notice
 from ._watch import watch_call as _thread_call
 
 
-def watch_call(fn: Callable[..., Any], /, *args: Any, isolation: str = "thread", **kwargs: Any) -> Any:
+def watch_call(
+    fn: Callable[..., Any],
+    /,
+    *args: Any,
+    isolation: str = "thread",
+    watch_settings: Mapping[str, Any] | None = None,
+    **kwargs: Any,
+) -> Any:
     """Start ``fn(*args, **kwargs)`` and watch every TensorRT build inside it: on a background thread
     (``isolation="thread"``, a :class:`WatchedCall`), or in a fresh process (``"process"``: fn and its arguments
-    cross by cloudpickle, the result comes back; Stop can terminate it; a :class:`ProcessCall`)."""
+    cross by cloudpickle, the result comes back; Stop can terminate it; a :class:`ProcessCall`).
+
+    ``watch_settings={"events": ..., "history": ..., "resources": ..., "budget": ..., "keep_engines": ...}``
+    are :func:`watch`'s options (thread only); a dict, so every other keyword reaches ``fn``."""
+    check_isolation(isolation, watch_settings)
     if isolation == "process":
         return ProcessCall(fn, args, kwargs).start()
-    if isolation != "thread":
-        raise ValueError(f"isolation must be 'thread' or 'process'; got {isolation!r}")
-    return _thread_call(fn, *args, **kwargs)
+    return _thread_call(fn, *args, watch_settings=watch_settings, **kwargs)
 
 
 def watch(**settings: Any) -> Watch:

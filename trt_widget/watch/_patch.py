@@ -28,6 +28,7 @@ _active: list[Any] = []  # the open watches, in the order they opened
 _process_wide: list[Any] = []
 _originals: dict[str, Any] = {}  # method name -> TensorRT's own (what the class held before the patch)
 _patched: dict[str, Any] = {}  # method name -> our wrapper, as installed
+_first: dict[str, Any] = {}  # method name -> what the class held before the first watch (kept after it closes)
 _builder: Any = None  # the Builder class patched
 _thread_start: Any = None  # threading.Thread.start before the patch
 _local = threading.local()  # .stack: the watches opened on this thread
@@ -62,13 +63,16 @@ def is_patched() -> bool:
 
 
 def originals() -> dict[str, Any]:
-    """TensorRT's own build methods as the Builder class held them before the first watch (for tests)."""
+    """TensorRT's own build methods as the Builder class held them before the first watch (what it holds now
+    if no watch has opened yet)."""
     from .._backend import trt
 
     builder = trt().Builder
     with _lock:
         if _originals:
             return dict(_originals)
+        if _first:
+            return dict(_first)
     return {name: builder.__dict__[name] for name in METHODS if name in builder.__dict__}
 
 
@@ -111,6 +115,7 @@ def _install() -> None:
             continue
         wrapper = _wrap(name, original)
         _originals[name] = original
+        _first.setdefault(name, original)
         _patched[name] = wrapper
         setattr(_builder, name, wrapper)
     _thread_start = threading.Thread.start

@@ -14,7 +14,7 @@ import contextlib
 import os
 import signal
 import threading
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Mapping
 from concurrent.futures import Future
 from types import TracebackType
 from typing import Any
@@ -22,6 +22,32 @@ from typing import Any
 from .._status import LIVE, log
 from . import _build as _build  # installs the patch's handler
 from . import _patch
+
+SETTINGS = ("events", "history", "resources", "budget", "keep_engines")  # what watch_settings= may hold
+
+
+def check_settings(settings: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``watch_settings=`` checked: a dict of :class:`Watch` options (a dict, not keywords, because every other
+    keyword of ``watch_call`` goes to the function)."""
+    if settings is None:
+        return {}
+    if not isinstance(settings, Mapping):
+        raise TypeError(
+            f"watch_settings must be a dict such as {{'events': 'build.jsonl'}}; got {type(settings).__name__}"
+        )
+    unknown = [repr(name) for name in settings if name not in SETTINGS]
+    if unknown:
+        raise TypeError(f"unknown watch setting {', '.join(unknown)}; watch_settings takes {', '.join(SETTINGS)}")
+    return dict(settings)
+
+
+def check_isolation(isolation: str, watch_settings: Mapping[str, Any] | None) -> None:
+    """ValueError for an unknown ``isolation``, or for ``watch_settings`` with ``"process"`` (whose builds are
+    relayed from the child as ``trt-widget run`` relays them: these options would not reach them)."""
+    if isolation not in ("thread", "process"):
+        raise ValueError(f"isolation must be 'thread' or 'process'; got {isolation!r}")
+    if isolation == "process" and watch_settings:
+        raise ValueError("watch_settings apply to isolation='thread' only")
 
 
 def builds_timings(builds: list[Any]) -> list[dict[str, Any]]:
@@ -228,13 +254,14 @@ def stop_notice(running: list[Any]) -> str:
 
 
 class WatchedCall:
-    """``fn(*args, **kwargs)`` on a background thread inside a :class:`Watch`; a Future of its return value."""
+    """``fn(*args, **kwargs)`` on a background thread inside a :class:`Watch` (``settings``: its options, see
+    :func:`check_settings`); a Future of its return value."""
 
     def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], **settings: Any):
         if not callable(fn):
             raise TypeError(f"watch_call needs a function to run; got {type(fn).__name__}")
         self.fn, self.args, self.kwargs = fn, args, kwargs
-        self.watch = Watch(interrupt=False, display=False, **settings)
+        self.watch = Watch(interrupt=False, display=False, **check_settings(settings))
         self.future: Future[Any] = Future()
         self._thread = threading.Thread(target=self._run, name="trt_widget-watch", daemon=True)
 
@@ -288,6 +315,8 @@ class WatchedCall:
         return f"<WatchedCall {getattr(self.fn, '__qualname__', self.fn)!r} {state} builds={len(self.builds)}>"
 
 
-def watch_call(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> WatchedCall:
+def watch_call(
+    fn: Callable[..., Any], /, *args: Any, watch_settings: Mapping[str, Any] | None = None, **kwargs: Any
+) -> WatchedCall:
     """Start ``fn(*args, **kwargs)`` on a background thread and watch every TensorRT build inside it."""
-    return WatchedCall(fn, args, kwargs).start()
+    return WatchedCall(fn, args, kwargs, **check_settings(watch_settings)).start()

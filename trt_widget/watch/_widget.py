@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ import traitlets
 from .._snapshot import RowsEncoder, snapshot
 from .._status import FINAL, IDLE, LIVE, log
 from ._run import CommandRun
-from ._watch import Watch, WatchedCall
+from ._watch import Watch, WatchedCall, check_isolation, check_settings
 
 _STATIC = Path(__file__).parent.parent / "static"
 INTERVAL_S = 0.125
@@ -251,9 +251,18 @@ def _without_elapsed(rows_json: str) -> str:
 _MISSING = object()
 
 
-def watch_widget(fn: Any, /, *args: Any, isolation: str = "thread", **kwargs: Any) -> WatchWidget:
+def watch_widget(
+    fn: Any,
+    /,
+    *args: Any,
+    isolation: str = "thread",
+    watch_settings: Mapping[str, Any] | None = None,
+    **kwargs: Any,
+) -> WatchWidget:
     """``BuildWidget.watch(fn, *args, **kwargs)``: run ``fn`` on a background thread (or, with
-    ``isolation="process"``, in a fresh process Stop can end), shown as a live list."""
+    ``isolation="process"``, in a fresh process Stop can end), shown as a live list; ``watch_settings``: the
+    watch's options, as :func:`~trt_widget.watch.watch_call` takes them."""
+    check_isolation(isolation, watch_settings)
     label = f"{getattr(fn, '__qualname__', 'a function')}()"
     if isolation == "process":
         from ._run import ProcessCall
@@ -262,9 +271,7 @@ def watch_widget(fn: Any, /, *args: Any, isolation: str = "thread", **kwargs: An
         widget = WatchWidget(run, call=run, label=label)
         run.start()
         return widget
-    if isolation != "thread":
-        raise ValueError(f"isolation must be 'thread' or 'process'; got {isolation!r}")
-    call = WatchedCall(fn, args, kwargs)
+    call = WatchedCall(fn, args, kwargs, **check_settings(watch_settings))
     widget = WatchWidget(call.watch, call=call, label=label)
     call.start()
     return widget

@@ -123,3 +123,35 @@ def test_a_negative_flag_reaches_the_options(dynamic_onnx: Path, capsys: pytest.
     out, err = capsys.readouterr()
     assert code == 0, err
     assert _events(out)[0]["options"]["tf32"] is False
+
+
+def test_build_takes_several_profiles_after_profile_flags(
+    dynamic_onnx: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    engine = tmp_path / "two.engine"
+    first = ["--profile", "0", "--min-shapes", "input:1x8x8x8", "--max-shapes", "input:4x8x8x8"]
+    second = ["--profile=1", "--minShapes=input:4x8x8x8", "--optShapes=input:6x8x8x8", "--maxShapes=input:8x8x8x8"]
+    code = main(["build", str(dynamic_onnx), "-o", str(engine), "--json", "--isolation", "thread", *first, *second])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    events = _events(out)
+    assert events[0]["options"]["profiles"] == [
+        {"input": [[1, 8, 8, 8], [4, 8, 8, 8], [4, 8, 8, 8]]},
+        {"input": [[4, 8, 8, 8], [6, 8, 8, 8], [8, 8, 8, 8]]},
+    ]
+    assert events[-1]["status"] == "succeeded" and engine.stat().st_size > 0
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--profile", "1", "--shapes", "input:1x8x8x8"], "numbers the profiles 0, 1, 2"),
+        (["--shapes", "input:1x8x8x8", "--profile", "0", "--shapes", "input:2x8x8x8"], "follows the --profile"),
+        (["--profile", "0", "--shapes", "input:1x8x8x8", "--profile", "1"], "--profile 1 has no shapes"),
+    ],
+)
+def test_profile_flags_out_of_order_are_a_usage_error(
+    dynamic_onnx: Path, capsys: pytest.CaptureFixture[str], flags: list[str], message: str
+) -> None:
+    assert main(["build", str(dynamic_onnx), *flags]) == 2
+    assert message in capsys.readouterr().err

@@ -34,8 +34,66 @@ def test_nvidias_command_lines_translate_as_written(entry: dict[str, Any]) -> No
 
 
 def test_at_least_ten_real_command_lines_with_their_source() -> None:
-    assert len(COMMANDS) >= 10
-    assert all(re.match(r"NVIDIA/TensorRT@v\d+\.\d+ \S+:\d+", c["source"]) for c in COMMANDS)
+    assert len([c for c in COMMANDS if c.get("verbatim", True)]) >= 10
+    assert all(re.match(r"NVIDIA/[\w.-]+@[\w.-]+ \S+:\d+ ", c["source"] + " ") for c in COMMANDS)
+    assert all("constructed from prose" in c["source"] for c in COMMANDS if not c.get("verbatim", True))
+
+
+MULTI_PROFILE = next(c for c in COMMANDS if "--profile=1" in c["command"])
+
+
+def test_trtexecs_profile_groups_the_shapes_that_follow_it_into_two_profiles() -> None:
+    """sampleOptions.cpp (v10.16 ~l.714-770, help ~l.2796): --profile=N takes the min/opt/max shapes right behind
+    it; NVIDIA's cookbook line builds two profiles (its trtexec log says so)."""
+    translation = translate([MULTI_PROFILE["command"]])
+    assert not translation.refused
+    assert translation.options["profiles"] == [
+        {"x": ((1, 1, 28, 28), (4, 1, 28, 28), (16, 1, 28, 28))},
+        {"x": ((8, 1, 28, 28), (32, 1, 28, 28), (64, 1, 28, 28))},
+    ]
+    assert "--profile=0" not in translation.ignored and "--profile=1" not in translation.ignored
+
+
+@pytest.mark.parametrize(
+    "args, refused, message",
+    [
+        (["--profile=0", "--minShapes=x:1", "--fp16", "--maxShapes=x:2"], "--maxShapes=x:2", "follows its --profile"),
+        (["--profile=1", "--minShapes=x:1"], "--profile=0", "without gaps: no --profile=0"),
+        (["--profile=0", "--minShapes=x:1", "--profile=0", "--minShapes=x:2"], "--profile=0", "given twice"),
+        (["--profile=0", "--profile=1", "--minShapes=x:2"], "--profile=0", "no --minShapes/--optShapes/--maxShapes"),
+        (["--profile=a", "--minShapes=x:2"], "--profile=a", "numbers an optimization profile"),
+    ],
+)
+def test_profile_groups_trtexec_would_reject_are_refused(args: list[str], refused: str, message: str) -> None:
+    translation = translate(["--onnx=m.onnx", *args])
+    assert any(arg == refused and message in why for arg, why in translation.refused), translation.refused
+
+
+def test_nvidias_two_profile_line_builds_two_profiles_on_rtx(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The cookbook's command as written, the model swapped for one with its input (x: Nx1x28x28) and --fp16
+    dropped where the backend has no FP16 flag (TensorRT for RTX)."""
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])],
+        "mnist_input",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 28, 28])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 1, 28, 28])],
+    )
+    model = tmp_path / "model-trained.onnx"
+    model.write_bytes(to_bytes(helper.make_model(graph)))
+    command = _swap(MULTI_PROFILE["command"], model, tmp_path / "model-trained.trt")
+    if select_backend()[0] == "rtx":
+        command = command.replace(" --fp16", "")
+    code = main(["trtexec", command, "--json", "--isolation=thread"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "--profile=0 --min-shapes=x:1x1x28x28 --opt-shapes=x:4x1x28x28 --max-shapes=x:16x1x28x28 --profile=1" in err
+    events = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    assert events[0]["options"]["profiles"] == MULTI_PROFILE["options"]["profiles"]
+    assert events[-1]["status"] == "succeeded" and (tmp_path / "model-trained.trt").stat().st_size > 0
 
 
 @pytest.fixture

@@ -539,6 +539,7 @@ SHAPES_EPILOG = """shapes (as trtexec; NAME:DIMS, several inputs separated by co
   --shapes input:1x3x224x224                       a fixed shape for a dynamic input
   --min-shapes input:1x3x224x224 --opt-shapes input:8x3x224x224 --max-shapes input:32x3x224x224
   --minShapes=input:1x3x224x224 ...                trtexec's spelling works too
+  --profile 0 --min-shapes … --profile 1 --min-shapes …   several optimization profiles (trtexec --profile=N)
   in Python: profiles={"input": ((1, 3, 224, 224), (8, 3, 224, 224), (32, 3, 224, 224))}"""
 
 
@@ -553,7 +554,32 @@ def add_shape_arguments(parser: argparse._ActionsContainer) -> None:
     for dest, text in shapes.items():
         camel = re.sub(r"_(\w)", lambda m: m.group(1).upper(), dest)
         spellings = dict.fromkeys([f"--{dest.replace('_', '-')}", f"--{camel}"])
-        parser.add_argument(*spellings, dest=dest, action="append", metavar="NAME:DIMS", help=text)
+        parser.add_argument(*spellings, dest=dest, action=_ShapeFlag, metavar="NAME:DIMS", help=text)
+    parser.add_argument(
+        "--profile",
+        dest="profile",
+        type=int,
+        action=_ProfileFlag,
+        metavar="N",
+        help="several optimization profiles: the shape flags after --profile N are profile N's (trtexec --profile=N)",
+    )
+
+
+class _ProfileFlag(argparse.Action):
+    """``--profile N``: the shape flags that follow belong to profile N (the order on the command line)."""
+
+    def __call__(self, parser: Any, namespace: argparse.Namespace, values: Any, option: Any = None) -> None:
+        namespace.profile_order = [*(getattr(namespace, "profile_order", None) or []), values]
+        setattr(namespace, self.dest, values)
+
+
+class _ShapeFlag(argparse._AppendAction):
+    """A shape flag, appended as before and also recorded with the profile it follows (None before any)."""
+
+    def __call__(self, parser: Any, namespace: argparse.Namespace, values: Any, option: Any = None) -> None:
+        super().__call__(parser, namespace, values, option)
+        given = (getattr(namespace, "profile", None), self.dest, values)
+        namespace.shape_flags = [*(getattr(namespace, "shape_flags", None) or []), given]
 
 
 def parse_shapes(text: str, flag: str = "--shapes") -> dict[str, Shape]:
@@ -577,10 +603,30 @@ def parse_shapes(text: str, flag: str = "--shapes") -> dict[str, Shape]:
     return out
 
 
-def profiles_from_args(args: argparse.Namespace) -> dict[str, Profile] | None:
-    """One optimization profile from --shapes or --min/--opt/--max-shapes (a flag given twice adds inputs)."""
-    given = {k: ",".join(getattr(args, k, None) or []) for k in ("shapes", "min_shapes", "opt_shapes", "max_shapes")}
-    return profiles_from_shapes(**{k: v or None for k, v in given.items()})
+_SHAPE_DESTS = ("shapes", "min_shapes", "opt_shapes", "max_shapes")
+
+
+def profiles_from_args(args: argparse.Namespace) -> dict[str, Profile] | list[dict[str, Profile]] | None:
+    """The optimization profile from --shapes or --min/--opt/--max-shapes (a flag given twice adds inputs); with
+    ``--profile N`` before each group of shape flags, several profiles (a list), numbered 0, 1, … as trtexec's."""
+    order = getattr(args, "profile_order", None)
+    if not order:
+        given = {k: ",".join(getattr(args, k, None) or []) for k in _SHAPE_DESTS}
+        return profiles_from_shapes(**{k: v or None for k, v in given.items()})
+    if sorted(order) != list(range(len(order))):
+        raise ValueError(f"--profile numbers the profiles 0, 1, 2, … each once; got {', '.join(map(str, order))}")
+    flags = getattr(args, "shape_flags", None) or []
+    stray = [f"--{dest.replace('_', '-')} {value}" for index, dest, value in flags if index is None]
+    if stray:
+        raise ValueError(f"with --profile, each shape flag follows the --profile it belongs to: {' '.join(stray)}")
+    profiles = []
+    for number in range(len(order)):
+        texts = {k: ",".join(v for i, d, v in flags if i == number and d == k) or None for k in _SHAPE_DESTS}
+        profile = profiles_from_shapes(**texts)
+        if profile is None:
+            raise ValueError(f"--profile {number} has no shapes: follow it with --min-shapes/--opt-shapes/--max-shapes")
+        profiles.append(profile)
+    return profiles[0] if len(profiles) == 1 else profiles
 
 
 def profiles_from_shapes(

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._options import parse_bytes, profiles_from_shapes
+from ._options import Profile, parse_bytes, profiles_from_shapes
 
 # trtexec flag -> (option, value): value None takes the argument's value; a constant is used as is
 _FLAGS: dict[str, tuple[str, Any]] = {
@@ -88,7 +88,6 @@ INFERENCE_ONLY = frozenset(
         "noBuilderCache",
         "asyncFileReader",
         "useProfile",
-        "profile",
     ]
 )
 # accepted and without effect in TensorRT 10 (trtexec also ignores them)
@@ -130,21 +129,38 @@ def split_arguments(argv: Sequence[str]) -> list[str]:
     return args
 
 
+_RANGE = ("minShapes", "optShapes", "maxShapes")
+
+
 def translate(argv: Sequence[str]) -> Translation:
     """Map trtexec's arguments to a model and build options (see the module docstring)."""
     out = Translation()
     shapes: dict[str, list[str]] = {"shapes": [], "minShapes": [], "optShapes": [], "maxShapes": []}
+    # --profile=N: the min/opt/max shapes right behind it, each once, are profile N's (sampleOptions.cpp
+    # getOptimizationProfiles); any other argument ends the run
+    profiles: dict[int, dict[str, str]] = {}
+    following: dict[str, str] | None = None
     for arg in split_arguments(argv):
         match = re.fullmatch(r"--([A-Za-z][A-Za-z0-9]*)(?:=(.*))?", arg, re.S)
+        name, value = (match.group(1), match.group(2)) if match else ("", None)
+        if following is not None and name in _RANGE and name not in following and value:
+            following[name] = value
+            continue
+        following = None
         if match is None:
             out.refused.append((arg, "trtexec arguments are written --name or --name=value"))
             continue
-        name, value = match.group(1), match.group(2)
         try:
-            _one(out, shapes, arg, name, value)
+            if name == "profile":
+                following = _profile(profiles, _required(name, value))
+            else:
+                _one(out, shapes, arg, name, value)
         except ValueError as exc:
             out.refused.append((arg, str(exc)))
-    _shapes(out, shapes)
+    if profiles:
+        _profiles(out, shapes, profiles)
+    else:
+        _shapes(out, shapes)
     if out.model is None and not any(a.startswith("--onnx") for a, _ in out.refused):
         out.refused.append(("--onnx", "no model: give --onnx=model.onnx"))
     return out
@@ -239,6 +255,52 @@ def _shapes(out: Translation, shapes: dict[str, list[str]]) -> None:
         out.options["profiles"] = profiles
 
 
+def _profile(profiles: dict[int, dict[str, str]], text: str) -> dict[str, str]:
+    if not text.isdigit():
+        raise ValueError(f"--profile numbers an optimization profile from 0, got {text!r}")
+    if int(text) in profiles:
+        raise ValueError(f"profile {int(text)} is given twice (trtexec: the index cannot be the same)")
+    profiles[int(text)] = {}
+    return profiles[int(text)]
+
+
+def _profiles(out: Translation, shapes: dict[str, list[str]], profiles: dict[int, dict[str, str]]) -> None:
+    """Several optimization profiles from --profile=N groups, as trtexec builds them."""
+    stray = [f"--{k}={v}" for k in _RANGE for v in shapes[k]]
+    if stray:
+        why = "with --profile, each --minShapes/--optShapes/--maxShapes follows its --profile=N directly"
+        out.refused.append((" ".join(stray), why))
+    out.ignored.extend(f"--shapes={s}" for s in shapes["shapes"])  # with profiles, --shapes are inference shapes
+    built: list[dict[str, Profile]] = []
+    count = max(profiles) + 1
+    for index in range(count):
+        given = profiles.get(index)
+        try:
+            if given is None:
+                raise ValueError(f"profiles are numbered 0, 1, … without gaps: no --profile={index}")
+            profile = profiles_from_shapes(
+                min_shapes=given.get("minShapes"), opt_shapes=given.get("optShapes"), max_shapes=given.get("maxShapes")
+            )
+            if profile is None:
+                raise ValueError("no --minShapes/--optShapes/--maxShapes directly after it")
+        except ValueError as exc:
+            group = " ".join(f"--{k}={v}" for k, v in (given or {}).items())
+            out.refused.append((f"--profile={index} {group}".strip(), str(exc)))
+            continue
+        built.append(profile)
+    if len(built) == count and not stray:
+        out.options["profiles"] = built[0] if len(built) == 1 else built
+
+
+def _shape_flags(profile: dict[str, Profile]) -> list[str]:
+    """``--min-shapes=input:1x3x224x224`` … for one profile, as ``trt-widget build`` reads them."""
+    argv = []
+    for flag, index in (("--min-shapes", 0), ("--opt-shapes", 1), ("--max-shapes", 2)):
+        text = ",".join(f"{n}:{'x'.join(map(str, p[index]))}" for n, p in profile.items())
+        argv.append(f"{flag}={text}")
+    return argv
+
+
 def build_argv(translation: Translation) -> list[str]:
     """The equivalent ``trt-widget build`` command line (what is shown, and what runs)."""
     from ._options import option_fields
@@ -246,10 +308,11 @@ def build_argv(translation: Translation) -> list[str]:
     flags = {f.name: f.metadata.get("flag") for f in option_fields()}
     argv = ["build", str(translation.model)]
     for option, value in translation.options.items():
-        if option == "profiles":
-            for flag, index in (("--min-shapes", 0), ("--opt-shapes", 1), ("--max-shapes", 2)):
-                text = ",".join(f"{n}:{'x'.join(map(str, p[index]))}" for n, p in value.items())
-                argv.append(f"{flag}={text}")
+        if option == "profiles" and isinstance(value, list):
+            for index, profile in enumerate(value):
+                argv += [f"--profile={index}", *_shape_flags(profile)]
+        elif option == "profiles":
+            argv += _shape_flags(value)
         elif option == "plugins":
             argv.extend(f"--plugin={library}" for library in value)
         elif value is True:

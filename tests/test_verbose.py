@@ -76,7 +76,10 @@ def test_tactics_are_counted_per_runner_and_each_runner_restarts_the_clock() -> 
 def test_only_the_autotuners_lines_pass_the_prefilter() -> None:
     messages = [m for log in LOGS.values() for _t, m in _messages(log)]
     passed = [m for m in messages if wanted(m)]
-    assert all(re.match(r"(-+ Timing Runner|Tactic: |>+ Chose Runner)", m) for m in passed)
+    assert all(
+        re.match(r"(-+ Timing Runner|Tactic: |Tactic Name: |>+ Chose Runner|=+ Computing costs)", m) for m in passed
+    )
+    assert not wanted("Skipping CaskFlattenConvolution: No valid tactics for /features/features.0/Conv")
     assert not wanted("Autotuning format combination: Float(3,1) -> Float(1536,3,1)")
     assert not wanted("001_convolutional (h1688cudnn) Set Tactic Name: turing_h1688cudnn_128x128")
     assert not wanted("Formats and tactics selection completed in 567.208 seconds.")
@@ -85,6 +88,30 @@ def test_only_the_autotuners_lines_pass_the_prefilter() -> None:
     for t, m in _messages(LOGS["https://github.com/NVIDIA/TensorRT/issues/875"]):
         watch.feed(m, t) if wanted(m) else None
     assert watch.snapshot() == {"layer": "<reformat>", "runner": "Reformat", "since_s": 2.0, "tactics": 2}
+
+
+TRT10 = (
+    "https://github.com/fuzzylabs/edge-vision-power-estimation/blob/6d8ac68acf65c3e6ee846ab27bd2bd9de0d997c7/"
+    "desktop/torch_onnx_trtexec/docs/trtexec.md"
+)
+
+
+def test_tensorrt_10s_named_tactic_lines_are_counted_as_tactics_timed() -> None:
+    """TensorRT 10.x logs ``Tactic Name: KERNEL Tactic: 0x… Time: ms`` (a public TensorRT 10.4 log): each is a
+    tactic timed, through the router's pre-filter as during a build."""
+    watch = TacticWatch()
+    seen = []
+    for t, message in _messages(LOGS[TRT10]):
+        if wanted(message):
+            watch.feed(message, t)
+        seen.append(watch.snapshot())
+    layer = "/features/features.0/Conv + /features/features.1/Relu"
+    assert seen[0] == {"layer": layer, "runner": "", "since_s": 0.0, "tactics": 0}  # "Computing costs for"
+    assert seen[2] == {"layer": layer, "runner": "CaskConvolution", "since_s": 0.0, "tactics": 0}
+    assert [s["tactics"] for s in seen[3:11]] == [1, 2, 3, 4, 5, 6, 7, 8]
+    assert describe(seen[10], 65.0) == f"timing {layer} (CaskConvolution) for 1 min 05.0 s, 8 tactics timed"
+    assert seen[13] is None  # "Chose Runner Type"
+    assert seen[-1] == {"layer": layer, "runner": "CaskConvolution", "since_s": 0.0, "tactics": 3}
 
 
 def test_a_logger_without_verbose_reads_them_but_keeps_none() -> None:

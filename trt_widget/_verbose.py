@@ -3,9 +3,10 @@ pass (nothing kept but the latest), so that "no callback for 8 min" can say "tim
 for 8 min".
 
 TensorRT's autotuner logs, per layer and format combination (TensorRT 8.x to 10.x, NVIDIA's builder):
-``--------------- Timing Runner: NAME (KIND)``, then one ``Tactic: 0x… Time: ms`` per tactic timed,
-``Fastest Tactic: …`` and ``>>>>>>>>>>>>>>> Chose Runner Type: KIND Tactic: …``. A line is looked at only when
-its first character can start one of those (cheap: tens of thousands of VERBOSE lines pass per GPU build).
+``--------------- Timing Runner: NAME (KIND)``, then one ``Tactic: 0x… Time: ms`` per tactic timed (TensorRT
+10.x names the kernel: ``Tactic Name: KERNEL Tactic: 0x… Time: ms``), ``Fastest Tactic: …`` and
+``>>>>>>>>>>>>>>> Chose Runner Type: KIND Tactic: …``. A line is looked at only when its first character can
+start one of those (cheap: tens of thousands of VERBOSE lines pass per GPU build).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from typing import Any
 _FIRST = frozenset("-=>TF")  # the first characters of the lines read
 _RUNNER = re.compile(r"-+ Timing Runner: (.*) \(([^()]*)\)\s*$", re.S)
 _COSTS = re.compile(r"=+ Computing costs for\s*(.*)$", re.S)  # "Computing reformatting costs ...": no layer
-_TACTIC = re.compile(r"Tactic: \S+ [Tt]ime:? ")
+_TACTIC_LINE = ("Tactic: ", "Tactic Name: ")
+_TACTIC = re.compile(r"(?:Tactic Name: .*? )?Tactic: \S+ [Tt]ime:? ")
 MAX_NAME = 120  # layer names of fused nodes run to thousands of characters
 
 
@@ -24,7 +26,7 @@ def wanted(message: str) -> bool:
     """True for the VERBOSE lines :class:`TacticWatch` reads (the router's pre-filter)."""
     return message[:1] in _FIRST and (
         "Timing Runner: " in message
-        or message.startswith("Tactic: ")
+        or message.startswith(_TACTIC_LINE)
         or "Chose Runner Type" in message
         or "Computing " in message
     )
@@ -39,7 +41,7 @@ class TacticWatch:
 
     def feed(self, message: str, t: float) -> None:
         """Read one VERBOSE line logged at build time ``t`` (seconds)."""
-        if message.startswith("Tactic: "):
+        if message.startswith(_TACTIC_LINE):
             state = self.state
             if state is not None and _TACTIC.match(message):
                 self.state = (state[0], state[1], state[2], state[3] + 1)

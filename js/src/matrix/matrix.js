@@ -7,6 +7,7 @@
 // {type: "stop", build}, {type: "stop_all"} and {type: "expand", build, open}.  Every string from Python is
 // written with textContent / setAttribute, never parsed as HTML.
 
+import { GONE_TEXT, watchKernel } from "../build/kernel.js";
 import { TrtView } from "../build/view.js";
 import { h, perfNow, setAttr, setText } from "../shared/dom.js";
 import { fmtBytes, fmtDuration, percent, str } from "../shared/format.js";
@@ -114,17 +115,26 @@ class RowView {
     const force = row.status === "cancelling" && row.can_force;
     setText(this.stop, force ? "Force stop" : "Stop");
     this.stop.disabled = !active || this.stopPending || (row.status === "cancelling" && !row.can_force);
-    this.stop.hidden = !active && row.status !== "idle";
+    this.stop.hidden = !active && row.status !== "idle" && row.status !== "ended";
     this.tick(perfNow());
+  }
+
+  /**
+   * The build's time in seconds at `now` (extrapolated from the last snapshot while it is queued or live).
+   * @param {number} now
+   * @returns {number}
+   */
+  elapsedAt(now) {
+    const row = this.row;
+    if (!row || !ACTIVE.has(row.status)) return row ? row.elapsed_s : 0;
+    return this.anchor.elapsed + Math.max(0, now - this.anchor.at) / 1000;
   }
 
   /** @param {number} now */
   tick(now) {
     const row = this.row;
     if (!row) return;
-    const live = ACTIVE.has(row.status);
-    const t = live ? this.anchor.elapsed + Math.max(0, now - this.anchor.at) / 1000 : row.elapsed_s;
-    setText(this.elapsed, row.status === "idle" ? "" : fmtDuration(t));
+    setText(this.elapsed, row.status === "idle" ? "" : fmtDuration(this.elapsedAt(now)));
   }
 
   onStop() {
@@ -151,6 +161,8 @@ class RowView {
       this.adaptor.update(this.host.details()[String(this.id)]);
       const model = /** @type {import("../build/widget.js").Model} */ (/** @type {unknown} */ (this.adaptor));
       this.view = new TrtView(model, this.detailCell);
+      // the adaptor hears nothing from the kernel: the matrix tells the tree when it is gone
+      if (this.host.kernelGone) this.view.onKernelGone(this.host.kernelGone);
     } else if (!open && this.view) {
       this.view.destroy();
       this.view = null;
@@ -185,6 +197,10 @@ export class MatrixView {
     this.timer = null;
     /** @type {[string, () => void][]} */
     this.handlers = [];
+    /** @type {string} why the kernel is gone ("" while it is there) */
+    this.kernelGone = "";
+    /** @type {Map<number, number>} the builds that were open when it went, and their frozen times */
+    this.endedAt = new Map();
     this.root = h("div", "trtw trtw-matrix");
     const header = h("div", "trtw-header");
     const info = h("div", "trtw-info");
@@ -213,7 +229,9 @@ export class MatrixView {
     this.compare.hidden = true;
     this.root.append(header, this.table, this.compare);
     el.append(this.root);
-    this.stopAll.addEventListener("click", () => this.send({ type: "stop_all" }));
+    this.stopAll.addEventListener("click", () => {
+      if (!this.stopAll.disabled) this.send({ type: "stop_all" });
+    });
     this.tbody.addEventListener("click", (e) => this.onClick(e));
     for (const trait of ["rows_json", "status", "title", "note", "stop_buttons"]) {
       this._listen(trait, () => this.updateRows());
@@ -224,6 +242,46 @@ export class MatrixView {
     this.updateRows();
     this.updateExpanded();
     this.updateComparison();
+    this.unwatchKernel = watchKernel(
+      /** @type {{on?: unknown, off?: unknown, widget_manager?: unknown}} */ (/** @type {unknown} */ (model)),
+      (reason) => this.onKernelGone(GONE_TEXT[reason] || GONE_TEXT.lost),
+      () => [...this.rows.values()].some((rv) => rv.row !== null && ACTIVE.has(rv.row.status)),
+    );
+  }
+
+  /**
+   * The kernel went away: its builds can say nothing more.  Every build still queued or live is shown as
+   * ended with the reason, its clock frozen where it was; Stop and Stop all are disabled (nobody to send to).
+   * @param {string} text
+   */
+  onKernelGone(text) {
+    if (this.kernelGone) return;
+    this.kernelGone = text;
+    const now = perfNow();
+    for (const rv of this.rows.values()) {
+      if (rv.row && ACTIVE.has(rv.row.status)) this.endedAt.set(rv.id, rv.elapsedAt(now));
+      if (rv.view) rv.view.onKernelGone(text);
+    }
+    this.updateRows();
+  }
+
+  /**
+   * A row as shown: a build that was open when the kernel went stays ended, whatever a snapshot says.
+   * @param {Row} row
+   * @returns {Row}
+   */
+  shown(row) {
+    const at = this.endedAt.get(row.id);
+    if (at === undefined) return row;
+    return {
+      ...row,
+      status: "ended",
+      detail: this.kernelGone,
+      error: "",
+      phase: null,
+      elapsed_s: at,
+      can_force: false,
+    };
   }
 
   /**
@@ -282,7 +340,7 @@ export class MatrixView {
   }
 
   updateRows() {
-    const rows = readRows(parse(this.get("rows_json"), []));
+    const rows = readRows(parse(this.get("rows_json"), [])).map((r) => this.shown(r));
     const ids = new Set(rows.map((r) => r.id));
     for (const [id, rv] of this.rows) {
       if (!ids.has(id)) {
@@ -323,9 +381,11 @@ export class MatrixView {
         .join(", "),
     );
     const active = rows.some((r) => ACTIVE.has(r.status));
-    this.stopAll.disabled = !active;
-    this.stopAll.hidden = (!active && rows.some((r) => r.status !== "idle")) || this.get("stop_buttons") === false;
-    this.root.dataset.status = str(this.get("status")) || "idle";
+    const ended = rows.some((r) => r.status === "ended");
+    this.stopAll.disabled = !active || Boolean(this.kernelGone);
+    this.stopAll.hidden =
+      (!active && !ended && rows.some((r) => r.status !== "idle")) || this.get("stop_buttons") === false;
+    this.root.dataset.status = ended ? "ended" : str(this.get("status")) || "idle";
     this._syncTicker(active);
   }
 
@@ -366,6 +426,7 @@ export class MatrixView {
   }
 
   destroy() {
+    this.unwatchKernel();
     this._syncTicker(false);
     const m = this.model;
     if (m && typeof m.off === "function") for (const [ev, fn] of this.handlers) m.off(/** @type {any} */ (ev), fn);

@@ -4,10 +4,13 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import venv
 from pathlib import Path
+
+import pytest
 
 from trt_widget.models import deep_residual, to_bytes
 
@@ -56,3 +59,17 @@ def test_a_built_wheel_installs_into_an_empty_venv_and_builds_a_model(tmp_path: 
     assert "succeeded" in out.stdout.lower()
     engine = tmp_path / "small.engine"
     assert engine.stat().st_size > 1000
+
+
+def test_the_nvidia_extras_bring_nvml_and_the_others_do_not() -> None:
+    """trt_widget reads GPU memory through ``import pynvml`` (the nvidia-ml-py distribution): the NVIDIA extras
+    install it; TensorRT for RTX (no NVML use on a CPU) and the dev tools do not."""
+    tomllib = pytest.importorskip("tomllib")
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+
+    def has_nvml(extra: str) -> bool:
+        return any(re.match(r"nvidia-ml-py\b(?!3)", requirement) for requirement in extras[extra])
+
+    assert has_nvml("tensorrt") and has_nvml("tensorrt-cu12")
+    assert not has_nvml("rtx") and not has_nvml("dev")
+    assert "import pynvml" in (ROOT / "trt_widget" / "_resources.py").read_text()

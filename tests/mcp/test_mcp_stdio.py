@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 from typing import Any
@@ -132,6 +133,69 @@ def test_a_client_that_goes_away_mid_build_leaves_no_builder_behind(
         stderr = server.stderr.read().decode()
         assert "Traceback" not in stderr, stderr
         assert not (tmp_path / "x.engine").exists()
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+
+
+STRAY = textwrap.dedent(
+    """
+    import os, subprocess, sys
+    from trt_widget.__main__ import main
+    from trt_widget.mcp import _builds, _cli, _server
+
+    def stray(when):  # what a print, a native library and a child process would write on fd 1
+        print(f"stray print {when}", end=" ", flush=True)
+        os.write(1, f"stray fd1 {when} ".encode())
+        subprocess.run(["sh", "-c", f"printf 'stray child {when} '"], check=True)
+
+    def before(original):
+        def call(*args, **kwargs):
+            stray(original.__name__)
+            return original(*args, **kwargs)
+        return call
+
+    _server.create_server = before(_server.create_server)  # before the transport starts
+    _builds.BuildRegistry.create = before(_builds.BuildRegistry.create)  # while a tool call runs
+    _cli._stop_all = before(_cli._stop_all)  # after the client went
+    sys.exit(main(["mcp"]))
+    """
+)
+
+
+def test_writes_on_fd_1_never_reach_the_protocol_channel(agent_models: dict[str, Path], tmp_path: Path) -> None:
+    """Before, during and after serving, a print, an os.write(1, ...) and a child process's output in the server
+    go to stderr: every line the client reads is JSON-RPC, and a tool call still works."""
+    server = subprocess.Popen([sys.executable, "-c", STRAY], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, env=dict(os.environ))  # fmt: skip
+    stdin, stdout, stderr = server.stdin, server.stdout, server.stderr
+    assert stdin is not None and stdout is not None and stderr is not None
+
+    def send(message: dict[str, Any]) -> None:
+        stdin.write(json.dumps(message).encode() + b"\n")
+        stdin.flush()
+
+    try:
+        send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+              "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}}})  # fmt: skip
+        first = stdout.readline()
+        assert json.loads(first)["id"] == 1, first
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        arguments = {"model": str(agent_models["small"]), "output": str(tmp_path / "s.engine")}
+        send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+              "params": {"name": "build_engine", "arguments": arguments}})  # fmt: skip
+        while (answer := json.loads(stdout.readline())).get("id") != 2:
+            pass
+        assert answer["result"]["structuredContent"]["status"] == "succeeded", answer
+        stdin.close()  # the client goes: the server stops, then exits
+        rest = stdout.read().decode()
+        assert server.wait(30) == 0
+        assert all(json.loads(line) for line in rest.splitlines() if line.strip()), rest
+        errors = stderr.read().decode()
+        for when in ("create_server", "create", "_stop_all"):
+            for kind in ("print", "fd1", "child"):
+                assert f"stray {kind} {when} " in errors, (kind, when, errors)
     finally:
         if server.poll() is None:
             server.kill()

@@ -33,18 +33,25 @@ def run(args: argparse.Namespace) -> int:
         return 2
     from ._builds import BuildRegistry
 
-    builds = BuildRegistry()
-    server = create_server(builds)
     if not args.http:
         if args.token_file is not None:
             print("trt-widget mcp: error: --token-file goes with --http", file=sys.stderr)
             return 2
+        from .._follow import take_stdout
+        from ._server import serve_stdio
+
+        # from here to the exit (the stop included) builder processes, native libraries and stray prints write on
+        # stderr, never on the protocol channel
+        channel = take_stdout()
+        builds = BuildRegistry()
         try:
             with contextlib.suppress(KeyboardInterrupt):
-                server.run("stdio")
+                serve_stdio(create_server(builds), channel)
         finally:
             _stop_all(builds, "the MCP client went away")
         return 0
+    builds = BuildRegistry()
+    server = create_server(builds)
     from ._http import TokenError, app, listen, read_token, uvicorn_server
 
     if not 0 <= args.port <= 65535:

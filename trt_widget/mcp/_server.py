@@ -8,12 +8,16 @@ stopped then (the default builder process ends within ``force_after``, 0.1 s).
 
 from __future__ import annotations
 
+import contextlib
+import io
 import logging
-from typing import Annotated, Any
+import sys
+from typing import Annotated, Any, BinaryIO
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.stdio import stdio_server
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
@@ -242,3 +246,25 @@ def create_server(registry: BuildRegistry | None = None, *, progress_interval: f
         return Timings.model_validate(timings)
 
     return server
+
+
+class _Unowned(io.TextIOWrapper):
+    """Text over a binary stream that closing (or collecting) leaves open: stdin and the channel are not ours."""
+
+    def close(self) -> None:
+        with contextlib.suppress(ValueError):  # detached already
+            self.detach()
+
+
+def serve_stdio(server: Any, channel: BinaryIO) -> None:
+    """Serve MCP on stdin and ``channel`` (the real stdout, moved off fd 1 by ``take_stdout``) until the client
+    goes. The SDK's own stdio transport would take fd 1, which is stderr by then: it gets both streams."""
+
+    async def serve() -> None:
+        stdin = anyio.wrap_file(_Unowned(sys.stdin.buffer, encoding="utf-8", errors="replace"))
+        stdout = anyio.wrap_file(_Unowned(channel, encoding="utf-8"))
+        lowlevel = server._lowlevel_server  # MCPServer.run("stdio") does the same with the process's stdio
+        async with stdio_server(stdin, stdout) as (read, write):
+            await lowlevel.run(read, write, lowlevel.create_initialization_options())
+
+    anyio.run(serve)

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from trt_widget import BuildWidget, models
 
 SYNCED = sorted(BuildWidget.class_own_traits(sync=True))  # the traits the front end reads, declared in _widget.py
@@ -68,6 +70,7 @@ def test_real_build_ends_with_complete_tree_and_final_status() -> None:
     assert [value for name, value, _ in writes if name == "status"][-1] == "succeeded"
 
 
+@pytest.mark.rtx_long_step
 def test_stop_message_cancels_a_real_long_build(wait_until: Callable[..., Any]) -> None:
     widget = BuildWidget(models.deep_residual(1000), history=False)
     writes = record_writes(widget)
@@ -191,6 +194,7 @@ def test_rows_encoder_reencodes_only_changed_rows() -> None:
     assert json.loads(encoder.encode(model.rows()[:1])) == model.rows()[:1]  # shrinking works too
 
 
+@pytest.mark.rtx_long_step
 def test_elapsed_time_alone_is_not_resent_while_running(wait_until: Callable[..., Any]) -> None:
     widget = BuildWidget(models.deep_residual(1000), history=False)
     writes = record_writes(widget)

@@ -98,6 +98,7 @@ def page(browser: Any) -> Iterator[Any]:
         context.close()
 
 
+@pytest.mark.rtx_long_step
 def test_marimo_app_shows_the_live_build_and_stop_cancels_it(marimo_app: AppServer, page: Any, artifacts: Path) -> None:
     with screenshot_on_failure(page, artifacts, "marimo"):
         page.goto(marimo_app.url)

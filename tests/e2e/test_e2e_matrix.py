@@ -31,6 +31,7 @@ def row(root: Any, build: int) -> Any:
     return root.locator(f'tr.trtw-mx-row[data-build="{build}"]')
 
 
+@pytest.mark.rtx_long_step
 def test_matrix_rows_live_expand_and_stop_one(lab: Lab) -> None:
     lab.open([MATRIX_CELL])
     for build in (0, 1, 2):

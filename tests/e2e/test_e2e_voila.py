@@ -65,6 +65,7 @@ def page(browser: Any) -> Iterator[Any]:
         context.close()
 
 
+@pytest.mark.rtx_long_step
 def test_voila_dashboard_shows_the_live_tree_and_stop_cancels_the_awaited_build(
     voila: AppServer, page: Any, artifacts: Path
 ) -> None:

@@ -126,6 +126,7 @@ def test_live_build_renders_its_phase_tree(lab: Lab) -> None:
     expect(rows.and_(root.locator("[data-status=running]"))).to_have_count(0)
 
 
+@pytest.mark.rtx_long_step
 def test_stop_during_a_long_build_ends_it_within_a_second(lab: Lab, artifacts: Path) -> None:
     root = start_build(lab, "deep_residual(1000)")
     expect(root).to_have_attribute("data-status", "running")
@@ -165,6 +166,7 @@ def test_stop_during_a_long_build_ends_it_within_a_second(lab: Lab, artifacts: P
     assert timing["click_to_cancelled_ms"] < 3000, timing
 
 
+@pytest.mark.rtx_long_step
 def test_thread_isolation_says_it_waits_for_the_step(lab: Lab) -> None:
     root = start_build(lab, "deep_residual(1000), isolation='thread'")
     stop_during_long_step(lab, root)
@@ -195,6 +197,7 @@ def test_kernel_stays_responsive_during_a_build(lab: Lab) -> None:
     wait_final(root, "succeeded")
 
 
+@pytest.mark.rtx_long_step
 def test_await_in_an_async_cell_lets_stop_through(lab: Lab) -> None:
     root = start_build(
         lab,
@@ -213,6 +216,7 @@ def test_await_in_an_async_cell_lets_stop_through(lab: Lab) -> None:
     assert lab.output_text(1) == "awaiting the build\nawaited: cancelled | engine is None: True\n"
 
 
+@pytest.mark.rtx_long_step
 def test_an_unanswered_stop_on_ipykernel6_says_the_kernel_is_busy(lab: Lab) -> None:
     """ipykernel 6 runs an awaited cell to its end before it reads widget messages: the click waits."""
     if not IPYKERNEL6.is_dir():
@@ -399,6 +403,7 @@ def red_parts(root: Any) -> list[str]:
     return list(root.evaluate(RED_SCAN))
 
 
+@pytest.mark.rtx_long_step
 def test_outcomes_look_calm_unless_something_failed(lab: Lab) -> None:
     """Success, a rebuild with a timing cache, the user's cancel and a failure, in light and dark: red only
     for the failure; column headings, binary units, no "finished early" on success."""

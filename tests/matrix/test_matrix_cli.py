@@ -95,6 +95,7 @@ def test_bad_input_and_usage(small_onnx: Path, tmp_path: Path) -> None:
     assert bad.returncode == 1 and "workspace must be a byte count" in bad.stdout
 
 
+@pytest.mark.rtx_long_step
 def test_terminal_live_table_and_ctrl_c_stops_every_build(long_model_bytes: bytes, tmp_path: Path) -> None:
     model = tmp_path / "long.onnx"
     model.write_bytes(long_model_bytes)

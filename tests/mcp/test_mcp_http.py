@@ -16,6 +16,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from trt_widget._backend import select_backend
 from trt_widget._build import AFTER_PHASE
 from trt_widget._engine import BEFORE_PHASES, START_PHASE
 from trt_widget.mcp import HttpServerThread
@@ -74,7 +75,8 @@ def test_a_build_reports_increasing_progress_and_a_structured_result(
     assert all(b - a >= 0.09 for a, b in itertools.pairwise(values)), values
     messages = [m for _, _, m in progress.seen]
     assert all(m and m.startswith(ROOTS) for m in messages), messages
-    assert any(" › " in m and "Determining refit engines" in m for m in messages if m), messages
+    if select_backend()[0] == "rtx":  # RTX's own phase; NVIDIA TensorRT has none of that name
+        assert any(" › " in m and "Determining refit engines" in m for m in messages if m), messages
 
 
 def test_a_cancelled_call_stops_the_build_within_a_second_and_the_server_keeps_serving(

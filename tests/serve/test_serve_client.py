@@ -86,6 +86,7 @@ def test_build_widget_shows_a_remote_build(server: ServerThread, http: httpx.Cli
     assert RemoteBuild(server.url, server.token, deep_residual(3)).widget().build.status == "idle"
 
 
+@pytest.mark.rtx_long_step
 def test_stop_then_force_stop_and_a_follower(server: ServerThread, http: httpx.Client, wait_until: Any) -> None:
     build = RemoteBuild(server.url, server.token, LONG, force_after=30).start()
     wait_until(lambda: build.remote_id, what="the upload")

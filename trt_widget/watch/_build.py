@@ -17,12 +17,14 @@ import hashlib
 import json
 import re
 import threading
+import time
 from concurrent.futures import Future
 from typing import Any
 
 from .._build import Build
 from .._engine import ModelSource
 from .._errors import BuildCancelled, BuildError
+from .._options import BuildOptions
 from .._status import CANCELLED, log
 from ..runners import RunContext
 from . import _patch
@@ -106,34 +108,21 @@ class WatchedBuild(Build):
 
     def __init__(self, network: Any, config: Any, *, method: str, settings: dict[str, Any]) -> None:
         self.runner_ = UserCodeRunner()
-        super().__init__(
-            b"watched",
-            isolation="thread",
-            history=False,
-            resources=False,
-            runner=self.runner_,
-            budget=settings.get("budget"),
-        )
         self.method = method
         self.network = network_info(network, config)
-        description = json.dumps(self.network, sort_keys=True).encode()
-        self.source = ModelSource("network", description, network_label(self.network))
         self.interrupted = False  # a Ctrl-C asked for the cancel
         self.monitor: WatchMonitor | None = None
         self._size: int | None = None
-        events, history = settings.get("events"), settings.get("history", True)
-        if events is not None:
-            from .._events import attach_events
-
-            attach_events(self, events)
-        if history:
-            from ..history import attach_history
-
-            attach_history(self, history)
-        if settings.get("resources", True):
-            from .._resources import attach_resources
-
-            attach_resources(self)
+        description = json.dumps(self.network, sort_keys=True).encode()
+        self._assemble(
+            source=ModelSource("network", description, network_label(self.network)),
+            options=BuildOptions.from_kwargs(isolation="thread", budget=settings.get("budget")),
+            runner=self.runner_,
+            clock=time.perf_counter,
+            events=settings.get("events"),
+            history=settings.get("history", True),
+            resources=settings.get("resources", True),
+        )
 
     @property
     def engine_size(self) -> int | None:

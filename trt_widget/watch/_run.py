@@ -31,6 +31,7 @@ from typing import Any
 from .._build import Build
 from .._engine import ModelSource
 from .._errors import BuildCancelled, BuildError
+from .._options import BuildOptions
 from .._status import LIVE, log
 from ..runners import RunContext, apply_event
 from ._child import ENV_SOCKET
@@ -114,13 +115,20 @@ class RelayedBuild(Build):
 
     def __init__(self, start: dict[str, Any], index: int) -> None:
         self.relay = RelayRunner()
-        super().__init__(b"relayed", isolation="thread", history=False, resources=False, runner=self.relay)
-        label = str(start.get("model") or "network")
-        self.source = ModelSource("network", label.encode(), label)
         self.pid = start.get("pid")
         self.index = index
         self.method = f"pid {self.pid}: {start.get('method', 'build')}"
         self.interrupted = False
+        label = str(start.get("model") or "network")
+        self._assemble(
+            source=ModelSource("network", label.encode(), label),
+            options=BuildOptions.from_kwargs(isolation="thread"),
+            runner=self.relay,
+            clock=time.perf_counter,
+            events=None,
+            history=False,
+            resources=False,
+        )
 
     @property
     def engine_size(self) -> int | None:

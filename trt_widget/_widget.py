@@ -89,7 +89,9 @@ class BuildWidget(anywidget.AnyWidget):
     @staticmethod
     def watch(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
         """Run ``fn(*args, **kwargs)`` on a background thread and show every TensorRT build inside it as a live
-        list (a :class:`trt_widget.watch.WatchWidget`: ``result()``, ``await``, ``timings()``, ``stop()``)."""
+        list (a :class:`trt_widget.watch.WatchWidget`: ``result()``, ``await``, ``timings()``, ``stop()``).
+        Two keywords are the watch's, not ``fn``'s: ``isolation="process"`` and ``watch_settings={...}`` (events,
+        history, budget, resources of each watched build; docs/watch.md)."""
         from .watch import watch_widget
 
         return watch_widget(fn, *args, **kwargs)
@@ -170,7 +172,7 @@ class BuildWidget(anywidget.AnyWidget):
         return self.build.result(timeout)
 
     def save(self, path: str) -> str:
-        """Write the engine to ``path`` atomically."""
+        """Write the engine to ``path`` atomically (with TensorRT for RTX an RTX engine: see :meth:`Build.save`)."""
         return self.build.save(path)
 
     @property

@@ -313,6 +313,7 @@ def _run(args: argparse.Namespace) -> int:
     model, output = _model_and_output(args)
     options = _options(args, output)
     _check_files(args, output)
+    from ._backend import select_backend
     from ._build import Build
     from ._events import attach_events
     from ._terminal import Interrupts, TerminalView
@@ -347,6 +348,10 @@ def _run(args: argparse.Namespace) -> int:
         stream.join(30.0)
     finally:
         signal.signal(signal.SIGINT, previous)
+    if build.status == "succeeded" and build.options.output:
+        note = engine_note(select_backend()[0])
+        if note:
+            _stderr_line(f"{build.options.output} {note}")
     written = _write_files(build, args)
     if build.status == "succeeded":
         return EXIT_OK if written else EXIT_FAILED
@@ -355,6 +360,16 @@ def _run(args: argparse.Namespace) -> int:
     message = str(build.error) if build.error is not None else build.status_detail
     _stderr_line(f"trt-widget: build failed: {message}")
     return EXIT_FAILED
+
+
+def engine_note(backend: str) -> str:
+    """What a saved engine is, where that is not what a TensorRT user expects (TensorRT for RTX's engines)."""
+    if backend != "rtx":
+        return ""
+    return (
+        "is a TensorRT for RTX engine (finished on the GPU when loaded): NVIDIA TensorRT and Triton's TensorRT "
+        "backend cannot load it"
+    )
 
 
 def _view(args: argparse.Namespace) -> int:

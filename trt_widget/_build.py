@@ -359,6 +359,8 @@ class Build(Waiting):
         """Write the engine to ``path`` atomically (never a partial file); returns the path.
 
         Only regular files are written (a symlink's target is replaced, the link kept); the model file is refused.
+        Built with TensorRT for RTX (``backend_info()["backend"] == "rtx"``), the engine is an RTX engine, finished
+        on the GPU when loaded: NVIDIA TensorRT and Triton's TensorRT backend cannot load it.
         """
         if not self.engine:
             raise BuildError(

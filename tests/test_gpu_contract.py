@@ -133,16 +133,17 @@ def nms_model(boxes: int = 64, classes: int = 3, keep: int = 10) -> Any:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
-class _Quiet(trt.ILogger):  # type: ignore[misc]
-    def __init__(self) -> None:
-        trt.ILogger.__init__(self)
+def _logger() -> Any:
+    """trt_widget's own process-wide logger: TensorRT keeps the first logger a process registers, so a logger of
+    this test's own would swallow the lines of every later thread build in the suite."""
+    from trt_widget._engine import CaptureLogger, routed_logs
 
-    def log(self, severity: Any, msg: str) -> None:
-        pass
+    with routed_logs(CaptureLogger()) as router:
+        return router
 
 
 def test_a_model_with_a_standard_plugin_node_builds() -> None:
-    logger = _Quiet()
+    logger = _logger()
     trt.init_libnvinfer_plugins(logger, "")
     if trt.get_plugin_registry().get_creator("EfficientNMS_TRT", "1", "") is None:
         pytest.skip(f"{_backend.capabilities()['label']} ships no EfficientNMS_TRT plugin")
@@ -151,7 +152,7 @@ def test_a_model_with_a_standard_plugin_node_builds() -> None:
 
 
 def _cache_keys(data: bytes) -> set[str]:
-    config = trt.Builder(_Quiet()).create_builder_config()
+    config = trt.Builder(_logger()).create_builder_config()
     return {str(k) for k in config.create_timing_cache(data).queryKeys()}
 
 

@@ -155,6 +155,7 @@ class _Relay:
         self.started = False  # the task reported in (a Ray worker runs it)
         self.built = False  # the remote build ended succeeded: a Stop now must not throw the engine away
         self.anchor: float | None = None  # this process's clock reading at the remote build's t=0 (best estimate)
+        self.last_at = float("-inf")  # the local time of the last event applied
 
     def run(self) -> bytes | None:
         ray, ctx = self.ray, self.ctx
@@ -225,6 +226,8 @@ class _Relay:
                 self.built = event.get("status") == "succeeded"
                 continue
             at = self.anchor + float(event["t"]) if self.anchor is not None else None
+            if at is not None:  # the anchor only improves downwards: never let a later event land before an earlier
+                at = self.last_at = max(at, self.last_at)
             try:
                 apply_event(event, ctx.model, ctx.logger, self.names, at=at)
             except Exception:  # a malformed event must not end the relay

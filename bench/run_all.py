@@ -3,6 +3,7 @@
     python bench/run_all.py            # full run (several minutes) -> bench/results.json
     python bench/run_all.py --quick    # the smoke run: small sizes, few repeats -> bench/results-quick.json
     python bench/run_all.py --only p3 p4
+    python bench/run_all.py --quick --jobs 2   # scripts side by side: a faster smoke run (figures need --jobs 1)
 
 It first builds what the scripts need (the JS bench bundle js/dist/bench.js: ``node js/build.mjs --bench``).
 Each script prints its own table and one ``BENCH_JSON {...}`` line; this prints every figure with its target
@@ -21,6 +22,7 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -54,10 +56,18 @@ KEPT_OUT_OF_DIRTY = [":!bench/results*", ":!docs/performance.md"]
 NEEDS_JS = {"p7", "p7-10000"}  # scripts that load js/dist/bench.js
 
 
-def run_script(name: str, args: list[str], timeout: float) -> tuple[dict[str, Any] | None, str, float]:
-    """Run one script, echoing its output; returns (its BENCH_JSON record or None, error text, seconds)."""
+_PRINT = threading.Lock()
+
+
+def run_script(
+    name: str, args: list[str], timeout: float, echo: bool = True
+) -> tuple[dict[str, Any] | None, str, float]:
+    """Run one script, echoing its output as it comes (``echo``) or as one block at its end (scripts run side by
+    side); returns (its BENCH_JSON record or None, error text, seconds)."""
     start = time.perf_counter()
-    print(f"\n=== {name} {' '.join(args)}", flush=True)
+    header = f"\n=== {name} {' '.join(args)}"
+    if echo:
+        print(header, flush=True)
     script, *base = name.split()  # "p7_frontend.py --instances 10000": the script and its fixed arguments
     proc = subprocess.Popen(
         [sys.executable, str(HERE / script), *base, *args],
@@ -78,10 +88,14 @@ def run_script(name: str, args: list[str], timeout: float) -> tuple[dict[str, An
                 record = json.loads(line[len(JSON_PREFIX) :])
                 continue
             lines.append(line)
-            print(line, end="", flush=True)
+            if echo:
+                print(line, end="", flush=True)
         proc.wait()
     finally:
         timer.cancel()
+    if not echo:
+        with _PRINT:
+            print(header + "\n" + "".join(lines), end="", flush=True)
     seconds = time.perf_counter() - start
     if proc.returncode != 0 and seconds >= timeout:
         return None, f"timed out after {timeout:g} s", seconds
@@ -112,6 +126,9 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", default=None, help="ids to run, e.g. p1 p7")
     parser.add_argument("--timeout", type=float, default=None, help="seconds per script (900; --quick: 180)")
     parser.add_argument("--out", type=Path, default=None, help="the results file (default bench/results*.json)")
+    parser.add_argument(
+        "--jobs", type=int, default=1, help="scripts run side by side (a smoke run's speed; figures need 1)"
+    )
     args = parser.parse_args()
     timeout = args.timeout if args.timeout is not None else (180.0 if args.quick else 900.0)
     selected = [s for s in SCRIPTS if not args.only or s[0] in [o.lower() for o in args.only]]
@@ -121,11 +138,16 @@ def main() -> None:
     load_start = load_avg()
     figures: dict[str, dict[str, Any]] = {}
     runs: dict[str, dict[str, Any]] = {}
-    for key, script, quick_args in selected:
+
+    def one(entry: tuple[str, str, list[str]]) -> tuple[dict[str, Any] | None, str, float]:
+        key, script, quick_args = entry
         if key in NEEDS_JS and js_error:
-            record, error, seconds = None, js_error, 0.0
-        else:
-            record, error, seconds = run_script(script, quick_args if args.quick else [], timeout)
+            return None, js_error, 0.0
+        return run_script(script, quick_args if args.quick else [], timeout, echo=args.jobs <= 1)
+
+    with ThreadPoolExecutor(max(args.jobs, 1)) as pool:
+        outcomes = list(pool.map(one, selected))
+    for (key, script, _), (record, error, seconds) in zip(selected, outcomes, strict=True):
         if record and not error:
             missing = [k for k, f in record.get("figures", {}).items() if f.get("value") is None]
             if not record.get("figures") or missing:

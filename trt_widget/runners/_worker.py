@@ -157,8 +157,9 @@ class _Jobs:
         self._cancels: dict[int, threading.Event] = {}
         threading.Thread(target=self._listen, name="trt_widget-worker-control", daemon=True).start()
 
-    def next(self) -> tuple[int, dict[str, Any], threading.Event]:
-        return self._queue.get()
+    def next(self, timeout: float | None = None) -> tuple[int, dict[str, Any], threading.Event]:
+        """The next job; queue.Empty when none came within ``timeout`` s."""
+        return self._queue.get(timeout=timeout)
 
     def done(self, job_id: int) -> None:
         self._cancels.pop(job_id, None)
@@ -269,12 +270,14 @@ def run_job(job: dict[str, Any], cancel: threading.Event, events: Any) -> None:
         events.send(final)
     except (OSError, ValueError):
         os._exit(0)  # the parent is gone
-    _give_back_memory()
+
+
+TRIM_IDLE_S = 5.0  # an idle worker gives its freed heap back after this long without a job
 
 
 def _give_back_memory() -> None:
-    """Return the heap the build freed to the system while this worker idles (its malloc keeps large blocks on
-    the heap: WORKER_MALLOC in _process.py). After the final message: never on the build's time."""
+    """Return the heap the builds freed to the system (this worker's malloc keeps large blocks on the heap:
+    WORKER_MALLOC in _process.py). Once idle for TRIM_IDLE_S: builds in quick succession keep a warm heap."""
     with contextlib.suppress(Exception):  # not glibc: nothing to do
         import ctypes
 
@@ -311,7 +314,11 @@ def main(argv: list[str]) -> None:
     with contextlib.suppress(Exception):  # import TensorRT while no job waits yet (a failure: the job reports it)
         from .. import _engine  # noqa: F401
     while True:
-        job_id, job, cancel = jobs.next()
+        try:
+            job_id, job, cancel = jobs.next(timeout=TRIM_IDLE_S)
+        except queue.Empty:
+            _give_back_memory()
+            job_id, job, cancel = jobs.next()
         run_job(job, cancel, events)
         jobs.done(job_id)
 

@@ -874,26 +874,31 @@ def test_stop_ends_a_remote_build_within_a_second_whatever_the_server_does(mode:
 # -- extras never hang or damage ------------------------------------------------------------------------------
 
 
-def test_events_to_a_fifo_without_a_reader_is_refused_at_once(tmp_path: Path) -> None:
-    fifo = tmp_path / "events.fifo"
-    os.mkfifo(fifo)
-    outcome: list[BaseException | None] = []
+def _unblocked(fifo: Path, construct: Callable[[], Any], what: str) -> Any:
+    """``construct()``'s result or exception, failing the test if it blocks on ``fifo`` (then released)."""
+    outcome: list[Any] = []
 
-    def construct() -> None:
+    def run() -> None:
         try:
-            Build(SMALL, history=False, events=str(fifo))
-            outcome.append(None)
+            outcome.append(construct())
         except BaseException as exc:
             outcome.append(exc)
 
-    thread = threading.Thread(target=construct, daemon=True)
+    thread = threading.Thread(target=run, daemon=True)
     thread.start()
     thread.join(10)
     if thread.is_alive():  # it blocked in open(): release it before failing
         with open(fifo, "rb"):
             thread.join(10)
-        pytest.fail("Build(events=<a FIFO with no reader>) blocked")
-    assert isinstance(outcome[0], ValueError) and "no process is reading" in str(outcome[0]), outcome
+        pytest.fail(f"Build({what}) blocked")
+    return outcome[0]
+
+
+def test_events_to_a_fifo_without_a_reader_is_refused_at_once(tmp_path: Path) -> None:
+    fifo = tmp_path / "events.fifo"
+    os.mkfifo(fifo)
+    outcome = _unblocked(fifo, lambda: Build(SMALL, history=False, events=str(fifo)), "events=<a FIFO, no reader>")
+    assert isinstance(outcome, ValueError) and "no process is reading" in str(outcome), outcome
     with open(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK), "rb") as reader:  # with a reader: events flow
         build = Build(SMALL, history=False, events=str(fifo), isolation="thread").start()
         got = b""
@@ -906,22 +911,13 @@ def test_events_to_a_fifo_without_a_reader_is_refused_at_once(tmp_path: Path) ->
 def test_a_history_store_on_a_fifo_turns_history_off_without_blocking(tmp_path: Path) -> None:
     fifo = tmp_path / "history.fifo"
     os.mkfifo(fifo)
-    outcome: list[Any] = []
 
-    def construct() -> None:
-        with pytest.warns(RuntimeWarning, match="not a regular file") as caught:
-            outcome.append(Build(SMALL, history=str(fifo), isolation="thread"))
-        outcome.append(caught)
+    def construct() -> Any:
+        with pytest.warns(RuntimeWarning, match="not a regular file"):
+            return Build(SMALL, history=str(fifo), isolation="thread")
 
-    thread = threading.Thread(target=construct, daemon=True)
-    thread.start()
-    thread.join(10)
-    if thread.is_alive():  # it blocked in open(): release it before failing
-        with open(fifo, "rb"):
-            thread.join(10)
-        pytest.fail("Build(history=<a FIFO>) blocked")
-    build = outcome[0]
-    assert build.history is None and build.start().wait(120) == "succeeded"
+    build = _unblocked(fifo, construct, "history=<a FIFO>")
+    assert isinstance(build, Build) and build.history is None and build.start().wait(120) == "succeeded"
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)  # left as it was
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -259,23 +258,14 @@ getattr(threading, "_register_atexit", lambda fn: None)(shutdown_workers)
 
 @contextlib.contextmanager
 def _work_dirs() -> Iterator[list[str]]:
-    """Private temporary directories for the model and engine files, RAM-backed /dev/shm first if present. They
-    are removed after the build on a thread of their own (freeing a large model's pages is not the build's time;
-    not a daemon: a process that ends right after the build still removes them)."""
-    dirs: list[str] = []
-    try:
+    """Private temporary directories for the model and engine files, RAM-backed /dev/shm first if present."""
+    with contextlib.ExitStack() as stack:
+        dirs: list[str] = []
         if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK):
             with contextlib.suppress(OSError):
-                dirs.append(tempfile.mkdtemp(prefix="trt_widget-", dir="/dev/shm"))
-        dirs.append(tempfile.mkdtemp(prefix="trt_widget-"))
+                dirs.append(stack.enter_context(tempfile.TemporaryDirectory(prefix="trt_widget-", dir="/dev/shm")))
+        dirs.append(stack.enter_context(tempfile.TemporaryDirectory(prefix="trt_widget-")))
         yield dirs
-    finally:
-        threading.Thread(target=_remove_dirs, args=(dirs,), name="trt_widget-workdir-cleanup").start()
-
-
-def _remove_dirs(dirs: list[str]) -> None:
-    for directory in dirs:
-        shutil.rmtree(directory, ignore_errors=True)
 
 
 class ProcessRunner:

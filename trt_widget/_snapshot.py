@@ -85,6 +85,7 @@ class SnapshotPump:
         self._wake = threading.Event()
         self._hurry = threading.Event()  # ends a throttle wait early: a Stop click or the build's end
         self._urgent = False
+        self.last_send_s: float | None = None  # when the last send was made (a flush before the thread starts too)
         self._thread = threading.Thread(target=self._loop, name="trt_widget-pump", daemon=True)
         self.unsubscribe = subscribe(build, self._on_event, steps=False)  # steps wait for the next tick
         build.add_done_callback(lambda _build: self.wake(urgent=True))
@@ -111,7 +112,6 @@ class SnapshotPump:
         return self._thread
 
     def _loop(self) -> None:
-        last_send: float | None = None  # never sent: the first send waits for no throttle
         while True:
             finished = self.build.done()  # read first, so the snapshot after it is the final one
             if not finished:
@@ -120,6 +120,7 @@ class SnapshotPump:
                 self._wake.wait(self.interval)
                 self._wake.clear()
                 finished = self.build.done()
+                last_send = self.last_send_s
                 gap = 0.0 if last_send is None else self.interval - (self.clock() - last_send)
                 if gap > 0 and not finished and not self._urgent:
                     self._hurry.wait(gap)
@@ -127,7 +128,6 @@ class SnapshotPump:
             self._hurry.clear()
             self._urgent = False
             self.flush()
-            last_send = self.clock()
             if finished:
                 return
 
@@ -158,6 +158,7 @@ class SnapshotPump:
             return  # the browser ticks elapsed time itself; re-anchor it only along with real news
         if changed:
             self.send(changed)
+            self.last_send_s = self.clock()
             self.last.update(changed)
 
 

@@ -64,3 +64,36 @@ def test_a_kernel_shutdown_mid_build_ends_the_widget(lab: Lab) -> None:
         expect(root.locator("button.trtw-stop")).to_be_hidden()  # type: ignore[attr-defined]
     else:
         _assert_ended(lab, root, "the kernel shut down during this build")
+
+
+MATRIX_CELL = (
+    "from trt_widget.matrix import BuildMatrix\n"
+    "from trt_widget.models import deep_residual\n"
+    "m = BuildMatrix(deep_residual(1000), variants=[{'optimization_level': 3}, {'optimization_level': 2}],"
+    " max_parallel=1).start()\n"
+    "m\n"
+)
+
+
+def test_a_kernel_restart_mid_matrix_ends_its_open_builds(lab: Lab) -> None:
+    """The matrix view (and the watch widget, which is drawn by it): every build still queued or running shows
+    ended with the reason, its clock frozen; Stop and Stop all are disabled."""
+    lab.open([MATRIX_CELL])
+    lab.run_cell(0)
+    root = lab.output(0).locator(".trtw-matrix")
+    running, queued = (root.locator(f'tr.trtw-mx-row[data-build="{i}"]') for i in (0, 1))
+    expect(running).to_have_attribute("data-status", "running", timeout=BUILD_S * 1000)
+    expect(queued).to_have_attribute("data-status", "queued")
+    lab.js("restartKernel", lab.path)
+    for row in (running, queued):
+        expect(row).to_have_attribute("data-status", "ended", timeout=30_000)
+        expect(row.locator(".trtw-mx-phase-name")).to_have_text("the kernel restarted during this build")
+        expect(row.locator(".trtw-mx-stop")).to_be_disabled()
+    expect(root).to_have_attribute("data-status", "ended")
+    expect(root.locator(".trtw-mx-stop-all")).to_be_disabled()
+    clock = running.locator(".trtw-mx-elapsed")
+    before = clock.inner_text()
+    time.sleep(1.5)  # a live row's clock ticks on: a frozen one reads the same 1.5 s later
+    assert clock.inner_text() == before
+    lab.screenshot("matrix-kernel-restarted", root)
+    assert not [p for p in lab.problems if "Cannot send" in p], lab.problems

@@ -65,6 +65,21 @@ export function fakeModel(init = {}) {
   };
 }
 
+/** A row of the matrix view's rows_json: a running build with a phase, unless `extra` says otherwise. */
+export const matrixRow = (id, extra = {}) => ({
+  id,
+  model: "resnet.onnx",
+  variant: `optimization_level=${id}`,
+  status: "running",
+  detail: "",
+  elapsed_s: 1.5,
+  engine_size: 0,
+  error: "",
+  phase: { name: "Timing tactics", step: 3, num_steps: 10 },
+  can_force: true,
+  ...extra,
+});
+
 let nextId = 0;
 export function phase(name, opts = {}) {
   return {

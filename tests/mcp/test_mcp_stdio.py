@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +103,25 @@ def test_a_cancel_over_stdio_stops_the_build_within_a_second(
     assert after.structured_content["status"] == "succeeded"
 
 
+def _sender(stdin: Any) -> Callable[[dict[str, Any]], None]:
+    """Write JSON-RPC messages, one a line, to a raw stdio MCP server."""
+
+    def send(message: dict[str, Any]) -> None:
+        stdin.write(json.dumps(message).encode() + b"\n")
+        stdin.flush()
+
+    return send
+
+
+def _initialize(send: Callable[[dict[str, Any]], None], stdout: Any) -> str:
+    """The MCP handshake; returns the server's first line (its answer to initialize)."""
+    send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+          "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}}})  # fmt: skip
+    first: str = stdout.readline()
+    send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    return first
+
+
 def test_a_client_that_goes_away_mid_build_leaves_no_builder_behind(
     agent_models: dict[str, Path], tmp_path: Path
 ) -> None:
@@ -110,15 +130,9 @@ def test_a_client_that_goes_away_mid_build_leaves_no_builder_behind(
     stdin = server.stdin
     assert stdin is not None and server.stdout is not None and server.stderr is not None
 
-    def send(message: dict[str, Any]) -> None:
-        stdin.write(json.dumps(message).encode() + b"\n")
-        stdin.flush()
-
+    send = _sender(stdin)
     try:
-        send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
-              "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}}})  # fmt: skip
-        assert "result" in json.loads(server.stdout.readline())
-        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        assert "result" in json.loads(_initialize(send, server.stdout))
         arguments = {"model": str(agent_models["long"]), "output": str(tmp_path / "x.engine")}
         send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
               "params": {"name": "build_engine", "arguments": arguments, "_meta": {"progressToken": "p"}}})  # fmt: skip
@@ -172,16 +186,10 @@ def test_writes_on_fd_1_never_reach_the_protocol_channel(agent_models: dict[str,
     stdin, stdout, stderr = server.stdin, server.stdout, server.stderr
     assert stdin is not None and stdout is not None and stderr is not None
 
-    def send(message: dict[str, Any]) -> None:
-        stdin.write(json.dumps(message).encode() + b"\n")
-        stdin.flush()
-
+    send = _sender(stdin)
     try:
-        send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
-              "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}}})  # fmt: skip
-        first = stdout.readline()
+        first = _initialize(send, stdout)
         assert json.loads(first)["id"] == 1, first
-        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         arguments = {"model": str(agent_models["small"]), "output": str(tmp_path / "s.engine")}
         send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
               "params": {"name": "build_engine", "arguments": arguments}})  # fmt: skip

@@ -2,21 +2,9 @@
 // The matrix view (also the watch widget's) when its kernel goes away: restart, shutdown, a closed comm.
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import matrix from "../../src/matrix/matrix.js";
-import { fakeModel } from "../helpers.js";
+import { fakeModel, matrixRow } from "../helpers.js";
 
-const row = (id, extra = {}) => ({
-  id,
-  model: "resnet.onnx",
-  variant: `optimization_level=${id}`,
-  status: "running",
-  detail: "",
-  elapsed_s: 5,
-  engine_size: 0,
-  error: "",
-  phase: { name: "Timing tactics", step: 3, num_steps: 10 },
-  can_force: true,
-  ...extra,
-});
+const row = (id, extra = {}) => matrixRow(id, { elapsed_s: 5, ...extra });
 
 // one build of each open status, and one that finished
 const openAndDone = () => [

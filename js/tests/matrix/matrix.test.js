@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { phaseDiffs, readComparison } from "../../src/matrix/compare.js";
 import { BuildModelAdaptor, readRows } from "../../src/matrix/data.js";
 import matrix from "../../src/matrix/matrix.js";
+import { matrixRow } from "../helpers.js";
 
 /** A minimal anywidget-like model: get / set / on / off / send. */
 function fakeModel(init = {}) {
@@ -31,19 +32,7 @@ function fakeModel(init = {}) {
   };
 }
 
-const row = (id, extra = {}) => ({
-  id,
-  model: "resnet.onnx",
-  variant: `optimization_level=${id}`,
-  status: "running",
-  detail: "",
-  elapsed_s: 1.5,
-  engine_size: 0,
-  error: "",
-  phase: { name: "Timing tactics", step: 3, num_steps: 10 },
-  can_force: true,
-  ...extra,
-});
+const row = matrixRow;
 
 const buildTraits = (extra = {}) => ({
   status: "running",

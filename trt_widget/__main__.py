@@ -158,6 +158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["trtexec"] and not {"-h", "--help"} & set(argv[1:2]):
         return _trtexec(argv[1:])
+    _start_builder_early(argv)
     parser = _parser()
     try:
         args = parser.parse_args(argv)
@@ -194,6 +195,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (_InputError, ImportError, OSError) as exc:  # ImportError: BackendUnavailable, missing onnx
         _stderr_line(f"trt-widget: error: {exc}")
         return EXIT_FAILED
+
+
+def _start_builder_early(argv: list[str]) -> None:
+    """``build`` with the default process isolation: start the builder process before anything else, so its
+    start (Python, TensorRT) overlaps this process's own imports and checks instead of following them."""
+    if argv[:1] != ["build"] or {"-h", "--help"} & set(argv):
+        return
+    for index, arg in enumerate(argv):
+        if arg.startswith("--isolation="):
+            value = arg.split("=", 1)[1]
+        elif arg == "--isolation" and index + 1 < len(argv):
+            value = argv[index + 1]
+        else:
+            continue
+        if value != "process":
+            return
+    from .runners import pool
+
+    pool.prewarm()
 
 
 _OWN = ("--json", "--plain", "--report", "--trace", "--budget", "--isolation")

@@ -8,6 +8,7 @@ TensorRT directly; where the backends differ, :func:`capabilities` says how (dec
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import sys
 from types import ModuleType
@@ -95,6 +96,30 @@ _PROBE = (
     "sys.exit(4)\n"
 )
 PROBE_TIMEOUT_S = 30.0
+
+
+def likely_backend() -> str:
+    """The kind :func:`select_backend` picks, or will most likely pick, without importing TensorRT or probing
+    CUDA here: so a builder process can start while this one is still importing. Builder processes are
+    checked against the real choice before they get a job."""
+    if _selected is not None:
+        return _selected[0]
+    wanted = os.environ.get("TRT_WIDGET_BACKEND", "").strip().lower()
+    wanted = "rtx" if wanted in ("tensorrt_rtx", "tensorrt-rtx") else wanted
+    if wanted in _CANDIDATES:
+        return wanted
+    found = {kind for kind, names in _CANDIDATES.items() if any(_findable(n) for n in names)}
+    nvidia_gpu = _visible_devices_listed() and (not sys.platform.startswith("linux") or bool(gpu_device_nodes()))
+    if "tensorrt" in found and (nvidia_gpu or "rtx" not in found):
+        return "tensorrt"
+    return "rtx" if "rtx" in found else "tensorrt"
+
+
+def _findable(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def cuda_gpu_visible() -> bool:

@@ -16,18 +16,18 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Union
 
 from ._backend import check_options, select_backend
-from ._engine import BEFORE_PHASES, START_PHASE, CaptureLogger, ModelLike, ModelSource
+from ._engine import BEFORE_PHASES, CaptureLogger, ModelLike, ModelSource
 from ._errors import BuildCancelled, BuildError
 from ._event_sinks import Sink
 from ._expected import unexpected_errors
-from ._files import atomic_write, check_writable, expand_user, refuse_inputs, refuse_overwriting
+from ._files import WrittenFile, atomic_write, check_writable, expand_user, refuse_inputs, refuse_overwriting
 from ._gpu import memory_skip_note
 from ._options import BuildOptions, BuildOptionsDict
 from ._phases import CANCELLED, FINISHED_EARLY, PhaseModel
 from ._status import BUILD_STATUSES, CANCELLING, FAILED, FINAL, IDLE, LIVE, QUEUED, RUNNING, SUCCEEDED, log
 from ._subscribe import BuildEvent, subscribe
 from ._waiting import Waiting, _quietly
-from .runners import Recording, RunContext, Runner, runner_for
+from .runners import START_PHASE, EngineFile, Recording, RunContext, Runner, runner_for
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack from Python 3.11
@@ -158,7 +158,8 @@ class Build(Waiting):
         self.status_detail = ""
         self._notes: list[str] = []  # what the runner said about the build (kept on success; stop reasons are not)
         self.cancel_info: dict[str, Any] | None = None  # {"phase": name, "requested_at_s": t} once stopped
-        self.engine: bytes | None = None
+        self._engine: bytes | None = None
+        self._written: WrittenFile | None = None  # output= holds the engine, not yet read into this process
         self._recorded_engine_size: int | None = None  # a replay's: the recording names a size, holds no bytes
         self.error: BuildError | None = None
         self.logger = CaptureLogger(self.options.verbose, clock)
@@ -217,9 +218,30 @@ class Build(Waiting):
 
     # -- state ---------------------------------------------------------------------------------------
     @property
+    def engine(self) -> bytes | None:
+        """The serialized engine once the build succeeded, else None. Where the builder process wrote it straight
+        to ``output=``, it is read from that file on first use (BuildError if the file changed since)."""
+        written = self._written
+        if written is not None:
+            with self._lock:
+                if self._written is not None:
+                    try:
+                        self._engine = self._written.read()
+                    except OSError as exc:
+                        raise BuildError(f"the engine is in {self._written.path} only, and {exc}") from None
+                    self._written = None
+        return self._engine
+
+    @engine.setter
+    def engine(self, value: bytes | None) -> None:
+        self._engine, self._written = value, None
+
+    @property
     def engine_size(self) -> int | None:
         """The engine's size in bytes (for a replay: the recorded engine's); None when there is none."""
-        return len(self.engine) if self.engine else self._recorded_engine_size
+        if self._written is not None:
+            return self._written.size
+        return len(self._engine) if self._engine else self._recorded_engine_size
 
     @property
     def status(self) -> str:
@@ -418,7 +440,7 @@ class Build(Waiting):
                 self._timer.daemon = True
                 self._timer.start()
 
-    def _execute(self) -> bytes | None:
+    def _execute(self) -> bytes | EngineFile | None:
         return self.runner.run(self._context())
 
     def _frame(self, event: str, phase: Any) -> None:
@@ -439,11 +461,12 @@ class Build(Waiting):
             self.model.phase_start(AFTER_PHASE, None, 0, at=self._clock() - max(self.model.now() - ended, 0.0))
 
     def _run(self) -> None:
-        engine: bytes | None = None
+        engine: bytes | WrittenFile | None = None
         error: BuildError | None = None
         try:
-            engine = self._execute()
-            if engine is not None and self.options.output:
+            result = self._execute()
+            engine = self._place(result) if isinstance(result, EngineFile) else result
+            if isinstance(engine, bytes) and self.options.output:
                 try:
                     atomic_write(self.options.output, engine)
                 except OSError as exc:
@@ -464,14 +487,27 @@ class Build(Waiting):
             error.__cause__ = exc
         self._finish(engine, error)
 
-    def _finish(self, engine: bytes | None, error: BuildError | None) -> None:
+    def _place(self, engine: EngineFile) -> WrittenFile | bytes:
+        """Rename the engine file the runner wrote beside ``output=`` into place; its bytes when that fails (the
+        write to the output then reports why, and the engine is kept in memory)."""
+        if self.options.output:
+            try:
+                return engine.place(self.options.output)
+            except OSError:
+                pass
+        return engine.take()
+
+    def _finish(self, engine: bytes | WrittenFile | None, error: BuildError | None) -> None:
         if self._timer is not None:
             self._timer.cancel()
         self._closing = True
         self.model.close_all(CANCELLED if engine is None else FINISHED_EARLY)
         with self._lock:
             self._ended_s = self.model.now()
-            self.engine = engine
+            if isinstance(engine, WrittenFile):
+                self._engine, self._written = None, engine
+            else:
+                self._engine = engine
             if error is not None:
                 self.error, self._status = error, FAILED
                 self.status_detail = str(error).splitlines()[0]

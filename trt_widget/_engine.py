@@ -6,6 +6,7 @@ Used as is by the thread runner and inside the child process of process isolatio
 
 from __future__ import annotations
 
+import mmap
 import os
 import threading
 import time
@@ -211,7 +212,6 @@ def routed_logs(logger: CaptureLogger) -> Iterator[_LogRouter]:
 
 # The time before TensorRT's first phase, reported as a phase of its own (see Build's AFTER_PHASE for the end)
 BEFORE_PHASES = {"model": "Reading and parsing the model", "callable": "Defining the network"}
-START_PHASE = "Starting the builder process"  # a cold worker's start-up, before it can build (runners/_process.py)
 
 
 def build_engine(source: ModelSource, options: BuildOptions, monitor: Any, logger: CaptureLogger) -> memoryview | None:
@@ -420,11 +420,9 @@ def _populate(t: Any, network: Any, source: ModelSource, logger: CaptureLogger, 
         if not path.is_file():
             raise BuildError(f"not an ONNX file (a directory?): {path}")
         try:
-            locations = file_locations(str(path))
+            ok = _parse_file(parser, str(path), source)
         except OSError as exc:
             raise BuildError(f"cannot read the model {source.label}: {exc.strerror or exc}") from None
-        check_external_data(locations, source.directory, source.label, source.hint)
-        ok = parser.parse_from_file(str(path))
     else:
         if not source.value:
             raise BuildError("the ONNX bytes are empty")
@@ -449,6 +447,24 @@ def _populate(t: Any, network: Any, source: ModelSource, logger: CaptureLogger, 
 
 def _short(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _parse_file(parser: Any, path: str, source: ModelSource) -> bool:
+    """Check the model file's external data, then parse the very bytes checked, through one read-only map:
+    TensorRT's ``parse_from_file`` reads through a stream, ~0.1 s more for a 100 MB model here."""
+    with open(path, "rb") as handle:
+        empty = os.fstat(handle.fileno()).st_size == 0
+        if empty or capabilities()["gil_unsafe_parse"]:  # the parser says what is wrong with an empty file
+            check_external_data(file_locations(path), source.directory, source.label, source.hint)
+            return bool(parser.parse_from_file(path))
+        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+            view = memoryview(mapped)
+            try:
+                locations = file_locations(path, mapped)
+                check_external_data(locations, source.directory, source.label, source.hint)
+                return bool(parser.parse(view, path))  # path: where its external data lies
+            finally:
+                view.release()
 
 
 def _parse_bytes(parser: Any, data: bytes) -> bool:

@@ -296,10 +296,11 @@ class EventStream:
                     self._phase_finished(phase)
             self._ended = True
             error = build.error
-            engine = build.engine
-            # a watched build keeps no bytes: its engine_size says the size
-            size = (getattr(build, "engine_size", None) or len(engine)) if engine is not None else None
-            output = build.options.output if engine is not None else None
+            # engine_size, not the bytes: a watched build keeps none, and output= may hold them unread
+            size = getattr(build, "engine_size", None)
+            if size is None and build.engine is not None:
+                size = len(build.engine)
+            output = build.options.output if size is not None else None
             self._put(
                 {
                     "event": "build_end",

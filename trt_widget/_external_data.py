@@ -152,19 +152,26 @@ def external_locations(data: bytes | memoryview) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def file_locations(path: str) -> list[str]:
-    """``external_locations`` of an ONNX file, read through a read-only map (big tensors are never copied)."""
+def file_locations(path: str, mapped: mmap.mmap | None = None) -> list[str]:
+    """``external_locations`` of an ONNX file, read through a read-only map (big tensors are never copied);
+    ``mapped``: the caller's map of that file, scanned instead of a new one."""
+    if mapped is not None:
+        return _mapped_locations(mapped)
     with open(path, "rb") as handle:
         if os.fstat(handle.fileno()).st_size == 0:
             return []
-        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-            if mapped.size() < QUICK_SCAN_BYTES and mapped.find(b"location") < 0:
-                return []  # as in external_locations
-            view = memoryview(mapped)
-            try:
-                return external_locations(view)
-            finally:
-                view.release()
+        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as own:
+            return _mapped_locations(own)
+
+
+def _mapped_locations(mapped: mmap.mmap) -> list[str]:
+    if mapped.size() < QUICK_SCAN_BYTES and mapped.find(b"location") < 0:
+        return []  # as in external_locations
+    view = memoryview(mapped)
+    try:
+        return external_locations(view)
+    finally:
+        view.release()
 
 
 NO_DIRECTORY_HINT = (

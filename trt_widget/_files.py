@@ -10,8 +10,10 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import secrets
 import stat
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 _UMASK = os.umask(0o022)  # read once at import (os.umask can only be read by setting it)
@@ -120,6 +122,53 @@ def atomic_write(path: str | os.PathLike[str], data: bytes | memoryview) -> Path
             os.unlink(tmp)
         raise
     return target
+
+
+def part_path(path: str | os.PathLike[str]) -> Path:
+    """A fresh name for a temporary file beside ``path``'s target, as ``atomic_write`` names its own (removed by
+    the next write when the process that made it is gone); a builder process writes an engine there."""
+    target = writable_target(path)
+    return target.parent / f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.part"
+
+
+@dataclass(frozen=True)
+class WrittenFile:
+    """A file this process put in place, known by its identity: read back only while it is still that file."""
+
+    path: Path
+    size: int
+    identity: tuple[int, int, int]  # device, inode, modification time (ns)
+
+    def read(self) -> bytes:
+        """The file's bytes; OSError when it was replaced, changed or removed since it was written."""
+        with open(self.path, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            if (info.st_dev, info.st_ino, info.st_mtime_ns) != self.identity or info.st_size != self.size:
+                raise OSError(f"{self.path} was replaced or changed after this build wrote it")
+            data = handle.read()
+        if len(data) != self.size:
+            raise OSError(f"{self.path} changed while it was read")
+        return data
+
+
+def place_file(part: str | os.PathLike[str], path: str | os.PathLike[str]) -> WrittenFile:
+    """Make ``part``, a finished temporary file from ``part_path(path)``, the file at ``path``: fsync it, give it
+    the permissions ``open()`` would, then rename it over the target, as ``atomic_write`` does."""
+    target = writable_target(path)
+    if Path(os.path.realpath(part)).parent != target.parent:
+        raise OSError(f"{part} is not beside {target}")
+    _remove_stale_parts(target)
+    fd = os.open(part, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise NotARegularFile(f"{part} is not a regular file")
+        os.fchmod(fd, 0o666 & ~_UMASK)
+        os.fsync(fd)
+        os.replace(part, target)
+    finally:
+        os.close(fd)
+    return WrittenFile(target, info.st_size, (info.st_dev, info.st_ino, info.st_mtime_ns))
 
 
 def _remove_stale_parts(target: Path) -> None:

@@ -22,7 +22,8 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 
 from trt_widget._backend import select_backend
 from trt_widget._build import AFTER_PHASE
-from trt_widget._engine import BEFORE_PHASES, START_PHASE
+from trt_widget._engine import BEFORE_PHASES
+from trt_widget.runners import START_PHASE
 
 ROOTS = (BEFORE_PHASES["model"], START_PHASE, "Building engine", AFTER_PHASE)  # top-level phases of a build
 

@@ -18,8 +18,9 @@ from mcp.client.streamable_http import streamable_http_client
 
 from trt_widget._backend import select_backend
 from trt_widget._build import AFTER_PHASE
-from trt_widget._engine import BEFORE_PHASES, START_PHASE
+from trt_widget._engine import BEFORE_PHASES
 from trt_widget.mcp import HttpServerThread
+from trt_widget.runners import START_PHASE
 
 ROOTS = (BEFORE_PHASES["model"], START_PHASE, "Building engine", AFTER_PHASE)  # top-level phases of a build
 

@@ -18,7 +18,8 @@ import psutil
 from mcp import Client, StdioServerParameters
 
 from trt_widget._build import AFTER_PHASE
-from trt_widget._engine import BEFORE_PHASES, START_PHASE
+from trt_widget._engine import BEFORE_PHASES
+from trt_widget.runners import START_PHASE
 
 ROOTS = (BEFORE_PHASES["model"], START_PHASE, "Building engine", AFTER_PHASE)  # top-level phases of a build
 

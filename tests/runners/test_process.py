@@ -21,9 +21,8 @@ import pytest
 import trt_widget
 from trt_widget import models
 from trt_widget._build import Build
-from trt_widget._engine import START_PHASE
 from trt_widget._errors import BuildCancelled, BuildError
-from trt_widget.runners import _process
+from trt_widget.runners import START_PHASE, _process
 
 LONG_STEP = "Determining refit engines"
 

@@ -29,7 +29,7 @@ from .._event_sinks import Sink
 from .._files import expand_user
 from .._options import BuildOptionsDict
 from .._status import FINAL, IDLE
-from ..runners import RunContext, Runner
+from ..runners import EngineFile, RunContext, Runner
 from ._table import (
     RESULT_COLUMNS,
     as_table,
@@ -110,7 +110,7 @@ class SlotRunner:
         self.slots = slots
         self.name = inner.name
 
-    def run(self, ctx: RunContext) -> bytes | None:
+    def run(self, ctx: RunContext) -> bytes | EngineFile | None:
         waited: list[bool] = []
 
         def on_wait() -> None:

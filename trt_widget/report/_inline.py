@@ -123,10 +123,11 @@ def _facts(source: Any) -> dict[str, Any]:
         return source
     build = getattr(source, "build", source)  # a BuildWidget's Build
     status = build.status
-    engine = build.engine
     error = build.error
-    recorded = engine == b"" and getattr(build, "engine_size", None) is not None  # a replay names the size only
-    size = fmt_bytes(len(engine)) if engine else f"{fmt_bytes(build.engine_size)} (recorded)" if recorded else None
+    # the size, without reading an engine that output= holds
+    engine_size = build.engine_size if hasattr(build, "engine_size") else len(build.engine or b"") or None
+    recorded = getattr(getattr(build, "source", None), "kind", None) == "recording"  # a replay names the size only
+    size = None if not engine_size else f"{fmt_bytes(engine_size)}{' (recorded)' if recorded else ''}"
     elapsed = float(build.elapsed_s or 0.0)
     rows = build.model.rows()  # cached row dicts, read only here
     return _Facts(

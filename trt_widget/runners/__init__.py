@@ -6,8 +6,8 @@ Every runner takes the typed :class:`RunContext` from ``Build`` and nothing else
 from __future__ import annotations
 
 from .._options import BuildOptions
-from ._base import RunContext, Runner, ThreadRunner
-from ._process import ProcessRunner, check_transferable, pool, shutdown_workers
+from ._base import EngineFile, RunContext, Runner, ThreadRunner
+from ._process import START_PHASE, ProcessRunner, check_transferable, pool, shutdown_workers
 from ._replay import (
     Recording,
     RecordingError,
@@ -20,6 +20,8 @@ from ._replay import (
 )
 
 __all__ = [
+    "START_PHASE",
+    "EngineFile",
     "ProcessRunner",
     "Recording",
     "RecordingError",

@@ -2,20 +2,26 @@
 
 ``Build`` hands a runner one :class:`RunContext`; the runner builds ``ctx.source`` with ``ctx.options``, feeds
 phase events into ``ctx.model`` and log lines into ``ctx.logger``, honours ``ctx.cancel`` (graceful: at the
-next step boundary) and ``ctx.force`` (now), and returns the engine bytes, or None when cancelled, or raises
-:class:`~trt_widget.BuildError`. A runner never touches the build object itself.
+next step boundary) and ``ctx.force`` (now), and returns the engine bytes (or an :class:`EngineFile`), or None
+when cancelled, or raises :class:`~trt_widget.BuildError`. A runner never touches the build object itself.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from .._engine import CaptureLogger, ModelSource, build_engine
+from .._errors import BuildError
+from .._files import WrittenFile, place_file
 from .._options import BuildOptions
 from .._phases import PhaseModel
+
+if TYPE_CHECKING:  # the TensorRT adapter is imported by the builder, not by whoever merely starts one
+    from .._engine import CaptureLogger, ModelSource
 
 # How long a stop waits for TensorRT's next step boundary before the builder process is terminated (docs/stop.md):
 # short steps end well within it (a graceful end keeps the warm worker); a long one ends at once either way.
@@ -46,12 +52,40 @@ class RunContext:
         return self.options.force_after if self.options.force_after is not None else DEFAULT_GRACE_S
 
 
+@dataclass(frozen=True)
+class EngineFile:
+    """A finished engine a runner left in a temporary file beside ``output=`` (``_files.part_path``): the build
+    renames it into place instead of receiving the bytes and writing them again."""
+
+    path: str
+    size: int
+
+    def place(self, output: str | os.PathLike[str]) -> WrittenFile:
+        """Make it the ``output`` file (fsync, rename); OSError when it cannot be."""
+        return place_file(self.path, output)
+
+    def take(self) -> bytes:
+        """The engine's bytes, read into memory; the file is removed."""
+        try:
+            with open(self.path, "rb") as handle:
+                data = handle.read()
+        except OSError as exc:
+            raise BuildError(f"the engine file {self.path} could not be read back: {exc}") from exc
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(self.path)
+        if len(data) != self.size:
+            raise BuildError(f"the engine file {self.path} is damaged: expected {self.size:,} B, got {len(data):,} B")
+        return data
+
+
 class Runner(Protocol):
-    """Runs one build to its end: returns the engine bytes, None when cancelled, or raises BuildError."""
+    """Runs one build to its end: returns the engine (bytes, or an EngineFile beside ``output=``), None when
+    cancelled, or raises BuildError."""
 
     name: str
 
-    def run(self, ctx: RunContext) -> bytes | None: ...
+    def run(self, ctx: RunContext) -> bytes | EngineFile | None: ...
 
 
 class ThreadRunner:
@@ -63,6 +97,7 @@ class ThreadRunner:
         self.monitor: Any = None
 
     def run(self, ctx: RunContext) -> bytes | None:
+        from .._engine import build_engine
         from .._monitor import BuildMonitor
 
         self.monitor = BuildMonitor(ctx.model, ctx.cancel)

@@ -3,6 +3,10 @@
 Parent → worker on the control pipe: ``Job``, ``Stop``. Worker → parent on the events pipe: ``Hello`` once, then
 per job ``Events`` batches of phase/step/log records and one final ``Engine``, ``Cancelled`` or ``Failed``.
 Times (``at``) are the worker's ``time.perf_counter()``, valid in the parent when both share that clock.
+
+Where the parent can copy memory to and from the worker (``_memory.py``), two exchanges replace files: the
+worker asks for the model bytes with ``ModelAt`` and the parent answers ``ModelReady`` (copied, or written to a
+file after all); the worker offers the engine with ``EngineAt`` and the parent answers ``EngineTaken``.
 """
 
 from __future__ import annotations
@@ -21,6 +25,33 @@ class Stop(NamedTuple):
 
 class Hello(NamedTuple):
     pid: int
+
+
+class ModelAt(NamedTuple):
+    """The worker set aside the job's ``model_size`` bytes at ``address`` for the model."""
+
+    address: int
+
+
+class ModelReady(NamedTuple):
+    """The model is at the address (``path`` empty), or in the file ``path`` when it could not be copied there."""
+
+    job_id: int
+    path: str
+
+
+class EngineAt(NamedTuple):
+    """The engine lies at ``address`` in the worker until the parent answers."""
+
+    address: int
+    size: int
+
+
+class EngineTaken(NamedTuple):
+    """The parent copied the engine (``taken``), or could not: then the worker writes it to a file."""
+
+    job_id: int
+    taken: bool
 
 
 class PhaseStart(NamedTuple):

@@ -17,6 +17,7 @@ import contextlib
 import itertools
 import os
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -28,20 +29,25 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
 
-from .._engine import START_PHASE
 from .._errors import BuildError
+from .._files import part_path
 from .._gpu import oom_kill_count
-from ._base import RunContext
+from . import _memory
+from ._base import EngineFile, RunContext
 from ._messages import (
     Built,
     Cancelled,
     Engine,
+    EngineAt,
+    EngineTaken,
     Event,
     Events,
     Failed,
     Hello,
     Job,
     Log,
+    ModelAt,
+    ModelReady,
     PhaseFinish,
     PhaseStart,
     Step,
@@ -93,8 +99,9 @@ def idle_timeout_s() -> float:
 class Worker:
     """One builder process and the two pipes to it."""
 
-    def __init__(self, process: subprocess.Popen[bytes], control: Connection, events: Connection) -> None:
+    def __init__(self, process: subprocess.Popen[bytes], control: Connection, events: Connection, backend: str) -> None:
         self.process = process
+        self.backend = backend  # the TensorRT module it imports ("tensorrt" or "rtx")
         self.control = control
         self.events = events
         self.pid = process.pid
@@ -142,13 +149,17 @@ class WorkerPool:
         self._idle: list[Worker] = []
         self._spawner = ThreadPoolExecutor(1, thread_name_prefix="trt_widget-spawn")
 
-    def acquire(self) -> Worker:
-        """An idle live worker, or a new one (after any prewarm in flight, so it is not started twice)."""
-        return self._spawner.submit(self._take_or_spawn).result()
+    def acquire(self, backend: str) -> Worker:
+        """An idle live worker of ``backend``, or a new one (after any prewarm in flight, so it is not started
+        twice)."""
+        return self._spawner.submit(self._take_or_spawn, backend).result()
 
-    def prewarm(self) -> None:
-        """Start a worker in the background when none is idle, so the next build need not wait for one."""
-        self._spawner.submit(self._warm)
+    def prewarm(self, backend: str | None = None) -> None:
+        """Start a worker in the background when none is idle, so the next build need not wait for one;
+        ``backend``: the TensorRT module it imports (default: the one this process uses or will likely use)."""
+        from .._backend import likely_backend
+
+        self._spawner.submit(self._warm, backend or likely_backend())
 
     def release(self, worker: Worker) -> None:
         """Keep a worker that finished its job cleanly for the next build (until the idle timeout)."""
@@ -162,23 +173,23 @@ class WorkerPool:
                 return
         worker.close()
 
-    def _take_or_spawn(self) -> Worker:
+    def _take_or_spawn(self, backend: str) -> Worker:
         with self._lock:
             while self._idle:
                 worker = self._idle.pop()
                 if worker.idle_timer is not None:
                     worker.idle_timer.cancel()
-                if worker.alive():
+                if worker.alive() and worker.backend == backend:
                     return worker
-                worker.close()
-        return _spawn()
+                worker.close()  # dead, or started for a backend this process did not choose in the end
+        return _spawn(backend)
 
-    def _warm(self) -> None:
+    def _warm(self, backend: str) -> None:
         with self._lock:
             if self._idle:
                 return
         try:
-            worker = _spawn()
+            worker = _spawn(backend)
         except Exception:
             return  # the build that needs a worker reports it
         self.release(worker)
@@ -208,14 +219,12 @@ class WorkerPool:
 WORKER_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(1 << 30)}
 
 
-def _spawn() -> Worker:
+def _spawn(backend: str) -> Worker:
     """Start ``python -m trt_widget.runners._worker`` with its two pipes (never re-imports the caller's main script)."""
-    from .._backend import select_backend
-
     control_r, control_w = os.pipe()
     events_r, events_w = os.pipe()
     package_root = str(Path(__file__).resolve().parents[2])
-    env = dict(os.environ, TRT_WIDGET_BACKEND=select_backend()[0])
+    env = dict(os.environ, TRT_WIDGET_BACKEND=backend)
     for name, value in WORKER_MALLOC.items():  # what the user set for the builder's malloc wins
         env.setdefault(name, value)
     env["PYTHONPATH"] = os.pathsep.join([package_root, *filter(None, [env.get("PYTHONPATH")])])
@@ -238,10 +247,11 @@ def _spawn() -> Worker:
     os.close(events_w)
     os.set_inheritable(control_w, False)
     os.set_inheritable(events_r, False)
-    return Worker(process, Connection(control_w, readable=False), Connection(events_r, writable=False))
+    return Worker(process, Connection(control_w, readable=False), Connection(events_r, writable=False), backend)
 
 
 pool = WorkerPool()
+START_PHASE = "Starting the builder process"  # a cold worker's start-up, before it can build
 _job_ids = itertools.count(1)
 
 
@@ -273,7 +283,7 @@ class ProcessRunner:
 
     name = "process"
 
-    def run(self, ctx: RunContext) -> bytes | None:
+    def run(self, ctx: RunContext) -> bytes | EngineFile | None:
         try:
             check_transferable(ctx.source)
         except TypeError as exc:
@@ -294,12 +304,26 @@ class _Relay:
         self.built = False  # TensorRT returned the engine: a stop now must not throw it away
         self.starting = False  # the START_PHASE of a cold worker is open
         self.oom_kills_before: int | None = None  # the kernel's OOM-kill count when the job was sent
+        self.model_bytes: bytes | None = None  # a bytes model, copied into the worker when it asks (ModelAt)
+        self.engine_bytes: bytes | None = None  # the engine, once copied out of the worker (EngineAt)
+        self.engine_part: str | None = None  # where the worker writes the engine beside output=, if it can
+        self.handed_over = False  # ... and the build took that file
 
-    def run(self) -> bytes | None:
+    def run(self) -> bytes | EngineFile | None:
+        try:
+            return self._run()
+        finally:
+            if self.engine_part is not None and not self.handed_over:
+                with contextlib.suppress(OSError):
+                    os.unlink(self.engine_part)
+
+    def _run(self) -> bytes | EngineFile | None:
         job = self._job()
         if self.ctx.cancel.is_set():
             return None  # stopped before a worker was even asked
-        worker = self.worker = pool.acquire()
+        from .._backend import select_backend
+
+        worker = self.worker = pool.acquire(select_backend()[0])
         self.ctx.on_pid(worker.pid)
         self.starting = not worker.hello  # a cold worker: its start-up is a phase of this build, until its hello
         if self.starting:
@@ -335,7 +359,12 @@ class _Relay:
             "sys_path": list(sys.path),
             "directory": source.directory if source.kind == "path" else None,  # where external data may lie
             "hint": source.hint,
+            "engine_part": None,
+            "engine_by_copy": _memory.available(),
         }
+        if self.ctx.options.output:  # the engine goes straight beside its file, renamed into place by the build
+            with contextlib.suppress(OSError, ValueError):
+                self.engine_part = job["engine_part"] = str(part_path(self.ctx.options.output))
         if self.ctx.options.configure is not None:  # a function, often a lambda: cloudpickle sends it
             import dataclasses
 
@@ -348,6 +377,10 @@ class _Relay:
         elif source.kind == "bytes":
             if not source.value:
                 raise BuildError("the ONNX bytes are empty")
+            if _memory.available():  # copied into the worker when it asks, else written to a file then
+                self.model_bytes = source.value
+                job["model_size"] = len(source.value)
+                return job
             try:
                 job["path"] = write_first(self.workdirs, "model.onnx", source.value)
             except OSError as exc:
@@ -358,7 +391,7 @@ class _Relay:
             job["callable"] = cloudpickle.dumps(source.value)
         return job
 
-    def _supervise(self, worker: Worker) -> bytes | None:
+    def _supervise(self, worker: Worker) -> bytes | EngineFile | None:
         ctx = self.ctx
         force_at: float | None = None
         while True:
@@ -385,8 +418,34 @@ class _Relay:
                     ctx.model.phase_finish(START_PHASE)
             elif isinstance(message, Events):
                 self._replay(message.batch)
+            elif isinstance(message, ModelAt):
+                self._send_model(worker, message.address)
+            elif isinstance(message, EngineAt):
+                self._take_engine(worker, message)
             else:
                 return self._final(message)
+
+    def _send_model(self, worker: Worker, address: int) -> None:
+        """Copy the model bytes to where the worker set memory aside for them, or else write them to a file."""
+        from ._worker import write_first
+
+        data = self.model_bytes
+        if data is None:
+            raise BuildError("the builder process asked for model bytes this build does not have")
+        path = ""
+        if not _memory.write_to(worker.pid, address, data):
+            try:
+                path = write_first(self.workdirs, "model.onnx", data)
+            except OSError as exc:
+                raise BuildError(f"could not hand the ONNX bytes to the builder process: {exc}") from exc
+        with contextlib.suppress(OSError, ValueError):  # the worker died just now: the relay loop reports how
+            worker.control.send(ModelReady(self.job_id, path))
+
+    def _take_engine(self, worker: Worker, offer: EngineAt) -> None:
+        """Copy the engine out of the worker's memory; where that fails, the worker writes it to a file."""
+        self.engine_bytes = _memory.read_from(worker.pid, offer.address, offer.size)
+        with contextlib.suppress(OSError, ValueError):
+            worker.control.send(EngineTaken(self.job_id, self.engine_bytes is not None))
 
     def _serializing(self) -> bool:
         """Every phase TensorRT started has ended: it is serializing the engine, which no cancel can interrupt
@@ -460,7 +519,7 @@ class _Relay:
             elif isinstance(event, Built):
                 self.built = True
 
-    def _final(self, message: Any) -> bytes | None:
+    def _final(self, message: Any) -> bytes | EngineFile | None:
         self.answered = True
         if isinstance(message, Engine):
             return self._receive_engine(message.path, message.size)
@@ -472,7 +531,19 @@ class _Relay:
             raise BuildError(message.message)
         raise BuildError(f"unexpected message from the builder: {message!r}")
 
-    def _receive_engine(self, path: str, size: int) -> bytes:
+    def _receive_engine(self, path: str, size: int) -> bytes | EngineFile:
+        if not path:  # copied out of the worker's memory already (EngineAt)
+            if self.engine_bytes is None or len(self.engine_bytes) != size:
+                raise BuildError("the builder process said the engine was handed over, but it was not")
+            return self.engine_bytes
+        if self.engine_part is not None and path == self.engine_part:
+            written = os.lstat(path)
+            if not stat.S_ISREG(written.st_mode) or written.st_size != size:
+                raise BuildError(
+                    f"the engine from the builder process is damaged: expected {size:,} B, got {written.st_size:,} B"
+                )
+            self.handed_over = True
+            return EngineFile(path, size)
         if os.path.dirname(os.path.realpath(path)) not in [os.path.realpath(d) for d in self.workdirs]:
             raise BuildError(f"the builder process announced an engine outside its work directory: {path}")
         with open(path, "rb") as handle:

@@ -12,8 +12,9 @@ Worker -> parent on the events pipe: ``("hello", pid)`` once; per job ``("events
 events ``("start", name, parent, num_steps, thread, t)``, ``("step", name, step, thread, t)``,
 ``("finish", name, thread, t)``, ``("built", t)`` (TensorRT returned the engine) and
 ``("log", level, message, t)`` (``t`` is ``time.perf_counter()`` here), then one final message
-``("engine", path, size, sha256)``, ``("cancelled",)`` or ``("error", message)``. The engine file lies in one
-of the job's work directories (RAM-backed ``/dev/shm`` when it has room, else the temp directory).
+``("engine", path, size)``, ``("cancelled",)`` or ``("error", message)``. The engine file is the temporary file
+the job names beside its output file, or lies in one of the job's work directories (RAM-backed ``/dev/shm`` when
+it has room, else the temp directory).
 """
 
 from __future__ import annotations
@@ -29,10 +30,13 @@ import traceback
 from typing import Any
 
 from .._errors import BuildError
+from ._memory import new_bytes, pinned
 from ._messages import (
     Built,
     Cancelled,
     Engine,
+    EngineAt,
+    EngineTaken,
     Event,
     Events,
     Failed,
@@ -40,6 +44,8 @@ from ._messages import (
     Hello,
     Job,
     Log,
+    ModelAt,
+    ModelReady,
     PhaseFinish,
     PhaseStart,
     Step,
@@ -85,6 +91,12 @@ class Outbox:
     def log(self, event: Event) -> None:
         with self._lock:
             self._events.append(event)
+
+    def send_now(self, message: Any) -> None:
+        """Send everything pending, then ``message``, from the calling thread; OSError when the parent is gone."""
+        self.flush()
+        with self._send_lock:
+            self._conn.send(message)
 
     def flush(self) -> None:
         """Send everything pending now, from the calling thread."""
@@ -154,6 +166,7 @@ class _Jobs:
     def __init__(self, control: Any) -> None:
         self._control = control
         self._queue: queue.Queue[tuple[int, dict[str, Any], threading.Event]] = queue.Queue()
+        self.replies: queue.Queue[ModelReady | EngineTaken] = queue.Queue()  # answers to ModelAt / EngineAt
         self._cancels: dict[int, threading.Event] = {}
         threading.Thread(target=self._listen, name="trt_widget-worker-control", daemon=True).start()
 
@@ -174,16 +187,26 @@ class _Jobs:
                 cancel = threading.Event()
                 self._cancels[message.job_id] = cancel
                 self._queue.put((message.job_id, message.job, cancel))
+            elif isinstance(message, (ModelReady, EngineTaken)):
+                self.replies.put(message)
             elif isinstance(message, Stop):
                 event = self._cancels.get(message.job_id)
                 if event is not None:
                     event.set()
 
 
-def _load_source(job: dict[str, Any]) -> Any:
+def _load_source(job: dict[str, Any], outbox: Outbox, replies: queue.Queue[Any]) -> Any:
     from .._engine import ModelSource
 
     kind, label = job["kind"], job["label"]
+    if kind == "bytes" and job.get("model_size"):  # the parent copies the bytes here, or writes them to a file
+        data = new_bytes(job["model_size"])
+        with pinned(data) as (address, _):
+            outbox.send_now(ModelAt(address))
+            ready = replies.get()
+        if not ready.path:
+            return ModelSource("bytes", data, label, None, job.get("hint", ""))
+        return ModelSource("path", ready.path, label, None, job.get("hint", ""))
     if kind in ("path", "bytes"):  # bytes: the parent wrote them to a private file, which the parser reads
         return ModelSource("path", job["path"], label, job.get("directory"), job.get("hint", ""))
     sys.path[:0] = [p for p in job.get("sys_path", []) if p not in sys.path]
@@ -234,12 +257,39 @@ def write_first(dirs: list[str], name: str, data: bytes | memoryview) -> str:
     raise OSError("no directory to write to")
 
 
-def _write_engine(engine: memoryview, dirs: list[str]) -> tuple[str, int]:
-    """Write the engine straight from TensorRT's buffer into the parent's work directory."""
-    return write_first(dirs, "engine.plan", engine), engine.nbytes
+def _hand_over(engine: memoryview, job: dict[str, Any], outbox: Outbox, replies: queue.Queue[Any]) -> Engine:
+    """Give the parent the engine straight from TensorRT's buffer: as a file beside the build's output when the
+    parent named one there (it renames it into place), else copied by the parent out of this process's memory
+    (``Engine`` with no path), else as a file in the parent's work directory."""
+    if job.get("engine_part") or not job.get("engine_by_copy"):
+        return Engine(*_write_engine(engine, job))
+    with pinned(engine) as (address, size):
+        outbox.send_now(EngineAt(address, size))
+        taken = replies.get().taken
+    return Engine("", size) if taken else Engine(*_write_engine(engine, job))
 
 
-def run_job(job: dict[str, Any], cancel: threading.Event, events: Any) -> None:
+def _write_engine(engine: memoryview, job: dict[str, Any]) -> tuple[str, int]:
+    """Write the engine straight from TensorRT's buffer: beside the build's output file when the parent named a
+    temporary file there (the parent renames it into place), else into the parent's work directory."""
+    part = job.get("engine_part")
+    if part:
+        try:
+            fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+        except OSError:
+            pass  # not writable there now: the parent's write to the output reports why
+        else:
+            try:
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(engine)
+                return part, engine.nbytes
+            except OSError:  # a full disk there: the work directory still takes it
+                with contextlib.suppress(OSError):
+                    os.unlink(part)
+    return write_first(job["workdirs"], "engine.plan", engine), engine.nbytes
+
+
+def run_job(job: dict[str, Any], cancel: threading.Event, events: Any, replies: queue.Queue[Any]) -> None:
     """Build one job, streaming its events, and send its final message."""
     outbox = Outbox(events)
     final: Final
@@ -253,12 +303,12 @@ def run_job(job: dict[str, Any], cancel: threading.Event, events: Any) -> None:
         logger = CaptureLogger(job["options"].verbose, on_record=on_record)
         if not job["options"].verbose:  # the autotuner's lines still reach the parent's TacticWatch
             logger.on_tactic_line = lambda message: outbox.log(Log(4, message, time.perf_counter()))
-        source = _load_source(job)
+        source = _load_source(job, outbox, replies)
         monitor = _make_monitor(outbox, cancel)
         engine = build_engine(source, _load_options(job), monitor, logger)
         if engine is not None:
             outbox.structure(Built(time.perf_counter()))  # from now on a stop must not discard it
-        final = Cancelled("") if engine is None else Engine(*_write_engine(engine, job["workdirs"]))
+        final = Cancelled("") if engine is None else _hand_over(engine, job, outbox, replies)
     except BuildError as exc:
         final = Failed(str(exc))
     except KeyboardInterrupt:
@@ -319,7 +369,7 @@ def main(argv: list[str]) -> None:
         except queue.Empty:
             _give_back_memory()
             job_id, job, cancel = jobs.next()
-        run_job(job, cancel, events)
+        run_job(job, cancel, events, jobs.replies)
         jobs.done(job_id)
 
 

@@ -9,9 +9,11 @@ P1-small:  ``Build(model).start().wait()`` with default settings (warm builder p
 P1-cli:    ``trt-widget build model.onnx -o engine`` as a whole fresh process ÷ a fresh ``python`` process running
            a bare build script that writes the engine (both import TensorRT; the CLI also starts its builder
            process), wall time, median of interleaved repeats. ``vs_bare_tuned``: the same with the bare script
-           given the builder process's malloc settings (runners/_process.py WORKER_MALLOC), like with like.
+           given the builder process's malloc settings (trt_widget/_pool.py WORKER_MALLOC), like with like.
 The builder process runs TensorRT with glibc malloc tuned for its large buffers, which a bare script does not: the
-ratios compare what a user gets, the ``vs_bare_tuned`` diagnostic what trt_widget itself adds.
+ratios compare what a user gets, the ``vs_bare_tuned`` diagnostic what trt_widget itself adds. Both processes
+run with Python's bytecode cache on (``PYTHONDONTWRITEBYTECODE`` removed, as users run Python): with it off, every
+start recompiles trt_widget's modules, which no installed copy does.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from _common import ROOT, emit, figure, load_avg, median, print_table
 from baselines import plain_build
 
 from trt_widget import Build, BuildWidget, _widget, models
-from trt_widget.runners._process import WORKER_MALLOC
+from trt_widget._pool import WORKER_MALLOC
 
 WALL_TARGET = 1.05
 CPU_TARGET = 1.08
@@ -114,6 +116,7 @@ def run_kind(kind: str, onnx: bytes, history: str, workers: WorkerCpu) -> dict[s
 def cli_runs(onnx: bytes, repeats: int) -> dict[str, list[float]]:
     times: dict[str, list[float]] = {"cli": [], "bare": [], "bare-tuned": []}
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # as users run Python: imports from cached bytecode, not recompiled
     with tempfile.TemporaryDirectory() as tmp:
         model = os.path.join(tmp, "model.onnx")
         Path(model).write_bytes(onnx)

@@ -26,7 +26,7 @@ from typing import Any
 import psutil
 import pytest
 
-from trt_widget import Build, BuildWidget, models
+from trt_widget import Build, BuildWidget, _pool, models
 from trt_widget._files import atomic_write
 from trt_widget.runners import _process
 
@@ -1177,4 +1177,4 @@ def test_no_worker_process_leaks_across_the_attacks() -> None:
     assert not [p for p in children if p.status() == psutil.STATUS_ZOMBIE]
     # builder workers only: a session-wide Ray instance (tests/matrix, tests/serve) has children of its own
     workers = [p for p in children if "trt_widget.runners._worker" in " ".join(p.cmdline())]
-    assert len(workers) <= _process.MAX_IDLE_WORKERS + 1, [p.cmdline() for p in workers]
+    assert len(workers) <= _pool.MAX_IDLE_WORKERS + 1, [p.cmdline() for p in workers]

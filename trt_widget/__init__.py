@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._backend import BackendUnavailable, backend_info, select_backend
 from ._errors import BuildCancelled, BuildError
-from ._phases import Phase, PhaseModel
 from ._version import __version__ as __version__
+
+if TYPE_CHECKING:
+    from ._phases import Phase, PhaseModel
 
 # Names that need a TensorRT backend are imported on first use, so `import trt_widget` always works and a
 # missing backend gives one clear error naming both install commands.
@@ -18,6 +20,8 @@ _LAZY = {
     "BuildOptionsDict": "._options",
     "BuildMatrix": ".matrix",
     "BuildWidget": "._widget",
+    "Phase": "._phases",
+    "PhaseModel": "._phases",
     "RayRunner": ".ray",
     "attach_events": "._events",
     "render_in_terminal": "._terminal",

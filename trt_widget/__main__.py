@@ -40,7 +40,13 @@ class _UsageError(Exception):
     """A bad option value (exit 2 with a one-line message)."""
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser; ``command``: give only that command of serve, matrix, mcp and run its own
+    arguments (their modules import TensorRT and more: ``build`` need not wait for that)."""
+
+    def wanted(name: str) -> bool:
+        return command is None or command == name
+
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", help="write the JSON event stream to stdout")
     common.add_argument("--plain", action="store_true", help="plain lines even in a terminal")
@@ -105,51 +111,51 @@ def _parser() -> argparse.ArgumentParser:
         "too. Example: trt-widget trtexec --onnx=model.onnx --minShapes=input:1x3x224x224 "
         "--optShapes=input:8x3x224x224 --maxShapes=input:32x3x224x224 --fp16 --saveEngine=model.engine",
     )
-    from .serve import add_arguments as serve_arguments
-
-    serve_arguments(
-        commands.add_parser(
-            "serve",
-            help="run a build service: upload, progress as Server-Sent Events, cancel, engines (HTTP)",
-            description="Run a build service over HTTP (see trt_widget/serve.py for the endpoints). "
-            'Needs pip install "trt_widget[serve]".',
-        )
+    serve_parser = commands.add_parser(
+        "serve",
+        help="run a build service: upload, progress as Server-Sent Events, cancel, engines (HTTP)",
+        description="Run a build service over HTTP (see trt_widget/serve.py for the endpoints). "
+        'Needs pip install "trt_widget[serve]".',
     )
-    from .matrix import add_arguments as matrix_arguments
+    if wanted("serve"):
+        from .serve import add_arguments
 
-    matrix_arguments(
-        commands.add_parser(
-            "matrix",
-            help="one build per (model, --opt-level): a live table, or --json events with the build id",
-            description="Build every MODEL with every --opt-level, locally (--max-parallel at a time, default 1) "
-            "or on Ray (--executor ray). Engines are written only with -o DIR.",
-        )
+        add_arguments(serve_parser)
+    matrix_parser = commands.add_parser(
+        "matrix",
+        help="one build per (model, --opt-level): a live table, or --json events with the build id",
+        description="Build every MODEL with every --opt-level, locally (--max-parallel at a time, default 1) "
+        "or on Ray (--executor ray). Engines are written only with -o DIR.",
     )
-    from .mcp import add_arguments as mcp_arguments
+    if wanted("matrix"):
+        from .matrix import add_arguments
 
-    mcp_arguments(
-        commands.add_parser(
-            "mcp",
-            help="serve builds as MCP tools for agents (stdio, or streamable HTTP with --http)",
-            description='Serve TensorRT builds as MCP tools (see docs/agents.md). Needs pip install "trt_widget[mcp]".',
-        )
+        add_arguments(matrix_parser)
+    mcp_parser = commands.add_parser(
+        "mcp",
+        help="serve builds as MCP tools for agents (stdio, or streamable HTTP with --http)",
+        description='Serve TensorRT builds as MCP tools (see docs/agents.md). Needs pip install "trt_widget[mcp]".',
     )
+    if wanted("mcp"):
+        from .mcp import add_arguments
+
+        add_arguments(mcp_parser)
     commands.add_parser(
         "lsp",
         help="run a language server for editors (stdio): build commands with work-done progress",
         description='A language server over stdio (see docs/agents.md). Needs pip install "trt_widget[lsp]".',
     )
-    from .watch import cli_arguments as run_arguments
-
-    run_arguments(
-        commands.add_parser(
-            "run",
-            help="run a Python build command with its TensorRT builds watched: trt-widget run -- python build.py",
-            description="Run COMMAND with trt_widget's monitor injected into its Python processes: a live tree "
-            "per TensorRT build (or --json events); Ctrl-C cancels at the next step boundary, a second one "
-            "terminates the command. Exit code: 130 when interrupted, else the command's own.",
-        )
+    run_parser = commands.add_parser(
+        "run",
+        help="run a Python build command with its TensorRT builds watched: trt-widget run -- python build.py",
+        description="Run COMMAND with trt_widget's monitor injected into its Python processes: a live tree "
+        "per TensorRT build (or --json events); Ctrl-C cancels at the next step boundary, a second one "
+        "terminates the command. Exit code: 130 when interrupted, else the command's own.",
     )
+    if wanted("run"):
+        from .watch import cli_arguments
+
+        cli_arguments(run_parser)
     return parser
 
 
@@ -159,7 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] == ["trtexec"] and not {"-h", "--help"} & set(argv[1:2]):
         return _trtexec(argv[1:])
     _start_builder_early(argv)
-    parser = _parser()
+    parser = _parser(argv[0] if argv and not argv[0].startswith("-") else None)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: --help (0) or bad usage (2)
@@ -211,9 +217,9 @@ def _start_builder_early(argv: list[str]) -> None:
             continue
         if value != "process":
             return
-    from .runners import pool
+    from ._pool import pool
 
-    pool.prewarm()
+    pool.start_here()
 
 
 _OWN = ("--json", "--plain", "--report", "--trace", "--budget", "--isolation")

@@ -20,7 +20,15 @@ from ._engine import BEFORE_PHASES, CaptureLogger, ModelLike, ModelSource
 from ._errors import BuildCancelled, BuildError
 from ._event_sinks import Sink
 from ._expected import unexpected_errors
-from ._files import WrittenFile, atomic_write, check_writable, expand_user, refuse_inputs, refuse_overwriting
+from ._files import (
+    ENGINES_SYNCED,
+    WrittenFile,
+    atomic_write,
+    check_writable,
+    expand_user,
+    refuse_inputs,
+    refuse_overwriting,
+)
 from ._gpu import memory_skip_note
 from ._options import BuildOptions, BuildOptionsDict
 from ._phases import CANCELLED, FINISHED_EARLY, PhaseModel
@@ -391,7 +399,7 @@ class Build(Waiting):
             )
         if self.source.kind == "path":
             refuse_overwriting(self.source.value, path=path)
-        atomic_write(path, self.engine)
+        atomic_write(path, self.engine, sync=ENGINES_SYNCED)
         return str(path)
 
     # -- the builder thread --------------------------------------------------------------------------
@@ -468,7 +476,7 @@ class Build(Waiting):
             engine = self._place(result) if isinstance(result, EngineFile) else result
             if isinstance(engine, bytes) and self.options.output:
                 try:
-                    atomic_write(self.options.output, engine)
+                    atomic_write(self.options.output, engine, sync=ENGINES_SYNCED)
                 except OSError as exc:
                     raise BuildError(
                         f"the engine was built but could not be written to {self.options.output}: "

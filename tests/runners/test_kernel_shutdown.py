@@ -13,7 +13,7 @@ from jupyter_client.manager import start_new_kernel
 CODE = """
 import atexit, json, os
 from trt_widget import Build, models
-from trt_widget.runners._process import pool
+from trt_widget.runners import pool
 build = Build(models.to_bytes(models.deep_residual(4)), history=False).start()
 build.wait(timeout=300)
 atexit.register(lambda: open({marker!r}, "w").write("exited on its own"))

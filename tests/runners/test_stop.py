@@ -20,7 +20,7 @@ from typing import Any
 import psutil
 import pytest
 
-from trt_widget import models
+from trt_widget import _pool, models
 from trt_widget._build import Build
 from trt_widget._errors import BuildCancelled
 from trt_widget._phases import CANCELLED
@@ -113,9 +113,9 @@ def test_a_hung_network_function_ends_on_stop(wait_until: Callable[..., Any]) ->
 
 
 def test_stop_while_the_worker_is_still_starting() -> None:
-    _process.shutdown_workers()
+    _pool.shutdown_workers()
     build = Build(models.deep_residual(4), history=False)
-    _process.shutdown_workers()  # drop the prewarmed worker: start() must spawn a cold one
+    _pool.shutdown_workers()  # drop the prewarmed worker: start() must spawn a cold one
     build.start()
     build.stop()
     assert build.wait(30) == "cancelled"
@@ -147,7 +147,7 @@ def test_an_idle_worker_exits_after_the_idle_timeout(
     monkeypatch: pytest.MonkeyPatch, wait_until: Callable[..., Any]
 ) -> None:
     monkeypatch.setenv("TRT_WIDGET_WORKER_IDLE_S", "0.5")
-    _process.shutdown_workers()
+    _pool.shutdown_workers()
     build = Build(models.deep_residual(4), history=False).start()
     assert build.wait(120) == "succeeded"
     pid = build.child_pid

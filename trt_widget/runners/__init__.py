@@ -1,23 +1,49 @@
 """Runners: where a build's TensorRT call runs — a thread, a warm worker process, a Ray task, a replay.
 
 Every runner takes the typed :class:`RunContext` from ``Build`` and nothing else of it (see ``_base.py``).
+Names are imported on first use: the builder process (``_worker.py``, in this package) starts by importing
+this package, and needs none of the parent's side.
 """
 
 from __future__ import annotations
 
-from .._options import BuildOptions
-from ._base import EngineFile, RunContext, Runner, ThreadRunner
-from ._process import START_PHASE, ProcessRunner, check_transferable, pool, shutdown_workers
-from ._replay import (
-    Recording,
-    RecordingError,
-    ReplayClock,
-    ReplayRunner,
-    apply_event,
-    check_event,
-    gpu_shaped_events,
-    load_events,
-)
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .._options import BuildOptions
+    from .._pool import pool, shutdown_workers
+    from ._base import EngineFile, RunContext, Runner, ThreadRunner
+    from ._process import START_PHASE, ProcessRunner, check_transferable
+    from ._replay import (
+        Recording,
+        RecordingError,
+        ReplayClock,
+        ReplayRunner,
+        apply_event,
+        check_event,
+        gpu_shaped_events,
+        load_events,
+    )
+
+_LAZY = {
+    "START_PHASE": "._process",
+    "EngineFile": "._base",
+    "ProcessRunner": "._process",
+    "Recording": "._replay",
+    "RecordingError": "._replay",
+    "ReplayClock": "._replay",
+    "ReplayRunner": "._replay",
+    "RunContext": "._base",
+    "Runner": "._base",
+    "ThreadRunner": "._base",
+    "apply_event": "._replay",
+    "check_event": "._replay",
+    "check_transferable": "._process",
+    "gpu_shaped_events": "._replay",
+    "load_events": "._replay",
+    "pool": "trt_widget._pool",
+    "shutdown_workers": "trt_widget._pool",
+}
 
 __all__ = [
     "START_PHASE",
@@ -41,6 +67,19 @@ __all__ = [
 ]
 
 
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def runner_for(options: BuildOptions) -> Runner:
     """The runner for ``options.isolation``: a thread beside the caller, or a warm worker process."""
+    from ._base import ThreadRunner
+    from ._process import ProcessRunner
+
     return ThreadRunner() if options.isolation == "thread" else ProcessRunner()

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .._errors import BuildError
-from .._files import WrittenFile, place_file
+from .._files import ENGINES_SYNCED, WrittenFile, place_file
 from .._options import BuildOptions
 from .._phases import PhaseModel
 
@@ -62,7 +62,7 @@ class EngineFile:
 
     def place(self, output: str | os.PathLike[str]) -> WrittenFile:
         """Make it the ``output`` file (fsync, rename); OSError when it cannot be."""
-        return place_file(self.path, output)
+        return place_file(self.path, output, sync=ENGINES_SYNCED)
 
     def take(self) -> bytes:
         """The engine's bytes, read into memory; the file is removed."""

@@ -327,7 +327,7 @@ TRIM_IDLE_S = 5.0  # an idle worker gives its freed heap back after this long wi
 
 def _give_back_memory() -> None:
     """Return the heap the builds freed to the system (this worker's malloc keeps large blocks on the heap:
-    WORKER_MALLOC in _process.py). Once idle for TRIM_IDLE_S: builds in quick succession keep a warm heap."""
+    WORKER_MALLOC in trt_widget/_pool.py). Once idle for TRIM_IDLE_S: builds in quick succession keep a warm heap."""
     with contextlib.suppress(Exception):  # not glibc: nothing to do
         import ctypes
 

@@ -1,0 +1,205 @@
+"""The warm builder processes: started ahead of need (on their own thread), kept idle for the next build.
+
+Here, not in ``runners/``, so that ``trt-widget build`` can start one before it imports anything heavy (TensorRT,
+the build options): the builder process's own start then overlaps this one's. Nothing here imports TensorRT.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+TERM_GRACE_S = 0.2  # SIGTERM, then SIGKILL after this long
+DEFAULT_IDLE_S = 300.0
+MAX_IDLE_WORKERS = 2
+
+
+def idle_timeout_s() -> float:
+    """Seconds an idle worker waits for the next build before it exits (``TRT_WIDGET_WORKER_IDLE_S``)."""
+    try:
+        value = float(os.environ.get("TRT_WIDGET_WORKER_IDLE_S", DEFAULT_IDLE_S))
+    except ValueError:
+        return DEFAULT_IDLE_S
+    return value if value >= 0 else DEFAULT_IDLE_S
+
+
+class Worker:
+    """One builder process and the two pipes to it."""
+
+    def __init__(self, process: subprocess.Popen[bytes], control: Connection, events: Connection, backend: str) -> None:
+        self.process = process
+        self.backend = backend  # the TensorRT module it imports ("tensorrt" or "rtx")
+        self.control = control
+        self.events = events
+        self.pid = process.pid
+        self.hello = False  # the worker got as far as its entry point
+        self.idle_timer: threading.Timer | None = None
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def terminate(self) -> str:
+        """SIGTERM, then SIGKILL after a short grace (a stopped process ignores SIGTERM); returns the signal."""
+        how = "SIGTERM"
+        with contextlib.suppress(ProcessLookupError):
+            self.process.terminate()
+        try:
+            self.process.wait(TERM_GRACE_S)
+        except subprocess.TimeoutExpired:
+            how = "SIGKILL"
+            with contextlib.suppress(ProcessLookupError):
+                self.process.kill()
+            self.process.wait()
+        self.close()
+        return how
+
+    def close(self) -> None:
+        """Close the pipes (a live worker exits on the control pipe's EOF) and reap the process when it ended."""
+        if self.idle_timer is not None:
+            self.idle_timer.cancel()
+        for conn in (self.control, self.events):
+            with contextlib.suppress(OSError):
+                conn.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(1.0)
+
+
+class WorkerPool:
+    """Idle workers kept warm for the next build; every spawn happens on one long-lived thread.
+
+    Linux ties a worker's death signal to the thread that started it, so that thread must live as long as
+    this process: a single-thread executor's thread does.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._idle: list[Worker] = []
+        self._spawner = ThreadPoolExecutor(1, thread_name_prefix="trt_widget-spawn")
+
+    def acquire(self, backend: str) -> Worker:
+        """An idle live worker of ``backend``, or a new one (after any prewarm in flight, so it is not started
+        twice)."""
+        return self._spawner.submit(self._take_or_spawn, backend).result()
+
+    def prewarm(self, backend: str | None = None) -> None:
+        """Start a worker in the background when none is idle, so the next build need not wait for one;
+        ``backend``: the TensorRT module it imports (default: the one this process uses or will likely use)."""
+        from ._backend import likely_backend
+
+        self._spawner.submit(self._warm, backend or likely_backend())
+
+    def start_here(self) -> None:
+        """Start a worker now, on the calling thread, and keep it idle: for a command line's main thread, which
+        lives as long as the process (a background start would wait for the GIL while this thread imports)."""
+        from ._backend import likely_backend
+
+        with contextlib.suppress(Exception):  # the build that needs a worker reports it
+            self.release(_spawn(likely_backend()))
+
+    def release(self, worker: Worker) -> None:
+        """Keep a worker that finished its job cleanly for the next build (until the idle timeout)."""
+        timeout = idle_timeout_s()
+        with self._lock:
+            if worker.alive() and timeout > 0 and len(self._idle) < MAX_IDLE_WORKERS:
+                worker.idle_timer = threading.Timer(timeout, self._expire, (worker,))
+                worker.idle_timer.daemon = True
+                worker.idle_timer.start()
+                self._idle.append(worker)
+                return
+        worker.close()
+
+    def _take_or_spawn(self, backend: str) -> Worker:
+        with self._lock:
+            while self._idle:
+                worker = self._idle.pop()
+                if worker.idle_timer is not None:
+                    worker.idle_timer.cancel()
+                if worker.alive() and worker.backend == backend:
+                    return worker
+                worker.close()  # dead, or started for a backend this process did not choose in the end
+        return _spawn(backend)
+
+    def _warm(self, backend: str) -> None:
+        with self._lock:
+            if self._idle:
+                return
+        try:
+            worker = _spawn(backend)
+        except Exception:
+            return  # the build that needs a worker reports it
+        self.release(worker)
+
+    def _expire(self, worker: Worker) -> None:
+        with self._lock:
+            if worker not in self._idle:
+                return
+            self._idle.remove(worker)
+        worker.close()
+
+    def shutdown(self) -> None:
+        """End every idle worker now (running builds keep theirs)."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for worker in idle:
+            worker.close()
+
+    def idle_pids(self) -> list[int]:
+        with self._lock:
+            return [w.pid for w in self._idle]
+
+
+# glibc's malloc serves large blocks with fresh mmap()s: TensorRT's many large, short-lived buffers then cost a
+# page fault per page on every build. Served from the heap (re-used), a resnet50 build with TensorRT for RTX takes
+# ~0.1-0.2 s less of its ~0.7 s here. Only the builder process is tuned, never the user's.
+WORKER_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(1 << 30)}
+
+
+def _spawn(backend: str) -> Worker:
+    """Start ``python -m trt_widget.runners._worker`` with its two pipes (never re-imports the caller's main script)."""
+    control_r, control_w = os.pipe()
+    events_r, events_w = os.pipe()
+    package_root = str(Path(__file__).resolve().parents[1])
+    env = dict(os.environ, TRT_WIDGET_BACKEND=backend)
+    for name, value in WORKER_MALLOC.items():  # what the user set for the builder's malloc wins
+        env.setdefault(name, value)
+    env["PYTHONPATH"] = os.pathsep.join([package_root, *filter(None, [env.get("PYTHONPATH")])])
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "trt_widget.runners._worker", str(control_r), str(events_w), str(os.getpid())],
+            pass_fds=(control_r, events_w),
+            stdin=subprocess.DEVNULL,
+            env=env,
+            close_fds=True,
+            # its own process group: a terminal's Ctrl-C reaches the parent only (which makes it a Stop), and
+            # ipykernel's shutdown, which signals its group's children until they are reaped, skips it
+            start_new_session=True,
+        )
+    except BaseException:
+        for fd in (control_r, control_w, events_r, events_w):
+            os.close(fd)
+        raise
+    os.close(control_r)
+    os.close(events_w)
+    os.set_inheritable(control_w, False)
+    os.set_inheritable(events_r, False)
+    return Worker(process, Connection(control_w, readable=False), Connection(events_r, writable=False), backend)
+
+
+pool = WorkerPool()
+
+
+def shutdown_workers() -> None:
+    """End the idle builder processes now (they also end by themselves after the idle timeout, and at this
+    process's exit, where each gets its pipe closed and a moment to exit on its own before the kernel kills it)."""
+    pool.shutdown()
+
+
+# Before the interpreter joins threads (the spawn thread's end SIGKILLs the workers): idle ones exit on their own,
+# so a coverage run keeps their data. Registered after concurrent.futures' own joins, so it runs before them.
+getattr(threading, "_register_atexit", lambda fn: None)(shutdown_workers)

@@ -20,8 +20,8 @@ from _common import emit, figure, load_avg, median, print_table, wait_for
 from _probe import SendProbe
 
 from trt_widget import Build, BuildWidget, _widget, models
+from trt_widget import _engine as _runner  # the thread runner imports build_engine from here at each build
 from trt_widget._monitor import BuildMonitor
-from trt_widget.runners import _base as _runner
 
 _returns: dict[int, float] = {}  # builder thread id -> when TensorRT's build call returned
 _build_engine = _runner.build_engine

@@ -213,3 +213,21 @@ def test_capabilities_describe_the_installed_backend() -> None:
     assert str(caps["label"]).startswith("TensorRT for RTX" if kind == "rtx" else "NVIDIA TensorRT")
     assert _backend._older("10.12.0.36", (10, 13)) and not _backend._older("10.13.0", (10, 13))
     assert not _backend._older("11.4.0", (10, 13))
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [({}, "rtx"), ({"TRT_WIDGET_BACKEND": "tensorrt"}, "tensorrt"), ({"TRT_WIDGET_BACKEND": "tensorrt-rtx"}, "rtx")],
+)
+def test_the_likely_backend_is_known_without_importing_tensorrt(env: dict[str, str], expected: str) -> None:
+    """What a builder process started ahead of the build imports: the choice select_backend() makes here
+    (TensorRT for RTX, no NVIDIA TensorRT) or the one asked for, found without importing either."""
+    code = (
+        "import sys\n"
+        "from trt_widget._backend import likely_backend\n"
+        "print(likely_backend(), sorted(m for m in sys.modules if m.startswith('tensorrt')))\n"
+    )
+    done = run_python(code, **env)
+    assert done.stdout.split() == [expected, "[]"], done.stderr
+    if not env:
+        assert select_backend()[0] == expected

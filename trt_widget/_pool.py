@@ -115,19 +115,24 @@ class WorkerPool:
         worker.close()
 
     def _take_or_spawn(self, backend: str) -> Worker:
+        with self._lock:  # a build's backend is this process's choice: workers started for another go
+            strangers = [worker for worker in self._idle if worker.backend != backend]
+            self._idle = [worker for worker in self._idle if worker.backend == backend]
+        for worker in strangers:
+            worker.close()
         with self._lock:
             while self._idle:
                 worker = self._idle.pop()
                 if worker.idle_timer is not None:
                     worker.idle_timer.cancel()
-                if worker.alive() and worker.backend == backend:
+                if worker.alive():
                     return worker
-                worker.close()  # dead, or started for a backend this process did not choose in the end
+                worker.close()
         return _spawn(backend)
 
     def _warm(self, backend: str) -> None:
         with self._lock:
-            if self._idle:
+            if any(worker.backend == backend for worker in self._idle):
                 return
         try:
             worker = _spawn(backend)

@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from multiprocessing.connection import wait
 from typing import Any
 
+from .._backend import capabilities
 from .._errors import BuildError
 from .._files import part_path
 from .._gpu import oom_kill_count
@@ -197,7 +198,9 @@ class _Relay:
         elif source.kind == "bytes":
             if not source.value:
                 raise BuildError("the ONNX bytes are empty")
-            if _memory.available():  # copied into the worker when it asks, else written to a file then
+            # copied into the worker when it asks (else written to a file then); not where the parser reads
+            # bytes without the GIL (NVIDIA 10.0-10.12): there it must parse a file anyway
+            if _memory.available() and not capabilities()["gil_unsafe_parse"]:
                 self.model_bytes = source.value
                 job["model_size"] = len(source.value)
                 return job

@@ -14,8 +14,8 @@ events ``("start", name, parent, num_steps, thread, t)``, ``("step", name, step,
 ``("log", level, message, t)`` (``t`` is ``time.perf_counter()`` here), then one final message
 ``("engine", path, size)``, ``("cancelled",)`` or ``("error", message)``. The engine file is the temporary file
 the job names beside its output file, or lies in one of the job's work directories (RAM-backed ``/dev/shm`` when
-it has room, else the temp directory).
-"""
+it has room, else the temp directory); no path: the parent copied the engine out of this process's memory (the
+``EngineAt`` exchange; a bytes model comes in through ``ModelAt``: see ``_messages.py``)."""
 
 from __future__ import annotations
 

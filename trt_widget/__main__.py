@@ -24,6 +24,7 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
+from importlib import import_module
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,10 @@ class _InputError(Exception):
 
 class _UsageError(Exception):
     """A bad option value (exit 2 with a one-line message)."""
+
+
+# the module whose add_arguments() gives a command its own arguments (imported only when that command is parsed)
+_ARGUMENTS_FROM = {"serve": ".serve", "matrix": ".matrix", "mcp": ".mcp"}
 
 
 def _parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -111,35 +116,28 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
         "too. Example: trt-widget trtexec --onnx=model.onnx --minShapes=input:1x3x224x224 "
         "--optShapes=input:8x3x224x224 --maxShapes=input:32x3x224x224 --fp16 --saveEngine=model.engine",
     )
-    serve_parser = commands.add_parser(
-        "serve",
-        help="run a build service: upload, progress as Server-Sent Events, cancel, engines (HTTP)",
-        description="Run a build service over HTTP (see trt_widget/serve.py for the endpoints). "
-        'Needs pip install "trt_widget[serve]".',
-    )
-    if wanted("serve"):
-        from .serve import add_arguments
-
-        add_arguments(serve_parser)
-    matrix_parser = commands.add_parser(
-        "matrix",
-        help="one build per (model, --opt-level): a live table, or --json events with the build id",
-        description="Build every MODEL with every --opt-level, locally (--max-parallel at a time, default 1) "
-        "or on Ray (--executor ray). Engines are written only with -o DIR.",
-    )
-    if wanted("matrix"):
-        from .matrix import add_arguments
-
-        add_arguments(matrix_parser)
-    mcp_parser = commands.add_parser(
-        "mcp",
-        help="serve builds as MCP tools for agents (stdio, or streamable HTTP with --http)",
-        description='Serve TensorRT builds as MCP tools (see docs/agents.md). Needs pip install "trt_widget[mcp]".',
-    )
-    if wanted("mcp"):
-        from .mcp import add_arguments
-
-        add_arguments(mcp_parser)
+    for name, help_text, description in (
+        (
+            "serve",
+            "run a build service: upload, progress as Server-Sent Events, cancel, engines (HTTP)",
+            "Run a build service over HTTP (see trt_widget/serve.py for the endpoints). "
+            'Needs pip install "trt_widget[serve]".',
+        ),
+        (
+            "matrix",
+            "one build per (model, --opt-level): a live table, or --json events with the build id",
+            "Build every MODEL with every --opt-level, locally (--max-parallel at a time, default 1) "
+            "or on Ray (--executor ray). Engines are written only with -o DIR.",
+        ),
+        (
+            "mcp",
+            "serve builds as MCP tools for agents (stdio, or streamable HTTP with --http)",
+            'Serve TensorRT builds as MCP tools (see docs/agents.md). Needs pip install "trt_widget[mcp]".',
+        ),
+    ):
+        sub = commands.add_parser(name, help=help_text, description=description)
+        if wanted(name):
+            import_module(_ARGUMENTS_FROM[name], __package__).add_arguments(sub)
     commands.add_parser(
         "lsp",
         help="run a language server for editors (stdio): build commands with work-done progress",
@@ -161,10 +159,14 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (see the module docstring)."""
-    argv = list(sys.argv[1:] if argv is None else argv)
+    # argv None: this process is the command line itself, not a call from Python code (tests, scripts)
+    return _main(list(sys.argv[1:] if argv is None else argv), whole_process=argv is None)
+
+
+def _main(argv: list[str], whole_process: bool) -> int:
     if argv[:1] == ["trtexec"] and not {"-h", "--help"} & set(argv[1:2]):
-        return _trtexec(argv[1:])
-    _start_builder_early(argv)
+        return _trtexec(argv[1:], whole_process)
+    _start_builder_early(argv, whole_process)
     parser = _parser(argv[0] if argv and not argv[0].startswith("-") else None)
     try:
         args = parser.parse_args(argv)
@@ -186,8 +188,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return matrix(args)
     if args.command in ("mcp", "lsp"):
-        from importlib import import_module
-
         return int(import_module(f".{args.command}", __package__).run(args))
     if args.command == "run":
         from .watch import cli_run
@@ -203,9 +203,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_FAILED
 
 
-def _start_builder_early(argv: list[str]) -> None:
+def _start_builder_early(argv: list[str], whole_process: bool) -> None:
     """``build`` with the default process isolation: start the builder process before anything else, so its
-    start (Python, TensorRT) overlaps this process's own imports and checks instead of following them."""
+    start (Python, TensorRT) overlaps this process's own imports and checks instead of following them. In a
+    process that is the command line (``whole_process``), the worker ends as soon as its one build is done."""
     if argv[:1] != ["build"] or {"-h", "--help"} & set(argv):
         return
     for index, arg in enumerate(argv):
@@ -219,13 +220,14 @@ def _start_builder_early(argv: list[str]) -> None:
             return
     from ._pool import pool
 
+    pool.one_build = whole_process  # its worker ends while this process writes and prints what is left
     pool.start_here()
 
 
 _OWN = ("--json", "--plain", "--report", "--trace", "--budget", "--isolation")
 
 
-def _trtexec(argv: list[str]) -> int:
+def _trtexec(argv: list[str], whole_process: bool) -> int:
     """``trt-widget trtexec ...``: translate, say what is ignored or refused, then build as ``trt-widget build``."""
     from ._trtexec import build_argv, split_arguments, translate
 
@@ -248,7 +250,7 @@ def _trtexec(argv: list[str]) -> int:
         _stderr_line(f"trt-widget trtexec: {_safe(note)}")
     command = build_argv(translation) + own
     _stderr_line("trt-widget trtexec: building as: trt-widget " + " ".join(_safe(a) for a in command))
-    return main(command)
+    return _main(command, whole_process)
 
 
 def _safe(text: str) -> str:

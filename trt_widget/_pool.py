@@ -59,15 +59,16 @@ class Worker:
         self.close()
         return how
 
-    def close(self) -> None:
-        """Close the pipes (a live worker exits on the control pipe's EOF) and reap the process when it ended."""
+    def close(self, wait: bool = True) -> None:
+        """Close the pipes (a live worker exits on the control pipe's EOF) and reap the process when it ended
+        (``wait``: give it up to a second to end now)."""
         if self.idle_timer is not None:
             self.idle_timer.cancel()
         for conn in (self.control, self.events):
             with contextlib.suppress(OSError):
                 conn.close()
         with contextlib.suppress(subprocess.TimeoutExpired):
-            self.process.wait(1.0)
+            self.process.wait(1.0 if wait else 0.0)
 
 
 class WorkerPool:
@@ -80,7 +81,9 @@ class WorkerPool:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._idle: list[Worker] = []
+        self._ending: list[Worker] = []  # told to end, not yet reaped
         self._spawner = ThreadPoolExecutor(1, thread_name_prefix="trt_widget-spawn")
+        self.one_build = False  # a command line's single build: its worker ends as soon as it is released
 
     def acquire(self, backend: str) -> Worker:
         """An idle live worker of ``backend``, or a new one (after any prewarm in flight, so it is not started
@@ -100,11 +103,12 @@ class WorkerPool:
         from ._backend import likely_backend
 
         with contextlib.suppress(Exception):  # the build that needs a worker reports it
-            self.release(_spawn(likely_backend()))
+            self.release(_spawn(likely_backend()), used=False)
 
-    def release(self, worker: Worker) -> None:
-        """Keep a worker that finished its job cleanly for the next build (until the idle timeout)."""
-        timeout = idle_timeout_s()
+    def release(self, worker: Worker, used: bool = True) -> None:
+        """Keep a worker that finished its job cleanly (``used``) or has just started for the next build (until
+        the idle timeout)."""
+        timeout = 0.0 if self.one_build and used else idle_timeout_s()
         with self._lock:
             if worker.alive() and timeout > 0 and len(self._idle) < MAX_IDLE_WORKERS:
                 worker.idle_timer = threading.Timer(timeout, self._expire, (worker,))
@@ -112,7 +116,9 @@ class WorkerPool:
                 worker.idle_timer.start()
                 self._idle.append(worker)
                 return
-        worker.close()
+            self._ending = [w for w in self._ending if w.process.poll() is None]  # reaps those that ended
+            self._ending.append(worker)
+        worker.close(wait=False)  # it ends while this process goes on; shutdown() reaps it
 
     def _take_or_spawn(self, backend: str) -> Worker:
         with self._lock:  # a build's backend is this process's choice: workers started for another go
@@ -138,7 +144,7 @@ class WorkerPool:
             worker = _spawn(backend)
         except Exception:
             return  # the build that needs a worker reports it
-        self.release(worker)
+        self.release(worker, used=False)
 
     def _expire(self, worker: Worker) -> None:
         with self._lock:
@@ -151,7 +157,8 @@ class WorkerPool:
         """End every idle worker now (running builds keep theirs)."""
         with self._lock:
             idle, self._idle = self._idle, []
-        for worker in idle:
+            ending, self._ending = self._ending, []
+        for worker in idle + ending:
             worker.close()
 
     def idle_pids(self) -> list[int]:

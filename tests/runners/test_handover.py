@@ -133,9 +133,9 @@ def _early_start(*argv: str) -> str:
     code = (
         "import sys, time\n"
         "from trt_widget.__main__ import _start_builder_early\n"
-        f"_start_builder_early({list(argv)!r})\n"
+        f"_start_builder_early({list(argv)!r}, True)\n"
         "from trt_widget._pool import pool\n"
-        "print(len(pool.idle_pids()), sorted(m for m in sys.modules if m.startswith('tensorrt')))\n"
+        "print(len(pool.idle_pids()), sorted(m for m in sys.modules if m.startswith('tensorrt')), pool.one_build)\n"
     )
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60).stdout
@@ -143,9 +143,19 @@ def _early_start(*argv: str) -> str:
 
 def test_the_command_line_starts_its_builder_before_importing_tensorrt() -> None:
     started = time.monotonic()
-    assert _early_start("build", "m.onnx", "-o", "m.engine").strip() == "1 []"
+    assert _early_start("build", "m.onnx", "-o", "m.engine").strip() == "1 [] True"  # one build, then it ends
     assert time.monotonic() - started < 60
-    assert _early_start("build", "m.onnx", "--isolation", "thread").strip() == "0 []"
-    assert _early_start("build", "m.onnx", "--isolation=thread").strip() == "0 []"
-    assert _early_start("build", "--help").strip() == "0 []"
-    assert _early_start("view", "recording.jsonl").strip() == "0 []"
+    assert _early_start("build", "m.onnx", "--isolation", "thread").strip() == "0 [] False"
+    assert _early_start("build", "m.onnx", "--isolation=thread").strip() == "0 [] False"
+    assert _early_start("build", "--help").strip() == "0 [] False"
+    assert _early_start("view", "recording.jsonl").strip() == "0 [] False"
+
+
+def test_a_command_lines_worker_ends_with_its_one_build(monkeypatch: pytest.MonkeyPatch, small: bytes) -> None:
+    monkeypatch.setattr(pool, "one_build", True)  # what `trt-widget build` sets for its process
+    build = Build(small, history=False).start()
+    assert build.wait(120) == "succeeded", build.status_detail
+    pid = build.child_pid
+    assert pid is not None and pid not in pool.idle_pids()
+    assert psutil.Process(pid).wait(10) == 0  # it ended on its own (its pipe closed), not killed
+    shutdown_workers()  # nothing of it is left to reap

@@ -166,10 +166,12 @@ class WorkerPool:
             return [w.pid for w in self._idle]
 
 
-# glibc's malloc serves large blocks with fresh mmap()s: TensorRT's many large, short-lived buffers then cost a
-# page fault per page on every build. Served from the heap (re-used), a resnet50 build with TensorRT for RTX takes
-# ~0.1-0.2 s less of its ~0.7 s here. Only the builder process is tuned, never the user's.
-WORKER_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(1 << 30)}
+# glibc's malloc serves large blocks with fresh mmap()s and gives the heap's free top back at once: TensorRT's many
+# large, short-lived buffers (and the next job's model and engine) then cost a page fault per page on every build.
+# Served from a heap that is kept (re-used; the idle worker gives it back after TRIM_IDLE_S, _worker.py), a resnet50
+# build with TensorRT for RTX takes ~0.2 s less of its ~0.7 s here, at the same peak memory. Only the builder
+# process is tuned, never the user's.
+WORKER_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(1 << 30), "MALLOC_TRIM_THRESHOLD_": str(1 << 30)}
 
 
 def _spawn(backend: str) -> Worker:

@@ -2,8 +2,9 @@
 a quarter second: docs/stop.md).
 
 ``ProcessRunner.run(ctx)`` takes an idle worker from the pool (or starts one), sends it the job, replays the
-worker's phase and log events into ``ctx.model`` / ``ctx.logger`` and returns the engine bytes (None when
-cancelled) or raises :class:`BuildError`. Stop is graceful first (the worker's next ``step_complete`` returns
+worker's phase and log events into ``ctx.model`` / ``ctx.logger`` and returns the engine (its bytes, copied out of
+the worker; with ``output=`` an :class:`EngineFile` the worker wrote beside it; None when cancelled) or raises
+:class:`BuildError`. Stop is graceful first (the worker's next ``step_complete`` returns
 False); when the builder has not reached a step boundary ``ctx.graceful_s`` later (or on ``ctx.force``) the
 worker is terminated (SIGTERM, then SIGKILL), which ends even a long TensorRT step, a hung network function or
 a SIGSTOPped builder. A worker that finished its job goes back to the pool and exits after

@@ -11,7 +11,6 @@ import contextlib
 import os
 import re
 import stat
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -107,22 +106,26 @@ def check_writable(path: str | os.PathLike[str], what: str) -> Path:
 def atomic_write(path: str | os.PathLike[str], data: bytes | memoryview, *, sync: bool = True) -> Path:
     """Write ``data`` to a temporary file beside ``path``'s target, fsync it (``sync``), then rename it over the
     target. Engines pass ``sync=False`` (see ``ENGINES_SYNCED``)."""
-    target = writable_target(path)
-    _remove_stale_parts(target)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".part", dir=target.parent)
+    part = part_path(path)
+    write_part(part, data)
     try:
-        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; give the file the permissions open() would
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            if sync:
-                os.fsync(handle.fileno())
-        os.replace(tmp, target)
+        return place_file(part, path, sync=sync).path
     except BaseException:
         with contextlib.suppress(OSError):
-            os.unlink(tmp)
+            os.unlink(part)
         raise
-    return target
+
+
+def write_part(part: str | os.PathLike[str], data: bytes | memoryview) -> None:
+    """Write ``data`` to ``part``, a new file created here (never through a link); nothing is left if it fails."""
+    fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(part)
+        raise
 
 
 # Engines are written atomically (a reader sees the old file or the complete new one, even when the writer is

@@ -274,18 +274,13 @@ def _write_engine(engine: memoryview, job: dict[str, Any]) -> tuple[str, int]:
     temporary file there (the parent renames it into place), else into the parent's work directory."""
     part = job.get("engine_part")
     if part:
+        from .._files import write_part
+
         try:
-            fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+            write_part(part, engine)
+            return part, engine.nbytes
         except OSError:
-            pass  # not writable there now: the parent's write to the output reports why
-        else:
-            try:
-                with os.fdopen(fd, "wb") as handle:
-                    handle.write(engine)
-                return part, engine.nbytes
-            except OSError:  # a full disk there: the work directory still takes it
-                with contextlib.suppress(OSError):
-                    os.unlink(part)
+            pass  # not writable there now, or full: the work directory takes it, the write to the output says why
     return write_first(job["workdirs"], "engine.plan", engine), engine.nbytes
 
 

@@ -5,11 +5,13 @@ client that goes away mid-build. Real RTX builds; one server for the module (the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -50,17 +52,17 @@ def token_of(result: dict[str, Any]) -> str:
     return f"trtWidget.build/{result['build_id']}"
 
 
-async def first_report(client: LanguageClient, timeout: float = 60.0) -> str:
-    """The token of the newest progress that has sent a report."""
+async def first_report(client: LanguageClient, timeout: float = 60.0, starting: str = "") -> str:
+    """The token of the newest running progress that has sent a report (whose message starts with ``starting``)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for token, values in reversed(client.progress_reports.items()):
-            if any(isinstance(v, types.WorkDoneProgressReport) for v in values) and not any(
-                isinstance(v, types.WorkDoneProgressEnd) for v in values
-            ):
+            if any(
+                isinstance(v, types.WorkDoneProgressReport) and (v.message or "").startswith(starting) for v in values
+            ) and not any(isinstance(v, types.WorkDoneProgressEnd) for v in values):
                 return str(token)
         await asyncio.sleep(0.01)
-    raise AssertionError("no progress report arrived")
+    raise AssertionError(f"no progress report {starting!r} arrived")
 
 
 @on_module_loop
@@ -130,13 +132,15 @@ async def test_a_refused_model_gets_diagnostics_on_the_node(
 async def test_stop_and_builds_commands(client: LanguageClient, agent_models: dict[str, Path], tmp_path: Path) -> None:
     uri = from_fs_path(str(agent_models["long"]))
     running = asyncio.ensure_future(execute(client, "trtWidget.build", uri, {"output": str(tmp_path / "x.engine")}))
-    token = await first_report(client)
-    build_id = token.split("/")[1]
-    listed = await execute(client, "trtWidget.builds")
-    assert listed["builds"][0]["build_id"] == build_id and listed["builds"][0]["status"] == "running"
-    assert listed["builds"][0]["phase"].startswith(ROOTS)
-    stopped = await execute(client, "trtWidget.stop", build_id)
-    assert stopped == {"stopped": [build_id]}
+    try:  # listed inside TensorRT's build phase: seconds long, where a running phase is always open
+        build_id = (await first_report(client, starting="Building engine")).split("/")[1]
+        listed = await execute(client, "trtWidget.builds")
+        assert listed["builds"][0]["build_id"] == build_id and listed["builds"][0]["status"] == "running"
+        assert listed["builds"][0]["phase"].startswith("Building engine"), listed["builds"][0]
+        stopped = await execute(client, "trtWidget.stop", build_id)
+        assert stopped == {"stopped": [build_id]}
+    finally:  # a failed assertion must not leave the build running into the next test
+        await execute(client, "trtWidget.stop")
     result = await asyncio.wait_for(running, 60)
     assert result["status"] == "cancelled" and "stopped from the editor" in result["detail"]
     assert await execute(client, "trtWidget.stop") == {"stopped": []}  # nothing runs now
@@ -171,42 +175,40 @@ def _receive(stdout: Any) -> dict[str, Any]:
     return dict(json.loads(stdout.read(length)))
 
 
-def test_a_client_that_goes_away_mid_build_leaves_no_builder_behind(
-    agent_models: dict[str, Path], tmp_path: Path
-) -> None:
+@contextlib.contextmanager
+def a_server_building(model: Path, engine: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """A raw stdio server whose build of ``model`` has sent its first progress report."""
     server = subprocess.Popen(
         SERVER, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ)
     )
     try:
         capabilities = {"window": {"workDoneProgress": True}}
-        _send(
-            server.stdin,
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {"processId": os.getpid(), "capabilities": capabilities},
-            },
-        )
+        initialize = {"processId": os.getpid(), "capabilities": capabilities}
+        _send(server.stdin, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize})
         _send(server.stdin, {"jsonrpc": "2.0", "method": "initialized", "params": {}})
-        arguments = [from_fs_path(str(agent_models["long"])), {"output": str(tmp_path / "x.engine")}]
-        _send(
-            server.stdin,
-            {
-                "jsonrpc": "2.0",
-                "id": 2,
-                "method": "workspace/executeCommand",
-                "params": {"command": "trtWidget.build", "arguments": arguments},
-            },
-        )
-        while True:  # answer the progress creation; go away at the first report
+        arguments = [from_fs_path(str(model)), {"output": str(engine)}]
+        command = {"command": "trtWidget.build", "arguments": arguments}
+        _send(server.stdin, {"jsonrpc": "2.0", "id": 2, "method": "workspace/executeCommand", "params": command})
+        while True:  # answer the progress creation; stop reading at the first report
             message = _receive(server.stdout)
             if message.get("method") == "window/workDoneProgress/create":
                 _send(server.stdin, {"jsonrpc": "2.0", "id": message["id"], "result": None})
             if message.get("method") == "$/progress" and message["params"]["value"]["kind"] == "report":
                 break
+        yield server
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+
+
+def test_a_client_that_goes_away_mid_build_leaves_no_builder_behind(
+    agent_models: dict[str, Path], tmp_path: Path
+) -> None:
+    with a_server_building(agent_models["long"], tmp_path / "x.engine") as server:
         builders = psutil.Process(server.pid).children(recursive=True)
         assert builders, "the build runs in a builder process"
+        assert server.stdin is not None and server.stderr is not None
         server.stdin.close()  # the editor is gone
         assert server.wait(30) == 0
         _gone, alive = psutil.wait_procs(builders, timeout=10)
@@ -214,10 +216,28 @@ def test_a_client_that_goes_away_mid_build_leaves_no_builder_behind(
         stderr = server.stderr.read().decode()
         assert "Traceback" not in stderr, stderr
         assert not (tmp_path / "x.engine").exists()
-    finally:
-        if server.poll() is None:
-            server.kill()
-            server.wait()
+
+
+def test_shutdown_mid_build_answers_the_build_as_cancelled_then_shuts_down(
+    agent_models: dict[str, Path], tmp_path: Path
+) -> None:
+    with a_server_building(agent_models["long"], tmp_path / "x.engine") as server:
+        assert server.stdin is not None and server.stdout is not None and server.stderr is not None
+        _send(server.stdin, {"jsonrpc": "2.0", "id": 3, "method": "shutdown"})
+        answers: dict[int, dict[str, Any]] = {}
+        while 3 not in answers:
+            message = _receive(server.stdout)
+            if message.get("id") in (2, 3):
+                answers[message["id"]] = message
+        assert list(answers) == [2, 3], answers  # the build's command answers before the shutdown does
+        assert answers[3] == {"jsonrpc": "2.0", "id": 3, "result": None}
+        build = answers[2]["result"]
+        assert build["status"] == "cancelled" and "shut the language server down" in build["detail"], build
+        _send(server.stdin, {"jsonrpc": "2.0", "method": "exit"})
+        assert server.wait(30) == 0
+        stderr = server.stderr.read().decode()
+        assert "Traceback" not in stderr, stderr
+        assert not (tmp_path / "x.engine").exists()
 
 
 def test_diagnostics_from_a_build_error() -> None:

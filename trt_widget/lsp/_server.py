@@ -27,6 +27,7 @@ log = logging.getLogger("trt_widget.lsp")
 BUILD, STOP, BUILDS = "trtWidget.build", "trtWidget.stop", "trtWidget.builds"
 PROGRESS_INTERVAL_S = 0.1
 CREATE_TIMEOUT_S = 5.0  # an editor that does not answer window/workDoneProgress/create gets no progress
+SHUTDOWN_WAIT_S = 5.0  # at shutdown: how long running build commands get to answer (a stop takes ~0.2 s)
 SOURCE = "trt-widget"
 _NODE = re.compile(r"""node (['"])(?P<node>.*?)\1(?: \((?P<op>[^)]*)\))?: (?P<text>.*)""", re.S)
 _PARSE = re.compile(r"could not parse .* as ONNX: (?P<reason>.*)", re.S)
@@ -72,6 +73,7 @@ def create_server(registry: BuildRegistry | None = None, *, progress_interval: f
     """A pygls ``LanguageServer`` with the trtWidget commands."""
     builds = registry if registry is not None else BuildRegistry()
     server = LanguageServer("trt-widget", __version__)
+    commands: set[asyncio.Future[Any]] = set()  # trtWidget.build requests not yet answered
 
     def quietly(send: Any, *args: Any) -> None:
         """Send a notification; an editor that went away must not end (or fail) the build."""
@@ -102,6 +104,10 @@ def create_server(registry: BuildRegistry | None = None, *, progress_interval: f
             say(f"TensorRT build not started: {exc}", types.MessageType.Error)
             raise ValueError(str(exc)) from None
         follower = Follower(job, interval=progress_interval)
+        this = asyncio.current_task()
+        if this is not None:
+            commands.add(this)
+            this.add_done_callback(commands.discard)
         token: str | None = f"trtWidget.build/{build_id}"
         window = ls.client_capabilities.window
         if window is None or not window.work_done_progress:
@@ -164,5 +170,13 @@ def create_server(registry: BuildRegistry | None = None, *, progress_interval: f
     def list_builds(ls: LanguageServer, *arguments: Any) -> dict[str, Any]:
         """Every build this server remembers, newest first."""
         return {"builds": [builds.describe(e.id) for e in builds.entries()]}
+
+    @server.feature(types.SHUTDOWN)
+    async def shutdown(ls: LanguageServer, *arguments: Any) -> None:
+        """Stop every build and let its command answer with how it ended before the server shuts down (pygls
+        would cancel the pending requests while they answer: its issue #606)."""
+        builds.stop_all("the editor shut the language server down")
+        if commands:
+            await asyncio.wait(list(commands), timeout=SHUTDOWN_WAIT_S)
 
     return server

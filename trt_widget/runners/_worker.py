@@ -2,20 +2,14 @@
 
 Started by ``_process.py`` as ``python -m trt_widget.runners._worker CONTROL_FD EVENTS_FD PARENT_PID`` (no
 ``multiprocessing``: the parent's main script is never re-imported, so scripts need no main guard and
-``python -c`` / ``python -`` work). It imports TensorRT while it waits for its first job.
+``python -c`` / ``python -`` work). It imports TensorRT, then says ``Hello``: a cold worker's import is part of
+the build's "Starting the builder process" phase.
 
-Parent -> worker on the control pipe: ``("job", id, job)`` and ``("stop", id)``. The worker dies with its
-parent: the control pipe reaching EOF ends it at once, and on Linux the kernel also sends it SIGKILL when the
-parent exits (``PR_SET_PDEATHSIG``), even while it is stopped or inside a long TensorRT call.
-
-Worker -> parent on the events pipe: ``("hello", pid)`` once; per job ``("events", [event, ...])`` with
-events ``("start", name, parent, num_steps, thread, t)``, ``("step", name, step, thread, t)``,
-``("finish", name, thread, t)``, ``("built", t)`` (TensorRT returned the engine) and
-``("log", level, message, t)`` (``t`` is ``time.perf_counter()`` here), then one final message
-``("engine", path, size)``, ``("cancelled",)`` or ``("error", message)``. The engine file is the temporary file
-the job names beside its output file, or lies in one of the job's work directories (RAM-backed ``/dev/shm`` when
-it has room, else the temp directory); no path: the parent copied the engine out of this process's memory (the
-``EngineAt`` exchange; a bytes model comes in through ``ModelAt``: see ``_messages.py``)."""
+The worker dies with its parent: the control pipe reaching EOF ends it at once, and on Linux the kernel also
+sends it SIGKILL when the parent exits (``PR_SET_PDEATHSIG``), even while it is stopped or inside a long TensorRT
+call. The messages are in ``_messages.py``. The engine file is the temporary file the job names beside its
+output file, or lies in one of the job's work directories (RAM-backed ``/dev/shm`` when it has room, else the
+temp directory); none: the parent copied the engine out of this process's memory (``EngineAt``)."""
 
 from __future__ import annotations
 
@@ -351,13 +345,13 @@ def main(argv: list[str]) -> None:
     _die_with_parent(int(argv[2]))
     # a SIGINT sent to this process (it has its own session) is not a Stop: only the parent decides that
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with contextlib.suppress(Exception):  # TensorRT's import is part of starting (a failure: the job reports it)
+        from .. import _engine  # noqa: F401
     try:
-        events.send(Hello(os.getpid()))
+        events.send(Hello(os.getpid()))  # ready to build: a build's START_PHASE ends here, not before the import
     except OSError:  # the parent ended while this (pre-started) worker was starting: nobody to serve or tell
         os._exit(0)
     jobs = _Jobs(control)
-    with contextlib.suppress(Exception):  # import TensorRT while no job waits yet (a failure: the job reports it)
-        from .. import _engine  # noqa: F401
     while True:
         try:
             job_id, job, cancel = jobs.next(timeout=TRIM_IDLE_S)

@@ -29,6 +29,7 @@ def test_the_top_level_rows_cover_the_build_from_start_to_end(isolation: str, tm
     first = top[0]
     if first["name"] == START:  # a cold builder process: its start-up comes first
         assert isolation == "process" and first["end_s"] <= top[1]["start_s"] + 0.01
+        assert top[1]["start_s"] - first["end_s"] < 0.01  # TensorRT's import is part of the start-up, not a gap
         top = top[1:]
     assert [r["name"] for r in top] == [BEFORE, "Building engine", AFTER]
     before, root, after = top
@@ -60,6 +61,16 @@ def test_a_network_function_is_defining_the_network_and_a_failed_parse_ends_its_
     assert b.wait(300) == "failed"
     (row,) = _top(b)
     assert row["name"] == BEFORE and row["end_s"] is not None and row["status"] != "running"
+
+
+@pytest.mark.parametrize("isolation", ["thread", "process"])
+def test_a_device_that_cannot_open_fails_inside_the_before_row(isolation: str) -> None:
+    """The GPU is opened (and, on a GPU, CUDA started by the builder's creation) inside the before row: the time
+    before TensorRT's first phase has a row even where that is what takes long or fails."""
+    b = Build(deep_residual(2), device=99, isolation=isolation, history=False).start()
+    assert b.wait(300) == "failed" and "device=99" in str(b.error)
+    top = [r for r in _top(b) if r["name"] != START]
+    assert [r["name"] for r in top] == [BEFORE] and top[0]["end_s"] is not None
 
 
 def test_a_replay_shows_the_recorded_rows_without_adding_its_own(tmp_path: Path) -> None:

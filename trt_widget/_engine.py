@@ -224,12 +224,20 @@ def _build_engine(
     source: ModelSource, options: BuildOptions, monitor: Any, logger: CaptureLogger, router: _LogRouter
 ) -> memoryview | None:
     t = trt()
+    before = BEFORE_PHASES["callable" if source.kind == "callable" else "model"]
+    monitor.phase_start(before, None, 0)  # from here: on a GPU, CUDA starts in the next calls (no silent gap)
     with _on_device(options.device):
-        return _build_on_device(t, source, options, monitor, logger, router)
+        return _build_on_device(t, source, options, monitor, logger, router, before)
 
 
 def _build_on_device(
-    t: Any, source: ModelSource, options: BuildOptions, monitor: Any, logger: CaptureLogger, router: _LogRouter
+    t: Any,
+    source: ModelSource,
+    options: BuildOptions,
+    monitor: Any,
+    logger: CaptureLogger,
+    router: _LogRouter,
+    before: str,
 ) -> memoryview | None:
     try:
         builder = t.Builder(router)
@@ -238,8 +246,6 @@ def _build_on_device(
             raise BuildError(f"{capabilities()['label']} could not create a builder ({exc})") from None
         raise BuildError(builder_failure_message(str(capabilities()["label"]), exc)) from None
     _register_plugins(t, options.plugins, logger, router)
-    before = BEFORE_PHASES["callable" if source.kind == "callable" else "model"]
-    monitor.phase_start(before, None, 0)
     flags = 0
     strong = getattr(t.NetworkDefinitionCreationFlag, "STRONGLY_TYPED", None)
     if options.strongly_typed and strong is not None:

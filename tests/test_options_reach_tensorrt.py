@@ -278,7 +278,8 @@ def test_strongly_typed_is_the_network_creation_flag(spy: Spy, strongly_typed: b
 def test_the_builder_process_hands_every_option_to_tensorrt(tmp_path: Path) -> None:
     """The default runner: the options cross to the builder process, and TensorRT's log says it used them."""
     cache, output = tmp_path / "t.cache", tmp_path / "m.engine"
-    cache.write_bytes(b"not a timing cache " * 8)
+    damaged = _a_timing_cache()[:4] + b"not a timing cache " * 8  # begins as one: TensorRT is given its bytes
+    cache.write_bytes(damaged)
     build = Build(
         models.deep_residual(3, batch="N"),
         history=False,
@@ -296,7 +297,7 @@ def test_the_builder_process_hands_every_option_to_tensorrt(tmp_path: Path) -> N
     assert any("[2,6]" in m for m in lines)  # TensorRT's range of the dynamic batch dimension: the profile's
     assert any("Failed to deserialize timing cache" in m for m in lines)  # TensorRT was given the file's bytes
     assert any("Global timing cache in use" in m for m in lines)  # (without a cache: "Local timing cache")
-    assert cache.read_bytes() != b"not a timing cache " * 8 and cache.stat().st_size > 0  # TensorRT's, saved
+    assert cache.read_bytes() != damaged and cache.stat().st_size > 0  # TensorRT's, saved
     assert output.read_bytes() == build.engine
 
     plain = Build(models.deep_residual(3), history=False, resources=False).start()
@@ -322,24 +323,45 @@ def test_timing_cache_notes_say_what_tensorrt_does_with_it(tmp_path: Path) -> No
     assert not _warnings(built(models.deep_residual(3)))  # no cache, no notes
 
 
+def _a_timing_cache() -> bytes:
+    """A timing cache as this TensorRT writes one (its magic first), with entries of "another TensorRT" after it."""
+    with warnings.catch_warnings(), _engine.routed_logs(CaptureLogger()) as router:
+        warnings.simplefilter("ignore", DeprecationWarning)
+        config = trt().Builder(router).create_builder_config()
+        return bytes(memoryview(config.create_timing_cache(b"").serialize())) + b"from another TensorRT"
+
+
 def test_a_cache_tensorrt_refuses_is_replaced_and_a_refused_new_one_is_done_without(spy: Spy, tmp_path: Path) -> None:
     cache = tmp_path / "t.cache"
-    cache.write_bytes(b"a cache from another TensorRT")
+    other = _a_timing_cache()
+    cache.write_bytes(other)
     spy.refuse = "loaded"  # the file's cache: TensorRT builds with a new one, which replaces the file
     notes = _warnings(built(models.deep_residual(3), timing_cache=cache))
     assert any("does not fit this TensorRT version or device; building with a new cache" in n for n in notes)
-    assert cache.read_bytes() != b"a cache from another TensorRT" and spy.configs[-1]["timing_cache"]
+    assert cache.read_bytes() != other and spy.configs[-1]["timing_cache"]
 
-    cache.write_bytes(b"a cache from another TensorRT")
+    cache.write_bytes(other)
     spy.refuse = "all"  # the new one too: the build goes on without a cache and leaves the file alone
     notes = _warnings(built(models.deep_residual(3), timing_cache=cache))
     assert any("TensorRT refused a new timing cache; building without one" in n for n in notes)
-    assert cache.read_bytes() == b"a cache from another TensorRT"
+    assert cache.read_bytes() == other
 
     cache.unlink()  # no file, and the new cache refused: without one, and no file appears
     notes = _warnings(built(models.deep_residual(3), timing_cache=cache))
     assert any("refused a new timing cache" in n for n in notes) and not any("does not fit" in n for n in notes)
     assert not cache.exists()
+
+
+def test_a_file_that_is_not_a_timing_cache_is_left_as_it_was(spy: Spy, tmp_path: Path) -> None:
+    """TensorRT reads any bytes as an empty cache: saving the build's would overwrite a file named by mistake."""
+    notes_file = tmp_path / "notes.txt"
+    notes_file.write_text("my notes, named as --timing-cache by mistake\n")
+    build = built(models.deep_residual(3), timing_cache=notes_file)
+    assert notes_file.read_text() == "my notes, named as --timing-cache by mistake\n"
+    (note,) = [n for n in _warnings(build) if "is not a TensorRT timing cache" in n]
+    assert str(notes_file) in note and "left as it was" in note
+    assert not spy.configs[-1]["timing_cache"] and build.engine_size > 0  # built, without a cache
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]  # no lock or partial file beside it
 
 
 # -- trtexec's build settings (issue 30): each one read back from the config the build ran with ---------------------

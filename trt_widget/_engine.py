@@ -366,6 +366,19 @@ def _on_device(device: int | None) -> Iterator[None]:
         cuda.cuDevicePrimaryCtxRelease(handle)
 
 
+def _looks_like_a_timing_cache(config: Any, data: bytes) -> bool:
+    """Whether ``data`` begins as the timing caches this TensorRT writes do (their magic, e.g. ``ptrt``). TensorRT
+    reads any other bytes as an empty cache, and saving the build's cache would then overwrite whatever the file
+    was; a cache of another TensorRT version or device still begins the same way and may be replaced."""
+    try:
+        empty = config.create_timing_cache(b"")
+        serialized = empty.serialize() if empty is not None else None
+        magic = bytes(memoryview(serialized))[:4] if serialized is not None else b""
+    except Exception:
+        return True  # nothing to compare with: TensorRT's own check decides
+    return not magic or data.startswith(magic)
+
+
 def _save_timing_cache(config: Any, path: str, logger: CaptureLogger) -> None:
     """Merge the build's timing cache into the file's current one and replace the file, under a lock beside it: a
     concurrent build sharing the file (a matrix, the service) keeps its entries. Any failure is a warning: the
@@ -378,6 +391,9 @@ def _save_timing_cache(config: Any, path: str, logger: CaptureLogger) -> None:
                 current = Path(path).read_bytes()
             except FileNotFoundError:
                 current = b""
+            if current and not _looks_like_a_timing_cache(config, current):  # it became another file meanwhile
+                logger.log(2, f"timing_cache: {path} is not a TensorRT timing cache any more; left as it was")
+                return
             if current and cache is not None:
                 theirs = config.create_timing_cache(current)
                 # False where the file is from another TensorRT version or device: ours replaces it
@@ -601,6 +617,13 @@ def _configure(t: Any, builder: Any, config: Any, network: Any, options: BuildOp
             )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
+            if data and not _looks_like_a_timing_cache(config, data):
+                logger.log(
+                    2,
+                    f"timing_cache: {path} is not a TensorRT timing cache (it does not begin as one does); "
+                    "building without a cache, and the file is left as it was. Name a new file to keep one",
+                )
+                return None
             cache = config.create_timing_cache(data)
             accepted = cache is not None and config.set_timing_cache(cache, False)
             if not accepted and data:

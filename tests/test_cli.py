@@ -146,6 +146,19 @@ def test_a_build_failure_exits_1_without_a_traceback(tmp_path: Path) -> None:
     assert not bad.with_suffix(".engine").exists()
 
 
+def test_a_build_failure_in_a_terminal_is_said_once(tmp_path: Path) -> None:
+    """The view's last line says why; the stderr line repeats it only for pipes and --json (and adds what the
+    view's one line leaves out)."""
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"\x08not an onnx model")
+    child = _spawn("build", str(bad), "--plain")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 1
+    assert child.before.count("could not parse") == 1, child.before
+    assert "Failed after" in child.before and "trt-widget: build failed" not in child.before
+
+
 @pytest.mark.parametrize(
     "argv",
     [

@@ -27,3 +27,11 @@ def test_atomic_write_fsyncs_the_data_before_the_rename(tmp_path: Path, monkeypa
     monkeypatch.setattr(_files.os, "replace", replace)
     _files.atomic_write(tmp_path / "engine.plan", b"x" * 1000)
     assert calls == [("fsync", 1000), ("replace", "engine.plan")]
+
+
+def test_a_failed_write_names_the_file_asked_for_not_the_temporary_one(tmp_path: Path) -> None:
+    missing = tmp_path / "no such folder" / "m.engine"
+    with pytest.raises(FileNotFoundError) as caught:
+        _files.atomic_write(missing, b"engine")
+    assert caught.value.filename == str(missing) and ".part" not in str(caught.value)
+    assert list(tmp_path.iterdir()) == []

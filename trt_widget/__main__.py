@@ -386,7 +386,8 @@ def _run(args: argparse.Namespace) -> int:
     if build.status == "cancelled":
         return EXIT_INTERRUPTED if interrupts.count else EXIT_BUDGET
     message = str(build.error) if build.error is not None else build.status_detail
-    _stderr_line(f"trt-widget: build failed: {message}")
+    if args.json or message != build.status_detail or not (sys.stdout.isatty() and sys.stderr.isatty()):
+        _stderr_line(f"trt-widget: build failed: {message}")  # in a terminal the view's last line said it all
     return EXIT_FAILED
 
 

@@ -107,13 +107,23 @@ def atomic_write(path: str | os.PathLike[str], data: bytes | memoryview, *, sync
     """Write ``data`` to a temporary file beside ``path``'s target, fsync it (``sync``), then rename it over the
     target. Engines pass ``sync=False`` (see ``ENGINES_SYNCED``)."""
     part = part_path(path)
-    write_part(part, data)
+    try:
+        write_part(part, data)
+    except OSError as exc:
+        raise _about(exc, path) from None
     try:
         return place_file(part, path, sync=sync).path
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(part)
         raise
+
+
+def _about(exc: OSError, path: str | os.PathLike[str]) -> OSError:
+    """The error of writing a temporary file, naming the file the caller asked for (the temporary name is ours)."""
+    if exc.errno is None or type(exc).__module__ != "builtins":  # our own OSErrors say what they mean
+        return exc
+    return type(exc)(exc.errno, exc.strerror, os.fspath(path))
 
 
 def write_part(part: str | os.PathLike[str], data: bytes | memoryview) -> None:

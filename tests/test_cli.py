@@ -204,3 +204,27 @@ def test_without_rich_a_terminal_gets_plain_lines(monkeypatch: pytest.MonkeyPatc
     assert TerminalView(Build(small_model, history=False), FakeTerminal()).rich  # type: ignore[arg-type]
     monkeypatch.setitem(sys.modules, "rich", None)  # as if rich were not installed
     assert not TerminalView(Build(small_model, history=False), FakeTerminal()).rich  # type: ignore[arg-type]
+
+
+def test_tensorrts_line_for_a_stop_is_said_calmly_in_the_terminal() -> None:
+    """Stopped at a step boundary, TensorRT logs "Error Code 7: BuildCanceled" as an ERROR: expected, not red."""
+    import io
+
+    from trt_widget import Build, models
+    from trt_widget._terminal import TerminalView
+
+    build = Build(models.deep_residual(20), history=False, isolation="thread")
+
+    def stop_when_deep(event: str, phase: Any) -> None:
+        if event == "phase_start" and phase.depth >= 2:
+            build.stop()
+
+    build.model.subscribe(stop_when_deep)
+    out = io.StringIO()
+    terminal = TerminalView(build, out, style="plain")
+    build.start()
+    assert build.wait(120) == "cancelled"
+    terminal.join(10)
+    said = [line for line in out.getvalue().splitlines() if "BuildCanceled" in line]
+    assert said, out.getvalue()
+    assert all("] expected: " in line and "ERROR" not in line and "cancelled, as asked" in line for line in said)

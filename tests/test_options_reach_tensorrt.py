@@ -559,3 +559,15 @@ def test_bad_values_of_the_trtexec_settings_are_refused_before_anything_runs(
 ) -> None:
     with pytest.raises((TypeError, ValueError), match=message):
         BuildOptions.from_kwargs(**options)
+
+
+def test_the_not_a_cache_note_stays_a_warning_while_rtxs_timing_cache_lines_are_expected() -> None:
+    from trt_widget._expected import expected_reason
+
+    ours = "timing_cache: notes.txt is not a TensorRT timing cache (it does not begin as one does); building ..."
+    assert expected_reason(ours, cancelled=False, backend="rtx") is None
+    ignored = "timing_cache: TensorRT for RTX ignores timing caches (its timing-cache operations are no-ops)"
+    assert expected_reason(ignored, cancelled=False, backend="rtx") is not None
+    theirs = "Failed to deserialize timing cache. Returning an empty timing cache."
+    assert expected_reason(theirs, cancelled=False, backend="rtx") is not None
+    assert expected_reason(theirs, cancelled=False, backend="tensorrt") is None

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from ._events import attach_events
+from ._expected import expected_reason
 from ._format import escape_controls, escape_lines, fmt_bytes, fmt_s, is_terminal
 from ._grouping import sibling_runs
 from ._status import CANCELLED, CANCELLING, IDLE, RUNNING, SUCCEEDED
@@ -72,6 +73,7 @@ class TerminalView:
         self._depth: dict[int, int] = {}
         self._console: Any = None
         self._live: Any = None
+        self._backend = ""  # from the build_start event
         if self.rich:
             from rich.console import Console
 
@@ -126,8 +128,12 @@ class TerminalView:
                     )
             elif kind == "log":
                 text = f"{escape_controls(event['severity'])}: {escape_controls(event['message'])}"
+                cancelled = self.build.status in (CANCELLING, CANCELLED)
+                reason = expected_reason(event["message"], cancelled=cancelled, backend=self._backend)
+                if reason is not None:  # true but expected: said calmly, with what it means
+                    text = f"expected: {escape_controls(event['message'])} ({reason})"
                 if self._console is not None:
-                    style = "red" if "ERROR" in event["severity"] else "yellow"
+                    style = "dim" if reason else "red" if "ERROR" in event["severity"] else "yellow"
                     self._console.print(escape_controls(text), style=style, markup=False)
                 else:
                     self._line(event["t"], 0, text)
@@ -135,6 +141,7 @@ class TerminalView:
                 self._ended()
 
     def _started(self, event: dict[str, Any]) -> None:
+        self._backend = str(event["backend"])
         title = escape_controls(f"Building {event['model']} with {event['backend']} {event['version']}")
         if self._console is None:
             self._write(title)

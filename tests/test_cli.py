@@ -178,6 +178,21 @@ def test_usage_errors_exit_2(argv: list[str], tmp_path: Path, capsys: pytest.Cap
     assert "error" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("typo", "meant"),
+    [("--opt-levle", "--opt-level"), ("--opt_level", "--opt-level"), ("--timing-cahce", "--timing-cache")],
+)
+def test_a_mistyped_option_is_named_with_the_closest_one(
+    typo: str, meant: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["build", "m.onnx", typo, "3"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: trt-widget build")  # the command's usage, not the top level's
+    assert f"unrecognized arguments: {typo} 3 ({typo}: did you mean {meant}?)" in err
+    assert main(["build", "m.onnx", "--bogus"]) == 2
+    assert "did you mean" not in capsys.readouterr().err  # nothing close: no guess
+
+
 def test_bad_option_values_exit_2(onnx_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["build", str(onnx_path), "--workspace", "lots"]) == 2
     assert "workspace must be a byte count" in capsys.readouterr().err

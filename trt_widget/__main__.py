@@ -24,6 +24,7 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
+from difflib import get_close_matches
 from importlib import import_module
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,28 @@ class _UsageError(Exception):
 
 # the module whose add_arguments() gives a command its own arguments (imported only when that command is parsed)
 _ARGUMENTS_FROM = {"serve": ".serve", "matrix": ".matrix", "mcp": ".mcp"}
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, whose "unrecognized arguments" error is the command's own and names its closest options
+    (``--opt-levle`` and ``--opt_level``: did you mean ``--opt-level``?)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands: dict[str, argparse.ArgumentParser] = {}  # the top parser's commands, by name
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            target = self.commands.get(getattr(parsed, "command", None) or "", self)
+            options = [o for o in target._option_string_actions if o.startswith("--")]  # argparse has no public list
+            hints = []
+            for name in (extra.split("=", 1)[0] for extra in extras if extra.startswith("--")):
+                close = get_close_matches(name.replace("_", "-"), options, n=1, cutoff=0.7)
+                if close:
+                    hints.append(f"{name}: did you mean {close[0]}?")
+            target.error(f"unrecognized arguments: {' '.join(extras)}" + (f" ({'; '.join(hints)})" if hints else ""))
+        return parsed
 
 
 def _parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -70,13 +93,17 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     from ._options import SHAPES_EPILOG
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="trt-widget",
         description="Observable, cancelable TensorRT engine builds in a terminal.",
         epilog="Exit codes: 0 succeeded, 1 failed or bad input, 2 bad usage, 124 --budget ran out, "
         "130 cancelled with Ctrl-C.",
     )
-    commands = parser.add_subparsers(dest="command", metavar="{build,demo,view,serve,matrix,trtexec,mcp,lsp,run}")
+    commands = parser.add_subparsers(
+        dest="command",
+        metavar="{build,demo,view,serve,matrix,trtexec,mcp,lsp,run}",
+        parser_class=argparse.ArgumentParser,
+    )
     build = commands.add_parser(
         "build",
         parents=[common],
@@ -154,6 +181,7 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
         from .watch import cli_arguments
 
         cli_arguments(run_parser)
+    parser.commands = dict(commands.choices)
     return parser
 
 

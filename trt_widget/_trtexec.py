@@ -11,6 +11,7 @@ import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from difflib import get_close_matches
 from typing import Any
 
 from ._options import Profile, parse_bytes, profiles_from_shapes
@@ -207,7 +208,15 @@ def _one(out: Translation, shapes: dict[str, list[str]], arg: str, name: str, va
     elif name in REFUSED:
         raise ValueError(REFUSED[name])
     else:
-        raise ValueError(_CONFIGURE_HINT)
+        close = get_close_matches(name, _KNOWN, n=1, cutoff=0.75)
+        raise ValueError(f"did you mean --{close[0]}? If not: {_CONFIGURE_HINT}" if close else _CONFIGURE_HINT)
+
+
+# every argument name translate() knows, for the "did you mean" of a mistyped one
+_KNOWN = sorted(
+    {"onnx", "profile", "shapes", *_RANGE, "staticPlugins", "dynamicPlugins", "plugins", "memPoolSize", "workspace"}
+    | {"stripAllWeights", "sparsity", *_FLAGS, *_VALUES, *INFERENCE_ONLY, *NO_OP, *REFUSED}
+)
 
 
 def _required(name: str, value: str | None) -> str:

@@ -243,3 +243,23 @@ def test_tensorrts_line_for_a_stop_is_said_calmly_in_the_terminal() -> None:
     said = [line for line in out.getvalue().splitlines() if "BuildCanceled" in line]
     assert said, out.getvalue()
     assert all("] expected: " in line and "ERROR" not in line and "cancelled, as asked" in line for line in said)
+
+
+def test_ctrl_c_before_the_build_starts_is_one_line_and_exit_130(onnx_path: Path) -> None:
+    """A Ctrl-C landing while the command line still imports (here: raised by the import of the options module,
+    as SIGINT's KeyboardInterrupt would be) ends it with one line, no traceback."""
+    script = (
+        "import sys\n"
+        "class Interrupting:\n"
+        "    @staticmethod\n"
+        "    def find_spec(name, path=None, target=None):\n"
+        "        if name == 'trt_widget._options':\n"
+        "            raise KeyboardInterrupt\n"
+        "sys.meta_path.insert(0, Interrupting)\n"
+        "from trt_widget.__main__ import main\n"
+        f"sys.argv = ['trt-widget', 'build', {str(onnx_path)!r}]\n"
+        "sys.exit(main())\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=_env(), timeout=60)
+    assert result.returncode == 130, result.stderr
+    assert result.stderr == "trt-widget: interrupted\n" and result.stdout == ""

@@ -188,7 +188,13 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (see the module docstring)."""
     # argv None: this process is the command line itself, not a call from Python code (tests, scripts)
-    return _main(list(sys.argv[1:] if argv is None else argv), whole_process=argv is None)
+    try:
+        return _main(list(sys.argv[1:] if argv is None else argv), whole_process=argv is None)
+    except KeyboardInterrupt:  # Ctrl-C before a build could take it (a build's own Ctrl-C cancels it instead)
+        if argv is not None:
+            raise
+        print("trt-widget: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 def _main(argv: list[str], whole_process: bool) -> int:

@@ -60,7 +60,7 @@ def test_a_network_function_is_defining_the_network_and_a_failed_parse_ends_its_
     b = Build(str(bad), isolation="thread", history=False).start()
     assert b.wait(300) == "failed"
     (row,) = _top(b)
-    assert row["name"] == BEFORE and row["end_s"] is not None and row["status"] != "running"
+    assert row["name"] == BEFORE and row["end_s"] is not None and row["status"] == "failed"  # not "cancelled"
 
 
 @pytest.mark.parametrize("isolation", ["thread", "process"])
@@ -70,7 +70,7 @@ def test_a_device_that_cannot_open_fails_inside_the_before_row(isolation: str) -
     b = Build(deep_residual(2), device=99, isolation=isolation, history=False).start()
     assert b.wait(300) == "failed" and "device=99" in str(b.error)
     top = [r for r in _top(b) if r["name"] != START]
-    assert [r["name"] for r in top] == [BEFORE] and top[0]["end_s"] is not None
+    assert [r["name"] for r in top] == [BEFORE] and top[0]["end_s"] is not None and top[0]["status"] == "failed"
 
 
 def test_a_replay_shows_the_recorded_rows_without_adding_its_own(tmp_path: Path) -> None:

@@ -32,6 +32,7 @@ from ._files import (
 from ._gpu import memory_skip_note
 from ._options import BuildOptions, BuildOptionsDict
 from ._phases import CANCELLED, FINISHED_EARLY, PhaseModel
+from ._phases import FAILED as PHASE_FAILED
 from ._status import BUILD_STATUSES, CANCELLING, FAILED, FINAL, IDLE, LIVE, QUEUED, RUNNING, SUCCEEDED, log
 from ._subscribe import BuildEvent, subscribe
 from ._waiting import Waiting, _quietly
@@ -509,7 +510,7 @@ class Build(Waiting):
         if self._timer is not None:
             self._timer.cancel()
         self._closing = True
-        self.model.close_all(CANCELLED if engine is None else FINISHED_EARLY)
+        self.model.close_all(FINISHED_EARLY if engine is not None else PHASE_FAILED if error is not None else CANCELLED)
         with self._lock:
             self._ended_s = self.model.now()
             if isinstance(engine, WrittenFile):

@@ -6,7 +6,7 @@ Every event is an object with an ``event`` field and ``t``, seconds on the build
   {"event": "build_start", "model": str, "backend": str, "version": str, "options": {...}, "t": 0.0}
   {"event": "phase_start", "id": int, "name": str, "parent": int | null, "depth": int, "num_steps": int, "t": s}
   {"event": "step", "id": int, "name": str, "step": int, "num_steps": int, "t": s}
-  {"event": "phase_finish", "id": int, "name": str, "status": "done" | "finished-early" | "cancelled",
+  {"event": "phase_finish", "id": int, "name": str, "status": "done" | "finished-early" | "cancelled" | "failed",
    "step": int, "num_steps": int, "duration_s": float, "t": s}
   {"event": "log", "severity": "WARNING" | "ERROR" | "INTERNAL_ERROR", "message": str, "t": s}
   {"event": "build_end", "status": "succeeded" | "cancelled" | "failed", "detail": str, "elapsed_s": float,

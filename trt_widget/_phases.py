@@ -16,7 +16,8 @@ RUNNING = "running"
 DONE = "done"
 FINISHED_EARLY = "finished-early"
 CANCELLED = "cancelled"
-PHASE_STATUSES = (RUNNING, DONE, FINISHED_EARLY, CANCELLED)
+FAILED = "failed"  # the build failed while the phase ran
+PHASE_STATUSES = (RUNNING, DONE, FINISHED_EARLY, CANCELLED, FAILED)
 MAX_DEPTH = 256  # phase nesting; a real build nests about 8 deep: deeper comes only from a hostile recording/server
 
 Clock = Callable[[], float]
@@ -166,7 +167,10 @@ class PhaseModel:
             self._notify("step", phase)
         return phase
 
-    def phase_finish(self, name: str, at: float | None = None, thread: int | None = None) -> Phase | None:
+    def phase_finish(
+        self, name: str, at: float | None = None, thread: int | None = None, ended: str | None = None
+    ) -> Phase | None:
+        """``ended``: CANCELLED or FAILED as a recording says it ended (else the status follows from its steps)."""
         with self._lock:
             stack = self._active.get(name)
             phase = self._pick(stack, thread)
@@ -177,6 +181,8 @@ class PhaseModel:
             if not stack:
                 del self._active[name]
             status = DONE if phase.step >= phase.num_steps else (CANCELLED if self.cancelling else FINISHED_EARLY)
+            if ended in (CANCELLED, FAILED):
+                status = ended
             self._close(phase, status, at)
             self.last_event_s = phase.end_s
         self._notify("phase_finish", phase)

@@ -24,6 +24,7 @@ MARKS = {
     "done": ("✓", "green"),
     "finished-early": ("✓", "green"),
     "cancelled": ("✗", "yellow"),  # the user's cancel: not a failure
+    "failed": ("✗", "red"),  # the build failed while it ran
 }
 
 

@@ -39,6 +39,27 @@ def test_a_real_recording_replays_to_the_same_tree_and_times(tmp_path: Path) -> 
         replay.save(str(tmp_path / "x.engine"))
 
 
+def test_a_failed_and_a_cancelled_recording_replay_their_rows_as_they_ended(tmp_path: Path) -> None:
+    """The phase a build failed or was stopped in replays as failed or cancelled, not as finished early."""
+    not_onnx = tmp_path / "not.onnx"
+    not_onnx.write_bytes(b"\x08not an onnx model")
+    failed = Build(str(not_onnx), history=False, isolation="thread", events=str(tmp_path / "failed.jsonl")).start()
+    stopped = Build(models.deep_residual(20), history=False, isolation="thread", events=str(tmp_path / "stop.jsonl"))
+
+    def stop_when_deep(event: str, phase: Any) -> None:
+        if event == "phase_start" and phase.depth >= 2:
+            stopped.stop()
+
+    stopped.model.subscribe(stop_when_deep)
+    stopped.start()
+    for original, name, ended in ((failed, "failed.jsonl", "failed"), (stopped, "stop.jsonl", "cancelled")):
+        assert original.wait(120) == ended and original.events.join(30)
+        assert ended in {r["status"] for r in original.timings()}
+        replay = Build.from_events(tmp_path / name).start()
+        assert replay.wait(60) == ended
+        assert _shape(replay.timings()) == _shape(original.timings())
+
+
 @pytest.mark.parametrize("threads", [1, 4])
 def test_a_gpu_shaped_recording_is_schema_valid_and_replays_exactly(threads: int) -> None:
     events = list(gpu_shaped_events(measurements=1100, threads=threads, seed=threads))

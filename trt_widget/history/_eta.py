@@ -160,7 +160,7 @@ class HistoryLink:
                 running.append((row["id"], row["name"], row["start_s"], past["duration_s"]))
             else:
                 events.append((past["end_s"], row["end_s"]))
-                if row["status"] != "cancelled":
+                if row["status"] not in ("cancelled", "failed"):
                     deltas[str(row["id"])] = row["duration_s"] - past["duration_s"]
             for p, c in events:
                 if p > best_p or (p == best_p and c > best_c):

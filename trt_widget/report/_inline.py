@@ -34,7 +34,7 @@ BADGE_BG = {
     "cancelling": "#8a5a00",
     "idle": "#5c5c5c",
 }
-PHASE_WORDS = {"finished-early": "finished early", "cancelled": "cancelled", "running": "running"}
+PHASE_WORDS = {"finished-early": "finished early", "cancelled": "cancelled", "failed": "failed", "running": "running"}
 INLINE_MAX_NODES = 400  # rows of the tree in a notebook output
 REPORT_MAX_NODES = 5000  # rows of the tree in a report file
 _NOT_TEXT = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")

@@ -160,9 +160,13 @@ def _x(text: Any) -> str:
     )
 
 
+_ENDED_COLORS = (("failed", "#e06c6c"), ("cancelled", "#d9a441"))  # red only for a failure; a cancel is amber
+
+
 def _color(box: Box) -> str:
-    if "cancelled" in box.status:
-        return "#e06c6c"
+    for status, color in _ENDED_COLORS:
+        if status in box.status:
+            return color
     hue = zlib.crc32(box.name.encode()) % 360
     return f"hsl({hue},55%,{68 if box.count > 1 else 62}%)"
 
@@ -234,7 +238,7 @@ def to_figure(source: Any, width_in: float = 10.0) -> Any:
     fig = Figure(figsize=(width_in, 0.9 + 0.35 * depth))
     ax = fig.add_subplot()
     for box in boxes:
-        color = "#e06c6c" if "cancelled" in box.status else _rgb(box.name)
+        color = next((c for s, c in _ENDED_COLORS if s in box.status), None) or _rgb(box.name)
         ax.barh(
             box.depth,
             max(box.end_s - box.start_s, t_end / 2000 if t_end else 0.001),

@@ -202,7 +202,7 @@ def apply_event(event: dict[str, Any], model: Any, logger: Any, names: dict[int,
     elif kind == "step":
         model.step_complete(event["name"], int(event["step"]) - 1, thread=event["id"])
     elif kind == "phase_finish":
-        model.phase_finish(event["name"], at=at, thread=event["id"])
+        model.phase_finish(event["name"], at=at, thread=event["id"], ended=event.get("status"))
     elif kind == "log":
         logger.log(_SEVERITY.get(event.get("severity", ""), 2), str(event.get("message", "")), at=at)
 

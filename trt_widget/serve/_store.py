@@ -439,7 +439,7 @@ def _recover(path: Path, meta: dict[str, Any]) -> dict[str, Any]:
         if e.get("event") == "phase_finish":
             started.pop(e["id"], None)
     for ident, start in sorted(started.items(), reverse=True):  # innermost first
-        events.append({"event": "phase_finish", "id": ident, "name": start["name"], "status": "cancelled",
+        events.append({"event": "phase_finish", "id": ident, "name": start["name"], "status": "failed",
                        "step": steps.get(ident, 0), "num_steps": start["num_steps"],
                        "duration_s": t - start["t"], "t": t})  # fmt: skip
     error = meta.get("error") if meta.get("status") == "failed" else None

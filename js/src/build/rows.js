@@ -154,10 +154,12 @@ export class RowView {
       else valueText = it.status === "done" ? "done" : it.running ? "running" : "0 steps";
       this.bar.setAttribute("aria-valuetext", valueText);
     }
-    const cancelledN = isGroup ? it.cancelled : it.status === "cancelled" ? 1 : 0;
-    if (c.cancelledN !== cancelledN) {
-      c.cancelledN = cancelledN;
-      const markText = cancelledN ? (isGroup ? `${cancelledN} cancelled` : "cancelled") : "";
+    const ended = isGroup
+      ? [it.failed ? `${it.failed} failed` : "", it.cancelled ? `${it.cancelled} cancelled` : ""]
+      : [it.status === "failed" || it.status === "cancelled" ? it.status : ""];
+    const markText = ended.filter(Boolean).join(", ");
+    if (c.markText !== markText) {
+      c.markText = markText;
       this.mark.textContent = markText;
       this.mark.hidden = !markText;
     }

@@ -6,10 +6,10 @@ import { num, str } from "../shared/format.js";
 /** Runs of at least this many consecutive same-name siblings are shown as one group row. */
 export const GROUP_MIN = 5;
 
-/** @typedef {"running" | "done" | "finished-early" | "cancelled"} RowStatus */
+/** @typedef {"running" | "done" | "finished-early" | "cancelled" | "failed"} RowStatus */
 
 /** @type {ReadonlySet<string>} */
-const ROW_STATUSES = new Set(["running", "done", "finished-early", "cancelled"]);
+const ROW_STATUSES = new Set(["running", "done", "finished-early", "cancelled", "failed"]);
 
 /**
  * One phase instance.
@@ -42,6 +42,7 @@ const ROW_STATUSES = new Set(["running", "done", "finished-early", "cancelled"])
  * @property {number} finished members finished
  * @property {number} running members running
  * @property {number} cancelled
+ * @property {number} failed members the build failed in
  * @property {number} early members finished early
  * @property {number} sumFinished total duration of the finished members
  * @property {number} sumStartRunning sum of the running members' start times
@@ -156,6 +157,7 @@ function makeGroup(key, name, members) {
   let finished = 0;
   let running = 0;
   let cancelled = 0;
+  let failed = 0;
   let early = 0;
   let sumFinished = 0;
   let sumStartRunning = 0;
@@ -168,12 +170,13 @@ function makeGroup(key, name, members) {
       finished++;
       sumFinished += m.dur;
       if (m.status === "cancelled") cancelled++;
+      else if (m.status === "failed") failed++;
       else if (m.status === "finished-early") early++;
       end = Math.max(end, m.start + m.dur);
     }
   }
   /** @type {RowStatus} */
-  const status = running ? "running" : cancelled ? "cancelled" : early ? "finished-early" : "done";
+  const status = running ? "running" : failed ? "failed" : cancelled ? "cancelled" : early ? "finished-early" : "done";
   return {
     kind: "group",
     key,
@@ -184,6 +187,7 @@ function makeGroup(key, name, members) {
     finished,
     running,
     cancelled,
+    failed,
     early,
     sumFinished,
     sumStartRunning,

@@ -203,6 +203,7 @@ function barTitle(it, dur, now) {
       `${it.name} \u00d7${it.count}\n` +
       `span ${fmtDuration(dur)}, total ${fmtDuration(total)}\n` +
       `${it.finished}/${it.count} finished` +
+      (it.failed ? `, ${it.failed} failed` : "") +
       (it.cancelled ? `, ${it.cancelled} cancelled` : "") +
       (it.early ? `, ${it.early} finished early` : "")
     );

@@ -116,6 +116,25 @@ describe("tree rendering", () => {
     expect(el.querySelector(".trtw-detail").textContent).toBe("stopped by user");
   });
 
+  it("marks the phase a build failed in as failed, and a group by its failed member", () => {
+    const members = [0, 1, 2, 3, 4].map((i) =>
+      phase("Try", { id: 10 + i, parent: 1, depth: 1, start_s: i, end_s: i + 1, status: i === 4 ? "failed" : "done" }),
+    );
+    mount(
+      fakeModel({
+        status: "failed",
+        elapsed_s: 5,
+        rows: [phase("Parse", { id: 1, start_s: 0, end_s: 5, status: "failed" }), ...members],
+      }),
+    );
+    expect(txt(rowNamed("Parse"), ".trtw-mark")).toBe("failed");
+    expect(rowNamed("Parse").dataset.status).toBe("failed");
+    const group = rowNamed("Try");
+    expect(group.classList.contains("trtw-group")).toBe(true);
+    expect(group.dataset.status).toBe("failed");
+    expect(txt(group, ".trtw-mark")).toBe("1 failed");
+  });
+
   it("survives a model with no traits at all", () => {
     mount(fakeModel({}));
     expect(rows()).toHaveLength(0);

@@ -129,12 +129,14 @@ def test_budget_cancels_with_exit_124(long_onnx: Path, tmp_path: Path) -> None:
     assert not (tmp_path / "b.engine").exists()
 
 
-def test_missing_file_is_one_clear_line_and_exit_1(tmp_path: Path) -> None:
+def test_missing_file_is_one_clear_line_and_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     missing = tmp_path / "nope.onnx"
     result = _cli("build", str(missing))
     assert result.returncode == 1
     assert result.stderr.strip() == f"trt-widget: error: ONNX file not found: {missing}"
     assert result.stdout == ""
+    assert main(["view", str(tmp_path / "nope.jsonl")]) == 1  # a recording: the same kind of line
+    assert capsys.readouterr().err.strip() == f"trt-widget: error: recording not found: {tmp_path / 'nope.jsonl'}"
 
 
 def test_a_build_failure_exits_1_without_a_traceback(tmp_path: Path) -> None:

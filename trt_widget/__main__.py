@@ -444,6 +444,8 @@ def _view(args: argparse.Namespace) -> int:
     if args.speed is not None and not args.speed > 0:
         raise _UsageError(f"--speed must be a positive number, got {args.speed}")
     _check_files(args, None)
+    if not Path(expand_user(args.recording)).exists():
+        raise _InputError(f"recording not found: {args.recording}")
     try:
         build = Build.from_events(Path(args.recording), speed=args.speed)
     except RecordingError as exc:

@@ -330,7 +330,7 @@ def outcome(build: Any) -> str:
     if build.status == SUCCEEDED:
         if build.source.kind == "recording":
             size = fmt_bytes(build.engine_size) if build.engine_size is not None else "of unknown size"
-            return f"Replayed a build that succeeded in {elapsed}: engine {size} (recorded; not part of the recording)"
+            return f"Replayed a build that succeeded in {elapsed}: its engine was {size} (a recording holds no engine)"
         where = f" written to {build.options.output}" if build.options.output else ""  # a script may save() next
         size = fmt_bytes(build.engine_size) if build.engine_size is not None else "of unknown size"  # watched builds
         return f"Succeeded in {elapsed}: engine {size}{where}"

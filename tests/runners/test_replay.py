@@ -120,6 +120,7 @@ def test_the_cli_views_a_recording_and_writes_its_report(tmp_path: Path) -> None
     )
     assert run.returncode == 0, run.stderr
     assert "Measuring tactic time" in run.stdout and "Replayed a build that succeeded" in run.stdout
+    assert "its engine was " in run.stdout and "(a recording holds no engine)" in run.stdout
     assert "976.6 KiB" in run.stdout  # the recorded engine's 1,000,000 B
     assert "Measuring tactic time" in report.read_text()
     refused = subprocess.run(

@@ -192,6 +192,7 @@ def test_failed_output_write_is_a_build_error_with_no_partial_file(
     build = run(deep_residual(2), output=output)
     assert build.status == "failed"
     assert "built but could not be written" in str(build.error) and "disk full" in str(build.error)
+    assert [r["status"] for r in build.timings() if r["depth"] == 0][-1] == "failed"  # it failed in the last row
     assert not output.exists()
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".part")]
 

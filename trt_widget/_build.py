@@ -510,7 +510,7 @@ class Build(Waiting):
         if self._timer is not None:
             self._timer.cancel()
         self._closing = True
-        self.model.close_all(FINISHED_EARLY if engine is not None else PHASE_FAILED if error is not None else CANCELLED)
+        self.model.close_all(PHASE_FAILED if error is not None else FINISHED_EARLY if engine is not None else CANCELLED)
         with self._lock:
             self._ended_s = self.model.now()
             if isinstance(engine, WrittenFile):

@@ -154,10 +154,12 @@ export class RowView {
       else valueText = it.status === "done" ? "done" : it.running ? "running" : "0 steps";
       this.bar.setAttribute("aria-valuetext", valueText);
     }
-    const ended = isGroup
-      ? [it.failed ? `${it.failed} failed` : "", it.cancelled ? `${it.cancelled} cancelled` : ""]
-      : [it.status === "failed" || it.status === "cancelled" ? it.status : ""];
-    const markText = ended.filter(Boolean).join(", ");
+    let markText = "";
+    if (!isGroup) markText = it.status === "failed" || it.status === "cancelled" ? it.status : "";
+    else if (it.failed || it.cancelled) {
+      const failed = it.failed ? `${it.failed} failed` : "";
+      markText = it.cancelled ? `${failed}${failed ? ", " : ""}${it.cancelled} cancelled` : failed;
+    }
     if (c.markText !== markText) {
       c.markText = markText;
       this.mark.textContent = markText;

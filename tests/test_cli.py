@@ -159,6 +159,7 @@ def test_a_build_failure_in_a_terminal_is_said_once(tmp_path: Path) -> None:
     assert child.exitstatus == 1
     assert child.before.count("could not parse") == 1, child.before
     assert "Failed after" in child.before and "trt-widget: build failed" not in child.before
+    assert "Summary" not in child.before and "slowest" not in child.before  # nothing of TensorRT's ran to sum up
 
 
 @pytest.mark.parametrize(

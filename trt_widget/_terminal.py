@@ -340,7 +340,14 @@ def outcome(build: Any) -> str:
     return f"Failed after {elapsed}: {build.status_detail}"
 
 
+def _summed(build: Any) -> bool:
+    """Whether a summary helps: TensorRT ran phases of its own (nested ones), not only the time before or after."""
+    return any(r["depth"] > 0 for r in build.model.rows())
+
+
 def plain_summary(build: Any) -> list[str]:
+    if not _summed(build):
+        return [outcome(build)]
     rows = summary_rows(build)
     lines = ["", "Summary"] if rows else []
     elapsed = build.elapsed_s or 0.0
@@ -360,6 +367,9 @@ def rich_summary(build: Any) -> Any:
     from rich.table import Table
     from rich.text import Text
 
+    color = {SUCCEEDED: "green", CANCELLED: "yellow"}.get(build.status, "red")
+    if not _summed(build):
+        return Text(escape_controls(outcome(build)), style=f"bold {color}")
     table = Table(title="Summary", title_justify="left", show_edge=False, box=None, padding=(0, 2))
     table.add_column("phase")
     table.add_column("count", justify="right")
@@ -374,6 +384,5 @@ def rich_summary(build: Any) -> Any:
     if leaf is not None:
         slowest = f"slowest innermost phase: {escape_controls(leaf['name'])} ({fmt_s(leaf['duration_s'])})"
         parts.append(Text(slowest, style="dim"))
-    color = {SUCCEEDED: "green", CANCELLED: "yellow"}.get(build.status, "red")
     parts.append(Text(escape_controls(outcome(build)), style=f"bold {color}"))
     return Group(*parts)

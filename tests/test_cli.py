@@ -194,6 +194,8 @@ def test_a_mistyped_option_is_named_with_the_closest_one(
     assert f"unrecognized arguments: {typo} 3 ({typo}: did you mean {meant}?)" in err
     assert main(["build", "m.onnx", "--bogus"]) == 2
     assert "did you mean" not in capsys.readouterr().err  # nothing close: no guess
+    assert main(["build", "m.onnx", "--x\x1b[31m"]) == 2
+    assert "\x1b" not in capsys.readouterr().err  # what was typed is echoed escaped
 
 
 def test_bad_option_values_exit_2(onnx_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -64,7 +64,10 @@ class _Parser(argparse.ArgumentParser):
                 close = get_close_matches(name.replace("_", "-"), options, n=1, cutoff=0.7)
                 if close:
                     hints.append(f"{name}: did you mean {close[0]}?")
-            target.error(f"unrecognized arguments: {' '.join(extras)}" + (f" ({'; '.join(hints)})" if hints else ""))
+            from ._format import escape_controls  # what was typed is echoed; a script may pass untrusted names
+
+            said = f"unrecognized arguments: {' '.join(extras)}" + (f" ({'; '.join(hints)})" if hints else "")
+            target.error(escape_controls(said))
         return parsed
 
 

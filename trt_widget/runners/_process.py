@@ -20,7 +20,6 @@ import os
 import signal
 import stat
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -32,6 +31,7 @@ from .._errors import BuildError
 from .._files import part_path
 from .._gpu import oom_kill_count
 from .._pool import Worker, pool
+from .._python import parent_path
 from . import _memory
 from ._base import EngineFile, RunContext
 from ._messages import (
@@ -178,7 +178,7 @@ class _Relay:
             "options": self.ctx.options,
             "configure": None,
             "workdirs": self.workdirs,
-            "sys_path": list(sys.path),
+            "sys_path": parent_path(),  # appended there: the user's modules, never shadowing the standard library
             "directory": source.directory if source.kind == "path" else None,  # where external data may lie
             "hint": source.hint,
             "engine_part": None,

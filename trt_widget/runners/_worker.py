@@ -203,7 +203,7 @@ def _load_source(job: dict[str, Any], outbox: Outbox, replies: queue.Queue[Any])
         return ModelSource("path", ready.path, label, None, job.get("hint", ""))
     if kind in ("path", "bytes"):  # bytes: the parent wrote them to a private file, which the parser reads
         return ModelSource("path", job["path"], label, job.get("directory"), job.get("hint", ""))
-    sys.path[:0] = [p for p in job.get("sys_path", []) if p not in sys.path]
+    sys.path.extend(p for p in job.get("sys_path", []) if p and p not in sys.path)  # after ours: see _python.py
     try:
         import cloudpickle
 

@@ -19,7 +19,6 @@ import queue
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -32,6 +31,7 @@ from .._build import Build
 from .._engine import ModelSource
 from .._errors import BuildCancelled, BuildError
 from .._options import BuildOptions
+from .._python import parent_path, python_command
 from .._status import LIVE, log
 from ..runners import RunContext, apply_event
 from ._child import ENV_SOCKET
@@ -390,7 +390,10 @@ def wait_quietly(run: CommandRun, poll: float = 0.2) -> int:
 
 
 CALL_CHILD = """
+import json
 import sys
+
+sys.path.extend(p for p in json.loads(sys.argv[3]) if p not in sys.path)  # the caller's modules, after ours
 import cloudpickle
 
 with open(sys.argv[1], "rb") as f:
@@ -426,11 +429,11 @@ class ProcessCall(CommandRun):
                 f"{name} and its arguments cannot be sent to a builder process: {exc}. Everything they refer to "
                 "must be picklable (no open files, locks, sockets or TensorRT objects); or use isolation='thread'"
             ) from exc
-        super().__init__([sys.executable, "-c", CALL_CHILD], force_after=force_after)
+        super().__init__(python_command(CALL_CHILD), force_after=force_after)  # not from the working directory
         self.fn = fn
         directory = Path(self._tmp.name)
         (directory / "call.pkl").write_bytes(payload)
-        self.command += [str(directory / "call.pkl"), str(directory / "result.pkl")]
+        self.command += [str(directory / "call.pkl"), str(directory / "result.pkl"), json.dumps(parent_path())]
 
     def _finished(self, code: int) -> None:
         import cloudpickle

@@ -22,7 +22,7 @@ from ._backend import builder_failure_message, capabilities, select_backend, trt
 from ._errors import BuildError
 from ._expected import significant
 from ._external_data import check_external_data, external_locations, file_locations
-from ._files import atomic_write, expand_user
+from ._files import atomic_write, expand_user, open_lock_file
 from ._options import PRECISION_FLAGS, TRT_SETTINGS, BuildOptions
 from ._verbose import TacticWatch, wanted
 
@@ -384,7 +384,7 @@ def _save_timing_cache(config: Any, path: str, logger: CaptureLogger) -> None:
     concurrent build sharing the file (a matrix, the service) keeps its entries. Any failure is a warning: the
     engine is the product, the cache an extra."""
     try:
-        with warnings.catch_warnings(), _file_lock(f"{path}.lock"):
+        with warnings.catch_warnings(), _file_lock(path):
             warnings.simplefilter("ignore", DeprecationWarning)
             cache = config.get_timing_cache()
             try:
@@ -412,13 +412,14 @@ def _save_timing_cache(config: Any, path: str, logger: CaptureLogger) -> None:
 
 @contextmanager
 def _file_lock(path: str) -> Iterator[None]:
-    """An exclusive advisory lock on ``path`` (created if needed) across threads and processes; none on Windows."""
+    """An exclusive advisory lock on ``<path>.lock`` (created if needed) across threads and processes; none on
+    Windows."""
     try:
         import fcntl
     except ImportError:  # Windows: no flock; concurrent writers there keep the last writer's entries
         yield
         return
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    fd = open_lock_file(path)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield

@@ -283,9 +283,14 @@ class BuildStore:
         self.data = expand_user(data).resolve()
         self._data_text = str(self.data)
         self.root = self.data / "builds"
-        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
-        with contextlib.suppress(OSError):
-            os.chmod(self.data, 0o700)
+        try:  # private when the service makes it; a folder it was given keeps its mode (--data /tmp must)
+            self.data.mkdir(parents=True, mode=0o700)
+        except FileExistsError:
+            pass
+        else:
+            with contextlib.suppress(OSError):
+                os.chmod(self.data, 0o700)  # exactly, whatever the umask
+        self.root.mkdir(exist_ok=True, mode=0o700)
         self.max_concurrent = max_concurrent
         self.loop: asyncio.AbstractEventLoop | None = None
         self.ready = threading.Event()  # the app has started (set by its lifespan)

@@ -22,7 +22,7 @@ from ._backend import builder_failure_message, capabilities, select_backend, trt
 from ._errors import BuildError
 from ._expected import significant
 from ._external_data import check_external_data, external_locations, file_locations
-from ._files import atomic_write, expand_user, open_lock_file
+from ._files import atomic_write, expand_user, open_lock_file, writable_target
 from ._options import PRECISION_FLAGS, TRT_SETTINGS, BuildOptions
 from ._verbose import TacticWatch, wanted
 
@@ -394,8 +394,11 @@ def _save_timing_cache(config: Any, path: str, logger: CaptureLogger) -> None:
             if current and not _looks_like_a_timing_cache(config, current):  # it became another file meanwhile
                 logger.log(2, f"timing_cache: {path} is not a TensorRT timing cache any more; left as it was")
                 return
+            unread = False
             if current and cache is not None:
                 theirs = config.create_timing_cache(current)
+                if _unreadable(config, current, theirs):  # only its 4 magic bytes matched: keep what it was
+                    unread, theirs = True, None
                 # False where the file is from another TensorRT version or device: ours replaces it
                 if theirs is not None and not cache.combine(theirs, False):
                     logger.log(2, f"timing_cache: {path} does not fit this TensorRT version or device; replaced")
@@ -403,11 +406,54 @@ def _save_timing_cache(config: Any, path: str, logger: CaptureLogger) -> None:
             if serialized is None:
                 logger.log(2, f"timing_cache: TensorRT returned no timing cache to save; {path} is left as it was")
                 return
+            if unread:
+                kept = _keep_aside(path)
+                if kept is None:
+                    logger.log(
+                        2,
+                        f"timing_cache: {path} is not a timing cache this TensorRT reads, and no copy of "
+                        "it could be kept; left as it was",
+                    )
+                    return
+                logger.log(
+                    2,
+                    f"timing_cache: {path} is not a timing cache this TensorRT reads (another TensorRT's, "
+                    f"or another file beginning as one does); kept as {kept}, replaced",
+                )
             atomic_write(path, bytes(memoryview(serialized)))
     except OSError as exc:
         logger.log(2, f"timing_cache: could not save to {path} ({exc.strerror or exc}); the engine is fine")
     except Exception as exc:
         logger.log(2, f"timing_cache: could not save to {path} ({type(exc).__name__}: {exc}); the engine is fine")
+
+
+def _unreadable(config: Any, current: bytes, theirs: Any) -> bool:
+    """TensorRT read ``current`` (which is not an empty cache) as an empty one: it is not a cache this TensorRT
+    can use, whatever its first bytes say (TensorRT reads any bytes it cannot parse as an empty cache)."""
+    try:
+        blank = bytes(memoryview(config.create_timing_cache(b"").serialize()))
+        read = bytes(memoryview(theirs.serialize())) if theirs is not None else b""
+    except Exception:
+        return False  # nothing to compare with: the magic check stands
+    return current != blank and (theirs is None or read == blank)
+
+
+def _keep_aside(path: str) -> str | None:
+    """A hard link ``<path>.unread-<time>`` to the file at ``path`` (same inode: mode, owner and bytes kept) before
+    it is replaced; None when none can be made."""
+    try:
+        target = writable_target(path)
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        for n in range(1, 100):
+            kept = f"{target}.unread-{stamp}" + (f"-{n}" if n > 1 else "")
+            try:
+                os.link(target, kept, follow_symlinks=False)
+            except FileExistsError:
+                continue
+            return kept
+    except OSError:
+        pass
+    return None
 
 
 @contextmanager

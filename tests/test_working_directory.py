@@ -171,3 +171,40 @@ def test_trt_widget_run_in_a_folder_shadowing_the_standard_library(
     assert done.returncode == 0, done.stderr
     assert "ENGINE" in done.stdout and "Succeeded" in done.stdout
     assert sorted(os.listdir(markers)) == []
+
+
+def test_trt_widget_run_imports_nothing_of_the_scripts_own_folder(tmp_path: Path, elsewhere: Path) -> None:
+    """The injected code imports what a watched build needs (history's sqlite3, psutil, ...) at start-up, before
+    Python puts the script's folder first on sys.path: a project of the user's holding a ``resource.py`` or
+    ``sqlite3.py`` that the script itself never imports is never taken for them. Every standard library module
+    (and psutil) the script does not import itself is shadowed in its folder."""
+    script = CONSOLE_SCRIPT.replace("from trt_widget.__main__ import main\nsys.exit(main())\n", "")
+    script += textwrap.dedent(
+        """
+        import tensorrt_rtx_bindings as trt
+
+        logger = trt.Logger(trt.Logger.ERROR)
+        builder = trt.Builder(logger)
+        network = builder.create_network(0)
+        parser = trt.OnnxParser(network, logger)
+        assert parser.parse(open(sys.argv[1], "rb").read())
+        print("ENGINE", builder.build_serialized_network(network, builder.create_builder_config()).nbytes)
+        print("MODULES", " ".join(sorted({name.split(".")[0] for name in sys.modules})))
+        """
+    )
+    plain = elsewhere / "plain.py"
+    plain.write_text(script)
+    done = run([sys.executable, str(plain), str(elsewhere / "m.onnx")], tmp_path)
+    assert done.returncode == 0, done.stderr
+    own = set(done.stdout.split("MODULES ")[1].split())
+    project, markers = tmp_path / "project", tmp_path / "markers"
+    project.mkdir()
+    markers.mkdir()
+    (project / "build.py").write_text(script)
+    for name in {*sys.stdlib_module_names, "psutil"} - own - {"sitecustomize", "usercustomize", "__main__"}:
+        (project / f"{name}.py").write_text(f"open({str(markers / name)!r}, 'w').close()\n")
+    command = [sys.executable, str(elsewhere / "cli.py"), "run", "--plain", "--", sys.executable, "build.py"]
+    done = run([*command, str(elsewhere / "m.onnx")], project)
+    assert done.returncode == 0, done.stderr
+    assert "ENGINE" in done.stdout and "Succeeded" in done.stdout
+    assert sorted(os.listdir(markers)) == []

@@ -65,6 +65,8 @@ def resolve(path: str | os.PathLike[str]) -> Path:
     """``os.path.realpath(path)`` (``~`` expanded) that raises UntrustedLink instead of following a symlink another
     user owns in a shared sticky folder, at any step of the path."""
     text = os.fspath(expand_user(path))
+    if os.name != "posix":  # no sticky folders to plant links in
+        return Path(os.path.realpath(text))
     absolute = text if text.startswith("/") else os.path.join(os.getcwd(), text)
     todo = [part for part in reversed(absolute.split("/")) if part not in ("", ".")]
     resolved, links = "/", 0

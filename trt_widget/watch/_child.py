@@ -47,6 +47,7 @@ def setup() -> None:
         return
     from ._watch import Watch
 
+    _import_ahead()
     watch = Watch(history=True, interrupt=False, process_wide=True, display=False)
     _state.update(conn=conn, lock=threading.Lock(), watch=watch, count=0)
     watch.on_build(_stream)
@@ -56,6 +57,16 @@ def setup() -> None:
         _open()
     else:
         sys.meta_path.insert(0, _ImportHook())
+
+
+def _import_ahead() -> None:
+    """Import now what a watched build imports later (history's sqlite3, psutil for the memory figures): now,
+    the script's folder (or the working directory) is not yet first on sys.path, so a ``sqlite3.py`` or
+    ``resource.py`` of the user's is never taken for them."""
+    with contextlib.suppress(Exception):
+        from .. import _resources, history  # noqa: F401
+    with contextlib.suppress(Exception):
+        import psutil  # noqa: F401
 
 
 def _open() -> None:

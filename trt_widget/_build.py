@@ -25,9 +25,8 @@ from ._files import (
     WrittenFile,
     atomic_write,
     check_output,
-    check_writable,
     expand_user,
-    refuse_overwriting,
+    refuse_inputs,
     write_output,
 )
 from ._gpu import memory_skip_note
@@ -114,14 +113,13 @@ class Build(Waiting):
         self.options = BuildOptions.from_kwargs(**options)  # unknown names: TypeError with "did you mean"
         self.source = ModelSource.of(model)
         sink_path = events if isinstance(events, (str, os.PathLike)) else None
-        if self.source.kind == "path":
-            refuse_overwriting(
-                self.source.value,
-                output=self.options.output,
-                timing_cache=self.options.timing_cache,
-                events=sink_path,
-                history=history_file(history),
-            )
+        refuse_inputs(  # the model, its external data (or a recording): never written
+            self,
+            output=self.options.output,
+            timing_cache=self.options.timing_cache,
+            events=sink_path,
+            history=history_file(history),
+        )
         if sink_path is not None:
             for name, other in (("output", self.options.output), ("timing_cache", self.options.timing_cache)):
                 if other is not None and os.path.realpath(expand_user(other)) == os.path.realpath(
@@ -130,7 +128,7 @@ class Build(Waiting):
                     raise ValueError(f"events= and {name}= are the same file ({other}): choose another events file")
         check_options(self.options)
         if self.options.output:  # found now, not after the build: OSError naming the path and the reason
-            check_writable(self.options.output, "output=")
+            check_output(self.options.output, "output=", self)
         if self.options.isolation == "process" or runner is not None:
             from .runners import check_transferable, pool
 

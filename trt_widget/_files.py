@@ -203,7 +203,7 @@ def check_output(path: str | os.PathLike[str], what: str, build: object = None) 
     never through a link another user planted in a shared folder, the folder must exist and be writable (OSError).
     The write itself is ``atomic_write``: the old file or the whole new one, never a partial file. Returns the
     file written."""
-    refuse_inputs(build, **{what: path})
+    refuse_inputs(build, **{what.rstrip("="): path})
     return check_writable(path, what)
 
 

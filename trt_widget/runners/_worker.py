@@ -1,9 +1,9 @@
 """The builder process: a warm worker that builds engines one job at a time and streams progress to its parent.
 
-Started by ``_process.py`` as ``python -m trt_widget.runners._worker CONTROL_FD EVENTS_FD PARENT_PID`` (no
-``multiprocessing``: the parent's main script is never re-imported, so scripts need no main guard and
-``python -c`` / ``python -`` work). It imports TensorRT, then says ``Hello``: a cold worker's import is part of
-the build's "Starting the builder process" phase.
+Started by ``_pool.py`` as ``main([CONTROL_FD, EVENTS_FD, PARENT_PID])`` of this module, never importing from
+the working directory (``_python.py``); no ``multiprocessing``: the parent's main script is never re-imported, so
+scripts need no main guard and ``python -c`` / ``python -`` work. It imports TensorRT, then says ``Hello``: a cold
+worker's import is part of the build's "Starting the builder process" phase.
 
 The worker dies with its parent: the control pipe reaching EOF ends it at once, and on Linux the kernel also
 sends it SIGKILL when the parent exits (``PR_SET_PDEATHSIG``), even while it is stopped or inside a long TensorRT

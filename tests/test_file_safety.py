@@ -106,6 +106,18 @@ def test_output_events_and_a_folder_link_are_refused_before_the_build(shared: Pa
     assert victim.read_bytes() == PRECIOUS
 
 
+def test_a_timing_cache_or_history_store_link_is_not_followed(shared: Path, victim: Path) -> None:
+    plant(shared / "cache.timing", victim)
+    plant(shared / "history.sqlite", victim)
+    victim.write_bytes(b"")  # an empty file: SQLite would make it a store
+    with pytest.raises(UntrustedLink):
+        Build(SMALL, history=False, isolation="thread", timing_cache=str(shared / "cache.timing"))
+    with pytest.warns(RuntimeWarning, match="another user"):
+        build = Build(SMALL, history=str(shared / "history.sqlite"), isolation="thread").start()
+    assert build.wait(120) == "succeeded" and build.history is None
+    assert victim.read_bytes() == b""
+
+
 def test_the_cli_writes_nothing_through_planted_links(shared: Path, victim: Path, tmp_path: Path) -> None:
     model = tmp_path / "m.onnx"
     model.write_bytes(SMALL)

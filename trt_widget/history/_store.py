@@ -23,7 +23,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .._files import expand_user
+from .._files import UntrustedLink, expand_user, resolve
 
 ENV = "TRT_WIDGET_HISTORY"
 FILENAME = "history.sqlite"
@@ -148,6 +148,7 @@ class HistoryStore:
         """
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            resolve(self.path)  # UntrustedLink: another user's link in a shared folder is never written through
             mode = os.stat(self.path).st_mode if self.path.exists() else stat.S_IFREG
             if not stat.S_ISREG(mode):  # a FIFO would block open() until a writer came, a device is no store
                 return "not a regular file"
@@ -155,6 +156,8 @@ class HistoryStore:
                 return NOT_SQLITE
             with open(self.path, "ab"):
                 return None
+        except UntrustedLink as exc:
+            return str(exc)
         except OSError as exc:
             return os_reason(exc, self.path)
 

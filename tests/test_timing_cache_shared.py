@@ -138,3 +138,30 @@ def test_a_file_that_only_begins_as_a_cache_is_kept_before_it_is_replaced(tmp_pa
     assert kept.read_bytes() == foreign and stat.S_IMODE(kept.stat().st_mode) == 0o600
     assert path.read_bytes() != foreign and stat.S_IMODE(path.stat().st_mode) == 0o600
     assert any(f"kept as {kept}, replaced" in r["message"] for r in build.problems)
+
+
+def test_a_cache_lock_held_for_ever_costs_the_cache_not_the_build(
+    tmp_path: Path, model_bytes: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process (another user's, in a shared folder) holding ``<cache>.lock`` made the build wait for ever."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "t.cache"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl, os, sys, time\n"
+         "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)\nfcntl.flock(fd, fcntl.LOCK_EX)\n"
+         "print('held', flush=True)\ntime.sleep(600)", f"{path}.lock"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        monkeypatch.setattr(_engine, "CACHE_LOCK_WAIT_S", 0.5)
+        build = Build(model_bytes, timing_cache=path, isolation="thread", history=False).start()
+        assert build.wait(180) == "succeeded", build.error
+        assert any("held by another process for 0.5 s; not saved" in r["message"] for r in build.problems)
+        assert not path.exists()
+    finally:
+        holder.kill()
+        holder.wait(30)

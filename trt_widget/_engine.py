@@ -456,6 +456,9 @@ def _keep_aside(path: str) -> str | None:
     return None
 
 
+CACHE_LOCK_WAIT_S = 30.0  # what saving a timing cache waits for another build saving the same file
+
+
 @contextmanager
 def _file_lock(path: str) -> Iterator[None]:
     """An exclusive advisory lock on ``<path>.lock`` (created if needed) across threads and processes; none on
@@ -467,7 +470,17 @@ def _file_lock(path: str) -> Iterator[None]:
         return
     fd = open_lock_file(path)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        deadline = time.monotonic() + CACHE_LOCK_WAIT_S
+        while True:  # bounded: a process holding the lock for ever (another user's, in a shared folder) costs
+            try:  # the cache, never the build
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise OSError(
+                        f"{path}.lock was held by another process for {CACHE_LOCK_WAIT_S:g} s; not saved"
+                    ) from None
+                time.sleep(0.02)
         yield
     finally:
         os.close(fd)  # closing releases the lock

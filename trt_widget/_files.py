@@ -135,10 +135,8 @@ def open_lock_file(path: str | os.PathLike[str]) -> int:
     try:
         fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o666)
     except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise UntrustedLink(
-                errno.EPERM, f"{lock} is a symbolic link: trt_widget does not lock through it"
-            ) from None
+        if exc.errno == errno.ELOOP:  # it became one since
+            raise refusal from None
         raise
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)

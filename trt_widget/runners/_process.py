@@ -303,6 +303,8 @@ class _Relay:
             except ValueError:
                 name = f"signal {-code}"
             how = f"was killed by {name}"
+            if name == "SIGBUS":
+                how += " (the model file shrank while it was read: was it being rewritten? Build it again once saved)"
             if name == "SIGKILL":
                 now, before = oom_kill_count(), self.oom_kills_before
                 if now is not None and before is not None and now > before:

@@ -186,3 +186,54 @@ def test_another_users_process_cannot_feed_builds_through_the_abstract_socket(tm
         else:
             os.environ["TMPDIR"] = old
         tempfile.tempdir = None
+
+
+FORKS = textwrap.dedent(
+    """
+    import multiprocessing, sys
+    import tensorrt_rtx_bindings as trt
+
+    def build(path):
+        logger = trt.Logger(trt.Logger.ERROR)
+        builder = trt.Builder(logger)
+        network = builder.create_network(0)
+        assert trt.OnnxParser(network, logger).parse(open(path, "rb").read())
+        assert builder.build_serialized_network(network, builder.create_builder_config())
+
+    if __name__ == "__main__":
+        build(sys.argv[1])  # the parent's own build first: its connection and count exist before the forks
+        context = multiprocessing.get_context("fork")
+        children = [context.Process(target=build, args=(sys.argv[1],)) for _ in range(3)]
+        for child in children:
+            child.start()
+        for child in children:
+            child.join()
+            assert child.exitcode == 0
+    """
+)
+
+
+def test_fork_children_relay_their_own_builds(tmp_path: Path) -> None:
+    import json
+
+    from trt_widget.models import deep_residual, to_bytes
+
+    model = tmp_path / "small.onnx"
+    model.write_bytes(to_bytes(deep_residual(2)))
+    script = tmp_path / "forks.py"
+    script.write_text(FORKS)
+    env = {**os.environ, "TRT_WIDGET_HISTORY": "off"}
+    done = subprocess.run(
+        [sys.executable, "-m", "trt_widget", "run", "--json", "--", sys.executable, str(script), str(model)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    starts = [e for e in events if e["event"] == "build_start"]
+    assert len(starts) == 4 and len({e["pid"] for e in starts}) == 4  # the parent and three fork children
+    for n in range(4):
+        ends = [e for e in events if e["build"] == n and e["event"] == "build_end"]
+        assert [e["status"] for e in ends] == ["succeeded"], (n, ends)

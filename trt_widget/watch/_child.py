@@ -104,7 +104,14 @@ def _after_fork() -> None:
         with contextlib.suppress(Exception):
             from multiprocessing import util
 
-            util.Finalize(None, _drain, exitpriority=100)
+            # registered once its child has cleared the finalizers it inherited (Process._bootstrap)
+            util.register_after_fork(watch, _drain_at_child_exit)
+
+
+def _drain_at_child_exit(_watch: Any) -> None:
+    from multiprocessing import util
+
+    util.Finalize(None, _drain, exitpriority=100)
 
 
 def _open() -> None:

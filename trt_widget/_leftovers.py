@@ -42,8 +42,8 @@ def sweep(prefix: str, parent: str) -> list[str]:
     for name in names:
         if not name.startswith(prefix):
             continue
-        pid_text = name[len(prefix) :].split("-", 1)[0]
-        if not pid_text.isdigit() or _alive(int(pid_text)):
+        pid_text, dash, _ = name[len(prefix) :].partition("-")
+        if not dash or not pid_text.isdigit() or _alive(int(pid_text)):
             continue
         path = os.path.join(parent, name)
         try:

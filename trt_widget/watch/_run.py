@@ -38,13 +38,19 @@ from .._errors import BuildCancelled, BuildError
 from .._leftovers import private_dir
 from .._options import BuildOptions
 from .._status import LIVE, log
-from ..runners import RunContext, apply_event
+from ..runners import RecordingError, RunContext, apply_event, check_event
 from ._child import ABSTRACT, ENV_SOCKET
 from ._watch import builds_timings, stop_notice
 
 TERM_GRACE_S = 0.2
 RUN_PREFIX = "trt-widget-run-"  # its directory: RUN_PREFIX<pid>-<random>, swept when that process has ended
 MAX_SOCKET_PATH = 100  # AF_UNIX addresses hold 108 bytes on Linux, 104 on macOS
+# What a command may send (its processes are untrusted): bounded lines, checked events, bounded builds and threads
+MAX_LINE_BYTES = 1 << 20  # one event, or one piece of a line of the command's stdout (as for a recording)
+MAX_NAME = 4096  # characters of a build's model name (as a recording's phase names)
+MAX_CONNECTIONS = 256  # processes streaming at once (a reader thread each)
+MAX_RELAYED_BUILDS = 1000  # builds per run (each is kept with its phases)
+MAX_LIVE_BUILDS = 64  # builds running at once (two threads each here)
 
 SITECUSTOMIZE = '''"""Injected by trt-widget run: watch this process's TensorRT builds, run the shadowed one."""
 import os as _os
@@ -126,7 +132,7 @@ class RelayedBuild(Build):
         self.index = index
         self.method = f"pid {self.pid}: {start.get('method', 'build')}"
         self.interrupted = False
-        label = str(start.get("model") or "network")
+        label = str(start.get("model") or "network")[:MAX_NAME]
         self._assemble(
             source=ModelSource("network", label.encode(), label),
             options=BuildOptions.from_kwargs(isolation="thread"),
@@ -189,6 +195,7 @@ class CommandRun:
         self._server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._abstract = False  # the socket has no file: its peers' credentials are checked
         self._readers: list[threading.Thread] = []
+        self._warned: set[str] = set()  # the limits reached (one log line each)
         # each event as the command sent it, "build" renumbered for the run (on a reader thread)
         self.on_event: Callable[[dict[str, Any]], None] | None = None
 
@@ -224,10 +231,11 @@ class CommandRun:
 
     def _relay_output(self) -> None:
         """Pass the command's stdout on by whole lines (a last line without one gets its newline), so a line of
-        our own (a JSON event) never lands inside one of the command's."""
+        our own (a JSON event) never lands inside one of the command's; a line longer than ``MAX_LINE_BYTES`` is
+        passed on in pieces of that size, each ended by a newline (memory stays bounded)."""
         assert self._proc is not None and self._proc.stdout is not None and self._on_output is not None
         with self._proc.stdout as stream:
-            for line in stream:
+            for line in iter(lambda: stream.readline(MAX_LINE_BYTES), b""):
                 try:
                     self._on_output(line if line.endswith(b"\n") else line + b"\n")
                 except Exception:
@@ -271,23 +279,39 @@ class CommandRun:
                 log.warning("trt-widget run: refused a connection from another user's process")
                 conn.close()
                 continue
+            self._readers = [r for r in self._readers if r.is_alive()]
+            if len(self._readers) >= MAX_CONNECTIONS:
+                self._warn_once("connections", f"more than {MAX_CONNECTIONS} processes at once; later ones unwatched")
+                conn.close()
+                continue
             reader = threading.Thread(target=self._read, args=(conn,), name="trt_widget-run-read", daemon=True)
             self._readers.append(reader)
             reader.start()
 
+    def _warn_once(self, key: str, text: str) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            log.warning("trt-widget run: %s", text)
+
     def _read(self, conn: socket.socket) -> None:
+        """One process's events (untrusted: each line bounded, each event checked as a recording's is)."""
         builds: dict[int, RelayedBuild] = {}
+        depths: dict[int, dict[int, int]] = {}
         with conn, conn.makefile("rb") as lines:
-            for raw in lines:
+            for number, raw in enumerate(_bounded_lines(lines), 1):
                 try:
                     event = json.loads(raw)
                     n = int(event.pop("build"))
-                except (ValueError, TypeError, KeyError):
-                    continue
-                if not isinstance(event, dict):
+                    check_event(event, "the command's event", number, depths.setdefault(n, {}))
+                except (ValueError, TypeError, KeyError, AttributeError, RecordingError):
                     continue
                 if event.get("event") == "build_start":
-                    builds[n] = self._new_build(event)
+                    if n in builds:
+                        continue
+                    build = self._new_build(event)
+                    if build is None:
+                        continue
+                    builds[n] = build
                 elif n in builds:
                     builds[n].relay.events.put(event)
                 else:
@@ -300,8 +324,14 @@ class CommandRun:
         for build in builds.values():  # the process ended (or closed the socket): builds still open fail
             build.relay.events.put(None)
 
-    def _new_build(self, start: dict[str, Any]) -> RelayedBuild:
+    def _new_build(self, start: dict[str, Any]) -> RelayedBuild | None:
         with self._lock:
+            if len(self.builds) >= MAX_RELAYED_BUILDS:
+                self._warn_once("builds", f"more than {MAX_RELAYED_BUILDS} builds; later ones are not shown")
+                return None
+            if sum(b.status in LIVE for b in self.builds) >= MAX_LIVE_BUILDS:
+                self._warn_once("live", f"more than {MAX_LIVE_BUILDS} builds at once; the others are not shown")
+                return None
             build = RelayedBuild(start, len(self.builds))
             self.builds.append(build)
             listeners = list(self._listeners)
@@ -418,6 +448,19 @@ class CommandRun:
     def __repr__(self) -> str:
         state = f"exit {self.future.result()}" if self.future.done() else "running"
         return f"<CommandRun {' '.join(self.command)!r} {state} builds={len(self.builds)}>"
+
+
+def _bounded_lines(stream: Any) -> Generator[bytes, None, None]:
+    """The lines of a binary stream; one longer than ``MAX_LINE_BYTES`` is skipped whole (read in pieces)."""
+    while True:
+        line = stream.readline(MAX_LINE_BYTES + 1)
+        if not line:
+            return
+        if len(line) <= MAX_LINE_BYTES:
+            yield line
+            continue
+        while line and not line.endswith(b"\n"):
+            line = stream.readline(MAX_LINE_BYTES)
 
 
 def _remove(directories: list[str]) -> None:

@@ -21,13 +21,30 @@ DEFAULT_IDLE_S = 300.0
 MAX_IDLE_WORKERS = 2
 
 
+MAX_IDLE_S = 30 * 24 * 3600.0  # a timer's wait must stay finite (inf or 1e300 overflowed in every idle timer)
+_warned: set[str] = set()
+
+
 def idle_timeout_s() -> float:
-    """Seconds an idle worker waits for the next build before it exits (``TRT_WIDGET_WORKER_IDLE_S``)."""
-    try:
-        value = float(os.environ.get("TRT_WIDGET_WORKER_IDLE_S", DEFAULT_IDLE_S))
-    except ValueError:
+    """Seconds an idle worker waits for the next build before it exits (``TRT_WIDGET_WORKER_IDLE_S``, 0 to
+    ``MAX_IDLE_S``); anything else gets one warning line and the default."""
+    text = os.environ.get("TRT_WIDGET_WORKER_IDLE_S")
+    if text is None or not text.strip():
         return DEFAULT_IDLE_S
-    return value if value >= 0 else DEFAULT_IDLE_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if 0 <= value <= MAX_IDLE_S:
+        return value
+    if text not in _warned:
+        _warned.add(text)
+        with contextlib.suppress(Exception):
+            sys.stderr.write(
+                f"trt_widget: TRT_WIDGET_WORKER_IDLE_S={text[:40]!r} is not a number of seconds from 0 to "
+                f"{MAX_IDLE_S:.0f}; idle builder processes exit after the default {DEFAULT_IDLE_S:g} s\n"
+            )
+    return DEFAULT_IDLE_S
 
 
 class Worker:

@@ -3,6 +3,7 @@ constant time, as ``trt-widget serve``); 127.0.0.1 unless told otherwise."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import secrets
 import socket
@@ -14,6 +15,23 @@ from typing import Any
 from .._files import expand_user
 
 PATH = "/mcp"
+STREAM_KEY = "trt_widget.stream"  # the scope entry holding a request's RequestStream
+
+
+class RequestStream:
+    """Whether the client hung up on one HTTP request before its response ended: ``gone`` is set then. A tool
+    reads it through ``ctx.request_context.request.scope`` (the SDK keeps serving a request whose stream closed)."""
+
+    def __init__(self) -> None:
+        self.gone = asyncio.Event()
+        self.answered = False
+
+
+def request_stream(request: Any) -> RequestStream | None:
+    """The stream tracker of the HTTP request that carried a tool call; None over stdio."""
+    scope = getattr(request, "scope", None)
+    found = scope.get(STREAM_KEY) if isinstance(scope, dict) else None
+    return found if isinstance(found, RequestStream) else None
 
 
 class TokenError(ValueError):
@@ -61,7 +79,20 @@ class BearerAuth:
             await send({"type": "http.response.start", "status": 401, "headers": headers})
             await send({"type": "http.response.body", "body": body})
             return
-        await self.app(scope, receive, send)
+        stream = RequestStream()
+
+        async def tracked_receive() -> Any:
+            message = await receive()
+            if message.get("type") == "http.disconnect" and not stream.answered:
+                stream.gone.set()
+            return message
+
+        async def tracked_send(message: Any) -> None:
+            if message.get("type") == "http.response.body" and not message.get("more_body", False):
+                stream.answered = True
+            await send(message)
+
+        await self.app({**scope, STREAM_KEY: stream}, tracked_receive, tracked_send)
 
 
 def app(server: Any, token: str, host: str = "127.0.0.1") -> Any:

@@ -36,6 +36,9 @@ from .._status import log
 DEFAULT_PORT = 8765
 DEFAULT_MAX_UPLOAD = "2GiB"
 DEFAULT_MAX_CONCURRENT = 1
+DEFAULT_MIN_UPLOAD_RATE = 16 * 1024  # B/s, over each --body-timeout window
+DEFAULT_HEADER_TIMEOUT_S = 10.0
+DEFAULT_MAX_CONNECTIONS = 1000  # lowered below the open-file limit (ulimit -n) when that is smaller
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 
@@ -53,16 +56,31 @@ def _make_app(data: str | os.PathLike[str], token: str, max_upload: int, max_con
     return store, create_app(store, token=token, max_upload=max_upload, **tuning)
 
 
-def _server(app: Any, store: Any, **config: Any) -> Any:
-    """A uvicorn server that ends the SSE streams before it waits for connections to close."""
+def _server(app: Any, store: Any, guard: Any, **config: Any) -> Any:
+    """A uvicorn server that keeps ``guard``'s connection limits and ends the SSE streams before it waits for
+    connections to close."""
+    import asyncio
+
     import uvicorn
 
+    from ._guard import ACCEPT_BATCH
+
     class Server(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            asyncio.get_running_loop().set_exception_handler(guard.on_loop_error)
+            await super().startup(sockets=sockets)
+
         async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
             store.close_streams()
             await super().shutdown(sockets=sockets)
 
-    return Server(uvicorn.Config(app, lifespan="on", **config))
+    return Server(uvicorn.Config(app, lifespan="on", http=guard.protocol(), backlog=ACCEPT_BATCH, **config))
+
+
+def _guard(max_connections: int, header_timeout: float) -> Any:
+    from ._guard import Guard, connection_cap
+
+    return Guard(max_connections=connection_cap(max_connections), header_timeout=header_timeout)
 
 
 def _listen(host: str, port: int) -> socket.socket:
@@ -96,17 +114,21 @@ class ServerThread:
         send_timeout: float = 30.0,
         ping: float = 15.0,
         body_timeout: float = 30.0,
+        min_upload_rate: float = DEFAULT_MIN_UPLOAD_RATE,
+        header_timeout: float = DEFAULT_HEADER_TIMEOUT_S,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
         executor: str = "local",
         ray_address: str | None = None,
     ) -> None:
         self.token = token or secrets.token_urlsafe(32)
         tuning = {"send_timeout": send_timeout, "ping": ping, "executor": executor, "ray_address": ray_address,
-                  "body_timeout": body_timeout}  # fmt: skip
+                  "body_timeout": body_timeout, "min_upload_rate": min_upload_rate}  # fmt: skip
         self.store, app = _make_app(data, self.token, max_upload, max_concurrent, **tuning)
+        self.guard = _guard(max_connections, header_timeout)
         self._sock = _listen(host, port)
         bound = self._sock.getsockname()
         self.url = f"http://{host if ':' not in host else f'[{host}]'}:{bound[1]}"
-        self.server = _server(app, self.store, log_level="warning", access_log=False)
+        self.server = _server(app, self.store, self.guard, log_level="warning", access_log=False)
         self._thread = threading.Thread(target=self._run, name="trt_widget-serve", daemon=True)
         self._failed: BaseException | None = None
 
@@ -166,6 +188,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "or a local instance)")  # fmt: skip
     parser.add_argument("--body-timeout", type=float, default=30.0, metavar="S",
                         help="refuse (408) an upload that sends nothing for S seconds (default 30)")  # fmt: skip
+    parser.add_argument("--min-upload-rate", default="16KiB", metavar="SIZE",
+                        help="refuse (408) an upload slower than SIZE a second over a --body-timeout window "
+                        "(default 16KiB; 0: no minimum)")  # fmt: skip
+    parser.add_argument("--header-timeout", type=float, default=DEFAULT_HEADER_TIMEOUT_S, metavar="S",
+                        help="close a connection that has not sent a complete request head within S seconds "
+                        f"(default {DEFAULT_HEADER_TIMEOUT_S:g})")  # fmt: skip
+    parser.add_argument("--max-connections", type=int, default=DEFAULT_MAX_CONNECTIONS, metavar="N",
+                        help=f"open connections at most (default {DEFAULT_MAX_CONNECTIONS}, lowered below "
+                        "ulimit -n); over it, the connection idle longest is closed")  # fmt: skip
     parser.add_argument("--data", metavar="DIR", help=f"uploads, events and engines (default {default_data_dir()})")
     parser.add_argument("--ssl-certfile", metavar="F", help="serve HTTPS with this certificate (with --ssl-keyfile)")
     parser.add_argument("--ssl-keyfile", metavar="F", help="the certificate's private key")
@@ -235,12 +266,18 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--max-concurrent must be at least 1, got {args.max_concurrent}")
         if not 0 < args.body_timeout <= 3600:
             raise UsageError(f"--body-timeout must be more than 0 and at most 3600 s, got {args.body_timeout:g}")
+        if not 0 < args.header_timeout <= 3600:
+            raise UsageError(f"--header-timeout must be more than 0 and at most 3600 s, got {args.header_timeout:g}")
+        if args.max_connections < 1:
+            raise UsageError(f"--max-connections must be at least 1, got {args.max_connections}")
         if not 0 <= args.port <= 65535:
             raise UsageError(f"--port must be 0..65535, got {args.port}")
         if (args.ssl_certfile is None) != (args.ssl_keyfile is None):
             raise UsageError("--ssl-certfile and --ssl-keyfile go together")
         try:
             max_upload = parse_bytes(args.max_upload, "--max-upload")
+            no_minimum = args.min_upload_rate.strip() == "0"
+            min_rate = 0 if no_minimum else parse_bytes(args.min_upload_rate, "--min-upload-rate")
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         token, generated = _token(args)
@@ -260,14 +297,17 @@ def run(args: argparse.Namespace) -> int:
         return 2
     _log_to_console(args.log_level)
     store, app = _make_app(data, token, max_upload, args.max_concurrent, executor=args.executor,
-                           ray_address=args.ray_address, body_timeout=args.body_timeout)  # fmt: skip
+                           ray_address=args.ray_address, body_timeout=args.body_timeout,
+                           min_upload_rate=min_rate)  # fmt: skip
+    guard = _guard(args.max_connections, args.header_timeout)
     sock = _listen(args.host, args.port)
     scheme = "https" if args.ssl_certfile else "http"
     host = args.host if ":" not in args.host else f"[{args.host}]"
     url = f"{scheme}://{host}:{sock.getsockname()[1]}"
     finished = sum(1 for r in store.records() if r.final)
     print(f"trt-widget serve: {url}  (data {data}, {finished} stored builds, at most {args.max_concurrent} "
-          f"concurrent, uploads up to {max_upload:,} B)", flush=True)  # fmt: skip
+          f"concurrent, uploads up to {max_upload:,} B, {guard.max_connections:,} connections)",
+          flush=True)  # fmt: skip
     print(f"token: {token}" + ("  (generated; --token-file keeps one across restarts)" if generated else ""))
     print(f"page:  {url}/?token={token}", flush=True)
     if args.host not in LOOPBACK and scheme == "http":
@@ -275,7 +315,7 @@ def run(args: argparse.Namespace) -> int:
               "in clear text; use --ssl-certfile/--ssl-keyfile or a TLS proxy", file=sys.stderr)  # fmt: skip
     logging.getLogger("uvicorn.access").addFilter(_RedactToken())
     ssl = {"ssl_certfile": args.ssl_certfile, "ssl_keyfile": args.ssl_keyfile} if args.ssl_certfile else {}
-    server = _server(app, store, log_level=args.log_level, timeout_graceful_shutdown=10, **ssl)
+    server = _server(app, store, guard, log_level=args.log_level, timeout_graceful_shutdown=10, **ssl)
     with contextlib.suppress(KeyboardInterrupt):
         server.run(sockets=[sock])
     return 0

@@ -134,11 +134,11 @@ class BuildRecord:
 
     def _load_frames(self) -> list[bytes]:
         try:
-            lines = (self.dir / EVENTS).read_text(encoding="utf-8").splitlines()
+            lines = stored_lines(self.dir / EVENTS, self.id)
         except OSError as exc:
             log.warning("build %s: cannot read its event log: %s", self.id, exc)
             return []
-        return [frame(i, line) for i, line in enumerate((x for x in lines if x.strip()), start=1)]
+        return [frame(i, line) for i, line in enumerate(lines, start=1)]
 
     @property
     def in_memory(self) -> bool:
@@ -398,12 +398,28 @@ class BuildStore:
             except (OSError, ValueError) as exc:
                 log.warning("serve: skipping %s: unreadable %s (%s)", path, META, exc)
                 continue
-            if meta.get("status") not in FINAL or not _ends(path / EVENTS):
-                meta = _recover(path, meta)
-                self.write_meta(path, meta)
+            try:
+                if meta.get("status") not in FINAL or not _ends(path / EVENTS):
+                    meta = _recover(path, meta)
+                    self.write_meta(path, meta)
+            except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:  # never stops the server
+                log.warning("serve: skipping %s: its event log cannot be recovered (%s)", path, exc)
+                continue
             with contextlib.suppress(OSError):
                 (path / UPLOAD).unlink()
             self._records[path.name] = BuildRecord(self, path.name, meta)
+
+
+def stored_lines(path: Path, build_id: str) -> list[str]:
+    """The complete, non-blank lines of a stored event log. Every line was written with its newline: a last line
+    without one was torn (the server was killed, or the disk filled, mid-write; maybe inside a multi-byte
+    character) and is left out with a note. Split on newlines only: a name may hold U+2028, which ``str.splitlines``
+    would split on."""
+    data = path.read_bytes()
+    complete, _, torn = data.rpartition(b"\n")
+    if torn.strip():
+        log.warning("serve: build %s: ignored the torn last line of its event log (%d bytes)", build_id, len(torn))
+    return [line.decode("utf-8", "replace") for line in complete.split(b"\n") if line.strip()]
 
 
 def _ends(path: Path) -> bool:
@@ -422,11 +438,11 @@ def _recover(path: Path, meta: dict[str, Any]) -> dict[str, Any]:
     """A build the server did not see end (it was killed): close its open phases and end its log as failed."""
     events: list[dict[str, Any]] = []
     with contextlib.suppress(OSError):
-        for line in (path / EVENTS).read_text(encoding="utf-8").splitlines():
+        for line in stored_lines(path / EVENTS, path.name):
             try:
                 event = json.loads(line)
             except ValueError:
-                break  # a torn last line
+                break  # a line the disk did not keep whole: the log ends before it
             if isinstance(event, dict) and event.get("event") != "build_end":
                 events.append(event)
     t = max((float(e.get("t", 0.0)) for e in events), default=0.0)

@@ -3,7 +3,6 @@ constant time, as ``trt-widget serve``); 127.0.0.1 unless told otherwise."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import secrets
 import socket
@@ -13,25 +12,9 @@ import time
 from typing import Any
 
 from .._files import expand_user
+from ._stream import STREAM_KEY, RequestStream
 
 PATH = "/mcp"
-STREAM_KEY = "trt_widget.stream"  # the scope entry holding a request's RequestStream
-
-
-class RequestStream:
-    """Whether the client hung up on one HTTP request before its response ended: ``gone`` is set then. A tool
-    reads it through ``ctx.request_context.request.scope`` (the SDK keeps serving a request whose stream closed)."""
-
-    def __init__(self) -> None:
-        self.gone = asyncio.Event()
-        self.answered = False
-
-
-def request_stream(request: Any) -> RequestStream | None:
-    """The stream tracker of the HTTP request that carried a tool call; None over stdio."""
-    scope = getattr(request, "scope", None)
-    found = scope.get(STREAM_KEY) if isinstance(scope, dict) else None
-    return found if isinstance(found, RequestStream) else None
 
 
 class TokenError(ValueError):

@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 
 from .._follow import Follower, ended, path_label, running_path
 from ._builds import BadInput, BuildRegistry
-from ._http import RequestStream, request_stream
+from ._stream import RequestStream, request_stream
 
 log = logging.getLogger("trt_widget.mcp")
 PROGRESS_INTERVAL_S = 0.1  # at most 10 progress notifications a second

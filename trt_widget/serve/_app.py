@@ -159,7 +159,7 @@ def create_app(
             if isinstance(exc, ClientDisconnect):
                 return error(400, "the client disconnected during the upload")
             if isinstance(exc, (TypeError, ValueError)):
-                return error(400, f"bad build options: {exc}")
+                return error(400, store.scrub(f"bad build options: {exc}"))
             if isinstance(exc, ImportError):
                 return error(503, f"the server cannot build: {exc}")
             if isinstance(exc, OSError):  # the data disk (meta.json), said without the server's paths

@@ -160,7 +160,7 @@ class BuildRecord:
         try:
             if event.get("event") == "build_end":
                 self._finalize(event)  # engine and meta on disk before any subscriber sees the end
-            text = self.store.scrub(_encode(event))  # a message from TensorRT may name the upload's path
+            text = self.store.scrub_event(event)  # a message from TensorRT may name the upload's path
             failure = None
             with self._lock:
                 assert self._frames is not None
@@ -281,7 +281,10 @@ class BuildStore:
 
     def __init__(self, data: str | os.PathLike[str], *, max_concurrent: int) -> None:
         self.data = expand_user(data).resolve()
-        self._data_text = str(self.data)
+        self._roots = _server_roots(self.data)
+        self._root_names = dict(self._roots)
+        alternatives = "|".join(re.escape(root) for root, _ in self._roots)
+        self._root_pattern = re.compile(rf"({alternatives})(?![^/\\\s'\"`:;,()<>\[\]{{}}])")
         self.root = self.data / "builds"
         self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
         with contextlib.suppress(OSError):
@@ -358,8 +361,30 @@ class BuildStore:
         return record
 
     def scrub(self, text: str) -> str:
-        """``text`` with the server's data directory shown as ``<data>``: clients never learn server paths."""
-        return text.replace(self._data_text, "<data>") if self._data_text in text else text
+        """``text`` without the server's paths and Python tracebacks: the data directory shows as ``<data>``, the
+        installation as ``<server>`` or ``<python>``; clients never learn server paths (a builder process's
+        unexpected error carries a traceback of trt_widget's own files)."""
+        if "Traceback (most recent call last)" in text:
+            text = _TRACEBACK.sub("", text)
+        if any(root in text for root, _ in self._roots):
+            text = self._root_pattern.sub(lambda m: self._root_names[m.group(1)], text)
+        return text
+
+    def scrub_event(self, event: dict[str, Any]) -> str:
+        """The event as its JSON line, every text in it scrubbed (see ``scrub``)."""
+        text = _encode(event)
+        if "Traceback (most recent call last)" not in text and not any(root in text for root, _ in self._roots):
+            return text
+        return _encode(self._scrub_value(event))
+
+    def _scrub_value(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.scrub(value)
+        if isinstance(value, dict):
+            return {key: self._scrub_value(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [self._scrub_value(item) for item in value]
+        return value
 
     def write_meta(self, directory: Path, meta: dict[str, Any]) -> None:
         atomic_write(directory / META, json.dumps(meta, ensure_ascii=False, default=str).encode())
@@ -408,6 +433,29 @@ class BuildStore:
             with contextlib.suppress(OSError):
                 (path / UPLOAD).unlink()
             self._records[path.name] = BuildRecord(self, path.name, meta)
+
+
+_TRACEBACK = re.compile(r"Traceback \(most recent call last\):\n(?:[ \t]+[^\n]*\n?)*")
+
+
+def _server_roots(data: Path) -> list[tuple[str, str]]:
+    """(path, shown as) for every server path a message may hold, longest first: the data directory, the
+    installation of trt_widget and of Python, the temporary directory, the home directory."""
+    import site
+    import sys
+    import tempfile
+
+    package = Path(__file__).resolve().parent.parent  # trt_widget/
+    candidates = [(str(data), "<data>"), (str(package.parent), "<server>"), (str(package), "<server>/trt_widget")]
+    prefixes = {sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix, *site.getsitepackages()}
+    candidates += [(os.path.realpath(p), "<python>") for p in prefixes] + [(p, "<python>") for p in prefixes]
+    candidates += [(os.path.realpath(tempfile.gettempdir()), "<tmp>"), (os.path.expanduser("~"), "~")]
+    roots: dict[str, str] = {}
+    for path, shown in candidates:
+        path = path.rstrip("/")
+        if len(path) > 1 and path not in roots:
+            roots[path] = shown
+    return sorted(roots.items(), key=lambda item: -len(item[0]))
 
 
 def stored_lines(path: Path, build_id: str) -> list[str]:

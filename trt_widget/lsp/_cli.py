@@ -26,6 +26,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     from .._follow import take_stdout
     from ..mcp import BuildRegistry
+    from ._framing import FramedInput
 
     max_concurrent = getattr(args, "max_concurrent", 2)
     if max_concurrent < 1:
@@ -36,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     builds = BuildRegistry(max_concurrent=max_concurrent)
     server = create_server(builds)
     try:
-        server.start_io(sys.stdin.buffer, channel)
+        server.start_io(FramedInput(sys.stdin.buffer), channel)
     finally:
         builds.stop_all("the editor went away")
         deadline = time.monotonic() + STOP_WAIT_S

@@ -28,6 +28,7 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote_plus
 
 from .._files import expand_user
 from .._format import escape_controls, escape_lines
@@ -207,22 +208,23 @@ class UsageError(Exception):
     """A bad ``serve`` option (exit 2)."""
 
 
-def _token(args: argparse.Namespace) -> tuple[str, bool]:
-    """(token, generated)."""
+def _token(args: argparse.Namespace) -> tuple[str, str | None]:
+    """(token, where it came from: None when generated here)."""
     if args.token is not None:
-        token = args.token.strip()
+        token, source = args.token.strip(), "given with --token"
     elif args.token_file is not None:
+        source = f"read from --token-file {args.token_file}"
         try:
             token = expand_user(args.token_file).read_text(encoding="utf-8").strip()
         except (OSError, ValueError) as exc:  # UnicodeDecodeError is a ValueError, as is a '~user' with no user
             raise UsageError(f"cannot read --token-file {args.token_file}: {exc}") from None
     else:
-        return secrets.token_urlsafe(32), True
+        return secrets.token_urlsafe(32), None
     if not token or any(c.isspace() or not c.isprintable() for c in token):
         raise UsageError("the token must be non-empty printable text without spaces")
     if len(token) < 16:
         print("trt-widget serve: warning: a token shorter than 16 characters is easy to guess", file=sys.stderr)
-    return token, False
+    return token, source
 
 
 class _ConsoleFormatter(logging.Formatter):
@@ -240,13 +242,26 @@ def _log_to_console(level: str) -> None:
     log.setLevel(level.upper())
 
 
+_QUERY_PAIR = re.compile(r"([?&;]|^)([^?&;=\s]*)=([^&;\s]*)")
+
+
+def redact_token(text: str) -> str:
+    """``text`` with the value of every query parameter named token shown as ``<redacted>``; the name is
+    compared percent-decoded (``%74oken`` is ``token`` to the server), as the page's authentication reads it."""
+
+    def one(match: re.Match[str]) -> str:
+        name = unquote_plus(match.group(2)).strip().lower()
+        return f"{match.group(1)}{match.group(2)}=<redacted>" if "token" in name else match.group(0)
+
+    return _QUERY_PAIR.sub(one, text) if "=" in text else text
+
+
 class _RedactToken(logging.Filter):
-    """Keep ``?token=`` (the page's URL) out of the access log."""
+    """Keep ``?token=`` (the page's URL), however percent-encoded, out of the access log."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if isinstance(record.args, tuple):
-            record.args = tuple(re.sub(r"token=[^&\s]*", "token=<redacted>", a) if isinstance(a, str) else a
-                                for a in record.args)  # fmt: skip
+            record.args = tuple(redact_token(a) if isinstance(a, str) else a for a in record.args)
         return True
 
 
@@ -280,7 +295,7 @@ def run(args: argparse.Namespace) -> int:
             min_rate = 0 if no_minimum else parse_bytes(args.min_upload_rate, "--min-upload-rate")
         except ValueError as exc:
             raise UsageError(str(exc)) from None
-        token, generated = _token(args)
+        token, source = _token(args)
         try:
             import sse_starlette  # noqa: F401
             import starlette  # noqa: F401
@@ -308,8 +323,12 @@ def run(args: argparse.Namespace) -> int:
     print(f"trt-widget serve: {url}  (data {data}, {finished} stored builds, at most {args.max_concurrent} "
           f"concurrent, uploads up to {max_upload:,} B, {guard.max_connections:,} connections)",
           flush=True)  # fmt: skip
-    print(f"token: {token}" + ("  (generated; --token-file keeps one across restarts)" if generated else ""))
-    print(f"page:  {url}/?token={token}", flush=True)
+    if source is None:
+        print(f"token: {token}  (generated; --token-file keeps one across restarts)")
+        print(f"page:  {url}/?token={token}", flush=True)
+    else:  # a token the user keeps private is not copied into a console or a log
+        print(escape_lines(f"token: {source} (not shown)"))
+        print(f"page:  {url}/?token=<the token>", flush=True)
     if args.host not in LOOPBACK and scheme == "http":
         print(f"trt-widget serve: warning: listening on {args.host} without TLS: the token crosses the network "
               "in clear text; use --ssl-certfile/--ssl-keyfile or a TLS proxy", file=sys.stderr)  # fmt: skip

@@ -204,3 +204,22 @@ def test_a_trickling_upload_is_refused_and_frees_the_slot(tmp_path: Path, wait_u
         with httpx.Client(base_url=server.url, timeout=60) as client:
             client.headers["Authorization"] = f"Bearer {server.token}"
             assert client.post("/builds", content=SMALL).status_code == 201
+
+
+def test_a_client_refused_before_its_body_is_read_still_gets_the_answer(tmp_path: Path) -> None:
+    with ServerThread(data=tmp_path, max_concurrent=1) as server:
+        holder = socket.create_connection(_address(server.url), timeout=30)  # holds the only slot, mid-upload
+        head = f"POST /builds HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {server.token}\r\n"
+        holder.sendall((head + "Content-Length: 100000000\r\n\r\n").encode() + b"x" * 65536)
+        try:
+            with httpx.Client(base_url=server.url, timeout=60) as client:
+                client.headers["Authorization"] = f"Bearer {server.token}"
+                deadline = time.monotonic() + 30
+                while server.store.active == 0 and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                big = b"\0" * (64 << 20)  # answered (429) long before this is sent: read and dropped meanwhile
+                reply = client.post("/builds", content=big)
+                assert reply.status_code == 429, reply.text
+                assert client.get("/builds").status_code == 200  # the same connection, reused
+        finally:
+            holder.close()

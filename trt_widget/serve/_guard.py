@@ -101,11 +101,13 @@ class Guard:
 
 
 class _GuardedH11(H11Protocol):
-    """uvicorn's h11 protocol with a request-head deadline and the connection cap."""
+    """uvicorn's h11 protocol with a deadline whenever the server waits on the client outside a request: for a
+    request head to complete, and for the rest of a body it answered before reading (a 401, 413 or 429: the
+    body is read and dropped for at most the deadline, so the client still reads the answer, then closed)."""
 
     guard: Guard
-    waiting_since: float | None = None  # since when it is idle or sending a request head (None: in a request)
-    _head_timer: asyncio.TimerHandle | None = None
+    waiting_since: float | None = None  # since when it is idle, sending a head or lingering (None: in a request)
+    _timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -115,44 +117,59 @@ class _GuardedH11(H11Protocol):
             self._arm()
 
     def data_received(self, data: bytes) -> None:
+        before = self.conn.their_state
         super().data_received(data)
         if self.transport.is_closing():
             return
-        if self.conn.their_state is h11.IDLE:  # a request head has begun but is not complete
-            if self.waiting_since is None:
+        state = self.conn.their_state
+        if state is h11.IDLE:  # a request head has begun and is not complete, or a dropped body just ended
+            if before is not h11.IDLE or self.waiting_since is None:
+                self._disarm()
                 self.waiting_since = time.monotonic()
             self._arm()
-        else:
+        elif not self._lingering():
             self.waiting_since = None
             self._disarm()
 
     def on_response_complete(self) -> None:
-        if self.conn.their_state is h11.SEND_BODY:  # answered before its body came (401, 413): read no more of it
-            self.transport.close()
         super().on_response_complete()
-        if self.conn.their_state is h11.IDLE:  # idle keep-alive (uvicorn closes it after timeout_keep_alive)
+        if self.transport.is_closing():
+            return
+        if self.conn.their_state in (h11.IDLE, h11.SEND_BODY):  # idle keep-alive, or a body nobody will read
             self.waiting_since = time.monotonic()
+        if self.conn.their_state is h11.SEND_BODY:
+            self._disarm()
+            self._arm()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
         self.waiting_since = None
         super().connection_lost(exc)
 
+    def _lingering(self) -> bool:
+        """Answered, while the request's body still comes."""
+        return self.conn.their_state is h11.SEND_BODY and self.cycle is not None and self.cycle.response_complete
+
     def _arm(self) -> None:
-        if self._head_timer is None:
-            self._head_timer = self.loop.call_later(self.guard.header_timeout, self._head_expired)
+        if self._timer is None:
+            self._timer = self.loop.call_later(self.guard.header_timeout, self._expired)
 
     def _disarm(self) -> None:
-        if self._head_timer is not None:
-            self._head_timer.cancel()
-            self._head_timer = None
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
-    def _head_expired(self) -> None:
-        self._head_timer = None
-        if self.transport.is_closing() or self.conn.their_state is not h11.IDLE:
+    def _expired(self) -> None:
+        self._timer = None
+        if self.transport.is_closing():
             return
-        if self.cycle is not None and not self.cycle.response_complete:
-            return  # a response is still being written (pipelining): not waiting on the client
+        if self._lingering():
+            self.guard.notes.note("linger", "closed connections that kept sending a body after their answer for "
+                                  f"{self.guard.header_timeout:g} s")  # fmt: skip
+            self.transport.close()
+            return
+        if self.conn.their_state is not h11.IDLE or (self.cycle is not None and not self.cycle.response_complete):
+            return  # inside a request: the app's own timeouts apply
         self.guard.notes.note(
             "head", f"closed connections that sent no complete request head within {self.guard.header_timeout:g} s"
         )

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -52,3 +53,16 @@ def test_closing_the_build_engine_stream_stops_the_build_and_writes_no_engine(
         assert "closed" in entry.build.status_detail, entry.build.status_detail
     assert not engine.exists()
     assert not list(tmp_path.iterdir())  # no partial engine beside it either
+
+
+def test_a_half_sent_request_is_closed_after_the_head_deadline() -> None:
+    """The MCP HTTP server keeps the build service's connection limits: a client without the token that sends
+    half a request line cannot hold its connection (and a descriptor) forever."""
+    with HttpServerThread(header_timeout=1.0) as server:
+        port = int(server.url.split(":")[2].split("/")[0])
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+            sock.sendall(b"POST /mc")
+            reply = b""
+            while chunk := sock.recv(4096):
+                reply += chunk
+    assert reply.startswith(b"HTTP/1.1 408 "), reply

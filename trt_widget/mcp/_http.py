@@ -96,24 +96,39 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-def uvicorn_server(asgi: Any, **config: Any) -> Any:
-    import uvicorn
+def uvicorn_server(asgi: Any, *, max_connections: int | None = None, header_timeout: float | None = None,
+                   **config: Any) -> Any:  # fmt: skip
+    """A uvicorn server with the build service's connection limits (a cap below ``ulimit -n``, a deadline for
+    every request head, one log line per condition): a client without the token cannot hold every descriptor."""
+    from ..serve import connection_guard, guarded_server
 
-    return uvicorn.Server(uvicorn.Config(asgi, lifespan="on", **config))
+    limits = {"max_connections": max_connections, "header_timeout": header_timeout}
+    guard = connection_guard(**{key: value for key, value in limits.items() if value is not None})
+    return guarded_server(asgi, guard, **config)
 
 
 class HttpServerThread:
     """The MCP server over HTTP on a background thread (tests, benchmarks):
     ``with HttpServerThread() as s: s.url, s.token``."""
 
-    def __init__(self, server: Any = None, *, token: str | None = None, host: str = "127.0.0.1", port: int = 0):
+    def __init__(
+        self,
+        server: Any = None,
+        *,
+        token: str | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        max_connections: int | None = None,
+        header_timeout: float | None = None,
+    ):
         from ._server import create_server
 
         self.token = token or secrets.token_urlsafe(32)
         self.server = server if server is not None else create_server()
         self._sock = listen(host, port)
         self.url = f"http://{host}:{self._sock.getsockname()[1]}{PATH}"
-        self._uvicorn = uvicorn_server(app(self.server, self.token, host), log_level="warning", access_log=False)
+        self._uvicorn = uvicorn_server(app(self.server, self.token, host), log_level="warning", access_log=False,
+                                       max_connections=max_connections, header_timeout=header_timeout)  # fmt: skip
         self._thread = threading.Thread(target=self._run, name="trt_widget-mcp-http", daemon=True)
 
     def _run(self) -> None:

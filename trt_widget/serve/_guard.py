@@ -13,7 +13,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import resource
+import socket
 import time
+from collections.abc import Callable
 from typing import Any
 
 import h11
@@ -98,6 +100,31 @@ class Guard:
             self.notes.note("accept", f"cannot accept connections: {context.get('exception')}")
             return
         loop.default_exception_handler(context)
+
+
+def guarded_server(app: Any, guard: Guard, *, before_shutdown: Callable[[], None] | None = None, **config: Any) -> Any:
+    """A uvicorn server for ``app`` that keeps ``guard``'s limits (``before_shutdown``: called first at shutdown,
+    e.g. to end long-lived streams)."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            asyncio.get_running_loop().set_exception_handler(guard.on_loop_error)
+            await super().startup(sockets=sockets)
+
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            if before_shutdown is not None:
+                before_shutdown()
+            await super().shutdown(sockets=sockets)
+
+    return Server(uvicorn.Config(app, lifespan="on", http=guard.protocol(), backlog=ACCEPT_BATCH, **config))
+
+
+def connection_guard(
+    max_connections: int = DEFAULT_MAX_CONNECTIONS, header_timeout: float = DEFAULT_HEADER_TIMEOUT_S
+) -> Guard:
+    """The limits of one server: ``max_connections`` lowered below ``ulimit -n``, and the request-head deadline."""
+    return Guard(max_connections=connection_cap(max_connections), header_timeout=header_timeout)
 
 
 class _GuardedH11(H11Protocol):

@@ -60,28 +60,15 @@ def _make_app(data: str | os.PathLike[str], token: str, max_upload: int, max_con
 def _server(app: Any, store: Any, guard: Any, **config: Any) -> Any:
     """A uvicorn server that keeps ``guard``'s connection limits and ends the SSE streams before it waits for
     connections to close."""
-    import asyncio
+    from ._guard import guarded_server
 
-    import uvicorn
-
-    from ._guard import ACCEPT_BATCH
-
-    class Server(uvicorn.Server):
-        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-            asyncio.get_running_loop().set_exception_handler(guard.on_loop_error)
-            await super().startup(sockets=sockets)
-
-        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-            store.close_streams()
-            await super().shutdown(sockets=sockets)
-
-    return Server(uvicorn.Config(app, lifespan="on", http=guard.protocol(), backlog=ACCEPT_BATCH, **config))
+    return guarded_server(app, guard, before_shutdown=store.close_streams, **config)
 
 
 def _guard(max_connections: int, header_timeout: float) -> Any:
-    from ._guard import Guard, connection_cap
+    from ._guard import connection_guard
 
-    return Guard(max_connections=connection_cap(max_connections), header_timeout=header_timeout)
+    return connection_guard(max_connections, header_timeout)
 
 
 def _listen(host: str, port: int) -> socket.socket:

@@ -43,7 +43,7 @@ class _UsageError(Exception):
 
 
 # the module whose add_arguments() gives a command its own arguments (imported only when that command is parsed)
-_ARGUMENTS_FROM = {"serve": ".serve", "matrix": ".matrix", "mcp": ".mcp"}
+_ARGUMENTS_FROM = {"serve": ".serve", "matrix": ".matrix", "mcp": ".mcp", "lsp": ".lsp"}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -168,11 +168,13 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
         sub = commands.add_parser(name, help=help_text, description=description)
         if wanted(name):
             import_module(_ARGUMENTS_FROM[name], __package__).add_arguments(sub)
-    commands.add_parser(
+    lsp = commands.add_parser(
         "lsp",
         help="run a language server for editors (stdio): build commands with work-done progress",
         description='A language server over stdio (see docs/agents.md). Needs pip install "trt_widget[lsp]".',
     )
+    if wanted("lsp"):
+        import_module(_ARGUMENTS_FROM["lsp"], __package__).add_arguments(lsp)
     run_parser = commands.add_parser(
         "run",
         help="run a Python build command with its TensorRT builds watched: trt-widget run -- python build.py",

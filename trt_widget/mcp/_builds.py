@@ -14,6 +14,7 @@ from .._files import expand_user
 from .._follow import path_label, running_path
 
 KEEP = 32  # builds remembered; the oldest finished ones are forgotten first
+MAX_CONCURRENT = 2  # builds at once; more wait, "queued", in the order they came (each builder takes ~150 MiB)
 TOP = 5
 _TEXT_LIMIT = 500
 # budget and output are the tool's own arguments; force_after (and isolation, refused over HTTP) stay the default
@@ -60,10 +61,17 @@ class _Entry:
 
 
 class BuildRegistry:
-    """Builds by id, for every tool of one server (thread-safe: HTTP sessions share one registry)."""
+    """Builds by id, for every tool of one server (thread-safe: HTTP sessions share one registry). At most
+    ``max_concurrent`` build at once; the others wait with status ``queued`` (a stop ends a queued build at once)."""
 
-    def __init__(self, keep: int = KEEP) -> None:
+    def __init__(self, keep: int = KEEP, *, max_concurrent: int = MAX_CONCURRENT) -> None:
+        from ..matrix import Slots
+
+        if isinstance(max_concurrent, bool) or not isinstance(max_concurrent, int) or max_concurrent < 1:
+            raise ValueError(f"max_concurrent must be an integer of at least 1, got {max_concurrent!r}")
         self.keep = keep
+        self.max_concurrent = max_concurrent
+        self._slots = Slots(max_concurrent)
         self._entries: dict[str, _Entry] = {}
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
@@ -103,6 +111,9 @@ class BuildRegistry:
             build = Build(str(path), output=output, budget=budget, **options)
         except (TypeError, ValueError, OSError) as exc:
             raise BadInput(str(exc)) from None
+        from ..matrix import SlotRunner
+
+        build.runner = SlotRunner(build.runner, self._slots)
         with self._lock:
             build_id = f"b{next(self._ids)}"
             self._entries[build_id] = _Entry(build_id, build, str(path))

@@ -21,7 +21,6 @@ import shutil
 import signal
 import stat
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from multiprocessing.connection import wait

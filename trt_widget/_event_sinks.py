@@ -61,8 +61,12 @@ def describe(sink: Sink) -> str:
 
 
 def _line_writer(handle: TextIO) -> Callable[[dict[str, Any]], None]:
+    """One JSON line per event, in ASCII: a name holding a bidi override, U+2028 or a C1 control stays an escape
+    (``\\u202e``) on a terminal that shows ``--json`` output or ``cat``s a recording, and a file cut short by a
+    kill or a full disk never ends inside a multi-byte character."""
+
     def write(event: dict[str, Any]) -> None:
-        handle.write(json.dumps(event, ensure_ascii=False, default=str) + "\n")
+        handle.write(json.dumps(event, ensure_ascii=True, default=str) + "\n")
         flush = getattr(handle, "flush", None)
         if flush is not None:
             flush()

@@ -1,6 +1,6 @@
 """Untrusted text (a model's node names, a recording, a log) never reaches a terminal raw: the separators, bidi
 controls and invisible characters are escaped like C0/C1 controls, in the terminal, ``--plain`` and ``--json``
-(ASCII), and the widget's formatter (js/src/shared/format.js) escapes the same list. Real RTX builds of a model
+(as JSON ``\\u`` escapes), and the widget's formatter (js/src/shared/format.js) escapes the same list. Real RTX builds of a model
 whose node names hold them (issue 35, defect 21)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from trt_widget._format import UNSAFE_CHARACTERS, escape_controls, escape_lines
+from trt_widget._format import UNSAFE_CHARACTERS, escape_controls, escape_json, escape_lines
 from trt_widget.models import to_bytes
 
 # what the issue's attack used, and what the list lacked then
@@ -34,6 +34,14 @@ def test_separators_bidi_controls_and_invisible_characters_are_escaped(char: str
 def test_ordinary_text_of_any_script_is_left_alone() -> None:
     for text in ("conv1/Relu ×3", "Реле 层 طبقة", "a\u200db", "\U0001f600 é"):  # ZWJ joins emoji and scripts
         assert escape_controls(text) == text
+
+
+def test_json_escapes_mean_the_same_value_and_leave_other_text_as_utf8() -> None:
+    value = {"name": "a\u202eb\x9bc\u2028d\U000e0041 Größe ×3", "lone": "\udcff", "nl": "x\ny"}
+    text = escape_json(json.dumps(value, ensure_ascii=False))
+    assert json.loads(text) == value
+    assert "Größe ×3" in text and "\\u202e" in text and "\\udb40\\udc41" in text  # a tag: a surrogate pair
+    assert not any(c in text for c in "\u202e\x9b\u2028\U000e0041\udcff")
 
 
 def _js_class() -> str:
@@ -85,10 +93,11 @@ def _raw(out: bytes) -> list[str]:
     return [c for c in ("\u202e", "\u009b", "\u2028") if c.encode() in out]
 
 
-def test_build_json_writes_a_models_node_names_as_ascii_escapes(evil_model: Path) -> None:
+def test_build_json_writes_a_models_node_names_as_json_escapes(evil_model: Path) -> None:
     done = _build(evil_model, "--json")
-    assert done.stdout.isascii() and not _raw(done.stdout + done.stderr)
-    events = [json.loads(line) for line in done.stdout.decode().splitlines() if line]  # ASCII: nothing to split
+    assert not _raw(done.stdout + done.stderr), _raw(done.stdout + done.stderr)
+    assert b"Node name: conv\\u202eevil\\u009b31m\\u2028forged" in done.stdout
+    events = [json.loads(line) for line in done.stdout.decode().split("\n") if line]
     assert events[-1]["event"] == "build_end" and events[-1]["status"] == "failed"
     assert any(f"Node name: {EVIL_NODE}" in e["message"] for e in events if e["event"] == "log")  # decoded, as named
 

@@ -31,6 +31,21 @@ def escape_controls(text: object) -> str:
     return _UNSAFE.sub(_escape_one, value) if _UNSAFE.search(value) else value
 
 
+def _json_escape_one(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000  # JSON spells a character beyond the BMP as a surrogate pair
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
+def escape_json(text: str) -> str:
+    """A JSON text (from ``json.dumps(..., ensure_ascii=False)``) with every unsafe character written as a ``\\u``
+    escape: the same JSON value, still readable UTF-8, but nothing that drives a terminal or forges a line when
+    it is shown (they occur only inside JSON strings, where an escape means the same character)."""
+    return _UNSAFE.sub(_json_escape_one, text) if _UNSAFE.search(text) else text
+
+
 def escape_lines(text: str) -> str:
     """``escape_controls`` for each line of ``text``, keeping its line breaks (for multi-line output we made)."""
     return "\n".join(escape_controls(line) for line in text.split("\n"))

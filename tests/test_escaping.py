@@ -1,7 +1,7 @@
 """Untrusted text (a model's node names, a recording, a log) never reaches a terminal raw: the separators, bidi
 controls and invisible characters are escaped like C0/C1 controls, in the terminal, ``--plain`` and ``--json``
-(as JSON ``\\u`` escapes), and the widget's formatter (js/src/shared/format.js) escapes the same list. Real RTX builds of a model
-whose node names hold them (issue 35, defect 21)."""
+(as JSON ``\\u`` escapes), and the widget's formatter (js/src/shared/format.js) escapes the same list. Real RTX
+builds of a model whose node names hold them (issue 35, defect 21)."""
 
 from __future__ import annotations
 

@@ -132,7 +132,9 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
         "in this terminal, and optionally write its report or trace.",
     )
     view.add_argument("recording", help="JSON-lines file written by --json or events=")
-    view.add_argument("--speed", type=float, metavar="X", help="replay at the recorded pace times X (default: at once)")
+    view.add_argument(
+        "--speed", type=float, metavar="X", help="replay at the recorded pace times X, 0.001 to 1e6 (default: at once)"
+    )
     view.add_argument("--plain", action="store_true", help="plain lines even in a terminal")
     for flag in ("--report", "--trace"):
         view.add_argument(flag, metavar="F", help=f"write the replayed build's {flag[2:]} file")
@@ -270,7 +272,11 @@ def _trtexec(argv: list[str], whole_process: bool) -> int:
     """``trt-widget trtexec ...``: translate, say what is ignored or refused, then build as ``trt-widget build``."""
     from ._trtexec import build_argv, split_arguments, translate
 
-    args = split_arguments(argv)
+    try:
+        args = split_arguments(argv)
+    except ValueError as exc:  # a pasted line with an unbalanced quote
+        _stderr_line(f"trt-widget trtexec: error: {exc}")
+        return EXIT_USAGE
     own = [a for a in args if a.split("=", 1)[0] in _OWN]
     translation = translate([a for a in args if a not in own])
     for arg, why in translation.refused:
@@ -287,7 +293,7 @@ def _trtexec(argv: list[str], whole_process: bool) -> int:
         )
     for note in translation.notes:
         _stderr_line(f"trt-widget trtexec: {_safe(note)}")
-    command = build_argv(translation) + own
+    command = build_argv(translation, own)
     _stderr_line("trt-widget trtexec: building as: trt-widget " + " ".join(_safe(a) for a in command))
     return _main(command, whole_process)
 
@@ -444,10 +450,10 @@ def _view(args: argparse.Namespace) -> int:
     """Replay a recording: exit 0 when it replays to its end, whatever the recorded build's outcome."""
     from ._build import Build
     from ._terminal import TerminalView
-    from .runners import RecordingError
+    from .runners import MAX_SPEED, MIN_SPEED, RecordingError
 
-    if args.speed is not None and not args.speed > 0:
-        raise _UsageError(f"--speed must be a positive number, got {args.speed}")
+    if args.speed is not None and not MIN_SPEED <= args.speed <= MAX_SPEED:  # NaN too
+        raise _UsageError(f"--speed must be a number from {MIN_SPEED:g} to {MAX_SPEED:g}, got {args.speed}")
     _check_files(args, None)
     if not Path(expand_user(args.recording)).exists():
         raise _InputError(f"recording not found: {args.recording}")

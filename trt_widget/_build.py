@@ -209,10 +209,12 @@ class Build(Waiting):
     @classmethod
     def from_events(cls, recording: Recording, *, speed: float | None = None) -> Build:
         """A Build that replays a recording of ``events=`` / ``--json`` (a path, or an iterable of JSON lines or
-        event dicts): instantly, or at the recorded pace times ``speed``. ``start()`` it like any build; it has
-        no engine bytes. A bad line raises ``trt_widget.runners.RecordingError`` naming the line."""
-        from .runners import ReplayClock, ReplayRunner, load_events
+        event dicts): instantly, or at the recorded pace times ``speed`` (0.001 to 1e6; a pause between two events
+        lasts at most a minute). ``start()`` it like any build; it has no engine bytes. A bad line raises
+        ``trt_widget.runners.RecordingError`` naming the line."""
+        from .runners import ReplayClock, ReplayRunner, check_speed, load_events
 
+        check_speed(speed)  # ValueError before reading the recording
         events = load_events(recording)
         clock = ReplayClock()
         first = next((e for e in events if e["event"] == "build_start"), {})

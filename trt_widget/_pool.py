@@ -139,6 +139,16 @@ class WorkerPool:
             self._ending.append(worker)
         worker.close(wait=False)  # it ends while this process goes on; shutdown() reaps it
 
+    def retire(self, worker: Worker) -> None:
+        """End a worker that must not serve another build (it exits on its control pipe's EOF), and start its
+        successor in the background, unless this process is a command line's single build."""
+        with self._lock:
+            self._ending = [w for w in self._ending if w.process.poll() is None]  # reaps those that ended
+            self._ending.append(worker)
+        worker.close(wait=False)
+        if not self.one_build:
+            self.prewarm(worker.backend)
+
     def _take_or_spawn(self, backend: str) -> Worker:
         with self._lock:  # a build's backend is this process's choice: workers started for another go
             strangers = [worker for worker in self._idle if worker.backend != backend]

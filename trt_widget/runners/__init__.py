@@ -16,17 +16,22 @@ if TYPE_CHECKING:
     from ._inprocess import tensorrt_call
     from ._process import START_PHASE, ProcessRunner, check_transferable
     from ._replay import (
+        MAX_SPEED,
+        MIN_SPEED,
         Recording,
         RecordingError,
         ReplayClock,
         ReplayRunner,
         apply_event,
         check_event,
+        check_speed,
         gpu_shaped_events,
         load_events,
     )
 
 _LAZY = {
+    "MAX_SPEED": "._replay",
+    "MIN_SPEED": "._replay",
     "START_PHASE": "._process",
     "EngineFile": "._base",
     "ProcessRunner": "._process",
@@ -39,6 +44,7 @@ _LAZY = {
     "ThreadRunner": "._base",
     "apply_event": "._replay",
     "check_event": "._replay",
+    "check_speed": "._replay",
     "check_transferable": "._process",
     "gpu_shaped_events": "._replay",
     "load_events": "._replay",
@@ -48,6 +54,8 @@ _LAZY = {
 }
 
 __all__ = [
+    "MAX_SPEED",
+    "MIN_SPEED",
     "START_PHASE",
     "EngineFile",
     "ProcessRunner",
@@ -60,6 +68,7 @@ __all__ = [
     "ThreadRunner",
     "apply_event",
     "check_event",
+    "check_speed",
     "check_transferable",
     "gpu_shaped_events",
     "load_events",

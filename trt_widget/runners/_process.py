@@ -9,7 +9,7 @@ False); when the builder has not reached a step boundary ``ctx.graceful_s`` late
 worker is terminated (SIGTERM, then SIGKILL), which ends even a long TensorRT step, a hung network function or
 a SIGSTOPped builder. A worker that finished its job goes back to the pool and exits after
 ``TRT_WIDGET_WORKER_IDLE_S`` seconds (default 300) without work, or when this process exits; workers never
-outlive this process.
+outlive this process. One that ran a ``configure=`` hook, or holds a CUDA context, exits after its build.
 """
 
 from __future__ import annotations
@@ -108,6 +108,11 @@ def _work_dirs() -> Iterator[list[str]]:
             shutil.rmtree(directory, ignore_errors=True)
 
 
+# the backends whose builder creates a CUDA context that stays until the process exits (TensorRT for RTX builds
+# on the CPU here; on an RTX GPU it defers GPU work to the engine's load)
+HOLDS_CUDA_CONTEXT = frozenset({"tensorrt"})
+
+
 class ProcessRunner:
     """Runs the builder in a pooled worker process (the default ``isolation="process"``)."""
 
@@ -164,8 +169,11 @@ class _Relay:
                 worker.control.send(Job(self.job_id, job))
             return self._supervise(worker)
         finally:
-            if self.answered and worker.alive():  # it sent its final message: ready for the next job
+            retire = self._retire(worker)
+            if self.answered and worker.alive() and not retire:  # it sent its final message: ready for the next job
                 pool.release(worker)
+            elif retire and self.answered and worker.alive():
+                pool.retire(worker)  # a fresh worker starts for the next build (none for a command line's one)
             else:
                 if worker.alive():
                     worker.terminate()
@@ -173,6 +181,17 @@ class _Relay:
                     worker.close()
                 if self.ctx.cancel.is_set():  # a forced stop: the next build's worker starts in the background
                     pool.prewarm()
+
+    def _retire(self, worker: Worker) -> str:
+        """Why this worker must not serve another build ("" when it may): a ``configure=`` hook ran in it (it may
+        have changed its environment, working directory or TensorRT's classes), or it built on a GPU with NVIDIA
+        TensorRT and holds a CUDA context (hundreds of MiB of GPU memory the notebook's PyTorch may need) that only
+        its exit gives back. Its successor has imported TensorRT and has no CUDA context yet."""
+        if self.ctx.options.configure is not None:
+            return "configure"
+        if worker.backend in HOLDS_CUDA_CONTEXT:
+            return "cuda context"
+        return ""
 
     def _job(self) -> dict[str, Any]:
         from ._worker import write_first

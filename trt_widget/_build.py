@@ -13,6 +13,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Union
 
 from ._backend import check_options, select_backend
@@ -35,7 +36,7 @@ from ._phases import CANCELLED, FINISHED_EARLY, PhaseModel
 from ._phases import FAILED as PHASE_FAILED
 from ._status import BUILD_STATUSES, CANCELLING, FAILED, FINAL, IDLE, LIVE, QUEUED, RUNNING, SUCCEEDED, log
 from ._subscribe import BuildEvent, subscribe
-from ._waiting import Waiting, _quietly
+from ._waiting import Waiting
 from .runners import START_PHASE, EngineFile, Recording, RunContext, Runner, runner_for
 
 if TYPE_CHECKING:
@@ -154,15 +155,13 @@ class Build(Waiting):
     ) -> None:
         """Set up a build of ``source`` with ``options`` on ``runner``: the one way every kind of build (a model,
         a recording, a build on a server) is put together, once its parts are known and validated."""
+        Waiting.__init__(self)
         self.source = source
         self.options = options
         self.runner = runner
         self.model = PhaseModel(clock)
         self._clock = clock
         self._cancel = threading.Event()
-        self._done = threading.Event()  # the build has ended (status final)
-        self._settled = threading.Event()  # ... and its done callbacks have run (what wait() waits for)
-        self._lock = threading.Lock()
         self._status = IDLE
         self.status_detail = ""
         self._notes: list[str] = []  # what the runner said about the build (kept on success; stop reasons are not)
@@ -175,9 +174,7 @@ class Build(Waiting):
         self._thread: threading.Thread | None = None
         self._timer: threading.Timer | None = None
         self._ended_s: float | None = None
-        self._on_done: list[Callable[[Build], None]] = []
         self._on_start: list[Callable[[Build], None]] = []
-        self._settle_wakers: list[Callable[[], Any]] = []
         self._force = threading.Event()  # process isolation: terminate the builder process now
         self.child_pid: int | None = None  # process isolation: the builder process, once known
         # the time TensorRT reports no phases for, as phases of their own (a replay or a server's build has them
@@ -232,7 +229,7 @@ class Build(Waiting):
         to ``output=``, it is read from that file on first use (BuildError if the file changed since)."""
         written = self._written
         if written is not None:
-            with self._lock:
+            with self._condition:
                 if self._written is not None:
                     try:
                         self._engine = self._written.read()
@@ -258,9 +255,11 @@ class Build(Waiting):
         failed."""
         return self._status
 
-    def done(self) -> bool:
-        """True once the build has ended (succeeded, cancelled or failed), as ``Future.done()``."""
-        return self._done.is_set()
+    @property
+    def future(self) -> Future[bytes]:
+        """The build as a ``concurrent.futures.Future`` of its engine bytes: the build itself (``future`` is the
+        same word on a widget, a watched call and a command run)."""
+        return self
 
     def running(self) -> bool:
         """True while the builder runs (status running or cancelling), as ``Future.running()``."""
@@ -269,18 +268,6 @@ class Build(Waiting):
     def cancelled(self) -> bool:
         """True when the build ended cancelled, as ``Future.cancelled()``."""
         return self._status == CANCELLED
-
-    def add_done_callback(self, fn: Callable[[Build], Any]) -> None:
-        """Call ``fn(build)`` once the build has ended (at once if it has), as ``Future.add_done_callback``; it
-        runs on the builder's thread, and an exception in ``fn`` is logged to the ``trt_widget`` logger."""
-        with self._lock:
-            if not self._done.is_set():
-                self._on_done.append(fn)
-                return
-        try:
-            fn(self)
-        except Exception:
-            log.exception("exception calling done callback %r for %r", fn, self)
 
     @property
     def elapsed_s(self) -> float:
@@ -339,10 +326,11 @@ class Build(Waiting):
     # -- control -------------------------------------------------------------------------------------
     def start(self) -> Build:
         """Start building on a background thread and return at once."""
-        with self._lock:
+        with self._condition:
             if self._status != IDLE:
                 raise RuntimeError(f"this build already started (status {self._status}); a Build runs once")
             self._status = RUNNING
+            self.set_running_or_notify_cancel()
         self.model.restart_clock()
         self.logger.restart_clock()
         for callback in self._on_start:  # before any builder event, so readers see the start first
@@ -364,7 +352,7 @@ class Build(Waiting):
         In a builder process (the default) the process is terminated when no step boundary comes within
         ``force_after`` s (0.1 by default); a second ``stop()`` while cancelling terminates it at once.
         """
-        with self._lock:
+        with self._condition:
             if self._status == CANCELLING and self.options.isolation == "process":
                 self._force.set()
                 return True
@@ -420,7 +408,7 @@ class Build(Waiting):
         )
 
     def _note(self, sentence: str) -> None:
-        with self._lock:
+        with self._condition:
             self._notes.append(sentence)
             self.status_detail = f"{self.status_detail}; {sentence}" if self.status_detail else sentence
 
@@ -433,7 +421,7 @@ class Build(Waiting):
     def _on_queued(self, queued: bool) -> None:
         """The runner waits for a slot or worker (status queued), or builds now: then the clock (and the budget)
         restart, so elapsed time and phase times count building, not waiting."""
-        with self._lock:
+        with self._condition:
             if queued:
                 if self._status == RUNNING:
                     self._status = QUEUED
@@ -511,7 +499,7 @@ class Build(Waiting):
             self._timer.cancel()
         self._closing = True
         self.model.close_all(PHASE_FAILED if error is not None else FINISHED_EARLY if engine is not None else CANCELLED)
-        with self._lock:
+        with self._condition:
             self._ended_s = self.model.now()
             if isinstance(engine, WrittenFile):
                 self._engine, self._written = None, engine
@@ -533,18 +521,8 @@ class Build(Waiting):
                 self.status_detail = "; ".join(
                     ([warning + errors[0][:200]] if errors else []) + ([skips] if skips else []) + self._notes
                 )
-            callbacks, self._on_done = self._on_done, []
-            self._done.set()
-        for callback in callbacks:
-            try:
-                callback(self)
-            except BaseException:  # even SystemExit: wait() must still return, the other callbacks still run
-                log.exception("exception calling done callback %r for %r", callback, self)
-        with self._lock:
-            self._settled.set()
-            wakers, self._settle_wakers = self._settle_wakers, []
-        for waker in wakers:
-            _quietly(waker)
+            self._end_locked()
+        self._settle()
 
     def __repr__(self) -> str:
         return f"<Build {self.source.label!r} status={self._status}>"

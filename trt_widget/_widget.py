@@ -11,6 +11,7 @@ import os
 import sys
 import uuid
 from collections.abc import Callable, Generator, Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -21,6 +22,7 @@ from ._build import Build, BuildArgs
 from ._engine import ModelLike
 from ._snapshot import SnapshotPump, snapshot
 from ._status import log as _log
+from ._waiting import WAKE_S
 from .runners import Recording
 
 if TYPE_CHECKING:
@@ -157,15 +159,22 @@ class BuildWidget(anywidget.AnyWidget):
             self._resync_display()
         return status
 
-    async def wait_async(self, poll: float = 0.05) -> str:
-        """Await the end of the build; the kernel keeps handling widget messages (Stop works)."""
+    async def wait_async(self, poll: float = WAKE_S) -> str:
+        """Await the end of the build and return its status, never its error: the notebook's way to wait (the
+        kernel keeps handling widget messages, so Stop works, and a Stop is not a traceback)."""
         status = await self.build.wait_async(poll)
         self._pump.join(timeout=5)
         self._resync_display()
         return status
 
-    def __await__(self) -> Generator[Any, None, str]:
-        return self.wait_async().__await__()
+    def __await__(self) -> Generator[Any, None, bytes]:
+        """``await widget``: as ``await widget.build`` (the engine, or BuildError / BuildCancelled), once the widget
+        shows the final state."""
+        return self._result_async().__await__()
+
+    async def _result_async(self) -> bytes:
+        await self.wait_async()
+        return self.build.result(0)
 
     def result(self, timeout: float | None = None) -> bytes:
         """The engine bytes, or raise the build's error (BuildCancelled when cancelled)."""
@@ -178,6 +187,11 @@ class BuildWidget(anywidget.AnyWidget):
     @property
     def engine(self) -> bytes | None:
         return self.build.engine
+
+    @property
+    def future(self) -> Future[bytes]:
+        """The build, a ``concurrent.futures.Future`` of the engine (``as_completed``, ``asyncio.wrap_future``)."""
+        return self.build
 
     @property
     def build_error(self) -> Exception | None:

@@ -9,6 +9,7 @@ import json
 import threading
 import time
 from collections.abc import Generator, Mapping
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -226,6 +227,11 @@ class WatchWidget(anywidget.AnyWidget):
 
     def done(self) -> bool:
         return self._the_call().done()
+
+    @property
+    def future(self) -> Future[Any]:
+        """The function's (or command's) ``concurrent.futures.Future``: ``as_completed``, ``asyncio.wrap_future``."""
+        return self._the_call().future
 
     def __await__(self) -> Generator[Any, None, Any]:
         return self._the_call().__await__()

@@ -32,7 +32,7 @@ from ._files import (
 )
 from ._gpu import memory_skip_note
 from ._options import BuildOptions, BuildOptionsDict
-from ._phases import CANCELLED, FINISHED_EARLY, PhaseModel
+from ._phases import CANCELLED, FINISHED_EARLY, Framing, PhaseModel
 from ._phases import FAILED as PHASE_FAILED
 from ._status import BUILD_STATUSES, CANCELLING, FAILED, FINAL, IDLE, LIVE, QUEUED, RUNNING, SUCCEEDED, log
 from ._subscribe import BuildEvent, subscribe
@@ -79,6 +79,7 @@ class BuildArgs(BuildOptionsDict, total=False):
 # writing output=: added here).
 AFTER_PHASE = "Serializing and saving the engine"
 FRAME_PHASES = frozenset([*BEFORE_PHASES.values(), START_PHASE, AFTER_PHASE])
+FRAMING = Framing(AFTER_PHASE, FRAME_PHASES)  # for a runner whose events TensorRT makes here (``Runner.framed``)
 TIMING_COLUMNS = ["id", "name", "parent", "depth", "step", "num_steps", "start_s", "end_s", "duration_s", "status"]
 
 
@@ -97,7 +98,7 @@ class Build(Waiting):
 
     def __init__(
         self,
-        model: ModelLike,
+        model: ModelLike | ModelSource,
         *,
         events: Sink | None = None,
         history: HistorySetting = True,
@@ -106,6 +107,9 @@ class Build(Waiting):
         runner: Runner | None = None,
         **options: Unpack[BuildOptionsDict],
     ) -> None:
+        """The one constructor of every kind of build: ``runner`` (a recording's, a server's, the user's code...)
+        says where the engine comes from; ``model`` may be a :class:`ModelSource` that runner reads."""
+        super().__init__()
         self.options = BuildOptions.from_kwargs(**options)  # unknown names: TypeError with "did you mean"
         self.source = ModelSource.of(model)
         sink_path = events if isinstance(events, (str, os.PathLike)) else None
@@ -123,7 +127,8 @@ class Build(Waiting):
                     expand_user(sink_path)
                 ):
                     raise ValueError(f"events= and {name}= are the same file ({other}): choose another events file")
-        check_options(self.options)
+        if runner is None or runner.local:  # this process's TensorRT builds: its API checks the options now
+            check_options(self.options)
         if self.options.output:  # found now, not after the build: OSError naming the path and the reason
             check_writable(self.options.output, "output=")
         if self.options.isolation == "process" or runner is not None:
@@ -132,34 +137,8 @@ class Build(Waiting):
             check_transferable(self.source, self.options.configure)  # what cannot reach a builder fails here
             if runner is None:
                 pool.prewarm()
-        self._assemble(
-            source=self.source,
-            options=self.options,
-            runner=runner if runner is not None else runner_for(self.options),
-            clock=clock,
-            events=events,
-            history=history,
-            resources=resources,
-        )
-
-    def _assemble(
-        self,
-        *,
-        source: ModelSource,
-        options: BuildOptions,
-        runner: Runner,
-        clock: Callable[[], float],
-        events: Any,
-        history: Any,
-        resources: bool,
-    ) -> None:
-        """Set up a build of ``source`` with ``options`` on ``runner``: the one way every kind of build (a model,
-        a recording, a build on a server) is put together, once its parts are known and validated."""
-        Waiting.__init__(self)
-        self.source = source
-        self.options = options
-        self.runner = runner
-        self.model = PhaseModel(clock)
+        self.runner: Runner = runner if runner is not None else runner_for(self.options)
+        self.model = PhaseModel(clock, FRAMING if self.runner.framed else None)
         self._clock = clock
         self._cancel = threading.Event()
         self._status = IDLE
@@ -168,7 +147,7 @@ class Build(Waiting):
         self.cancel_info: dict[str, Any] | None = None  # {"phase": name, "requested_at_s": t} once stopped
         self._engine: bytes | None = None
         self._written: WrittenFile | None = None  # output= holds the engine, not yet read into this process
-        self._recorded_engine_size: int | None = None  # a replay's: the recording names a size, holds no bytes
+        self._reported_engine_size: int | None = None  # the runner's, for an engine it does not hand over
         self.error: BuildError | None = None
         self.logger = CaptureLogger(self.options.verbose, clock)
         self._thread: threading.Thread | None = None
@@ -177,13 +156,6 @@ class Build(Waiting):
         self._on_start: list[Callable[[Build], None]] = []
         self._force = threading.Event()  # process isolation: terminate the builder process now
         self.child_pid: int | None = None  # process isolation: the builder process, once known
-        # the time TensorRT reports no phases for, as phases of their own (a replay or a server's build has them
-        # in its events already)
-        self._framed = runner.name not in ("replay", "remote")
-        self._post_open = False
-        self._closing = False  # _finish closes what is still open: no new phase then
-        if self._framed:
-            self.model.subscribe(self._frame, steps=False)
         self.history: Any = None  # a history link (ETA, deltas) when history is on
         self.resources: Any = None  # a resource sampler when resources is on
         if events is not None:
@@ -210,17 +182,14 @@ class Build(Waiting):
         clock = ReplayClock()
         first = next((e for e in events if e["event"] == "build_start"), {})
         where = str(recording) if isinstance(recording, (str, os.PathLike)) else "a recording"
-        build = cls.__new__(cls)
-        build._assemble(
-            source=ModelSource("recording", where, f"replay of {first.get('model') or where}"),
-            options=BuildOptions.from_kwargs(isolation="thread"),
+        return Build(
+            ModelSource("recording", where, f"replay of {first.get('model') or where}"),
             runner=ReplayRunner(events, clock, speed),
             clock=clock,
-            events=None,
             history=False,
             resources=False,
+            isolation="thread",
         )
-        return build
 
     # -- state ---------------------------------------------------------------------------------------
     @property
@@ -244,10 +213,11 @@ class Build(Waiting):
 
     @property
     def engine_size(self) -> int | None:
-        """The engine's size in bytes (for a replay: the recorded engine's); None when there is none."""
+        """The engine's size in bytes (for a replay, a watched or relayed build: the size its runner reported); None
+        when there is none."""
         if self._written is not None:
             return self._written.size
-        return len(self._engine) if self._engine else self._recorded_engine_size
+        return len(self._engine) if self._engine else self._reported_engine_size
 
     @property
     def status(self) -> str:
@@ -413,7 +383,7 @@ class Build(Waiting):
             self.status_detail = f"{self.status_detail}; {sentence}" if self.status_detail else sentence
 
     def _on_engine_size(self, size: int) -> None:
-        self._recorded_engine_size = size
+        self._reported_engine_size = size
 
     def _on_pid(self, pid: int | None) -> None:
         self.child_pid = pid
@@ -440,23 +410,6 @@ class Build(Waiting):
     def _execute(self) -> bytes | EngineFile | None:
         return self.runner.run(self._context())
 
-    def _frame(self, event: str, phase: Any) -> None:
-        """TensorRT's last top-level phase ending starts the 'after' phase (the builder reports the 'before' one)."""
-        if phase.depth != 0 or phase.name in FRAME_PHASES:
-            return
-        if event == "phase_start" and self._post_open:  # another top-level TensorRT phase: not the end after all
-            self._post_open = False
-            self.model.phase_finish(AFTER_PHASE)
-        elif (
-            event == "phase_finish"
-            and phase.status != CANCELLED
-            and not self._closing
-            and not self.model.running_count()
-        ):
-            self._post_open = True
-            ended = phase.end_s if phase.end_s is not None else self.model.now()
-            self.model.phase_start(AFTER_PHASE, None, 0, at=self._clock() - max(self.model.now() - ended, 0.0))
-
     def _run(self) -> None:
         engine: bytes | WrittenFile | None = None
         error: BuildError | None = None
@@ -472,9 +425,8 @@ class Build(Waiting):
                         f"{exc}. It is kept in memory: build.engine holds it and build.save(path) "
                         "writes it elsewhere"
                     ) from exc
-            if engine is not None and self._post_open:
-                self._post_open = False
-                self.model.phase_finish(AFTER_PHASE)
+            if engine is not None:
+                self.model.end_after()
         except BuildError as exc:
             error = exc
         except KeyboardInterrupt:  # Ctrl-C in a network function running on this thread: a cancel, not a failure
@@ -497,7 +449,6 @@ class Build(Waiting):
     def _finish(self, engine: bytes | WrittenFile | None, error: BuildError | None) -> None:
         if self._timer is not None:
             self._timer.cancel()
-        self._closing = True
         self.model.close_all(PHASE_FAILED if error is not None else FINISHED_EARLY if engine is not None else CANCELLED)
         with self._condition:
             self._ended_s = self.model.now()

@@ -59,16 +59,30 @@ class Phase:
         }
 
 
+@dataclass(frozen=True)
+class Framing:
+    """The rows trt_widget adds where TensorRT reports no phase: ``after`` opens when TensorRT's last top-level
+    phase ends (and closes when another starts, or at :meth:`PhaseModel.end_after`); ``own`` names every framing
+    row (the builder's "before" rows, the process start-up, ``after``), which never open or close ``after``."""
+
+    after: str
+    own: frozenset[str]
+
+
 class PhaseModel:
     """Thread-safe record of phase instances. Callbacks never raise on odd sequences.
 
     A parent name resolves to the newest *active* instance of that name; a step or finish resolves to the
     newest active instance of its name (a late step for a finished phase updates the newest finished one).
-    Memory grows with phase instances, never with steps.
+    Memory grows with phase instances, never with steps. With ``framing``, the model itself adds the "after"
+    row (see :class:`Framing`): the one place it is made, never a listener writing back.
     """
 
-    def __init__(self, clock: Clock = time.perf_counter) -> None:
+    def __init__(self, clock: Clock = time.perf_counter, framing: Framing | None = None) -> None:
         self._clock = clock
+        self.framing = framing
+        self._after: Phase | None = None  # the open "after" row
+        self._closed = False  # close_all ran: the build ended, no "after" row opens now
         self._t0 = clock()
         self._lock = threading.Lock()
         self._phases: list[Phase] = []
@@ -122,6 +136,8 @@ class PhaseModel:
         parent_thread: int | None = None,
     ) -> Phase:
         """A phase instance starts; ``parent_thread`` (default ``thread``) picks among same-named parents."""
+        if self._after is not None and parent_name is None and self._frames(name):
+            self.end_after()  # another top-level TensorRT phase: not the end after all
         with self._lock:
             parent = None
             if parent_name is not None:
@@ -185,12 +201,51 @@ class PhaseModel:
                 status = ended
             self._close(phase, status, at)
             self.last_event_s = phase.end_s
+            after = self._open_after(phase)
         self._notify("phase_finish", phase)
+        if after is not None:
+            self._notify("phase_start", after)
         return phase
+
+    def _frames(self, name: str) -> bool:
+        """True when a top-level phase ``name`` is TensorRT's, so framing rows follow it."""
+        return self.framing is not None and name not in self.framing.own
+
+    def _open_after(self, ended: Phase) -> Phase | None:
+        """Open the "after" row (lock held) when ``ended`` was TensorRT's last running top-level phase."""
+        if (
+            self.framing is None
+            or ended.depth != 0
+            or not self._frames(ended.name)
+            or ended.status == CANCELLED
+            or self._closed
+            or self._running
+            or self._after is not None
+        ):
+            return None
+        name = self.framing.after
+        after = Phase(id=len(self._phases), name=name, parent=None, depth=0, num_steps=0, start_s=ended.end_s or 0.0)
+        self._phases.append(after)
+        self._active.setdefault(name, []).append(after)
+        self._newest[name] = after
+        self._running[after.id] = after
+        self._dirty.add(after.id)
+        self.version += 1
+        self.structure_version += 1
+        self._after = after
+        return after
+
+    def end_after(self) -> Phase | None:
+        """Close the open "after" row (the engine is in place, or TensorRT started another phase)."""
+        if self._after is None or self.framing is None:
+            return None
+        self._after = None
+        return self.phase_finish(self.framing.after)
 
     def close_all(self, status: str = CANCELLED) -> list[Phase]:
         """End every running phase (build cancelled or failed) so no phase is left open."""
         with self._lock:
+            self._closed, self._after = True, None
             closed = list(self._running.values())
             for phase in closed:
                 self._close(phase, status)

@@ -313,7 +313,7 @@ def summary_rows(build: Any) -> list[tuple[int, str, int, float]]:
     for depth, group, count in tree_lines(rows, float("inf")):
         if depth <= 1:
             out.append((depth, group[0]["name"], count, sum(r["duration_s"] or 0.0 for r in group)))
-    return out  # the time outside TensorRT's phases is in phases of its own (see Build._frame)
+    return out  # the time outside TensorRT's phases is in phases of its own (see PhaseModel.framing)
 
 
 def slowest_leaf(build: Any) -> dict[str, Any] | None:

@@ -31,7 +31,6 @@ from typing import Any
 from .._build import Build
 from .._engine import ModelSource
 from .._errors import BuildCancelled, BuildError
-from .._options import BuildOptions
 from .._status import LIVE, log
 from ..runners import RunContext, apply_event
 from ._child import ENV_SOCKET
@@ -79,11 +78,12 @@ sys.modules[__name__] = _bindings
 class RelayRunner:
     """The runner of a build in the command's process: feeds its streamed events into the build here."""
 
-    name = "remote"  # the events come framed from the command's process: Build adds no frame phases here
+    name = "relay"
+    framed = False  # the events come framed from the command's process
+    local = False  # the command's own TensorRT builds
 
     def __init__(self) -> None:
         self.events: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()  # None: the process ended
-        self.engine_size: int | None = None
 
     def run(self, ctx: RunContext) -> bytes | None:
         names: dict[int, str] = {}
@@ -98,7 +98,8 @@ class RelayRunner:
                 status = event.get("status")
                 if status == "succeeded":
                     size = event.get("engine_bytes")
-                    self.engine_size = size if isinstance(size, int) else None
+                    if isinstance(size, int) and not isinstance(size, bool) and size >= 0:
+                        ctx.on_engine_size(size)
                     return b""
                 if status == "cancelled":
                     ctx.note(str(event.get("detail") or "cancelled in the command"))
@@ -120,19 +121,13 @@ class RelayedBuild(Build):
         self.method = f"pid {self.pid}: {start.get('method', 'build')}"
         self.interrupted = False
         label = str(start.get("model") or "network")
-        self._assemble(
-            source=ModelSource("network", label.encode(), label),
-            options=BuildOptions.from_kwargs(isolation="thread"),
+        super().__init__(
+            ModelSource("network", label.encode(), label),
             runner=self.relay,
-            clock=time.perf_counter,
-            events=None,
             history=False,
             resources=False,
+            isolation="thread",
         )
-
-    @property
-    def engine_size(self) -> int | None:
-        return self.relay.engine_size
 
 
 def inject_dir(directory: Path) -> None:

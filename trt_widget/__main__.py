@@ -31,9 +31,12 @@ from dataclasses import dataclass
 from difflib import get_close_matches
 from importlib import import_module
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ._files import expand_user
+
+if TYPE_CHECKING:
+    from ._build import Build
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BUDGET, EXIT_INTERRUPTED = 0, 1, 2, 124, 130
 
@@ -412,7 +415,7 @@ def _check_files(args: argparse.Namespace, output: str | None) -> None:
                 raise _InputError(f"cannot write {exc}") from None
 
 
-def _write_files(build: Any, args: argparse.Namespace) -> bool:
+def _write_files(build: Build, args: argparse.Namespace) -> bool:
     """Write the --report / --trace files; False (after saying why on stderr) when one cannot be written."""
     ok = True
     for flag, path, method in (("--report", args.report, "to_html"), ("--trace", args.trace, "to_trace")):

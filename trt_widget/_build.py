@@ -32,9 +32,21 @@ from ._files import (
 )
 from ._gpu import memory_skip_note
 from ._options import BuildOptions, BuildOptionsDict
-from ._phases import CANCELLED, FINISHED_EARLY, Framing, PhaseModel
+from ._phases import CANCELLED, FINISHED_EARLY, Framing, PhaseModel, PhaseRow
 from ._phases import FAILED as PHASE_FAILED
-from ._status import BUILD_STATUSES, CANCELLING, FAILED, FINAL, IDLE, LIVE, QUEUED, RUNNING, SUCCEEDED, log
+from ._status import (
+    BUILD_STATUSES,
+    CANCELLING,
+    FAILED,
+    FINAL,
+    IDLE,
+    LIVE,
+    QUEUED,
+    RUNNING,
+    SUCCEEDED,
+    BuildStatus,
+    log,
+)
 from ._subscribe import BuildEvent, subscribe
 from ._waiting import Waiting
 from .runners import START_PHASE, EngineFile, Recording, RunContext, Runner, runner_for
@@ -42,6 +54,7 @@ from .runners import START_PHASE, EngineFile, Recording, RunContext, Runner, run
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack from Python 3.11
 
+    from ._events import EventStream
     from .history import HistoryStore
 
 __all__ = ["BUILD_STATUSES", "FINAL", "Build", "BuildArgs", "HistorySetting"]
@@ -158,6 +171,7 @@ class Build(Waiting):
         self.child_pid: int | None = None  # process isolation: the builder process, once known
         self.history: Any = None  # a history link (ETA, deltas) when history is on
         self.resources: Any = None  # a resource sampler when resources is on
+        self.events: EventStream | None = None  # the events= stream, when given
         if events is not None:
             from ._events import attach_events
 
@@ -220,7 +234,7 @@ class Build(Waiting):
         return len(self._engine) if self._engine else self._reported_engine_size
 
     @property
-    def status(self) -> str:
+    def status(self) -> BuildStatus:
         """One of idle, queued (waiting for a builder slot or worker), running, cancelling, succeeded, cancelled,
         failed."""
         return self._status
@@ -256,7 +270,7 @@ class Build(Waiting):
         """TensorRT warnings and errors only."""
         return list(self.logger.problems)
 
-    def timings(self) -> list[dict[str, Any]]:
+    def timings(self) -> list[PhaseRow]:
         """Per phase instance: id, name, parent (id or None), depth, start_s, end_s, duration_s, step, ..."""
         return self.model.timings()
 

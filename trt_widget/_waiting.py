@@ -14,10 +14,13 @@ import time
 from collections.abc import Callable, Generator
 from concurrent.futures import Future
 from concurrent.futures._base import FINISHED
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._errors import BuildCancelled, BuildError
-from ._status import FINAL, IDLE, log
+from ._status import FINAL, IDLE, BuildStatus, log
+
+if TYPE_CHECKING:
+    from typing_extensions import Self  # typing.Self from Python 3.11
 
 WAKE_S = 0.1  # how often a waiter wakes: Python handles a SIGINT only when the main thread runs
 
@@ -25,7 +28,7 @@ WAKE_S = 0.1  # how often a waiter wakes: Python handles a SIGINT only when the 
 class Waiting(Future[bytes]):
     """``wait()``, ``await build``, ``result()``, ``exception()`` over the Future's state and condition."""
 
-    _status: str
+    _status: BuildStatus
     _thread: threading.Thread | None
     _done_callbacks: list[Callable[[Future[bytes]], object]]  # the Future's own list
     engine: bytes | None
@@ -60,21 +63,21 @@ class Waiting(Future[bytes]):
             self._settled = True
             self._condition.notify_all()
 
-    def add_done_callback(self, fn: Callable[[Future[bytes]], object]) -> None:
+    def add_done_callback(self, fn: Callable[[Self], object]) -> None:
         """Call ``fn(build)`` once the build has ended (at once if it has), as ``Future.add_done_callback``; it
         runs on the builder's thread, and an exception in ``fn`` (even SystemExit) is logged to the
         ``trt_widget`` logger: ``wait()`` still returns and the other callbacks still run."""
 
-        def guarded(build: Future[bytes]) -> None:
+        def guarded(_future: Future[bytes]) -> None:
             try:
-                fn(build)
+                fn(self)
             except BaseException:
-                log.exception("exception calling done callback %r for %r", fn, build)
+                log.exception("exception calling done callback %r for %r", fn, self)
 
         super().add_done_callback(guarded)
 
     # -- waiting ---------------------------------------------------------------------------------------
-    def wait(self, timeout: float | None = None) -> str:
+    def wait(self, timeout: float | None = None) -> BuildStatus:
         """Block until the build ends (or ``timeout`` s pass) and return the status; never raises the build's error.
 
         A KeyboardInterrupt while waiting asks the build to cancel, then re-raises at once. Before
@@ -98,7 +101,7 @@ class Waiting(Future[bytes]):
             # a fresh one, raised here: its traceback ends at this wait(), not in threading's lock internals
             raise KeyboardInterrupt("wait() was interrupted: the build was asked to stop") from None
 
-    async def wait_async(self, poll: float = WAKE_S) -> str:
+    async def wait_async(self, poll: float = WAKE_S) -> BuildStatus:
         """Await the end of the build without blocking the event loop (widget messages get through) and return the
         status; never raises the build's error. Woken by the end; it also wakes every ``poll`` s, so that a kernel
         interrupt's SIGINT, which may land on another thread, is handled while it awaits.

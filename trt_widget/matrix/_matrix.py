@@ -256,7 +256,7 @@ class BuildMatrix:
 
     def counts(self) -> dict[str, int]:
         """How many builds have each status."""
-        counter = collections.Counter(b.status for b in self.builds)
+        counter: collections.Counter[str] = collections.Counter(b.status for b in self.builds)
         return dict(counter)
 
     # -- control -------------------------------------------------------------------------------------

@@ -55,7 +55,9 @@ class ModelSource:
     hint: str = ""  # how to pass a model with external data here, when the default advice does not fit
 
     @classmethod
-    def of(cls, model: ModelLike | Any) -> ModelSource:
+    def of(cls, model: ModelLike | ModelSource | Any) -> ModelSource:
+        if isinstance(model, ModelSource):  # a source a runner reads (a recording, a server's build, user code)
+            return model
         if isinstance(model, (str, os.PathLike)):
             path = str(expand_user(model))
             return cls("path", path, str(model), os.path.dirname(os.path.abspath(path)))

@@ -7,11 +7,15 @@ import difflib
 import itertools
 import threading
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._files import expand_user
 from .._follow import path_label, running_path
+
+if TYPE_CHECKING:
+    from .._build import Build
 
 KEEP = 32  # builds remembered; the oldest finished ones are forgotten first
 MAX_CONCURRENT = 2  # builds at once; more wait, "queued", in the order they came (each builder takes ~150 MiB)
@@ -47,7 +51,7 @@ def _clip(text: str, limit: int = _TEXT_LIMIT) -> str:
 
 
 class _Entry:
-    def __init__(self, build_id: str, build: Any, model: str) -> None:
+    def __init__(self, build_id: str, build: Build, model: str) -> None:
         self.id = build_id
         self.build = build
         self.model = model
@@ -136,7 +140,7 @@ class BuildRegistry:
             raise BadInput(f"no build with id {build_id!r}{hint}")
         return entry
 
-    def id_of(self, build: Any) -> str:
+    def id_of(self, build: Build) -> str:
         with self._lock:
             return next(e.id for e in self._entries.values() if e.build is build)
 
@@ -197,7 +201,7 @@ class BuildRegistry:
         }
 
 
-def top_phases(rows: list[dict[str, Any]], count: int) -> list[dict[str, Any]]:
+def top_phases(rows: Sequence[Mapping[str, Any]], count: int) -> list[dict[str, Any]]:
     """Phase names by self time (time not spent in a child phase), over their finished instances."""
     children: dict[int, float] = {}
     for row in rows:
@@ -215,7 +219,7 @@ def top_phases(rows: list[dict[str, Any]], count: int) -> list[dict[str, Any]]:
     return [{"name": name, "self_s": round(s, 3), "instances": int(n)} for name, (s, n) in best]
 
 
-def _comparison(build: Any, count: int) -> dict[str, Any] | None:
+def _comparison(build: Build, count: int) -> dict[str, Any] | None:
     """This build against the newest succeeded build with the same model and options (its history match)."""
     link = getattr(build, "history", None)
     if link is None:

@@ -117,6 +117,8 @@ class ProcessRunner:
     """Runs the builder in a pooled worker process (the default ``isolation="process"``)."""
 
     name = "process"
+    framed = True
+    local = True
 
     def run(self, ctx: RunContext) -> bytes | EngineFile | None:
         try:

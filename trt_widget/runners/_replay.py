@@ -226,6 +226,8 @@ class ReplayRunner:
     """Feeds recorded events into the build's phase model and logger; Stop ends the replay."""
 
     name = "replay"
+    framed = False  # the recording has the framing rows of the build it recorded
+    local = False
 
     def __init__(
         self,

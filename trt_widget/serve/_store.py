@@ -25,10 +25,13 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._files import atomic_write, expand_user
 from .._status import FINAL, SUCCEEDED, log
+
+if TYPE_CHECKING:
+    from .._build import Build
 
 ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{22}$")  # secrets.token_urlsafe(16)
 META, EVENTS, ENGINE, UPLOAD = "meta.json", "events.jsonl", "engine.bin", "model.onnx"
@@ -61,7 +64,7 @@ class BuildRecord:
         self.id = build_id
         self.dir = store.root / build_id
         self.meta = meta  # id, name, created, options; status, detail, ... once final
-        self.build: Any = None  # the live Build
+        self.build: Build | None = None  # the live Build
         self.final = meta.get("status") in FINAL
         self.subscribers = 0  # open SSE streams (event-loop thread only)
         self._lock = threading.Lock()
@@ -367,7 +370,7 @@ class BuildStore:
     def launch(
         self,
         build_id: str,
-        build: Any,
+        build: Build,
         *,
         name: str,
         options: dict[str, Any],

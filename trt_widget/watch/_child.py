@@ -22,7 +22,10 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._build import WatchedBuild
 
 ENV_SOCKET = "TRT_WIDGET_RUN_SOCKET"
 ABSTRACT = "@"  # an ENV_SOCKET address in Linux's abstract namespace (an environment variable holds no NUL byte)
@@ -149,7 +152,7 @@ def _drain(timeout: float = 5.0) -> None:
                 stream.join(max(0.0, deadline - time.monotonic()))
 
 
-def _stream(build: Any) -> None:
+def _stream(build: WatchedBuild) -> None:
     """Stream one caught build's events to the parent (on the events writer thread; never raises)."""
     from .._events import attach_events
 
@@ -159,7 +162,7 @@ def _stream(build: Any) -> None:
     attach_events(build, _writer(n, build))
 
 
-def _writer(n: int, build: Any) -> Callable[[dict[str, Any]], None]:
+def _writer(n: int, build: WatchedBuild) -> Callable[[dict[str, Any]], None]:
     def write(event: dict[str, Any]) -> None:
         event = {"build": n, **event}
         if event["event"] == "build_start":

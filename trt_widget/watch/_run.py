@@ -36,7 +36,6 @@ from .._build import Build
 from .._engine import ModelSource
 from .._errors import BuildCancelled, BuildError
 from .._leftovers import private_dir
-from .._options import BuildOptions
 from .._python import parent_path, python_command
 from .._status import LIVE, log
 from ..runners import RecordingError, RunContext, apply_event, check_event
@@ -93,11 +92,12 @@ sys.modules[__name__] = _bindings
 class RelayRunner:
     """The runner of a build in the command's process: feeds its streamed events into the build here."""
 
-    name = "remote"  # the events come framed from the command's process: Build adds no frame phases here
+    name = "relay"
+    framed = False  # the events come framed from the command's process
+    local = False  # the command's own TensorRT builds
 
     def __init__(self) -> None:
         self.events: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()  # None: the process ended
-        self.engine_size: int | None = None
 
     def run(self, ctx: RunContext) -> bytes | None:
         names: dict[int, str] = {}
@@ -112,7 +112,8 @@ class RelayRunner:
                 status = event.get("status")
                 if status == "succeeded":
                     size = event.get("engine_bytes")
-                    self.engine_size = size if isinstance(size, int) else None
+                    if isinstance(size, int) and not isinstance(size, bool) and size >= 0:
+                        ctx.on_engine_size(size)
                     return b""
                 if status == "cancelled":
                     ctx.note(str(event.get("detail") or "cancelled in the command"))
@@ -134,19 +135,13 @@ class RelayedBuild(Build):
         self.method = f"pid {self.pid}: {start.get('method', 'build')}"
         self.interrupted = False
         label = str(start.get("model") or "network")[:MAX_NAME]
-        self._assemble(
-            source=ModelSource("network", label.encode(), label),
-            options=BuildOptions.from_kwargs(isolation="thread"),
+        super().__init__(
+            ModelSource("network", label.encode(), label),
             runner=self.relay,
-            clock=time.perf_counter,
-            events=None,
             history=False,
             resources=False,
+            isolation="thread",
         )
-
-    @property
-    def engine_size(self) -> int | None:
-        return self.relay.engine_size
 
 
 def inject_dir(directory: Path) -> None:

@@ -1,0 +1,20 @@
+"""What the build produced: the engine's layers, precisions, tactics, fusions and memory (:class:`EngineReport`),
+read from TensorRT's own words: the build log's layer record, the inspector's JSON, or a recording."""
+
+from ._collect import EngineLog, engine_line
+from ._layer import MAX_LAYERS, MEMORY_KEYS, EngineLayer, EngineTensor, display, tactic_hex
+from ._model import EngineReport, EngineReportDiff, LayerChange
+
+__all__ = [
+    "MAX_LAYERS",
+    "MEMORY_KEYS",
+    "EngineLayer",
+    "EngineLog",
+    "EngineReport",
+    "EngineReportDiff",
+    "EngineTensor",
+    "LayerChange",
+    "display",
+    "engine_line",
+    "tactic_hex",
+]

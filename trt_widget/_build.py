@@ -36,6 +36,7 @@ from ._phases import FAILED as PHASE_FAILED
 from ._status import BUILD_STATUSES, CANCELLING, FAILED, FINAL, IDLE, LIVE, QUEUED, RUNNING, SUCCEEDED, log
 from ._subscribe import BuildEvent, subscribe
 from ._waiting import Waiting, _quietly
+from .engine import EngineLog, EngineReport, report_of
 from .runners import START_PHASE, EngineFile, Recording, RunContext, Runner, runner_for
 
 if TYPE_CHECKING:
@@ -172,6 +173,9 @@ class Build(Waiting):
         self._recorded_engine_size: int | None = None  # a replay's: the recording names a size, holds no bytes
         self.error: BuildError | None = None
         self.logger = CaptureLogger(self.options.verbose, clock)
+        if self.options.engine_report:
+            self.logger.engine_log = EngineLog()
+        self._engine_report: tuple[EngineReport | None, str] | None = None
         self._thread: threading.Thread | None = None
         self._timer: threading.Timer | None = None
         self._ended_s: float | None = None
@@ -251,6 +255,25 @@ class Build(Waiting):
         if self._written is not None:
             return self._written.size
         return len(self._engine) if self._engine else self._recorded_engine_size
+
+    @property
+    def engine_report(self) -> EngineReport | None:
+        """What the engine holds: its layers, precisions, tactics, fused ONNX nodes and memory, read from TensorRT's
+        log (:class:`trt_widget.EngineReport`); None where TensorRT gave none (:attr:`engine_report_reason` says
+        why). Read once, on first use after the build ended."""
+        return self._read_engine_report()[0]
+
+    @property
+    def engine_report_reason(self) -> str:
+        """Why :attr:`engine_report` is None ("" where there is one)."""
+        return self._read_engine_report()[1]
+
+    def _read_engine_report(self) -> tuple[EngineReport | None, str]:
+        if not self._done.is_set():
+            return None, "the build has not ended"
+        if self._engine_report is None:
+            self._engine_report = report_of(self, self.logger.engine_log, self.options, self.source.label)
+        return self._engine_report
 
     @property
     def status(self) -> str:

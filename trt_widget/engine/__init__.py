@@ -1,7 +1,7 @@
 """What the build produced: the engine's layers, precisions, tactics, fusions and memory (:class:`EngineReport`),
 read from TensorRT's own words: the build log's layer record, the inspector's JSON, or a recording."""
 
-from ._collect import EngineLog, engine_line
+from ._collect import EngineLog, engine_line, report_of
 from ._layer import MAX_LAYERS, MEMORY_KEYS, EngineLayer, EngineTensor, display, tactic_hex
 from ._model import EngineReport, EngineReportDiff, LayerChange
 
@@ -16,5 +16,6 @@ __all__ = [
     "LayerChange",
     "display",
     "engine_line",
+    "report_of",
     "tactic_hex",
 ]

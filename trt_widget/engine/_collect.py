@@ -4,6 +4,7 @@ nothing else (a VERBOSE build logs thousands of lines; these are a few)."""
 from __future__ import annotations
 
 import threading
+from typing import Protocol
 
 from ._model import EngineReport
 
@@ -75,3 +76,44 @@ class EngineLog:
                     )
                 self._report, self._parsed = report, True
             return self._report
+
+
+class _BuildLike(Protocol):
+    """What :func:`report_of` reads of a ``Build``."""
+
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def engine_size(self) -> int | None: ...
+
+
+def report_of(
+    build: _BuildLike, log: EngineLog | None, options: object, source: str
+) -> tuple[EngineReport | None, str]:
+    """A finished build's report and, where there is none, why: ``(report, "")`` or ``(None, reason)``."""
+    if not getattr(options, "engine_report", True):
+        return None, "engine_report=False: the layer record was not kept"
+    if build.status != "succeeded":
+        return None, f"the build {build.status if build.status != 'idle' else 'has not started'}: no engine"
+    report = log.report(source) if log is not None else None
+    if report is None:
+        verbosity = getattr(options, "profiling_verbosity", None)
+        if verbosity is not None and str(verbosity).lower() not in ("detailed",):
+            return None, f"profiling_verbosity={verbosity!r}: TensorRT prints the layer record only with 'detailed'"
+        return None, "TensorRT printed no layer record in this build's log"
+    size = build.engine_size
+    memory = dict(report.memory)
+    if memory.get("engine_size") is None and size:
+        memory["engine_size"] = size
+    notes = report.notes
+    verbosity = getattr(options, "profiling_verbosity", None)
+    if verbosity is not None and str(verbosity).lower() != "detailed":
+        notes = (
+            *notes,
+            f"profiling_verbosity={verbosity!r}: TensorRT printed the coarse record; 'detailed' lists kernels",
+        )
+    report = EngineReport(
+        report.layers, memory, report.source, report.form, report.total_layers, report.bindings, notes
+    )
+    return report, ""

@@ -5,6 +5,7 @@
                               [--shapes input:1x3x224x224 | --min-shapes ... --opt-shapes ... --max-shapes ...]
                               [--report build.html] [--trace build.json]   # every build option: docs/options.md
   trt-widget demo [--blocks N] [same options]    # builds a generated deep residual model
+  trt-widget inspect FILE [--json]               # an engine's layers, precisions, tactics (a log, JSON, recording)
   trt-widget serve [--host H] [--port P] [--token T | --token-file F] [--data DIR] ...   # a build service
   trt-widget matrix a.onnx [b.onnx ...] --opt-level 0 3 5 [--executor ray] [--json]   # see _matrix_cli.py
   trt-widget mcp [--http] [--port P] [--token-file F]   # builds as MCP tools for agents (docs/agents.md)
@@ -104,7 +105,7 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(
         dest="command",
-        metavar="{build,demo,view,serve,matrix,trtexec,mcp,lsp,run}",
+        metavar="{build,demo,view,inspect,serve,matrix,trtexec,mcp,lsp,run}",
         parser_class=argparse.ArgumentParser,
     )
     build = commands.add_parser(
@@ -136,6 +137,15 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
     view.add_argument("--plain", action="store_true", help="plain lines even in a terminal")
     for flag in ("--report", "--trace"):
         view.add_argument(flag, metavar="F", help=f"write the replayed build's {flag[2:]} file")
+    inspect = commands.add_parser(
+        "inspect",
+        help="show what an engine holds: layers, precisions, tactics, fusions, memory (a log, JSON or recording)",
+        description="The engine report of a TensorRT log (a verbose build, trtexec --dumpLayerInfo), a trtexec "
+        "--exportLayerInfo JSON, or a trt_widget recording (--json / events=).",
+    )
+    from .engine import cli_arguments
+
+    cli_arguments(inspect)
     commands.add_parser(
         "trtexec",
         help="build from trtexec's arguments as written: trt-widget trtexec --onnx=m.onnx --saveEngine=m.engine ...",
@@ -212,7 +222,7 @@ def _main(argv: list[str], whole_process: bool) -> int:
     if args.command is None:
         parser.print_usage(sys.stderr)
         print(
-            "trt-widget: error: choose a command: build, demo, view, serve, matrix, trtexec, mcp or lsp",
+            "trt-widget: error: choose a command: build, demo, view, inspect, serve, matrix, trtexec, mcp or lsp",
             file=sys.stderr,
         )
         return EXIT_USAGE
@@ -230,6 +240,10 @@ def _main(argv: list[str], whole_process: bool) -> int:
         from .watch import cli_run
 
         return cli_run(args)
+    if args.command == "inspect":
+        from .engine import cli_inspect
+
+        return cli_inspect(args)
     try:
         return _view(args) if args.command == "view" else _run(args)
     except _UsageError as exc:

@@ -4,8 +4,10 @@ nothing else (a VERBOSE build logs thousands of lines; these are a few)."""
 from __future__ import annotations
 
 import threading
-from typing import Protocol
+from collections.abc import Mapping
+from typing import Protocol, cast
 
+from ._layer import JSON
 from ._model import EngineReport
 
 # The first characters and prefixes of the lines kept (checked on every log line TensorRT sends: cheap first)
@@ -39,6 +41,11 @@ class EngineLog:
         self._lock = threading.Lock()
         self._report: EngineReport | None = None
         self._parsed = False
+
+    def set_report(self, report: EngineReport | None) -> None:
+        """Use ``report`` as it is (a replay or a remote build: the recording's ``engine_report`` event)."""
+        with self._lock:
+            self._report, self._parsed, self._record = report, True, "recorded" if report is not None else ""
 
     def feed(self, message: str) -> None:
         """Keep ``message`` (one of :func:`engine_line`'s): the latest record replaces an earlier one."""
@@ -117,3 +124,45 @@ def report_of(
         report.layers, memory, report.source, report.form, report.total_layers, report.bindings, notes
     )
     return report, ""
+
+
+EVENT_MAX_BYTES = 900_000  # an event is one line of a recording, and a recording's line is at most 1 MiB
+
+
+class _EndedBuild(Protocol):
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def engine_report(self) -> EngineReport | None: ...
+
+    @property
+    def engine_report_reason(self) -> str: ...
+
+    @property
+    def elapsed_s(self) -> float: ...
+
+
+def report_event(build: _EndedBuild) -> dict[str, JSON] | None:
+    """The ``engine_report`` event of an ended build (None unless it succeeded): the report, bounded, or null with
+    the reason."""
+    if build.status != "succeeded":
+        return None
+    report = build.engine_report
+    return {
+        "event": "engine_report",
+        "report": report.to_dict(EVENT_MAX_BYTES) if report is not None else None,
+        "reason": build.engine_report_reason,
+        "t": build.elapsed_s,
+    }
+
+
+def apply_report_event(event: Mapping[str, object], log: EngineLog | None) -> None:
+    """Give a replayed or remote build the report its ``engine_report`` event carries."""
+    if log is None:
+        return
+    report = event.get("report")
+    try:
+        log.set_report(EngineReport.from_json(cast("dict[str, JSON]", report)) if isinstance(report, dict) else None)
+    except ValueError:
+        log.set_report(None)

@@ -166,17 +166,33 @@ class EngineReport:
         whole), so other tools read it."""
         return json.dumps({"Layers": [dict(layer.raw) for layer in self.layers], "Bindings": list(self.bindings)})
 
-    def to_dict(self) -> dict[str, JSON]:
+    def to_dict(self, max_bytes: int | None = None) -> dict[str, JSON]:
         """The report, JSON-ready and compact (each layer's summary fields; what events, the widget, the HTML report
-        and MCP carry). :meth:`from_json` reads it back; :meth:`to_json` has every field TensorRT printed."""
+        and MCP carry). :meth:`from_json` reads it back; :meth:`to_json` has every field TensorRT printed.
+
+        ``max_bytes``: keep the JSON about that small (an event is one line of a recording): text fields are cut to
+        1,000 characters and later layers left out, a note says so."""
+        layers: list[JSON] = []
+        notes = list(self.notes)
+        if max_bytes is None:
+            layers = [layer.to_dict() for layer in self.layers]
+        else:
+            used = 0
+            for index, layer in enumerate(self.layers):
+                item = _cut(layer.to_dict())
+                used += len(json.dumps(item)) + 2
+                if used > max_bytes:
+                    notes.append(f"the first {index:,} of {len(self.layers):,} layers are listed here (size limit)")
+                    break
+                layers.append(item)
         return {
-            "layers": [layer.to_dict() for layer in self.layers],
+            "layers": layers,
             "bindings": list(self.bindings),
             "memory": dict(self.memory),
             "source": self.source,
             "form": self.form,
             "total_layers": self.total_layers,
-            "notes": list(self.notes),
+            "notes": list[JSON](notes),
         }
 
     def diff(self, other: EngineReport) -> EngineReportDiff:
@@ -219,4 +235,17 @@ def _by_name(layers: Sequence[EngineLayer]) -> dict[str, EngineLayer]:
             n += 1
             key = f"{layer.name} #{n}"
         out[key] = layer
+    return out
+
+
+def _cut(item: dict[str, JSON], limit: int = 1000) -> dict[str, JSON]:
+    """A layer's dict with its text fields (and fused node names) cut to ``limit`` characters."""
+    out: dict[str, JSON] = {}
+    for key, value in item.items():
+        if isinstance(value, str) and len(value) > limit:
+            out[key] = value[:limit] + "…"
+        elif isinstance(value, list):
+            out[key] = [v[:limit] + "…" if isinstance(v, str) and len(v) > limit else v for v in value[:200]]
+        else:
+            out[key] = value
     return out

@@ -109,3 +109,54 @@ def test_the_terminal_prints_the_engine_summary_after_a_build(tmp_path: Path) ->
     assert any(line.startswith("  precision: FP32") for line in lines)
     quiet = _cli("demo", "--blocks", "4", "--plain", "--no-engine-report")
     assert quiet.returncode == 0 and not any(line.startswith("Engine: ") for line in quiet.stdout.splitlines())
+
+
+def test_the_html_report_has_the_engine_section_escaped(tmp_path: Path) -> None:
+    build = Build(models.deep_residual(4)).start()
+    build.wait()
+    page = build.to_html()
+    assert "<h2>Engine <small>" in page and "trt-engine-layers" in page
+    report = build.engine_report
+    assert report is not None and report.layers[1].name in page
+
+    from trt_widget.engine import engine_html
+
+    evil = EngineReport.from_text(
+        "Layers:\nName: <script>alert(1)</script>\x1b, LayerType: kgen, Inputs: [], Outputs: [], TacticName: k, "
+        "StreamId: 0, Metadata: "
+    )
+    html = engine_html(evil)
+    assert "<script>" not in html and "&lt;script&gt;" in html and "\x1b" not in html
+    assert "No engine report: engine_report=False" in engine_html(None, "engine_report=False")
+
+
+def test_the_matrix_compares_the_engines_of_its_variants() -> None:
+    from trt_widget import BuildMatrix
+
+    matrix = BuildMatrix([models.deep_residual(4), models.deep_residual(12)], variants=[{}])
+    matrix.start()
+    assert matrix.wait(300) == "done"
+    rows = matrix.engines()
+    table = rows.to_dict("records") if hasattr(rows, "to_dict") else rows
+    assert [r["build"] for r in table] == [0, 1]
+    assert all(r["layers"] and r["precision_mix"].startswith("FP32") for r in table)
+    assert table[0]["weights"] < table[1]["weights"]  # three times the blocks
+    compared = matrix.comparison()["builds"]
+    assert compared[1]["engine"]["layers"] == table[1]["layers"]
+
+
+def test_mcp_describes_the_engine(tmp_path: Path) -> None:
+    from trt_widget.mcp import BuildRegistry
+
+    path = tmp_path / "m.onnx"
+    path.write_bytes(models.to_bytes(models.deep_residual(4)))
+    builds = BuildRegistry()
+    build_id, build = builds.create(str(path))
+    build.start()
+    build.wait()
+    described = builds.describe(build_id)
+    assert described["status"] == "succeeded"
+    engine = described["engine"]
+    assert engine["layers"] > 0 and engine["precision_mix"] == {"FP32": engine["layers"]}
+    assert engine["memory"]["weights"] > 0
+    json.dumps(described)  # JSON-ready for the tool result

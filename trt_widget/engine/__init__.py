@@ -4,6 +4,7 @@ read from TensorRT's own words: the build log's layer record, the inspector's JS
 from ._cli import add_arguments as cli_arguments
 from ._cli import run as cli_inspect
 from ._collect import EngineLog, apply_report_event, engine_line, report_event, report_of
+from ._html import engine_html
 from ._layer import MAX_LAYERS, MEMORY_KEYS, EngineLayer, EngineTensor, display, tactic_hex
 from ._model import EngineReport, EngineReportDiff, LayerChange
 
@@ -20,6 +21,7 @@ __all__ = [
     "cli_arguments",
     "cli_inspect",
     "display",
+    "engine_html",
     "engine_line",
     "report_event",
     "report_of",

@@ -139,6 +139,19 @@ class EngineReport:
         lines += [f"  note: {display(note, 300)}" for note in self.notes]
         return "\n".join(lines)
 
+    def brief(self, largest: int = 5) -> dict[str, JSON]:
+        """The summary as JSON (for agents and tables): layer counts, precision mix, types, memory, the largest
+        layers and the notes; names escaped and cut."""
+        return {
+            "layers": len(self.layers),
+            "total_layers": self.total_layers,
+            "precision_mix": dict[str, JSON](self.precision_mix()),
+            "types": {display(k, 60): v for k, v in list(self.types().items())[:12]},
+            "memory": dict[str, JSON](self.memory),
+            "largest": [{"name": display(n, 120), "weights": c} for n, c in self.largest(largest)],
+            "notes": [display(n, 300) for n in self.notes],
+        }
+
     def layers_df(self) -> pandas.DataFrame:
         """One row per layer: name, type, precision, format, tactic, onnx_nodes, stream (needs pandas)."""
         import pandas as pd

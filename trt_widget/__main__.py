@@ -7,6 +7,7 @@
   trt-widget demo [--blocks N] [same options]    # builds a generated deep residual model
   trt-widget view build.jsonl [--speed X] [--report F] [--trace F]   # replays a recording (--json / events=)
   trt-widget trtexec --onnx=m.onnx --saveEngine=m.engine [trtexec's build arguments]   # see _trtexec.py
+  trt-widget inspect FILE [--json]               # an engine's layers, precisions, tactics (a log, JSON, recording)
   trt-widget serve [--host H] [--port P] [--token T | --token-file F] [--data DIR] ...   # a build service
   trt-widget matrix a.onnx [b.onnx ...] --opt-level 0 3 5 [--executor ray] [--json]   # see matrix/_cli.py
   trt-widget mcp [--http] [--port P] [--token-file F]   # builds as MCP tools for agents (docs/agents.md)
@@ -168,6 +169,14 @@ COMMANDS = (
         "(--executor ray). Engines are written only with -o DIR.",
         ".matrix:add_arguments",
         ".matrix:run",
+    ),
+    Command(
+        "inspect",
+        "show what an engine holds: layers, precisions, tactics, fusions, memory (a log, JSON or recording)",
+        "The engine report of a TensorRT log (a verbose build, trtexec --dumpLayerInfo), a trtexec "
+        "--exportLayerInfo JSON, or a trt_widget recording (--json / events=).",
+        ".engine:cli_arguments",
+        ".engine:cli_inspect",
     ),
     Command(
         "trtexec",

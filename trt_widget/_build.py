@@ -49,6 +49,7 @@ from ._status import (
 )
 from ._subscribe import BuildEvent, subscribe
 from ._waiting import Waiting
+from .engine import EngineLog, EngineReport, report_of
 from .runners import START_PHASE, EngineFile, Recording, RunContext, Runner, runner_for
 
 if TYPE_CHECKING:
@@ -167,6 +168,9 @@ class Build(Waiting):
         self._reported_engine_size: int | None = None  # the runner's, for an engine it does not hand over
         self.error: BuildError | None = None
         self.logger = CaptureLogger(self.options.verbose, clock)
+        if self.options.engine_report:
+            self.logger.engine_log = EngineLog()
+        self._engine_report: tuple[EngineReport | None, str] | None = None
         self._thread: threading.Thread | None = None
         self._timer: threading.Timer | None = None
         self._ended_s: float | None = None
@@ -238,6 +242,25 @@ class Build(Waiting):
         if self._written is not None:
             return self._written.size
         return len(self._engine) if self._engine else self._reported_engine_size
+
+    @property
+    def engine_report(self) -> EngineReport | None:
+        """What the engine holds: its layers, precisions, tactics, fused ONNX nodes and memory, read from TensorRT's
+        log (:class:`trt_widget.EngineReport`); None where TensorRT gave none (:attr:`engine_report_reason` says
+        why). Read once, on first use after the build ended."""
+        return self._read_engine_report()[0]
+
+    @property
+    def engine_report_reason(self) -> str:
+        """Why :attr:`engine_report` is None ("" where there is one)."""
+        return self._read_engine_report()[1]
+
+    def _read_engine_report(self) -> tuple[EngineReport | None, str]:
+        if not self.done():
+            return None, "the build has not ended"
+        if self._engine_report is None:
+            self._engine_report = report_of(self, self.logger.engine_log, self.options, self.source.label)
+        return self._engine_report
 
     @property
     def status(self) -> BuildStatus:

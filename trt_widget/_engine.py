@@ -26,6 +26,7 @@ from ._external_data import check_external_data, external_locations, file_locati
 from ._files import atomic_write, expand_user, open_lock_file, writable_target
 from ._options import PRECISION_FLAGS, TRT_SETTINGS, BuildOptions
 from ._verbose import TacticWatch, wanted
+from .engine import EngineLog, engine_line
 
 SEVERITIES = ("INTERNAL_ERROR", "ERROR", "WARNING", "INFO", "VERBOSE")
 
@@ -106,6 +107,7 @@ class CaptureLogger:
         self.tactics = TacticWatch()  # what a silent step is timing, from VERBOSE lines (kept or not)
         self.on_tactic_line: Callable[[str], None] | None = None  # a builder process forwards them
         self.problems: list[dict[str, Any]] = []  # WARNING and worse, capped below
+        self.engine_log: EngineLog | None = None  # set: the layer record and memory lines are kept (engine_report)
 
     def restart_clock(self) -> None:
         """Make t=0 now: call when the build actually starts."""
@@ -118,6 +120,10 @@ class CaptureLogger:
             if level == 4 and wanted(msg):
                 self.tactics.feed(msg, (self._clock() if at is None else min(at, self._clock())) - self._t0)
                 if self.on_tactic_line is not None:
+                    self.on_tactic_line(msg)
+            elif self.engine_log is not None and engine_line(msg):
+                self.engine_log.feed(msg)
+                if level == 4 and self.on_tactic_line is not None:  # a builder process forwards the record
                     self.on_tactic_line(msg)
             if level > self._max:
                 return
@@ -165,8 +171,8 @@ class _LogRouter(trt().ILogger):  # type: ignore[misc]
 
     def log(self, severity: Any, msg: str) -> None:
         # TensorRT sends every VERBOSE line (tens of thousands per build): drop them before any other work, but for
-        # the autotuner's lines that say what a silent step is timing (see _verbose.py).
-        if not self.any_verbose and int(severity) == 4 and not wanted(msg):
+        # the autotuner's lines that say what a silent step is timing (see _verbose.py) and the engine's layer record.
+        if not self.any_verbose and int(severity) == 4 and not wanted(msg) and not engine_line(msg):
             return
         ident = threading.get_ident()
         sink = self.sinks.get(ident) or self.claimed.get(ident)
@@ -686,6 +692,8 @@ def _configure(t: Any, builder: Any, config: Any, network: Any, options: BuildOp
         if options.dla_core >= cores:
             raise BuildError(f"dla_core={options.dla_core}: this device has {cores} DLA core(s) (DLA: Jetson AGX/NX)")
         config.default_device_type = t.DeviceType.DLA
+    if options.engine_report and options.profiling_verbosity is None and hasattr(t, "ProfilingVerbosity"):
+        config.profiling_verbosity = t.ProfilingVerbosity.DETAILED  # the layer record needs it (engine_report)
     for name, how in TRT_SETTINGS.items():  # check_options made sure the API has each one that is set
         value = getattr(options, name)
         if value is None:

@@ -31,10 +31,12 @@ from .._options import BuildOptionsDict
 from .._status import FINAL, IDLE
 from ..runners import EngineFile, RunContext, Runner
 from ._table import (
+    ENGINE_COLUMNS,
     RESULT_COLUMNS,
     as_table,
     compare_rows,
     comparison,
+    engine_rows,
     fmt_row_text,
     model_labels,
     result_row,
@@ -326,6 +328,11 @@ class BuildMatrix:
         """Differences against build ``baseline``: build time, engine size, and seconds per phase name."""
         rows = compare_rows(self.cells, baseline)
         return as_table(rows, list(rows[0]) if rows else [])
+
+    def engines(self) -> Any:
+        """One row per build: what its engine holds: layers, precision mix, main layer types, weights and
+        activation memory, engine size (``EngineReport``); a DataFrame when pandas is installed, else dicts."""
+        return as_table(engine_rows(self.cells), ENGINE_COLUMNS)
 
     def comparison(self) -> dict[str, Any]:
         """Per build: status, build time, engine size and seconds per phase name (JSON-ready)."""

@@ -184,6 +184,7 @@ class BuildRegistry:
             "error_cause": _clip(f"{type(cause).__name__}: {cause}") if cause is not None else None,
             "created_at": round(entry.created_at, 3),
             "ended_at": round(entry.ended_at, 3) if entry.ended_at is not None else None,
+            "engine": _engine(build) if build.status == "succeeded" else None,
         }
 
     def timings(self, build_id: str, top: int = 10) -> dict[str, Any]:
@@ -199,6 +200,15 @@ class BuildRegistry:
             "top_phases": top_phases(build.timings(), max(1, min(top, 100))),
             "comparison": _comparison(build, max(1, min(top, 100))),
         }
+
+
+def _engine(build: Any) -> dict[str, Any]:
+    """What the engine holds, briefly (EngineReport.brief): layers, precision mix, types, memory; or why not."""
+    report = build.engine_report
+    if report is None:
+        return {"report": None, "reason": _clip(build.engine_report_reason)}
+    brief: dict[str, Any] = report.brief()
+    return brief
 
 
 def top_phases(rows: Sequence[Mapping[str, Any]], count: int) -> list[dict[str, Any]]:

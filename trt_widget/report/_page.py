@@ -65,6 +65,7 @@ def to_html(source: Any, path: str | os.PathLike[str] | None = None) -> str:
         "<h2>Timeline</h2>",
         f'<figure class="trt-timeline">{_timeline_svg(build)}</figure>',
         _problems_section(build, f),
+        _engine_section(build),
         _history_section(build),
         f"<footer>Made by trt_widget {_e(__version__)} on {_e(time.strftime('%Y-%m-%d %H:%M:%S %z'))}. "
         "This file is self-contained: no script, no network.</footer>",
@@ -200,6 +201,15 @@ def _history_section(build: Build, max_rows: int = 150) -> str:
         + "</table>"
         + more
     )
+
+
+def _engine_section(build: Any) -> str:
+    """The engine report (layers, precisions, tactics, memory) of a succeeded build."""
+    if getattr(build, "status", "") != "succeeded" or not hasattr(build, "engine_report"):
+        return ""
+    from ..engine import engine_html
+
+    return str(_safe(lambda: engine_html(build.engine_report, build.engine_report_reason)) or "")
 
 
 def _safe(fn: Any) -> Any:

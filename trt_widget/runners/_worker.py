@@ -290,8 +290,12 @@ def run_job(job: dict[str, Any], cancel: threading.Event, events: Any, replies: 
             outbox.log(Log(level, record["message"], time.perf_counter()))
 
         logger = CaptureLogger(job["options"].verbose, on_record=on_record)
-        if not job["options"].verbose:  # the autotuner's lines still reach the parent's TacticWatch
+        if not job["options"].verbose:  # the autotuner's lines (and the layer record) still reach the parent
             logger.on_tactic_line = lambda message: outbox.log(Log(4, message, time.perf_counter()))
+        if job["options"].engine_report:
+            from ..engine import EngineLog
+
+            logger.engine_log = EngineLog()
         source = _load_source(job, outbox, replies)
         monitor = _make_monitor(outbox, cancel)
         engine = build_engine(source, _load_options(job), monitor, logger)

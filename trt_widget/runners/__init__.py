@@ -24,8 +24,13 @@ if TYPE_CHECKING:
         gpu_shaped_events,
         load_events,
     )
+    from ._scripted import Callback, ManualClock, ScriptedRunner, parse_script
 
 _LAZY = {
+    "Callback": "._scripted",
+    "ManualClock": "._scripted",
+    "ScriptedRunner": "._scripted",
+    "parse_script": "._scripted",
     "START_PHASE": "._process",
     "EngineFile": "._base",
     "ProcessRunner": "._process",
@@ -47,7 +52,9 @@ _LAZY = {
 
 __all__ = [
     "START_PHASE",
+    "Callback",
     "EngineFile",
+    "ManualClock",
     "ProcessRunner",
     "Recording",
     "RecordingError",
@@ -55,12 +62,14 @@ __all__ = [
     "ReplayRunner",
     "RunContext",
     "Runner",
+    "ScriptedRunner",
     "ThreadRunner",
     "apply_event",
     "check_event",
     "check_transferable",
     "gpu_shaped_events",
     "load_events",
+    "parse_script",
     "pool",
     "runner_for",
     "shutdown_workers",

@@ -104,6 +104,8 @@ class ScriptedRunner:
     engine: bytes = b"scripted engine"
     release: threading.Event = field(default_factory=threading.Event)  # ends a Hold without a stop
     name: str = "scripted"
+    framed: bool = True  # TensorRT's callbacks, as a thread build's: trt_widget adds its framing rows
+    local: bool = False  # no TensorRT here: the options are not checked against an installed API
     played: int = 0  # callbacks played so far (a test may wait on it)
 
     @classmethod

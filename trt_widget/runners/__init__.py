@@ -28,10 +28,15 @@ if TYPE_CHECKING:
         gpu_shaped_events,
         load_events,
     )
+    from ._scripted import Callback, ManualClock, ScriptedRunner, parse_script
 
 _LAZY = {
     "MAX_SPEED": "._replay",
     "MIN_SPEED": "._replay",
+    "Callback": "._scripted",
+    "ManualClock": "._scripted",
+    "ScriptedRunner": "._scripted",
+    "parse_script": "._scripted",
     "START_PHASE": "._process",
     "EngineFile": "._base",
     "ProcessRunner": "._process",
@@ -57,7 +62,9 @@ __all__ = [
     "MAX_SPEED",
     "MIN_SPEED",
     "START_PHASE",
+    "Callback",
     "EngineFile",
+    "ManualClock",
     "ProcessRunner",
     "Recording",
     "RecordingError",
@@ -65,6 +72,7 @@ __all__ = [
     "ReplayRunner",
     "RunContext",
     "Runner",
+    "ScriptedRunner",
     "ThreadRunner",
     "apply_event",
     "check_event",
@@ -72,6 +80,7 @@ __all__ = [
     "check_transferable",
     "gpu_shaped_events",
     "load_events",
+    "parse_script",
     "pool",
     "runner_for",
     "shutdown_workers",

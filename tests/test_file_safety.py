@@ -165,6 +165,22 @@ def test_a_rewritten_file_keeps_its_mode(built: Build, tmp_path: Path, writer: s
     assert path.read_bytes() != b"old" and stat.S_IMODE(path.stat().st_mode) == 0o600
 
 
+def test_a_file_another_user_planted_does_not_lend_its_mode(built: Build, shared: Path) -> None:
+    """Keeping the mode is for one's own files: a world-writable file ``nobody`` put where the engine goes would
+    leave the new engine writable by ``nobody``; set-id bits are never kept."""
+    planted = shared / "m.engine"
+    nobody = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+    subprocess.run([*nobody, "sh", "-c", f"echo x > {planted} && chmod 0666 {planted}"], check=True, timeout=30)
+    built.save(str(planted))
+    info = planted.stat()
+    assert info.st_uid == os.geteuid() and stat.S_IMODE(info.st_mode) & 0o022 == 0
+    own = shared / "own.engine"
+    own.write_bytes(b"old")
+    own.chmod(0o4755)
+    built.save(str(own))
+    assert stat.S_IMODE(own.stat().st_mode) == 0o755
+
+
 def test_output_and_timing_cache_keep_their_mode_and_a_new_file_gets_opens_mode(tmp_path: Path) -> None:
     engine, cache = tmp_path / "m.engine", tmp_path / "m.cache"
     first = Build(SMALL, history=False, isolation="process", output=str(engine), timing_cache=str(cache)).start()

@@ -302,13 +302,14 @@ class WrittenFile:
 
 def place_file(part: str | os.PathLike[str], path: str | os.PathLike[str], *, sync: bool = True) -> WrittenFile:
     """Make ``part``, a finished temporary file from ``part_path(path)``, the file at ``path``: fsync it (``sync``),
-    give it the permissions of the file it replaces (a new file: those ``open()`` gives), then rename it over the
-    target, as ``atomic_write`` does."""
+    give it the permissions of the file of ours it replaces (a new file, or another user's: those ``open()``
+    gives), then rename it over the target, as ``atomic_write`` does."""
     target = writable_target(path)
-    try:
-        mode = stat.S_IMODE(os.stat(target).st_mode)
-    except FileNotFoundError:
-        mode = 0o666 & ~_UMASK
+    mode = 0o666 & ~_UMASK
+    with contextlib.suppress(FileNotFoundError):
+        old = os.stat(target)
+        if old.st_uid == os.geteuid():  # another user's file (planted where we write) must not set our mode
+            mode = old.st_mode & 0o777  # no set-id or sticky bits on a file we write
     if Path(os.path.realpath(part)).parent != target.parent:
         raise OSError(f"{part} is not beside {target}")
     _remove_stale_parts(target)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +117,17 @@ def _idle_builders_exit_between_modules_under_coverage() -> Iterator[None]:
 def wait_until() -> Callable[..., Any]:
     """``wait_until(predicate, timeout=..., what=...)``: wait on state with a deadline, never a fixed sleep."""
     return _wait_until
+
+
+def _run_async(coro: Coroutine[Any, Any, Any], timeout: float = DEADLINE_S) -> Any:
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result(timeout)
+
+
+@pytest.fixture
+def run_async() -> Callable[..., Any]:
+    """``run_async(coro)``: ``asyncio.run`` on a fresh thread (the e2e session may keep a loop on this one)."""
+    return _run_async
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ and the message for a dynamic model built without them."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -155,3 +156,52 @@ def test_profile_flags_out_of_order_are_a_usage_error(
 ) -> None:
     assert main(["build", str(dynamic_onnx), *flags]) == 2
     assert message in capsys.readouterr().err
+
+
+# -- issue 35, defect 19: a dimension TensorRT cannot hold is refused before the build --------------------------
+
+HUGE = 2**63
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (f"input:1x{HUGE}", f"dimension {HUGE:,} is too large (at most 2**31-1 = 2,147,483,647 per dimension)"),
+        ("input:2147483648x8", "dimension 2,147,483,648 is too large"),
+        ("input:1x" + "9" * 5000, "a dimension of more than 30 digits is too large"),
+        ("input:" + "x".join(["1"] * 9), "9 dimensions; TensorRT takes at most 8"),
+    ],
+)
+def test_a_dimension_tensorrt_cannot_hold_is_refused(text: str, message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        parse_shapes(text)
+
+
+def test_the_largest_dimension_allowed_parses() -> None:
+    assert parse_shapes("input:2147483647x1") == {"input": (2**31 - 1, 1)}
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["build", "{model}", "--shapes", f"input:{HUGE}x8x8x8"],
+        ["build", "{model}", "--max-shapes", f"input:{HUGE}x8x8x8"],
+        ["trtexec", "--onnx={model}", f"--shapes=input:{HUGE}x8x8x8"],
+        ["trtexec", "--onnx={model}", "--minShapes=input:1x8x8x8", f"--maxShapes=input:{HUGE}x8x8x8"],
+    ],
+)
+def test_a_huge_dimension_on_the_command_line_is_a_usage_error_and_nothing_is_built(
+    argv: list[str], dynamic_onnx: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([a.format(model=dynamic_onnx) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert "is too large (at most 2**31-1" in err and "Traceback" not in err
+    assert not dynamic_onnx.with_suffix(".engine").exists()
+
+
+def test_a_huge_dimension_in_python_profiles_is_refused() -> None:
+    from trt_widget import Build
+    from trt_widget.models import deep_residual
+
+    with pytest.raises(ValueError, match=re.escape("profile for input 'input': dimension")):
+        Build(deep_residual(2, batch="N"), profiles={"input": ((1, 8, 8, 8), (1, 8, 8, 8), (HUGE, 8, 8, 8))})

@@ -77,15 +77,38 @@ def test_two_concurrent_writers_keep_both_builds_entries(tmp_path: Path) -> None
     assert sorted(p.name for p in tmp_path.iterdir()) == ["shared.cache", "shared.cache.lock"]  # no partial file
 
 
-def test_a_cache_file_from_another_device_is_replaced_with_a_note(tmp_path: Path) -> None:
+def test_a_cache_file_from_another_device_is_replaced_and_a_copy_kept(tmp_path: Path) -> None:
+    """Issue 35: another GPU's or TensorRT version's cache (combine() refuses it) was overwritten, its entries lost."""
     path = tmp_path / "other.cache"
-    path.write_bytes(NvidiaLikeCache({"old": 9.0}, tag="a100/10.8").serialize())
+    theirs = NvidiaLikeCache({"old": 9.0}, tag="a100/10.8").serialize()
+    path.write_bytes(theirs)
     logger = CaptureLogger()
     _engine._save_timing_cache(NvidiaLikeConfig({"new": 1.0}), str(path), logger)
     assert _entries(path) == {"new": 1.0}
+    assert (tmp_path / "other.cache.previous").read_bytes() == theirs
     assert [r["message"] for r in logger.problems] == [
-        f"timing_cache: {path} does not fit this TensorRT version or device; replaced"
+        f"timing_cache: {path} does not fit this TensorRT version or device; replaced by this build's cache, the "
+        f"previous one kept as {path}.previous"
     ]
+    path.write_bytes(NvidiaLikeCache({"older": 7.0}, tag="v100/8.6").serialize())  # the next foreign one
+    _engine._save_timing_cache(NvidiaLikeConfig({"new": 1.0}), str(path), CaptureLogger())
+    assert _entries(tmp_path / "other.cache.previous-2") == {"older": 7.0}
+    assert (tmp_path / "other.cache.previous").read_bytes() == theirs  # the first copy is not overwritten
+
+
+def test_a_foreign_cache_with_no_free_name_for_its_copy_is_left_as_it_was(tmp_path: Path) -> None:
+    path = tmp_path / "other.cache"
+    theirs = NvidiaLikeCache({"old": 9.0}, tag="a100/10.8").serialize()
+    path.write_bytes(theirs)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("mine")
+    (tmp_path / "other.cache.previous").symlink_to(victim)  # a link there is never written through
+    for number in range(2, _engine.MAX_CACHE_COPIES + 1):
+        (tmp_path / f"other.cache.previous-{number}").write_text("taken")
+    logger = CaptureLogger()
+    _engine._save_timing_cache(NvidiaLikeConfig({"new": 1.0}), str(path), logger)
+    assert path.read_bytes() == theirs and victim.read_text() == "mine"
+    assert "left as it was, this build's cache not saved" in logger.problems[0]["message"]
 
 
 @pytest.fixture(scope="module")

@@ -6,6 +6,7 @@ Used as is by the thread runner and inside the child process of process isolatio
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import threading
@@ -54,7 +55,9 @@ class ModelSource:
     hint: str = ""  # how to pass a model with external data here, when the default advice does not fit
 
     @classmethod
-    def of(cls, model: ModelLike | Any) -> ModelSource:
+    def of(cls, model: ModelLike | ModelSource | Any) -> ModelSource:
+        if isinstance(model, ModelSource):  # a source a runner reads (a recording, a server's build, user code)
+            return model
         if isinstance(model, (str, os.PathLike)):
             path = str(expand_user(model))
             return cls("path", path, str(model), os.path.dirname(os.path.abspath(path)))
@@ -399,9 +402,22 @@ def _save_timing_cache(config: Any, path: str, logger: CaptureLogger) -> None:
                 theirs = config.create_timing_cache(current)
                 if _unreadable(config, current, theirs):  # only its 4 magic bytes matched: keep what it was
                     unread, theirs = True, None
-                # False where the file is from another TensorRT version or device: ours replaces it
+                # False where the file is from another TensorRT version or device: ours replaces it, a copy stays
                 if theirs is not None and not cache.combine(theirs, False):
-                    logger.log(2, f"timing_cache: {path} does not fit this TensorRT version or device; replaced")
+                    kept = _keep_a_copy(path, current)
+                    if kept is None:
+                        logger.log(
+                            2,
+                            f"timing_cache: {path} does not fit this TensorRT version or device, and no free name "
+                            f"to keep a copy beside it ({path}.previous …): left as it was, this build's cache not "
+                            "saved. Name another file to keep one",
+                        )
+                        return
+                    logger.log(
+                        2,
+                        f"timing_cache: {path} does not fit this TensorRT version or device; replaced by this "
+                        f"build's cache, the previous one kept as {kept}",
+                    )
             serialized = cache.serialize() if cache is not None else None
             if serialized is None:
                 logger.log(2, f"timing_cache: TensorRT returned no timing cache to save; {path} is left as it was")
@@ -457,6 +473,33 @@ def _keep_aside(path: str) -> str | None:
 
 
 CACHE_LOCK_WAIT_S = 30.0  # what saving a timing cache waits for another build saving the same file
+
+
+MAX_CACHE_COPIES = 9
+
+
+def _keep_a_copy(path: str, data: bytes) -> str | None:
+    """Write ``data`` (a timing cache about to be replaced: another TensorRT version's or GPU's, which TensorRT
+    cannot merge) to a new file ``PATH.previous`` (``.previous-2`` … when taken; never over an existing file or
+    through a link); its name, or None when no name is free or it cannot be written."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    for number in range(1, MAX_CACHE_COPIES + 1):
+        name = f"{path}.previous" + (f"-{number}" if number > 1 else "")
+        try:
+            fd = os.open(name, flags, 0o666)  # as open() makes a new file
+        except FileExistsError:
+            continue
+        except OSError:
+            return None
+        try:
+            with open(fd, "wb") as handle:
+                handle.write(data)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(name)
+            return None
+        return name
+    return None
 
 
 @contextmanager
@@ -531,11 +574,23 @@ def _short(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
+# Set in the builder process only: a mapped file that shrinks (an exporter rewriting the model) is SIGBUS, which there
+# ends the builder process (reported as such), never the user's: this process reads the file instead
+MAP_MODEL_FILES = False
+
+
 def _parse_file(parser: Any, path: str, source: ModelSource) -> bool:
-    """Check the model file's external data, then parse the very bytes checked, through one read-only map:
-    TensorRT's ``parse_from_file`` reads through a stream, ~0.1 s more for a 100 MB model here."""
+    """Check the model file's external data, then parse the very bytes checked, through one read-only map in the
+    builder process (TensorRT's ``parse_from_file`` reads through a stream, ~0.1 s more for a 100 MB model here),
+    read into memory in the user's process."""
     with open(path, "rb") as handle:
         empty = os.fstat(handle.fileno()).st_size == 0
+        if not MAP_MODEL_FILES:
+            data = handle.read()
+            check_external_data(external_locations(data), source.directory, source.label, source.hint)
+            if empty or not data or capabilities()["gil_unsafe_parse"]:
+                return bool(parser.parse_from_file(path))
+            return bool(parser.parse(data, path))  # path: where its external data lies
         if empty or capabilities()["gil_unsafe_parse"]:  # the parser says what is wrong with an empty file
             check_external_data(file_locations(path), source.directory, source.label, source.hint)
             return bool(parser.parse_from_file(path))
@@ -690,7 +745,7 @@ def _configure(t: Any, builder: Any, config: Any, network: Any, options: BuildOp
                 logger.log(
                     2,
                     f"timing_cache: {path} does not fit this TensorRT version or device; building with "
-                    "a new cache, which replaces it when the build succeeds",
+                    f"a new cache, which replaces it when the build succeeds (a copy is kept as {path}.previous)",
                 )
                 cache = config.create_timing_cache(b"")
                 accepted = cache is not None and config.set_timing_cache(cache, False)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, TextIO, Union, cast
 
 from ._files import expand_user, resolve
+from ._format import escape_json
 
 Sink = Union[str, "os.PathLike[str]", TextIO, Callable[[dict[str, Any]], Any]]
 
@@ -61,8 +62,11 @@ def describe(sink: Sink) -> str:
 
 
 def _line_writer(handle: TextIO) -> Callable[[dict[str, Any]], None]:
+    """One JSON line per event, UTF-8 as it is, but a name holding a bidi override, U+2028 or a C1 control written
+    as an escape (``\\u202e``): a terminal showing ``--json`` output or a ``cat`` of a recording gets none raw."""
+
     def write(event: dict[str, Any]) -> None:
-        handle.write(json.dumps(event, ensure_ascii=False, default=str) + "\n")
+        handle.write(escape_json(json.dumps(event, ensure_ascii=False, default=str)) + "\n")
         flush = getattr(handle, "flush", None)
         if flush is not None:
             flush()

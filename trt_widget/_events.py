@@ -38,11 +38,14 @@ import time
 import warnings
 import weakref
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._event_sinks import Sink, describe, open_sink
 from ._phases import Phase
 from ._subscribe import BuildEvent, subscribe
+
+if TYPE_CHECKING:
+    from ._build import Build
 
 STEP_INTERVAL_S = 0.1
 LOG_SEVERITIES = ("WARNING", "ERROR", "INTERNAL_ERROR")
@@ -64,7 +67,7 @@ def schema() -> dict[str, Any]:
     return loaded
 
 
-def attach_events(build: Any, sink: Sink, *, step_interval_s: float = STEP_INTERVAL_S) -> EventStream:
+def attach_events(build: Build, sink: Sink, *, step_interval_s: float = STEP_INTERVAL_S) -> EventStream:
     """Stream ``build``'s events to ``sink``: a file path (JSON lines appended, flushed per event), a writable
     text file object (one JSON line per event), or a callable receiving each event dict (on the writer thread).
 
@@ -80,7 +83,7 @@ def attach_events(build: Any, sink: Sink, *, step_interval_s: float = STEP_INTER
 class EventStream:
     """Turns a build's phase model, log and life cycle into queued event dicts and writes them off-thread."""
 
-    def __init__(self, build: Any, sink: Sink, *, step_interval_s: float = STEP_INTERVAL_S) -> None:
+    def __init__(self, build: Build, sink: Sink, *, step_interval_s: float = STEP_INTERVAL_S) -> None:
         self.build = build
         self.step_interval_s = float(step_interval_s)
         self.errors: list[str] = []  # every sink failure (capped); the first one is also reported, see _failed
@@ -285,7 +288,7 @@ class EventStream:
                         }
                     )
 
-    def _on_done(self, build: Any) -> None:
+    def _on_done(self, build: Build) -> None:
         with self._lock:
             if self._ended:
                 return

@@ -109,6 +109,8 @@ class SlotRunner:
         self.inner = inner
         self.slots = slots
         self.name = inner.name
+        self.framed = inner.framed
+        self.local = inner.local
 
     def run(self, ctx: RunContext) -> bytes | EngineFile | None:
         waited: list[bool] = []
@@ -133,6 +135,8 @@ class _Refused:
     """The runner of a variant whose options were refused: the build fails with the reason, the others run."""
 
     name = "refused"
+    framed = True
+    local = False  # its options were refused already: the build fails with that reason
 
     def __init__(self, message: str) -> None:
         self.message = message
@@ -220,9 +224,9 @@ class BuildMatrix:
             else:
                 build = Build(model, **self._build_args, **options)
         except (TypeError, ValueError, OSError) as exc:  # bad options fail this variant alone
-            build = Build(b"refused", isolation="thread", history=False, resources=False)
-            build.source = ModelSource("refused", None, model_label)
-            build.runner = _Refused(f"variant {variant!r} of {model_label}: {exc}")
+            refused = _Refused(f"variant {variant!r} of {model_label}: {exc}")
+            source = ModelSource("refused", None, model_label)
+            build = Build(source, runner=refused, isolation="thread", history=False, resources=False)
             return build
         if real is not None:
             self._outputs[real] = f"variant {variant!r} of {model_label}"
@@ -268,7 +272,7 @@ class BuildMatrix:
 
     def counts(self) -> dict[str, int]:
         """How many builds have each status."""
-        counter = collections.Counter(b.status for b in self.builds)
+        counter: collections.Counter[str] = collections.Counter(b.status for b in self.builds)
         return dict(counter)
 
     # -- control -------------------------------------------------------------------------------------

@@ -11,12 +11,15 @@ import json
 import os
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._files import write_output
 from .._format import fmt_s
 from .._version import __version__
 from ._inline import _ERROR, REPORT_MAX_NODES, _badge, _e, _facts, tree_html
+
+if TYPE_CHECKING:
+    from .._build import Build
 
 HISTORY_WAIT_S = 5.0  # what a report waits for its build's history look-up
 
@@ -73,7 +76,7 @@ def to_html(source: Any, path: str | os.PathLike[str] | None = None) -> str:
     return text
 
 
-def _header_table(build: Any, f: dict[str, Any]) -> str:
+def _header_table(build: Build, f: dict[str, Any]) -> str:
     rows = [
         ("Status", _badge(f["status"], f["status_word"]) + (f" {_e(f['detail'])}" if f["detail"] else "")),
         ("Total time", _e(fmt_s(f["elapsed_s"]))),
@@ -116,7 +119,7 @@ def _backend_text(info: dict[str, str] | None) -> str:
     return f"{info['backend']} ({info['module']} {info['version']})" if info else "unavailable on this machine"
 
 
-def _options_text(build: Any) -> str:
+def _options_text(build: Build) -> str:
     options = build.options
     values = {
         k: getattr(options, k, None)
@@ -136,13 +139,13 @@ def _options_text(build: Any) -> str:
     return ", ".join(f"{k}={json.dumps(v, default=str)}" for k, v in shown.items())
 
 
-def _timeline_svg(build: Any) -> str:
+def _timeline_svg(build: Build) -> str:
     from .timeline import to_svg
 
     return _safe(lambda: to_svg(build)) or "<p>(no timeline could be drawn)</p>"
 
 
-def _problems_section(build: Any, f: dict[str, Any]) -> str:
+def _problems_section(build: Build, f: dict[str, Any]) -> str:
     problems = f["problems"]
     if not problems:
         return "<h2>TensorRT warnings and errors</h2><p>None.</p>"
@@ -163,7 +166,7 @@ def _problems_section(build: Any, f: dict[str, Any]) -> str:
     )
 
 
-def _history_section(build: Any, max_rows: int = 150) -> str:
+def _history_section(build: Build, max_rows: int = 150) -> str:
     """This build against the past build its ETA was based on (nothing when history is off or has no match)."""
     link = getattr(build, "history", None)
     ready = getattr(link, "ready", None)

@@ -13,19 +13,25 @@ if TYPE_CHECKING:
     from .._options import BuildOptions
     from .._pool import pool, shutdown_workers
     from ._base import EngineFile, RunContext, Runner, ThreadRunner
+    from ._inprocess import tensorrt_call
     from ._process import START_PHASE, ProcessRunner, check_transferable
     from ._replay import (
+        MAX_SPEED,
+        MIN_SPEED,
         Recording,
         RecordingError,
         ReplayClock,
         ReplayRunner,
         apply_event,
         check_event,
+        check_speed,
         gpu_shaped_events,
         load_events,
     )
 
 _LAZY = {
+    "MAX_SPEED": "._replay",
+    "MIN_SPEED": "._replay",
     "START_PHASE": "._process",
     "EngineFile": "._base",
     "ProcessRunner": "._process",
@@ -38,14 +44,18 @@ _LAZY = {
     "ThreadRunner": "._base",
     "apply_event": "._replay",
     "check_event": "._replay",
+    "check_speed": "._replay",
     "check_transferable": "._process",
     "gpu_shaped_events": "._replay",
     "load_events": "._replay",
     "pool": "trt_widget._pool",
     "shutdown_workers": "trt_widget._pool",
+    "tensorrt_call": "._inprocess",
 }
 
 __all__ = [
+    "MAX_SPEED",
+    "MIN_SPEED",
     "START_PHASE",
     "EngineFile",
     "ProcessRunner",
@@ -58,12 +68,14 @@ __all__ = [
     "ThreadRunner",
     "apply_event",
     "check_event",
+    "check_speed",
     "check_transferable",
     "gpu_shaped_events",
     "load_events",
     "pool",
     "runner_for",
     "shutdown_workers",
+    "tensorrt_call",
 ]
 
 

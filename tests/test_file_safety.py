@@ -83,7 +83,7 @@ WRITERS: dict[str, Callable[[Build, str], Any]] = {
 @pytest.mark.parametrize("writer", sorted(WRITERS))
 def test_no_writer_follows_a_link_another_user_planted(built: Build, shared: Path, victim: Path, writer: str) -> None:
     plant(shared / "out", victim)
-    with pytest.raises(UntrustedLink, match=r"another user .* owns in the shared folder"):
+    with pytest.raises(UntrustedLink, match=r"a symbolic link that another user \(uid \d+\) owns"):
         WRITERS[writer](built, str(shared / "out"))
     assert victim.read_bytes() == PRECIOUS and (shared / "out").is_symlink()
 
@@ -145,6 +145,17 @@ def test_a_planted_timing_cache_lock_is_not_followed(shared: Path, victim: Path,
     assert build.wait(120) == "succeeded"  # the cache is an extra: the build succeeds, says why it was not saved
     assert any("cache.timing.lock" in r["message"] and "symbolic link" in r["message"] for r in build.problems)
     assert victim.read_bytes() == PRECIOUS and stat.S_IMODE(victim.stat().st_mode) == 0o600
+
+
+def test_a_link_in_a_folder_another_user_owns_is_not_followed(built: Build, shared: Path, victim: Path) -> None:
+    """Not only in sticky folders: ``nobody``'s own folder, which root may write into, holds ``nobody``'s links."""
+    nobody = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+    theirs = shared / "theirs"
+    subprocess.run([*nobody, "mkdir", "-m", "0777", str(theirs)], check=True, timeout=30)
+    plant(theirs / "m.engine", victim)
+    with pytest.raises(UntrustedLink):
+        built.save(str(theirs / "m.engine"))
+    assert victim.read_bytes() == PRECIOUS
 
 
 def test_a_link_of_ones_own_is_still_followed(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ from ._backend import builder_failure_message, capabilities, select_backend, trt
 from ._errors import BuildError
 from ._expected import significant
 from ._external_data import check_external_data, external_locations, file_locations
-from ._files import atomic_write, expand_user, open_lock_file, writable_target
+from ._files import atomic_write, expand_user, open_lock_file
 from ._options import PRECISION_FLAGS, TRT_SETTINGS, BuildOptions
 from ._verbose import TacticWatch, wanted
 from .engine import EngineLog, engine_line
@@ -429,7 +429,7 @@ def _save_timing_cache(config: Any, path: str, logger: CaptureLogger) -> None:
                 logger.log(2, f"timing_cache: TensorRT returned no timing cache to save; {path} is left as it was")
                 return
             if unread:
-                kept = _keep_aside(path)
+                kept = _keep_a_copy(path, current)
                 if kept is None:
                     logger.log(
                         2,
@@ -460,24 +460,6 @@ def _unreadable(config: Any, current: bytes, theirs: Any) -> bool:
     return current != blank and (theirs is None or read == blank)
 
 
-def _keep_aside(path: str) -> str | None:
-    """A hard link ``<path>.unread-<time>`` to the file at ``path`` (same inode: mode, owner and bytes kept) before
-    it is replaced; None when none can be made."""
-    try:
-        target = writable_target(path)
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        for n in range(1, 100):
-            kept = f"{target}.unread-{stamp}" + (f"-{n}" if n > 1 else "")
-            try:
-                os.link(target, kept, follow_symlinks=False)
-            except FileExistsError:
-                continue
-            return kept
-    except OSError:
-        pass
-    return None
-
-
 CACHE_LOCK_WAIT_S = 30.0  # what saving a timing cache waits for another build saving the same file
 
 
@@ -485,19 +467,35 @@ MAX_CACHE_COPIES = 9
 
 
 def _keep_a_copy(path: str, data: bytes) -> str | None:
-    """Write ``data`` (a timing cache about to be replaced: another TensorRT version's or GPU's, which TensorRT
-    cannot merge) to a new file ``PATH.previous`` (``.previous-2`` … when taken; never over an existing file or
-    through a link); its name, or None when no name is free or it cannot be written."""
+    """Keep ``data``, the file at ``path`` about to be replaced (another TensorRT version's or GPU's cache, or a
+    file TensorRT cannot read), as ``PATH.previous`` (``.previous-2`` … when taken; never over an existing file or
+    through a link): a hard link where one can be made (the very file: its bytes, mode and owner), else a new file
+    with its mode (0600 when it is another user's). Its name, or None when no name is free or it cannot be kept."""
+    try:
+        old = os.stat(path)
+        same = Path(path).read_bytes() == data  # under the lock: the file is still the one read
+    except OSError:
+        return None
+    mode = old.st_mode & 0o777 if old.st_uid == os.geteuid() else 0o600
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     for number in range(1, MAX_CACHE_COPIES + 1):
         name = f"{path}.previous" + (f"-{number}" if number > 1 else "")
+        if same:
+            try:
+                os.link(path, name)  # a new name for the same inode; EEXIST where the name is taken (a link too)
+                return name
+            except FileExistsError:
+                continue
+            except OSError:
+                pass  # no hard links here (another filesystem, protected_hardlinks): a copy
         try:
-            fd = os.open(name, flags, 0o666)  # as open() makes a new file
+            fd = os.open(name, flags, mode)
         except FileExistsError:
             continue
         except OSError:
             return None
         try:
+            os.fchmod(fd, mode)  # exactly, whatever the umask
             with open(fd, "wb") as handle:
                 handle.write(data)
         except OSError:

@@ -124,6 +124,17 @@ class BuildRegistry:
             self._forget_old()
         return build_id, build
 
+    def start(self, build_id: str) -> None:
+        """Start the build; BadInput, and the build forgotten, when it cannot start (another running build of this
+        process writes the same output file: two engines in one file, the last would win without a word)."""
+        entry = self.entry(build_id)
+        try:
+            entry.build.start()
+        except ValueError as exc:
+            with self._lock:
+                self._entries.pop(build_id, None)
+            raise BadInput(str(exc)) from None
+
     def _forget_old(self) -> None:
         for build_id in list(self._entries):
             if len(self._entries) <= self.keep:

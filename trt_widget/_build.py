@@ -24,10 +24,10 @@ from ._files import (
     ENGINES_SYNCED,
     WrittenFile,
     atomic_write,
-    check_writable,
+    check_output,
     expand_user,
     refuse_inputs,
-    refuse_overwriting,
+    write_output,
 )
 from ._gpu import memory_skip_note
 from ._options import BuildOptions, BuildOptionsDict
@@ -81,6 +81,11 @@ FRAME_PHASES = frozenset([*BEFORE_PHASES.values(), START_PHASE, AFTER_PHASE])
 TIMING_COLUMNS = ["id", "name", "parent", "depth", "step", "num_steps", "start_s", "end_s", "duration_s", "status"]
 
 
+# output= of the builds running in this process, by real path: a second build started onto one is refused
+_writing: dict[str, Build] = {}
+_writing_lock = threading.Lock()
+
+
 class Build(Waiting):
     """Build an engine from ``model`` (ONNX path / bytes / ModelProto, or a network-defining callable).
 
@@ -108,14 +113,13 @@ class Build(Waiting):
         self.options = BuildOptions.from_kwargs(**options)  # unknown names: TypeError with "did you mean"
         self.source = ModelSource.of(model)
         sink_path = events if isinstance(events, (str, os.PathLike)) else None
-        if self.source.kind == "path":
-            refuse_overwriting(
-                self.source.value,
-                output=self.options.output,
-                timing_cache=self.options.timing_cache,
-                events=sink_path,
-                history=history_file(history),
-            )
+        refuse_inputs(  # the model, its external data (or a recording): never written
+            self,
+            output=self.options.output,
+            timing_cache=self.options.timing_cache,
+            events=sink_path,
+            history=history_file(history),
+        )
         if sink_path is not None:
             for name, other in (("output", self.options.output), ("timing_cache", self.options.timing_cache)):
                 if other is not None and os.path.realpath(expand_user(other)) == os.path.realpath(
@@ -124,7 +128,7 @@ class Build(Waiting):
                     raise ValueError(f"events= and {name}= are the same file ({other}): choose another events file")
         check_options(self.options)
         if self.options.output:  # found now, not after the build: OSError naming the path and the reason
-            check_writable(self.options.output, "output=")
+            check_output(self.options.output, "output=", self)
         if self.options.isolation == "process" or runner is not None:
             from .runners import check_transferable, pool
 
@@ -336,12 +340,36 @@ class Build(Waiting):
         """Call ``callback(build)`` in ``start()``, after the clock restarts and before the builder runs."""
         self._on_start.append(callback)
 
+    def _claim_output(self) -> None:
+        """Refuse to start while another build of this process writes the same output= (the last engine would
+        replace the first without a word)."""
+        if not self.options.output:
+            return
+        real = os.path.realpath(expand_user(self.options.output))
+        with _writing_lock:
+            other = _writing.get(real)
+            if other is not None and other is not self:
+                raise ValueError(
+                    f"output={self.options.output!r} is being written by another build that is still running "
+                    f"({other!r}): wait for it to end, or give this build its own output="
+                )
+            _writing[real] = self
+        self._output_claim = real
+
+    def _release_output(self) -> None:
+        real = getattr(self, "_output_claim", None)
+        if real is not None:
+            with _writing_lock:
+                if _writing.get(real) is self:
+                    del _writing[real]
+
     # -- control -------------------------------------------------------------------------------------
     def start(self) -> Build:
         """Start building on a background thread and return at once."""
         with self._lock:
             if self._status != IDLE:
                 raise RuntimeError(f"this build already started (status {self._status}); a Build runs once")
+            self._claim_output()
             self._status = RUNNING
         self.model.restart_clock()
         self.logger.restart_clock()
@@ -398,9 +426,7 @@ class Build(Waiting):
                 f"no engine to save: the build is {self._status}"
                 + (" (a replayed recording holds no engine)" if self.engine == b"" else "")
             )
-        if self.source.kind == "path":
-            refuse_overwriting(self.source.value, path=path)
-        atomic_write(path, self.engine, sync=ENGINES_SYNCED)
+        write_output(path, self.engine, "path", self, sync=ENGINES_SYNCED)  # the one output-path policy
         return str(path)
 
     # -- the builder thread --------------------------------------------------------------------------
@@ -507,6 +533,7 @@ class Build(Waiting):
         return engine.take()
 
     def _finish(self, engine: bytes | WrittenFile | None, error: BuildError | None) -> None:
+        self._release_output()
         if self._timer is not None:
             self._timer.cancel()
         self._closing = True
@@ -554,7 +581,7 @@ class Build(Waiting):
         from .report import to_html
 
         if path is not None:
-            refuse_inputs(self, path=path)
+            check_output(path, "path", self)  # before the report is made; written by the same policy
         return to_html(self, path)
 
     def to_trace(self, path: str | os.PathLike[str] | None = None) -> str:
@@ -562,5 +589,5 @@ class Build(Waiting):
         from .report.trace import to_trace
 
         if path is not None:
-            refuse_inputs(self, path=path)
+            check_output(path, "path", self)
         return to_trace(self, path)

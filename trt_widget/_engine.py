@@ -22,7 +22,7 @@ from ._backend import builder_failure_message, capabilities, select_backend, trt
 from ._errors import BuildError
 from ._expected import significant
 from ._external_data import check_external_data, external_locations, file_locations
-from ._files import atomic_write, expand_user
+from ._files import atomic_write, expand_user, open_lock_file, writable_target
 from ._options import PRECISION_FLAGS, TRT_SETTINGS, BuildOptions
 from ._verbose import TacticWatch, wanted
 
@@ -384,7 +384,7 @@ def _save_timing_cache(config: Any, path: str, logger: CaptureLogger) -> None:
     concurrent build sharing the file (a matrix, the service) keeps its entries. Any failure is a warning: the
     engine is the product, the cache an extra."""
     try:
-        with warnings.catch_warnings(), _file_lock(f"{path}.lock"):
+        with warnings.catch_warnings(), _file_lock(path):
             warnings.simplefilter("ignore", DeprecationWarning)
             cache = config.get_timing_cache()
             try:
@@ -394,8 +394,11 @@ def _save_timing_cache(config: Any, path: str, logger: CaptureLogger) -> None:
             if current and not _looks_like_a_timing_cache(config, current):  # it became another file meanwhile
                 logger.log(2, f"timing_cache: {path} is not a TensorRT timing cache any more; left as it was")
                 return
+            unread = False
             if current and cache is not None:
                 theirs = config.create_timing_cache(current)
+                if _unreadable(config, current, theirs):  # only its 4 magic bytes matched: keep what it was
+                    unread, theirs = True, None
                 # False where the file is from another TensorRT version or device: ours replaces it
                 if theirs is not None and not cache.combine(theirs, False):
                     logger.log(2, f"timing_cache: {path} does not fit this TensorRT version or device; replaced")
@@ -403,6 +406,20 @@ def _save_timing_cache(config: Any, path: str, logger: CaptureLogger) -> None:
             if serialized is None:
                 logger.log(2, f"timing_cache: TensorRT returned no timing cache to save; {path} is left as it was")
                 return
+            if unread:
+                kept = _keep_aside(path)
+                if kept is None:
+                    logger.log(
+                        2,
+                        f"timing_cache: {path} is not a timing cache this TensorRT reads, and no copy of "
+                        "it could be kept; left as it was",
+                    )
+                    return
+                logger.log(
+                    2,
+                    f"timing_cache: {path} is not a timing cache this TensorRT reads (another TensorRT's, "
+                    f"or another file beginning as one does); kept as {kept}, replaced",
+                )
             atomic_write(path, bytes(memoryview(serialized)))
     except OSError as exc:
         logger.log(2, f"timing_cache: could not save to {path} ({exc.strerror or exc}); the engine is fine")
@@ -410,17 +427,60 @@ def _save_timing_cache(config: Any, path: str, logger: CaptureLogger) -> None:
         logger.log(2, f"timing_cache: could not save to {path} ({type(exc).__name__}: {exc}); the engine is fine")
 
 
+def _unreadable(config: Any, current: bytes, theirs: Any) -> bool:
+    """TensorRT read ``current`` (which is not an empty cache) as an empty one: it is not a cache this TensorRT
+    can use, whatever its first bytes say (TensorRT reads any bytes it cannot parse as an empty cache)."""
+    try:
+        blank = bytes(memoryview(config.create_timing_cache(b"").serialize()))
+        read = bytes(memoryview(theirs.serialize())) if theirs is not None else b""
+    except Exception:
+        return False  # nothing to compare with: the magic check stands
+    return current != blank and (theirs is None or read == blank)
+
+
+def _keep_aside(path: str) -> str | None:
+    """A hard link ``<path>.unread-<time>`` to the file at ``path`` (same inode: mode, owner and bytes kept) before
+    it is replaced; None when none can be made."""
+    try:
+        target = writable_target(path)
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        for n in range(1, 100):
+            kept = f"{target}.unread-{stamp}" + (f"-{n}" if n > 1 else "")
+            try:
+                os.link(target, kept, follow_symlinks=False)
+            except FileExistsError:
+                continue
+            return kept
+    except OSError:
+        pass
+    return None
+
+
+CACHE_LOCK_WAIT_S = 30.0  # what saving a timing cache waits for another build saving the same file
+
+
 @contextmanager
 def _file_lock(path: str) -> Iterator[None]:
-    """An exclusive advisory lock on ``path`` (created if needed) across threads and processes; none on Windows."""
+    """An exclusive advisory lock on ``<path>.lock`` (created if needed) across threads and processes; none on
+    Windows."""
     try:
         import fcntl
     except ImportError:  # Windows: no flock; concurrent writers there keep the last writer's entries
         yield
         return
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    fd = open_lock_file(path)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        deadline = time.monotonic() + CACHE_LOCK_WAIT_S
+        while True:  # bounded: a process holding the lock for ever (another user's, in a shared folder) costs
+            try:  # the cache, never the build
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise OSError(
+                        f"{path}.lock was held by another process for {CACHE_LOCK_WAIT_S:g} s; not saved"
+                    ) from None
+                time.sleep(0.02)
         yield
     finally:
         os.close(fd)  # closing releases the lock
@@ -471,11 +531,23 @@ def _short(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
+# Set in the builder process only: a mapped file that shrinks (an exporter rewriting the model) is SIGBUS, which there
+# ends the builder process (reported as such), never the user's: this process reads the file instead
+MAP_MODEL_FILES = False
+
+
 def _parse_file(parser: Any, path: str, source: ModelSource) -> bool:
-    """Check the model file's external data, then parse the very bytes checked, through one read-only map:
-    TensorRT's ``parse_from_file`` reads through a stream, ~0.1 s more for a 100 MB model here."""
+    """Check the model file's external data, then parse the very bytes checked, through one read-only map in the
+    builder process (TensorRT's ``parse_from_file`` reads through a stream, ~0.1 s more for a 100 MB model here),
+    read into memory in the user's process."""
     with open(path, "rb") as handle:
         empty = os.fstat(handle.fileno()).st_size == 0
+        if not MAP_MODEL_FILES:
+            data = handle.read()
+            check_external_data(external_locations(data), source.directory, source.label, source.hint)
+            if empty or not data or capabilities()["gil_unsafe_parse"]:
+                return bool(parser.parse_from_file(path))
+            return bool(parser.parse(data, path))  # path: where its external data lies
         if empty or capabilities()["gil_unsafe_parse"]:  # the parser says what is wrong with an empty file
             check_external_data(file_locations(path), source.directory, source.label, source.hint)
             return bool(parser.parse_from_file(path))

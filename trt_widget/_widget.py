@@ -19,6 +19,7 @@ import traitlets
 
 from ._build import Build, BuildArgs
 from ._engine import ModelLike
+from ._files import check_output, write_output
 from ._snapshot import SnapshotPump, snapshot
 from ._status import log as _log
 from .runners import Recording
@@ -192,11 +193,14 @@ class BuildWidget(anywidget.AnyWidget):
         """The timings as a pandas DataFrame indexed by phase id (needs pandas): :meth:`Build.timings_df`."""
         return self.build.timings_df()
 
-    def to_json(self, path: str | None = None) -> str:
-        """Final state and timings as JSON text; also written to ``path`` when given."""
+    def to_json(self, path: str | os.PathLike[str] | None = None) -> str:
+        """Final state and timings as JSON text; also written to ``path`` when given (atomically, never onto the
+        model: the one output-path policy, ``_files.check_output``)."""
+        if path is not None:
+            check_output(path, "path", self.build)
         text = json.dumps({**snapshot(self.build), "timings": self.timings()}, indent=1)
         if path is not None:
-            Path(path).write_text(text)
+            write_output(path, text.encode("utf-8"), "path", self.build)
         return text
 
     def to_html(self, path: str | os.PathLike[str] | None = None) -> str:

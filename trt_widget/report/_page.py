@@ -13,7 +13,7 @@ import threading
 import time
 from typing import Any
 
-from .._files import atomic_write, refuse_inputs
+from .._files import write_output
 from .._format import fmt_s
 from .._version import __version__
 from ._inline import _ERROR, REPORT_MAX_NODES, _badge, _e, _facts, tree_html
@@ -69,8 +69,7 @@ def to_html(source: Any, path: str | os.PathLike[str] | None = None) -> str:
     ]
     text = "\n".join(p for p in parts if p)
     if path is not None:
-        refuse_inputs(build, path=path)  # never the model file or the recording
-        atomic_write(path, text.encode("utf-8"))
+        write_output(path, text.encode("utf-8"), "path", build)  # the one output-path policy (_files.py)
     return text
 
 

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from .._options import BuildOptions
     from .._pool import pool, shutdown_workers
     from ._base import EngineFile, RunContext, Runner, ThreadRunner
+    from ._inprocess import tensorrt_call
     from ._process import START_PHASE, ProcessRunner, check_transferable
     from ._replay import (
         Recording,
@@ -43,6 +44,7 @@ _LAZY = {
     "load_events": "._replay",
     "pool": "trt_widget._pool",
     "shutdown_workers": "trt_widget._pool",
+    "tensorrt_call": "._inprocess",
 }
 
 __all__ = [
@@ -64,6 +66,7 @@ __all__ = [
     "pool",
     "runner_for",
     "shutdown_workers",
+    "tensorrt_call",
 ]
 
 

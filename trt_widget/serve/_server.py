@@ -298,9 +298,14 @@ def run(args: argparse.Namespace) -> int:
         print(escape_lines(f"trt-widget serve: error: --data {exc}"), file=sys.stderr)
         return 2
     _log_to_console(args.log_level)
-    store, app = _make_app(data, token, max_upload, args.max_concurrent, executor=args.executor,
-                           ray_address=args.ray_address, body_timeout=args.body_timeout,
-                           min_upload_rate=min_rate)  # fmt: skip
+    try:
+        store, app = _make_app(data, token, max_upload, args.max_concurrent, executor=args.executor,
+                               ray_address=args.ray_address, body_timeout=args.body_timeout,
+                               min_upload_rate=min_rate)  # fmt: skip
+    except OSError as exc:  # --data cannot hold the service's files
+        reason = f"{exc.filename}: {exc.strerror}" if exc.strerror and exc.filename else str(exc)
+        print(escape_lines(f"trt-widget serve: error: --data {reason}"), file=sys.stderr)
+        return 2
     guard = _guard(args.max_connections, args.header_timeout)
     sock = _listen(args.host, args.port)
     scheme = "https" if args.ssl_certfile else "http"

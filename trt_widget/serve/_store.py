@@ -20,6 +20,7 @@ import os
 import re
 import secrets
 import shutil
+import stat
 import threading
 import time
 from collections.abc import Callable
@@ -276,6 +277,24 @@ class BuildRecord:
             changed.set()
 
 
+def _check_private(folder: Path) -> None:
+    """PermissionError unless ``folder`` is a real folder of this user's that others cannot write: in a shared
+    ``--data`` (``/tmp``) another user could have made ``builds`` first, to read uploads or plant links."""
+    info = os.lstat(folder)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
+        what = (
+            "not a folder (a link?)"
+            if not stat.S_ISDIR(info.st_mode)
+            else f"owned by another user (uid {info.st_uid})"
+            if info.st_uid != os.geteuid()
+            else "writable by others"
+        )
+        raise PermissionError(
+            f"{folder} is {what}: the service keeps uploads, events and engines there and uses only a private "
+            "folder of its own; choose another --data"
+        )
+
+
 class BuildStore:
     """The registry of builds under ``data``: creation, lookup, the concurrency limit, restart recovery."""
 
@@ -286,9 +305,15 @@ class BuildStore:
         alternatives = "|".join(re.escape(root) for root, _ in self._roots)
         self._root_pattern = re.compile(rf"({alternatives})(?![^/\\\s'\"`:;,()<>\[\]{{}}])")
         self.root = self.data / "builds"
-        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
-        with contextlib.suppress(OSError):
-            os.chmod(self.data, 0o700)
+        try:  # private when the service makes it; a folder it was given keeps its mode (--data /tmp must)
+            self.data.mkdir(parents=True, mode=0o700)
+        except FileExistsError:
+            pass
+        else:
+            with contextlib.suppress(OSError):
+                os.chmod(self.data, 0o700)  # exactly, whatever the umask
+        self.root.mkdir(exist_ok=True, mode=0o700)
+        _check_private(self.root)
         self.max_concurrent = max_concurrent
         self.loop: asyncio.AbstractEventLoop | None = None
         self.ready = threading.Event()  # the app has started (set by its lifespan)

@@ -13,7 +13,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from trt_widget.__main__ import main
-from trt_widget.mcp import BuildRegistry, HttpServerThread, create_server
+from trt_widget.mcp import BadInput, BuildRegistry, HttpServerThread, create_server
 
 
 def test_builds_beyond_the_limit_wait_queued_without_a_builder_process(
@@ -87,4 +87,23 @@ def test_a_second_build_onto_a_running_builds_engine_file_is_refused(
             assert [b["build_id"] for b in listed] == [first.structured_content["build_id"]]
         finally:
             build.stop("test over")
+            assert build.wait(60)
+
+
+def test_builds_beyond_the_waiting_limit_are_refused(agent_models: dict[str, Path], tmp_path: Path) -> None:
+    registry = BuildRegistry(max_concurrent=1, max_waiting=2)
+    started = []
+    try:
+        for i in range(3):
+            _, build = registry.create(str(agent_models["long"]), output=str(tmp_path / f"{i}.engine"))
+            started.append(build.start())
+        with pytest.raises(BadInput, match=r"too many builds: 3 running or queued \(at most 1 at once and 2 waiting"):
+            registry.create(str(agent_models["long"]), output=str(tmp_path / "refused.engine"))
+        assert started[2].stop("make room") and started[2].wait(10)
+        _, build = registry.create(str(agent_models["small"]), output=str(tmp_path / "later.engine"))
+        started.append(build.start())
+    finally:
+        for build in started:
+            build.stop("test over")
+        for build in started:
             assert build.wait(60)

@@ -430,18 +430,24 @@ MAX_CACHE_COPIES = 9
 def _keep_a_copy(path: str, data: bytes) -> str | None:
     """Write ``data`` (a timing cache about to be replaced: another TensorRT version's or GPU's, which TensorRT
     cannot merge) to a new file ``PATH.previous`` (``.previous-2`` … when taken; never over an existing file or
-    through a link); its name, or None when no name is free or it cannot be written."""
+    through a link), with the file's own permissions; its name, or None when no name is free or it cannot be
+    written."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        mode = os.stat(path).st_mode & 0o777
+    except OSError:
+        mode = 0o600
     for number in range(1, MAX_CACHE_COPIES + 1):
         name = f"{path}.previous" + (f"-{number}" if number > 1 else "")
         try:
-            fd = os.open(name, flags, 0o666)  # as open() makes a new file
+            fd = os.open(name, flags, 0o600)
         except FileExistsError:
             continue
         except OSError:
             return None
         try:
             with open(fd, "wb") as handle:
+                os.fchmod(handle.fileno(), mode)  # a private cache stays private; the umask may not narrow it
                 handle.write(data)
         except OSError:
             with contextlib.suppress(OSError):

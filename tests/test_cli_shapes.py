@@ -46,6 +46,7 @@ def _events(out: str) -> list[dict[str, Any]]:
     ],
     ids=["shapes", "min-opt-max", "trtexec-spelling", "opt-defaults-to-max"],
 )
+@pytest.mark.slow
 def test_a_dynamic_model_builds_from_the_cli_with_each_shape_flag_form(
     dynamic_onnx: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], profile: Any
 ) -> None:
@@ -58,6 +59,7 @@ def test_a_dynamic_model_builds_from_the_cli_with_each_shape_flag_form(
     assert events[-1]["status"] == "succeeded" and engine.stat().st_size > 0
 
 
+@pytest.mark.slow
 def test_a_dynamic_model_without_shapes_names_the_cli_flags_and_profiles(
     dynamic_onnx: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -76,6 +78,7 @@ def test_build_help_shows_shape_examples(capsys: pytest.CaptureFixture[str]) -> 
     assert "--min-shapes input:1x3x224x224" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_matrix_builds_a_dynamic_model_with_shapes(dynamic_onnx: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["matrix", str(dynamic_onnx), "--opt-level", "0", "1", "--shapes", "input:2x8x8x8", "--json"])
     out, err = capsys.readouterr()
@@ -126,6 +129,7 @@ def test_a_negative_flag_reaches_the_options(dynamic_onnx: Path, capsys: pytest.
     assert _events(out)[0]["options"]["tf32"] is False
 
 
+@pytest.mark.slow
 def test_build_takes_several_profiles_after_profile_flags(
     dynamic_onnx: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -7,8 +7,10 @@ the merging is shown with a fake of exactly NVIDIA's ITimingCache semantics (pyt
 from __future__ import annotations
 
 import json
+import stat
 import threading
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -142,3 +144,49 @@ def test_concurrent_real_builds_share_one_cache_file(tmp_path: Path, model_bytes
     assert again.wait(180) == "succeeded"
     notes: list[Any] = [r["message"] for r in again.problems if "does not fit" in r["message"]]
     assert data and notes == []  # the merged file is one TensorRT reads back
+
+
+def test_a_file_that_only_begins_as_a_cache_is_kept_before_it_is_replaced(tmp_path: Path, model_bytes: bytes) -> None:
+    """Issue 35: a cache was recognised by its 4 magic bytes alone, so a foreign file beginning with them was
+    overwritten. TensorRT reads it back as an empty cache: the file is kept (a hard link: same bytes and mode)."""
+    path = tmp_path / "t.cache"
+    with warnings.catch_warnings(), _engine.routed_logs(CaptureLogger()) as router:
+        warnings.simplefilter("ignore", DeprecationWarning)
+        config = trt.Builder(router).create_builder_config()
+        magic = bytes(memoryview(config.create_timing_cache(b"").serialize()))[:4]
+    foreign = magic + b" my own notes, which happen to begin with these four bytes\n" * 50
+    path.write_bytes(foreign)
+    path.chmod(0o600)
+    build = Build(model_bytes, timing_cache=path, isolation="thread", history=False).start()
+    assert build.wait(180) == "succeeded", build.error
+    (kept,) = tmp_path.glob("t.cache.unread-*")
+    assert kept.read_bytes() == foreign and stat.S_IMODE(kept.stat().st_mode) == 0o600
+    assert path.read_bytes() != foreign and stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert any(f"kept as {kept}, replaced" in r["message"] for r in build.problems)
+
+
+def test_a_cache_lock_held_for_ever_costs_the_cache_not_the_build(
+    tmp_path: Path, model_bytes: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process (another user's, in a shared folder) holding ``<cache>.lock`` made the build wait for ever."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "t.cache"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl, os, sys, time\n"
+         "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)\nfcntl.flock(fd, fcntl.LOCK_EX)\n"
+         "print('held', flush=True)\ntime.sleep(600)", f"{path}.lock"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        monkeypatch.setattr(_engine, "CACHE_LOCK_WAIT_S", 0.5)
+        build = Build(model_bytes, timing_cache=path, isolation="thread", history=False).start()
+        assert build.wait(180) == "succeeded", build.error
+        assert any("held by another process for 0.5 s; not saved" in r["message"] for r in build.problems)
+        assert not path.exists()
+    finally:
+        holder.kill()
+        holder.wait(30)

@@ -298,6 +298,14 @@ class BuildOptions:
         cli={"action": "append", "metavar": "LIB"},
         http="a request cannot load code on the server",
     )
+    engine_report: bool = _option(
+        True,
+        "read the engine's layers, precisions, tactics and memory from TensorRT's log (build.engine_report); "
+        "profiling_verbosity defaults to detailed for it",
+        flag="--no-engine-report",
+        cli={"action": "store_false"},
+        engine=False,
+    )
 
     def __post_init__(self) -> None:
         if self.strongly_typed is None:  # as trtexec: a precision flag asks for weak typing, else strong
@@ -484,6 +492,7 @@ class BuildOptionsDict(TypedDict, total=False):
     device: int | None
     configure: ConfigureHook | None
     plugins: Sequence[str | os.PathLike[str]]
+    engine_report: bool
 
 
 def option_fields() -> tuple[Field[Any], ...]:

@@ -10,9 +10,12 @@ from __future__ import annotations
 import os
 import re
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._gpu import UNIFIED_MEMORY, build_device, describe_at_start, device_facts, jetson, memory_at_start
+
+if TYPE_CHECKING:
+    from ._build import Build
 
 INTERVAL_S = 0.5
 MAX_STORED = 600  # stored samples; beyond this, pairs merge (keeping maxima) and the interval doubles
@@ -24,7 +27,7 @@ _MIB = re.compile(r"(CPU|GPU)\s+(\d+(?:\.\d+)?)\s*MiB")
 Sample = list[Any]  # [t_s, rss_bytes, gpu_mem_bytes | None, gpu_util_percent | None, cpu_percent]
 
 
-def attach_resources(build: Any) -> None:
+def attach_resources(build: Build) -> None:
     """Set ``build.resources`` to a :class:`ResourceSampler` when psutil is importable."""
     try:
         import psutil  # noqa: F401
@@ -107,7 +110,7 @@ class ResourceSampler:
     ``snapshot()`` is cheap (cached until a new sample arrives) and safe from any thread.
     """
 
-    def __init__(self, build: Any, interval: float = INTERVAL_S) -> None:
+    def __init__(self, build: Build, interval: float = INTERVAL_S) -> None:
         self.build = build
         self.interval = interval
         self.samples: list[Sample] = []

@@ -11,7 +11,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from trt_widget import Build, BuildWidget, models
+from trt_widget import Build, BuildCancelled, BuildError, BuildWidget, models
 from trt_widget._events import schema
 from trt_widget.runners import RecordingError, gpu_shaped_events
 
@@ -21,7 +21,7 @@ def _shape(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
     return [(r["name"], names.get(r["parent"]), r["depth"], r["num_steps"], r["step"], r["status"]) for r in rows]
 
 
-def test_a_real_recording_replays_to_the_same_tree_and_times(tmp_path: Path) -> None:
+def test_a_real_recording_replays_to_the_same_tree_and_times(tmp_path: Path, run_async: Any) -> None:
     recording = tmp_path / "build.jsonl"
     original = Build(models.deep_residual(20), history=False, events=str(recording)).start()
     assert original.wait(120) == "succeeded"
@@ -34,12 +34,13 @@ def test_a_real_recording_replays_to_the_same_tree_and_times(tmp_path: Path) -> 
     }
     assert {r["id"]: r["start_s"] for r in replay.timings()} == pytest.approx(recorded_starts, abs=1e-6)
     assert "replayed recording" in replay.status_detail and replay.engine == b""
+    assert run_async(_awaited(replay)) == b""  # a Future of no bytes: the recording holds none
     assert replay.engine_size == original.engine_size == len(original.engine or b"")
     with pytest.raises(Exception, match="replayed recording holds no engine"):
         replay.save(str(tmp_path / "x.engine"))
 
 
-def test_a_failed_and_a_cancelled_recording_replay_their_rows_as_they_ended(tmp_path: Path) -> None:
+def test_a_failed_and_a_cancelled_recording_replay_their_rows_as_they_ended(tmp_path: Path, run_async: Any) -> None:
     """The phase a build failed or was stopped in replays as failed or cancelled, not as finished early."""
     not_onnx = tmp_path / "not.onnx"
     not_onnx.write_bytes(b"\x08not an onnx model")
@@ -58,6 +59,12 @@ def test_a_failed_and_a_cancelled_recording_replay_their_rows_as_they_ended(tmp_
         replay = Build.from_events(tmp_path / name).start()
         assert replay.wait(60) == ended
         assert _shape(replay.timings()) == _shape(original.timings())
+        with pytest.raises(BuildCancelled if ended == "cancelled" else BuildError):  # await: what result() raises
+            run_async(_awaited(replay))
+
+
+async def _awaited(build: Build) -> bytes:
+    return await build
 
 
 @pytest.mark.parametrize("threads", [1, 4])

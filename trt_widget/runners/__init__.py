@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from .._options import BuildOptions
     from .._pool import pool, shutdown_workers
     from ._base import EngineFile, RunContext, Runner, ThreadRunner
+    from ._inprocess import tensorrt_call
     from ._process import START_PHASE, ProcessRunner, check_transferable
     from ._replay import (
         MAX_SPEED,
@@ -27,10 +28,15 @@ if TYPE_CHECKING:
         gpu_shaped_events,
         load_events,
     )
+    from ._scripted import Callback, ManualClock, ScriptedRunner, parse_script
 
 _LAZY = {
     "MAX_SPEED": "._replay",
     "MIN_SPEED": "._replay",
+    "Callback": "._scripted",
+    "ManualClock": "._scripted",
+    "ScriptedRunner": "._scripted",
+    "parse_script": "._scripted",
     "START_PHASE": "._process",
     "EngineFile": "._base",
     "ProcessRunner": "._process",
@@ -49,13 +55,16 @@ _LAZY = {
     "load_events": "._replay",
     "pool": "trt_widget._pool",
     "shutdown_workers": "trt_widget._pool",
+    "tensorrt_call": "._inprocess",
 }
 
 __all__ = [
     "MAX_SPEED",
     "MIN_SPEED",
     "START_PHASE",
+    "Callback",
     "EngineFile",
+    "ManualClock",
     "ProcessRunner",
     "Recording",
     "RecordingError",
@@ -63,6 +72,7 @@ __all__ = [
     "ReplayRunner",
     "RunContext",
     "Runner",
+    "ScriptedRunner",
     "ThreadRunner",
     "apply_event",
     "check_event",
@@ -70,9 +80,11 @@ __all__ = [
     "check_transferable",
     "gpu_shaped_events",
     "load_events",
+    "parse_script",
     "pool",
     "runner_for",
     "shutdown_workers",
+    "tensorrt_call",
 ]
 
 

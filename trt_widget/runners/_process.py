@@ -17,11 +17,10 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import shutil
 import signal
 import stat
 import subprocess
-import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from multiprocessing.connection import wait
@@ -31,7 +30,9 @@ from .._backend import capabilities
 from .._errors import BuildError
 from .._files import part_path
 from .._gpu import oom_kill_count
+from .._leftovers import private_dir
 from .._pool import Worker, pool
+from .._python import parent_path
 from . import _memory
 from ._base import EngineFile, RunContext
 from ._messages import (
@@ -88,16 +89,23 @@ START_PHASE = "Starting the builder process"  # a cold worker's start-up, before
 _job_ids = itertools.count(1)
 
 
+WORK_PREFIX = "trt_widget-"  # a build's work directories: WORK_PREFIX<pid>-<random>, swept once that pid has ended
+
+
 @contextlib.contextmanager
 def _work_dirs() -> Iterator[list[str]]:
-    """Private temporary directories for the model and engine files, RAM-backed /dev/shm first if present."""
-    with contextlib.ExitStack() as stack:
-        dirs: list[str] = []
+    """Private temporary directories for the model and engine files, RAM-backed /dev/shm first if present; named
+    after this process, so that what a SIGKILLed one left (a model copy in RAM) is removed by the next one."""
+    dirs: list[str] = []
+    try:
         if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK):
             with contextlib.suppress(OSError):
-                dirs.append(stack.enter_context(tempfile.TemporaryDirectory(prefix="trt_widget-", dir="/dev/shm")))
-        dirs.append(stack.enter_context(tempfile.TemporaryDirectory(prefix="trt_widget-")))
+                dirs.append(private_dir(WORK_PREFIX, "/dev/shm"))
+        dirs.append(private_dir(WORK_PREFIX))
         yield dirs
+    finally:
+        for directory in dirs:
+            shutil.rmtree(directory, ignore_errors=True)
 
 
 # the backends whose builder creates a CUDA context that stays until the process exits (TensorRT for RTX builds
@@ -109,6 +117,8 @@ class ProcessRunner:
     """Runs the builder in a pooled worker process (the default ``isolation="process"``)."""
 
     name = "process"
+    framed = True
+    local = True
 
     def run(self, ctx: RunContext) -> bytes | EngineFile | None:
         try:
@@ -197,7 +207,7 @@ class _Relay:
             "options": self.ctx.options,
             "configure": None,
             "workdirs": self.workdirs,
-            "sys_path": list(sys.path),
+            "sys_path": parent_path(),  # appended there: the user's modules, never shadowing the standard library
             "directory": source.directory if source.kind == "path" else None,  # where external data may lie
             "hint": source.hint,
             "engine_part": None,
@@ -322,6 +332,8 @@ class _Relay:
             except ValueError:
                 name = f"signal {-code}"
             how = f"was killed by {name}"
+            if name == "SIGBUS":
+                how += " (the model file shrank while it was read: was it being rewritten? Build it again once saved)"
             if name == "SIGKILL":
                 now, before = oom_kill_count(), self.oom_kills_before
                 if now is not None and before is not None and now > before:

@@ -26,7 +26,7 @@ Recording = Union[str, "os.PathLike[str]", Iterable[str | bytes | dict[str, Any]
 MIN_SPEED, MAX_SPEED = 1e-3, 1e6  # a replay's pace: from 1000x slower to a million times faster than recorded
 MAX_WAIT_S = 60.0  # the longest pause between two replayed events: a recorded clock may jump by years
 
-KINDS = ("build_start", "phase_start", "step", "phase_finish", "log", "build_end")
+KINDS = ("build_start", "phase_start", "step", "phase_finish", "log", "engine_report", "build_end")
 _SEVERITY = {"VERBOSE": 4, "INFO": 3, "WARNING": 2, "ERROR": 1, "INTERNAL_ERROR": 0}
 
 
@@ -134,6 +134,10 @@ def check_event(event: dict[str, Any], where: str, number: int, depths: dict[int
         message = need("message", (str,), "a string", optional=True)
         if message is not None and len(message) > MAX_MESSAGE:
             event["message"] = message[:MAX_MESSAGE] + "…"
+    elif kind == "engine_report":
+        if event.get("report") is not None and not isinstance(event.get("report"), dict):
+            raise RecordingError(f"{where}, line {number}: field 'report' of an engine_report event must be an object")
+        need("reason", (str,), "a string", optional=True)
     elif kind == "build_start":
         for field in ("model", "backend", "version"):
             need(field, (str,), "a string", optional=True)
@@ -220,12 +224,18 @@ def apply_event(event: dict[str, Any], model: Any, logger: Any, names: dict[int,
         model.phase_finish(event["name"], at=at, thread=event["id"], ended=event.get("status"))
     elif kind == "log":
         logger.log(_SEVERITY.get(event.get("severity", ""), 2), str(event.get("message", "")), at=at)
+    elif kind == "engine_report":
+        from ..engine import apply_report_event
+
+        apply_report_event(event, getattr(logger, "engine_log", None))
 
 
 class ReplayRunner:
     """Feeds recorded events into the build's phase model and logger; Stop ends the replay."""
 
     name = "replay"
+    framed = False  # the recording has the framing rows of the build it recorded
+    local = False
 
     def __init__(
         self,

@@ -82,10 +82,12 @@ def test_a_cache_file_from_another_device_is_replaced_and_a_copy_kept(tmp_path: 
     path = tmp_path / "other.cache"
     theirs = NvidiaLikeCache({"old": 9.0}, tag="a100/10.8").serialize()
     path.write_bytes(theirs)
+    path.chmod(0o600)
     logger = CaptureLogger()
     _engine._save_timing_cache(NvidiaLikeConfig({"new": 1.0}), str(path), logger)
     assert _entries(path) == {"new": 1.0}
     assert (tmp_path / "other.cache.previous").read_bytes() == theirs
+    assert (tmp_path / "other.cache.previous").stat().st_mode & 0o777 == 0o600  # as private as the file was
     assert [r["message"] for r in logger.problems] == [
         f"timing_cache: {path} does not fit this TensorRT version or device; replaced by this build's cache, the "
         f"previous one kept as {path}.previous"

@@ -495,8 +495,8 @@ def _keep_a_copy(path: str, data: bytes) -> str | None:
         except OSError:
             return None
         try:
-            os.fchmod(fd, mode)  # exactly, whatever the umask
             with open(fd, "wb") as handle:
+                os.fchmod(handle.fileno(), mode)  # exactly, whatever the umask: a private cache stays private
                 handle.write(data)
         except OSError:
             with contextlib.suppress(OSError):

@@ -29,6 +29,26 @@ describe("escaping", () => {
     expect(el.querySelector("img")).toBeNull();
     expect(document.querySelector("img")).toBeNull();
   });
+
+  it("shows bidi overrides, separators and C1 controls in names, logs and errors escaped (issue 35)", () => {
+    const name = "conv\u202eevil\u009b31m\u2028forged";
+    const shown = "conv\\u202eevil\\x9b31m\\u2028forged";
+    mount(
+      fakeModel({
+        status: "failed",
+        elapsed_s: 1,
+        error: `node ${name}\nsecond line`,
+        rows: [phase(name, { id: 1, start_s: 0, end_s: 1, status: "failed" })],
+        logs: [{ severity: "ERROR", message: `Node name: ${name}`, t: 0.5 }],
+      }),
+    );
+    expect(rows()[0].querySelector(".trtw-name").textContent).toBe(shown);
+    expect(el.querySelector(".trtw-log-msg").textContent).toBe(`Node name: ${shown}`);
+    expect(el.querySelector(".trtw-error").textContent).toBe(`node ${shown}\nsecond line`);
+    el.querySelector(".trtw-seg-btn:last-child").click(); // timeline too
+    expect(el.querySelector(".trtw-tl-bar text").textContent).toBe(shown);
+    expect(el.textContent).not.toMatch(/[\u202e\u009b\u2028]/);
+  });
 });
 
 describe("error and log panel", () => {

@@ -53,3 +53,101 @@ def test_ctrl_c_during_wait_raises_a_short_keyboardinterrupt(long_model_bytes: b
     while not b.done() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert b.status == "cancelled"
+
+
+# -- issue 39: the first hour, second pass ------------------------------------------------------------------------
+
+
+def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    import os
+
+    env = dict(os.environ, TRT_WIDGET_HISTORY="off")
+    return subprocess.run(
+        [sys.executable, "-m", "trt_widget", *args], capture_output=True, text=True, timeout=180, cwd=cwd, env=env
+    )
+
+
+def test_save_and_result_of_a_failed_build_name_its_cause(tmp_path: Path) -> None:
+    import pytest
+
+    from trt_widget import BuildError
+
+    missing = tmp_path / "model.onnx"
+    w = BuildWidget(str(missing), history=False).start()
+    assert w.wait(120) == "failed"
+    for call in (lambda: w.save(str(tmp_path / "model.engine")), w.result):
+        with pytest.raises(BuildError, match=f"ONNX file not found: {missing}"):
+            call()
+    assert not (tmp_path / "model.engine").exists()
+    with pytest.raises(BuildError, match="call start"):
+        Build(str(missing), history=False).save(tmp_path / "x.engine")
+
+
+def test_the_matrix_creates_its_output_folder_and_says_the_flag(tmp_path: Path) -> None:
+    from trt_widget import BuildMatrix
+
+    model = tmp_path / "small.onnx"
+    model.write_bytes(to_bytes(deep_residual(2)))
+    matrix = BuildMatrix(str(model), output_dir=tmp_path / "engines/", history=False)
+    assert (tmp_path / "engines").is_dir()  # the docs' recipe: created, as mkdir -p
+    assert matrix.start().wait(120) == "done"
+    assert [p.name for p in (tmp_path / "engines").iterdir()] == ["small-default.engine"]
+    proc = _cli("matrix", str(model), "--opt-level", "0", "-o", "cli/engines/", "--plain", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert [p.name for p in (tmp_path / "cli" / "engines").iterdir()] == ["small-optimization_level_0.engine"]
+    proc = _cli("matrix", str(model), "-o", str(model), "--plain", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines() == [f"trt-widget: error: -o/--output-dir {model} is not a folder"]
+
+
+def test_workspace_takes_tebibytes_and_a_bad_unit_lists_the_units(tmp_path: Path) -> None:
+    model = tmp_path / "small.onnx"
+    model.write_bytes(to_bytes(deep_residual(2)))
+    proc = _cli("build", str(model), "--workspace", "1TiB", "--plain")
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "small.engine").stat().st_size > 0
+    proc = _cli("build", str(model), "--workspace", "4GiBs", "--plain")
+    assert proc.returncode == 2
+    assert "T/TiB" in proc.stderr and "G/GiB" in proc.stderr and "'4GiBs'" in proc.stderr
+
+
+def test_a_text_file_is_said_to_be_text_not_a_parser_assertion(tmp_path: Path) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text("# notes\nbuild with fp16 tomorrow\n")
+    proc = _cli("build", str(notes), "--plain")
+    assert proc.returncode == 1
+    said = [line for line in (proc.stdout + proc.stderr).splitlines() if "ERROR:" not in line]  # not TensorRT's log
+    assert not [line for line in said if "Assertion" in line or "ParseFromCodedStream" in line], said
+    assert f"could not parse {notes} as ONNX: it is a text file, not an ONNX model" in proc.stderr
+
+
+def test_a_profile_that_changes_a_fixed_dimension_is_said_plainly(tmp_path: Path) -> None:
+    model = tmp_path / "small.onnx"
+    model.write_bytes(to_bytes(deep_residual(2)))  # input 1x8x8x8, every dimension fixed
+    proc = _cli("build", str(model), "--min-shapes", "input:1x8x8x8", "--max-shapes", "input:4x8x8x8", "--plain")
+    assert proc.returncode == 1
+    assert (
+        "the shapes given for input 'input' set dimension 0 to 1/4 where the model fixes it at 1: the model's input "
+        "is 1x8x8x8, and only its dynamic dimensions (N) can vary — give input:1x8x8x8 there" in proc.stderr
+    ), proc.stderr
+
+
+def test_a_stdio_server_started_by_hand_says_what_it_is_and_ends_on_ctrl_c() -> None:
+    import os
+
+    import pexpect
+
+    for command in ("mcp", "lsp"):
+        child = pexpect.spawn(
+            sys.executable,
+            ["-m", "trt_widget", command],
+            env=dict(os.environ, TRT_WIDGET_HISTORY="off"),
+            encoding="utf-8",
+            timeout=120,
+        )
+        child.expect(f"trt-widget {command}: .* on stdin/stdout.*Ctrl-C")  # on stderr: stdout is the protocol's
+        child.sendintr()
+        child.expect(f"trt-widget {command}: interrupted")
+        child.expect(pexpect.EOF, timeout=60)  # before: a reader thread held the exit until Ctrl-D
+        child.close()
+        assert child.exitstatus == 130, (command, child.exitstatus, child.signalstatus)

@@ -6,6 +6,7 @@ Used as is by the thread runner and inside the child process of process isolatio
 
 from __future__ import annotations
 
+import codecs
 import mmap
 import os
 import threading
@@ -457,6 +458,8 @@ def _populate(t: Any, network: Any, source: ModelSource, logger: CaptureLogger, 
             for c in significant([r["message"] for r in logger.problems[logged_before:]])
             if not any(c.strip()[-60:] in p for p in problems)
         ]  # not an echo of a parser error
+        if any("ParseFromCodedStream" in p for p in problems):  # the bytes are no ONNX protobuf at all
+            raise BuildError(f"could not parse {source.label} as ONNX: {_not_a_model(source)}")
         reason = "; ".join([*(_short(c) for c in causes[:2]), *problems[:5]]) or "the parser gave no reason"
         raise BuildError(f"could not parse {source.label} as ONNX: {reason}")
     if network.num_layers == 0 and network.num_inputs == 0 and network.num_outputs == 0:
@@ -465,6 +468,28 @@ def _populate(t: Any, network: Any, source: ModelSource, logger: CaptureLogger, 
             "outputs) — is it really an ONNX model?"
         )
     return parser
+
+
+def _not_a_model(source: ModelSource) -> str:
+    """Why bytes that do not decode as an ONNX protobuf were refused, in words (not the parser's assertion)."""
+    try:
+        if source.kind == "path":
+            with open(source.value, "rb") as handle:
+                head = handle.read(4096)
+        else:
+            head = bytes(source.value[:4096])
+    except (OSError, TypeError):
+        head = b""
+    try:  # incremental: a character cut at the end of the 4 KiB is not binary
+        decoded = codecs.getincrementaldecoder("utf-8")().decode(head)
+    except UnicodeDecodeError:
+        decoded = ""
+    text = bool(decoded) and all(c.isprintable() or c in "\t\n\r\f\v" for c in decoded)
+    what = "a text file" if text else "a binary file of another kind (or a damaged model)"
+    return (
+        f"it is {what}, not an ONNX model (the binary file that torch.onnx.export and onnx.save write) — is it "
+        "really an ONNX model?"
+    )
 
 
 def _short(text: str, limit: int = 300) -> str:
@@ -535,7 +560,7 @@ def _check_profile(inputs: dict[str, tuple[int, ...]], profiles: dict[str, Any])
                 raise BuildError(f"profile for input {name!r} has rank {len(lo)} but the input has shape {shape}")
             fixed = [(i, d) for i, d in enumerate(shape) if d >= 0 and any(p[i] != d for p in profiles[name])]
             if fixed:
-                raise BuildError(f"profile for input {name!r} changes fixed dimension(s) {fixed} of shape {shape}")
+                raise BuildError(_fixed_dimensions(name, shape, profiles[name], fixed))
         elif any(d < 0 for d in shape):
             dims = "x".join(str(d) if d >= 0 else "N" for d in shape)
             raise BuildError(
@@ -638,3 +663,17 @@ def _configure(t: Any, builder: Any, config: Any, network: Any, options: BuildOp
             logger.log(2, "timing_cache: TensorRT refused a new timing cache; building without one")
             return None
     return cache
+
+
+def _fixed_dimensions(name: str, shape: tuple[int, ...], given: Any, fixed: list[tuple[int, int]]) -> str:
+    """A profile that changes dimensions the model fixes, said plainly: which ones, to what, and what to give."""
+    model = "x".join(str(d) if d >= 0 else "N" for d in shape)
+    changes = ", ".join(
+        f"dimension {i} to {'/'.join(str(v) for v in sorted({p[i] for p in given}))} where the model fixes it at {d}"
+        for i, d in fixed
+    )
+    kept = "x".join(str(d) if d >= 0 else str(given[1][i]) for i, d in enumerate(shape))
+    return (
+        f"the shapes given for input {name!r} set {changes}: the model's input is {model}, and only its dynamic "
+        f"dimensions (N) can vary — give {name}:{kept} there, or export the model with that dimension dynamic"
+    )

@@ -42,7 +42,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--max-parallel", type=int, metavar="N", help="builds at once (local default 1; ray: as many as Ray runs)"
     )
     parser.add_argument("--ray-address", metavar="ADDR", help="Ray cluster address (default: RAY_ADDRESS or local)")
-    parser.add_argument("-o", "--output-dir", metavar="DIR", help="write each engine as DIR/<model>-<variant>.engine")
+    parser.add_argument(
+        "-o",
+        "--output-dir",
+        metavar="DIR",
+        help="write each engine as DIR/<model>-<variant>.engine (DIR is created when missing)",
+    )
     parser.add_argument("--json", action="store_true", help="one JSON event stream on stdout, 'build' in every event")
     parser.add_argument("--plain", action="store_true", help="plain lines even in a terminal")
     from .._options import SHAPES_EPILOG, add_option_arguments
@@ -70,13 +75,19 @@ def run(args: argparse.Namespace) -> int:
         _stderr(f"trt-widget: error: --max-parallel must be at least 1, got {args.max_parallel}")
         return EXIT_USAGE
     from .._options import BuildOptionsDict, options_from_args
-    from ._matrix import BuildMatrix
+    from ._matrix import BuildMatrix, output_folder
 
     try:
         options = options_from_args(args)
     except ValueError as exc:
         print(f"trt-widget: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    if args.output_dir is not None:
+        try:
+            output_folder(args.output_dir, "-o/--output-dir")
+        except (OSError, ValueError) as exc:
+            _stderr(f"trt-widget: error: {exc.strerror if isinstance(exc, OSError) and exc.strerror else exc}")
+            return EXIT_FAILED
     executor: Any = args.executor
     if args.executor == "ray" and args.ray_address:
         from ..ray import RayRunner

@@ -151,3 +151,55 @@ def test_a_stdio_server_started_by_hand_says_what_it_is_and_ends_on_ctrl_c() -> 
         child.expect(pexpect.EOF, timeout=60)  # before: a reader thread held the exit until Ctrl-D
         child.close()
         assert child.exitstatus == 130, (command, child.exitstatus, child.signalstatus)
+
+
+def test_the_demo_opens_an_untracked_copy_so_autosave_leaves_the_clone_clean(tmp_path: Path) -> None:
+    """JupyterLab's autosave writes outputs into the notebook it opened: that must not be the tracked one."""
+    import os
+    import re
+    import shutil
+    import signal
+    import socket
+    import time
+
+    repo = Path(__file__).resolve().parent.parent
+    clone = tmp_path / "clone"
+    for name in ("scripts/demo.sh", "scripts/demo-lab-settings/overrides.json", "notebooks/quickstart.ipynb"):
+        (clone / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(repo / name, clone / name)
+    shutil.copyfile(repo / ".gitignore", clone / ".gitignore")
+    git = ["git", "-C", str(clone), "-c", "user.name=t", "-c", "user.email=t@t"]
+    for step in (["init", "-q"], ["add", "-A", "-f"], ["commit", "-q", "-m", "clone"]):
+        subprocess.run([*git, *step], check=True, capture_output=True)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, TRT_WIDGET_VENV=sys.prefix, TRT_WIDGET_HISTORY="off")
+    for kind in ("CONFIG", "DATA", "RUNTIME"):
+        env[f"JUPYTER_{kind}_DIR"] = str(tmp_path / kind.lower())
+    env["JUPYTERLAB_SETTINGS_DIR"] = str(tmp_path / "lab-settings")
+    env["JUPYTERLAB_WORKSPACES_DIR"] = str(tmp_path / "lab-workspaces")
+    log = tmp_path / "demo.log"
+    with open(log, "wb") as out:
+        demo = subprocess.Popen(
+            ["bash", str(clone / "scripts" / "demo.sh"), "--no-browser", "--ServerApp.ip=127.0.0.1",
+             f"--ServerApp.port={port}", "--ServerApp.port_retries=0"],
+            env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 180
+        while not re.search(r"\?token=\w+", log.read_text()) and demo.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.5)
+        text = log.read_text()
+        assert f"127.0.0.1:{port}/lab/tree/notebooks/my-quickstart.ipynb?token=" in text, text[-3000:]
+        copy = clone / "notebooks" / "my-quickstart.ipynb"
+        assert copy.read_bytes() == (clone / "notebooks" / "quickstart.ipynb").read_bytes()
+        status = subprocess.run([*git, "status", "--porcelain"], capture_output=True, text=True, check=True)
+        assert status.stdout == ""  # the copy is ignored, the tracked notebook untouched
+    finally:
+        os.killpg(demo.pid, signal.SIGTERM)
+        try:
+            demo.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(demo.pid, signal.SIGKILL)
+            demo.wait(30)

@@ -7,6 +7,7 @@ Used as is by the thread runner and inside the child process of process isolatio
 from __future__ import annotations
 
 import codecs
+import errno
 import mmap
 import os
 import threading
@@ -413,18 +414,43 @@ def _save_timing_cache(config: Any, path: str, logger: CaptureLogger) -> None:
 
 @contextmanager
 def _file_lock(path: str) -> Iterator[None]:
-    """An exclusive advisory lock on ``path`` (created if needed) across threads and processes; none on Windows."""
+    """An exclusive advisory lock on ``path`` across threads and processes (none on Windows): the file is created
+    for the lock and removed when it is released, so no ``.lock`` file stays beside the cache."""
     try:
         import fcntl
     except ImportError:  # Windows: no flock; concurrent writers there keep the last writer's entries
         yield
         return
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    for _attempt in range(1000):  # each retry means another holder released and removed the file meanwhile
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except BaseException:
+            os.close(fd)
+            raise
+        if _same_file(fd, path):
+            break
+        os.close(fd)  # the holder before us removed the file while we waited: lock the one at ``path`` now
+    else:
+        raise OSError(errno.EAGAIN, f"could not hold the lock {path}: it keeps being replaced")
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
-        os.close(fd)  # closing releases the lock
+        try:
+            if _same_file(fd, path):  # removed while still held, so a waiter on this file sees it gone and retries
+                os.unlink(path)
+        except OSError:
+            pass  # a folder that allows creating but not removing: the lock file stays, as before
+        finally:
+            os.close(fd)  # closing releases the lock
+
+
+def _same_file(fd: int, path: str) -> bool:
+    """Whether the locked descriptor is still the file at ``path`` (not removed or replaced meanwhile)."""
+    try:
+        return os.path.samestat(os.fstat(fd), os.stat(path))  # as the open: where it follows, this does
+    except OSError:
+        return False
 
 
 def _populate(t: Any, network: Any, source: ModelSource, logger: CaptureLogger, router: _LogRouter) -> Any:

@@ -203,3 +203,51 @@ def test_the_demo_opens_an_untracked_copy_so_autosave_leaves_the_clone_clean(tmp
         except subprocess.TimeoutExpired:
             os.killpg(demo.pid, signal.SIGKILL)
             demo.wait(30)
+
+
+def test_the_matrix_comparison_leaves_the_workers_start_up_out(tmp_path: Path) -> None:
+    import pytest
+
+    from trt_widget import BuildMatrix, shutdown_workers
+    from trt_widget.runners import START_PHASE
+
+    shutdown_workers()  # the first build starts a cold worker, as in a fresh kernel
+    matrix = BuildMatrix(
+        to_bytes(deep_residual(3)), variants=[{"optimization_level": 0}, {"optimization_level": 1}], history=False
+    ).start()
+    assert matrix.wait(180) == "done"
+    start_ups = []
+    for row, cell in zip(matrix.comparison()["builds"], matrix.cells, strict=True):
+        start_ups.append(sum(r["duration_s"] for r in cell.build.timings() if r["name"] == START_PHASE))
+        start_up = start_ups[-1]
+        assert START_PHASE not in row["phases"]
+        assert row["build_s"] == pytest.approx(cell.build.elapsed_s - start_up, abs=2e-4)
+    assert start_ups[0] > 0  # build 0 paid the cold start: no part of its variant's time
+    assert not [c for c in matrix.compare(baseline=0).columns if START_PHASE in c]
+
+
+def test_a_queued_builds_elapsed_time_stays_empty_in_the_cli_table(long_model_bytes: bytes) -> None:
+    import io
+    import time
+
+    from rich.console import Console
+
+    from trt_widget import BuildMatrix
+    from trt_widget.matrix._cli import MatrixView
+
+    matrix = BuildMatrix(
+        long_model_bytes, variants=[{"optimization_level": 0}, {"optimization_level": 1}], history=False
+    ).start()  # max_parallel 1: the second build waits for the first
+    try:
+        deadline = time.monotonic() + 120
+        while matrix.builds[0].status != "running" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)  # the queued one has waited a while
+        assert matrix.builds[1].status == "queued" and matrix.builds[1].elapsed_s > 0.1
+        out = io.StringIO()
+        Console(file=out, width=200).print(MatrixView(matrix, io.StringIO())._table())
+        queued = next(line for line in out.getvalue().splitlines() if " queued " in line)
+        assert queued.rstrip().endswith("queued"), queued  # no elapsed (nor engine) column filled
+    finally:
+        matrix.stop()
+        matrix.wait(120)

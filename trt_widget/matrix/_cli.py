@@ -237,7 +237,8 @@ class MatrixView:
                 Text(build.status, style=COLORS.get(build.status, "")),
                 Text(escape_controls(note)),
                 bar,
-                fmt_s(build.elapsed_s) if build.status != "idle" else "",
+                # a queued build's clock restarts when it builds: no time until then
+                fmt_s(build.elapsed_s) if build.status not in ("idle", "queued") else "",
                 fmt_bytes(build.engine_size) if build.engine_size else "",
             )
         return table

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from trt_widget import Build, BuildWidget
 from trt_widget.models import deep_residual, to_bytes
 
@@ -39,8 +41,6 @@ def test_ctrl_c_during_wait_raises_a_short_keyboardinterrupt(long_model_bytes: b
     import time
     import traceback
 
-    import pytest
-
     b = Build(long_model_bytes, history=False).start()
     threading.Timer(0.5, _thread.interrupt_main).start()
     with pytest.raises(KeyboardInterrupt) as info:
@@ -68,8 +68,6 @@ def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str
 
 
 def test_save_and_result_of_a_failed_build_name_its_cause(tmp_path: Path) -> None:
-    import pytest
-
     from trt_widget import BuildError
 
     missing = tmp_path / "model.onnx"
@@ -206,8 +204,6 @@ def test_the_demo_opens_an_untracked_copy_so_autosave_leaves_the_clone_clean(tmp
 
 
 def test_the_matrix_comparison_leaves_the_workers_start_up_out(tmp_path: Path) -> None:
-    import pytest
-
     from trt_widget import BuildMatrix, shutdown_workers
     from trt_widget.runners import START_PHASE
 
@@ -251,3 +247,41 @@ def test_a_queued_builds_elapsed_time_stays_empty_in_the_cli_table(long_model_by
     finally:
         matrix.stop()
         matrix.wait(120)
+
+
+@pytest.mark.slow
+def test_ray_matrix_sets_its_sigterm_handler_and_leaves_no_helper_behind(tmp_path: Path) -> None:
+    """`trt-widget matrix --executor ray` without a cluster: Ray starts on the main thread (no "SIGTERM handler is
+    not set" warning) and the local instance it started is shut down with the command, helpers included."""
+    import os
+    import shutil
+    import tempfile
+    import time
+
+    pytest.importorskip("ray")
+    model = tmp_path / "small.onnx"
+    model.write_bytes(to_bytes(deep_residual(2)))
+    ray_dir = tempfile.mkdtemp(prefix="rfh", dir="/tmp")  # short: Ray's socket paths live under it
+    env = dict(os.environ, TRT_WIDGET_HISTORY="off", RAY_TMPDIR=ray_dir, RAY_raylet_start_wait_time_s="180")
+    env.pop("RAY_ADDRESS", None)
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "trt_widget", "matrix", str(model), "--executor", "ray", "--plain"],
+            capture_output=True, text=True, timeout=500, env=env,
+        )  # fmt: skip
+        assert "SIGTERM handler is not set" not in proc.stderr
+        if proc.returncode == 1 and "timed out during startup" in proc.stderr:  # Ray's own limit, said by us
+            pytest.skip("Ray's node did not start on this (loaded) machine")
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert "starting a local Ray instance" in proc.stderr  # it says what it waits for
+
+        def helpers() -> list[str]:
+            ps = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True, check=True).stdout
+            return [line for line in ps.splitlines() if ray_dir in line]
+
+        deadline = time.monotonic() + 30  # before: two helpers lingered for over a minute
+        while helpers() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert helpers() == []
+    finally:
+        shutil.rmtree(ray_dir, ignore_errors=True)

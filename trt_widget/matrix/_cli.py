@@ -74,8 +74,8 @@ def run(args: argparse.Namespace) -> int:
     if args.max_parallel is not None and args.max_parallel < 1:
         _stderr(f"trt-widget: error: --max-parallel must be at least 1, got {args.max_parallel}")
         return EXIT_USAGE
-    from .._options import BuildOptionsDict, options_from_args
-    from ._matrix import BuildMatrix, output_folder
+    from .._options import options_from_args
+    from ._matrix import output_folder
 
     try:
         options = options_from_args(args)
@@ -93,6 +93,38 @@ def run(args: argparse.Namespace) -> int:
         from ..ray import RayRunner
 
         executor = RayRunner(address=args.ray_address)
+    ray_started = args.executor == "ray" and _connect_ray(args.ray_address)
+    if ray_started is None:
+        return EXIT_FAILED
+    try:
+        return _run_matrix(args, executor, options)
+    finally:
+        if ray_started:  # the local instance this command started: shut down now, its helpers with it
+            import ray
+
+            ray.shutdown()
+
+
+def _connect_ray(address: str | None) -> bool | None:
+    """Connect to Ray on the main thread (Ray sets its SIGTERM handler only there); True when this started a
+    local instance, None (after saying why) when Ray cannot be reached."""
+    from ..ray import ensure_ray
+
+    local = not (address or os.environ.get("RAY_ADDRESS"))
+    _stderr("trt-widget matrix: " + ("starting a local Ray instance" if local else "connecting to Ray") + " …")
+    try:
+        ray = ensure_ray(address)
+    except Exception as exc:  # BuildError (no Ray), Ray's own start-up and connection errors
+        _stderr(f"trt-widget: error: Ray: {exc}")
+        return None
+    return local and ray.is_initialized()
+
+
+def _run_matrix(args: argparse.Namespace, executor: Any, options: Any) -> int:
+    """Build the matrix with the live table (or events) and Ctrl-C; the exit code."""
+    from .._options import BuildOptionsDict
+    from ._matrix import BuildMatrix
+
     variants: list[BuildOptionsDict] = [{"optimization_level": n} for n in args.opt_level] if args.opt_level else [{}]
     try:
         matrix = BuildMatrix(

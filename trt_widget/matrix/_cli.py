@@ -107,17 +107,20 @@ def run(args: argparse.Namespace) -> int:
 
 def _connect_ray(address: str | None) -> bool | None:
     """Connect to Ray on the main thread (Ray sets its SIGTERM handler only there); True when this started a
-    local instance, None (after saying why) when Ray cannot be reached."""
+    local instance (to shut down at the end), None (after saying why) when Ray cannot be reached."""
     from ..ray import ensure_ray
 
+    ray_module = sys.modules.get("ray")
+    if ray_module is not None and ray_module.is_initialized():  # a caller's own instance (main() from Python)
+        return False
     local = not (address or os.environ.get("RAY_ADDRESS"))
     _stderr("trt-widget matrix: " + ("starting a local Ray instance" if local else "connecting to Ray") + " …")
     try:
-        ray = ensure_ray(address)
+        ensure_ray(address, None if not local else {"include_dashboard": False})  # lighter; no one views it
     except Exception as exc:  # BuildError (no Ray), Ray's own start-up and connection errors
         _stderr(f"trt-widget: error: Ray: {exc}")
         return None
-    return local and ray.is_initialized()
+    return local
 
 
 def _run_matrix(args: argparse.Namespace, executor: Any, options: Any) -> int:

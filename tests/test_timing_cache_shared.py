@@ -59,7 +59,7 @@ def _entries(path: Path) -> dict[str, float]:
 def test_two_concurrent_writers_keep_both_builds_entries(tmp_path: Path) -> None:
     path = tmp_path / "shared.cache"
     path.write_bytes(NvidiaLikeCache({"conv0": 1.0}).serialize())  # an earlier build's entries
-    builds = [{"conv1": 2.0, "gemm": 3.0}, {"conv2": 4.0}]
+    builds = [{"conv1": 2.0, "gemm": 3.0}, {"conv2": 4.0}, {"pool": 5.0}]  # three: one waits on a removed lock
     loggers = [CaptureLogger() for _ in builds]
     start = threading.Barrier(len(builds))
 
@@ -72,9 +72,9 @@ def test_two_concurrent_writers_keep_both_builds_entries(tmp_path: Path) -> None
         t.start()
     for t in threads:
         t.join(30)
-    assert _entries(path) == {"conv0": 1.0, "conv1": 2.0, "gemm": 3.0, "conv2": 4.0}
+    assert _entries(path) == {"conv0": 1.0, "conv1": 2.0, "gemm": 3.0, "conv2": 4.0, "pool": 5.0}
     assert all(not log.problems for log in loggers)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["shared.cache", "shared.cache.lock"]  # no partial file
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["shared.cache"]  # no partial file, no lock file left
 
 
 def test_a_cache_file_from_another_device_is_replaced_and_a_copy_kept(tmp_path: Path) -> None:
@@ -156,6 +156,7 @@ def test_concurrent_real_builds_share_one_cache_file(tmp_path: Path, model_bytes
     assert again.wait(180) == "succeeded"
     notes: list[Any] = [r["message"] for r in again.problems if "does not fit" in r["message"]]
     assert data and notes == []  # the merged file is one TensorRT reads back
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["shared.cache"]  # the lock file went with the last build
 
 
 def test_a_file_that_only_begins_as_a_cache_is_kept_before_it_is_replaced(tmp_path: Path, model_bytes: bytes) -> None:

@@ -6,7 +6,9 @@ Used as is by the thread runner and inside the child process of process isolatio
 
 from __future__ import annotations
 
+import codecs
 import contextlib
+import errno
 import mmap
 import os
 import threading
@@ -23,7 +25,7 @@ from ._backend import builder_failure_message, capabilities, select_backend, trt
 from ._errors import BuildError
 from ._expected import significant
 from ._external_data import check_external_data, external_locations, file_locations
-from ._files import atomic_write, expand_user, open_lock_file
+from ._files import atomic_write, expand_user, open_lock_file, writable_target
 from ._options import PRECISION_FLAGS, TRT_SETTINGS, BuildOptions
 from ._verbose import TacticWatch, wanted
 from .engine import EngineLog, engine_line
@@ -508,29 +510,54 @@ def _keep_a_copy(path: str, data: bytes) -> str | None:
 
 @contextmanager
 def _file_lock(path: str) -> Iterator[None]:
-    """An exclusive advisory lock on ``<path>.lock`` (created if needed) across threads and processes; none on
-    Windows."""
+    """An exclusive advisory lock on ``<path>.lock`` across threads and processes (none on Windows): created for
+    the lock, never through a link (``open_lock_file``), and removed when released, so no ``.lock`` file stays
+    beside the cache. The wait is bounded: a process holding the lock for ever (another user's, in a shared
+    folder) costs the cache, never the build."""
     try:
         import fcntl
     except ImportError:  # Windows: no flock; concurrent writers there keep the last writer's entries
         yield
         return
-    fd = open_lock_file(path)
+    lock = f"{writable_target(path)}.lock"
+    deadline = time.monotonic() + CACHE_LOCK_WAIT_S
+    while True:  # each retry means another holder released and removed the file meanwhile
+        fd = open_lock_file(path)
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise OSError(
+                            errno.EAGAIN, f"{lock} was held by another process for {CACHE_LOCK_WAIT_S:g} s; not saved"
+                        ) from None
+                    time.sleep(0.02)
+        except BaseException:
+            os.close(fd)
+            raise
+        if _same_file(fd, lock):
+            break
+        os.close(fd)  # the holder before us removed the file while we waited: lock the one at ``lock`` now
     try:
-        deadline = time.monotonic() + CACHE_LOCK_WAIT_S
-        while True:  # bounded: a process holding the lock for ever (another user's, in a shared folder) costs
-            try:  # the cache, never the build
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise OSError(
-                        f"{path}.lock was held by another process for {CACHE_LOCK_WAIT_S:g} s; not saved"
-                    ) from None
-                time.sleep(0.02)
         yield
     finally:
-        os.close(fd)  # closing releases the lock
+        try:
+            if _same_file(fd, lock):  # removed while still held, so a waiter on this file sees it gone and retries
+                os.unlink(lock)
+        except OSError:
+            pass  # a folder that allows creating but not removing: the lock file stays, as before
+        finally:
+            os.close(fd)  # closing releases the lock
+
+
+def _same_file(fd: int, path: str) -> bool:
+    """Whether the locked descriptor is still the file at ``path`` (not removed or replaced meanwhile)."""
+    try:
+        return os.path.samestat(os.fstat(fd), os.lstat(path))
+    except OSError:
+        return False
 
 
 def _populate(t: Any, network: Any, source: ModelSource, logger: CaptureLogger, router: _LogRouter) -> Any:
@@ -564,6 +591,8 @@ def _populate(t: Any, network: Any, source: ModelSource, logger: CaptureLogger, 
             for c in significant([r["message"] for r in logger.problems[logged_before:]])
             if not any(c.strip()[-60:] in p for p in problems)
         ]  # not an echo of a parser error
+        if any("ParseFromCodedStream" in p for p in problems):  # the bytes are no ONNX protobuf at all
+            raise BuildError(f"could not parse {source.label} as ONNX: {_not_a_model(source)}")
         reason = "; ".join([*(_short(c) for c in causes[:2]), *problems[:5]]) or "the parser gave no reason"
         raise BuildError(f"could not parse {source.label} as ONNX: {reason}")
     if network.num_layers == 0 and network.num_inputs == 0 and network.num_outputs == 0:
@@ -572,6 +601,28 @@ def _populate(t: Any, network: Any, source: ModelSource, logger: CaptureLogger, 
             "outputs) — is it really an ONNX model?"
         )
     return parser
+
+
+def _not_a_model(source: ModelSource) -> str:
+    """Why bytes that do not decode as an ONNX protobuf were refused, in words (not the parser's assertion)."""
+    try:
+        if source.kind == "path":
+            with open(source.value, "rb") as handle:
+                head = handle.read(4096)
+        else:
+            head = bytes(source.value[:4096])
+    except (OSError, TypeError):
+        head = b""
+    try:  # incremental: a character cut at the end of the 4 KiB is not binary
+        decoded = codecs.getincrementaldecoder("utf-8")().decode(head)
+    except UnicodeDecodeError:
+        decoded = ""
+    text = bool(decoded) and all(c.isprintable() or c in "\t\n\r\f\v" for c in decoded)
+    what = "a text file" if text else "a binary file of another kind (or a damaged model)"
+    return (
+        f"it is {what}, not an ONNX model (the binary file that torch.onnx.export and onnx.save write) — is it "
+        "really an ONNX model?"
+    )
 
 
 def _short(text: str, limit: int = 300) -> str:
@@ -654,7 +705,7 @@ def _check_profile(inputs: dict[str, tuple[int, ...]], profiles: dict[str, Any])
                 raise BuildError(f"profile for input {name!r} has rank {len(lo)} but the input has shape {shape}")
             fixed = [(i, d) for i, d in enumerate(shape) if d >= 0 and any(p[i] != d for p in profiles[name])]
             if fixed:
-                raise BuildError(f"profile for input {name!r} changes fixed dimension(s) {fixed} of shape {shape}")
+                raise BuildError(_fixed_dimensions(name, shape, profiles[name], fixed))
         elif any(d < 0 for d in shape):
             dims = "x".join(str(d) if d >= 0 else "N" for d in shape)
             raise BuildError(
@@ -759,3 +810,17 @@ def _configure(t: Any, builder: Any, config: Any, network: Any, options: BuildOp
             logger.log(2, "timing_cache: TensorRT refused a new timing cache; building without one")
             return None
     return cache
+
+
+def _fixed_dimensions(name: str, shape: tuple[int, ...], given: Any, fixed: list[tuple[int, int]]) -> str:
+    """A profile that changes dimensions the model fixes, said plainly: which ones, to what, and what to give."""
+    model = "x".join(str(d) if d >= 0 else "N" for d in shape)
+    changes = ", ".join(
+        f"dimension {i} to {'/'.join(str(v) for v in sorted({p[i] for p in given}))} where the model fixes it at {d}"
+        for i, d in fixed
+    )
+    kept = "x".join(str(d) if d >= 0 else str(given[1][i]) for i, d in enumerate(shape))
+    return (
+        f"the shapes given for input {name!r} set {changes}: the model's input is {model}, and only its dynamic "
+        f"dimensions (N) can vary — give {name}:{kept} there, or export the model with that dimension dynamic"
+    )

@@ -358,7 +358,7 @@ export class TrtView {
    * @param {unknown} phases
    */
   applyPhases(phases) {
-    this.struct = buildStructure(phases, this.elapsed);
+    this.struct = buildStructure(phases, this.elapsed, this.status === "ended");
     this.renderBody();
   }
 

@@ -41,3 +41,17 @@ def test_a_real_builds_rows_have_the_phase_row_keys_and_types() -> None:
     rows = build.timings()
     assert rows and all(list(row) == list(PhaseRow.__annotations__) == TIMING_COLUMNS for row in rows)
     assert all(row["status"] in get_args(PhaseStatus) for row in rows)
+
+
+def test_the_snapshot_type_is_the_widgets_synced_state_and_a_real_snapshot() -> None:
+    from trt_widget import BuildWidget
+    from trt_widget._snapshot import Snapshot, snapshot
+
+    fields = list(Snapshot.__annotations__)
+    wire = {*fields} - {"phases"} | {"phases_json", "phases_seq", "phases_delta"}  # the rows travel encoded
+    assert wire == set(BuildWidget.class_own_traits(sync=True))
+    build = Build(models.deep_residual(2), history=False, resources=False, isolation="thread")
+    assert list(snapshot(build)) == fields
+    build.start().wait(120)
+    final = snapshot(build)
+    assert list(final) == fields and final["status"] == "succeeded" and final["phases"] == build.model.rows()

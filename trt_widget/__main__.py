@@ -7,6 +7,7 @@
   trt-widget demo [--blocks N] [same options]    # builds a generated deep residual model
   trt-widget view build.jsonl [--speed X] [--report F] [--trace F]   # replays a recording (--json / events=)
   trt-widget trtexec --onnx=m.onnx --saveEngine=m.engine [trtexec's build arguments]   # see _trtexec.py
+  trt-widget inspect FILE [--json]               # an engine's layers, precisions, tactics (a log, JSON, recording)
   trt-widget serve [--host H] [--port P] [--token T | --token-file F] [--data DIR] ...   # a build service
   trt-widget matrix a.onnx [b.onnx ...] --opt-level 0 3 5 [--executor ray] [--json]   # see matrix/_cli.py
   trt-widget mcp [--http] [--port P] [--token-file F]   # builds as MCP tools for agents (docs/agents.md)
@@ -99,7 +100,7 @@ def _demo_arguments(parser: argparse.ArgumentParser) -> None:
 def _view_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("recording", help="JSON-lines file written by --json or events=")
     parser.add_argument(
-        "--speed", type=float, metavar="X", help="replay at the recorded pace times X (default: at once)"
+        "--speed", type=float, metavar="X", help="replay at the recorded pace times X, 0.001 to 1e6 (default: at once)"
     )
     parser.add_argument("--plain", action="store_true", help="plain lines even in a terminal")
     for flag in ("--report", "--trace"):
@@ -170,6 +171,14 @@ COMMANDS = (
         ".matrix:run",
     ),
     Command(
+        "inspect",
+        "show what an engine holds: layers, precisions, tactics, fusions, memory (a log, JSON or recording)",
+        "The engine report of a TensorRT log (a verbose build, trtexec --dumpLayerInfo), a trtexec "
+        "--exportLayerInfo JSON, or a trt_widget recording (--json / events=).",
+        ".engine:cli_arguments",
+        ".engine:cli_inspect",
+    ),
+    Command(
         "trtexec",
         "build from trtexec's arguments as written: trt-widget trtexec --onnx=m.onnx --saveEngine=m.engine ...",
         "Build with trtexec's build arguments as written (--onnx=, --saveEngine=, --shapes=, --minShapes=, --fp16, "
@@ -192,7 +201,7 @@ COMMANDS = (
         "lsp",
         "run a language server for editors (stdio): build commands with work-done progress",
         'A language server over stdio (see docs/agents.md). Needs pip install "trt_widget[lsp]".',
-        None,
+        ".lsp:add_arguments",
         ".lsp:run",
     ),
     Command(
@@ -330,7 +339,11 @@ def _trtexec(argv: list[str], whole_process: bool) -> int:
     """``trt-widget trtexec ...``: translate, say what is ignored or refused, then build as ``trt-widget build``."""
     from ._trtexec import build_argv, split_arguments, translate
 
-    args = split_arguments(argv)
+    try:
+        args = split_arguments(argv)
+    except ValueError as exc:  # a pasted line with an unbalanced quote
+        _stderr_line(f"trt-widget trtexec: error: {exc}")
+        return EXIT_USAGE
     own = [a for a in args if a.split("=", 1)[0] in _OWN]
     translation = translate([a for a in args if a not in own])
     for arg, why in translation.refused:
@@ -347,7 +360,7 @@ def _trtexec(argv: list[str], whole_process: bool) -> int:
         )
     for note in translation.notes:
         _stderr_line(f"trt-widget trtexec: {_safe(note)}")
-    command = build_argv(translation) + own
+    command = build_argv(translation, own)
     _stderr_line("trt-widget trtexec: building as: trt-widget " + " ".join(_safe(a) for a in command))
     return _main(command, whole_process)
 
@@ -504,10 +517,10 @@ def _view(args: argparse.Namespace) -> int:
     """Replay a recording: exit 0 when it replays to its end, whatever the recorded build's outcome."""
     from ._build import Build
     from ._terminal import TerminalView
-    from .runners import RecordingError
+    from .runners import MAX_SPEED, MIN_SPEED, RecordingError
 
-    if args.speed is not None and not args.speed > 0:
-        raise _UsageError(f"--speed must be a positive number, got {args.speed}")
+    if args.speed is not None and not MIN_SPEED <= args.speed <= MAX_SPEED:  # NaN too
+        raise _UsageError(f"--speed must be a number from {MIN_SPEED:g} to {MAX_SPEED:g}, got {args.speed}")
     _check_files(args, None)
     if not Path(expand_user(args.recording)).exists():
         raise _InputError(f"recording not found: {args.recording}")

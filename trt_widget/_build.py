@@ -25,10 +25,10 @@ from ._files import (
     ENGINES_SYNCED,
     WrittenFile,
     atomic_write,
-    check_writable,
+    check_output,
     expand_user,
     refuse_inputs,
-    refuse_overwriting,
+    write_output,
 )
 from ._gpu import memory_skip_note
 from ._options import BuildOptions, BuildOptionsDict
@@ -49,6 +49,7 @@ from ._status import (
 )
 from ._subscribe import BuildEvent, subscribe
 from ._waiting import Waiting
+from .engine import EngineLog, EngineReport, report_of
 from .runners import START_PHASE, EngineFile, Recording, RunContext, Runner, runner_for
 
 if TYPE_CHECKING:
@@ -96,6 +97,11 @@ FRAMING = Framing(AFTER_PHASE, FRAME_PHASES)  # for a runner whose events Tensor
 TIMING_COLUMNS = ["id", "name", "parent", "depth", "step", "num_steps", "start_s", "end_s", "duration_s", "status"]
 
 
+# output= of the builds running in this process, by real path: a second build started onto one is refused
+_writing: dict[str, Build] = {}
+_writing_lock = threading.Lock()
+
+
 class Build(Waiting):
     """Build an engine from ``model`` (ONNX path / bytes / ModelProto, or a network-defining callable).
 
@@ -126,14 +132,13 @@ class Build(Waiting):
         self.options = BuildOptions.from_kwargs(**options)  # unknown names: TypeError with "did you mean"
         self.source = ModelSource.of(model)
         sink_path = events if isinstance(events, (str, os.PathLike)) else None
-        if self.source.kind == "path":
-            refuse_overwriting(
-                self.source.value,
-                output=self.options.output,
-                timing_cache=self.options.timing_cache,
-                events=sink_path,
-                history=history_file(history),
-            )
+        refuse_inputs(  # the model, its external data (or a recording): never written
+            self,
+            output=self.options.output,
+            timing_cache=self.options.timing_cache,
+            events=sink_path,
+            history=history_file(history),
+        )
         if sink_path is not None:
             for name, other in (("output", self.options.output), ("timing_cache", self.options.timing_cache)):
                 if other is not None and os.path.realpath(expand_user(other)) == os.path.realpath(
@@ -143,7 +148,7 @@ class Build(Waiting):
         if runner is None or runner.local:  # this process's TensorRT builds: its API checks the options now
             check_options(self.options)
         if self.options.output:  # found now, not after the build: OSError naming the path and the reason
-            check_writable(self.options.output, "output=")
+            check_output(self.options.output, "output=", self)
         if self.options.isolation == "process" or runner is not None:
             from .runners import check_transferable, pool
 
@@ -163,6 +168,9 @@ class Build(Waiting):
         self._reported_engine_size: int | None = None  # the runner's, for an engine it does not hand over
         self.error: BuildError | None = None
         self.logger = CaptureLogger(self.options.verbose, clock)
+        if self.options.engine_report:
+            self.logger.engine_log = EngineLog()
+        self._engine_report: tuple[EngineReport | None, str] | None = None
         self._thread: threading.Thread | None = None
         self._timer: threading.Timer | None = None
         self._ended_s: float | None = None
@@ -188,10 +196,12 @@ class Build(Waiting):
     @classmethod
     def from_events(cls, recording: Recording, *, speed: float | None = None) -> Build:
         """A Build that replays a recording of ``events=`` / ``--json`` (a path, or an iterable of JSON lines or
-        event dicts): instantly, or at the recorded pace times ``speed``. ``start()`` it like any build; it has
-        no engine bytes. A bad line raises ``trt_widget.runners.RecordingError`` naming the line."""
-        from .runners import ReplayClock, ReplayRunner, load_events
+        event dicts): instantly, or at the recorded pace times ``speed`` (0.001 to 1e6; a pause between two events
+        lasts at most a minute). ``start()`` it like any build; it has no engine bytes. A bad line raises
+        ``trt_widget.runners.RecordingError`` naming the line."""
+        from .runners import ReplayClock, ReplayRunner, check_speed, load_events
 
+        check_speed(speed)  # ValueError before reading the recording
         events = load_events(recording)
         clock = ReplayClock()
         first = next((e for e in events if e["event"] == "build_start"), {})
@@ -232,6 +242,25 @@ class Build(Waiting):
         if self._written is not None:
             return self._written.size
         return len(self._engine) if self._engine else self._reported_engine_size
+
+    @property
+    def engine_report(self) -> EngineReport | None:
+        """What the engine holds: its layers, precisions, tactics, fused ONNX nodes and memory, read from TensorRT's
+        log (:class:`trt_widget.EngineReport`); None where TensorRT gave none (:attr:`engine_report_reason` says
+        why). Read once, on first use after the build ended."""
+        return self._read_engine_report()[0]
+
+    @property
+    def engine_report_reason(self) -> str:
+        """Why :attr:`engine_report` is None ("" where there is one)."""
+        return self._read_engine_report()[1]
+
+    def _read_engine_report(self) -> tuple[EngineReport | None, str]:
+        if not self.done():
+            return None, "the build has not ended"
+        if self._engine_report is None:
+            self._engine_report = report_of(self, self.logger.engine_log, self.options, self.source.label)
+        return self._engine_report
 
     @property
     def status(self) -> BuildStatus:
@@ -307,12 +336,36 @@ class Build(Waiting):
         """Call ``callback(build)`` in ``start()``, after the clock restarts and before the builder runs."""
         self._on_start.append(callback)
 
+    def _claim_output(self) -> None:
+        """Refuse to start while another build of this process writes the same output= (the last engine would
+        replace the first without a word)."""
+        if not self.options.output:
+            return
+        real = os.path.realpath(expand_user(self.options.output))
+        with _writing_lock:
+            other = _writing.get(real)
+            if other is not None and other is not self:
+                raise ValueError(
+                    f"output={self.options.output!r} is being written by another build that is still running "
+                    f"({other!r}): wait for it to end, or give this build its own output="
+                )
+            _writing[real] = self
+        self._output_claim = real
+
+    def _release_output(self) -> None:
+        real = getattr(self, "_output_claim", None)
+        if real is not None:
+            with _writing_lock:
+                if _writing.get(real) is self:
+                    del _writing[real]
+
     # -- control -------------------------------------------------------------------------------------
     def start(self) -> Build:
         """Start building on a background thread and return at once."""
         with self._condition:
             if self._status != IDLE:
                 raise RuntimeError(f"this build already started (status {self._status}); a Build runs once")
+            self._claim_output()
             self._status = RUNNING
             self.set_running_or_notify_cancel()
         self.model.restart_clock()
@@ -370,9 +423,7 @@ class Build(Waiting):
                 f"no engine to save: the build is {self._status}"
                 + (" (a replayed recording holds no engine)" if self.engine == b"" else "")
             )
-        if self.source.kind == "path":
-            refuse_overwriting(self.source.value, path=path)
-        atomic_write(path, self.engine, sync=ENGINES_SYNCED)
+        write_output(path, self.engine, "path", self, sync=ENGINES_SYNCED)  # the one output-path policy
         return str(path)
 
     # -- the builder thread --------------------------------------------------------------------------
@@ -461,6 +512,7 @@ class Build(Waiting):
         return engine.take()
 
     def _finish(self, engine: bytes | WrittenFile | None, error: BuildError | None) -> None:
+        self._release_output()
         if self._timer is not None:
             self._timer.cancel()
         self.model.close_all(PHASE_FAILED if error is not None else FINISHED_EARLY if engine is not None else CANCELLED)
@@ -497,7 +549,7 @@ class Build(Waiting):
         from .report import to_html
 
         if path is not None:
-            refuse_inputs(self, path=path)
+            check_output(path, "path", self)  # before the report is made; written by the same policy
         return to_html(self, path)
 
     def to_trace(self, path: str | os.PathLike[str] | None = None) -> str:
@@ -505,5 +557,5 @@ class Build(Waiting):
         from .report.trace import to_trace
 
         if path is not None:
-            refuse_inputs(self, path=path)
+            check_output(path, "path", self)
         return to_trace(self, path)

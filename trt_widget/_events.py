@@ -9,6 +9,7 @@ Every event is an object with an ``event`` field and ``t``, seconds on the build
   {"event": "phase_finish", "id": int, "name": str, "status": "done" | "finished-early" | "cancelled" | "failed",
    "step": int, "num_steps": int, "duration_s": float, "t": s}
   {"event": "log", "severity": "WARNING" | "ERROR" | "INTERNAL_ERROR", "message": str, "t": s}
+  {"event": "engine_report", "report": {...} | null, "reason": str, "t": s}   (a succeeded build: EngineReport)
   {"event": "build_end", "status": "succeeded" | "cancelled" | "failed", "detail": str, "elapsed_s": float,
    "engine_bytes": int | null, "output": str | null, "error": str | null, "t": s}
 
@@ -53,6 +54,20 @@ LOG_SEVERITIES = ("WARNING", "ERROR", "INTERNAL_ERROR")
 
 class _Signal:
     """A queue item for the writer thread that is not an event."""
+
+
+class _ReportOf(_Signal):
+    """A queue item standing for the ended build's ``engine_report`` event, made when it is written."""
+
+    def __init__(self, build: Any) -> None:
+        self.build = build
+
+    def event(self) -> dict[str, Any] | None:
+        from .engine import report_event
+
+        if not hasattr(self.build, "engine_report"):  # a build-like object of another kind
+            return None
+        return report_event(self.build)
 
 
 _CLOSE = _Signal()  # build_end was queued: close the sink
@@ -304,6 +319,7 @@ class EventStream:
             if size is None and build.engine is not None:
                 size = len(build.engine)
             output = build.options.output if size is not None else None
+            self._put(_ReportOf(build))  # read on the writer thread: wait() does not wait for the parse
             self._put(
                 {
                     "event": "build_end",
@@ -340,6 +356,10 @@ class EventStream:
             if item is _WAKE or failed:
                 continue
             try:
+                if isinstance(item, _ReportOf):
+                    item = item.event()
+                    if item is None:
+                        continue
                 self._write(item)
                 self.written += 1
             except BaseException as exc:  # a callable's KeyboardInterrupt / SystemExit too: the writer lives on

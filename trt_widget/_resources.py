@@ -42,14 +42,15 @@ def attach_resources(build: Build) -> None:
 
 
 class _Gpu:
-    """NVML access to the GPU the build uses (CUDA's device 0 under ``CUDA_VISIBLE_DEVICES``), or nothing.
+    """NVML access to the GPU the build uses (CUDA's device ``device``, the build's ``device=`` — 0 by default —
+    under ``CUDA_VISIBLE_DEVICES``), or nothing.
 
     The memory figure is the builder process's own where NVML lists its pid, else the whole device's (NVML in
     containers with older drivers lists host pids), and ``scope`` says which. NVML failing turns sampling off;
     utilisation alone failing (unsupported on MIG) leaves memory on.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, device: int | None = None) -> None:
         self.nvml: Any = None
         self.handle: Any = None
         self.device = ""
@@ -61,7 +62,7 @@ class _Gpu:
             import pynvml
 
             pynvml.nvmlInit()
-            found = build_device(pynvml)
+            found = build_device(pynvml, device=device)
             if found is not None:
                 self.handle, self.device = found
                 self.nvml = pynvml
@@ -148,7 +149,8 @@ class ResourceSampler:
         return self._thread is not None and self._thread.is_alive()
 
     def _loop(self) -> None:
-        self._gpu = _Gpu()
+        options = getattr(self.build, "options", None)
+        self._gpu = _Gpu(getattr(options, "device", None))  # the device the build runs on, not always GPU 0
         start = self._gpu.at_start
         if start and start["total"] and start["free"] < LOW_FREE * start["total"]:
             logger = getattr(self.build, "logger", None)

@@ -362,8 +362,15 @@ def plain_summary(build: Build) -> list[str]:
     leaf = slowest_leaf(build)
     if leaf is not None:
         lines.append(f"  slowest innermost phase: {leaf['name']} ({fmt_s(leaf['duration_s'])})")
+    lines += engine_lines(build)
     lines.append(outcome(build))
     return lines
+
+
+def engine_lines(build: Any) -> list[str]:
+    """The engine report's summary (escaped) of a succeeded build, "" lines where it has none."""
+    report = getattr(build, "engine_report", None) if build.status == SUCCEEDED else None
+    return report.summary().split("\n") if report is not None else []
 
 
 def rich_summary(build: Build) -> Any:
@@ -388,5 +395,8 @@ def rich_summary(build: Build) -> Any:
     if leaf is not None:
         slowest = f"slowest innermost phase: {escape_controls(leaf['name'])} ({fmt_s(leaf['duration_s'])})"
         parts.append(Text(slowest, style="dim"))
+    engine = engine_lines(build)
+    if engine:
+        parts.append(Text("\n".join(engine)))
     parts.append(Text(escape_controls(outcome(build)), style=f"bold {color}"))
     return Group(*parts)

@@ -9,6 +9,7 @@ phase model -> snapshot pump (the only trait writer) -> browser. Stop flows back
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -19,6 +20,7 @@ import traitlets
 from ._build import Build, BuildArgs
 from ._display import WIDGET_VIEW, NotebookDisplay, _in_notebook
 from ._engine import ModelLike
+from ._files import check_output, write_output
 from ._snapshot import SnapshotPump, snapshot
 from ._view import Attribute, Chained, Delegate
 from .runners import Recording
@@ -169,11 +171,14 @@ class BuildWidget(NotebookDisplay, anywidget.AnyWidget):
         """The build's exception (``error`` is the synced message text)."""
         return self.build.error
 
-    def to_json(self, path: str | None = None) -> str:
-        """Final state and timings as JSON text; also written to ``path`` when given."""
+    def to_json(self, path: str | os.PathLike[str] | None = None) -> str:
+        """Final state and timings as JSON text; also written to ``path`` when given (atomically, never onto the
+        model: the one output-path policy, ``_files.check_output``)."""
+        if path is not None:
+            check_output(path, "path", self.build)
         text = json.dumps({**snapshot(self.build), "timings": self.timings()}, indent=1)
         if path is not None:
-            Path(path).write_text(text)
+            write_output(path, text.encode("utf-8"), "path", self.build)
         return text
 
     def __repr__(self) -> str:

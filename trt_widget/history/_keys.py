@@ -78,7 +78,7 @@ def like_facts(build: Build) -> dict[str, Any]:
     from .._gpu import gpu_identity
 
     facts: dict[str, Any] = {}
-    gpu = gpu_identity()
+    gpu = gpu_identity(getattr(build.options, "device", None))  # the GPU of the build's device=
     if gpu:
         facts["gpu"] = gpu
     cache = build.options.timing_cache

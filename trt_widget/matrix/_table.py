@@ -127,10 +127,43 @@ def comparison(cells: list[Any]) -> dict[str, Any]:
                 "build_s": round(cell.build.elapsed_s, 4),
                 "engine_size": cell.build.engine_size,
                 "phases": {k: round(v, 4) for k, v in phase_totals(cell.build.timings()).items()},
+                "engine": _engine_brief(cell.build),
             }
             for cell in cells
         ]
     }
+
+
+def _engine_brief(build: Any) -> dict[str, Any] | None:
+    """The engine report's summary of a succeeded build (layers, precision mix, memory), else None."""
+    report = getattr(build, "engine_report", None) if build.status == "succeeded" else None
+    return report.brief() if report is not None else None
+
+
+ENGINE_COLUMNS = ["build", "model", "variant", "layers", "precision_mix", "types", "weights", "activations", "engine"]
+
+
+def engine_rows(cells: list[Any]) -> list[dict[str, Any]]:
+    """Per build: what its engine holds (layers, precision mix, main layer types, weights and activation memory,
+    engine size); empty cells where a build has no engine report."""
+    rows = []
+    for cell in cells:
+        brief = _engine_brief(cell.build) or {}
+        memory = brief.get("memory") or {}
+        rows.append(
+            {
+                "build": cell.id,
+                "model": cell.model,
+                "variant": cell.variant,
+                "layers": brief.get("layers"),
+                "precision_mix": ", ".join(f"{k} {v}" for k, v in (brief.get("precision_mix") or {}).items()),
+                "types": ", ".join(f"{k} {v}" for k, v in list((brief.get("types") or {}).items())[:4]),
+                "weights": memory.get("weights"),
+                "activations": memory.get("activations"),
+                "engine": memory.get("engine_size", cell.build.engine_size),
+            }
+        )
+    return rows
 
 
 def compare_rows(cells: list[Any], baseline: int) -> list[dict[str, Any]]:

@@ -13,7 +13,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from .._files import atomic_write, refuse_inputs
+from .._files import write_output
 from .._format import fmt_s
 from .._version import __version__
 from ._inline import _ERROR, REPORT_MAX_NODES, _badge, _e, _facts, tree_html
@@ -65,6 +65,7 @@ def to_html(source: Any, path: str | os.PathLike[str] | None = None) -> str:
         "<h2>Timeline</h2>",
         f'<figure class="trt-timeline">{_timeline_svg(build)}</figure>',
         _problems_section(build, f),
+        _engine_section(build),
         _history_section(build),
         f"<footer>Made by trt_widget {_e(__version__)} on {_e(time.strftime('%Y-%m-%d %H:%M:%S %z'))}. "
         "This file is self-contained: no script, no network.</footer>",
@@ -72,8 +73,7 @@ def to_html(source: Any, path: str | os.PathLike[str] | None = None) -> str:
     ]
     text = "\n".join(p for p in parts if p)
     if path is not None:
-        refuse_inputs(build, path=path)  # never the model file or the recording
-        atomic_write(path, text.encode("utf-8"))
+        write_output(path, text.encode("utf-8"), "path", build)  # the one output-path policy (_files.py)
     return text
 
 
@@ -201,6 +201,15 @@ def _history_section(build: Build, max_rows: int = 150) -> str:
         + "</table>"
         + more
     )
+
+
+def _engine_section(build: Any) -> str:
+    """The engine report (layers, precisions, tactics, memory) of a succeeded build."""
+    if getattr(build, "status", "") != "succeeded" or not hasattr(build, "engine_report"):
+        return ""
+    from ..engine import engine_html
+
+    return str(_safe(lambda: engine_html(build.engine_report, build.engine_report_reason)) or "")
 
 
 def _safe(fn: Any) -> Any:

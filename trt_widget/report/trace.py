@@ -16,7 +16,7 @@ import weakref
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from .._files import atomic_write, refuse_inputs
+from .._files import write_output
 
 if TYPE_CHECKING:
     from .._build import Build
@@ -290,6 +290,5 @@ def to_trace(source: Any, path: str | os.PathLike[str] | None = None) -> str:
         )
     text = json.dumps({"traceEvents": events, "displayTimeUnit": "ms", "otherData": other}, default=str)
     if path is not None:
-        refuse_inputs(build, path=path)  # never the model file or the recording
-        atomic_write(path, text.encode("utf-8"))
+        write_output(path, text.encode("utf-8"), "path", build)  # the one output-path policy (_files.py)
     return text

@@ -108,7 +108,9 @@ class ThreadRunner:
     def run(self, ctx: RunContext) -> bytes | None:
         from .._engine import build_engine
         from .._monitor import BuildMonitor
+        from ._inprocess import tensorrt_call
 
         self.monitor = BuildMonitor(ctx.model, ctx.cancel)
-        engine = build_engine(ctx.source, ctx.options, self.monitor, ctx.logger)
+        with tensorrt_call(ctx.cancel.set):
+            engine = build_engine(ctx.source, ctx.options, self.monitor, ctx.logger)
         return None if engine is None else bytes(engine)

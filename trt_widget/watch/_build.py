@@ -24,7 +24,7 @@ from .._build import Build
 from .._engine import ModelSource
 from .._errors import BuildCancelled, BuildError
 from .._status import CANCELLED, log
-from ..runners import RunContext
+from ..runners import RunContext, tensorrt_call
 from . import _patch
 from ._monitor import WatchMonitor
 
@@ -164,7 +164,8 @@ def call_watched(
         build.stop(stopped.stop_reason)
     config.progress_monitor = monitor
     try:
-        result = original(builder, *args, **kwargs)
+        with tensorrt_call(lambda: build.stop("the interpreter is exiting")):
+            result = original(builder, *args, **kwargs)
     except BaseException as exc:
         build.runner_.fail(BuildError(f"{method} raised {type(exc).__name__}: {exc}"))
         build.wait()

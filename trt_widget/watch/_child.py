@@ -16,6 +16,7 @@ import importlib.machinery
 import importlib.util
 import json
 import os
+import signal
 import socket
 import sys
 import threading
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from ._build import WatchedBuild
 
 ENV_SOCKET = "TRT_WIDGET_RUN_SOCKET"
+ABSTRACT = "@"  # an ENV_SOCKET address in Linux's abstract namespace (an environment variable holds no NUL byte)
 TENSORRT_MODULES = ("tensorrt", "tensorrt_rtx_bindings", "tensorrt_rtx")
 
 _state: dict[str, Any] = {}
@@ -39,26 +41,91 @@ def _say(text: str) -> None:
 
 def setup() -> None:
     """Called once per process by the injected sitecustomize."""
-    path = os.environ.get(ENV_SOCKET)
-    if not path or _state:
+    if not os.environ.get(ENV_SOCKET) or _state:
         return
     try:
-        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        conn.connect(path)
+        conn = _connect()
     except OSError as exc:
         _say(f"cannot reach the parent ({exc}); this process runs unwatched")
         return
     from ._watch import Watch
 
+    _import_ahead()
     watch = Watch(history=True, interrupt=False, process_wide=True, display=False)
     _state.update(conn=conn, lock=threading.Lock(), watch=watch, count=0)
     watch.on_build(_stream)
     atexit.register(_drain)
+    os.register_at_fork(after_in_child=_after_fork)
     watch.take_sigint()
     if any(name in sys.modules for name in TENSORRT_MODULES):
         _open()
     else:
         sys.meta_path.insert(0, _ImportHook())
+
+
+def _import_ahead() -> None:
+    """Import now what a watched build imports later (history's sqlite3, psutil for the memory figures): now,
+    the script's folder (or the working directory) is not yet first on sys.path, so a ``sqlite3.py`` or
+    ``resource.py`` of the user's is never taken for them."""
+    with contextlib.suppress(Exception):
+        from .. import _resources, history  # noqa: F401
+    with contextlib.suppress(Exception):
+        import psutil  # noqa: F401
+
+
+def _connect() -> socket.socket:
+    """A connection of this process's own to the parent, and a thread that ends this process when the parent is
+    gone (the parent closes its end only then; its death signal reaches only the command's first process)."""
+    address = os.environ[ENV_SOCKET]
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.connect("\0" + address[len(ABSTRACT) :] if address.startswith(ABSTRACT) else address)
+    except OSError:
+        conn.close()
+        raise
+    threading.Thread(target=_end_with_parent, args=(conn,), name="trt_widget-run-parent", daemon=True).start()
+    return conn
+
+
+def _end_with_parent(conn: socket.socket) -> None:
+    try:
+        while conn.recv(1):  # the parent never sends: only its end closing wakes this
+            pass
+    except OSError:  # closed here (a fork child dropping its copy): not the parent's end
+        return
+    if _state.get("conn") is conn:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _after_fork() -> None:
+    """In a forked child (``multiprocessing``'s fork): its own connection, build count and list of builds, so the
+    parent relays its builds apart from its parent process's (they shared one stream)."""
+    old = _state.get("conn")
+    _state["lock"] = threading.Lock()
+    _state["count"] = 0
+    watch = _state["watch"]
+    watch.builds = []
+    watch._lock = threading.Lock()
+    try:
+        _state["conn"] = _connect()
+    except OSError as exc:
+        _state["conn"] = None
+        _say(f"cannot reach the parent from a forked process ({exc}); its builds run unwatched")
+    if old is not None:
+        with contextlib.suppress(OSError):
+            old.close()
+    if "multiprocessing" in sys.modules:  # its children end with os._exit, which runs no atexit hook
+        with contextlib.suppress(Exception):
+            from multiprocessing import util
+
+            # registered once its child has cleared the finalizers it inherited (Process._bootstrap)
+            util.register_after_fork(watch, _drain_at_child_exit)
+
+
+def _drain_at_child_exit(_watch: Any) -> None:
+    from multiprocessing import util
+
+    util.Finalize(None, _drain, exitpriority=100)
 
 
 def _open() -> None:
@@ -102,7 +169,7 @@ def _writer(n: int, build: WatchedBuild) -> Callable[[dict[str, Any]], None]:
             event["pid"] = os.getpid()
             event["method"] = build.method
         data = (json.dumps(event, default=str) + "\n").encode()
-        with _state["lock"], contextlib.suppress(OSError):  # the parent is gone: keep building, unwatched
+        with _state["lock"], contextlib.suppress(OSError, AttributeError):  # the parent is gone: build unwatched
             _state["conn"].sendall(data)
 
     return write

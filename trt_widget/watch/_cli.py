@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from .._build import Build
 
 EXIT_FAILED, EXIT_INTERRUPTED = 1, 130
+END_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -86,18 +87,30 @@ def run(args: argparse.Namespace) -> int:
     def on_sigint(signum: int, frame: Any) -> None:
         notify(command.stop())
 
-    previous = signal.signal(signal.SIGINT, on_sigint)
+    ended_by: list[int] = []
+
+    def on_end(signum: int, frame: Any) -> None:  # SIGTERM, SIGHUP (`timeout`, a closed terminal): the command too
+        ended_by.append(signum)
+        threading.Thread(target=command.terminate, args=(signum,), name="trt_widget-run-end", daemon=True).start()
+
+    previous = {signal.SIGINT: signal.signal(signal.SIGINT, on_sigint)}
+    for sig in END_SIGNALS:
+        previous[sig] = signal.signal(sig, on_end)
     try:
         command.start()
         try:
             while not command.done():
-                threading.Event().wait(0.2)  # wakes so the SIGINT handler runs
+                threading.Event().wait(0.2)  # wakes so the signal handlers run
             code = command.result()
         except Exception as exc:  # the command could not start
             notify(str(exc))
             return EXIT_FAILED
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if ended_by:
+        notify(f"ended by {signal.Signals(ended_by[0]).name}: the command was ended too")
+        return 128 + ended_by[0]
     for view in views:
         view.join(30.0)
     ok = _write_files(command, args, notify)

@@ -12,31 +12,45 @@ a second Stop, or ``force_after`` seconds later, SIGTERM then SIGKILL.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import importlib.machinery
 import json
 import os
 import queue
+import secrets
+import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
-import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Callable, Generator, Sequence
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from .._build import Build
 from .._engine import ModelSource
 from .._errors import BuildCancelled, BuildError
+from .._leftovers import private_dir
+from .._python import parent_path, python_command
 from .._status import LIVE, log
-from ..runners import RunContext, apply_event
-from ._child import ENV_SOCKET
+from ..runners import RecordingError, RunContext, apply_event, check_event
+from ._child import ABSTRACT, ENV_SOCKET
 from ._watch import builds_timings, stop_notice
 
 TERM_GRACE_S = 0.2
+RUN_PREFIX = "trt-widget-run-"  # its directory: RUN_PREFIX<pid>-<random>, swept when that process has ended
+MAX_SOCKET_PATH = 100  # AF_UNIX addresses hold 108 bytes on Linux, 104 on macOS
+# What a command may send (its processes are untrusted): bounded lines, checked events, bounded builds and threads
+MAX_LINE_BYTES = 1 << 20  # one event, or one piece of a line of the command's stdout (as for a recording)
+MAX_NAME = 4096  # characters of a build's model name (as a recording's phase names)
+MAX_CONNECTIONS = 256  # processes streaming at once (a reader thread each)
+MAX_RELAYED_BUILDS = 1000  # builds per run (each is kept with its phases)
+MAX_LIVE_BUILDS = 64  # builds running at once (two threads each here)
 
 SITECUSTOMIZE = '''"""Injected by trt-widget run: watch this process's TensorRT builds, run the shadowed one."""
 import os as _os
@@ -120,7 +134,7 @@ class RelayedBuild(Build):
         self.index = index
         self.method = f"pid {self.pid}: {start.get('method', 'build')}"
         self.interrupted = False
-        label = str(start.get("model") or "network")
+        label = str(start.get("model") or "network")[:MAX_NAME]
         super().__init__(
             ModelSource("network", label.encode(), label),
             runner=self.relay,
@@ -171,22 +185,24 @@ class CommandRun:
         self._listeners: list[Callable[[Any], None]] = []
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
-        self._tmp = tempfile.TemporaryDirectory(prefix="trt-widget-run-")
+        self._dir = private_dir(RUN_PREFIX)  # 0700: the injected code, the socket, a ProcessCall's pickles
+        self._dirs = [self._dir]
+        self._cleanup = weakref.finalize(self, _remove, self._dirs)  # at the end, at exit, or when collected
         self._server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._abstract = False  # the socket has no file: its peers' credentials are checked
         self._readers: list[threading.Thread] = []
+        self._warned: set[str] = set()  # the limits reached (one log line each)
         # each event as the command sent it, "build" renumbered for the run (on a reader thread)
         self.on_event: Callable[[dict[str, Any]], None] | None = None
 
     # -- life cycle -------------------------------------------------------------------------------------
     def start(self) -> CommandRun:
-        directory = Path(self._tmp.name)
+        directory = Path(self._dir)
         inject_dir(directory)
-        path = str(directory / "events.sock")
-        self._server.bind(path)
-        self._server.listen(16)
+        address = self._listen(directory)
         env = dict(os.environ if self._env is None else self._env)
         env["PYTHONPATH"] = os.pathsep.join([str(directory), *filter(None, [env.get("PYTHONPATH")])])
-        env[ENV_SOCKET] = path
+        env[ENV_SOCKET] = address
         from .._backend import select_backend
 
         if select_backend()[0] == "rtx":
@@ -195,11 +211,13 @@ class CommandRun:
         threading.Thread(target=self._accept, name="trt_widget-run-accept", daemon=True).start()
         try:
             stdout = subprocess.PIPE if self._on_output is not None else None
-            self._proc = subprocess.Popen(self.command, env=env, start_new_session=True, stdout=stdout)
+            self._proc = _launch(self.command, env, stdout)
         except OSError as exc:
             self._server.close()
+            self._cleanup()
             self.future.set_exception(BuildError(f"cannot run {self.command[0]!r}: {exc.strerror or exc}"))
             return self
+        _live.add(self)
         if self._proc.stdout is not None:
             output = threading.Thread(target=self._relay_output, name="trt_widget-run-output", daemon=True)
             self._readers.append(output)
@@ -209,14 +227,43 @@ class CommandRun:
 
     def _relay_output(self) -> None:
         """Pass the command's stdout on by whole lines (a last line without one gets its newline), so a line of
-        our own (a JSON event) never lands inside one of the command's."""
+        our own (a JSON event) never lands inside one of the command's; a line longer than ``MAX_LINE_BYTES`` is
+        passed on in pieces of that size, each ended by a newline (memory stays bounded)."""
         assert self._proc is not None and self._proc.stdout is not None and self._on_output is not None
         with self._proc.stdout as stream:
-            for line in stream:
+            for line in iter(lambda: stream.readline(MAX_LINE_BYTES), b""):
                 try:
                     self._on_output(line if line.endswith(b"\n") else line + b"\n")
                 except Exception:
                     log.debug("the output callback failed", exc_info=True)
+
+    def _listen(self, directory: Path) -> str:
+        """Listen where the command's processes connect; returns the address they are given (``ENV_SOCKET``): a
+        socket file in the run's directory, or where that path is too long for AF_UNIX (a long ``TMPDIR``, common
+        on CI) a name in Linux's abstract namespace (no file: only this user's processes are let in), elsewhere a
+        socket file in a short directory under /tmp."""
+        path = str(directory / "events.sock")
+        if len(os.fsencode(path)) > MAX_SOCKET_PATH:
+            if sys.platform.startswith("linux"):
+                path = ABSTRACT + f"{RUN_PREFIX}{os.getpid()}-{secrets.token_hex(8)}"
+                self._abstract = True
+            else:
+                short = private_dir(RUN_PREFIX, "/tmp")
+                self._dirs.append(short)
+                path = os.path.join(short, "s")
+        self._server.bind("\0" + path[len(ABSTRACT) :] if self._abstract else path)
+        self._server.listen(16)
+        return path
+
+    def _peer_allowed(self, conn: socket.socket) -> bool:
+        """Anyone on the host may connect to an abstract socket: only this user's (or root's) processes may send."""
+        if not self._abstract:
+            return True  # a socket file in a 0700 directory
+        try:
+            _pid, uid, _gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+        except OSError:
+            return False
+        return uid in (os.getuid(), 0)
 
     def _accept(self) -> None:
         while True:
@@ -224,23 +271,43 @@ class CommandRun:
                 conn, _ = self._server.accept()
             except OSError:  # closed: the command ended
                 return
+            if not self._peer_allowed(conn):
+                log.warning("trt-widget run: refused a connection from another user's process")
+                conn.close()
+                continue
+            self._readers = [r for r in self._readers if r.is_alive()]
+            if len(self._readers) >= MAX_CONNECTIONS:
+                self._warn_once("connections", f"more than {MAX_CONNECTIONS} processes at once; later ones unwatched")
+                conn.close()
+                continue
             reader = threading.Thread(target=self._read, args=(conn,), name="trt_widget-run-read", daemon=True)
             self._readers.append(reader)
             reader.start()
 
+    def _warn_once(self, key: str, text: str) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            log.warning("trt-widget run: %s", text)
+
     def _read(self, conn: socket.socket) -> None:
+        """One process's events (untrusted: each line bounded, each event checked as a recording's is)."""
         builds: dict[int, RelayedBuild] = {}
+        depths: dict[int, dict[int, int]] = {}
         with conn, conn.makefile("rb") as lines:
-            for raw in lines:
+            for number, raw in enumerate(_bounded_lines(lines), 1):
                 try:
                     event = json.loads(raw)
                     n = int(event.pop("build"))
-                except (ValueError, TypeError, KeyError):
-                    continue
-                if not isinstance(event, dict):
+                    check_event(event, "the command's event", number, depths.setdefault(n, {}))
+                except (ValueError, TypeError, KeyError, AttributeError, RecordingError):
                     continue
                 if event.get("event") == "build_start":
-                    builds[n] = self._new_build(event)
+                    if n in builds:
+                        continue
+                    build = self._new_build(event)
+                    if build is None:
+                        continue
+                    builds[n] = build
                 elif n in builds:
                     builds[n].relay.events.put(event)
                 else:
@@ -253,8 +320,14 @@ class CommandRun:
         for build in builds.values():  # the process ended (or closed the socket): builds still open fail
             build.relay.events.put(None)
 
-    def _new_build(self, start: dict[str, Any]) -> RelayedBuild:
+    def _new_build(self, start: dict[str, Any]) -> RelayedBuild | None:
         with self._lock:
+            if len(self.builds) >= MAX_RELAYED_BUILDS:
+                self._warn_once("builds", f"more than {MAX_RELAYED_BUILDS} builds; later ones are not shown")
+                return None
+            if sum(b.status in LIVE for b in self.builds) >= MAX_LIVE_BUILDS:
+                self._warn_once("live", f"more than {MAX_LIVE_BUILDS} builds at once; the others are not shown")
+                return None
             build = RelayedBuild(start, len(self.builds))
             self.builds.append(build)
             listeners = list(self._listeners)
@@ -279,10 +352,11 @@ class CommandRun:
             build.relay.events.put(None)
             build.wait(5.0)
         self.returncode = code if code >= 0 else 128 - code
+        _live.discard(self)
         try:
             self._finished(self.returncode)
         finally:
-            self._tmp.cleanup()
+            self._cleanup()
 
     def _finished(self, code: int) -> None:
         """The command ended with exit code ``code`` (its temporary directory still exists)."""
@@ -324,13 +398,13 @@ class CommandRun:
             return stop_notice(running) + f"; the command is terminated if it still runs after {self.force_after:g} s"
         return stop_notice(running) + "; stop again to terminate the command"
 
-    def terminate(self) -> None:
-        """SIGTERM to the command's process group, SIGKILL after a moment."""
+    def terminate(self, sig: int = signal.SIGTERM) -> None:
+        """``sig`` (SIGTERM) to the command's process group, SIGKILL after a moment."""
         proc = self._proc
         if proc is None or proc.poll() is not None:
             return
         self.forced = True
-        self._signal(signal.SIGTERM)
+        self._signal(sig)
         try:
             proc.wait(TERM_GRACE_S)
         except subprocess.TimeoutExpired:
@@ -372,6 +446,78 @@ class CommandRun:
         return f"<CommandRun {' '.join(self.command)!r} {state} builds={len(self.builds)}>"
 
 
+def _bounded_lines(stream: Any) -> Generator[bytes, None, None]:
+    """The lines of a binary stream; one longer than ``MAX_LINE_BYTES`` is skipped whole (read in pieces)."""
+    while True:
+        line = stream.readline(MAX_LINE_BYTES + 1)
+        if not line:
+            return
+        if len(line) <= MAX_LINE_BYTES:
+            yield line
+            continue
+        while line and not line.endswith(b"\n"):
+            line = stream.readline(MAX_LINE_BYTES)
+
+
+def _remove(directories: list[str]) -> None:
+    for directory in directories:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _prctl() -> Any:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL = _prctl()
+PR_SET_PDEATHSIG = 1
+# Linux sends a child its death signal when the *thread* that started it ends: commands start on this one, which
+# lives as long as the process
+_launcher = ThreadPoolExecutor(1, thread_name_prefix="trt_widget-run-launch")
+
+
+def _launch(command: list[str], env: dict[str, str], stdout: int | None) -> subprocess.Popen[bytes]:
+    """Start ``command`` in its own session; on Linux the kernel SIGKILLs it when this process dies (even by
+    SIGKILL: a kernel restart), so a command never outlives whoever watches it."""
+    parent = os.getpid()
+
+    def die_with_parent() -> None:  # in the child, between fork and exec: no imports, no allocation to speak of
+        if _PRCTL is not None:
+            _PRCTL(PR_SET_PDEATHSIG, signal.SIGKILL)
+            if os.getppid() != parent:  # the parent died before the call
+                os._exit(137)
+
+    def popen() -> subprocess.Popen[bytes]:
+        return subprocess.Popen(command, env=env, start_new_session=True, stdout=stdout, preexec_fn=die_with_parent)
+
+    try:
+        return _launcher.submit(popen).result()
+    except RuntimeError:  # the interpreter is exiting (no new threads): start it here
+        return popen()
+
+
+_live: weakref.WeakSet[CommandRun] = weakref.WeakSet()  # commands started and not ended
+
+
+def _end_commands_at_exit() -> None:
+    """At this interpreter's exit: end the commands still running (a script that ends after ``BuildWidget.run`` or
+    ``watch_call(..., isolation="process")`` ends them too) and remove their directories."""
+    for run in list(_live):
+        with contextlib.suppress(Exception):
+            run.terminate()
+        with contextlib.suppress(Exception):
+            if run._proc is not None:
+                run._proc.wait(1.0)
+        run._cleanup()
+
+
+getattr(threading, "_register_atexit", lambda fn: None)(_end_commands_at_exit)
+
+
 def run_command(command: Sequence[str], *, force_after: float | None = None) -> CommandRun:
     """Start ``command`` with its TensorRT builds watched (see :class:`CommandRun`)."""
     return CommandRun(command, force_after=force_after).start()
@@ -385,11 +531,16 @@ def wait_quietly(run: CommandRun, poll: float = 0.2) -> int:
 
 
 CALL_CHILD = """
+import json
+import os
 import sys
+
+sys.path.extend(p for p in json.loads(sys.argv[3]) if p not in sys.path)  # the caller's modules, after ours
 import cloudpickle
 
 with open(sys.argv[1], "rb") as f:
     fn, args, kwargs = cloudpickle.load(f)
+os.unlink(sys.argv[1])  # the pickled function and its arguments stay on disk no longer than needed
 try:
     outcome = ("value", fn(*args, **kwargs))
 except BaseException as exc:  # KeyboardInterrupt too: the Stop's SIGINT cancelled a build
@@ -421,16 +572,16 @@ class ProcessCall(CommandRun):
                 f"{name} and its arguments cannot be sent to a builder process: {exc}. Everything they refer to "
                 "must be picklable (no open files, locks, sockets or TensorRT objects); or use isolation='thread'"
             ) from exc
-        super().__init__([sys.executable, "-c", CALL_CHILD], force_after=force_after)
+        super().__init__(python_command(CALL_CHILD), force_after=force_after)  # not from the working directory
         self.fn = fn
-        directory = Path(self._tmp.name)
+        directory = Path(self._dir)
         (directory / "call.pkl").write_bytes(payload)
-        self.command += [str(directory / "call.pkl"), str(directory / "result.pkl")]
+        self.command += [str(directory / "call.pkl"), str(directory / "result.pkl"), json.dumps(parent_path())]
 
     def _finished(self, code: int) -> None:
         import cloudpickle
 
-        result = Path(self._tmp.name) / "result.pkl"
+        result = Path(self._dir) / "result.pkl"
         try:
             kind, value = cloudpickle.loads(result.read_bytes())
         except FileNotFoundError:

@@ -103,7 +103,6 @@ class Watch:
         self.interrupted = False
         self._interrupt = interrupt
         self._process_wide = process_wide
-        self._previous_handler: Any = None
         self._wake_w: int | None = None  # the SIGINT handler's pipe to its helper thread
         self._lock = threading.Lock()
         self._listeners: list[Callable[[Any], None]] = []
@@ -142,13 +141,7 @@ class Watch:
         if not self.active:
             return
         self.active = False
-        if self._previous_handler is not None:
-            try:
-                if signal.getsignal(signal.SIGINT) == self._on_sigint:
-                    signal.signal(signal.SIGINT, self._previous_handler)
-            except ValueError:
-                pass
-            self._previous_handler = None
+        _release_sigint(self)
         if self._wake_w is not None:
             with contextlib.suppress(OSError):
                 os.write(self._wake_w, b"q")
@@ -160,12 +153,7 @@ class Watch:
 
         The handler takes no lock (it may run inside a callback that holds one): it sets flags the monitor reads
         and wakes a helper thread through a pipe, which marks the builds as stopping (status, notice)."""
-        if threading.current_thread() is not threading.main_thread():
-            return
-        try:
-            self._previous_handler = signal.signal(signal.SIGINT, self._on_sigint)
-        except ValueError:  # not the main interpreter
-            self._previous_handler = None
+        if threading.current_thread() is not threading.main_thread() or not _hold_sigint(self):
             return
         read, self._wake_w = os.pipe()
         threading.Thread(target=self._stopper, args=(read,), name="trt_widget-watch-sigint", daemon=True).start()
@@ -179,23 +167,21 @@ class Watch:
         finally:
             os.close(read)
 
-    def _on_sigint(self, signum: int, frame: Any) -> None:
+    def _take_interrupt(self) -> bool:
+        """SIGINT (from the one handler, ``_on_sigint``): True when it cancels running builds of this watch."""
         running = [b for b in list(self.builds) if b.status in LIVE]
-        if running:  # cancel at the next step boundary; never raise inside TensorRT's callback, take no lock
-            self.interrupted = True
-            for build in running:
-                build.interrupted = True
-                if build.monitor is not None:
-                    build.monitor.interrupted = True
-            if self._wake_w is not None:
-                with contextlib.suppress(OSError):
-                    os.write(self._wake_w, b"x")
-            return
-        previous = self._previous_handler
-        if callable(previous):
-            previous(signum, frame)
-        elif previous != signal.SIG_IGN:
-            raise KeyboardInterrupt
+        if not running:
+            return False
+        # cancel at the next step boundary; never raise inside TensorRT's callback, take no lock
+        self.interrupted = True
+        for build in running:
+            build.interrupted = True
+            if build.monitor is not None:
+                build.monitor.interrupted = True
+        if self._wake_w is not None:
+            with contextlib.suppress(OSError):
+                os.write(self._wake_w, b"x")
+        return True
 
     # -- builds --------------------------------------------------------------------------------------
     def _adopt(self, build: Build) -> None:
@@ -236,6 +222,52 @@ class Watch:
 
     def __repr__(self) -> str:
         return f"<Watch {'open' if self.active else 'closed'} builds={len(self.builds)}>"
+
+
+# The watches holding SIGINT, in the order they took it, under one handler: each closes by removing its own
+# entry, in whatever order (interleaved coroutines, an ExitStack), and the last restores the handler from before.
+_sigint_holders: list[Watch] = []
+_sigint_before: list[Any] = []  # the handler before the first holder (a list: None is a valid handler)
+
+
+def _on_sigint(signum: int, frame: Any) -> None:
+    """SIGINT while watches hold it: the innermost with a running build cancels it; else the handler from before."""
+    for watch in reversed(list(_sigint_holders)):
+        if watch._take_interrupt():
+            return
+    previous = _sigint_before[0] if _sigint_before else signal.default_int_handler
+    if callable(previous):
+        previous(signum, frame)
+    elif previous != signal.SIG_IGN:
+        raise KeyboardInterrupt
+
+
+def _hold_sigint(watch: Watch) -> bool:
+    """Add ``watch`` to the holders (installing the one handler for the first); False where SIGINT cannot be
+    handled here (not the main interpreter)."""
+    if not _sigint_holders:
+        try:
+            before = signal.signal(signal.SIGINT, _on_sigint)
+        except ValueError:
+            return False
+        if before is not _on_sigint:  # (ours still, when a watch closed on another thread could not restore it)
+            _sigint_before[:] = [before]
+    _sigint_holders.append(watch)
+    return True
+
+
+def _release_sigint(watch: Watch) -> None:
+    """Remove ``watch``'s entry; once none is left, restore the handler from before (unless the program has
+    installed its own since)."""
+    if watch not in _sigint_holders:
+        return
+    _sigint_holders.remove(watch)
+    if _sigint_holders or not _sigint_before:
+        return
+    with contextlib.suppress(ValueError):  # not the main thread: the handler stays, with no holder it defers
+        if signal.getsignal(signal.SIGINT) is _on_sigint:
+            signal.signal(signal.SIGINT, _sigint_before[0])
+        _sigint_before.clear()
 
 
 def _in_kernel() -> bool:

@@ -1,0 +1,74 @@
+"""What a SIGKILLed parent (a kernel restart) left of a build's hand-over (the model's copy in ``/dev/shm``, RAM
+until reboot, and a directory in ``$TMPDIR``) is removed by the next process that builds; the hand-over leaves no
+empty directory behind."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# The kernel here allows process_vm_writev; where it does not (Yama ptrace_scope 3, a seccomp filter, not Linux)
+# the model bytes go through files: this script takes that path by saying the calls are unavailable.
+BUILD = textwrap.dedent(
+    """
+    import sys, time
+    from trt_widget import Build
+    from trt_widget.runners import _memory
+
+    if sys.argv[2] == "files":
+        _memory._CALLS = None
+    build = Build(open(sys.argv[1], "rb").read(), history=False).start()
+    if sys.argv[3] == "wait":
+        while not build.model.structure_version:
+            time.sleep(0.01)
+        print("BUILDING", flush=True)
+        time.sleep(600)
+    build.wait()
+    print("ENDED", build.status, flush=True)
+    """
+)
+
+
+def model_copies(size: int) -> list[Path]:
+    """Directories in /dev/shm holding a model copy of ``size`` bytes (whatever their names)."""
+    found = []
+    for entry in Path("/dev/shm").iterdir():
+        with contextlib.suppress(OSError):
+            if (entry / "model.onnx").stat().st_size == size:
+                found.append(entry)
+    return found
+
+
+@pytest.mark.skipif(not os.access("/dev/shm", os.W_OK), reason="needs a writable /dev/shm")
+def test_a_killed_parents_model_copy_is_removed_by_the_next_build(
+    tmp_path: Path, long_model_bytes: bytes, wait_until: Any
+) -> None:
+    model = tmp_path / "long.onnx"
+    model.write_bytes(long_model_bytes)
+    script = tmp_path / "build.py"
+    script.write_text(BUILD)
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmpdir), "TRT_WIDGET_HISTORY": "off"}
+    killed = subprocess.Popen(
+        [sys.executable, str(script), str(model), "files", "wait"], env=env, stdout=subprocess.PIPE, text=True
+    )
+    assert killed.stdout is not None and killed.stdout.readline().startswith("BUILDING")
+    left = model_copies(len(long_model_bytes))
+    assert left
+    killed.kill()
+    killed.wait()
+    assert all(d.exists() for d in left) and os.listdir(tmpdir)  # a SIGKILL runs no clean-up
+    done = subprocess.run(
+        [sys.executable, str(script), str(model), "copy", "end"], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert "ENDED succeeded" in done.stdout, done.stderr[-2000:]
+    assert not any(d.exists() for d in left)  # the next build removed the dead one's model copy...
+    assert os.listdir(tmpdir) == []  # ...and its directory here, and left none of its own

@@ -1,0 +1,74 @@
+"""``watch_call(fn, isolation="process")`` ends with the script that started it: a normal end or a SIGKILL of the
+parent (a kernel restart) ends the function's process, and its pickled function and arguments (``call.pkl``)
+are not left in the temp directory."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .test_run_lifecycle import alive
+
+SCRIPT = textwrap.dedent(
+    """
+    import os, sys, time
+    import trt_widget
+
+    def fn(path):
+        import trt_widget
+        trt = trt_widget.trt
+        while True:  # builds until its process is ended
+            logger = trt.Logger(trt.Logger.ERROR)
+            builder = trt.Builder(logger)
+            network = builder.create_network(0)
+            assert trt.OnnxParser(network, logger).parse(open(path, "rb").read())
+            builder.build_serialized_network(network, builder.create_builder_config())
+
+    call = trt_widget.watch_call(fn, sys.argv[1], isolation="process")
+    while not (call.builds and call.builds[0].model.structure_version):
+        time.sleep(0.01)
+    with open(sys.argv[2] + ".part", "w") as f:
+        f.write(str(call.pid))
+    os.rename(sys.argv[2] + ".part", sys.argv[2])
+    if sys.argv[3] == "wait":
+        time.sleep(600)
+    """
+)
+
+
+def files_under(directory: Path) -> list[str]:
+    return sorted(str(p.relative_to(directory)) for p in directory.rglob("*"))
+
+
+@pytest.mark.parametrize("end", ["script-ends", "sigkill"])
+def test_the_functions_process_ends_with_its_parent(
+    tmp_path: Path, long_model_bytes: bytes, wait_until: Any, end: str
+) -> None:
+    model = tmp_path / "long.onnx"
+    model.write_bytes(long_model_bytes)
+    script = tmp_path / "script.py"
+    script.write_text(SCRIPT)
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    pid_file = tmp_path / "pid"
+    env = {**os.environ, "TMPDIR": str(tmpdir), "TRT_WIDGET_HISTORY": "off"}
+    how = "wait" if end == "sigkill" else "end"
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(model), str(pid_file), how], env=env, stderr=subprocess.PIPE
+    )
+    wait_until(lambda: pid_file.exists() or proc.poll() is not None, timeout=120, what="the first build")
+    assert pid_file.exists(), proc.communicate()[1][-2000:]
+    child = int(pid_file.read_text())
+    assert not [name for name in files_under(tmpdir) if name.endswith("call.pkl")]  # read, then removed
+    if end == "sigkill":
+        proc.kill()
+    assert proc.wait(120) in (0, -9)
+    wait_until(lambda: not alive(child), timeout=30, what="the function's process to end")
+    if end == "script-ends":
+        assert files_under(tmpdir) == []

@@ -1,0 +1,82 @@
+"""What a watched command sends is untrusted: ``trt-widget run``'s relay bounds each line (a 256 MB line costs no
+256 MB), the builds and threads it makes (3,000 fake builds made 6,005 threads), and checks each event as a
+recording's (a 5 MB phase name, a 2,000-deep tree)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+# The command: a process that connects to the run's socket as any watched Python process does, and sends junk.
+SENDER = textwrap.dedent(
+    """
+    import json, os, socket
+    address = os.environ["TRT_WIDGET_RUN_SOCKET"]
+    s = socket.socket(socket.AF_UNIX)
+    s.connect("\\0" + address[1:] if address.startswith("@") else address)
+
+    def send(build, event, **fields):
+        s.sendall((json.dumps({"build": build, "event": event, "t": 0.0, **fields}) + "\\n").encode())
+
+    chunk = b"x" * (1 << 20)
+    s.sendall(b'{"build": 0, "event": "build_start", "model": "')
+    for _ in range(256):  # one 256 MB line
+        s.sendall(chunk)
+    s.sendall(b'"}\\n')
+    send(1, "build_start", model="m" * 5_000_000)
+    send(1, "phase_start", id=0, parent=None, name="n" * 5_000_000, num_steps=0)
+    for i in range(1, 2001):
+        send(1, "phase_start", id=i, parent=i - 1, name=f"p{i}", num_steps=0)
+    for n in range(2, 3002):  # 3,000 builds that never end
+        send(n, "build_start", model=f"fake {n}")
+    s.sendall(b"")
+    import time
+    time.sleep(1)
+    """
+)
+
+PARENT = textwrap.dedent(
+    """
+    import json, sys, threading
+    from trt_widget.watch import CommandRun
+
+    peak_threads = [0]
+    run = CommandRun([sys.executable, sys.argv[1]])
+    run.on_build(lambda build: peak_threads.__setitem__(0, max(peak_threads[0], threading.active_count())))
+    run.start()
+    code = run.result(600)
+    status = dict(line.split(":", 1) for line in open("/proc/self/status") if ":" in line)
+    first = run.builds[0] if run.builds else None
+    print(json.dumps({
+        "code": code,
+        "builds": len(run.builds),
+        "labels": [len(b.source.label) for b in run.builds[:3]],
+        "names": max((len(p.name) for b in run.builds for p in b.model.phases()), default=0),
+        "depth": max((p.depth for b in run.builds for p in b.model.phases()), default=0),
+        "threads": peak_threads[0],
+        "peak_kib": int(status["VmHWM"].split()[0]),
+    }))
+    """
+)
+
+
+def test_the_relay_bounds_what_a_command_sends(tmp_path: Path) -> None:
+    from trt_widget._phases import MAX_DEPTH
+
+    sender, parent = tmp_path / "sender.py", tmp_path / "parent.py"
+    sender.write_text(SENDER)
+    parent.write_text(PARENT)
+    env = {**os.environ, "TRT_WIDGET_HISTORY": "off"}
+    done = subprocess.run(
+        [sys.executable, str(parent), str(sender)], capture_output=True, text=True, env=env, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.splitlines()[-1])
+    assert result["code"] == 0
+    assert result["peak_kib"] < 200 * 1024, result  # the 256 MB line was never held whole
+    assert 1 <= result["builds"] <= 64 and result["threads"] < 200, result
+    assert result["labels"][0] <= 4096 and result["names"] <= 4096 and result["depth"] <= MAX_DEPTH, result

@@ -1,0 +1,239 @@
+"""``trt-widget run`` ends with its command: killed by SIGTERM, SIGHUP, ``timeout`` or SIGKILL, the command (and a
+Python process it started) ends too, and nothing stays in the temp directory (SIGKILL runs no clean-up: the
+next run removes what it left). A long ``TMPDIR`` (CI) does not break the socket."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+COMMAND = textwrap.dedent(
+    """
+    import os, subprocess, sys, time
+    ready = sys.argv[1] + ".child"  # written once the child is up, connected to trt-widget run
+    child = subprocess.Popen([sys.executable, "-c", f"import time; open({ready!r}, 'w'); time.sleep(600)"])
+    while not os.path.exists(ready):
+        time.sleep(0.01)
+    with open(sys.argv[1] + ".part", "w") as f:
+        f.write(f"{os.getpid()} {child.pid}")
+    os.rename(sys.argv[1] + ".part", sys.argv[1])
+    time.sleep(600)
+    """
+)
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def start(tmp_path: Path, tmpdir: Path, prefix: list[str] | None = None) -> tuple[subprocess.Popen[bytes], Path]:
+    script = tmp_path / "command.py"
+    script.write_text(COMMAND)
+    pids = tmp_path / "pids"
+    env = {**os.environ, "TMPDIR": str(tmpdir), "TRT_WIDGET_HISTORY": "off"}
+    run = [sys.executable, "-m", "trt_widget", "run", "--plain", "--", sys.executable, str(script), str(pids)]
+    argv = [*(prefix or []), *run]
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return proc, pids
+
+
+def command_pids(pids: Path, wait_until: Any) -> list[int]:
+    wait_until(pids.exists, timeout=90, what="the command to start")
+    return [int(p) for p in pids.read_text().split()]
+
+
+def leftovers(tmpdir: Path) -> list[str]:
+    return sorted(name for name in os.listdir(tmpdir) if name.startswith("trt-widget-run-"))
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_that_ends_run_ends_its_command_and_leaves_nothing(
+    tmp_path: Path, wait_until: Any, sig: signal.Signals
+) -> None:
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    proc, pids = start(tmp_path, tmpdir)
+    command = command_pids(pids, wait_until)
+    assert leftovers(tmpdir)  # the run's directory while it runs
+    proc.send_signal(sig)
+    assert proc.wait(60) == 128 + sig
+    wait_until(lambda: not any(alive(pid) for pid in command), timeout=30, what="the command to end")
+    assert leftovers(tmpdir) == []
+
+
+def test_timeout_ends_the_command_and_leaves_nothing(tmp_path: Path, wait_until: Any) -> None:
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    proc, pids = start(tmp_path, tmpdir, prefix=["timeout", "15"])
+    command = command_pids(pids, wait_until)  # started well before the timeout
+    assert proc.wait(60) == 124
+    wait_until(lambda: not any(alive(pid) for pid in command), timeout=30, what="the command to end")
+    assert leftovers(tmpdir) == []
+
+
+def test_a_sigkilled_run_takes_its_command_along_and_the_next_run_sweeps_its_directory(
+    tmp_path: Path, wait_until: Any
+) -> None:
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    proc, pids = start(tmp_path, tmpdir)
+    command = command_pids(pids, wait_until)
+    proc.kill()
+    proc.wait(30)
+    wait_until(lambda: not any(alive(pid) for pid in command), timeout=30, what="the command to end")
+    assert len(leftovers(tmpdir)) == 1  # a SIGKILL runs no clean-up...
+    env = {**os.environ, "TMPDIR": str(tmpdir), "TRT_WIDGET_HISTORY": "off"}
+    done = subprocess.run(
+        [sys.executable, "-m", "trt_widget", "run", "--", sys.executable, "-c", "pass"], env=env, timeout=120
+    )
+    assert done.returncode == 0
+    assert leftovers(tmpdir) == []  # ...the next run removes what the dead one left
+
+
+def test_a_long_tmpdir_still_watches_the_builds(tmp_path: Path) -> None:
+    from trt_widget.models import deep_residual, to_bytes
+
+    tmpdir = tmp_path / ("d" * 40) / ("e" * 40)
+    tmpdir.mkdir(parents=True)
+    assert len(str(tmpdir)) + len("/trt-widget-run-1234567-abcdefgh/events.sock") > 108
+    model = tmp_path / "small.onnx"
+    model.write_bytes(to_bytes(deep_residual(2)))
+    script = tmp_path / "build.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import sys
+            import tensorrt_rtx_bindings as trt
+
+            logger = trt.Logger(trt.Logger.ERROR)
+            builder = trt.Builder(logger)
+            network = builder.create_network(0)
+            assert trt.OnnxParser(network, logger).parse(open(sys.argv[1], "rb").read())
+            assert builder.build_serialized_network(network, builder.create_builder_config())
+            """
+        )
+    )
+    env = {**os.environ, "TMPDIR": str(tmpdir), "TRT_WIDGET_HISTORY": "off"}
+    done = subprocess.run(
+        [sys.executable, "-m", "trt_widget", "run", "--json", "--", sys.executable, str(script), str(model)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stderr
+    assert '"status": "succeeded"' in done.stdout and "too long" not in done.stderr
+    assert leftovers(tmpdir) == []
+
+
+def test_another_users_process_cannot_feed_builds_through_the_abstract_socket(tmp_path: Path) -> None:
+    """The abstract socket (long TMPDIR) has no file permissions: a connection from another user is refused."""
+    import shutil
+
+    if os.getuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to act as another user")
+    from trt_widget.watch import CommandRun
+
+    tmpdir = tmp_path / ("d" * 50) / ("e" * 50)
+    tmpdir.mkdir(parents=True)
+    tmp_path.chmod(0o755)
+    old = os.environ.get("TMPDIR")
+    os.environ["TMPDIR"] = str(tmpdir)
+    import tempfile
+
+    tempfile.tempdir = None
+    try:
+        run = CommandRun([sys.executable, "-c", "import time; time.sleep(30)"])
+        run.start()
+        address = ""
+        deadline = time.monotonic() + 30
+        while not address and time.monotonic() < deadline:
+            try:
+                with open(f"/proc/{run.pid}/environ", "rb") as f:
+                    env = dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
+                address = env.get(b"TRT_WIDGET_RUN_SOCKET", b"").decode()
+            except OSError:
+                time.sleep(0.05)
+        assert address.startswith("@")
+        fake = '{"build": 0, "event": "build_start", "model": "fake"}\\n'
+        sender = (
+            "import socket; s = socket.socket(socket.AF_UNIX); "
+            f"s.connect('\\0' + {address[1:]!r}); s.sendall(b'{fake}'); s.recv(1)"
+        )
+        subprocess.run(
+            ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", sys.executable, "-c", sender],
+            timeout=60,
+            capture_output=True,
+        )
+        assert run.builds == []
+        run.terminate()
+        run.result(30)
+    finally:
+        if old is None:
+            os.environ.pop("TMPDIR")
+        else:
+            os.environ["TMPDIR"] = old
+        tempfile.tempdir = None
+
+
+FORKS = textwrap.dedent(
+    """
+    import multiprocessing, sys
+    import tensorrt_rtx_bindings as trt
+
+    def build(path):
+        logger = trt.Logger(trt.Logger.ERROR)
+        builder = trt.Builder(logger)
+        network = builder.create_network(0)
+        assert trt.OnnxParser(network, logger).parse(open(path, "rb").read())
+        assert builder.build_serialized_network(network, builder.create_builder_config())
+
+    if __name__ == "__main__":
+        build(sys.argv[1])  # the parent's own build first: its connection and count exist before the forks
+        context = multiprocessing.get_context("fork")
+        children = [context.Process(target=build, args=(sys.argv[1],)) for _ in range(3)]
+        for child in children:
+            child.start()
+        for child in children:
+            child.join()
+            assert child.exitcode == 0
+    """
+)
+
+
+def test_fork_children_relay_their_own_builds(tmp_path: Path) -> None:
+    import json
+
+    from trt_widget.models import deep_residual, to_bytes
+
+    model = tmp_path / "small.onnx"
+    model.write_bytes(to_bytes(deep_residual(2)))
+    script = tmp_path / "forks.py"
+    script.write_text(FORKS)
+    env = {**os.environ, "TRT_WIDGET_HISTORY": "off"}
+    done = subprocess.run(
+        [sys.executable, "-m", "trt_widget", "run", "--json", "--", sys.executable, str(script), str(model)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    starts = [e for e in events if e["event"] == "build_start"]
+    assert len(starts) == 4 and len({e["pid"] for e in starts}) == 4  # the parent and three fork children
+    for n in range(4):
+        ends = [e for e in events if e["build"] == n and e["event"] == "build_end"]
+        assert [e["status"] for e in ends] == ["succeeded"], (n, ends)

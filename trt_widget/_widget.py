@@ -56,6 +56,7 @@ class BuildWidget(anywidget.AnyWidget):
     history_delta = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
     resources = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
     activity = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)  # last_callback_s while live
+    engine_json = traitlets.Unicode("").tag(sync=True)  # EngineReport.to_dict() as JSON text once the build succeeded
 
     def __init__(
         self, model: ModelLike | Build | None, *, build: Build | None = None, **kwargs: Unpack[BuildArgs]

@@ -315,7 +315,7 @@ export class EngineView {
     title.textContent = `${cut(l.name)} \u2014 ${l.type}, ${l.precision}${l.format ? `, ${cut(l.format, 80)}` : ""}`;
     const tactic = h("div");
     tactic.textContent = l.tactic ? `tactic: ${cut(l.tactic, 400)}` : "";
-    const list = h("ul", "trtw-engine-nodes");
+    const list = h("ul", "trtw-engine-nodelist");
     for (const n of l.onnx_nodes.slice(0, 500)) {
       const li = h("li");
       li.textContent = cut(n);

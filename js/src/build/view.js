@@ -282,11 +282,11 @@ export class TrtView {
 
   refreshAll() {
     this._readClock();
+    this.updateEngine(false); // before the header: it shows the Engine button
     this.updateHeader();
     this.updateError();
     this.updateLogs();
     this.updateResources();
-    this.updateEngine(false);
     this.updateTree();
     this._syncTicker();
   }

@@ -89,6 +89,11 @@ describe("the Engine view", () => {
     expect(chips.some((c) => c.endsWith(" FP16"))).toBe(true);
   });
 
+  it("offers the Engine view in a view made after the build ended (a saved notebook, a re-render)", () => {
+    mount(finished(report(3)));
+    expect(engineBtn().hidden).toBe(false);
+  });
+
   it("sorts on a header click, filters as you type, and shows a layer's fused ONNX nodes", () => {
     mount(finished(report(50)));
     engineBtn().click();

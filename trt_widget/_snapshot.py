@@ -84,6 +84,20 @@ def traits(snap: Snapshot) -> tuple[list[PhaseRow], dict[str, Any]]:
     return snap["phases"], {key: value for key, value in snap.items() if key != "phases"}
 
 
+WIDGET_REPORT_BYTES = 8 << 20  # the engine report sent to a widget view (10,000 layers fit)
+
+
+def engine_json(build: Any) -> str:
+    """The engine report as JSON text for a view once the build succeeded ("" before, or where there is none)."""
+    if build.status != "succeeded":
+        return ""
+    try:
+        report = getattr(build, "engine_report", None)
+        return json.dumps(report.to_dict(WIDGET_REPORT_BYTES)) if report is not None else ""
+    except Exception:  # an optional extra must never stop the pump
+        return ""
+
+
 def _backend_kind() -> str:
     try:
         return select_backend()[0]
@@ -178,6 +192,7 @@ class SnapshotPump:
         Phase rows travel as deltas (``phases_delta``: the rows that changed, numbered ``seq``); the whole list
         (``phases_json`` with the ``phases_seq`` it includes) only first, at the end, and when a view asks."""
         rows, state = traits(snapshot(self.build))
+        state["engine_json"] = self.last.get("engine_json") or engine_json(self.build)
         changed_rows = self._rows.update(rows)
         if changed_rows:
             self.seq += 1

@@ -24,7 +24,7 @@ describe("escaping", () => {
     expect(el.querySelector(".trtw-log-msg").textContent).toBe(evil);
     expect(el.querySelector(".trtw-error").textContent).toBe(evil);
     expect(el.querySelector("img")).toBeNull();
-    el.querySelector(".trtw-seg-btn:last-child").click(); // timeline too
+    el.querySelector(".trtw-seg-btn:nth-child(2)").click(); // timeline too
     expect(el.querySelector(".trtw-tl-bar text").textContent).toBe(evil);
     expect(el.querySelector("img")).toBeNull();
     expect(document.querySelector("img")).toBeNull();
@@ -180,7 +180,7 @@ describe("timeline", () => {
   it("renders one rect per instance with a <title>, and a group as one rect", () => {
     const model = fakeModel({ status: "succeeded", elapsed_s: 4, rows: sampleTree() });
     mount(model);
-    el.querySelector(".trtw-seg-btn:last-child").click();
+    el.querySelector(".trtw-seg-btn:nth-child(2)").click();
     expect(el.querySelector(".trtw-tree").hidden).toBe(true);
     const tl = el.querySelector(".trtw-timeline");
     expect(tl.hidden).toBe(false);
@@ -264,7 +264,7 @@ describe("misc", () => {
       rows: [phase("Done", { id: 1, start_s: 0, end_s: 1 }), phase("Live", { id: 2, start_s: 1 })],
     });
     mount(model);
-    el.querySelector(".trtw-seg-btn:last-child").click();
+    el.querySelector(".trtw-seg-btn:nth-child(2)").click();
     const bars = el.querySelectorAll(".trtw-tl-bar");
     const w0 = Number.parseFloat(bars[1].getAttribute("width"));
     clock += 500;

@@ -45,7 +45,7 @@ describe("escaping", () => {
     expect(rows()[0].querySelector(".trtw-name").textContent).toBe(shown);
     expect(el.querySelector(".trtw-log-msg").textContent).toBe(`Node name: ${shown}`);
     expect(el.querySelector(".trtw-error").textContent).toBe(`node ${shown}\nsecond line`);
-    el.querySelector(".trtw-seg-btn:last-child").click(); // timeline too
+    el.querySelector(".trtw-seg-btn:nth-child(2)").click(); // timeline too
     expect(el.querySelector(".trtw-tl-bar text").textContent).toBe(shown);
     expect(el.textContent).not.toMatch(/[\u202e\u009b\u2028]/);
   });

@@ -415,10 +415,15 @@ def test_hardware_compatibility_reaches_the_config_or_is_refused_where_ignored(
 
 
 def test_defaults_leave_those_settings_as_tensorrt_has_them(spy: Spy) -> None:
+    """All but one: the engine report (on by default) asks for DETAILED profiling verbosity; with it off, none."""
     built(models.deep_residual(3))
+    built(models.deep_residual(3), engine_report=False)
     fresh = spy.builders[0].create_builder_config()
-    (config,) = spy.configs
-    assert config["attrs"] == {name: _readable(getattr(fresh, name)) for name in CONFIG_ATTRIBUTES}
+    reported, plain = spy.configs
+    tensorrts = {name: _readable(getattr(fresh, name)) for name in CONFIG_ATTRIBUTES}
+    assert reported["attrs"] == {**tensorrts, "profiling_verbosity": "DETAILED"}
+    config = plain
+    assert config["attrs"] == tensorrts
     assert config["flags"] == sorted(
         n for n in _enum_names(spy.real.BuilderFlag) if fresh.get_flag(getattr(spy.real.BuilderFlag, n))
     )

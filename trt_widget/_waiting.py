@@ -122,10 +122,12 @@ class Waiting(Future[bytes]):
             except RuntimeError:  # the loop closed before the build ended
                 log.debug("a wake-up call failed", exc_info=True)
 
-        self.add_done_callback(on_done)
+        self.add_done_callback(on_done)  # called at once where the build already ended: then wait for the settling
         try:
-            while not settled.done():
-                await asyncio.wait((settled,), timeout=max(poll, 0.01))
+            # the end wakes it; the done callbacks added before it (a server's "ended at" stamp) may still be running
+            # on the builder thread where the build had ended already, so it returns only once they have (settled)
+            while not (settled.done() and self._settled):
+                await asyncio.wait((settled,), timeout=max(poll, 0.01) if not settled.done() else 0.005)
         except (KeyboardInterrupt, asyncio.CancelledError):
             self.stop("interrupted while awaiting")
             raise

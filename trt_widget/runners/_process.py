@@ -304,7 +304,10 @@ class _Relay:
         """Every phase TensorRT started has ended: it is serializing the engine, which no cancel can interrupt
         and which ends on its own; the grace period does not end it (a second Stop still does)."""
         model = self.ctx.model
-        return model.structure_version > 0 and model.innermost_running() is None
+        running = model.innermost_running()
+        # trt_widget's own "after" row opens when TensorRT's last phase ends: it runs while TensorRT serializes
+        after = model.framing.after if model.framing is not None else None
+        return model.structure_version > 0 and (running is None or running.name == after)
 
     def _force_stop(self, worker: Worker, automatic: bool) -> None:
         """Terminate the worker now; the build ends cancelled with a detail that says so."""

@@ -6,6 +6,32 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# --fast: the fast tier while editing (docs/development.md): the JS unit tests and the Python tests that need no
+# TensorRT build, server, browser or Ray (`pytest --fast`), side by side, in about a minute; no install beyond a
+# first one, no checks, no coverage. Extra arguments go to pytest.
+if [ "${1:-}" = "--fast" ]; then
+    shift
+    if [ ! -x .venv/bin/pytest ] || [ ! -d js/node_modules ]; then
+        python3 -m venv .venv
+        .venv/bin/python -m pip install -q -e ".[rtx,dev]"
+        (cd js && npm ci --no-audit --no-fund --loglevel=error)
+    fi
+    start=$SECONDS
+    (cd js && npx vitest run --reporter=dot >../.vitest-fast.log 2>&1) &
+    js=$!
+    status=0
+    .venv/bin/python -m pytest --fast -q "$@" || status=$?
+    if wait "$js"; then
+        grep -E "Tests +[0-9]+" .vitest-fast.log || true
+    else
+        cat .vitest-fast.log
+        status=1
+    fi
+    rm -f .vitest-fast.log
+    echo "fast tier: $((SECONDS - start)) s"
+    exit "$status"
+fi
+
 if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
     apt-get update -q
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import contextlib
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +25,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     wait inside RTX's long step skip with NVIDIA TensorRT (it has no such step; the contract suite covers it)."""
     items.sort(key=lambda item: E2E in Path(str(item.path)).resolve().parents)
     for item in items:
-        # pytest-lsp 1.0's pytest_runtest_call wrapper returns without yielding for an item that has no
-        # funcargs (nbval's notebook cells), which fails the item: give such items an empty mapping
-        if not hasattr(item, "funcargs"):
-            item.funcargs = {}
+        if "ray_session" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.ray)
     long_step = [item for item in items if item.get_closest_marker("rtx_long_step")]
     if long_step and _backend_kind() != "rtx":
         skip = pytest.mark.skip(
@@ -117,6 +118,17 @@ def wait_until() -> Callable[..., Any]:
     return _wait_until
 
 
+def _run_async(coro: Coroutine[Any, Any, Any], timeout: float = DEADLINE_S) -> Any:
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result(timeout)
+
+
+@pytest.fixture
+def run_async() -> Callable[..., Any]:
+    """``run_async(coro)``: ``asyncio.run`` on a fresh thread (the e2e session may keep a loop on this one)."""
+    return _run_async
+
+
 @pytest.fixture
 def small_model() -> Any:
     """A tiny static-shape ``onnx.ModelProto`` (4 residual blocks, input "input" 1x8x8x8): builds in ~0.1 s."""
@@ -164,15 +176,27 @@ def ray_session() -> Iterator[Any]:
             try:
                 ray.init(num_cpus=2, include_dashboard=False)
                 break
-            except Exception:
+            except Exception as exc:
                 ray.shutdown()
+                _reap_dead_children()
                 if attempt == 2:
-                    raise
+                    # pytest keeps a session fixture's error: every Ray test fails with it, no other test sees it
+                    raise RuntimeError(f"Ray did not start (3 tries): {exc}") from exc
     try:
         yield ray
     finally:
         if started:
             ray.shutdown()
+
+
+def _reap_dead_children() -> None:
+    """Collect the exit status of processes a failed Ray start left dead, so no zombie outlives it."""
+    import psutil
+
+    for child in psutil.Process().children():
+        with contextlib.suppress(psutil.Error):
+            if child.status() == psutil.STATUS_ZOMBIE:
+                child.wait(0)
 
 
 @pytest.fixture

@@ -366,17 +366,18 @@ def test_wait_with_timeout_returns_the_status_while_running(long_model_bytes: by
 
 
 def test_keyboard_interrupt_during_wait_cancels_and_reraises(
-    long_model_bytes: bytes, monkeypatch: pytest.MonkeyPatch
+    long_model_bytes: bytes, monkeypatch: pytest.MonkeyPatch, wait_until: Callable[..., Any]
 ) -> None:
     build = Build(long_model_bytes).start()
-    real_wait = threading.Event.wait
+    wait_until(lambda: build.model.running_count() > 0, what="a running phase")
+    real_wait = threading.Condition.wait
 
-    def interrupted_wait(self: threading.Event, timeout: float | None = None) -> bool:
-        if self is build._settled and build.model.running_count() > 0:
+    def interrupted_wait(self: threading.Condition, timeout: float | None = None) -> bool:
+        if self is build._condition:
             raise KeyboardInterrupt
         return real_wait(self, timeout)
 
-    monkeypatch.setattr(threading.Event, "wait", interrupted_wait)
+    monkeypatch.setattr(threading.Condition, "wait", interrupted_wait)
     with pytest.raises(KeyboardInterrupt):
         build.wait(DEADLINE)
     monkeypatch.undo()
@@ -419,13 +420,14 @@ def test_real_ctrl_c_during_wait_cancels_and_reraises(long_model_bytes: bytes, s
     assert "KeyboardInterrupt" in build.status_detail
 
 
-def test_await_and_wait_async(small_model: Any) -> None:
-    async def run() -> tuple[str, str]:
+def test_await_gives_the_engine_and_wait_async_the_status(small_model: Any) -> None:
+    async def run() -> tuple[bytes, str]:
         first = Build(small_model).start()
         second = Build(small_model).start()
         return await first, await second.wait_async(poll=0.01)
 
-    assert run_coroutine(run()) == ("succeeded", "succeeded")
+    engine, status = run_coroutine(run())
+    assert isinstance(engine, bytes) and len(engine) > 1000 and status == "succeeded"
 
 
 def test_model_of_the_wrong_type_is_rejected_at_once() -> None:

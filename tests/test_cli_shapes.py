@@ -5,6 +5,7 @@ and the message for a dynamic model built without them."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,7 @@ def _events(out: str) -> list[dict[str, Any]]:
     ],
     ids=["shapes", "min-opt-max", "trtexec-spelling", "opt-defaults-to-max"],
 )
+@pytest.mark.slow
 def test_a_dynamic_model_builds_from_the_cli_with_each_shape_flag_form(
     dynamic_onnx: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], profile: Any
 ) -> None:
@@ -57,6 +59,7 @@ def test_a_dynamic_model_builds_from_the_cli_with_each_shape_flag_form(
     assert events[-1]["status"] == "succeeded" and engine.stat().st_size > 0
 
 
+@pytest.mark.slow
 def test_a_dynamic_model_without_shapes_names_the_cli_flags_and_profiles(
     dynamic_onnx: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -75,6 +78,7 @@ def test_build_help_shows_shape_examples(capsys: pytest.CaptureFixture[str]) -> 
     assert "--min-shapes input:1x3x224x224" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_matrix_builds_a_dynamic_model_with_shapes(dynamic_onnx: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["matrix", str(dynamic_onnx), "--opt-level", "0", "1", "--shapes", "input:2x8x8x8", "--json"])
     out, err = capsys.readouterr()
@@ -125,6 +129,7 @@ def test_a_negative_flag_reaches_the_options(dynamic_onnx: Path, capsys: pytest.
     assert _events(out)[0]["options"]["tf32"] is False
 
 
+@pytest.mark.slow
 def test_build_takes_several_profiles_after_profile_flags(
     dynamic_onnx: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -155,3 +160,52 @@ def test_profile_flags_out_of_order_are_a_usage_error(
 ) -> None:
     assert main(["build", str(dynamic_onnx), *flags]) == 2
     assert message in capsys.readouterr().err
+
+
+# -- issue 35, defect 19: a dimension TensorRT cannot hold is refused before the build --------------------------
+
+HUGE = 2**63
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (f"input:1x{HUGE}", f"dimension {HUGE:,} is too large (at most 2**31-1 = 2,147,483,647 per dimension)"),
+        ("input:2147483648x8", "dimension 2,147,483,648 is too large"),
+        ("input:1x" + "9" * 5000, "a dimension of more than 30 digits is too large"),
+        ("input:" + "x".join(["1"] * 9), "9 dimensions; TensorRT takes at most 8"),
+    ],
+)
+def test_a_dimension_tensorrt_cannot_hold_is_refused(text: str, message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        parse_shapes(text)
+
+
+def test_the_largest_dimension_allowed_parses() -> None:
+    assert parse_shapes("input:2147483647x1") == {"input": (2**31 - 1, 1)}
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["build", "{model}", "--shapes", f"input:{HUGE}x8x8x8"],
+        ["build", "{model}", "--max-shapes", f"input:{HUGE}x8x8x8"],
+        ["trtexec", "--onnx={model}", f"--shapes=input:{HUGE}x8x8x8"],
+        ["trtexec", "--onnx={model}", "--minShapes=input:1x8x8x8", f"--maxShapes=input:{HUGE}x8x8x8"],
+    ],
+)
+def test_a_huge_dimension_on_the_command_line_is_a_usage_error_and_nothing_is_built(
+    argv: list[str], dynamic_onnx: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([a.format(model=dynamic_onnx) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert "is too large (at most 2**31-1" in err and "Traceback" not in err
+    assert not dynamic_onnx.with_suffix(".engine").exists()
+
+
+def test_a_huge_dimension_in_python_profiles_is_refused() -> None:
+    from trt_widget import Build
+    from trt_widget.models import deep_residual
+
+    with pytest.raises(ValueError, match=re.escape("profile for input 'input': dimension")):
+        Build(deep_residual(2, batch="N"), profiles={"input": ((1, 8, 8, 8), (1, 8, 8, 8), (HUGE, 8, 8, 8))})

@@ -66,6 +66,7 @@ def _check_stream(events: list[dict[str, Any]], build: Build) -> None:
     assert end["elapsed_s"] == pytest.approx(build.elapsed_s)
 
 
+@pytest.mark.slow
 def test_real_build_streams_to_a_file_and_a_callable(tmp_path: Path, wait_until: Any) -> None:
     path = tmp_path / "events.jsonl"
     build = Build(deep_residual(150), events=path, history=False, output=str(tmp_path / "m.engine"))
@@ -99,6 +100,7 @@ def test_real_build_streams_to_a_file_and_a_callable(tmp_path: Path, wait_until:
     assert steps_seen < steps_total  # "Cloning network graph" alone has ~450 steps
 
 
+@pytest.mark.slow
 def test_cancelled_build_ends_with_every_phase_closed(long_model_bytes: bytes, wait_until: Any) -> None:
     received: list[dict[str, Any]] = []
     build = Build(long_model_bytes, events=received.append, history=False)
@@ -116,6 +118,7 @@ def test_cancelled_build_ends_with_every_phase_closed(long_model_bytes: bytes, w
     assert any(e["event"] == "phase_finish" and e["status"] == "cancelled" for e in received)
 
 
+@pytest.mark.slow
 def test_failed_build_sends_error_logs_and_the_error(tmp_path: Path) -> None:
     bad = tmp_path / "bad.onnx"
     bad.write_bytes(b"\x08this is not an onnx model")
@@ -217,6 +220,7 @@ def test_bad_sinks_are_rejected_at_once(tmp_path: Path, small_model: Any) -> Non
         Build(small_model, events=tmp_path / "missing" / "e.jsonl", history=False)
 
 
+@pytest.mark.slow
 def test_a_failing_callable_never_breaks_the_build(small_model: Any) -> None:
     def broken(event: dict[str, Any]) -> None:
         raise RuntimeError("sink is broken")
@@ -524,6 +528,7 @@ END[0] = time.monotonic()
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sink", ["slow", "stuck"])
 def test_at_exit_open_streams_get_two_seconds_in_all_to_write(sink: str, tmp_path: Path) -> None:
     import subprocess

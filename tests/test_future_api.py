@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -85,3 +86,105 @@ def test_wait_async_is_woken_by_the_end_not_by_sleep_polling(monkeypatch: pytest
     thread.start()
     thread.join(120)
     assert result == ["succeeded"]
+
+
+# -- a concurrent.futures.Future: what asyncio and concurrent.futures do with one -------------------------
+def test_a_build_is_a_future_of_its_engine() -> None:
+    build = Build(SMALL, history=False)
+    assert isinstance(build, concurrent.futures.Future) and build.future is build
+    assert issubclass(BuildCancelled, concurrent.futures.CancelledError)  # what a cancelled Future's result raises
+
+
+def test_await_of_a_failed_build_raises_its_build_error(run_async: Callable[..., Any]) -> None:
+    async def run() -> bytes:
+        return await Build(b"garbage", history=False).start()
+
+    with pytest.raises(BuildError, match="ONNX") as raised:
+        run_async(run())
+    assert not isinstance(raised.value, BuildCancelled)
+
+
+def test_await_of_a_stopped_build_raises_build_cancelled_and_wait_async_says_cancelled(
+    wait_until: Callable[..., Any], run_async: Callable[..., Any]
+) -> None:
+    build = Build(models.deep_residual(1000), history=False).start()
+    wait_until(lambda: build.model.innermost_running() is not None, what="a phase")
+    build.stop()
+
+    async def run() -> tuple[str, BaseException | None]:
+        try:
+            await build
+        except BuildCancelled as exc:
+            return await build.wait_async(), exc
+        return await build.wait_async(), None
+
+    status, error = run_async(run())
+    assert status == "cancelled" and isinstance(error, BuildCancelled) and error is build.error
+
+
+def test_await_of_a_build_never_started_raises_at_once(run_async: Callable[..., Any]) -> None:
+    async def run() -> bytes:
+        return await Build(SMALL, history=False)
+
+    with pytest.raises(RuntimeError, match="not started"):
+        run_async(run())
+
+
+def test_as_completed_and_wait_take_builds() -> None:
+    good, bad = Build(SMALL, history=False).start(), Build(b"garbage", history=False).start()
+    ended = list(concurrent.futures.as_completed([good, bad], timeout=120))
+    assert sorted(ended, key=id) == sorted([good, bad], key=id)  # the builds themselves
+    assert good.result() and isinstance(bad.exception(), BuildError)
+    long = Build(models.deep_residual(1000), history=False).start()
+    failing = Build(b"garbage", history=False).start()
+    try:
+        done, pending = concurrent.futures.wait([long, failing], timeout=120, return_when="FIRST_EXCEPTION")
+        assert done == {failing} and pending == {long}  # woken by the failure, the long build still running
+    finally:
+        long.stop()
+    done, pending = concurrent.futures.wait([long], timeout=120)
+    assert done == {long} and long.cancelled()
+
+
+def test_wrap_future_gives_the_engine_or_the_error_and_cancelling_the_task_stops_the_build(
+    wait_until: Callable[..., Any], run_async: Callable[..., Any]
+) -> None:
+    async def run() -> tuple[bytes, BaseException | None, str]:
+        engine = await asyncio.wrap_future(Build(SMALL, history=False).start())
+        try:
+            await asyncio.wrap_future(Build(b"garbage", history=False).start())
+            error = None
+        except BuildError as exc:
+            error = exc
+        long = Build(models.deep_residual(1000), history=False).start()
+        task = asyncio.ensure_future(asyncio.wrap_future(long))
+        await asyncio.to_thread(wait_until, lambda: long.model.innermost_running() is not None, what="a phase")
+        task.cancel()  # asyncio cancels the wrapped Future: Build.cancel(), i.e. a stop
+        return engine, error, await long.wait_async()
+
+    engine, error, status = run_async(run())
+    assert len(engine) > 1000 and isinstance(error, BuildError) and status == "cancelled"
+
+
+def test_a_stopped_build_is_a_cancelled_future_to_asyncio(
+    wait_until: Callable[..., Any], run_async: Callable[..., Any]
+) -> None:
+    """``asyncio.wrap_future`` cancels its asyncio future when the Future was cancelled, as for any Future;
+    ``await build`` raises the BuildCancelled with the reason."""
+    build = Build(models.deep_residual(1000), history=False).start()
+    wait_until(lambda: build.model.innermost_running() is not None, what="a phase")
+    build.stop()
+
+    async def run() -> None:
+        await asyncio.wrap_future(build)
+
+    with pytest.raises(asyncio.CancelledError):
+        run_async(run())
+    assert build.cancelled()
+
+
+def test_a_done_callback_that_waits_does_not_wait_for_itself() -> None:
+    seen: list[str] = []
+    build = Build(SMALL, history=False)
+    build.add_done_callback(lambda b: seen.append(b.wait(30)) if isinstance(b, Build) else None)
+    assert build.start().wait(120) == "succeeded" and seen == ["succeeded"]

@@ -17,7 +17,7 @@ import psutil
 import pytest
 
 from trt_widget import Build, _engine, _gpu, models
-from trt_widget._resources import _Gpu
+from trt_widget._resources import ResourceSampler, _Gpu
 from trt_widget.runners import _process
 
 GIB = 1 << 30
@@ -242,3 +242,56 @@ def test_enough_free_gpu_memory_is_not_a_warning(nvml: Callable[..., FakeNvml], 
 @pytest.fixture(scope="module")
 def model_bytes() -> bytes:
     return models.to_bytes(models.deep_residual(1))
+
+
+# -- issue 35: device= is the GPU whose memory is sampled and whose identity keys the history -------------------
+
+
+@pytest.mark.parametrize(
+    ("visible", "device", "label"),
+    [
+        (None, 1, "GPU 1 (NVIDIA A100-SXM4-80GB)"),
+        ("1,0", 1, "GPU 0 (NVIDIA H200)"),
+        ("GPU-77aa,GPU-0e3e", 1, "GPU 0 (NVIDIA H200)"),
+        ("1", 0, "GPU 1 (NVIDIA A100-SXM4-80GB)"),
+    ],
+)
+def test_device_picks_the_gpu_sampled(
+    nvml: Callable[..., FakeNvml], visible: str | None, device: int, label: str
+) -> None:
+    """NVML numbers GPUs as the host does; device= numbers them as CUDA does, among CUDA_VISIBLE_DEVICES."""
+    nvml({}, visible=visible)
+    assert _Gpu(device).device == label
+
+
+@pytest.mark.parametrize(("visible", "device"), [(None, 2), ("1", 1), ("0,-1,1", 2)])
+def test_a_device_cuda_does_not_see_means_no_gpu_figures(
+    nvml: Callable[..., FakeNvml], visible: str | None, device: int
+) -> None:
+    nvml({}, visible=visible)
+    assert _Gpu(device).nvml is None  # never another GPU's figures
+
+
+def test_a_build_on_device_1_samples_gpu_1_and_keys_its_history_by_it(
+    nvml: Callable[..., FakeNvml], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trt_widget.history._keys import like_facts
+
+    nvml({0: [(4242, GIB)], 1: [(os.getpid(), 3 * GIB)]})
+    monkeypatch.setattr(_gpu, "_identity", {})
+    build = types.SimpleNamespace(
+        options=types.SimpleNamespace(device=1, timing_cache=None),
+        elapsed_s=0.0,
+        child_pid=None,
+        logger=types.SimpleNamespace(records=[]),
+    )
+    sampler = ResourceSampler(build, interval=0.05)
+    sampler.start()
+    sampler.stop()
+    summary = sampler.summary()
+    assert summary["peak_gpu_mem"] == 3 * GIB  # this process's memory on GPU 1, not 1 GiB of pid 4242 on GPU 0
+    assert summary["gpu_scope"] == f"the builder process (pid {os.getpid()}) on GPU 1 (NVIDIA A100-SXM4-80GB)"
+    assert summary["gpu_device"]["name"] == "NVIDIA A100-SXM4-80GB"
+    assert like_facts(build)["gpu"]["name"] == "NVIDIA A100-SXM4-80GB"
+    build.options.device = None
+    assert like_facts(build)["gpu"]["name"] == "NVIDIA H200"

@@ -59,7 +59,7 @@ def assert_final(data: dict[str, Any], nb: Any) -> None:
     assert model["status"] == "succeeded" and model["engine_size"] > 0  # the saved widget state is final too
 
 
-@pytest.mark.parametrize("wait", ["w.wait()", "await w"])
+@pytest.mark.parametrize("wait", ["w.wait()", "await w.wait_async()", "_ = await w"])
 def test_the_saved_build_output_is_the_final_state(wait: str) -> None:
     nb = execute([BUILD_CELL, wait, "w"])
     assert_final(final_output(nb), nb)

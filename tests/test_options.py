@@ -122,6 +122,7 @@ def test_bad_profiles(profiles: Any, message: str) -> None:
 # -- found by scripts/mutate.py: limits, units and defaults that no test held ---------------------------------
 def test_every_default_is_the_documented_one() -> None:
     options = dataclasses.asdict(BuildOptions())
+    assert options.pop("engine_report") is True  # every build reads its engine report unless told not to
     later = {k: v for k, v in options.items() if k not in list(options)[:11]}
     assert later and all(v is None or v is False or v == () for v in later.values())  # added later: all off
     assert {k: options[k] for k in list(options)[:11]} == {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import os
 import sys
 import threading
 from dataclasses import dataclass, field
@@ -120,7 +121,11 @@ def check_structure(rows: list[dict[str, Any]]) -> None:
             assert row["end_s"] >= row["start_s"] and row["duration_s"] == row["end_s"] - row["start_s"]
 
 
-@settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=300 if os.environ.get("TRT_WIDGET_FAST_TIER") else 2000,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(st.lists(ops, max_size=60))
 def test_random_callback_sequences_match_the_reference(sequence: list[tuple[Any, ...]]) -> None:
     model, ref = PhaseModel(TickClock()), Ref()

@@ -419,6 +419,7 @@ def test_a_phase_start_just_after_a_send_waits_out_the_interval() -> None:
         pump.join(30)
 
 
+@pytest.mark.slow  # the same through a scripted build: tests/runners/test_scripted.py
 @pytest.mark.rtx_long_step
 def test_the_cancelling_state_is_sent_at_once_not_at_the_next_tick(wait_until: Callable[..., Any]) -> None:
     widget = BuildWidget(models.deep_residual(1000), history=False, isolation="thread")

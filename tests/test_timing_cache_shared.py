@@ -7,8 +7,10 @@ the merging is shown with a fake of exactly NVIDIA's ITimingCache semantics (pyt
 from __future__ import annotations
 
 import json
+import stat
 import threading
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -75,15 +77,38 @@ def test_two_concurrent_writers_keep_both_builds_entries(tmp_path: Path) -> None
     assert sorted(p.name for p in tmp_path.iterdir()) == ["shared.cache", "shared.cache.lock"]  # no partial file
 
 
-def test_a_cache_file_from_another_device_is_replaced_with_a_note(tmp_path: Path) -> None:
+def test_a_cache_file_from_another_device_is_replaced_and_a_copy_kept(tmp_path: Path) -> None:
+    """Issue 35: another GPU's or TensorRT version's cache (combine() refuses it) was overwritten, its entries lost."""
     path = tmp_path / "other.cache"
-    path.write_bytes(NvidiaLikeCache({"old": 9.0}, tag="a100/10.8").serialize())
+    theirs = NvidiaLikeCache({"old": 9.0}, tag="a100/10.8").serialize()
+    path.write_bytes(theirs)
     logger = CaptureLogger()
     _engine._save_timing_cache(NvidiaLikeConfig({"new": 1.0}), str(path), logger)
     assert _entries(path) == {"new": 1.0}
+    assert (tmp_path / "other.cache.previous").read_bytes() == theirs
     assert [r["message"] for r in logger.problems] == [
-        f"timing_cache: {path} does not fit this TensorRT version or device; replaced"
+        f"timing_cache: {path} does not fit this TensorRT version or device; replaced by this build's cache, the "
+        f"previous one kept as {path}.previous"
     ]
+    path.write_bytes(NvidiaLikeCache({"older": 7.0}, tag="v100/8.6").serialize())  # the next foreign one
+    _engine._save_timing_cache(NvidiaLikeConfig({"new": 1.0}), str(path), CaptureLogger())
+    assert _entries(tmp_path / "other.cache.previous-2") == {"older": 7.0}
+    assert (tmp_path / "other.cache.previous").read_bytes() == theirs  # the first copy is not overwritten
+
+
+def test_a_foreign_cache_with_no_free_name_for_its_copy_is_left_as_it_was(tmp_path: Path) -> None:
+    path = tmp_path / "other.cache"
+    theirs = NvidiaLikeCache({"old": 9.0}, tag="a100/10.8").serialize()
+    path.write_bytes(theirs)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("mine")
+    (tmp_path / "other.cache.previous").symlink_to(victim)  # a link there is never written through
+    for number in range(2, _engine.MAX_CACHE_COPIES + 1):
+        (tmp_path / f"other.cache.previous-{number}").write_text("taken")
+    logger = CaptureLogger()
+    _engine._save_timing_cache(NvidiaLikeConfig({"new": 1.0}), str(path), logger)
+    assert path.read_bytes() == theirs and victim.read_text() == "mine"
+    assert "left as it was, this build's cache not saved" in logger.problems[0]["message"]
 
 
 @pytest.fixture(scope="module")
@@ -117,3 +142,49 @@ def test_concurrent_real_builds_share_one_cache_file(tmp_path: Path, model_bytes
     assert again.wait(180) == "succeeded"
     notes: list[Any] = [r["message"] for r in again.problems if "does not fit" in r["message"]]
     assert data and notes == []  # the merged file is one TensorRT reads back
+
+
+def test_a_file_that_only_begins_as_a_cache_is_kept_before_it_is_replaced(tmp_path: Path, model_bytes: bytes) -> None:
+    """Issue 35: a cache was recognised by its 4 magic bytes alone, so a foreign file beginning with them was
+    overwritten. TensorRT reads it back as an empty cache: the file is kept (a hard link: same bytes and mode)."""
+    path = tmp_path / "t.cache"
+    with warnings.catch_warnings(), _engine.routed_logs(CaptureLogger()) as router:
+        warnings.simplefilter("ignore", DeprecationWarning)
+        config = trt.Builder(router).create_builder_config()
+        magic = bytes(memoryview(config.create_timing_cache(b"").serialize()))[:4]
+    foreign = magic + b" my own notes, which happen to begin with these four bytes\n" * 50
+    path.write_bytes(foreign)
+    path.chmod(0o600)
+    build = Build(model_bytes, timing_cache=path, isolation="thread", history=False).start()
+    assert build.wait(180) == "succeeded", build.error
+    (kept,) = tmp_path.glob("t.cache.unread-*")
+    assert kept.read_bytes() == foreign and stat.S_IMODE(kept.stat().st_mode) == 0o600
+    assert path.read_bytes() != foreign and stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert any(f"kept as {kept}, replaced" in r["message"] for r in build.problems)
+
+
+def test_a_cache_lock_held_for_ever_costs_the_cache_not_the_build(
+    tmp_path: Path, model_bytes: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process (another user's, in a shared folder) holding ``<cache>.lock`` made the build wait for ever."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "t.cache"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl, os, sys, time\n"
+         "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)\nfcntl.flock(fd, fcntl.LOCK_EX)\n"
+         "print('held', flush=True)\ntime.sleep(600)", f"{path}.lock"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        monkeypatch.setattr(_engine, "CACHE_LOCK_WAIT_S", 0.5)
+        build = Build(model_bytes, timing_cache=path, isolation="thread", history=False).start()
+        assert build.wait(180) == "succeeded", build.error
+        assert any("held by another process for 0.5 s; not saved" in r["message"] for r in build.problems)
+        assert not path.exists()
+    finally:
+        holder.kill()
+        holder.wait(30)

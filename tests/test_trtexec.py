@@ -226,3 +226,93 @@ def test_plugin_libraries_load_as_the_plugins_option(
     assert main(["trtexec", f"--onnx={small_onnx}", f"--staticPlugins={missing}"]) == 1
     err = capsys.readouterr().err
     assert f"--plugin={missing}" in err and "plugins: no plugin library at" in err
+
+
+# -- issue 35: what a hostile or mistyped command line does ---------------------------------------------------
+
+
+@pytest.mark.parametrize("number", ["99999999", "1024", "1" * 5000, "\u0661"])
+def test_a_huge_or_odd_profile_number_is_refused_at_once(number: str) -> None:
+    """Defect 5: --profile=99999999 looped over every number below it (one refusal each, memory growing)."""
+    translation = translate(["--onnx=m.onnx", f"--profile={number}", "--minShapes=x:1"])
+    assert len(translation.refused) == 1 and "options" not in translation.options
+    assert "numbers" in translation.refused[0][1]
+
+
+def test_profile_numbers_with_a_wide_gap_are_one_refusal() -> None:
+    translation = translate(["--onnx=m.onnx", "--profile=0", "--minShapes=x:1", "--profile=1000", "--minShapes=x:2"])
+    assert len(translation.refused) == 1, translation.refused  # not 999 of them
+    arg, why = translation.refused[0]
+    assert arg == "--profile=1" and "no --profile=1, 2, 3, 4, 5 and 994 more (given: 0, 1000)" in why
+
+
+def test_the_cli_refuses_a_huge_profile_number_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["trtexec", "--onnx=m.onnx", "--profile=99999999", "--minShapes=x:1"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("trt-widget trtexec: cannot honour --profile=99999999: ") and len(err) == 2
+
+
+def test_an_onnx_value_that_looks_like_a_flag_is_a_file_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Defect 17: --onnx=--help printed build's help and exited 0, having built nothing."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["trtexec", "--onnx=--help"]) == 1
+    out, err = capsys.readouterr()
+    assert "usage:" not in out + err and "ONNX file not found: --help" in err
+    assert "building as: trt-widget build -- --help" in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["trtexec", "--onnx=-model.onnx", "--saveEngine=-model.engine", "--isolation=thread"],
+        ["trtexec", "trtexec --onnx=-model.onnx --saveEngine=-model.engine --isolation=thread"],
+        ["build", "--isolation=thread", "-o", "./-model.engine", "--", "-model.onnx"],
+        ["build", "./-model.onnx", "--isolation=thread"],
+    ],
+    ids=["trtexec", "trtexec-pasted", "build --", "build ./"],
+)
+def test_a_model_whose_name_begins_with_a_dash_builds(
+    argv: list[str],
+    tmp_path: Path,
+    small_model: Any,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "-model.onnx").write_bytes(to_bytes(small_model))
+    assert main(argv) == 0, capsys.readouterr().err
+    assert (tmp_path / "-model.engine").stat().st_size > 0
+
+
+@pytest.mark.parametrize(
+    "line", ["trtexec --onnx='model.onnx --fp16", 'trtexec --onnx="a.onnx --saveEngine=b', "trtexec --onnx=a.onnx \\"]
+)
+def test_a_pasted_line_with_an_unbalanced_quote_is_one_clear_error(
+    line: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Defect 18: shlex's ValueError ended in a traceback."""
+    assert main(["trtexec", line]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("trt-widget trtexec: error: the pasted command line does not split")
+
+
+@pytest.mark.parametrize(
+    "args, refused",
+    [
+        (["--onnx=a.onnx", "--onnx=b.onnx"], "--onnx=a.onnx --onnx=b.onnx"),
+        (["--onnx=a.onnx", "--saveEngine=a.plan", "--saveEngine=b.plan"], "--saveEngine=a.plan --saveEngine=b.plan"),
+        (["--onnx=a.onnx", "--builderOptimizationLevel=3", "--builderOptimizationLevel=5"], None),
+    ],
+)
+def test_a_file_option_given_twice_is_refused_not_the_last_taken(args: list[str], refused: str | None) -> None:
+    """Weakness: trtexec takes the last --onnx / --saveEngine silently; naming two files is refused."""
+    translation = translate(args)
+    whys = [why for arg, why in translation.refused if refused is None or arg == refused]
+    assert len(whys) == 1 and "given 2 times: give it once" in whys[0], translation.refused
+
+
+def test_a_file_option_repeated_with_the_same_value_is_fine() -> None:
+    translation = translate(["--onnx=a.onnx", "--onnx=a.onnx", "--saveEngine=a.plan", "--saveEngine=a.plan"])
+    assert not translation.refused and translation.model == "a.onnx" and translation.options["output"] == "a.plan"

@@ -154,6 +154,7 @@ def _network_that_logs_a_timing_runner(network: Any) -> None:
     network.mark_output(relu.get_output(0))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("isolation", ["process", "thread"])
 def test_the_now_line_state_reaches_the_snapshot_from_the_builder(isolation: str, wait_until: Any) -> None:
     build = Build(_network_that_logs_a_timing_runner, isolation=isolation, history=False, resources=False).start()
@@ -163,6 +164,7 @@ def test_the_now_line_state_reaches_the_snapshot_from_the_builder(isolation: str
     assert not [r for r in build.logs if r["severity"] == "VERBOSE"]
 
 
+@pytest.mark.slow
 def test_the_terminal_footer_says_what_is_being_timed(wait_until: Any) -> None:
     import io
 
@@ -180,6 +182,7 @@ def test_the_terminal_footer_says_what_is_being_timed(wait_until: Any) -> None:
     assert "now timing" not in view._footer(build.elapsed_s)  # ended: nothing is being timed
 
 
+@pytest.mark.slow
 def test_a_real_rtx_build_feeds_the_watch_without_verbose_and_ends_with_nothing_timed(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

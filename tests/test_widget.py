@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import re
 import threading
@@ -13,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from trt_widget import BuildWidget, models
+from trt_widget import BuildCancelled, BuildError, BuildWidget, models
 
 SYNCED = sorted(BuildWidget.class_own_traits(sync=True))  # the traits the front end reads, declared in _widget.py
 
@@ -258,3 +259,36 @@ def test_awaiting_a_widget_waits_for_the_build_and_its_final_state() -> None:
     thread.join(300)
     assert result == ["succeeded"]
     assert widget.build.done() and widget.status == "succeeded" and widget.engine_size == len(widget.engine or b"")
+
+
+def test_await_widget_raises_what_result_raises_and_wait_async_gives_the_status(
+    wait_until: Any, run_async: Any
+) -> None:
+    bad = BuildWidget(b"garbage", history=False).start()
+
+    async def await_it(widget: BuildWidget) -> bytes:
+        return await widget
+
+    with pytest.raises(BuildError, match="ONNX"):
+        run_async(await_it(bad))
+    assert bad.status == "failed"  # the widget shows the final state once the await ends
+    long = BuildWidget(models.deep_residual(1000), history=False).start()
+    wait_until(lambda: long.build.model.innermost_running() is not None, what="a phase")
+    long._on_custom_msg(long, {"type": "stop"}, [])  # a Stop click
+    with pytest.raises(BuildCancelled):
+        run_async(await_it(long))
+    assert run_async(long.wait_async()) == "cancelled" and long.status == "cancelled"  # the notebook idiom
+    good = BuildWidget(models.deep_residual(2), history=False).start()
+    assert run_async(await_it(good)) == good.engine
+
+
+def test_a_widgets_future_is_its_build_for_as_completed_and_wrap_future(run_async: Any) -> None:
+    widgets = [BuildWidget(models.deep_residual(2), history=False).start(), BuildWidget(b"garbage").start()]
+    assert [w.future for w in widgets] == [w.build for w in widgets]
+    ended = set(concurrent.futures.as_completed([w.future for w in widgets], timeout=300))
+    assert ended == {w.build for w in widgets}
+
+    async def wrapped() -> bytes:
+        return await asyncio.wrap_future(widgets[0].future)
+
+    assert run_async(wrapped()) == widgets[0].engine

@@ -5,8 +5,11 @@
                               [--shapes input:1x3x224x224 | --min-shapes ... --opt-shapes ... --max-shapes ...]
                               [--report build.html] [--trace build.json]   # every build option: docs/options.md
   trt-widget demo [--blocks N] [same options]    # builds a generated deep residual model
+  trt-widget view build.jsonl [--speed X] [--report F] [--trace F]   # replays a recording (--json / events=)
+  trt-widget trtexec --onnx=m.onnx --saveEngine=m.engine [trtexec's build arguments]   # see _trtexec.py
+  trt-widget inspect FILE [--json]               # an engine's layers, precisions, tactics (a log, JSON, recording)
   trt-widget serve [--host H] [--port P] [--token T | --token-file F] [--data DIR] ...   # a build service
-  trt-widget matrix a.onnx [b.onnx ...] --opt-level 0 3 5 [--executor ray] [--json]   # see _matrix_cli.py
+  trt-widget matrix a.onnx [b.onnx ...] --opt-level 0 3 5 [--executor ray] [--json]   # see matrix/_cli.py
   trt-widget mcp [--http] [--port P] [--token-file F]   # builds as MCP tools for agents (docs/agents.md)
   trt-widget lsp                                        # a language server for editors (docs/agents.md)
   trt-widget run [--json] [--report F] [--trace F] [--force-after S] -- COMMAND ...   # see watch/_cli.py
@@ -21,15 +24,20 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from difflib import get_close_matches
 from importlib import import_module
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ._files import expand_user
+
+if TYPE_CHECKING:
+    from ._build import Build
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BUDGET, EXIT_INTERRUPTED = 0, 1, 2, 124, 130
 
@@ -40,10 +48,6 @@ class _InputError(Exception):
 
 class _UsageError(Exception):
     """A bad option value (exit 2 with a one-line message)."""
-
-
-# the module whose add_arguments() gives a command its own arguments (imported only when that command is parsed)
-_ARGUMENTS_FROM = {"serve": ".serve", "matrix": ".matrix", "mcp": ".mcp"}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -70,14 +74,163 @@ class _Parser(argparse.ArgumentParser):
             target.error(escape_controls(said))
         return parsed
 
+    def error(self, message: str) -> NoReturn:
+        """argparse's error, with the closest command for a mistyped one (``biuld``: did you mean build?)."""
+        from ._format import escape_controls
+
+        typed = re.search(r"invalid choice: '(.*?)' \(choose from", message)
+        if typed and self.commands:
+            close = get_close_matches(typed.group(1), COMMAND_NAMES, n=1, cutoff=0.6)
+            message = f"unknown command {typed.group(1)!r}; " + (
+                f"did you mean {close[0]}?" if close else choose_a_command()
+            )
+        super().error(escape_controls(message))
+
+
+def _build_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", help="ONNX file")
+
+
+def _demo_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--blocks", type=int, default=600, metavar="N", help="residual blocks: build time grows with N (default 600)"
+    )
+
+
+def _view_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("recording", help="JSON-lines file written by --json or events=")
+    parser.add_argument(
+        "--speed", type=float, metavar="X", help="replay at the recorded pace times X, 0.001 to 1e6 (default: at once)"
+    )
+    parser.add_argument("--plain", action="store_true", help="plain lines even in a terminal")
+    for flag in ("--report", "--trace"):
+        parser.add_argument(flag, metavar="F", help=f"write the replayed build's {flag[2:]} file")
+
+
+@dataclass(frozen=True)
+class Command:
+    """One ``trt-widget`` command: the one table below gives the usage line, the "did you mean" list, the
+    "choose a command" list and the dispatch."""
+
+    name: str
+    help: str
+    description: str
+    # its own arguments: a function, or "module:function" imported only when this command is parsed (serve, matrix,
+    # mcp and run import TensorRT and more: ``build`` need not wait for that)
+    arguments: Callable[[argparse.ArgumentParser], None] | str | None
+    run: str  # "module:function" taking the parsed arguments, returning the exit code ("": this module's own)
+    build_options: bool = False  # takes every build option, --json, --plain, --report, --trace
+    epilog: str | None = None
+
+
+def _shapes_epilog() -> str:
+    from ._options import SHAPES_EPILOG
+
+    return SHAPES_EPILOG
+
+
+COMMANDS = (
+    Command(
+        "build",
+        "build an engine from an ONNX file",
+        "Build an engine from an ONNX file (default output: MODEL with the suffix .engine).",
+        _build_arguments,
+        "",
+        build_options=True,
+        epilog="shapes",
+    ),
+    Command(
+        "demo",
+        "build a generated model to see the progress",
+        "Generate a deep residual ONNX model and build it (no engine is written unless -o is given).",
+        _demo_arguments,
+        "",
+        build_options=True,
+    ),
+    Command(
+        "view",
+        "replay a recorded build (--json / events=) as a tree",
+        "Replay a build recorded with --json or events= (e.g. on a GPU server) in this terminal, and optionally "
+        "write its report or trace.",
+        _view_arguments,
+        "",
+    ),
+    Command(
+        "serve",
+        "run a build service: upload, progress as Server-Sent Events, cancel, engines (HTTP)",
+        'Run a build service over HTTP (see docs/serve.md for the endpoints). Needs pip install "trt_widget[serve]".',
+        ".serve:add_arguments",
+        ".serve:run",
+    ),
+    Command(
+        "matrix",
+        "one build per (model, --opt-level): a live table, or --json events with the build id",
+        "Build every MODEL with every --opt-level, locally (--max-parallel at a time, default 1) or on Ray "
+        "(--executor ray). Engines are written only with -o DIR.",
+        ".matrix:add_arguments",
+        ".matrix:run",
+    ),
+    Command(
+        "inspect",
+        "show what an engine holds: layers, precisions, tactics, fusions, memory (a log, JSON or recording)",
+        "The engine report of a TensorRT log (a verbose build, trtexec --dumpLayerInfo), a trtexec "
+        "--exportLayerInfo JSON, or a trt_widget recording (--json / events=).",
+        ".engine:cli_arguments",
+        ".engine:cli_inspect",
+    ),
+    Command(
+        "trtexec",
+        "build from trtexec's arguments as written: trt-widget trtexec --onnx=m.onnx --saveEngine=m.engine ...",
+        "Build with trtexec's build arguments as written (--onnx=, --saveEngine=, --shapes=, --minShapes=, --fp16, "
+        "--memPoolSize=workspace:1024M, --timingCacheFile=, --tacticSources=, ...), with the live tree and Ctrl-C. "
+        "Inference-only arguments are ignored and said so; arguments trt-widget cannot honour are refused, naming "
+        "each. trt-widget's own --json, --plain, --report=F, --trace=F, --budget=S work too. Example: trt-widget "
+        "trtexec --onnx=model.onnx --minShapes=input:1x3x224x224 --optShapes=input:8x3x224x224 "
+        "--maxShapes=input:32x3x224x224 --fp16 --saveEngine=model.engine",
+        None,
+        "",  # taken before parsing: _trtexec
+    ),
+    Command(
+        "mcp",
+        "serve builds as MCP tools for agents (stdio, or streamable HTTP with --http)",
+        'Serve TensorRT builds as MCP tools (see docs/agents.md). Needs pip install "trt_widget[mcp]".',
+        ".mcp:add_arguments",
+        ".mcp:run",
+    ),
+    Command(
+        "lsp",
+        "run a language server for editors (stdio): build commands with work-done progress",
+        'A language server over stdio (see docs/agents.md). Needs pip install "trt_widget[lsp]".',
+        ".lsp:add_arguments",
+        ".lsp:run",
+    ),
+    Command(
+        "run",
+        "run a Python build command with its TensorRT builds watched: trt-widget run -- python build.py",
+        "Run COMMAND with trt_widget's monitor injected into its Python processes: a live tree per TensorRT build "
+        "(or --json events); Ctrl-C cancels at the next step boundary, a second one terminates the command. Exit "
+        "code: 130 when interrupted, else the command's own.",
+        ".watch:cli_arguments",
+        ".watch:cli_run",
+    ),
+)
+COMMAND_NAMES = tuple(c.name for c in COMMANDS)
+
+
+def _imported(target: str) -> Any:
+    """The function ``"module:function"`` names (a module of this package)."""
+    module, _, name = target.partition(":")
+    return getattr(import_module(module, __package__), name)
+
+
+def choose_a_command() -> str:
+    """The line that asks for one of the commands."""
+    return f"choose a command: {', '.join(COMMAND_NAMES[:-1])} or {COMMAND_NAMES[-1]}"
+
 
 def _parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The command line's parser; ``command``: give only that command of serve, matrix, mcp and run its own
-    arguments (their modules import TensorRT and more: ``build`` need not wait for that)."""
-
-    def wanted(name: str) -> bool:
-        return command is None or command == name
-
+    """The command line's parser; ``command``: the only command whose own arguments come from a module (the
+    others' are left out: their modules need not be imported)."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", help="write the JSON event stream to stdout")
     common.add_argument("--plain", action="store_true", help="plain lines even in a terminal")
@@ -94,8 +247,6 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
         metavar="F.json",
         help="write the build as Chrome trace-event JSON (open in ui.perfetto.dev or chrome://tracing)",
     )
-    from ._options import SHAPES_EPILOG
-
     parser = _Parser(
         prog="trt-widget",
         description="Observable, cancelable TensorRT engine builds in a terminal.",
@@ -103,87 +254,21 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
         "130 cancelled with Ctrl-C.",
     )
     commands = parser.add_subparsers(
-        dest="command",
-        metavar="{build,demo,view,serve,matrix,trtexec,mcp,lsp,run}",
-        parser_class=argparse.ArgumentParser,
+        dest="command", metavar="{" + ",".join(COMMAND_NAMES) + "}", parser_class=argparse.ArgumentParser
     )
-    build = commands.add_parser(
-        "build",
-        parents=[common],
-        help="build an engine from an ONNX file",
-        description="Build an engine from an ONNX file (default output: MODEL with the suffix .engine).",
-        epilog=SHAPES_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    build.add_argument("model", help="ONNX file")
-    demo = commands.add_parser(
-        "demo",
-        parents=[common],
-        help="build a generated model to see the progress",
-        description="Generate a deep residual ONNX model and build it (no engine is written unless -o is given).",
-    )
-    demo.add_argument(
-        "--blocks", type=int, default=600, metavar="N", help="residual blocks: build time grows with N (default 600)"
-    )
-    view = commands.add_parser(
-        "view",
-        help="replay a recorded build (--json / events=) as a tree",
-        description="Replay a build recorded with --json or events= (e.g. on a GPU server) "
-        "in this terminal, and optionally write its report or trace.",
-    )
-    view.add_argument("recording", help="JSON-lines file written by --json or events=")
-    view.add_argument("--speed", type=float, metavar="X", help="replay at the recorded pace times X (default: at once)")
-    view.add_argument("--plain", action="store_true", help="plain lines even in a terminal")
-    for flag in ("--report", "--trace"):
-        view.add_argument(flag, metavar="F", help=f"write the replayed build's {flag[2:]} file")
-    commands.add_parser(
-        "trtexec",
-        help="build from trtexec's arguments as written: trt-widget trtexec --onnx=m.onnx --saveEngine=m.engine ...",
-        description="Build with trtexec's build arguments as written (--onnx=, --saveEngine=, --shapes=, "
-        "--minShapes=, --fp16, --memPoolSize=workspace:1024M, --timingCacheFile=, --tacticSources=, ...), with the "
-        "live tree and Ctrl-C. Inference-only arguments are ignored and said so; arguments trt-widget cannot "
-        "honour are refused, naming each. trt-widget's own --json, --plain, --report=F, --trace=F, --budget=S work "
-        "too. Example: trt-widget trtexec --onnx=model.onnx --minShapes=input:1x3x224x224 "
-        "--optShapes=input:8x3x224x224 --maxShapes=input:32x3x224x224 --fp16 --saveEngine=model.engine",
-    )
-    for name, help_text, description in (
-        (
-            "serve",
-            "run a build service: upload, progress as Server-Sent Events, cancel, engines (HTTP)",
-            "Run a build service over HTTP (see trt_widget/serve.py for the endpoints). "
-            'Needs pip install "trt_widget[serve]".',
-        ),
-        (
-            "matrix",
-            "one build per (model, --opt-level): a live table, or --json events with the build id",
-            "Build every MODEL with every --opt-level, locally (--max-parallel at a time, default 1) "
-            "or on Ray (--executor ray). Engines are written only with -o DIR.",
-        ),
-        (
-            "mcp",
-            "serve builds as MCP tools for agents (stdio, or streamable HTTP with --http)",
-            'Serve TensorRT builds as MCP tools (see docs/agents.md). Needs pip install "trt_widget[mcp]".',
-        ),
-    ):
-        sub = commands.add_parser(name, help=help_text, description=description)
-        if wanted(name):
-            import_module(_ARGUMENTS_FROM[name], __package__).add_arguments(sub)
-    commands.add_parser(
-        "lsp",
-        help="run a language server for editors (stdio): build commands with work-done progress",
-        description='A language server over stdio (see docs/agents.md). Needs pip install "trt_widget[lsp]".',
-    )
-    run_parser = commands.add_parser(
-        "run",
-        help="run a Python build command with its TensorRT builds watched: trt-widget run -- python build.py",
-        description="Run COMMAND with trt_widget's monitor injected into its Python processes: a live tree "
-        "per TensorRT build (or --json events); Ctrl-C cancels at the next step boundary, a second one "
-        "terminates the command. Exit code: 130 when interrupted, else the command's own.",
-    )
-    if wanted("run"):
-        from .watch import cli_arguments
-
-        cli_arguments(run_parser)
+    for entry in COMMANDS:
+        sub = commands.add_parser(
+            entry.name,
+            parents=[common] if entry.build_options else [],
+            help=entry.help,
+            description=entry.description,
+            epilog=_shapes_epilog() if entry.epilog == "shapes" else entry.epilog,
+            formatter_class=argparse.RawDescriptionHelpFormatter if entry.epilog else argparse.HelpFormatter,
+        )
+        if callable(entry.arguments):
+            entry.arguments(sub)
+        elif entry.arguments is not None and command in (None, entry.name):
+            _imported(entry.arguments)(sub)
     parser.commands = dict(commands.choices)
     return parser
 
@@ -211,25 +296,11 @@ def _main(argv: list[str], whole_process: bool) -> int:
         return int(exc.code or 0)
     if args.command is None:
         parser.print_usage(sys.stderr)
-        print(
-            "trt-widget: error: choose a command: build, demo, view, serve, matrix, trtexec, mcp or lsp",
-            file=sys.stderr,
-        )
+        print(f"trt-widget: error: {choose_a_command()}", file=sys.stderr)
         return EXIT_USAGE
-    if args.command == "serve":
-        from .serve import run as serve
-
-        return serve(args)
-    if args.command == "matrix":
-        from .matrix import run as matrix
-
-        return matrix(args)
-    if args.command in ("mcp", "lsp"):
-        return int(import_module(f".{args.command}", __package__).run(args))
-    if args.command == "run":
-        from .watch import cli_run
-
-        return cli_run(args)
+    entry = next(c for c in COMMANDS if c.name == args.command)
+    if entry.run:
+        return int(_imported(entry.run)(args))
     try:
         return _view(args) if args.command == "view" else _run(args)
     except _UsageError as exc:
@@ -268,7 +339,11 @@ def _trtexec(argv: list[str], whole_process: bool) -> int:
     """``trt-widget trtexec ...``: translate, say what is ignored or refused, then build as ``trt-widget build``."""
     from ._trtexec import build_argv, split_arguments, translate
 
-    args = split_arguments(argv)
+    try:
+        args = split_arguments(argv)
+    except ValueError as exc:  # a pasted line with an unbalanced quote
+        _stderr_line(f"trt-widget trtexec: error: {exc}")
+        return EXIT_USAGE
     own = [a for a in args if a.split("=", 1)[0] in _OWN]
     translation = translate([a for a in args if a not in own])
     for arg, why in translation.refused:
@@ -285,7 +360,7 @@ def _trtexec(argv: list[str], whole_process: bool) -> int:
         )
     for note in translation.notes:
         _stderr_line(f"trt-widget trtexec: {_safe(note)}")
-    command = build_argv(translation) + own
+    command = build_argv(translation, own)
     _stderr_line("trt-widget trtexec: building as: trt-widget " + " ".join(_safe(a) for a in command))
     return _main(command, whole_process)
 
@@ -353,7 +428,7 @@ def _check_files(args: argparse.Namespace, output: str | None) -> None:
                 raise _InputError(f"cannot write {exc}") from None
 
 
-def _write_files(build: Any, args: argparse.Namespace) -> bool:
+def _write_files(build: Build, args: argparse.Namespace) -> bool:
     """Write the --report / --trace files; False (after saying why on stderr) when one cannot be written."""
     ok = True
     for flag, path, method in (("--report", args.report, "to_html"), ("--trace", args.trace, "to_trace")):
@@ -442,10 +517,10 @@ def _view(args: argparse.Namespace) -> int:
     """Replay a recording: exit 0 when it replays to its end, whatever the recorded build's outcome."""
     from ._build import Build
     from ._terminal import TerminalView
-    from .runners import RecordingError
+    from .runners import MAX_SPEED, MIN_SPEED, RecordingError
 
-    if args.speed is not None and not args.speed > 0:
-        raise _UsageError(f"--speed must be a positive number, got {args.speed}")
+    if args.speed is not None and not MIN_SPEED <= args.speed <= MAX_SPEED:  # NaN too
+        raise _UsageError(f"--speed must be a number from {MIN_SPEED:g} to {MAX_SPEED:g}, got {args.speed}")
     _check_files(args, None)
     if not Path(expand_user(args.recording)).exists():
         raise _InputError(f"recording not found: {args.recording}")

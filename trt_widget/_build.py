@@ -13,6 +13,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Union
 
 from ._backend import check_options, select_backend
@@ -24,23 +25,37 @@ from ._files import (
     ENGINES_SYNCED,
     WrittenFile,
     atomic_write,
-    check_writable,
+    check_output,
     expand_user,
     refuse_inputs,
-    refuse_overwriting,
+    write_output,
 )
 from ._gpu import memory_skip_note
 from ._options import BuildOptions, BuildOptionsDict
-from ._phases import CANCELLED, FINISHED_EARLY, PhaseModel
+from ._phases import CANCELLED, FINISHED_EARLY, Framing, PhaseModel, PhaseRow
 from ._phases import FAILED as PHASE_FAILED
-from ._status import BUILD_STATUSES, CANCELLING, FAILED, FINAL, IDLE, LIVE, QUEUED, RUNNING, SUCCEEDED, log
+from ._status import (
+    BUILD_STATUSES,
+    CANCELLING,
+    FAILED,
+    FINAL,
+    IDLE,
+    LIVE,
+    QUEUED,
+    RUNNING,
+    SUCCEEDED,
+    BuildStatus,
+    log,
+)
 from ._subscribe import BuildEvent, subscribe
-from ._waiting import Waiting, _quietly
+from ._waiting import Waiting
+from .engine import EngineLog, EngineReport, report_of
 from .runners import START_PHASE, EngineFile, Recording, RunContext, Runner, runner_for
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack from Python 3.11
 
+    from ._events import EventStream
     from .history import HistoryStore
 
 __all__ = ["BUILD_STATUSES", "FINAL", "Build", "BuildArgs", "HistorySetting"]
@@ -78,7 +93,13 @@ class BuildArgs(BuildOptionsDict, total=False):
 # writing output=: added here).
 AFTER_PHASE = "Serializing and saving the engine"
 FRAME_PHASES = frozenset([*BEFORE_PHASES.values(), START_PHASE, AFTER_PHASE])
+FRAMING = Framing(AFTER_PHASE, FRAME_PHASES)  # for a runner whose events TensorRT makes here (``Runner.framed``)
 TIMING_COLUMNS = ["id", "name", "parent", "depth", "step", "num_steps", "start_s", "end_s", "duration_s", "status"]
+
+
+# output= of the builds running in this process, by real path: a second build started onto one is refused
+_writing: dict[str, Build] = {}
+_writing_lock = threading.Lock()
 
 
 class Build(Waiting):
@@ -96,7 +117,7 @@ class Build(Waiting):
 
     def __init__(
         self,
-        model: ModelLike,
+        model: ModelLike | ModelSource,
         *,
         events: Sink | None = None,
         history: HistorySetting = True,
@@ -105,90 +126,60 @@ class Build(Waiting):
         runner: Runner | None = None,
         **options: Unpack[BuildOptionsDict],
     ) -> None:
+        """The one constructor of every kind of build: ``runner`` (a recording's, a server's, the user's code...)
+        says where the engine comes from; ``model`` may be a :class:`ModelSource` that runner reads."""
+        super().__init__()
         self.options = BuildOptions.from_kwargs(**options)  # unknown names: TypeError with "did you mean"
         self.source = ModelSource.of(model)
         sink_path = events if isinstance(events, (str, os.PathLike)) else None
-        if self.source.kind == "path":
-            refuse_overwriting(
-                self.source.value,
-                output=self.options.output,
-                timing_cache=self.options.timing_cache,
-                events=sink_path,
-                history=history_file(history),
-            )
+        refuse_inputs(  # the model, its external data (or a recording): never written
+            self,
+            output=self.options.output,
+            timing_cache=self.options.timing_cache,
+            events=sink_path,
+            history=history_file(history),
+        )
         if sink_path is not None:
             for name, other in (("output", self.options.output), ("timing_cache", self.options.timing_cache)):
                 if other is not None and os.path.realpath(expand_user(other)) == os.path.realpath(
                     expand_user(sink_path)
                 ):
                     raise ValueError(f"events= and {name}= are the same file ({other}): choose another events file")
-        check_options(self.options)
+        if runner is None or runner.local:  # this process's TensorRT builds: its API checks the options now
+            check_options(self.options)
         if self.options.output:  # found now, not after the build: OSError naming the path and the reason
-            check_writable(self.options.output, "output=")
+            check_output(self.options.output, "output=", self)
         if self.options.isolation == "process" or runner is not None:
             from .runners import check_transferable, pool
 
             check_transferable(self.source, self.options.configure)  # what cannot reach a builder fails here
             if runner is None:
                 pool.prewarm()
-        self._assemble(
-            source=self.source,
-            options=self.options,
-            runner=runner if runner is not None else runner_for(self.options),
-            clock=clock,
-            events=events,
-            history=history,
-            resources=resources,
-        )
-
-    def _assemble(
-        self,
-        *,
-        source: ModelSource,
-        options: BuildOptions,
-        runner: Runner,
-        clock: Callable[[], float],
-        events: Any,
-        history: Any,
-        resources: bool,
-    ) -> None:
-        """Set up a build of ``source`` with ``options`` on ``runner``: the one way every kind of build (a model,
-        a recording, a build on a server) is put together, once its parts are known and validated."""
-        self.source = source
-        self.options = options
-        self.runner = runner
-        self.model = PhaseModel(clock)
+        self.runner: Runner = runner if runner is not None else runner_for(self.options)
+        self.model = PhaseModel(clock, FRAMING if self.runner.framed else None)
         self._clock = clock
         self._cancel = threading.Event()
-        self._done = threading.Event()  # the build has ended (status final)
-        self._settled = threading.Event()  # ... and its done callbacks have run (what wait() waits for)
-        self._lock = threading.Lock()
         self._status = IDLE
         self.status_detail = ""
         self._notes: list[str] = []  # what the runner said about the build (kept on success; stop reasons are not)
         self.cancel_info: dict[str, Any] | None = None  # {"phase": name, "requested_at_s": t} once stopped
         self._engine: bytes | None = None
         self._written: WrittenFile | None = None  # output= holds the engine, not yet read into this process
-        self._recorded_engine_size: int | None = None  # a replay's: the recording names a size, holds no bytes
+        self._reported_engine_size: int | None = None  # the runner's, for an engine it does not hand over
         self.error: BuildError | None = None
         self.logger = CaptureLogger(self.options.verbose, clock)
+        if self.options.engine_report:
+            self.logger.engine_log = EngineLog()
+        self._engine_report: tuple[EngineReport | None, str] | None = None
         self._thread: threading.Thread | None = None
         self._timer: threading.Timer | None = None
         self._ended_s: float | None = None
-        self._on_done: list[Callable[[Build], None]] = []
         self._on_start: list[Callable[[Build], None]] = []
-        self._settle_wakers: list[Callable[[], Any]] = []
         self._force = threading.Event()  # process isolation: terminate the builder process now
         self.child_pid: int | None = None  # process isolation: the builder process, once known
-        # the time TensorRT reports no phases for, as phases of their own (a replay or a server's build has them
-        # in its events already)
-        self._framed = runner.name not in ("replay", "remote")
-        self._post_open = False
-        self._closing = False  # _finish closes what is still open: no new phase then
-        if self._framed:
-            self.model.subscribe(self._frame, steps=False)
         self.history: Any = None  # a history link (ETA, deltas) when history is on
         self.resources: Any = None  # a resource sampler when resources is on
+        self.events: EventStream | None = None  # the events= stream, when given
         if events is not None:
             from ._events import attach_events
 
@@ -205,25 +196,24 @@ class Build(Waiting):
     @classmethod
     def from_events(cls, recording: Recording, *, speed: float | None = None) -> Build:
         """A Build that replays a recording of ``events=`` / ``--json`` (a path, or an iterable of JSON lines or
-        event dicts): instantly, or at the recorded pace times ``speed``. ``start()`` it like any build; it has
-        no engine bytes. A bad line raises ``trt_widget.runners.RecordingError`` naming the line."""
-        from .runners import ReplayClock, ReplayRunner, load_events
+        event dicts): instantly, or at the recorded pace times ``speed`` (0.001 to 1e6; a pause between two events
+        lasts at most a minute). ``start()`` it like any build; it has no engine bytes. A bad line raises
+        ``trt_widget.runners.RecordingError`` naming the line."""
+        from .runners import ReplayClock, ReplayRunner, check_speed, load_events
 
+        check_speed(speed)  # ValueError before reading the recording
         events = load_events(recording)
         clock = ReplayClock()
         first = next((e for e in events if e["event"] == "build_start"), {})
         where = str(recording) if isinstance(recording, (str, os.PathLike)) else "a recording"
-        build = cls.__new__(cls)
-        build._assemble(
-            source=ModelSource("recording", where, f"replay of {first.get('model') or where}"),
-            options=BuildOptions.from_kwargs(isolation="thread"),
+        return Build(
+            ModelSource("recording", where, f"replay of {first.get('model') or where}"),
             runner=ReplayRunner(events, clock, speed),
             clock=clock,
-            events=None,
             history=False,
             resources=False,
+            isolation="thread",
         )
-        return build
 
     # -- state ---------------------------------------------------------------------------------------
     @property
@@ -232,7 +222,7 @@ class Build(Waiting):
         to ``output=``, it is read from that file on first use (BuildError if the file changed since)."""
         written = self._written
         if written is not None:
-            with self._lock:
+            with self._condition:
                 if self._written is not None:
                     try:
                         self._engine = self._written.read()
@@ -247,20 +237,42 @@ class Build(Waiting):
 
     @property
     def engine_size(self) -> int | None:
-        """The engine's size in bytes (for a replay: the recorded engine's); None when there is none."""
+        """The engine's size in bytes (for a replay, a watched or relayed build: the size its runner reported); None
+        when there is none."""
         if self._written is not None:
             return self._written.size
-        return len(self._engine) if self._engine else self._recorded_engine_size
+        return len(self._engine) if self._engine else self._reported_engine_size
 
     @property
-    def status(self) -> str:
+    def engine_report(self) -> EngineReport | None:
+        """What the engine holds: its layers, precisions, tactics, fused ONNX nodes and memory, read from TensorRT's
+        log (:class:`trt_widget.EngineReport`); None where TensorRT gave none (:attr:`engine_report_reason` says
+        why). Read once, on first use after the build ended."""
+        return self._read_engine_report()[0]
+
+    @property
+    def engine_report_reason(self) -> str:
+        """Why :attr:`engine_report` is None ("" where there is one)."""
+        return self._read_engine_report()[1]
+
+    def _read_engine_report(self) -> tuple[EngineReport | None, str]:
+        if not self.done():
+            return None, "the build has not ended"
+        if self._engine_report is None:
+            self._engine_report = report_of(self, self.logger.engine_log, self.options, self.source.label)
+        return self._engine_report
+
+    @property
+    def status(self) -> BuildStatus:
         """One of idle, queued (waiting for a builder slot or worker), running, cancelling, succeeded, cancelled,
         failed."""
         return self._status
 
-    def done(self) -> bool:
-        """True once the build has ended (succeeded, cancelled or failed), as ``Future.done()``."""
-        return self._done.is_set()
+    @property
+    def future(self) -> Future[bytes]:
+        """The build as a ``concurrent.futures.Future`` of its engine bytes: the build itself (``future`` is the
+        same word on a widget, a watched call and a command run)."""
+        return self
 
     def running(self) -> bool:
         """True while the builder runs (status running or cancelling), as ``Future.running()``."""
@@ -269,18 +281,6 @@ class Build(Waiting):
     def cancelled(self) -> bool:
         """True when the build ended cancelled, as ``Future.cancelled()``."""
         return self._status == CANCELLED
-
-    def add_done_callback(self, fn: Callable[[Build], Any]) -> None:
-        """Call ``fn(build)`` once the build has ended (at once if it has), as ``Future.add_done_callback``; it
-        runs on the builder's thread, and an exception in ``fn`` is logged to the ``trt_widget`` logger."""
-        with self._lock:
-            if not self._done.is_set():
-                self._on_done.append(fn)
-                return
-        try:
-            fn(self)
-        except Exception:
-            log.exception("exception calling done callback %r for %r", fn, self)
 
     @property
     def elapsed_s(self) -> float:
@@ -299,7 +299,7 @@ class Build(Waiting):
         """TensorRT warnings and errors only."""
         return list(self.logger.problems)
 
-    def timings(self) -> list[dict[str, Any]]:
+    def timings(self) -> list[PhaseRow]:
         """Per phase instance: id, name, parent (id or None), depth, start_s, end_s, duration_s, step, ..."""
         return self.model.timings()
 
@@ -336,13 +336,38 @@ class Build(Waiting):
         """Call ``callback(build)`` in ``start()``, after the clock restarts and before the builder runs."""
         self._on_start.append(callback)
 
+    def _claim_output(self) -> None:
+        """Refuse to start while another build of this process writes the same output= (the last engine would
+        replace the first without a word)."""
+        if not self.options.output:
+            return
+        real = os.path.realpath(expand_user(self.options.output))
+        with _writing_lock:
+            other = _writing.get(real)
+            if other is not None and other is not self:
+                raise ValueError(
+                    f"output={self.options.output!r} is being written by another build that is still running "
+                    f"({other!r}): wait for it to end, or give this build its own output="
+                )
+            _writing[real] = self
+        self._output_claim = real
+
+    def _release_output(self) -> None:
+        real = getattr(self, "_output_claim", None)
+        if real is not None:
+            with _writing_lock:
+                if _writing.get(real) is self:
+                    del _writing[real]
+
     # -- control -------------------------------------------------------------------------------------
     def start(self) -> Build:
         """Start building on a background thread and return at once."""
-        with self._lock:
+        with self._condition:
             if self._status != IDLE:
                 raise RuntimeError(f"this build already started (status {self._status}); a Build runs once")
+            self._claim_output()
             self._status = RUNNING
+            self.set_running_or_notify_cancel()
         self.model.restart_clock()
         self.logger.restart_clock()
         for callback in self._on_start:  # before any builder event, so readers see the start first
@@ -364,7 +389,7 @@ class Build(Waiting):
         In a builder process (the default) the process is terminated when no step boundary comes within
         ``force_after`` s (0.1 by default); a second ``stop()`` while cancelling terminates it at once.
         """
-        with self._lock:
+        with self._condition:
             if self._status == CANCELLING and self.options.isolation == "process":
                 self._force.set()
                 return True
@@ -398,9 +423,7 @@ class Build(Waiting):
                 f"no engine to save: the build is {self._status}"
                 + (" (a replayed recording holds no engine)" if self.engine == b"" else "")
             )
-        if self.source.kind == "path":
-            refuse_overwriting(self.source.value, path=path)
-        atomic_write(path, self.engine, sync=ENGINES_SYNCED)
+        write_output(path, self.engine, "path", self, sync=ENGINES_SYNCED)  # the one output-path policy
         return str(path)
 
     # -- the builder thread --------------------------------------------------------------------------
@@ -420,12 +443,12 @@ class Build(Waiting):
         )
 
     def _note(self, sentence: str) -> None:
-        with self._lock:
+        with self._condition:
             self._notes.append(sentence)
             self.status_detail = f"{self.status_detail}; {sentence}" if self.status_detail else sentence
 
     def _on_engine_size(self, size: int) -> None:
-        self._recorded_engine_size = size
+        self._reported_engine_size = size
 
     def _on_pid(self, pid: int | None) -> None:
         self.child_pid = pid
@@ -433,7 +456,7 @@ class Build(Waiting):
     def _on_queued(self, queued: bool) -> None:
         """The runner waits for a slot or worker (status queued), or builds now: then the clock (and the budget)
         restart, so elapsed time and phase times count building, not waiting."""
-        with self._lock:
+        with self._condition:
             if queued:
                 if self._status == RUNNING:
                     self._status = QUEUED
@@ -452,23 +475,6 @@ class Build(Waiting):
     def _execute(self) -> bytes | EngineFile | None:
         return self.runner.run(self._context())
 
-    def _frame(self, event: str, phase: Any) -> None:
-        """TensorRT's last top-level phase ending starts the 'after' phase (the builder reports the 'before' one)."""
-        if phase.depth != 0 or phase.name in FRAME_PHASES:
-            return
-        if event == "phase_start" and self._post_open:  # another top-level TensorRT phase: not the end after all
-            self._post_open = False
-            self.model.phase_finish(AFTER_PHASE)
-        elif (
-            event == "phase_finish"
-            and phase.status != CANCELLED
-            and not self._closing
-            and not self.model.running_count()
-        ):
-            self._post_open = True
-            ended = phase.end_s if phase.end_s is not None else self.model.now()
-            self.model.phase_start(AFTER_PHASE, None, 0, at=self._clock() - max(self.model.now() - ended, 0.0))
-
     def _run(self) -> None:
         engine: bytes | WrittenFile | None = None
         error: BuildError | None = None
@@ -484,9 +490,8 @@ class Build(Waiting):
                         f"{exc}. It is kept in memory: build.engine holds it and build.save(path) "
                         "writes it elsewhere"
                     ) from exc
-            if engine is not None and self._post_open:
-                self._post_open = False
-                self.model.phase_finish(AFTER_PHASE)
+            if engine is not None:
+                self.model.end_after()
         except BuildError as exc:
             error = exc
         except KeyboardInterrupt:  # Ctrl-C in a network function running on this thread: a cancel, not a failure
@@ -507,11 +512,11 @@ class Build(Waiting):
         return engine.take()
 
     def _finish(self, engine: bytes | WrittenFile | None, error: BuildError | None) -> None:
+        self._release_output()
         if self._timer is not None:
             self._timer.cancel()
-        self._closing = True
         self.model.close_all(PHASE_FAILED if error is not None else FINISHED_EARLY if engine is not None else CANCELLED)
-        with self._lock:
+        with self._condition:
             self._ended_s = self.model.now()
             if isinstance(engine, WrittenFile):
                 self._engine, self._written = None, engine
@@ -533,18 +538,8 @@ class Build(Waiting):
                 self.status_detail = "; ".join(
                     ([warning + errors[0][:200]] if errors else []) + ([skips] if skips else []) + self._notes
                 )
-            callbacks, self._on_done = self._on_done, []
-            self._done.set()
-        for callback in callbacks:
-            try:
-                callback(self)
-            except BaseException:  # even SystemExit: wait() must still return, the other callbacks still run
-                log.exception("exception calling done callback %r for %r", callback, self)
-        with self._lock:
-            self._settled.set()
-            wakers, self._settle_wakers = self._settle_wakers, []
-        for waker in wakers:
-            _quietly(waker)
+            self._end_locked()
+        self._settle()
 
     def __repr__(self) -> str:
         return f"<Build {self.source.label!r} status={self._status}>"
@@ -554,7 +549,7 @@ class Build(Waiting):
         from .report import to_html
 
         if path is not None:
-            refuse_inputs(self, path=path)
+            check_output(path, "path", self)  # before the report is made; written by the same policy
         return to_html(self, path)
 
     def to_trace(self, path: str | os.PathLike[str] | None = None) -> str:
@@ -562,5 +557,5 @@ class Build(Waiting):
         from .report.trace import to_trace
 
         if path is not None:
-            refuse_inputs(self, path=path)
+            check_output(path, "path", self)
         return to_trace(self, path)

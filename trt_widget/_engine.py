@@ -6,6 +6,7 @@ Used as is by the thread runner and inside the child process of process isolatio
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import threading
@@ -22,9 +23,10 @@ from ._backend import builder_failure_message, capabilities, select_backend, trt
 from ._errors import BuildError
 from ._expected import significant
 from ._external_data import check_external_data, external_locations, file_locations
-from ._files import atomic_write, expand_user
+from ._files import atomic_write, expand_user, open_lock_file, writable_target
 from ._options import PRECISION_FLAGS, TRT_SETTINGS, BuildOptions
 from ._verbose import TacticWatch, wanted
+from .engine import EngineLog, engine_line
 
 SEVERITIES = ("INTERNAL_ERROR", "ERROR", "WARNING", "INFO", "VERBOSE")
 
@@ -54,7 +56,9 @@ class ModelSource:
     hint: str = ""  # how to pass a model with external data here, when the default advice does not fit
 
     @classmethod
-    def of(cls, model: ModelLike | Any) -> ModelSource:
+    def of(cls, model: ModelLike | ModelSource | Any) -> ModelSource:
+        if isinstance(model, ModelSource):  # a source a runner reads (a recording, a server's build, user code)
+            return model
         if isinstance(model, (str, os.PathLike)):
             path = str(expand_user(model))
             return cls("path", path, str(model), os.path.dirname(os.path.abspath(path)))
@@ -103,6 +107,7 @@ class CaptureLogger:
         self.tactics = TacticWatch()  # what a silent step is timing, from VERBOSE lines (kept or not)
         self.on_tactic_line: Callable[[str], None] | None = None  # a builder process forwards them
         self.problems: list[dict[str, Any]] = []  # WARNING and worse, capped below
+        self.engine_log: EngineLog | None = None  # set: the layer record and memory lines are kept (engine_report)
 
     def restart_clock(self) -> None:
         """Make t=0 now: call when the build actually starts."""
@@ -115,6 +120,10 @@ class CaptureLogger:
             if level == 4 and wanted(msg):
                 self.tactics.feed(msg, (self._clock() if at is None else min(at, self._clock())) - self._t0)
                 if self.on_tactic_line is not None:
+                    self.on_tactic_line(msg)
+            elif self.engine_log is not None and engine_line(msg):
+                self.engine_log.feed(msg)
+                if level == 4 and self.on_tactic_line is not None:  # a builder process forwards the record
                     self.on_tactic_line(msg)
             if level > self._max:
                 return
@@ -162,8 +171,8 @@ class _LogRouter(trt().ILogger):  # type: ignore[misc]
 
     def log(self, severity: Any, msg: str) -> None:
         # TensorRT sends every VERBOSE line (tens of thousands per build): drop them before any other work, but for
-        # the autotuner's lines that say what a silent step is timing (see _verbose.py).
-        if not self.any_verbose and int(severity) == 4 and not wanted(msg):
+        # the autotuner's lines that say what a silent step is timing (see _verbose.py) and the engine's layer record.
+        if not self.any_verbose and int(severity) == 4 and not wanted(msg) and not engine_line(msg):
             return
         ident = threading.get_ident()
         sink = self.sinks.get(ident) or self.claimed.get(ident)
@@ -384,7 +393,7 @@ def _save_timing_cache(config: Any, path: str, logger: CaptureLogger) -> None:
     concurrent build sharing the file (a matrix, the service) keeps its entries. Any failure is a warning: the
     engine is the product, the cache an extra."""
     try:
-        with warnings.catch_warnings(), _file_lock(f"{path}.lock"):
+        with warnings.catch_warnings(), _file_lock(path):
             warnings.simplefilter("ignore", DeprecationWarning)
             cache = config.get_timing_cache()
             try:
@@ -394,15 +403,45 @@ def _save_timing_cache(config: Any, path: str, logger: CaptureLogger) -> None:
             if current and not _looks_like_a_timing_cache(config, current):  # it became another file meanwhile
                 logger.log(2, f"timing_cache: {path} is not a TensorRT timing cache any more; left as it was")
                 return
+            unread = False
             if current and cache is not None:
                 theirs = config.create_timing_cache(current)
-                # False where the file is from another TensorRT version or device: ours replaces it
+                if _unreadable(config, current, theirs):  # only its 4 magic bytes matched: keep what it was
+                    unread, theirs = True, None
+                # False where the file is from another TensorRT version or device: ours replaces it, a copy stays
                 if theirs is not None and not cache.combine(theirs, False):
-                    logger.log(2, f"timing_cache: {path} does not fit this TensorRT version or device; replaced")
+                    kept = _keep_a_copy(path, current)
+                    if kept is None:
+                        logger.log(
+                            2,
+                            f"timing_cache: {path} does not fit this TensorRT version or device, and no free name "
+                            f"to keep a copy beside it ({path}.previous …): left as it was, this build's cache not "
+                            "saved. Name another file to keep one",
+                        )
+                        return
+                    logger.log(
+                        2,
+                        f"timing_cache: {path} does not fit this TensorRT version or device; replaced by this "
+                        f"build's cache, the previous one kept as {kept}",
+                    )
             serialized = cache.serialize() if cache is not None else None
             if serialized is None:
                 logger.log(2, f"timing_cache: TensorRT returned no timing cache to save; {path} is left as it was")
                 return
+            if unread:
+                kept = _keep_aside(path)
+                if kept is None:
+                    logger.log(
+                        2,
+                        f"timing_cache: {path} is not a timing cache this TensorRT reads, and no copy of "
+                        "it could be kept; left as it was",
+                    )
+                    return
+                logger.log(
+                    2,
+                    f"timing_cache: {path} is not a timing cache this TensorRT reads (another TensorRT's, "
+                    f"or another file beginning as one does); kept as {kept}, replaced",
+                )
             atomic_write(path, bytes(memoryview(serialized)))
     except OSError as exc:
         logger.log(2, f"timing_cache: could not save to {path} ({exc.strerror or exc}); the engine is fine")
@@ -410,17 +449,87 @@ def _save_timing_cache(config: Any, path: str, logger: CaptureLogger) -> None:
         logger.log(2, f"timing_cache: could not save to {path} ({type(exc).__name__}: {exc}); the engine is fine")
 
 
+def _unreadable(config: Any, current: bytes, theirs: Any) -> bool:
+    """TensorRT read ``current`` (which is not an empty cache) as an empty one: it is not a cache this TensorRT
+    can use, whatever its first bytes say (TensorRT reads any bytes it cannot parse as an empty cache)."""
+    try:
+        blank = bytes(memoryview(config.create_timing_cache(b"").serialize()))
+        read = bytes(memoryview(theirs.serialize())) if theirs is not None else b""
+    except Exception:
+        return False  # nothing to compare with: the magic check stands
+    return current != blank and (theirs is None or read == blank)
+
+
+def _keep_aside(path: str) -> str | None:
+    """A hard link ``<path>.unread-<time>`` to the file at ``path`` (same inode: mode, owner and bytes kept) before
+    it is replaced; None when none can be made."""
+    try:
+        target = writable_target(path)
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        for n in range(1, 100):
+            kept = f"{target}.unread-{stamp}" + (f"-{n}" if n > 1 else "")
+            try:
+                os.link(target, kept, follow_symlinks=False)
+            except FileExistsError:
+                continue
+            return kept
+    except OSError:
+        pass
+    return None
+
+
+CACHE_LOCK_WAIT_S = 30.0  # what saving a timing cache waits for another build saving the same file
+
+
+MAX_CACHE_COPIES = 9
+
+
+def _keep_a_copy(path: str, data: bytes) -> str | None:
+    """Write ``data`` (a timing cache about to be replaced: another TensorRT version's or GPU's, which TensorRT
+    cannot merge) to a new file ``PATH.previous`` (``.previous-2`` … when taken; never over an existing file or
+    through a link); its name, or None when no name is free or it cannot be written."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    for number in range(1, MAX_CACHE_COPIES + 1):
+        name = f"{path}.previous" + (f"-{number}" if number > 1 else "")
+        try:
+            fd = os.open(name, flags, 0o666)  # as open() makes a new file
+        except FileExistsError:
+            continue
+        except OSError:
+            return None
+        try:
+            with open(fd, "wb") as handle:
+                handle.write(data)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(name)
+            return None
+        return name
+    return None
+
+
 @contextmanager
 def _file_lock(path: str) -> Iterator[None]:
-    """An exclusive advisory lock on ``path`` (created if needed) across threads and processes; none on Windows."""
+    """An exclusive advisory lock on ``<path>.lock`` (created if needed) across threads and processes; none on
+    Windows."""
     try:
         import fcntl
     except ImportError:  # Windows: no flock; concurrent writers there keep the last writer's entries
         yield
         return
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    fd = open_lock_file(path)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        deadline = time.monotonic() + CACHE_LOCK_WAIT_S
+        while True:  # bounded: a process holding the lock for ever (another user's, in a shared folder) costs
+            try:  # the cache, never the build
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise OSError(
+                        f"{path}.lock was held by another process for {CACHE_LOCK_WAIT_S:g} s; not saved"
+                    ) from None
+                time.sleep(0.02)
         yield
     finally:
         os.close(fd)  # closing releases the lock
@@ -583,6 +692,8 @@ def _configure(t: Any, builder: Any, config: Any, network: Any, options: BuildOp
         if options.dla_core >= cores:
             raise BuildError(f"dla_core={options.dla_core}: this device has {cores} DLA core(s) (DLA: Jetson AGX/NX)")
         config.default_device_type = t.DeviceType.DLA
+    if options.engine_report and options.profiling_verbosity is None and hasattr(t, "ProfilingVerbosity"):
+        config.profiling_verbosity = t.ProfilingVerbosity.DETAILED  # the layer record needs it (engine_report)
     for name, how in TRT_SETTINGS.items():  # check_options made sure the API has each one that is set
         value = getattr(options, name)
         if value is None:
@@ -642,7 +753,7 @@ def _configure(t: Any, builder: Any, config: Any, network: Any, options: BuildOp
                 logger.log(
                     2,
                     f"timing_cache: {path} does not fit this TensorRT version or device; building with "
-                    "a new cache, which replaces it when the build succeeds",
+                    f"a new cache, which replaces it when the build succeeds (a copy is kept as {path}.previous)",
                 )
                 cache = config.create_timing_cache(b"")
                 accepted = cache is not None and config.set_timing_cache(cache, False)

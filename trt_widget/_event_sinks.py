@@ -9,7 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO, Union, cast
 
-from ._files import expand_user
+from ._files import expand_user, resolve
+from ._format import escape_json
 
 Sink = Union[str, "os.PathLike[str]", TextIO, Callable[[dict[str, Any]], Any]]
 
@@ -17,7 +18,7 @@ Sink = Union[str, "os.PathLike[str]", TextIO, Callable[[dict[str, Any]], Any]]
 def open_sink(sink: Sink) -> tuple[Callable[[dict[str, Any]], None], Callable[[], None] | None]:
     """(write(event), close or None) for a path, a text file object or a callable."""
     if isinstance(sink, (str, os.PathLike)):
-        path = expand_user(sink)
+        path = resolve(sink)  # a symlink another user planted in a shared folder: UntrustedLink
         if path.is_dir():
             raise IsADirectoryError(f"events= must be a file path, but {path} is a directory")
         if not path.parent.is_dir():
@@ -38,9 +39,9 @@ def open_sink(sink: Sink) -> tuple[Callable[[dict[str, Any]], None], Callable[[]
 
 def _open_append(path: Path) -> TextIO:
     """``open(path, "a")`` that never blocks: a FIFO with no reader is refused instead of waiting for one."""
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
     try:
-        fd = os.open(path, flags, 0o666)
+        fd = os.open(path, flags, 0o666)  # resolved: a link planted since is not followed (ELOOP)
     except OSError as exc:
         if exc.errno == errno.ENXIO:
             raise ValueError(
@@ -61,8 +62,11 @@ def describe(sink: Sink) -> str:
 
 
 def _line_writer(handle: TextIO) -> Callable[[dict[str, Any]], None]:
+    """One JSON line per event, UTF-8 as it is, but a name holding a bidi override, U+2028 or a C1 control written
+    as an escape (``\\u202e``): a terminal showing ``--json`` output or a ``cat`` of a recording gets none raw."""
+
     def write(event: dict[str, Any]) -> None:
-        handle.write(json.dumps(event, ensure_ascii=False, default=str) + "\n")
+        handle.write(escape_json(json.dumps(event, ensure_ascii=False, default=str)) + "\n")
         flush = getattr(handle, "flush", None)
         if flush is not None:
             flush()

@@ -9,6 +9,7 @@ Every event is an object with an ``event`` field and ``t``, seconds on the build
   {"event": "phase_finish", "id": int, "name": str, "status": "done" | "finished-early" | "cancelled" | "failed",
    "step": int, "num_steps": int, "duration_s": float, "t": s}
   {"event": "log", "severity": "WARNING" | "ERROR" | "INTERNAL_ERROR", "message": str, "t": s}
+  {"event": "engine_report", "report": {...} | null, "reason": str, "t": s}   (a succeeded build: EngineReport)
   {"event": "build_end", "status": "succeeded" | "cancelled" | "failed", "detail": str, "elapsed_s": float,
    "engine_bytes": int | null, "output": str | null, "error": str | null, "t": s}
 
@@ -38,11 +39,14 @@ import time
 import warnings
 import weakref
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._event_sinks import Sink, describe, open_sink
 from ._phases import Phase
 from ._subscribe import BuildEvent, subscribe
+
+if TYPE_CHECKING:
+    from ._build import Build
 
 STEP_INTERVAL_S = 0.1
 LOG_SEVERITIES = ("WARNING", "ERROR", "INTERNAL_ERROR")
@@ -50,6 +54,20 @@ LOG_SEVERITIES = ("WARNING", "ERROR", "INTERNAL_ERROR")
 
 class _Signal:
     """A queue item for the writer thread that is not an event."""
+
+
+class _ReportOf(_Signal):
+    """A queue item standing for the ended build's ``engine_report`` event, made when it is written."""
+
+    def __init__(self, build: Any) -> None:
+        self.build = build
+
+    def event(self) -> dict[str, Any] | None:
+        from .engine import report_event
+
+        if not hasattr(self.build, "engine_report"):  # a build-like object of another kind
+            return None
+        return report_event(self.build)
 
 
 _CLOSE = _Signal()  # build_end was queued: close the sink
@@ -64,7 +82,7 @@ def schema() -> dict[str, Any]:
     return loaded
 
 
-def attach_events(build: Any, sink: Sink, *, step_interval_s: float = STEP_INTERVAL_S) -> EventStream:
+def attach_events(build: Build, sink: Sink, *, step_interval_s: float = STEP_INTERVAL_S) -> EventStream:
     """Stream ``build``'s events to ``sink``: a file path (JSON lines appended, flushed per event), a writable
     text file object (one JSON line per event), or a callable receiving each event dict (on the writer thread).
 
@@ -80,7 +98,7 @@ def attach_events(build: Any, sink: Sink, *, step_interval_s: float = STEP_INTER
 class EventStream:
     """Turns a build's phase model, log and life cycle into queued event dicts and writes them off-thread."""
 
-    def __init__(self, build: Any, sink: Sink, *, step_interval_s: float = STEP_INTERVAL_S) -> None:
+    def __init__(self, build: Build, sink: Sink, *, step_interval_s: float = STEP_INTERVAL_S) -> None:
         self.build = build
         self.step_interval_s = float(step_interval_s)
         self.errors: list[str] = []  # every sink failure (capped); the first one is also reported, see _failed
@@ -285,7 +303,7 @@ class EventStream:
                         }
                     )
 
-    def _on_done(self, build: Any) -> None:
+    def _on_done(self, build: Build) -> None:
         with self._lock:
             if self._ended:
                 return
@@ -301,6 +319,7 @@ class EventStream:
             if size is None and build.engine is not None:
                 size = len(build.engine)
             output = build.options.output if size is not None else None
+            self._put(_ReportOf(build))  # read on the writer thread: wait() does not wait for the parse
             self._put(
                 {
                     "event": "build_end",
@@ -337,6 +356,10 @@ class EventStream:
             if item is _WAKE or failed:
                 continue
             try:
+                if isinstance(item, _ReportOf):
+                    item = item.event()
+                    if item is None:
+                        continue
                 self._write(item)
                 self.written += 1
             except BaseException as exc:  # a callable's KeyboardInterrupt / SystemExit too: the writer lives on

@@ -1,13 +1,17 @@
 """Atomic file writes: readers see the old file or the complete new one, never a partial file.
 
 Only regular files are written: a symlink is followed to its target (which is replaced atomically, so the
-link stays), and device nodes, FIFOs, sockets and directories are refused. A temporary file left by a writer
-that was killed (``.<name>.<pid>.<random>.part``) is removed on the next write to the same path.
+link stays), and device nodes, FIFOs, sockets and directories are refused. A symlink another user owns in a
+shared sticky folder (``/tmp``) is never followed (``UntrustedLink``): it could point a write at any file this
+user can write, as the kernel's ``fs.protected_symlinks`` rule says. A rewritten file keeps its permissions; a
+new one gets those ``open()`` gives. A temporary file left by a writer that was killed
+(``.<name>.<pid>.<random>.part``) is removed on the next write to the same path.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import stat
@@ -33,9 +37,68 @@ class NotARegularFile(OSError):
     """The target exists and is not a regular file (a device, FIFO, socket or directory)."""
 
 
+class UntrustedLink(PermissionError):
+    """A symlink on the way to a file to write is owned by another user in a shared sticky folder."""
+
+
+def _shared(folder: os.stat_result) -> bool:
+    """A sticky folder others may write to (``/tmp``): anyone may put a link there."""
+    return bool(folder.st_mode & stat.S_ISVTX and folder.st_mode & (stat.S_IWOTH | stat.S_IWGRP))
+
+
+def _check_link(link: str, info: os.stat_result, folder: str) -> None:
+    """Refuse to follow ``link`` when another user owns it in a shared sticky folder (the kernel's
+    protected_symlinks rule: only the link's owner, or the folder's owner's links, are followed there)."""
+    try:
+        where = os.stat(folder)
+    except OSError:
+        return
+    if _shared(where) and info.st_uid not in (os.geteuid(), where.st_uid):
+        raise UntrustedLink(
+            f"{link} is a symbolic link that another user (uid {info.st_uid}) owns in the shared folder {folder}: "
+            "trt_widget does not write through it (it could point the write at any file you can write); "
+            "remove it or choose another path",
+        )
+
+
+def resolve(path: str | os.PathLike[str]) -> Path:
+    """``os.path.realpath(path)`` (``~`` expanded) that raises UntrustedLink instead of following a symlink another
+    user owns in a shared sticky folder, at any step of the path."""
+    text = os.fspath(expand_user(path))
+    if os.name != "posix":  # no sticky folders to plant links in
+        return Path(os.path.realpath(text))
+    absolute = text if text.startswith("/") else os.path.join(os.getcwd(), text)
+    todo = [part for part in reversed(absolute.split("/")) if part not in ("", ".")]
+    resolved, links = "/", 0
+    while todo:
+        name = todo.pop()
+        if name == "..":
+            resolved = os.path.dirname(resolved)
+            continue
+        candidate = os.path.join(resolved, name)
+        try:
+            info = os.lstat(candidate)
+        except OSError:  # missing, or below a file: taken as written, as realpath() does
+            resolved = candidate
+            continue
+        if not stat.S_ISLNK(info.st_mode):
+            resolved = candidate
+            continue
+        _check_link(candidate, info, resolved)
+        links += 1
+        if links > 40:
+            raise OSError(errno.ELOOP, "too many levels of symbolic links", text)
+        target = os.readlink(candidate)
+        if target.startswith("/"):
+            resolved = "/"
+        todo.extend(part for part in reversed(target.split("/")) if part not in ("", "."))
+    return Path(resolved)
+
+
 def writable_target(path: str | os.PathLike[str]) -> Path:
-    """The regular file a write to ``path`` goes to (a symlink's target); raises NotARegularFile otherwise."""
-    target = Path(os.path.realpath(expand_user(path)))
+    """The regular file a write to ``path`` goes to (a symlink's target); raises NotARegularFile otherwise, and
+    UntrustedLink for a link another user planted in a shared folder."""
+    target = resolve(path)
     try:
         mode = os.stat(target).st_mode
     except FileNotFoundError:
@@ -61,35 +124,100 @@ def writable_target(path: str | os.PathLike[str]) -> Path:
     return target
 
 
-def refuse_overwriting(model: str | os.PathLike[str], **targets: str | os.PathLike[str] | None) -> None:
-    """Raise ValueError when a target (``output=``, ``timing_cache=``, ``path=``) is the model file itself:
-    writing it would destroy the model."""
-    for name, value in targets.items():
-        if value is not None and os.path.realpath(expand_user(value)) == os.path.realpath(model):
-            raise ValueError(
-                f"{name}={str(value)!r} is the model file itself: writing it would destroy the model; "
-                "choose another path"
+def open_lock_file(path: str | os.PathLike[str]) -> int:
+    """Open (create) ``<path's target>.lock`` to lock the writes to ``path``, never through a symlink (a link
+    there is refused, whoever owns it: a lock file is ours); its descriptor."""
+    lock = f"{writable_target(path)}.lock"
+    refusal = UntrustedLink(f"{lock} is a symbolic link: trt_widget does not lock through it (remove it)")
+    with contextlib.suppress(FileNotFoundError):
+        if stat.S_ISLNK(os.lstat(lock).st_mode):
+            raise refusal
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o666)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # it became one since
+            raise refusal from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise NotARegularFile(f"{lock} is not a regular file; trt_widget locks with regular files only")
+    return fd
+
+
+def model_inputs(model: str | os.PathLike[str]) -> dict[str, str]:
+    """The files a model path reads, real path -> what it is: the model file and each external-data file it names
+    (found as the build finds them; an unreadable model names none here, its build says why)."""
+    text = os.fspath(expand_user(model))
+    real = os.path.realpath(text)
+    found = {real: "the model file itself"}
+    with contextlib.suppress(Exception):
+        from ._external_data import file_locations
+
+        folder = os.path.dirname(os.path.abspath(text))
+        for location in file_locations(real)[:10_000]:
+            found.setdefault(
+                os.path.realpath(os.path.join(folder, location)), f"the model's external data {location!r}"
             )
+    return found
+
+
+def build_inputs(build: object) -> dict[str, str]:
+    """``model_inputs`` of ``build`` (a Build, or anything with a ``source``): its model file and external data, or
+    its recording; nothing for bytes, a ModelProto or a network function."""
+    source = getattr(build, "source", None)
+    kind, value = getattr(source, "kind", None), getattr(source, "value", None)
+    if not isinstance(value, str):
+        return {}
+    if kind == "path":
+        return model_inputs(value)
+    if kind == "recording":
+        return {os.path.realpath(expand_user(value)): "the recording itself"}
+    return {}
+
+
+def _refuse(inputs: dict[str, str], targets: dict[str, str | os.PathLike[str] | None]) -> None:
+    for name, value in targets.items():
+        what = inputs.get(os.path.realpath(expand_user(value))) if value is not None else None
+        if what is not None:
+            victim = "it" if what == "the recording itself" else "the model"
+            raise ValueError(f"{name}={str(value)!r} is {what}: writing it would destroy {victim}; choose another path")
+
+
+def refuse_overwriting(model: str | os.PathLike[str], **targets: str | os.PathLike[str] | None) -> None:
+    """Raise ValueError when a target (``output=``, ``timing_cache=``, ``path=``) is the model file itself or one
+    of its external-data files: writing it would destroy the model."""
+    _refuse(model_inputs(model), targets)
 
 
 def refuse_inputs(build: object, **targets: str | os.PathLike[str] | None) -> None:
-    """``refuse_overwriting`` for the inputs of ``build`` (a Build, or anything with a ``source``): its model
-    file or its recording."""
-    source = getattr(build, "source", None)
-    kind, value = getattr(source, "kind", None), getattr(source, "value", None)
-    if kind not in ("path", "recording") or not isinstance(value, str):
-        return
-    what = "the model file" if kind == "path" else "the recording"
-    for name, target in targets.items():
-        if target is not None and os.path.realpath(expand_user(target)) == os.path.realpath(value):
-            raise ValueError(f"{name}={str(target)!r} is {what} itself: writing it would destroy it; choose another")
+    """``refuse_overwriting`` for the inputs of ``build`` (``build_inputs``)."""
+    _refuse(build_inputs(build), targets)
+
+
+def check_output(path: str | os.PathLike[str], what: str, build: object = None) -> Path:
+    """The one policy for every file written for a build (``save``, ``to_html``, ``to_json``, ``to_trace``, a
+    timeline, ``output=``, ``events=``, ``report=``, ``trace=``), checked before anything is written: never the
+    build's model, its external data or its recording (ValueError); never a directory or another non-regular file,
+    never through a link another user planted in a shared folder, the folder must exist and be writable (OSError).
+    The write itself is ``atomic_write``: the old file or the whole new one, never a partial file. Returns the
+    file written."""
+    refuse_inputs(build, **{what.rstrip("="): path})
+    return check_writable(path, what)
+
+
+def write_output(
+    path: str | os.PathLike[str], data: bytes | memoryview, what: str, build: object = None, *, sync: bool = True
+) -> Path:
+    """``check_output`` then ``atomic_write``: how every file written for a build is written."""
+    check_output(path, what, build)
+    return atomic_write(path, data, sync=sync)
 
 
 def check_writable(path: str | os.PathLike[str], what: str) -> Path:
     """Raise OSError, naming ``what`` and the reason, when ``atomic_write(path)`` could not succeed: the target
     is not a regular file, or its folder is missing, not a folder, or not writable. Done before a build, so a bad
     path is found before the build's time is spent, not after it."""
-    folder = Path(os.path.realpath(expand_user(path))).parent
+    folder = resolve(path).parent
     if not folder.exists():
         raise FileNotFoundError(f"{what} {os.fspath(path)}: its folder {folder} does not exist")
     if not folder.is_dir():
@@ -174,8 +302,13 @@ class WrittenFile:
 
 def place_file(part: str | os.PathLike[str], path: str | os.PathLike[str], *, sync: bool = True) -> WrittenFile:
     """Make ``part``, a finished temporary file from ``part_path(path)``, the file at ``path``: fsync it (``sync``),
-    give it the permissions ``open()`` would, then rename it over the target, as ``atomic_write`` does."""
+    give it the permissions of the file it replaces (a new file: those ``open()`` gives), then rename it over the
+    target, as ``atomic_write`` does."""
     target = writable_target(path)
+    try:
+        mode = stat.S_IMODE(os.stat(target).st_mode)
+    except FileNotFoundError:
+        mode = 0o666 & ~_UMASK
     if Path(os.path.realpath(part)).parent != target.parent:
         raise OSError(f"{part} is not beside {target}")
     _remove_stale_parts(target)
@@ -184,7 +317,7 @@ def place_file(part: str | os.PathLike[str], path: str | os.PathLike[str], *, sy
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise NotARegularFile(f"{part} is not a regular file")
-        os.fchmod(fd, 0o666 & ~_UMASK)
+        os.fchmod(fd, mode)
         if sync:
             os.fsync(fd)
         os.replace(part, target)

@@ -12,21 +12,25 @@ import asyncio
 import os
 import sys
 import time
-from collections.abc import AsyncIterator
-from typing import Any, BinaryIO
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from ._subscribe import BuildEvent
+
+if TYPE_CHECKING:
+    from ._build import Build
+    from ._phases import PhaseRow
 
 PATH_SEPARATOR = " › "
 
 
-def running_path(build: Any) -> list[dict[str, Any]]:
+def running_path(build: Build) -> list[PhaseRow]:
     """The rows from the root phase to the innermost running one (empty when none runs)."""
     phase = build.model.innermost_running()
     if phase is None:
         return []
     rows = build.model.rows()
-    path: list[dict[str, Any]] = []
+    path: list[PhaseRow] = []
     pid: int | None = phase.id
     while pid is not None and 0 <= pid < len(rows) and rows[pid]:
         path.append(rows[pid])
@@ -36,14 +40,14 @@ def running_path(build: Any) -> list[dict[str, Any]]:
     return path[::-1]
 
 
-def path_label(path: list[dict[str, Any]]) -> str:
+def path_label(path: list[PhaseRow]) -> str:
     """``Building engine 4/6 › Building engine from subgraph › Determining refit engines 0/1``."""
     return PATH_SEPARATOR.join(
         f"{row['name']} {row['step']}/{row['num_steps']}" if row["num_steps"] > 0 else str(row["name"]) for row in path
     )
 
 
-def path_fraction(path: list[dict[str, Any]]) -> float:
+def path_fraction(path: Sequence[Mapping[str, Any]]) -> float:
     """How far the build is, 0..1, from the steps along the running path: each phase's completed steps plus
     the fraction of the child that runs now (a phase without steps adds nothing)."""
     fraction = 0.0
@@ -57,7 +61,7 @@ class Follower:
     """Wake-ups on an asyncio loop for one build: ``async for _ in follower.changes(): ...`` (ends with the
     build). Create it before ``build.start()`` to see every phase; ``close()`` unsubscribes."""
 
-    def __init__(self, build: Any, *, interval: float = 0.1) -> None:
+    def __init__(self, build: Build, *, interval: float = 0.1) -> None:
         self.build = build
         self.interval = interval
         self._loop = asyncio.get_running_loop()
@@ -94,7 +98,7 @@ class Follower:
         self._unsubscribe()
 
 
-async def ended(build: Any) -> str:
+async def ended(build: Build) -> str:
     """Wait on the loop until ``build`` has ended and its done callbacks have run; returns its status.
     Cancelling the waiter leaves the build alone (the caller decides whether to stop it)."""
     return str(await asyncio.shield(build.wait_async()))

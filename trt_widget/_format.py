@@ -7,20 +7,43 @@ import os
 import re
 from typing import TextIO
 
-# C0 and C1 control characters and DEL (ESC starts terminal sequences, CR/BS rewrite a line, NL forges lines),
-# the bidirectional overrides that reorder what a reader sees, and lone surrogates (undecodable bytes)
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+# What never reaches a terminal raw (js/src/shared/format.js UNSAFE is the same list; a test compares them):
+# C0 and C1 control characters and DEL (ESC starts terminal sequences, CR/BS rewrite a line, NL forges lines);
+# the line and paragraph separators U+2028/2029 (lines again, for editors and str.splitlines); the bidirectional
+# marks, embeddings, overrides and isolates that reorder what a reader sees (U+061C, U+200E/200F, U+202A-202E,
+# U+2066-2069); the invisible U+200B, U+2060, U+FEFF, the interlinear annotations U+FFF9-FFFB and the tag
+# characters U+E0000-E007F (text a reader cannot see); and lone surrogates (undecodable bytes)
+UNSAFE_CHARACTERS = (
+    "\x00-\x1f\x7f-\x9f\u061c\u200b\u200e\u200f\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069"
+    "\ufeff\ufff9-\ufffb\ud800-\udfff\U000e0000-\U000e007f"
+)
+_UNSAFE = re.compile(f"[{UNSAFE_CHARACTERS}]")
 
 
 def _escape_one(match: re.Match[str]) -> str:
     code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def escape_controls(text: object) -> str:
     """``text`` as one printable line: every control character shown as an escape (ESC -> ``\\x1b``)."""
     value = text if isinstance(text, str) else str(text)
     return _UNSAFE.sub(_escape_one, value) if _UNSAFE.search(value) else value
+
+
+def _json_escape_one(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000  # JSON spells a character beyond the BMP as a surrogate pair
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
+def escape_json(text: str) -> str:
+    """A JSON text (from ``json.dumps(..., ensure_ascii=False)``) with every unsafe character written as a ``\\u``
+    escape: the same JSON value, still readable UTF-8, but nothing that drives a terminal or forges a line when
+    it is shown (they occur only inside JSON strings, where an escape means the same character)."""
+    return _UNSAFE.sub(_json_escape_one, text) if _UNSAFE.search(text) else text
 
 
 def escape_lines(text: str) -> str:

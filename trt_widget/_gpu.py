@@ -7,6 +7,7 @@ and TensorRT's "insufficient memory" tactic skips summarised into one line.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -50,13 +51,24 @@ def oom_kill_count() -> int | None:
 
 
 # -- the device a build uses -----------------------------------------------------------------------------------
-def build_device(nvml: Any, environ: Mapping[str, str] | None = None) -> tuple[Any, str] | None:
-    """(NVML handle, label) of the GPU a build uses — CUDA's device 0, the first one ``CUDA_VISIBLE_DEVICES``
-    names (an index, or a GPU-/MIG- UUID or its prefix) — or None when CUDA sees no device."""
+def build_device(
+    nvml: Any, environ: Mapping[str, str] | None = None, device: int | None = None
+) -> tuple[Any, str] | None:
+    """(NVML handle, label) of the GPU a build uses — CUDA's device ``device`` (``device=``, default 0): that entry
+    of ``CUDA_VISIBLE_DEVICES`` (an index, or a GPU-/MIG- UUID or its prefix) — or None when CUDA sees no such
+    device."""
     env = os.environ if environ is None else environ
     count = int(nvml.nvmlDeviceGetCount())
     visible = env.get("CUDA_VISIBLE_DEVICES")
-    first = "0" if visible is None else visible.split(",")[0].strip()
+    ordinal = device or 0
+    if visible is None:
+        first = str(ordinal)
+    else:
+        entries = [entry.strip() for entry in visible.split(",")]
+        valid = list(itertools.takewhile(_visible_entry, entries))  # CUDA stops at an invalid entry
+        if ordinal >= len(valid) or ordinal < 0:
+            return None
+        first = valid[ordinal]
     if first.isascii() and first.isdigit():
         index = int(first)
         if index >= count:
@@ -83,23 +95,29 @@ def build_device(nvml: Any, environ: Mapping[str, str] | None = None) -> tuple[A
     return handle, f"{where} ({name})"
 
 
-_identity: list[dict[str, Any] | None] = []  # cached: [facts] once looked up
+def _visible_entry(entry: str) -> bool:
+    return (entry.isascii() and entry.isdigit()) or entry.startswith(("GPU-", "MIG-"))
 
 
-def gpu_identity() -> dict[str, Any] | None:
-    """:func:`device_facts` of the GPU builds here use, looked up once through NVML (None without NVML or GPU)."""
-    if not _identity:
+_identity: dict[int, dict[str, Any] | None] = {}  # cached: device -> facts, once looked up
+
+
+def gpu_identity(device: int | None = None) -> dict[str, Any] | None:
+    """:func:`device_facts` of the GPU a build on CUDA device ``device`` (``device=``, default 0) uses, looked up
+    once per device through NVML (None without NVML or such a GPU)."""
+    ordinal = device or 0
+    if ordinal not in _identity:
         facts = None
         try:
             import pynvml
 
             pynvml.nvmlInit()
-            found = build_device(pynvml)
+            found = build_device(pynvml, device=ordinal)
             facts = device_facts(pynvml, found[0]) if found is not None else None
         except Exception:
             facts = None
-        _identity.append(facts)
-    return _identity[0]
+        _identity[ordinal] = facts
+    return _identity[ordinal]
 
 
 def device_facts(nvml: Any, handle: Any) -> dict[str, Any]:

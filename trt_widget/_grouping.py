@@ -5,16 +5,17 @@ instances by name path instead, so their size stays bounded for any build.)"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar
 
 GROUP_MIN = 5  # js/src/build/structure.js has the same constant (a test checks they agree)
+Row = TypeVar("Row", bound=Mapping[str, Any])  # a phase row (PhaseRow), or a row of a recording
 
 
-def sibling_runs(children: Sequence[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+def sibling_runs(children: Sequence[Row]) -> list[list[Row]]:
     """``children`` (rows of one parent, in start order) as display lines: a group per run of >= GROUP_MIN
     same-name rows, else one line per row."""
-    lines: list[list[dict[str, Any]]] = []
+    lines: list[list[Row]] = []
     i = 0
     while i < len(children):
         j = i

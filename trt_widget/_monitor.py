@@ -12,7 +12,7 @@ import traceback
 from typing import Any
 
 from ._backend import trt
-from ._phases import PhaseModel
+from ._phases import PhaseModel, PhaseRow
 
 _IProgressMonitor: Any = trt().IProgressMonitor
 
@@ -63,6 +63,6 @@ class BuildMonitor(_IProgressMonitor):  # type: ignore[misc]  # TensorRT's class
         if len(self.errors) < 20:
             self.errors.append(traceback.format_exc())
 
-    def timings(self) -> list[dict[str, Any]]:
+    def timings(self) -> list[PhaseRow]:
         """Per phase instance: id, name, parent (id or None), depth, start_s, duration_s, step, ..."""
         return self.model.timings()

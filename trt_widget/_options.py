@@ -31,6 +31,10 @@ ConfigureHook = Callable[[Any, Any, Any], object]
 
 _MAX_SECONDS = 1e8  # well inside threading.TIMEOUT_MAX on every platform
 _MAX_BYTES = 1 << 62  # what TensorRT's int64 memory-pool limit can hold, with room
+# TensorRT 10's Dims hold int64 values, but a tensor's volume must fit int64 too and kernels index with int32 along
+# a dimension: a dimension of 2**31 or more is a typo or an attack (2**63 raised inside the builder), never a shape
+MAX_DIM = (1 << 31) - 1
+MAX_RANK = 8  # nvinfer1::Dims::MAX_DIMS
 NOT_OVER_HTTP = "not settable over HTTP"
 
 _UNITS = {
@@ -294,6 +298,14 @@ class BuildOptions:
         cli={"action": "append", "metavar": "LIB"},
         http="a request cannot load code on the server",
     )
+    engine_report: bool = _option(
+        True,
+        "read the engine's layers, precisions, tactics and memory from TensorRT's log (build.engine_report); "
+        "profiling_verbosity defaults to detailed for it",
+        flag="--no-engine-report",
+        cli={"action": "store_false"},
+        engine=False,
+    )
 
     def __post_init__(self) -> None:
         if self.strongly_typed is None:  # as trtexec: a precision flag asks for weak typing, else strong
@@ -480,6 +492,7 @@ class BuildOptionsDict(TypedDict, total=False):
     device: int | None
     configure: ConfigureHook | None
     plugins: Sequence[str | os.PathLike[str]]
+    engine_report: bool
 
 
 def option_fields() -> tuple[Field[Any], ...]:
@@ -591,13 +604,15 @@ def parse_shapes(text: str, flag: str = "--shapes") -> dict[str, Shape]:
         name = name.strip().strip("'\"")
         if not sep or not name:
             raise ValueError(f"{flag} {part!r}: write NAME:DIMS, e.g. input:1x3x224x224")
-        try:
-            shape = tuple(int(d) for d in dims.split("x")) if dims.strip() else ()
-        except ValueError:
-            raise ValueError(f"{flag} {part!r}: dimensions are integers separated by x, e.g. 1x3x224x224") from None
-        if any(d < 0 for d in shape):
+        texts = [d.strip() for d in dims.split("x")] if dims.strip() else []
+        if not all(d.isascii() and d.lstrip("-").isdigit() for d in texts):
+            raise ValueError(f"{flag} {part!r}: dimensions are integers separated by x, e.g. 1x3x224x224")
+        if any(d.startswith("-") for d in texts):
             raise ValueError(f"{flag} {part!r}: a shape for the build has no -1 dimensions")
-        out[name] = shape
+        where = f"{flag} {part[:80]!r}"
+        if any(len(d) > 30 for d in texts):  # int() of thousands of digits is slow, or refused
+            raise ValueError(f"{where}: a dimension of more than 30 digits is too large (at most {MAX_DIM:,})")
+        out[name] = _check_dims(tuple(int(d) for d in texts), where)
     if not out:
         raise ValueError(f"{flag} needs NAME:DIMS, e.g. input:1x3x224x224")
     return out
@@ -707,6 +722,17 @@ def _check_profiles(profiles: Any) -> dict[str, Profile] | list[dict[str, Profil
     return _check_profile(profiles, "")
 
 
+def _check_dims(shape: Shape, where: str) -> Shape:
+    """``shape`` when TensorRT can take it: at most MAX_RANK dimensions, each below 2**31 (MAX_DIM)."""
+    if len(shape) > MAX_RANK:
+        raise ValueError(f"{where}: {len(shape)} dimensions; TensorRT takes at most {MAX_RANK}")
+    big = next((d for d in shape if d > MAX_DIM), None)
+    if big is not None:
+        shown = f"{big:,}" if big < 10**30 else "of more than 30 digits"
+        raise ValueError(f"{where}: dimension {shown} is too large (at most 2**31-1 = {MAX_DIM:,} per dimension)")
+    return shape
+
+
 def _check_profile(profiles: Any, where: str) -> dict[str, Profile]:
     if not isinstance(profiles, Mapping):
         raise TypeError(
@@ -724,6 +750,7 @@ def _check_profile(profiles: Any, where: str) -> dict[str, Profile]:
             raise ValueError(f"{where}profile for input {name!r} has a negative dimension: {shapes!r}")
         if not (len(lo) == len(opt) == len(hi)) or any(not a <= b <= c for a, b, c in zip(lo, opt, hi, strict=True)):
             raise ValueError(f"{where}profile for input {name!r} needs min <= opt <= max per dimension, got {shapes!r}")
+        _check_dims(hi, f"{where}profile for input {name!r}")
         checked[str(name)] = (lo, opt, hi)
     return checked
 

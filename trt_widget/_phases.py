@@ -10,15 +10,32 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Final, Literal, TypedDict
 
-RUNNING = "running"
-DONE = "done"
-FINISHED_EARLY = "finished-early"
-CANCELLED = "cancelled"
-FAILED = "failed"  # the build failed while the phase ran
+PhaseStatus = Literal["running", "done", "finished-early", "cancelled", "failed"]
+RUNNING: Final = "running"
+DONE: Final = "done"
+FINISHED_EARLY: Final = "finished-early"
+CANCELLED: Final = "cancelled"
+FAILED: Final = "failed"  # the build failed while the phase ran
 PHASE_STATUSES = (RUNNING, DONE, FINISHED_EARLY, CANCELLED, FAILED)
 MAX_DEPTH = 256  # phase nesting; a real build nests about 8 deep: deeper comes only from a hostile recording/server
+
+
+class PhaseRow(TypedDict):
+    """One phase instance as front ends and ``timings()`` share it (JSON-ready; ``js/src/build/rows.js`` reads it)."""
+
+    id: int
+    name: str
+    parent: int | None
+    depth: int
+    step: int
+    num_steps: int
+    start_s: float
+    end_s: float | None
+    duration_s: float | None
+    status: PhaseStatus
+
 
 Clock = Callable[[], float]
 Listener = Callable[[str, "Phase"], None]
@@ -36,14 +53,14 @@ class Phase:
     start_s: float
     step: int = 0  # steps completed: the highest step index seen + 1
     end_s: float | None = None
-    status: str = RUNNING
+    status: PhaseStatus = RUNNING
     thread: int | None = None  # the TensorRT thread that started it, when known (callbacks may come from several)
 
     @property
     def duration_s(self) -> float | None:
         return None if self.end_s is None else self.end_s - self.start_s
 
-    def row(self) -> dict[str, Any]:
+    def row(self) -> PhaseRow:
         """The JSON-ready form that front ends and ``timings()`` share."""
         return {
             "id": self.id,
@@ -59,16 +76,30 @@ class Phase:
         }
 
 
+@dataclass(frozen=True)
+class Framing:
+    """The rows trt_widget adds where TensorRT reports no phase: ``after`` opens when TensorRT's last top-level
+    phase ends (and closes when another starts, or at :meth:`PhaseModel.end_after`); ``own`` names every framing
+    row (the builder's "before" rows, the process start-up, ``after``), which never open or close ``after``."""
+
+    after: str
+    own: frozenset[str]
+
+
 class PhaseModel:
     """Thread-safe record of phase instances. Callbacks never raise on odd sequences.
 
     A parent name resolves to the newest *active* instance of that name; a step or finish resolves to the
     newest active instance of its name (a late step for a finished phase updates the newest finished one).
-    Memory grows with phase instances, never with steps.
+    Memory grows with phase instances, never with steps. With ``framing``, the model itself adds the "after"
+    row (see :class:`Framing`): the one place it is made, never a listener writing back.
     """
 
-    def __init__(self, clock: Clock = time.perf_counter) -> None:
+    def __init__(self, clock: Clock = time.perf_counter, framing: Framing | None = None) -> None:
         self._clock = clock
+        self.framing = framing
+        self._after: Phase | None = None  # the open "after" row
+        self._closed = False  # close_all ran: the build ended, no "after" row opens now
         self._t0 = clock()
         self._lock = threading.Lock()
         self._phases: list[Phase] = []
@@ -77,7 +108,7 @@ class PhaseModel:
         self._running: dict[int, Phase] = {}  # id -> phase, in start order
         self._listeners: list[Listener] = []
         self._step_listeners: list[Listener] = []  # those that also want every step
-        self._rows: list[dict[str, Any]] = []  # cached row dicts, replaced (never mutated) when dirty
+        self._rows: list[PhaseRow] = []  # cached row dicts, replaced (never mutated) when dirty
         self._dirty: set[int] = set()
         self.version = 0  # bumped on every change; readers compare to skip unchanged snapshots
         self.last_event_s: float | None = None  # build time of the last callback: how long TensorRT has been quiet
@@ -122,6 +153,8 @@ class PhaseModel:
         parent_thread: int | None = None,
     ) -> Phase:
         """A phase instance starts; ``parent_thread`` (default ``thread``) picks among same-named parents."""
+        if self._after is not None and parent_name is None and self._frames(name):
+            self.end_after()  # another top-level TensorRT phase: not the end after all
         with self._lock:
             parent = None
             if parent_name is not None:
@@ -180,17 +213,60 @@ class PhaseModel:
             stack.remove(phase)
             if not stack:
                 del self._active[name]
-            status = DONE if phase.step >= phase.num_steps else (CANCELLED if self.cancelling else FINISHED_EARLY)
-            if ended in (CANCELLED, FAILED):
-                status = ended
+            status: PhaseStatus = (
+                DONE if phase.step >= phase.num_steps else (CANCELLED if self.cancelling else FINISHED_EARLY)
+            )
+            if ended == CANCELLED:
+                status = CANCELLED
+            elif ended == FAILED:
+                status = FAILED
             self._close(phase, status, at)
             self.last_event_s = phase.end_s
+            after = self._open_after(phase)
         self._notify("phase_finish", phase)
+        if after is not None:
+            self._notify("phase_start", after)
         return phase
 
-    def close_all(self, status: str = CANCELLED) -> list[Phase]:
+    def _frames(self, name: str) -> bool:
+        """True when a top-level phase ``name`` is TensorRT's, so framing rows follow it."""
+        return self.framing is not None and name not in self.framing.own
+
+    def _open_after(self, ended: Phase) -> Phase | None:
+        """Open the "after" row (lock held) when ``ended`` was TensorRT's last running top-level phase."""
+        if (
+            self.framing is None
+            or ended.depth != 0
+            or not self._frames(ended.name)
+            or ended.status == CANCELLED
+            or self._closed
+            or self._running
+            or self._after is not None
+        ):
+            return None
+        name = self.framing.after
+        after = Phase(id=len(self._phases), name=name, parent=None, depth=0, num_steps=0, start_s=ended.end_s or 0.0)
+        self._phases.append(after)
+        self._active.setdefault(name, []).append(after)
+        self._newest[name] = after
+        self._running[after.id] = after
+        self._dirty.add(after.id)
+        self.version += 1
+        self.structure_version += 1
+        self._after = after
+        return after
+
+    def end_after(self) -> Phase | None:
+        """Close the open "after" row (the engine is in place, or TensorRT started another phase)."""
+        if self._after is None or self.framing is None:
+            return None
+        self._after = None
+        return self.phase_finish(self.framing.after)
+
+    def close_all(self, status: PhaseStatus = CANCELLED) -> list[Phase]:
         """End every running phase (build cancelled or failed) so no phase is left open."""
         with self._lock:
+            self._closed, self._after = True, None
             closed = list(self._running.values())
             for phase in closed:
                 self._close(phase, status)
@@ -209,7 +285,7 @@ class PhaseModel:
                     self._dirty.add(phase.id)
                     self.version += 1
 
-    def _close(self, phase: Phase, status: str, at: float | None = None) -> None:
+    def _close(self, phase: Phase, status: PhaseStatus, at: float | None = None) -> None:
         phase.end_s = self._time(at)
         phase.status = status
         self._running.pop(phase.id, None)
@@ -243,12 +319,12 @@ class PhaseModel:
                 pass
 
     # -- readers -----------------------------------------------------------------------------------
-    def rows(self) -> list[dict[str, Any]]:
+    def rows(self) -> list[PhaseRow]:
         """A new list of row dicts; rows that did not change since the last call are the same objects."""
         with self._lock:
             rows = self._rows
-            for _ in range(len(rows), len(self._phases)):
-                rows.append({})
+            for phase in self._phases[len(rows) :]:  # new phases are dirty too: their rows are made below
+                rows.append(phase.row())
             for pid in self._dirty:
                 rows[pid] = self._phases[pid].row()
             self._dirty.clear()
@@ -272,6 +348,6 @@ class PhaseModel:
     def __len__(self) -> int:
         return len(self._phases)
 
-    def timings(self) -> list[dict[str, Any]]:
+    def timings(self) -> list[PhaseRow]:
         """Per-instance timings as plain dicts (id, name, parent, depth, start_s, end_s, duration_s, ...)."""
-        return [dict(row) for row in self.rows()]
+        return [row.copy() for row in self.rows()]

@@ -15,6 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.connection import Connection
 from pathlib import Path
 
+from ._python import module_command, python_path
+
 TERM_GRACE_S = 0.2  # SIGTERM, then SIGKILL after this long
 DEFAULT_IDLE_S = 300.0
 MAX_IDLE_WORKERS = 2
@@ -137,6 +139,16 @@ class WorkerPool:
             self._ending.append(worker)
         worker.close(wait=False)  # it ends while this process goes on; shutdown() reaps it
 
+    def retire(self, worker: Worker) -> None:
+        """End a worker that must not serve another build (it exits on its control pipe's EOF), and start its
+        successor in the background, unless this process is a command line's single build."""
+        with self._lock:
+            self._ending = [w for w in self._ending if w.process.poll() is None]  # reaps those that ended
+            self._ending.append(worker)
+        worker.close(wait=False)
+        if not self.one_build:
+            self.prewarm(worker.backend)
+
     def _take_or_spawn(self, backend: str) -> Worker:
         with self._lock:  # a build's backend is this process's choice: workers started for another go
             strangers = [worker for worker in self._idle if worker.backend != backend]
@@ -192,17 +204,18 @@ WORKER_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(1 << 30), "MALLOC_TRIM_THRESHOLD_
 
 
 def _spawn(backend: str) -> Worker:
-    """Start ``python -m trt_widget.runners._worker`` with its two pipes (never re-imports the caller's main script)."""
+    """Start ``trt_widget.runners._worker`` with its two pipes (never re-imports the caller's main script, never imports
+    from the working directory: ``_python.py``)."""
     control_r, control_w = os.pipe()
     events_r, events_w = os.pipe()
     package_root = str(Path(__file__).resolve().parents[1])
     env = dict(os.environ, TRT_WIDGET_BACKEND=backend)
     for name, value in WORKER_MALLOC.items():  # what the user set for the builder's malloc wins
         env.setdefault(name, value)
-    env["PYTHONPATH"] = os.pathsep.join([package_root, *filter(None, [env.get("PYTHONPATH")])])
+    env["PYTHONPATH"] = python_path(env, package_root)
     try:
         process = subprocess.Popen(
-            [sys.executable, "-m", "trt_widget.runners._worker", str(control_r), str(events_w), str(os.getpid())],
+            module_command("trt_widget.runners._worker", str(control_r), str(events_w), str(os.getpid())),
             pass_fds=(control_r, events_w),
             stdin=subprocess.DEVNULL,
             env=env,

@@ -10,9 +10,12 @@ from __future__ import annotations
 import os
 import re
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._gpu import UNIFIED_MEMORY, build_device, describe_at_start, device_facts, jetson, memory_at_start
+
+if TYPE_CHECKING:
+    from ._build import Build
 
 INTERVAL_S = 0.5
 MAX_STORED = 600  # stored samples; beyond this, pairs merge (keeping maxima) and the interval doubles
@@ -24,7 +27,7 @@ _MIB = re.compile(r"(CPU|GPU)\s+(\d+(?:\.\d+)?)\s*MiB")
 Sample = list[Any]  # [t_s, rss_bytes, gpu_mem_bytes | None, gpu_util_percent | None, cpu_percent]
 
 
-def attach_resources(build: Any) -> None:
+def attach_resources(build: Build) -> None:
     """Set ``build.resources`` to a :class:`ResourceSampler` when psutil is importable."""
     try:
         import psutil  # noqa: F401
@@ -39,14 +42,15 @@ def attach_resources(build: Any) -> None:
 
 
 class _Gpu:
-    """NVML access to the GPU the build uses (CUDA's device 0 under ``CUDA_VISIBLE_DEVICES``), or nothing.
+    """NVML access to the GPU the build uses (CUDA's device ``device``, the build's ``device=`` — 0 by default —
+    under ``CUDA_VISIBLE_DEVICES``), or nothing.
 
     The memory figure is the builder process's own where NVML lists its pid, else the whole device's (NVML in
     containers with older drivers lists host pids), and ``scope`` says which. NVML failing turns sampling off;
     utilisation alone failing (unsupported on MIG) leaves memory on.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, device: int | None = None) -> None:
         self.nvml: Any = None
         self.handle: Any = None
         self.device = ""
@@ -58,7 +62,7 @@ class _Gpu:
             import pynvml
 
             pynvml.nvmlInit()
-            found = build_device(pynvml)
+            found = build_device(pynvml, device=device)
             if found is not None:
                 self.handle, self.device = found
                 self.nvml = pynvml
@@ -106,7 +110,7 @@ class ResourceSampler:
     ``snapshot()`` is cheap (cached until a new sample arrives) and safe from any thread.
     """
 
-    def __init__(self, build: Any, interval: float = INTERVAL_S) -> None:
+    def __init__(self, build: Build, interval: float = INTERVAL_S) -> None:
         self.build = build
         self.interval = interval
         self.samples: list[Sample] = []
@@ -145,7 +149,8 @@ class ResourceSampler:
         return self._thread is not None and self._thread.is_alive()
 
     def _loop(self) -> None:
-        self._gpu = _Gpu()
+        options = getattr(self.build, "options", None)
+        self._gpu = _Gpu(getattr(options, "device", None))  # the device the build runs on, not always GPU 0
         start = self._gpu.at_start
         if start and start["total"] and start["free"] < LOW_FREE * start["total"]:
             logger = getattr(self.build, "logger", None)

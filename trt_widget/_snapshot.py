@@ -12,17 +12,20 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._backend import select_backend
 from ._expected import annotate
 from ._status import CANCELLING, FAILED, FINAL, LIVE
 from ._subscribe import BuildEvent, subscribe
 
+if TYPE_CHECKING:
+    from ._build import Build
+
 MAX_LOGS = 200
 
 
-def snapshot(build: Any) -> dict[str, Any]:
+def snapshot(build: Build) -> dict[str, Any]:
     """The state a front end shows, as trait name -> JSON-ready value."""
     status = build.status
     error = build.error
@@ -69,7 +72,7 @@ class SnapshotPump:
 
     def __init__(
         self,
-        build: Any,
+        build: Build,
         send: Callable[[dict[str, Any]], None],
         interval: float = 0.1,
         clock: Callable[[], float] = time.monotonic,

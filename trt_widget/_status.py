@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import logging
+from typing import Final, Literal
 
 from ._phases import CANCELLED as CANCELLED  # the same word for a phase and a build
 
-IDLE, RUNNING, CANCELLING = "idle", "running", "cancelling"
-QUEUED = "queued"  # started, waiting for a builder slot or a remote worker (a runner says so via ctx.on_queued)
-SUCCEEDED, FAILED = "succeeded", "failed"
+BuildStatus = Literal["idle", "queued", "running", "cancelling", "succeeded", "cancelled", "failed"]
+IDLE: Final = "idle"
+RUNNING: Final = "running"
+CANCELLING: Final = "cancelling"
+QUEUED: Final = "queued"  # started, waiting for a builder slot or a remote worker (a runner says so via ctx.on_queued)
+SUCCEEDED: Final = "succeeded"
+FAILED: Final = "failed"
 BUILD_STATUSES = (IDLE, QUEUED, RUNNING, CANCELLING, SUCCEEDED, CANCELLED, FAILED)
 LIVE = (RUNNING, CANCELLING)
 FINAL = (SUCCEEDED, CANCELLED, FAILED)

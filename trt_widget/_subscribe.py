@@ -9,9 +9,12 @@ quick and must not block; an exception in it is swallowed so a broken reader nev
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from ._phases import Phase
+
+if TYPE_CHECKING:
+    from ._build import Build
 
 EventKind = Literal["start", "phase_start", "step", "phase_finish", "log", "end"]
 
@@ -24,7 +27,7 @@ class BuildEvent(NamedTuple):
     record: dict[str, Any] | None = None
 
 
-def subscribe(build: Any, fn: Callable[[BuildEvent], None], *, steps: bool = True) -> Callable[[], None]:
+def subscribe(build: Build, fn: Callable[[BuildEvent], None], *, steps: bool = True) -> Callable[[], None]:
     """Follow ``build`` (see the module docstring); "end" comes at once if the build already ended.
     ``steps=False`` leaves out step events (the cheapest subscription for readers that sample the model)."""
     active = True

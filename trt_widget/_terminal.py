@@ -9,15 +9,19 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Callable
-from typing import Any, TextIO
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ._events import attach_events
 from ._expected import expected_reason
 from ._format import escape_controls, escape_lines, fmt_bytes, fmt_s, is_terminal
-from ._grouping import sibling_runs
+from ._grouping import Row, sibling_runs
 from ._status import CANCELLED, CANCELLING, IDLE, RUNNING, SUCCEEDED
 from ._verbose import describe
+
+if TYPE_CHECKING:
+    from ._build import Build
+    from ._phases import PhaseRow
 
 MARKS = {
     "running": ("▸", "yellow"),
@@ -29,7 +33,7 @@ MARKS = {
 
 
 def render_in_terminal(
-    build: Any, stream: TextIO | None = None, *, follow: bool = False, style: str = "auto", summary: bool = True
+    build: Build, stream: TextIO | None = None, *, follow: bool = False, style: str = "auto", summary: bool = True
 ) -> TerminalView:
     """Show ``build``'s phases on ``stream`` (default ``sys.stderr``) as they happen.
 
@@ -61,7 +65,7 @@ class TerminalView:
     """Renders one build on one text stream; all writes go through one lock, in event order."""
 
     def __init__(
-        self, build: Any, stream: TextIO, *, style: str = "auto", summary: bool = True, hint: str = ""
+        self, build: Build, stream: TextIO, *, style: str = "auto", summary: bool = True, hint: str = ""
     ) -> None:
         if style not in ("auto", "rich", "plain"):
             raise ValueError(f"style must be 'auto', 'rich' or 'plain', got {style!r}")
@@ -246,7 +250,7 @@ class Interrupts:
     thread-isolated build, whose current TensorRT step cannot be interrupted).
     """
 
-    def __init__(self, build: Any, notify: Callable[[str], None]) -> None:
+    def __init__(self, build: Build, notify: Callable[[str], None]) -> None:
         self.build = build
         self.notify = notify
         self.count = 0
@@ -283,15 +287,15 @@ class Interrupts:
         return info.get("phase") or "the build"
 
 
-def tree_lines(rows: list[dict[str, Any]], total_s: float) -> list[tuple[int, list[dict[str, Any]], int]]:
+def tree_lines(rows: Sequence[Row], total_s: float) -> list[tuple[int, list[Row], int]]:
     """(depth, instances, count) per displayed line: runs of same-named siblings grouped by the rule every live
     front end shares (:mod:`trt_widget._grouping`); running phases and finished ones that took at least 5% of
     ``total_s`` are expanded, the rest collapsed."""
-    children: dict[Any, list[dict[str, Any]]] = {}
+    children: dict[Any, list[Row]] = {}
     for row in rows:
         if row:
             children.setdefault(row["parent"], []).append(row)
-    lines: list[tuple[int, list[dict[str, Any]], int]] = []
+    lines: list[tuple[int, list[Row], int]] = []
 
     def add(parent: Any, depth: int) -> None:
         for group in sibling_runs(children.get(parent, [])):
@@ -306,25 +310,25 @@ def tree_lines(rows: list[dict[str, Any]], total_s: float) -> list[tuple[int, li
     return lines
 
 
-def summary_rows(build: Any) -> list[tuple[int, str, int, float]]:
+def summary_rows(build: Build) -> list[tuple[int, str, int, float]]:
     """(depth, name, count, seconds) for top-level phases and their children, grouped by name."""
     rows = build.timings()
     out: list[tuple[int, str, int, float]] = []
     for depth, group, count in tree_lines(rows, float("inf")):
         if depth <= 1:
             out.append((depth, group[0]["name"], count, sum(r["duration_s"] or 0.0 for r in group)))
-    return out  # the time outside TensorRT's phases is in phases of its own (see Build._frame)
+    return out  # the time outside TensorRT's phases is in phases of its own (see PhaseModel.framing)
 
 
-def slowest_leaf(build: Any) -> dict[str, Any] | None:
+def slowest_leaf(build: Build) -> PhaseRow | None:
     """The innermost phase instance that took longest (what a user would look at first)."""
     rows = build.timings()
     parents = {r["parent"] for r in rows}
     leaves = [r for r in rows if r["id"] not in parents and r["duration_s"] is not None]
-    return max(leaves, key=lambda r: r["duration_s"], default=None)
+    return max(leaves, key=lambda r: r["duration_s"] or 0.0, default=None)
 
 
-def outcome(build: Any) -> str:
+def outcome(build: Build) -> str:
     """One line: status, time, and the engine (size and path) or the reason."""
     elapsed = fmt_s(build.elapsed_s)
     if build.status == SUCCEEDED:
@@ -340,12 +344,12 @@ def outcome(build: Any) -> str:
     return f"Failed after {elapsed}: {build.status_detail}"
 
 
-def _summed(build: Any) -> bool:
+def _summed(build: Build) -> bool:
     """Whether a summary helps: TensorRT ran phases of its own (nested ones), not only the time before or after."""
     return any(r["depth"] > 0 for r in build.model.rows())
 
 
-def plain_summary(build: Any) -> list[str]:
+def plain_summary(build: Build) -> list[str]:
     if not _summed(build):
         return [outcome(build)]
     rows = summary_rows(build)
@@ -358,11 +362,18 @@ def plain_summary(build: Any) -> list[str]:
     leaf = slowest_leaf(build)
     if leaf is not None:
         lines.append(f"  slowest innermost phase: {leaf['name']} ({fmt_s(leaf['duration_s'])})")
+    lines += engine_lines(build)
     lines.append(outcome(build))
     return lines
 
 
-def rich_summary(build: Any) -> Any:
+def engine_lines(build: Any) -> list[str]:
+    """The engine report's summary (escaped) of a succeeded build, "" lines where it has none."""
+    report = getattr(build, "engine_report", None) if build.status == SUCCEEDED else None
+    return report.summary().split("\n") if report is not None else []
+
+
+def rich_summary(build: Build) -> Any:
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
@@ -384,5 +395,8 @@ def rich_summary(build: Any) -> Any:
     if leaf is not None:
         slowest = f"slowest innermost phase: {escape_controls(leaf['name'])} ({fmt_s(leaf['duration_s'])})"
         parts.append(Text(slowest, style="dim"))
+    engine = engine_lines(build)
+    if engine:
+        parts.append(Text("\n".join(engine)))
     parts.append(Text(escape_controls(outcome(build)), style=f"bold {color}"))
     return Group(*parts)

@@ -121,9 +121,16 @@ class Translation:
 
 
 def split_arguments(argv: Sequence[str]) -> list[str]:
-    """The arguments of a pasted command line: ``trtexec`` (or ``./trtexec``) and backslash line breaks dropped."""
+    """The arguments of a pasted command line: ``trtexec`` (or ``./trtexec``) and backslash line breaks dropped;
+    ValueError (one line, saying what to fix) when the line does not split as a shell would (an unbalanced quote)."""
     if len(argv) == 1 and " " in argv[0]:
-        argv = shlex.split(argv[0].replace("\\\n", " "))
+        try:
+            argv = shlex.split(argv[0].replace("\\\n", " "))
+        except ValueError as exc:  # shlex: "No closing quotation", "No escaped character"
+            raise ValueError(
+                f"the pasted command line does not split as a shell would ({str(exc).lower()}): close the quote "
+                "it opens, or pass the arguments one by one"
+            ) from None
     args = [a for a in argv if a not in ("\\", "")]
     if args and re.search(r"(^|/)trtexec(\.exe)?$", args[0]):
         args = args[1:]
@@ -141,6 +148,7 @@ def translate(argv: Sequence[str]) -> Translation:
     # getOptimizationProfiles); any other argument ends the run
     profiles: dict[int, dict[str, str]] = {}
     following: dict[str, str] | None = None
+    given: dict[str, list[str]] = {}  # --onnx and the value options as given, to refuse one given twice
     for arg in split_arguments(argv):
         match = re.fullmatch(r"--([A-Za-z][A-Za-z0-9]*)(?:=(.*))?", arg, re.S)
         name, value = (match.group(1), match.group(2)) if match else ("", None)
@@ -151,6 +159,8 @@ def translate(argv: Sequence[str]) -> Translation:
         if match is None:
             out.refused.append((arg, "trtexec arguments are written --name or --name=value"))
             continue
+        if (name == "onnx" or name in _VALUES) and value:
+            given.setdefault(name, []).append(value)
         try:
             if name == "profile":
                 following = _profile(profiles, _required(name, value))
@@ -162,6 +172,7 @@ def translate(argv: Sequence[str]) -> Translation:
         _profiles(out, shapes, profiles)
     else:
         _shapes(out, shapes)
+    out.refused.extend(_repeated(given))
     if out.model is None and not any(a.startswith("--onnx") for a, _ in out.refused):
         out.refused.append(("--onnx", "no model: give --onnx=model.onnx"))
     return out
@@ -219,6 +230,15 @@ _KNOWN = sorted(
 )
 
 
+def _repeated(given: dict[str, list[str]]) -> list[tuple[str, str]]:
+    """--onnx, --saveEngine, ... given twice with different values: trtexec silently takes the last; refused."""
+    return [
+        (" ".join(f"--{name}={v}" for v in values), f"--{name} is given {len(values)} times: give it once")
+        for name, values in given.items()
+        if len(set(values)) > 1
+    ]
+
+
 def _required(name: str, value: str | None) -> str:
     if value is None or value == "":
         raise ValueError(f"--{name} needs a value: --{name}=…")
@@ -264,9 +284,14 @@ def _shapes(out: Translation, shapes: dict[str, list[str]]) -> None:
         out.options["profiles"] = profiles
 
 
+MAX_PROFILE = 1023  # no build has more optimization profiles; larger numbers are typos (and were once a loop)
+
+
 def _profile(profiles: dict[int, dict[str, str]], text: str) -> dict[str, str]:
-    if not text.isdigit():
+    if not (text.isascii() and text.isdigit()):
         raise ValueError(f"--profile numbers an optimization profile from 0, got {text!r}")
+    if len(text) > 4 or int(text) > MAX_PROFILE:
+        raise ValueError(f"--profile numbers the profiles 0, 1, 2, … (at most {MAX_PROFILE}), got {text}")
     if int(text) in profiles:
         raise ValueError(f"profile {int(text)} is given twice (trtexec: the index cannot be the same)")
     profiles[int(text)] = {}
@@ -282,6 +307,13 @@ def _profiles(out: Translation, shapes: dict[str, list[str]], profiles: dict[int
     out.ignored.extend(f"--shapes={s}" for s in shapes["shapes"])  # with profiles, --shapes are inference shapes
     built: list[dict[str, Profile]] = []
     count = max(profiles) + 1
+    if count > len(profiles):  # numbers left out: one refusal, not one per missing number
+        missing = [str(i) for i in range(count) if i not in profiles]
+        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        numbers = ", ".join(map(str, sorted(profiles)))
+        why = f"profiles are numbered 0, 1, … without gaps: no --profile={shown} (given: {numbers})"
+        out.refused.append((f"--profile={missing[0]}", why))
+        return
     for index in range(count):
         given = profiles.get(index)
         try:
@@ -310,12 +342,13 @@ def _shape_flags(profile: dict[str, Profile]) -> list[str]:
     return argv
 
 
-def build_argv(translation: Translation) -> list[str]:
-    """The equivalent ``trt-widget build`` command line (what is shown, and what runs)."""
+def build_argv(translation: Translation, extra: Sequence[str] = ()) -> list[str]:
+    """The equivalent ``trt-widget build`` command line (what is shown, and what runs), with ``extra`` (trt-widget's
+    own flags) before the model: after ``--``, a model named ``--help`` or ``-m.onnx`` is a file, not a flag."""
     from ._options import option_fields
 
     flags = {f.name: f.metadata.get("flag") for f in option_fields()}
-    argv = ["build", str(translation.model)]
+    argv = ["build"]
     for option, value in translation.options.items():
         if option == "profiles" and isinstance(value, list):
             for index, profile in enumerate(value):
@@ -330,4 +363,4 @@ def build_argv(translation: Translation) -> list[str]:
             argv.append(f"--no-{str(flags[option])[2:]}")
         else:
             argv.append(f"{flags[option]}={value}")
-    return argv
+    return [*argv, *extra, "--", str(translation.model)]

@@ -204,7 +204,7 @@ def test_await_in_an_async_cell_lets_stop_through(lab: Lab) -> None:
     root = start_build(
         lab,
         "deep_residual(1000)",
-        'print("awaiting the build")\nstatus = await w\n'
+        'print("awaiting the build")\nstatus = await w.wait_async()\n'
         'print("awaited:", status, "| engine is None:", w.engine is None)',
     )
     # cell 2 is running (its first line printed) and has no reply yet. (The kernel's busy/idle status is no
@@ -226,7 +226,8 @@ def test_an_unanswered_stop_on_ipykernel6_says_the_kernel_is_busy(lab: Lab) -> N
     root = start_build(
         lab,
         "deep_residual(1000)",
-        "import ipykernel\nprint(\"ipykernel\", ipykernel.__version__)\nstatus = await w\nprint('awaited:', status)",
+        'import ipykernel\nprint("ipykernel", ipykernel.__version__)\n'
+        "status = await w.wait_async()\nprint('awaited:', status)",
         kernel=IPYKERNEL6_KERNEL,
     )
     expect(lab.output(1)).to_contain_text("ipykernel 6.")

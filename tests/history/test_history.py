@@ -222,8 +222,8 @@ def test_store_selection_and_bad_stores(tmp_path: Path, private_history: Path, m
     with pytest.raises(RuntimeError, match="turned off"):
         list_builds()
 
-    junk = tmp_path / "junk.sqlite"  # not SQLite: moved aside and replaced (more in test_history_robust.py)
-    junk.write_bytes(b"this is not a database" * 100)
+    junk = tmp_path / "junk.sqlite"  # a damaged SQLite file: moved aside and replaced (test_history_robust.py)
+    junk.write_bytes(b"SQLite format 3\x00" + b"this is not a database" * 100)
     with pytest.warns(RuntimeWarning, match="moved it aside"):
         assert HistoryStore(junk).records() == []
     assert len(list(tmp_path.glob("junk.sqlite.corrupt-*"))) == 1

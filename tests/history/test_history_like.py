@@ -21,7 +21,7 @@ A100 = {"name": "NVIDIA A100-SXM4-80GB", "compute_capability": "8.0", "driver": 
 @pytest.fixture
 def on_gpu(monkeypatch: pytest.MonkeyPatch) -> Any:
     def use(facts: dict[str, str] | None) -> None:
-        monkeypatch.setattr(_gpu, "_identity", [facts])
+        monkeypatch.setattr(_gpu, "_identity", {0: facts})  # device 0: the builds here name no device=
 
     return use
 

@@ -190,7 +190,7 @@ def test_one_parser_for_paths(tmp_path: Path) -> None:
 # -- 3. a corrupt store is moved aside and replaced ------------------------------------------------------------
 def test_a_corrupt_store_is_moved_aside_once_and_history_works_again(tmp_path: Path) -> None:
     path = tmp_path / "h.sqlite"
-    junk = b"\x00garbage" + os.urandom(64 * 1024)  # cannot start with SQLite's magic
+    junk = b"SQLite format 3\x00" + os.urandom(64 * 1024)  # SQLite's magic, then garbage: a damaged store
     path.write_bytes(junk)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -207,6 +207,26 @@ def test_a_corrupt_store_is_moved_aside_once_and_history_works_again(tmp_path: P
     assert [b["id"] for b in list_builds(path)] == [second.history.recorded_id, first.history.recorded_id]
     with closing(sqlite3.connect(path)) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+@pytest.mark.parametrize("content", [b"# my notes\n" * 100, b"\x00garbage" + b"\xff" * 4096])
+def test_a_file_that_is_not_sqlite_is_never_moved_or_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: bytes
+) -> None:
+    """Issue 35: ``TRT_WIDGET_HISTORY=notes.md`` renamed the user's notes aside. Now the build runs without history,
+    saying why, and the file stays as it was; a direct call says the same as a ValueError."""
+    notes = tmp_path / "notes.md"
+    notes.write_bytes(content)
+    monkeypatch.setenv("TRT_WIDGET_HISTORY", str(notes))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        build = Build(deep_residual(4)).start()
+        assert build.wait(120) == "succeeded"
+    assert build.history is None
+    assert any("not an SQLite database" in str(w.message) and str(notes) in str(w.message) for w in caught)
+    with pytest.raises(ValueError, match="not an SQLite database"):
+        HistoryStore(notes).records()
+    assert notes.read_bytes() == content and sorted(p.name for p in tmp_path.iterdir()) == ["notes.md"]
 
 
 def test_a_damaged_sqlite_store_is_moved_aside(tmp_path: Path) -> None:

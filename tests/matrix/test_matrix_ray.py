@@ -140,3 +140,23 @@ def test_a_model_the_remote_builder_refuses_fails_with_its_reason() -> None:
     broken, fine = matrix.builds
     assert broken.status == "failed" and "ONNX" in str(broken.error), broken.error
     assert fine.status == "succeeded"
+
+
+def test_await_of_a_ray_build_gives_the_engine_or_raises_what_result_raises(run_async: Any) -> None:
+    import concurrent.futures
+
+    from trt_widget import Build, BuildCancelled, BuildError, RayRunner
+
+    async def awaited(build: Build) -> bytes:
+        return await build
+
+    good = Build(models.deep_residual(3), runner=RayRunner(), history=False, resources=False).start()
+    bad = Build(b"this is not ONNX", runner=RayRunner(), history=False, resources=False).start()
+    assert set(concurrent.futures.as_completed([good, bad], timeout=120)) == {good, bad}
+    assert run_async(awaited(good)) == good.engine and good.engine
+    with pytest.raises(BuildError, match="ONNX"):
+        run_async(awaited(bad))
+    stopped = Build(models.deep_residual(1000), runner=RayRunner(), history=False, resources=False).start()
+    stopped.stop()
+    with pytest.raises(BuildCancelled):
+        run_async(awaited(stopped))

@@ -32,6 +32,8 @@ class ScriptedRunner:
     """Plays a fixed phase script with hostile names into the build's model, logs a hostile line and fails."""
 
     name = "scripted"
+    framed = True
+    local = True
 
     def run(self, ctx: Any) -> bytes | None:
         model = ctx.model

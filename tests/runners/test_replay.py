@@ -11,7 +11,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from trt_widget import Build, BuildWidget, models
+from trt_widget import Build, BuildCancelled, BuildError, BuildWidget, models
 from trt_widget._events import schema
 from trt_widget.runners import RecordingError, gpu_shaped_events
 
@@ -21,7 +21,7 @@ def _shape(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
     return [(r["name"], names.get(r["parent"]), r["depth"], r["num_steps"], r["step"], r["status"]) for r in rows]
 
 
-def test_a_real_recording_replays_to_the_same_tree_and_times(tmp_path: Path) -> None:
+def test_a_real_recording_replays_to_the_same_tree_and_times(tmp_path: Path, run_async: Any) -> None:
     recording = tmp_path / "build.jsonl"
     original = Build(models.deep_residual(20), history=False, events=str(recording)).start()
     assert original.wait(120) == "succeeded"
@@ -34,12 +34,13 @@ def test_a_real_recording_replays_to_the_same_tree_and_times(tmp_path: Path) -> 
     }
     assert {r["id"]: r["start_s"] for r in replay.timings()} == pytest.approx(recorded_starts, abs=1e-6)
     assert "replayed recording" in replay.status_detail and replay.engine == b""
+    assert run_async(_awaited(replay)) == b""  # a Future of no bytes: the recording holds none
     assert replay.engine_size == original.engine_size == len(original.engine or b"")
     with pytest.raises(Exception, match="replayed recording holds no engine"):
         replay.save(str(tmp_path / "x.engine"))
 
 
-def test_a_failed_and_a_cancelled_recording_replay_their_rows_as_they_ended(tmp_path: Path) -> None:
+def test_a_failed_and_a_cancelled_recording_replay_their_rows_as_they_ended(tmp_path: Path, run_async: Any) -> None:
     """The phase a build failed or was stopped in replays as failed or cancelled, not as finished early."""
     not_onnx = tmp_path / "not.onnx"
     not_onnx.write_bytes(b"\x08not an onnx model")
@@ -58,6 +59,12 @@ def test_a_failed_and_a_cancelled_recording_replay_their_rows_as_they_ended(tmp_
         replay = Build.from_events(tmp_path / name).start()
         assert replay.wait(60) == ended
         assert _shape(replay.timings()) == _shape(original.timings())
+        with pytest.raises(BuildCancelled if ended == "cancelled" else BuildError):  # await: what result() raises
+            run_async(_awaited(replay))
+
+
+async def _awaited(build: Build) -> bytes:
+    return await build
 
 
 @pytest.mark.parametrize("threads", [1, 4])
@@ -139,3 +146,55 @@ def test_the_cli_views_a_recording_and_writes_its_report(tmp_path: Path) -> None
         timeout=120,
     )
     assert bad.returncode == 1 and "line 1: not JSON" in bad.stderr
+
+
+# -- issue 35, defect 22: a pace or a recorded clock no wait can hold ---------------------------------------------
+
+
+def _jumping(gap: float) -> list[dict[str, Any]]:
+    """A GPU-shaped recording whose clock jumps by ``gap`` seconds after its first phase starts."""
+    events = list(gpu_shaped_events(measurements=3, threads=1, seed=2))
+    first = next(i for i, e in enumerate(events) if e["event"] == "phase_start")
+    for event in events[first + 1 :]:
+        event["t"] += gap
+    return events
+
+
+@pytest.mark.parametrize("speed", [1e-12, 0.0, -1.0, float("nan"), float("inf"), 1e300, True])
+def test_a_speed_no_replay_can_keep_is_refused_before_reading(speed: Any) -> None:
+    with pytest.raises(ValueError, match=r"speed must be a number from 0\.001"):
+        Build.from_events(_jumping(0.0), speed=speed)
+
+
+def test_a_recorded_clock_that_jumps_years_pauses_at_most_max_wait_s(monkeypatch: pytest.MonkeyPatch) -> None:
+    """5e10 recorded seconds at speed 1: the pause is capped (here at 0.2 s), the replay reaches the end."""
+    from trt_widget.runners import _replay
+
+    monkeypatch.setattr(_replay, "MAX_WAIT_S", 0.2)
+    build = Build.from_events(_jumping(5e10), speed=1.0).start()
+    assert build.wait(60) == "succeeded", build.status_detail
+    assert "replayed recording" in build.status_detail
+
+
+def test_a_paced_replay_across_a_huge_jump_waits_and_stops(wait_until: Any) -> None:
+    """Without the cap the wait raised OverflowError and the replay ended "failed"; now it waits (MAX_WAIT_S)."""
+    build = Build.from_events(_jumping(5e10), speed=1.0).start()
+    wait_until(lambda: build.timings(), what="the first replayed phase")
+    assert build.running()
+    build.stop()
+    assert build.wait(30) == "cancelled", build.error
+
+
+def test_the_cli_refuses_a_speed_out_of_range_in_one_line(tmp_path: Path) -> None:
+    recording = tmp_path / "r.jsonl"
+    recording.write_text("".join(json.dumps(e) + "\n" for e in _jumping(0.0)))
+    done = subprocess.run(
+        [sys.executable, "-m", "trt_widget", "view", str(recording), "--speed", "1e-12"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (
+        done.returncode == 2
+        and done.stderr == "trt-widget: error: --speed must be a number from 0.001 to 1e+06, got 1e-12\n"
+    )

@@ -4,6 +4,7 @@ build, the server's refusals and a queue while it is busy."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -103,6 +104,26 @@ def test_stop_then_force_stop_and_a_follower(server: ServerThread, http: httpx.C
     assert follower.source.label.startswith(f"build {build.remote_id} on ")
     assert http.get(f"/builds/{build.remote_id}").json()["status"] == "cancelled"
     assert len(follower.timings()) == len(build.timings())
+
+
+def test_await_of_a_remote_build_raises_what_result_raises(
+    server: ServerThread, http: httpx.Client, wait_until: Any, run_async: Any
+) -> None:
+    async def awaited(build: RemoteBuild) -> bytes:
+        return await build
+
+    bad = RemoteBuild(server.url, server.token, b"not onnx").start()
+    with pytest.raises(BuildError, match="ONNX"):
+        run_async(awaited(bad))
+    long = RemoteBuild(server.url, server.token, LONG).start()
+    wait_until(lambda: long.remote_id, what="the upload")
+    long.stop()
+    long.stop()  # forced
+    with pytest.raises(BuildCancelled):
+        run_async(awaited(long))
+    good = RemoteBuild(server.url, server.token, deep_residual(3)).start()
+    assert list(concurrent.futures.as_completed([good], timeout=60)) == [good]
+    assert run_async(awaited(good)) == good.engine and good.engine
 
 
 def test_refusals(server: ServerThread) -> None:

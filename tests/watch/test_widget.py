@@ -3,6 +3,7 @@ matrix view; Stop from the browser message cancels the running build; the Future
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 from typing import Any
 
@@ -64,4 +65,35 @@ def test_stop_all_from_the_browser_cancels_the_running_build_and_says_what_it_wa
         widget.result(180)
     assert [b.status for b in widget.builds] == ["cancelled"]  # the second build never started
     wait_until(lambda: "raised BuildCancelled" in widget.note, what="the final note")
+    widget.close()
+
+
+def test_await_of_a_stopped_watch_raises_build_cancelled_and_its_future_is_a_future(
+    long_model_bytes: bytes, wait_until: Any, run_async: Any
+) -> None:
+    widget = BuildWidget.watch(two_engines, long_model_bytes, long_model_bytes)
+    assert isinstance(widget.future, concurrent.futures.Future)
+    wait_until(lambda: widget.builds and widget.builds[0].model.innermost_running(), what="a running phase")
+    widget.stop()
+
+    async def await_it() -> Any:
+        return await widget
+
+    with pytest.raises(BuildCancelled):
+        run_async(await_it())
+    done, _ = concurrent.futures.wait([widget.future, *widget.builds], timeout=180)
+    assert done == {widget.future, *widget.builds} and widget.builds[0].cancelled()
+    widget.close()
+
+
+def test_await_of_a_watch_gives_the_functions_value_and_each_caught_build_is_a_future(run_async: Any) -> None:
+    widget = BuildWidget.watch(two_engines, to_bytes(deep_residual(2)), to_bytes(deep_residual(3)))
+
+    async def await_it() -> Any:
+        value = await widget
+        return value, [await b.wait_async() for b in widget.builds]
+
+    sizes, statuses = run_async(await_it())
+    assert all(size > 0 for size in sizes) and statuses == ["succeeded", "succeeded"]
+    assert list(concurrent.futures.as_completed(widget.builds, timeout=10)) and widget.builds[0].result() == b""
     widget.close()

@@ -11,13 +11,16 @@ import os
 import threading
 import time
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._keys import PhasePath, build_key, describe_like, like_facts, profile_rows
 from ._store import LOCK_TIMEOUT_S, HistoryStore, history_path, warn_once
 
+if TYPE_CHECKING:
+    from .._build import Build
 
-def attach_history(build: Any, history: Any) -> None:
+
+def attach_history(build: Build, history: Any) -> None:
     """Set ``build.history`` to a :class:`HistoryLink`, or leave it None when history is off or unusable.
 
     ``history``: True (``$TRT_WIDGET_HISTORY`` or the cache dir), False, a path or off word (see
@@ -44,7 +47,7 @@ def attach_history(build: Any, history: Any) -> None:
     build.history = HistoryLink(build, store)
 
 
-def _history_off(build: Any, where: Any, reason: str) -> None:
+def _history_off(build: Build, where: Any, reason: str) -> None:
     """Warn (once per location and reason) that this build runs without history, and note it in its problems."""
     message = f"trt_widget: cannot use the history store {where} ({reason}); builds run without history"
     with contextlib.suppress(Warning):  # warnings turned into errors must not fail the build: the note says it
@@ -76,7 +79,7 @@ class HistoryLink:
     ``deltas()`` return None until it is known, and are cheap (cached per phase-structure change).
     """
 
-    def __init__(self, build: Any, store: HistoryStore) -> None:
+    def __init__(self, build: Build, store: HistoryStore) -> None:
         self.build = build
         self.store = store
         self.key: str | None = None
@@ -98,7 +101,7 @@ class HistoryLink:
         threading.Thread(target=self._load, name="trt_widget-history", daemon=True).start()
         build.add_done_callback(self._record_later)
 
-    def _record_later(self, build: Any) -> None:
+    def _record_later(self, build: Build) -> None:
         """A done callback: record on a thread of its own, so ``wait()`` returns without waiting for SQLite
         (``recorded`` is set once it is written). Not a daemon thread: a process that ends right after the build
         still records it."""
@@ -213,7 +216,7 @@ class HistoryLink:
             self._refresh()
             return {k: round(v, 4) for k, v in self._deltas.items()}
 
-    def _record(self, build: Any) -> None:
+    def _record(self, build: Build) -> None:
         """Store this build's profile (never raises)."""
         try:
             self.ready.wait(60)

@@ -7,13 +7,16 @@ import hashlib
 import inspect
 import json
 import os
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .._build import Build
 
 PhasePath = tuple[tuple[str, int], ...]  # a phase instance across builds: (name, occurrence among same-name siblings)
 
 
-def phase_paths(rows: Iterable[dict[str, Any]]) -> dict[int, PhasePath]:
+def phase_paths(rows: Iterable[Mapping[str, Any]]) -> dict[int, PhasePath]:
     """id -> path of names with each name's occurrence index among same-name siblings (stable across builds)."""
     paths: dict[int, PhasePath] = {}
     counts: dict[tuple[Any, str], int] = {}
@@ -26,7 +29,7 @@ def phase_paths(rows: Iterable[dict[str, Any]]) -> dict[int, PhasePath]:
     return paths
 
 
-def profile_rows(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def profile_rows(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The stored form of timings rows: path, name, start/end/duration, steps and status."""
     rows = list(rows)
     paths = phase_paths(rows)
@@ -68,14 +71,14 @@ def _sampled(size: int, block: Callable[[int], bytes | memoryview]) -> str:
     return digest.hexdigest()
 
 
-def like_facts(build: Any) -> dict[str, Any]:
+def like_facts(build: Build) -> dict[str, Any]:
     """What else makes two builds comparable: the GPU (name, compute capability, driver; absent without NVML) and,
     for NVIDIA TensorRT, whether the timing cache starts warm (a warm build can take a tenth of a cold one)."""
     from .._backend import select_backend
     from .._gpu import gpu_identity
 
     facts: dict[str, Any] = {}
-    gpu = gpu_identity()
+    gpu = gpu_identity(getattr(build.options, "device", None))  # the GPU of the build's device=
     if gpu:
         facts["gpu"] = gpu
     cache = build.options.timing_cache
@@ -101,7 +104,7 @@ def describe_like(facts: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def build_key(build: Any, like: dict[str, Any] | None = None) -> tuple[str, str]:
+def build_key(build: Build, like: dict[str, Any] | None = None) -> tuple[str, str]:
     """(key, model hash): the model's digest (:func:`model_digest`; a callable's name + source) + options +
     backend, + the GPU and the timing cache's warmth where known (:func:`like_facts`; absent facts leave older
     keys unchanged)."""

@@ -4,8 +4,9 @@ A build is keyed by sha256 of its model + the engine-shaping options + the backe
 stored with paths (name, occurrence among same-name siblings) so phase instances match across builds. SQLite
 serialises concurrent writers (two kernels) with its own file locks, so the store never corrupts.
 
-History is an optional extra, so a bad store degrades instead of failing: a file that is not SQLite (or is
-damaged) is moved aside and a new store started, and a row that cannot be read is flagged or skipped.
+History is an optional extra, so a bad store degrades instead of failing: a damaged SQLite store is moved aside
+and a new store started, and a row that cannot be read is flagged or skipped. A file that is not SQLite at all
+(``TRT_WIDGET_HISTORY=notes.md``) is someone's own file: never moved or written, builds run without history.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .._files import expand_user
+from .._files import UntrustedLink, expand_user, resolve
 
 ENV = "TRT_WIDGET_HISTORY"
 FILENAME = "history.sqlite"
@@ -43,6 +44,8 @@ CREATE TABLE IF NOT EXISTS builds (
 CREATE INDEX IF NOT EXISTS builds_by_key ON builds (key, status, id);
 """
 _COLUMNS = "id, key, status, created, total_s, label, record"
+SQLITE_MAGIC = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database
+NOT_SQLITE = "not an SQLite database: trt_widget leaves it as it is; point history= / TRT_WIDGET_HISTORY elsewhere"
 _SIDECARS = ("-journal", "-wal", "-shm")  # SQLite's companion files, moved along with a corrupt store
 
 T = TypeVar("T")
@@ -145,11 +148,16 @@ class HistoryStore:
         """
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            resolve(self.path)  # UntrustedLink: another user's link in a shared folder is never written through
             mode = os.stat(self.path).st_mode if self.path.exists() else stat.S_IFREG
             if not stat.S_ISREG(mode):  # a FIFO would block open() until a writer came, a device is no store
                 return "not a regular file"
+            if _foreign(self.path):  # a file of the user's (TRT_WIDGET_HISTORY=notes.md): never moved or written
+                return NOT_SQLITE
             with open(self.path, "ab"):
                 return None
+        except UntrustedLink as exc:
+            return str(exc)
         except OSError as exc:
             return os_reason(exc, self.path)
 
@@ -166,7 +174,8 @@ class HistoryStore:
         return conn
 
     def _run(self, work: Callable[[sqlite3.Connection], T], timeout: float = WAIT_TIMEOUT_S) -> T:
-        """``work(connection)``; a file that is not SQLite or is damaged is moved aside once and work retried;
+        """``work(connection)``; a damaged SQLite store is moved aside once and work retried (a file that is not
+        SQLite at all: ValueError, left as it is);
         StoreLocked when another process holds it locked for ``timeout`` s."""
         for attempt in range(2):
             identity = _identity(self.path)
@@ -180,6 +189,8 @@ class HistoryStore:
                     ) from None
                 if attempt or not _is_corrupt(exc):
                     raise
+                if _foreign(self.path):
+                    raise ValueError(f"{self.path} is {NOT_SQLITE}") from exc
                 self._created = False
                 self._move_aside(identity, exc)
         raise AssertionError("unreachable")
@@ -314,6 +325,16 @@ def _identity(path: Path) -> tuple[int, int] | None:
     except OSError:
         return None
     return st.st_dev, st.st_ino
+
+
+def _foreign(path: Path) -> bool:
+    """A non-empty file that is not SQLite at all (not even a damaged store): someone else's file."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(len(SQLITE_MAGIC))
+    except OSError:
+        return False
+    return bool(head) and head != SQLITE_MAGIC[: len(head)]
 
 
 def _is_corrupt(exc: sqlite3.DatabaseError) -> bool:

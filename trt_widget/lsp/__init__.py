@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._cli import run
+from ._cli import add_arguments, run
 
-__all__ = ["create_server", "run"]
+__all__ = ["add_arguments", "create_server", "run"]
 
 
 def create_server(registry: Any = None, **kwargs: Any) -> Any:

@@ -10,6 +10,13 @@ import time
 STOP_WAIT_S = 5.0  # after the client went: how long running builds get to end (a stop takes ~0.2 s)
 
 
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``lsp`` subcommand's options."""
+    from ..mcp import add_max_concurrent
+
+    add_max_concurrent(parser)
+
+
 def run(args: argparse.Namespace) -> int:
     """Serve over stdio; once the client is gone, stop what still builds and return 0."""
     try:
@@ -19,13 +26,18 @@ def run(args: argparse.Namespace) -> int:
         return 2
     from .._follow import take_stdout
     from ..mcp import BuildRegistry
+    from ._framing import FramedInput
 
+    max_concurrent = getattr(args, "max_concurrent", 2)
+    if max_concurrent < 1:
+        print(f"trt-widget lsp: error: --max-concurrent must be at least 1, got {max_concurrent}", file=sys.stderr)
+        return 2
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     channel = take_stdout()  # builder processes and native libraries cannot write on the protocol channel
-    builds = BuildRegistry()
+    builds = BuildRegistry(max_concurrent=max_concurrent)
     server = create_server(builds)
     try:
-        server.start_io(sys.stdin.buffer, channel)
+        server.start_io(FramedInput(sys.stdin.buffer), channel)
     finally:
         builds.stop_all("the editor went away")
         deadline = time.monotonic() + STOP_WAIT_S

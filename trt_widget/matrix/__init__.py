@@ -3,6 +3,6 @@
 from __future__ import annotations
 
 from ._cli import add_arguments, run
-from ._matrix import BuildMatrix, Cell, Executor, ModelsLike
+from ._matrix import BuildMatrix, Cell, Executor, ModelsLike, SlotRunner, Slots
 
-__all__ = ["BuildMatrix", "Cell", "Executor", "ModelsLike", "add_arguments", "run"]
+__all__ = ["BuildMatrix", "Cell", "Executor", "ModelsLike", "SlotRunner", "Slots", "add_arguments", "run"]

@@ -31,10 +31,12 @@ from .._options import BuildOptionsDict
 from .._status import FINAL, IDLE
 from ..runners import EngineFile, RunContext, Runner
 from ._table import (
+    ENGINE_COLUMNS,
     RESULT_COLUMNS,
     as_table,
     compare_rows,
     comparison,
+    engine_rows,
     fmt_row_text,
     model_labels,
     result_row,
@@ -109,6 +111,8 @@ class SlotRunner:
         self.inner = inner
         self.slots = slots
         self.name = inner.name
+        self.framed = inner.framed
+        self.local = inner.local
 
     def run(self, ctx: RunContext) -> bytes | EngineFile | None:
         waited: list[bool] = []
@@ -133,6 +137,8 @@ class _Refused:
     """The runner of a variant whose options were refused: the build fails with the reason, the others run."""
 
     name = "refused"
+    framed = True
+    local = False  # its options were refused already: the build fails with that reason
 
     def __init__(self, message: str) -> None:
         self.message = message
@@ -186,6 +192,7 @@ class BuildMatrix:
             raise FileNotFoundError(f"output_dir does not exist (or is not a directory): {self.output_dir}")
         self.cells: list[Cell] = []
         self._build_args: dict[str, Any] = {"history": history, "resources": resources}
+        self._outputs: dict[str, str] = {}  # the real path of each cell's output= -> which cell writes it
         for model_label, model in named_models:
             for variant, variant_options in named_variants:
                 merged = {**options, **variant_options}
@@ -204,8 +211,12 @@ class BuildMatrix:
         """The cell's Build with the executor's runner; a variant whose options are refused gets a failing one."""
         options = dict(options)
         if self.output_dir is not None and "output" not in options:
-            options["output"] = self.output_dir / f"{_slug(Path(model_label).stem)}-{_slug(variant)}.engine"
+            options["output"] = self._engine_path(self.output_dir, model_label, variant)
         try:
+            output = options.get("output")
+            real = os.path.realpath(expand_user(output)) if output is not None else None
+            if real in self._outputs:  # two cells writing one file: the last would silently win
+                raise ValueError(f"output={str(output)!r} is also the output of {self._outputs[real]}")
             if self.executor == "ray":
                 from ..ray import RayRunner
 
@@ -215,13 +226,24 @@ class BuildMatrix:
             else:
                 build = Build(model, **self._build_args, **options)
         except (TypeError, ValueError, OSError) as exc:  # bad options fail this variant alone
-            build = Build(b"refused", isolation="thread", history=False, resources=False)
-            build.source = ModelSource("refused", None, model_label)
-            build.runner = _Refused(f"variant {variant!r} of {model_label}: {exc}")
+            refused = _Refused(f"variant {variant!r} of {model_label}: {exc}")
+            source = ModelSource("refused", None, model_label)
+            build = Build(source, runner=refused, isolation="thread", history=False, resources=False)
             return build
+        if real is not None:
+            self._outputs[real] = f"variant {variant!r} of {model_label}"
         if self.slots is not None:
             build.runner = SlotRunner(build.runner, self.slots)
         return build
+
+    def _engine_path(self, folder: Path, model_label: str, variant: str) -> Path:
+        """``<model>-<variant>.engine`` in ``folder``, numbered (``m-2-fp16.engine``) where two models share a
+        file name (``a/m.onnx`` and ``b/m.onnx``): each cell writes its own file."""
+        stem, name = _slug(Path(model_label).stem), _slug(variant)
+        path, number = folder / f"{stem}-{name}.engine", 2
+        while os.path.realpath(path) in self._outputs:
+            path, number = folder / f"{stem}-{number}-{name}.engine", number + 1
+        return path
 
     def _explicit_args(self) -> dict[str, Any]:
         """history= / resources= where the caller changed them from the default."""
@@ -252,7 +274,7 @@ class BuildMatrix:
 
     def counts(self) -> dict[str, int]:
         """How many builds have each status."""
-        counter = collections.Counter(b.status for b in self.builds)
+        counter: collections.Counter[str] = collections.Counter(b.status for b in self.builds)
         return dict(counter)
 
     # -- control -------------------------------------------------------------------------------------
@@ -306,6 +328,11 @@ class BuildMatrix:
         """Differences against build ``baseline``: build time, engine size, and seconds per phase name."""
         rows = compare_rows(self.cells, baseline)
         return as_table(rows, list(rows[0]) if rows else [])
+
+    def engines(self) -> Any:
+        """One row per build: what its engine holds: layers, precision mix, main layer types, weights and
+        activation memory, engine size (``EngineReport``); a DataFrame when pandas is installed, else dicts."""
+        return as_table(engine_rows(self.cells), ENGINE_COLUMNS)
 
     def comparison(self) -> dict[str, Any]:
         """Per build: status, build time, engine size and seconds per phase name (JSON-ready)."""

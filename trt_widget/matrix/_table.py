@@ -7,9 +7,12 @@ widget and the ``trt-widget matrix`` command, so every front end shows the same 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .._build import Build
 
 TOP_PHASES = 3
 RESULT_COLUMNS = ["build", "model", "variant", "status", "build_s", "engine_bytes", "top_phases", "error"]
@@ -48,7 +51,7 @@ def _unique(labels: list[str]) -> list[str]:
     return out
 
 
-def phase_totals(rows: list[dict[str, Any]], *, self_time: bool = False) -> dict[str, float]:
+def phase_totals(rows: Sequence[Mapping[str, Any]], *, self_time: bool = False) -> dict[str, float]:
     """Seconds per phase name over finished instances: inclusive time (an instance nested in a same-named one is
     not counted twice), or with ``self_time`` only the time not spent in a child phase."""
     by_id = {r["id"]: r for r in rows if r}
@@ -70,7 +73,7 @@ def phase_totals(rows: list[dict[str, Any]], *, self_time: bool = False) -> dict
     return totals
 
 
-def _inside_same_name(row: dict[str, Any], by_id: dict[int, dict[str, Any]]) -> bool:
+def _inside_same_name(row: Mapping[str, Any], by_id: Mapping[int, Mapping[str, Any]]) -> bool:
     parent = by_id.get(row["parent"]) if row["parent"] is not None else None
     while parent is not None:
         if parent["name"] == row["name"]:
@@ -79,7 +82,7 @@ def _inside_same_name(row: dict[str, Any], by_id: dict[int, dict[str, Any]]) -> 
     return False
 
 
-def top_phases(build: Any, count: int = TOP_PHASES) -> dict[str, float]:
+def top_phases(build: Build, count: int = TOP_PHASES) -> dict[str, float]:
     """The ``count`` phase names with the most self time (where the build's time actually went), in ms precision."""
     totals = phase_totals(build.timings(), self_time=True)
     best = sorted(totals.items(), key=lambda item: -item[1])[:count]
@@ -124,10 +127,43 @@ def comparison(cells: list[Any]) -> dict[str, Any]:
                 "build_s": round(cell.build.elapsed_s, 4),
                 "engine_size": cell.build.engine_size,
                 "phases": {k: round(v, 4) for k, v in phase_totals(cell.build.timings()).items()},
+                "engine": _engine_brief(cell.build),
             }
             for cell in cells
         ]
     }
+
+
+def _engine_brief(build: Any) -> dict[str, Any] | None:
+    """The engine report's summary of a succeeded build (layers, precision mix, memory), else None."""
+    report = getattr(build, "engine_report", None) if build.status == "succeeded" else None
+    return report.brief() if report is not None else None
+
+
+ENGINE_COLUMNS = ["build", "model", "variant", "layers", "precision_mix", "types", "weights", "activations", "engine"]
+
+
+def engine_rows(cells: list[Any]) -> list[dict[str, Any]]:
+    """Per build: what its engine holds (layers, precision mix, main layer types, weights and activation memory,
+    engine size); empty cells where a build has no engine report."""
+    rows = []
+    for cell in cells:
+        brief = _engine_brief(cell.build) or {}
+        memory = brief.get("memory") or {}
+        rows.append(
+            {
+                "build": cell.id,
+                "model": cell.model,
+                "variant": cell.variant,
+                "layers": brief.get("layers"),
+                "precision_mix": ", ".join(f"{k} {v}" for k, v in (brief.get("precision_mix") or {}).items()),
+                "types": ", ".join(f"{k} {v}" for k, v in list((brief.get("types") or {}).items())[:4]),
+                "weights": memory.get("weights"),
+                "activations": memory.get("activations"),
+                "engine": memory.get("engine_size", cell.build.engine_size),
+            }
+        )
+    return rows
 
 
 def compare_rows(cells: list[Any], baseline: int) -> list[dict[str, Any]]:

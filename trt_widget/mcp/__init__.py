@@ -10,9 +10,17 @@ from __future__ import annotations
 from typing import Any
 
 from ._builds import BadInput, BuildRegistry
-from ._cli import add_arguments, run
+from ._cli import add_arguments, add_max_concurrent, run
 
-__all__ = ["BadInput", "BuildRegistry", "HttpServerThread", "add_arguments", "create_server", "run"]
+__all__ = [
+    "BadInput",
+    "BuildRegistry",
+    "HttpServerThread",
+    "add_arguments",
+    "add_max_concurrent",
+    "create_server",
+    "run",
+]
 
 
 def create_server(registry: BuildRegistry | None = None, **kwargs: Any) -> Any:

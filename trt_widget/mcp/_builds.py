@@ -7,13 +7,18 @@ import difflib
 import itertools
 import threading
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._files import expand_user
 from .._follow import path_label, running_path
 
+if TYPE_CHECKING:
+    from .._build import Build
+
 KEEP = 32  # builds remembered; the oldest finished ones are forgotten first
+MAX_CONCURRENT = 2  # builds at once; more wait, "queued", in the order they came (each builder takes ~150 MiB)
 TOP = 5
 _TEXT_LIMIT = 500
 # budget and output are the tool's own arguments; force_after (and isolation, refused over HTTP) stay the default
@@ -46,7 +51,7 @@ def _clip(text: str, limit: int = _TEXT_LIMIT) -> str:
 
 
 class _Entry:
-    def __init__(self, build_id: str, build: Any, model: str) -> None:
+    def __init__(self, build_id: str, build: Build, model: str) -> None:
         self.id = build_id
         self.build = build
         self.model = model
@@ -60,10 +65,17 @@ class _Entry:
 
 
 class BuildRegistry:
-    """Builds by id, for every tool of one server (thread-safe: HTTP sessions share one registry)."""
+    """Builds by id, for every tool of one server (thread-safe: HTTP sessions share one registry). At most
+    ``max_concurrent`` build at once; the others wait with status ``queued`` (a stop ends a queued build at once)."""
 
-    def __init__(self, keep: int = KEEP) -> None:
+    def __init__(self, keep: int = KEEP, *, max_concurrent: int = MAX_CONCURRENT) -> None:
+        from ..matrix import Slots
+
+        if isinstance(max_concurrent, bool) or not isinstance(max_concurrent, int) or max_concurrent < 1:
+            raise ValueError(f"max_concurrent must be an integer of at least 1, got {max_concurrent!r}")
         self.keep = keep
+        self.max_concurrent = max_concurrent
+        self._slots = Slots(max_concurrent)
         self._entries: dict[str, _Entry] = {}
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
@@ -103,6 +115,9 @@ class BuildRegistry:
             build = Build(str(path), output=output, budget=budget, **options)
         except (TypeError, ValueError, OSError) as exc:
             raise BadInput(str(exc)) from None
+        from ..matrix import SlotRunner
+
+        build.runner = SlotRunner(build.runner, self._slots)
         with self._lock:
             build_id = f"b{next(self._ids)}"
             self._entries[build_id] = _Entry(build_id, build, str(path))
@@ -125,7 +140,7 @@ class BuildRegistry:
             raise BadInput(f"no build with id {build_id!r}{hint}")
         return entry
 
-    def id_of(self, build: Any) -> str:
+    def id_of(self, build: Build) -> str:
         with self._lock:
             return next(e.id for e in self._entries.values() if e.build is build)
 
@@ -169,6 +184,7 @@ class BuildRegistry:
             "error_cause": _clip(f"{type(cause).__name__}: {cause}") if cause is not None else None,
             "created_at": round(entry.created_at, 3),
             "ended_at": round(entry.ended_at, 3) if entry.ended_at is not None else None,
+            "engine": _engine(build) if build.status == "succeeded" else None,
         }
 
     def timings(self, build_id: str, top: int = 10) -> dict[str, Any]:
@@ -186,7 +202,16 @@ class BuildRegistry:
         }
 
 
-def top_phases(rows: list[dict[str, Any]], count: int) -> list[dict[str, Any]]:
+def _engine(build: Any) -> dict[str, Any]:
+    """What the engine holds, briefly (EngineReport.brief): layers, precision mix, types, memory; or why not."""
+    report = build.engine_report
+    if report is None:
+        return {"report": None, "reason": _clip(build.engine_report_reason)}
+    brief: dict[str, Any] = report.brief()
+    return brief
+
+
+def top_phases(rows: Sequence[Mapping[str, Any]], count: int) -> list[dict[str, Any]]:
     """Phase names by self time (time not spent in a child phase), over their finished instances."""
     children: dict[int, float] = {}
     for row in rows:
@@ -204,7 +229,7 @@ def top_phases(rows: list[dict[str, Any]], count: int) -> list[dict[str, Any]]:
     return [{"name": name, "self_s": round(s, 3), "instances": int(n)} for name, (s, n) in best]
 
 
-def _comparison(build: Any, count: int) -> dict[str, Any] | None:
+def _comparison(build: Build, count: int) -> dict[str, Any] | None:
     """This build against the newest succeeded build with the same model and options (its history match)."""
     link = getattr(build, "history", None)
     if link is None:

@@ -22,6 +22,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"with --http: port (default {DEFAULT_PORT})")
     parser.add_argument("--token-file", metavar="F", help="with --http: file holding the bearer token (default: "
                         "a new token, printed on stderr)")  # fmt: skip
+    add_max_concurrent(parser)
+
+
+def add_max_concurrent(parser: argparse.ArgumentParser) -> None:
+    """``--max-concurrent N`` (the MCP and the language server)."""
+    from ._builds import MAX_CONCURRENT
+
+    parser.add_argument("--max-concurrent", type=int, default=MAX_CONCURRENT, metavar="N",
+                        help=f"builds at once (default {MAX_CONCURRENT}); more wait, queued, in the order they "
+                        "came")  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
@@ -33,6 +43,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     from ._builds import BuildRegistry
 
+    if args.max_concurrent < 1:
+        print(f"trt-widget mcp: error: --max-concurrent must be at least 1, got {args.max_concurrent}", file=sys.stderr)
+        return 2
     if not args.http:
         if args.token_file is not None:
             print("trt-widget mcp: error: --token-file goes with --http", file=sys.stderr)
@@ -43,14 +56,14 @@ def run(args: argparse.Namespace) -> int:
         # from here to the exit (the stop included) builder processes, native libraries and stray prints write on
         # stderr, never on the protocol channel
         channel = take_stdout()
-        builds = BuildRegistry()
+        builds = BuildRegistry(max_concurrent=args.max_concurrent)
         try:
             with contextlib.suppress(KeyboardInterrupt):
                 serve_stdio(create_server(builds), channel)
         finally:
             _stop_all(builds, "the MCP client went away")
         return 0
-    builds = BuildRegistry()
+    builds = BuildRegistry(max_concurrent=args.max_concurrent)
     server = create_server(builds)
     from ._http import TokenError, app, listen, read_token, uvicorn_server
 

@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 from .._files import expand_user
+from ._stream import STREAM_KEY, RequestStream
 
 PATH = "/mcp"
 
@@ -61,7 +62,20 @@ class BearerAuth:
             await send({"type": "http.response.start", "status": 401, "headers": headers})
             await send({"type": "http.response.body", "body": body})
             return
-        await self.app(scope, receive, send)
+        stream = RequestStream()
+
+        async def tracked_receive() -> Any:
+            message = await receive()
+            if message.get("type") == "http.disconnect" and not stream.answered:
+                stream.gone.set()
+            return message
+
+        async def tracked_send(message: Any) -> None:
+            if message.get("type") == "http.response.body" and not message.get("more_body", False):
+                stream.answered = True
+            await send(message)
+
+        await self.app({**scope, STREAM_KEY: stream}, tracked_receive, tracked_send)
 
 
 def app(server: Any, token: str, host: str = "127.0.0.1") -> Any:
@@ -82,24 +96,39 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-def uvicorn_server(asgi: Any, **config: Any) -> Any:
-    import uvicorn
+def uvicorn_server(asgi: Any, *, max_connections: int | None = None, header_timeout: float | None = None,
+                   **config: Any) -> Any:  # fmt: skip
+    """A uvicorn server with the build service's connection limits (a cap below ``ulimit -n``, a deadline for
+    every request head, one log line per condition): a client without the token cannot hold every descriptor."""
+    from ..serve import connection_guard, guarded_server
 
-    return uvicorn.Server(uvicorn.Config(asgi, lifespan="on", **config))
+    limits = {"max_connections": max_connections, "header_timeout": header_timeout}
+    guard = connection_guard(**{key: value for key, value in limits.items() if value is not None})
+    return guarded_server(asgi, guard, **config)
 
 
 class HttpServerThread:
     """The MCP server over HTTP on a background thread (tests, benchmarks):
     ``with HttpServerThread() as s: s.url, s.token``."""
 
-    def __init__(self, server: Any = None, *, token: str | None = None, host: str = "127.0.0.1", port: int = 0):
+    def __init__(
+        self,
+        server: Any = None,
+        *,
+        token: str | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        max_connections: int | None = None,
+        header_timeout: float | None = None,
+    ):
         from ._server import create_server
 
         self.token = token or secrets.token_urlsafe(32)
         self.server = server if server is not None else create_server()
         self._sock = listen(host, port)
         self.url = f"http://{host}:{self._sock.getsockname()[1]}{PATH}"
-        self._uvicorn = uvicorn_server(app(self.server, self.token, host), log_level="warning", access_log=False)
+        self._uvicorn = uvicorn_server(app(self.server, self.token, host), log_level="warning", access_log=False,
+                                       max_connections=max_connections, header_timeout=header_timeout)  # fmt: skip
         self._thread = threading.Thread(target=self._run, name="trt_widget-mcp-http", daemon=True)
 
     def _run(self) -> None:

@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field
 
 from .._follow import Follower, ended, path_label, running_path
 from ._builds import BadInput, BuildRegistry
+from ._stream import RequestStream, request_stream
 
 log = logging.getLogger("trt_widget.mcp")
 PROGRESS_INTERVAL_S = 0.1  # at most 10 progress notifications a second
@@ -156,9 +157,11 @@ def create_server(registry: BuildRegistry | None = None, *, progress_interval: f
         output: Annotated[str | None, Field(description=_OUTPUT)] = None,
     ) -> Annotated[CallToolResult, BuildResult]:
         build_id, build = create(model, options, budget, output)
+        stream = _http_stream(ctx)
         follower = Follower(build, interval=progress_interval)
         build.start()
-        try:
+
+        async def follow() -> None:
             sent, reporting = 0.0, True
             async for _ in follower.changes():
                 path = running_path(build)
@@ -170,6 +173,21 @@ def create_server(registry: BuildRegistry | None = None, *, progress_interval: f
                         log.warning("MCP progress notifications stopped for build %s", build_id, exc_info=True)
                         reporting = False
             await ended(build)
+
+        try:
+            if stream is None:
+                await follow()
+            else:  # over HTTP: a client that closes the request's stream no longer waits for this build
+                async with anyio.create_task_group() as group:
+
+                    async def hung_up() -> None:
+                        await stream.gone.wait()
+                        builds.stop(build_id, "the MCP client cancelled the call (it closed the request's stream)")
+                        group.cancel_scope.cancel()
+
+                    group.start_soon(hung_up)
+                    await follow()
+                    group.cancel_scope.cancel()
         except anyio.get_cancelled_exc_class():
             builds.stop(build_id, "the MCP client cancelled the call")
             raise
@@ -246,6 +264,14 @@ def create_server(registry: BuildRegistry | None = None, *, progress_interval: f
         return Timings.model_validate(timings)
 
     return server
+
+
+def _http_stream(ctx: Context) -> RequestStream | None:
+    """The HTTP request stream a tool call came on (None over stdio)."""
+    try:
+        return request_stream(ctx.request_context.request)
+    except ValueError:  # no request context
+        return None
 
 
 class _Unowned(io.TextIOWrapper):

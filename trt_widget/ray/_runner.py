@@ -95,6 +95,8 @@ class RayRunner:
     """
 
     name = "ray"
+    framed = True
+    local = True  # the options are checked against the driver's TensorRT, which the cluster is expected to run
 
     def __init__(
         self,

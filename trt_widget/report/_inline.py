@@ -169,7 +169,7 @@ def _snapshot_note(f: dict[str, Any]) -> str:
         ""
         if f["final"]
         else "A snapshot taken while the build ran. It is replaced by the final result when the notebook waits for "
-        "the build (await w, or w.wait()); displaying the widget again after the end shows it too."
+        "the build (await w.wait_async(), or w.wait()); displaying the widget again after the end shows it too."
     )
 
 

@@ -11,12 +11,15 @@ import json
 import os
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .._files import atomic_write, refuse_inputs
+from .._files import write_output
 from .._format import fmt_s
 from .._version import __version__
 from ._inline import _ERROR, REPORT_MAX_NODES, _badge, _e, _facts, tree_html
+
+if TYPE_CHECKING:
+    from .._build import Build
 
 HISTORY_WAIT_S = 5.0  # what a report waits for its build's history look-up
 
@@ -62,6 +65,7 @@ def to_html(source: Any, path: str | os.PathLike[str] | None = None) -> str:
         "<h2>Timeline</h2>",
         f'<figure class="trt-timeline">{_timeline_svg(build)}</figure>',
         _problems_section(build, f),
+        _engine_section(build),
         _history_section(build),
         f"<footer>Made by trt_widget {_e(__version__)} on {_e(time.strftime('%Y-%m-%d %H:%M:%S %z'))}. "
         "This file is self-contained: no script, no network.</footer>",
@@ -69,12 +73,11 @@ def to_html(source: Any, path: str | os.PathLike[str] | None = None) -> str:
     ]
     text = "\n".join(p for p in parts if p)
     if path is not None:
-        refuse_inputs(build, path=path)  # never the model file or the recording
-        atomic_write(path, text.encode("utf-8"))
+        write_output(path, text.encode("utf-8"), "path", build)  # the one output-path policy (_files.py)
     return text
 
 
-def _header_table(build: Any, f: dict[str, Any]) -> str:
+def _header_table(build: Build, f: dict[str, Any]) -> str:
     rows = [
         ("Status", _badge(f["status"], f["status_word"]) + (f" {_e(f['detail'])}" if f["detail"] else "")),
         ("Total time", _e(fmt_s(f["elapsed_s"]))),
@@ -117,7 +120,7 @@ def _backend_text(info: dict[str, str] | None) -> str:
     return f"{info['backend']} ({info['module']} {info['version']})" if info else "unavailable on this machine"
 
 
-def _options_text(build: Any) -> str:
+def _options_text(build: Build) -> str:
     options = build.options
     values = {
         k: getattr(options, k, None)
@@ -137,13 +140,13 @@ def _options_text(build: Any) -> str:
     return ", ".join(f"{k}={json.dumps(v, default=str)}" for k, v in shown.items())
 
 
-def _timeline_svg(build: Any) -> str:
+def _timeline_svg(build: Build) -> str:
     from .timeline import to_svg
 
     return _safe(lambda: to_svg(build)) or "<p>(no timeline could be drawn)</p>"
 
 
-def _problems_section(build: Any, f: dict[str, Any]) -> str:
+def _problems_section(build: Build, f: dict[str, Any]) -> str:
     problems = f["problems"]
     if not problems:
         return "<h2>TensorRT warnings and errors</h2><p>None.</p>"
@@ -164,7 +167,7 @@ def _problems_section(build: Any, f: dict[str, Any]) -> str:
     )
 
 
-def _history_section(build: Any, max_rows: int = 150) -> str:
+def _history_section(build: Build, max_rows: int = 150) -> str:
     """This build against the past build its ETA was based on (nothing when history is off or has no match)."""
     link = getattr(build, "history", None)
     ready = getattr(link, "ready", None)
@@ -198,6 +201,15 @@ def _history_section(build: Any, max_rows: int = 150) -> str:
         + "</table>"
         + more
     )
+
+
+def _engine_section(build: Any) -> str:
+    """The engine report (layers, precisions, tactics, memory) of a succeeded build."""
+    if getattr(build, "status", "") != "succeeded" or not hasattr(build, "engine_report"):
+        return ""
+    from ..engine import engine_html
+
+    return str(_safe(lambda: engine_html(build.engine_report, build.engine_report_reason)) or "")
 
 
 def _safe(fn: Any) -> Any:

@@ -14,7 +14,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
-from .._files import atomic_write, refuse_inputs
+from .._files import check_output, write_output
 
 GROUP_MIN = 5  # consecutive same-name siblings drawn as one box
 ROW_PX = 22
@@ -219,8 +219,9 @@ def to_svg(source: Any, width: int = 900) -> str:
 
 def save_svg(source: Any, path: str | os.PathLike[str], width: int = 900) -> str:
     """Write ``to_svg(source)`` to ``path`` atomically (never onto the model or the recording); returns the path."""
-    refuse_inputs(getattr(source, "build", source), path=path)
-    return str(atomic_write(path, to_svg(source, width).encode("utf-8")))
+    build = getattr(source, "build", source)
+    check_output(path, "path", build)
+    return str(write_output(path, to_svg(source, width).encode("utf-8"), "path", build))
 
 
 # -- matplotlib ------------------------------------------------------------------------------------------
@@ -270,11 +271,12 @@ def _rgb(name: str) -> tuple[float, float, float]:
 
 def save_png(source: Any, path: str | os.PathLike[str], dpi: int = 120) -> str:
     """Write the matplotlib chart to ``path`` as PNG, atomically (never onto the model); returns the path."""
-    refuse_inputs(getattr(source, "build", source), path=path)
+    build = getattr(source, "build", source)
+    check_output(path, "path", build)
     fig = to_figure(source)
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=dpi)
-    return str(atomic_write(path, buffer.getvalue()))
+    return str(write_output(path, buffer.getvalue(), "path", build))
 
 
 def _ended(build: object) -> bool:

@@ -14,9 +14,12 @@ import os
 import threading
 import weakref
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .._files import atomic_write, refuse_inputs
+from .._files import write_output
+
+if TYPE_CHECKING:
+    from .._build import Build
 
 __all__ = ["StepRecorder", "record_steps", "to_trace", "trace_events"]
 
@@ -55,7 +58,7 @@ class StepRecorder:
             self.samples.append((now, phase.id, phase.step))
 
 
-def record_steps(build: Any) -> StepRecorder:
+def record_steps(build: Build) -> StepRecorder:
     """Record step samples of ``build`` (a Build, BuildWidget or PhaseModel, before it starts) for
     :func:`to_trace`. Without it a trace has each phase's steps at its start (0) and end; with it, over time."""
     build = getattr(build, "build", build)
@@ -287,6 +290,5 @@ def to_trace(source: Any, path: str | os.PathLike[str] | None = None) -> str:
         )
     text = json.dumps({"traceEvents": events, "displayTimeUnit": "ms", "otherData": other}, default=str)
     if path is not None:
-        refuse_inputs(build, path=path)  # never the model file or the recording
-        atomic_write(path, text.encode("utf-8"))
+        write_output(path, text.encode("utf-8"), "path", build)  # the one output-path policy (_files.py)
     return text

@@ -16,17 +16,27 @@ if TYPE_CHECKING:
     from ._inprocess import tensorrt_call
     from ._process import START_PHASE, ProcessRunner, check_transferable
     from ._replay import (
+        MAX_SPEED,
+        MIN_SPEED,
         Recording,
         RecordingError,
         ReplayClock,
         ReplayRunner,
         apply_event,
         check_event,
+        check_speed,
         gpu_shaped_events,
         load_events,
     )
+    from ._scripted import Callback, ManualClock, ScriptedRunner, parse_script
 
 _LAZY = {
+    "MAX_SPEED": "._replay",
+    "MIN_SPEED": "._replay",
+    "Callback": "._scripted",
+    "ManualClock": "._scripted",
+    "ScriptedRunner": "._scripted",
+    "parse_script": "._scripted",
     "START_PHASE": "._process",
     "EngineFile": "._base",
     "ProcessRunner": "._process",
@@ -39,6 +49,7 @@ _LAZY = {
     "ThreadRunner": "._base",
     "apply_event": "._replay",
     "check_event": "._replay",
+    "check_speed": "._replay",
     "check_transferable": "._process",
     "gpu_shaped_events": "._replay",
     "load_events": "._replay",
@@ -48,8 +59,12 @@ _LAZY = {
 }
 
 __all__ = [
+    "MAX_SPEED",
+    "MIN_SPEED",
     "START_PHASE",
+    "Callback",
     "EngineFile",
+    "ManualClock",
     "ProcessRunner",
     "Recording",
     "RecordingError",
@@ -57,12 +72,15 @@ __all__ = [
     "ReplayRunner",
     "RunContext",
     "Runner",
+    "ScriptedRunner",
     "ThreadRunner",
     "apply_event",
     "check_event",
+    "check_speed",
     "check_transferable",
     "gpu_shaped_events",
     "load_events",
+    "parse_script",
     "pool",
     "runner_for",
     "shutdown_workers",

@@ -43,7 +43,7 @@ class RunContext:
     on_pid: Callable[[int | None], None] = field(default=lambda _pid: None)  # the builder process, when one
     # True: the build waits for a slot or a remote worker (status "queued"); False: it builds now (the clock restarts)
     on_queued: Callable[[bool], None] = field(default=lambda _queued: None)
-    # the size of an engine the build reports but does not hold (a replayed recording's)
+    # the size of an engine the build reports but does not hold (a replayed recording's, a watched build's)
     on_engine_size: Callable[[int], None] = field(default=lambda _size: None)
 
     @property
@@ -81,9 +81,16 @@ class EngineFile:
 
 class Runner(Protocol):
     """Runs one build to its end: returns the engine (bytes, or an EngineFile beside ``output=``), None when
-    cancelled, or raises BuildError."""
+    cancelled, or raises BuildError.
+
+    ``name`` is for people (a label); what a build does with a runner follows from its declared fields: ``framed``
+    (True: TensorRT's callbacks come from a builder this build drives, and the phase model adds trt_widget's
+    framing rows; False: the events come framed already, from a recording, a server or another process) and
+    ``local`` (True: this process's TensorRT builds, so its API checks the options at construction)."""
 
     name: str
+    framed: bool
+    local: bool
 
     def run(self, ctx: RunContext) -> bytes | EngineFile | None: ...
 
@@ -92,6 +99,8 @@ class ThreadRunner:
     """The builder on the calling (background) thread of this process: cancel only at step boundaries."""
 
     name = "thread"
+    framed = True
+    local = True
 
     def __init__(self) -> None:
         self.monitor: Any = None

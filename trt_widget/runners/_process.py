@@ -9,7 +9,7 @@ False); when the builder has not reached a step boundary ``ctx.graceful_s`` late
 worker is terminated (SIGTERM, then SIGKILL), which ends even a long TensorRT step, a hung network function or
 a SIGSTOPped builder. A worker that finished its job goes back to the pool and exits after
 ``TRT_WIDGET_WORKER_IDLE_S`` seconds (default 300) without work, or when this process exits; workers never
-outlive this process.
+outlive this process. One that ran a ``configure=`` hook, or holds a CUDA context, exits after its build.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ import shutil
 import signal
 import stat
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from multiprocessing.connection import wait
@@ -33,6 +32,7 @@ from .._files import part_path
 from .._gpu import oom_kill_count
 from .._leftovers import private_dir
 from .._pool import Worker, pool
+from .._python import parent_path
 from . import _memory
 from ._base import EngineFile, RunContext
 from ._messages import (
@@ -108,10 +108,17 @@ def _work_dirs() -> Iterator[list[str]]:
             shutil.rmtree(directory, ignore_errors=True)
 
 
+# the backends whose builder creates a CUDA context that stays until the process exits (TensorRT for RTX builds
+# on the CPU here; on an RTX GPU it defers GPU work to the engine's load)
+HOLDS_CUDA_CONTEXT = frozenset({"tensorrt"})
+
+
 class ProcessRunner:
     """Runs the builder in a pooled worker process (the default ``isolation="process"``)."""
 
     name = "process"
+    framed = True
+    local = True
 
     def run(self, ctx: RunContext) -> bytes | EngineFile | None:
         try:
@@ -164,8 +171,11 @@ class _Relay:
                 worker.control.send(Job(self.job_id, job))
             return self._supervise(worker)
         finally:
-            if self.answered and worker.alive():  # it sent its final message: ready for the next job
+            retire = self._retire(worker)
+            if self.answered and worker.alive() and not retire:  # it sent its final message: ready for the next job
                 pool.release(worker)
+            elif retire and self.answered and worker.alive():
+                pool.retire(worker)  # a fresh worker starts for the next build (none for a command line's one)
             else:
                 if worker.alive():
                     worker.terminate()
@@ -173,6 +183,17 @@ class _Relay:
                     worker.close()
                 if self.ctx.cancel.is_set():  # a forced stop: the next build's worker starts in the background
                     pool.prewarm()
+
+    def _retire(self, worker: Worker) -> str:
+        """Why this worker must not serve another build ("" when it may): a ``configure=`` hook ran in it (it may
+        have changed its environment, working directory or TensorRT's classes), or it built on a GPU with NVIDIA
+        TensorRT and holds a CUDA context (hundreds of MiB of GPU memory the notebook's PyTorch may need) that only
+        its exit gives back. Its successor has imported TensorRT and has no CUDA context yet."""
+        if self.ctx.options.configure is not None:
+            return "configure"
+        if worker.backend in HOLDS_CUDA_CONTEXT:
+            return "cuda context"
+        return ""
 
     def _job(self) -> dict[str, Any]:
         from ._worker import write_first
@@ -186,7 +207,7 @@ class _Relay:
             "options": self.ctx.options,
             "configure": None,
             "workdirs": self.workdirs,
-            "sys_path": list(sys.path),
+            "sys_path": parent_path(),  # appended there: the user's modules, never shadowing the standard library
             "directory": source.directory if source.kind == "path" else None,  # where external data may lie
             "hint": source.hint,
             "engine_part": None,

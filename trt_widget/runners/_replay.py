@@ -23,7 +23,10 @@ from ._base import RunContext
 # a recording of events= / --json: a JSON-lines file's path, or an iterable of JSON lines or event dicts
 Recording = Union[str, "os.PathLike[str]", Iterable[str | bytes | dict[str, Any]]]
 
-KINDS = ("build_start", "phase_start", "step", "phase_finish", "log", "build_end")
+MIN_SPEED, MAX_SPEED = 1e-3, 1e6  # a replay's pace: from 1000x slower to a million times faster than recorded
+MAX_WAIT_S = 60.0  # the longest pause between two replayed events: a recorded clock may jump by years
+
+KINDS = ("build_start", "phase_start", "step", "phase_finish", "log", "engine_report", "build_end")
 _SEVERITY = {"VERBOSE": 4, "INFO": 3, "WARNING": 2, "ERROR": 1, "INTERNAL_ERROR": 0}
 
 
@@ -42,6 +45,18 @@ MAX_BYTES = 256 << 20  # the whole recording
 MAX_NAME = 4096  # characters of a phase name
 MAX_MESSAGE = 16384  # characters of a log message kept (longer ones are shortened)
 _END_STATUSES = ("succeeded", "failed", "cancelled")
+
+
+def check_speed(speed: float | None) -> float | None:
+    """``speed`` when a replay can keep that pace (MIN_SPEED..MAX_SPEED, or None: at once), else ValueError."""
+    if speed is None:
+        return None
+    if not isinstance(speed, (int, float)) or isinstance(speed, bool) or not MIN_SPEED <= speed <= MAX_SPEED:
+        raise ValueError(
+            f"speed must be a number from {MIN_SPEED:g} (1000 times slower than recorded) to {MAX_SPEED:g}, "
+            f"or None to replay at once; got {speed!r}"
+        )
+    return float(speed)
 
 
 def load_events(source: Recording) -> list[dict[str, Any]]:
@@ -119,6 +134,10 @@ def check_event(event: dict[str, Any], where: str, number: int, depths: dict[int
         message = need("message", (str,), "a string", optional=True)
         if message is not None and len(message) > MAX_MESSAGE:
             event["message"] = message[:MAX_MESSAGE] + "…"
+    elif kind == "engine_report":
+        if event.get("report") is not None and not isinstance(event.get("report"), dict):
+            raise RecordingError(f"{where}, line {number}: field 'report' of an engine_report event must be an object")
+        need("reason", (str,), "a string", optional=True)
     elif kind == "build_start":
         for field in ("model", "backend", "version"):
             need(field, (str,), "a string", optional=True)
@@ -205,12 +224,18 @@ def apply_event(event: dict[str, Any], model: Any, logger: Any, names: dict[int,
         model.phase_finish(event["name"], at=at, thread=event["id"], ended=event.get("status"))
     elif kind == "log":
         logger.log(_SEVERITY.get(event.get("severity", ""), 2), str(event.get("message", "")), at=at)
+    elif kind == "engine_report":
+        from ..engine import apply_report_event
+
+        apply_report_event(event, getattr(logger, "engine_log", None))
 
 
 class ReplayRunner:
     """Feeds recorded events into the build's phase model and logger; Stop ends the replay."""
 
     name = "replay"
+    framed = False  # the recording has the framing rows of the build it recorded
+    local = False
 
     def __init__(
         self,
@@ -220,14 +245,14 @@ class ReplayRunner:
     ) -> None:
         self.events = events
         self.clock = clock
-        self.speed = speed
+        self.speed = check_speed(speed)
 
     def run(self, ctx: RunContext) -> bytes | None:
         names: dict[int, str] = {}
         previous_t = 0.0
         for event in self.events:
             t = float(event["t"])
-            if self.speed is not None and t > previous_t and ctx.cancel.wait((t - previous_t) / self.speed):
+            if self.speed is not None and t > previous_t and ctx.cancel.wait(self._pause(t - previous_t)):
                 return None
             if ctx.cancel.is_set():
                 return None
@@ -244,6 +269,12 @@ class ReplayRunner:
             f"the recording ends early, after line {last}, without a build_end event: the tree shows "
             "what was recorded until then"
         )
+
+    def _pause(self, gap: float) -> float:
+        """How long to wait before an event ``gap`` recorded seconds after the last: at the pace asked, at most
+        MAX_WAIT_S (a quiet stretch longer than that is replayed as MAX_WAIT_S)."""
+        assert self.speed is not None
+        return min(gap / self.speed, MAX_WAIT_S)
 
     def _end(self, event: dict[str, Any], ctx: RunContext) -> bytes | None:
         status = event.get("status")

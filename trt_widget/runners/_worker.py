@@ -1,9 +1,9 @@
 """The builder process: a warm worker that builds engines one job at a time and streams progress to its parent.
 
-Started by ``_process.py`` as ``python -m trt_widget.runners._worker CONTROL_FD EVENTS_FD PARENT_PID`` (no
-``multiprocessing``: the parent's main script is never re-imported, so scripts need no main guard and
-``python -c`` / ``python -`` work). It imports TensorRT, then says ``Hello``: a cold worker's import is part of
-the build's "Starting the builder process" phase.
+Started by ``_pool.py`` as ``main([CONTROL_FD, EVENTS_FD, PARENT_PID])`` of this module, never importing from
+the working directory (``_python.py``); no ``multiprocessing``: the parent's main script is never re-imported, so
+scripts need no main guard and ``python -c`` / ``python -`` work. It imports TensorRT, then says ``Hello``: a cold
+worker's import is part of the build's "Starting the builder process" phase.
 
 The worker dies with its parent: the control pipe reaching EOF ends it at once, and on Linux the kernel also
 sends it SIGKILL when the parent exits (``PR_SET_PDEATHSIG``), even while it is stopped or inside a long TensorRT
@@ -203,7 +203,7 @@ def _load_source(job: dict[str, Any], outbox: Outbox, replies: queue.Queue[Any])
         return ModelSource("path", ready.path, label, None, job.get("hint", ""))
     if kind in ("path", "bytes"):  # bytes: the parent wrote them to a private file, which the parser reads
         return ModelSource("path", job["path"], label, job.get("directory"), job.get("hint", ""))
-    sys.path[:0] = [p for p in job.get("sys_path", []) if p not in sys.path]
+    sys.path.extend(p for p in job.get("sys_path", []) if p and p not in sys.path)  # after ours: see _python.py
     try:
         import cloudpickle
 
@@ -290,8 +290,12 @@ def run_job(job: dict[str, Any], cancel: threading.Event, events: Any, replies: 
             outbox.log(Log(level, record["message"], time.perf_counter()))
 
         logger = CaptureLogger(job["options"].verbose, on_record=on_record)
-        if not job["options"].verbose:  # the autotuner's lines still reach the parent's TacticWatch
+        if not job["options"].verbose:  # the autotuner's lines (and the layer record) still reach the parent
             logger.on_tactic_line = lambda message: outbox.log(Log(4, message, time.perf_counter()))
+        if job["options"].engine_report:
+            from ..engine import EngineLog
+
+            logger.engine_log = EngineLog()
         source = _load_source(job, outbox, replies)
         monitor = _make_monitor(outbox, cancel)
         engine = build_engine(source, _load_options(job), monitor, logger)

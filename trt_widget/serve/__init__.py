@@ -6,7 +6,16 @@ from typing import Any
 
 from ._server import ServerThread, UsageError, add_arguments, default_data_dir, run
 
-__all__ = ["RemoteBuild", "ServerThread", "UsageError", "add_arguments", "default_data_dir", "run"]
+__all__ = [
+    "RemoteBuild",
+    "ServerThread",
+    "UsageError",
+    "add_arguments",
+    "connection_guard",
+    "default_data_dir",
+    "guarded_server",
+    "run",
+]
 
 
 def __getattr__(name: str) -> Any:
@@ -14,4 +23,8 @@ def __getattr__(name: str) -> Any:
         from ._client import RemoteBuild
 
         return RemoteBuild
+    if name in ("connection_guard", "guarded_server"):  # they need uvicorn (also the MCP server's)
+        from . import _guard
+
+        return getattr(_guard, name)
     raise AttributeError(f"module 'trt_widget.serve' has no attribute {name!r}")

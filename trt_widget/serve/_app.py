@@ -90,6 +90,7 @@ def _bearer(scope: Scope) -> bytes | None:
 
 
 BODY_TIMEOUT_S = 30.0  # an upload that sends nothing for this long is refused (408) and frees its slot
+MIN_UPLOAD_RATE = 16 * 1024  # B/s over each body-timeout window: a trickling upload is refused (408) too
 
 
 def create_app(
@@ -100,6 +101,7 @@ def create_app(
     send_timeout: float = 30.0,
     ping: float = 15.0,
     body_timeout: float = BODY_TIMEOUT_S,
+    min_upload_rate: float = MIN_UPLOAD_RATE,
     executor: str = "local",
     ray_address: str | None = None,
 ) -> ASGIApp:
@@ -139,7 +141,7 @@ def create_app(
             return error(429, f"too many builds: {exc}; retry when one has ended")
         build_id, directory = store.new_dir()
         try:
-            chunks = stalls_after(request.stream(), body_timeout)
+            chunks = stalls_after(request.stream(), body_timeout, min_upload_rate)
             upload = await receive(
                 request.headers, request.query_params, chunks, directory / UPLOAD, max_bytes=max_upload
             )
@@ -157,7 +159,7 @@ def create_app(
             if isinstance(exc, ClientDisconnect):
                 return error(400, "the client disconnected during the upload")
             if isinstance(exc, (TypeError, ValueError)):
-                return error(400, f"bad build options: {exc}")
+                return error(400, store.scrub(f"bad build options: {exc}"))
             if isinstance(exc, ImportError):
                 return error(503, f"the server cannot build: {exc}")
             if isinstance(exc, OSError):  # the data disk (meta.json), said without the server's paths
@@ -175,7 +177,7 @@ def create_app(
     async def cancel(request: Request) -> Response:
         record = lookup(request)
         force = request.query_params.get("force", "").lower() in FORCE_WORDS
-        reason = await _reason(request)
+        reason = await _reason(request, body_timeout)
         build = record.build
         status = record.status
         if build is None or status not in ("queued", "running", "cancelling"):
@@ -312,14 +314,17 @@ async def _stream(store: BuildStore, record: BuildRecord, cursor: int) -> AsyncI
         record.evict()
 
 
-async def _reason(request: Request) -> str:
-    """The cancel's reason: ``{"reason": "..."}`` in the body if any (untrusted, shortened)."""
+async def _reason(request: Request, timeout: float) -> str:
+    """The cancel's reason: ``{"reason": "..."}`` in the body if any (untrusted, shortened; a body that does not
+    come within ``timeout`` s is ignored)."""
     reason = "cancelled over HTTP"
-    try:
-        body = await request.body() if int(request.headers.get("content-length") or 0) <= 4096 else b""
-        given = json.loads(body).get("reason") if body.strip() else None
-    except (ValueError, AttributeError, ClientDisconnect):
-        given = None
+    given = None
+    with anyio.move_on_after(timeout):
+        try:
+            body = await request.body() if int(request.headers.get("content-length") or 0) <= 4096 else b""
+            given = json.loads(body).get("reason") if body.strip() else None
+        except (ValueError, AttributeError, ClientDisconnect):
+            given = None
     if isinstance(given, str) and given.strip():
         reason += ": " + "".join(c for c in given if c.isprintable())[:200]
     return reason

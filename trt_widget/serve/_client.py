@@ -27,7 +27,6 @@ from .._build import Build
 from .._engine import ModelLike, ModelSource
 from .._errors import BuildError
 from .._event_sinks import Sink
-from .._files import refuse_overwriting
 from .._options import BuildOptions, BuildOptionsDict, http_refusals
 from ..runners import RunContext, apply_event, check_event
 
@@ -151,6 +150,8 @@ class RemoteRunner:
     ``STOP_WAIT_S`` (after ``force_after``, when given) whatever the server does."""
 
     name = "remote"
+    framed = False  # the server's build frames its events
+    local = False  # the server's TensorRT checks the options
 
     def __init__(
         self,
@@ -557,12 +558,6 @@ class RemoteBuild(Build):
         remote: dict[str, Any] = dict(options)  # what the request asks for: only what was given
         if build_id is None:
             source = ModelSource.of(model)
-            if source.kind == "path":
-                refuse_overwriting(
-                    source.value,
-                    output=checked.output,
-                    events=events if isinstance(events, (str, os.PathLike)) else None,
-                )
             if source.kind == "callable":
                 raise TypeError(
                     "a remote build needs ONNX (a file path, bytes or an onnx.ModelProto): a network function "
@@ -584,9 +579,8 @@ class RemoteBuild(Build):
         self.runner: RemoteRunner = runner
         self.url = url
         # options: what the server builds with (isolation: a builder process there)
-        self._assemble(
-            source=source, options=checked, runner=runner, clock=clock, events=events, history=False, resources=False
-        )
+        local: BuildOptionsDict = {**options, "output": output, "isolation": "process"}
+        super().__init__(source, runner=runner, clock=clock, events=events, history=False, resources=False, **local)
 
     @classmethod
     def follow(cls, url: str, token: str, build_id: str, *, timeout: float = 30.0) -> RemoteBuild:

@@ -28,6 +28,7 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote_plus
 
 from .._files import expand_user
 from .._format import escape_controls, escape_lines
@@ -36,6 +37,9 @@ from .._status import log
 DEFAULT_PORT = 8765
 DEFAULT_MAX_UPLOAD = "2GiB"
 DEFAULT_MAX_CONCURRENT = 1
+DEFAULT_MIN_UPLOAD_RATE = 16 * 1024  # B/s, over each --body-timeout window
+DEFAULT_HEADER_TIMEOUT_S = 10.0
+DEFAULT_MAX_CONNECTIONS = 1000  # lowered below the open-file limit (ulimit -n) when that is smaller
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 
@@ -53,16 +57,18 @@ def _make_app(data: str | os.PathLike[str], token: str, max_upload: int, max_con
     return store, create_app(store, token=token, max_upload=max_upload, **tuning)
 
 
-def _server(app: Any, store: Any, **config: Any) -> Any:
-    """A uvicorn server that ends the SSE streams before it waits for connections to close."""
-    import uvicorn
+def _server(app: Any, store: Any, guard: Any, **config: Any) -> Any:
+    """A uvicorn server that keeps ``guard``'s connection limits and ends the SSE streams before it waits for
+    connections to close."""
+    from ._guard import guarded_server
 
-    class Server(uvicorn.Server):
-        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-            store.close_streams()
-            await super().shutdown(sockets=sockets)
+    return guarded_server(app, guard, before_shutdown=store.close_streams, **config)
 
-    return Server(uvicorn.Config(app, lifespan="on", **config))
+
+def _guard(max_connections: int, header_timeout: float) -> Any:
+    from ._guard import connection_guard
+
+    return connection_guard(max_connections, header_timeout)
 
 
 def _listen(host: str, port: int) -> socket.socket:
@@ -96,17 +102,21 @@ class ServerThread:
         send_timeout: float = 30.0,
         ping: float = 15.0,
         body_timeout: float = 30.0,
+        min_upload_rate: float = DEFAULT_MIN_UPLOAD_RATE,
+        header_timeout: float = DEFAULT_HEADER_TIMEOUT_S,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
         executor: str = "local",
         ray_address: str | None = None,
     ) -> None:
         self.token = token or secrets.token_urlsafe(32)
         tuning = {"send_timeout": send_timeout, "ping": ping, "executor": executor, "ray_address": ray_address,
-                  "body_timeout": body_timeout}  # fmt: skip
+                  "body_timeout": body_timeout, "min_upload_rate": min_upload_rate}  # fmt: skip
         self.store, app = _make_app(data, self.token, max_upload, max_concurrent, **tuning)
+        self.guard = _guard(max_connections, header_timeout)
         self._sock = _listen(host, port)
         bound = self._sock.getsockname()
         self.url = f"http://{host if ':' not in host else f'[{host}]'}:{bound[1]}"
-        self.server = _server(app, self.store, log_level="warning", access_log=False)
+        self.server = _server(app, self.store, self.guard, log_level="warning", access_log=False)
         self._thread = threading.Thread(target=self._run, name="trt_widget-serve", daemon=True)
         self._failed: BaseException | None = None
 
@@ -166,6 +176,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "or a local instance)")  # fmt: skip
     parser.add_argument("--body-timeout", type=float, default=30.0, metavar="S",
                         help="refuse (408) an upload that sends nothing for S seconds (default 30)")  # fmt: skip
+    parser.add_argument("--min-upload-rate", default="16KiB", metavar="SIZE",
+                        help="refuse (408) an upload slower than SIZE a second over a --body-timeout window "
+                        "(default 16KiB; 0: no minimum)")  # fmt: skip
+    parser.add_argument("--header-timeout", type=float, default=DEFAULT_HEADER_TIMEOUT_S, metavar="S",
+                        help="close a connection that has not sent a complete request head within S seconds "
+                        f"(default {DEFAULT_HEADER_TIMEOUT_S:g})")  # fmt: skip
+    parser.add_argument("--max-connections", type=int, default=DEFAULT_MAX_CONNECTIONS, metavar="N",
+                        help=f"open connections at most (default {DEFAULT_MAX_CONNECTIONS}, lowered below "
+                        "ulimit -n); over it, the connection idle longest is closed")  # fmt: skip
     parser.add_argument("--data", metavar="DIR", help=f"uploads, events and engines (default {default_data_dir()})")
     parser.add_argument("--ssl-certfile", metavar="F", help="serve HTTPS with this certificate (with --ssl-keyfile)")
     parser.add_argument("--ssl-keyfile", metavar="F", help="the certificate's private key")
@@ -176,22 +195,23 @@ class UsageError(Exception):
     """A bad ``serve`` option (exit 2)."""
 
 
-def _token(args: argparse.Namespace) -> tuple[str, bool]:
-    """(token, generated)."""
+def _token(args: argparse.Namespace) -> tuple[str, str | None]:
+    """(token, where it came from: None when generated here)."""
     if args.token is not None:
-        token = args.token.strip()
+        token, source = args.token.strip(), "given with --token"
     elif args.token_file is not None:
+        source = f"read from --token-file {args.token_file}"
         try:
             token = expand_user(args.token_file).read_text(encoding="utf-8").strip()
         except (OSError, ValueError) as exc:  # UnicodeDecodeError is a ValueError, as is a '~user' with no user
             raise UsageError(f"cannot read --token-file {args.token_file}: {exc}") from None
     else:
-        return secrets.token_urlsafe(32), True
+        return secrets.token_urlsafe(32), None
     if not token or any(c.isspace() or not c.isprintable() for c in token):
         raise UsageError("the token must be non-empty printable text without spaces")
     if len(token) < 16:
         print("trt-widget serve: warning: a token shorter than 16 characters is easy to guess", file=sys.stderr)
-    return token, False
+    return token, source
 
 
 class _ConsoleFormatter(logging.Formatter):
@@ -209,13 +229,26 @@ def _log_to_console(level: str) -> None:
     log.setLevel(level.upper())
 
 
+_QUERY_PAIR = re.compile(r"([?&;]|^)([^?&;=\s]*)=([^&;\s]*)")
+
+
+def redact_token(text: str) -> str:
+    """``text`` with the value of every query parameter named token shown as ``<redacted>``; the name is
+    compared percent-decoded (``%74oken`` is ``token`` to the server), as the page's authentication reads it."""
+
+    def one(match: re.Match[str]) -> str:
+        name = unquote_plus(match.group(2)).strip().lower()
+        return f"{match.group(1)}{match.group(2)}=<redacted>" if "token" in name else match.group(0)
+
+    return _QUERY_PAIR.sub(one, text) if "=" in text else text
+
+
 class _RedactToken(logging.Filter):
-    """Keep ``?token=`` (the page's URL) out of the access log."""
+    """Keep ``?token=`` (the page's URL), however percent-encoded, out of the access log."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if isinstance(record.args, tuple):
-            record.args = tuple(re.sub(r"token=[^&\s]*", "token=<redacted>", a) if isinstance(a, str) else a
-                                for a in record.args)  # fmt: skip
+            record.args = tuple(redact_token(a) if isinstance(a, str) else a for a in record.args)
         return True
 
 
@@ -235,15 +268,21 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--max-concurrent must be at least 1, got {args.max_concurrent}")
         if not 0 < args.body_timeout <= 3600:
             raise UsageError(f"--body-timeout must be more than 0 and at most 3600 s, got {args.body_timeout:g}")
+        if not 0 < args.header_timeout <= 3600:
+            raise UsageError(f"--header-timeout must be more than 0 and at most 3600 s, got {args.header_timeout:g}")
+        if args.max_connections < 1:
+            raise UsageError(f"--max-connections must be at least 1, got {args.max_connections}")
         if not 0 <= args.port <= 65535:
             raise UsageError(f"--port must be 0..65535, got {args.port}")
         if (args.ssl_certfile is None) != (args.ssl_keyfile is None):
             raise UsageError("--ssl-certfile and --ssl-keyfile go together")
         try:
             max_upload = parse_bytes(args.max_upload, "--max-upload")
+            no_minimum = args.min_upload_rate.strip() == "0"
+            min_rate = 0 if no_minimum else parse_bytes(args.min_upload_rate, "--min-upload-rate")
         except ValueError as exc:
             raise UsageError(str(exc)) from None
-        token, generated = _token(args)
+        token, source = _token(args)
         try:
             import sse_starlette  # noqa: F401
             import starlette  # noqa: F401
@@ -259,23 +298,35 @@ def run(args: argparse.Namespace) -> int:
         print(escape_lines(f"trt-widget serve: error: --data {exc}"), file=sys.stderr)
         return 2
     _log_to_console(args.log_level)
-    store, app = _make_app(data, token, max_upload, args.max_concurrent, executor=args.executor,
-                           ray_address=args.ray_address, body_timeout=args.body_timeout)  # fmt: skip
+    try:
+        store, app = _make_app(data, token, max_upload, args.max_concurrent, executor=args.executor,
+                               ray_address=args.ray_address, body_timeout=args.body_timeout,
+                               min_upload_rate=min_rate)  # fmt: skip
+    except OSError as exc:  # --data cannot hold the service's files
+        reason = f"{exc.filename}: {exc.strerror}" if exc.strerror and exc.filename else str(exc)
+        print(escape_lines(f"trt-widget serve: error: --data {reason}"), file=sys.stderr)
+        return 2
+    guard = _guard(args.max_connections, args.header_timeout)
     sock = _listen(args.host, args.port)
     scheme = "https" if args.ssl_certfile else "http"
     host = args.host if ":" not in args.host else f"[{args.host}]"
     url = f"{scheme}://{host}:{sock.getsockname()[1]}"
     finished = sum(1 for r in store.records() if r.final)
     print(f"trt-widget serve: {url}  (data {data}, {finished} stored builds, at most {args.max_concurrent} "
-          f"concurrent, uploads up to {max_upload:,} B)", flush=True)  # fmt: skip
-    print(f"token: {token}" + ("  (generated; --token-file keeps one across restarts)" if generated else ""))
-    print(f"page:  {url}/?token={token}", flush=True)
+          f"concurrent, uploads up to {max_upload:,} B, {guard.max_connections:,} connections)",
+          flush=True)  # fmt: skip
+    if source is None:
+        print(f"token: {token}  (generated; --token-file keeps one across restarts)")
+        print(f"page:  {url}/?token={token}", flush=True)
+    else:  # a token the user keeps private is not copied into a console or a log
+        print(escape_lines(f"token: {source} (not shown)"))
+        print(f"page:  {url}/?token=<the token>", flush=True)
     if args.host not in LOOPBACK and scheme == "http":
         print(f"trt-widget serve: warning: listening on {args.host} without TLS: the token crosses the network "
               "in clear text; use --ssl-certfile/--ssl-keyfile or a TLS proxy", file=sys.stderr)  # fmt: skip
     logging.getLogger("uvicorn.access").addFilter(_RedactToken())
     ssl = {"ssl_certfile": args.ssl_certfile, "ssl_keyfile": args.ssl_keyfile} if args.ssl_certfile else {}
-    server = _server(app, store, log_level=args.log_level, timeout_graceful_shutdown=10, **ssl)
+    server = _server(app, store, guard, log_level=args.log_level, timeout_graceful_shutdown=10, **ssl)
     with contextlib.suppress(KeyboardInterrupt):
         server.run(sockets=[sock])
     return 0

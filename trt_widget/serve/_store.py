@@ -20,14 +20,18 @@ import os
 import re
 import secrets
 import shutil
+import stat
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._files import atomic_write, expand_user
 from .._status import FINAL, SUCCEEDED, log
+
+if TYPE_CHECKING:
+    from .._build import Build
 
 ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{22}$")  # secrets.token_urlsafe(16)
 META, EVENTS, ENGINE, UPLOAD = "meta.json", "events.jsonl", "engine.bin", "model.onnx"
@@ -60,7 +64,7 @@ class BuildRecord:
         self.id = build_id
         self.dir = store.root / build_id
         self.meta = meta  # id, name, created, options; status, detail, ... once final
-        self.build: Any = None  # the live Build
+        self.build: Build | None = None  # the live Build
         self.final = meta.get("status") in FINAL
         self.subscribers = 0  # open SSE streams (event-loop thread only)
         self._lock = threading.Lock()
@@ -134,11 +138,11 @@ class BuildRecord:
 
     def _load_frames(self) -> list[bytes]:
         try:
-            lines = (self.dir / EVENTS).read_text(encoding="utf-8").splitlines()
+            lines = stored_lines(self.dir / EVENTS, self.id)
         except OSError as exc:
             log.warning("build %s: cannot read its event log: %s", self.id, exc)
             return []
-        return [frame(i, line) for i, line in enumerate((x for x in lines if x.strip()), start=1)]
+        return [frame(i, line) for i, line in enumerate(lines, start=1)]
 
     @property
     def in_memory(self) -> bool:
@@ -160,7 +164,7 @@ class BuildRecord:
         try:
             if event.get("event") == "build_end":
                 self._finalize(event)  # engine and meta on disk before any subscriber sees the end
-            text = self.store.scrub(_encode(event))  # a message from TensorRT may name the upload's path
+            text = self.store.scrub_event(event)  # a message from TensorRT may name the upload's path
             failure = None
             with self._lock:
                 assert self._frames is not None
@@ -276,16 +280,43 @@ class BuildRecord:
             changed.set()
 
 
+def _check_private(folder: Path) -> None:
+    """PermissionError unless ``folder`` is a real folder of this user's that others cannot write: in a shared
+    ``--data`` (``/tmp``) another user could have made ``builds`` first, to read uploads or plant links."""
+    info = os.lstat(folder)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
+        what = (
+            "not a folder (a link?)"
+            if not stat.S_ISDIR(info.st_mode)
+            else f"owned by another user (uid {info.st_uid})"
+            if info.st_uid != os.geteuid()
+            else "writable by others"
+        )
+        raise PermissionError(
+            f"{folder} is {what}: the service keeps uploads, events and engines there and uses only a private "
+            "folder of its own; choose another --data"
+        )
+
+
 class BuildStore:
     """The registry of builds under ``data``: creation, lookup, the concurrency limit, restart recovery."""
 
     def __init__(self, data: str | os.PathLike[str], *, max_concurrent: int) -> None:
         self.data = expand_user(data).resolve()
-        self._data_text = str(self.data)
+        self._roots = _server_roots(self.data)
+        self._root_names = dict(self._roots)
+        alternatives = "|".join(re.escape(root) for root, _ in self._roots)
+        self._root_pattern = re.compile(rf"({alternatives})(?![^/\\\s'\"`:;,()<>\[\]{{}}])")
         self.root = self.data / "builds"
-        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
-        with contextlib.suppress(OSError):
-            os.chmod(self.data, 0o700)
+        try:  # private when the service makes it; a folder it was given keeps its mode (--data /tmp must)
+            self.data.mkdir(parents=True, mode=0o700)
+        except FileExistsError:
+            pass
+        else:
+            with contextlib.suppress(OSError):
+                os.chmod(self.data, 0o700)  # exactly, whatever the umask
+        self.root.mkdir(exist_ok=True, mode=0o700)
+        _check_private(self.root)
         self.max_concurrent = max_concurrent
         self.loop: asyncio.AbstractEventLoop | None = None
         self.ready = threading.Event()  # the app has started (set by its lifespan)
@@ -339,7 +370,7 @@ class BuildStore:
     def launch(
         self,
         build_id: str,
-        build: Any,
+        build: Build,
         *,
         name: str,
         options: dict[str, Any],
@@ -358,8 +389,30 @@ class BuildStore:
         return record
 
     def scrub(self, text: str) -> str:
-        """``text`` with the server's data directory shown as ``<data>``: clients never learn server paths."""
-        return text.replace(self._data_text, "<data>") if self._data_text in text else text
+        """``text`` without the server's paths and Python tracebacks: the data directory shows as ``<data>``, the
+        installation as ``<server>`` or ``<python>``; clients never learn server paths (a builder process's
+        unexpected error carries a traceback of trt_widget's own files)."""
+        if "Traceback (most recent call last)" in text:
+            text = _TRACEBACK.sub("", text)
+        if any(root in text for root, _ in self._roots):
+            text = self._root_pattern.sub(lambda m: self._root_names[m.group(1)], text)
+        return text
+
+    def scrub_event(self, event: dict[str, Any]) -> str:
+        """The event as its JSON line, every text in it scrubbed (see ``scrub``)."""
+        text = _encode(event)
+        if "Traceback (most recent call last)" not in text and not any(root in text for root, _ in self._roots):
+            return text
+        return _encode(self._scrub_value(event))
+
+    def _scrub_value(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.scrub(value)
+        if isinstance(value, dict):
+            return {key: self._scrub_value(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [self._scrub_value(item) for item in value]
+        return value
 
     def write_meta(self, directory: Path, meta: dict[str, Any]) -> None:
         atomic_write(directory / META, json.dumps(meta, ensure_ascii=False, default=str).encode())
@@ -398,12 +451,51 @@ class BuildStore:
             except (OSError, ValueError) as exc:
                 log.warning("serve: skipping %s: unreadable %s (%s)", path, META, exc)
                 continue
-            if meta.get("status") not in FINAL or not _ends(path / EVENTS):
-                meta = _recover(path, meta)
-                self.write_meta(path, meta)
+            try:
+                if meta.get("status") not in FINAL or not _ends(path / EVENTS):
+                    meta = _recover(path, meta)
+                    self.write_meta(path, meta)
+            except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:  # never stops the server
+                log.warning("serve: skipping %s: its event log cannot be recovered (%s)", path, exc)
+                continue
             with contextlib.suppress(OSError):
                 (path / UPLOAD).unlink()
             self._records[path.name] = BuildRecord(self, path.name, meta)
+
+
+_TRACEBACK = re.compile(r"Traceback \(most recent call last\):\n(?:[ \t]+[^\n]*\n?)*")
+
+
+def _server_roots(data: Path) -> list[tuple[str, str]]:
+    """(path, shown as) for every server path a message may hold, longest first: the data directory, the
+    installation of trt_widget and of Python, the temporary directory, the home directory."""
+    import site
+    import sys
+    import tempfile
+
+    package = Path(__file__).resolve().parent.parent  # trt_widget/
+    candidates = [(str(data), "<data>"), (str(package.parent), "<server>"), (str(package), "<server>/trt_widget")]
+    prefixes = {sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix, *site.getsitepackages()}
+    candidates += [(os.path.realpath(p), "<python>") for p in prefixes] + [(p, "<python>") for p in prefixes]
+    candidates += [(os.path.realpath(tempfile.gettempdir()), "<tmp>"), (os.path.expanduser("~"), "~")]
+    roots: dict[str, str] = {}
+    for path, shown in candidates:
+        path = path.rstrip("/")
+        if len(path) > 1 and path not in roots:
+            roots[path] = shown
+    return sorted(roots.items(), key=lambda item: -len(item[0]))
+
+
+def stored_lines(path: Path, build_id: str) -> list[str]:
+    """The complete, non-blank lines of a stored event log. Every line was written with its newline: a last line
+    without one was torn (the server was killed, or the disk filled, mid-write; maybe inside a multi-byte
+    character) and is left out with a note. Split on newlines only: a name may hold U+2028, which ``str.splitlines``
+    would split on."""
+    data = path.read_bytes()
+    complete, _, torn = data.rpartition(b"\n")
+    if torn.strip():
+        log.warning("serve: build %s: ignored the torn last line of its event log (%d bytes)", build_id, len(torn))
+    return [line.decode("utf-8", "replace") for line in complete.split(b"\n") if line.strip()]
 
 
 def _ends(path: Path) -> bool:
@@ -422,11 +514,11 @@ def _recover(path: Path, meta: dict[str, Any]) -> dict[str, Any]:
     """A build the server did not see end (it was killed): close its open phases and end its log as failed."""
     events: list[dict[str, Any]] = []
     with contextlib.suppress(OSError):
-        for line in (path / EVENTS).read_text(encoding="utf-8").splitlines():
+        for line in stored_lines(path / EVENTS, path.name):
             try:
                 event = json.loads(line)
             except ValueError:
-                break  # a torn last line
+                break  # a line the disk did not keep whole: the log ends before it
             if isinstance(event, dict) and event.get("event") != "build_end":
                 events.append(event)
     t = max((float(e.get("t", 0.0)) for e in events), default=0.0)

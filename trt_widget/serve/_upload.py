@@ -17,6 +17,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import time
 import unicodedata
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -104,12 +105,14 @@ def _depth(value: Any) -> int:
     return deepest
 
 
-def stalls_after(chunks: AsyncIterator[bytes], timeout: float) -> AsyncIterator[bytes]:
-    """``chunks``, raising UploadError(408) when the client sends nothing for ``timeout`` seconds (a stalled
-    upload must not hold a build slot)."""
+def stalls_after(chunks: AsyncIterator[bytes], timeout: float, min_rate: float = 0.0) -> AsyncIterator[bytes]:
+    """``chunks``, raising UploadError(408) when the client sends nothing for ``timeout`` seconds, or less than
+    ``min_rate`` bytes a second over a window of ``timeout`` seconds (a stalled or trickling upload must not
+    hold a build slot: it is refused within about twice ``timeout``)."""
 
     async def timed() -> AsyncIterator[bytes]:
         iterator = chunks.__aiter__()
+        window_start, window_bytes = time.monotonic(), 0
         while True:
             try:
                 with anyio.fail_after(timeout):
@@ -118,6 +121,13 @@ def stalls_after(chunks: AsyncIterator[bytes], timeout: float) -> AsyncIterator[
                 return
             except TimeoutError:
                 raise UploadError(408, f"the upload stalled: no bytes for {timeout:g} s") from None
+            window_bytes += len(chunk)
+            elapsed = time.monotonic() - window_start
+            if elapsed >= timeout:
+                if window_bytes < min_rate * elapsed:
+                    raise UploadError(408, f"the upload is too slow: {window_bytes:,} B in {elapsed:.0f} s; this "
+                                      f"server needs at least {min_rate:,.0f} B/s")  # fmt: skip
+                window_start, window_bytes = time.monotonic(), 0
             yield chunk
 
     return timed()

@@ -18,7 +18,6 @@ import json
 import re
 import signal
 import threading
-import time
 from collections.abc import Iterator
 from concurrent.futures import Future
 from typing import Any
@@ -26,7 +25,6 @@ from typing import Any
 from .._build import Build
 from .._engine import ModelSource
 from .._errors import BuildCancelled, BuildError
-from .._options import BuildOptions
 from .._status import CANCELLED, log
 from ..runners import RunContext, tensorrt_call
 from . import _patch
@@ -86,6 +84,8 @@ class UserCodeRunner:
     and waits for that call to say how it ended."""
 
     name = "user code"
+    framed = True
+    local = True
 
     def __init__(self) -> None:
         self._ctx: Future[RunContext] = Future()
@@ -114,22 +114,16 @@ class WatchedBuild(Build):
         self.network = network_info(network, config)
         self.interrupted = False  # a Ctrl-C asked for the cancel
         self.monitor: WatchMonitor | None = None
-        self._size: int | None = None
         description = json.dumps(self.network, sort_keys=True).encode()
-        self._assemble(
-            source=ModelSource("network", description, network_label(self.network)),
-            options=BuildOptions.from_kwargs(isolation="thread", budget=settings.get("budget")),
+        super().__init__(
+            ModelSource("network", description, network_label(self.network)),
             runner=self.runner_,
-            clock=time.perf_counter,
             events=settings.get("events"),
             history=settings.get("history", True),
             resources=settings.get("resources", True),
+            isolation="thread",
+            budget=settings.get("budget"),
         )
-
-    @property
-    def engine_size(self) -> int | None:
-        """The serialized engine's size in bytes (None when the method returned an engine object or a stream)."""
-        return len(self.engine) if self.engine else self._size
 
 
 def _result_of(method: str, result: Any) -> tuple[bool, int | None]:
@@ -184,7 +178,8 @@ def call_watched(
     produced, size = _result_of(method, result)
     ours = ctx.cancel.is_set() or monitor.interrupted  # trt_widget asked for this cancel (Stop, budget, Ctrl-C)
     if produced:
-        build._size = size
+        if size is not None:  # None: the method returned an engine object or wrote a stream
+            ctx.on_engine_size(size)
         keep = settings.get("keep_engines") and size is not None
         build.runner_.finish(bytes(memoryview(result)) if keep else b"")
     elif ours:

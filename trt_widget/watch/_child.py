@@ -22,7 +22,10 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._build import WatchedBuild
 
 ENV_SOCKET = "TRT_WIDGET_RUN_SOCKET"
 ABSTRACT = "@"  # an ENV_SOCKET address in Linux's abstract namespace (an environment variable holds no NUL byte)
@@ -47,6 +50,7 @@ def setup() -> None:
         return
     from ._watch import Watch
 
+    _import_ahead()
     watch = Watch(history=True, interrupt=False, process_wide=True, display=False)
     _state.update(conn=conn, lock=threading.Lock(), watch=watch, count=0)
     watch.on_build(_stream)
@@ -57,6 +61,16 @@ def setup() -> None:
         _open()
     else:
         sys.meta_path.insert(0, _ImportHook())
+
+
+def _import_ahead() -> None:
+    """Import now what a watched build imports later (history's sqlite3, psutil for the memory figures): now,
+    the script's folder (or the working directory) is not yet first on sys.path, so a ``sqlite3.py`` or
+    ``resource.py`` of the user's is never taken for them."""
+    with contextlib.suppress(Exception):
+        from .. import _resources, history  # noqa: F401
+    with contextlib.suppress(Exception):
+        import psutil  # noqa: F401
 
 
 def _connect() -> socket.socket:
@@ -138,7 +152,7 @@ def _drain(timeout: float = 5.0) -> None:
                 stream.join(max(0.0, deadline - time.monotonic()))
 
 
-def _stream(build: Any) -> None:
+def _stream(build: WatchedBuild) -> None:
     """Stream one caught build's events to the parent (on the events writer thread; never raises)."""
     from .._events import attach_events
 
@@ -148,7 +162,7 @@ def _stream(build: Any) -> None:
     attach_events(build, _writer(n, build))
 
 
-def _writer(n: int, build: Any) -> Callable[[dict[str, Any]], None]:
+def _writer(n: int, build: WatchedBuild) -> Callable[[dict[str, Any]], None]:
     def write(event: dict[str, Any]) -> None:
         event = {"build": n, **event}
         if event["event"] == "build_start":

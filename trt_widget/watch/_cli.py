@@ -17,7 +17,10 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .._build import Build
 
 EXIT_FAILED, EXIT_INTERRUPTED = 1, 130
 END_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
@@ -73,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
         with lock:
             print(f"trt-widget run: {text}", file=sys.stderr, flush=True)
 
-    def on_build(build: Any) -> None:
+    def on_build(build: Build) -> None:
         style = "plain" if args.plain else "auto"
         views.append(TerminalView(build, sys.stdout, style=style, hint="Ctrl-C to cancel"))
 

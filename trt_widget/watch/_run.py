@@ -36,7 +36,7 @@ from .._build import Build
 from .._engine import ModelSource
 from .._errors import BuildCancelled, BuildError
 from .._leftovers import private_dir
-from .._options import BuildOptions
+from .._python import parent_path, python_command
 from .._status import LIVE, log
 from ..runners import RecordingError, RunContext, apply_event, check_event
 from ._child import ABSTRACT, ENV_SOCKET
@@ -92,11 +92,12 @@ sys.modules[__name__] = _bindings
 class RelayRunner:
     """The runner of a build in the command's process: feeds its streamed events into the build here."""
 
-    name = "remote"  # the events come framed from the command's process: Build adds no frame phases here
+    name = "relay"
+    framed = False  # the events come framed from the command's process
+    local = False  # the command's own TensorRT builds
 
     def __init__(self) -> None:
         self.events: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()  # None: the process ended
-        self.engine_size: int | None = None
 
     def run(self, ctx: RunContext) -> bytes | None:
         names: dict[int, str] = {}
@@ -111,7 +112,8 @@ class RelayRunner:
                 status = event.get("status")
                 if status == "succeeded":
                     size = event.get("engine_bytes")
-                    self.engine_size = size if isinstance(size, int) else None
+                    if isinstance(size, int) and not isinstance(size, bool) and size >= 0:
+                        ctx.on_engine_size(size)
                     return b""
                 if status == "cancelled":
                     ctx.note(str(event.get("detail") or "cancelled in the command"))
@@ -133,19 +135,13 @@ class RelayedBuild(Build):
         self.method = f"pid {self.pid}: {start.get('method', 'build')}"
         self.interrupted = False
         label = str(start.get("model") or "network")[:MAX_NAME]
-        self._assemble(
-            source=ModelSource("network", label.encode(), label),
-            options=BuildOptions.from_kwargs(isolation="thread"),
+        super().__init__(
+            ModelSource("network", label.encode(), label),
             runner=self.relay,
-            clock=time.perf_counter,
-            events=None,
             history=False,
             resources=False,
+            isolation="thread",
         )
-
-    @property
-    def engine_size(self) -> int | None:
-        return self.relay.engine_size
 
 
 def inject_dir(directory: Path) -> None:
@@ -535,8 +531,11 @@ def wait_quietly(run: CommandRun, poll: float = 0.2) -> int:
 
 
 CALL_CHILD = """
+import json
 import os
 import sys
+
+sys.path.extend(p for p in json.loads(sys.argv[3]) if p not in sys.path)  # the caller's modules, after ours
 import cloudpickle
 
 with open(sys.argv[1], "rb") as f:
@@ -573,11 +572,11 @@ class ProcessCall(CommandRun):
                 f"{name} and its arguments cannot be sent to a builder process: {exc}. Everything they refer to "
                 "must be picklable (no open files, locks, sockets or TensorRT objects); or use isolation='thread'"
             ) from exc
-        super().__init__([sys.executable, "-c", CALL_CHILD], force_after=force_after)
+        super().__init__(python_command(CALL_CHILD), force_after=force_after)  # not from the working directory
         self.fn = fn
         directory = Path(self._dir)
         (directory / "call.pkl").write_bytes(payload)
-        self.command += [str(directory / "call.pkl"), str(directory / "result.pkl")]
+        self.command += [str(directory / "call.pkl"), str(directory / "result.pkl"), json.dumps(parent_path())]
 
     def _finished(self, code: int) -> None:
         import cloudpickle

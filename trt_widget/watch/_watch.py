@@ -17,13 +17,16 @@ import threading
 from collections.abc import Callable, Generator, Mapping
 from concurrent.futures import Future
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._files import expand_user
 from .._options import BuildOptions
 from .._status import LIVE, log
 from . import _build as _build  # installs the patch's handler
 from . import _patch
+
+if TYPE_CHECKING:
+    from .._build import Build
 
 SETTINGS = ("events", "history", "resources", "budget", "keep_engines")  # what watch_settings= may hold
 
@@ -200,7 +203,7 @@ class Watch:
         return True
 
     # -- builds --------------------------------------------------------------------------------------
-    def _adopt(self, build: Any) -> None:
+    def _adopt(self, build: Build) -> None:
         with self._lock:
             self.builds.append(build)
             listeners = list(self._listeners)

@@ -9,8 +9,9 @@ import json
 import threading
 import time
 from collections.abc import Generator, Mapping
+from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anywidget
 import traitlets
@@ -19,6 +20,11 @@ from .._snapshot import RowsEncoder, snapshot
 from .._status import FINAL, IDLE, LIVE, log
 from ._run import CommandRun
 from ._watch import Watch, WatchedCall, check_isolation, check_settings
+
+if TYPE_CHECKING:
+    from .._build import Build
+    from ._build import WatchedBuild
+    from ._run import RelayedBuild
 
 _STATIC = Path(__file__).parent.parent / "static"
 INTERVAL_S = 0.125
@@ -30,7 +36,7 @@ STOP_INTERRUPT = (
 )
 
 
-def watch_row(index: int, build: Any) -> dict[str, Any]:
+def watch_row(index: int, build: WatchedBuild | RelayedBuild) -> dict[str, Any]:
     """One row of the list (the matrix view's row shape)."""
     phase = build.model.innermost_running() if build.status in LIVE else None
     error = build.error
@@ -91,7 +97,7 @@ class WatchWidget(anywidget.AnyWidget):
         self._thread.start()
 
     # -- builds -> traits (the pump thread) ------------------------------------------------------------
-    def _on_build(self, build: Any) -> None:
+    def _on_build(self, build: Build) -> None:
         build.model.subscribe(lambda _k, _p: self._wake.set(), steps=False)
         build.on_start(lambda _b: self._wake.set())
         build.add_done_callback(lambda _b: self._wake.set())
@@ -226,6 +232,11 @@ class WatchWidget(anywidget.AnyWidget):
 
     def done(self) -> bool:
         return self._the_call().done()
+
+    @property
+    def future(self) -> Future[Any]:
+        """The function's (or command's) ``concurrent.futures.Future``: ``as_completed``, ``asyncio.wrap_future``."""
+        return self._the_call().future
 
     def __await__(self) -> Generator[Any, None, Any]:
         return self._the_call().__await__()

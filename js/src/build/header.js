@@ -2,7 +2,17 @@
 // switch, Stop), the cancelling / unanswered-Stop notices, the error box and the TensorRT log panel.
 
 import { h, setAttr, setText, svg } from "../shared/dom.js";
-import { fmtApprox, fmtBytes, fmtDuration, fmtQuiet, fmtTiming, num, str } from "../shared/format.js";
+import {
+  escapeControls,
+  escapeLines,
+  fmtApprox,
+  fmtBytes,
+  fmtDuration,
+  fmtQuiet,
+  fmtTiming,
+  num,
+  str,
+} from "../shared/format.js";
 
 /** @type {Record<string, string>} */
 const STATUS_LABELS = {
@@ -98,7 +108,7 @@ export class Header {
     this.badge.dataset.status = st;
     // A failed build's detail is the first line of its error, which the error box already shows.
     const detail = st === "failed" && s.error ? "" : s.detail;
-    setText(this.detail, detail);
+    setText(this.detail, escapeLines(detail));
     this.detail.hidden = !detail;
     const size = s.engineSize;
     setText(this.sizeEl, size > 0 ? `engine ${fmtBytes(size)}` : "");
@@ -200,7 +210,10 @@ export class Header {
    */
   setPath(path) {
     /** @param {{name: string, step: number, numSteps: number}} p */
-    const label = (p) => (p.numSteps > 1 ? `${p.name} ${Math.min(p.step, p.numSteps)}/${p.numSteps}` : p.name);
+    const label = (p) => {
+      const name = escapeControls(p.name);
+      return p.numSteps > 1 ? `${name} ${Math.min(p.step, p.numSteps)}/${p.numSteps}` : name;
+    };
     const parts = path.length > 4 ? [label(path[0]), "\u2026", ...path.slice(-3).map(label)] : path.map(label);
     this.pathText = parts.join(" \u203a ");
     this.renderPath();
@@ -217,7 +230,7 @@ export class Header {
 
   /** @param {string} err */
   setError(err) {
-    setText(this.errorEl, err);
+    setText(this.errorEl, escapeLines(err));
     this.errorEl.hidden = !err;
   }
 }
@@ -357,7 +370,7 @@ export class LogPanel {
       const t = h("span", "trtw-log-t trtw-mono");
       t.textContent = typeof e.t === "number" ? fmtDuration(e.t) : "";
       const m = h("span", "trtw-log-msg");
-      m.textContent = str(e.message);
+      m.textContent = escapeControls(e.message);
       li.append(s, t, m);
       if (expected) {
         const why = h("span", "trtw-log-why");

@@ -2,7 +2,7 @@
 // of what they last rendered, so an update only touches the DOM where something changed.
 
 import { h, setAttr } from "../shared/dom.js";
-import { fmtApprox, fmtDelta, fmtDuration, meaningfulDelta, percent } from "../shared/format.js";
+import { escapeControls, fmtApprox, fmtDelta, fmtDuration, meaningfulDelta, percent } from "../shared/format.js";
 
 /** @typedef {import("./structure.js").Item} Item */
 
@@ -94,9 +94,10 @@ export class RowView {
     }
     if (c.name !== it.name) {
       c.name = it.name;
-      this.name.textContent = it.name;
-      this.name.title = it.name;
-      this.bar.setAttribute("aria-label", `${it.name} progress`);
+      const shown = escapeControls(it.name); // a model's node names may hold bidi overrides: shown escaped
+      this.name.textContent = shown;
+      this.name.title = shown;
+      this.bar.setAttribute("aria-label", `${shown} progress`);
     }
     const count = isGroup ? it.count : 0;
     if (c.count !== count) {

@@ -2,7 +2,7 @@
 // axis that grows with the build clock.
 
 import { h, svg } from "../shared/dom.js";
-import { fmtDuration, niceCeil, niceStep, str } from "../shared/format.js";
+import { escapeControls, fmtDuration, niceCeil, niceStep, str } from "../shared/format.js";
 
 /** @typedef {import("./structure.js").Item} Item */
 /** @typedef {import("./structure.js").Structure} Structure */
@@ -103,7 +103,8 @@ export class TimelineView {
         c.status = it.status;
         b.g.setAttribute("data-status", it.status);
       }
-      const label = it.kind === "group" ? `${it.name} \u00d7${it.count}` : it.name;
+      const name = escapeControls(it.name);
+      const label = it.kind === "group" ? `${name} \u00d7${it.count}` : name;
       if (c.label !== label) {
         c.label = label;
         b.text.textContent = label;
@@ -200,7 +201,7 @@ function barTitle(it, dur, now) {
   if (it.kind === "group") {
     const total = it.sumFinished + (it.running ? it.running * now - it.sumStartRunning : 0);
     return (
-      `${it.name} \u00d7${it.count}\n` +
+      `${escapeControls(it.name)} \u00d7${it.count}\n` +
       `span ${fmtDuration(dur)}, total ${fmtDuration(total)}\n` +
       `${it.finished}/${it.count} finished` +
       (it.failed ? `, ${it.failed} failed` : "") +
@@ -212,5 +213,5 @@ function barTitle(it, dur, now) {
     it.numSteps > 0
       ? `\nsteps ${it.status === "done" ? it.numSteps : Math.min(it.step, it.numSteps)}/${it.numSteps}`
       : "";
-  return `${it.name}\n${fmtDuration(it.running ? dur : it.dur)}${steps}\n${it.status}`;
+  return `${escapeControls(it.name)}\n${fmtDuration(it.running ? dur : it.dur)}${steps}\n${it.status}`;
 }

@@ -19,7 +19,7 @@ import { TrtView } from "./view.js";
  * The traits Python syncs (BuildWidget).  Any of them may be missing or malformed: the view checks every
  * value it reads.
  * @typedef {object} Traits
- * @property {string} status idle | running | cancelling | succeeded | cancelled | failed
+ * @property {string} status idle | queued | running | cancelling | succeeded | cancelled | failed
  * @property {string} status_detail
  * @property {number} elapsed_s the build clock at this snapshot
  * @property {string} phases_json the phase rows as one JSON text: [{id, name, parent, depth, step,

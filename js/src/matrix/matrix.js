@@ -10,7 +10,7 @@
 import { GONE_TEXT, watchKernel } from "../build/kernel.js";
 import { TrtView } from "../build/view.js";
 import { h, perfNow, setAttr, setText } from "../shared/dom.js";
-import { fmtBytes, fmtDuration, percent, str } from "../shared/format.js";
+import { escapeControls, escapeLines, fmtBytes, fmtDuration, percent, str } from "../shared/format.js";
 import { readComparison, renderComparison } from "./compare.js";
 import { BuildModelAdaptor, parse, readRows } from "./data.js";
 
@@ -92,16 +92,17 @@ class RowView {
     }
     if (prev && prev.status !== row.status) this.stopPending = false;
     this.row = row;
-    setText(this.model, row.model);
-    setText(this.variant, row.variant);
+    setText(this.model, escapeControls(row.model));
+    setText(this.variant, escapeControls(row.variant));
     setText(this.badge, row.status);
     this.badge.dataset.status = row.status;
     this.tr.dataset.status = row.status;
     const p = row.phase;
     const withSteps = p !== null && p.num_steps > 1;
     const note = row.status === "queued" ? "waiting for a builder" : row.error || (p ? "" : row.detail);
-    setText(this.phaseName, p ? p.name : note);
-    setAttr(this.phaseName, "title", p ? p.name : note || null);
+    const shown = escapeLines(p ? p.name : note);
+    setText(this.phaseName, shown);
+    setAttr(this.phaseName, "title", shown || null);
     this.bar.hidden = !withSteps;
     this.steps.hidden = !withSteps;
     if (p && withSteps) {

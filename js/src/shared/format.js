@@ -11,6 +11,39 @@ export function num(v, dflt = 0) {
 }
 
 /**
+ * What is never shown raw (trt_widget/_format.py UNSAFE_CHARACTERS is the same list; a Python test compares them):
+ * C0 and C1 controls and DEL, the line and paragraph separators, the bidirectional marks, embeddings, overrides
+ * and isolates that reorder what a reader sees, invisible characters (U+200B, U+2060, U+FEFF, U+FFF9-FFFB, the
+ * tags U+E0000-E007F) and lone surrogates.
+ */
+export const UNSAFE =
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is its purpose
+  /[\x00-\x1f\x7f-\x9f\u061c\u200b\u200e\u200f\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069\ufeff\ufff9-\ufffb\ud800-\udfff\u{e0000}-\u{e007f}]/gu;
+
+/**
+ * `text` with every unsafe character (see UNSAFE) shown as an escape, as the terminal shows it: U+202E -> "\u202e".
+ * @param {unknown} text
+ * @returns {string}
+ */
+export function escapeControls(text) {
+  return str(text).replace(UNSAFE, (c) => {
+    const code = /** @type {number} */ (c.codePointAt(0));
+    const hex = code.toString(16);
+    if (code < 0x100) return `\\x${hex.padStart(2, "0")}`;
+    return code < 0x10000 ? `\\u${hex.padStart(4, "0")}` : `\\U${hex.padStart(8, "0")}`;
+  });
+}
+
+/**
+ * `escapeControls` for each line of `text`, keeping its line breaks (for multi-line text such as an error).
+ * @param {unknown} text
+ * @returns {string}
+ */
+export function escapeLines(text) {
+  return str(text).split("\n").map(escapeControls).join("\n");
+}
+
+/**
  * `String(v)`, with "" for undefined and null.
  * @param {unknown} v
  * @returns {string}

@@ -1,6 +1,8 @@
 // @vitest-environment jsdom
 import { describe, expect, it } from "vitest";
 import {
+  escapeControls,
+  escapeLines,
   fmtBytes,
   fmtDelta,
   fmtDuration,
@@ -55,5 +57,30 @@ describe("formatters", () => {
     expect(fmtQuiet(4.9)).toBe("");
     expect(fmtQuiet(12.7)).toBe("no callback for 12 s");
     expect(fmtQuiet(125)).toBe("no callback for 2m 05s");
+  });
+});
+
+describe("escaping untrusted names (the terminal's list: trt_widget/_format.py)", () => {
+  it("shows controls, separators, bidi and invisible characters as escapes, as the terminal does", () => {
+    expect(escapeControls("a\u202eb")).toBe("a\\u202eb"); // RIGHT-TO-LEFT OVERRIDE
+    expect(escapeControls("a\u009bb")).toBe("a\\x9bb"); // C1 CSI
+    expect(escapeControls("a\u2028b\u2029c")).toBe("a\\u2028b\\u2029c");
+    expect(escapeControls("\u200b\ufeff\u061c\u200e\u200f\u2066\u2069")).toBe(
+      "\\u200b\\ufeff\\u061c\\u200e\\u200f\\u2066\\u2069",
+    );
+    expect(escapeControls("\x1b[31m\x7f")).toBe("\\x1b[31m\\x7f");
+    expect(escapeControls("x\u{e0041}")).toBe("x\\U000e0041"); // a tag character, invisible
+    expect(escapeControls("x\ud800y")).toBe("x\\ud800y"); // a lone surrogate
+  });
+
+  it("leaves ordinary text alone, other scripts and emoji included", () => {
+    for (const ok of ["conv1/Relu", "Реле 层 طبقة", "a\u200db", "\u{1f600}", "é"]) {
+      expect(escapeControls(ok)).toBe(ok);
+    }
+    expect(escapeControls(undefined)).toBe("");
+  });
+
+  it("keeps the line breaks of multi-line text and escapes the rest", () => {
+    expect(escapeLines("first\nsecond \u202eline\r")).toBe("first\nsecond \\u202eline\\x0d");
   });
 });

@@ -1,0 +1,162 @@
+"""The engine report beyond the Build: the events stream (one event, in the schema), replays of recordings,
+``trt-widget inspect``, the terminal summary after a build."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+
+from trt_widget import Build, EngineReport, models
+from trt_widget._events import schema
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "engine_report"
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "trt_widget", *args], capture_output=True, text=True, timeout=300)
+
+
+def test_one_engine_report_event_before_build_end_in_the_schema(tmp_path: Path) -> None:
+    path = tmp_path / "build.jsonl"
+    build = Build(models.deep_residual(6), events=str(path)).start()
+    build.wait()
+    assert build.events is not None and build.events.join(60)
+    events = [json.loads(line) for line in path.read_text().splitlines()]
+    validator = jsonschema.Draft202012Validator(schema())
+    for event in events:
+        validator.validate(event)
+    kinds = [e["event"] for e in events]
+    assert kinds.count("engine_report") == 1 and kinds[-2:] == ["engine_report", "build_end"]
+    event = events[-2]
+    report = build.engine_report
+    assert report is not None and event["reason"] == ""
+    assert [layer["name"] for layer in event["report"]["layers"]] == [layer.name for layer in report.layers]
+    assert event["report"]["memory"]["weights"] == report.memory["weights"]
+
+    replay = Build.from_events(path).start()  # a replay gives the recorded report back
+    replay.wait()
+    assert replay.status == "succeeded"
+    assert replay.engine_report is not None
+    assert not report.diff(replay.engine_report)
+    assert EngineReport.from_file(path).total_layers == report.total_layers
+
+
+def test_a_build_without_a_report_says_why_in_its_event() -> None:
+    out = io.StringIO()
+    build = Build(models.deep_residual(3), events=out, engine_report=False).start()
+    build.wait()
+    assert build.events is not None and build.events.join(60)
+    events = [json.loads(line) for line in out.getvalue().splitlines()]
+    (event,) = [e for e in events if e["event"] == "engine_report"]
+    assert event["report"] is None and "engine_report=False" in event["reason"]
+
+
+def test_a_huge_report_event_stays_one_readable_recording_line() -> None:
+    text = "Layers:\n" + "\n".join(
+        f"Name: {'n' * 5000}_{i}, LayerType: kgen, Inputs: [], Outputs: [ {{ Name: y, Dimensions: [1], Datatype: Half, "
+        f"Format: (Linear) Row major linear format }}], TacticName: k, StreamId: 0, Metadata: "
+        for i in range(2000)
+    )
+    report = EngineReport.from_text(text)
+    line = json.dumps(report.to_dict(900_000))
+    assert len(line) < 1 << 20
+    again = EngineReport.from_json(line)
+    assert 0 < len(again.layers) < 2000 and any("size limit" in n for n in again.notes)
+
+
+def test_inspect_prints_the_summary_and_a_table_escaped(tmp_path: Path) -> None:
+    result = _cli("inspect", str(DATA / "trt10_inspector_oneline.log"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("Engine: 26 layers")
+    assert "node_softmax, node_argmax" in result.stdout  # fused ONNX nodes of a Myelin layer
+    evil = tmp_path / "evil.log"
+    evil.write_text(
+        "Layers:\nName: \x1b[31mred\x07, LayerType: kgen, Inputs: [], Outputs: [], TacticName: k, StreamId: 0, "
+        "Metadata: "
+    )
+    result = _cli("inspect", str(evil))
+    assert result.returncode == 0 and "\x1b" not in result.stdout and "\\x1b[31mred" in result.stdout
+
+
+def test_inspect_json_and_export_layer_info() -> None:
+    result = _cli("inspect", str(DATA / "trt10_16_trtexec_dumpLayerInfo.log"), "--json")
+    data = json.loads(result.stdout)
+    assert data["memory"]["weights"] == 13100672 and len(data["layers"]) == 9
+    result = _cli("inspect", str(DATA / "trt10_16_exportLayerInfo.json"), "--export-layer-info")
+    assert json.loads(result.stdout) == json.loads((DATA / "trt10_16_exportLayerInfo.json").read_text())
+
+
+def test_inspect_of_a_file_without_a_report_fails_clearly(tmp_path: Path) -> None:
+    path = tmp_path / "x.log"
+    path.write_text("nothing\n")
+    result = _cli("inspect", str(path))
+    assert result.returncode == 1 and "no engine layer information" in result.stderr
+    assert _cli("inspect", str(tmp_path / "missing.log")).returncode == 1
+
+
+def test_the_terminal_prints_the_engine_summary_after_a_build(tmp_path: Path) -> None:
+    result = _cli("demo", "--blocks", "4", "--plain")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[-1].startswith("Succeeded in")
+    engine = [line for line in lines if line.startswith("Engine: ")]
+    assert len(engine) == 1 and "layers" in engine[0]
+    assert any(line.startswith("  precision: FP32") for line in lines)
+    quiet = _cli("demo", "--blocks", "4", "--plain", "--no-engine-report")
+    assert quiet.returncode == 0 and not any(line.startswith("Engine: ") for line in quiet.stdout.splitlines())
+
+
+def test_the_html_report_has_the_engine_section_escaped(tmp_path: Path) -> None:
+    build = Build(models.deep_residual(4)).start()
+    build.wait()
+    page = build.to_html()
+    assert "<h2>Engine <small>" in page and "trt-engine-layers" in page
+    report = build.engine_report
+    assert report is not None and report.layers[1].name in page
+
+    from trt_widget.engine import engine_html
+
+    evil = EngineReport.from_text(
+        "Layers:\nName: <script>alert(1)</script>\x1b, LayerType: kgen, Inputs: [], Outputs: [], TacticName: k, "
+        "StreamId: 0, Metadata: "
+    )
+    html = engine_html(evil)
+    assert "<script>" not in html and "&lt;script&gt;" in html and "\x1b" not in html
+    assert "No engine report: engine_report=False" in engine_html(None, "engine_report=False")
+
+
+def test_the_matrix_compares_the_engines_of_its_variants() -> None:
+    from trt_widget import BuildMatrix
+
+    matrix = BuildMatrix([models.deep_residual(4), models.deep_residual(12)], variants=[{}])
+    matrix.start()
+    assert matrix.wait(300) == "done"
+    rows = matrix.engines()
+    table = rows.to_dict("records") if hasattr(rows, "to_dict") else rows
+    assert [r["build"] for r in table] == [0, 1]
+    assert all(r["layers"] and r["precision_mix"].startswith("FP32") for r in table)
+    assert table[0]["weights"] < table[1]["weights"]  # three times the blocks
+    compared = matrix.comparison()["builds"]
+    assert compared[1]["engine"]["layers"] == table[1]["layers"]
+
+
+def test_mcp_describes_the_engine(tmp_path: Path) -> None:
+    from trt_widget.mcp import BuildRegistry
+
+    path = tmp_path / "m.onnx"
+    path.write_bytes(models.to_bytes(models.deep_residual(4)))
+    builds = BuildRegistry()
+    build_id, build = builds.create(str(path))
+    build.start()
+    build.wait()
+    described = builds.describe(build_id)
+    assert described["status"] == "succeeded"
+    engine = described["engine"]
+    assert engine["layers"] > 0 and engine["precision_mix"] == {"FP32": engine["layers"]}
+    assert engine["memory"]["weights"] > 0
+    json.dumps(described)  # JSON-ready for the tool result

@@ -1,0 +1,79 @@
+"""``trt-widget lsp`` given a message with a bad ``Content-Length`` header still answers the requests after it
+(pygls's own reader never recovers: the next body and header merge)."""
+
+from __future__ import annotations
+
+import json
+import queue
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from typing import IO, Any
+
+import pytest
+
+SERVER = [sys.executable, "-m", "trt_widget", "lsp"]
+
+
+def _message(payload: dict[str, Any]) -> bytes:
+    body = json.dumps(payload).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def _request(ident: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": ident, "method": method, "params": params}
+
+
+def _read_messages(stream: IO[bytes], out: queue.Queue[dict[str, Any]]) -> None:
+    while True:
+        length = None
+        while (line := stream.readline()) not in (b"\r\n", b"\n", b""):
+            if line.lower().startswith(b"content-length:"):
+                length = int(line.split(b":")[1])
+        if not line or length is None:
+            return
+        out.put(json.loads(stream.read(length)))
+
+
+@pytest.fixture
+def server() -> Iterator[tuple[subprocess.Popen[bytes], queue.Queue[dict[str, Any]]]]:
+    process = subprocess.Popen(SERVER, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert process.stdout is not None
+    answers: queue.Queue[dict[str, Any]] = queue.Queue()
+    threading.Thread(target=_read_messages, args=(process.stdout, answers), daemon=True).start()
+    try:
+        yield process, answers
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(30)
+
+
+def _answer(answers: queue.Queue[dict[str, Any]], ident: int, timeout: float = 60.0) -> dict[str, Any]:
+    while True:
+        message = answers.get(timeout=timeout)  # queue.Empty: never answered
+        if message.get("id") == ident:
+            return message
+
+
+@pytest.mark.parametrize("header", [b"Content-Length: abc", b"Content-Length: -5", b"Content-Type: text/plain"])
+def test_a_request_after_a_bad_content_length_is_answered(
+    server: tuple[subprocess.Popen[bytes], queue.Queue[dict[str, Any]]], header: bytes
+) -> None:
+    process, answers = server
+    assert process.stdin is not None
+    process.stdin.write(_message(_request(1, "initialize", {"processId": None, "rootUri": None, "capabilities": {}})))
+    process.stdin.flush()
+    assert "capabilities" in _answer(answers, 1)["result"]
+    process.stdin.write(_message({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+    body = json.dumps(_request(2, "workspace/executeCommand", {"command": "trtWidget.builds"})).encode()
+    process.stdin.write(header + b"\r\n\r\n" + body)  # no usable length: this one cannot be read
+    process.stdin.write(_message(_request(3, "workspace/executeCommand", {"command": "trtWidget.builds"})))
+    process.stdin.flush()
+    assert _answer(answers, 3)["result"] == {"builds": []}
+    process.stdin.write(_message(_request(4, "shutdown", {})) + _message({"jsonrpc": "2.0", "method": "exit"}))
+    process.stdin.close()
+    assert process.wait(30) == 0
+    assert process.stderr is not None
+    assert b"without a valid Content-Length" in process.stderr.read()

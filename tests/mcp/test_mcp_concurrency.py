@@ -1,0 +1,60 @@
+"""The MCP server builds at most ``--max-concurrent`` models at once (default 2); further builds wait with status
+``queued`` (no builder process) in the order they came, and a stop ends a queued build at once. The LSP shares it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from trt_widget.__main__ import main
+from trt_widget.mcp import BuildRegistry, HttpServerThread, create_server
+
+
+def test_builds_beyond_the_limit_wait_queued_without_a_builder_process(
+    agent_models: dict[str, Path], run_async: Any, tmp_path: Path, wait_until: Any
+) -> None:
+    registry = BuildRegistry()  # the default limit
+    assert registry.max_concurrent == 2
+    with HttpServerThread(create_server(registry)) as server:
+        headers = {"Authorization": f"Bearer {server.token}"}
+
+        async def start_five() -> list[dict[str, Any]]:
+            http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=120.0))
+            async with Client(streamable_http_client(server.url, http_client=http)) as client:
+                started = []
+                for i in range(5):
+                    arguments = {"model": str(agent_models["long"]), "output": str(tmp_path / f"{i}.engine")}
+                    started.append((await client.call_tool("start_build", arguments)).structured_content)
+                return started
+
+        started = run_async(start_five)
+        entries = {e.id: e for e in registry.entries()}
+        builds = [entries[s["build_id"]].build for s in started]
+        try:
+            wait_until(lambda: [b.status for b in builds[2:]] == ["queued"] * 3, what="three builds queued")
+            assert [b.status for b in builds[:2]] == ["running"] * 2
+            assert all(b.child_pid is None for b in builds[2:])  # no builder process for a waiting build
+            running = [b.child_pid for b in builds[:2]]
+            assert all(pid is not None and os.path.exists(f"/proc/{pid}") for pid in running)
+            assert builds[4].stop("not needed") and builds[4].wait(5) and builds[4].status == "cancelled"
+            assert builds[0].stop("make room")
+            wait_until(lambda: builds[2].status == "running", what="the first queued build to start")
+            assert [b.status for b in builds[3:4]] == ["queued"]  # in the order they came
+        finally:
+            for build in builds:
+                build.stop("test over")
+            for build in builds:
+                assert build.wait(60)
+    assert not any(tmp_path.glob("*.engine"))
+
+
+@pytest.mark.parametrize("command", ["mcp", "lsp"])
+def test_max_concurrent_below_one_is_refused(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([command, "--max-concurrent", "0"]) == 2
+    assert "--max-concurrent must be at least 1" in capsys.readouterr().err

@@ -1,0 +1,93 @@
+"""A warm builder process serves the next build only when its last one left nothing behind: one that ran a
+``configure=`` hook (which may have changed its environment, working directory or TensorRT's classes) and one that
+holds a CUDA context (NVIDIA TensorRT on a GPU) end after their build, and a fresh worker is started in their place
+(issue 35). Real RTX builds in real worker processes."""
+
+from __future__ import annotations
+
+import types
+from typing import Any
+
+import psutil
+import pytest
+
+import trt_widget
+from trt_widget import models
+from trt_widget._build import Build
+from trt_widget.runners import _process
+
+
+@pytest.fixture(scope="module")
+def small() -> bytes:
+    return models.deep_residual(3).SerializeToString()
+
+
+# as a notebook cell defines them: in a __main__-like namespace no worker can import (cloudpickle sends them)
+CELL = """
+import os
+import trt_widget
+
+def leaky_configure(builder, network, config):
+    # what a configure= hook may do besides configuring: change the process for whatever runs after it
+    os.environ["TRT_WIDGET_TEST_LEAK"] = "from an earlier build's configure="
+
+def probe_network(network):
+    # fails when an earlier build's configure= left its mark on this process
+    leaked = os.environ.get("TRT_WIDGET_TEST_LEAK")
+    if leaked:
+        raise RuntimeError(f"leaked: {leaked}")
+    t = trt_widget.trt
+    x = network.add_input("x", t.float32, (1, 4))
+    network.mark_output(network.add_activation(x, t.ActivationType.RELU).get_output(0))
+"""
+
+
+@pytest.fixture(scope="module")
+def cell() -> dict[str, Any]:
+    module = types.ModuleType("__main__")
+    exec(compile(CELL, "<ipython-input-1>", "exec"), module.__dict__)
+    return module.__dict__
+
+
+def _ended(pid: int | None) -> bool:
+    if pid is None or not psutil.pid_exists(pid):
+        return True
+    return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_a_worker_that_ran_a_configure_hook_serves_no_later_build(
+    small: bytes, cell: dict[str, Any], wait_until: Any
+) -> None:
+    first = Build(small, configure=cell["leaky_configure"], history=False).start()
+    assert first.wait(180) == "succeeded", first.error
+    assert first.child_pid not in _process.pool.idle_pids()
+    wait_until(lambda: _ended(first.child_pid), timeout=30, what="the worker that ran configure= to end")
+    second = Build(cell["probe_network"], history=False).start()
+    assert second.wait(180) == "succeeded", second.error  # before: "leaked: from an earlier build's configure="
+    assert second.child_pid != first.child_pid
+
+
+def test_a_worker_without_configure_is_kept_warm(small: bytes) -> None:
+    first = Build(small, history=False).start()
+    assert first.wait(180) == "succeeded", first.error
+    assert first.child_pid in _process.pool.idle_pids()
+    second = Build(small, history=False).start()
+    assert second.wait(180) == "succeeded", second.error
+    assert second.child_pid == first.child_pid
+
+
+def test_a_worker_holding_a_cuda_context_ends_after_its_build(
+    small: bytes, wait_until: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The one NVIDIA difference, reproduced: this backend's builder keeps a CUDA context (GPU memory) until its
+    process exits. The worker ends after the build; its successor is started, warm for the next build."""
+    monkeypatch.setattr(_process, "HOLDS_CUDA_CONTEXT", frozenset({trt_widget.select_backend()[0]}))
+    first = Build(small, history=False).start()
+    assert first.wait(180) == "succeeded", first.error
+    wait_until(lambda: _ended(first.child_pid), timeout=30, what="the worker holding the context to end")
+    wait_until(lambda: _process.pool.idle_pids(), timeout=120, what="a fresh warm worker")
+    assert first.child_pid not in _process.pool.idle_pids()
+    successor = _process.pool.idle_pids()[0]
+    second = Build(small, history=False).start()
+    assert second.wait(180) == "succeeded", second.error
+    assert second.child_pid == successor  # warm: no cold start for the next build

@@ -1,0 +1,50 @@
+"""The service never copies a token the user keeps private into its console: the banner says where a
+``--token-file`` token came from instead of printing it, and the access log redacts ``?token=`` however its
+name is percent-encoded (``/?%74oken=T`` is the token parameter to the page's authentication)."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+
+from trt_widget.serve._server import redact_token
+
+TOKEN = "private-token-from-a-file-0123456789"
+
+
+def test_a_token_file_is_not_printed_and_an_encoded_token_parameter_is_redacted(tmp_path: Path) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN + "\n")
+    token_file.chmod(0o600)
+    command = [sys.executable, "-m", "trt_widget", "serve", "--port", "0", "--data", str(tmp_path / "data")]
+    command += ["--token-file", str(token_file), "--log-level", "info"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert process.stdout is not None
+        while not (first := process.stdout.readline()).startswith("trt-widget serve: http://"):
+            assert first, "the server ended before its banner"
+        url = first.split()[2]
+        banner = first + process.stdout.readline() + process.stdout.readline()
+        assert f"token: read from --token-file {token_file} (not shown)" in banner, banner
+        page = httpx.get(f"{url}/?%74oken={TOKEN}", timeout=60)
+        assert page.status_code == 200  # the page's token parameter, percent-encoded
+        assert httpx.get(f"{url}/?tok%65n=wrong", timeout=60).status_code == 401
+        process.send_signal(signal.SIGINT)
+        output = banner + process.stdout.read()
+        assert process.wait(30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(30)
+    assert TOKEN not in output, output
+    assert "/?%74oken=<redacted>" in output, output  # the request is logged, its token is not
+
+
+def test_redaction_compares_the_decoded_parameter_name() -> None:
+    assert redact_token("GET /?%74oken=T1&x=1") == "GET /?%74oken=<redacted>&x=1"
+    assert redact_token("/?a=b&TOKEN=T2") == "/?a=b&TOKEN=<redacted>"
+    assert redact_token("/builds?limit=3") == "/builds?limit=3"

@@ -1,0 +1,56 @@
+"""``BuildWidget`` is a view of a ``Build``: it defines none of Build's public methods again (each one it offers
+reaches the build through ``_view``), and Build's API works on it, typed, as on the build."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import traitlets
+
+from trt_widget import Build, BuildWidget, models
+from trt_widget._build import Build as CoreBuild
+from trt_widget._view import Attribute, Chained, Delegate
+
+CONSTRUCTORS = {"from_events"}  # the widget's own named constructor: it makes a widget, not a build
+
+
+def public(cls: type) -> set[str]:
+    """Everything a class offers (its own names and its bases'): public names and ``await``."""
+    return {name for name in dir(cls) if not name.startswith("_") or name == "__await__"}
+
+
+def test_the_widget_copies_none_of_builds_methods() -> None:
+    builds = public(CoreBuild)
+    assert {"done", "wait", "result", "start", "save", "__await__"} <= builds
+    widget = vars(BuildWidget)
+    copied = {
+        name
+        for name in builds & set(widget)
+        if not isinstance(widget[name], (Delegate, Chained, Attribute, traitlets.TraitType))
+    }
+    assert copied == CONSTRUCTORS  # traits are the view's synced state; delegates call the build's own method
+    assert {name for name in widget if isinstance(widget[name], (Delegate, Chained, Attribute))} <= builds
+    assert inspect.isfunction(vars(BuildWidget)["to_json"])  # the widget's own: its state, not Build's
+
+
+def test_builds_api_on_the_widget_is_the_builds(tmp_path: Any) -> None:
+    widget = BuildWidget(models.deep_residual(2), history=False)
+    assert widget.start() is widget  # a cell's last expression: the widget displays
+    assert widget.wait(120) == "succeeded" and widget.status == "succeeded"  # the final state is shown
+    assert widget.result() == widget.engine == widget.build.engine and widget.future is widget.build
+    assert widget.timings() == widget.build.timings() and widget.done() and not widget.cancelled()
+    assert widget.save(str(tmp_path / "m.engine")) == str(tmp_path / "m.engine")
+    assert BuildWidget.result.__doc__ == Build.result.__doc__  # Build's docstring, not a copy
+
+
+def test_a_delegated_stop_reaches_a_subclasss_own_stop() -> None:
+    class Counting(Build):
+        stops = 0
+
+        def stop(self, reason: str = "stopped by user") -> bool:
+            Counting.stops += 1
+            return super().stop(reason)
+
+    widget = BuildWidget(Counting(models.deep_residual(2), history=False))
+    assert widget.stop() is False and Counting.stops == 1  # not started: nothing to stop, but it was asked

@@ -1,0 +1,401 @@
+"""An engine layer and its tensors, and reading one layer's fields as the inspector's JSON names them.
+
+Names come from models and are untrusted: they are kept whole here (and in ``EngineReport.to_json``); every
+rendering goes through :func:`display`, which escapes control characters and cuts long names.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TypeAlias, Union, cast
+
+from .._format import escape_controls
+
+JSON: TypeAlias = Union[bool, int, float, str, list["JSON"], dict[str, "JSON"], None]  # noqa: UP007  (recursive)
+
+MAX_LAYERS = 10_000  # layers kept per report; the rest are counted and named in a note
+DISPLAY_CHARS = 200  # names are cut to this many characters for display (JSON keeps them whole)
+MEMORY_KEYS = (
+    "weights",
+    "activations",
+    "host_persistent",
+    "device_persistent",
+    "scratch",
+    "peak_cpu",
+    "peak_gpu",
+    "engine_size",
+)
+_MEMORY_WORDS = {
+    "weights": "weights",
+    "activations": "activations",
+    "host_persistent": "host persistent",
+    "device_persistent": "device persistent",
+    "scratch": "scratch",
+    "peak_cpu": "peak CPU",
+    "peak_gpu": "peak GPU",
+    "engine_size": "engine",
+}
+
+
+def display(text: str, limit: int = DISPLAY_CHARS) -> str:
+    """``text`` safe for a terminal or a table cell: control characters escaped, cut to ``limit`` characters."""
+    if len(text) > limit:
+        return escape_controls(text[:limit]) + f"… ({len(text):,} chars)"
+    return escape_controls(text)
+
+
+@dataclass(frozen=True)
+class EngineTensor:
+    """One input or output of an engine layer as TensorRT printed it."""
+
+    name: str
+    dims: tuple[int, ...] | None  # None: not printed (or not numbers)
+    datatype: str  # normalised: FP32, FP16, BF16, INT8, FP8, INT32, INT64, BOOL, UINT8, INT4, FP4 or TensorRT's word
+    format: str  # TensorRT's words for the layout, e.g. "Channel major FP16 format where channel % 8 == 0"
+    location: str = ""
+
+
+@dataclass(frozen=True)
+class EngineLayer:
+    """One layer of the engine: what TensorRT says it runs, in which precision, with which kernel.
+
+    The summary fields are read when the report is; ``raw`` (the inspector's JSON fields), ``inputs`` and
+    ``outputs`` are parsed from the layer's text on first use (a 10,000-layer record reads in well under a second).
+    """
+
+    name: str
+    type: str
+    precision: str  # the output datatype; "FP32→FP16" where the inputs' differ (a reformat, a cast)
+    formats: tuple[str, ...]  # the outputs' formats as TensorRT words them
+    tactic: str  # the kernel's name where printed, else the tactic value (hex), else ""
+    tactic_value: str  # 16-digit hex ("0x…"), "" where not printed
+    onnx_nodes: tuple[str, ...]  # the ONNX nodes fused into it (Metadata; else the name's " + " parts)
+    stream: int | None
+    origin: str  # "REFORMAT", "QDQ", … where printed
+    source: str | Mapping[str, JSON] = field(default="", compare=False, repr=False)  # its text, or its JSON
+
+    @property
+    def raw(self) -> Mapping[str, JSON]:
+        """The layer's fields as the inspector's JSON names them (``Name``, ``LayerType``, ``Inputs``, …)."""
+        if not isinstance(self.source, str):
+            return self.source
+        cached = self.__dict__.get("_raw")
+        if cached is None:
+            cached = parse_oneline(self.source) or {"Name": self.name, "LayerType": self.type}
+            object.__setattr__(self, "_raw", cached)
+        return cast("Mapping[str, JSON]", cached)
+
+    @property
+    def weights(self) -> int:
+        """Weight (and constant) elements it holds, where printed; 0 where not."""
+        return weights_of(self)
+
+    @property
+    def inputs(self) -> tuple[EngineTensor, ...]:
+        return tensors_of(self.raw.get("Inputs"))
+
+    @property
+    def outputs(self) -> tuple[EngineTensor, ...]:
+        return tensors_of(self.raw.get("Outputs"))
+
+    @property
+    def output_precision(self) -> str:
+        return self.precision.rpartition("→")[2]
+
+    def to_dict(self) -> dict[str, JSON]:
+        """The summary fields, JSON-ready (what events, the widget and the HTML report carry)."""
+        return {
+            "name": self.name,
+            "type": self.type,
+            "precision": self.precision,
+            "format": self.formats[0] if self.formats else "",
+            "tactic": self.tactic,
+            "tactic_value": self.tactic_value,
+            "onnx_nodes": list(self.onnx_nodes),
+            "stream": self.stream,
+            "origin": self.origin,
+            "weights": self.weights,
+        }
+
+
+_PREFIX = re.compile(r"(?:\[[^\]\n]{0,80}\]\s*){0,6}(?:(?:VERBOSE|INFO|WARNING|ERROR): )?")
+_ONELINE_HEAD = "Name: "
+_LAYER_INFO = re.compile(r"Layer\(([^()]*)\): ")
+_SEPARATOR = re.compile(r", ([A-Za-z][A-Za-z0-9_/]*): ?")
+_TENSOR_OLD = re.compile(r"(.*)\[([A-Za-z0-9_]+)\(([^()]*)\)\]", re.S)  # name[Float(1,3,224,224)]
+_TENSOR_NEW = re.compile(r"(.*) \(([A-Za-z0-9_]+)\[([^\[\]]*)\]\)", re.S)  # name (Half[-1,32:8,28,28])
+_INT = re.compile(r"-?\d+")
+# TensorRT's datatype words -> the report's
+_DATATYPES = {
+    "float": "FP32",
+    "fp32": "FP32",
+    "half": "FP16",
+    "fp16": "FP16",
+    "bf16": "BF16",
+    "bfloat16": "BF16",
+    "int8": "INT8",
+    "fp8": "FP8",
+    "int32": "INT32",
+    "int64": "INT64",
+    "bool": "BOOL",
+    "uint8": "UINT8",
+    "int4": "INT4",
+    "fp4": "FP4",
+    "e8m0": "E8M0",
+}
+_FORMAT_TYPES = re.compile(r"\b(FP32|FP16|BF16|Int8|INT8|FP8|Int32|Int64|Bool|UInt8|Int4|FP4|Half|Float)\b")
+
+
+def datatype(word: str) -> str:
+    """TensorRT's datatype word ("Half", "Float", a format sentence with "FP16" in it) in the report's words."""
+    text = word.strip()
+    known = _DATATYPES.get(text.lower())
+    if known:
+        return known
+    match = _FORMAT_TYPES.search(text)
+    if match:
+        return _DATATYPES.get(match.group(1).lower(), match.group(1).upper())
+    return text[:40]
+
+
+def tactic_hex(value: str) -> str:
+    """A tactic as TensorRT 8.4+ prints it (16 hex digits) from its signed-decimal (8.0/8.2) or short hex form."""
+    text = value.strip()
+    try:
+        number = int(text, 16) if text.lower().startswith("0x") else int(text)
+    except ValueError:
+        return text[:64]
+    return f"0x{number & 0xFFFFFFFFFFFFFFFF:016x}"
+
+
+def split_fields(text: str) -> list[tuple[str, str]]:
+    """``Key: value, Key: value`` at bracket depth 0 -> [(key, value)] (values may hold ``, `` inside brackets)."""
+    fields: list[tuple[str, str]] = []
+    key: str | None = None
+    start = 0
+    depth = 0
+    last = 0
+    head = re.match(r"([A-Za-z][A-Za-z0-9_/]*): ?", text)
+    if head:
+        key, start, last = head.group(1), head.end(), head.end()
+    for match in _SEPARATOR.finditer(text, start):
+        between = text[last : match.start()]
+        depth += between.count("[") + between.count("{") - between.count("]") - between.count("}")
+        last = match.start()
+        if depth > 0:
+            continue
+        if key is not None:
+            fields.append((key, text[start : match.start()]))
+        key, start, last, depth = match.group(1), match.end(), match.end(), 0
+    if key is not None:
+        fields.append((key, text[start:]))
+    return fields
+
+
+def _value(text: str) -> JSON:
+    """A ONELINE value as the inspector's JSON holds it: ints, lists of ints, JSON objects, else the string."""
+    value = text.strip()
+    if _INT.fullmatch(value):
+        return int(value)
+    if value.startswith("[") and value.endswith("]"):
+        inner = value[1:-1].strip()
+        parts = [p.strip() for p in inner.split(",")] if inner else []
+        if all(_INT.fullmatch(p) for p in parts):
+            return [int(p) for p in parts]
+    if value.startswith("{") and value.endswith("}"):
+        try:
+            return cast(JSON, json.loads(value))
+        except ValueError:
+            pass
+    return value
+
+
+_TENSOR_KEYS = re.compile(r", (?=(?:Name|Location|Dimensions|Strides|StrideOrder|Datatype|Format|Format/Datatype): )")
+
+
+def _tensors_oneline(text: str) -> list[JSON]:
+    """``[ { Name: x, Location: Device, Dimensions: [1,3], Format/Datatype: … }, { … }]`` -> JSON tensors."""
+    body = text.strip()
+    body = body[1:] if body.startswith("[") else body
+    body = body[:-1] if body.endswith("]") else body
+    body = body.strip()
+    if not body.startswith("{"):
+        return []
+    tensors: list[JSON] = []
+    for part in body[1:].rstrip().removesuffix("}").split(" }, { "):
+        tensor: dict[str, JSON] = {}
+        for item in _TENSOR_KEYS.split(part.strip()):
+            key, _, value = item.partition(": ")
+            tensor[key] = _value(value) if key in ("Dimensions", "Strides", "StrideOrder") else value.strip()
+        tensors.append(tensor)
+    return tensors
+
+
+def parse_oneline(line: str) -> dict[str, JSON] | None:
+    """One ONELINE layer as the inspector's JSON object (None when the line is not one)."""
+    if not line.startswith(_ONELINE_HEAD):
+        return None
+    cut = line.find(", LayerType: ")
+    if cut < 0:
+        return None
+    raw: dict[str, JSON] = {"Name": line[len(_ONELINE_HEAD) : cut]}
+    rest = line[cut + 2 :]
+    meta_at = rest.rfind(", Metadata:")
+    metadata = None
+    if meta_at >= 0:
+        metadata = rest[meta_at + len(", Metadata:") :]
+        metadata = metadata[1:] if metadata.startswith(" ") else metadata
+        rest = rest[:meta_at]
+    for key, value in split_fields(rest):
+        if key in ("Inputs", "Outputs", "Constants"):
+            raw[key] = _tensors_oneline(value)
+        elif key in ("LayerType", "TacticName", "TacticValue", "Origin", "ParameterType"):
+            raw[key] = value.strip()
+        else:
+            raw[key] = _value(value)
+    if metadata is not None:
+        raw["Metadata"] = metadata
+    return raw
+
+
+def _balanced_split(text: str, separator: str) -> list[str]:
+    """``text`` split on ``separator`` where brackets and parentheses are balanced on the left."""
+    parts: list[str] = []
+    depth = 0
+    start = 0
+    index = 0
+    size = len(separator)
+    while index < len(text):
+        char = text[index]
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth = max(0, depth - 1)
+        elif depth == 0 and text.startswith(separator, index):
+            parts.append(text[start:index])
+            index += size
+            start = index
+            continue
+        index += 1
+    parts.append(text[start:])
+    return parts
+
+
+def _tensor_layer_info(text: str) -> dict[str, JSON]:
+    """``name[Float(1,3,224,224)]`` (TensorRT until 8.5) or ``name (Half[-1,32:8,28,28])`` (8.6+) as a JSON tensor."""
+    value = text.strip()
+    match = _TENSOR_NEW.fullmatch(value) or _TENSOR_OLD.fullmatch(value)
+    if not match:
+        return {"Name": value}
+    dims: list[JSON] = []
+    vectorized = ""
+    for part in match.group(3).split(","):
+        number, _, vector = part.strip().partition(":")
+        if not _INT.fullmatch(number):
+            dims = []
+            break
+        dims.append(int(number))
+        vectorized = vectorized or vector
+    layout = f" vectorized by {vectorized}" if vectorized else ""
+    return {"Name": match.group(1), "Dimensions": dims, "Format/Datatype": f"{match.group(2)}{layout}"}
+
+
+def parse_layer_info(line: str) -> dict[str, JSON] | None:
+    """One ``Layer(TYPE): NAME, Tactic: T, inputs -> outputs`` line as an inspector-like JSON object."""
+    match = _LAYER_INFO.match(line)
+    if not match:
+        return None
+    rest = line[match.end() :]
+    cut = rest.find(", Tactic: ")
+    if cut < 0:
+        return {"Name": rest.strip(), "LayerType": match.group(1)}
+    name = rest[:cut]
+    rest = rest[cut + len(", Tactic: ") :]
+    tactic, _, tensors = rest.partition(", ")
+    sides = _balanced_split(tensors, " -> ")
+    inputs = sides[0] if len(sides) > 1 else ""
+    outputs = " -> ".join(sides[1:]) if len(sides) > 1 else sides[0]
+    return {
+        "Name": name,
+        "LayerType": match.group(1),
+        "Inputs": [_tensor_layer_info(t) for t in _balanced_split(inputs, ", ") if t.strip()],
+        "Outputs": [_tensor_layer_info(t) for t in _balanced_split(outputs, ", ") if t.strip()],
+        "TacticValue": tactic_hex(tactic),
+    }
+
+
+def onnx_nodes(metadata: str) -> tuple[str, ...]:
+    """The ONNX node names of a ``Metadata`` value: ``[ONNX Layer: a]`` joined by 0x1E (0x1F inside Myelin)."""
+    names: list[str] = []
+    for part in metadata.replace("\x1f", "\x1e").split("\x1e")[:10_000]:
+        text = part.strip()
+        if text.startswith("[ONNX Layer: ") and text.endswith("]"):
+            names.append(text[len("[ONNX Layer: ") : -1])
+        elif text:
+            names.append(text)
+    return tuple(names)
+
+
+def _tensor(raw: JSON) -> EngineTensor:
+    if not isinstance(raw, dict):
+        return EngineTensor(str(raw), None, "", "")
+    dims_raw = raw.get("Dimensions")
+    dims = tuple(d for d in dims_raw if isinstance(d, int)) if isinstance(dims_raw, list) else None
+    words = raw.get("Format/Datatype")
+    if words is None:  # TensorRT for RTX: Datatype and Format apart
+        kind = str(raw.get("Datatype", ""))
+        layout = str(raw.get("Format", ""))
+    else:
+        kind = layout = str(words)
+    return EngineTensor(
+        str(raw.get("Name", "")), dims, datatype(kind) if kind else "", layout, str(raw.get("Location", ""))
+    )
+
+
+def tensors_of(value: JSON) -> tuple[EngineTensor, ...]:
+    """A layer's ``Inputs`` / ``Outputs`` JSON as tensors."""
+    return tuple(_tensor(t) for t in value) if isinstance(value, list) else ()
+
+
+def _precision(inputs: list[str], outputs: list[str]) -> str:
+    out = outputs[0] if outputs else ""
+    ins = list(dict.fromkeys(t for t in inputs if t))
+    return f"{'+'.join(ins)}→{out}" if out and ins and ins != [out] else out
+
+
+def _nodes_from_name(name: str, kind: str) -> tuple[str, ...]:
+    """Where TensorRT printed no Metadata: the fused names of ``a + b`` (none for reformats and Myelin ranges)."""
+    if kind in ("Reformat", "NoOp") or name.startswith(("Reformatting CopyNode", "{ForeignNode[")):
+        return ()
+    return tuple(p for p in name.split(" + ") if p)
+
+
+_COUNT = re.compile(r'"Count": (\d+)')
+_CONST_DIMS = re.compile(r"Dimensions: \[([-\d,]*)\]")
+
+
+def weights_of(layer: EngineLayer) -> int:
+    """Weight elements a layer holds: its ``Weights``/``Bias`` counts, or (TensorRT for RTX) its constants' sizes."""
+    source = layer.source
+    if not isinstance(source, str):
+        total = 0
+        for key in ("Weights", "Bias"):
+            param = source.get(key)
+            count = param.get("Count") if isinstance(param, dict) else None
+            total += count if isinstance(count, int) and not isinstance(count, bool) else 0
+        weights = source.get("weights")
+        return total or (weights if isinstance(weights, int) and not isinstance(weights, bool) else 0)
+    constants = source.find(", Constants: [")
+    if constants >= 0:
+        stop = source.find(", Outputs: [", constants)
+        total = 0
+        for dims in _CONST_DIMS.findall(source, constants, stop if stop >= 0 else len(source)):
+            size = 1
+            for d in dims.split(","):
+                size *= int(d) if d.isdigit() else 0
+            total += size
+        return total
+    return sum(int(c) for c in _COUNT.findall(source))

@@ -1,0 +1,412 @@
+"""Reading what TensorRT says about an engine, in each form it says it.
+
+- ONELINE (TensorRT 10, TensorRT for RTX; ``trtexec --dumpLayerInfo``, ``LayerInformationFormat.ONELINE``, the
+  verbose ``Layers:`` record of a DETAILED build): ``Name: …, LayerType: …, Inputs: [ { … } ], …`` per line.
+- TensorRT 8.x/10 verbose ``Engine Layer Information:``: ``Layer(TYPE): NAME, Tactic: T, in[Float(1,3)] -> out[…]``
+  (until 8.5) or ``in (Half[-1,32:8,28,28]) -> …`` (from 8.6); tactics signed decimal (8.0/8.2) or hex.
+- The inspector's JSON (``trtexec --exportLayerInfo``): ``{"Layers": [...], "Bindings": [...]}``; layers are
+  name strings without DETAILED.
+- Memory lines (``Total Weights Memory: N bytes`` …; 8.x without units); the last of each wins.
+
+Lines are split on ``"\\n"`` only: the fused ONNX names in ``Metadata`` are joined by 0x1E/0x1F, which
+``str.splitlines`` would split on. Every reader is bounded: :data:`MAX_LAYERS` layers are kept and the rest counted.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from typing import NamedTuple, cast
+
+from ._layer import (
+    _ONELINE_HEAD,
+    _PREFIX,
+    JSON,
+    MAX_LAYERS,
+    MEMORY_KEYS,
+    EngineLayer,
+    _nodes_from_name,
+    _precision,
+    datatype,
+    onnx_nodes,
+    parse_layer_info,
+    tactic_hex,
+    tensors_of,
+)
+
+_MEMORY = (
+    ("weights", ("Total Weights Memory: ",)),
+    ("activations", ("Total Activation Memory: ",)),
+    ("host_persistent", ("Total Host Persistent Memory: ",)),
+    ("device_persistent", ("Total Device Persistent Memory: ",)),
+    ("scratch", ("Max Scratch Memory: ", "Total Scratch Memory: ")),
+)
+_PEAK_KEY = "[MemUsageStats] Peak memory usage of TRT CPU/GPU memory allocators: "
+_PEAKS = re.compile(r"CPU (\d+) MiB, GPU (\d+) MiB")
+_DIGITS = re.compile(r"\d+")
+_CREATED = re.compile(r"Created engine with size: ([0-9.]+) MiB")
+
+
+class Parsed(NamedTuple):
+    """What a reader found: ``EngineReport``'s fields, in its order."""
+
+    layers: tuple[EngineLayer, ...]
+    memory: dict[str, int | None]
+    source: str
+    form: str
+    total_layers: int
+    bindings: tuple[str, ...]
+    notes: tuple[str, ...]
+
+
+_VALUE_ENDS = (",", " }")
+
+
+def _value_at(line: str, at: int, stop: int) -> str:
+    """The tensor field value starting at ``at``: up to the next ``,`` or `` }`` (or ``stop``)."""
+    end = stop
+    for mark in _VALUE_ENDS:
+        found = line.find(mark, at, end)
+        if found >= 0:
+            end = found
+    return line[at:end]
+
+
+def _datatypes(line: str, start: int, stop: int) -> list[str]:
+    """The datatypes of the tensors printed between ``start`` and ``stop``."""
+    found: list[str] = []
+    at = line.find("Datatype: ", start, stop)
+    while at >= 0 and len(found) < 64:
+        found.append(datatype(_value_at(line, at + 10, stop)))
+        at = line.find("Datatype: ", at + 10, stop)
+    return found
+
+
+def _formats(line: str, start: int, stop: int) -> tuple[str, ...]:
+    """The formats of the tensors printed between ``start`` and ``stop`` (``Format/Datatype`` or ``Format``)."""
+    found: list[str] = []
+    at = line.find("Format", start, stop)
+    while at >= 0 and len(found) < 64:
+        colon = line.find(": ", at, at + 20)
+        if colon >= 0 and line.startswith(("Format: ", "Format/Datatype: "), at):
+            found.append(_value_at(line, colon + 2, stop).strip())
+            at = colon
+        at = line.find("Format", at + 6, stop)
+    return tuple(found)
+
+
+def _tail(line: str, key: str, end: int) -> tuple[str, int]:
+    """The value of ``, KEY: value`` that ends at ``end``, searched backwards (("", end) when absent)."""
+    at = line.rfind(key, 0, end)
+    if at < 0:
+        return "", end
+    return line[at + len(key) : end], at
+
+
+def scan_oneline(line: str) -> EngineLayer | None:
+    """The summary fields of a ONELINE layer line, read with a few string searches (``raw`` is parsed later)."""
+    if not line.startswith(_ONELINE_HEAD):
+        return None
+    cut = line.find(", LayerType: ")
+    if cut < 0:
+        return None
+    name = line[6:cut]
+    type_end = line.find(", ", cut + 13)
+    type_end = len(line) if type_end < 0 else type_end
+    kind = line[cut + 13 : type_end]
+    meta_at = line.rfind(", Metadata:")
+    end = meta_at if meta_at >= 0 else len(line)
+    metadata = line[meta_at + 11 :].lstrip(" ") if meta_at >= 0 else ""
+    stream_text, at = _tail(line, ", StreamId: ", end)
+    end = at
+    value_text, at = _tail(line, ", TacticValue: ", end)
+    end = at
+    tactic_name, at = _tail(line, ", TacticName: ", end)
+    inputs_at = line.find(", Inputs: [", type_end - 2)
+    outputs_at = line.find(", Outputs: [", max(inputs_at, type_end - 2))
+    tensors_end = line.find("}], ", outputs_at) if outputs_at >= 0 else -1
+    tensors_end = end if tensors_end < 0 else tensors_end
+    constants_at = line.find(", Constants: [", inputs_at, outputs_at) if inputs_at >= 0 and outputs_at >= 0 else -1
+    inputs = _datatypes(line, inputs_at, constants_at if constants_at >= 0 else outputs_at) if inputs_at >= 0 else []
+    outputs = _datatypes(line, outputs_at, tensors_end) if outputs_at >= 0 else []
+    origin_at = line.find(", Origin: ", tensors_end, end)
+    origin = _value_at(line, origin_at + 10, end) if origin_at >= 0 else ""
+    tactic_value = tactic_hex(value_text) if value_text.strip() else ""
+    stream = stream_text.strip()
+    nodes = onnx_nodes(metadata) if metadata.strip() else () if meta_at >= 0 else _nodes_from_name(name, kind)
+    return EngineLayer(
+        name=name,
+        type=kind,
+        precision=_precision(inputs, outputs),
+        formats=_formats(line, outputs_at, tensors_end) if outputs_at >= 0 else (),
+        tactic=tactic_name.strip() or tactic_value,
+        tactic_value=tactic_value,
+        onnx_nodes=nodes,
+        stream=int(stream) if stream.isdigit() else None,
+        origin=origin.strip(),
+        source=line,
+    )
+
+
+def layer_from_raw(raw: Mapping[str, JSON]) -> EngineLayer:
+    """An :class:`EngineLayer` from the inspector's JSON object for it (also a compact :meth:`to_dict` one)."""
+    if "name" in raw and "Name" not in raw:  # EngineLayer.to_dict's
+        listed = raw.get("onnx_nodes")
+        stream = raw.get("stream")
+        weights = raw.get("weights")
+        return EngineLayer(
+            name=str(raw.get("name", "")),
+            type=str(raw.get("type", "")),
+            precision=str(raw.get("precision", "")),
+            formats=(str(raw.get("format", "")),) if raw.get("format") else (),
+            tactic=str(raw.get("tactic", "")),
+            tactic_value=str(raw.get("tactic_value", "")),
+            onnx_nodes=tuple(str(n) for n in listed[:10_000]) if isinstance(listed, list) else (),
+            stream=stream if isinstance(stream, int) and not isinstance(stream, bool) else None,
+            origin=str(raw.get("origin", "")),
+            source={
+                "Name": str(raw.get("name", "")),
+                "LayerType": str(raw.get("type", "")),
+                "weights": weights if isinstance(weights, int) and not isinstance(weights, bool) else 0,
+            },
+        )
+    inputs = tensors_of(raw.get("Inputs"))
+    outputs = tensors_of(raw.get("Outputs"))
+    name = str(raw.get("Name", ""))
+    kind = str(raw.get("LayerType", ""))
+    metadata = raw.get("Metadata")
+    if isinstance(metadata, str) and metadata.strip():
+        nodes = onnx_nodes(metadata)
+    else:
+        nodes = () if "Metadata" in raw else _nodes_from_name(name, kind)
+    value = raw.get("TacticValue")
+    tactic_value = tactic_hex(str(value)) if value is not None and str(value).strip() else ""
+    stream = raw.get("StreamId")
+    return EngineLayer(
+        name=name,
+        type=kind,
+        precision=_precision([t.datatype for t in inputs], [t.datatype for t in outputs]),
+        formats=tuple(t.format for t in outputs),
+        tactic=str(raw.get("TacticName") or "") or tactic_value,
+        tactic_value=tactic_value,
+        onnx_nodes=nodes,
+        stream=stream if isinstance(stream, int) and not isinstance(stream, bool) else None,
+        origin=str(raw.get("Origin", "")),
+        source=dict(raw),
+    )
+
+
+def _last_number(text: str, key: str) -> tuple[int, int] | None:
+    """The number after the last ``key`` in ``text`` and where that key is."""
+    at = text.rfind(key)
+    if at < 0:
+        return None
+    match = _DIGITS.match(text, at + len(key))
+    return (int(match.group()), at) if match else None
+
+
+def memory_from_text(text: str) -> dict[str, int | None]:
+    """The memory lines of a log: the last of each wins (TensorRT prints the block again for the final engine)."""
+    memory: dict[str, int | None] = dict.fromkeys(MEMORY_KEYS)
+    for key, spellings in _MEMORY:
+        found = [x for x in (_last_number(text, s) for s in spellings) if x is not None]
+        if found:
+            memory[key] = max(found, key=lambda x: x[1])[0]
+    at = text.rfind(_PEAK_KEY)
+    peaks = _PEAKS.match(text, at + len(_PEAK_KEY)) if at >= 0 else None
+    if peaks is not None:
+        memory["peak_cpu"] = int(peaks.group(1)) << 20
+        memory["peak_gpu"] = int(peaks.group(2)) << 20
+    at = text.rfind("Created engine with size: ")
+    created = _CREATED.match(text, at) if at >= 0 else None
+    if created is not None:
+        memory["engine_size"] = round(float(created.group(1)) * (1 << 20))
+    return memory
+
+
+def _strip_prefix(line: str) -> str:
+    """A log line without its ``[date] [V] [TRT]`` / ``[TensorRT] VERBOSE:`` prefix."""
+    if line[:1] not in "[IVWE":
+        return line
+    return line[_PREFIX.match(line).end() :]  # type: ignore[union-attr]  # matches the empty string
+
+
+_IO_TENSOR = re.compile(r" Name: (.*?), IOMode: ")
+
+
+class _Record:
+    """A run of layer lines of one form; lines past :data:`MAX_LAYERS` are counted, not read."""
+
+    def __init__(self, form: str) -> None:
+        self.form = form
+        self.layers: list[EngineLayer] = []
+        self.total = 0
+
+    def add(self, text: str) -> bool:
+        """Read ``text`` as one of this record's layers; False when it is not one."""
+        if self.total >= MAX_LAYERS:
+            self.total += 1
+            return True
+        if self.form == "oneline":
+            layer = scan_oneline(text)
+        else:
+            raw = parse_layer_info(text)
+            layer = layer_from_raw(raw) if raw is not None else None
+        if layer is None:
+            return False
+        self.layers.append(layer)
+        self.total += 1
+        return True
+
+
+def _records(lines: Iterable[str]) -> tuple[list[_Record], list[str]]:
+    """The layer records of a log (runs of ONELINE or layer-info lines) and the engine's I/O tensor names (the
+    inspector's ``Bindings:`` list, or TensorRT for RTX's ``I/O Tensors:``), the last list printed."""
+    records: list[_Record] = []
+    bindings: list[str] = []
+    current: _Record | None = None
+    listing = ""  # "bindings" / "io" while reading such a list
+    for line in lines:
+        text = _strip_prefix(line[:-1] if line.endswith("\r") else line)
+        if listing:
+            if listing == "bindings" and text.strip() and not line.startswith("["):
+                if len(bindings) < MAX_LAYERS:
+                    bindings.append(text)
+                continue
+            match = _IO_TENSOR.match(text) if listing == "io" else None
+            if match:
+                if len(bindings) < MAX_LAYERS:
+                    bindings.append(match.group(1))
+                continue
+            listing = ""
+        form = "oneline" if text.startswith(_ONELINE_HEAD) else "layer_info" if text.startswith("Layer(") else ""
+        if form:
+            if current is None or current.form != form:
+                current = _Record(form)
+                records.append(current)
+            if current.add(text):
+                continue
+        if text.startswith(("Bindings:", "I/O Tensors:")):
+            listing = "bindings" if text.startswith("B") else "io"
+            bindings = []
+        if text.strip() != "...":
+            current = None  # a record ends at any other line
+    return records, bindings
+
+
+def _one_copy(layers: list[EngineLayer]) -> list[EngineLayer]:
+    """The record once where a tool printed the engine and then each layer again (both halves the same)."""
+    half = len(layers) // 2
+    if half and len(layers) % 2 == 0 and all(layers[i].name == layers[half + i].name for i in range(half)):
+        return layers[:half]
+    return layers
+
+
+def report_from_text(text: str, source: str) -> Parsed | None:
+    """The engine report of a TensorRT log (None where it holds no layer information): its richest record (the
+    ONELINE form over the layer-info form), the latest of the longest."""
+    records, bindings = _records(text.split("\n"))
+    if not records:
+        return None
+    oneline = [r for r in records if r.form == "oneline" and r.layers]
+    candidates = oneline or [r for r in records if r.layers]
+    if not candidates:
+        return None
+    chosen = max(candidates[::-1], key=lambda r: r.total)
+    layers = _one_copy(chosen.layers) if chosen.total <= MAX_LAYERS else chosen.layers
+    total = len(layers) if chosen.total <= MAX_LAYERS else chosen.total
+    return build_report(layers, total, memory_from_text(text), source, chosen.form, tuple(bindings))
+
+
+def build_report(
+    layers: list[EngineLayer],
+    total: int,
+    memory: Mapping[str, int | None],
+    source: str,
+    form: str,
+    bindings: tuple[str, ...],
+    notes: tuple[str, ...] = (),
+) -> Parsed:
+    """The report of these layers, at most :data:`MAX_LAYERS` (a note says how many TensorRT printed)."""
+    if total > MAX_LAYERS:
+        notes = (*notes, f"{total:,} layers printed; the first {MAX_LAYERS:,} are kept")
+    return Parsed(tuple(layers[:MAX_LAYERS]), dict(memory), source, form, max(total, len(layers)), bindings, notes)
+
+
+def report_from_json(loaded: JSON, source: str) -> Parsed:
+    """The report of the inspector's JSON (``{"Layers": [...]}``), or of :meth:`EngineReport.to_dict`'s."""
+    if not isinstance(loaded, dict):
+        raise ValueError(f"{source}: not TensorRT engine information (not a JSON object)")
+    items = loaded.get("Layers", loaded.get("layers"))
+    if not isinstance(items, list):
+        raise ValueError(f'{source}: not TensorRT engine information (no "Layers" list)')
+    layers: list[EngineLayer] = []
+    names_only = bool(items) and all(isinstance(x, str) for x in items[:100])
+    for item in items[:MAX_LAYERS]:
+        if isinstance(item, dict):
+            layers.append(layer_from_raw(item))
+        elif isinstance(item, str):
+            layers.append(layer_from_raw({"Name": item}))
+    bindings_raw = loaded.get("Bindings", loaded.get("bindings"))
+    bindings = tuple(str(b) for b in bindings_raw[:MAX_LAYERS]) if isinstance(bindings_raw, list) else ()
+    memory_raw = loaded.get("memory")
+    memory: dict[str, int | None] = dict.fromkeys(MEMORY_KEYS)
+    if isinstance(memory_raw, dict):
+        for key in MEMORY_KEYS:
+            value = memory_raw.get(key)
+            memory[key] = value if isinstance(value, int) and not isinstance(value, bool) else None
+    notes_raw = loaded.get("notes")
+    notes = tuple(str(n) for n in notes_raw[:20]) if isinstance(notes_raw, list) else ()
+    if names_only:
+        notes = (*notes, "layer names only: build with profiling_verbosity='detailed' for types, precisions, tactics")
+    total_raw = loaded.get("total_layers")
+    total = total_raw if isinstance(total_raw, int) and total_raw > len(items) else len(items)
+    if total > MAX_LAYERS and any("are kept" in n for n in notes):
+        notes = tuple(n for n in notes if "are kept" not in n)
+    form = str(loaded.get("form") or ("names" if names_only else "json"))
+    return build_report(layers, total, memory, str(loaded.get("source") or source), form, bindings, notes)
+
+
+def report_from_bytes(data: bytes, source: str) -> Parsed:
+    """A report from a file's bytes: JSON engine information, a recording (JSON lines) or a log."""
+    text = data.decode("utf-8", errors="replace")
+    stripped = text.lstrip()
+    if stripped.startswith("{"):
+        try:
+            loaded = json.loads(stripped)
+        except ValueError:
+            loaded = None
+        if isinstance(loaded, dict) and "Layers" in loaded:
+            return report_from_json(loaded, source)
+        if loaded is None:  # JSON lines: a trt_widget recording
+            report = _from_recording(text, source)
+            if report is not None:
+                return report
+    report = report_from_text(text, source)
+    if report is None:
+        raise ValueError(
+            f"{source}: no engine layer information in it (a TensorRT log of a build with "
+            "profiling_verbosity=detailed and VERBOSE severity, trtexec --dumpLayerInfo / --exportLayerInfo output, "
+            "or a trt_widget recording)"
+        )
+    return report
+
+
+def _from_recording(text: str, source: str) -> Parsed | None:
+    """The ``engine_report`` event of a recording; else the layer record among its log events."""
+    logs: list[str] = []
+    for line in text.split("\n"):
+        if not line.strip():
+            continue
+        try:
+            event = json.loads(line)
+        except ValueError:
+            return None
+        if not isinstance(event, dict):
+            return None
+        if event.get("event") == "engine_report" and isinstance(event.get("report"), dict):
+            return report_from_json(cast(JSON, event["report"]), source)
+        if event.get("event") == "log" and isinstance(event.get("message"), str):
+            logs.append(event["message"])
+    return report_from_text("\n".join(logs), source) if logs else None

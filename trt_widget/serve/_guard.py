@@ -1,0 +1,205 @@
+"""The service under connection pressure: a cap on open connections below the process's file-descriptor limit, a
+deadline for every request head, and one log line per condition (not one per connection).
+
+uvicorn keeps a connection that sends half a request line forever, and when ``accept()`` runs out of file
+descriptors asyncio logs a traceback for every attempt: a client without the token could hold every descriptor
+and fill the log. Here each connection must complete its request head within ``header_timeout`` seconds (else
+408 and closed); at ``max_connections`` a new connection closes the oldest one that is idle or still sending its
+request head (a client sending a real request gets in), or is refused when every one is busy in a request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import resource
+import socket
+import time
+from collections.abc import Callable
+from typing import Any
+
+import h11
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from .._status import log
+
+DEFAULT_HEADER_TIMEOUT_S = 10.0
+DEFAULT_MAX_CONNECTIONS = 1000
+ACCEPT_BATCH = 64  # connections asyncio may accept in one go before any is counted (the listen backlog)
+FD_RESERVE = 128  # descriptors kept for everything else: the data files, builder processes, pipes, the loop
+NOTE_INTERVAL_S = 60.0
+_TIMED_OUT = b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+
+
+def connection_cap(requested: int = DEFAULT_MAX_CONNECTIONS) -> int:
+    """``requested``, lowered below the soft limit on open files so that ``accept()`` never runs out."""
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return requested
+    return max(1, min(requested, soft - ACCEPT_BATCH - FD_RESERVE))
+
+
+class Notes:
+    """A log line per condition at most every ``interval`` seconds, counting the occurrences it left out."""
+
+    def __init__(self, interval: float = NOTE_INTERVAL_S) -> None:
+        self.interval = interval
+        self._last: dict[str, float] = {}
+        self._left_out: dict[str, int] = {}
+
+    def note(self, condition: str, message: str) -> None:
+        now = time.monotonic()
+        last = self._last.get(condition)
+        if last is not None and now - last < self.interval:
+            self._left_out[condition] = self._left_out.get(condition, 0) + 1
+            return
+        self._last[condition] = now
+        more = self._left_out.pop(condition, 0)
+        suffix = f" ({more:,} more since the last such line)" if more else ""
+        log.warning("serve: %s%s", message, suffix)
+
+
+class Guard:
+    """The limits shared by every connection of one server."""
+
+    def __init__(self, *, max_connections: int, header_timeout: float, notes: Notes | None = None) -> None:
+        self.max_connections = max_connections
+        self.header_timeout = header_timeout
+        self.notes = notes or Notes()
+
+    def protocol(self) -> type[H11Protocol]:
+        """An HTTP/1.1 protocol class (uvicorn's ``http=``) that keeps these limits."""
+        guard = self
+
+        class Guarded(_GuardedH11):
+            pass
+
+        Guarded.guard = guard
+        return Guarded
+
+    def admit(self, new: _GuardedH11) -> None:
+        """Over the cap: close the connection waiting longest for a request head, or refuse ``new``."""
+        if len(new.connections) <= self.max_connections:
+            return
+        live = [c for c in new.connections if isinstance(c, _GuardedH11) and not c.transport.is_closing()]
+        if len(live) <= self.max_connections:  # the others are closing already
+            return
+        waiting = [c for c in live if c is not new and c.waiting_since is not None]
+        if waiting:
+            oldest = min(waiting, key=lambda c: c.waiting_since or 0.0)
+            oldest.transport.abort()
+            self.notes.note("cap", f"{self.max_connections:,} connections open (the limit): closing the ones idle or "
+                            "still sending their request head longest")  # fmt: skip
+        else:
+            new.transport.abort()
+            self.notes.note("full", f"{self.max_connections:,} connections open, each in a request: refusing more")
+
+    def on_loop_error(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        """The loop's exception handler: out of descriptors at ``accept()`` is one line, not a traceback each."""
+        if str(context.get("message", "")).startswith("socket.accept() out of system resource"):
+            self.notes.note("accept", f"cannot accept connections: {context.get('exception')}")
+            return
+        loop.default_exception_handler(context)
+
+
+def guarded_server(app: Any, guard: Guard, *, before_shutdown: Callable[[], None] | None = None, **config: Any) -> Any:
+    """A uvicorn server for ``app`` that keeps ``guard``'s limits (``before_shutdown``: called first at shutdown,
+    e.g. to end long-lived streams)."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            asyncio.get_running_loop().set_exception_handler(guard.on_loop_error)
+            await super().startup(sockets=sockets)
+
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            if before_shutdown is not None:
+                before_shutdown()
+            await super().shutdown(sockets=sockets)
+
+    return Server(uvicorn.Config(app, lifespan="on", http=guard.protocol(), backlog=ACCEPT_BATCH, **config))
+
+
+def connection_guard(
+    max_connections: int = DEFAULT_MAX_CONNECTIONS, header_timeout: float = DEFAULT_HEADER_TIMEOUT_S
+) -> Guard:
+    """The limits of one server: ``max_connections`` lowered below ``ulimit -n``, and the request-head deadline."""
+    return Guard(max_connections=connection_cap(max_connections), header_timeout=header_timeout)
+
+
+class _GuardedH11(H11Protocol):
+    """uvicorn's h11 protocol with a deadline whenever the server waits on the client outside a request: for a
+    request head to complete, and for the rest of a body it answered before reading (a 401, 413 or 429: the
+    body is read and dropped for at most the deadline, so the client still reads the answer, then closed)."""
+
+    guard: Guard
+    waiting_since: float | None = None  # since when it is idle, sending a head or lingering (None: in a request)
+    _timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self.waiting_since = time.monotonic()
+        self.guard.admit(self)
+        if not transport.is_closing():
+            self._arm()
+
+    def data_received(self, data: bytes) -> None:
+        before = self.conn.their_state
+        super().data_received(data)
+        if self.transport.is_closing():
+            return
+        state = self.conn.their_state
+        if state is h11.IDLE:  # a request head has begun and is not complete, or a dropped body just ended
+            if before is not h11.IDLE or self.waiting_since is None:
+                self._disarm()
+                self.waiting_since = time.monotonic()
+            self._arm()
+        elif not self._lingering():
+            self.waiting_since = None
+            self._disarm()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if self.transport.is_closing():
+            return
+        if self.conn.their_state in (h11.IDLE, h11.SEND_BODY):  # idle keep-alive, or a body nobody will read
+            self.waiting_since = time.monotonic()
+        if self.conn.their_state is h11.SEND_BODY:
+            self._disarm()
+            self._arm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        self.waiting_since = None
+        super().connection_lost(exc)
+
+    def _lingering(self) -> bool:
+        """Answered, while the request's body still comes."""
+        return self.conn.their_state is h11.SEND_BODY and self.cycle is not None and self.cycle.response_complete
+
+    def _arm(self) -> None:
+        if self._timer is None:
+            self._timer = self.loop.call_later(self.guard.header_timeout, self._expired)
+
+    def _disarm(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _expired(self) -> None:
+        self._timer = None
+        if self.transport.is_closing():
+            return
+        if self._lingering():
+            self.guard.notes.note("linger", "closed connections that kept sending a body after their answer for "
+                                  f"{self.guard.header_timeout:g} s")  # fmt: skip
+            self.transport.close()
+            return
+        if self.conn.their_state is not h11.IDLE or (self.cycle is not None and not self.cycle.response_complete):
+            return  # inside a request: the app's own timeouts apply
+        self.guard.notes.note(
+            "head", f"closed connections that sent no complete request head within {self.guard.header_timeout:g} s"
+        )
+        with contextlib.suppress(Exception):
+            self.transport.write(_TIMED_OUT)
+        self.transport.close()

@@ -59,11 +59,11 @@ def test_the_functions_process_ends_with_its_parent(
     pid_file = tmp_path / "pid"
     env = {**os.environ, "TMPDIR": str(tmpdir), "TRT_WIDGET_HISTORY": "off"}
     how = "wait" if end == "sigkill" else "end"
-    proc = subprocess.Popen(
-        [sys.executable, str(script), str(model), str(pid_file), how], env=env, stderr=subprocess.PIPE
-    )
+    stderr = tmp_path / "stderr"
+    with stderr.open("wb") as err:
+        proc = subprocess.Popen([sys.executable, str(script), str(model), str(pid_file), how], env=env, stderr=err)
     wait_until(lambda: pid_file.exists() or proc.poll() is not None, timeout=120, what="the first build")
-    assert pid_file.exists(), proc.communicate()[1][-2000:]
+    assert pid_file.exists(), stderr.read_text()[-2000:]
     child = int(pid_file.read_text())
     assert not [name for name in files_under(tmpdir) if name.endswith("call.pkl")]  # read, then removed
     if end == "sigkill":

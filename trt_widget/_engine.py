@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, Union, cast
 
+from . import _external_data
 from ._backend import builder_failure_message, capabilities, select_backend, trt
 from ._errors import BuildError
 from ._expected import significant
@@ -629,18 +630,13 @@ def _short(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-# Set in the builder process only: a mapped file that shrinks (an exporter rewriting the model) is SIGBUS, which there
-# ends the builder process (reported as such), never the user's: this process reads the file instead
-MAP_MODEL_FILES = False
-
-
 def _parse_file(parser: Any, path: str, source: ModelSource) -> bool:
     """Check the model file's external data, then parse the very bytes checked, through one read-only map in the
     builder process (TensorRT's ``parse_from_file`` reads through a stream, ~0.1 s more for a 100 MB model here),
     read into memory in the user's process."""
     with open(path, "rb") as handle:
         empty = os.fstat(handle.fileno()).st_size == 0
-        if not MAP_MODEL_FILES:
+        if not _external_data.MAP_FILES:  # the user's process: a mapped file that shrinks would be SIGBUS
             data = handle.read()
             check_external_data(external_locations(data), source.directory, source.label, source.hint)
             if empty or not data or capabilities()["gil_unsafe_parse"]:

@@ -152,12 +152,20 @@ def external_locations(data: bytes | memoryview) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+# Set in the builder process only: there a model file is memory-mapped (big tensors never copied). A mapped file that
+# shrinks (an exporter rewriting the model) is SIGBUS, which ends the builder process, reported, never the user's:
+# in the user's process a model file is read instead.
+MAP_FILES = False
+
+
 def file_locations(path: str, mapped: mmap.mmap | None = None) -> list[str]:
-    """``external_locations`` of an ONNX file, read through a read-only map (big tensors are never copied);
-    ``mapped``: the caller's map of that file, scanned instead of a new one."""
+    """``external_locations`` of an ONNX file, read through a read-only map in the builder process (big tensors are
+    never copied), read into memory elsewhere (see ``MAP_FILES``); ``mapped``: the caller's map of that file."""
     if mapped is not None:
         return _mapped_locations(mapped)
     with open(path, "rb") as handle:
+        if not MAP_FILES:
+            return external_locations(handle.read())
         if os.fstat(handle.fileno()).st_size == 0:
             return []
         with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as own:

@@ -65,6 +65,7 @@ def test_a_killed_parents_model_copy_is_removed_by_the_next_build(
     assert left
     killed.kill()
     killed.wait()
+    killed.stdout.close()
     assert all(d.exists() for d in left) and os.listdir(tmpdir)  # a SIGKILL runs no clean-up
     done = subprocess.run(
         [sys.executable, str(script), str(model), "copy", "end"], env=env, capture_output=True, text=True, timeout=300

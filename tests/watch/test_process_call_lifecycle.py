@@ -59,11 +59,11 @@ def test_the_functions_process_ends_with_its_parent(
     pid_file = tmp_path / "pid"
     env = {**os.environ, "TMPDIR": str(tmpdir), "TRT_WIDGET_HISTORY": "off"}
     how = "wait" if end == "sigkill" else "end"
-    proc = subprocess.Popen(
-        [sys.executable, str(script), str(model), str(pid_file), how], env=env, stderr=subprocess.PIPE
-    )
+    stderr = tmp_path / "stderr"
+    with stderr.open("wb") as err:
+        proc = subprocess.Popen([sys.executable, str(script), str(model), str(pid_file), how], env=env, stderr=err)
     wait_until(lambda: pid_file.exists() or proc.poll() is not None, timeout=120, what="the first build")
-    assert pid_file.exists(), proc.communicate()[1][-2000:]
+    assert pid_file.exists(), stderr.read_text()[-2000:]
     child = int(pid_file.read_text())
     assert not [name for name in files_under(tmpdir) if name.endswith("call.pkl")]  # read, then removed
     if end == "sigkill":
@@ -72,3 +72,36 @@ def test_the_functions_process_ends_with_its_parent(
     wait_until(lambda: not alive(child), timeout=30, what="the function's process to end")
     if end == "script-ends":
         assert files_under(tmpdir) == []
+
+
+RUN_SCRIPT = textwrap.dedent(
+    """
+    import os, sys, time
+    from trt_widget import BuildWidget
+
+    pid_file = sys.argv[1]
+    child = f"import os, time; open({pid_file!r} + '.part', 'w').write(str(os.getpid())); "
+    child += f"os.rename({pid_file!r} + '.part', {pid_file!r}); time.sleep(600)"
+    widget = BuildWidget.run([sys.executable, "-c", child])
+    while not os.path.exists(pid_file):
+        time.sleep(0.01)
+    print("script ends", flush=True)
+    """
+)
+
+
+def test_a_script_ending_after_build_widget_run_ends_the_command(tmp_path: Path, wait_until: Any) -> None:
+    script = tmp_path / "script.py"
+    script.write_text(RUN_SCRIPT)
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    pid_file = tmp_path / "pid"
+    env = {**os.environ, "TMPDIR": str(tmpdir), "TRT_WIDGET_HISTORY": "off"}
+    try:  # the command sleeps 600 s: the script waited for it
+        done = subprocess.run([sys.executable, str(script), str(pid_file)], env=env, capture_output=True, timeout=180)
+    finally:
+        if pid_file.exists() and alive(int(pid_file.read_text())):
+            os.kill(int(pid_file.read_text()), 9)
+    assert done.returncode == 0, done.stderr
+    wait_until(lambda: not alive(int(pid_file.read_text())), timeout=30, what="the command to end")
+    assert files_under(tmpdir) == []

@@ -80,3 +80,36 @@ def test_the_relay_bounds_what_a_command_sends(tmp_path: Path) -> None:
     assert result["peak_kib"] < 200 * 1024, result  # the 256 MB line was never held whole
     assert 1 <= result["builds"] <= 64 and result["threads"] < 200, result
     assert result["labels"][0] <= 4096 and result["names"] <= 4096 and result["depth"] <= MAX_DEPTH, result
+
+
+MANY = textwrap.dedent(
+    """
+    import subprocess, sys
+    code = "import time; time.sleep(3)"  # each connects to the run (sitecustomize) and stays a moment
+    children = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(5)]
+    sys.exit(int(any([child.wait() != 0 for child in children])))
+    """
+)
+
+LIMITED = textwrap.dedent(
+    """
+    import sys
+    from trt_widget.watch import _run
+
+    _run.MAX_CONNECTIONS = 2  # the limit, made small enough to pass with a few processes
+    run = _run.CommandRun([sys.executable, sys.argv[1]]).start()
+    print("CODE", run.result(300))
+    """
+)
+
+
+def test_processes_over_the_connection_limit_run_on_unwatched(tmp_path: Path) -> None:
+    many, limited = tmp_path / "many.py", tmp_path / "limited.py"
+    many.write_text(MANY)
+    limited.write_text(LIMITED)
+    env = {**os.environ, "TRT_WIDGET_HISTORY": "off"}
+    done = subprocess.run(
+        [sys.executable, str(limited), str(many)], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert done.stdout.split() == ["CODE", "0"], done.stderr[-2000:]  # none was killed for being turned away
+    assert "runs unwatched" in done.stderr

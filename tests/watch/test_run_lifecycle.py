@@ -45,7 +45,7 @@ def start(tmp_path: Path, tmpdir: Path, prefix: list[str] | None = None) -> tupl
     env = {**os.environ, "TMPDIR": str(tmpdir), "TRT_WIDGET_HISTORY": "off"}
     run = [sys.executable, "-m", "trt_widget", "run", "--plain", "--", sys.executable, str(script), str(pids)]
     argv = [*(prefix or []), *run]
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return proc, pids
 
 

@@ -350,9 +350,9 @@ def main(argv: list[str]) -> None:
     # a SIGINT sent to this process (it has its own session) is not a Stop: only the parent decides that
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     with contextlib.suppress(Exception):  # TensorRT's import is part of starting (a failure: the job reports it)
-        from .. import _engine
+        from .. import _engine, _external_data  # noqa: F401
 
-        _engine.MAP_MODEL_FILES = True  # a model file that shrinks while mapped ends this process, reported
+        _external_data.MAP_FILES = True  # a model file that shrinks while mapped ends this process, reported
     try:
         events.send(Hello(os.getpid()))  # ready to build: a build's START_PHASE ends here, not before the import
     except OSError:  # the parent ended while this (pre-started) worker was starting: nobody to serve or tell

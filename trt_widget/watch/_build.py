@@ -16,7 +16,9 @@ import contextlib
 import hashlib
 import json
 import re
+import signal
 import threading
+from collections.abc import Iterator
 from concurrent.futures import Future
 from typing import Any
 
@@ -164,7 +166,7 @@ def call_watched(
         build.stop(stopped.stop_reason)
     config.progress_monitor = monitor
     try:
-        with tensorrt_call(lambda: build.stop("the interpreter is exiting")):
+        with tensorrt_call(lambda: build.stop("the interpreter is exiting")), _ctrl_c_cancels(monitor):
             result = original(builder, *args, **kwargs)
     except BaseException as exc:
         build.runner_.fail(BuildError(f"{method} raised {type(exc).__name__}: {exc}"))
@@ -196,6 +198,35 @@ def call_watched(
     if (build.interrupted or monitor.interrupted) and threading.current_thread() is threading.main_thread():
         raise KeyboardInterrupt(message)
     raise BuildCancelled(message)
+
+
+@contextlib.contextmanager
+def _ctrl_c_cancels(monitor: WatchMonitor) -> Iterator[None]:
+    """On the main thread with Python's own SIGINT handler (``watch(interrupt=False)``): Ctrl-C would raise inside
+    TensorRT's callback, where the bindings catch and print it and the interrupt is lost; it cancels the build at
+    the next step boundary instead, and the call then raises KeyboardInterrupt. A handler of the program's own is
+    left alone."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        monitor.interrupted = True
+
+    try:
+        if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+            yield
+            return
+        signal.signal(signal.SIGINT, on_sigint)
+    except ValueError:  # not the main interpreter
+        yield
+        return
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ValueError):
+            if signal.getsignal(signal.SIGINT) is on_sigint:
+                signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 _patch.set_handler(call_watched)

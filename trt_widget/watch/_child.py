@@ -53,6 +53,7 @@ def setup() -> None:
     _import_ahead()
     watch = Watch(history=True, interrupt=False, process_wide=True, display=False)
     _state.update(conn=conn, lock=threading.Lock(), watch=watch, count=0)
+    _watch_parent(conn)
     watch.on_build(_stream)
     atexit.register(_drain)
     os.register_at_fork(after_in_child=_after_fork)
@@ -74,8 +75,8 @@ def _import_ahead() -> None:
 
 
 def _connect() -> socket.socket:
-    """A connection of this process's own to the parent, and a thread that ends this process when the parent is
-    gone (the parent closes its end only then; its death signal reaches only the command's first process)."""
+    """A connection of this process's own to the parent (which closes its end only when it is gone, or after
+    turning this process away: its death signal reaches only the command's first process)."""
     address = os.environ[ENV_SOCKET]
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
@@ -83,18 +84,26 @@ def _connect() -> socket.socket:
     except OSError:
         conn.close()
         raise
-    threading.Thread(target=_end_with_parent, args=(conn,), name="trt_widget-run-parent", daemon=True).start()
     return conn
+
+
+def _watch_parent(conn: socket.socket) -> None:
+    """Once ``conn`` is this process's connection: a thread that ends the process when the parent is gone."""
+    threading.Thread(target=_end_with_parent, args=(conn,), name="trt_widget-run-parent", daemon=True).start()
 
 
 def _end_with_parent(conn: socket.socket) -> None:
     try:
-        while conn.recv(1):  # the parent never sends: only its end closing wakes this
-            pass
+        said = conn.recv(1)  # the parent sends one byte only to turn this process away (over its limits)
     except OSError:  # closed here (a fork child dropping its copy): not the parent's end
         return
-    if _state.get("conn") is conn:
-        os.kill(os.getpid(), signal.SIGKILL)
+    if _state.get("conn") is not conn:
+        return
+    if said:
+        _state["conn"] = None  # unwatched from now on; the parent closes its end next
+        _say("the parent watches too many processes; this one runs unwatched")
+        return
+    os.kill(os.getpid(), signal.SIGKILL)  # the parent is gone
 
 
 def _after_fork() -> None:
@@ -108,6 +117,7 @@ def _after_fork() -> None:
     watch._lock = threading.Lock()
     try:
         _state["conn"] = _connect()
+        _watch_parent(_state["conn"])
     except OSError as exc:
         _state["conn"] = None
         _say(f"cannot reach the parent from a forked process ({exc}); its builds run unwatched")

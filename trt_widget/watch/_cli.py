@@ -3,9 +3,10 @@
 Runs a Python build command (``python build.py``, ``polygraphy convert ...``) with its TensorRT builds watched:
 a live terminal tree per build on stdout, or ``--json`` events (each line with ``"build": n`` first, n counting
 the builds of the run), Ctrl-C cancels the running builds at their next step boundary, a second Ctrl-C (or
-``--force-after S`` seconds after the first) terminates the command. Exit codes: 130 when Ctrl-C cancelled a
-build or the command was terminated, 1 when the command could not start or a --report / --trace file could not
-be written, and the command's own exit code otherwise.
+``--force-after S`` seconds after the first) terminates the command. SIGTERM or SIGHUP (``timeout``, a closed
+terminal) end the command too. Exit codes: 130 when Ctrl-C cancelled a build or the command was terminated,
+128 + the signal when SIGTERM or SIGHUP ended the run, 1 when the command could not start or a --report / --trace
+file could not be written, and the command's own exit code otherwise.
 """
 
 from __future__ import annotations

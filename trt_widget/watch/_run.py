@@ -273,12 +273,12 @@ class CommandRun:
                 return
             if not self._peer_allowed(conn):
                 log.warning("trt-widget run: refused a connection from another user's process")
-                conn.close()
+                _turn_away(conn)
                 continue
             self._readers = [r for r in self._readers if r.is_alive()]
             if len(self._readers) >= MAX_CONNECTIONS:
                 self._warn_once("connections", f"more than {MAX_CONNECTIONS} processes at once; later ones unwatched")
-                conn.close()
+                _turn_away(conn)
                 continue
             reader = threading.Thread(target=self._read, args=(conn,), name="trt_widget-run-read", daemon=True)
             self._readers.append(reader)
@@ -444,6 +444,14 @@ class CommandRun:
     def __repr__(self) -> str:
         state = f"exit {self.future.result()}" if self.future.done() else "running"
         return f"<CommandRun {' '.join(self.command)!r} {state} builds={len(self.builds)}>"
+
+
+def _turn_away(conn: socket.socket) -> None:
+    """Close a connection this run does not read, after one byte that tells the process to go on unwatched (its
+    connection closing without it means the parent is gone, and the process ends: ``_child._end_with_parent``)."""
+    with contextlib.suppress(OSError):
+        conn.sendall(b"U")
+    conn.close()
 
 
 def _bounded_lines(stream: Any) -> Generator[bytes, None, None]:

@@ -19,6 +19,8 @@ from concurrent.futures import Future
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from .._files import expand_user
+from .._options import BuildOptions
 from .._status import LIVE, log
 from . import _build as _build  # installs the patch's handler
 from . import _patch
@@ -51,6 +53,22 @@ def check_isolation(isolation: str, watch_settings: Mapping[str, Any] | None) ->
         raise ValueError(f"isolation must be 'thread' or 'process'; got {isolation!r}")
     if isolation == "process" and watch_settings:
         raise ValueError("watch_settings apply to isolation='thread' only")
+
+
+def check_watch_options(events: Any, budget: Any) -> None:
+    """Refuse a bad ``events=`` or ``budget=`` when the watch is made (each caught build would otherwise fail to
+    apply it, unseen, and run without it)."""
+    if budget is not None:
+        BuildOptions.from_kwargs(isolation="thread", budget=budget)  # ValueError: "budget must be a positive ..."
+    if events is None or callable(events) or hasattr(events, "write"):
+        return
+    if not isinstance(events, (str, os.PathLike)):
+        raise TypeError(f"events= must be a file path, a writable text file or a callable, got {type(events).__name__}")
+    path = expand_user(events)
+    if path.is_dir():
+        raise IsADirectoryError(f"events= must be a file path, but {path} is a directory")
+    if not path.parent.is_dir():
+        raise FileNotFoundError(f"events= file's directory does not exist: {path.parent}")
 
 
 def builds_timings(builds: list[Any]) -> list[dict[str, Any]]:
@@ -89,6 +107,7 @@ class Watch:
         process_wide: bool = False,
         display: bool | None = None,
     ) -> None:
+        check_watch_options(events, budget)
         self.settings: dict[str, Any] = {
             "events": events,
             "history": history,

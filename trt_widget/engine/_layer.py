@@ -90,8 +90,12 @@ class EngineLayer:
 
     @property
     def weights(self) -> int:
-        """Weight (and constant) elements it holds, where printed; 0 where not."""
-        return weights_of(self)
+        """Weight (and constant) elements it holds, where printed; 0 where not (counted once, then kept)."""
+        cached = self.__dict__.get("_weights")
+        if cached is None:
+            cached = weights_of(self)
+            object.__setattr__(self, "_weights", cached)
+        return cast(int, cached)
 
     @property
     def inputs(self) -> tuple[EngineTensor, ...]:

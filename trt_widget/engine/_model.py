@@ -130,7 +130,7 @@ class EngineReport:
 
     def largest(self, n: int = 5) -> list[tuple[str, int]]:
         """The ``n`` layers holding the most weights: (name, weight count) from the inspector's parameters."""
-        sized = [(layer.name, layer.weights) for layer in self.layers if layer.weights > 0]
+        sized = [(layer.name, weights) for layer in self.layers if (weights := layer.weights) > 0]
         return sorted(sized, key=lambda x: -x[1])[:n]
 
     def summary(self) -> str:

@@ -8,6 +8,7 @@
   trt-widget view build.jsonl [--speed X] [--report F] [--trace F]   # replays a recording (--json / events=)
   trt-widget trtexec --onnx=m.onnx --saveEngine=m.engine [trtexec's build arguments]   # see _trtexec.py
   trt-widget inspect FILE [--json]               # an engine's layers, precisions, tactics (a log, JSON, recording)
+  trt-widget check ENGINE [--json]               # does this engine load here? (from its manifest)
   trt-widget serve [--host H] [--port P] [--token T | --token-file F] [--data DIR] ...   # a build service
   trt-widget matrix a.onnx [b.onnx ...] --opt-level 0 3 5 [--executor ray] [--json]   # see matrix/_cli.py
   trt-widget mcp [--http] [--port P] [--token-file F]   # builds as MCP tools for agents (docs/agents.md)
@@ -177,6 +178,15 @@ COMMANDS = (
         "--exportLayerInfo JSON, or a trt_widget recording (--json / events=).",
         ".engine:cli_arguments",
         ".engine:cli_inspect",
+    ),
+    Command(
+        "check",
+        "say whether an engine loads on this machine (its TensorRT and GPU), from its manifest",
+        "Read the manifest beside ENGINE (written with every engine trt_widget writes) and say in one line whether "
+        "this machine's TensorRT and GPU can load it, and if not why: another backend, TensorRT version, compute "
+        "capability (docs/manifest.md). Exit code 0 when it loads, 1 otherwise.",
+        ".provenance:check_arguments",
+        ".provenance:check_run",
     ),
     Command(
         "trtexec",

@@ -8,12 +8,16 @@ than ``force_after`` seconds (0.1 by default; docs/stop.md).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 import time
 import traceback
+import warnings
 from collections.abc import Callable
 from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
 from ._backend import check_options, select_backend
@@ -92,7 +96,8 @@ class BuildArgs(BuildOptionsDict, total=False):
 # function: reported by the builder, _engine.py) and after its last (serializing, handing the engine back,
 # writing output=: added here).
 AFTER_PHASE = "Serializing and saving the engine"
-FRAME_PHASES = frozenset([*BEFORE_PHASES.values(), START_PHASE, AFTER_PHASE])
+REUSED_PHASE = "Reused engine"  # the one row of a build that found its engine (reuse=True)
+FRAME_PHASES = frozenset([*BEFORE_PHASES.values(), START_PHASE, AFTER_PHASE, REUSED_PHASE])
 FRAMING = Framing(AFTER_PHASE, FRAME_PHASES)  # for a runner whose events TensorRT makes here (``Runner.framed``)
 TIMING_COLUMNS = ["id", "name", "parent", "depth", "step", "num_steps", "start_s", "end_s", "duration_s", "status"]
 
@@ -100,6 +105,14 @@ TIMING_COLUMNS = ["id", "name", "parent", "depth", "step", "num_steps", "start_s
 # output= of the builds running in this process, by real path: a second build started onto one is refused
 _writing: dict[str, Build] = {}
 _writing_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class _Ended:
+    """A succeeded build as the engine report reads it (before the build's own status says so)."""
+
+    engine_size: int
+    status: str = "succeeded"
 
 
 class Build(Waiting):
@@ -171,6 +184,10 @@ class Build(Waiting):
         if self.options.engine_report:
             self.logger.engine_log = EngineLog()
         self._engine_report: tuple[EngineReport | None, str] | None = None
+        self._model_identity: dict[str, Any] | None = None  # the model's content hash, once computed
+        self._identity: dict[str, Any] | None = None  # what determines the engine (provenance), once computed
+        self.reused_from: str | None = None  # reuse=True: the engine file this build's engine was taken from
+        self.manifest_path: str | None = None  # the manifest written beside output=, once written
         self._thread: threading.Thread | None = None
         self._timer: threading.Timer | None = None
         self._ended_s: float | None = None
@@ -424,6 +441,13 @@ class Build(Waiting):
                 + (" (a replayed recording holds no engine)" if self.engine == b"" else "")
             )
         write_output(path, self.engine, "path", self, sync=ENGINES_SYNCED)  # the one output-path policy
+        try:
+            from .provenance import write_manifest
+
+            write_manifest(path, self.manifest(path), self)
+        except Exception as exc:  # the engine is written: a missing manifest is a warning, never an error
+            log.warning("the manifest of %s could not be written: %s", path, exc)
+            warnings.warn(f"the manifest of {path} could not be written: {exc}", stacklevel=2)
         return str(path)
 
     # -- the builder thread --------------------------------------------------------------------------
@@ -479,8 +503,12 @@ class Build(Waiting):
         engine: bytes | WrittenFile | None = None
         error: BuildError | None = None
         try:
-            result = self._execute()
-            engine = self._place(result) if isinstance(result, EngineFile) else result
+            found = self._find_reusable() if self.options.reuse else None
+            if found is not None:
+                engine = found
+            else:
+                result = self._execute()
+                engine = self._place(result) if isinstance(result, EngineFile) else result
             if isinstance(engine, bytes) and self.options.output:
                 try:
                     atomic_write(self.options.output, engine, sync=ENGINES_SYNCED)
@@ -492,6 +520,7 @@ class Build(Waiting):
                     ) from exc
             if engine is not None:
                 self.model.end_after()
+                self._record_provenance(engine)
         except BuildError as exc:
             error = exc
         except KeyboardInterrupt:  # Ctrl-C in a network function running on this thread: a cancel, not a failure
@@ -500,6 +529,112 @@ class Build(Waiting):
             error = BuildError(f"unexpected {type(exc).__name__}: {exc}\n{traceback.format_exc()}")
             error.__cause__ = exc
         self._finish(engine, error)
+
+    # -- provenance: the manifest beside the engine, reuse ------------------------------------------------------
+    def _provenance_identity(self) -> dict[str, Any]:
+        """What determines this build's engine (hashing the model and its external data once)."""
+        if self._identity is None:
+            from .provenance import identity_of, model_identity
+
+            self._model_identity = model_identity(self.source)
+            self._identity = identity_of(self, self._model_identity)
+        return self._identity
+
+    def _find_reusable(self) -> bytes | WrittenFile | None:
+        """reuse=True: the engine of an earlier build whose manifest matches this one's identity (at output=, else
+        in the engine cache), put at output=; None (and a note saying why) when this build must build."""
+        from .provenance import cache_entry, copy_into_place, find_reusable, key_of, reuse_dir_of
+
+        began = self._clock()
+        identity = self._provenance_identity()
+        if identity["model"] is None:
+            self._note("reuse: built anew: a network function's code (or an unreadable model) has no content hash")
+            return None
+        if self.options.configure is not None:
+            self._note("reuse: built anew: configure= runs code whose effect on the engine cannot be compared")
+            return None
+        key = key_of(identity)
+        directory = reuse_dir_of(self.options.reuse_dir)
+        output = Path(self.options.output) if self.options.output else None
+        found = find_reusable([*([output] if output else []), cache_entry(directory, key)], key, identity)
+        for warning in found.warnings:
+            log.warning("reuse: %s", warning)
+            self._note(f"reuse: {warning}")
+        if found.path is None or found.data is None:
+            reason = "; ".join(found.misses) or f"no engine of this build in {directory} yet"
+            self._note(f"reuse: built anew: {reason}")
+            return None
+        engine: bytes | WrittenFile = found.data
+        if output is not None and found.engine is not None and found.path == output:
+            engine = found.engine
+        elif output is not None:
+            try:
+                engine = copy_into_place(found.data, output)
+            except OSError as exc:
+                raise BuildError(f"reuse: found {found.path} but could not copy it to {output}: {exc}") from exc
+        self.model.phase_start(REUSED_PHASE, None, 0, at=began)
+        self.model.phase_finish(REUSED_PHASE)
+        self.reused_from = str(found.path)
+        self._note(f"reused the engine in {found.path} (its manifest matches this build's model, options, TensorRT)")
+        return engine
+
+    def _record_provenance(self, engine: bytes | WrittenFile) -> None:
+        """Write the manifest beside output= and, with reuse=True, keep the engine in the engine cache; a manifest
+        that cannot be written never costs the engine (a warning in the status detail)."""
+        if not (self.options.output or self.options.reuse):
+            return
+        try:
+            from .engine import report_of as _report
+            from .provenance import cache_entry, copy_into_place, key_of, make_manifest, reuse_dir_of, write_manifest
+
+            identity = self._provenance_identity()
+            data = engine.read() if isinstance(engine, WrittenFile) else engine
+            digest, size = hashlib.sha256(data).hexdigest(), len(data)
+            self._engine_report = _report(_Ended(size), self.logger.engine_log, self.options, self.source.label)
+            if self.options.output:
+                manifest = make_manifest(
+                    self,
+                    Path(self.options.output).name,
+                    digest,
+                    size,
+                    identity,
+                    self._model_identity,
+                    report=self._engine_report[0],
+                    reused_from=self.reused_from,
+                )
+                self.manifest_path = str(write_manifest(self.options.output, manifest, self))
+            if self.options.reuse and self.reused_from is None and identity["model"] is not None:
+                key = key_of(identity)
+                directory = reuse_dir_of(self.options.reuse_dir)
+                directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+                entry = cache_entry(directory, key)
+                copy_into_place(data, entry)
+                kept = make_manifest(
+                    self, entry.name, digest, size, identity, self._model_identity, report=self._engine_report[0]
+                )
+                write_manifest(entry, kept)
+        except Exception as exc:  # the engine is built and in place: a missing manifest is a warning
+            self._note(f"warning: the engine's manifest could not be written ({exc})")
+
+    def manifest(self, engine_path: str | os.PathLike[str]) -> dict[str, Any]:
+        """The manifest (JSON-ready) of this build's engine written at ``engine_path`` (:func:`read_manifest`)."""
+        from .provenance import make_manifest
+
+        data = self.engine
+        if not data:
+            raise BuildError(f"no engine: the build is {self._status}")
+        identity = self._provenance_identity()
+        digest = hashlib.sha256(data).hexdigest()
+        return make_manifest(
+            self,
+            Path(engine_path).name,
+            digest,
+            len(data),
+            identity,
+            self._model_identity,
+            report=self.engine_report,
+            reused_from=self.reused_from,
+        )
 
     def _place(self, engine: EngineFile) -> WrittenFile | bytes:
         """Rename the engine file the runner wrote beside ``output=`` into place; its bytes when that fails (the

@@ -283,3 +283,29 @@ def test_check_command(onnx_path: Path, tmp_path: Path, capsys: pytest.CaptureFi
     assert main(["check", str(engine), "--json"]) == 1
     said = json.loads(capsys.readouterr().out)
     assert said["loads"] is False and "not the engine" in said["reason"]
+
+
+def test_trtexec_save_engine_gets_a_manifest_and_reuses(onnx_path: Path, tmp_path: Path) -> None:
+    from trt_widget.__main__ import main
+
+    engine = tmp_path / "t.engine"
+    argv = ["trtexec", f"--onnx={onnx_path}", f"--saveEngine={engine}", "--plain", "--reuse", f"--reuse-dir={tmp_path}"]
+    assert main(argv) == 0
+    first = read_manifest(engine)
+    assert first.verify() == "" and first.data["reused_from"] is None
+    assert main(argv) == 0
+    assert read_manifest(engine).data["reused_from"] == str(engine)
+
+
+def test_a_reused_build_is_not_recorded_in_history(onnx_path: Path, tmp_path: Path) -> None:
+    from trt_widget.history import HistoryStore
+
+    store = HistoryStore(tmp_path / "history.sqlite")
+    engine = tmp_path / "e.engine"
+    options: dict[str, Any] = {"output": str(engine), "reuse": True, "reuse_dir": str(tmp_path / "c")}
+    for _ in range(2):
+        build = Build(str(onnx_path), history=store, resources=False, **options).start()
+        build.wait()
+        assert build.history.recorded.wait(60)
+    assert build.reused_from == str(engine)
+    assert len(store.records()) == 1

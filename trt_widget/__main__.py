@@ -342,7 +342,7 @@ def _start_builder_early(argv: list[str], whole_process: bool) -> None:
     pool.start_here()
 
 
-_OWN = ("--json", "--plain", "--report", "--trace", "--budget", "--isolation")
+_OWN = ("--json", "--plain", "--report", "--trace", "--budget", "--isolation", "--reuse", "--reuse-dir", "--log-file")
 
 
 def _trtexec(argv: list[str], whole_process: bool) -> int:

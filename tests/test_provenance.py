@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import threading
 from pathlib import Path
 from typing import Any
@@ -309,3 +310,56 @@ def test_a_reused_build_is_not_recorded_in_history(onnx_path: Path, tmp_path: Pa
         assert build.history.recorded.wait(60)
     assert build.reused_from == str(engine)
     assert len(store.records()) == 1
+
+
+# -- the full log ----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("isolation", ["thread", "process"])
+def test_log_file_holds_every_line_verbose_included(onnx_path: Path, tmp_path: Path, isolation: str) -> None:
+    log = tmp_path / "build.log"
+    build = _build(str(onnx_path), log_file=str(log), isolation=isolation)
+    assert build.status == "succeeded", build.status_detail
+    lines = log.read_text().splitlines()
+    verbose = [line for line in lines if " VERBOSE " in line]
+    assert len(verbose) > 50  # TensorRT's VERBOSE lines, which the build's own records leave out
+    assert not any(r["severity"] == "VERBOSE" for r in build.logs)
+    info = {r["message"] for r in build.logs if r["severity"] == "INFO"}
+    assert info and all(any(message in line for line in lines) for message in info if "\n" not in message)
+    assert lines[0][:4].isdigit() and lines[0][23] == "Z"  # UTC time stamps
+    assert all("\x1b" not in line and "\x1e" not in line for line in lines)
+    assert not list(tmp_path.glob(".build.log.*"))  # the temporary file took its place
+
+
+def test_log_file_is_bounded_with_a_note(onnx_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import trt_widget._tensorrt_log as tensorrt_log
+
+    monkeypatch.setattr(tensorrt_log, "LOG_FILE_MAX_BYTES", 4096)
+    log = tmp_path / "build.log"
+    assert _build(str(onnx_path), log_file=str(log), isolation="thread").status == "succeeded"
+    text = log.read_text()
+    assert len(text.encode()) < 4096 + 200
+    assert text.splitlines()[-1].startswith("[trt_widget: the log was cut here at 4,096 bytes")
+
+
+def test_log_file_may_not_be_the_engine(onnx_path: Path, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="log_file= and output= are the same file"):
+        Build(str(onnx_path), output=str(tmp_path / "e"), log_file=str(tmp_path / "e"))
+
+
+@pytest.mark.parametrize("isolation", ["thread", "process"])
+def test_a_logging_handler_receives_the_builds_lines(
+    onnx_path: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture, isolation: str
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="trt_widget.tensorrt")
+    # TensorRT for RTX logs a warning for a timing cache (it ignores them); NVIDIA TensorRT for a cache file that
+    # is not one
+    cache = tmp_path / "cache.bin"
+    cache.write_bytes(b"not a timing cache")
+    build = _build(str(onnx_path), isolation=isolation, timing_cache=str(cache))
+    assert build.status == "succeeded", build.status_detail
+    records = [r for r in caplog.records if r.name == "trt_widget.tensorrt"]
+    warned = [r.getMessage() for r in records if r.levelno == logging.WARNING]
+    assert build.problems and [p["message"] for p in build.problems] == warned
+    infos = {r.getMessage() for r in records if r.levelno == logging.INFO}
+    assert infos >= {r["message"] for r in build.logs if r["severity"] == "INFO" and r["message"].isprintable()}
+    assert any(r.levelno == logging.DEBUG for r in records)  # VERBOSE lines the build saw
+    assert all(getattr(r, "build", None) == str(onnx_path) for r in records)

@@ -52,6 +52,7 @@ from ._status import (
     log,
 )
 from ._subscribe import BuildEvent, subscribe
+from ._tensorrt_log import LogFile
 from ._waiting import Waiting
 from .engine import EngineLog, EngineReport, report_of
 from .runners import START_PHASE, EngineFile, Recording, RunContext, Runner, runner_for
@@ -160,6 +161,16 @@ class Build(Waiting):
                     raise ValueError(f"events= and {name}= are the same file ({other}): choose another events file")
         if runner is None or runner.local:  # this process's TensorRT builds: its API checks the options now
             check_options(self.options)
+        if self.options.log_file:
+            log_real = os.path.realpath(self.options.log_file)
+            named: tuple[tuple[str, str | os.PathLike[str] | None], ...] = (
+                ("output", self.options.output),
+                ("timing_cache", self.options.timing_cache),
+                ("events", sink_path),
+            )
+            for name, taken in named:
+                if taken is not None and os.path.realpath(expand_user(taken)) == log_real:
+                    raise ValueError(f"log_file= and {name}= are the same file ({taken}): choose another log file")
         if self.options.output:  # found now, not after the build: OSError naming the path and the reason
             check_output(self.options.output, "output=", self)
         if self.options.isolation == "process" or runner is not None:
@@ -181,6 +192,13 @@ class Build(Waiting):
         self._reported_engine_size: int | None = None  # the runner's, for an engine it does not hand over
         self.error: BuildError | None = None
         self.logger = CaptureLogger(self.options.verbose, clock)
+        if self.source.kind != "recording":  # a replay's lines were sent to logging when they were built
+            self.logger.label = self.source.label
+        self._log_file: LogFile | None = None
+        if self.options.log_file:  # checked now by the output-path policy; written from start()
+            self._log_file = LogFile(self.options.log_file, self)
+            self.logger.full = True
+            self.logger.on_line = self._log_file.write
         if self.options.engine_report:
             self.logger.engine_log = EngineLog()
         self._engine_report: tuple[EngineReport | None, str] | None = None
@@ -387,6 +405,12 @@ class Build(Waiting):
             self.set_running_or_notify_cancel()
         self.model.restart_clock()
         self.logger.restart_clock()
+        if self._log_file is not None:
+            try:
+                self._log_file.open()
+            except OSError as exc:
+                self._log_file = None
+                self._note(f"warning: log_file={self.options.log_file} could not be written ({exc})")
         for callback in self._on_start:  # before any builder event, so readers see the start first
             try:
                 callback(self)
@@ -648,6 +672,10 @@ class Build(Waiting):
 
     def _finish(self, engine: bytes | WrittenFile | None, error: BuildError | None) -> None:
         self._release_output()
+        if self._log_file is not None:
+            problem = self._log_file.close()
+            if problem is not None:
+                self._note(f"warning: log_file={self.options.log_file} could not be written ({problem})")
         if self._timer is not None:
             self._timer.cancel()
         self.model.close_all(PHASE_FAILED if error is not None else FINISHED_EARLY if engine is not None else CANCELLED)

@@ -363,3 +363,67 @@ def test_a_logging_handler_receives_the_builds_lines(
     assert infos >= {r["message"] for r in build.logs if r["severity"] == "INFO" and r["message"].isprintable()}
     assert any(r.levelno == logging.DEBUG for r in records)  # VERBOSE lines the build saw
     assert all(getattr(r, "build", None) == str(onnx_path) for r in records)
+
+
+# -- the bug-report bundle -------------------------------------------------------------------------------------
+def test_bundle_command_lists_its_contents_and_holds_no_model(onnx_path: Path, tmp_path: Path) -> None:
+    import zipfile
+
+    from trt_widget.__main__ import main
+
+    target = tmp_path / "report.zip"
+    assert main(["bundle", str(onnx_path), "-o", str(target), "--opt-level", "1"]) == 0
+    with zipfile.ZipFile(target) as archive:
+        names = set(archive.namelist())
+        readme = archive.read("README.txt").decode()
+        log = archive.read("log.txt").decode()
+        events = [json.loads(line) for line in archive.read("events.jsonl").decode().splitlines()]
+        options = json.loads(archive.read("options.json"))
+        manifest = json.loads(archive.read("manifest.json"))
+        version = json.loads(archive.read("versions.json"))
+    expected = {
+        "log.txt",
+        "events.jsonl",
+        "options.json",
+        "manifest.json",
+        "engine_report.json",
+        "versions.json",
+        "gpu.json",
+        "timings.json",
+        "build.json",
+    }
+    assert names == expected | {"README.txt"}
+    assert all(name in readme for name in expected) and "No model, engine" in readme
+    assert " VERBOSE " in log  # the full log
+    assert events[0]["event"] == "build_start" and events[-1]["event"] == "build_end"
+    assert options["optimization_level"] == 1
+    assert manifest["identity"]["model"] == _sha(onnx_path)
+    assert version["tensorrt"] == backend_info() and version["trt_widget"] == trt_widget.__version__
+    assert not any(name.startswith(("model/", "engine/")) for name in names)
+
+
+def test_bundle_include_model_and_redact(onnx_path: Path, tmp_path: Path) -> None:
+    import zipfile
+
+    build = _build(str(onnx_path), output=str(tmp_path / "e.engine"), isolation="thread")
+    target = tmp_path / "b.zip"
+    build.bundle(target, include_model=True, redact=True)
+    with zipfile.ZipFile(target) as archive:
+        assert archive.read("model/small.onnx") == onnx_path.read_bytes()
+        assert archive.read("engine/e.engine") == build.engine
+        texts = [archive.read(n).decode() for n in archive.namelist() if n.endswith((".txt", ".json", ".jsonl"))]
+    assert all(str(tmp_path) not in text for text in texts)
+    assert any("<model-dir>" in text for text in texts)
+
+
+def test_bundle_of_a_recording(onnx_path: Path, tmp_path: Path) -> None:
+    import zipfile
+
+    from trt_widget.__main__ import main
+
+    recording = tmp_path / "rec.jsonl"
+    assert _build(str(onnx_path), events=str(recording)).status == "succeeded"
+    assert main(["bundle", str(recording), "-o", str(tmp_path / "r.zip")]) == 0
+    with zipfile.ZipFile(tmp_path / "r.zip") as archive:
+        assert json.loads(archive.read("build.json"))["status"] == "succeeded"
+        assert archive.read("events.jsonl")

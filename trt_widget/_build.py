@@ -474,6 +474,16 @@ class Build(Waiting):
             warnings.warn(f"the manifest of {path} could not be written: {exc}", stacklevel=2)
         return str(path)
 
+    def bundle(self, path: str | os.PathLike[str], *, include_model: bool = False, redact: bool = False) -> str:
+        """Write a bug-report zip of this ended build to ``path``: its log, events, options, manifest, engine
+        report, versions and GPU, with a README.txt listing them; the model and engine only with
+        ``include_model``; the user's folders replaced with ``redact`` (docs/reuse.md)."""
+        from .provenance import write_bundle
+
+        if not self.done():
+            raise BuildError(f"the build is {self._status}: bundle it once it has ended (build.wait())")
+        return str(write_bundle(self, path, include_model=include_model, redact=redact))
+
     # -- the builder thread --------------------------------------------------------------------------
     def _context(self) -> RunContext:
         return RunContext(

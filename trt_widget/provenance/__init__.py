@@ -1,6 +1,7 @@
 """Where an engine came from and whether it is still good: the manifest beside every engine trt_widget writes,
 reuse of an engine whose manifest matches, and "will this engine load here?" (docs/manifest.md, docs/reuse.md)."""
 
+from ._bundle import write_bundle
 from ._check import EngineCheck, check_engine
 from ._cli import check_arguments, check_run
 from ._manifest import (
@@ -16,10 +17,9 @@ from ._manifest import (
     read_manifest,
     write_manifest,
 )
-from ._reuse import REUSED_PHASE, cache_entry, copy_into_place, default_reuse_dir, find_reusable, reuse_dir_of
+from ._reuse import cache_entry, copy_into_place, default_reuse_dir, find_reusable, reuse_dir_of
 
 __all__ = [
-    "REUSED_PHASE",
     "EngineCheck",
     "Manifest",
     "ManifestError",
@@ -39,5 +39,6 @@ __all__ = [
     "model_identity",
     "read_manifest",
     "reuse_dir_of",
+    "write_bundle",
     "write_manifest",
 ]

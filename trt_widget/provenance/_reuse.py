@@ -13,7 +13,6 @@ from pathlib import Path
 from .._files import WrittenFile, expand_user, part_path, place_file, write_part
 from ._manifest import JSON, ManifestError, differences, read_manifest
 
-REUSED_PHASE = "Reused engine"
 ENGINE_SUFFIX = ".engine"
 
 

@@ -205,6 +205,7 @@ class Build(Waiting):
         self._model_identity: dict[str, Any] | None = None  # the model's content hash, once computed
         self._identity: dict[str, Any] | None = None  # what determines the engine (provenance), once computed
         self.reused_from: str | None = None  # reuse=True: the engine file this build's engine was taken from
+        self._engine_digest: tuple[str, int] | None = None  # the engine's sha256 and size, where already known
         self.manifest_path: str | None = None  # the manifest written beside output=, once written
         self._thread: threading.Thread | None = None
         self._timer: threading.Timer | None = None
@@ -577,10 +578,26 @@ class Build(Waiting):
     def _find_reusable(self) -> bytes | WrittenFile | None:
         """reuse=True: the engine of an earlier build whose manifest matches this one's identity (at output=, else
         in the engine cache), put at output=; None (and a note saying why) when this build must build."""
-        from .provenance import cache_entry, copy_into_place, find_reusable, key_of, reuse_dir_of
+        from .provenance import (
+            cache_entry,
+            copy_into_place,
+            find_reusable,
+            key_of,
+            manifest_path,
+            prehash,
+            reuse_dir_of,
+        )
 
         began = self._clock()
+        output = Path(self.options.output) if self.options.output else None
+        known: dict[tuple[int, int, int, int], str] = {}
+        ahead = None
+        if output is not None and manifest_path(output).is_file():  # hash the engine there while the model is
+            ahead = threading.Thread(target=lambda: known.update(prehash(output)), name="trt_widget-reuse", daemon=True)
+            ahead.start()
         identity = self._provenance_identity()
+        if ahead is not None:
+            ahead.join()
         if identity["model"] is None:
             self._note("reuse: built anew: a network function's code (or an unreadable model) has no content hash")
             return None
@@ -589,23 +606,27 @@ class Build(Waiting):
             return None
         key = key_of(identity)
         directory = reuse_dir_of(self.options.reuse_dir)
-        output = Path(self.options.output) if self.options.output else None
-        found = find_reusable([*([output] if output else []), cache_entry(directory, key)], key, identity)
+        found = find_reusable([*([output] if output else []), cache_entry(directory, key)], key, identity, known)
         for warning in found.warnings:
             log.warning("reuse: %s", warning)
             self._note(f"reuse: {warning}")
-        if found.path is None or found.data is None:
+        if found.path is None or found.engine is None:
             reason = "; ".join(found.misses) or f"no engine of this build in {directory} yet"
             self._note(f"reuse: built anew: {reason}")
             return None
-        engine: bytes | WrittenFile = found.data
-        if output is not None and found.engine is not None and found.path == output:
-            engine = found.engine
-        elif output is not None:
+        engine: bytes | WrittenFile = found.engine
+        if output is None:
             try:
-                engine = copy_into_place(found.data, output)
+                engine = found.engine.read()
+            except OSError as exc:
+                self._note(f"reuse: built anew: {found.path} changed while it was read ({exc})")
+                return None
+        elif found.path != output:
+            try:
+                engine = copy_into_place(found.path, output)
             except OSError as exc:
                 raise BuildError(f"reuse: found {found.path} but could not copy it to {output}: {exc}") from exc
+        self._engine_digest = (found.sha256, found.engine.size)
         self.model.phase_start(REUSED_PHASE, None, 0, at=began)
         self.model.phase_finish(REUSED_PHASE)
         self.reused_from = str(found.path)
@@ -619,16 +640,32 @@ class Build(Waiting):
             return
         try:
             from .engine import report_of as _report
-            from .provenance import cache_entry, copy_into_place, key_of, make_manifest, reuse_dir_of, write_manifest
+            from .provenance import (
+                cache_entry,
+                copy_into_place,
+                file_sha256,
+                key_of,
+                make_manifest,
+                manifest_path,
+                reuse_dir_of,
+                write_manifest,
+            )
 
             identity = self._provenance_identity()
-            data = engine.read() if isinstance(engine, WrittenFile) else engine
-            digest, size = hashlib.sha256(data).hexdigest(), len(data)
+            if self._engine_digest is not None:  # a reused engine, checked against its manifest
+                digest, size = self._engine_digest
+            elif isinstance(engine, WrittenFile):
+                digest, size = file_sha256(engine.path)
+                if size != engine.size:
+                    raise OSError(f"{engine.path} changed after this build wrote it")
+            else:
+                digest, size = hashlib.sha256(engine).hexdigest(), len(engine)
             self._engine_report = _report(_Ended(size), self.logger.engine_log, self.options, self.source.label)
-            if self.options.output:
+            output = self.options.output
+            if output and self.reused_from != output:  # (an engine reused in place keeps its own manifest)
                 manifest = make_manifest(
                     self,
-                    Path(self.options.output).name,
+                    Path(output).name,
                     digest,
                     size,
                     identity,
@@ -636,13 +673,15 @@ class Build(Waiting):
                     report=self._engine_report[0],
                     reused_from=self.reused_from,
                 )
-                self.manifest_path = str(write_manifest(self.options.output, manifest, self))
+                self.manifest_path = str(write_manifest(output, manifest, self))
+            elif output:
+                self.manifest_path = str(manifest_path(output))
             if self.options.reuse and self.reused_from is None and identity["model"] is not None:
                 key = key_of(identity)
                 directory = reuse_dir_of(self.options.reuse_dir)
                 directory.mkdir(parents=True, exist_ok=True, mode=0o700)
                 entry = cache_entry(directory, key)
-                copy_into_place(data, entry)
+                copy_into_place(engine.path if isinstance(engine, WrittenFile) else engine, entry)
                 kept = make_manifest(
                     self, entry.name, digest, size, identity, self._model_identity, report=self._engine_report[0]
                 )

@@ -17,7 +17,7 @@ from ._manifest import (
     read_manifest,
     write_manifest,
 )
-from ._reuse import cache_entry, copy_into_place, default_reuse_dir, find_reusable, reuse_dir_of
+from ._reuse import cache_entry, copy_into_place, default_reuse_dir, find_reusable, prehash, reuse_dir_of
 
 __all__ = [
     "EngineCheck",
@@ -37,6 +37,7 @@ __all__ = [
     "make_manifest",
     "manifest_path",
     "model_identity",
+    "prehash",
     "read_manifest",
     "reuse_dir_of",
     "write_bundle",

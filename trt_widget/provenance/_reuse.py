@@ -32,31 +32,59 @@ def cache_entry(directory: Path, key: str) -> Path:
     return directory / f"{key}{ENGINE_SUFFIX}"
 
 
+Identity = tuple[int, int, int, int]  # device, inode, size, modification time (ns) of a file as hashed
+
+
 @dataclass(frozen=True)
 class Found:
-    """What a search for a reusable engine found: the engine (a file or bytes) and where, or why none was used."""
+    """What a search for a reusable engine found: the engine file, checked, and where; or why none was used."""
 
     path: Path | None
-    engine: WrittenFile | None  # the file at output= itself
-    data: bytes | None  # an engine read from the cache (already checked)
+    engine: WrittenFile | None  # the file found, known by its identity
     misses: tuple[str, ...]  # why each candidate was not used
     warnings: tuple[str, ...]  # corrupt or foreign entries ignored
+    sha256: str = ""  # the engine's, checked
 
 
-def _read_checked(path: Path, sha256: str, size: int) -> tuple[bytes, os.stat_result] | None:
-    """The file's bytes and identity when they are exactly what the manifest says, else None."""
+def _identity(info: os.stat_result) -> Identity:
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+def prehash(path: str | os.PathLike[str]) -> dict[Identity, str]:
+    """{identity: sha256} of a file, hashed ahead (on another thread while the model is hashed); {} if unreadable."""
+    try:
+        with open(path, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            digest = hashlib.sha256()
+            while block := handle.read(1 << 20):
+                digest.update(block)
+            if _identity(os.fstat(handle.fileno())) != _identity(info):
+                return {}
+        return {_identity(info): digest.hexdigest()}
+    except OSError:
+        return {}
+
+
+def _checked(path: Path, sha256: str, size: int, known: dict[Identity, str]) -> os.stat_result | None:
+    """The file's identity when its bytes are exactly what the manifest says (hashed now, or ahead), else None."""
     with open(path, "rb") as handle:
         info = os.fstat(handle.fileno())
         if info.st_size != size:
             return None
-        data = handle.read(size + 1)
-    if len(data) != size or hashlib.sha256(data).hexdigest() != sha256:
-        return None
-    return data, info
+        digest = known.get(_identity(info))
+        if digest is None:
+            hasher = hashlib.sha256()
+            while block := handle.read(1 << 20):
+                hasher.update(block)
+            digest = hasher.hexdigest()
+    return info if digest == sha256 else None
 
 
-def find_reusable(candidates: list[Path], key: str, identity: dict[str, JSON]) -> Found:
-    """The first candidate engine whose manifest has ``key`` and whose bytes match it."""
+def find_reusable(
+    candidates: list[Path], key: str, identity: dict[str, JSON], known: dict[Identity, str] | None = None
+) -> Found:
+    """The first candidate engine whose manifest has ``key`` and whose bytes match it (``known``: files hashed
+    ahead, by identity)."""
     misses: list[str] = []
     warnings: list[str] = []
     for path in candidates:
@@ -77,17 +105,16 @@ def find_reusable(candidates: list[Path], key: str, identity: dict[str, JSON]) -
             warnings.append(f"ignored {path}: its manifest describes {manifest.engine_file!r}")
             continue
         try:
-            checked = _read_checked(path, manifest.engine_sha256, manifest.engine_size)
+            info = _checked(path, manifest.engine_sha256, manifest.engine_size, known or {})
         except OSError as exc:
             warnings.append(f"ignored {path}: cannot read it ({exc.strerror or exc})")
             continue
-        if checked is None:
+        if info is None:
             warnings.append(f"ignored {path}: the engine does not match its manifest's sha256 (corrupt or replaced)")
             continue
-        data, info = checked
         written = WrittenFile(path, info.st_size, (info.st_dev, info.st_ino, info.st_mtime_ns))
-        return Found(path, written, data, tuple(misses), tuple(warnings))
-    return Found(None, None, None, tuple(misses), tuple(warnings))
+        return Found(path, written, tuple(misses), tuple(warnings), manifest.engine_sha256)
+    return Found(None, None, tuple(misses), tuple(warnings))
 
 
 def copy_into_place(source: Path | bytes, target: str | os.PathLike[str]) -> WrittenFile:

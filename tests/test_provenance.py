@@ -423,8 +423,24 @@ def test_bundle_of_a_recording(onnx_path: Path, tmp_path: Path) -> None:
     from trt_widget.__main__ import main
 
     recording = tmp_path / "rec.jsonl"
-    assert _build(str(onnx_path), events=str(recording)).status == "succeeded"
+    recorded = _build(str(onnx_path), events=str(recording))
+    assert recorded.status == "succeeded" and recorded.events is not None
+    assert recorded.events.join(60)  # the writer thread has written build_end
     assert main(["bundle", str(recording), "-o", str(tmp_path / "r.zip")]) == 0
     with zipfile.ZipFile(tmp_path / "r.zip") as archive:
         assert json.loads(archive.read("build.json"))["status"] == "succeeded"
         assert archive.read("events.jsonl")
+
+
+def test_a_cache_entry_another_user_owns_is_never_reused(onnx_path: Path, tmp_path: Path) -> None:
+    import os
+
+    if os.geteuid() != 0:
+        pytest.skip("giving a file to another user needs root")
+    cache = tmp_path / "cache"
+    assert _build(str(onnx_path), reuse=True, reuse_dir=str(cache)).status == "succeeded"
+    entry = next(cache.glob("*.engine"))
+    os.chown(entry, 65534, 65534)  # as if planted by "nobody" in a shared cache folder, with a consistent manifest
+    again = _build(str(onnx_path), reuse=True, reuse_dir=str(cache))
+    assert again.status == "succeeded" and again.reused_from is None
+    assert "owned by another user" in again.status_detail

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .._files import WrittenFile, expand_user, part_path, place_file, write_part
-from ._manifest import JSON, ManifestError, differences, read_manifest
+from ._manifest import JSON, ManifestError, differences, manifest_path, read_manifest
 
 ENGINE_SUFFIX = ".engine"
 
@@ -80,6 +80,21 @@ def _checked(path: Path, sha256: str, size: int, known: dict[Identity, str]) -> 
     return info if digest == sha256 else None
 
 
+def _strangers(path: Path) -> str:
+    """The engine or manifest file of ``path`` that another user owns ("" when none): never reused, whatever its
+    manifest says (anyone who can write a shared cache folder could plant a consistent pair)."""
+    if os.name != "posix":
+        return ""
+    for candidate in (path, manifest_path(path)):
+        try:
+            owner = os.stat(candidate).st_uid
+        except OSError:
+            continue
+        if owner not in (os.geteuid(), 0):
+            return str(candidate)
+    return ""
+
+
 def find_reusable(
     candidates: list[Path], key: str, identity: dict[str, JSON], known: dict[Identity, str] | None = None
 ) -> Found:
@@ -88,6 +103,10 @@ def find_reusable(
     misses: list[str] = []
     warnings: list[str] = []
     for path in candidates:
+        stranger = _strangers(path)
+        if stranger:
+            warnings.append(f"ignored {path}: {stranger} is owned by another user (an engine is code this user runs)")
+            continue
         try:
             manifest = read_manifest(path)
         except FileNotFoundError:

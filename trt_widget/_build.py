@@ -206,6 +206,7 @@ class Build(Waiting):
         self._identity: dict[str, Any] | None = None  # what determines the engine (provenance), once computed
         self.reused_from: str | None = None  # reuse=True: the engine file this build's engine was taken from
         self._engine_digest: tuple[str, int] | None = None  # the engine's sha256 and size, where already known
+        self._hashing: threading.Thread | None = None  # hashing the model while it builds (output=)
         self.manifest_path: str | None = None  # the manifest written beside output=, once written
         self._thread: threading.Thread | None = None
         self._timer: threading.Timer | None = None
@@ -538,6 +539,11 @@ class Build(Waiting):
         engine: bytes | WrittenFile | None = None
         error: BuildError | None = None
         try:
+            if self.options.output and not self.options.reuse:  # the model as built: hashed beside the build
+                self._hashing = threading.Thread(
+                    target=self._provenance_identity, name="trt_widget-provenance", daemon=True
+                )
+                self._hashing.start()
             found = self._find_reusable() if self.options.reuse else None
             if found is not None:
                 engine = found
@@ -651,6 +657,8 @@ class Build(Waiting):
                 write_manifest,
             )
 
+            if self._hashing is not None:
+                self._hashing.join()
             identity = self._provenance_identity()
             if self._engine_digest is not None:  # a reused engine, checked against its manifest
                 digest, size = self._engine_digest

@@ -74,8 +74,8 @@ ORDER = [
     "P13-browser",
     "P13-browser-expanded",
     "P13-stop",
-    "P16",
-    "P16-hash",
+    "P17",
+    "P17-hash",
 ]
 
 

@@ -1,6 +1,6 @@
-"""P16: reuse (issue 40). P16: a reuse=True build of resnet50 that finds its engine (at output=) ÷ the full build of
+"""P17: reuse (issue 40). P17: a reuse=True build of resnet50 that finds its engine (at output=) ÷ the full build of
 the same model, wall time from start() to the end, medians of interleaved repeats; the reused build hashes the
-~100 MB model and the engine and copies nothing. P16-hash: seconds to hash 1 GiB (the cost per GiB of model and
+~100 MB model and the engine and copies nothing. P17-hash: seconds to hash 1 GiB (the cost per GiB of model and
 external data a reuse=True build pays before it can skip TensorRT), read from a file of that size.
 """
 
@@ -64,14 +64,14 @@ def main() -> None:
         hash_s = (time.perf_counter() - began) * 1024 / args.hash_mib
     ratio = median(reused) / median(full)
     print_table(
-        "P16: reused resnet50 build vs full build",
+        "P17: reused resnet50 build vs full build",
         ["full s (median)", "reused s (median)", "ratio", "engine MB", "hash s/GiB"],
         [[median(full), median(reused), ratio, size / 1e6, hash_s]],
     )
     emit(
-        "p16_reuse",
+        "p17_reuse",
         {
-            "P16": figure(
+            "P17": figure(
                 ratio,
                 f"<= {RATIO_TARGET}",
                 ratio <= RATIO_TARGET,
@@ -81,7 +81,7 @@ def main() -> None:
                 reused_s=median(reused),
                 engine_bytes=size,
             ),
-            "P16-hash": figure(hash_s, "info", None, "s", "seconds to hash 1 GiB of model / external data"),
+            "P17-hash": figure(hash_s, "info", None, "s", "seconds to hash 1 GiB of model / external data"),
         },
         load_avg_start=load_start,
     )

@@ -38,7 +38,7 @@ def main() -> None:
     parser.add_argument("--hash-mib", type=int, default=1024)
     args = parser.parse_args()
     load_start = load_avg()
-    with tempfile.TemporaryDirectory(prefix="p16-") as folder:
+    with tempfile.TemporaryDirectory(prefix="p17-") as folder:
         model = os.path.join(folder, "resnet50.onnx")
         Path(model).write_bytes(to_bytes(resnet50()))
         engine, cache = os.path.join(folder, "r.engine"), os.path.join(folder, "cache")

@@ -74,6 +74,10 @@ ORDER = [
     "P13-browser",
     "P13-browser-expanded",
     "P13-stop",
+    "P16-resnet50",
+    "P16-deep",
+    "P16-size",
+    "P16-parse",
     "P17",
     "P17-hash",
 ]

@@ -104,7 +104,7 @@ def make_cases(tmp: Path) -> dict[str, tuple[Any, dict[str, Any], list[str]]]:
         "profile changes a fixed dim": (
             dynamic,
             {"profiles": {"input": ((1, 8, 8, 8), (2, 8, 8, 8), (4, 8, 8, 16))}},
-            ["'input'", "fixed dimension"],
+            ["'input'", "dimension 3 to 8/16 where the model fixes it at 8", "give input:2x8x8x8"],
         ),
     }
 

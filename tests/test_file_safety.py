@@ -83,7 +83,7 @@ WRITERS: dict[str, Callable[[Build, str], Any]] = {
 @pytest.mark.parametrize("writer", sorted(WRITERS))
 def test_no_writer_follows_a_link_another_user_planted(built: Build, shared: Path, victim: Path, writer: str) -> None:
     plant(shared / "out", victim)
-    with pytest.raises(UntrustedLink, match=r"another user .* owns in the shared folder"):
+    with pytest.raises(UntrustedLink, match=r"a symbolic link that another user \(uid \d+\) owns"):
         WRITERS[writer](built, str(shared / "out"))
     assert victim.read_bytes() == PRECIOUS and (shared / "out").is_symlink()
 
@@ -147,6 +147,17 @@ def test_a_planted_timing_cache_lock_is_not_followed(shared: Path, victim: Path,
     assert victim.read_bytes() == PRECIOUS and stat.S_IMODE(victim.stat().st_mode) == 0o600
 
 
+def test_a_link_in_a_folder_another_user_owns_is_not_followed(built: Build, shared: Path, victim: Path) -> None:
+    """Not only in sticky folders: ``nobody``'s own folder, which root may write into, holds ``nobody``'s links."""
+    nobody = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+    theirs = shared / "theirs"
+    subprocess.run([*nobody, "mkdir", "-m", "0777", str(theirs)], check=True, timeout=30)
+    plant(theirs / "m.engine", victim)
+    with pytest.raises(UntrustedLink):
+        built.save(str(theirs / "m.engine"))
+    assert victim.read_bytes() == PRECIOUS
+
+
 def test_a_link_of_ones_own_is_still_followed(tmp_path: Path) -> None:
     target = tmp_path / "real.bin"
     target.write_bytes(b"old")
@@ -163,6 +174,22 @@ def test_a_rewritten_file_keeps_its_mode(built: Build, tmp_path: Path, writer: s
     path.chmod(0o600)
     WRITERS[writer](built, str(path))
     assert path.read_bytes() != b"old" and stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_a_file_another_user_planted_does_not_lend_its_mode(built: Build, shared: Path) -> None:
+    """Keeping the mode is for one's own files: a world-writable file ``nobody`` put where the engine goes would
+    leave the new engine writable by ``nobody``; set-id bits are never kept."""
+    planted = shared / "m.engine"
+    nobody = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+    subprocess.run([*nobody, "sh", "-c", f"echo x > {planted} && chmod 0666 {planted}"], check=True, timeout=30)
+    built.save(str(planted))
+    info = planted.stat()
+    assert info.st_uid == os.geteuid() and stat.S_IMODE(info.st_mode) & 0o022 == 0
+    own = shared / "own.engine"
+    own.write_bytes(b"old")
+    own.chmod(0o4755)
+    built.save(str(own))
+    assert stat.S_IMODE(own.stat().st_mode) == 0o755
 
 
 def test_output_and_timing_cache_keep_their_mode_and_a_new_file_gets_opens_mode(tmp_path: Path) -> None:

@@ -187,3 +187,24 @@ def test_gpu_memory_figures_say_whose_they_are() -> None:
     scope = str(summary["gpu_scope"])
     assert scope.startswith((f"the builder process (pid {build.child_pid}) on GPU", "all processes on GPU")), scope
     assert summary["gpu_at_start"]["total"] > 0 and summary["gpu_device"]["name"]
+
+
+def test_the_engine_inspector_agrees_with_the_log_record_where_the_engine_deserializes() -> None:
+    """GPU machines: IEngineInspector's JSON of the engine names the layers the build's log record named. Where
+    the engine cannot be deserialized (TensorRT for RTX on a CPU: cudaError 35) the error says to use the log's."""
+    from trt_widget import EngineReport
+
+    build = Build(models.deep_residual(4)).start()
+    assert build.wait(deadline(4)) == "succeeded", build.status_detail
+    logged = build.engine_report
+    assert logged is not None, build.engine_report_reason
+    assert build.engine is not None
+    try:
+        inspected = EngineReport.from_engine(build.engine)
+    except ValueError as exc:
+        assert "engine_report" in str(exc)
+        if RTX:
+            return
+        pytest.skip(f"this machine cannot deserialize the engine: {exc}")
+    assert [layer.name for layer in inspected.layers] == [layer.name for layer in logged.layers]
+    assert [layer.type for layer in inspected.layers] == [layer.type for layer in logged.layers]

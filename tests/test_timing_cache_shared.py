@@ -59,7 +59,7 @@ def _entries(path: Path) -> dict[str, float]:
 def test_two_concurrent_writers_keep_both_builds_entries(tmp_path: Path) -> None:
     path = tmp_path / "shared.cache"
     path.write_bytes(NvidiaLikeCache({"conv0": 1.0}).serialize())  # an earlier build's entries
-    builds = [{"conv1": 2.0, "gemm": 3.0}, {"conv2": 4.0}]
+    builds = [{"conv1": 2.0, "gemm": 3.0}, {"conv2": 4.0}, {"pool": 5.0}]  # three: one waits on a removed lock
     loggers = [CaptureLogger() for _ in builds]
     start = threading.Barrier(len(builds))
 
@@ -72,9 +72,9 @@ def test_two_concurrent_writers_keep_both_builds_entries(tmp_path: Path) -> None
         t.start()
     for t in threads:
         t.join(30)
-    assert _entries(path) == {"conv0": 1.0, "conv1": 2.0, "gemm": 3.0, "conv2": 4.0}
+    assert _entries(path) == {"conv0": 1.0, "conv1": 2.0, "gemm": 3.0, "conv2": 4.0, "pool": 5.0}
     assert all(not log.problems for log in loggers)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["shared.cache", "shared.cache.lock"]  # no partial file
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["shared.cache"]  # no partial file, no lock file left
 
 
 def test_a_cache_file_from_another_device_is_replaced_and_a_copy_kept(tmp_path: Path) -> None:
@@ -82,10 +82,12 @@ def test_a_cache_file_from_another_device_is_replaced_and_a_copy_kept(tmp_path: 
     path = tmp_path / "other.cache"
     theirs = NvidiaLikeCache({"old": 9.0}, tag="a100/10.8").serialize()
     path.write_bytes(theirs)
+    path.chmod(0o600)
     logger = CaptureLogger()
     _engine._save_timing_cache(NvidiaLikeConfig({"new": 1.0}), str(path), logger)
     assert _entries(path) == {"new": 1.0}
     assert (tmp_path / "other.cache.previous").read_bytes() == theirs
+    assert (tmp_path / "other.cache.previous").stat().st_mode & 0o777 == 0o600  # as private as the file was
     assert [r["message"] for r in logger.problems] == [
         f"timing_cache: {path} does not fit this TensorRT version or device; replaced by this build's cache, the "
         f"previous one kept as {path}.previous"
@@ -94,6 +96,18 @@ def test_a_cache_file_from_another_device_is_replaced_and_a_copy_kept(tmp_path: 
     _engine._save_timing_cache(NvidiaLikeConfig({"new": 1.0}), str(path), CaptureLogger())
     assert _entries(tmp_path / "other.cache.previous-2") == {"older": 7.0}
     assert (tmp_path / "other.cache.previous").read_bytes() == theirs  # the first copy is not overwritten
+
+
+def test_the_copy_of_a_private_cache_stays_private(tmp_path: Path) -> None:
+    """The kept copy is the file itself (a hard link), so a 0600 cache is not copied out readable by others."""
+    path = tmp_path / "other.cache"
+    theirs = NvidiaLikeCache({"old": 9.0}, tag="a100/10.8").serialize()
+    path.write_bytes(theirs)
+    path.chmod(0o600)
+    _engine._save_timing_cache(NvidiaLikeConfig({"new": 1.0}), str(path), CaptureLogger())
+    kept = tmp_path / "other.cache.previous"
+    assert kept.read_bytes() == theirs and stat.S_IMODE(kept.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
 
 
 def test_a_foreign_cache_with_no_free_name_for_its_copy_is_left_as_it_was(tmp_path: Path) -> None:
@@ -142,11 +156,13 @@ def test_concurrent_real_builds_share_one_cache_file(tmp_path: Path, model_bytes
     assert again.wait(180) == "succeeded"
     notes: list[Any] = [r["message"] for r in again.problems if "does not fit" in r["message"]]
     assert data and notes == []  # the merged file is one TensorRT reads back
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["shared.cache"]  # the lock file went with the last build
 
 
 def test_a_file_that_only_begins_as_a_cache_is_kept_before_it_is_replaced(tmp_path: Path, model_bytes: bytes) -> None:
     """Issue 35: a cache was recognised by its 4 magic bytes alone, so a foreign file beginning with them was
-    overwritten. TensorRT reads it back as an empty cache: the file is kept (a hard link: same bytes and mode)."""
+    overwritten. TensorRT reads it back as an empty cache: the file is kept (a hard link: same bytes and mode), as
+    one from another TensorRT version or device is."""
     path = tmp_path / "t.cache"
     with warnings.catch_warnings(), _engine.routed_logs(CaptureLogger()) as router:
         warnings.simplefilter("ignore", DeprecationWarning)
@@ -157,7 +173,7 @@ def test_a_file_that_only_begins_as_a_cache_is_kept_before_it_is_replaced(tmp_pa
     path.chmod(0o600)
     build = Build(model_bytes, timing_cache=path, isolation="thread", history=False).start()
     assert build.wait(180) == "succeeded", build.error
-    (kept,) = tmp_path.glob("t.cache.unread-*")
+    kept = tmp_path / "t.cache.previous"
     assert kept.read_bytes() == foreign and stat.S_IMODE(kept.stat().st_mode) == 0o600
     assert path.read_bytes() != foreign and stat.S_IMODE(path.stat().st_mode) == 0o600
     assert any(f"kept as {kept}, replaced" in r["message"] for r in build.problems)

@@ -316,3 +316,9 @@ def test_a_file_option_given_twice_is_refused_not_the_last_taken(args: list[str]
 def test_a_file_option_repeated_with_the_same_value_is_fine() -> None:
     translation = translate(["--onnx=a.onnx", "--onnx=a.onnx", "--saveEngine=a.plan", "--saveEngine=a.plan"])
     assert not translation.refused and translation.model == "a.onnx" and translation.options["output"] == "a.plan"
+
+
+def test_an_option_after_the_double_dash_is_said_to_belong_before_it(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["build", "--", "-model.onnx", "--plain"]) == 2
+    err = capsys.readouterr().err
+    assert "unrecognized arguments: --plain (--plain: options go before --)" in err and "did you mean" not in err

@@ -8,8 +8,19 @@ from ._backend import BackendUnavailable, backend_info, select_backend
 from ._errors import BuildCancelled, BuildError
 from ._version import __version__ as __version__
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # what the lazy names below are, for type checkers (nothing is imported at run time)
+    from ._build import Build
+    from ._events import attach_events
+    from ._monitor import BuildMonitor
+    from ._options import BuildOptions, BuildOptionsDict
     from ._phases import Phase, PhaseModel
+    from ._terminal import render_in_terminal
+    from ._widget import BuildWidget
+    from .engine import EngineReport
+    from .matrix import BuildMatrix
+    from .ray import RayRunner
+    from .runners import shutdown_workers
+    from .watch import watch_call
 
 # Names that need a TensorRT backend are imported on first use, so `import trt_widget` always works and a
 # missing backend gives one clear error naming both install commands.

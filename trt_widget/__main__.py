@@ -68,7 +68,9 @@ class _Parser(argparse.ArgumentParser):
             hints = []
             for name in (extra.split("=", 1)[0] for extra in extras if extra.startswith("--")):
                 close = get_close_matches(name.replace("_", "-"), options, n=1, cutoff=0.7)
-                if close:
+                if name in options:  # given after "--", which ends the options
+                    hints.append(f"{name}: options go before --")
+                elif close:
                     hints.append(f"{name}: did you mean {close[0]}?")
             from ._format import escape_controls  # what was typed is echoed; a script may pass untrusted names
 

@@ -461,9 +461,17 @@ class Build(Waiting):
         Built with TensorRT for RTX (``backend_info()["backend"] == "rtx"``), the engine is an RTX engine, finished
         on the GPU when loaded: NVIDIA TensorRT and Triton's TensorRT backend cannot load it.
         """
-        if not self.engine:
+        if not self.engine:  # say why where the user looks: the build's own error, not only its status
+            cause = f": {self.error}" if self._status == "failed" and self.error is not None else ""
+            waiting = (
+                " — call start() first"
+                if self._status == IDLE
+                else " — wait for it first (await it, or .wait())"
+                if self._status not in FINAL
+                else ""
+            )
             raise BuildError(
-                f"no engine to save: the build is {self._status}"
+                f"no engine to save: the build is {self._status}{cause}{waiting}"
                 + (" (a replayed recording holds no engine)" if self.engine == b"" else "")
             )
         write_output(path, self.engine, "path", self, sync=ENGINES_SYNCED)  # the one output-path policy

@@ -6,7 +6,9 @@ Used as is by the thread runner and inside the child process of process isolatio
 
 from __future__ import annotations
 
+import codecs
 import contextlib
+import errno
 import mmap
 import os
 import threading
@@ -445,7 +447,7 @@ def _save_timing_cache(config: Any, path: str, logger: CaptureLogger) -> None:
                 logger.log(2, f"timing_cache: TensorRT returned no timing cache to save; {path} is left as it was")
                 return
             if unread:
-                kept = _keep_aside(path)
+                kept = _keep_a_copy(path, current)
                 if kept is None:
                     logger.log(
                         2,
@@ -476,24 +478,6 @@ def _unreadable(config: Any, current: bytes, theirs: Any) -> bool:
     return current != blank and (theirs is None or read == blank)
 
 
-def _keep_aside(path: str) -> str | None:
-    """A hard link ``<path>.unread-<time>`` to the file at ``path`` (same inode: mode, owner and bytes kept) before
-    it is replaced; None when none can be made."""
-    try:
-        target = writable_target(path)
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        for n in range(1, 100):
-            kept = f"{target}.unread-{stamp}" + (f"-{n}" if n > 1 else "")
-            try:
-                os.link(target, kept, follow_symlinks=False)
-            except FileExistsError:
-                continue
-            return kept
-    except OSError:
-        pass
-    return None
-
-
 CACHE_LOCK_WAIT_S = 30.0  # what saving a timing cache waits for another build saving the same file
 
 
@@ -501,20 +485,36 @@ MAX_CACHE_COPIES = 9
 
 
 def _keep_a_copy(path: str, data: bytes) -> str | None:
-    """Write ``data`` (a timing cache about to be replaced: another TensorRT version's or GPU's, which TensorRT
-    cannot merge) to a new file ``PATH.previous`` (``.previous-2`` … when taken; never over an existing file or
-    through a link); its name, or None when no name is free or it cannot be written."""
+    """Keep ``data``, the file at ``path`` about to be replaced (another TensorRT version's or GPU's cache, or a
+    file TensorRT cannot read), as ``PATH.previous`` (``.previous-2`` … when taken; never over an existing file or
+    through a link): a hard link where one can be made (the very file: its bytes, mode and owner), else a new file
+    with its mode (0600 when it is another user's). Its name, or None when no name is free or it cannot be kept."""
+    try:
+        old = os.stat(path)
+        same = Path(path).read_bytes() == data  # under the lock: the file is still the one read
+    except OSError:
+        return None
+    mode = old.st_mode & 0o777 if old.st_uid == os.geteuid() else 0o600
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     for number in range(1, MAX_CACHE_COPIES + 1):
         name = f"{path}.previous" + (f"-{number}" if number > 1 else "")
+        if same:
+            try:
+                os.link(path, name)  # a new name for the same inode; EEXIST where the name is taken (a link too)
+                return name
+            except FileExistsError:
+                continue
+            except OSError:
+                pass  # no hard links here (another filesystem, protected_hardlinks): a copy
         try:
-            fd = os.open(name, flags, 0o666)  # as open() makes a new file
+            fd = os.open(name, flags, mode)
         except FileExistsError:
             continue
         except OSError:
             return None
         try:
             with open(fd, "wb") as handle:
+                os.fchmod(handle.fileno(), mode)  # exactly, whatever the umask: a private cache stays private
                 handle.write(data)
         except OSError:
             with contextlib.suppress(OSError):
@@ -526,29 +526,54 @@ def _keep_a_copy(path: str, data: bytes) -> str | None:
 
 @contextmanager
 def _file_lock(path: str) -> Iterator[None]:
-    """An exclusive advisory lock on ``<path>.lock`` (created if needed) across threads and processes; none on
-    Windows."""
+    """An exclusive advisory lock on ``<path>.lock`` across threads and processes (none on Windows): created for
+    the lock, never through a link (``open_lock_file``), and removed when released, so no ``.lock`` file stays
+    beside the cache. The wait is bounded: a process holding the lock for ever (another user's, in a shared
+    folder) costs the cache, never the build."""
     try:
         import fcntl
     except ImportError:  # Windows: no flock; concurrent writers there keep the last writer's entries
         yield
         return
-    fd = open_lock_file(path)
+    lock = f"{writable_target(path)}.lock"
+    deadline = time.monotonic() + CACHE_LOCK_WAIT_S
+    while True:  # each retry means another holder released and removed the file meanwhile
+        fd = open_lock_file(path)
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise OSError(
+                            errno.EAGAIN, f"{lock} was held by another process for {CACHE_LOCK_WAIT_S:g} s; not saved"
+                        ) from None
+                    time.sleep(0.02)
+        except BaseException:
+            os.close(fd)
+            raise
+        if _same_file(fd, lock):
+            break
+        os.close(fd)  # the holder before us removed the file while we waited: lock the one at ``lock`` now
     try:
-        deadline = time.monotonic() + CACHE_LOCK_WAIT_S
-        while True:  # bounded: a process holding the lock for ever (another user's, in a shared folder) costs
-            try:  # the cache, never the build
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise OSError(
-                        f"{path}.lock was held by another process for {CACHE_LOCK_WAIT_S:g} s; not saved"
-                    ) from None
-                time.sleep(0.02)
         yield
     finally:
-        os.close(fd)  # closing releases the lock
+        try:
+            if _same_file(fd, lock):  # removed while still held, so a waiter on this file sees it gone and retries
+                os.unlink(lock)
+        except OSError:
+            pass  # a folder that allows creating but not removing: the lock file stays, as before
+        finally:
+            os.close(fd)  # closing releases the lock
+
+
+def _same_file(fd: int, path: str) -> bool:
+    """Whether the locked descriptor is still the file at ``path`` (not removed or replaced meanwhile)."""
+    try:
+        return os.path.samestat(os.fstat(fd), os.lstat(path))
+    except OSError:
+        return False
 
 
 def _populate(t: Any, network: Any, source: ModelSource, logger: CaptureLogger, router: _LogRouter) -> Any:
@@ -582,6 +607,8 @@ def _populate(t: Any, network: Any, source: ModelSource, logger: CaptureLogger, 
             for c in significant([r["message"] for r in logger.problems[logged_before:]])
             if not any(c.strip()[-60:] in p for p in problems)
         ]  # not an echo of a parser error
+        if any("ParseFromCodedStream" in p for p in problems):  # the bytes are no ONNX protobuf at all
+            raise BuildError(f"could not parse {source.label} as ONNX: {_not_a_model(source)}")
         reason = "; ".join([*(_short(c) for c in causes[:2]), *problems[:5]]) or "the parser gave no reason"
         raise BuildError(f"could not parse {source.label} as ONNX: {reason}")
     if network.num_layers == 0 and network.num_inputs == 0 and network.num_outputs == 0:
@@ -590,6 +617,28 @@ def _populate(t: Any, network: Any, source: ModelSource, logger: CaptureLogger, 
             "outputs) — is it really an ONNX model?"
         )
     return parser
+
+
+def _not_a_model(source: ModelSource) -> str:
+    """Why bytes that do not decode as an ONNX protobuf were refused, in words (not the parser's assertion)."""
+    try:
+        if source.kind == "path":
+            with open(source.value, "rb") as handle:
+                head = handle.read(4096)
+        else:
+            head = bytes(source.value[:4096])
+    except (OSError, TypeError):
+        head = b""
+    try:  # incremental: a character cut at the end of the 4 KiB is not binary
+        decoded = codecs.getincrementaldecoder("utf-8")().decode(head)
+    except UnicodeDecodeError:
+        decoded = ""
+    text = bool(decoded) and all(c.isprintable() or c in "\t\n\r\f\v" for c in decoded)
+    what = "a text file" if text else "a binary file of another kind (or a damaged model)"
+    return (
+        f"it is {what}, not an ONNX model (the binary file that torch.onnx.export and onnx.save write) — is it "
+        "really an ONNX model?"
+    )
 
 
 def _short(text: str, limit: int = 300) -> str:
@@ -672,7 +721,7 @@ def _check_profile(inputs: dict[str, tuple[int, ...]], profiles: dict[str, Any])
                 raise BuildError(f"profile for input {name!r} has rank {len(lo)} but the input has shape {shape}")
             fixed = [(i, d) for i, d in enumerate(shape) if d >= 0 and any(p[i] != d for p in profiles[name])]
             if fixed:
-                raise BuildError(f"profile for input {name!r} changes fixed dimension(s) {fixed} of shape {shape}")
+                raise BuildError(_fixed_dimensions(name, shape, profiles[name], fixed))
         elif any(d < 0 for d in shape):
             dims = "x".join(str(d) if d >= 0 else "N" for d in shape)
             raise BuildError(
@@ -777,3 +826,17 @@ def _configure(t: Any, builder: Any, config: Any, network: Any, options: BuildOp
             logger.log(2, "timing_cache: TensorRT refused a new timing cache; building without one")
             return None
     return cache
+
+
+def _fixed_dimensions(name: str, shape: tuple[int, ...], given: Any, fixed: list[tuple[int, int]]) -> str:
+    """A profile that changes dimensions the model fixes, said plainly: which ones, to what, and what to give."""
+    model = "x".join(str(d) if d >= 0 else "N" for d in shape)
+    changes = ", ".join(
+        f"dimension {i} to {'/'.join(str(v) for v in sorted({p[i] for p in given}))} where the model fixes it at {d}"
+        for i, d in fixed
+    )
+    kept = "x".join(str(d) if d >= 0 else str(given[1][i]) for i, d in enumerate(shape))
+    return (
+        f"the shapes given for input {name!r} set {changes}: the model's input is {model}, and only its dynamic "
+        f"dimensions (N) can vary — give {name}:{kept} there, or export the model with that dimension dynamic"
+    )

@@ -1,11 +1,11 @@
 """Atomic file writes: readers see the old file or the complete new one, never a partial file.
 
 Only regular files are written: a symlink is followed to its target (which is replaced atomically, so the
-link stays), and device nodes, FIFOs, sockets and directories are refused. A symlink another user owns in a
-shared sticky folder (``/tmp``) is never followed (``UntrustedLink``): it could point a write at any file this
-user can write, as the kernel's ``fs.protected_symlinks`` rule says. A rewritten file keeps its permissions; a
-new one gets those ``open()`` gives. A temporary file left by a writer that was killed
-(``.<name>.<pid>.<random>.part``) is removed on the next write to the same path.
+link stays), and device nodes, FIFOs, sockets and directories are refused. A symlink another user (not root)
+owns is never followed (``UntrustedLink``): planted in a shared folder (``/tmp``) or one of theirs, it could
+point a write at any file this user can write (the kernel's ``fs.protected_symlinks`` rule, for every folder).
+A rewritten file keeps its permissions; a new one gets those ``open()`` gives. A temporary file left by a
+writer that was killed (``.<name>.<pid>.<random>.part``) is removed on the next write to the same path.
 """
 
 from __future__ import annotations
@@ -38,32 +38,25 @@ class NotARegularFile(OSError):
 
 
 class UntrustedLink(PermissionError):
-    """A symlink on the way to a file to write is owned by another user in a shared sticky folder."""
-
-
-def _shared(folder: os.stat_result) -> bool:
-    """A sticky folder others may write to (``/tmp``): anyone may put a link there."""
-    return bool(folder.st_mode & stat.S_ISVTX and folder.st_mode & (stat.S_IWOTH | stat.S_IWGRP))
+    """A symlink on the way to a file to write is owned by another user (not root)."""
 
 
 def _check_link(link: str, info: os.stat_result, folder: str) -> None:
-    """Refuse to follow ``link`` when another user owns it in a shared sticky folder (the kernel's
-    protected_symlinks rule: only the link's owner, or the folder's owner's links, are followed there)."""
-    try:
-        where = os.stat(folder)
-    except OSError:
+    """Refuse to follow ``link`` when another user owns it (root's and one's own are followed): its owner chooses
+    where a write through it lands, at any file this user can write. The kernel's protected_symlinks rule says
+    the same for sticky folders (``/tmp``); a folder another user owns is theirs to fill with links too."""
+    if info.st_uid in (os.geteuid(), 0):
         return
-    if _shared(where) and info.st_uid not in (os.geteuid(), where.st_uid):
-        raise UntrustedLink(
-            f"{link} is a symbolic link that another user (uid {info.st_uid}) owns in the shared folder {folder}: "
-            "trt_widget does not write through it (it could point the write at any file you can write); "
-            "remove it or choose another path",
-        )
+    raise UntrustedLink(
+        f"{link} is a symbolic link that another user (uid {info.st_uid}) owns (in {folder}): trt_widget does "
+        "not write through it (it could point the write at any file you can write); remove it or choose "
+        "another path"
+    )
 
 
 def resolve(path: str | os.PathLike[str]) -> Path:
     """``os.path.realpath(path)`` (``~`` expanded) that raises UntrustedLink instead of following a symlink another
-    user owns in a shared sticky folder, at any step of the path."""
+    user owns (not root), at any step of the path."""
     text = os.fspath(expand_user(path))
     if os.name != "posix":  # no sticky folders to plant links in
         return Path(os.path.realpath(text))
@@ -302,13 +295,14 @@ class WrittenFile:
 
 def place_file(part: str | os.PathLike[str], path: str | os.PathLike[str], *, sync: bool = True) -> WrittenFile:
     """Make ``part``, a finished temporary file from ``part_path(path)``, the file at ``path``: fsync it (``sync``),
-    give it the permissions of the file it replaces (a new file: those ``open()`` gives), then rename it over the
-    target, as ``atomic_write`` does."""
+    give it the permissions of the file of ours it replaces (a new file, or another user's: those ``open()``
+    gives), then rename it over the target, as ``atomic_write`` does."""
     target = writable_target(path)
-    try:
-        mode = stat.S_IMODE(os.stat(target).st_mode)
-    except FileNotFoundError:
-        mode = 0o666 & ~_UMASK
+    mode = 0o666 & ~_UMASK
+    with contextlib.suppress(FileNotFoundError):
+        old = os.stat(target)
+        if old.st_uid == os.geteuid():  # another user's file (planted where we write) must not set our mode
+            mode = old.st_mode & 0o777  # no set-id or sticky bits on a file we write
     if Path(os.path.realpath(part)).parent != target.parent:
         raise OSError(f"{part} is not beside {target}")
     _remove_stale_parts(target)

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import sys
+import threading
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from ._subscribe import BuildEvent
@@ -112,3 +114,28 @@ def take_stdout() -> BinaryIO:
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     return channel
+
+
+def end_on_ctrl_c(command: str, says: str, stop: Callable[[], None]) -> None:
+    """A stdio server run in the foreground (``trt-widget mcp`` / ``lsp`` started by hand): say on stderr what it
+    does (when stderr is a terminal; stdout is the protocol's) and make Ctrl-C end it. Its stdin reader thread
+    would hold the exit until EOF (Ctrl-D), so a Ctrl-C stops the builds (``stop``) and exits 130; a second one
+    exits at once."""
+    pressed: list[bool] = []
+
+    def finish() -> None:
+        try:
+            stop()
+        finally:
+            os._exit(130)
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        if pressed:
+            os._exit(130)
+        pressed.append(True)
+        print(f"trt-widget {command}: interrupted: stopping its builds, then exiting", file=sys.stderr, flush=True)
+        threading.Thread(target=finish, name="trt_widget-ctrl-c", daemon=True).start()  # not in the handler
+
+    signal.signal(signal.SIGINT, on_sigint)
+    if sys.stderr.isatty():  # once Ctrl-C does what it says
+        print(f"trt-widget {command}: {says}; Ctrl-C (or Ctrl-D) ends it", file=sys.stderr, flush=True)

@@ -49,7 +49,11 @@ _UNITS = {
     "g": 1 << 30,
     "gb": 10**9,
     "gib": 1 << 30,
+    "t": 1 << 40,
+    "tb": 10**12,
+    "tib": 1 << 40,
 }
+_UNITS_SAID = "B, K/KiB, KB, M/MiB, MB, G/GiB, GB, T/TiB, TB; K, M, G, T are powers of 1024"
 WEAK_PRECISIONS = ("fp16", "bf16", "int8", "fp8", "best")  # BuilderFlag precisions: weakly typed networks only
 _ENUMS = {  # option -> (TensorRT enum, {accepted spelling: member name})
     "hardware_compatibility": (
@@ -716,7 +720,9 @@ def parse_bytes(value: int | str, what: str) -> int:
             if count <= 0:
                 raise ValueError(f"{what} must be positive, got {value!r}")
             return parse_bytes(count, what)
-    raise ValueError(f"{what} must be a byte count like 1073741824 or '1GiB', got {value!r}")
+    raise ValueError(
+        f"{what} must be a byte count like 1073741824 or '1GiB' (units, any case: {_UNITS_SAID}), got {value!r}"
+    )
 
 
 _TACTIC_ALIASES = {"CUBLASLT": "CUBLAS_LT"}

@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from ._backend import select_backend
 from ._expected import annotate
@@ -21,11 +21,39 @@ from ._subscribe import BuildEvent, subscribe
 
 if TYPE_CHECKING:
     from ._build import Build
+    from ._phases import PhaseRow
+    from ._status import BuildStatus
 
 MAX_LOGS = 200
 
 
-def snapshot(build: Build) -> dict[str, Any]:
+class Activity(TypedDict):
+    """While the build is live: the build time of TensorRT's last callback, and what the autotuner times."""
+
+    last_callback_s: float | None
+    timing: dict[str, Any] | None
+
+
+class Snapshot(TypedDict):
+    """What a front end shows of a build: BuildWidget's synced traits (``phases`` travels as ``phases_json`` and
+    deltas), the ``Traits`` typedef of ``js/src/build/widget.js``."""
+
+    status: BuildStatus
+    status_detail: str
+    elapsed_s: float
+    phases: list[PhaseRow]
+    engine_size: int
+    error: str
+    logs: list[dict[str, Any]]
+    cancel: dict[str, Any] | None
+    can_force: bool
+    eta: dict[str, Any] | None
+    history_delta: dict[str, Any] | None
+    resources: dict[str, Any] | None
+    activity: Activity | None
+
+
+def snapshot(build: Build) -> Snapshot:
     """The state a front end shows, as trait name -> JSON-ready value."""
     status = build.status
     error = build.error
@@ -49,6 +77,25 @@ def snapshot(build: Build) -> dict[str, Any]:
         if status in LIVE
         else None,
     }
+
+
+def traits(snap: Snapshot) -> tuple[list[PhaseRow], dict[str, Any]]:
+    """A snapshot's phase rows, and the rest as a plain dict of trait values (the rows travel encoded)."""
+    return snap["phases"], {key: value for key, value in snap.items() if key != "phases"}
+
+
+WIDGET_REPORT_BYTES = 8 << 20  # the engine report sent to a widget view (10,000 layers fit)
+
+
+def engine_json(build: Any) -> str:
+    """The engine report as JSON text for a view once the build succeeded ("" before, or where there is none)."""
+    if build.status != "succeeded":
+        return ""
+    try:
+        report = getattr(build, "engine_report", None)
+        return json.dumps(report.to_dict(WIDGET_REPORT_BYTES)) if report is not None else ""
+    except Exception:  # an optional extra must never stop the pump
+        return ""
 
 
 def _backend_kind() -> str:
@@ -144,8 +191,9 @@ class SnapshotPump:
 
         Phase rows travel as deltas (``phases_delta``: the rows that changed, numbered ``seq``); the whole list
         (``phases_json`` with the ``phases_seq`` it includes) only first, at the end, and when a view asks."""
-        state = snapshot(self.build)
-        changed_rows = self._rows.update(state.pop("phases"))
+        rows, state = traits(snapshot(self.build))
+        state["engine_json"] = self.last.get("engine_json") or engine_json(self.build)
+        changed_rows = self._rows.update(rows)
         if changed_rows:
             self.seq += 1
             state["phases_delta"] = f'{{"seq":{self.seq},"rows":[{",".join(changed_rows)}]}}'
@@ -170,10 +218,10 @@ class RowsEncoder:
     (the phase model hands out a new dict only for a row that changed)."""
 
     def __init__(self) -> None:
-        self._rows: list[Any] = []
+        self._rows: list[Mapping[str, Any]] = []
         self._texts: list[str] = []
 
-    def update(self, rows: list[dict[str, Any]]) -> list[str]:
+    def update(self, rows: Sequence[Mapping[str, Any]]) -> list[str]:
         """Take the current rows; return the texts of the rows that are new or changed since the last call."""
         known, texts = self._rows, self._texts
         del known[len(rows) :], texts[len(rows) :]
@@ -193,7 +241,7 @@ class RowsEncoder:
         """The whole list as one JSON text."""
         return "[" + ",".join(self._texts) + "]"
 
-    def encode(self, rows: list[dict[str, Any]]) -> str:
+    def encode(self, rows: Sequence[Mapping[str, Any]]) -> str:
         """The whole list of ``rows`` as one JSON text."""
         self.update(rows)
         return self.text()

@@ -61,6 +61,7 @@ class BuildWidget(NotebookDisplay, anywidget.AnyWidget):
     history_delta = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
     resources = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
     activity = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)  # last_callback_s while live
+    engine_json = traitlets.Unicode("").tag(sync=True)  # EngineReport.to_dict() as JSON text once the build succeeded
 
     # -- Build's API, on its view: the build's own methods; a wait then shows the final state ---------------
     start = Chained(Build.start, then="_started")

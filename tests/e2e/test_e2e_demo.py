@@ -37,6 +37,8 @@ def test_the_demo_link_opens_the_quick_start_notebook(browser: Any, tmp_path: Pa
     )
     checkpoints = REPO / "notebooks" / ".ipynb_checkpoints"
     had_checkpoints = checkpoints.exists()
+    copy = REPO / "notebooks" / "my-quickstart.ipynb"  # the demo's working copy (the tracked notebook stays clean)
+    had_copy = copy.exists()
     log = tmp_path / "demo.log"
     with open(log, "wb") as out:
         demo = subprocess.Popen(
@@ -48,7 +50,7 @@ def test_the_demo_link_opens_the_quick_start_notebook(browser: Any, tmp_path: Pa
     try:
         pattern = re.compile(rf"http://127\.0\.0\.1:{port}/\S*\?token=\w+")
         url = wait_until(lambda: (pattern.findall(log.read_text()) or [None])[-1], timeout=120, what="the link")
-        assert "/lab/tree/notebooks/quickstart.ipynb?token=" in url
+        assert "/lab/tree/notebooks/my-quickstart.ipynb?token=" in url
         page = browser.new_page()
         try:
             page.goto(url)
@@ -69,3 +71,5 @@ def test_the_demo_link_opens_the_quick_start_notebook(browser: Any, tmp_path: Pa
             demo.wait(15)
         if not had_checkpoints:  # JupyterLab made one when it opened the notebook: leave the checkout as it was
             shutil.rmtree(checkpoints, ignore_errors=True)
+        if not had_copy:
+            copy.unlink(missing_ok=True)

@@ -160,3 +160,17 @@ def test_mcp_describes_the_engine(tmp_path: Path) -> None:
     assert engine["layers"] > 0 and engine["precision_mix"] == {"FP32": engine["layers"]}
     assert engine["memory"]["weights"] > 0
     json.dumps(described)  # JSON-ready for the tool result
+
+
+def test_the_widget_gets_the_report_and_saved_notebooks_show_it() -> None:
+    from trt_widget import BuildWidget
+
+    widget = BuildWidget(models.deep_residual(4))
+    assert widget.engine_json == ""
+    widget.start()
+    assert widget.wait(120) == "succeeded"
+    data = json.loads(widget.engine_json)
+    report = widget.build.engine_report
+    assert report is not None and [layer["name"] for layer in data["layers"]] == [x.name for x in report.layers]
+    bundle, _ = widget._repr_mimebundle_()
+    assert "Engine: " in bundle["text/html"] and "trt-engine-layers" in bundle["text/html"]

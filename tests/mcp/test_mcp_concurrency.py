@@ -13,7 +13,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from trt_widget.__main__ import main
-from trt_widget.mcp import BuildRegistry, HttpServerThread, create_server
+from trt_widget.mcp import BadInput, BuildRegistry, HttpServerThread, create_server
 
 
 def test_builds_beyond_the_limit_wait_queued_without_a_builder_process(
@@ -58,3 +58,52 @@ def test_builds_beyond_the_limit_wait_queued_without_a_builder_process(
 def test_max_concurrent_below_one_is_refused(command: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main([command, "--max-concurrent", "0"]) == 2
     assert "--max-concurrent must be at least 1" in capsys.readouterr().err
+
+
+def test_a_second_build_onto_a_running_builds_engine_file_is_refused(
+    agent_models: dict[str, Path], run_async: Any, tmp_path: Path
+) -> None:
+    """Issue 35, defect 16: two builds of one model (its default output, ``<model>.engine``) wrote one file and the
+    last won without a word. The second is refused, naming why, and leaves no build behind in the list."""
+    registry = BuildRegistry()
+    output = str(tmp_path / "one.engine")
+    with HttpServerThread(create_server(registry)) as server:
+        headers = {"Authorization": f"Bearer {server.token}"}
+
+        async def start_two() -> tuple[Any, Any, list[dict[str, Any]]]:
+            http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=120.0))
+            async with Client(streamable_http_client(server.url, http_client=http)) as client:
+                arguments = {"model": str(agent_models["long"]), "output": output}
+                first = await client.call_tool("start_build", arguments)
+                second = await client.call_tool("start_build", {**arguments, "options": {"optimization_level": 1}})
+                listed = (await client.call_tool("list_builds", {})).structured_content["builds"]
+                return first, second, listed
+
+        first, second, listed = run_async(start_two)
+        build = registry.entry(first.structured_content["build_id"]).build
+        try:
+            assert not first.is_error and second.is_error
+            assert "is being written by another build that is still running" in second.content[0].text
+            assert [b["build_id"] for b in listed] == [first.structured_content["build_id"]]
+        finally:
+            build.stop("test over")
+            assert build.wait(60)
+
+
+def test_builds_beyond_the_waiting_limit_are_refused(agent_models: dict[str, Path], tmp_path: Path) -> None:
+    registry = BuildRegistry(max_concurrent=1, max_waiting=2)
+    started = []
+    try:
+        for i in range(3):
+            _, build = registry.create(str(agent_models["long"]), output=str(tmp_path / f"{i}.engine"))
+            started.append(build.start())
+        with pytest.raises(BadInput, match=r"too many builds: 3 running or queued \(at most 1 at once and 2 waiting"):
+            registry.create(str(agent_models["long"]), output=str(tmp_path / "refused.engine"))
+        assert started[2].stop("make room") and started[2].wait(10)
+        _, build = registry.create(str(agent_models["small"]), output=str(tmp_path / "later.engine"))
+        started.append(build.start())
+    finally:
+        for build in started:
+            build.stop("test over")
+        for build in started:
+            assert build.wait(60)

@@ -167,11 +167,11 @@ def test_a_speed_no_replay_can_keep_is_refused_before_reading(speed: Any) -> Non
 
 
 def test_a_recorded_clock_that_jumps_years_pauses_at_most_max_wait_s(monkeypatch: pytest.MonkeyPatch) -> None:
-    """5e10 recorded seconds at speed 1: the pause is capped (here at 0.2 s), the replay reaches the end."""
+    """5e10 recorded seconds at speed 1000: the pause is capped (here at 0.2 s), the replay reaches the end."""
     from trt_widget.runners import _replay
 
     monkeypatch.setattr(_replay, "MAX_WAIT_S", 0.2)
-    build = Build.from_events(_jumping(5e10), speed=1.0).start()
+    build = Build.from_events(_jumping(5e10), speed=1000.0).start()
     assert build.wait(60) == "succeeded", build.status_detail
     assert "replayed recording" in build.status_detail
 

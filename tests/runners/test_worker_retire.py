@@ -87,7 +87,7 @@ def test_a_worker_holding_a_cuda_context_ends_after_its_build(
     wait_until(lambda: _ended(first.child_pid), timeout=30, what="the worker holding the context to end")
     wait_until(lambda: _process.pool.idle_pids(), timeout=120, what="a fresh warm worker")
     assert first.child_pid not in _process.pool.idle_pids()
-    successor = _process.pool.idle_pids()[0]
+    warm = set(_process.pool.idle_pids())
     second = Build(small, history=False).start()
     assert second.wait(180) == "succeeded", second.error
-    assert second.child_pid == successor  # warm: no cold start for the next build
+    assert second.child_pid in warm  # warm: no cold start for the next build

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 from pathlib import Path
 
 import httpx
@@ -58,3 +59,19 @@ def test_a_torn_multibyte_last_line_does_not_stop_a_restart(
     assert events[0]["event"] == "build_start" and events[-1]["event"] == "build_end"
     assert events[:-1] == stored[: len(events) - 1]  # what was whole is kept as it was
     assert any("torn last line" in r.getMessage() and build_id in r.getMessage() for r in caplog.records)
+
+
+def test_a_stored_build_with_a_damaged_creation_time_is_skipped_not_fatal(tmp_path: Path) -> None:
+    with ServerThread(data=tmp_path) as first, httpx.Client(base_url=first.url, timeout=60) as client:
+        client.headers["Authorization"] = f"Bearer {first.token}"
+        build_id = client.post("/builds", content=to_bytes(deep_residual(4))).json()["id"]
+        _events(client, build_id)
+    damaged = tmp_path / "builds" / ("B" * 22)
+    shutil.copytree(tmp_path / "builds" / build_id, damaged)
+    meta = json.loads((damaged / "meta.json").read_text())
+    (damaged / "meta.json").write_text(json.dumps({**meta, "id": damaged.name, "created": "yesterday"}))
+    with ServerThread(data=tmp_path) as second, httpx.Client(base_url=second.url, timeout=60) as client:
+        client.headers["Authorization"] = f"Bearer {second.token}"
+        reply = client.get("/builds")
+    assert reply.status_code == 200, reply.text
+    assert [b["id"] for b in reply.json()["builds"]] == [build_id]

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from trt_widget import Build, BuildCancelled
 from trt_widget.models import deep_residual, to_bytes
 
 from ._unpatched import unpatched
@@ -214,7 +215,7 @@ def test_ctrl_c_cancels_polygraphy_convert_and_no_engine_is_written(
 
 
 def test_build_widget_run_stops_polygraphy_within_a_second(
-    tmp_path: Path, long: Path, wait_until: Any, polygraphy: str
+    tmp_path: Path, long: Path, wait_until: Any, polygraphy: str, run_async: Any
 ) -> None:
     from trt_widget import BuildWidget
 
@@ -228,4 +229,25 @@ def test_build_widget_run_stops_polygraphy_within_a_second(
     assert widget.call.ended_at - widget.call.stopped_at <= 1.5, widget.call.ended_at - widget.call.stopped_at
     assert code != 0 and widget.builds[0].status == "cancelled"
     assert not (tmp_path / "x.engine").exists()
+    with pytest.raises(BuildCancelled):  # a relayed build is a Future too: await raises what result() raises
+        run_async(_awaited(widget.builds[0]))
+    widget.close()
+
+
+async def _awaited(build: Build) -> bytes:
+    return await build
+
+
+def test_a_relayed_build_is_a_future_with_the_size_the_command_reported(
+    tmp_path: Path, small: Path, run_async: Any
+) -> None:
+    from trt_widget import BuildWidget
+
+    script = tmp_path / "build.py"
+    script.write_text(SCRIPT)
+    widget = BuildWidget.run([sys.executable, str(script), str(small), "0"])
+    assert widget.result(180) == 0
+    (relayed,) = widget.builds
+    assert run_async(_awaited(relayed)) == b""  # the engine stays in the command's process
+    assert relayed.status == "succeeded" and relayed.engine_size and relayed.engine_size > 1000
     widget.close()

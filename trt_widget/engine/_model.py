@@ -106,6 +106,15 @@ class EngineReport:
         return cls(*report_from_json(loaded, source))
 
     @classmethod
+    def from_engine(cls, engine: bytes | bytearray | memoryview) -> EngineReport:
+        """The report of TensorRT's engine inspector (``IEngineInspector``, JSON) for a serialized engine: the GPU
+        path. It deserializes the engine, so it needs the GPU it was built for (ValueError otherwise) and as much
+        memory as the engine; the build's own :attr:`Build.engine_report` needs neither."""
+        from ._inspect import report_from_engine
+
+        return cls(*report_from_engine(engine))
+
+    @classmethod
     def of(cls, parsed: Parsed) -> EngineReport:
         """The report of a reader's findings."""
         return cls(*parsed)

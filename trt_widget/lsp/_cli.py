@@ -6,6 +6,7 @@ import argparse
 import logging
 import sys
 import time
+from typing import Any
 
 STOP_WAIT_S = 5.0  # after the client went: how long running builds get to end (a stop takes ~0.2 s)
 
@@ -24,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
     except ImportError as exc:
         print(f'trt-widget lsp: error: needs its extra: pip install "trt_widget[lsp]" ({exc})', file=sys.stderr)
         return 2
-    from .._follow import take_stdout
+    from .._follow import end_on_ctrl_c, take_stdout
     from ..mcp import BuildRegistry
     from ._framing import FramedInput
 
@@ -36,11 +37,21 @@ def run(args: argparse.Namespace) -> int:
     channel = take_stdout()  # builder processes and native libraries cannot write on the protocol channel
     builds = BuildRegistry(max_concurrent=max_concurrent)
     server = create_server(builds)
+    end_on_ctrl_c(
+        "lsp",
+        "a language server on stdin/stdout, for an editor (it starts this command itself: docs/agents.md)",
+        lambda: _stop(builds, "interrupted (Ctrl-C)"),
+    )
     try:
         server.start_io(FramedInput(sys.stdin.buffer), channel)
     finally:
-        builds.stop_all("the editor went away")
-        deadline = time.monotonic() + STOP_WAIT_S
-        for entry in builds.entries():
-            entry.build.wait(max(deadline - time.monotonic(), 0.0))
+        _stop(builds, "the editor went away")
     return 0
+
+
+def _stop(builds: Any, reason: str) -> None:
+    """Stop what still builds and give it STOP_WAIT_S to end."""
+    builds.stop_all(reason)
+    deadline = time.monotonic() + STOP_WAIT_S
+    for entry in builds.entries():
+        entry.build.wait(max(deadline - time.monotonic(), 0.0))

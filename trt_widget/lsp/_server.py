@@ -117,7 +117,12 @@ def create_server(registry: BuildRegistry | None = None, *, progress_interval: f
                 await asyncio.wait_for(ls.work_done_progress.create_async(token), CREATE_TIMEOUT_S)
             except Exception:  # the client refused, or did not answer: build without progress
                 token = None
-        job.start()
+        try:
+            builds.start(build_id)
+        except BadInput as exc:
+            follower.close()
+            say(f"TensorRT build not started: {exc}", types.MessageType.Error)
+            raise ValueError(str(exc)) from None
         if token is not None:
             cancel = ls.work_done_progress.tokens.get(token)
             if cancel is not None:

@@ -42,7 +42,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--max-parallel", type=int, metavar="N", help="builds at once (local default 1; ray: as many as Ray runs)"
     )
     parser.add_argument("--ray-address", metavar="ADDR", help="Ray cluster address (default: RAY_ADDRESS or local)")
-    parser.add_argument("-o", "--output-dir", metavar="DIR", help="write each engine as DIR/<model>-<variant>.engine")
+    parser.add_argument(
+        "-o",
+        "--output-dir",
+        metavar="DIR",
+        help="write each engine as DIR/<model>-<variant>.engine (DIR is created when missing)",
+    )
     parser.add_argument("--json", action="store_true", help="one JSON event stream on stdout, 'build' in every event")
     parser.add_argument("--plain", action="store_true", help="plain lines even in a terminal")
     from .._options import SHAPES_EPILOG, add_option_arguments
@@ -69,19 +74,60 @@ def run(args: argparse.Namespace) -> int:
     if args.max_parallel is not None and args.max_parallel < 1:
         _stderr(f"trt-widget: error: --max-parallel must be at least 1, got {args.max_parallel}")
         return EXIT_USAGE
-    from .._options import BuildOptionsDict, options_from_args
-    from ._matrix import BuildMatrix
+    from .._options import options_from_args
+    from ._matrix import output_folder
 
     try:
         options = options_from_args(args)
     except ValueError as exc:
         print(f"trt-widget: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    if args.output_dir is not None:
+        try:
+            output_folder(args.output_dir, "-o/--output-dir")
+        except (OSError, ValueError) as exc:
+            _stderr(f"trt-widget: error: {exc.strerror if isinstance(exc, OSError) and exc.strerror else exc}")
+            return EXIT_FAILED
     executor: Any = args.executor
     if args.executor == "ray" and args.ray_address:
         from ..ray import RayRunner
 
         executor = RayRunner(address=args.ray_address)
+    ray_started = args.executor == "ray" and _connect_ray(args.ray_address)
+    if ray_started is None:
+        return EXIT_FAILED
+    try:
+        return _run_matrix(args, executor, options)
+    finally:
+        if ray_started:  # the local instance this command started: shut down now, its helpers with it
+            import ray
+
+            ray.shutdown()
+
+
+def _connect_ray(address: str | None) -> bool | None:
+    """Connect to Ray on the main thread (Ray sets its SIGTERM handler only there); True when this started a
+    local instance (to shut down at the end), None (after saying why) when Ray cannot be reached."""
+    from ..ray import ensure_ray
+
+    ray_module = sys.modules.get("ray")
+    if ray_module is not None and ray_module.is_initialized():  # a caller's own instance (main() from Python)
+        return False
+    local = not (address or os.environ.get("RAY_ADDRESS"))
+    _stderr("trt-widget matrix: " + ("starting a local Ray instance" if local else "connecting to Ray") + " …")
+    try:
+        ensure_ray(address, None if not local else {"include_dashboard": False})  # lighter; no one views it
+    except Exception as exc:  # BuildError (no Ray), Ray's own start-up and connection errors
+        _stderr(f"trt-widget: error: Ray: {exc}")
+        return None
+    return local
+
+
+def _run_matrix(args: argparse.Namespace, executor: Any, options: Any) -> int:
+    """Build the matrix with the live table (or events) and Ctrl-C; the exit code."""
+    from .._options import BuildOptionsDict
+    from ._matrix import BuildMatrix
+
     variants: list[BuildOptionsDict] = [{"optimization_level": n} for n in args.opt_level] if args.opt_level else [{}]
     try:
         matrix = BuildMatrix(
@@ -226,7 +272,8 @@ class MatrixView:
                 Text(build.status, style=COLORS.get(build.status, "")),
                 Text(escape_controls(note)),
                 bar,
-                fmt_s(build.elapsed_s) if build.status != "idle" else "",
+                # a queued build's clock restarts when it builds: no time until then
+                fmt_s(build.elapsed_s) if build.status not in ("idle", "queued") else "",
                 fmt_bytes(build.engine_size) if build.engine_size else "",
             )
         return table

@@ -151,6 +151,19 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "x"
 
 
+def output_folder(folder: str | os.PathLike[str], what: str) -> Path:
+    """The engines' folder, created (with its parents) when missing, as ``mkdir -p``; ``what`` names it in the
+    errors as the user gave it (``output_dir``, or the CLI's ``-o/--output-dir``)."""
+    path = expand_user(folder)
+    if path.exists() and not path.is_dir():
+        raise NotADirectoryError(f"{what} {path} is not a folder")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OSError(exc.errno, f"{what}: cannot create the folder {path}: {exc.strerror or exc}") from None
+    return path
+
+
 class BuildMatrix:
     """One build per (model, variant): ``BuildMatrix(models, variants=[{...}, ...], executor="local").start()``.
 
@@ -158,7 +171,8 @@ class BuildMatrix:
     model. ``variants``: a list of option dicts (or a dict label -> options); ``**options`` apply to every
     build and a variant's own options override them. ``executor``: "local" (worker processes here,
     ``max_parallel`` at a time, default 1), "ray", or a :class:`~trt_widget.RayRunner` used as the template of
-    every build's runner. ``output_dir``: write each engine there as ``<model>-<variant>.engine``. ``events``:
+    every build's runner. ``output_dir``: write each engine there as ``<model>-<variant>.engine`` (the folder is
+    created when missing). ``events``:
     one JSON event stream (path, text file or callable) for all builds, ``"build": id`` in every event.
     """
 
@@ -187,9 +201,7 @@ class BuildMatrix:
             max_parallel = max_parallel or 1
         self.max_parallel = max_parallel
         self.slots = Slots(max_parallel) if max_parallel else None
-        self.output_dir = expand_user(output_dir) if output_dir is not None else None
-        if self.output_dir is not None and not self.output_dir.is_dir():
-            raise FileNotFoundError(f"output_dir does not exist (or is not a directory): {self.output_dir}")
+        self.output_dir = output_folder(output_dir, "output_dir") if output_dir is not None else None
         self.cells: list[Cell] = []
         self._build_args: dict[str, Any] = {"history": history, "resources": resources}
         self._outputs: dict[str, str] = {}  # the real path of each cell's output= -> which cell writes it

@@ -20,7 +20,7 @@ from typing import Any
 import anywidget
 import traitlets
 
-from .._snapshot import RowsEncoder, snapshot
+from .._snapshot import RowsEncoder, snapshot, traits
 from .._status import FINAL, IDLE
 from .._status import log as _log
 from ._table import result_row
@@ -128,8 +128,8 @@ class MatrixPump:
             if 0 <= build_id < len(matrix.cells):
                 build = matrix.cells[build_id].build
                 encoder = self._encoders.setdefault(build_id, RowsEncoder())
-                state = snapshot(build)
-                state["phases_json"] = encoder.encode(state.pop("phases"))
+                phases, state = traits(snapshot(build))
+                state["phases_json"] = encoder.encode(phases)
                 details[str(build_id)] = state
         done = matrix.done()
         return {

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 KEEP = 32  # builds remembered; the oldest finished ones are forgotten first
 MAX_CONCURRENT = 2  # builds at once; more wait, "queued", in the order they came (each builder takes ~150 MiB)
+MAX_WAITING = 32  # queued builds at most; more are refused (a tool error) until one has ended
 TOP = 5
 _TEXT_LIMIT = 500
 # budget and output are the tool's own arguments; force_after (and isolation, refused over HTTP) stay the default
@@ -66,15 +67,19 @@ class _Entry:
 
 class BuildRegistry:
     """Builds by id, for every tool of one server (thread-safe: HTTP sessions share one registry). At most
-    ``max_concurrent`` build at once; the others wait with status ``queued`` (a stop ends a queued build at once)."""
+    ``max_concurrent`` build at once; the others wait with status ``queued`` (a stop ends a queued build at once),
+    ``max_waiting`` of them at most: more are refused until one has ended."""
 
-    def __init__(self, keep: int = KEEP, *, max_concurrent: int = MAX_CONCURRENT) -> None:
+    def __init__(
+        self, keep: int = KEEP, *, max_concurrent: int = MAX_CONCURRENT, max_waiting: int = MAX_WAITING
+    ) -> None:
         from ..matrix import Slots
 
         if isinstance(max_concurrent, bool) or not isinstance(max_concurrent, int) or max_concurrent < 1:
             raise ValueError(f"max_concurrent must be an integer of at least 1, got {max_concurrent!r}")
         self.keep = keep
         self.max_concurrent = max_concurrent
+        self.max_waiting = max_waiting
         self._slots = Slots(max_concurrent)
         self._entries: dict[str, _Entry] = {}
         self._ids = itertools.count(1)
@@ -92,6 +97,11 @@ class BuildRegistry:
         from .._build import Build
         from .._options import BuildOptions
 
+        with self._lock:
+            live = sum(1 for entry in self._entries.values() if not entry.build.done())
+        if live >= self.max_concurrent + self.max_waiting:
+            raise BadInput(f"too many builds: {live} running or queued (at most {self.max_concurrent} at once and "
+                           f"{self.max_waiting} waiting); stop one or wait until one has ended")  # fmt: skip
         path = expand_user(model)
         if not path.exists():
             raise BadInput(f"ONNX file not found: {path}")
@@ -123,6 +133,17 @@ class BuildRegistry:
             self._entries[build_id] = _Entry(build_id, build, str(path))
             self._forget_old()
         return build_id, build
+
+    def start(self, build_id: str) -> None:
+        """Start the build; BadInput, and the build forgotten, when it cannot start (another running build of this
+        process writes the same output file: two engines in one file, the last would win without a word)."""
+        entry = self.entry(build_id)
+        try:
+            entry.build.start()
+        except ValueError as exc:
+            with self._lock:
+                self._entries.pop(build_id, None)
+            raise BadInput(str(exc)) from None
 
     def _forget_old(self) -> None:
         for build_id in list(self._entries):

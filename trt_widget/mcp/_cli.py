@@ -50,13 +50,18 @@ def run(args: argparse.Namespace) -> int:
         if args.token_file is not None:
             print("trt-widget mcp: error: --token-file goes with --http", file=sys.stderr)
             return 2
-        from .._follow import take_stdout
+        from .._follow import end_on_ctrl_c, take_stdout
         from ._server import serve_stdio
 
         # from here to the exit (the stop included) builder processes, native libraries and stray prints write on
         # stderr, never on the protocol channel
         channel = take_stdout()
         builds = BuildRegistry(max_concurrent=args.max_concurrent)
+        end_on_ctrl_c(
+            "mcp",
+            "an MCP server on stdin/stdout, for an agent runtime (it starts this command itself: docs/agents.md)",
+            lambda: _stop_all(builds, "interrupted (Ctrl-C)"),
+        )
         try:
             with contextlib.suppress(KeyboardInterrupt):
                 serve_stdio(create_server(builds), channel)

@@ -103,7 +103,7 @@ def uvicorn_server(asgi: Any, *, max_connections: int | None = None, header_time
     from ..serve import connection_guard, guarded_server
 
     limits = {"max_connections": max_connections, "header_timeout": header_timeout}
-    guard = connection_guard(**{key: value for key, value in limits.items() if value is not None})
+    guard = connection_guard(**{key: value for key, value in limits.items() if value is not None}, label="mcp")
     return guarded_server(asgi, guard, **config)
 
 

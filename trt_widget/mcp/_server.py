@@ -136,6 +136,12 @@ def create_server(registry: BuildRegistry | None = None, *, progress_interval: f
         except BadInput as exc:
             raise ToolError(str(exc)) from None
 
+    def start(build_id: str) -> None:
+        try:
+            builds.start(build_id)
+        except BadInput as exc:
+            raise ToolError(str(exc)) from None
+
     def describe(build_id: str) -> dict[str, Any]:
         try:
             return builds.describe(build_id)
@@ -159,7 +165,11 @@ def create_server(registry: BuildRegistry | None = None, *, progress_interval: f
         build_id, build = create(model, options, budget, output)
         stream = _http_stream(ctx)
         follower = Follower(build, interval=progress_interval)
-        build.start()
+        try:
+            start(build_id)
+        except BaseException:
+            follower.close()
+            raise
 
         async def follow() -> None:
             sent, reporting = 0.0, True
@@ -206,8 +216,8 @@ def create_server(registry: BuildRegistry | None = None, *, progress_interval: f
         budget: Annotated[float | None, Field(description=_BUDGET, gt=0)] = None,
         output: Annotated[str | None, Field(description=_OUTPUT)] = None,
     ) -> BuildResult:
-        build_id, build = create(model, options, budget, output)
-        build.start()
+        build_id, _ = create(model, options, budget, output)
+        start(build_id)
         return BuildResult.model_validate(describe(build_id))
 
     @server.tool(

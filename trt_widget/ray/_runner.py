@@ -51,11 +51,16 @@ def ensure_ray(address: str | None = None, init_kwargs: dict[str, Any] | None = 
     instance). Returns the ray module.
 
     A local instance is started from one long-lived thread: Ray ties its processes' death signal to the thread
-    that started them, so starting it from a build's thread would end the instance with that thread."""
+    that started them, so starting it from a build's thread would end the instance with that thread. Called on
+    the main thread (the CLI does, before its builds), it starts there: Ray then sets its SIGTERM handler (which
+    shuts the instance down) instead of warning that it could not."""
     ray = _ray()
     with _init_lock:
         if not ray.is_initialized():
-            _initializer.submit(lambda: ray.init(address=address, **(init_kwargs or {}))).result()
+            if threading.current_thread() is threading.main_thread():
+                ray.init(address=address, **(init_kwargs or {}))
+            else:
+                _initializer.submit(lambda: ray.init(address=address, **(init_kwargs or {}))).result()
     return ray
 
 

@@ -143,6 +143,7 @@ def _facts(source: Any) -> dict[str, Any]:
         error=str(error) if error is not None and status == "failed" else "",
         nodes=phase_tree(rows, elapsed),
         output=build.options.output,
+        engine_report=getattr(build, "engine_report", None) if status == "succeeded" else None,
     )
 
 
@@ -319,6 +320,14 @@ def to_html_fragment(source: Any, title: str | None = None, max_nodes: int = INL
     note = _snapshot_note(f)
     if note:
         out.append(f'<div style="font-style:italic;margin-top:0.3em">{_e(note)}</div>')
+    if f.get("engine_report") is not None:
+        from ..engine import engine_html
+
+        out.append(
+            '<details class="trt-engine" style="margin-top:0.3em"><summary style="cursor:pointer">Engine: '
+            f"{len(f['engine_report'].layers):,} layers</summary>{engine_html(f['engine_report'], max_rows=300)}"
+            "</details>"
+        )
     out.append("</div>")
     return "".join(out)
 

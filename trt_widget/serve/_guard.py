@@ -42,8 +42,9 @@ def connection_cap(requested: int = DEFAULT_MAX_CONNECTIONS) -> int:
 class Notes:
     """A log line per condition at most every ``interval`` seconds, counting the occurrences it left out."""
 
-    def __init__(self, interval: float = NOTE_INTERVAL_S) -> None:
+    def __init__(self, interval: float = NOTE_INTERVAL_S, *, label: str = "serve") -> None:
         self.interval = interval
+        self.label = label
         self._last: dict[str, float] = {}
         self._left_out: dict[str, int] = {}
 
@@ -56,7 +57,7 @@ class Notes:
         self._last[condition] = now
         more = self._left_out.pop(condition, 0)
         suffix = f" ({more:,} more since the last such line)" if more else ""
-        log.warning("serve: %s%s", message, suffix)
+        log.warning("%s: %s%s", self.label, message, suffix)
 
 
 class Guard:
@@ -121,10 +122,14 @@ def guarded_server(app: Any, guard: Guard, *, before_shutdown: Callable[[], None
 
 
 def connection_guard(
-    max_connections: int = DEFAULT_MAX_CONNECTIONS, header_timeout: float = DEFAULT_HEADER_TIMEOUT_S
+    max_connections: int = DEFAULT_MAX_CONNECTIONS,
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT_S,
+    label: str = "serve",
 ) -> Guard:
-    """The limits of one server: ``max_connections`` lowered below ``ulimit -n``, and the request-head deadline."""
-    return Guard(max_connections=connection_cap(max_connections), header_timeout=header_timeout)
+    """The limits of one server: ``max_connections`` lowered below ``ulimit -n``, and the request-head deadline;
+    its log lines start with ``label``."""
+    cap = connection_cap(max_connections)
+    return Guard(max_connections=cap, header_timeout=header_timeout, notes=Notes(label=label))
 
 
 class _GuardedH11(H11Protocol):

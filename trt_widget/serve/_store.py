@@ -449,6 +449,8 @@ class BuildStore:
                 meta = json.loads((path / META).read_text(encoding="utf-8"))
                 if not isinstance(meta, dict) or meta.get("id") != path.name:
                     raise ValueError("not this build's metadata")
+                if not isinstance(meta.get("created", 0.0), (int, float)):  # the builds' list sorts by it
+                    raise ValueError("its 'created' is not a time")
             except (OSError, ValueError) as exc:
                 log.warning("serve: skipping %s: unreadable %s (%s)", path, META, exc)
                 continue

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import anywidget
 import traitlets
 
-from .._snapshot import RowsEncoder, snapshot
+from .._snapshot import RowsEncoder, snapshot, traits
 from .._status import FINAL, IDLE, LIVE, log
 from ._run import CommandRun
 from ._watch import Watch, WatchedCall, check_isolation, check_settings
@@ -131,8 +131,8 @@ class WatchWidget(anywidget.AnyWidget):
         details: dict[str, Any] = {}
         for i in expanded:
             if 0 <= i < len(builds):
-                state = snapshot(builds[i])
-                state["phases_json"] = self._encoders.setdefault(i, RowsEncoder()).encode(state.pop("phases"))
+                phases, state = traits(snapshot(builds[i]))
+                state["phases_json"] = self._encoders.setdefault(i, RowsEncoder()).encode(phases)
                 details[str(i)] = state
         rows = [watch_row(i, b) for i, b in enumerate(builds)]
         live = self._live()

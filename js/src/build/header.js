@@ -49,8 +49,9 @@ function record(v) {
  * @property {boolean} canForce
  * @property {boolean} stopPending a Stop click Python has not answered yet (the button stays disabled)
  * @property {boolean} stopUnacked a Stop click the kernel has not answered in time
- * @property {"tree" | "timeline"} mode
+ * @property {"tree" | "timeline" | "engine"} mode
  * @property {boolean} hasRows there are phase rows (else the view switch is hidden)
+ * @property {boolean} [hasEngine] there is an engine report (the Engine view)
  */
 
 export class Header {
@@ -74,7 +75,10 @@ export class Header {
     this.treeBtn.textContent = "Tree";
     this.tlBtn = h("button", "trtw-btn trtw-seg-btn", { type: "button" });
     this.tlBtn.textContent = "Timeline";
-    seg.append(this.treeBtn, this.tlBtn);
+    this.engineBtn = h("button", "trtw-btn trtw-seg-btn", { type: "button" });
+    this.engineBtn.textContent = "Engine";
+    this.engineBtn.hidden = true; // until the build has an engine report
+    seg.append(this.treeBtn, this.tlBtn, this.engineBtn);
     this.stopBtn = h("button", "trtw-btn trtw-stop", { type: "button" });
     this.stopBtn.textContent = "Stop";
     const info = h("div", "trtw-info");
@@ -124,7 +128,7 @@ export class Header {
     // Stop only means something while a build can be stopped; the view switch only with rows to view.
     // Ended (the kernel is gone): still shown, disabled, so it is clear that there is nothing to stop.
     this.stopBtn.hidden = !(st === "running" || st === "queued" || cancelling || st === "ended");
-    this.seg.hidden = !s.hasRows;
+    this.seg.hidden = !s.hasRows && !s.hasEngine;
     const stopTitle =
       cancelling && canForce
         ? "Terminate the build process now"
@@ -146,6 +150,8 @@ export class Header {
 
     this.treeBtn.setAttribute("aria-pressed", String(s.mode === "tree"));
     this.tlBtn.setAttribute("aria-pressed", String(s.mode === "timeline"));
+    this.engineBtn.setAttribute("aria-pressed", String(s.mode === "engine"));
+    this.engineBtn.hidden = !s.hasEngine;
   }
 
   /**

@@ -128,7 +128,7 @@ export class RowView {
       c.pct = pct;
       this.fill.style.width = pct === null ? "0%" : `${pct}%`;
       setAttr(this.bar, "aria-valuenow", pct === null ? null : String(pct));
-      this.pct.textContent = pct === null ? "" : `${pct}%`;
+      this.pct.textContent = pct === null || early ? "" : `${pct}%`; // early: the steps column says "done"
     }
     if (c.barHidden !== isGroup) {
       c.barHidden = isGroup;
@@ -139,6 +139,7 @@ export class RowView {
       c.total = total;
       c.vstatus = it.status;
       let stepsText = total > 0 ? `${done}/${total}` : "";
+      if (early) stepsText = "done"; // not "5/6 100%", which reads as a contradiction; the tooltip has the count
       if (isGroup) stepsText = it.running ? `${done} done` : "";
       this.steps.textContent = stepsText;
       setAttr(
@@ -150,13 +151,13 @@ export class RowView {
       );
       let valueText;
       if (isGroup) valueText = `${done} of the ${total} started so far finished`;
-      else if (early) valueText = `done (${stepsText} steps)`;
+      else if (early) valueText = `done (${done}/${total} steps)`;
       else if (total > 0) valueText = `${stepsText} steps`;
       else valueText = it.status === "done" ? "done" : it.running ? "running" : "0 steps";
       this.bar.setAttribute("aria-valuetext", valueText);
     }
     let markText = "";
-    if (!isGroup) markText = it.status === "failed" || it.status === "cancelled" ? it.status : "";
+    if (!isGroup) markText = ["failed", "cancelled", "interrupted"].includes(it.status) ? it.status : "";
     else if (it.failed || it.cancelled) {
       const failed = it.failed ? `${it.failed} failed` : "";
       markText = it.cancelled ? `${failed}${failed ? ", " : ""}${it.cancelled} cancelled` : failed;

@@ -6,7 +6,7 @@ import { num, str } from "../shared/format.js";
 /** Runs of at least this many consecutive same-name siblings are shown as one group row. */
 export const GROUP_MIN = 5;
 
-/** @typedef {"running" | "done" | "finished-early" | "cancelled" | "failed"} RowStatus */
+/** @typedef {"running" | "done" | "finished-early" | "cancelled" | "failed" | "interrupted"} RowStatus */
 
 /** @type {ReadonlySet<string>} */
 const ROW_STATUSES = new Set(["running", "done", "finished-early", "cancelled", "failed"]);
@@ -67,9 +67,10 @@ const ROW_STATUSES = new Set(["running", "done", "finished-early", "cancelled", 
  * Rows that are not objects or lack an id are skipped, and so are later rows with a repeated id.
  * @param {unknown} phases the parsed `phases_json` (anything else counts as no rows)
  * @param {unknown} snapElapsed the snapshot's elapsed_s (for finished rows lacking end_s)
+ * @param {boolean} [ended] the kernel went away mid-build: rows still running are "interrupted" at snapElapsed
  * @returns {Structure}
  */
-export function buildStructure(phases, snapElapsed) {
+export function buildStructure(phases, snapElapsed, ended = false) {
   const rows = Array.isArray(phases) ? phases : [];
   /** @type {Map<string, PhaseNode>} */
   const byKey = new Map();
@@ -81,8 +82,9 @@ export function buildStructure(phases, snapElapsed) {
     if (r.id === undefined || r.id === null) continue;
     const key = String(r.id);
     if (byKey.has(key)) continue;
-    const status =
+    let status =
       typeof r.status === "string" && ROW_STATUSES.has(r.status) ? /** @type {RowStatus} */ (r.status) : "running";
+    if (ended && status === "running") status = "interrupted"; // nothing will end it: it stopped with the kernel
     const start = num(r.start_s);
     const end = typeof r.end_s === "number" && Number.isFinite(r.end_s) ? r.end_s : null;
     const running = status === "running";
@@ -169,7 +171,7 @@ function makeGroup(key, name, members) {
     } else {
       finished++;
       sumFinished += m.dur;
-      if (m.status === "cancelled") cancelled++;
+      if (m.status === "cancelled" || m.status === "interrupted") cancelled++;
       else if (m.status === "failed") failed++;
       else if (m.status === "finished-early") early++;
       end = Math.max(end, m.start + m.dur);

@@ -5,6 +5,7 @@
 import { h, perfNow, setText } from "../shared/dom.js";
 import { num, plainObject, str } from "../shared/format.js";
 import { uiStateFor } from "../shared/uistate.js";
+import { EngineView } from "./engine.js";
 import { Header, LogPanel } from "./header.js";
 import { GONE_TEXT, watchKernel } from "./kernel.js";
 import { RowSync } from "./rowsync.js";
@@ -54,6 +55,7 @@ export class TrtView {
     this.header = new Header();
     this.tree = new TreeView(this.ui.expanded, this);
     this.timeline = new TimelineView();
+    this.engine = new EngineView();
     this.logs = new LogPanel();
     this.root = h("div", "trtw");
     this.empty = h("div", "trtw-empty");
@@ -61,7 +63,7 @@ export class TrtView {
     const hd = this.header;
     const notices = h("div", "trtw-notices");
     notices.append(hd.notice, hd.unackedEl);
-    body.append(notices, this.empty, this.tree.head, this.tree.el, this.timeline.el);
+    body.append(notices, this.empty, this.tree.head, this.tree.el, this.timeline.el, this.engine.el);
     this.root.append(hd.el, hd.errorEl, body, this.logs.el);
     this.host.append(this.root);
 
@@ -69,6 +71,7 @@ export class TrtView {
     this._on(hd.pathEl, "click", () => this.revealRunning());
     this._on(hd.treeBtn, "click", () => this.setMode("tree"));
     this._on(hd.tlBtn, "click", () => this.setMode("timeline"));
+    this._on(hd.engineBtn, "click", () => this.setMode("engine"));
     this._on(this.tree.el, "click", (e) => this.tree.onClick(/** @type {MouseEvent} */ (e)));
     this._on(this.tree.el, "keydown", (e) => this.tree.onKey(/** @type {KeyboardEvent} */ (e)));
     this._on(this.tree.el, "scroll", () => this.tree.onScroll());
@@ -201,6 +204,7 @@ export class TrtView {
       this.updateHeader();
     });
     add("engine_size", () => this.updateHeader());
+    add("engine_json", () => this.updateEngine());
     add("error", () => this.updateError());
     add("logs", () => this.updateLogs());
     add("resources", () => this.updateResources());
@@ -278,12 +282,26 @@ export class TrtView {
 
   refreshAll() {
     this._readClock();
+    this.updateEngine(false); // before the header: it shows the Engine button
     this.updateHeader();
     this.updateError();
     this.updateLogs();
     this.updateResources();
     this.updateTree();
     this._syncTicker();
+  }
+
+  /**
+   * Read the engine report; the Engine view shows it (and goes away with it, e.g. on a new build).
+   * @param {boolean} [render]
+   */
+  updateEngine(render = true) {
+    this.engine.update(this.get("engine_json"));
+    if (!this.engine.hasReport() && this.ui.mode === "engine") this.ui.mode = "tree";
+    if (render) {
+      this.updateHeader();
+      this.renderBody();
+    }
   }
 
   updateHeader() {
@@ -299,6 +317,7 @@ export class TrtView {
       stopUnacked: this.stopUnacked,
       mode: this.ui.mode,
       hasRows: this.struct.items.length > 0,
+      hasEngine: this.engine.hasReport(),
     });
     this._tickHeader(this.now());
   }
@@ -328,7 +347,7 @@ export class TrtView {
     }, STOP_REARM_MS);
   }
 
-  /** @param {"tree" | "timeline"} mode */
+  /** @param {"tree" | "timeline" | "engine"} mode */
   setMode(mode) {
     if (this.ui.mode === mode) return;
     this.ui.mode = mode;
@@ -358,7 +377,7 @@ export class TrtView {
    * @param {unknown} phases
    */
   applyPhases(phases) {
-    this.struct = buildStructure(phases, this.elapsed);
+    this.struct = buildStructure(phases, this.elapsed, this.status === "ended");
     this.renderBody();
   }
 
@@ -376,8 +395,10 @@ export class TrtView {
     const s = this.struct;
     this.header.setPath(this.isLive() ? runningPath(s) : []);
     const hasRows = s.items.length > 0;
-    const timeline = this.ui.mode === "timeline";
-    this.empty.hidden = hasRows;
+    const engine = this.ui.mode === "engine" && this.engine.hasReport();
+    const timeline = this.ui.mode === "timeline" && !engine;
+    this.engine.el.hidden = !engine;
+    this.empty.hidden = hasRows || engine;
     /** @type {Record<string, string>} */
     const waiting = {
       idle: "No build running.",
@@ -387,11 +408,14 @@ export class TrtView {
       ? "Waiting for the first build phase\u2026"
       : waiting[this.status] || "No build phases recorded.";
     setText(this.empty, hasRows ? "" : emptyText);
-    this.tree.el.hidden = timeline || !hasRows;
+    this.tree.el.hidden = timeline || engine || !hasRows;
     this.tree.head.hidden = this.tree.el.hidden;
-    this.header.seg.hidden = !hasRows;
+    this.header.seg.hidden = !hasRows && !this.engine.hasReport();
     this.timeline.el.hidden = !timeline || !hasRows;
-    if (timeline) {
+    if (engine) {
+      this.tree.liveRows = [];
+      this.engine.renderRows(true);
+    } else if (timeline) {
       this.tree.liveRows = [];
       this.timeline.update(s, this.now(), this.isLive());
     } else {

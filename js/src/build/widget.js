@@ -27,6 +27,8 @@ import { TrtView } from "./view.js";
  * @property {number} phases_seq the last delta phases_json includes
  * @property {string} phases_delta JSON text {seq, rows}: the rows new or changed since delta seq - 1
  * @property {number} engine_size bytes
+ * @property {string} engine_json the engine report (EngineReport.to_dict() as JSON text) once the build
+ *   succeeded, "" before
  * @property {string} error
  * @property {{severity: string, message: string, t: number}[]} logs
  * @property {{phase: string, requested_at_s: number} | null} cancel

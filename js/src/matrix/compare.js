@@ -3,7 +3,7 @@
 // textContent only.
 
 import { h } from "../shared/dom.js";
-import { fmtBytes, fmtDelta, fmtDuration, num, str } from "../shared/format.js";
+import { escapeControls, fmtBytes, fmtDelta, fmtDuration, num, str } from "../shared/format.js";
 
 /**
  * @typedef {{id: number, model: string, variant: string, status: string, build_s: number,
@@ -93,7 +93,7 @@ function compareRow(b, base, longest) {
       continue;
     }
     const td = h("td", "");
-    td.textContent = c;
+    td.textContent = escapeControls(c); // model names and phase names are untrusted
     tr.append(td);
   }
   return tr;
@@ -121,7 +121,7 @@ export function renderComparison(container, builds, baselineId, onBaseline) {
   const select = h("select", "trtw-mx-baseline");
   for (const b of builds) {
     const opt = h("option", "", { value: String(b.id) });
-    opt.textContent = `${b.model} \u00b7 ${b.variant}`;
+    opt.textContent = escapeControls(`${b.model} \u00b7 ${b.variant}`);
     opt.selected = b.id === base.id;
     select.append(opt);
   }

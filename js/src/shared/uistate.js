@@ -5,7 +5,7 @@
  * Per-model UI state, shared by all views of a model.
  * @typedef {object} UiState
  * @property {Map<string, boolean>} expanded the user's collapse choices: row key -> expanded
- * @property {"tree" | "timeline"} mode
+ * @property {"tree" | "timeline" | "engine"} mode
  * @property {boolean | null} logsOpen the user's choice for the log panel, null if none
  */
 

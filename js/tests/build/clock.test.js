@@ -99,6 +99,12 @@ describe("live clock", () => {
     advance(10_000);
     expect(elapsed.textContent).toBe(at); // the clock stopped
     expect(txt(rowNamed("Tactics"), ".trtw-time")).toBe(`${(Number.parseFloat(at) - 1).toFixed(1)} s`);
+    // the rows that ran stopped with the kernel: not drawn as running (bold, brand-coloured bar), but marked
+    for (const name of ["Build", "Tactics"]) {
+      expect(rowNamed(name).dataset.status).toBe("interrupted");
+      expect(txt(rowNamed(name), ".trtw-mark")).toBe("interrupted");
+    }
+    expect(el.querySelectorAll('.trtw-row[data-status="running"]').length).toBe(0);
   };
 
   it("a kernel restart mid-build (the manager marks the model disconnected) ends the view", () => {

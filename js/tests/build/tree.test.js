@@ -106,9 +106,13 @@ describe("tree rendering", () => {
     );
     expect(txt(rowNamed("Early"), ".trtw-mark")).toBe("");
     expect(rowNamed("Early").querySelector(".trtw-mark").hidden).toBe(true);
-    expect(txt(rowNamed("Early"), ".trtw-pct")).toBe("100%");
-    expect(txt(rowNamed("Early"), ".trtw-steps")).toBe("2/5"); // the true count ...
-    expect(rowNamed("Early").querySelector(".trtw-steps").title).toMatch(/normal, not an error/); // ... explained
+    // "done", not "2/5 100%" (which reads as a contradiction); the true count is in the tooltip, explained
+    expect(txt(rowNamed("Early"), ".trtw-steps")).toBe("done");
+    expect(txt(rowNamed("Early"), ".trtw-pct")).toBe("");
+    expect(rowNamed("Early").querySelector(".trtw-steps").title).toMatch(
+      /after 2 of the 5 steps.*normal, not an error/,
+    );
+    expect(rowNamed("Early").querySelector(".trtw-bar").getAttribute("aria-valuetext")).toBe("done (2/5 steps)");
     expect(rowNamed("Early").querySelector(".trtw-fill").style.width).toBe("100%");
     expect(txt(rowNamed("Cut"), ".trtw-mark")).toBe("cancelled");
     expect(rowNamed("Cut").dataset.status).toBe("cancelled");

@@ -24,10 +24,30 @@ describe("escaping", () => {
     expect(el.querySelector(".trtw-log-msg").textContent).toBe(evil);
     expect(el.querySelector(".trtw-error").textContent).toBe(evil);
     expect(el.querySelector("img")).toBeNull();
-    el.querySelector(".trtw-seg-btn:last-child").click(); // timeline too
+    el.querySelector(".trtw-seg-btn:nth-child(2)").click(); // timeline too
     expect(el.querySelector(".trtw-tl-bar text").textContent).toBe(evil);
     expect(el.querySelector("img")).toBeNull();
     expect(document.querySelector("img")).toBeNull();
+  });
+
+  it("shows bidi overrides, separators and C1 controls in names, logs and errors escaped (issue 35)", () => {
+    const name = "conv\u202eevil\u009b31m\u2028forged";
+    const shown = "conv\\u202eevil\\x9b31m\\u2028forged";
+    mount(
+      fakeModel({
+        status: "failed",
+        elapsed_s: 1,
+        error: `node ${name}\nsecond line`,
+        rows: [phase(name, { id: 1, start_s: 0, end_s: 1, status: "failed" })],
+        logs: [{ severity: "ERROR", message: `Node name: ${name}`, t: 0.5 }],
+      }),
+    );
+    expect(rows()[0].querySelector(".trtw-name").textContent).toBe(shown);
+    expect(el.querySelector(".trtw-log-msg").textContent).toBe(`Node name: ${shown}`);
+    expect(el.querySelector(".trtw-error").textContent).toBe(`node ${shown}\nsecond line`);
+    el.querySelector(".trtw-seg-btn:nth-child(2)").click(); // timeline too
+    expect(el.querySelector(".trtw-tl-bar text").textContent).toBe(shown);
+    expect(el.textContent).not.toMatch(/[\u202e\u009b\u2028]/);
   });
 });
 
@@ -160,7 +180,7 @@ describe("timeline", () => {
   it("renders one rect per instance with a <title>, and a group as one rect", () => {
     const model = fakeModel({ status: "succeeded", elapsed_s: 4, rows: sampleTree() });
     mount(model);
-    el.querySelector(".trtw-seg-btn:last-child").click();
+    el.querySelector(".trtw-seg-btn:nth-child(2)").click();
     expect(el.querySelector(".trtw-tree").hidden).toBe(true);
     const tl = el.querySelector(".trtw-timeline");
     expect(tl.hidden).toBe(false);
@@ -244,7 +264,7 @@ describe("misc", () => {
       rows: [phase("Done", { id: 1, start_s: 0, end_s: 1 }), phase("Live", { id: 2, start_s: 1 })],
     });
     mount(model);
-    el.querySelector(".trtw-seg-btn:last-child").click();
+    el.querySelector(".trtw-seg-btn:nth-child(2)").click();
     const bars = el.querySelectorAll(".trtw-tl-bar");
     const w0 = Number.parseFloat(bars[1].getAttribute("width"));
     clock += 500;

@@ -145,6 +145,8 @@ def test_second_reuse_build_returns_the_engine_without_tensorrt(onnx_path: Path,
     assert second.reused_from == str(engine)
     assert f"reused the engine in {engine}" in second.status_detail
     assert second.engine == built and engine.read_bytes() == built
+    assert second.engine_report is None and "reused" in second.engine_report_reason
+    assert read_manifest(engine).engine_report is not None  # the summary of the build that made it
     # from the cache, to another output
     other = tmp_path / "other.engine"
     third = _build(str(onnx_path), output=str(other), reuse=True, reuse_dir=str(cache))

@@ -676,7 +676,14 @@ class Build(Waiting):
                     raise OSError(f"{engine.path} changed after this build wrote it")
             else:
                 digest, size = hashlib.sha256(engine).hexdigest(), len(engine)
-            self._engine_report = _report(_Ended(size), self.logger.engine_log, self.options, self.source.label)
+            if self.reused_from is not None:
+                self._engine_report = (
+                    None,
+                    f"the engine was reused from {self.reused_from}: TensorRT did not run (its manifest holds the "
+                    "report's summary: trt_widget.read_manifest(path).engine_report)",
+                )
+            else:
+                self._engine_report = _report(_Ended(size), self.logger.engine_log, self.options, self.source.label)
             output = self.options.output
             if output and self.reused_from != output:  # (an engine reused in place keeps its own manifest)
                 manifest = make_manifest(

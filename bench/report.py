@@ -78,6 +78,8 @@ ORDER = [
     "P16-deep",
     "P16-size",
     "P16-parse",
+    "P17",
+    "P17-hash",
 ]
 
 

@@ -12,7 +12,7 @@ import trt_widget.__main__ as cli
 from trt_widget.__main__ import COMMAND_NAMES, main
 
 ROOT = Path(__file__).resolve().parents[1]
-EXPECTED = {"build", "demo", "view", "serve", "matrix", "inspect", "trtexec", "mcp", "lsp", "run"}
+EXPECTED = {"build", "demo", "view", "serve", "matrix", "inspect", "check", "bundle", "trtexec", "mcp", "lsp", "run"}
 
 
 def test_the_table_has_every_command_and_the_parser_is_made_from_it() -> None:

@@ -265,9 +265,10 @@ def test_a_matrix_of_two_models_with_one_file_name_writes_two_engines(tmp_path: 
     matrix.start()
     assert matrix.wait(240) == "done"
     assert [b.status for b in matrix.builds] == ["succeeded", "succeeded"]
-    written = sorted(os.listdir(out))
+    written = sorted(name for name in os.listdir(out) if not name.endswith(".manifest.json"))
     assert written == ["m-2-default.engine", "m-default.engine"]
     assert {(out / name).read_bytes() for name in written} == {b.engine for b in matrix.builds}
+    assert sorted(os.listdir(out)) == sorted([*written, *(f"{name}.manifest.json" for name in written)])
 
 
 def test_a_matrix_refuses_a_second_cell_writing_the_same_output(tmp_path: Path) -> None:

@@ -8,6 +8,8 @@
   trt-widget view build.jsonl [--speed X] [--report F] [--trace F]   # replays a recording (--json / events=)
   trt-widget trtexec --onnx=m.onnx --saveEngine=m.engine [trtexec's build arguments]   # see _trtexec.py
   trt-widget inspect FILE [--json]               # an engine's layers, precisions, tactics (a log, JSON, recording)
+  trt-widget check ENGINE [--json]               # does this engine load here? (from its manifest)
+  trt-widget bundle MODEL -o report.zip [--include-model] [--redact] [build options]   # a bug-report zip
   trt-widget serve [--host H] [--port P] [--token T | --token-file F] [--data DIR] ...   # a build service
   trt-widget matrix a.onnx [b.onnx ...] --opt-level 0 3 5 [--executor ray] [--json]   # see matrix/_cli.py
   trt-widget mcp [--http] [--port P] [--token-file F]   # builds as MCP tools for agents (docs/agents.md)
@@ -181,6 +183,24 @@ COMMANDS = (
         ".engine:cli_inspect",
     ),
     Command(
+        "check",
+        "say whether an engine loads on this machine (its TensorRT and GPU), from its manifest",
+        "Read the manifest beside ENGINE (written with every engine trt_widget writes) and say in one line whether "
+        "this machine's TensorRT and GPU can load it, and if not why: another backend, TensorRT version, compute "
+        "capability (docs/manifest.md). Exit code 0 when it loads, 1 otherwise.",
+        ".provenance:check_arguments",
+        ".provenance:check_run",
+    ),
+    Command(
+        "bundle",
+        "build (or replay a recording) and write a bug-report zip: log, events, options, manifest, versions, GPU",
+        "Build MODEL (or replay a recording) and write one zip with the full log, the events, the options, the "
+        "manifest, the engine report, versions (Python, TensorRT, trt_widget, driver), the GPU and a README.txt "
+        "listing them. No model or engine unless --include-model; --redact replaces your folders. -o names the zip.",
+        "._bundle_cli:bundle_arguments",
+        "._bundle_cli:bundle_run",
+    ),
+    Command(
         "trtexec",
         "build from trtexec's arguments as written: trt-widget trtexec --onnx=m.onnx --saveEngine=m.engine ...",
         "Build with trtexec's build arguments as written (--onnx=, --saveEngine=, --shapes=, --minShapes=, --fp16, "
@@ -334,7 +354,7 @@ def _start_builder_early(argv: list[str], whole_process: bool) -> None:
     pool.start_here()
 
 
-_OWN = ("--json", "--plain", "--report", "--trace", "--budget", "--isolation")
+_OWN = ("--json", "--plain", "--report", "--trace", "--budget", "--isolation", "--reuse", "--reuse-dir", "--log-file")
 
 
 def _trtexec(argv: list[str], whole_process: bool) -> int:

@@ -8,12 +8,16 @@ than ``force_after`` seconds (0.1 by default; docs/stop.md).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 import time
 import traceback
+import warnings
 from collections.abc import Callable
 from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
 from ._backend import check_options, select_backend
@@ -48,6 +52,7 @@ from ._status import (
     log,
 )
 from ._subscribe import BuildEvent, subscribe
+from ._tensorrt_log import LogFile
 from ._waiting import Waiting
 from .engine import EngineLog, EngineReport, report_of
 from .runners import START_PHASE, EngineFile, Recording, RunContext, Runner, runner_for
@@ -92,7 +97,8 @@ class BuildArgs(BuildOptionsDict, total=False):
 # function: reported by the builder, _engine.py) and after its last (serializing, handing the engine back,
 # writing output=: added here).
 AFTER_PHASE = "Serializing and saving the engine"
-FRAME_PHASES = frozenset([*BEFORE_PHASES.values(), START_PHASE, AFTER_PHASE])
+REUSED_PHASE = "Reused engine"  # the one row of a build that found its engine (reuse=True)
+FRAME_PHASES = frozenset([*BEFORE_PHASES.values(), START_PHASE, AFTER_PHASE, REUSED_PHASE])
 FRAMING = Framing(AFTER_PHASE, FRAME_PHASES)  # for a runner whose events TensorRT makes here (``Runner.framed``)
 TIMING_COLUMNS = ["id", "name", "parent", "depth", "step", "num_steps", "start_s", "end_s", "duration_s", "status"]
 
@@ -100,6 +106,14 @@ TIMING_COLUMNS = ["id", "name", "parent", "depth", "step", "num_steps", "start_s
 # output= of the builds running in this process, by real path: a second build started onto one is refused
 _writing: dict[str, Build] = {}
 _writing_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class _Ended:
+    """A succeeded build as the engine report reads it (before the build's own status says so)."""
+
+    engine_size: int
+    status: str = "succeeded"
 
 
 class Build(Waiting):
@@ -147,6 +161,16 @@ class Build(Waiting):
                     raise ValueError(f"events= and {name}= are the same file ({other}): choose another events file")
         if runner is None or runner.local:  # this process's TensorRT builds: its API checks the options now
             check_options(self.options)
+        if self.options.log_file:
+            log_real = os.path.realpath(self.options.log_file)
+            named: tuple[tuple[str, str | os.PathLike[str] | None], ...] = (
+                ("output", self.options.output),
+                ("timing_cache", self.options.timing_cache),
+                ("events", sink_path),
+            )
+            for name, taken in named:
+                if taken is not None and os.path.realpath(expand_user(taken)) == log_real:
+                    raise ValueError(f"log_file= and {name}= are the same file ({taken}): choose another log file")
         if self.options.output:  # found now, not after the build: OSError naming the path and the reason
             check_output(self.options.output, "output=", self)
         if self.options.isolation == "process" or runner is not None:
@@ -168,9 +192,22 @@ class Build(Waiting):
         self._reported_engine_size: int | None = None  # the runner's, for an engine it does not hand over
         self.error: BuildError | None = None
         self.logger = CaptureLogger(self.options.verbose, clock)
+        if self.source.kind != "recording":  # a replay's lines were sent to logging when they were built
+            self.logger.label = self.source.label
+        self._log_file: LogFile | None = None
+        if self.options.log_file:  # checked now by the output-path policy; written from start()
+            self._log_file = LogFile(self.options.log_file, self)
+            self.logger.full = True
+            self.logger.on_line = self._log_file.write
         if self.options.engine_report:
             self.logger.engine_log = EngineLog()
         self._engine_report: tuple[EngineReport | None, str] | None = None
+        self._model_identity: dict[str, Any] | None = None  # the model's content hash, once computed
+        self._identity: dict[str, Any] | None = None  # what determines the engine (provenance), once computed
+        self.reused_from: str | None = None  # reuse=True: the engine file this build's engine was taken from
+        self._engine_digest: tuple[str, int] | None = None  # the engine's sha256 and size, where already known
+        self._hashing: threading.Thread | None = None  # hashing the model while it builds (output=)
+        self.manifest_path: str | None = None  # the manifest written beside output=, once written
         self._thread: threading.Thread | None = None
         self._timer: threading.Timer | None = None
         self._ended_s: float | None = None
@@ -370,6 +407,12 @@ class Build(Waiting):
             self.set_running_or_notify_cancel()
         self.model.restart_clock()
         self.logger.restart_clock()
+        if self._log_file is not None:
+            try:
+                self._log_file.open()
+            except OSError as exc:
+                self._log_file = None
+                self._note(f"warning: log_file={self.options.log_file} could not be written ({exc})")
         for callback in self._on_start:  # before any builder event, so readers see the start first
             try:
                 callback(self)
@@ -432,7 +475,24 @@ class Build(Waiting):
                 + (" (a replayed recording holds no engine)" if self.engine == b"" else "")
             )
         write_output(path, self.engine, "path", self, sync=ENGINES_SYNCED)  # the one output-path policy
+        try:
+            from .provenance import write_manifest
+
+            write_manifest(path, self.manifest(path), self)
+        except Exception as exc:  # the engine is written: a missing manifest is a warning, never an error
+            log.warning("the manifest of %s could not be written: %s", path, exc)
+            warnings.warn(f"the manifest of {path} could not be written: {exc}", stacklevel=2)
         return str(path)
+
+    def bundle(self, path: str | os.PathLike[str], *, include_model: bool = False, redact: bool = False) -> str:
+        """Write a bug-report zip of this ended build to ``path``: its log, events, options, manifest, engine
+        report, versions and GPU, with a README.txt listing them; the model and engine only with
+        ``include_model``; the user's folders replaced with ``redact`` (docs/reuse.md)."""
+        from .provenance import write_bundle
+
+        if not self.done():
+            raise BuildError(f"the build is {self._status}: bundle it once it has ended (build.wait())")
+        return str(write_bundle(self, path, include_model=include_model, redact=redact))
 
     # -- the builder thread --------------------------------------------------------------------------
     def _context(self) -> RunContext:
@@ -487,8 +547,17 @@ class Build(Waiting):
         engine: bytes | WrittenFile | None = None
         error: BuildError | None = None
         try:
-            result = self._execute()
-            engine = self._place(result) if isinstance(result, EngineFile) else result
+            if self.options.output and not self.options.reuse:  # the model as built: hashed beside the build
+                self._hashing = threading.Thread(
+                    target=self._provenance_identity, name="trt_widget-provenance", daemon=True
+                )
+                self._hashing.start()
+            found = self._find_reusable() if self.options.reuse else None
+            if found is not None:
+                engine = found
+            else:
+                result = self._execute()
+                engine = self._place(result) if isinstance(result, EngineFile) else result
             if isinstance(engine, bytes) and self.options.output:
                 try:
                     atomic_write(self.options.output, engine, sync=ENGINES_SYNCED)
@@ -500,6 +569,7 @@ class Build(Waiting):
                     ) from exc
             if engine is not None:
                 self.model.end_after()
+                self._record_provenance(engine)
         except BuildError as exc:
             error = exc
         except KeyboardInterrupt:  # Ctrl-C in a network function running on this thread: a cancel, not a failure
@@ -508,6 +578,159 @@ class Build(Waiting):
             error = BuildError(f"unexpected {type(exc).__name__}: {exc}\n{traceback.format_exc()}")
             error.__cause__ = exc
         self._finish(engine, error)
+
+    # -- provenance: the manifest beside the engine, reuse ------------------------------------------------------
+    def _provenance_identity(self) -> dict[str, Any]:
+        """What determines this build's engine (hashing the model and its external data once)."""
+        if self._identity is None:
+            from .provenance import identity_of, model_identity
+
+            self._model_identity = model_identity(self.source)
+            self._identity = identity_of(self, self._model_identity)
+        return self._identity
+
+    def _find_reusable(self) -> bytes | WrittenFile | None:
+        """reuse=True: the engine of an earlier build whose manifest matches this one's identity (at output=, else
+        in the engine cache), put at output=; None (and a note saying why) when this build must build."""
+        from .provenance import (
+            cache_entry,
+            copy_into_place,
+            find_reusable,
+            key_of,
+            manifest_path,
+            prehash,
+            reuse_dir_of,
+        )
+
+        began = self._clock()
+        output = Path(self.options.output) if self.options.output else None
+        known: dict[tuple[int, int, int, int], str] = {}
+        ahead = None
+        if output is not None and manifest_path(output).is_file():  # hash the engine there while the model is
+            ahead = threading.Thread(target=lambda: known.update(prehash(output)), name="trt_widget-reuse", daemon=True)
+            ahead.start()
+        identity = self._provenance_identity()
+        if ahead is not None:
+            ahead.join()
+        if identity["model"] is None:
+            self._note("reuse: built anew: a network function's code (or an unreadable model) has no content hash")
+            return None
+        if self.options.configure is not None:
+            self._note("reuse: built anew: configure= runs code whose effect on the engine cannot be compared")
+            return None
+        key = key_of(identity)
+        directory = reuse_dir_of(self.options.reuse_dir)
+        found = find_reusable([*([output] if output else []), cache_entry(directory, key)], key, identity, known)
+        for warning in found.warnings:
+            log.warning("reuse: %s", warning)
+            self._note(f"reuse: {warning}")
+        if found.path is None or found.engine is None:
+            reason = "; ".join(found.misses) or f"no engine of this build in {directory} yet"
+            self._note(f"reuse: built anew: {reason}")
+            return None
+        engine: bytes | WrittenFile = found.engine
+        if output is None:
+            try:
+                engine = found.engine.read()
+            except OSError as exc:
+                self._note(f"reuse: built anew: {found.path} changed while it was read ({exc})")
+                return None
+        elif found.path != output:
+            try:
+                engine = copy_into_place(found.path, output)
+            except OSError as exc:
+                raise BuildError(f"reuse: found {found.path} but could not copy it to {output}: {exc}") from exc
+        self._engine_digest = (found.sha256, found.engine.size)
+        self.model.phase_start(REUSED_PHASE, None, 0, at=began)
+        self.model.phase_finish(REUSED_PHASE)
+        self.reused_from = str(found.path)
+        self._note(f"reused the engine in {found.path} (its manifest matches this build's model, options, TensorRT)")
+        return engine
+
+    def _record_provenance(self, engine: bytes | WrittenFile) -> None:
+        """Write the manifest beside output= and, with reuse=True, keep the engine in the engine cache; a manifest
+        that cannot be written never costs the engine (a warning in the status detail)."""
+        if not (self.options.output or self.options.reuse):
+            return
+        try:
+            from .engine import report_of as _report
+            from .provenance import (
+                cache_entry,
+                copy_into_place,
+                file_sha256,
+                key_of,
+                make_manifest,
+                manifest_path,
+                reuse_dir_of,
+                write_manifest,
+            )
+
+            if self._hashing is not None:
+                self._hashing.join()
+            identity = self._provenance_identity()
+            if self._engine_digest is not None:  # a reused engine, checked against its manifest
+                digest, size = self._engine_digest
+            elif isinstance(engine, WrittenFile):
+                digest, size = file_sha256(engine.path)
+                if size != engine.size:
+                    raise OSError(f"{engine.path} changed after this build wrote it")
+            else:
+                digest, size = hashlib.sha256(engine).hexdigest(), len(engine)
+            if self.reused_from is not None:
+                self._engine_report = (
+                    None,
+                    f"the engine was reused from {self.reused_from}: TensorRT did not run (its manifest holds the "
+                    "report's summary: trt_widget.read_manifest(path).engine_report)",
+                )
+            else:
+                self._engine_report = _report(_Ended(size), self.logger.engine_log, self.options, self.source.label)
+            output = self.options.output
+            if output and self.reused_from != output:  # (an engine reused in place keeps its own manifest)
+                manifest = make_manifest(
+                    self,
+                    Path(output).name,
+                    digest,
+                    size,
+                    identity,
+                    self._model_identity,
+                    report=self._engine_report[0],
+                    reused_from=self.reused_from,
+                )
+                self.manifest_path = str(write_manifest(output, manifest, self))
+            elif output:
+                self.manifest_path = str(manifest_path(output))
+            if self.options.reuse and self.reused_from is None and identity["model"] is not None:
+                key = key_of(identity)
+                directory = reuse_dir_of(self.options.reuse_dir)
+                directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+                entry = cache_entry(directory, key)
+                copy_into_place(engine.path if isinstance(engine, WrittenFile) else engine, entry)
+                kept = make_manifest(
+                    self, entry.name, digest, size, identity, self._model_identity, report=self._engine_report[0]
+                )
+                write_manifest(entry, kept)
+        except Exception as exc:  # the engine is built and in place: a missing manifest is a warning
+            self._note(f"warning: the engine's manifest could not be written ({exc})")
+
+    def manifest(self, engine_path: str | os.PathLike[str]) -> dict[str, Any]:
+        """The manifest (JSON-ready) of this build's engine written at ``engine_path`` (:func:`read_manifest`)."""
+        from .provenance import make_manifest
+
+        data = self.engine
+        if not data:
+            raise BuildError(f"no engine: the build is {self._status}")
+        identity = self._provenance_identity()
+        digest = hashlib.sha256(data).hexdigest()
+        return make_manifest(
+            self,
+            Path(engine_path).name,
+            digest,
+            len(data),
+            identity,
+            self._model_identity,
+            report=self.engine_report,
+            reused_from=self.reused_from,
+        )
 
     def _place(self, engine: EngineFile) -> WrittenFile | bytes:
         """Rename the engine file the runner wrote beside ``output=`` into place; its bytes when that fails (the
@@ -521,6 +744,10 @@ class Build(Waiting):
 
     def _finish(self, engine: bytes | WrittenFile | None, error: BuildError | None) -> None:
         self._release_output()
+        if self._log_file is not None:
+            problem = self._log_file.close()
+            if problem is not None:
+                self._note(f"warning: log_file={self.options.log_file} could not be written ({problem})")
         if self._timer is not None:
             self._timer.cancel()
         self.model.close_all(PHASE_FAILED if error is not None else FINISHED_EARLY if engine is not None else CANCELLED)

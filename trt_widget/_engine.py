@@ -28,6 +28,7 @@ from ._expected import significant
 from ._external_data import check_external_data, external_locations, file_locations
 from ._files import atomic_write, expand_user, open_lock_file, writable_target
 from ._options import PRECISION_FLAGS, TRT_SETTINGS, BuildOptions
+from ._tensorrt_log import to_logging
 from ._verbose import TacticWatch, wanted
 from .engine import EngineLog, engine_line
 
@@ -111,6 +112,9 @@ class CaptureLogger:
         self.on_tactic_line: Callable[[str], None] | None = None  # a builder process forwards them
         self.problems: list[dict[str, Any]] = []  # WARNING and worse, capped below
         self.engine_log: EngineLog | None = None  # set: the layer record and memory lines are kept (engine_report)
+        self.full = False  # wants every line, VERBOSE included (log_file=): the router forwards them all
+        self.on_line: Callable[[int, str, float], None] | None = None  # every line given, kept or not (log_file=)
+        self.label: str | None = None  # set: every line given also goes to logging's trt_widget.tensorrt
 
     def restart_clock(self) -> None:
         """Make t=0 now: call when the build actually starts."""
@@ -120,6 +124,8 @@ class CaptureLogger:
         """Keep one line; ``at`` is the line's own clock reading when replayed from a builder process."""
         try:
             level = int(severity)
+            if self.on_line is not None or self.label is not None:
+                self._route(level, str(msg), at)
             if level == 4 and wanted(msg):
                 self.tactics.feed(msg, (self._clock() if at is None else min(at, self._clock())) - self._t0)
                 if self.on_tactic_line is not None:
@@ -144,6 +150,16 @@ class CaptureLogger:
                     pass
         except Exception:
             pass
+
+    def _route(self, level: int, msg: str, at: float | None) -> None:
+        """One line to the log file and to Python logging (each guarded: neither may cost TensorRT's line)."""
+        t = (self._clock() if at is None else min(at, self._clock())) - self._t0
+        if self.on_line is not None:
+            with contextlib.suppress(Exception):
+                self.on_line(level, msg, t)
+        if self.label is not None:
+            with contextlib.suppress(Exception):
+                to_logging(level, msg, self.label)
 
     def subscribe(self, listener: Callable[[dict[str, Any]], None]) -> Callable[[], None]:
         """Call ``listener(record)`` for every kept line; returns a function that unsubscribes."""
@@ -199,7 +215,7 @@ class _LogRouter(trt().ILogger):  # type: ignore[misc]
             self.claimed = {k: v for k, v in self.claimed.items() if v is not ended}
         else:
             self.sinks[ident] = sink
-        self.any_verbose = any(s.verbose for s in list(self.sinks.values()))
+        self.any_verbose = any(s.verbose or s.full for s in list(self.sinks.values()))
 
 
 _router: _LogRouter | None = None

@@ -311,6 +311,33 @@ class BuildOptions:
         engine=False,
     )
 
+    reuse: bool = _option(
+        False,
+        "reuse an engine whose manifest matches everything that determines it (at --output or in --reuse-dir) "
+        "instead of building; a build keeps its engine there for later (docs/reuse.md)",
+        **_bool_flag("--reuse"),
+        builder=False,
+        engine=False,
+    )
+    reuse_dir: str | None = _option(
+        None,
+        "the engine cache directory of reuse (default: the user cache folder, see docs/reuse.md)",
+        flag="--reuse-dir",
+        cli={"metavar": "DIR"},
+        http="a request cannot name a folder on the server",
+        builder=False,
+        engine=False,
+    )
+    log_file: str | None = _option(
+        None,
+        "write every TensorRT line of the build (VERBOSE included, timestamped, escaped; bounded in size) here",
+        flag="--log-file",
+        cli={"metavar": "F"},
+        http="a request cannot name a file on the server",
+        builder=False,
+        engine=False,
+    )
+
     def __post_init__(self) -> None:
         if self.strongly_typed is None:  # as trtexec: a precision flag asks for weak typing, else strong
             weak = any(getattr(self, name) is True for name in WEAK_PRECISIONS)
@@ -384,13 +411,13 @@ class BuildOptions:
             value = getattr(self, name)
             if value is not None and value > _MAX_SECONDS:
                 raise ValueError(f"{name} must be at most {_MAX_SECONDS:g} s (about 3 years), got {value!r}")
-        for name in ("timing_cache", "output"):
+        for name in ("timing_cache", "output", "reuse_dir", "log_file"):
             value = getattr(self, name)
             if value is not None:
                 if not isinstance(value, (str, os.PathLike)):
                     raise TypeError(f"{name} must be a file path, got {type(value).__name__}")
                 object.__setattr__(self, name, str(expand_user(value)))
-        for name in ("timing_cache", "output"):
+        for name in ("timing_cache", "output", "log_file"):
             value = getattr(self, name)
             if value is None:
                 continue
@@ -402,6 +429,8 @@ class BuildOptions:
                 raise ValueError(f"{name}: {exc}") from None
             if not target.parent.is_dir():
                 raise FileNotFoundError(f"{name} directory does not exist: {target.parent}")
+        if self.reuse_dir is not None and Path(self.reuse_dir).exists() and not Path(self.reuse_dir).is_dir():
+            raise NotADirectoryError(f"reuse_dir must be a folder, got the file {self.reuse_dir}")
         if (
             self.output is not None
             and self.timing_cache is not None
@@ -497,6 +526,9 @@ class BuildOptionsDict(TypedDict, total=False):
     configure: ConfigureHook | None
     plugins: Sequence[str | os.PathLike[str]]
     engine_report: bool
+    reuse: bool
+    reuse_dir: str | os.PathLike[str] | None
+    log_file: str | os.PathLike[str] | None
 
 
 def option_fields() -> tuple[Field[Any], ...]:

@@ -126,8 +126,9 @@ def test_output_dir_plain_results_and_refusals(tmp_path: Path, monkeypatch: pyte
         history=False,
     ).start()
     assert matrix.wait(120) == "done"
-    written = sorted(p.name for p in tmp_path.iterdir())
+    written = sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(".manifest.json"))
     assert written == ["deep_residual-optimization_level_2.engine", "deep_residual_2-optimization_level_2.engine"]
+    assert all((tmp_path / f"{name}.manifest.json").is_file() for name in written)  # docs/manifest.md
     assert (tmp_path / written[0]).read_bytes() == matrix.builds[0].engine
     monkeypatch.setitem(sys.modules, "pandas", None)  # without pandas: a list of dicts
     rows = matrix.results()

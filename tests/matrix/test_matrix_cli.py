@@ -72,7 +72,9 @@ def test_json_has_the_build_id_in_every_event_and_engines_go_to_the_output_dir(
         assert Path(ends[build]["output"]).stat().st_size == ends[build]["engine_bytes"] > 0
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "small-optimization_level_0.engine",
+        "small-optimization_level_0.engine.manifest.json",
         "small-optimization_level_3.engine",
+        "small-optimization_level_3.engine.manifest.json",
     ]
 
 

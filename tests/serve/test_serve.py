@@ -423,5 +423,10 @@ def test_data_dir_holds_only_generated_names(server: ServerThread) -> None:
         assert len(path.name) == 22 and set(path.name) <= set(
             "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
         )
-        assert {p.name for p in path.iterdir()} <= {"meta.json", "events.jsonl", "engine.bin"}, list(path.iterdir())
+        assert {p.name for p in path.iterdir()} <= {
+            "meta.json",
+            "events.jsonl",
+            "engine.bin",
+            "engine.bin.manifest.json",
+        }, list(path.iterdir())
     assert isinstance(server.store.data, Path)

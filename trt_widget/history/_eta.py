@@ -105,6 +105,9 @@ class HistoryLink:
         """A done callback: record on a thread of its own, so ``wait()`` returns without waiting for SQLite
         (``recorded`` is set once it is written). Not a daemon thread: a process that ends right after the build
         still records it."""
+        if getattr(build, "reused_from", None) is not None:  # no TensorRT ran: a lookup is no build's profile
+            self.recorded.set()
+            return
         with _pending_lock:
             _pending.setdefault(str(self.store.path), []).append(self.recorded)
         threading.Thread(target=self._record, args=(build,), name="trt_widget-history-record").start()

@@ -289,8 +289,9 @@ def run_job(job: dict[str, Any], cancel: threading.Event, events: Any, replies: 
             level = ("INTERNAL_ERROR", "ERROR", "WARNING", "INFO", "VERBOSE").index(record["severity"])
             outbox.log(Log(level, record["message"], time.perf_counter()))
 
-        logger = CaptureLogger(job["options"].verbose, on_record=on_record)
-        if not job["options"].verbose:  # the autotuner's lines (and the layer record) still reach the parent
+        every = job["options"].verbose or bool(job["options"].log_file)  # log_file=: the parent writes every line
+        logger = CaptureLogger(every, on_record=on_record)
+        if not every:  # the autotuner's lines (and the layer record) still reach the parent
             logger.on_tactic_line = lambda message: outbox.log(Log(4, message, time.perf_counter()))
         if job["options"].engine_report:
             from ..engine import EngineLog

@@ -245,6 +245,7 @@ class BuildRecord:
         elif build is not None and build.status == SUCCEEDED and build.engine:
             try:
                 atomic_write(self.dir / ENGINE, build.engine)
+                _write_manifest(build, self.dir / ENGINE)
             except OSError as exc:
                 reason = "the server's data disk is full" if exc.errno == errno.ENOSPC else exc.strerror or "I/O error"
                 meta.update(status="failed", error=f"the engine was built but could not be stored: {reason}")
@@ -545,3 +546,13 @@ def _recover(path: Path, meta: dict[str, Any]) -> dict[str, Any]:
     events.append(end)
     atomic_write(path / EVENTS, "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in events).encode())
     return {**meta, "status": status, "detail": detail, "error": end["error"], "elapsed_s": t, "events": len(events)}
+
+
+def _write_manifest(build: Build, engine: Path) -> None:
+    """The manifest beside a stored engine (docs/manifest.md); one that cannot be written is logged, never fatal."""
+    from ..provenance import write_manifest
+
+    try:
+        write_manifest(engine, build.manifest(engine))
+    except Exception as exc:
+        log.warning("serve: the manifest of %s could not be written: %s", engine, exc)

@@ -1,0 +1,90 @@
+"""``trt-widget bundle MODEL -o FILE.zip``: build (or replay a recording) and write a bug-report zip
+(:func:`trt_widget.provenance.write_bundle`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ._format import escape_lines
+
+
+def bundle_arguments(parser: argparse.ArgumentParser) -> None:
+    from ._options import add_option_arguments
+
+    parser.add_argument("model", help="the ONNX model to build, or a recording (--json / events=) to replay")
+    parser.add_argument("-o", "--bundle", dest="bundle", required=True, metavar="FILE.zip", help="the zip to write")
+    parser.add_argument(
+        "--include-model", action="store_true", help="add the model (and its external data) and the engine"
+    )
+    parser.add_argument("--redact", action="store_true", help="replace the model's folder, the working folder, home")
+    add_option_arguments(parser.add_argument_group("build options (see docs/options.md)"), exclude=("output",))
+
+
+def _is_recording(path: str) -> bool:
+    """A JSON-lines recording rather than a model: its first non-blank byte opens a JSON object."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(4096).lstrip()
+    except OSError:
+        return False
+    return head.startswith(b"{")
+
+
+def bundle_run(args: argparse.Namespace) -> int:
+    """Build (or replay) and write the bundle: 0 when it is written (whatever the build's outcome), 1 otherwise."""
+    import tempfile
+    from pathlib import Path
+
+    from ._build import Build
+    from ._files import check_writable, expand_user
+    from ._options import BuildOptions, options_from_args
+    from .provenance import write_bundle
+
+    def fail(message: str, code: int = 1) -> int:
+        print(escape_lines(f"trt-widget bundle: error: {message}"), file=sys.stderr)
+        return code
+
+    model = str(expand_user(args.model))
+    if not Path(model).is_file():
+        return fail(f"no such file: {args.model}")
+    try:
+        check_writable(args.bundle, "-o")
+    except OSError as exc:
+        return fail(f"cannot write {exc}")
+    events: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="trt_widget-bundle-") as folder:
+        try:
+            if _is_recording(model):
+                build = Build.from_events(Path(model))
+            else:
+                options = options_from_args(args)
+                options["log_file"] = options.get("log_file") or str(Path(folder) / "build.log")
+                BuildOptions.from_kwargs(**options)
+                build = Build(model, events=lambda e: events.append(json.dumps(e, ensure_ascii=False)), **options)
+        except (ValueError, TypeError) as exc:
+            return fail(str(exc), 2)
+        except (OSError, ImportError) as exc:
+            return fail(str(exc))
+        print(escape_lines(f"trt-widget bundle: building {args.model} ..."), file=sys.stderr, flush=True)
+        build.start()
+        try:
+            build.wait()
+        except KeyboardInterrupt:
+            build.stop("interrupted")
+            build.wait()
+        recorded = "".join(line + "\n" for line in events) if events else None
+        try:
+            written = write_bundle(
+                build,
+                args.bundle,
+                include_model=args.include_model,
+                redact=args.redact,
+                events=recorded,
+                redact_also=[folder],
+            )
+        except (OSError, ValueError) as exc:
+            return fail(f"cannot write the bundle: {exc}")
+    print(escape_lines(f"trt-widget bundle: the build {build.status}; bundle written to {written}"), file=sys.stderr)
+    return 0

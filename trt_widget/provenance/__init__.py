@@ -1,0 +1,45 @@
+"""Where an engine came from and whether it is still good: the manifest beside every engine trt_widget writes,
+reuse of an engine whose manifest matches, and "will this engine load here?" (docs/manifest.md, docs/reuse.md)."""
+
+from ._bundle import write_bundle
+from ._check import EngineCheck, check_engine
+from ._cli import check_arguments, check_run
+from ._manifest import (
+    Manifest,
+    ManifestError,
+    differences,
+    file_sha256,
+    identity_of,
+    key_of,
+    make_manifest,
+    manifest_path,
+    model_identity,
+    read_manifest,
+    write_manifest,
+)
+from ._reuse import cache_entry, copy_into_place, default_reuse_dir, find_reusable, prehash, reuse_dir_of
+
+__all__ = [
+    "EngineCheck",
+    "Manifest",
+    "ManifestError",
+    "cache_entry",
+    "check_arguments",
+    "check_engine",
+    "check_run",
+    "copy_into_place",
+    "default_reuse_dir",
+    "differences",
+    "file_sha256",
+    "find_reusable",
+    "identity_of",
+    "key_of",
+    "make_manifest",
+    "manifest_path",
+    "model_identity",
+    "prehash",
+    "read_manifest",
+    "reuse_dir_of",
+    "write_bundle",
+    "write_manifest",
+]

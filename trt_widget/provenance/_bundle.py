@@ -1,0 +1,196 @@
+"""A bug-report bundle: one zip with what a maintainer asks for first (the log, the events, the options, the
+manifest, the engine report, versions, the GPU) and a listing of it; no model, engine or file contents unless
+asked (``include_model``); the user's paths replaced where asked (``redact``)."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import platform
+import sys
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .._files import expand_user, write_output
+from .._version import __version__
+
+if TYPE_CHECKING:
+    from .._build import Build
+
+MAX_TEXT_BYTES = 64 << 20  # a log or a recording is cut here in a bundle (a note says so)
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n"
+
+
+def _read_bounded(path: str | os.PathLike[str]) -> str | None:
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_TEXT_BYTES + 1)
+    except OSError:
+        return None
+    text = data[:MAX_TEXT_BYTES].decode("utf-8", "backslashreplace")
+    return text + (f"\n[trt_widget bundle: cut at {MAX_TEXT_BYTES:,} bytes]\n" if len(data) > MAX_TEXT_BYTES else "")
+
+
+def versions(build: Build | None = None) -> dict[str, Any]:
+    """Python, the platform, TensorRT, trt_widget and the NVIDIA driver (None where unknown)."""
+    from .._backend import backend_info, cuda_driver_version
+    from .._gpu import gpu_identity
+
+    try:
+        tensorrt: Any = backend_info()
+    except ImportError as exc:
+        tensorrt = {"error": str(exc)}
+    gpu = gpu_identity(build.options.device if build is not None else None)
+    driver = cuda_driver_version()
+    return {
+        "python": sys.version,
+        "platform": platform.platform(),
+        "tensorrt": tensorrt,
+        "trt_widget": __version__,
+        "driver": (gpu or {}).get("driver"),
+        "cuda_driver_api": ".".join(map(str, driver)) if driver else None,
+    }
+
+
+def _log_text(build: Build) -> tuple[str, str]:
+    """(the log, what it is): the build's log_file when it had one, else the lines it kept."""
+    if build.options.log_file:
+        text = _read_bounded(build.options.log_file)
+        if text is not None:
+            return text, "every TensorRT line of the build (its log_file=), VERBOSE included"
+    from .._format import escape_controls
+
+    lines = [f"+{r['t']:9.3f}s {r['severity']:<14} {escape_controls(r['message'])}" for r in build.logs]
+    return "\n".join(lines) + "\n", "the TensorRT lines the build kept (INFO and worse; give log_file= for all)"
+
+
+def _events_of(build: Build) -> str:
+    """The build's events as JSON lines, from a stream attached now (it replays the phases of an ended build)."""
+    from .._events import attach_events
+
+    collected: list[dict[str, Any]] = []
+    stream = attach_events(build, collected.append)
+    stream.join(10.0)
+    return "".join(json.dumps(event, ensure_ascii=False, default=str) + "\n" for event in collected)
+
+
+def _redactor(build: Build, extra: list[str]) -> Callable[[str], str]:
+    """Replace the model's folder, the working directory, the user's home (and ``extra`` folders) in a text."""
+    pairs: list[tuple[str, str]] = []
+    source = build.source
+    if source.kind in ("path", "recording") and isinstance(source.value, str):
+        pairs.append((os.path.dirname(os.path.abspath(source.value)), "<model-dir>"))
+    pairs += [(folder, "<dir>") for folder in extra]
+    pairs.append((os.getcwd(), "<cwd>"))
+    home = os.path.expanduser("~")
+    if home not in ("", "/"):
+        pairs.append((home, "~"))
+    pairs = sorted({p for p in pairs if p[0] not in ("", "/")}, key=lambda p: -len(p[0]))
+
+    def redact(text: str) -> str:
+        for path, word in pairs:
+            text = text.replace(path, word)
+        return text
+
+    return redact
+
+
+def write_bundle(
+    build: Build,
+    path: str | os.PathLike[str],
+    *,
+    include_model: bool = False,
+    redact: bool = False,
+    events: str | None = None,
+    redact_also: list[str] | None = None,
+) -> Path:
+    """Write ``build``'s bundle to ``path`` (a zip, written atomically by the output-path policy); its path.
+    ``events``: the build's JSON lines when the caller recorded them."""
+    from .._gpu import gpu_identity
+
+    members: list[tuple[str, bytes, str]] = []  # name, bytes, what it is
+    texts: list[tuple[str, str, str]] = []
+    log_text, log_what = _log_text(build)
+    texts.append(("log.txt", log_text, log_what))
+    if events is None:
+        events = _events_of(build)
+    texts.append(("events.jsonl", events, "the build's JSON events (docs/events.md; replay: trt-widget view)"))
+    options = {
+        f: getattr(build.options, f) if not callable(getattr(build.options, f)) else repr(getattr(build.options, f))
+        for f in build.options.__dataclass_fields__
+    }
+    texts.append(("options.json", _json(options), "every build option as given"))
+    texts.append(("timings.json", _json(build.timings()), "the phases: name, parent, start, end, steps, status"))
+    summary = {
+        "model": build.source.label,
+        "status": build.status,
+        "status_detail": build.status_detail,
+        "error": str(build.error) if build.error is not None else None,
+        "elapsed_s": build.elapsed_s,
+        "engine_size": build.engine_size,
+        "reused_from": build.reused_from,
+        "problems": build.problems,
+    }
+    texts.append(("build.json", _json(summary), "the outcome: status, detail, error, time, warnings and errors"))
+    manifest: Any = None
+    if build.status == "succeeded" and build.engine:
+        manifest = build.manifest(Path(build.options.output or "engine").name)
+    texts.append(("manifest.json", _json(manifest), "the engine's manifest (docs/manifest.md); null without one"))
+    report = build.engine_report
+    texts.append(
+        (
+            "engine_report.json",
+            _json(report.to_dict() if report is not None else {"none": build.engine_report_reason}),
+            "the engine report (layers, precisions, tactics, memory) or why there is none",
+        )
+    )
+    texts.append(("versions.json", _json(versions(build)), "Python, platform, TensorRT, trt_widget, driver"))
+    gpu: dict[str, Any] = {"device": gpu_identity(build.options.device)}
+    at_start = getattr(getattr(build.resources, "_gpu", None), "at_start", None)
+    if at_start:
+        gpu["at_start"] = at_start
+    texts.append(
+        ("gpu.json", _json(gpu), "the GPU (name, compute capability, driver; null without one) and its memory")
+    )
+    if include_model:
+        from .._files import build_inputs
+
+        for real, what in build_inputs(build).items():
+            try:
+                data = Path(real).read_bytes()
+            except OSError:
+                continue
+            members.append((f"model/{os.path.basename(real)}", data, what))
+        if build.source.kind == "bytes" and isinstance(build.source.value, bytes):
+            members.append(("model/model.onnx", build.source.value, "the model's ONNX bytes"))
+        if build.status == "succeeded" and build.engine:
+            members.append(("engine/" + Path(build.options.output or "model.engine").name, build.engine, "the engine"))
+    redactor = _redactor(build, redact_also or []) if redact else None
+    listing = [
+        "trt_widget bug-report bundle",
+        f"trt_widget {__version__}; model {build.source.label}; status {build.status}",
+        "",
+        "Contents:",
+    ]
+    encoded = [(n, (redactor(t) if redactor else t).encode("utf-8", "backslashreplace"), w) for n, t, w in texts]
+    for name, data, what in [*encoded, *members]:
+        listing.append(f"  {name:<22} {len(data):>12,} B  {what}")
+    if not include_model:
+        listing.append("No model, engine or file contents are included (trt-widget bundle --include-model adds them).")
+    if redact:
+        listing.append("Paths were redacted: the model's folder is <model-dir>, the working directory <cwd>, home ~.")
+    readme = "\n".join(listing) + "\n"
+    if redactor is not None:
+        readme = redactor(readme)
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("README.txt", readme)
+        for name, data, _what in [*encoded, *members]:
+            archive.writestr(name, data)
+    return write_output(expand_user(path), buffer.getvalue(), "bundle", build)

@@ -1,0 +1,24 @@
+"""``trt-widget check ENGINE [--json]``: will this engine load on this machine? One line from its manifest."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from .._format import escape_lines
+from ._check import check_engine
+
+
+def check_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("engine", help="an engine file trt_widget wrote (its manifest lies beside it)")
+    parser.add_argument("--json", action="store_true", help='print {"loads": true|false|null, "reason": "..."}')
+
+
+def check_run(args: argparse.Namespace) -> int:
+    """0 when the engine loads here, 1 when it does not or the manifest cannot tell (the line says why)."""
+    result = check_engine(args.engine)
+    if args.json:
+        print(json.dumps({"engine": args.engine, "loads": result.loads, "reason": result.reason}))
+    else:
+        print(escape_lines(f"{args.engine}: {result.reason}"))
+    return 0 if result.loads else 1

@@ -1,0 +1,315 @@
+"""The manifest beside an engine (``<engine>.manifest.json``): where the engine came from and what decided it.
+
+Its ``identity`` holds everything that determines the engine (TensorRT's backend and version, the GPU, the
+engine-shaping options, the model's content hash with its external data, the plugin libraries' hashes); ``key`` is
+the sha256 of that identity, what :mod:`reuse <trt_widget.provenance._reuse>` compares. The rest records the build
+(when, how long, the timing cache, the engine report's summary, trt_widget's version).
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeAlias, Union
+
+from .._files import expand_user, write_output
+from .._version import __version__
+
+if TYPE_CHECKING:
+    from .._build import Build
+    from ..engine import EngineReport
+
+JSON: TypeAlias = Union[bool, int, float, str, list["JSON"], dict[str, "JSON"], None]  # noqa: UP007  (recursive)
+
+FORMAT = "trt_widget.manifest"
+FORMAT_VERSION = 1
+SUFFIX = ".manifest.json"
+MAX_MANIFEST_BYTES = 4 << 20  # a manifest is a few KiB; a bigger file is not one
+CHUNK = 1 << 20
+REQUIRED = ("format", "version", "key", "identity", "engine", "tensorrt", "trt_widget", "built_at")
+
+
+class ManifestError(ValueError):
+    """A file that is not a trt_widget manifest, or a corrupt one: the message names the file and what is wrong."""
+
+
+def manifest_path(engine: str | os.PathLike[str]) -> Path:
+    """Where the manifest of the engine file ``engine`` lies: ``<engine>.manifest.json`` beside it (the engine's
+    whole name kept, so ``model.engine`` and ``model.plan`` never share one)."""
+    path = expand_user(engine)
+    return path.with_name(path.name + SUFFIX)
+
+
+def file_sha256(path: str | os.PathLike[str]) -> tuple[str, int]:
+    """(sha256 hex, size) of a file, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as handle:
+        while block := handle.read(CHUNK):
+            digest.update(block)
+            size += len(block)
+    return digest.hexdigest(), size
+
+
+def model_identity(source: object) -> dict[str, JSON] | None:
+    """The content hash of a model: its bytes, and each external-data file it names (by location, in order).
+    None for a network function (its code is not seen) or a model that cannot be read."""
+    kind, value = getattr(source, "kind", None), getattr(source, "value", None)
+    if kind == "bytes" and isinstance(value, bytes):
+        return {"sha256": hashlib.sha256(value).hexdigest(), "size": len(value), "external_data": []}
+    if kind != "path" or not isinstance(value, str):
+        return None
+    from .._external_data import file_locations
+
+    try:
+        model_hash, size = file_sha256(value)
+        locations = file_locations(value)
+    except Exception:
+        return None
+    folder = os.path.dirname(os.path.abspath(value))
+    external: list[JSON] = []
+    whole = hashlib.sha256(f"model:{model_hash}\n".encode())
+    for location in locations:
+        try:
+            data_hash, data_size = file_sha256(os.path.join(folder, location))
+        except OSError:
+            return None  # the build says why
+        external.append({"location": location, "sha256": data_hash, "size": data_size})
+        whole.update(f"{location}\0{data_hash}\n".encode(errors="surrogateescape"))
+    return {
+        "sha256": whole.hexdigest() if locations else model_hash,
+        "file_sha256": model_hash,
+        "size": size,
+        "external_data": external,
+    }
+
+
+def identity_of(build: Build, model: dict[str, JSON] | None) -> dict[str, JSON]:
+    """What determines ``build``'s engine (JSON-ready): backend and version, GPU, options, model, plugins."""
+    from .._backend import backend_info
+    from .._gpu import gpu_identity
+
+    info = backend_info()
+    gpu = gpu_identity(build.options.device)
+    plugins: list[JSON] = []
+    for path in build.options.plugins:
+        try:
+            plugins.append({"path": path, "sha256": file_sha256(path)[0]})
+        except OSError:
+            plugins.append({"path": path, "sha256": None})
+    options = json.loads(json.dumps(build.options.summary(), sort_keys=True, default=str))
+    options.pop("plugins", None)  # by content below, not by path
+    return {
+        "backend": info["backend"],
+        "tensorrt_version": info["version"],
+        "device": (
+            {"name": gpu.get("name"), "compute_capability": gpu.get("compute_capability")} if gpu is not None else None
+        ),
+        "options": options,
+        "model": model.get("sha256") if model is not None else None,
+        "plugins": plugins,
+    }
+
+
+def key_of(identity: Mapping[str, JSON]) -> str:
+    """sha256 of an identity (its JSON with sorted keys)."""
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
+
+
+def differences(wanted: Mapping[str, JSON], found: Mapping[str, JSON]) -> list[str]:
+    """What differs between two identities, in words ("the model's content", "option fp16: False -> True")."""
+    said: list[str] = []
+    labels = {
+        "backend": "TensorRT backend",
+        "tensorrt_version": "TensorRT version",
+        "device": "GPU",
+        "model": "the model's content (or its external data)",
+        "plugins": "the plugin libraries",
+    }
+    for name, label in labels.items():
+        if wanted.get(name) != found.get(name):
+            if name == "model":
+                said.append(label)
+            else:
+                said.append(f"{label}: {_short(found.get(name))} -> {_short(wanted.get(name))}")
+    mine, theirs = wanted.get("options"), found.get("options")
+    mine = mine if isinstance(mine, dict) else {}
+    theirs = theirs if isinstance(theirs, dict) else {}
+    for name in sorted(set(mine) | set(theirs)):
+        if mine.get(name) != theirs.get(name):
+            said.append(f"option {name}: {_short(theirs.get(name))} -> {_short(mine.get(name))}")
+    return said
+
+
+def _short(value: JSON) -> str:
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 80 else text[:79] + "…"
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """A parsed, validated manifest (:func:`read_manifest`); ``data`` is the whole JSON object."""
+
+    path: Path
+    key: str
+    identity: dict[str, JSON]
+    engine_sha256: str
+    engine_size: int
+    engine_file: str
+    backend: str
+    tensorrt_version: str
+    device: dict[str, JSON] | None
+    options: dict[str, JSON]
+    trt_widget_version: str
+    built_at: str
+    build_s: float | None
+    hardware_compatibility: str | None
+    version_compatible: bool
+    engine_report: dict[str, JSON] | None
+    data: dict[str, JSON] = field(repr=False)
+
+    def engine_path(self) -> Path:
+        """The engine this manifest describes: the file beside it whose name it records."""
+        return self.path.with_name(self.engine_file)
+
+    def verify(self, engine: str | os.PathLike[str] | None = None) -> str:
+        """Why the engine file does not match this manifest ("" when its size and sha256 match)."""
+        path = Path(engine) if engine is not None else self.engine_path()
+        try:
+            digest, size = file_sha256(path)
+        except OSError as exc:
+            return f"cannot read {path}: {exc.strerror or exc}"
+        if size != self.engine_size or digest != self.engine_sha256:
+            return f"{path} is not the engine {self.path.name} describes (its sha256 or size differs)"
+        return ""
+
+
+def _need(data: Mapping[str, JSON], name: str, kind: type | tuple[type, ...], where: Path) -> JSON:
+    value = data.get(name)
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+        raise ManifestError(f"{where}: a trt_widget manifest's {name!r} is missing or of the wrong type")
+    return value
+
+
+def read_manifest(path: str | os.PathLike[str]) -> Manifest:
+    """Read and check a manifest: the ``.manifest.json`` file itself, or the engine it lies beside.
+
+    Raises FileNotFoundError when there is none, :class:`ManifestError` when the file is not a trt_widget manifest
+    (another tool's JSON, a corrupt or truncated file, a newer format)."""
+    where = expand_user(path)
+    if not where.name.endswith(SUFFIX):
+        where = manifest_path(where)
+    with open(where, "rb") as handle:
+        raw = handle.read(MAX_MANIFEST_BYTES + 1)
+    if len(raw) > MAX_MANIFEST_BYTES:
+        raise ManifestError(f"{where}: larger than {MAX_MANIFEST_BYTES:,} bytes, not a trt_widget manifest")
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ManifestError(f"{where}: not a trt_widget manifest (not JSON: {exc})") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise ManifestError(f'{where}: not a trt_widget manifest (no "format": "{FORMAT}")')
+    version = data.get("version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise ManifestError(f"{where}: a trt_widget manifest without a version number")
+    if version > FORMAT_VERSION:
+        raise ManifestError(
+            f"{where}: manifest format {version} is newer than this trt_widget reads ({FORMAT_VERSION}): upgrade"
+        )
+    for name in REQUIRED:
+        if name not in data:
+            raise ManifestError(f"{where}: a trt_widget manifest without {name!r} (corrupt or truncated?)")
+    identity = _need(data, "identity", dict, where)
+    engine = _need(data, "engine", dict, where)
+    tensorrt = _need(data, "tensorrt", dict, where)
+    assert isinstance(identity, dict) and isinstance(engine, dict) and isinstance(tensorrt, dict)
+    key = _need(data, "key", str, where)
+    if key != key_of(identity):
+        raise ManifestError(f"{where}: its key does not match its identity (edited or corrupt)")
+    sha = _need(engine, "sha256", str, where)
+    size = _need(engine, "size", int, where)
+    file = _need(engine, "file", str, where)
+    assert isinstance(sha, str) and isinstance(size, int) and isinstance(file, str) and isinstance(key, str)
+    if os.path.basename(file) != file or file in ("", ".", ".."):
+        raise ManifestError(f"{where}: the engine's file name {file!r} is not a plain file name")
+    options = identity.get("options")
+    device = identity.get("device")
+    seconds = data.get("build_s")
+    report = data.get("engine_report")
+    level = options.get("hardware_compatibility") if isinstance(options, dict) else None
+    return Manifest(
+        path=where,
+        key=key,
+        identity=identity,
+        engine_sha256=sha,
+        engine_size=size,
+        engine_file=file,
+        backend=str(tensorrt.get("backend", "")),
+        tensorrt_version=str(tensorrt.get("version", "")),
+        device=device if isinstance(device, dict) else None,
+        options=options if isinstance(options, dict) else {},
+        trt_widget_version=str(data.get("trt_widget")),
+        built_at=str(data.get("built_at")),
+        build_s=float(seconds) if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) else None,
+        hardware_compatibility=str(level) if level is not None else None,
+        version_compatible=bool(options.get("version_compatible")) if isinstance(options, dict) else False,
+        engine_report=report if isinstance(report, dict) else None,
+        data=data,
+    )
+
+
+def make_manifest(
+    build: Build,
+    engine_file: str,
+    engine_sha256: str,
+    engine_size: int,
+    identity: dict[str, JSON],
+    model: dict[str, JSON] | None,
+    *,
+    report: EngineReport | None,
+    reused_from: str | None = None,
+) -> dict[str, JSON]:
+    """The manifest of ``build``'s engine (JSON-ready); ``report``: its engine report, if any."""
+    from .._backend import backend_info
+    from .._gpu import gpu_identity
+
+    cache = build.options.timing_cache
+    timing_cache: JSON = None
+    if cache:
+        try:
+            digest, size = file_sha256(cache)
+            timing_cache = {"path": cache, "sha256": digest, "size": size}
+        except OSError:
+            timing_cache = {"path": cache, "sha256": None, "size": None}
+    gpu = gpu_identity(build.options.device)
+    built = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+    info = backend_info()
+    return {
+        "format": FORMAT,
+        "version": FORMAT_VERSION,
+        "key": key_of(identity),
+        "identity": identity,
+        "engine": {"file": engine_file, "sha256": engine_sha256, "size": engine_size},
+        "tensorrt": {"backend": info["backend"], "module": info["module"], "version": info["version"]},
+        "device": dict(gpu) if gpu is not None else None,
+        "model": {"label": build.source.label, "kind": build.source.kind, **(model or {})},
+        "options": json.loads(json.dumps(build.options.summary(), default=str)),
+        "timing_cache": timing_cache,
+        "plugins": identity.get("plugins", []),
+        "trt_widget": __version__,
+        "built_at": built.isoformat().replace("+00:00", "Z"),
+        "build_s": round(build.elapsed_s, 3),
+        "reused_from": reused_from,
+        "engine_report": report.brief() if report is not None else None,
+    }
+
+
+def write_manifest(engine: str | os.PathLike[str], manifest: Mapping[str, JSON], build: object = None) -> Path:
+    """Write ``manifest`` beside the engine file ``engine`` by the one output-path policy (atomically)."""
+    text = json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"
+    return write_output(manifest_path(engine), text.encode("utf-8"), "manifest", build)

@@ -21,10 +21,12 @@ from trt_widget.models import to_bytes
 NEW = ["\u2028", "\u2029", "\u200b", "\ufeff", "\u2060", "\ufff9", "\U000e0041"]
 BIDI = ["\u202a", "\u202b", "\u202c", "\u202d", "\u202e", "\u2066", "\u2067", "\u2068", "\u2069"]
 BIDI += ["\u200e", "\u200f", "\u061c"]
+# the re-run's: characters drawn as nothing (look-alike names), which --json and the errors printed raw
+INVISIBLE = ["\u00ad", "\u034f", "\u115f", "\u180e", "\u2061", "\u206a", "\u3164", "\uffa0"]
 EVIL_NODE = "conv\u202eevil\u009b31m\u2028forged"
 
 
-@pytest.mark.parametrize("char", NEW + BIDI + ["\x1b", "\x9b", "\x7f", "\udcff"], ids=ascii)
+@pytest.mark.parametrize("char", NEW + BIDI + INVISIBLE + ["\x1b", "\x9b", "\x7f", "\udcff"], ids=ascii)
 def test_separators_bidi_controls_and_invisible_characters_are_escaped(char: str) -> None:
     shown = escape_controls(f"a{char}b")
     assert char not in shown and shown.isascii() and shown.startswith("a\\") and shown.endswith("b"), ascii(shown)

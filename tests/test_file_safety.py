@@ -176,6 +176,21 @@ def test_a_rewritten_file_keeps_its_mode(built: Build, tmp_path: Path, writer: s
     assert path.read_bytes() != b"old" and stat.S_IMODE(path.stat().st_mode) == 0o600
 
 
+@pytest.mark.parametrize("writer", sorted(WRITERS))
+def test_a_rewritten_file_keeps_its_group(built: Build, tmp_path: Path, writer: str) -> None:
+    """Issue 35 (re-run): a 0640 file of group ``nogroup`` came back of the writer's own group, widening who reads
+    it where users share a primary group."""
+    import grp
+
+    path = tmp_path / "shared"
+    path.write_bytes(b"old")
+    gid = grp.getgrnam("nogroup").gr_gid
+    os.chown(path, -1, gid)
+    path.chmod(0o640)
+    WRITERS[writer](built, str(path))
+    assert path.read_bytes() != b"old" and path.stat().st_gid == gid and stat.S_IMODE(path.stat().st_mode) == 0o640
+
+
 def test_a_file_another_user_planted_does_not_lend_its_mode(built: Build, shared: Path) -> None:
     """Keeping the mode is for one's own files: a world-writable file ``nobody`` put where the engine goes would
     leave the new engine writable by ``nobody``; set-id bits are never kept."""

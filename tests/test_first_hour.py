@@ -89,7 +89,10 @@ def test_the_matrix_creates_its_output_folder_and_says_the_flag(tmp_path: Path) 
     matrix = BuildMatrix(str(model), output_dir=tmp_path / "engines/", history=False)
     assert (tmp_path / "engines").is_dir()  # the docs' recipe: created, as mkdir -p
     assert matrix.start().wait(120) == "done"
-    assert [p.name for p in (tmp_path / "engines").iterdir()] == ["small-default.engine"]
+    assert sorted(p.name for p in (tmp_path / "engines").iterdir()) == [
+        "small-default.engine",
+        "small-default.engine.manifest.json",
+    ]
     proc = _cli("matrix", str(model), "--opt-level", "0", "-o", "cli/engines/", "--plain", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert [p.name for p in (tmp_path / "cli" / "engines").iterdir()] == ["small-optimization_level_0.engine"]

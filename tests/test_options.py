@@ -61,6 +61,15 @@ def test_optimization_level_in_range(level: int) -> None:
     assert BuildOptions.from_kwargs(optimization_level=level).optimization_level == level
 
 
+@pytest.mark.parametrize("name", ["max_aux_streams", "avg_timing_iterations", "max_tactics", "device"])
+def test_counts_beyond_tensorrts_int32_are_refused_before_a_build(name: str) -> None:
+    """Issue 35 (re-run): 2**31 reached TensorRT's bindings, whose TypeError (with a worker traceback and paths)
+    was the only message; TensorRT's counts are int32_t."""
+    assert getattr(BuildOptions.from_kwargs(**{name: 2**31 - 1}), name) == 2**31 - 1
+    with pytest.raises(ValueError, match=rf"{name} must be an integer from \d to 2,147,483,647 \(TensorRT's int32\)"):
+        BuildOptions.from_kwargs(**{name: 2**31})
+
+
 @pytest.mark.parametrize("level", [-1, 6, 2.5, "3", True])
 def test_optimization_level_out_of_range(level: Any) -> None:
     with pytest.raises(ValueError, match=r"optimization_level must be an integer 0\.\.5"):

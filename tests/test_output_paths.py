@@ -79,3 +79,32 @@ def test_the_cli_refuses_a_bad_output_path_before_the_build(model_file: Path, tm
     assert line.startswith("trt-widget: error: ") and "does not exist" in line and str(bad.parent) in line, line
     assert "Building engine" not in proc.stdout  # no build ran
     assert not (tmp_path / "small.engine").exists()
+
+
+def test_a_watched_build_writes_nothing_over_an_onnx_model(tmp_path: Path) -> None:
+    """Issue 35 (re-run): a watched build's source is the network the user's code made, so it did not know its model
+    file: ``save``, ``to_html`` and ``to_trace`` onto it, and ``watch(events=...)`` naming it, overwrote the model."""
+    import tensorrt_rtx_bindings as trt
+
+    import trt_widget
+    from trt_widget import models
+
+    model = tmp_path / "c.onnx"
+    model.write_bytes(models.to_bytes(models.deep_residual(2)))
+    before = model.read_bytes()
+    with pytest.raises(ValueError, match=r"is an ONNX model file: trt_widget writes nothing over a model"):
+        trt_widget.watch(events=model)
+    with trt_widget.watch(keep_engines=True) as watched:
+        logger = trt.Logger(trt.Logger.ERROR)
+        builder = trt.Builder(logger)
+        network = builder.create_network(0)
+        assert trt.OnnxParser(network, logger).parse_from_file(str(model))
+        assert builder.build_serialized_network(network, builder.create_builder_config()) is not None
+    (build,) = watched.builds
+    assert build.wait(60) == "succeeded"
+    for method in ("save", "to_html", "to_trace"):
+        with pytest.raises(ValueError, match="is an ONNX model file"):
+            getattr(build, method)(model)
+    assert model.read_bytes() == before
+    build.save(tmp_path / "c.engine")  # any other path is written
+    assert (tmp_path / "c.engine").stat().st_size > 0

@@ -174,6 +174,17 @@ def _refuse(inputs: dict[str, str], targets: dict[str, str | os.PathLike[str] | 
         if what is not None:
             victim = "it" if what == "the recording itself" else "the model"
             raise ValueError(f"{name}={str(value)!r} is {what}: writing it would destroy {victim}; choose another path")
+        if value is not None and _an_onnx_file(value):
+            raise ValueError(
+                f"{name}={str(value)!r} is an ONNX model file: trt_widget writes nothing over a model (a watched or "
+                "relayed build does not know which file its model came from); choose another path"
+            )
+
+
+def _an_onnx_file(path: str | os.PathLike[str]) -> bool:
+    """An existing regular file named ``*.onnx`` (where a link leads too): a model, whichever build it fed."""
+    real = os.path.realpath(expand_user(path))
+    return real.lower().endswith(".onnx") and os.path.isfile(real)
 
 
 def refuse_overwriting(model: str | os.PathLike[str], **targets: str | os.PathLike[str] | None) -> None:
@@ -299,10 +310,12 @@ def place_file(part: str | os.PathLike[str], path: str | os.PathLike[str], *, sy
     gives), then rename it over the target, as ``atomic_write`` does."""
     target = writable_target(path)
     mode = 0o666 & ~_UMASK
+    group: int | None = None
     with contextlib.suppress(FileNotFoundError):
         old = os.stat(target)
         if old.st_uid == os.geteuid():  # another user's file (planted where we write) must not set our mode
             mode = old.st_mode & 0o777  # no set-id or sticky bits on a file we write
+            group = old.st_gid  # and its group: a 0640 file stays readable by that group only
     if Path(os.path.realpath(part)).parent != target.parent:
         raise OSError(f"{part} is not beside {target}")
     _remove_stale_parts(target)
@@ -311,6 +324,9 @@ def place_file(part: str | os.PathLike[str], path: str | os.PathLike[str], *, sy
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise NotARegularFile(f"{part} is not a regular file")
+        if group is not None and group != info.st_gid:
+            with contextlib.suppress(OSError):  # a group we are not in: the new file keeps ours (and the mode)
+                os.fchown(fd, -1, group)
         os.fchmod(fd, mode)
         if sync:
             os.fsync(fd)

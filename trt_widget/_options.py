@@ -379,8 +379,12 @@ class BuildOptions:
                     raise TypeError(f"{f.name} must be True or False, got {value!r}")
         for name, lowest in _COUNTS.items():
             value = getattr(self, name)
-            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < lowest):
-                raise ValueError(f"{name} must be an integer >= {lowest}, got {value!r}")
+            if value is not None and (
+                not isinstance(value, int) or isinstance(value, bool) or not lowest <= value <= INT32_MAX
+            ):
+                raise ValueError(
+                    f"{name} must be an integer from {lowest} to {INT32_MAX:,} (TensorRT's int32), got {value!r}"
+                )
         for name, (_enum, spellings) in _ENUMS.items():
             value = getattr(self, name)
             if value is None:
@@ -466,6 +470,7 @@ class BuildOptions:
         return out
 
 
+INT32_MAX = 2**31 - 1  # TensorRT's counts are int32_t: a larger Python int fails inside the bindings
 _COUNTS = {"max_aux_streams": 0, "avg_timing_iterations": 1, "max_tactics": 1, "dla_core": 0, "device": 0}
 
 # How an option reaches TensorRT's builder config (see BuildOptions); options without an entry are applied by

@@ -97,7 +97,8 @@ def test_with_output_the_engine_is_renamed_into_place_and_read_on_first_use(
     assert build.wait(120) == "succeeded", build.status_detail
     assert output.read_bytes() == reference
     assert build.engine_size == len(reference)  # known without reading the file
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.engine", "m.onnx"]  # no temporary file left
+    # no temporary file left: the engine, its manifest and the model
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.engine", "m.engine.manifest.json", "m.onnx"]
     assert build.engine == reference
     output.unlink()  # read once, the engine stays with the build
     assert build.result() == reference

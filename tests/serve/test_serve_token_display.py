@@ -47,4 +47,5 @@ def test_a_token_file_is_not_printed_and_an_encoded_token_parameter_is_redacted(
 def test_redaction_compares_the_decoded_parameter_name() -> None:
     assert redact_token("GET /?%74oken=T1&x=1") == "GET /?%74oken=<redacted>&x=1"
     assert redact_token("/?a=b&TOKEN=T2") == "/?a=b&TOKEN=<redacted>"
+    assert redact_token("/?%2574oken=T3") == "/?%2574oken=<redacted>"  # encoded twice (issue 35, re-run)
     assert redact_token("/builds?limit=3") == "/builds?limit=3"

@@ -237,7 +237,10 @@ def redact_token(text: str) -> str:
     compared percent-decoded (``%74oken`` is ``token`` to the server), as the page's authentication reads it."""
 
     def one(match: re.Match[str]) -> str:
-        name = unquote_plus(match.group(2)).strip().lower()
+        name = match.group(2)
+        for _ in range(4):  # decoded as often as a client may have encoded it (%2574oken is %74oken is token)
+            name = unquote_plus(name)
+        name = name.strip().lower()
         return f"{match.group(1)}{match.group(2)}=<redacted>" if "token" in name else match.group(0)
 
     return _QUERY_PAIR.sub(one, text) if "=" in text else text

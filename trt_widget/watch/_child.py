@@ -72,6 +72,10 @@ def _import_ahead() -> None:
         from .. import _resources, history  # noqa: F401
     with contextlib.suppress(Exception):
         import psutil  # noqa: F401
+    try:  # NVML, imported on a GPU question during the build: the installed one, or none at all (not a
+        import pynvml  # noqa: F401  # ``pynvml.py`` of the command's folder, which is first on sys.path later)
+    except Exception:
+        sys.modules.setdefault("pynvml", None)  # type: ignore[arg-type]  # a later import raises ImportError
 
 
 def _connect() -> socket.socket:

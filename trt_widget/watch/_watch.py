@@ -19,7 +19,7 @@ from concurrent.futures import Future
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from .._files import expand_user
+from .._files import expand_user, refuse_inputs
 from .._options import BuildOptions
 from .._status import LIVE, log
 from . import _build as _build  # installs the patch's handler
@@ -69,6 +69,7 @@ def check_watch_options(events: Any, budget: Any) -> None:
         raise IsADirectoryError(f"events= must be a file path, but {path} is a directory")
     if not path.parent.is_dir():
         raise FileNotFoundError(f"events= file's directory does not exist: {path.parent}")
+    refuse_inputs(None, events=events)  # never an ONNX model: a watched build does not know which file it read
 
 
 def builds_timings(builds: list[Any]) -> list[dict[str, Any]]:

@@ -14,11 +14,13 @@ export function num(v, dflt = 0) {
  * What is never shown raw (trt_widget/_format.py UNSAFE_CHARACTERS is the same list; a Python test compares them):
  * C0 and C1 controls and DEL, the line and paragraph separators, the bidirectional marks, embeddings, overrides
  * and isolates that reorder what a reader sees, invisible characters (U+200B, U+2060, U+FEFF, U+FFF9-FFFB, the
- * tags U+E0000-E007F) and lone surrogates.
+ * tags U+E0000-E007F), the characters Unicode says to draw as nothing (soft hyphen, grapheme joiner, invisible
+ * operators, fillers; the joiners and variation selectors of emoji and scripts stay) and lone surrogates.
  */
 export const UNSAFE =
   // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is its purpose
-  /[\x00-\x1f\x7f-\x9f\u061c\u200b\u200e\u200f\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069\ufeff\ufff9-\ufffb\ud800-\udfff\u{e0000}-\u{e007f}]/gu;
+  // biome-ignore lint/suspicious/noMisleadingCharacterClass: a combining mark (U+034F) is matched alone, as invisible
+  /[\x00-\x1f\x7f-\x9f\u061c\u200b\u200e\u200f\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069\ufeff\ufff9-\ufffb\ud800-\udfff\u{e0000}-\u{e007f}\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u2061-\u2064\u206a-\u206f\u3164\uffa0]/gu;
 
 /**
  * `text` with every unsafe character (see UNSAFE) shown as an escape, as the terminal shows it: U+202E -> "\u202e".

@@ -61,7 +61,10 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
         return None
     if collection_path.suffix == ".py" and collection_path.name.startswith("test_"):
         return _module(collection_path) not in FAST_MODULES
-    return collection_path.name in ("e2e", "notebooks") or None
+    if collection_path.is_dir():  # a folder with no fast module: not even its conftest.py is imported
+        folder = _module(collection_path) + "/"
+        return not any(module.startswith(folder) for module in FAST_MODULES) or None
+    return None
 
 
 def pytest_configure(config: pytest.Config) -> None:

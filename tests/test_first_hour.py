@@ -95,7 +95,10 @@ def test_the_matrix_creates_its_output_folder_and_says_the_flag(tmp_path: Path) 
     ]
     proc = _cli("matrix", str(model), "--opt-level", "0", "-o", "cli/engines/", "--plain", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert [p.name for p in (tmp_path / "cli" / "engines").iterdir()] == ["small-optimization_level_0.engine"]
+    assert sorted(p.name for p in (tmp_path / "cli" / "engines").iterdir()) == [
+        "small-optimization_level_0.engine",
+        "small-optimization_level_0.engine.manifest.json",
+    ]
     proc = _cli("matrix", str(model), "-o", str(model), "--plain", cwd=tmp_path)
     assert proc.returncode == 1
     assert proc.stderr.splitlines() == [f"trt-widget: error: -o/--output-dir {model} is not a folder"]

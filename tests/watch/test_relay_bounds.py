@@ -77,7 +77,9 @@ def test_the_relay_bounds_what_a_command_sends(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout.splitlines()[-1])
     assert result["code"] == 0
-    assert result["peak_kib"] < 200 * 1024, result  # the 256 MB line was never held whole
+    # the 256 MB line was never held whole: that alone would be 256 MiB over the interpreter's own ~100 MiB (which
+    # coverage's measuring raises by tens of MiB: 208 MiB seen under it); before the bound it peaked at 1.1 GB
+    assert result["peak_kib"] < 300 * 1024, result
     assert 1 <= result["builds"] <= 64 and result["threads"] < 200, result
     assert result["labels"][0] <= 4096 and result["names"] <= 4096 and result["depth"] <= MAX_DEPTH, result
 

@@ -4,6 +4,7 @@ reuse of an engine whose manifest matches, and "will this engine load here?" (do
 from ._bundle import write_bundle
 from ._check import EngineCheck, check_engine
 from ._cli import check_arguments, check_run
+from ._hashes import HashCache, Hashed
 from ._manifest import (
     Manifest,
     ManifestError,
@@ -17,10 +18,12 @@ from ._manifest import (
     read_manifest,
     write_manifest,
 )
-from ._reuse import cache_entry, copy_into_place, default_reuse_dir, find_reusable, prehash, reuse_dir_of
+from ._reuse import cache_entry, copy_into_place, default_reuse_dir, find_reusable, reuse_dir_of
 
 __all__ = [
     "EngineCheck",
+    "HashCache",
+    "Hashed",
     "Manifest",
     "ManifestError",
     "cache_entry",
@@ -37,7 +40,6 @@ __all__ = [
     "make_manifest",
     "manifest_path",
     "model_identity",
-    "prehash",
     "read_manifest",
     "reuse_dir_of",
     "write_bundle",

@@ -2,7 +2,7 @@
 reuse of an engine whose manifest matches, and "will this engine load here?" (docs/manifest.md, docs/reuse.md)."""
 
 from ._bundle import write_bundle
-from ._check import EngineCheck, check_engine
+from ._check import EngineCheck, EngineHeader, check_engine, read_engine_header
 from ._cli import check_arguments, check_run
 from ._hashes import HashCache, Hashed
 from ._manifest import (
@@ -22,6 +22,7 @@ from ._reuse import cache_entry, copy_into_place, default_reuse_dir, find_reusab
 
 __all__ = [
     "EngineCheck",
+    "EngineHeader",
     "HashCache",
     "Hashed",
     "Manifest",
@@ -40,6 +41,7 @@ __all__ = [
     "make_manifest",
     "manifest_path",
     "model_identity",
+    "read_engine_header",
     "read_manifest",
     "reuse_dir_of",
     "write_bundle",

@@ -211,3 +211,21 @@ def test_build_reuse_starts_no_builder_process_early(monkeypatch: pytest.MonkeyP
     assert started == []
     cli._start_builder_early(["build", "m.onnx"], False)
     assert started == [True]
+
+
+def test_a_deeply_nested_manifest_or_hash_cache_is_refused_not_raised(onnx_path: Path, tmp_path: Path) -> None:
+    from trt_widget.provenance import ManifestError
+
+    engine, cache = tmp_path / "e.engine", tmp_path / "cache"
+    _build(onnx_path, output=str(engine), reuse=True, reuse_dir=str(cache))
+    nested = b"[" * 200_000 + b"]" * 200_000  # beyond the JSON parser's recursion limit
+    (cache / HASHES_FILE).write_bytes(nested)
+    manifest = Path(str(engine) + ".manifest.json")
+    manifest.write_bytes(nested)
+    with pytest.raises(ManifestError, match="nested too deep"):
+        read_manifest(engine)
+    again = _build(onnx_path, output=str(engine), reuse=True, reuse_dir=str(cache))
+    # no crash: the engine at output= (its manifest unreadable) is passed over for the cache's entry
+    assert again.reused_from is not None and Path(again.reused_from).parent == cache
+    assert "nested too deep" in again.status_detail and "ignored the hash cache" in again.status_detail
+    assert read_manifest(engine).verify() == ""

@@ -665,7 +665,7 @@ def _parse_file(parser: Any, path: str, source: ModelSource) -> bool:
                 return bool(parser.parse_from_file(path))
             return bool(parser.parse(data, path))  # path: where its external data lies
         if empty or capabilities()["gil_unsafe_parse"]:  # the parser says what is wrong with an empty file
-            check_external_data(file_locations(path), source.directory, source.label, source.hint)
+            check_external_data(file_locations(path, remembered=False), source.directory, source.label, source.hint)
             return bool(parser.parse_from_file(path))
         with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
             view = memoryview(mapped)

@@ -196,15 +196,16 @@ def _recall(info: os.stat_result) -> list[str] | None:
     return list(found[1]) if found is not None and settled(info, found[0]) else None
 
 
-def file_locations(path: str, mapped: mmap.mmap | None = None) -> list[str]:
+def file_locations(path: str, mapped: mmap.mmap | None = None, *, remembered: bool = True) -> list[str]:
     """``external_locations`` of an ONNX file, read through a read-only map in the builder process (big tensors are
     never copied), read into memory elsewhere (see ``MAP_FILES``); ``mapped``: the caller's map of that file.
-    Remembered by the file's stat in this process (see :func:`settled`)."""
+    Remembered by the file's stat in this process (see :func:`settled`); ``remembered=False``: read now (the check
+    before TensorRT's parser reads the file, which trusts no earlier answer)."""
     if mapped is not None:
         return _mapped_locations(mapped)
     with open(path, "rb") as handle:
         info = os.fstat(handle.fileno())
-        known = _recall(info)
+        known = _recall(info) if remembered else None
         if known is not None:
             return known
         read_at = time.time_ns()

@@ -64,6 +64,9 @@ class HashCache:
                 return {}
             with os.fdopen(fd, "rb", closefd=False) as handle:
                 raw = handle.read(MAX_BYTES + 1)
+        except OSError as exc:
+            self.ignored = f"{path} cannot be read ({exc.strerror or exc})"
+            return {}
         finally:
             os.close(fd)
         if len(raw) > MAX_BYTES:
@@ -71,7 +74,7 @@ class HashCache:
             return {}
         try:
             data = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
             self.ignored = f"{path} is not JSON (corrupt)"
             return {}
         found = data.get("files") if isinstance(data, dict) else None

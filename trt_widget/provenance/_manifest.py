@@ -233,8 +233,9 @@ def read_manifest(path: str | os.PathLike[str]) -> Manifest:
         raise ManifestError(f"{where}: larger than {MAX_MANIFEST_BYTES:,} bytes, not a trt_widget manifest")
     try:
         data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ManifestError(f"{where}: not a trt_widget manifest (not JSON: {exc})") from None
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        said = "nested too deep" if isinstance(exc, RecursionError) else str(exc)
+        raise ManifestError(f"{where}: not a trt_widget manifest (not JSON: {said})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ManifestError(f'{where}: not a trt_widget manifest (no "format": "{FORMAT}")')
     version = data.get("version")

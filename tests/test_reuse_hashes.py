@@ -229,3 +229,20 @@ def test_a_deeply_nested_manifest_or_hash_cache_is_refused_not_raised(onnx_path:
     assert again.reused_from is not None and Path(again.reused_from).parent == cache
     assert "nested too deep" in again.status_detail and "ignored the hash cache" in again.status_detail
     assert read_manifest(engine).verify() == ""
+
+
+@pytest.mark.usefixtures("trusted_at_once")
+def test_a_reuse_of_a_remembered_model_starts_no_builder_process(
+    onnx_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trt_widget._pool import pool
+
+    engine, cache = tmp_path / "e.engine", tmp_path / "cache"
+    _build(onnx_path, output=str(engine), reuse=True, reuse_dir=str(cache))
+    warmed: list[object] = []
+    monkeypatch.setattr(pool, "prewarm", lambda *args: warmed.append(args))
+    again = _build(onnx_path, output=str(engine), reuse=True, reuse_dir=str(cache))
+    assert again.reused_from == str(engine) and again.child_pid is None
+    assert warmed == []  # its model is known unchanged: no builder process started ahead
+    Build(str(onnx_path), history=False, resources=False, output=str(tmp_path / "f.engine"))
+    assert len(warmed) == 1  # without reuse a builder is started ahead, as before

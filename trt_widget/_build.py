@@ -149,8 +149,10 @@ class Build(Waiting):
         self.source = ModelSource.of(model)
         sink_path = events if isinstance(events, (str, os.PathLike)) else None
         self._hashes: HashCache | None = None  # reuse=True: file hashes remembered in the engine cache
+        known_model = False  # reuse=True of a model whose hash is remembered: most likely found, nothing to build
         if self.options.reuse and self.source.kind == "path" and isinstance(self.source.value, str):
-            self._hash_cache().recall(os.path.realpath(expand_user(self.source.value)))  # spares the checks a read
+            real = os.path.realpath(expand_user(self.source.value))
+            known_model = self._hash_cache().recall(real) is not None  # (and spares the checks below a read)
         refuse_inputs(  # the model, its external data (or a recording): never written
             self,
             output=self.options.output,
@@ -182,7 +184,7 @@ class Build(Waiting):
             from .runners import check_transferable, pool
 
             check_transferable(self.source, self.options.configure)  # what cannot reach a builder fails here
-            if runner is None:
+            if runner is None and not known_model:
                 pool.prewarm()
         self.runner: Runner = runner if runner is not None else runner_for(self.options)
         self.model = PhaseModel(clock, FRAMING if self.runner.framed else None)

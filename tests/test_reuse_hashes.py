@@ -246,3 +246,29 @@ def test_a_reuse_of_a_remembered_model_starts_no_builder_process(
     assert warmed == []  # its model is known unchanged: no builder process started ahead
     Build(str(onnx_path), history=False, resources=False, output=str(tmp_path / "f.engine"))
     assert len(warmed) == 1  # without reuse a builder is started ahead, as before
+
+
+def test_copy_into_place_falls_back_when_the_kernel_cannot_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+    import fcntl
+
+    source = tmp_path / "a.engine"
+    data = os.urandom(3 << 20)
+    source.write_bytes(data)
+    calls: list[int] = []
+
+    def refuse(src: int, dst: int, count: int) -> int:  # as between two file systems on an older kernel
+        calls.append(count)
+        if len(calls) > 1:
+            raise OSError(errno.EXDEV, "Invalid cross-device link")
+        return os.copy_file_range(src, dst, 1 << 20)  # a partial copy first: the fallback starts over
+
+    def no_clone(*args: object) -> None:  # a file system that shares no blocks (ext4, tmpfs)
+        raise OSError(errno.EOPNOTSUPP, "Operation not supported")
+
+    monkeypatch.setattr(os, "copy_file_range", refuse, raising=False)
+    monkeypatch.setattr(fcntl, "ioctl", no_clone)
+    assert copy_into_place(source, tmp_path / "b.engine").size == len(data)
+    assert (tmp_path / "b.engine").read_bytes() == data and len(calls) == 2

@@ -378,6 +378,8 @@ class Build(Waiting):
         """Call ``callback(build)`` in ``start()``, after the clock restarts and before the builder runs."""
         self._on_start.append(callback)
 
+    shared_roles: frozenset[str] = frozenset({"timing_cache="})  # files other running builds may write too
+
     def _targets(self) -> dict[str, str | os.PathLike[str] | None]:
         """The files this build writes while it runs, by role: held from ``start()`` to its end."""
         from .provenance import manifest_path

@@ -199,11 +199,17 @@ def refuse_inputs(build: object, **targets: str | os.PathLike[str] | None) -> No
     _refuse(build_inputs(build), targets)
 
 
-# what running builds of this process write, real path -> {id(build): (build, role)}; only timing caches are
-# shared (TensorRT merges them, under the cache's lock file, across processes too)
+# what running builds of this process write, real path -> {id(build): (build, role)}; a file may be shared only
+# in a role both builds' ``shared_roles`` name: timing caches (TensorRT merges them, under the cache's lock file,
+# across processes too), and a watch's one events file for the builds it caught
 _claims: dict[str, dict[int, tuple[object, str]]] = {}
 _claims_lock = threading.Lock()
-SHARED_ROLE = "timing_cache="
+SHARED_ROLES = frozenset({"timing_cache="})
+
+
+def _shares(build: object, role: str) -> bool:
+    return role in getattr(build, "shared_roles", SHARED_ROLES)
+
 
 Targets = dict[str, "str | os.PathLike[str] | None"]
 
@@ -211,7 +217,7 @@ Targets = dict[str, "str | os.PathLike[str] | None"]
 def _taken(build: object, role: str, path: str | os.PathLike[str]) -> str | None:
     """The message refusing ``path`` as ``build``'s ``role`` when another running build writes it; None if free."""
     for other, other_role in _claims.get(os.path.realpath(expand_user(path)), {}).values():
-        if other is not build and not (role == other_role == SHARED_ROLE):
+        if other is not build and not (role == other_role and _shares(build, role) and _shares(other, role)):
             return (
                 f"{role} {str(path)!r} is being written by another build that is still running ({other!r}), as its "
                 f"{other_role}: wait for it to end, or choose another path"

@@ -123,3 +123,27 @@ def test_two_running_builds_may_share_a_timing_cache(
     assert first.status == "running"
     gate.set()
     assert first.wait(300) == "succeeded"
+
+
+def test_save_may_not_write_its_manifest_onto_a_running_builds_file(tmp_path: Path) -> None:
+    """``save(p)`` writes ``p`` and ``p.manifest.json``: the second is checked too (here the running build's log)."""
+    gate = threading.Event()
+
+    def define(network: Any) -> None:
+        assert gate.wait(300)
+        x = network.add_input("x", trt.float32, (1, 16))
+        network.mark_output(network.add_activation(x, trt.ActivationType.RELU).get_output(0))
+
+    log = tmp_path / "kept.engine.manifest.json"
+    first = Build(define, isolation="thread", history=False, log_file=str(log)).start()
+    try:
+        done = Build(SMALL, history=False, isolation="thread").start()
+        assert done.wait(300) == "succeeded", done.status_detail
+        with pytest.raises(ValueError, match=taken("manifest (beside path=)", "log_file=")):
+            done.save(tmp_path / "kept.engine")
+        assert not (tmp_path / "kept.engine").exists()  # refused before the engine was written
+        assert first.status == "running"
+    finally:
+        gate.set()
+        assert first.wait(300) == "succeeded"
+    assert log.stat().st_size > 0

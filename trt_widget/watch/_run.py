@@ -501,7 +501,7 @@ def _launch(command: list[str], env: dict[str, str], stdout: int | None) -> subp
             if os.getppid() != parent:  # the parent died before the call
                 os._exit(137)
 
-    if _PRCTL is None:
+    if _PRCTL is None or not sys.executable:  # no supervisor: the command's group ends with us unless SIGKILLed
         return subprocess.Popen(command, env=env, start_new_session=True, stdout=stdout)
     report, to_report = os.pipe()  # the supervisor writes errno here when the command cannot start
 

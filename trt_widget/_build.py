@@ -31,8 +31,11 @@ from ._files import (
     WrittenFile,
     atomic_write,
     check_output,
+    claim_targets,
     expand_user,
     refuse_inputs,
+    refuse_taken,
+    release_targets,
     write_output,
 )
 from ._gpu import memory_skip_note
@@ -106,8 +109,6 @@ TIMING_COLUMNS = ["id", "name", "parent", "depth", "step", "num_steps", "start_s
 
 
 # output= of the builds running in this process, by real path: a second build started onto one is refused
-_writing: dict[str, Build] = {}
-_writing_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -153,6 +154,7 @@ class Build(Waiting):
         if self.options.reuse and self.source.kind == "path" and isinstance(self.source.value, str):
             real = os.path.realpath(expand_user(self.source.value))
             known_model = self._hash_cache().recall(real) is not None  # (and spares the checks below a read)
+        self._events_path = sink_path
         refuse_inputs(  # the model, its external data (or a recording): never written
             self,
             output=self.options.output,
@@ -178,8 +180,11 @@ class Build(Waiting):
             for name, taken in named:
                 if taken is not None and os.path.realpath(expand_user(taken)) == log_real:
                     raise ValueError(f"log_file= and {name}= are the same file ({taken}): choose another log file")
+        refuse_taken(
+            self, {"events=": sink_path}
+        )  # opened below: not another running build's file (start() checks all)
         if self.options.output:  # found now, not after the build: OSError naming the path and the reason
-            check_output(self.options.output, "output=", self)
+            check_output(self.options.output, "output=", self, now=False)
         if self.options.isolation == "process" or runner is not None:
             from .runners import check_transferable, pool
 
@@ -380,28 +385,29 @@ class Build(Waiting):
         """Call ``callback(build)`` in ``start()``, after the clock restarts and before the builder runs."""
         self._on_start.append(callback)
 
+    shared_roles: frozenset[str] = frozenset({"timing_cache="})  # files other running builds may write too
+
+    def _targets(self) -> dict[str, str | os.PathLike[str] | None]:
+        """The files this build writes while it runs, by role: held from ``start()`` to its end."""
+        from .provenance import manifest_path
+
+        output = self.options.output
+        return {
+            "output=": output,
+            "manifest (beside output=)": manifest_path(output) if output else None,
+            "events=": self._events_path,
+            "timing_cache=": self.options.timing_cache,
+            "log_file=": self.options.log_file,
+        }
+
     def _claim_output(self) -> None:
-        """Refuse to start while another build of this process writes the same output= (the last engine would
-        replace the first without a word)."""
-        if not self.options.output:
-            return
-        real = os.path.realpath(expand_user(self.options.output))
-        with _writing_lock:
-            other = _writing.get(real)
-            if other is not None and other is not self:
-                raise ValueError(
-                    f"output={self.options.output!r} is being written by another build that is still running "
-                    f"({other!r}): wait for it to end, or give this build its own output="
-                )
-            _writing[real] = self
-        self._output_claim = real
+        """Refuse to start while another build of this process writes one of this build's files (the engine, its
+        manifest, the events, the timing cache as anything but a timing cache, the log): the last one to write
+        would replace or interleave with the other's without a word."""
+        claim_targets(self, self._targets())
 
     def _release_output(self) -> None:
-        real = getattr(self, "_output_claim", None)
-        if real is not None:
-            with _writing_lock:
-                if _writing.get(real) is self:
-                    del _writing[real]
+        release_targets(self)
 
     # -- control -------------------------------------------------------------------------------------
     def start(self) -> Build:
@@ -481,6 +487,9 @@ class Build(Waiting):
                 f"no engine to save: the build is {self._status}{cause}{waiting}"
                 + (" (a replayed recording holds no engine)" if self.engine == b"" else "")
             )
+        from .provenance import manifest_path
+
+        refuse_taken(self, {"path=": path, "manifest (beside path=)": manifest_path(path)})  # a running build's files
         write_output(path, self.engine, "path", self, sync=ENGINES_SYNCED)  # the one output-path policy
         try:
             from .provenance import write_manifest

@@ -338,6 +338,8 @@ export class LogPanel {
     this.list = h("ol", "trtw-logs-list");
     this.el.append(this.summary, this.list);
     this.count = 0; // entries rendered
+    /** the expected-line reasons already written out (each is said once; later lines carry it as a tooltip) */
+    this.saidWhy = new Set();
     /** the last rendered entry @type {{message: string, t: unknown, severity: string} | null} */
     this.last = null;
   }
@@ -362,6 +364,7 @@ export class LogPanel {
     if (logs.length < this.count || !sameLast) {
       this.list.replaceChildren();
       this.count = 0;
+      this.saidWhy.clear();
     }
     for (let i = this.count; i < logs.length; i++) {
       const e = record(logs[i]) || {};
@@ -372,13 +375,14 @@ export class LogPanel {
       if (expected) li.dataset.expected = "true";
       const s = h("span", "trtw-log-sev");
       s.textContent = expected ? "EXPECTED" : sev === "INTERNAL_ERROR" ? "INTERNAL" : sev;
-      if (expected) s.title = `TensorRT logged this as ${sev}`;
+      if (expected) s.title = `TensorRT logged this as ${sev}: ${expected}`;
       const t = h("span", "trtw-log-t trtw-mono");
       t.textContent = typeof e.t === "number" ? fmtDuration(e.t) : "";
       const m = h("span", "trtw-log-msg");
       m.textContent = escapeControls(e.message);
       li.append(s, t, m);
-      if (expected) {
+      if (expected && !this.saidWhy.has(expected)) {
+        this.saidWhy.add(expected);
         const why = h("span", "trtw-log-why");
         why.textContent = expected;
         li.append(why);

@@ -183,13 +183,19 @@ export class Header {
   tickEta(now, live, etaTrait) {
     const eta = record(etaTrait);
     let text = "";
+    /** @type {string | null} */
+    let why = null;
     if (live && eta && typeof eta.total_s === "number") {
       const basis = str(eta.based_on);
       const suffix = basis ? ` (based on ${basis})` : "";
       const left = eta.total_s - now;
       text = left > 0 ? `ETA ~${fmtApprox(left)}${suffix}` : `over ETA of ~${fmtApprox(eta.total_s)}${suffix}`;
+    } else if (live && eta && str(eta.none)) {
+      text = `no ETA: ${str(eta.none)}`; // said, not guessed; the reason on hover
+      why = str(eta.why) || null;
     }
     setText(this.etaEl, text);
+    setAttr(this.etaEl, "title", why);
     this.etaEl.hidden = !text;
   }
 

@@ -519,7 +519,10 @@ class Build(Waiting):
         )
 
     def _note(self, sentence: str) -> None:
+        """Add a sentence to the status detail, once (a relayed stop's reason comes back from the command too)."""
         with self._condition:
+            if sentence in self._notes or sentence in self.status_detail.split("; "):
+                return
             self._notes.append(sentence)
             self.status_detail = f"{self.status_detail}; {sentence}" if self.status_detail else sentence
 

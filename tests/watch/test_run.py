@@ -251,3 +251,49 @@ def test_a_relayed_build_is_a_future_with_the_size_the_command_reported(
     assert run_async(_awaited(relayed)) == b""  # the engine stays in the command's process
     assert relayed.status == "succeeded" and relayed.engine_size and relayed.engine_size > 1000
     widget.close()
+
+
+def test_a_relayed_build_has_the_phase_times_the_command_measured(tmp_path: Path, small: Path) -> None:
+    """Issue 39 item 8: the terminal tree reads the relayed build's rows; they must carry the command's own
+    event times, not the times the events arrived here (they come in bursts: a 3 ms phase read "<1 ms")."""
+    from trt_widget.watch import CommandRun
+
+    script = tmp_path / "build.py"
+    script.write_text(SCRIPT)
+    sent: list[dict[str, Any]] = []
+    run = CommandRun([sys.executable, str(script), str(small), "0"], env=env())
+    run.on_event = sent.append
+    assert run.start().result(180) == 0
+    (relayed,) = run.builds
+    assert relayed.wait(60) == "succeeded"
+    names = {e["id"]: e["name"] for e in sent if e["event"] == "phase_start"}
+    measured = {(names[e["id"]], e["id"]): e["duration_s"] for e in sent if e["event"] == "phase_finish"}
+    shown = {(r["name"], r["id"]): r["duration_s"] for r in relayed.timings()}
+    assert len(shown) == len(measured) >= 5
+    assert shown == pytest.approx(measured, abs=1e-4)
+
+
+def test_a_ctrl_c_reason_is_said_once_in_the_terminal_summary(tmp_path: Path, long: Path) -> None:
+    """Issue 39 item 7: the stop's reason here and the command's own account of it are one sentence, not
+    "interrupted (Ctrl-C); interrupted (Ctrl-C)"."""
+    script = tmp_path / "build.py"
+    script.write_text(SCRIPT)
+    proc = subprocess.Popen(
+        cli("--plain", "--", sys.executable, str(script), str(long), "0"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env(),
+        cwd=tmp_path,
+    )
+    assert proc.stdout is not None
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        if "steps)" in line:  # a phase with steps started: the build is under way
+            proc.send_signal(signal.SIGINT)
+            break
+    out, err = proc.communicate(timeout=180)
+    assert proc.returncode == 130, err
+    ending = [line for line in out.splitlines() if line.startswith("Cancelled after")]
+    assert len(ending) == 1 and ending[0].count("interrupted (Ctrl-C)") == 1, out

@@ -38,7 +38,7 @@ from .._errors import BuildCancelled, BuildError
 from .._leftovers import private_dir
 from .._python import parent_path, python_command
 from .._status import LIVE, log
-from ..runners import RecordingError, RunContext, apply_event, check_event
+from ..runners import FollowClock, RecordingError, RunContext, apply_event, check_event
 from ._child import ABSTRACT, ENV_SOCKET
 from ._watch import builds_timings, stop_notice
 
@@ -96,11 +96,15 @@ class RelayRunner:
     framed = False  # the events come framed from the command's process
     local = False  # the command's own TensorRT builds
 
-    def __init__(self) -> None:
+    def __init__(self, clock: FollowClock) -> None:
         self.events: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()  # None: the process ended
+        self.clock = clock
 
     def run(self, ctx: RunContext) -> bytes | None:
         names: dict[int, str] = {}
+        # the command's build starts now: its events are placed at their own times, not at their arrival (they
+        # come in bursts), so every front end shows the durations the command's TensorRT measured
+        origin = self.clock.restart(ctx.model, ctx.logger)
         while True:
             event = self.events.get()
             if event is None:
@@ -120,7 +124,9 @@ class RelayRunner:
                     return None
                 raise BuildError(str(event.get("error") or event.get("detail") or "the build failed"))
             try:
-                apply_event(event, ctx.model, ctx.logger, names)
+                at = origin + float(event["t"])
+                self.clock.advance_to(at)
+                apply_event(event, ctx.model, ctx.logger, names, at=at)
             except (KeyError, TypeError, ValueError):  # a malformed line from the command: skip it
                 log.debug("skipped a malformed event from the command: %r", event)
 
@@ -129,7 +135,8 @@ class RelayedBuild(Build):
     """A build made in the command's process, shown here."""
 
     def __init__(self, start: dict[str, Any], index: int) -> None:
-        self.relay = RelayRunner()
+        clock = FollowClock()
+        self.relay = RelayRunner(clock)
         self.pid = start.get("pid")
         self.index = index
         self.method = f"pid {self.pid}: {start.get('method', 'build')}"
@@ -138,6 +145,7 @@ class RelayedBuild(Build):
         super().__init__(
             ModelSource("network", label.encode(), label),
             runner=self.relay,
+            clock=clock,
             history=False,
             resources=False,
             isolation="thread",

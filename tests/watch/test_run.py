@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -297,3 +298,79 @@ def test_a_ctrl_c_reason_is_said_once_in_the_terminal_summary(tmp_path: Path, lo
     assert proc.returncode == 130, err
     ending = [line for line in out.splitlines() if line.startswith("Cancelled after")]
     assert len(ending) == 1 and ending[0].count("interrupted (Ctrl-C)") == 1, out
+
+
+CHATTY = textwrap.dedent(
+    """
+    import sys, threading, time
+    import tensorrt_rtx_bindings as trt
+
+    done = threading.Event()
+    said = [0]
+    def chatter():
+        while not done.is_set():
+            said[0] += 1
+            print(f"tick {said[0]:03d} from the command's stderr", file=sys.stderr, flush=True)
+            time.sleep(0.05)
+    print("before the build: the command's stdout", flush=True)
+    thread = threading.Thread(target=chatter)
+    thread.start()
+    logger = trt.Logger(trt.Logger.ERROR)
+    builder = trt.Builder(logger)
+    network = builder.create_network(0)
+    parser = trt.OnnxParser(network, logger)
+    assert parser.parse(open(sys.argv[1], "rb").read())
+    engine = builder.build_serialized_network(network, builder.create_builder_config())
+    done.set()
+    thread.join()
+    print("TICKS", said[0], flush=True)
+    print("after the build: ENGINE", None if engine is None else engine.nbytes, flush=True)
+    """
+)
+
+
+def tmux_screen(tmp_path: Path, command: list[str], width: int = 110) -> list[str]:
+    """Run ``command`` in a detached tmux pane (a real terminal emulator) and return everything it shows,
+    scrollback included, once it exited."""
+    tmux = shutil.which("tmux")
+    if tmux is None:
+        pytest.skip("tmux is not installed")
+    sock = f"trtw-{os.getpid()}-{tmp_path.name}"[:60]
+    marker = tmp_path / "exited"
+    shell = f"{' '.join(map(shlex.quote, command))}; echo $? > {shlex.quote(str(marker))}; sleep 600"
+    base = [tmux, "-L", sock, "-f", "/dev/null"]
+    environ = {**env(), "TERM": "xterm-256color"}
+    subprocess.run([*base, "new-session", "-d", "-x", str(width), "-y", "40", shell], check=True, env=environ)
+    try:
+        subprocess.run([*base, "set-option", "-g", "history-limit", "5000"], check=True)
+        deadline = time.monotonic() + 240
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert marker.exists(), "the command did not end"
+        shown = subprocess.run(
+            [*base, "capture-pane", "-p", "-J", "-S", "-5000"], check=True, capture_output=True, text=True
+        ).stdout
+    finally:
+        subprocess.run([*base, "kill-server"], check=False)
+    return [line.rstrip() for line in shown.splitlines()]
+
+
+def test_the_commands_output_stays_readable_around_the_live_tree(tmp_path: Path, long: Path) -> None:
+    """Issue 39 item 7, in a terminal: every line the command writes (stdout or stderr) is shown once and whole
+    while the live tree redraws below it, and the tree's title is shown once."""
+    script = tmp_path / "chatty.py"
+    script.write_text(CHATTY)
+    screen = tmux_screen(tmp_path, cli("--", sys.executable, str(script), str(long), "0"))
+    text = "\n".join(screen)
+    ticks = [line for line in screen if "from the command's stderr" in line]
+    assert ticks, text
+    numbers = [int(line.split()[1]) for line in ticks if line.startswith("tick ")]
+    assert [line for line in ticks if not line.startswith("tick ")] == [], text  # nothing glued before a line
+    said = int(next(line for line in screen if line.startswith("TICKS ")).split()[1])
+    assert numbers == list(range(1, said + 1)), text  # every line, once, in order
+    assert sum(line.startswith("Building ") for line in screen) == 1, text
+    roots = [line for line in screen if line.lstrip("▸✓✗ ").startswith("Building engine ") and line[:1] in "▸✓✗"]
+    assert len(roots) == 1 and roots[0].startswith("✓"), text  # the final tree once, no stale copies above it
+    assert screen.count("before the build: the command's stdout") == 1, text
+    assert any(line.startswith("after the build: ENGINE") for line in screen), text
+    assert any(line.startswith("Succeeded in") for line in screen), text

@@ -176,6 +176,7 @@ class CommandRun:
         force_after: float | None = None,
         env: dict[str, str] | None = None,
         on_output: Callable[[bytes], None] | None = None,
+        on_errors: Callable[[bytes], None] | None = None,
     ):
         if isinstance(command, str) or not command or not all(isinstance(c, str) for c in command):
             raise TypeError("the command must be a non-empty list of strings, e.g. ['python', 'build.py']")
@@ -190,6 +191,7 @@ class CommandRun:
         self.ended_at: float | None = None  # ... and of the command's end
         self._env = env
         self._on_output = on_output  # the command's stdout, a whole line per call (else it inherits ours)
+        self._on_errors = on_errors  # ... and its stderr
         self._listeners: list[Callable[[Any], None]] = []
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
@@ -217,33 +219,27 @@ class CommandRun:
             env.setdefault("POLYGRAPHY_USE_TENSORRT_RTX", "1")
         self.future.set_running_or_notify_cancel()
         threading.Thread(target=self._accept, name="trt_widget-run-accept", daemon=True).start()
+        if self._on_output is not None or self._on_errors is not None:
+            env.setdefault("PYTHONUNBUFFERED", "1")  # its lines as it writes them, not when a buffer fills
         try:
             stdout = subprocess.PIPE if self._on_output is not None else None
-            self._proc = _launch(self.command, env, stdout)
+            stderr = subprocess.PIPE if self._on_errors is not None else None
+            self._proc = _launch(self.command, env, stdout, stderr)
         except OSError as exc:
             self._server.close()
             self._cleanup()
             self.future.set_exception(BuildError(f"cannot run {self.command[0]!r}: {exc.strerror or exc}"))
             return self
         _live.add(self)
-        if self._proc.stdout is not None:
-            output = threading.Thread(target=self._relay_output, name="trt_widget-run-output", daemon=True)
-            self._readers.append(output)
-            output.start()
+        for stream, callback in ((self._proc.stdout, self._on_output), (self._proc.stderr, self._on_errors)):
+            if stream is not None and callback is not None:
+                output = threading.Thread(
+                    target=_relay_lines, args=(stream, callback), name="trt_widget-run-output", daemon=True
+                )
+                self._readers.append(output)
+                output.start()
         threading.Thread(target=self._wait, name="trt_widget-run-wait", daemon=True).start()
         return self
-
-    def _relay_output(self) -> None:
-        """Pass the command's stdout on by whole lines (a last line without one gets its newline), so a line of
-        our own (a JSON event) never lands inside one of the command's; a line longer than ``MAX_LINE_BYTES`` is
-        passed on in pieces of that size, each ended by a newline (memory stays bounded)."""
-        assert self._proc is not None and self._proc.stdout is not None and self._on_output is not None
-        with self._proc.stdout as stream:
-            for line in iter(lambda: stream.readline(MAX_LINE_BYTES), b""):
-                try:
-                    self._on_output(line if line.endswith(b"\n") else line + b"\n")
-                except Exception:
-                    log.debug("the output callback failed", exc_info=True)
 
     def _listen(self, directory: Path) -> str:
         """Listen where the command's processes connect; returns the address they are given (``ENV_SOCKET``): a
@@ -462,6 +458,18 @@ def _turn_away(conn: socket.socket) -> None:
     conn.close()
 
 
+def _relay_lines(stream: Any, callback: Callable[[bytes], None]) -> None:
+    """Pass a stream of the command's on by whole lines (a last line without one gets its newline), so a line of
+    our own (a JSON event, the live tree) never lands inside one of the command's; a line longer than
+    ``MAX_LINE_BYTES`` is passed on in pieces of that size, each ended by a newline (memory stays bounded)."""
+    with stream:
+        for line in iter(lambda: stream.readline(MAX_LINE_BYTES), b""):
+            try:
+                callback(line if line.endswith(b"\n") else line + b"\n")
+            except Exception:
+                log.debug("the output callback failed", exc_info=True)
+
+
 def _bounded_lines(stream: Any) -> Generator[bytes, None, None]:
     """The lines of a binary stream; one longer than ``MAX_LINE_BYTES`` is skipped whole (read in pieces)."""
     while True:
@@ -496,7 +504,9 @@ PR_SET_PDEATHSIG = 1
 _launcher = ThreadPoolExecutor(1, thread_name_prefix="trt_widget-run-launch")
 
 
-def _launch(command: list[str], env: dict[str, str], stdout: int | None) -> subprocess.Popen[bytes]:
+def _launch(
+    command: list[str], env: dict[str, str], stdout: int | None, stderr: int | None = None
+) -> subprocess.Popen[bytes]:
     """Start ``command`` in its own session; on Linux the kernel SIGKILLs it when this process dies (even by
     SIGKILL: a kernel restart), so a command never outlives whoever watches it."""
     parent = os.getpid()
@@ -508,7 +518,9 @@ def _launch(command: list[str], env: dict[str, str], stdout: int | None) -> subp
                 os._exit(137)
 
     def popen() -> subprocess.Popen[bytes]:
-        return subprocess.Popen(command, env=env, start_new_session=True, stdout=stdout, preexec_fn=die_with_parent)
+        return subprocess.Popen(
+            command, env=env, start_new_session=True, stdout=stdout, stderr=stderr, preexec_fn=die_with_parent
+        )
 
     try:
         return _launcher.submit(popen).result()

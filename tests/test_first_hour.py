@@ -321,3 +321,26 @@ def test_the_workspace_row_and_help_list_every_unit_the_parser_takes() -> None:
     for unit in ("KiB", "MB", "GiB", "TiB", "TB"):
         assert unit.lower() in _UNITS and unit in row and unit in " ".join(helptext.split()), unit
     assert BuildOptions.from_kwargs(workspace="1TiB").workspace == 1 << 40
+
+
+def test_ctrl_c_on_a_thread_build_in_a_terminal_says_what_happens_and_what_can_be_done(
+    tmp_path: Path, long_model_bytes: bytes
+) -> None:
+    """Issue 39 item 9: each Ctrl-C on a build that cannot be forced is answered on the screen, whole, above the
+    live tree: what will happen (it ends at the step's end) and what can be done (Ctrl-C again exits now)."""
+    import os
+
+    from watch._tmux import tmux_screen
+
+    model = tmp_path / "long.onnx"
+    model.write_bytes(long_model_bytes)
+    environ = {**os.environ, "TRT_WIDGET_HISTORY": "off"}
+    command = [sys.executable, "-m", "trt_widget", "build", str(model), "--isolation", "thread"]
+    keys = [("Determining refit engines", "C-c", 1.0), ("Cancelling", "C-c", 1.0)]
+    screen = tmux_screen(tmp_path, command, environ, keys=keys)
+    text = "\n".join(screen)
+    first = [line for line in screen if line.startswith("Cancelling — waiting for the builder")]
+    second = [line for line in screen if line.startswith("Still waiting for the builder")]
+    assert len(first) == 1 and "cannot be interrupted" in first[0] and "Ctrl-C" in first[0], text
+    assert len(second) == 1 and "Ctrl-C once more to exit without waiting" in second[0], text
+    assert any(line.startswith("Cancelled after") for line in screen), text

@@ -103,7 +103,8 @@ class TerminalView:
         """Print a message line (above the live tree in rich mode)."""
         with self._lock:
             if self._console is not None:
-                self._console.print(escape_lines(text), style="bold yellow", markup=False)
+                # soft wrap: the terminal wraps it, so a copied notice is one line
+                self._console.print(escape_lines(text), style="bold yellow", markup=False, soft_wrap=True)
             else:
                 self._write(text)
 
@@ -301,7 +302,9 @@ class Interrupts:
                 f"Cancelling — waiting for the builder to finish the current step of {self._phase()} "
                 "(Ctrl-C again to force)"
                 if build.options.isolation == "process"
-                else f"Cancelling — waiting for the builder to finish the current step of {self._phase()}"
+                else f"Cancelling — waiting for the builder to finish the current step of {self._phase()}: a "
+                "build on a thread cannot be interrupted mid-step, it stops when the step ends (Ctrl-C twice more "
+                "exits without waiting; --isolation process, the default, can be force-stopped)"
             )
             return True
         if build.options.isolation == "process":

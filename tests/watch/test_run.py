@@ -8,7 +8,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import shlex
 import shutil
 import signal
 import subprocess
@@ -23,6 +22,7 @@ import pytest
 from trt_widget import Build, BuildCancelled
 from trt_widget.models import deep_residual, to_bytes
 
+from ._tmux import tmux_screen
 from ._unpatched import unpatched
 
 SCRIPT = textwrap.dedent(
@@ -329,38 +329,12 @@ CHATTY = textwrap.dedent(
 )
 
 
-def tmux_screen(tmp_path: Path, command: list[str], width: int = 110) -> list[str]:
-    """Run ``command`` in a detached tmux pane (a real terminal emulator) and return everything it shows,
-    scrollback included, once it exited."""
-    tmux = shutil.which("tmux")
-    if tmux is None:
-        pytest.skip("tmux is not installed")
-    sock = f"trtw-{os.getpid()}-{tmp_path.name}"[:60]
-    marker = tmp_path / "exited"
-    shell = f"{' '.join(map(shlex.quote, command))}; echo $? > {shlex.quote(str(marker))}; sleep 600"
-    base = [tmux, "-L", sock, "-f", "/dev/null"]
-    environ = {**env(), "TERM": "xterm-256color"}
-    subprocess.run([*base, "new-session", "-d", "-x", str(width), "-y", "40", shell], check=True, env=environ)
-    try:
-        subprocess.run([*base, "set-option", "-g", "history-limit", "5000"], check=True)
-        deadline = time.monotonic() + 240
-        while not marker.exists() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert marker.exists(), "the command did not end"
-        shown = subprocess.run(
-            [*base, "capture-pane", "-p", "-J", "-S", "-5000"], check=True, capture_output=True, text=True
-        ).stdout
-    finally:
-        subprocess.run([*base, "kill-server"], check=False)
-    return [line.rstrip() for line in shown.splitlines()]
-
-
 def test_the_commands_output_stays_readable_around_the_live_tree(tmp_path: Path, long: Path) -> None:
     """Issue 39 item 7, in a terminal: every line the command writes (stdout or stderr) is shown once and whole
     while the live tree redraws below it, and the tree's title is shown once."""
     script = tmp_path / "chatty.py"
     script.write_text(CHATTY)
-    screen = tmux_screen(tmp_path, cli("--", sys.executable, str(script), str(long), "0"))
+    screen = tmux_screen(tmp_path, cli("--", sys.executable, str(script), str(long), "0"), env())
     text = "\n".join(screen)
     ticks = [line for line in screen if "from the command's stderr" in line]
     assert ticks, text

@@ -31,6 +31,13 @@ export const UNACKED_STOP_TEXT =
   "await on ipykernel 6 or marimo). Interrupt the kernel (\u25a0) to stop the build now; otherwise Stop " +
   "takes effect when the cell ends.";
 
+const FORCE_HINT = " Click \u201cForce stop\u201d to terminate the build process.";
+/** Cancelling a build that cannot be forced (a thread of the kernel): what will happen, and what can be done. */
+export const THREAD_HINT =
+  " TensorRT looks for a stop only between steps, and this build runs on a thread of the kernel, which cannot " +
+  "be ended from outside: it stops when this step ends. To end it now, restart the kernel (its variables are " +
+  'lost). Builds with isolation="process" (the default) can be force-stopped.';
+
 /**
  * @param {unknown} v
  * @returns {Record<string, unknown> | null} v if it is an object (arrays included), else null
@@ -132,21 +139,20 @@ export class Header {
     const stopTitle =
       cancelling && canForce
         ? "Terminate the build process now"
-        : st === "running"
-          ? "Stop the build after the current step"
-          : st === "ended"
-            ? "The kernel that ran this build is gone: there is nothing to stop"
-            : null;
+        : cancelling
+          ? "This build's thread cannot be stopped from outside: it ends when TensorRT's current step ends"
+          : st === "running"
+            ? "Stop the build after the current step"
+            : st === "ended"
+              ? "The kernel that ran this build is gone: there is nothing to stop"
+              : null;
     setAttr(this.stopBtn, "title", stopTitle);
 
     this.notice.hidden = !cancelling;
     const unacked = s.stopUnacked && st === "running";
     this.unackedEl.hidden = !unacked;
     setText(this.unackedEl, unacked ? UNACKED_STOP_TEXT : "");
-    setText(
-      this.noticeHint,
-      cancelling && canForce ? " Click \u201cForce stop\u201d to terminate the build process." : "",
-    );
+    setText(this.noticeHint, cancelling ? (canForce ? FORCE_HINT : THREAD_HINT) : "");
 
     this.treeBtn.setAttribute("aria-pressed", String(s.mode === "tree"));
     this.tlBtn.setAttribute("aria-pressed", String(s.mode === "timeline"));

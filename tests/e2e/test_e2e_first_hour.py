@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -294,3 +295,43 @@ def test_item5_an_expected_reason_is_said_once(page: Any) -> None:
     shot(page, "item5-log")
     shown = [w.text_content() for w in page.locator(".trtw-log-why").all() if w.is_visible()]
     assert sorted(shown) == sorted([why, "RTX ignores"]), shown
+
+
+def test_item17_the_service_page_cancels_a_build_and_downloads_an_engine(
+    browser: Any, tmp_path: Path, long_model_bytes: bytes
+) -> None:
+    """Issue 39 item 17, against a real ``trt-widget serve`` and real RTX builds: Cancel on a running build's
+    row cancels it; a succeeded build's row downloads the same engine bytes the API serves."""
+    import httpx
+
+    from trt_widget.models import deep_residual, to_bytes
+    from trt_widget.serve import ServerThread
+
+    with ServerThread(data=tmp_path / "data", max_concurrent=2) as server:
+        api = httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {server.token}"}, timeout=60)
+        small = api.post("/builds", content=to_bytes(deep_residual(2)), params={"name": "small"}).json()["id"]
+        for _ in range(600):  # polling the API as a client would (a build of ~1 s)
+            if api.get(f"/builds/{small}").json()["status"] == "succeeded":
+                break
+            time.sleep(0.2)
+        long = api.post("/builds", content=long_model_bytes, params={"name": "long"}).json()["id"]
+        context = browser.new_context(accept_downloads=True)
+        pg = context.new_page()
+        try:
+            pg.goto(f"{server.url}/?token={server.token}")
+            row = pg.locator("tr", has=pg.locator("code", has_text=long))
+            row.locator("button", has_text="Cancel").click(timeout=60_000)
+            row.locator("td.cancelled").wait_for(timeout=120_000)
+            assert api.get(f"/builds/{long}").json()["status"] == "cancelled"
+            done = pg.locator("tr", has=pg.locator("code", has_text=small))
+            with pg.expect_download(timeout=60_000) as info:
+                done.locator("button", has_text="Download engine").click()
+            saved = tmp_path / "saved.engine"
+            info.value.save_as(saved)
+            assert info.value.suggested_filename == f"{small}.engine"
+            assert saved.read_bytes() == api.get(f"/builds/{small}/engine").content
+            if SHOTS:
+                pg.screenshot(path=str(Path(SHOTS) / "item17-service-page.png"))
+        finally:
+            context.close()
+            api.close()

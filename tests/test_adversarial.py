@@ -247,6 +247,7 @@ def test_timings_df_without_phases_is_an_empty_frame_with_the_columns() -> None:
         "end_s",
         "duration_s",
         "status",
+        "ended_early",
     ]
     good = BuildWidget(SMALL, history=False).start()
     assert good.wait(120) == "succeeded"

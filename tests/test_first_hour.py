@@ -291,3 +291,56 @@ def test_ray_matrix_sets_its_sigterm_handler_and_leaves_no_helper_behind(tmp_pat
         assert helpers() == []
     finally:
         shutil.rmtree(ray_dir, ignore_errors=True)
+
+
+def test_timings_df_of_a_succeeded_build_says_done_and_keeps_the_early_end_in_a_column() -> None:
+    """Item 3: TensorRT ends its root (and some inner phases) before the last step it announced; in a table a user
+    filters on, a succeeded build's phases read ``done`` and ``ended_early`` keeps what TensorRT did."""
+    b = Build(deep_residual(2), isolation="thread", history=False).start()
+    assert b.wait(300) == "succeeded"
+    raw = {r["id"]: r for r in b.timings()}
+    early = [i for i, r in raw.items() if r["status"] == "finished-early"]
+    assert early, "TensorRT for RTX ends its root phase early in every build"
+    df = b.timings_df()
+    assert set(df["status"]) == {"done"}
+    assert list(df.index[df["ended_early"]]) == early
+    root = df[df["parent"].isna() & (df["name"] == "Building engine")].iloc[0]
+    assert root["status"] == "done" and bool(root["ended_early"]) and root["step"] < root["num_steps"]
+    assert str(df["ended_early"].dtype) == "bool"
+
+
+def test_the_workspace_row_and_help_list_every_unit_the_parser_takes() -> None:
+    """Options row of docs/options.md and `--help`: the units a size may take, T/TiB included (item 14)."""
+    from trt_widget._options import _UNITS, BuildOptions
+
+    page = (Path(__file__).parent.parent / "docs" / "options.md").read_text()
+    row = next(line for line in page.splitlines() if line.startswith("| `workspace` |"))
+    helptext = subprocess.run(
+        [sys.executable, "-m", "trt_widget", "build", "--help"], capture_output=True, text=True, timeout=60
+    ).stdout
+    for unit in ("KiB", "MB", "GiB", "TiB", "TB"):
+        assert unit.lower() in _UNITS and unit in row and unit in " ".join(helptext.split()), unit
+    assert BuildOptions.from_kwargs(workspace="1TiB").workspace == 1 << 40
+
+
+def test_ctrl_c_on_a_thread_build_in_a_terminal_says_what_happens_and_what_can_be_done(
+    tmp_path: Path, long_model_bytes: bytes
+) -> None:
+    """Issue 39 item 9: each Ctrl-C on a build that cannot be forced is answered on the screen, whole, above the
+    live tree: what will happen (it ends at the step's end) and what can be done (Ctrl-C again exits now)."""
+    import os
+
+    from watch._tmux import tmux_screen
+
+    model = tmp_path / "long.onnx"
+    model.write_bytes(long_model_bytes)
+    environ = {**os.environ, "TRT_WIDGET_HISTORY": "off"}
+    command = [sys.executable, "-m", "trt_widget", "build", str(model), "--isolation", "thread"]
+    keys = [("Determining refit engines", "C-c", 1.0), ("Cancelling", "C-c", 1.0)]
+    screen = tmux_screen(tmp_path, command, environ, keys=keys)
+    text = "\n".join(screen)
+    first = [line for line in screen if line.startswith("Cancelling — waiting for the builder")]
+    second = [line for line in screen if line.startswith("Still waiting for the builder")]
+    assert len(first) == 1 and "cannot be interrupted" in first[0] and "Ctrl-C" in first[0], text
+    assert len(second) == 1 and "Ctrl-C once more to exit without waiting" in second[0], text
+    assert any(line.startswith("Cancelled after") for line in screen), text

@@ -41,6 +41,7 @@ from ._files import (
 from ._gpu import memory_skip_note
 from ._options import BuildOptions, BuildOptionsDict
 from ._phases import CANCELLED, FINISHED_EARLY, Framing, PhaseModel, PhaseRow
+from ._phases import DONE as PHASE_DONE
 from ._phases import FAILED as PHASE_FAILED
 from ._status import (
     BUILD_STATUSES,
@@ -353,12 +354,18 @@ class Build(Waiting):
         return self.model.timings()
 
     def timings_df(self) -> Any:
-        """The timings as a pandas DataFrame indexed by phase id (needs pandas)."""
+        """The timings as a pandas DataFrame indexed by phase id (needs pandas). A phase TensorRT closed before
+        the last step it announced (as it closes its root in every build) reads ``done`` with ``ended_early``
+        True, so ``status != "done"`` finds only the phases a stop or a failure cut short."""
         try:
             import pandas as pd
         except ImportError as exc:
             raise ImportError("timings_df() needs pandas: pip install pandas (or use timings())") from exc
-        frame = pd.DataFrame(self.timings(), columns=TIMING_COLUMNS)
+        rows = self.timings()
+        frame = pd.DataFrame(rows, columns=TIMING_COLUMNS)
+        early = [row["status"] == FINISHED_EARLY for row in rows]
+        frame["ended_early"] = pd.Series(early, dtype="bool")
+        frame.loc[frame["ended_early"], "status"] = PHASE_DONE
         frame = frame.astype(
             {
                 "id": "int64",
@@ -371,6 +378,7 @@ class Build(Waiting):
                 "duration_s": "float64",
                 "name": "object",
                 "status": "object",
+                "ended_early": "bool",
             }
         )
         return frame.set_index("id")
@@ -527,7 +535,10 @@ class Build(Waiting):
         )
 
     def _note(self, sentence: str) -> None:
+        """Add a sentence to the status detail, once (a relayed stop's reason comes back from the command too)."""
         with self._condition:
+            if sentence in self._notes or sentence in self.status_detail.split("; "):
+                return
             self._notes.append(sentence)
             self.status_detail = f"{self.status_detail}; {sentence}" if self.status_detail else sentence
 

@@ -141,7 +141,8 @@ class BuildOptions:
     )
     workspace: int | None = _option(
         None,
-        "workspace memory-pool limit in bytes, e.g. 1GiB or 512MB (trtexec --memPoolSize=workspace:N)",
+        "workspace memory-pool limit in bytes, e.g. 1GiB, 512MB or 1TiB (units B, KiB/KB, MiB/MB, GiB/GB, TiB/TB; "
+        "K, M, G, T mean KiB ... TiB) (trtexec --memPoolSize=workspace:N)",
         flag="--workspace",
         cli={"metavar": "SIZE"},
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -65,8 +66,19 @@ class TerminalView:
     """Renders one build on one text stream; all writes go through one lock, in event order."""
 
     def __init__(
-        self, build: Build, stream: TextIO, *, style: str = "auto", summary: bool = True, hint: str = ""
+        self,
+        build: Build,
+        stream: TextIO,
+        *,
+        style: str = "auto",
+        summary: bool = True,
+        hint: str = "",
+        console: Any = None,
+        lock: Any = None,
     ) -> None:
+        """``console``: a rich Console to draw on, shared with whoever prints other lines above the live tree
+        (``trt-widget run`` prints its command's output through it); ``lock``: the lock those prints hold, which
+        every drawing of the tree then holds too (rich's own refresh thread would draw between their writes)."""
         if style not in ("auto", "rich", "plain"):
             raise ValueError(f"style must be 'auto', 'rich' or 'plain', got {style!r}")
         self.build = build
@@ -74,7 +86,8 @@ class TerminalView:
         self.summary = summary
         self.hint = hint
         self.rich = style == "rich" or (style == "auto" and is_terminal(stream) and rich_available())
-        self._lock = threading.RLock()
+        self._lock = lock if lock is not None else threading.RLock()
+        self._shared = lock is not None
         self._depth: dict[int, int] = {}
         self._console: Any = None
         self._live: Any = None
@@ -82,7 +95,7 @@ class TerminalView:
         if self.rich:
             from rich.console import Console
 
-            self._console = Console(file=stream, highlight=False)
+            self._console = console if console is not None else Console(file=stream, highlight=False)
         self.events = attach_events(build, self._on_event)
 
     # -- public ---------------------------------------------------------------------------------------
@@ -90,7 +103,8 @@ class TerminalView:
         """Print a message line (above the live tree in rich mode)."""
         with self._lock:
             if self._console is not None:
-                self._console.print(escape_lines(text), style="bold yellow", markup=False)
+                # soft wrap: the terminal wraps it, so a copied notice is one line
+                self._console.print(escape_lines(text), style="bold yellow", markup=False, soft_wrap=True)
             else:
                 self._write(text)
 
@@ -154,21 +168,43 @@ class TerminalView:
         from rich.live import Live
 
         self._console.print(escape_controls(title), style="bold", markup=False)
-        self._live = Live(
+        live = Live(
             console=self._console,
             get_renderable=self._renderable,
+            auto_refresh=not self._shared,  # shared: redrawn by _redraw, under the lock every print holds
             refresh_per_second=10,
             redirect_stdout=False,
             redirect_stderr=False,
             transient=False,
         )
-        self._live.start()
+        try:
+            live.start()
+        except Exception:  # rich draws one live display per console: another build's tree is up; say when it ends
+            self._console.print("(its tree is shown when it ends)", style="dim", markup=False)
+            return
+        self._live = live
+        if self._shared:
+            threading.Thread(target=self._redraw, name="trt_widget-terminal-redraw", daemon=True).start()
+
+    def _redraw(self) -> None:
+        """Redraw the live tree at 10 Hz under the shared lock, until the build ended."""
+        while True:
+            time.sleep(0.1)
+            with self._lock:
+                if self._live is None:
+                    return
+                try:
+                    self._live.refresh()
+                except Exception:  # a closed stream: nothing more to draw on
+                    return
 
     def _ended(self) -> None:
         if self._live is not None:
             self._live.update(self._renderable(), refresh=True)
             self._live.stop()
             self._live = None
+        elif self._console is not None:  # a build whose tree could not be live (another one was): its final tree
+            self._console.print(self._renderable())
         if self.summary:
             if self._console is not None:
                 self._console.print(rich_summary(self.build))
@@ -266,7 +302,9 @@ class Interrupts:
                 f"Cancelling — waiting for the builder to finish the current step of {self._phase()} "
                 "(Ctrl-C again to force)"
                 if build.options.isolation == "process"
-                else f"Cancelling — waiting for the builder to finish the current step of {self._phase()}"
+                else f"Cancelling — waiting for the builder to finish the current step of {self._phase()}: a "
+                "build on a thread cannot be interrupted mid-step, it stops when the step ends (Ctrl-C twice more "
+                "exits without waiting; --isolation process, the default, can be force-stopped)"
             )
             return True
         if build.options.isolation == "process":

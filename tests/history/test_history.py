@@ -138,8 +138,27 @@ def test_other_model_or_options_get_no_eta(two_builds: dict[str, Any], resnet50_
     for build in (Build(resnet50_bytes, history=store, optimization_level=1), Build(deep_residual(4), history=store)):
         assert build.history.ready.wait(60)
         assert build.history.error is None
-        assert build.history.match is None and build.history.eta() is None and build.history.deltas() is None
+        assert build.history.match is None and build.history.deltas() is None
+        assert (build.history.eta() or {}).get("none") == "first build"  # no number: the reason instead
         assert build.history.key != two_builds["second"].history.key
+
+
+def test_a_first_build_says_why_it_has_no_eta(tmp_path: Path, long_model_bytes: bytes) -> None:
+    """Issue 39 item 6: no ETA is guessed for a first build, and the widget's eta trait says so while it runs."""
+    from trt_widget._snapshot import snapshot
+
+    build = Build(long_model_bytes, history=HistoryStore(tmp_path / "h.sqlite")).start()
+    try:
+        assert build.history.ready.wait(60)
+        state = snapshot(build)
+        assert build.status == "running", "the long model's build ended before the look-up answered"
+        eta = state["eta"]
+        assert eta is not None and "total_s" not in eta and eta["none"] == "first build"
+        assert "first build of this model" in eta["why"] and "next build" in eta["why"]
+    finally:
+        build.stop()
+        build.wait(120)
+    assert snapshot(build)["eta"] is None  # ended: nothing to say
 
 
 def test_cancelled_and_failed_builds_are_recorded_but_never_used(tmp_path: Path) -> None:
@@ -157,7 +176,7 @@ def test_cancelled_and_failed_builds_are_recorded_but_never_used(tmp_path: Path)
     again = Build(model, history=store)
     assert again.history.ready.wait(60)
     assert again.history.key == cancelled.history.key and again.history.match is None
-    assert again.history.eta() is None
+    assert "total_s" not in (again.history.eta() or {})
 
 
 def test_history_survives_a_new_process(two_builds: dict[str, Any], resnet50_bytes: bytes, tmp_path: Path) -> None:
@@ -229,7 +248,7 @@ def test_store_selection_and_bad_stores(tmp_path: Path, private_history: Path, m
     assert len(list(tmp_path.glob("junk.sqlite.corrupt-*"))) == 1
     build = Build(model, history=str(junk))
     assert build.history.ready.wait(60)
-    assert build.history.error is None and build.history.eta() is None
+    assert build.history.error is None and "total_s" not in (build.history.eta() or {})
     with pytest.raises(TypeError, match="history must be"):
         Build(model, history=3.5)
 

@@ -22,6 +22,7 @@ import pytest
 from trt_widget import Build, BuildCancelled
 from trt_widget.models import deep_residual, to_bytes
 
+from ._tmux import tmux_screen
 from ._unpatched import unpatched
 
 SCRIPT = textwrap.dedent(
@@ -251,3 +252,99 @@ def test_a_relayed_build_is_a_future_with_the_size_the_command_reported(
     assert run_async(_awaited(relayed)) == b""  # the engine stays in the command's process
     assert relayed.status == "succeeded" and relayed.engine_size and relayed.engine_size > 1000
     widget.close()
+
+
+def test_a_relayed_build_has_the_phase_times_the_command_measured(tmp_path: Path, small: Path) -> None:
+    """Issue 39 item 8: the terminal tree reads the relayed build's rows; they must carry the command's own
+    event times, not the times the events arrived here (they come in bursts: a 3 ms phase read "<1 ms")."""
+    from trt_widget.watch import CommandRun
+
+    script = tmp_path / "build.py"
+    script.write_text(SCRIPT)
+    sent: list[dict[str, Any]] = []
+    run = CommandRun([sys.executable, str(script), str(small), "0"], env=env())
+    run.on_event = sent.append
+    assert run.start().result(180) == 0
+    (relayed,) = run.builds
+    assert relayed.wait(60) == "succeeded"
+    names = {e["id"]: e["name"] for e in sent if e["event"] == "phase_start"}
+    measured = {(names[e["id"]], e["id"]): e["duration_s"] for e in sent if e["event"] == "phase_finish"}
+    shown = {(r["name"], r["id"]): r["duration_s"] for r in relayed.timings()}
+    assert len(shown) == len(measured) >= 5
+    assert shown == pytest.approx(measured, abs=1e-4)
+
+
+def test_a_ctrl_c_reason_is_said_once_in_the_terminal_summary(tmp_path: Path, long: Path) -> None:
+    """Issue 39 item 7: the stop's reason here and the command's own account of it are one sentence, not
+    "interrupted (Ctrl-C); interrupted (Ctrl-C)"."""
+    script = tmp_path / "build.py"
+    script.write_text(SCRIPT)
+    proc = subprocess.Popen(
+        cli("--plain", "--", sys.executable, str(script), str(long), "0"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env(),
+        cwd=tmp_path,
+    )
+    assert proc.stdout is not None
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        if "steps)" in line:  # a phase with steps started: the build is under way
+            proc.send_signal(signal.SIGINT)
+            break
+    out, err = proc.communicate(timeout=180)
+    assert proc.returncode == 130, err
+    ending = [line for line in out.splitlines() if line.startswith("Cancelled after")]
+    assert len(ending) == 1 and ending[0].count("interrupted (Ctrl-C)") == 1, out
+
+
+CHATTY = textwrap.dedent(
+    """
+    import sys, threading, time
+    import tensorrt_rtx_bindings as trt
+
+    done = threading.Event()
+    said = [0]
+    def chatter():
+        while not done.is_set():
+            said[0] += 1
+            print(f"tick {said[0]:03d} from the command's stderr", file=sys.stderr, flush=True)
+            time.sleep(0.05)
+    print("before the build: the command's stdout", flush=True)
+    thread = threading.Thread(target=chatter)
+    thread.start()
+    logger = trt.Logger(trt.Logger.ERROR)
+    builder = trt.Builder(logger)
+    network = builder.create_network(0)
+    parser = trt.OnnxParser(network, logger)
+    assert parser.parse(open(sys.argv[1], "rb").read())
+    engine = builder.build_serialized_network(network, builder.create_builder_config())
+    done.set()
+    thread.join()
+    print("TICKS", said[0], flush=True)
+    print("after the build: ENGINE", None if engine is None else engine.nbytes, flush=True)
+    """
+)
+
+
+def test_the_commands_output_stays_readable_around_the_live_tree(tmp_path: Path, long: Path) -> None:
+    """Issue 39 item 7, in a terminal: every line the command writes (stdout or stderr) is shown once and whole
+    while the live tree redraws below it, and the tree's title is shown once."""
+    script = tmp_path / "chatty.py"
+    script.write_text(CHATTY)
+    screen = tmux_screen(tmp_path, cli("--", sys.executable, str(script), str(long), "0"), env())
+    text = "\n".join(screen)
+    ticks = [line for line in screen if "from the command's stderr" in line]
+    assert ticks, text
+    numbers = [int(line.split()[1]) for line in ticks if line.startswith("tick ")]
+    assert [line for line in ticks if not line.startswith("tick ")] == [], text  # nothing glued before a line
+    said = int(next(line for line in screen if line.startswith("TICKS ")).split()[1])
+    assert numbers == list(range(1, said + 1)), text  # every line, once, in order
+    assert sum(line.startswith("Building ") for line in screen) == 1, text
+    roots = [line for line in screen if line.lstrip("▸✓✗ ").startswith("Building engine ") and line[:1] in "▸✓✗"]
+    assert len(roots) == 1 and roots[0].startswith("✓"), text  # the final tree once, no stale copies above it
+    assert screen.count("before the build: the command's stdout") == 1, text
+    assert any(line.startswith("after the build: ENGINE") for line in screen), text
+    assert any(line.startswith("Succeeded in") for line in screen), text

@@ -177,11 +177,15 @@ class HistoryLink:
     def eta(self) -> dict[str, Any] | None:
         """``{"total_s", "remaining_s", "based_on", "phases": {name: expected s}, "running": {id: {...}}}``.
 
-        None without a match or once the build ended. The position in the past build is the latest matched
-        phase start/end plus the time since it, held at the past end of any phase still running now.
+        None before the look-up answered or once the build ended; without a match, ``{"none": short, "why":
+        sentence}`` (a first build: nothing to time it by, said rather than guessed). The position in the past
+        build is the latest matched phase start/end plus the time since it, held at the past end of any phase
+        still running now.
         """
-        if not self.ready.is_set() or self.match is None or self.build.done():
+        if not self.ready.is_set() or self.build.done():
             return None
+        if self.match is None:
+            return self._no_eta()
         total = float(self.match["total_s"])
         if self.build.status == "idle":
             return {
@@ -209,6 +213,20 @@ class HistoryLink:
                 }
                 for pid, _, start, expected in running
             },
+        }
+
+    def _no_eta(self) -> dict[str, Any]:
+        """Why there is no ETA: a first build (TensorRT's phases differ by orders of magnitude between models,
+        so a guess from another model or the model's size would mislead), or a history that could not be read."""
+        if self.error is not None:
+            return {"none": "history unavailable", "why": f"the build history could not be read ({self.error})"}
+        like = describe_like(self.like)
+        return {
+            "none": "first build",
+            "why": "No ETA: this is the first build of this model with these options"
+            + (f" on {like}" if like else "")
+            + " that the history knows, and TensorRT's phases take times that differ too much between models to "
+            "guess from another one. The next build of it shows an ETA and per-phase times left.",
         }
 
     def deltas(self) -> dict[str, float] | None:

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from ._replay import (
         MAX_SPEED,
         MIN_SPEED,
+        FollowClock,
         Recording,
         RecordingError,
         ReplayClock,
@@ -34,6 +35,7 @@ _LAZY = {
     "MAX_SPEED": "._replay",
     "MIN_SPEED": "._replay",
     "Callback": "._scripted",
+    "FollowClock": "._replay",
     "ManualClock": "._scripted",
     "ScriptedRunner": "._scripted",
     "parse_script": "._scripted",
@@ -64,6 +66,7 @@ __all__ = [
     "START_PHASE",
     "Callback",
     "EngineFile",
+    "FollowClock",
     "ManualClock",
     "ProcessRunner",
     "Recording",

@@ -12,6 +12,8 @@ import itertools
 import json
 import os
 import random
+import threading
+import time
 from collections.abc import Iterable, Iterator
 from typing import Any, Union
 
@@ -199,6 +201,37 @@ class ReplayClock:
 
     def __call__(self) -> float:
         return self.now
+
+
+class FollowClock:
+    """This process's clock, moved forward whenever a received event is ahead of it (a replayed log), so the
+    phase model can be fed the server's own event times and elapsed time still runs between events."""
+
+    def __init__(self) -> None:
+        self._skew = 0.0
+        self._held: float | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self) -> float:
+        held = self._held
+        return held if held is not None else time.perf_counter() + self._skew
+
+    def restart(self, *clocked: Any) -> float:
+        """``restart_clock()`` each of ``clocked`` (phase model, logger) at one reading of this clock; returns it."""
+        with self._lock:
+            self._held = time.perf_counter() + self._skew
+            try:
+                for thing in clocked:
+                    thing.restart_clock()
+                return self._held
+            finally:
+                self._held = None
+
+    def advance_to(self, reading: float) -> None:
+        with self._lock:
+            now = time.perf_counter() + self._skew
+            if reading > now:
+                self._skew += reading - now
 
 
 def apply_event(event: dict[str, Any], model: Any, logger: Any, names: dict[int, str], at: float | None = None) -> None:

@@ -28,7 +28,7 @@ from .._engine import ModelLike, ModelSource
 from .._errors import BuildError
 from .._event_sinks import Sink
 from .._options import BuildOptions, BuildOptionsDict, http_refusals
-from ..runners import RunContext, apply_event, check_event
+from ..runners import FollowClock, RunContext, apply_event, check_event
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -41,37 +41,6 @@ _NOT_REMOTE = {
     "resources": "the builder's resources are the server's",
     "clock": "a remote build runs on the server's clock",
 }
-
-
-class FollowClock:
-    """This process's clock, moved forward whenever a received event is ahead of it (a replayed log), so the
-    phase model can be fed the server's own event times and elapsed time still runs between events."""
-
-    def __init__(self) -> None:
-        self._skew = 0.0
-        self._held: float | None = None
-        self._lock = threading.Lock()
-
-    def __call__(self) -> float:
-        held = self._held
-        return held if held is not None else time.perf_counter() + self._skew
-
-    def restart(self, *clocked: Any) -> float:
-        """``restart_clock()`` each of ``clocked`` (phase model, logger) at one reading of this clock; returns it."""
-        with self._lock:
-            self._held = time.perf_counter() + self._skew
-            try:
-                for thing in clocked:
-                    thing.restart_clock()
-                return self._held
-            finally:
-                self._held = None
-
-    def advance_to(self, reading: float) -> None:
-        with self._lock:
-            now = time.perf_counter() + self._skew
-            if reading > now:
-                self._skew += reading - now
 
 
 def sse_messages(lines: Iterable[str]) -> Iterator[tuple[str | None, str, str]]:

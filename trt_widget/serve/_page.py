@@ -1,4 +1,5 @@
-"""``GET /``: one self-contained page listing the server's builds with their live status and current phase.
+"""``GET /``: one self-contained page listing the server's builds with their live status and current phase, a
+Cancel button for a build that runs (Force stop while it cancels) and a download of a succeeded build's engine.
 
 The page reads the token from its own URL (``/?token=...``) and sends it in an ``Authorization`` header with
 ``fetch``; events are read from ``fetch`` streams (EventSource cannot send headers). Names from requests are
@@ -24,11 +25,12 @@ td.num {{ text-align: right; font-variant-numeric: tabular-nums; }}
 .running, .cancelling {{ color: #0a58ca; }} .succeeded {{ color: #137333; }}
 .failed {{ color: #b3261e; }} .cancelled {{ color: #8a6d00; }}
 #note {{ color: #666; }} #note.error {{ color: #b3261e; }} code {{ font-size: 12px; color: #666; }}
+button {{ font: inherit; padding: 0 .6rem; }}
 @media (prefers-color-scheme: dark) {{ body {{ color: #ddd; background: #151515; }} th, td {{ border-color: #333; }} }}
 </style></head>
 <body><h1>TensorRT builds</h1><p id="note"></p>
 <table><thead><tr><th>model</th><th>status</th><th>current phase</th><th>time (s)</th><th>engine</th><th>id</th>
-</tr></thead><tbody id="builds"></tbody></table>
+<th></th></tr></thead><tbody id="builds"></tbody></table>
 <script nonce="{nonce}">
 "use strict";
 const token = new URLSearchParams(location.search).get("token") || "";
@@ -41,19 +43,76 @@ function row(build) {{
   let r = rows.get(build.id);
   if (!r) {{
     const tr = document.createElement("tr");
-    const cells = [0, 1, 2, 3, 4, 5].map(() => tr.appendChild(document.createElement("td")));
+    const cells = [0, 1, 2, 3, 4, 5, 6].map(() => tr.appendChild(document.createElement("td")));
     cells[3].className = cells[4].className = "num";
-    r = {{ tr, cells, following: false, running: new Map(), origin: null }};
+    const act = document.createElement("button");
+    act.type = "button";
+    act.hidden = true;
+    act.addEventListener("click", () => action(build.id, r));
+    cells[6].appendChild(act);
+    r = {{ tr, cells, act, status: "", force: false, following: false, running: new Map(), origin: null }};
     rows.set(build.id, r);
     body.insertBefore(tr, body.firstChild);
   }}
   return r;
 }}
 
+// the row's one action: Cancel a build that runs, Force stop one that is cancelling, download a built engine
+function actions(r, status, hasEngine) {{
+  r.status = status;
+  const live = ["queued", "running", "cancelling"].includes(status);
+  r.act.hidden = !(live || (status === "succeeded" && hasEngine));
+  r.act.textContent = status === "cancelling" ? "Force stop" : live ? "Cancel" : "Download engine";
+  r.act.title = status === "cancelling" ? "Terminate the builder process now" : live
+    ? "Stop the build after the current step" : "Save the engine file";
+}}
+
+async function action(id, r) {{
+  if (r.act.disabled) return;
+  r.act.disabled = true;
+  try {{
+    if (r.status === "succeeded") await download(id);
+    else {{
+      const force = r.status === "cancelling" ? "?force=1" : "";
+      const reply = await fetch(`/builds/${{encodeURIComponent(id)}}/cancel${{force}}`, {{
+        method: "POST", headers: {{ ...headers, "Content-Type": "application/json" }},
+        body: JSON.stringify({{ reason: "cancelled from the service page" }}),
+      }});
+      const data = await reply.json().catch(() => ({{}}));
+      if (!reply.ok) say(`cannot cancel ${{id}}: ${{data.error || reply.statusText}}`, true);
+      else {{ say(`${{id}}: ${{force ? "force stop" : "cancel"}} asked`, false); actions(r, data.status, false); }}
+    }}
+  }} catch (err) {{
+    say(`${{id}}: ${{err}}`, true);
+  }} finally {{
+    r.act.disabled = false;
+  }}
+}}
+
+// the engine comes with the token in a header (a plain link cannot send one): fetched, then saved from memory
+async function download(id) {{
+  const reply = await fetch(`/builds/${{encodeURIComponent(id)}}/engine`, {{ headers }});
+  if (!reply.ok) {{
+    const data = await reply.json().catch(() => ({{}}));
+    say(`cannot download the engine of ${{id}}: ${{data.error || reply.statusText}}`, true);
+    return;
+  }}
+  const url = URL.createObjectURL(await reply.blob());
+  const a = document.createElement("a");
+  a.href = url;
+  a.download = `${{id}}.engine`;
+  document.body.appendChild(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 60000);
+  say(`${{id}}.engine saved`, false);
+}}
+
 function show(r, build) {{
   r.cells[0].textContent = build.name || "";
   r.cells[1].textContent = build.status;
   r.cells[1].className = build.status;
+  actions(r, build.status, Boolean(build.engine_bytes));
   if (build.phase !== undefined) r.cells[2].textContent = build.phase ? label(build.phase) : "";
   if (typeof build.elapsed_s === "number") r.cells[3].textContent = build.elapsed_s.toFixed(1);
   r.cells[4].textContent = build.engine_bytes ? (build.engine_bytes / 1048576).toFixed(2) + " MiB" : "";
@@ -74,6 +133,7 @@ function apply(r, event) {{
     r.cells[1].textContent = event.status;
     r.cells[1].className = event.status;
     r.cells[4].textContent = event.engine_bytes ? (event.engine_bytes / 1048576).toFixed(2) + " MiB" : "";
+    actions(r, event.status, Boolean(event.engine_bytes));
   }}
   let current = null;
   for (const phase of r.running.values()) if (!current || phase.depth >= current.depth) current = phase;

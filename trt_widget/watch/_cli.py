@@ -19,6 +19,8 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._format import escape_controls, escape_lines
+
 if TYPE_CHECKING:
     from .._build import Build
 
@@ -59,14 +61,23 @@ def run(args: argparse.Namespace) -> int:
     if not argv:
         print("trt-widget run: error: give the command after --: trt-widget run -- python build.py", file=sys.stderr)
         return 2
-    from .._terminal import TerminalView
+    from .._format import is_terminal
+    from .._terminal import TerminalView, rich_available
     from ._run import CommandRun
 
-    lock = threading.Lock()
+    lock = threading.RLock()  # every write to the terminal: ours, the command's lines, the live tree's redraws
+    console = _console() if not args.json and not args.plain and is_terminal(sys.stdout) and rich_available() else None
     try:
-        # with --json the command's own stdout comes through us by whole lines: every event stays a line of its own
-        output = (lambda line: _write_out(line, lock)) if args.json else None
-        command = CommandRun(argv, force_after=args.force_after, on_output=output)
+        # with --json the command's own stdout comes through us by whole lines: every event stays a line of its own;
+        # under the live tree both its streams do, printed above the tree (rich redraws the tree below them)
+        output: Any = None
+        errors: Any = None
+        if args.json:
+            output = lambda line: _write_out(line, lock)  # noqa: E731
+        elif console is not None:
+            output = lambda line: _print_above(console, line, lock)  # noqa: E731
+            errors = output if is_terminal(sys.stderr) else None
+        command = CommandRun(argv, force_after=args.force_after, on_output=output, on_errors=errors)
     except TypeError as exc:
         print(f"trt-widget run: error: {exc}", file=sys.stderr)
         return 2
@@ -74,11 +85,18 @@ def run(args: argparse.Namespace) -> int:
 
     def notify(text: str) -> None:
         with lock:
-            print(f"trt-widget run: {text}", file=sys.stderr, flush=True)
+            if console is not None:  # above the live tree, on its own line
+                console.print(f"trt-widget run: {escape_lines(text)}", style="bold yellow", markup=False)
+            else:
+                print(f"trt-widget run: {text}", file=sys.stderr, flush=True)
 
     def on_build(build: Build) -> None:
         style = "plain" if args.plain else "auto"
-        views.append(TerminalView(build, sys.stdout, style=style, hint="Ctrl-C to cancel"))
+        views.append(
+            TerminalView(
+                build, sys.stdout, style=style, hint="Ctrl-C to cancel", console=console, lock=lock if console else None
+            )
+        )
 
     if args.json:  # the events as the command sent them, renumbered for the run
         command.on_event = lambda event: _print_json(event, lock)
@@ -121,13 +139,28 @@ def run(args: argparse.Namespace) -> int:
     return code if ok else EXIT_FAILED
 
 
-def _print_json(event: dict[str, Any], lock: threading.Lock) -> None:
+def _console() -> Any:
+    from rich.console import Console
+
+    return Console(file=sys.stdout, highlight=False)
+
+
+def _print_above(console: Any, line: bytes, lock: threading.RLock) -> None:
+    """One line of the command's output, whole and escaped, above the live tree (rich redraws the tree)."""
+    from rich.text import Text
+
+    text = escape_controls(line.decode("utf-8", "replace").rstrip("\n"))
+    with lock:
+        console.print(Text(text), soft_wrap=True)
+
+
+def _print_json(event: dict[str, Any], lock: threading.RLock) -> None:
     with lock:
         sys.stdout.write(json.dumps(event) + "\n")
         sys.stdout.flush()
 
 
-def _write_out(line: bytes, lock: threading.Lock) -> None:
+def _write_out(line: bytes, lock: threading.RLock) -> None:
     with lock:
         sys.stdout.flush()
         sys.stdout.buffer.write(line)

@@ -39,7 +39,7 @@ from .._errors import BuildCancelled, BuildError
 from .._leftovers import private_dir
 from .._python import parent_path, python_command
 from .._status import LIVE, log
-from ..runners import RecordingError, RunContext, apply_event, check_event
+from ..runners import FollowClock, RecordingError, RunContext, apply_event, check_event
 from ._child import ABSTRACT, ENV_SOCKET
 from ._watch import builds_timings, stop_notice
 
@@ -97,11 +97,15 @@ class RelayRunner:
     framed = False  # the events come framed from the command's process
     local = False  # the command's own TensorRT builds
 
-    def __init__(self) -> None:
+    def __init__(self, clock: FollowClock) -> None:
         self.events: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()  # None: the process ended
+        self.clock = clock
 
     def run(self, ctx: RunContext) -> bytes | None:
         names: dict[int, str] = {}
+        # the command's build starts now: its events are placed at their own times, not at their arrival (they
+        # come in bursts), so every front end shows the durations the command's TensorRT measured
+        origin = self.clock.restart(ctx.model, ctx.logger)
         while True:
             event = self.events.get()
             if event is None:
@@ -121,7 +125,9 @@ class RelayRunner:
                     return None
                 raise BuildError(str(event.get("error") or event.get("detail") or "the build failed"))
             try:
-                apply_event(event, ctx.model, ctx.logger, names)
+                at = origin + float(event["t"])
+                self.clock.advance_to(at)
+                apply_event(event, ctx.model, ctx.logger, names, at=at)
             except (KeyError, TypeError, ValueError):  # a malformed line from the command: skip it
                 log.debug("skipped a malformed event from the command: %r", event)
 
@@ -130,7 +136,8 @@ class RelayedBuild(Build):
     """A build made in the command's process, shown here."""
 
     def __init__(self, start: dict[str, Any], index: int) -> None:
-        self.relay = RelayRunner()
+        clock = FollowClock()
+        self.relay = RelayRunner(clock)
         self.pid = start.get("pid")
         self.index = index
         self.method = f"pid {self.pid}: {start.get('method', 'build')}"
@@ -139,6 +146,7 @@ class RelayedBuild(Build):
         super().__init__(
             ModelSource("network", label.encode(), label),
             runner=self.relay,
+            clock=clock,
             history=False,
             resources=False,
             isolation="thread",
@@ -169,6 +177,7 @@ class CommandRun:
         force_after: float | None = None,
         env: dict[str, str] | None = None,
         on_output: Callable[[bytes], None] | None = None,
+        on_errors: Callable[[bytes], None] | None = None,
     ):
         if isinstance(command, str) or not command or not all(isinstance(c, str) for c in command):
             raise TypeError("the command must be a non-empty list of strings, e.g. ['python', 'build.py']")
@@ -183,6 +192,7 @@ class CommandRun:
         self.ended_at: float | None = None  # ... and of the command's end
         self._env = env
         self._on_output = on_output  # the command's stdout, a whole line per call (else it inherits ours)
+        self._on_errors = on_errors  # ... and its stderr
         self._listeners: list[Callable[[Any], None]] = []
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
@@ -210,33 +220,27 @@ class CommandRun:
             env.setdefault("POLYGRAPHY_USE_TENSORRT_RTX", "1")
         self.future.set_running_or_notify_cancel()
         threading.Thread(target=self._accept, name="trt_widget-run-accept", daemon=True).start()
+        if self._on_output is not None or self._on_errors is not None:
+            env.setdefault("PYTHONUNBUFFERED", "1")  # its lines as it writes them, not when a buffer fills
         try:
             stdout = subprocess.PIPE if self._on_output is not None else None
-            self._proc = _launch(self.command, env, stdout)
+            stderr = subprocess.PIPE if self._on_errors is not None else None
+            self._proc = _launch(self.command, env, stdout, stderr)
         except OSError as exc:
             self._server.close()
             self._cleanup()
             self.future.set_exception(BuildError(f"cannot run {self.command[0]!r}: {exc.strerror or exc}"))
             return self
         _live.add(self)
-        if self._proc.stdout is not None:
-            output = threading.Thread(target=self._relay_output, name="trt_widget-run-output", daemon=True)
-            self._readers.append(output)
-            output.start()
+        for stream, callback in ((self._proc.stdout, self._on_output), (self._proc.stderr, self._on_errors)):
+            if stream is not None and callback is not None:
+                output = threading.Thread(
+                    target=_relay_lines, args=(stream, callback), name="trt_widget-run-output", daemon=True
+                )
+                self._readers.append(output)
+                output.start()
         threading.Thread(target=self._wait, name="trt_widget-run-wait", daemon=True).start()
         return self
-
-    def _relay_output(self) -> None:
-        """Pass the command's stdout on by whole lines (a last line without one gets its newline), so a line of
-        our own (a JSON event) never lands inside one of the command's; a line longer than ``MAX_LINE_BYTES`` is
-        passed on in pieces of that size, each ended by a newline (memory stays bounded)."""
-        assert self._proc is not None and self._proc.stdout is not None and self._on_output is not None
-        with self._proc.stdout as stream:
-            for line in iter(lambda: stream.readline(MAX_LINE_BYTES), b""):
-                try:
-                    self._on_output(line if line.endswith(b"\n") else line + b"\n")
-                except Exception:
-                    log.debug("the output callback failed", exc_info=True)
 
     def _listen(self, directory: Path) -> str:
         """Listen where the command's processes connect; returns the address they are given (``ENV_SOCKET``): a
@@ -455,6 +459,18 @@ def _turn_away(conn: socket.socket) -> None:
     conn.close()
 
 
+def _relay_lines(stream: Any, callback: Callable[[bytes], None]) -> None:
+    """Pass a stream of the command's on by whole lines (a last line without one gets its newline), so a line of
+    our own (a JSON event, the live tree) never lands inside one of the command's; a line longer than
+    ``MAX_LINE_BYTES`` is passed on in pieces of that size, each ended by a newline (memory stays bounded)."""
+    with stream:
+        for line in iter(lambda: stream.readline(MAX_LINE_BYTES), b""):
+            try:
+                callback(line if line.endswith(b"\n") else line + b"\n")
+            except Exception:
+                log.debug("the output callback failed", exc_info=True)
+
+
 def _bounded_lines(stream: Any) -> Generator[bytes, None, None]:
     """The lines of a binary stream; one longer than ``MAX_LINE_BYTES`` is skipped whole (read in pieces)."""
     while True:
@@ -489,7 +505,9 @@ PR_SET_PDEATHSIG = 1
 _launcher = ThreadPoolExecutor(1, thread_name_prefix="trt_widget-run-launch")
 
 
-def _launch(command: list[str], env: dict[str, str], stdout: int | None) -> subprocess.Popen[bytes]:
+def _launch(
+    command: list[str], env: dict[str, str], stdout: int | None, stderr: int | None = None
+) -> subprocess.Popen[bytes]:
     """Start ``command`` in its own session; on Linux under a supervisor (``_supervisor.py``) that the kernel
     signals when this process dies (even by SIGKILL: a kernel restart) and that then kills the command's whole
     process group, so neither the command nor what it started (a shell's ``sleep``) outlives whoever watches it."""
@@ -502,13 +520,19 @@ def _launch(command: list[str], env: dict[str, str], stdout: int | None) -> subp
                 os._exit(137)
 
     if _PRCTL is None or not sys.executable:  # no supervisor: the command's group ends with us unless SIGKILLed
-        return subprocess.Popen(command, env=env, start_new_session=True, stdout=stdout)
+        return subprocess.Popen(command, env=env, start_new_session=True, stdout=stdout, stderr=stderr)
     report, to_report = os.pipe()  # the supervisor writes errno here when the command cannot start
 
     def popen() -> subprocess.Popen[bytes]:
         supervised = [sys.executable, "-I", "-S", SUPERVISOR, str(parent), str(to_report), *command]
         return subprocess.Popen(
-            supervised, env=env, start_new_session=True, stdout=stdout, preexec_fn=die_with_parent, pass_fds=[to_report]
+            supervised,
+            env=env,
+            start_new_session=True,
+            stdout=stdout,
+            stderr=stderr,
+            preexec_fn=die_with_parent,
+            pass_fds=[to_report],
         )
 
     try:
@@ -522,8 +546,9 @@ def _launch(command: list[str], env: dict[str, str], stdout: int | None) -> subp
         error = f.read()  # empty once the command runs (or the supervisor could not start: its exit code says)
     if error:
         proc.wait()
-        if proc.stdout is not None:
-            proc.stdout.close()
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
         number = int(error) if error.isdigit() else errno.ENOEXEC
         raise OSError(number, os.strerror(number), command[0])
     return proc
@@ -545,6 +570,9 @@ def _end_commands_at_exit() -> None:
             if run._proc is not None:
                 run._proc.wait(1.0)
         run._cleanup()
+        # the wait thread may hold the finalizer, not yet run, when the command ends now: a daemon thread, it
+        # stops with the interpreter, so the directories are removed here too (rmtree of a gone tree: nothing)
+        _remove(run._dirs)
 
 
 getattr(threading, "_register_atexit", lambda fn: None)(_end_commands_at_exit)

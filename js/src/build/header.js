@@ -31,6 +31,13 @@ export const UNACKED_STOP_TEXT =
   "await on ipykernel 6 or marimo). Interrupt the kernel (\u25a0) to stop the build now; otherwise Stop " +
   "takes effect when the cell ends.";
 
+const FORCE_HINT = " Click \u201cForce stop\u201d to terminate the build process.";
+/** Cancelling a build that cannot be forced (a thread of the kernel): what will happen, and what can be done. */
+export const THREAD_HINT =
+  " TensorRT looks for a stop only between steps, and this build runs on a thread of the kernel, which cannot " +
+  "be ended from outside: it stops when this step ends. To end it now, restart the kernel (its variables are " +
+  'lost). Builds with isolation="process" (the default) can be force-stopped.';
+
 /**
  * @param {unknown} v
  * @returns {Record<string, unknown> | null} v if it is an object (arrays included), else null
@@ -132,21 +139,20 @@ export class Header {
     const stopTitle =
       cancelling && canForce
         ? "Terminate the build process now"
-        : st === "running"
-          ? "Stop the build after the current step"
-          : st === "ended"
-            ? "The kernel that ran this build is gone: there is nothing to stop"
-            : null;
+        : cancelling
+          ? "This build's thread cannot be stopped from outside: it ends when TensorRT's current step ends"
+          : st === "running"
+            ? "Stop the build after the current step"
+            : st === "ended"
+              ? "The kernel that ran this build is gone: there is nothing to stop"
+              : null;
     setAttr(this.stopBtn, "title", stopTitle);
 
     this.notice.hidden = !cancelling;
     const unacked = s.stopUnacked && st === "running";
     this.unackedEl.hidden = !unacked;
     setText(this.unackedEl, unacked ? UNACKED_STOP_TEXT : "");
-    setText(
-      this.noticeHint,
-      cancelling && canForce ? " Click \u201cForce stop\u201d to terminate the build process." : "",
-    );
+    setText(this.noticeHint, cancelling ? (canForce ? FORCE_HINT : THREAD_HINT) : "");
 
     this.treeBtn.setAttribute("aria-pressed", String(s.mode === "tree"));
     this.tlBtn.setAttribute("aria-pressed", String(s.mode === "timeline"));
@@ -183,13 +189,19 @@ export class Header {
   tickEta(now, live, etaTrait) {
     const eta = record(etaTrait);
     let text = "";
+    /** @type {string | null} */
+    let why = null;
     if (live && eta && typeof eta.total_s === "number") {
       const basis = str(eta.based_on);
       const suffix = basis ? ` (based on ${basis})` : "";
       const left = eta.total_s - now;
       text = left > 0 ? `ETA ~${fmtApprox(left)}${suffix}` : `over ETA of ~${fmtApprox(eta.total_s)}${suffix}`;
+    } else if (live && eta && str(eta.none)) {
+      text = `no ETA: ${str(eta.none)}`; // said, not guessed; the reason on hover
+      why = str(eta.why) || null;
     }
     setText(this.etaEl, text);
+    setAttr(this.etaEl, "title", why);
     this.etaEl.hidden = !text;
   }
 
@@ -338,6 +350,8 @@ export class LogPanel {
     this.list = h("ol", "trtw-logs-list");
     this.el.append(this.summary, this.list);
     this.count = 0; // entries rendered
+    /** the expected-line reasons already written out (each is said once; later lines carry it as a tooltip) */
+    this.saidWhy = new Set();
     /** the last rendered entry @type {{message: string, t: unknown, severity: string} | null} */
     this.last = null;
   }
@@ -362,6 +376,7 @@ export class LogPanel {
     if (logs.length < this.count || !sameLast) {
       this.list.replaceChildren();
       this.count = 0;
+      this.saidWhy.clear();
     }
     for (let i = this.count; i < logs.length; i++) {
       const e = record(logs[i]) || {};
@@ -372,13 +387,14 @@ export class LogPanel {
       if (expected) li.dataset.expected = "true";
       const s = h("span", "trtw-log-sev");
       s.textContent = expected ? "EXPECTED" : sev === "INTERNAL_ERROR" ? "INTERNAL" : sev;
-      if (expected) s.title = `TensorRT logged this as ${sev}`;
+      if (expected) s.title = `TensorRT logged this as ${sev}: ${expected}`;
       const t = h("span", "trtw-log-t trtw-mono");
       t.textContent = typeof e.t === "number" ? fmtDuration(e.t) : "";
       const m = h("span", "trtw-log-msg");
       m.textContent = escapeControls(e.message);
       li.append(s, t, m);
-      if (expected) {
+      if (expected && !this.saidWhy.has(expected)) {
+        this.saidWhy.add(expected);
         const why = h("span", "trtw-log-why");
         why.textContent = expected;
         li.append(why);

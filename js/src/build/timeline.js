@@ -9,6 +9,17 @@ import { escapeControls, fmtDuration, niceCeil, niceStep, str } from "../shared/
 
 const LANE_H = 18; // lane height (px)
 const AXIS_H = 16; // axis height (px)
+const NUMBER_PX = 12; // a bar too short for its name but this wide carries a number the legend explains
+const LEGEND_KEYS = 12; // numbered bars listed by name in the legend (the rest are counted)
+
+/** The bar colours the legend explains, in its order; finished-early is drawn as done. */
+const STATUS_WORDS = /** @type {const} */ ([
+  ["running", "running"],
+  ["done", "done"],
+  ["cancelled", "cancelled"],
+  ["failed", "failed"],
+  ["interrupted", "interrupted (the kernel went away)"],
+]);
 
 /**
  * The SVG of one bar and a cache of what it last rendered.
@@ -29,7 +40,13 @@ export class TimelineView {
     this.barsG = svg("g", { class: "trtw-tl-bars" });
     this.nowLine = svg("line", { class: "trtw-tl-now", y1: 0, y2: 0 });
     this.svg.append(this.axis, this.barsG, this.nowLine);
-    this.el.append(this.svg);
+    // the legend: what the colours and lanes mean, and the names of bars too short to carry them
+    this.legend = h("div", "trtw-tl-legend");
+    this.legendKinds = h("div", "trtw-tl-legend-kinds");
+    this.legendKeys = h("ol", "trtw-tl-legend-keys");
+    this.legend.append(this.legendKinds, this.legendKeys);
+    this.el.append(this.svg, this.legend);
+    this.legendText = "";
     /** @type {Map<string, Bar>} */
     this.bars = new Map();
     this.axisMax = 0;
@@ -105,10 +122,7 @@ export class TimelineView {
       }
       const name = escapeControls(it.name);
       const label = it.kind === "group" ? `${name} \u00d7${it.count}` : name;
-      if (c.label !== label) {
-        c.label = label;
-        b.text.textContent = label;
-      }
+      c.label = label; // relabel() decides what the bar shows
     }
     for (const [key, b] of this.bars) {
       if (!seen.has(key)) {
@@ -134,6 +148,8 @@ export class TimelineView {
       this.drawAxis();
     }
     if (!this.entries) return;
+    let relabel = rebuildAll;
+    const width = this.svg.clientWidth || 900;
     for (const { it } of this.entries) {
       if (!rebuildAll && it.stop !== null) continue;
       const b = this.bars.get(it.key);
@@ -152,11 +168,12 @@ export class TimelineView {
         c.w = ws;
         b.g.setAttribute("width", ws);
       }
-      // a label that does not fit its bar is left out (the bar's tooltip names it) rather than cut mid-letter
-      const fits = ((this.svg.clientWidth || 900) * w) / 100 >= 7 * str(c.label).length + 8;
+      // a label that does not fit its bar is not cut mid-letter: the bar carries a number the legend names
+      const px = (width * w) / 100;
+      const fits = px >= 7 * str(c.label).length + 8 ? "name" : px >= NUMBER_PX ? "number" : "none";
       if (c.fits !== fits) {
         c.fits = fits;
-        b.text.style.display = fits ? "" : "none";
+        relabel = true;
       }
       const title = barTitle(it, end - it.start, now);
       if (c.title !== title) {
@@ -164,6 +181,7 @@ export class TimelineView {
         b.title.textContent = title;
       }
     }
+    if (relabel) this.relabel();
     if (live) {
       const nx = `${((100 * now) / axisMax).toFixed(3)}%`;
       this.nowLine.setAttribute("x1", nx);
@@ -172,6 +190,62 @@ export class TimelineView {
     } else {
       this.nowLine.style.display = "none";
     }
+  }
+
+  /** Each bar's text (its name, a number, or none) and the legend that explains colours and numbers. */
+  relabel() {
+    if (!this.entries) return;
+    /** @type {string[]} */
+    const keys = [];
+    /** @type {string[]} */
+    const unnamed = [];
+    let more = 0;
+    const statuses = new Set();
+    for (const { it } of this.entries) {
+      const b = this.bars.get(it.key);
+      if (!b) continue;
+      const c = b.c;
+      statuses.add(it.status === "finished-early" ? "done" : it.status);
+      let text = "";
+      const said = () => `${str(c.label)} (${fmtDuration(it.stop !== null ? it.stop - it.start : 0)})`;
+      if (c.fits === "name") text = str(c.label);
+      else if (keys.length + unnamed.length >= LEGEND_KEYS) more++;
+      else if (c.fits === "number") {
+        keys.push(said());
+        text = String(keys.length);
+      } else unnamed.push(said());
+      if (c.text !== text) {
+        c.text = text;
+        b.text.textContent = text;
+        b.text.style.display = text ? "" : "none";
+      }
+    }
+    const kinds = STATUS_WORDS.filter(([s]) => statuses.has(s));
+    const text = JSON.stringify([kinds, keys, unnamed, more]);
+    if (text === this.legendText) return;
+    this.legendText = text;
+    const parts = kinds.map(([s, word]) => {
+      const item = h("span", "trtw-tl-legend-item");
+      const swatch = h("span", "trtw-tl-swatch");
+      swatch.dataset.status = s;
+      item.append(swatch, word);
+      return item;
+    });
+    const lanes = h("span", "trtw-tl-legend-note");
+    lanes.textContent = "Top lane: the whole build; each lane below: the phases inside the bar above.";
+    const short = h("span", "trtw-tl-legend-note");
+    const tail = more ? `${unnamed.length ? "; " : ""}${more} more: hover a bar for its name and time` : "";
+    short.textContent = unnamed.length || more ? `Too short to label: ${unnamed.join(", ")}${tail}.` : "";
+    short.hidden = !(unnamed.length || more);
+    this.legendKinds.replaceChildren(...parts, lanes, short);
+    this.legendKeys.replaceChildren(
+      ...keys.map((k, i) => {
+        const li = h("li", "trtw-tl-legend-key");
+        li.textContent = `${i + 1} ${k}`;
+        return li;
+      }),
+    );
+    this.legendKeys.hidden = keys.length === 0;
   }
 
   drawAxis() {

@@ -61,9 +61,11 @@ export class TrtView {
     this.empty = h("div", "trtw-empty");
     const body = h("div", "trtw-body");
     const hd = this.header;
+    // the notices follow the rows, in the flow: they never cover a row (the one they name least of all), and
+    // coming and going they move nothing above them
     const notices = h("div", "trtw-notices");
     notices.append(hd.notice, hd.unackedEl);
-    body.append(notices, this.empty, this.tree.head, this.tree.el, this.timeline.el, this.engine.el);
+    body.append(this.empty, this.tree.head, this.tree.el, this.timeline.el, this.engine.el, notices);
     this.root.append(hd.el, hd.errorEl, body, this.logs.el);
     this.host.append(this.root);
 

@@ -33,7 +33,8 @@ import { TrtView } from "./view.js";
  * @property {{severity: string, message: string, t: number}[]} logs
  * @property {{phase: string, requested_at_s: number} | null} cancel
  * @property {boolean} can_force
- * @property {{total_s: number, based_on: string, phases: Record<string, number>} | null} eta
+ * @property {{total_s: number, based_on: string, phases: Record<string, number>} | {none: string, why: string} | null} eta
+ *   no total_s: there is no ETA, and `none` says why in a word (a first build), `why` in a sentence
  * @property {Record<string, number> | null} history_delta phase id -> seconds slower (+) or faster (−)
  * @property {{samples: (number | null)[][], peak_rss: number | null, peak_gpu_mem: number | null,
  *   trt_peak: string | null, scope?: string, gpu_scope?: string | null} | null} resources samples are

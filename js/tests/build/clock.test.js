@@ -219,6 +219,20 @@ describe("live clock", () => {
   });
 });
 
+describe("no ETA", () => {
+  it("says why a first build has no ETA instead of showing nothing", () => {
+    const why = "No ETA: this is the first build of this model with these options that the history knows.";
+    const model = fakeModel({ status: "running", elapsed_s: 4, eta: { none: "first build", why } });
+    mount(model);
+    const eta = el.querySelector(".trtw-eta");
+    expect(eta.hidden).toBe(false);
+    expect(eta.textContent).toBe("no ETA: first build");
+    expect(eta.title).toBe(why);
+    model.update({ status: "succeeded", eta: null });
+    expect(eta.hidden).toBe(true);
+  });
+});
+
 describe("rendered view", () => {
   it("tells Python once per render that a front end shows the widget", () => {
     const model = fakeModel({ status: "running", elapsed_s: 1 });

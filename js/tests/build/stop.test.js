@@ -46,6 +46,20 @@ describe("stop button", () => {
     expect(el.querySelector(".trtw-seg").hidden).toBe(false);
   });
 
+  it("says what a thread build's Stop will do, and what can be done instead of waiting", () => {
+    const model = fakeModel({ status: "running", elapsed_s: 1, rows: sampleTree() });
+    mount(model);
+    stopBtn().click();
+    model.update({ status: "cancelling", cancel: { phase: "Optimizing", requested_at_s: 1 }, can_force: false });
+    const notice = el.querySelector(".trtw-notice").textContent;
+    expect(notice).toMatch(/stops when this step ends/);
+    expect(notice).toMatch(/restart the kernel/);
+    expect(notice).toMatch(/isolation="process"/);
+    expect(stopBtn().title).toMatch(/cannot be stopped from outside/);
+    model.set("can_force", true);
+    expect(el.querySelector(".trtw-notice").textContent).not.toMatch(/restart the kernel/);
+  });
+
   it("becomes 'Force stop' while cancelling with can_force", () => {
     const model = fakeModel({ status: "running", elapsed_s: 1 });
     mount(model);

@@ -1,0 +1,337 @@
+"""Issue 39's widget items in Chromium: the shipped bundle rendered on a page with a stand-in model holding the
+states a build goes through (layout is what these items are about, and jsdom has none).
+
+``TRT_WIDGET_STATIC`` names another bundle folder (main's, to see the "before"); ``TRT_WIDGET_SCREENSHOTS`` a
+folder to save one PNG per state in (docs/screenshots/first-hour/ holds the ones looked at).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+STATIC = Path(os.environ.get("TRT_WIDGET_STATIC") or HERE.parents[1] / "trt_widget" / "static")
+SHOTS = os.environ.get("TRT_WIDGET_SCREENSHOTS")
+ORIGIN = "http://trtw.test"
+
+PAGE = """<!doctype html><html><head><meta charset="utf-8"><link rel="stylesheet" href="/{css}">
+<style>body {{ margin: 0; padding: 12px; font-family: sans-serif; }} #out {{ width: {width}px; }}</style>
+</head><body><div id="out"></div><script type="module">
+function fakeModel(state) {{
+  const listeners = new Map();
+  const emit = (ev) => {{ for (const cb of [...(listeners.get(ev) || [])]) cb(); }};
+  return {{
+    sent: [],
+    get: (k) => state[k],
+    update(changes) {{
+      const keys = Object.keys(changes).filter((k) => state[k] !== changes[k]);
+      Object.assign(state, changes);
+      for (const k of keys) emit(`change:${{k}}`);
+    }},
+    on(ev, cb) {{ if (!listeners.has(ev)) listeners.set(ev, []); listeners.get(ev).push(cb); }},
+    off(ev, cb) {{ const l = listeners.get(ev) || []; const i = l.indexOf(cb); if (i >= 0) l.splice(i, 1); }},
+    send(msg) {{ this.sent.push(msg); }},
+    trigger: emit,
+  }};
+}}
+const mod = await import("/{js}");
+window.mount = (state) => {{
+  window.model = fakeModel(state);
+  const el = document.getElementById("out");
+  el.replaceChildren();
+  mod.default.render({{ model: window.model, el }});
+}};
+window.ready = true;
+</script></body></html>"""
+
+
+def phase(pid: int, name: str, parent: int | None, start: float, end: float | None, **kw: Any) -> dict[str, Any]:
+    status = kw.pop("status", "running" if end is None else "done")
+    return {
+        "id": pid,
+        "name": name,
+        "parent": parent,
+        "depth": 0,
+        "step": kw.pop("step", 0),
+        "num_steps": kw.pop("num_steps", 0),
+        "start_s": start,
+        "end_s": end,
+        "status": status,
+    }
+
+
+def rtx_rows(running: bool) -> list[dict[str, Any]]:
+    """The rows of a TensorRT for RTX build of a small model (names and shape as a real build reports them)."""
+    end = None if running else 4.2
+    rows = [
+        phase(0, "Reading and parsing the model", None, 0.0, 0.08),
+        phase(
+            1,
+            "Building engine",
+            None,
+            0.08,
+            end,
+            step=2 if running else 5,
+            num_steps=6,
+            status="running" if running else "finished-early",
+        ),
+        phase(2, "Cloning network graph", 1, 0.08, 0.09),
+        phase(3, "Preparing graph for optimization", 1, 0.09, 0.12),
+        phase(4, "Building engine from subgraph", 1, 0.12, end if running else 4.1),
+        phase(5, "Computing profile costs", 4, 0.12, end if running else 4.1),
+        phase(6, "Timing tactics", 5, 0.13, 0.2, step=2, num_steps=3, status="finished-early"),
+        phase(7, "Determining refit engines", 5, 0.2, end if running else 4.05),
+    ]
+    if not running:
+        rows.append(phase(8, "Serializing and saving the engine", None, 4.2, 4.3))
+    return rows
+
+
+def build_state(**kw: Any) -> dict[str, Any]:
+    rows = kw.pop("rows")
+    return {"status": "running", "elapsed_s": 5.0, "phases_json": json.dumps(rows), "phases_seq": 0, **kw}
+
+
+@pytest.fixture
+def page(browser: Any, request: pytest.FixtureRequest) -> Any:
+    width = getattr(request, "param", 900)
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    pg = context.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+
+    def serve(route: Any) -> None:
+        path = route.request.url[len(ORIGIN) + 1 :].split("?")[0]
+        if path.startswith("page-"):
+            kind = path[len("page-") : -len(".html")]
+            body = PAGE.format(css=f"{kind}.css", js=f"{kind}.js", width=width)
+            route.fulfill(status=200, content_type="text/html", body=body)
+        elif path in ("widget.js", "matrix.js", "widget.css", "matrix.css"):
+            kind = "text/javascript" if path.endswith(".js") else "text/css"
+            route.fulfill(status=200, content_type=kind, body=(STATIC / path).read_bytes())
+        else:
+            route.fulfill(status=404, body="not found")
+
+    pg.route(f"{ORIGIN}/**", serve)
+    pg.errors = errors
+    yield pg
+    context.close()
+    assert not errors, errors
+
+
+def show(pg: Any, kind: str, state: dict[str, Any]) -> None:
+    pg.goto(f"{ORIGIN}/page-{kind}.html")
+    pg.wait_for_function("window.ready === true")
+    pg.evaluate("s => window.mount(s)", state)
+    pg.wait_for_timeout(150)
+
+
+def shot(pg: Any, name: str) -> None:
+    if SHOTS:
+        Path(SHOTS).mkdir(parents=True, exist_ok=True)
+        pg.locator("#out").screenshot(path=str(Path(SHOTS) / f"{name}.png"))
+
+
+def box(pg: Any, selector: str) -> dict[str, float]:
+    b = pg.locator(selector).first.bounding_box()
+    assert b is not None, f"{selector} is not shown"
+    return dict(b)
+
+
+def overlaps(a: dict[str, float], b: dict[str, float]) -> bool:
+    return a["y"] < b["y"] + b["height"] - 0.5 and b["y"] < a["y"] + a["height"] - 0.5
+
+
+def rows_under(pg: Any, selector: str) -> list[str]:
+    """Names of the tree rows (inside the tree's visible box) that ``selector`` covers."""
+    notice = box(pg, selector)
+    tree = box(pg, ".trtw-tree")
+    covered = []
+    for row in pg.locator(".trtw-row").all():
+        b = row.bounding_box()
+        if b and b["y"] < tree["y"] + tree["height"] and overlaps(b, notice):
+            covered.append(row.locator(".trtw-name").text_content())
+    return covered
+
+
+def test_item1_the_cancelling_notice_covers_no_row(page: Any) -> None:
+    state = build_state(
+        rows=rtx_rows(running=True),
+        status="cancelling",
+        cancel={"phase": "Determining refit engines", "requested_at_s": 3.0},
+        status_detail="stopped by user",
+    )
+    show(page, "widget", state)
+    assert "Determining refit engines" in page.locator(".trtw-notice").text_content()
+    shot(page, "item1-cancelling")
+    assert rows_under(page, ".trtw-notice") == []
+
+
+def test_item1_the_unanswered_stop_notice_covers_no_row(page: Any) -> None:
+    show(page, "widget", build_state(rows=rtx_rows(running=True)))
+    page.locator("button.trtw-stop").click()
+    page.wait_for_selector(".trtw-unacked:not([hidden])", timeout=10_000)
+    shot(page, "item1-stop-unanswered")
+    assert rows_under(page, ".trtw-unacked") == []
+
+
+SIDEWAYS = "() => { const m = document.querySelector('.trtw-matrix'); return m.scrollWidth - m.clientWidth; }"
+WATCH_LABEL = "Unnamed Network \u00b7 4500 layers \u00b7 input 1x8x8x8"
+
+
+@pytest.mark.parametrize("page", [1000], indirect=True)
+def test_item2_a_watch_list_with_long_labels_fits_the_notebook(page: Any) -> None:
+    """1400 px window, a notebook column of ~1000 px: nothing is pushed off to the right."""
+    detail = build_state(rows=rtx_rows(running=True), status_detail="watching build 1")
+    detail["resources"] = {"samples": [[0, 1e8], [1, 2e8]], "peak_rss": 2e8}
+    rows = [
+        {
+            "id": i,
+            "model": WATCH_LABEL,
+            "variant": "build 1 of fn() in notebook cell 3",
+            "status": "running",
+            "detail": "",
+            "elapsed_s": 5.0,
+            "engine_size": 0,
+            "error": "",
+            "can_force": False,
+            "phase": {
+                "name": "Determining refit engines (Building engine \u203a Computing profile costs)",
+                "step": 0,
+                "num_steps": 0,
+            },
+        }
+        for i in (1, 2)
+    ]
+    state = {
+        "status": "running",
+        "title": "Watching fn() \u2014 2 builds",
+        "note": "Stop ends the build in its row; Stop all ends every build of the watch.",
+        "rows_json": json.dumps(rows),
+        "expanded": [1],
+        "details_json": json.dumps({"1": detail}),
+        "comparison_json": "",
+    }
+    show(page, "matrix", state)
+    shot(page, "item2-watch-list")
+    out = box(page, "#out")
+    right = out["x"] + out["width"] + 0.5
+    for selector in (".trtw-matrix", ".trtw-mx-row .trtw-stop", ".trtw-mx-size", ".trtw-mx-detail .trtw-row"):
+        for el in page.locator(selector).all():
+            b = el.bounding_box()
+            assert b is not None and b["x"] + b["width"] <= right, (selector, b, out)
+    overflow = page.evaluate(SIDEWAYS)
+    assert overflow <= 1, f"the watch list scrolls sideways by {overflow} px"
+
+
+def test_item3_a_succeeded_build_reads_done(page: Any) -> None:
+    show(page, "widget", build_state(rows=rtx_rows(running=False), status="succeeded", elapsed_s=4.3))
+    shot(page, "item3-succeeded")
+    steps = [s.text_content() for s in page.locator(".trtw-row .trtw-steps").all()]
+    assert "5/6" not in steps and "2/3" not in steps
+
+
+def test_item4_rows_of_a_build_the_kernel_left_are_interrupted(page: Any) -> None:
+    show(page, "widget", build_state(rows=rtx_rows(running=True)))
+    page.evaluate("() => window.model.trigger('comm:close')")
+    page.wait_for_timeout(150)
+    shot(page, "item4-kernel-gone")
+    assert page.locator('.trtw-row[data-status="running"]').count() == 0
+
+
+def test_item5_the_timeline_has_a_legend_and_names_its_short_bars(page: Any) -> None:
+    show(page, "widget", build_state(rows=rtx_rows(running=False), status="succeeded", elapsed_s=4.3))
+    page.locator(".trtw-seg-btn", has_text="Timeline").click()
+    page.wait_for_timeout(150)
+    shot(page, "item5-timeline")
+    legend = page.locator(".trtw-tl-legend")
+    assert legend.is_visible()
+    text = legend.text_content() or ""
+    assert "done" in text and "Top lane" in text
+    # every bar carries its name or a number the legend names
+    labels = [t.text_content() for t in page.locator(".trtw-tl-bar text").all() if t.is_visible()]
+    numbered = [x for x in labels if x and x.isdigit()]
+    assert numbered and all(f"{n} " in text for n in numbered)
+    assert "Too short to label: Cloning network graph (10 ms)" in text
+
+
+def test_item5_the_view_switch_stays_in_the_top_right_corner(page: Any) -> None:
+    show(page, "widget", build_state(rows=rtx_rows(running=True)))
+    short = box(page, ".trtw-seg")
+    long_detail = "waiting for a builder process; " * 12
+    page.evaluate("d => window.model.update({status_detail: d})", long_detail)
+    page.wait_for_timeout(150)
+    shot(page, "item5-long-header")
+    moved = box(page, ".trtw-seg")
+    assert (moved["x"], moved["y"]) == (short["x"], short["y"])
+
+
+def test_item5_an_expected_reason_is_said_once(page: Any) -> None:
+    why = "TensorRT for RTX found no usable GPU driver: expected on a machine without an NVIDIA GPU"
+    logs = [
+        {
+            "severity": "ERROR",
+            "message": "[cudaResources.cpp::ScopedCudaStream::25] Error Code 1",
+            "t": 0.1,
+            "expected": why,
+        },
+        {
+            "severity": "ERROR",
+            "message": "[checkMacros.cpp::catchCudaError::250] Error Code 1",
+            "t": 0.1,
+            "expected": why,
+        },
+        {"severity": "WARNING", "message": "The timing cache will not be used!", "t": 0.2, "expected": "RTX ignores"},
+        {"severity": "WARNING", "message": "Failed to deserialize timing cache.", "t": 0.2, "expected": "RTX ignores"},
+    ]
+    show(page, "widget", build_state(rows=rtx_rows(running=False), status="succeeded", elapsed_s=4.3, logs=logs))
+    page.locator(".trtw-logs-summary").click()
+    shot(page, "item5-log")
+    shown = [w.text_content() for w in page.locator(".trtw-log-why").all() if w.is_visible()]
+    assert sorted(shown) == sorted([why, "RTX ignores"]), shown
+
+
+def test_item17_the_service_page_cancels_a_build_and_downloads_an_engine(
+    browser: Any, tmp_path: Path, long_model_bytes: bytes
+) -> None:
+    """Issue 39 item 17, against a real ``trt-widget serve`` and real RTX builds: Cancel on a running build's
+    row cancels it; a succeeded build's row downloads the same engine bytes the API serves."""
+    import httpx
+
+    from trt_widget.models import deep_residual, to_bytes
+    from trt_widget.serve import ServerThread
+
+    with ServerThread(data=tmp_path / "data", max_concurrent=2) as server:
+        api = httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {server.token}"}, timeout=60)
+        small = api.post("/builds", content=to_bytes(deep_residual(2)), params={"name": "small"}).json()["id"]
+        for _ in range(600):  # polling the API as a client would (a build of ~1 s)
+            if api.get(f"/builds/{small}").json()["status"] == "succeeded":
+                break
+            time.sleep(0.2)
+        long = api.post("/builds", content=long_model_bytes, params={"name": "long"}).json()["id"]
+        context = browser.new_context(accept_downloads=True)
+        pg = context.new_page()
+        try:
+            pg.goto(f"{server.url}/?token={server.token}")
+            row = pg.locator("tr", has=pg.locator("code", has_text=long))
+            row.locator("button", has_text="Cancel").click(timeout=60_000)
+            row.locator("td.cancelled").wait_for(timeout=120_000)
+            assert api.get(f"/builds/{long}").json()["status"] == "cancelled"
+            done = pg.locator("tr", has=pg.locator("code", has_text=small))
+            with pg.expect_download(timeout=60_000) as info:
+                done.locator("button", has_text="Download engine").click()
+            saved = tmp_path / "saved.engine"
+            info.value.save_as(saved)
+            assert info.value.suggested_filename == f"{small}.engine"
+            assert saved.read_bytes() == api.get(f"/builds/{small}/engine").content
+            if SHOTS:
+                pg.screenshot(path=str(Path(SHOTS) / "item17-service-page.png"))
+        finally:
+            context.close()
+            api.close()

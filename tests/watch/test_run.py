@@ -363,3 +363,16 @@ def test_polygraphys_traceback_after_ctrl_c_is_readable_below_the_final_tree(
     assert len(said) == 1 and said[0].startswith("KeyboardInterrupt: the watched build of "), text
     assert sum(line.startswith("Traceback (most recent call last)") for line in screen) == 1, text
     assert not engine.exists()
+
+
+def test_each_ctrl_c_under_run_is_answered_on_the_screen(tmp_path: Path, long: Path) -> None:
+    """Issue 39 item 9: under ``trt-widget run`` in a terminal, the first Ctrl-C says the build cancels at its
+    next step and what a second one does; the second says the command is terminated: both whole, above the tree."""
+    script = tmp_path / "build.py"
+    script.write_text(SCRIPT)
+    keys = [("Determining refit engines", "C-c", 0.3), ("stop again to terminate", "C-c", 0.5)]
+    screen = tmux_screen(tmp_path, cli("--", sys.executable, str(script), str(long), "0"), env(), keys=keys)
+    text = "\n".join(screen)
+    first = [line for line in screen if line.startswith("trt-widget run: ") and "stop again to terminate" in line]
+    second = [line for line in screen if line == "trt-widget run: Terminating the command"]
+    assert len(first) == 1 and len(second) == 1, text

@@ -54,4 +54,6 @@ def tmux_screen(
         shown = capture()
     finally:
         subprocess.run([*base, "kill-server"], check=False)
+        socket_dir = Path(os.environ.get("TMUX_TMPDIR") or "/tmp") / f"tmux-{os.getuid()}"
+        (socket_dir / sock).unlink(missing_ok=True)  # tmux leaves its socket file behind
     return [line.rstrip() for line in shown.splitlines()]

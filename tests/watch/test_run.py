@@ -348,3 +348,31 @@ def test_the_commands_output_stays_readable_around_the_live_tree(tmp_path: Path,
     assert screen.count("before the build: the command's stdout") == 1, text
     assert any(line.startswith("after the build: ENGINE") for line in screen), text
     assert any(line.startswith("Succeeded in") for line in screen), text
+
+
+def test_polygraphys_traceback_after_ctrl_c_is_readable_below_the_final_tree(
+    tmp_path: Path, long: Path, polygraphy: str
+) -> None:
+    """Issue 39 item 7: the live tree no longer overwrites the end of Polygraphy's traceback, so the reason it
+    promises (the watched build was cancelled) is on the screen, whole, once."""
+    engine = tmp_path / "long.engine"
+    command = cli("--", polygraphy, "convert", str(long), "-o", str(engine))
+    screen = tmux_screen(tmp_path, command, env(), keys=[("Determining refit engines", "C-c", 0.5)])
+    text = "\n".join(screen)
+    said = [line for line in screen if line.endswith("was cancelled (interrupted (Ctrl-C))")]
+    assert len(said) == 1 and said[0].startswith("KeyboardInterrupt: the watched build of "), text
+    assert sum(line.startswith("Traceback (most recent call last)") for line in screen) == 1, text
+    assert not engine.exists()
+
+
+def test_each_ctrl_c_under_run_is_answered_on_the_screen(tmp_path: Path, long: Path) -> None:
+    """Issue 39 item 9: under ``trt-widget run`` in a terminal, the first Ctrl-C says the build cancels at its
+    next step and what a second one does; the second says the command is terminated: both whole, above the tree."""
+    script = tmp_path / "build.py"
+    script.write_text(SCRIPT)
+    keys = [("Determining refit engines", "C-c", 0.3), ("stop again to terminate", "C-c", 0.5)]
+    screen = tmux_screen(tmp_path, cli("--", sys.executable, str(script), str(long), "0"), env(), keys=keys)
+    text = "\n".join(screen)
+    first = [line for line in screen if line.startswith("trt-widget run: ") and "stop again to terminate" in line]
+    second = [line for line in screen if line == "trt-widget run: Terminating the command"]
+    assert len(first) == 1 and len(second) == 1, text

@@ -127,7 +127,7 @@ class EngineLayer:
     def precision(self) -> str:
         """The output datatype; "FP32→FP16" where the inputs' differ (a reformat, a cast)."""
         if self._precision is None:
-            self._precision = _line_precision(str(self._source), self._type_end())
+            self._precision, self._weights = _line_summary(str(self._source), self._type_end())
         return self._precision
 
     def _fields(self) -> _Details:
@@ -179,7 +179,10 @@ class EngineLayer:
     def weights(self) -> int:
         """Weight (and constant) elements it holds, where printed; 0 where not (counted once, then kept)."""
         if self._weights is None:
-            self._weights = weights_of(self)
+            if self._precision is None:  # a ONELINE line: read with the precision
+                self._precision, self._weights = _line_summary(str(self._source), self._type_end())
+            else:
+                self._weights = weights_of(self)
         return self._weights
 
     @property
@@ -485,10 +488,10 @@ def _nodes_from_name(name: str, kind: str) -> tuple[str, ...]:
 
 
 _COUNT = re.compile(r'"Count": (\d+)')
-_CONST_DIMS = re.compile(r"Dimensions: \[([-\d,]*)\]")
+_CONST_DIMS = re.compile(r"Dimensions: \[([-\d,]{0,200})\]")  # bounded: the shapes are cached
 
 
-@lru_cache(maxsize=1024)  # a model repeats its shapes
+@lru_cache(maxsize=1024)  # a model repeats its shapes (at most 200 characters each: _CONST_DIMS)
 def _elements(dims: str) -> int:
     """Elements of a tensor of ``dims`` ("64,64,1,1"); 0 where a dimension is dynamic (-1), empty or not a number."""
     if not dims or "-" in dims:
@@ -502,26 +505,30 @@ def _elements(dims: str) -> int:
 def weights_of(layer: EngineLayer) -> int:
     """Weight elements a layer holds: its ``Weights``/``Bias`` counts, or (TensorRT for RTX) its constants' sizes."""
     source = layer.source
-    if not isinstance(source, str):
-        total = 0
-        for key in ("Weights", "Bias"):
-            param = source.get(key)
-            count = param.get("Count") if isinstance(param, dict) else None
-            total += count if isinstance(count, int) and not isinstance(count, bool) else 0
-        weights = source.get("weights")
-        return total or (weights if isinstance(weights, int) and not isinstance(weights, bool) else 0)
+    if isinstance(source, str):
+        return _text_weights(source)
+    total = 0
+    for key in ("Weights", "Bias"):
+        param = source.get(key)
+        count = param.get("Count") if isinstance(param, dict) else None
+        total += count if isinstance(count, int) and not isinstance(count, bool) else 0
+    weights = source.get("weights")
+    return total or (weights if isinstance(weights, int) and not isinstance(weights, bool) else 0)
+
+
+def _text_weights(source: str) -> int:
+    """Weight elements of a layer's text: its constants' sizes (TensorRT for RTX), else its ``"Count"`` values."""
     constants = source.find(", Constants: [")
     if constants >= 0:
         stop = source.find(", Outputs: [", constants)
-        total = 0
-        found = _CONST_DIMS.findall(source, constants, stop if stop >= 0 else len(source))
-        return sum(_elements(d) if len(d) <= _CACHED_CHARS else _elements.__wrapped__(d) for d in found)
+        return sum(map(_elements, _CONST_DIMS.findall(source, constants, stop if stop >= 0 else len(source))))
     return sum(int(c) for c in _COUNT.findall(source))
 
 
 # --- a ONELINE line's fields, read on first use --------------------------------------------------------------------
 # A tensor field's value runs to the next "," or " }" (TensorRT prints no comma inside one).
-_DATATYPE_VALUE = re.compile(r"Datatype: ([^,]*?)(?=,| \}|$)")  # "Datatype: " and "Format/Datatype: "
+# "Datatype: " and "Format/Datatype: "; bounded (their words are cached): a longer one is not read
+_DATATYPE_VALUE = re.compile(r"Datatype: ([^,]{0,200}?)(?=,| \}|$)")
 _FORMAT_VALUE = re.compile(r"Format(?:/Datatype)?: ([^,]*?)(?=,| \}|$)")
 _ORIGIN_VALUE = re.compile(r", Origin: ([^,]*?)(?=,| \}|$)")
 _TENSORS_KEPT = 64  # tensors read per side of a layer (a hostile line may print any number)
@@ -537,8 +544,9 @@ def _tensor_spans(line: str, type_end: int) -> tuple[int, int, int, int]:
     return inputs_at, constants_at, outputs_at, tensors_end
 
 
-def _line_precision(line: str, type_end: int) -> str:
-    """The precision of a ONELINE layer: its first output's datatype, with its inputs' where they differ."""
+def _line_summary(line: str, type_end: int) -> tuple[str, int]:
+    """The precision of a ONELINE layer (its first output's datatype, with its inputs' where they differ) and its
+    weight elements (TensorRT for RTX: its constants' sizes), read together: a summary wants both."""
     inputs_at, constants_at, outputs_at, tensors_end = _tensor_spans(line, type_end)
     inputs: tuple[str, ...] = ()
     if inputs_at >= 0:
@@ -547,13 +555,13 @@ def _line_precision(line: str, type_end: int) -> str:
     output = None
     if outputs_at >= 0:
         output = _DATATYPE_VALUE.search(line, outputs_at, tensors_end if tensors_end >= 0 else _fields_end(line))
-    word = output.group(1) if output else None
-    if sum(map(len, inputs)) + len(word or "") > _CACHED_CHARS:
-        return _precision_of.__wrapped__(inputs, word)
-    return _precision_of(inputs, word)
+    precision = _precision_of(inputs, output.group(1) if output else None)
+    if constants_at < 0:
+        return precision, _text_weights(line)
+    return precision, sum(map(_elements, _CONST_DIMS.findall(line, constants_at, outputs_at)))
 
 
-@lru_cache(maxsize=1024)  # a record repeats a few combinations
+@lru_cache(maxsize=256)  # a record repeats a few combinations (of words of at most 200 characters)
 def _precision_of(inputs: tuple[str, ...], output: str | None) -> str:
     """The precision of TensorRT's datatype words for a layer's inputs and first output (None: no output)."""
     return _precision([datatype(w) for w in inputs], [] if output is None else [datatype(output)])

@@ -74,9 +74,10 @@ class _Details(NamedTuple):
 class EngineLayer:
     """One layer of the engine: what TensorRT says it runs, in which precision, with which kernel.
 
-    A layer of a ONELINE record keeps its line and reads each field from it on first use (its precision apart from
-    the rest), so a 10,000-layer record reads in tens of milliseconds; ``raw`` (the inspector's JSON fields),
-    ``inputs`` and ``outputs`` are parsed on first use too. Immutable: every field is a read-only property.
+    A layer of a ONELINE record keeps its line and reads its fields from it on first use (precision and weights
+    together, as a summary wants them; the rest apart), so a 10,000-layer record reads in tens of milliseconds;
+    ``raw`` (the inspector's JSON fields), ``inputs`` and ``outputs`` are parsed on first use too. Immutable:
+    every field is a read-only property.
     """
 
     __slots__ = ("_details", "_name", "_precision", "_raw", "_source", "_type", "_weights")

@@ -2,7 +2,7 @@
 // Loaded by p7_frontend.py into headless Chromium; exposes window.runBench(scenario, updates, changed).
 import widget, { createView } from "/bench.js";
 
-class FakeModel {
+export class FakeModel {
   // The part of the anywidget model API the view uses: get, set, on, off, send, save_changes.
   constructor(state) {
     this.state = { ...state };

@@ -78,6 +78,7 @@ ORDER = [
     "P16-deep",
     "P16-size",
     "P16-parse",
+    "P16-view",
     "P17",
     "P17-cold",
     "P17-hash-1g",

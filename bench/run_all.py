@@ -52,10 +52,11 @@ SCRIPTS = [
     ("p13", "p13_matrix_100.py", ["--builds", "20", "--measurements", "100", "--seconds", "2"]),
     ("p15", "p15_watch.py", ["--repeats", "1", "--blocks", "20"]),
     ("p16", "p16_engine_report.py", ["--repeats", "1", "--blocks", "20", "--layers", "1000", "--parses", "1"]),
+    ("p16-view", "p16_engine_view.py", ["--layers", "1000", "--repeats", "2"]),
     ("p17", "p17_reuse.py", ["--repeats", "1", "--hash-mib", "64"]),
 ]
 KEPT_OUT_OF_DIRTY = [":!bench/results*", ":!docs/performance.md"]
-NEEDS_JS = {"p7", "p7-10000"}  # scripts that load js/dist/bench.js
+NEEDS_JS = {"p7", "p7-10000", "p16-view"}  # scripts that load js/dist/bench.js
 
 
 _PRINT = threading.Lock()

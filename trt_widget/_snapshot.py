@@ -93,9 +93,25 @@ def engine_json(build: Any) -> str:
         return ""
     try:
         report = getattr(build, "engine_report", None)
-        return json.dumps(report.to_dict(WIDGET_REPORT_BYTES)) if report is not None else ""
+        if report is None:
+            return ""
+        data = report.to_dict(WIDGET_REPORT_BYTES)
+        change = engine_change(build)
+        if change is not None:  # "Δ last build": what changed from the matched past build
+            data["delta"], data["delta_basis"] = change
+        return json.dumps(data)
     except Exception:  # an optional extra must never stop the pump
         return ""
+
+
+def engine_change(build: Any) -> tuple[dict[str, Any], str] | None:
+    """ "Δ last build" for the engine: (what changed, the past build it compares with) where the build's history
+    matched one whose engine brief is known; None otherwise."""
+    history = getattr(build, "history", None)
+    delta = history.engine_delta() if history is not None else None
+    if not isinstance(delta, dict):
+        return None
+    return delta, str(getattr(history, "based_on", None) or "")
 
 
 def _backend_kind() -> str:

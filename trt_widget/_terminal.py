@@ -17,8 +17,10 @@ from ._events import attach_events
 from ._expected import expected_reason
 from ._format import escape_controls, escape_lines, fmt_bytes, fmt_s, is_terminal
 from ._grouping import Row, sibling_runs
+from ._snapshot import engine_change
 from ._status import CANCELLED, CANCELLING, IDLE, RUNNING, SUCCEEDED
 from ._verbose import describe
+from .engine import delta_text
 
 if TYPE_CHECKING:
     from ._build import Build
@@ -408,7 +410,14 @@ def plain_summary(build: Build) -> list[str]:
 def engine_lines(build: Any) -> list[str]:
     """The engine report's summary (escaped) of a succeeded build, "" lines where it has none."""
     report = getattr(build, "engine_report", None) if build.status == SUCCEEDED else None
-    return report.summary().split("\n") if report is not None else []
+    if report is None:
+        return []
+    lines: list[str] = report.summary().split("\n")
+    change = engine_change(build)
+    if change is not None:
+        delta, basis = change
+        lines.append(f"  {delta_text(delta)}" + (f" (against the {escape_controls(basis)})" if basis else ""))
+    return lines
 
 
 def rich_summary(build: Build) -> Any:

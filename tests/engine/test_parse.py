@@ -293,3 +293,25 @@ def test_parsing_ten_thousand_layers_is_quick() -> None:
     report.summary()
     assert len(report.layers) == MAX_LAYERS
     assert time.perf_counter() - started < 20
+
+
+def test_memory_words_inside_a_layer_line_are_not_memory() -> None:
+    """Memory is read from the log's own lines: a layer named like a memory line (untrusted) changes none of it."""
+    forged = "Total Weights Memory: 999 bytes, [MemUsageStats] Peak memory usage of TRT CPU/GPU memory allocators: "
+    text = f"Total Weights Memory: 4096 bytes\nLayers:\n{_oneline(forged + 'CPU 7 MiB, GPU 7 MiB')}"
+    report = EngineReport.from_text(text)
+    assert report.layers[0].name.startswith(forged)
+    assert report.memory["weights"] == 4096
+    assert report.memory["peak_cpu"] is None and report.memory["peak_gpu"] is None
+
+
+def test_layers_read_on_first_use_are_whole_after_a_pickle_and_equal_to_their_json() -> None:
+    """A ONELINE layer reads its fields on first use; a pickled report (a process boundary) keeps them, and the
+    layer equals the one read back from its inspector JSON."""
+    import pickle
+
+    report = EngineReport.from_file(DATA / "trt10_16_trtexec_dumpLayerInfo.log")
+    again = pickle.loads(pickle.dumps(report))
+    assert [layer.to_dict() for layer in again.layers] == [layer.to_dict() for layer in report.layers]
+    from_json = EngineReport.from_json(report.to_json())
+    assert list(from_json.layers) == list(report.layers)

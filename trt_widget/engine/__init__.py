@@ -4,6 +4,7 @@ read from TensorRT's own words: the build log's layer record, the inspector's JS
 from ._cli import add_arguments as cli_arguments
 from ._cli import run as cli_inspect
 from ._collect import EngineLog, apply_report_event, engine_line, report_event, report_of
+from ._delta import delta_text, engine_brief, engine_delta
 from ._html import engine_html
 from ._layer import MAX_LAYERS, MEMORY_KEYS, EngineLayer, EngineTensor, display, tactic_hex
 from ._model import EngineReport, EngineReportDiff, LayerChange
@@ -20,7 +21,10 @@ __all__ = [
     "apply_report_event",
     "cli_arguments",
     "cli_inspect",
+    "delta_text",
     "display",
+    "engine_brief",
+    "engine_delta",
     "engine_html",
     "engine_line",
     "report_event",

@@ -9,8 +9,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TypeAlias, Union, cast
+from dataclasses import dataclass
+from functools import lru_cache
+from math import prod
+from typing import NamedTuple, TypeAlias, Union, cast
 
 from .._format import escape_controls
 
@@ -58,44 +60,131 @@ class EngineTensor:
     location: str = ""
 
 
-@dataclass(frozen=True)
+class _Details(NamedTuple):
+    """A layer's fields beyond its name, type and precision (read from a ONELINE line on first use)."""
+
+    formats: tuple[str, ...]
+    tactic: str
+    tactic_value: str
+    onnx_nodes: tuple[str, ...]
+    stream: int | None
+    origin: str
+
+
 class EngineLayer:
     """One layer of the engine: what TensorRT says it runs, in which precision, with which kernel.
 
-    The summary fields are read when the report is; ``raw`` (the inspector's JSON fields), ``inputs`` and
-    ``outputs`` are parsed from the layer's text on first use (a 10,000-layer record reads in well under a second).
+    A layer of a ONELINE record keeps its line and reads its fields from it on first use (precision and weights
+    together, as a summary wants them; the rest apart), so a 10,000-layer record reads in tens of milliseconds;
+    ``raw`` (the inspector's JSON fields), ``inputs`` and ``outputs`` are parsed on first use too. Immutable:
+    every field is a read-only property.
     """
 
-    name: str
-    type: str
-    precision: str  # the output datatype; "FP32→FP16" where the inputs' differ (a reformat, a cast)
-    formats: tuple[str, ...]  # the outputs' formats as TensorRT words them
-    tactic: str  # the kernel's name where printed, else the tactic value (hex), else ""
-    tactic_value: str  # 16-digit hex ("0x…"), "" where not printed
-    onnx_nodes: tuple[str, ...]  # the ONNX nodes fused into it (Metadata; else the name's " + " parts)
-    stream: int | None
-    origin: str  # "REFORMAT", "QDQ", … where printed
-    source: str | Mapping[str, JSON] = field(default="", compare=False, repr=False)  # its text, or its JSON
+    __slots__ = ("_details", "_name", "_precision", "_raw", "_source", "_type", "_weights")
+
+    def __init__(
+        self,
+        name: str,
+        type: str,
+        precision: str,
+        formats: tuple[str, ...] = (),
+        tactic: str = "",
+        tactic_value: str = "",
+        onnx_nodes: tuple[str, ...] = (),
+        stream: int | None = None,
+        origin: str = "",
+        source: str | Mapping[str, JSON] = "",
+    ) -> None:
+        self._name = name
+        self._type = type
+        self._source = source
+        self._precision: str | None = precision
+        self._details: _Details | None = _Details(formats, tactic, tactic_value, onnx_nodes, stream, origin)
+        self._raw: Mapping[str, JSON] | None = None if isinstance(source, str) else source
+        self._weights: int | None = None
+
+    @classmethod
+    def from_line(cls, name: str, kind: str, line: str) -> EngineLayer:
+        """The layer of a ONELINE line whose name and type are known; its other fields are read on first use."""
+        layer = cls.__new__(cls)
+        layer._name, layer._type, layer._source = name, kind, line
+        layer._precision = layer._details = layer._raw = layer._weights = None
+        return layer
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def type(self) -> str:
+        return self._type
+
+    @property
+    def source(self) -> str | Mapping[str, JSON]:
+        """Its text (a ONELINE or layer-info line), or its JSON object."""
+        return self._source
+
+    @property
+    def precision(self) -> str:
+        """The output datatype; "FP32→FP16" where the inputs' differ (a reformat, a cast)."""
+        if self._precision is None:
+            self._precision, self._weights = _line_summary(str(self._source), self._type_end())
+        return self._precision
+
+    def _fields(self) -> _Details:
+        if self._details is None:
+            self._details = _line_details(str(self._source), self._name, self._type, self._type_end())
+        return self._details
+
+    def _type_end(self) -> int:
+        """Where the type ends in its ONELINE line (``Name: N, LayerType: T``)."""
+        return len(_ONELINE_HEAD) + len(self._name) + len(", LayerType: ") + len(self._type)
+
+    @property
+    def formats(self) -> tuple[str, ...]:
+        """The outputs' formats as TensorRT words them."""
+        return self._fields().formats
+
+    @property
+    def tactic(self) -> str:
+        """The kernel's name where printed, else the tactic value (hex), else ""."""
+        return self._fields().tactic
+
+    @property
+    def tactic_value(self) -> str:
+        """16-digit hex ("0x…"), "" where not printed."""
+        return self._fields().tactic_value
+
+    @property
+    def onnx_nodes(self) -> tuple[str, ...]:
+        """The ONNX nodes fused into it (Metadata; else the name's " + " parts)."""
+        return self._fields().onnx_nodes
+
+    @property
+    def stream(self) -> int | None:
+        return self._fields().stream
+
+    @property
+    def origin(self) -> str:
+        """ "REFORMAT", "QDQ", … where printed."""
+        return self._fields().origin
 
     @property
     def raw(self) -> Mapping[str, JSON]:
         """The layer's fields as the inspector's JSON names them (``Name``, ``LayerType``, ``Inputs``, …)."""
-        if not isinstance(self.source, str):
-            return self.source
-        cached = self.__dict__.get("_raw")
-        if cached is None:
-            cached = parse_oneline(self.source) or {"Name": self.name, "LayerType": self.type}
-            object.__setattr__(self, "_raw", cached)
-        return cast("Mapping[str, JSON]", cached)
+        if self._raw is None:
+            self._raw = parse_oneline(str(self._source)) or {"Name": self.name, "LayerType": self.type}
+        return self._raw
 
     @property
     def weights(self) -> int:
         """Weight (and constant) elements it holds, where printed; 0 where not (counted once, then kept)."""
-        cached = self.__dict__.get("_weights")
-        if cached is None:
-            cached = weights_of(self)
-            object.__setattr__(self, "_weights", cached)
-        return cast(int, cached)
+        if self._weights is None:
+            if self._precision is None:  # a ONELINE line: read with the precision
+                self._precision, self._weights = _line_summary(str(self._source), self._type_end())
+            else:
+                self._weights = weights_of(self)
+        return self._weights
 
     @property
     def inputs(self) -> tuple[EngineTensor, ...]:
@@ -109,18 +198,32 @@ class EngineLayer:
     def output_precision(self) -> str:
         return self.precision.rpartition("→")[2]
 
+    def _key(self) -> tuple[str, str, str, _Details]:
+        return (self.name, self.type, self.precision, self._fields())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, EngineLayer) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{k}={v!r}" for k, v in zip(("name", "type", "precision"), self._key()[:3], strict=True))
+        return f"EngineLayer({fields}, {', '.join(f'{k}={v!r}' for k, v in self._fields()._asdict().items())})"
+
     def to_dict(self) -> dict[str, JSON]:
         """The summary fields, JSON-ready (what events, the widget and the HTML report carry)."""
+        details = self._fields()
         return {
             "name": self.name,
             "type": self.type,
             "precision": self.precision,
-            "format": self.formats[0] if self.formats else "",
-            "tactic": self.tactic,
-            "tactic_value": self.tactic_value,
-            "onnx_nodes": list(self.onnx_nodes),
-            "stream": self.stream,
-            "origin": self.origin,
+            "format": details.formats[0] if details.formats else "",
+            "tactic": details.tactic,
+            "tactic_value": details.tactic_value,
+            "onnx_nodes": list(details.onnx_nodes),
+            "stream": details.stream,
+            "origin": details.origin,
             "weights": self.weights,
         }
 
@@ -153,8 +256,16 @@ _DATATYPES = {
 _FORMAT_TYPES = re.compile(r"\b(FP32|FP16|BF16|Int8|INT8|FP8|Int32|Int64|Bool|UInt8|Int4|FP4|Half|Float)\b")
 
 
+_CACHED_CHARS = 200  # longer (hostile) words are not kept in a cache
+
+
 def datatype(word: str) -> str:
     """TensorRT's datatype word ("Half", "Float", a format sentence with "FP16" in it) in the report's words."""
+    return _datatype(word) if len(word) <= _CACHED_CHARS else _datatype.__wrapped__(word)
+
+
+@lru_cache(maxsize=256)  # a record repeats a handful of words
+def _datatype(word: str) -> str:
     text = word.strip()
     known = _DATATYPES.get(text.lower())
     if known:
@@ -378,28 +489,123 @@ def _nodes_from_name(name: str, kind: str) -> tuple[str, ...]:
 
 
 _COUNT = re.compile(r'"Count": (\d+)')
-_CONST_DIMS = re.compile(r"Dimensions: \[([-\d,]*)\]")
+_CONST_DIMS = re.compile(r"Dimensions: \[([-\d,]{0,200})\]")  # bounded: the shapes are cached
+
+
+@lru_cache(maxsize=1024)  # a model repeats its shapes (at most 200 characters each: _CONST_DIMS)
+def _elements(dims: str) -> int:
+    """Elements of a tensor of ``dims`` ("64,64,1,1"); 0 where a dimension is dynamic (-1), empty or not a number."""
+    if not dims or "-" in dims:
+        return 0
+    try:
+        return prod(map(int, dims.split(",")))
+    except ValueError:  # ",,"
+        return 0
 
 
 def weights_of(layer: EngineLayer) -> int:
     """Weight elements a layer holds: its ``Weights``/``Bias`` counts, or (TensorRT for RTX) its constants' sizes."""
     source = layer.source
-    if not isinstance(source, str):
-        total = 0
-        for key in ("Weights", "Bias"):
-            param = source.get(key)
-            count = param.get("Count") if isinstance(param, dict) else None
-            total += count if isinstance(count, int) and not isinstance(count, bool) else 0
-        weights = source.get("weights")
-        return total or (weights if isinstance(weights, int) and not isinstance(weights, bool) else 0)
+    if isinstance(source, str):
+        return _text_weights(source)
+    total = 0
+    for key in ("Weights", "Bias"):
+        param = source.get(key)
+        count = param.get("Count") if isinstance(param, dict) else None
+        total += count if isinstance(count, int) and not isinstance(count, bool) else 0
+    weights = source.get("weights")
+    return total or (weights if isinstance(weights, int) and not isinstance(weights, bool) else 0)
+
+
+def _text_weights(source: str) -> int:
+    """Weight elements of a layer's text: its constants' sizes (TensorRT for RTX), else its ``"Count"`` values."""
     constants = source.find(", Constants: [")
     if constants >= 0:
         stop = source.find(", Outputs: [", constants)
-        total = 0
-        for dims in _CONST_DIMS.findall(source, constants, stop if stop >= 0 else len(source)):
-            size = 1
-            for d in dims.split(","):
-                size *= int(d) if d.isdigit() else 0
-            total += size
-        return total
+        return sum(map(_elements, _CONST_DIMS.findall(source, constants, stop if stop >= 0 else len(source))))
     return sum(int(c) for c in _COUNT.findall(source))
+
+
+# --- a ONELINE line's fields, read on first use --------------------------------------------------------------------
+# A tensor field's value runs to the next "," or " }" (TensorRT prints no comma inside one).
+# "Datatype: " and "Format/Datatype: "; bounded (their words are cached): a longer one is not read
+_DATATYPE_VALUE = re.compile(r"Datatype: ([^,]{0,200}?)(?=,| \}|$)")
+_FORMAT_VALUE = re.compile(r"Format(?:/Datatype)?: ([^,]*?)(?=,| \}|$)")
+_ORIGIN_VALUE = re.compile(r", Origin: ([^,]*?)(?=,| \}|$)")
+_TENSORS_KEPT = 64  # tensors read per side of a layer (a hostile line may print any number)
+
+
+def _tensor_spans(line: str, type_end: int) -> tuple[int, int, int, int]:
+    """Where a ONELINE line's ``Inputs``, ``Constants`` and ``Outputs`` lists start and where the tensors end
+    (-1 where absent; the end is -1 where no ``}], `` follows the outputs)."""
+    inputs_at = line.find(", Inputs: [", type_end - 2)
+    outputs_at = line.find(", Outputs: [", max(inputs_at, type_end - 2))
+    tensors_end = line.find("}], ", outputs_at) if outputs_at >= 0 else -1
+    constants_at = line.find(", Constants: [", inputs_at, outputs_at) if inputs_at >= 0 and outputs_at >= 0 else -1
+    return inputs_at, constants_at, outputs_at, tensors_end
+
+
+def _line_summary(line: str, type_end: int) -> tuple[str, int]:
+    """The precision of a ONELINE layer (its first output's datatype, with its inputs' where they differ) and its
+    weight elements (TensorRT for RTX: its constants' sizes), read together: a summary wants both."""
+    inputs_at, constants_at, outputs_at, tensors_end = _tensor_spans(line, type_end)
+    inputs: tuple[str, ...] = ()
+    if inputs_at >= 0:
+        stop = constants_at if constants_at >= 0 else outputs_at if outputs_at >= 0 else len(line)
+        inputs = tuple(_DATATYPE_VALUE.findall(line, inputs_at, stop)[:_TENSORS_KEPT])
+    output = None
+    if outputs_at >= 0:
+        output = _DATATYPE_VALUE.search(line, outputs_at, tensors_end if tensors_end >= 0 else _fields_end(line))
+    precision = _precision_of(inputs, output.group(1) if output else None)
+    if constants_at < 0:
+        return precision, _text_weights(line)
+    return precision, sum(map(_elements, _CONST_DIMS.findall(line, constants_at, outputs_at)))
+
+
+@lru_cache(maxsize=256)  # a record repeats a few combinations (of words of at most 200 characters)
+def _precision_of(inputs: tuple[str, ...], output: str | None) -> str:
+    """The precision of TensorRT's datatype words for a layer's inputs and first output (None: no output)."""
+    return _precision([datatype(w) for w in inputs], [] if output is None else [datatype(output)])
+
+
+def _tail(line: str, key: str, end: int) -> tuple[str, int]:
+    """The value of ``, KEY: value`` that ends at ``end``, searched backwards (("", end) when absent)."""
+    at = line.rfind(key, 0, end)
+    if at < 0:
+        return "", end
+    return line[at + len(key) : end], at
+
+
+def _fields_end(line: str) -> int:
+    """Where a ONELINE line's trailing ``TacticValue`` / ``StreamId`` / ``Metadata`` fields begin."""
+    end = line.rfind(", Metadata:")
+    end = len(line) if end < 0 else end
+    end = _tail(line, ", StreamId: ", end)[1]
+    return _tail(line, ", TacticValue: ", end)[1]
+
+
+def _line_details(line: str, name: str, kind: str, type_end: int) -> _Details:
+    """A ONELINE layer's formats, tactic, fused ONNX nodes, stream and origin."""
+    meta_at = line.rfind(", Metadata:")
+    end = meta_at if meta_at >= 0 else len(line)
+    metadata = line[meta_at + 11 :].lstrip(" ") if meta_at >= 0 else ""
+    stream_text, end = _tail(line, ", StreamId: ", end)
+    value_text, end = _tail(line, ", TacticValue: ", end)
+    tactic_name, _ = _tail(line, ", TacticName: ", end)
+    _, _, outputs_at, tensors_end = _tensor_spans(line, type_end)
+    tensors_end = end if tensors_end < 0 else tensors_end
+    formats: tuple[str, ...] = ()
+    if outputs_at >= 0:
+        formats = tuple(f.strip() for f in _FORMAT_VALUE.findall(line, outputs_at, tensors_end)[:_TENSORS_KEPT])
+    origin = _ORIGIN_VALUE.search(line, tensors_end, end) if tensors_end <= end else None
+    tactic_value = tactic_hex(value_text) if value_text.strip() else ""
+    stream = stream_text.strip()
+    nodes = onnx_nodes(metadata) if metadata.strip() else () if meta_at >= 0 else _nodes_from_name(name, kind)
+    return _Details(
+        formats=formats,
+        tactic=tactic_name.strip() or tactic_value,
+        tactic_value=tactic_value,
+        onnx_nodes=nodes,
+        stream=int(stream) if stream.isdigit() else None,
+        origin=origin.group(1).strip() if origin else "",
+    )

@@ -28,7 +28,6 @@ from ._layer import (
     EngineLayer,
     _nodes_from_name,
     _precision,
-    datatype,
     onnx_nodes,
     parse_layer_info,
     tactic_hex,
@@ -60,93 +59,15 @@ class Parsed(NamedTuple):
     notes: tuple[str, ...]
 
 
-_VALUE_ENDS = (",", " }")
-
-
-def _value_at(line: str, at: int, stop: int) -> str:
-    """The tensor field value starting at ``at``: up to the next ``,`` or `` }`` (or ``stop``)."""
-    end = stop
-    for mark in _VALUE_ENDS:
-        found = line.find(mark, at, end)
-        if found >= 0:
-            end = found
-    return line[at:end]
-
-
-def _datatypes(line: str, start: int, stop: int) -> list[str]:
-    """The datatypes of the tensors printed between ``start`` and ``stop``."""
-    found: list[str] = []
-    at = line.find("Datatype: ", start, stop)
-    while at >= 0 and len(found) < 64:
-        found.append(datatype(_value_at(line, at + 10, stop)))
-        at = line.find("Datatype: ", at + 10, stop)
-    return found
-
-
-def _formats(line: str, start: int, stop: int) -> tuple[str, ...]:
-    """The formats of the tensors printed between ``start`` and ``stop`` (``Format/Datatype`` or ``Format``)."""
-    found: list[str] = []
-    at = line.find("Format", start, stop)
-    while at >= 0 and len(found) < 64:
-        colon = line.find(": ", at, at + 20)
-        if colon >= 0 and line.startswith(("Format: ", "Format/Datatype: "), at):
-            found.append(_value_at(line, colon + 2, stop).strip())
-            at = colon
-        at = line.find("Format", at + 6, stop)
-    return tuple(found)
-
-
-def _tail(line: str, key: str, end: int) -> tuple[str, int]:
-    """The value of ``, KEY: value`` that ends at ``end``, searched backwards (("", end) when absent)."""
-    at = line.rfind(key, 0, end)
-    if at < 0:
-        return "", end
-    return line[at + len(key) : end], at
-
-
 def scan_oneline(line: str) -> EngineLayer | None:
-    """The summary fields of a ONELINE layer line, read with a few string searches (``raw`` is parsed later)."""
+    """A ONELINE layer line's layer: its name and type now, its other fields from the line on first use."""
     if not line.startswith(_ONELINE_HEAD):
         return None
     cut = line.find(", LayerType: ")
     if cut < 0:
         return None
-    name = line[6:cut]
     type_end = line.find(", ", cut + 13)
-    type_end = len(line) if type_end < 0 else type_end
-    kind = line[cut + 13 : type_end]
-    meta_at = line.rfind(", Metadata:")
-    end = meta_at if meta_at >= 0 else len(line)
-    metadata = line[meta_at + 11 :].lstrip(" ") if meta_at >= 0 else ""
-    stream_text, at = _tail(line, ", StreamId: ", end)
-    end = at
-    value_text, at = _tail(line, ", TacticValue: ", end)
-    end = at
-    tactic_name, at = _tail(line, ", TacticName: ", end)
-    inputs_at = line.find(", Inputs: [", type_end - 2)
-    outputs_at = line.find(", Outputs: [", max(inputs_at, type_end - 2))
-    tensors_end = line.find("}], ", outputs_at) if outputs_at >= 0 else -1
-    tensors_end = end if tensors_end < 0 else tensors_end
-    constants_at = line.find(", Constants: [", inputs_at, outputs_at) if inputs_at >= 0 and outputs_at >= 0 else -1
-    inputs = _datatypes(line, inputs_at, constants_at if constants_at >= 0 else outputs_at) if inputs_at >= 0 else []
-    outputs = _datatypes(line, outputs_at, tensors_end) if outputs_at >= 0 else []
-    origin_at = line.find(", Origin: ", tensors_end, end)
-    origin = _value_at(line, origin_at + 10, end) if origin_at >= 0 else ""
-    tactic_value = tactic_hex(value_text) if value_text.strip() else ""
-    stream = stream_text.strip()
-    nodes = onnx_nodes(metadata) if metadata.strip() else () if meta_at >= 0 else _nodes_from_name(name, kind)
-    return EngineLayer(
-        name=name,
-        type=kind,
-        precision=_precision(inputs, outputs),
-        formats=_formats(line, outputs_at, tensors_end) if outputs_at >= 0 else (),
-        tactic=tactic_name.strip() or tactic_value,
-        tactic_value=tactic_value,
-        onnx_nodes=nodes,
-        stream=int(stream) if stream.isdigit() else None,
-        origin=origin.strip(),
-        source=line,
-    )
+    return EngineLayer.from_line(line[6:cut], line[cut + 13 : type_end if type_end >= 0 else len(line)], line)
 
 
 def layer_from_raw(raw: Mapping[str, JSON]) -> EngineLayer:
@@ -260,16 +181,19 @@ class _Record:
         return True
 
 
-def _records(lines: Iterable[str]) -> tuple[list[_Record], list[str]]:
-    """The layer records of a log (runs of ONELINE or layer-info lines) and the engine's I/O tensor names (the
-    inspector's ``Bindings:`` list, or TensorRT for RTX's ``I/O Tensors:``), the last list printed."""
+def _records(lines: Iterable[str]) -> tuple[list[_Record], list[str], list[str]]:
+    """The layer records of a log (runs of ONELINE or layer-info lines), the engine's I/O tensor names (the
+    inspector's ``Bindings:`` list, or TensorRT for RTX's ``I/O Tensors:``), the last list printed, and the lines
+    that are not layers (where the memory lines are)."""
     records: list[_Record] = []
     bindings: list[str] = []
+    others: list[str] = []
     current: _Record | None = None
     listing = ""  # "bindings" / "io" while reading such a list
     for line in lines:
         text = _strip_prefix(line[:-1] if line.endswith("\r") else line)
         if listing:
+            others.append(line)
             if listing == "bindings" and text.strip() and not line.startswith("["):
                 if len(bindings) < MAX_LAYERS:
                     bindings.append(text)
@@ -280,6 +204,7 @@ def _records(lines: Iterable[str]) -> tuple[list[_Record], list[str]]:
                     bindings.append(match.group(1))
                 continue
             listing = ""
+            others.pop()  # read again below
         form = "oneline" if text.startswith(_ONELINE_HEAD) else "layer_info" if text.startswith("Layer(") else ""
         if form:
             if current is None or current.form != form:
@@ -287,12 +212,13 @@ def _records(lines: Iterable[str]) -> tuple[list[_Record], list[str]]:
                 records.append(current)
             if current.add(text):
                 continue
+        others.append(line)
         if text.startswith(("Bindings:", "I/O Tensors:")):
             listing = "bindings" if text.startswith("B") else "io"
             bindings = []
         if text.strip() != "...":
             current = None  # a record ends at any other line
-    return records, bindings
+    return records, bindings, others
 
 
 def _one_copy(layers: list[EngineLayer]) -> list[EngineLayer]:
@@ -306,7 +232,7 @@ def _one_copy(layers: list[EngineLayer]) -> list[EngineLayer]:
 def report_from_text(text: str, source: str) -> Parsed | None:
     """The engine report of a TensorRT log (None where it holds no layer information): its richest record (the
     ONELINE form over the layer-info form), the latest of the longest."""
-    records, bindings = _records(text.split("\n"))
+    records, bindings, others = _records(text.split("\n"))
     if not records:
         return None
     oneline = [r for r in records if r.form == "oneline" and r.layers]
@@ -316,7 +242,7 @@ def report_from_text(text: str, source: str) -> Parsed | None:
     chosen = max(candidates[::-1], key=lambda r: r.total)
     layers = _one_copy(chosen.layers) if chosen.total <= MAX_LAYERS else chosen.layers
     total = len(layers) if chosen.total <= MAX_LAYERS else chosen.total
-    return build_report(layers, total, memory_from_text(text), source, chosen.form, tuple(bindings))
+    return build_report(layers, total, memory_from_text("\n".join(others)), source, chosen.form, tuple(bindings))
 
 
 def build_report(

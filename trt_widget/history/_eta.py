@@ -237,6 +237,18 @@ class HistoryLink:
             self._refresh()
             return {k: round(v, 4) for k, v in self._deltas.items()}
 
+    def engine_delta(self) -> dict[str, Any] | None:
+        """What changed in the engine from the matched past build (``{"layers", "precision", "memory"}``, see
+        :func:`trt_widget.engine.engine_delta`); None without a match, a report, or an engine brief in the match."""
+        if not self.ready.is_set() or self.match is None:
+            return None
+        report = getattr(self.build, "engine_report", None)
+        if report is None:
+            return None
+        from ..engine import engine_delta
+
+        return engine_delta(self.match.get("engine"), report)
+
     def _record(self, build: Build) -> None:
         """Store this build's profile (never raises)."""
         try:
@@ -264,6 +276,7 @@ class HistoryLink:
                 "resources": resources.summary() if resources is not None else None,
                 "based_on_id": self.match["id"] if self.match else None,
                 "rows": profile_rows(build.timings()),
+                "engine": _engine_brief(build),
             }
             self.recorded_id = self.store.add(record, timeout=0.1 if locked else LOCK_TIMEOUT_S)
         except Exception as exc:
@@ -283,3 +296,13 @@ class HistoryLink:
 
     def __repr__(self) -> str:
         return f"<HistoryLink {self.store.path} match={self.based_on!r}>"
+
+
+def _engine_brief(build: Build) -> dict[str, Any] | None:
+    """The brief of a succeeded build's engine report that the next build's "Δ last build" compares with."""
+    report = build.engine_report if build.status == "succeeded" else None
+    if report is None:
+        return None
+    from ..engine import engine_brief
+
+    return engine_brief(report)

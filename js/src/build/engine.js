@@ -47,10 +47,77 @@ function cut(v, limit = MAX_CELL) {
 }
 
 /**
+ * "Δ last build" for the engine (Python's engine_delta): this engine − the matched past build's.
+ * @typedef {object} EngineDelta
+ * @property {number} layers
+ * @property {[string, number][]} precision output precision -> change in layer count
+ * @property {Record<string, number>} memory memory key -> change in bytes
+ */
+
+/** @type {[string, string][]} the engine's memory in the delta's line, in Python's words and order */
+const DELTA_MEMORY = [
+  ["weights", "weights"],
+  ["activations", "activations"],
+  ["host_persistent", "host persistent"],
+  ["device_persistent", "device persistent"],
+  ["scratch", "scratch"],
+  ["engine_size", "engine"],
+];
+
+/**
+ * @param {unknown} v
+ * @returns {v is number}
+ */
+const finite = (v) => typeof v === "number" && Number.isFinite(v);
+
+/**
+ * The `delta` of `engine_json`, or null where there is none (no past build to compare with) or it is not one.
+ * @param {unknown} raw
+ * @returns {EngineDelta | null}
+ */
+export function parseDelta(raw) {
+  if (!raw || typeof raw !== "object" || Array.isArray(raw)) return null;
+  const d = /** @type {Record<string, unknown>} */ (raw);
+  if (!finite(d.layers)) return null;
+  /** @param {unknown} v @returns {[string, number][]} */
+  const counts = (v) =>
+    v && typeof v === "object" && !Array.isArray(v)
+      ? Object.entries(v)
+          .filter((e) => finite(e[1]) && e[1] !== 0)
+          .slice(0, 20)
+      : [];
+  return { layers: d.layers, precision: counts(d.precision), memory: Object.fromEntries(counts(d.memory)) };
+}
+
+/**
+ * @param {number} n
+ * @returns {string} "+1,234" / "−1,234"
+ */
+function signed(n) {
+  return `${n > 0 ? "+" : "−"}${Math.abs(n).toLocaleString("en-US")}`;
+}
+
+/**
+ * The delta as one line, as the terminal prints it: "Δ last build: −8 layers, FP32 −8, weights −18.0 KiB".
+ * @param {EngineDelta} delta
+ * @returns {string}
+ */
+export function deltaText(delta) {
+  const parts = [];
+  if (delta.layers) parts.push(`${signed(delta.layers)} layer${Math.abs(delta.layers) === 1 ? "" : "s"}`);
+  for (const [p, n] of delta.precision) parts.push(`${cut(p, 20)} ${signed(n)}`);
+  for (const [key, label] of DELTA_MEMORY) {
+    const v = delta.memory[key];
+    if (v) parts.push(`${label} ${v > 0 ? "+" : "\u2212"}${fmtBytes(Math.abs(v))}`);
+  }
+  return `\u0394 last build: ${parts.length ? parts.join(", ") : "same layer count, precisions and memory"}`;
+}
+
+/**
  * Parse `engine_json` into rows, summary facts and notes (null when there is no report).
  * @param {unknown} text
  * @returns {{layers: EngineLayerRow[], memory: Record<string, number | null>, total: number,
- *   notes: string[], source: string} | null}
+ *   notes: string[], source: string, delta: EngineDelta | null, deltaBasis: string} | null}
  */
 export function parseEngine(text) {
   const raw = str(text);
@@ -88,6 +155,8 @@ export function parseEngine(text) {
     total: num(data.total_layers, layers.length),
     notes: Array.isArray(data.notes) ? data.notes.map(str) : [],
     source: str(data.source),
+    delta: parseDelta(data.delta),
+    deltaBasis: str(data.delta_basis),
   };
 }
 
@@ -141,6 +210,7 @@ export class EngineView {
   constructor() {
     this.el = h("div", "trtw-engine");
     this.chips = h("div", "trtw-engine-chips");
+    this.deltaEl = h("div", "trtw-engine-delta");
     this.filter = h("input", "trtw-engine-filter", {
       type: "search",
       placeholder: "Filter layers (name, type, precision, tactic, ONNX node)",
@@ -164,7 +234,16 @@ export class EngineView {
     this.detail = h("div", "trtw-engine-detail");
     this.countEl = h("div", "trtw-engine-count");
     this.notesEl = h("div", "trtw-engine-notes");
-    this.el.append(this.chips, this.filter, this.countEl, this.head, this.scroller, this.detail, this.notesEl);
+    this.el.append(
+      this.chips,
+      this.deltaEl,
+      this.filter,
+      this.countEl,
+      this.head,
+      this.scroller,
+      this.detail,
+      this.notesEl,
+    );
     /** @type {ReturnType<typeof parseEngine>} */
     this.report = null;
     this.text = "";
@@ -206,6 +285,13 @@ export class EngineView {
     const r = this.report;
     this.chips.replaceChildren();
     this.notesEl.replaceChildren();
+    const delta = r ? r.delta : null;
+    this.deltaEl.hidden = !delta;
+    setText(this.deltaEl, delta ? deltaText(delta) : "");
+    this.deltaEl.title =
+      delta && r
+        ? `Compared with the ${cut(r.deltaBasis || "last build", 200)} of the same model, options and backend`
+        : "";
     if (!r) return;
     const kept = r.total > r.layers.length ? `${r.layers.length} of ${r.total}` : `${r.layers.length}`;
     /** @type {[string, string][]} */

@@ -1,6 +1,14 @@
 // @vitest-environment jsdom
 import { describe, expect, it } from "vitest";
-import { EngineView, filterSort, parseEngine, precisionMix, ROW_PX } from "../../src/build/engine.js";
+import {
+  deltaText,
+  EngineView,
+  filterSort,
+  parseDelta,
+  parseEngine,
+  precisionMix,
+  ROW_PX,
+} from "../../src/build/engine.js";
 import { el, fakeModel, mount, phase, useDom } from "../helpers.js";
 
 useDom();
@@ -157,5 +165,57 @@ describe("the Engine view", () => {
     expect(engineBtn().hidden).toBe(true);
     expect(el.querySelector(".trtw-engine").hidden).toBe(true);
     expect(el.querySelector(".trtw-tree").hidden).toBe(false);
+  });
+});
+
+describe("Δ last build", () => {
+  const delta = (d, basis = "build of 2026-12-06 05:43, 1.3 s") => report(4, { delta: d, delta_basis: basis });
+  const line = () => el.querySelector(".trtw-engine-delta");
+
+  it("says what changed in the engine from the last matching build, with units", () => {
+    mount(
+      finished(
+        delta({
+          layers: -8,
+          precision: { FP32: -8, FP16: 0 },
+          memory: { weights: -18432, engine_size: -47002, activations: 0 },
+        }),
+      ),
+    );
+    engineBtn().click();
+    expect(line().hidden).toBe(false);
+    expect(line().textContent).toBe(
+      "\u0394 last build: \u22128 layers, FP32 \u22128, weights \u221218.0 KiB, engine \u221245.9 KiB",
+    );
+    expect(line().title).toBe(
+      "Compared with the build of 2026-12-06 05:43, 1.3 s of the same model, options and backend",
+    );
+  });
+
+  it("says the engine is the same, and shows nothing without a past build", () => {
+    const model = finished(delta({ layers: 0, precision: {}, memory: {} }));
+    mount(model);
+    engineBtn().click();
+    expect(line().textContent).toBe("\u0394 last build: same layer count, precisions and memory");
+    model.set("engine_json", report(4));
+    expect(line().hidden).toBe(true);
+    expect(line().textContent).toBe("");
+  });
+
+  it("reads growth with a plus, ignores what is not a delta, and shows names literally", () => {
+    expect(deltaText(parseDelta({ layers: 1, precision: { FP16: 1200 }, memory: { weights: 3 << 20 } }))).toBe(
+      "\u0394 last build: +1 layer, FP16 +1,200, weights +3.0 MiB",
+    );
+    for (const bad of [null, "x", [], { layers: "1" }, { precision: {} }]) expect(parseDelta(bad)).toBeNull();
+    expect(parseDelta({ layers: 0, precision: { a: "1", b: Number.NaN }, memory: [] })).toEqual({
+      layers: 0,
+      precision: [],
+      memory: {},
+    });
+    mount(finished(delta({ layers: 0, precision: { "<b>x</b>\u202e": 2 }, memory: {} }, "<img src=x>")));
+    engineBtn().click();
+    expect(line().textContent).toContain("<b>x</b>\u202e +2");
+    expect(line().querySelector("b")).toBeNull();
+    expect(line().title).toContain("<img src=x>");
   });
 });

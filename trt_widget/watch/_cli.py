@@ -16,11 +16,15 @@ import json
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from types import FrameType
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .._build import Build
+    from .._terminal import TerminalView
+    from ._run import CommandRun
 
 EXIT_FAILED, EXIT_INTERRUPTED = 1, 130
 END_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
@@ -70,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     except TypeError as exc:
         print(f"trt-widget run: error: {exc}", file=sys.stderr)
         return 2
-    views: list[Any] = []
+    views: list[TerminalView] = []
 
     def notify(text: str) -> None:
         with lock:
@@ -85,12 +89,14 @@ def run(args: argparse.Namespace) -> int:
     else:
         command.on_build(on_build)
 
-    def on_sigint(signum: int, frame: Any) -> None:
+    def on_sigint(signum: int, frame: FrameType | None) -> None:
         notify(command.stop())
 
     ended_by: list[int] = []
 
-    def on_end(signum: int, frame: Any) -> None:  # SIGTERM, SIGHUP (`timeout`, a closed terminal): the command too
+    def on_end(
+        signum: int, frame: FrameType | None
+    ) -> None:  # SIGTERM, SIGHUP (`timeout`, a closed terminal): the command too
         ended_by.append(signum)
         threading.Thread(target=command.terminate, args=(signum,), name="trt_widget-run-end", daemon=True).start()
 
@@ -121,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
     return code if ok else EXIT_FAILED
 
 
-def _print_json(event: dict[str, Any], lock: threading.Lock) -> None:
+def _print_json(event: dict[str, object], lock: threading.Lock) -> None:
     with lock:
         sys.stdout.write(json.dumps(event) + "\n")
         sys.stdout.flush()
@@ -134,7 +140,7 @@ def _write_out(line: bytes, lock: threading.Lock) -> None:
         sys.stdout.buffer.flush()
 
 
-def _write_files(command: Any, args: argparse.Namespace, notify: Any) -> bool:
+def _write_files(command: CommandRun, args: argparse.Namespace, notify: Callable[[str], None]) -> bool:
     ok = True
     for i, build in enumerate(command.builds):
         build.wait(10.0)

@@ -9,20 +9,25 @@ from __future__ import annotations
 import sys
 import threading
 import traceback
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .._backend import trt
 from .._phases import PhaseModel
 from .._status import log
 
-_IProgressMonitor: Any = trt().IProgressMonitor
+if TYPE_CHECKING:
+    from ._patch import ProgressMonitor
+
+    _IProgressMonitor = object  # TensorRT's class, to the type checker: the methods below are its interface
+else:
+    _IProgressMonitor = trt().IProgressMonitor
 
 
-class WatchMonitor(_IProgressMonitor):  # type: ignore[misc]  # TensorRT's class is untyped (Any)
+class WatchMonitor(_IProgressMonitor):
     """``IProgressMonitor`` of a watched build; ``theirs`` is the monitor the code had set (or None)."""
 
-    def __init__(self, model: PhaseModel, cancel_event: threading.Event, theirs: Any = None) -> None:
-        _IProgressMonitor.__init__(self)
+    def __init__(self, model: PhaseModel, cancel_event: threading.Event, theirs: ProgressMonitor | None = None) -> None:
+        super().__init__()
         self.model = model
         self.cancel_event = cancel_event
         self.theirs = theirs

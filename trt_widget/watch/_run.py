@@ -27,10 +27,13 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import IO, TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 from .._build import Build
 from .._engine import ModelSource
@@ -40,7 +43,7 @@ from .._python import parent_path, python_command
 from .._status import LIVE, log
 from ..runners import RecordingError, RunContext, apply_event, check_event
 from ._child import ABSTRACT, ENV_SOCKET
-from ._watch import builds_timings, stop_notice
+from ._watch import BuildTimings, builds_timings, stop_notice
 
 TERM_GRACE_S = 0.2
 RUN_PREFIX = "trt-widget-run-"  # its directory: RUN_PREFIX<pid>-<random>, swept when that process has ended
@@ -97,7 +100,7 @@ class RelayRunner:
     local = False  # the command's own TensorRT builds
 
     def __init__(self) -> None:
-        self.events: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()  # None: the process ended
+        self.events: queue.SimpleQueue[dict[str, object] | None] = queue.SimpleQueue()  # None: the process ended
 
     def run(self, ctx: RunContext) -> bytes | None:
         names: dict[int, str] = {}
@@ -128,7 +131,7 @@ class RelayRunner:
 class RelayedBuild(Build):
     """A build made in the command's process, shown here."""
 
-    def __init__(self, start: dict[str, Any], index: int) -> None:
+    def __init__(self, start: Mapping[str, object], index: int) -> None:
         self.relay = RelayRunner()
         self.pid = start.get("pid")
         self.index = index
@@ -182,7 +185,7 @@ class CommandRun:
         self.ended_at: float | None = None  # ... and of the command's end
         self._env = env
         self._on_output = on_output  # the command's stdout, a whole line per call (else it inherits ours)
-        self._listeners: list[Callable[[Any], None]] = []
+        self._listeners: list[Callable[[RelayedBuild], None]] = []
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
         self._dir = private_dir(RUN_PREFIX)  # 0700: the injected code, the socket, a ProcessCall's pickles
@@ -193,10 +196,10 @@ class CommandRun:
         self._readers: list[threading.Thread] = []
         self._warned: set[str] = set()  # the limits reached (one log line each)
         # each event as the command sent it, "build" renumbered for the run (on a reader thread)
-        self.on_event: Callable[[dict[str, Any]], None] | None = None
+        self.on_event: Callable[[dict[str, object]], None] | None = None
 
     # -- life cycle -------------------------------------------------------------------------------------
-    def start(self) -> CommandRun:
+    def start(self) -> Self:
         directory = Path(self._dir)
         inject_dir(directory)
         address = self._listen(directory)
@@ -320,7 +323,7 @@ class CommandRun:
         for build in builds.values():  # the process ended (or closed the socket): builds still open fail
             build.relay.events.put(None)
 
-    def _new_build(self, start: dict[str, Any]) -> RelayedBuild | None:
+    def _new_build(self, start: Mapping[str, object]) -> RelayedBuild | None:
         with self._lock:
             if len(self.builds) >= MAX_RELAYED_BUILDS:
                 self._warn_once("builds", f"more than {MAX_RELAYED_BUILDS} builds; later ones are not shown")
@@ -363,7 +366,7 @@ class CommandRun:
         self.future.set_result(code)
 
     # -- control ----------------------------------------------------------------------------------------
-    def on_build(self, fn: Callable[[Any], None]) -> Callable[[], None]:
+    def on_build(self, fn: Callable[[RelayedBuild], None]) -> Callable[[], None]:
         with self._lock:
             self._listeners.append(fn)
 
@@ -430,13 +433,13 @@ class CommandRun:
     def exception(self, timeout: float | None = None) -> BaseException | None:
         return self.future.exception(timeout)
 
-    def add_done_callback(self, fn: Callable[[CommandRun], Any]) -> None:
+    def add_done_callback(self, fn: Callable[[CommandRun], object]) -> None:
         self.future.add_done_callback(lambda _f: fn(self))
 
-    def timings(self) -> list[dict[str, Any]]:
+    def timings(self) -> list[BuildTimings]:
         return builds_timings(self.builds)
 
-    def __await__(self) -> Generator[Any, None, int]:
+    def __await__(self) -> Generator[object, None, int]:
         import asyncio
 
         return asyncio.wrap_future(self.future).__await__()
@@ -454,7 +457,7 @@ def _turn_away(conn: socket.socket) -> None:
     conn.close()
 
 
-def _bounded_lines(stream: Any) -> Generator[bytes, None, None]:
+def _bounded_lines(stream: IO[bytes]) -> Generator[bytes, None, None]:
     """The lines of a binary stream; one longer than ``MAX_LINE_BYTES`` is skipped whole (read in pieces)."""
     while True:
         line = stream.readline(MAX_LINE_BYTES + 1)
@@ -472,7 +475,7 @@ def _remove(directories: list[str]) -> None:
         shutil.rmtree(directory, ignore_errors=True)
 
 
-def _prctl() -> Any:
+def _prctl() -> Callable[..., int] | None:
     if not sys.platform.startswith("linux"):
         return None
     try:
@@ -568,7 +571,12 @@ class ProcessCall(CommandRun):
     and terminates the process ``force_after`` s later: a force stop, as a Build's builder process has."""
 
     def __init__(
-        self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], *, force_after: float = 0.5
+        self,
+        fn: Callable[..., object],
+        args: tuple[object, ...],
+        kwargs: dict[str, object],
+        *,
+        force_after: float = 0.5,
     ) -> None:
         import cloudpickle
 

@@ -21,7 +21,7 @@ import sys
 import threading
 import time
 import traceback
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._errors import BuildError
 from ._memory import new_bytes, pinned
@@ -45,6 +45,9 @@ from ._messages import (
     Step,
     Stop,
 )
+
+if TYPE_CHECKING:
+    from .._engine import EngineMonitor
 
 SEND_INTERVAL_S = 0.02
 
@@ -118,16 +121,14 @@ class Outbox:
             self.flush()
 
 
-def _make_monitor(outbox: Outbox, cancel: threading.Event) -> Any:
+def _make_monitor(outbox: Outbox, cancel: threading.Event) -> EngineMonitor:
     """A progress monitor that streams raw callbacks (replayed verbatim into the parent's PhaseModel)."""
-    from .._backend import trt
-
-    base: Any = trt().IProgressMonitor
+    from .._tensorrt_types import ProgressMonitorBase
 
     # the callbacks use try/except, not contextlib.suppress: they run on every TensorRT step (~20 ns against ~700 ns)
-    class StreamingMonitor(base):  # type: ignore[misc]  # TensorRT's class is untyped (Any)
+    class StreamingMonitor(ProgressMonitorBase):
         def __init__(self) -> None:
-            base.__init__(self)
+            ProgressMonitorBase.__init__(self)
             self.cancel_event = cancel
 
         def phase_start(self, phase_name: str, parent_phase: str | None, num_steps: int) -> None:

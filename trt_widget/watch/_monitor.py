@@ -11,18 +11,16 @@ import threading
 import traceback
 from typing import Any
 
-from .._backend import trt
 from .._phases import PhaseModel
 from .._status import log
+from .._tensorrt_types import ProgressMonitorBase
 
-_IProgressMonitor: Any = trt().IProgressMonitor
 
-
-class WatchMonitor(_IProgressMonitor):  # type: ignore[misc]  # TensorRT's class is untyped (Any)
+class WatchMonitor(ProgressMonitorBase):
     """``IProgressMonitor`` of a watched build; ``theirs`` is the monitor the code had set (or None)."""
 
     def __init__(self, model: PhaseModel, cancel_event: threading.Event, theirs: Any = None) -> None:
-        _IProgressMonitor.__init__(self)
+        ProgressMonitorBase.__init__(self)
         self.model = model
         self.cancel_event = cancel_event
         self.theirs = theirs

@@ -28,7 +28,7 @@ from ._expected import significant
 from ._external_data import check_external_data, external_locations, file_locations
 from ._files import atomic_write, expand_user, open_lock_file, writable_target
 from ._options import PRECISION_FLAGS, TRT_SETTINGS, BuildOptions, ConfigureHook, Profile
-from ._tensorrt_log import to_logging
+from ._tensorrt_log import LogRecord, to_logging
 from ._tensorrt_types import (
     IBuilder,
     IBuilderConfig,
@@ -126,18 +126,18 @@ class CaptureLogger:
         self,
         verbose: bool = False,
         clock: Callable[[], float] = time.perf_counter,
-        on_record: Callable[[dict[str, Any]], None] | None = None,
+        on_record: Callable[[LogRecord], None] | None = None,
     ) -> None:
         self.verbose = verbose
         self._max = 4 if verbose else 3
         self._clock = clock
         self._t0 = clock()
         self.on_record = on_record
-        self._listeners: list[Callable[[dict[str, Any]], None]] = []
-        self.records: deque[dict[str, Any]] = deque(maxlen=5000)
+        self._listeners: list[Callable[[LogRecord], None]] = []
+        self.records: deque[LogRecord] = deque(maxlen=5000)
         self.tactics = TacticWatch()  # what a silent step is timing, from VERBOSE lines (kept or not)
         self.on_tactic_line: Callable[[str], None] | None = None  # a builder process forwards them
-        self.problems: list[dict[str, Any]] = []  # WARNING and worse, capped below
+        self.problems: list[LogRecord] = []  # WARNING and worse, capped below
         self.engine_log: EngineLog | None = None  # set: the layer record and memory lines are kept (engine_report)
         self.full = False  # wants every line, VERBOSE included (log_file=): the router forwards them all
         self.on_line: Callable[[int, str, float], None] | None = None  # every line given, kept or not (log_file=)
@@ -164,7 +164,7 @@ class CaptureLogger:
             if level > self._max:
                 return
             now = self._clock() if at is None else min(at, self._clock())
-            record = {"severity": SEVERITIES[min(level, 4)], "message": str(msg), "t": now - self._t0}
+            record: LogRecord = {"severity": SEVERITIES[min(level, 4)], "message": str(msg), "t": now - self._t0}
             self.records.append(record)
             if level <= 2 and len(self.problems) < 1000:
                 self.problems.append(record)
@@ -188,7 +188,7 @@ class CaptureLogger:
             with contextlib.suppress(Exception):
                 to_logging(level, msg, self.label)
 
-    def subscribe(self, listener: Callable[[dict[str, Any]], None]) -> Callable[[], None]:
+    def subscribe(self, listener: Callable[[LogRecord], None]) -> Callable[[], None]:
         """Call ``listener(record)`` for every kept line; returns a function that unsubscribes."""
         self._listeners = [*self._listeners, listener]
 

@@ -48,6 +48,7 @@ from ._messages import (
 
 if TYPE_CHECKING:
     from .._engine import EngineMonitor
+    from .._tensorrt_log import LogRecord
 
 SEND_INTERVAL_S = 0.02
 
@@ -286,7 +287,7 @@ def run_job(job: dict[str, Any], cancel: threading.Event, events: Any, replies: 
     try:
         from .._engine import CaptureLogger, build_engine
 
-        def on_record(record: dict[str, Any]) -> None:
+        def on_record(record: LogRecord) -> None:
             level = ("INTERNAL_ERROR", "ERROR", "WARNING", "INFO", "VERBOSE").index(record["severity"])
             outbox.log(Log(level, record["message"], time.perf_counter()))
 

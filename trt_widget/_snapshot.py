@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ._build import Build
     from ._json import JSONObject
     from ._phases import PhaseRow
+    from ._resources import ResourcesSnapshot
     from ._status import BuildStatus, CancelInfo
     from ._tensorrt_log import LogRecord
     from ._verbose import Timing
@@ -53,7 +54,7 @@ class Snapshot(TypedDict):
     can_force: bool
     eta: JSONObject | None  # HistoryLink.eta()
     history_delta: dict[str, float] | None  # HistoryLink.deltas()
-    resources: JSONObject | None  # ResourceSampler.snapshot()
+    resources: ResourcesSnapshot | None
     activity: Activity | None
 
 

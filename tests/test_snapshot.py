@@ -17,11 +17,13 @@ import pytest
 from trt_widget import BuildWidget, _snapshot, models
 from trt_widget._phases import PhaseModel
 from trt_widget._snapshot import MAX_LOGS, RowsEncoder, SnapshotPump, snapshot
+from trt_widget._verbose import TacticWatch
 
 
 class FakeLogger:
     def __init__(self) -> None:
         self.listeners: list[Callable[[dict[str, Any]], None]] = []
+        self.tactics = TacticWatch()  # as CaptureLogger's: nothing timed
 
     def subscribe(self, listener: Callable[[dict[str, Any]], None]) -> Callable[[], None]:
         self.listeners.append(listener)

@@ -12,7 +12,11 @@ import importlib.util
 import os
 import sys
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    from ._options import BuildOptions
+    from ._tensorrt_types import TensorRT
 
 INSTALL_HINT = (
     "trt_widget needs a TensorRT Python module and found none. Install one of:\n"
@@ -254,7 +258,7 @@ def capabilities() -> dict[str, object]:
     return {"label": label, "weak_typing": weak, "gil_unsafe_parse": kind == "tensorrt" and _older(version, (10, 13))}
 
 
-def check_options(options: Any) -> None:
+def check_options(options: BuildOptions) -> None:
     """Refuse, at construction, options the selected backend cannot build (as trtexec does), asking its API."""
     from ._options import PRECISION_FLAGS, TRT_SETTINGS
 
@@ -316,9 +320,9 @@ def _older(version: str, than: tuple[int, ...]) -> bool:
     return parts < than
 
 
-def trt() -> ModuleType:
-    """The selected TensorRT module (``tensorrt`` or ``tensorrt_rtx_bindings``)."""
-    return select_backend()[1]
+def trt() -> TensorRT:
+    """The selected TensorRT module (``tensorrt`` or ``tensorrt_rtx_bindings``), typed as trt_widget uses it."""
+    return cast("TensorRT", select_backend()[1])
 
 
 def backend_info() -> dict[str, str]:

@@ -61,7 +61,10 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack from Python 3.11
 
     from ._events import EventStream
-    from .history import HistoryStore
+    from ._resources import ResourceSampler
+    from ._status import CancelInfo
+    from ._tensorrt_log import LogRecord
+    from .history import HistoryLink, HistoryStore
 
 __all__ = ["BUILD_STATUSES", "FINAL", "Build", "BuildArgs", "HistorySetting"]
 
@@ -186,7 +189,7 @@ class Build(Waiting):
         self._status = IDLE
         self.status_detail = ""
         self._notes: list[str] = []  # what the runner said about the build (kept on success; stop reasons are not)
-        self.cancel_info: dict[str, Any] | None = None  # {"phase": name, "requested_at_s": t} once stopped
+        self.cancel_info: CancelInfo | None = None  # {"phase": name, "requested_at_s": t} once stopped
         self._engine: bytes | None = None
         self._written: WrittenFile | None = None  # output= holds the engine, not yet read into this process
         self._reported_engine_size: int | None = None  # the runner's, for an engine it does not hand over
@@ -214,8 +217,8 @@ class Build(Waiting):
         self._on_start: list[Callable[[Build], None]] = []
         self._force = threading.Event()  # process isolation: terminate the builder process now
         self.child_pid: int | None = None  # process isolation: the builder process, once known
-        self.history: Any = None  # a history link (ETA, deltas) when history is on
-        self.resources: Any = None  # a resource sampler when resources is on
+        self.history: HistoryLink | None = None  # ETA and deltas when history is on
+        self.resources: ResourceSampler | None = None  # when resources is on
         self.events: EventStream | None = None  # the events= stream, when given
         if events is not None:
             from ._events import attach_events
@@ -327,12 +330,12 @@ class Build(Waiting):
         return self._ended_s if self._ended_s is not None else self.model.now()
 
     @property
-    def logs(self) -> list[dict[str, Any]]:
+    def logs(self) -> list[LogRecord]:
         """Captured TensorRT log lines: ``{"severity", "message", "t"}`` (INFO and worse; VERBOSE if verbose)."""
         return list(self.logger.records)
 
     @property
-    def problems(self) -> list[dict[str, Any]]:
+    def problems(self) -> list[LogRecord]:
         """TensorRT warnings and errors only."""
         return list(self.logger.problems)
 

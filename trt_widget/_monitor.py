@@ -9,23 +9,23 @@ from __future__ import annotations
 import sys
 import threading
 import traceback
-from typing import Any
+from collections.abc import Callable
 
-from ._backend import trt
 from ._phases import PhaseModel, PhaseRow
+from ._tensorrt_types import ProgressMonitorBase
 
-_IProgressMonitor: Any = trt().IProgressMonitor
 
-
-class BuildMonitor(_IProgressMonitor):  # type: ignore[misc]  # TensorRT's class is untyped (Any)
+class BuildMonitor(ProgressMonitorBase):
     """Progress monitor for ``config.progress_monitor``; ``cancel()`` stops the build at the next step."""
 
     def __init__(self, model: PhaseModel | None = None, cancel_event: threading.Event | None = None) -> None:
-        _IProgressMonitor.__init__(self)
+        ProgressMonitorBase.__init__(self)
         self.model = model if model is not None else PhaseModel()
         self.cancel_event = cancel_event if cancel_event is not None else threading.Event()
         self.errors: list[str] = []  # tracebacks of exceptions caught inside callbacks
-        self.on_thread: Any = None  # called with the thread id of each phase_start (log lines follow their build)
+        self.on_thread: Callable[[int], object] | None = (
+            None  # called with the thread id of each phase_start (log lines follow their build)
+        )
 
     def cancel(self) -> None:
         """Make every later ``step_complete`` return False, which cancels the build."""

@@ -234,10 +234,8 @@ class TerminalView:
     def _footer(self, now: float) -> str:
         build = self.build
         if build.status == CANCELLING:
-            info = build.cancel_info or {}
-            return (
-                f"Cancelling — waiting for the builder to finish the current step of {info.get('phase') or 'the build'}"
-            )
+            phase = build.cancel_info["phase"] if build.cancel_info is not None else ""
+            return f"Cancelling — waiting for the builder to finish the current step of {phase or 'the build'}"
         hint = f" — {self.hint}" if self.hint and build.status == RUNNING else ""
         timing = describe(build.logger.tactics.snapshot(), now) if build.status == RUNNING else ""
         return f"{build.status} {fmt_s(now)}{f' · now {timing}' if timing else ''}{hint}"
@@ -283,8 +281,8 @@ class Interrupts:
         return False
 
     def _phase(self) -> str:
-        info = self.build.cancel_info or {}
-        return info.get("phase") or "the build"
+        info = self.build.cancel_info
+        return (info["phase"] if info is not None else "") or "the build"
 
 
 def tree_lines(rows: Sequence[Row], total_s: float) -> list[tuple[int, list[Row], int]]:
@@ -339,7 +337,7 @@ def outcome(build: Build) -> str:
         size = fmt_bytes(build.engine_size) if build.engine_size is not None else "of unknown size"  # watched builds
         return f"Succeeded in {elapsed}: engine {size}{where}"
     if build.status == CANCELLED:
-        phase = (build.cancel_info or {}).get("phase")
+        phase = build.cancel_info["phase"] if build.cancel_info is not None else ""
         return f"Cancelled after {elapsed}: {build.status_detail}" + (f" (during {phase})" if phase else "")
     return f"Failed after {elapsed}: {build.status_detail}"
 

@@ -12,6 +12,7 @@ from .._events import attach_events
 
 if TYPE_CHECKING:
     from .._event_sinks import Sink
+    from .._json import JSONObject
     from ._matrix import BuildMatrix, Cell
 
 
@@ -24,8 +25,8 @@ class MatrixEvents:
         self._open = len(matrix.cells)
         self.streams = [attach_events(cell.build, self._forward(cell)) for cell in matrix.cells]
 
-    def _forward(self, cell: Cell) -> Callable[[dict[str, object]], None]:
-        def write(event: dict[str, object]) -> None:
+    def _forward(self, cell: Cell) -> Callable[[JSONObject], None]:
+        def write(event: JSONObject) -> None:
             event = {"build": cell.id, **event}
             if event["event"] == "build_start":
                 event["variant"] = cell.variant

@@ -53,7 +53,7 @@ def versions(build: Build | None = None) -> dict[str, Any]:
         "platform": platform.platform(),
         "tensorrt": tensorrt,
         "trt_widget": __version__,
-        "driver": (gpu or {}).get("driver"),
+        "driver": gpu.get("driver") if gpu is not None else None,
         "cuda_driver_api": ".".join(map(str, driver)) if driver else None,
     }
 

@@ -14,7 +14,10 @@ import contextlib
 import os
 import socket
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .._tensorrt_log import LogRecord
 
 SEND_INTERVAL_S = 0.02  # the task batches events this long before pushing them to the hub
 
@@ -172,7 +175,7 @@ def remote_build(key: str, hub: Any, job: dict[str, Any]) -> dict[str, Any]:
     sender.now = build.model.now
     hooked = build.logger
 
-    def on_record(record: dict[str, Any]) -> None:  # every captured line, not only the warnings events carry
+    def on_record(record: LogRecord) -> None:  # every captured line, not only the warnings events carry
         sender.put({"event": "log", "severity": record["severity"], "message": record["message"], "t": record["t"]})
 
     hooked.on_record = on_record

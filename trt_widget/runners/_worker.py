@@ -21,7 +21,7 @@ import sys
 import threading
 import time
 import traceback
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._errors import BuildError
 from ._memory import new_bytes, pinned
@@ -45,6 +45,10 @@ from ._messages import (
     Step,
     Stop,
 )
+
+if TYPE_CHECKING:
+    from .._engine import EngineMonitor
+    from .._tensorrt_log import LogRecord
 
 SEND_INTERVAL_S = 0.02
 
@@ -118,16 +122,14 @@ class Outbox:
             self.flush()
 
 
-def _make_monitor(outbox: Outbox, cancel: threading.Event) -> Any:
+def _make_monitor(outbox: Outbox, cancel: threading.Event) -> EngineMonitor:
     """A progress monitor that streams raw callbacks (replayed verbatim into the parent's PhaseModel)."""
-    from .._backend import trt
-
-    base: Any = trt().IProgressMonitor
+    from .._tensorrt_types import ProgressMonitorBase
 
     # the callbacks use try/except, not contextlib.suppress: they run on every TensorRT step (~20 ns against ~700 ns)
-    class StreamingMonitor(base):  # type: ignore[misc]  # TensorRT's class is untyped (Any)
+    class StreamingMonitor(ProgressMonitorBase):
         def __init__(self) -> None:
-            base.__init__(self)
+            ProgressMonitorBase.__init__(self)
             self.cancel_event = cancel
 
         def phase_start(self, phase_name: str, parent_phase: str | None, num_steps: int) -> None:
@@ -285,7 +287,7 @@ def run_job(job: dict[str, Any], cancel: threading.Event, events: Any, replies: 
     try:
         from .._engine import CaptureLogger, build_engine
 
-        def on_record(record: dict[str, Any]) -> None:
+        def on_record(record: LogRecord) -> None:
             level = ("INTERNAL_ERROR", "ERROR", "WARNING", "INFO", "VERBOSE").index(record["severity"])
             outbox.log(Log(level, record["message"], time.perf_counter()))
 

@@ -19,7 +19,7 @@ import json
 import re
 import signal
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from types import FrameType
 from typing import TYPE_CHECKING, Protocol, TypedDict, TypeVar, runtime_checkable
@@ -28,6 +28,7 @@ from .._build import Build
 from .._engine import ModelSource
 from .._errors import BuildCancelled, BuildError
 from .._status import CANCELLED, log
+from .._tensorrt_types import ILayer, INetworkDefinition, ITensor
 from ..runners import RunContext, tensorrt_call
 from . import _patch
 from ._monitor import WatchMonitor
@@ -41,29 +42,9 @@ T = TypeVar("T")
 _UNNAMED = re.compile(r"^Unnamed Network \d+$")  # TensorRT numbers unnamed networks per process
 
 
-class _Tensor(Protocol):
-    name: str
-    shape: Iterable[int]
-    dtype: object
-
-
-class _Layer(Protocol):
-    name: str
-    type: object
-
-
 @runtime_checkable
-class Network(Protocol):
-    """What a watched build reads of TensorRT's ``INetworkDefinition``."""
-
-    name: str
-    num_inputs: int
-    num_outputs: int
-    num_layers: int
-
-    def get_layer(self, index: int) -> _Layer: ...
-    def get_input(self, index: int) -> _Tensor: ...
-    def get_output(self, index: int) -> _Tensor: ...
+class Network(INetworkDefinition, Protocol):
+    """TensorRT's ``INetworkDefinition``, checked at run time (the code's call may pass anything)."""
 
 
 class TensorInfo(TypedDict):
@@ -107,7 +88,7 @@ def network_info(network: Network, config: Config | None = None) -> NetworkInfo:
     name = str(safe(lambda: network.name, "") or "")
     name = "Unnamed Network" if _UNNAMED.match(name) else name
 
-    def tensor(get: Callable[[int], _Tensor], i: int) -> TensorInfo | None:
+    def tensor(get: Callable[[int], ITensor], i: int) -> TensorInfo | None:
         def describe() -> TensorInfo:
             t = get(i)
             return {"name": str(t.name), "shape": [int(d) for d in t.shape], "dtype": str(t.dtype).split(".")[-1]}
@@ -119,7 +100,7 @@ def network_info(network: Network, config: Config | None = None) -> NetworkInfo:
     n_layers = int(safe(lambda: network.num_layers, 0))
     digest = hashlib.sha256()
     for i in range(n_layers):
-        layer: _Layer | None = safe(functools.partial(network.get_layer, i), None)
+        layer: ILayer | None = safe(functools.partial(network.get_layer, i), None)
         digest.update(f"{getattr(layer, 'name', '')}|{getattr(layer, 'type', '')}\n".encode())
     info: NetworkInfo = {
         "name": name,

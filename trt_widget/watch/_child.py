@@ -27,6 +27,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from .._json import JSONObject
     from ._build import WatchedBuild
     from ._watch import Watch
 
@@ -192,8 +193,8 @@ def _stream(build: WatchedBuild) -> None:
     attach_events(build, _writer(n, build))
 
 
-def _writer(n: int, build: WatchedBuild) -> Callable[[dict[str, object]], None]:
-    def write(event: dict[str, object]) -> None:
+def _writer(n: int, build: WatchedBuild) -> Callable[[JSONObject], None]:
+    def write(event: JSONObject) -> None:
         event = {"build": n, **event}
         if event["event"] == "build_start":
             event["pid"] = os.getpid()

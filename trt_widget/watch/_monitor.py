@@ -11,23 +11,21 @@ import threading
 import traceback
 from typing import TYPE_CHECKING
 
-from .._backend import trt
 from .._phases import PhaseModel
 from .._status import log
+from .._tensorrt_types import ProgressMonitorBase
 
 if TYPE_CHECKING:
-    from ._patch import ProgressMonitor
-
-    _IProgressMonitor = object  # TensorRT's class, to the type checker: the methods below are its interface
-else:
-    _IProgressMonitor = trt().IProgressMonitor
+    from .._tensorrt_types import IProgressMonitor
 
 
-class WatchMonitor(_IProgressMonitor):
+class WatchMonitor(ProgressMonitorBase):
     """``IProgressMonitor`` of a watched build; ``theirs`` is the monitor the code had set (or None)."""
 
-    def __init__(self, model: PhaseModel, cancel_event: threading.Event, theirs: ProgressMonitor | None = None) -> None:
-        super().__init__()
+    def __init__(
+        self, model: PhaseModel, cancel_event: threading.Event, theirs: IProgressMonitor | None = None
+    ) -> None:
+        ProgressMonitorBase.__init__(self)
         self.model = model
         self.cancel_event = cancel_event
         self.theirs = theirs

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from .._tensorrt_types import IProgressMonitor
     from ._watch import Watch
 
 # Builder methods that build (torch-TensorRT calls the first two positionally: (network, config)); each is
@@ -32,25 +33,17 @@ _process_wide: list[Watch] = []
 _originals: dict[str, Method] = {}  # method name -> TensorRT's own (what the class held before the patch)
 _patched: dict[str, Method] = {}  # method name -> our wrapper, as installed
 _first: dict[str, Method] = {}  # method name -> what the class held before the first watch (kept after it closes)
-_builder: type | None = None  # the Builder class patched
+_builder: object = None  # the Builder class patched
 _thread_start: Callable[..., None] | None = None  # threading.Thread.start before the patch
 _local = threading.local()  # .stack: the watches opened on this thread
 _inherited: weakref.WeakKeyDictionary[threading.Thread, tuple[Watch, ...]] = weakref.WeakKeyDictionary()
-
-
-class ProgressMonitor(Protocol):
-    """TensorRT's ``IProgressMonitor``: the code's own, chained by a watched build's."""
-
-    def phase_start(self, phase_name: str, parent_phase: str | None, num_steps: int) -> None: ...
-    def step_complete(self, phase_name: str, step: int) -> bool: ...
-    def phase_finish(self, phase_name: str) -> None: ...
 
 
 @runtime_checkable
 class Config(Protocol):
     """What a watched build reads and sets on TensorRT's ``IBuilderConfig``."""
 
-    progress_monitor: ProgressMonitor | None
+    progress_monitor: IProgressMonitor | None
     builder_optimization_level: int
     flags: int
     num_optimization_profiles: int

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypedDict, Union, cast
+from typing import TYPE_CHECKING, Literal, TypedDict, Union, cast
 
 from .._build import Build, HistorySetting
 from .._engine import ModelLike, ModelSource
@@ -44,11 +44,12 @@ from ._table import (
 )
 
 if TYPE_CHECKING:
+    from pandas import DataFrame
     from typing_extensions import Unpack
 
     from ..ray import RayRunner
     from ._events import MatrixEvents
-    from ._table import Comparison
+    from ._table import Comparison, ResultRow
     from ._widget import MatrixWidget
 
 __all__ = ["BuildMatrix", "Cell", "Executor", "ModelsLike"]
@@ -346,17 +347,17 @@ class BuildMatrix:
         return self.wait_async().__await__()
 
     # -- results -------------------------------------------------------------------------------------
-    def results(self) -> Any:
+    def results(self) -> DataFrame | list[ResultRow]:
         """One row per build: build, model, variant, status, build_s, engine_bytes, top_phases (the phases
         with the most self time, seconds), error. A pandas DataFrame when pandas is installed, else dicts."""
         return as_table([result_row(cell) for cell in self.cells], RESULT_COLUMNS)
 
-    def compare(self, baseline: int = 0) -> Any:
+    def compare(self, baseline: int = 0) -> DataFrame | list[dict[str, object]]:
         """Differences against build ``baseline``: build time, engine size, and seconds per phase name."""
         rows = compare_rows(self.cells, baseline)
         return as_table(rows, list(rows[0]) if rows else [])
 
-    def engines(self) -> Any:
+    def engines(self) -> DataFrame | list[dict[str, object]]:
         """One row per build: what its engine holds: layers, precision mix, main layer types, weights and
         activation memory, engine size (``EngineReport``); a DataFrame when pandas is installed, else dicts."""
         return as_table(engine_rows(self.cells), ENGINE_COLUMNS)

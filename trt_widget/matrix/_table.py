@@ -9,9 +9,11 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, TypedDict, TypeVar
 
 if TYPE_CHECKING:
+    from pandas import DataFrame
+
     from .._build import Build
     from .._phases import PhaseRow
     from .._status import BuildStatus
@@ -21,6 +23,7 @@ if TYPE_CHECKING:
 from ..runners import START_PHASE
 
 TOP_PHASES = 3
+Row = TypeVar("Row", bound=Mapping[str, object])
 
 
 class ResultRow(TypedDict):
@@ -143,8 +146,8 @@ def result_row(cell: Cell) -> ResultRow:
     }
 
 
-def as_table(rows: Sequence[Mapping[str, object]], columns: list[str]) -> Any:
-    """A pandas DataFrame when pandas is installed, else the list of row dicts (Any: pandas has no types here)."""
+def as_table(rows: list[Row], columns: list[str]) -> DataFrame | list[Row]:
+    """A pandas DataFrame when pandas is installed, else the list of row dicts."""
     try:
         import pandas as pd
     except ImportError:

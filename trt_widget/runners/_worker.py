@@ -128,7 +128,7 @@ class Outbox:
 
 def _make_monitor(outbox: Outbox, cancel: threading.Event) -> EngineMonitor:
     """A progress monitor that streams raw callbacks (replayed verbatim into the parent's PhaseModel)."""
-    from .._tensorrt_types import ProgressMonitorBase
+    from .._backend import ProgressMonitorBase
 
     # the callbacks use try/except, not contextlib.suppress: they run on every TensorRT step (~20 ns against ~700 ns)
     class StreamingMonitor(ProgressMonitorBase):

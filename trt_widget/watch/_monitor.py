@@ -11,9 +11,9 @@ import threading
 import traceback
 from typing import Any
 
+from .._backend import ProgressMonitorBase
 from .._phases import PhaseModel
 from .._status import log
-from .._tensorrt_types import ProgressMonitorBase
 
 
 class WatchMonitor(ProgressMonitorBase):

@@ -329,3 +329,26 @@ def backend_info() -> dict[str, str]:
     """Name, module and version of the selected backend, e.g. for history keys and reports."""
     kind, module = select_backend()
     return {"backend": kind, "module": module.__name__, "version": str(getattr(module, "__version__", "?"))}
+
+
+if TYPE_CHECKING:  # TensorRT's classes, to subclass: looked up on first use (an import of _backend imports no TensorRT)
+
+    class ProgressMonitorBase:
+        """TensorRT's ``IProgressMonitor`` class, to subclass (its callbacks are the subclass's)."""
+
+        def __init__(self) -> None: ...
+
+    class LoggerBase:
+        """TensorRT's ``ILogger`` class, to subclass."""
+
+        def __init__(self) -> None: ...
+
+else:
+
+    def __getattr__(name: str) -> type:
+        """``ProgressMonitorBase`` and ``LoggerBase``: the selected backend's classes, imported on first use."""
+        if name == "ProgressMonitorBase":
+            return trt().IProgressMonitor
+        if name == "LoggerBase":
+            return trt().ILogger
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

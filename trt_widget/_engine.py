@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Protocol, SupportsInt, Union, cast
 
 from . import _external_data
-from ._backend import builder_failure_message, capabilities, select_backend, trt
+from ._backend import LoggerBase, builder_failure_message, capabilities, select_backend, trt
 from ._errors import BuildError
 from ._expected import significant
 from ._external_data import check_external_data, external_locations, file_locations
@@ -37,7 +37,6 @@ from ._tensorrt_types import (
     IParserError,
     IProgressMonitor,
     ITimingCache,
-    LoggerBase,
     TensorRT,
 )
 from ._verbose import TacticWatch, wanted

@@ -11,8 +11,8 @@ import threading
 import traceback
 from collections.abc import Callable
 
+from ._backend import ProgressMonitorBase
 from ._phases import PhaseModel, PhaseRow
-from ._tensorrt_types import ProgressMonitorBase
 
 
 class BuildMonitor(ProgressMonitorBase):

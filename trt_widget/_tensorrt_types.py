@@ -2,15 +2,14 @@
 
 NVIDIA's ``tensorrt`` and ``tensorrt_rtx_bindings`` ship no type information (pybind11), so without these every
 builder, network and config would be ``Any``. :func:`trt_widget._backend.trt` returns the module as
-:class:`TensorRT`; the objects it makes follow from the signatures here. ``ProgressMonitorBase`` and
-``LoggerBase`` are TensorRT's classes to subclass, looked up on first use (importing this module imports no
-TensorRT).
+:class:`TensorRT`; the objects it makes follow from the signatures here. TensorRT's classes to subclass
+(``ProgressMonitorBase``, ``LoggerBase``) are in ``_backend``. This module imports nothing of trt_widget's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Protocol, SupportsInt
+from typing import Protocol, SupportsInt
 
 Shape = Sequence[int]  # what TensorRT takes for a shape (its Dims, a tuple or a list of ints)
 
@@ -233,28 +232,3 @@ class TensorRT(Protocol):
     def Runtime(self, logger: ILogger, /) -> IRuntime: ...
 
     def OnnxParser(self, network: INetworkDefinition, logger: ILogger, /) -> IOnnxParser: ...
-
-
-if TYPE_CHECKING:
-
-    class ProgressMonitorBase:
-        """TensorRT's ``IProgressMonitor`` class, to subclass (its callbacks are the subclass's)."""
-
-        def __init__(self) -> None: ...
-
-    class LoggerBase:
-        """TensorRT's ``ILogger`` class, to subclass."""
-
-        def __init__(self) -> None: ...
-
-else:
-
-    def __getattr__(name: str) -> type:
-        """``ProgressMonitorBase`` and ``LoggerBase``: the selected backend's classes, imported on first use."""
-        from ._backend import trt
-
-        if name == "ProgressMonitorBase":
-            return trt().IProgressMonitor
-        if name == "LoggerBase":
-            return trt().ILogger
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

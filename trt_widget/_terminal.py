@@ -20,6 +20,10 @@ from ._status import CANCELLED, CANCELLING, IDLE, RUNNING, SUCCEEDED
 from ._verbose import describe
 
 if TYPE_CHECKING:
+    from rich.console import Console, RenderableType
+    from rich.live import Live
+    from rich.progress_bar import ProgressBar
+
     from ._build import Build
     from ._phases import PhaseRow
 
@@ -76,8 +80,8 @@ class TerminalView:
         self.rich = style == "rich" or (style == "auto" and is_terminal(stream) and rich_available())
         self._lock = threading.RLock()
         self._depth: dict[int, int] = {}
-        self._console: Any = None
-        self._live: Any = None
+        self._console: Console | None = None
+        self._live: Live | None = None
         self._backend = ""  # from the build_start event
         if self.rich:
             from rich.console import Console
@@ -186,7 +190,7 @@ class TerminalView:
             pass
 
     # -- the rich tree -------------------------------------------------------------------------------
-    def _renderable(self) -> Any:
+    def _renderable(self) -> RenderableType:
         try:
             return self._tree()
         except Exception as exc:  # rich's refresh thread must keep running
@@ -194,7 +198,7 @@ class TerminalView:
 
             return Text(escape_controls(f"(cannot draw the phase tree: {exc!r})"))
 
-    def _tree(self) -> Any:
+    def _tree(self) -> RenderableType:
         from rich.console import Group
         from rich.progress_bar import ProgressBar
         from rich.table import Table
@@ -221,7 +225,7 @@ class TerminalView:
             if count > 1:
                 label.append(f" ×{count}", style="cyan")
             duration = now - row["start_s"] if running else sum(r["duration_s"] or 0.0 for r in group)
-            bar: Any = ""
+            bar: ProgressBar | str = ""
             if running and row["num_steps"] > 1:
                 bar = ProgressBar(total=row["num_steps"], completed=min(row["step"], row["num_steps"]), width=20)
             steps = f"{row['step']}/{row['num_steps']}" if row["num_steps"] > 1 else ""
@@ -289,13 +293,13 @@ def tree_lines(rows: Sequence[Row], total_s: float) -> list[tuple[int, list[Row]
     """(depth, instances, count) per displayed line: runs of same-named siblings grouped by the rule every live
     front end shares (:mod:`trt_widget._grouping`); running phases and finished ones that took at least 5% of
     ``total_s`` are expanded, the rest collapsed."""
-    children: dict[Any, list[Row]] = {}
+    children: dict[object, list[Row]] = {}  # parent id (None for the top) -> its children
     for row in rows:
         if row:
             children.setdefault(row["parent"], []).append(row)
     lines: list[tuple[int, list[Row], int]] = []
 
-    def add(parent: Any, depth: int) -> None:
+    def add(parent: object, depth: int) -> None:
         for group in sibling_runs(children.get(parent, [])):
             lines.append((depth, group, len(group)))
             running = [r for r in group if r["end_s"] is None]
@@ -365,13 +369,13 @@ def plain_summary(build: Build) -> list[str]:
     return lines
 
 
-def engine_lines(build: Any) -> list[str]:
+def engine_lines(build: Build) -> list[str]:
     """The engine report's summary (escaped) of a succeeded build, "" lines where it has none."""
-    report = getattr(build, "engine_report", None) if build.status == SUCCEEDED else None
+    report = build.engine_report if build.status == SUCCEEDED else None
     return report.summary().split("\n") if report is not None else []
 
 
-def rich_summary(build: Build) -> Any:
+def rich_summary(build: Build) -> RenderableType:
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
@@ -388,7 +392,7 @@ def rich_summary(build: Build) -> Any:
     for depth, name, count, seconds in summary_rows(build):
         share = f"{100 * seconds / elapsed:.0f}%" if elapsed > 0 else ""
         table.add_row(Text("  " * depth + escape_controls(name)), str(count), fmt_s(seconds), share)
-    parts: list[Any] = [Text(""), table] if table.row_count else []
+    parts: list[RenderableType] = [Text(""), table] if table.row_count else []
     leaf = slowest_leaf(build)
     if leaf is not None:
         slowest = f"slowest innermost phase: {escape_controls(leaf['name'])} ({fmt_s(leaf['duration_s'])})"

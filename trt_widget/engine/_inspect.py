@@ -7,8 +7,7 @@ from __future__ import annotations
 import json
 from typing import SupportsInt
 
-from .._backend import trt
-from .._tensorrt_types import LoggerBase
+from .._backend import LoggerBase, trt
 from ._parse import Parsed, report_from_json
 
 

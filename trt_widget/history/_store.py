@@ -28,6 +28,7 @@ from .._files import UntrustedLink, expand_user, resolve
 if TYPE_CHECKING:
     from .._build import HistorySetting
     from .._gpu import GpuFacts
+    from .._json import JSONObject
     from .._resources import ResourcesSummary
     from ._keys import ProfileRow
 
@@ -44,7 +45,7 @@ class HistoryRecord(TypedDict, total=False):
     status_detail: str
     created: float
     total_s: float | None
-    options: dict[str, object]
+    options: JSONObject
     backend: dict[str, str]
     isolation: str
     gpu: GpuFacts

@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
     from ._watch import WatchOptions
-    from ._widget import WatchWidget, run_widget, watch_widget
 
 from ._build import WatchedBuild, network_info, network_label
 from ._cli import add_arguments as cli_arguments
@@ -29,6 +28,9 @@ from ._rtx import alias_tensorrt_rtx
 from ._run import CommandRun, ProcessCall, RelayedBuild, run_command
 from ._watch import Watch, WatchedCall, check_isolation, stop_notice
 from ._watch import watch_call as _thread_call
+
+if TYPE_CHECKING:  # at run time loaded on first use (it needs anywidget): see __getattr__
+    from ._widget import WatchWidget, run_widget, watch_widget
 
 
 def watch_call(

@@ -11,9 +11,9 @@ import threading
 import traceback
 from typing import TYPE_CHECKING
 
+from .._backend import ProgressMonitorBase
 from .._phases import PhaseModel
 from .._status import log
-from .._tensorrt_types import ProgressMonitorBase
 
 if TYPE_CHECKING:
     from .._tensorrt_types import IProgressMonitor

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..mcp._stream import PROGRESS_INTERVAL_S
+from ..mcp import PROGRESS_INTERVAL_S
 from ._cli import add_arguments, run
 
 if TYPE_CHECKING:

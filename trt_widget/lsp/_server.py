@@ -21,9 +21,7 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from .. import __version__
 from .._follow import Follower, ended, path_fraction, path_label, running_path
-from ..mcp import BadInput, BuildRegistry
-from ..mcp._builds import BuildDescription
-from ..mcp._stream import PROGRESS_INTERVAL_S
+from ..mcp import PROGRESS_INTERVAL_S, BadInput, BuildDescription, BuildRegistry
 
 log = logging.getLogger("trt_widget.lsp")
 BUILD, STOP, BUILDS = "trtWidget.build", "trtWidget.stop", "trtWidget.builds"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._builds import BadInput, BuildRegistry
+from ._builds import BadInput, BuildDescription, BuildRegistry
 from ._cli import add_arguments, add_max_concurrent, run
 from ._stream import PROGRESS_INTERVAL_S
 
@@ -19,7 +19,9 @@ if TYPE_CHECKING:
     from ._http import HttpServerThread
 
 __all__ = [
+    "PROGRESS_INTERVAL_S",
     "BadInput",
+    "BuildDescription",
     "BuildRegistry",
     "HttpServerThread",
     "add_arguments",

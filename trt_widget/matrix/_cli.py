@@ -18,13 +18,14 @@ import os
 import signal
 import sys
 from types import FrameType
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO, cast
 
 if TYPE_CHECKING:
     from rich.live import Live
     from rich.progress_bar import ProgressBar
     from rich.table import Table
 
+    from .._options import BuildOptionsDict
     from ._matrix import BuildMatrix, Cell, Executor
 
 from .._files import expand_user
@@ -105,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     if ray_started is None:
         return EXIT_FAILED
     try:
-        return _run_matrix(args, executor, options)
+        return _run_matrix(args, executor, cast("BuildOptionsDict", options))  # Build's keywords, checked
     finally:
         if ray_started:  # the local instance this command started: shut down now, its helpers with it
             import ray
@@ -131,9 +132,8 @@ def _connect_ray(address: str | None) -> bool | None:
     return local
 
 
-def _run_matrix(args: argparse.Namespace, executor: Executor, options: dict[str, Any]) -> int:
+def _run_matrix(args: argparse.Namespace, executor: Executor, options: BuildOptionsDict) -> int:
     """Build the matrix with the live table (or events) and Ctrl-C; the exit code."""
-    from .._options import BuildOptionsDict
     from ._matrix import BuildMatrix
 
     variants: list[BuildOptionsDict] = [{"optimization_level": n} for n in args.opt_level] if args.opt_level else [{}]

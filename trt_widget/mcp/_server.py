@@ -13,7 +13,7 @@ import io
 import logging
 import sys
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Annotated, Any, BinaryIO
+from typing import TYPE_CHECKING, Annotated, BinaryIO
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
@@ -165,7 +165,7 @@ def create_server(
     async def build_engine(
         ctx: Context,
         model: Annotated[str, Field(description=_MODEL)],
-        options: Annotated[dict[str, Any] | None, Field(description=_OPTIONS)] = None,
+        options: Annotated[dict[str, object] | None, Field(description=_OPTIONS)] = None,
         budget: Annotated[float | None, Field(description=_BUDGET, gt=0)] = None,
         output: Annotated[str | None, Field(description=_OUTPUT)] = None,
     ) -> Annotated[CallToolResult, BuildResult]:
@@ -219,7 +219,7 @@ def create_server(
     )
     async def start_build(
         model: Annotated[str, Field(description=_MODEL)],
-        options: Annotated[dict[str, Any] | None, Field(description=_OPTIONS)] = None,
+        options: Annotated[dict[str, object] | None, Field(description=_OPTIONS)] = None,
         budget: Annotated[float | None, Field(description=_BUDGET, gt=0)] = None,
         output: Annotated[str | None, Field(description=_OUTPUT)] = None,
     ) -> BuildResult:

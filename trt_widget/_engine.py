@@ -433,7 +433,7 @@ def _looks_like_a_timing_cache(config: IBuilderConfig, data: bytes) -> bool:
 
 def _save_timing_cache(config: IBuilderConfig, path: str, logger: CaptureLogger) -> None:
     """Merge the build's timing cache into the file's current one and replace the file, under a lock beside it: a
-    concurrent build sharing the file (a matrix, the service) keeps its entries. Any failure is a warning: the
+    concurrent build sharing the file (a matrix, the service) keeps its entries. A failure is a warning: the
     engine is the product, the cache an extra."""
     try:
         with warnings.catch_warnings(), _file_lock(path):

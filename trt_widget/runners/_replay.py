@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from .._phases import PhaseModel
 
 # a recording of events= / --json: a JSON-lines file's path, or an iterable of JSON lines or event dicts
-# (an event dict's values are whatever JSON holds: Any, so that dicts typed either way are accepted)
+# (an event dict's values: whatever JSON holds, so that dicts typed either way are accepted)
 Recording = Union[str, "os.PathLike[str]", Iterable[str | bytes | dict[str, Any]]]
 T = TypeVar("T")
 

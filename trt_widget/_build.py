@@ -18,7 +18,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Union
 
 from ._backend import check_options, select_backend
 from ._engine import BEFORE_PHASES, CaptureLogger, ModelLike, ModelSource
@@ -58,9 +58,11 @@ from .engine import EngineLog, EngineReport, report_of
 from .runners import START_PHASE, EngineFile, Recording, RunContext, Runner, runner_for
 
 if TYPE_CHECKING:
+    import pandas
     from typing_extensions import Unpack  # typing.Unpack from Python 3.11
 
     from ._events import EventStream
+    from ._json import JSONObject
     from ._resources import ResourceSampler
     from ._status import CancelInfo
     from ._tensorrt_log import LogRecord
@@ -205,8 +207,8 @@ class Build(Waiting):
         if self.options.engine_report:
             self.logger.engine_log = EngineLog()
         self._engine_report: tuple[EngineReport | None, str] | None = None
-        self._model_identity: dict[str, Any] | None = None  # the model's content hash, once computed
-        self._identity: dict[str, Any] | None = None  # what determines the engine (provenance), once computed
+        self._model_identity: JSONObject | None = None  # the model's content hash, once computed
+        self._identity: JSONObject | None = None  # what determines the engine (provenance), once computed
         self.reused_from: str | None = None  # reuse=True: the engine file this build's engine was taken from
         self._engine_digest: tuple[str, int] | None = None  # the engine's sha256 and size, where already known
         self._hashing: threading.Thread | None = None  # hashing the model while it builds (output=)
@@ -343,7 +345,7 @@ class Build(Waiting):
         """Per phase instance: id, name, parent (id or None), depth, start_s, end_s, duration_s, step, ..."""
         return self.model.timings()
 
-    def timings_df(self) -> Any:
+    def timings_df(self) -> pandas.DataFrame:
         """The timings as a pandas DataFrame indexed by phase id (needs pandas)."""
         try:
             import pandas as pd
@@ -583,7 +585,7 @@ class Build(Waiting):
         self._finish(engine, error)
 
     # -- provenance: the manifest beside the engine, reuse ------------------------------------------------------
-    def _provenance_identity(self) -> dict[str, Any]:
+    def _provenance_identity(self) -> JSONObject:
         """What determines this build's engine (hashing the model and its external data once)."""
         if self._identity is None:
             from .provenance import identity_of, model_identity
@@ -715,7 +717,7 @@ class Build(Waiting):
         except Exception as exc:  # the engine is built and in place: a missing manifest is a warning
             self._note(f"warning: the engine's manifest could not be written ({exc})")
 
-    def manifest(self, engine_path: str | os.PathLike[str]) -> dict[str, Any]:
+    def manifest(self, engine_path: str | os.PathLike[str]) -> JSONObject:
         """The manifest (JSON-ready) of this build's engine written at ``engine_path`` (:func:`read_manifest`)."""
         from .provenance import make_manifest
 

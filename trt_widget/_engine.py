@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, SupportsInt, Union, cast
+from typing import TYPE_CHECKING, Any, Protocol, SupportsInt, Union, cast
 
 from . import _external_data
 from ._backend import LoggerBase, builder_failure_message, capabilities, select_backend, trt
@@ -35,19 +35,14 @@ from ._tensorrt_types import (
     INetworkDefinition,
     IOnnxParser,
     IParserError,
-    IProgressMonitor,
     ITimingCache,
     TensorRT,
 )
 from ._verbose import TacticWatch, wanted
 from .engine import EngineLog, engine_line
 
-
-class EngineMonitor(IProgressMonitor, Protocol):
-    """The progress monitor a build runs with: TensorRT's callbacks, and the cancel event its steps answer."""
-
-    cancel_event: threading.Event
-
+if TYPE_CHECKING:
+    from ._monitor import BuildMonitor
 
 SEVERITIES = ("INTERNAL_ERROR", "ERROR", "WARNING", "INFO", "VERBOSE")
 
@@ -269,7 +264,7 @@ BEFORE_PHASES = {"model": "Reading and parsing the model", "callable": "Defining
 
 
 def build_engine(
-    source: ModelSource, options: BuildOptions, monitor: EngineMonitor, logger: CaptureLogger
+    source: ModelSource, options: BuildOptions, monitor: BuildMonitor, logger: CaptureLogger
 ) -> memoryview | None:
     """Build and return the serialized engine (a view of TensorRT's buffer), or None when cancelled."""
     with routed_logs(logger) as router:
@@ -277,7 +272,7 @@ def build_engine(
 
 
 def _build_engine(
-    source: ModelSource, options: BuildOptions, monitor: EngineMonitor, logger: CaptureLogger, router: _LogRouter
+    source: ModelSource, options: BuildOptions, monitor: BuildMonitor, logger: CaptureLogger, router: _LogRouter
 ) -> memoryview | None:
     t = trt()
     before = BEFORE_PHASES["callable" if source.kind == "callable" else "model"]
@@ -290,7 +285,7 @@ def _build_on_device(
     t: TensorRT,
     source: ModelSource,
     options: BuildOptions,
-    monitor: EngineMonitor,
+    monitor: BuildMonitor,
     logger: CaptureLogger,
     router: _LogRouter,
     before: str,
@@ -313,10 +308,7 @@ def _build_on_device(
     _check_network(network, options)
     config = builder.create_builder_config()
     cache = _configure(t, builder, config, network, options, logger)
-    from ._monitor import BuildMonitor
-
-    if isinstance(monitor, BuildMonitor):  # a builder process's streaming monitor claims no threads
-        monitor.on_thread = lambda ident: router.claim(ident, logger)
+    monitor.on_thread = lambda ident: router.claim(ident, logger)
     if options.configure is not None:
         _call_configure(options.configure, builder, network, config)
     config.progress_monitor = monitor
@@ -441,7 +433,7 @@ def _looks_like_a_timing_cache(config: IBuilderConfig, data: bytes) -> bool:
 
 def _save_timing_cache(config: IBuilderConfig, path: str, logger: CaptureLogger) -> None:
     """Merge the build's timing cache into the file's current one and replace the file, under a lock beside it: a
-    concurrent build sharing the file (a matrix, the service) keeps its entries. Any failure is a warning: the
+    concurrent build sharing the file (a matrix, the service) keeps its entries. A failure is a warning: the
     engine is the product, the cache an extra."""
     try:
         with warnings.catch_warnings(), _file_lock(path):

@@ -56,10 +56,12 @@ class Snapshot(TypedDict):
     history_delta: dict[str, float] | None  # HistoryLink.deltas()
     resources: ResourcesSnapshot | None
     activity: Activity | None
+    engine_json: str  # the engine report as JSON text once the build succeeded (made once: see ``snapshot``)
 
 
-def snapshot(build: Build) -> Snapshot:
-    """The state a front end shows, as trait name -> JSON-ready value."""
+def snapshot(build: Build, *, engine: str = "") -> Snapshot:
+    """The state a front end shows, as trait name -> JSON-ready value. ``engine``: the ``engine_json`` to show (a
+    view makes it once, with :func:`engine_json`, as the report may be megabytes; "" shows none)."""
     status = build.status
     error = build.error
     return {
@@ -81,6 +83,7 @@ def snapshot(build: Build) -> Snapshot:
         }
         if status in LIVE
         else None,
+        "engine_json": engine,
     }
 
 
@@ -194,8 +197,10 @@ class SnapshotPump:
 
         Phase rows travel as deltas (``phases_delta``: the rows that changed, numbered ``seq``); the whole list
         (``phases_json`` with the ``phases_seq`` it includes) only first, at the end, and when a view asks."""
-        rows, state = traits(snapshot(self.build))
-        state["engine_json"] = self.last.get("engine_json") or engine_json(self.build)
+        made = self.last.get("engine_json")
+        rows, state = traits(
+            snapshot(self.build, engine=made if isinstance(made, str) and made else engine_json(self.build))
+        )
         changed_rows = self._rows.update(rows)
         if changed_rows:
             self.seq += 1

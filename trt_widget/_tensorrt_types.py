@@ -1,7 +1,7 @@
 """TensorRT's Python API as trt_widget uses it: one Protocol per object it touches, only the members it uses.
 
 NVIDIA's ``tensorrt`` and ``tensorrt_rtx_bindings`` ship no type information (pybind11), so without these every
-builder, network and config would be ``Any``. :func:`trt_widget._backend.trt` returns the module as
+builder, network and config would be untyped. :func:`trt_widget._backend.trt` returns the module as
 :class:`TensorRT`; the objects it makes follow from the signatures here. TensorRT's classes to subclass
 (``ProgressMonitorBase``, ``LoggerBase``) are in ``_backend``. This module imports nothing of trt_widget's.
 """

@@ -20,6 +20,9 @@ import sys
 from types import FrameType
 from typing import TYPE_CHECKING, TextIO, cast
 
+from .._files import expand_user
+from .._format import escape_controls, escape_lines
+
 if TYPE_CHECKING:
     from rich.live import Live
     from rich.progress_bar import ProgressBar
@@ -28,8 +31,6 @@ if TYPE_CHECKING:
     from .._options import BuildOptionsDict
     from ._matrix import BuildMatrix, Cell, Executor
 
-from .._files import expand_user
-from .._format import escape_controls, escape_lines
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BUDGET, EXIT_INTERRUPTED = 0, 1, 2, 124, 130
 COLORS = {"succeeded": "green", "failed": "red", "cancelled": "yellow", "cancelling": "yellow", "running": "cyan"}

@@ -11,6 +11,9 @@ import threading
 import time
 from typing import TYPE_CHECKING, TypedDict
 
+from .._files import expand_user
+from ._stream import STREAM_KEY, RequestStream
+
 if TYPE_CHECKING:
     import uvicorn
     from mcp.server.mcpserver import MCPServer
@@ -19,8 +22,6 @@ if TYPE_CHECKING:
 
     from ..serve._guard import ServerConfig
 
-from .._files import expand_user
-from ._stream import STREAM_KEY, RequestStream
 
 PATH = "/mcp"
 

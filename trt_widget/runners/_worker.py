@@ -49,7 +49,8 @@ from ._messages import (
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
 
-    from .._engine import EngineMonitor, ModelSource
+    from .._engine import ModelSource
+    from .._monitor import BuildMonitor
     from .._options import BuildOptions
     from .._tensorrt_log import LogRecord
     from ._messages import WorkerJob
@@ -126,38 +127,28 @@ class Outbox:
             self.flush()
 
 
-def _make_monitor(outbox: Outbox, cancel: threading.Event) -> EngineMonitor:
-    """A progress monitor that streams raw callbacks (replayed verbatim into the parent's PhaseModel)."""
-    from .._backend import ProgressMonitorBase
+class _Streamed:
+    """TensorRT's callbacks as this process's events, replayed verbatim into the parent's phase model (the
+    :class:`~trt_widget._monitor.Progress` the shared TensorRT adapter feeds here)."""
 
-    # the callbacks use try/except, not contextlib.suppress: they run on every TensorRT step (~20 ns against ~700 ns)
-    class StreamingMonitor(ProgressMonitorBase):
-        def __init__(self) -> None:
-            ProgressMonitorBase.__init__(self)
-            self.cancel_event = cancel
+    def __init__(self, outbox: Outbox) -> None:
+        self._outbox = outbox
 
-        def phase_start(self, phase_name: str, parent_phase: str | None, num_steps: int) -> None:
-            try:  # noqa: SIM105
-                outbox.structure(
-                    PhaseStart(phase_name, parent_phase, num_steps, threading.get_ident(), time.perf_counter())
-                )
-            except Exception:
-                pass
+    def phase_start(self, name: str, parent_name: str | None, num_steps: int, *, thread: int) -> None:
+        self._outbox.structure(PhaseStart(name, parent_name, num_steps, thread, time.perf_counter()))
 
-        def step_complete(self, phase_name: str, step: int) -> bool:
-            try:  # noqa: SIM105
-                outbox.step(phase_name, step, threading.get_ident())
-            except Exception:
-                pass
-            return not cancel.is_set()
+    def step_complete(self, name: str, step: int, *, thread: int) -> None:
+        self._outbox.step(name, step, thread)
 
-        def phase_finish(self, phase_name: str) -> None:
-            try:  # noqa: SIM105
-                outbox.structure(PhaseFinish(phase_name, threading.get_ident(), time.perf_counter()))
-            except Exception:
-                pass
+    def phase_finish(self, name: str, *, thread: int) -> None:
+        self._outbox.structure(PhaseFinish(name, thread, time.perf_counter()))
 
-    return StreamingMonitor()
+
+def _make_monitor(outbox: Outbox, cancel: threading.Event) -> BuildMonitor:
+    """The TensorRT adapter, streaming the callbacks to the parent."""
+    from .._monitor import BuildMonitor
+
+    return BuildMonitor(cancel_event=cancel, progress=_Streamed(outbox))
 
 
 class _Jobs:

@@ -18,6 +18,11 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypedDict
 
+import h11
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from .._status import log
+
 if TYPE_CHECKING:
     import os
 
@@ -25,10 +30,6 @@ if TYPE_CHECKING:
     from starlette.types import ASGIApp
     from typing_extensions import Unpack
 
-import h11
-from uvicorn.protocols.http.h11_impl import H11Protocol
-
-from .._status import log
 
 DEFAULT_HEADER_TIMEOUT_S = 10.0
 DEFAULT_MAX_CONNECTIONS = 1000

@@ -28,6 +28,11 @@ import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
+from urllib.parse import unquote_plus
+
+from .._files import expand_user
+from .._format import escape_controls, escape_lines
+from .._status import log
 
 if TYPE_CHECKING:
     import uvicorn
@@ -36,11 +41,7 @@ if TYPE_CHECKING:
 
     from ._guard import Guard, ServerConfig
     from ._store import BuildStore
-from urllib.parse import unquote_plus
 
-from .._files import expand_user
-from .._format import escape_controls, escape_lines
-from .._status import log
 
 DEFAULT_PORT = 8765
 DEFAULT_MAX_UPLOAD = "2GiB"

@@ -15,11 +15,6 @@ import types
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from typing_extensions import Unpack
-
-    from ._watch import WatchOptions
-
 from ._build import WatchedBuild, network_info, network_label
 from ._cli import add_arguments as cli_arguments
 from ._cli import run as cli_run
@@ -29,8 +24,11 @@ from ._run import CommandRun, ProcessCall, RelayedBuild, run_command
 from ._watch import Watch, WatchedCall, check_isolation, stop_notice
 from ._watch import watch_call as _thread_call
 
-if TYPE_CHECKING:  # at run time loaded on first use (it needs anywidget): see __getattr__
-    from ._widget import WatchWidget, run_widget, watch_widget
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from ._watch import WatchOptions
+    from ._widget import WatchWidget, run_widget, watch_widget  # loaded on first use (anywidget): __getattr__
 
 
 def watch_call(

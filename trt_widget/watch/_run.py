@@ -32,9 +32,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from typing_extensions import Self
-
 from .._build import Build
 from .._engine import ModelSource
 from .._errors import BuildCancelled, BuildError
@@ -44,6 +41,11 @@ from .._status import LIVE, log
 from ..runners import RecordingError, RunContext, apply_event, check_event
 from ._child import ABSTRACT, ENV_SOCKET
 from ._watch import BuildTimings, builds_timings, stop_notice
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+    from .._json import JSONObject
 
 TERM_GRACE_S = 0.2
 RUN_PREFIX = "trt-widget-run-"  # its directory: RUN_PREFIX<pid>-<random>, swept when that process has ended
@@ -100,7 +102,7 @@ class RelayRunner:
     local = False  # the command's own TensorRT builds
 
     def __init__(self) -> None:
-        self.events: queue.SimpleQueue[dict[str, object] | None] = queue.SimpleQueue()  # None: the process ended
+        self.events: queue.SimpleQueue[JSONObject | None] = queue.SimpleQueue()  # None: the process ended
 
     def run(self, ctx: RunContext) -> bytes | None:
         names: dict[int, str] = {}

@@ -51,8 +51,8 @@ def test_the_snapshot_type_is_the_widgets_synced_state_and_a_real_snapshot() -> 
     from trt_widget._snapshot import Snapshot, snapshot
 
     fields = list(Snapshot.__annotations__)
-    # the rows travel encoded; the engine report travels beside the snapshot, sent once the build succeeded
-    wire = {*fields} - {"phases"} | {"phases_json", "phases_seq", "phases_delta", "engine_json"}
+    # the rows travel encoded
+    wire = {*fields} - {"phases"} | {"phases_json", "phases_seq", "phases_delta"}
     assert wire == set(BuildWidget.class_own_traits(sync=True))
     build = Build(models.deep_residual(2), history=False, resources=False, isolation="thread")
     assert list(snapshot(build)) == fields

@@ -25,22 +25,27 @@ second Ctrl-C terminates it at once (with --isolation thread a third one exits w
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import re
 import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from difflib import get_close_matches
 from importlib import import_module
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from types import FrameType
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, overload
 
 from ._files import expand_user
 
 if TYPE_CHECKING:
     from ._build import Build
+    from ._engine import ModelLike
+    from ._events import EventStream
 
+N = TypeVar("N")
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BUDGET, EXIT_INTERRUPTED = 0, 1, 2, 124, 130
 
 
@@ -56,11 +61,21 @@ class _Parser(argparse.ArgumentParser):
     """argparse's parser, whose "unrecognized arguments" error is the command's own and names its closest options
     (``--opt-levle`` and ``--opt_level``: did you mean ``--opt-level``?)."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.commands: dict[str, argparse.ArgumentParser] = {}  # the top parser's commands, by name
+    @functools.cached_property
+    def commands(self) -> dict[str, argparse.ArgumentParser]:
+        """The top parser's commands, by name (filled as they are added)."""
+        return {}
 
-    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
+    @overload  # argparse's own overloads
+    def parse_args(self, args: Iterable[str] | None = None, namespace: None = None) -> argparse.Namespace: ...
+
+    @overload
+    def parse_args(self, args: Iterable[str] | None, namespace: N) -> N: ...
+
+    @overload
+    def parse_args(self, *, namespace: N) -> N: ...
+
+    def parse_args(self, args: Iterable[str] | None = None, namespace: N | None = None) -> N | argparse.Namespace:
         parsed, extras = self.parse_known_args(args, namespace)
         if extras:
             target = self.commands.get(getattr(parsed, "command", None) or "", self)
@@ -239,10 +254,13 @@ COMMANDS = (
 COMMAND_NAMES = tuple(c.name for c in COMMANDS)
 
 
-def _imported(target: str) -> Any:
+def _imported(target: str) -> Callable[..., object]:
     """The function ``"module:function"`` names (a module of this package)."""
     module, _, name = target.partition(":")
-    return getattr(import_module(module, __package__), name)
+    function: object = getattr(import_module(module, __package__), name)
+    if not callable(function):
+        raise TypeError(f"{target} is not a function")
+    return function
 
 
 def choose_a_command() -> str:
@@ -322,7 +340,10 @@ def _main(argv: list[str], whole_process: bool) -> int:
         return EXIT_USAGE
     entry = next(c for c in COMMANDS if c.name == args.command)
     if entry.run:
-        return int(_imported(entry.run)(args))
+        code = _imported(entry.run)(args)
+        if not isinstance(code, int):
+            raise TypeError(f"{entry.run} returned {code!r}, not an exit code")
+        return code
     try:
         return _view(args) if args.command == "view" else _run(args)
     except _UsageError as exc:
@@ -394,7 +415,7 @@ def _safe(text: str) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
-def _model_and_output(args: argparse.Namespace) -> tuple[Any, str | None]:
+def _model_and_output(args: argparse.Namespace) -> tuple[ModelLike, str | None]:
     if args.command == "build":
         try:
             path = expand_user(args.model)
@@ -412,7 +433,7 @@ def _model_and_output(args: argparse.Namespace) -> tuple[Any, str | None]:
     return deep_residual(args.blocks), args.output
 
 
-def _options(args: argparse.Namespace, output: str | None) -> dict[str, Any]:
+def _options(args: argparse.Namespace, output: str | None) -> dict[str, Any]:  # for Build(**options): checked
     from ._options import BuildOptions, options_from_args
 
     try:
@@ -491,14 +512,14 @@ def _run(args: argparse.Namespace) -> int:
 
         record_steps(build)  # steps over time, not only at each phase's start and end
     if args.json:
-        stream: Any = attach_events(build, sys.stdout)
+        stream: EventStream | TerminalView = attach_events(build, sys.stdout)
         notify = _stderr_line
     else:
         stream = TerminalView(build, sys.stdout, style="plain" if args.plain else "auto", hint="Ctrl-C to cancel")
         notify = stream.notice
     interrupts = Interrupts(build, notify)
 
-    def on_sigint(signum: int, frame: Any) -> None:
+    def on_sigint(signum: int, frame: FrameType | None) -> None:
         if not interrupts() and not build.done():
             notify("Exiting without waiting for the builder.")
             sys.stdout.flush()

@@ -12,7 +12,11 @@ import importlib.util
 import os
 import sys
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    from ._options import BuildOptions
+    from ._tensorrt_types import TensorRT
 
 INSTALL_HINT = (
     "trt_widget needs a TensorRT Python module and found none. Install one of:\n"
@@ -254,7 +258,7 @@ def capabilities() -> dict[str, object]:
     return {"label": label, "weak_typing": weak, "gil_unsafe_parse": kind == "tensorrt" and _older(version, (10, 13))}
 
 
-def check_options(options: Any) -> None:
+def check_options(options: BuildOptions) -> None:
     """Refuse, at construction, options the selected backend cannot build (as trtexec does), asking its API."""
     from ._options import PRECISION_FLAGS, TRT_SETTINGS
 
@@ -316,12 +320,35 @@ def _older(version: str, than: tuple[int, ...]) -> bool:
     return parts < than
 
 
-def trt() -> ModuleType:
-    """The selected TensorRT module (``tensorrt`` or ``tensorrt_rtx_bindings``)."""
-    return select_backend()[1]
+def trt() -> TensorRT:
+    """The selected TensorRT module (``tensorrt`` or ``tensorrt_rtx_bindings``), typed as trt_widget uses it."""
+    return cast("TensorRT", select_backend()[1])
 
 
 def backend_info() -> dict[str, str]:
     """Name, module and version of the selected backend, e.g. for history keys and reports."""
     kind, module = select_backend()
     return {"backend": kind, "module": module.__name__, "version": str(getattr(module, "__version__", "?"))}
+
+
+if TYPE_CHECKING:  # TensorRT's classes, to subclass: looked up on first use (an import of _backend imports no TensorRT)
+
+    class ProgressMonitorBase:
+        """TensorRT's ``IProgressMonitor`` class, to subclass (its callbacks are the subclass's)."""
+
+        def __init__(self) -> None: ...
+
+    class LoggerBase:
+        """TensorRT's ``ILogger`` class, to subclass."""
+
+        def __init__(self) -> None: ...
+
+else:
+
+    def __getattr__(name: str) -> type:
+        """``ProgressMonitorBase`` and ``LoggerBase``: the selected backend's classes, imported on first use."""
+        if name == "ProgressMonitorBase":
+            return trt().IProgressMonitor
+        if name == "LoggerBase":
+            return trt().ILogger
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

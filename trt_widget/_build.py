@@ -19,7 +19,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Union
 
 from ._backend import check_options, select_backend
 from ._engine import BEFORE_PHASES, CaptureLogger, ModelLike, ModelSource
@@ -63,10 +63,15 @@ from .engine import EngineLog, EngineReport, report_of
 from .runners import START_PHASE, EngineFile, Recording, RunContext, Runner, runner_for
 
 if TYPE_CHECKING:
+    import pandas
     from typing_extensions import Unpack  # typing.Unpack from Python 3.11
 
     from ._events import EventStream
-    from .history import HistoryStore
+    from ._json import JSONObject
+    from ._resources import ResourceSampler
+    from ._status import CancelInfo
+    from ._tensorrt_log import LogRecord
+    from .history import HistoryLink, HistoryStore
     from .provenance import HashCache
 
 __all__ = ["BUILD_STATUSES", "FINAL", "Build", "BuildArgs", "HistorySetting"]
@@ -199,7 +204,7 @@ class Build(Waiting):
         self._status = IDLE
         self.status_detail = ""
         self._notes: list[str] = []  # what the runner said about the build (kept on success; stop reasons are not)
-        self.cancel_info: dict[str, Any] | None = None  # {"phase": name, "requested_at_s": t} once stopped
+        self.cancel_info: CancelInfo | None = None  # {"phase": name, "requested_at_s": t} once stopped
         self._engine: bytes | None = None
         self._written: WrittenFile | None = None  # output= holds the engine, not yet read into this process
         self._reported_engine_size: int | None = None  # the runner's, for an engine it does not hand over
@@ -215,8 +220,8 @@ class Build(Waiting):
         if self.options.engine_report:
             self.logger.engine_log = EngineLog()
         self._engine_report: tuple[EngineReport | None, str] | None = None
-        self._model_identity: dict[str, Any] | None = None  # the model's content hash, once computed
-        self._identity: dict[str, Any] | None = None  # what determines the engine (provenance), once computed
+        self._model_identity: JSONObject | None = None  # the model's content hash, once computed
+        self._identity: JSONObject | None = None  # what determines the engine (provenance), once computed
         self.reused_from: str | None = None  # reuse=True: the engine file this build's engine was taken from
         self._engine_digest: tuple[str, int] | None = None  # the engine's sha256 and size, where already known
         self._hashing: threading.Thread | None = None  # hashing the model while it builds (output=)
@@ -227,8 +232,8 @@ class Build(Waiting):
         self._on_start: list[Callable[[Build], None]] = []
         self._force = threading.Event()  # process isolation: terminate the builder process now
         self.child_pid: int | None = None  # process isolation: the builder process, once known
-        self.history: Any = None  # a history link (ETA, deltas) when history is on
-        self.resources: Any = None  # a resource sampler when resources is on
+        self.history: HistoryLink | None = None  # ETA and deltas when history is on
+        self.resources: ResourceSampler | None = None  # when resources is on
         self.events: EventStream | None = None  # the events= stream, when given
         if events is not None:
             from ._events import attach_events
@@ -340,12 +345,12 @@ class Build(Waiting):
         return self._ended_s if self._ended_s is not None else self.model.now()
 
     @property
-    def logs(self) -> list[dict[str, Any]]:
+    def logs(self) -> list[LogRecord]:
         """Captured TensorRT log lines: ``{"severity", "message", "t"}`` (INFO and worse; VERBOSE if verbose)."""
         return list(self.logger.records)
 
     @property
-    def problems(self) -> list[dict[str, Any]]:
+    def problems(self) -> list[LogRecord]:
         """TensorRT warnings and errors only."""
         return list(self.logger.problems)
 
@@ -353,7 +358,7 @@ class Build(Waiting):
         """Per phase instance: id, name, parent (id or None), depth, start_s, end_s, duration_s, step, ..."""
         return self.model.timings()
 
-    def timings_df(self) -> Any:
+    def timings_df(self) -> pandas.DataFrame:
         """The timings as a pandas DataFrame indexed by phase id (needs pandas). A phase TensorRT closed before
         the last step it announced (as it closes its root in every build) reads ``done`` with ``ended_early``
         True, so ``status != "done"`` finds only the phases a stop or a failure cut short."""
@@ -607,7 +612,7 @@ class Build(Waiting):
         self._finish(engine, error)
 
     # -- provenance: the manifest beside the engine, reuse ------------------------------------------------------
-    def _provenance_identity(self) -> dict[str, Any]:
+    def _provenance_identity(self) -> JSONObject:
         """What determines this build's engine (hashing the model and its external data once; with reuse=True,
         hashes remembered in the engine cache spare reading unchanged files)."""
         if self._identity is None:
@@ -649,7 +654,7 @@ class Build(Waiting):
         finally:
             hashes.save()
 
-    def _reuse_found(self, identity: dict[str, Any], output: Path | None, began: float) -> bytes | WrittenFile | None:
+    def _reuse_found(self, identity: JSONObject, output: Path | None, began: float) -> bytes | WrittenFile | None:
         from .provenance import cache_entry, copy_into_place, find_reusable, key_of, reuse_dir_of
 
         if identity["model"] is None:
@@ -759,7 +764,7 @@ class Build(Waiting):
         except Exception as exc:  # the engine is built and in place: a missing manifest is a warning
             self._note(f"warning: the engine's manifest could not be written ({exc})")
 
-    def manifest(self, engine_path: str | os.PathLike[str]) -> dict[str, Any]:
+    def manifest(self, engine_path: str | os.PathLike[str]) -> JSONObject:
         """The manifest (JSON-ready) of this build's engine written at ``engine_path`` (:func:`read_manifest`)."""
         from .provenance import make_manifest
 

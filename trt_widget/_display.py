@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ._status import log as _log
 
@@ -26,7 +26,7 @@ class NotebookDisplay:
     build: Build
     _pump: SnapshotPump
     _display_id: str | None  # IPython display id, once displayed in a kernel
-    _display_parent: Any  # the request the last display update was sent with
+    _display_parent: str | None  # the request the last display update was sent with
     # a front end rendered a view of this widget (its JS said so): only then does a final display update keep the
     # widget view; without one (nbclient, nbconvert --execute) the saved output is the static rendering, which
     # readers without the widget's JavaScript (nbconvert's HTML offline, GitHub) show
@@ -47,7 +47,7 @@ class NotebookDisplay:
             self._refresh_display()
 
     # -- static output: what front ends without the widget's JavaScript show ----------------------------------
-    def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    def _repr_mimebundle_(self, **kwargs: object) -> tuple[dict[str, object], dict[str, object]]:
         """The widget view plus ``text/plain``, ``text/markdown`` and ``text/html`` renderings of the current state
         (front ends with the widget show the view; GitHub, nbviewer, nbconvert and the like show the HTML)."""
         bundle = super()._repr_mimebundle_(**kwargs)  # type: ignore[misc]
@@ -59,7 +59,7 @@ class NotebookDisplay:
 
         return mimebundle(self.build, title=repr(self))
 
-    def _bundle(self) -> tuple[dict[str, Any], dict[str, Any]]:
+    def _bundle(self) -> tuple[dict[str, object], dict[str, object]]:
         """The output's data; once the build ended, without the widget view when no front end has shown one (in
         nbconvert's HTML a widget view wins over text/html and renders nothing offline: its manager comes from a
         CDN). A view's late message brings the widget view back (``_on_custom_msg``)."""
@@ -87,7 +87,7 @@ class NotebookDisplay:
         if not ended and self.build.done():  # it ended while this output was made: make sure it is final
             self._refresh_display()
 
-    def _on_build_end(self, _build: Any) -> None:
+    def _on_build_end(self, _build: object) -> None:
         """A done callback, on the builder thread: ipykernel's IOPub socket is thread-safe, so the update goes out now,
         with the request of the cell running at this moment (or of the last one)."""
         if self._display_id is not None:
@@ -127,10 +127,11 @@ class NotebookDisplay:
             _log.debug("could not resend the final state of %r", self, exc_info=True)
 
 
-def _request_id(shell: Any) -> Any:
+def _request_id(shell: object) -> str | None:
     """The id of the request (cell) that display messages sent now belong to, as ipykernel resolves it."""
     header = getattr(getattr(shell, "display_pub", None), "parent_header", None) or {}
-    return header.get("msg_id") if isinstance(header, dict) else None
+    msg_id = header.get("msg_id") if isinstance(header, dict) else None
+    return msg_id if isinstance(msg_id, str) else None
 
 
 def _in_notebook() -> bool:

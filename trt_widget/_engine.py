@@ -19,33 +19,54 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, Union, cast
+from typing import TYPE_CHECKING, Any, Protocol, SupportsInt, Union, cast
 
 from . import _external_data
-from ._backend import builder_failure_message, capabilities, select_backend, trt
+from ._backend import LoggerBase, builder_failure_message, capabilities, select_backend, trt
 from ._errors import BuildError
 from ._expected import significant
 from ._external_data import check_external_data, external_locations, file_locations
 from ._files import atomic_write, expand_user, open_lock_file, writable_target
-from ._options import PRECISION_FLAGS, TRT_SETTINGS, BuildOptions
-from ._tensorrt_log import to_logging
+from ._options import PRECISION_FLAGS, TRT_SETTINGS, BuildOptions, ConfigureHook, Profile
+from ._tensorrt_log import LogRecord, to_logging
+from ._tensorrt_types import (
+    IBuilder,
+    IBuilderConfig,
+    INetworkDefinition,
+    IOnnxParser,
+    IParserError,
+    ITimingCache,
+    TensorRT,
+)
 from ._verbose import TacticWatch, wanted
 from .engine import EngineLog, engine_line
 
+if TYPE_CHECKING:
+    from ._monitor import BuildMonitor
+
 SEVERITIES = ("INTERNAL_ERROR", "ERROR", "WARNING", "INFO", "VERBOSE")
+
+
+class OnnxGraph(Protocol):
+    """What trt_widget reads of an ``onnx.GraphProto``: its name."""
+
+    @property
+    def name(self) -> str: ...
 
 
 class OnnxModelProto(Protocol):
     """What trt_widget uses of an ``onnx.ModelProto``."""
 
     @property
-    def graph(self) -> Any: ...
+    def graph(self) -> OnnxGraph: ...
 
     def SerializeToString(self) -> bytes: ...
 
 
 # model=: an ONNX file path, ONNX bytes, an onnx.ModelProto, or a function that fills a TensorRT network
-ModelLike = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, OnnxModelProto, Callable[[Any], object]]
+ModelLike = Union[
+    str, "os.PathLike[str]", bytes, bytearray, memoryview, OnnxModelProto, Callable[[INetworkDefinition], object]
+]
 
 
 @dataclass(frozen=True)
@@ -53,14 +74,14 @@ class ModelSource:
     """A normalised model: ONNX path, ONNX bytes, or a callable that fills a network definition."""
 
     kind: str  # "path" | "bytes" | "callable"
-    value: Any
+    value: Any  # by kind: a path (str), ONNX bytes, the function; what a runner reads, for other runners
     label: str
     # where the model's external data may lie: its own directory for a path, None (none allowed) otherwise
     directory: str | None = None
     hint: str = ""  # how to pass a model with external data here, when the default advice does not fit
 
     @classmethod
-    def of(cls, model: ModelLike | ModelSource | Any) -> ModelSource:
+    def of(cls, model: ModelLike | ModelSource | object) -> ModelSource:
         if isinstance(model, ModelSource):  # a source a runner reads (a recording, a server's build, user code)
             return model
         if isinstance(model, (str, os.PathLike)):
@@ -99,18 +120,18 @@ class CaptureLogger:
         self,
         verbose: bool = False,
         clock: Callable[[], float] = time.perf_counter,
-        on_record: Callable[[dict[str, Any]], None] | None = None,
+        on_record: Callable[[LogRecord], None] | None = None,
     ) -> None:
         self.verbose = verbose
         self._max = 4 if verbose else 3
         self._clock = clock
         self._t0 = clock()
         self.on_record = on_record
-        self._listeners: list[Callable[[dict[str, Any]], None]] = []
-        self.records: deque[dict[str, Any]] = deque(maxlen=5000)
+        self._listeners: list[Callable[[LogRecord], None]] = []
+        self.records: deque[LogRecord] = deque(maxlen=5000)
         self.tactics = TacticWatch()  # what a silent step is timing, from VERBOSE lines (kept or not)
         self.on_tactic_line: Callable[[str], None] | None = None  # a builder process forwards them
-        self.problems: list[dict[str, Any]] = []  # WARNING and worse, capped below
+        self.problems: list[LogRecord] = []  # WARNING and worse, capped below
         self.engine_log: EngineLog | None = None  # set: the layer record and memory lines are kept (engine_report)
         self.full = False  # wants every line, VERBOSE included (log_file=): the router forwards them all
         self.on_line: Callable[[int, str, float], None] | None = None  # every line given, kept or not (log_file=)
@@ -120,7 +141,7 @@ class CaptureLogger:
         """Make t=0 now: call when the build actually starts."""
         self._t0 = self._clock()
 
-    def log(self, severity: Any, msg: str, at: float | None = None) -> None:
+    def log(self, severity: SupportsInt, msg: str, at: float | None = None) -> None:
         """Keep one line; ``at`` is the line's own clock reading when replayed from a builder process."""
         try:
             level = int(severity)
@@ -137,7 +158,7 @@ class CaptureLogger:
             if level > self._max:
                 return
             now = self._clock() if at is None else min(at, self._clock())
-            record = {"severity": SEVERITIES[min(level, 4)], "message": str(msg), "t": now - self._t0}
+            record: LogRecord = {"severity": SEVERITIES[min(level, 4)], "message": str(msg), "t": now - self._t0}
             self.records.append(record)
             if level <= 2 and len(self.problems) < 1000:
                 self.problems.append(record)
@@ -161,7 +182,7 @@ class CaptureLogger:
             with contextlib.suppress(Exception):
                 to_logging(level, msg, self.label)
 
-    def subscribe(self, listener: Callable[[dict[str, Any]], None]) -> Callable[[], None]:
+    def subscribe(self, listener: Callable[[LogRecord], None]) -> Callable[[], None]:
         """Call ``listener(record)`` for every kept line; returns a function that unsubscribes."""
         self._listeners = [*self._listeners, listener]
 
@@ -174,21 +195,21 @@ class CaptureLogger:
         return [r["message"] for r in self.problems if r["severity"] in ("ERROR", "INTERNAL_ERROR")]
 
 
-class _LogRouter(trt().ILogger):  # type: ignore[misc]
+class _LogRouter(LoggerBase):
     """TensorRT keeps the first logger a process registers, so one router forwards each line to its build: the
     build running on the calling thread, or the build whose progress monitor that thread reported to. A line
     from any other thread goes to the only running build, and to none while several run (it may belong to any
     of them): those are kept in ``unattributed`` (the last 200) and counted."""
 
     def __init__(self) -> None:
-        trt().ILogger.__init__(self)
+        LoggerBase.__init__(self)
         self.sinks: dict[int, CaptureLogger] = {}  # builder thread id -> its build's logger
         self.claimed: dict[int, CaptureLogger] = {}  # a TensorRT internal thread -> the build it reported for
         self.any_verbose = False  # True while a running build wants VERBOSE lines
         self.unattributed: deque[tuple[int, str]] = deque(maxlen=200)
         self.unattributed_count = 0
 
-    def log(self, severity: Any, msg: str) -> None:
+    def log(self, severity: SupportsInt, msg: str) -> None:
         # TensorRT sends every VERBOSE line (tens of thousands per build): drop them before any other work, but for
         # the autotuner's lines that say what a silent step is timing (see _verbose.py) and the engine's layer record.
         if not self.any_verbose and int(severity) == 4 and not wanted(msg) and not engine_line(msg):
@@ -242,14 +263,16 @@ def routed_logs(logger: CaptureLogger) -> Iterator[_LogRouter]:
 BEFORE_PHASES = {"model": "Reading and parsing the model", "callable": "Defining the network"}
 
 
-def build_engine(source: ModelSource, options: BuildOptions, monitor: Any, logger: CaptureLogger) -> memoryview | None:
+def build_engine(
+    source: ModelSource, options: BuildOptions, monitor: BuildMonitor, logger: CaptureLogger
+) -> memoryview | None:
     """Build and return the serialized engine (a view of TensorRT's buffer), or None when cancelled."""
     with routed_logs(logger) as router:
         return _build_engine(source, options, monitor, logger, router)
 
 
 def _build_engine(
-    source: ModelSource, options: BuildOptions, monitor: Any, logger: CaptureLogger, router: _LogRouter
+    source: ModelSource, options: BuildOptions, monitor: BuildMonitor, logger: CaptureLogger, router: _LogRouter
 ) -> memoryview | None:
     t = trt()
     before = BEFORE_PHASES["callable" if source.kind == "callable" else "model"]
@@ -259,10 +282,10 @@ def _build_engine(
 
 
 def _build_on_device(
-    t: Any,
+    t: TensorRT,
     source: ModelSource,
     options: BuildOptions,
-    monitor: Any,
+    monitor: BuildMonitor,
     logger: CaptureLogger,
     router: _LogRouter,
     before: str,
@@ -285,8 +308,7 @@ def _build_on_device(
     _check_network(network, options)
     config = builder.create_builder_config()
     cache = _configure(t, builder, config, network, options, logger)
-    if hasattr(monitor, "on_thread"):
-        monitor.on_thread = lambda ident: router.claim(ident, logger)
+    monitor.on_thread = lambda ident: router.claim(ident, logger)
     if options.configure is not None:
         _call_configure(options.configure, builder, network, config)
     config.progress_monitor = monitor
@@ -313,10 +335,10 @@ def _build_on_device(
 
 _plugins_lock = threading.Lock()
 _standard_plugins: bool | None = None  # init_libnvinfer_plugins ran in this process (None: not tried yet)
-_loaded_plugins: dict[str, Any] = {}  # real path -> TensorRT's library handle, for the life of this process
+_loaded_plugins: dict[str, object] = {}  # real path -> TensorRT's library handle, for the life of this process
 
 
-def _register_plugins(t: Any, paths: tuple[str, ...], logger: CaptureLogger, router: _LogRouter) -> None:
+def _register_plugins(t: TensorRT, paths: tuple[str, ...], logger: CaptureLogger, router: _LogRouter) -> None:
     """TensorRT's standard plugins once per process (as trtexec does: the ONNX parser looks only in the registry),
     then the build's plugin libraries; each library stays loaded for later builds in this process."""
     global _standard_plugins
@@ -349,7 +371,9 @@ def _register_plugins(t: Any, paths: tuple[str, ...], logger: CaptureLogger, rou
     logger.log(3, f"plugins: TensorRT's standard plugins {standard}{extra} (builder pid {os.getpid()})")
 
 
-def _call_configure(configure: Any, builder: Any, network: Any, config: Any) -> None:
+def _call_configure(
+    configure: ConfigureHook, builder: IBuilder, network: INetworkDefinition, config: IBuilderConfig
+) -> None:
     """``configure(builder, network, config)``; its exception fails the build with its traceback."""
     import traceback
 
@@ -396,7 +420,7 @@ def _on_device(device: int | None) -> Iterator[None]:
         cuda.cuDevicePrimaryCtxRelease(handle)
 
 
-def _looks_like_a_timing_cache(config: Any, data: bytes) -> bool:
+def _looks_like_a_timing_cache(config: IBuilderConfig, data: bytes) -> bool:
     """Whether ``data`` begins as the timing caches this TensorRT writes do (their magic, e.g. ``ptrt``). TensorRT
     reads any other bytes as an empty cache, and saving the build's cache would then overwrite whatever the file
     was; a cache of another TensorRT version or device still begins the same way and may be replaced."""
@@ -409,7 +433,7 @@ def _looks_like_a_timing_cache(config: Any, data: bytes) -> bool:
     return not magic or data.startswith(magic)
 
 
-def _save_timing_cache(config: Any, path: str, logger: CaptureLogger, *, stopped: bool = False) -> None:
+def _save_timing_cache(config: IBuilderConfig, path: str, logger: CaptureLogger, *, stopped: bool = False) -> None:
     """Merge the build's timing cache into the file's current one and replace the file, under a lock beside it: a
     concurrent build sharing the file (a matrix, the service) keeps its entries. Any failure is a warning: the
     engine is the product, the cache an extra. ``stopped``: the build was stopped; the cache the application owns
@@ -474,11 +498,14 @@ def _save_timing_cache(config: Any, path: str, logger: CaptureLogger, *, stopped
         logger.log(2, f"timing_cache: could not save to {path} ({type(exc).__name__}: {exc}); the engine is fine")
 
 
-def _unreadable(config: Any, current: bytes, theirs: Any) -> bool:
+def _unreadable(config: IBuilderConfig, current: bytes, theirs: ITimingCache | None) -> bool:
     """TensorRT read ``current`` (which is not an empty cache) as an empty one: it is not a cache this TensorRT
     can use, whatever its first bytes say (TensorRT reads any bytes it cannot parse as an empty cache)."""
     try:
-        blank = bytes(memoryview(config.create_timing_cache(b"").serialize()))
+        empty = config.create_timing_cache(b"")
+        if empty is None:
+            return False
+        blank = bytes(memoryview(empty.serialize()))
         read = bytes(memoryview(theirs.serialize())) if theirs is not None else b""
     except Exception:
         return False  # nothing to compare with: the magic check stands
@@ -583,7 +610,9 @@ def _same_file(fd: int, path: str) -> bool:
         return False
 
 
-def _populate(t: Any, network: Any, source: ModelSource, logger: CaptureLogger, router: _LogRouter) -> Any:
+def _populate(
+    t: TensorRT, network: INetworkDefinition, source: ModelSource, logger: CaptureLogger, router: _LogRouter
+) -> IOnnxParser | None:
     if source.kind == "callable":
         try:
             source.value(network)
@@ -652,7 +681,7 @@ def _short(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-def _parse_file(parser: Any, path: str, source: ModelSource) -> bool:
+def _parse_file(parser: IOnnxParser, path: str, source: ModelSource) -> bool:
     """Check the model file's external data, then parse the very bytes checked, through one read-only map in the
     builder process (TensorRT's ``parse_from_file`` reads through a stream, ~0.1 s more for a 100 MB model here),
     read into memory in the user's process."""
@@ -677,7 +706,7 @@ def _parse_file(parser: Any, path: str, source: ModelSource) -> bool:
                 view.release()
 
 
-def _parse_bytes(parser: Any, data: bytes) -> bool:
+def _parse_bytes(parser: IOnnxParser, data: bytes) -> bool:
     """``parser.parse(data)``, except where the bindings read the buffer without the GIL (NVIDIA 10.0-10.12):
     there the parser reads a private temporary file instead."""
     if not capabilities()["gil_unsafe_parse"]:
@@ -691,7 +720,7 @@ def _parse_bytes(parser: Any, data: bytes) -> bool:
         return bool(parser.parse_from_file(path))
 
 
-def _describe_parser_error(error: Any) -> str:
+def _describe_parser_error(error: IParserError) -> str:
     text = str(error.desc()).strip()
     node = ""
     try:
@@ -704,7 +733,7 @@ def _describe_parser_error(error: Any) -> str:
     return f"{node}: {text}" if node else text
 
 
-def _check_network(network: Any, options: BuildOptions) -> None:
+def _check_network(network: INetworkDefinition, options: BuildOptions) -> None:
     if network.num_outputs == 0:
         raise BuildError("the network has no outputs: mark at least one tensor with network.mark_output(tensor)")
     inputs = {network.get_input(i).name: tuple(network.get_input(i).shape) for i in range(network.num_inputs)}
@@ -712,7 +741,7 @@ def _check_network(network: Any, options: BuildOptions) -> None:
         _check_profile(inputs, profile)
 
 
-def _check_profile(inputs: dict[str, tuple[int, ...]], profiles: dict[str, Any]) -> None:
+def _check_profile(inputs: dict[str, tuple[int, ...]], profiles: dict[str, Profile]) -> None:
     unknown = sorted(set(profiles) - set(inputs))
     if unknown:
         raise BuildError(f"profiles name unknown input(s) {unknown}; the network's inputs are {sorted(inputs)}")
@@ -733,7 +762,7 @@ def _check_profile(inputs: dict[str, tuple[int, ...]], profiles: dict[str, Any])
             )
 
 
-def _set_precisions(t: Any, config: Any, options: BuildOptions) -> None:
+def _set_precisions(t: TensorRT, config: IBuilderConfig, options: BuildOptions) -> None:
     """The weak-typing precision flags (check_options refused those the API lacks); best: every one it has but FP8,
     as trtexec --best."""
     for name in options.weak_precisions:
@@ -743,7 +772,14 @@ def _set_precisions(t: Any, config: Any, options: BuildOptions) -> None:
                 config.set_flag(getattr(t.BuilderFlag, flag))
 
 
-def _configure(t: Any, builder: Any, config: Any, network: Any, options: BuildOptions, logger: CaptureLogger) -> Any:
+def _configure(
+    t: TensorRT,
+    builder: IBuilder,
+    config: IBuilderConfig,
+    network: INetworkDefinition,
+    options: BuildOptions,
+    logger: CaptureLogger,
+) -> ITimingCache | None:
     if options.optimization_level is not None:
         config.builder_optimization_level = options.optimization_level
     if options.workspace is not None:
@@ -830,7 +866,7 @@ def _configure(t: Any, builder: Any, config: Any, network: Any, options: BuildOp
     return cache
 
 
-def _fixed_dimensions(name: str, shape: tuple[int, ...], given: Any, fixed: list[tuple[int, int]]) -> str:
+def _fixed_dimensions(name: str, shape: tuple[int, ...], given: Profile, fixed: list[tuple[int, int]]) -> str:
     """A profile that changes dimensions the model fixes, said plainly: which ones, to what, and what to give."""
     model = "x".join(str(d) if d >= 0 else "N" for d in shape)
     changes = ", ".join(

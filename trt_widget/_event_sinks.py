@@ -7,15 +7,16 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TextIO, Union, cast
+from typing import TextIO, Union, cast
 
 from ._files import expand_user, resolve
 from ._format import escape_json
+from ._json import JSONObject
 
-Sink = Union[str, "os.PathLike[str]", TextIO, Callable[[dict[str, Any]], Any]]
+Sink = Union[str, "os.PathLike[str]", TextIO, Callable[[JSONObject], object]]
 
 
-def open_sink(sink: Sink) -> tuple[Callable[[dict[str, Any]], None], Callable[[], None] | None]:
+def open_sink(sink: Sink) -> tuple[Callable[[JSONObject], None], Callable[[], None] | None]:
     """(write(event), close or None) for a path, a text file object or a callable."""
     if isinstance(sink, (str, os.PathLike)):
         path = resolve(sink)  # a symlink another user planted in a shared folder: UntrustedLink
@@ -30,7 +31,7 @@ def open_sink(sink: Sink) -> tuple[Callable[[dict[str, Any]], None], Callable[[]
     if callable(sink):
         function = sink
 
-        def call(event: dict[str, Any]) -> None:
+        def call(event: JSONObject) -> None:
             function(event)
 
         return call, None
@@ -61,11 +62,11 @@ def describe(sink: Sink) -> str:
     return repr(name if isinstance(name, str) else sink)[:120]
 
 
-def _line_writer(handle: TextIO) -> Callable[[dict[str, Any]], None]:
+def _line_writer(handle: TextIO) -> Callable[[JSONObject], None]:
     """One JSON line per event, UTF-8 as it is, but a name holding a bidi override, U+2028 or a C1 control written
     as an escape (``\\u202e``): a terminal showing ``--json`` output or a ``cat`` of a recording gets none raw."""
 
-    def write(event: dict[str, Any]) -> None:
+    def write(event: JSONObject) -> None:
         handle.write(escape_json(json.dumps(event, ensure_ascii=False, default=str)) + "\n")
         flush = getattr(handle, "flush", None)
         if flush is not None:

@@ -39,14 +39,16 @@ import time
 import warnings
 import weakref
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ._event_sinks import Sink, describe, open_sink
+from ._json import JSONObject
 from ._phases import Phase
 from ._subscribe import BuildEvent, subscribe
 
 if TYPE_CHECKING:
     from ._build import Build
+    from ._tensorrt_log import LogRecord
 
 STEP_INTERVAL_S = 0.1
 LOG_SEVERITIES = ("WARNING", "ERROR", "INTERNAL_ERROR")
@@ -59,10 +61,10 @@ class _Signal:
 class _ReportOf(_Signal):
     """A queue item standing for the ended build's ``engine_report`` event, made when it is written."""
 
-    def __init__(self, build: Any) -> None:
+    def __init__(self, build: Build) -> None:
         self.build = build
 
-    def event(self) -> dict[str, Any] | None:
+    def event(self) -> JSONObject | None:
         from .engine import report_event
 
         if not hasattr(self.build, "engine_report"):  # a build-like object of another kind
@@ -75,10 +77,10 @@ _WAKE = _Signal()  # a step waits in _pending: the writer should wake up after s
 _open_streams: weakref.WeakSet[EventStream] = weakref.WeakSet()
 
 
-def schema() -> dict[str, Any]:
+def schema() -> JSONObject:
     """The JSON Schema (2020-12) that every event validates against."""
     text = resources.files("trt_widget").joinpath("events.schema.json").read_text(encoding="utf-8")
-    loaded: dict[str, Any] = json.loads(text)
+    loaded: JSONObject = json.loads(text)
     return loaded
 
 
@@ -107,7 +109,7 @@ class EventStream:
         self._is_file = not callable(sink) or hasattr(sink, "write")  # a failed file drops later events
         self._label = describe(sink)
         self._reported = False
-        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[JSONObject | _Signal | threading.Event] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._drained = threading.Event()
@@ -152,7 +154,7 @@ class EventStream:
         return marker.wait(timeout)
 
     # -- producers (builder thread: cheap, never raise) ----------------------------------------------
-    def _put(self, event: dict[str, Any] | _Signal) -> None:
+    def _put(self, event: JSONObject | _Signal | threading.Event) -> None:
         if self._thread is None:
             self._thread = threading.Thread(target=self._writer, name="trt_widget-events", daemon=True)
             self._thread.start()
@@ -289,7 +291,7 @@ class EventStream:
         elif event.kind == "log" and event.record is not None:
             self._on_log(event.record)
 
-    def _on_log(self, record: dict[str, Any]) -> None:
+    def _on_log(self, record: LogRecord) -> None:
         if record.get("severity") in LOG_SEVERITIES:
             with self._lock:
                 if not self._ended:
@@ -356,11 +358,10 @@ class EventStream:
             if item is _WAKE or failed:
                 continue
             try:
-                if isinstance(item, _ReportOf):
-                    item = item.event()
-                    if item is None:
-                        continue
-                self._write(item)
+                event = item.event() if isinstance(item, _ReportOf) else item
+                if event is None or isinstance(event, _Signal):
+                    continue
+                self._write(event)
                 self.written += 1
             except BaseException as exc:  # a callable's KeyboardInterrupt / SystemExit too: the writer lives on
                 self._failed("writing an event", exc)

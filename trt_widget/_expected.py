@@ -5,7 +5,10 @@ Pure functions over message text; nothing here imports TensorRT.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._tensorrt_log import LogRecord
 
 # (fragment, when it applies, what it means)
 _EXPECTED: list[tuple[str, str, str]] = [
@@ -52,12 +55,15 @@ def expected_reason(message: str, *, cancelled: bool, backend: str) -> str | Non
     return None
 
 
-def annotate(records: list[dict[str, Any]], *, cancelled: bool, backend: str) -> list[dict[str, Any]]:
+def annotate(records: list[LogRecord], *, cancelled: bool, backend: str) -> list[LogRecord]:
     """Copies of log records, each expected one with ``"expected": reason``."""
-    out = []
+    out: list[LogRecord] = []
     for record in records:
         reason = expected_reason(str(record.get("message", "")), cancelled=cancelled, backend=backend)
-        out.append({**record, "expected": reason} if reason else dict(record))
+        copy = record.copy()
+        if reason:
+            copy["expected"] = reason
+        out.append(copy)
     return out
 
 

@@ -14,12 +14,14 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, BinaryIO
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import TYPE_CHECKING, BinaryIO
 
 from ._subscribe import BuildEvent
 
 if TYPE_CHECKING:
+    from types import FrameType
+
     from ._build import Build
     from ._phases import PhaseRow
 
@@ -49,7 +51,7 @@ def path_label(path: list[PhaseRow]) -> str:
     )
 
 
-def path_fraction(path: Sequence[Mapping[str, Any]]) -> float:
+def path_fraction(path: Sequence[PhaseRow]) -> float:
     """How far the build is, 0..1, from the steps along the running path: each phase's completed steps plus
     the fraction of the child that runs now (a phase without steps adds nothing)."""
     fraction = 0.0
@@ -129,7 +131,7 @@ def end_on_ctrl_c(command: str, says: str, stop: Callable[[], None]) -> None:
         finally:
             os._exit(130)
 
-    def on_sigint(signum: int, frame: Any) -> None:
+    def on_sigint(signum: int, frame: FrameType | None) -> None:
         if pressed:
             os._exit(130)
         pressed.append(True)

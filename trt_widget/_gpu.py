@@ -12,9 +12,95 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Protocol, SupportsInt, TypedDict
+
+if TYPE_CHECKING:
+    from ._resources import ResourceSampler
 
 MIB = 1 << 20
+
+
+class NvmlMemory(Protocol):
+    @property
+    def total(self) -> int: ...
+
+    @property
+    def free(self) -> int: ...
+
+    @property
+    def used(self) -> int: ...
+
+
+class NvmlProcess(Protocol):
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def usedGpuMemory(self) -> int | None: ...  # None where the driver does not say (e.g. in a container)
+
+
+class NvmlUtilization(Protocol):
+    @property
+    def gpu(self) -> int: ...
+
+
+class NVML(Protocol):
+    """What trt_widget calls of NVML (the ``pynvml`` module of nvidia-ml-py); a device handle is opaque."""
+
+    def nvmlDeviceGetCount(self) -> int: ...
+
+    def nvmlDeviceGetHandleByIndex(self, index: int, /) -> object: ...
+
+    def nvmlDeviceGetHandleByUUID(self, uuid: str, /) -> object: ...
+
+    def nvmlDeviceGetUUID(self, handle: object, /) -> str | bytes: ...
+
+    def nvmlDeviceGetName(self, handle: object, /) -> str | bytes: ...
+
+    def nvmlDeviceGetCudaComputeCapability(self, handle: object, /) -> tuple[int, int]: ...
+
+    def nvmlSystemGetDriverVersion(self) -> str | bytes: ...
+
+    def nvmlDeviceGetMemoryInfo(self, handle: object, /) -> NvmlMemory: ...
+
+    def nvmlDeviceGetComputeRunningProcesses(self, handle: object, /) -> list[NvmlProcess]: ...
+
+    def nvmlDeviceGetUtilizationRates(self, handle: object, /) -> NvmlUtilization: ...
+
+
+class _GpuFactsName(TypedDict):
+    name: str
+
+
+class GpuFacts(_GpuFactsName, total=False):
+    """What makes two builds' GPUs comparable (``gpu_identity``)."""
+
+    compute_capability: str
+    driver: str
+
+
+class MemoryHolder(TypedDict):
+    pid: int
+    used: int | None  # bytes, None where NVML does not say
+    name: str
+
+
+class MemoryAtStart(TypedDict):
+    """The build's GPU memory when it started, in bytes, and who held it (largest first)."""
+
+    device: str
+    total: int
+    free: int
+    used: int
+    processes: list[MemoryHolder]
+
+
+class MemorySkips(TypedDict):
+    """TensorRT's insufficient-memory tactic skips in one build: how many, the largest request, the free bytes."""
+
+    count: int
+    largest_request: int | None
+    free: int | None
 
 
 def jetson() -> bool:
@@ -52,8 +138,8 @@ def oom_kill_count() -> int | None:
 
 # -- the device a build uses -----------------------------------------------------------------------------------
 def build_device(
-    nvml: Any, environ: Mapping[str, str] | None = None, device: int | None = None
-) -> tuple[Any, str] | None:
+    nvml: NVML, environ: Mapping[str, str] | None = None, device: int | None = None
+) -> tuple[object, str] | None:
     """(NVML handle, label) of the GPU a build uses — CUDA's device ``device`` (``device=``, default 0): that entry
     of ``CUDA_VISIBLE_DEVICES`` (an index, or a GPU-/MIG- UUID or its prefix) — or None when CUDA sees no such
     device."""
@@ -69,13 +155,14 @@ def build_device(
         if ordinal >= len(valid) or ordinal < 0:
             return None
         first = valid[ordinal]
+    handle: object | None = None
     if first.isascii() and first.isdigit():
         index = int(first)
         if index >= count:
             return None
         handle = nvml.nvmlDeviceGetHandleByIndex(index)
     elif first.startswith(("GPU-", "MIG-")):
-        handle, index = None, -1
+        index = -1
         for i in range(count):
             candidate = nvml.nvmlDeviceGetHandleByIndex(i)
             if _text(nvml.nvmlDeviceGetUUID(candidate)).startswith(first):
@@ -99,10 +186,10 @@ def _visible_entry(entry: str) -> bool:
     return (entry.isascii() and entry.isdigit()) or entry.startswith(("GPU-", "MIG-"))
 
 
-_identity: dict[int, dict[str, Any] | None] = {}  # cached: device -> facts, once looked up
+_identity: dict[int, GpuFacts | None] = {}  # cached: device -> facts, once looked up
 
 
-def gpu_identity(device: int | None = None) -> dict[str, Any] | None:
+def gpu_identity(device: int | None = None) -> GpuFacts | None:
     """:func:`device_facts` of the GPU a build on CUDA device ``device`` (``device=``, default 0) uses, looked up
     once per device through NVML (None without NVML or such a GPU)."""
     ordinal = device or 0
@@ -120,9 +207,9 @@ def gpu_identity(device: int | None = None) -> dict[str, Any] | None:
     return _identity[ordinal]
 
 
-def device_facts(nvml: Any, handle: Any) -> dict[str, Any]:
+def device_facts(nvml: NVML, handle: object) -> GpuFacts:
     """Name, compute capability and driver of a GPU: what makes two builds comparable."""
-    facts: dict[str, Any] = {"name": _text(nvml.nvmlDeviceGetName(handle))}
+    facts: GpuFacts = {"name": _text(nvml.nvmlDeviceGetName(handle))}
     try:
         major, minor = nvml.nvmlDeviceGetCudaComputeCapability(handle)
         facts["compute_capability"] = f"{major}.{minor}"
@@ -133,10 +220,10 @@ def device_facts(nvml: Any, handle: Any) -> dict[str, Any]:
     return facts
 
 
-def memory_at_start(nvml: Any, handle: Any, label: str) -> dict[str, Any]:
+def memory_at_start(nvml: NVML, handle: object, label: str) -> MemoryAtStart:
     """Total / free / used memory of the build's GPU and the processes holding it, largest first."""
     info = nvml.nvmlDeviceGetMemoryInfo(handle)
-    holders: list[dict[str, Any]] = []
+    holders: list[MemoryHolder] = []
     try:
         for proc in nvml.nvmlDeviceGetComputeRunningProcesses(handle):
             used = _int_or_none(proc.usedGpuMemory)
@@ -144,11 +231,16 @@ def memory_at_start(nvml: Any, handle: Any, label: str) -> dict[str, Any]:
     except Exception:
         pass
     holders.sort(key=lambda h: -(h["used"] or 0))
-    memory = {"total": int(info.total), "free": int(info.free), "used": int(info.used)}
-    return {"device": label, **memory, "processes": holders}
+    return {
+        "device": label,
+        "total": int(info.total),
+        "free": int(info.free),
+        "used": int(info.used),
+        "processes": holders,
+    }
 
 
-def describe_at_start(start: Mapping[str, Any]) -> str:
+def describe_at_start(start: MemoryAtStart) -> str:
     """'GPU 0 (NVIDIA H200) at build start: 2,166 MiB used, 141,611 MiB free of 143,776 MiB; held by pid 528
     python (1,542 MiB)'."""
     text = (
@@ -172,7 +264,7 @@ _SKIP = re.compile(r"Skipping tactic \S+ due to insuf+icient memory on requested
 _REQUEST = re.compile(r"Tactic Device request: (\d+)\s*MB Available: (\d+)\s*MB")
 
 
-def memory_skips(messages: Iterable[str]) -> dict[str, Any] | None:
+def memory_skips(messages: Iterable[str]) -> MemorySkips | None:
     """{"count", "largest_request" (bytes), "free" (bytes TensorRT saw then, or None)} over a build's lines."""
     skips, requests, largest, free = 0, 0, 0, None
     for message in messages:
@@ -193,7 +285,7 @@ def memory_skips(messages: Iterable[str]) -> dict[str, Any] | None:
     return {"count": count, "largest_request": largest or None, "free": free}
 
 
-def describe_skips(skips: Mapping[str, Any], free_at_start: int | None = None) -> str:
+def describe_skips(skips: MemorySkips, free_at_start: int | None = None) -> str:
     """One line for all of a build's skips, with what to do."""
     parts = [f"largest request {_mib(skips['largest_request'])}"] if skips["largest_request"] else []
     if skips["free"] is not None:
@@ -208,20 +300,20 @@ def describe_skips(skips: Mapping[str, Any], free_at_start: int | None = None) -
     )
 
 
-def memory_skip_note(records: Iterable[Mapping[str, Any]], resources: Any = None) -> str | None:
+def memory_skip_note(records: Iterable[Mapping[str, object]], resources: ResourceSampler | None = None) -> str | None:
     """The one line for a build's insufficient-memory skips (None without any), with the free memory at start."""
     skips = memory_skips(str(r.get("message", "")) for r in records)
     if skips is None:
         return None
-    start = getattr(getattr(resources, "_gpu", None), "at_start", None)
+    start = resources.gpu_at_start() if resources is not None else None
     return describe_skips(skips, start["free"] if start else None)
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
 
 
-def _int_or_none(value: Any) -> int | None:
+def _int_or_none(value: SupportsInt | None) -> int | None:
     try:
         return int(value) if value is not None else None
     except (TypeError, ValueError):

@@ -1,4 +1,5 @@
-"""The TensorRT adapter: an ``IProgressMonitor`` that feeds a :class:`PhaseModel` and honours cancel.
+"""The TensorRT adapter: an ``IProgressMonitor`` that feeds a :class:`PhaseModel` (or, in a builder process, its
+event stream: any :class:`Progress`) and honours cancel. The thread runner and the builder process share it.
 
 Thin on purpose: the callbacks run on TensorRT's builder thread with the GIL held, so they do the least
 possible and never let an exception escape by accident (an escaping exception would cancel the build).
@@ -9,23 +10,43 @@ from __future__ import annotations
 import sys
 import threading
 import traceback
-from typing import Any
+from collections.abc import Callable
+from typing import Protocol
 
-from ._backend import trt
+from ._backend import ProgressMonitorBase
 from ._phases import PhaseModel, PhaseRow
 
-_IProgressMonitor: Any = trt().IProgressMonitor
+
+class Progress(Protocol):
+    """Where the callbacks go, with the TensorRT thread that made each: a :class:`PhaseModel`, or a builder
+    process's event stream."""
+
+    def phase_start(self, name: str, parent_name: str | None, num_steps: int, *, thread: int) -> object: ...
+
+    def step_complete(self, name: str, step: int, *, thread: int) -> object: ...
+
+    def phase_finish(self, name: str, *, thread: int) -> object: ...
 
 
-class BuildMonitor(_IProgressMonitor):  # type: ignore[misc]  # TensorRT's class is untyped (Any)
-    """Progress monitor for ``config.progress_monitor``; ``cancel()`` stops the build at the next step."""
+class BuildMonitor(ProgressMonitorBase):
+    """Progress monitor for ``config.progress_monitor``; ``cancel()`` stops the build at the next step. The
+    callbacks feed ``progress`` (default: the phase model ``model``)."""
 
-    def __init__(self, model: PhaseModel | None = None, cancel_event: threading.Event | None = None) -> None:
-        _IProgressMonitor.__init__(self)
+    def __init__(
+        self,
+        model: PhaseModel | None = None,
+        cancel_event: threading.Event | None = None,
+        *,
+        progress: Progress | None = None,
+    ) -> None:
+        ProgressMonitorBase.__init__(self)
         self.model = model if model is not None else PhaseModel()
+        self._progress: Progress = progress if progress is not None else self.model
         self.cancel_event = cancel_event if cancel_event is not None else threading.Event()
         self.errors: list[str] = []  # tracebacks of exceptions caught inside callbacks
-        self.on_thread: Any = None  # called with the thread id of each phase_start (log lines follow their build)
+        self.on_thread: Callable[[int], object] | None = (
+            None  # called with the thread id of each phase_start (log lines follow their build)
+        )
 
     def cancel(self) -> None:
         """Make every later ``step_complete`` return False, which cancels the build."""
@@ -40,20 +61,20 @@ class BuildMonitor(_IProgressMonitor):  # type: ignore[misc]  # TensorRT's class
             ident = threading.get_ident()
             if self.on_thread is not None:
                 self.on_thread(ident)
-            self.model.phase_start(phase_name, parent_phase, num_steps, thread=ident)
+            self._progress.phase_start(phase_name, parent_phase, num_steps, thread=ident)
         except BaseException:
             self._caught()
 
     def step_complete(self, phase_name: str, step: int) -> bool:
         try:
-            self.model.step_complete(phase_name, step, thread=threading.get_ident())
+            self._progress.step_complete(phase_name, step, thread=threading.get_ident())
         except BaseException:
             self._caught()
         return not self.cancel_event.is_set()
 
     def phase_finish(self, phase_name: str) -> None:
         try:
-            self.model.phase_finish(phase_name, thread=threading.get_ident())
+            self._progress.phase_finish(phase_name, thread=threading.get_ident())
         except BaseException:
             self._caught()
 

@@ -17,9 +17,11 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import Field, dataclass, field, fields
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, TypedDict, TypeVar
 
 from ._files import NotARegularFile, expand_user, writable_target
+from ._json import JSON, JSONObject
+from ._tensorrt_types import IBuilder, IBuilderConfig, INetworkDefinition
 
 Shape = tuple[int, ...]
 Profile = tuple[Shape, Shape, Shape]
@@ -27,7 +29,8 @@ Profile = tuple[Shape, Shape, Shape]
 ProfileSpec = Mapping[str, Sequence[Sequence[int]]]
 ProfilesArg = ProfileSpec | Sequence[ProfileSpec]
 # configure=: called as configure(builder, network, config) in the builder just before the build
-ConfigureHook = Callable[[Any, Any, Any], object]
+ConfigureHook = Callable[[IBuilder, INetworkDefinition, IBuilderConfig], object]
+T = TypeVar("T")
 
 _MAX_SECONDS = 1e8  # well inside threading.TIMEOUT_MAX on every platform
 _MAX_BYTES = 1 << 62  # what TensorRT's int64 memory-pool limit can hold, with room
@@ -87,15 +90,15 @@ _ENUMS = {  # option -> (TensorRT enum, {accepted spelling: member name})
 
 
 def _option(
-    default: Any,
+    default: T,
     help: str,
     *,
     flag: str | None = None,
-    cli: dict[str, Any] | None = None,
+    cli: dict[str, object] | None = None,
     http: str | None = None,
     builder: bool = True,
     engine: bool = True,
-) -> Any:
+) -> T:
     """A BuildOptions field. ``flag``: its CLI flag (``cli``: more argparse settings); ``http``: why a request may
     not set it (None: it may); ``builder``: applied where TensorRT runs (so it travels to workers and Ray);
     ``engine``: it changes the engine (history keys compare builds by these)."""
@@ -103,7 +106,12 @@ def _option(
     return field(default=default, metadata=metadata)
 
 
-def _bool_flag(flag: str) -> dict[str, Any]:
+class _FlagArgs(TypedDict):
+    flag: str
+    cli: dict[str, object]
+
+
+def _bool_flag(flag: str) -> _FlagArgs:
     return {"flag": flag, "cli": {"action": "store_true"}}
 
 
@@ -350,7 +358,7 @@ class BuildOptions:
         return [name for name in WEAK_PRECISIONS if getattr(self, name) is True]
 
     @classmethod
-    def from_kwargs(cls, **kwargs: Any) -> BuildOptions:
+    def from_kwargs(cls, **kwargs: Any) -> BuildOptions:  # raw values: validate() checks and normalises them
         known = [f.name for f in fields(cls)]
         for name in kwargs:
             if name not in known:
@@ -452,11 +460,13 @@ class BuildOptions:
             return []
         return list(self.profiles) if isinstance(self.profiles, list) else [self.profiles]
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> JSONObject:
         """The options that change the engine (for history keys), JSON-ready; those added after the first five
         only when set, so that keys of earlier builds stay valid."""
-        profiles = [{k: [list(s) for s in v] for k, v in sorted(p.items())} for p in self.profile_list()]
-        out: dict[str, Any] = {
+        profiles: list[JSON] = [
+            {k: [[int(d) for d in s] for s in v] for k, v in sorted(p.items())} for p in self.profile_list()
+        ]
+        out: JSONObject = {
             "optimization_level": self.optimization_level,
             "fp16": self.fp16,
             "strongly_typed": self.strongly_typed,
@@ -537,7 +547,7 @@ class BuildOptionsDict(TypedDict, total=False):
     log_file: str | os.PathLike[str] | None
 
 
-def option_fields() -> tuple[Field[Any], ...]:
+def option_fields() -> tuple[Field[object], ...]:
     """BuildOptions' fields, with their metadata."""
     return fields(BuildOptions)
 
@@ -623,7 +633,13 @@ def add_shape_arguments(parser: argparse._ActionsContainer) -> None:
 class _ProfileFlag(argparse.Action):
     """``--profile N``: the shape flags that follow belong to profile N (the order on the command line)."""
 
-    def __call__(self, parser: Any, namespace: argparse.Namespace, values: Any, option: Any = None) -> None:
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[object] | None,
+        option: str | None = None,
+    ) -> None:
         namespace.profile_order = [*(getattr(namespace, "profile_order", None) or []), values]
         setattr(namespace, self.dest, values)
 
@@ -631,7 +647,13 @@ class _ProfileFlag(argparse.Action):
 class _ShapeFlag(argparse._AppendAction):
     """A shape flag, appended as before and also recorded with the profile it follows (None before any)."""
 
-    def __call__(self, parser: Any, namespace: argparse.Namespace, values: Any, option: Any = None) -> None:
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[object] | None,
+        option: str | None = None,
+    ) -> None:
         super().__call__(parser, namespace, values, option)
         given = (getattr(namespace, "profile", None), self.dest, values)
         namespace.shape_flags = [*(getattr(namespace, "shape_flags", None) or []), given]
@@ -734,7 +756,7 @@ def parse_bytes(value: int | str, what: str) -> int:
 _TACTIC_ALIASES = {"CUBLASLT": "CUBLAS_LT"}
 
 
-def _check_tactic_sources(value: Any) -> str:
+def _check_tactic_sources(value: object) -> str:
     """trtexec's ``-CUDNN,+CUBLAS`` (or a list of such items) -> the normalised text ``-CUDNN,+CUBLAS``."""
     items = value.split(",") if isinstance(value, str) else list(value) if isinstance(value, (list, tuple)) else None
     if items is None:
@@ -757,7 +779,7 @@ def _check_tactic_sources(value: Any) -> str:
     return ",".join(sign + name for name, sign in seen.items())
 
 
-def _check_profiles(profiles: Any) -> dict[str, Profile] | list[dict[str, Profile]]:
+def _check_profiles(profiles: object) -> dict[str, Profile] | list[dict[str, Profile]]:
     if isinstance(profiles, (list, tuple)) and profiles and all(isinstance(p, Mapping) for p in profiles):
         checked = [_check_profile(p, f"profile #{i} ") for i, p in enumerate(profiles)]
         if len({frozenset(p) for p in checked}) > 1:
@@ -777,7 +799,7 @@ def _check_dims(shape: Shape, where: str) -> Shape:
     return shape
 
 
-def _check_profile(profiles: Any, where: str) -> dict[str, Profile]:
+def _check_profile(profiles: object, where: str) -> dict[str, Profile]:
     if not isinstance(profiles, Mapping):
         raise TypeError(
             "profiles must be a dict: input name -> (min_shape, opt_shape, max_shape), or a list of such dicts"
@@ -799,7 +821,7 @@ def _check_profile(profiles: Any, where: str) -> dict[str, Profile]:
     return checked
 
 
-def _check_plugins(plugins: Any) -> tuple[str, ...]:
+def _check_plugins(plugins: object) -> tuple[str, ...]:
     """Plugin library paths, absolute; each must be an existing file now (the builder loads them later)."""
     if isinstance(plugins, (str, os.PathLike)) or not isinstance(plugins, (list, tuple)):
         raise TypeError(f"plugins must be a list of plugin library paths, got {plugins!r}")

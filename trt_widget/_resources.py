@@ -10,12 +10,16 @@ from __future__ import annotations
 import os
 import re
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from ._gpu import UNIFIED_MEMORY, build_device, describe_at_start, device_facts, jetson, memory_at_start
 
 if TYPE_CHECKING:
+    import psutil
+
     from ._build import Build
+    from ._gpu import NVML, GpuFacts, MemoryAtStart
+    from ._tensorrt_log import LogRecord
 
 INTERVAL_S = 0.5
 MAX_STORED = 600  # stored samples; beyond this, pairs merge (keeping maxima) and the interval doubles
@@ -24,7 +28,35 @@ LOW_FREE = 0.5  # warn at build start when less than this share of the build's G
 _TRT_PEAK = re.compile(r"\[MemUsageStats\] Peak memory usage of TRT CPU/GPU memory allocators:\s*(.+)$")
 _MIB = re.compile(r"(CPU|GPU)\s+(\d+(?:\.\d+)?)\s*MiB")
 
-Sample = list[Any]  # [t_s, rss_bytes, gpu_mem_bytes | None, gpu_util_percent | None, cpu_percent]
+Sample = list[float | None]  # [t_s, rss_bytes, gpu_mem_bytes | None, gpu_util_percent | None, cpu_percent]
+
+
+class ResourcesSnapshot(TypedDict):
+    """What a front end shows of the sampling (``snapshot()``): the samples (≤ MAX_SENT) and the peaks."""
+
+    samples: list[Sample]
+    peak_rss: int
+    peak_gpu_mem: int | None
+    trt_peak: str | None
+    scope: str
+    gpu_scope: str | None
+
+
+class ResourcesSummary(TypedDict):
+    """Peaks for reports and history records (``summary()``)."""
+
+    peak_rss: int | None
+    peak_gpu_mem: int | None
+    trt_peak: str | None
+    trt_peak_cpu_bytes: int | None
+    trt_peak_gpu_bytes: int | None
+    samples: int
+    sampled_pids: list[int]
+    gpu: bool
+    gpu_scope: str | None
+    gpu_at_start: MemoryAtStart | None
+    gpu_device: GpuFacts | None
+    memory_kind: str | None
 
 
 def attach_resources(build: Build) -> None:
@@ -51,12 +83,12 @@ class _Gpu:
     """
 
     def __init__(self, device: int | None = None) -> None:
-        self.nvml: Any = None
-        self.handle: Any = None
+        self.nvml: NVML | None = None
+        self.handle: object = None
         self.device = ""
         self.scope: str | None = None
-        self.at_start: dict[str, Any] | None = None
-        self.facts: dict[str, Any] = {}
+        self.at_start: MemoryAtStart | None = None
+        self.facts: GpuFacts | None = None
         self._util = True
         try:
             import pynvml
@@ -73,12 +105,13 @@ class _Gpu:
 
     def sample(self, pid: int) -> tuple[int | None, float | None]:
         """(GPU memory of ``pid`` on the build's device — or of the device when NVML does not list it, utilisation)."""
-        if self.nvml is None:
+        nvml = self.nvml
+        if nvml is None:
             return None, None
         try:
             used, seen = 0, False
             try:
-                for proc in self.nvml.nvmlDeviceGetComputeRunningProcesses(self.handle):
+                for proc in nvml.nvmlDeviceGetComputeRunningProcesses(self.handle):
                     if proc.pid == pid and proc.usedGpuMemory is not None:
                         used += int(proc.usedGpuMemory)
                         seen = True
@@ -87,7 +120,7 @@ class _Gpu:
             if seen:
                 self.scope = f"the builder process (pid {pid}) on {self.device}"
             else:
-                used = int(self.nvml.nvmlDeviceGetMemoryInfo(self.handle).used)
+                used = int(nvml.nvmlDeviceGetMemoryInfo(self.handle).used)
                 self.scope = (
                     f"all processes on {self.device}: NVML does not list the builder's pid {pid} (in a container "
                     "with an older driver it lists host pids)"
@@ -95,7 +128,7 @@ class _Gpu:
             util = None
             if self._util:
                 try:
-                    util = float(self.nvml.nvmlDeviceGetUtilizationRates(self.handle).gpu)
+                    util = float(nvml.nvmlDeviceGetUtilizationRates(self.handle).gpu)
                 except Exception:  # NVML_ERROR_NOT_SUPPORTED on MIG instances
                     self._util = False
             return used, util
@@ -121,12 +154,12 @@ class ResourceSampler:
         self._log_lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._procs: dict[int, Any] = {}
+        self._procs: dict[int, psutil.Process] = {}
         self._gpu: _Gpu | None = None
-        self._snapshot: dict[str, Any] | None = None
+        self._snapshot: ResourcesSnapshot | None = None
         self._snapshot_key: tuple[int, int, str | None] = (-1, -1, None)
         self._trt_peak: str | None = None
-        self._last_record: Any = None
+        self._last_record: LogRecord | None = None
 
     # -- life cycle --------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -208,7 +241,7 @@ class ResourceSampler:
             self._last_record = lines[-1]
             return self._trt_peak
 
-    def snapshot(self) -> dict[str, Any] | None:
+    def snapshot(self) -> ResourcesSnapshot | None:
         """``{"samples": [[t_s, rss, gpu_mem, gpu_util], ...] (≤ 300), "peak_rss", "peak_gpu_mem", "trt_peak"}``."""
         peak = self.trt_peak()
         with self._lock:
@@ -236,7 +269,7 @@ class ResourceSampler:
         pid = getattr(self.build, "child_pid", None)
         return f"the builder process (pid {pid})" if pid else f"this process (pid {os.getpid()}), which runs the build"
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> ResourcesSummary:
         """Peaks for reports and history records: peak_rss, peak_gpu_mem, trt_peak (+ parsed MiB), samples."""
         peak = self.trt_peak()
         parsed = {kind.lower(): float(mib) * (1 << 20) for kind, mib in _MIB.findall(peak or "")}
@@ -255,6 +288,10 @@ class ResourceSampler:
                 "gpu_device": self._gpu.facts or None if self._gpu is not None else None,
                 "memory_kind": UNIFIED_MEMORY if jetson() else None,
             }
+
+    def gpu_at_start(self) -> MemoryAtStart | None:
+        """The build's GPU memory when sampling began (None before, or without NVML)."""
+        return self._gpu.at_start if self._gpu is not None else None
 
     def report(self) -> str:
         """One line for people: "peak RSS 812 MiB (5 samples); TensorRT allocators: CPU 97 MiB, GPU 0 MiB"."""
@@ -279,13 +316,13 @@ def _halve(samples: list[Sample]) -> list[Sample]:
     out = []
     for i in range(0, len(samples) - 1, 2):
         a, b = samples[i], samples[i + 1]
-        out.append([b[0], max(a[1], b[1]), *(_max(x, y) for x, y in zip(a[2:], b[2:], strict=False))])
+        out.append([b[0], *(_max(x, y) for x, y in zip(a[1:], b[1:], strict=False))])
     if len(samples) % 2:
         out.append(list(samples[-1]))
     return out
 
 
-def _max(a: Any, b: Any) -> Any:
+def _max(a: float | None, b: float | None) -> float | None:
     if a is None:
         return b
     return a if b is None else max(a, b)

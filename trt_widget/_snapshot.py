@@ -12,7 +12,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, TypedDict, TypeVar
 
 from ._backend import select_backend
 from ._expected import annotate
@@ -21,17 +21,22 @@ from ._subscribe import BuildEvent, subscribe
 
 if TYPE_CHECKING:
     from ._build import Build
+    from ._json import JSONObject
     from ._phases import PhaseRow
-    from ._status import BuildStatus
+    from ._resources import ResourcesSnapshot
+    from ._status import BuildStatus, CancelInfo
+    from ._tensorrt_log import LogRecord
+    from ._verbose import Timing
 
 MAX_LOGS = 200
+T = TypeVar("T")
 
 
 class Activity(TypedDict):
     """While the build is live: the build time of TensorRT's last callback, and what the autotuner times."""
 
     last_callback_s: float | None
-    timing: dict[str, Any] | None
+    timing: Timing | None
 
 
 class Snapshot(TypedDict):
@@ -44,17 +49,19 @@ class Snapshot(TypedDict):
     phases: list[PhaseRow]
     engine_size: int
     error: str
-    logs: list[dict[str, Any]]
-    cancel: dict[str, Any] | None
+    logs: list[LogRecord]
+    cancel: CancelInfo | None
     can_force: bool
-    eta: dict[str, Any] | None
-    history_delta: dict[str, Any] | None
-    resources: dict[str, Any] | None
+    eta: JSONObject | None  # HistoryLink.eta()
+    history_delta: dict[str, float] | None  # HistoryLink.deltas()
+    resources: ResourcesSnapshot | None
     activity: Activity | None
+    engine_json: str  # the engine report as JSON text once the build succeeded (made once: see ``snapshot``)
 
 
-def snapshot(build: Build) -> Snapshot:
-    """The state a front end shows, as trait name -> JSON-ready value."""
+def snapshot(build: Build, *, engine: str = "") -> Snapshot:
+    """The state a front end shows, as trait name -> JSON-ready value. ``engine``: the ``engine_json`` to show (a
+    view makes it once, with :func:`engine_json`, as the report may be megabytes; "" shows none)."""
     status = build.status
     error = build.error
     return {
@@ -67,19 +74,20 @@ def snapshot(build: Build) -> Snapshot:
         "logs": annotate(build.problems[-MAX_LOGS:], cancelled=build.cancel_info is not None, backend=_backend_kind()),
         "cancel": build.cancel_info if status == CANCELLING else None,
         "can_force": build.options.isolation == "process",
-        "eta": _call(build.history, "eta"),
-        "history_delta": _call(build.history, "deltas"),
-        "resources": _call(build.resources, "snapshot"),
+        "eta": _guarded(build.history.eta) if build.history is not None else None,
+        "history_delta": _guarded(build.history.deltas) if build.history is not None else None,
+        "resources": _guarded(build.resources.snapshot) if build.resources is not None else None,
         "activity": {
             "last_callback_s": build.model.last_event_s,
-            "timing": _call(getattr(build.logger, "tactics", None), "snapshot"),
+            "timing": _guarded(build.logger.tactics.snapshot),
         }
         if status in LIVE
         else None,
+        "engine_json": engine,
     }
 
 
-def traits(snap: Snapshot) -> tuple[list[PhaseRow], dict[str, Any]]:
+def traits(snap: Snapshot) -> tuple[list[PhaseRow], dict[str, object]]:
     """A snapshot's phase rows, and the rest as a plain dict of trait values (the rows travel encoded)."""
     return snap["phases"], {key: value for key, value in snap.items() if key != "phases"}
 
@@ -87,12 +95,12 @@ def traits(snap: Snapshot) -> tuple[list[PhaseRow], dict[str, Any]]:
 WIDGET_REPORT_BYTES = 8 << 20  # the engine report sent to a widget view (10,000 layers fit)
 
 
-def engine_json(build: Any) -> str:
+def engine_json(build: Build) -> str:
     """The engine report as JSON text for a view once the build succeeded ("" before, or where there is none)."""
     if build.status != "succeeded":
         return ""
     try:
-        report = getattr(build, "engine_report", None)
+        report = build.engine_report
         if report is None:
             return ""
         data = report.to_dict(WIDGET_REPORT_BYTES)
@@ -104,10 +112,10 @@ def engine_json(build: Any) -> str:
         return ""
 
 
-def engine_change(build: Any) -> tuple[dict[str, Any], str] | None:
+def engine_change(build: Build) -> tuple[JSONObject, str] | None:
     """ "Δ last build" for the engine: (what changed, the past build it compares with) where the build's history
     matched one whose engine brief is known; None otherwise."""
-    history = getattr(build, "history", None)
+    history = build.history
     delta = history.engine_delta() if history is not None else None
     if not isinstance(delta, dict):
         return None
@@ -121,11 +129,9 @@ def _backend_kind() -> str:
         return ""
 
 
-def _call(obj: Any, method: str) -> Any:
-    if obj is None:
-        return None
+def _guarded(read: Callable[[], T | None]) -> T | None:
     try:
-        return getattr(obj, method)()
+        return read()
     except Exception:  # an optional extra must never stop the pump
         return None
 
@@ -136,7 +142,7 @@ class SnapshotPump:
     def __init__(
         self,
         build: Build,
-        send: Callable[[dict[str, Any]], None],
+        send: Callable[[dict[str, object]], None],
         interval: float = 0.1,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -144,7 +150,7 @@ class SnapshotPump:
         self.clock = clock
         self.send = send
         self.interval = interval
-        self.last: dict[str, Any] = {}
+        self.last: dict[str, object] = {}
         self._rows = RowsEncoder()
         self.seq = 0  # number of the last phases_delta
         self._full = False
@@ -207,8 +213,10 @@ class SnapshotPump:
 
         Phase rows travel as deltas (``phases_delta``: the rows that changed, numbered ``seq``); the whole list
         (``phases_json`` with the ``phases_seq`` it includes) only first, at the end, and when a view asks."""
-        rows, state = traits(snapshot(self.build))
-        state["engine_json"] = self.last.get("engine_json") or engine_json(self.build)
+        made = self.last.get("engine_json")
+        rows, state = traits(
+            snapshot(self.build, engine=made if isinstance(made, str) and made else engine_json(self.build))
+        )
         changed_rows = self._rows.update(rows)
         if changed_rows:
             self.seq += 1
@@ -234,10 +242,10 @@ class RowsEncoder:
     (the phase model hands out a new dict only for a row that changed)."""
 
     def __init__(self) -> None:
-        self._rows: list[Mapping[str, Any]] = []
+        self._rows: list[Mapping[str, object]] = []
         self._texts: list[str] = []
 
-    def update(self, rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    def update(self, rows: Sequence[Mapping[str, object]]) -> list[str]:
         """Take the current rows; return the texts of the rows that are new or changed since the last call."""
         known, texts = self._rows, self._texts
         del known[len(rows) :], texts[len(rows) :]
@@ -257,7 +265,7 @@ class RowsEncoder:
         """The whole list as one JSON text."""
         return "[" + ",".join(self._texts) + "]"
 
-    def encode(self, rows: Sequence[Mapping[str, Any]]) -> str:
+    def encode(self, rows: Sequence[Mapping[str, object]]) -> str:
         """The whole list of ``rows`` as one JSON text."""
         self.update(rows)
         return self.text()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Final, Literal
+from typing import Final, Literal, TypedDict
 
 from ._phases import CANCELLED as CANCELLED  # the same word for a phase and a build
 
@@ -17,6 +17,14 @@ FAILED: Final = "failed"
 BUILD_STATUSES = (IDLE, QUEUED, RUNNING, CANCELLING, SUCCEEDED, CANCELLED, FAILED)
 LIVE = (RUNNING, CANCELLING)
 FINAL = (SUCCEEDED, CANCELLED, FAILED)
+
+
+class CancelInfo(TypedDict):
+    """A stopped build's ``cancel_info``: the phase running when Stop was asked, and when (build time)."""
+
+    phase: str
+    requested_at_s: float
+
 
 log = logging.getLogger("trt_widget")
 log.addHandler(logging.NullHandler())

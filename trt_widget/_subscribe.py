@@ -9,12 +9,13 @@ quick and must not block; an exception in it is swallowed so a broken reader nev
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Literal, NamedTuple, cast
 
 from ._phases import Phase
 
 if TYPE_CHECKING:
     from ._build import Build
+    from ._tensorrt_log import LogRecord
 
 EventKind = Literal["start", "phase_start", "step", "phase_finish", "log", "end"]
 
@@ -24,7 +25,7 @@ class BuildEvent(NamedTuple):
 
     kind: EventKind
     phase: Phase | None = None
-    record: dict[str, Any] | None = None
+    record: LogRecord | None = None
 
 
 def subscribe(build: Build, fn: Callable[[BuildEvent], None], *, steps: bool = True) -> Callable[[], None]:
@@ -39,10 +40,10 @@ def subscribe(build: Build, fn: Callable[[BuildEvent], None], *, steps: bool = T
             except Exception:
                 pass
 
-    def on_phase(kind: Any, phase: Phase) -> None:
-        deliver(BuildEvent(kind, phase=phase))
+    def on_phase(kind: str, phase: Phase) -> None:  # the phase model's: phase_start, step or phase_finish
+        deliver(BuildEvent(cast(EventKind, kind), phase=phase))
 
-    def on_record(record: dict[str, Any]) -> None:
+    def on_record(record: LogRecord) -> None:
         deliver(BuildEvent("log", record=record))
 
     stop_phases = build.model.subscribe(on_phase, steps=steps)

@@ -10,10 +10,23 @@ import logging
 import os
 import threading
 from pathlib import Path
-from typing import TextIO
+from typing import TextIO, TypedDict
 
 from ._files import check_output, part_path, place_file
 from ._format import escape_controls
+
+
+class _LogRecordFields(TypedDict):
+    severity: str  # one of SEVERITY_NAMES
+    message: str
+    t: float  # seconds since the build started
+
+
+class LogRecord(_LogRecordFields, total=False):
+    """A kept TensorRT log line (``build.logs``, ``build.problems``); ``expected`` says why it is no problem."""
+
+    expected: str
+
 
 LOGGER_NAME = "trt_widget.tensorrt"
 SEVERITY_NAMES = ("INTERNAL_ERROR", "ERROR", "WARNING", "INFO", "VERBOSE")

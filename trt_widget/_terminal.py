@@ -23,6 +23,10 @@ from ._verbose import describe
 from .engine import delta_text
 
 if TYPE_CHECKING:
+    from rich.console import Console, RenderableType
+    from rich.live import Live
+    from rich.progress_bar import ProgressBar
+
     from ._build import Build
     from ._phases import PhaseRow
 
@@ -91,8 +95,8 @@ class TerminalView:
         self._lock = lock if lock is not None else threading.RLock()
         self._shared = lock is not None
         self._depth: dict[int, int] = {}
-        self._console: Any = None
-        self._live: Any = None
+        self._console: Console | None = None
+        self._live: Live | None = None
         self._backend = ""  # from the build_start event
         if self.rich:
             from rich.console import Console
@@ -224,7 +228,7 @@ class TerminalView:
             pass
 
     # -- the rich tree -------------------------------------------------------------------------------
-    def _renderable(self) -> Any:
+    def _renderable(self) -> RenderableType:
         try:
             return self._tree()
         except Exception as exc:  # rich's refresh thread must keep running
@@ -232,7 +236,7 @@ class TerminalView:
 
             return Text(escape_controls(f"(cannot draw the phase tree: {exc!r})"))
 
-    def _tree(self) -> Any:
+    def _tree(self) -> RenderableType:
         from rich.console import Group
         from rich.progress_bar import ProgressBar
         from rich.table import Table
@@ -259,7 +263,7 @@ class TerminalView:
             if count > 1:
                 label.append(f" ×{count}", style="cyan")
             duration = now - row["start_s"] if running else sum(r["duration_s"] or 0.0 for r in group)
-            bar: Any = ""
+            bar: ProgressBar | str = ""
             if running and row["num_steps"] > 1:
                 bar = ProgressBar(total=row["num_steps"], completed=min(row["step"], row["num_steps"]), width=20)
             steps = f"{row['step']}/{row['num_steps']}" if row["num_steps"] > 1 else ""
@@ -272,10 +276,8 @@ class TerminalView:
     def _footer(self, now: float) -> str:
         build = self.build
         if build.status == CANCELLING:
-            info = build.cancel_info or {}
-            return (
-                f"Cancelling — waiting for the builder to finish the current step of {info.get('phase') or 'the build'}"
-            )
+            phase = build.cancel_info["phase"] if build.cancel_info is not None else ""
+            return f"Cancelling — waiting for the builder to finish the current step of {phase or 'the build'}"
         hint = f" — {self.hint}" if self.hint and build.status == RUNNING else ""
         timing = describe(build.logger.tactics.snapshot(), now) if build.status == RUNNING else ""
         return f"{build.status} {fmt_s(now)}{f' · now {timing}' if timing else ''}{hint}"
@@ -323,21 +325,21 @@ class Interrupts:
         return False
 
     def _phase(self) -> str:
-        info = self.build.cancel_info or {}
-        return info.get("phase") or "the build"
+        info = self.build.cancel_info
+        return (info["phase"] if info is not None else "") or "the build"
 
 
 def tree_lines(rows: Sequence[Row], total_s: float) -> list[tuple[int, list[Row], int]]:
     """(depth, instances, count) per displayed line: runs of same-named siblings grouped by the rule every live
     front end shares (:mod:`trt_widget._grouping`); running phases and finished ones that took at least 5% of
     ``total_s`` are expanded, the rest collapsed."""
-    children: dict[Any, list[Row]] = {}
+    children: dict[object, list[Row]] = {}  # parent id (None for the top) -> its children
     for row in rows:
         if row:
             children.setdefault(row["parent"], []).append(row)
     lines: list[tuple[int, list[Row], int]] = []
 
-    def add(parent: Any, depth: int) -> None:
+    def add(parent: object, depth: int) -> None:
         for group in sibling_runs(children.get(parent, [])):
             lines.append((depth, group, len(group)))
             running = [r for r in group if r["end_s"] is None]
@@ -379,7 +381,7 @@ def outcome(build: Build) -> str:
         size = fmt_bytes(build.engine_size) if build.engine_size is not None else "of unknown size"  # watched builds
         return f"Succeeded in {elapsed}: engine {size}{where}"
     if build.status == CANCELLED:
-        phase = (build.cancel_info or {}).get("phase")
+        phase = build.cancel_info["phase"] if build.cancel_info is not None else ""
         return f"Cancelled after {elapsed}: {build.status_detail}" + (f" (during {phase})" if phase else "")
     return f"Failed after {elapsed}: {build.status_detail}"
 
@@ -407,9 +409,9 @@ def plain_summary(build: Build) -> list[str]:
     return lines
 
 
-def engine_lines(build: Any) -> list[str]:
+def engine_lines(build: Build) -> list[str]:
     """The engine report's summary (escaped) of a succeeded build, "" lines where it has none."""
-    report = getattr(build, "engine_report", None) if build.status == SUCCEEDED else None
+    report = build.engine_report if build.status == SUCCEEDED else None
     if report is None:
         return []
     lines: list[str] = report.summary().split("\n")
@@ -420,7 +422,7 @@ def engine_lines(build: Any) -> list[str]:
     return lines
 
 
-def rich_summary(build: Build) -> Any:
+def rich_summary(build: Build) -> RenderableType:
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
@@ -437,7 +439,7 @@ def rich_summary(build: Build) -> Any:
     for depth, name, count, seconds in summary_rows(build):
         share = f"{100 * seconds / elapsed:.0f}%" if elapsed > 0 else ""
         table.add_row(Text("  " * depth + escape_controls(name)), str(count), fmt_s(seconds), share)
-    parts: list[Any] = [Text(""), table] if table.row_count else []
+    parts: list[RenderableType] = [Text(""), table] if table.row_count else []
     leaf = slowest_leaf(build)
     if leaf is not None:
         slowest = f"slowest innermost phase: {escape_controls(leaf['name'])} ({fmt_s(leaf['duration_s'])})"

@@ -12,7 +12,7 @@ start one of those (cheap: tens of thousands of VERBOSE lines pass per GPU build
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TypedDict
 
 _FIRST = frozenset("-=>TF")  # the first characters of the lines read
 _RUNNER = re.compile(r"-+ Timing Runner: (.*) \(([^()]*)\)\s*$", re.S)
@@ -30,6 +30,15 @@ def wanted(message: str) -> bool:
         or "Chose Runner Type" in message
         or "Computing " in message
     )
+
+
+class Timing(TypedDict):
+    """What the autotuner is timing now: the layer, its runner, since when (build time), tactics timed so far."""
+
+    layer: str
+    runner: str
+    since_s: float
+    tactics: int
 
 
 class TacticWatch:
@@ -59,7 +68,7 @@ class TacticWatch:
             layer = match.group(1).strip() if match else ""
             self.state = (_short(layer), "", t, 0) if layer else None
 
-    def snapshot(self) -> dict[str, Any] | None:
+    def snapshot(self) -> Timing | None:
         """JSON-ready: {"layer", "runner", "since_s", "tactics"}, or None when nothing is being timed."""
         state = self.state
         if state is None:
@@ -67,7 +76,7 @@ class TacticWatch:
         return {"layer": state[0], "runner": state[1], "since_s": round(state[2], 3), "tactics": state[3]}
 
 
-def describe(timing: dict[str, Any] | None, now: float) -> str:
+def describe(timing: Timing | None, now: float) -> str:
     """``timing {layer} (Myelin) for 8 min, 3 tactics timed`` for a terminal; "" when nothing is timed."""
     if not timing:
         return ""

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 import anywidget
 import traitlets
@@ -27,6 +27,9 @@ from .runners import Recording
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
+
+    from ._tensorrt_log import LogRecord
+    from .watch import WatchWidget
 
 __all__ = ["WIDGET_VIEW", "BuildWidget"]
 
@@ -54,7 +57,7 @@ class BuildWidget(NotebookDisplay, anywidget.AnyWidget):
     phases_delta = traitlets.Unicode("").tag(sync=True)  # {"seq": n, "rows": [rows new or changed since n-1]}
     engine_size = traitlets.Int(0).tag(sync=True)
     error = traitlets.Unicode("").tag(sync=True)
-    logs: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)
+    logs: traitlets.List[LogRecord] = traitlets.List().tag(sync=True)
     cancel = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
     can_force = traitlets.Bool(False).tag(sync=True)
     eta = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
@@ -109,17 +112,24 @@ class BuildWidget(NotebookDisplay, anywidget.AnyWidget):
         return cls(None, build=Build.from_events(recording, speed=speed))
 
     @staticmethod
-    def watch(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+    def watch(
+        fn: Callable[..., object],
+        /,
+        *args: object,
+        isolation: str = "thread",
+        watch_settings: Mapping[str, object] | None = None,
+        **kwargs: object,
+    ) -> WatchWidget:
         """Run ``fn(*args, **kwargs)`` on a background thread and show every TensorRT build inside it as a live
         list (a :class:`trt_widget.watch.WatchWidget`: ``result()``, ``await``, ``timings()``, ``stop()``).
         Two keywords are the watch's, not ``fn``'s: ``isolation="process"`` and ``watch_settings={...}`` (events,
         history, budget, resources of each watched build; docs/watch.md)."""
         from .watch import watch_widget
 
-        return watch_widget(fn, *args, **kwargs)
+        return watch_widget(fn, *args, isolation=isolation, watch_settings=watch_settings, **kwargs)
 
     @staticmethod
-    def run(command: Sequence[str], *, force_after: float | None = 0.5) -> Any:
+    def run(command: Sequence[str], *, force_after: float | None = 0.5) -> WatchWidget:
         """Run ``command`` (e.g. ``["polygraphy", "convert", "m.onnx", "-o", "m.engine"]``) with its TensorRT builds
         watched, as a live list; Stop ends it within a second (a process). ``result()`` is its exit code."""
         from .watch import run_widget
@@ -149,12 +159,12 @@ class BuildWidget(NotebookDisplay, anywidget.AnyWidget):
             self._resync_display()
 
     # -- the one writer of synced traits ---------------------------------------------------------------
-    def _apply(self, changed: dict[str, Any]) -> None:
+    def _apply(self, changed: dict[str, object]) -> None:
         with self.hold_sync():
             for name, value in changed.items():
                 setattr(self, name, value)
 
-    def _on_custom_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
+    def _on_custom_msg(self, _widget: object, content: object, _buffers: object) -> None:
         if isinstance(content, dict) and content.get("type") == "stop":
             self.stop()
         elif isinstance(content, dict) and content.get("type") == "sync":  # a view missed deltas or is new
@@ -163,7 +173,7 @@ class BuildWidget(NotebookDisplay, anywidget.AnyWidget):
             self._view_rendered()
 
     @property
-    def phases(self) -> list[dict[str, Any]]:
+    def phases(self) -> list[dict[str, object]]:
         """The phase rows the front end shows (id, name, parent, depth, step, num_steps, start_s, ...)."""
         return [dict(row) for row in self.build.model.rows()]
 

@@ -7,23 +7,22 @@ Weights are random (seeded): these models exist to be built, not to be accurate.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+if TYPE_CHECKING:
+    from onnx import ModelProto, NodeProto, TensorProto
 
-def _onnx() -> Any:
-    import onnx  # imported lazily: only the generators need it
-
-    return onnx
+Dim = int | str  # a dimension: its size, or a name for a dynamic one ("batch")
 
 
 class _Graph:
     """Accumulates nodes and initializers with unique names."""
 
     def __init__(self, seed: int) -> None:
-        self.nodes: list[Any] = []
-        self.inits: list[Any] = []
+        self.nodes: list[NodeProto] = []
+        self.inits: list[TensorProto] = []
         self.rng = np.random.default_rng(seed)
         self.count = 0
 
@@ -35,12 +34,18 @@ class _Graph:
         name = self.name("w")
         data = self.rng.standard_normal(shape, dtype=np.float32)  # drawn as float32: half the work of float64
         data *= np.float32(scale)
-        self.inits.append(_onnx().numpy_helper.from_array(data, name))
+        from onnx import numpy_helper  # imported lazily: only the generators need onnx
+
+        self.inits.append(numpy_helper.from_array(data, name))
         return name
 
-    def node(self, op: str, inputs: list[str], node_name: str | None = None, **attrs: Any) -> str:
+    def node(self, op: str, inputs: list[str], node_name: str | None = None, **attrs: int | list[int]) -> str:
+        from onnx import helper
+
         out = self.name(op.lower())
-        self.nodes.append(_onnx().helper.make_node(op, inputs, [out], name=node_name or out, **attrs))
+        node = helper.make_node(op, inputs, [out], name=node_name or out)
+        node.attribute.extend(helper.make_attribute(key, value) for key, value in sorted(attrs.items()))  # as make_node
+        self.nodes.append(node)
         return out
 
     def conv(self, x: str, cin: int, cout: int, k: int = 3, stride: int = 1, relu: bool = True) -> str:
@@ -53,8 +58,9 @@ class _Graph:
         )
         return self.node("Relu", [y]) if relu else y
 
-    def model(self, x_shape: list[Any], y: str, y_shape: list[Any], name: str, opset: int = 17) -> Any:
-        onnx = _onnx()
+    def model(self, x_shape: list[Dim], y: str, y_shape: list[Dim], name: str, opset: int = 17) -> ModelProto:
+        import onnx
+
         graph = onnx.helper.make_graph(
             self.nodes,
             name,
@@ -67,7 +73,7 @@ class _Graph:
         return model
 
 
-def resnet50(batch: Any = 1, image: int = 224, classes: int = 1000, seed: int = 0) -> Any:
+def resnet50(batch: Dim = 1, image: int = 224, classes: int = 1000, seed: int = 0) -> ModelProto:
     """A ResNet-50-shaped ``onnx.ModelProto`` (input "input": batch x 3 x image x image)."""
     g = _Graph(seed)
     x = g.conv("input", 3, 64, k=7, stride=2)
@@ -90,8 +96,8 @@ def resnet50(batch: Any = 1, image: int = 224, classes: int = 1000, seed: int = 
 
 
 def deep_residual(
-    blocks: int = 1000, channels: int = 8, size: int = 8, batch: Any = 1, seed: int = 0, node_name: str | None = None
-) -> Any:
+    blocks: int = 1000, channels: int = 8, size: int = 8, batch: Dim = 1, seed: int = 0, node_name: str | None = None
+) -> ModelProto:
     """A chain of ``blocks`` residual conv blocks (conv-relu-add); 1000 blocks build in ~5-15 s here.
 
     ``node_name`` names the first conv node (e.g. to see how untrusted names show up in logs).
@@ -107,11 +113,11 @@ def deep_residual(
             pads=[1, 1, 1, 1],
         )
         x = g.node("Add", [x, g.node("Relu", [y])])
-    shape = [batch, channels, size, size]
+    shape: list[Dim] = [batch, channels, size, size]
     return g.model(shape, x, shape, "deep_residual")
 
 
-def to_bytes(model: Any) -> bytes:
+def to_bytes(model: ModelProto) -> bytes:
     """Serialize an ``onnx.ModelProto``."""
     data: bytes = model.SerializeToString()
     return data

@@ -5,8 +5,9 @@ without one TensorRT refuses (TensorRT for RTX on a CPU: cudaError 35), and this
 from __future__ import annotations
 
 import json
+from typing import SupportsInt
 
-from .._backend import trt
+from .._backend import LoggerBase, trt
 from ._parse import Parsed, report_from_json
 
 
@@ -14,11 +15,8 @@ def report_from_engine(engine: bytes | bytearray | memoryview) -> Parsed:
     """The inspector's report of ``engine``; ValueError where TensorRT cannot deserialize or inspect it here."""
     t = trt()
 
-    class Quiet(t.ILogger):  # type: ignore[misc,name-defined]  # TensorRT's complaint becomes the ValueError
-        def __init__(self) -> None:
-            t.ILogger.__init__(self)
-
-        def log(self, severity: object, msg: str) -> None:
+    class Quiet(LoggerBase):  # TensorRT's complaint becomes the ValueError
+        def log(self, severity: SupportsInt, msg: str) -> None:
             pass
 
     runtime = t.Runtime(Quiet())

@@ -16,11 +16,44 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol, TypedDict, runtime_checkable
 
 from ._eta import HistoryLink, attach_history
-from ._keys import PhasePath, build_key, path_label, phase_paths, profile_rows
-from ._store import ENV, FILENAME, KEEP_PER_KEY, KEEP_TOTAL, HistoryStore, default_path, history_path, resolve_store
+from ._keys import PhasePath, ProfileRow, build_key, path_label, phase_paths, profile_rows
+from ._store import (
+    ENV,
+    FILENAME,
+    KEEP_PER_KEY,
+    KEEP_TOTAL,
+    HistoryRecord,
+    HistoryStore,
+    default_path,
+    history_path,
+    resolve_store,
+)
+
+if TYPE_CHECKING:
+    from .._phases import PhaseRow
+
+StoreLike = HistoryStore | str | os.PathLike[str] | None
+
+
+class PhaseComparison(TypedDict):
+    """One row of :func:`compare`: a phase path's seconds in a and b (None where a side lacks it)."""
+
+    path: str
+    name: str
+    depth: int
+    a_s: float | None
+    b_s: float | None
+    delta: float | None
+
+
+@runtime_checkable
+class _Timed(Protocol):
+    def timings(self) -> Sequence[PhaseRow]: ...
+
 
 __all__ = [
     "ENV",
@@ -43,7 +76,7 @@ __all__ = [
 ]
 
 
-def list_builds(store: HistoryStore | str | os.PathLike[str] | None = None) -> list[dict[str, Any]]:
+def list_builds(store: StoreLike = None) -> list[HistoryRecord]:
     """Recorded builds, newest first, without their phase rows (``phases`` gives the count).
 
     A record whose stored text cannot be read is still listed, from its columns, with an ``error`` saying why.
@@ -65,7 +98,7 @@ def clear(store: HistoryStore | str | os.PathLike[str] | None = None) -> int:
     return resolve_store(store).clear()
 
 
-def compare(a: Any, b: Any, store: HistoryStore | str | os.PathLike[str] | None = None) -> list[dict[str, Any]]:
+def compare(a: object, b: object, store: StoreLike = None) -> list[PhaseComparison]:
     """Per phase path: ``{"path", "name", "depth", "a_s", "b_s", "delta"}`` (delta = b - a; None if missing).
 
     ``a``/``b``: a record id (from :func:`list_builds`), a record dict, a Build/BuildWidget, or timings rows.
@@ -75,7 +108,7 @@ def compare(a: Any, b: Any, store: HistoryStore | str | os.PathLike[str] | None 
     rows_b, total_b = _profile(b, store)
     index_a = {r["path"]: r for r in rows_a}
     index_b = {r["path"]: r for r in rows_b}
-    out: list[dict[str, Any]] = []
+    out: list[PhaseComparison] = []
     if total_a is not None and total_b is not None:
         out.append(
             {
@@ -103,7 +136,7 @@ def compare(a: Any, b: Any, store: HistoryStore | str | os.PathLike[str] | None 
     return out
 
 
-def _profile(item: Any, store: Any) -> tuple[list[dict[str, Any]], float | None]:
+def _profile(item: object, store: StoreLike) -> tuple[list[ProfileRow], float | None]:
     """Rows with tuple paths (+ the total duration if known) of a record id / record / build / rows."""
     if isinstance(item, int) and not isinstance(item, bool):
         record = resolve_store(store).get(item)
@@ -113,10 +146,22 @@ def _profile(item: Any, store: Any) -> tuple[list[dict[str, Any]], float | None]
     if isinstance(item, dict):
         if "rows" not in item and "id" in item:
             return _profile(int(item["id"]), store)
-        rows = [{**r, "path": tuple((str(n), int(k)) for n, k in r["path"])} for r in item.get("rows", [])]
+        rows: list[ProfileRow] = [
+            {
+                "path": tuple((str(n), int(k)) for n, k in r["path"]),
+                "name": r.get("name"),
+                "start_s": r.get("start_s"),
+                "end_s": r.get("end_s"),
+                "duration_s": r.get("duration_s"),
+                "step": r.get("step"),
+                "num_steps": r.get("num_steps"),
+                "status": r.get("status"),
+            }
+            for r in item.get("rows", [])
+        ]
         return rows, item.get("total_s")
     total = None
-    if hasattr(item, "timings") and callable(item.timings):
+    if isinstance(item, _Timed) and callable(item.timings):
         build = getattr(item, "build", item)
         total = getattr(build, "elapsed_s", None) if _ended(build) else None
         item = item.timings()

@@ -11,16 +11,17 @@ import os
 import threading
 import time
 import warnings
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ._keys import PhasePath, build_key, describe_like, like_facts, profile_rows
-from ._store import LOCK_TIMEOUT_S, HistoryStore, history_path, warn_once
+from ._keys import LikeFacts, PhasePath, ProfileRow, build_key, describe_like, like_facts, profile_rows
+from ._store import LOCK_TIMEOUT_S, HistoryRecord, HistoryStore, history_path, warn_once
 
 if TYPE_CHECKING:
-    from .._build import Build
+    from .._build import Build, HistorySetting
+    from .._json import JSONObject
 
 
-def attach_history(build: Build, history: Any) -> None:
+def attach_history(build: Build, history: HistorySetting) -> None:
     """Set ``build.history`` to a :class:`HistoryLink`, or leave it None when history is off or unusable.
 
     ``history``: True (``$TRT_WIDGET_HISTORY`` or the cache dir), False, a path or off word (see
@@ -47,7 +48,7 @@ def attach_history(build: Build, history: Any) -> None:
     build.history = HistoryLink(build, store)
 
 
-def _history_off(build: Build, where: Any, reason: str) -> None:
+def _history_off(build: Build, where: object, reason: str) -> None:
     """Warn (once per location and reason) that this build runs without history, and note it in its problems."""
     message = f"trt_widget: cannot use the history store {where} ({reason}); builds run without history"
     with contextlib.suppress(Warning):  # warnings turned into errors must not fail the build: the note says it
@@ -84,15 +85,15 @@ class HistoryLink:
         self.store = store
         self.key: str | None = None
         self.model_hash: str | None = None
-        self.like: dict[str, Any] = {}  # the GPU and timing-cache warmth this build is compared by
-        self.match: dict[str, Any] | None = None  # the newest succeeded record with the same key
+        self.like: LikeFacts = {}  # the GPU and timing-cache warmth this build is compared by
+        self.match: HistoryRecord | None = None  # the newest succeeded record with the same key
         self.error: str | None = None
         self.recorded_id: int | None = None
         self.ready = threading.Event()
         self.recorded = threading.Event()
-        self._past: dict[PhasePath, dict[str, Any]] = {}
+        self._past: dict[PhasePath, ProfileRow] = {}
         self._paths: list[PhasePath] = []
-        self._counts: dict[tuple[Any, str], int] = {}
+        self._counts: dict[tuple[int | None, str], int] = {}
         self._cache_version = -1
         self._anchor = (0.0, 0.0, 0.0)  # (past position, current time, upper bound of the position)
         self._running: list[tuple[int, str, float, float]] = []  # (id, name, start_s, expected duration)
@@ -153,28 +154,32 @@ class HistoryLink:
             self._counts[key] = k + 1
             base = self._paths[row["parent"]] if row["parent"] is not None else ()
             self._paths.append((*base, (row["name"], k)))
-        total = float(self.match["total_s"]) if self.match else 0.0
+        total = float(self.match["total_s"] or 0.0) if self.match else 0.0
         best_p, best_c, upper = 0.0, 0.0, total
         running, deltas = [], {}
         for row in rows:
             past = self._past.get(self._paths[row["id"]])
-            if past is None or past.get("end_s") is None:
+            if past is None:
+                continue
+            past_end, past_duration = past["end_s"], past["duration_s"]
+            if past_end is None or past_duration is None:  # (a stored finished row has both: profile_problem)
                 continue
             events = [(past["start_s"], row["start_s"])]
-            if row["end_s"] is None:
-                upper = min(upper, past["end_s"])
-                running.append((row["id"], row["name"], row["start_s"], past["duration_s"]))
+            end, duration = row["end_s"], row["duration_s"]
+            if end is None:
+                upper = min(upper, past_end)
+                running.append((row["id"], row["name"], row["start_s"], past_duration))
             else:
-                events.append((past["end_s"], row["end_s"]))
-                if row["status"] not in ("cancelled", "failed"):
-                    deltas[str(row["id"])] = row["duration_s"] - past["duration_s"]
+                events.append((past_end, end))
+                if row["status"] not in ("cancelled", "failed") and duration is not None:
+                    deltas[str(row["id"])] = duration - past_duration
             for p, c in events:
                 if p > best_p or (p == best_p and c > best_c):
                     best_p, best_c = p, c
         self._anchor, self._running, self._deltas = (best_p, best_c, upper), running, deltas
         self._cache_version = version
 
-    def eta(self) -> dict[str, Any] | None:
+    def eta(self) -> JSONObject | None:
         """``{"total_s", "remaining_s", "based_on", "phases": {name: expected s}, "running": {id: {...}}}``.
 
         None before the look-up answered or once the build ended; without a match, ``{"none": short, "why":
@@ -186,7 +191,7 @@ class HistoryLink:
             return None
         if self.match is None:
             return self._no_eta()
-        total = float(self.match["total_s"])
+        total = float(self.match["total_s"] or 0.0)
         if self.build.status == "idle":
             return {
                 "total_s": round(total, 2),
@@ -215,7 +220,7 @@ class HistoryLink:
             },
         }
 
-    def _no_eta(self) -> dict[str, Any]:
+    def _no_eta(self) -> JSONObject:
         """Why there is no ETA: a first build (TensorRT's phases differ by orders of magnitude between models,
         so a guess from another model or the model's size would mislead), or a history that could not be read."""
         if self.error is not None:
@@ -237,12 +242,12 @@ class HistoryLink:
             self._refresh()
             return {k: round(v, 4) for k, v in self._deltas.items()}
 
-    def engine_delta(self) -> dict[str, Any] | None:
+    def engine_delta(self) -> JSONObject | None:
         """What changed in the engine from the matched past build (``{"layers", "precision", "memory"}``, see
         :func:`trt_widget.engine.engine_delta`); None without a match, a report, or an engine brief in the match."""
         if not self.ready.is_set() or self.match is None:
             return None
-        report = getattr(self.build, "engine_report", None)
+        report = self.build.engine_report
         if report is None:
             return None
         from ..engine import engine_delta
@@ -261,7 +266,7 @@ class HistoryLink:
                 resources.stop()  # its final sample belongs in the record
             from .._backend import backend_info
 
-            record = {
+            record: HistoryRecord = {
                 "key": self.key,
                 "model_hash": self.model_hash,
                 "label": build.source.label,
@@ -272,12 +277,15 @@ class HistoryLink:
                 "options": build.options.summary(),
                 "backend": backend_info(),
                 "isolation": build.options.isolation,
-                **self.like,
                 "resources": resources.summary() if resources is not None else None,
                 "based_on_id": self.match["id"] if self.match else None,
                 "rows": profile_rows(build.timings()),
                 "engine": _engine_brief(build),
             }
+            if "gpu" in self.like:  # the facts it was compared by (see like_facts)
+                record["gpu"] = self.like["gpu"]
+            if "timing_cache" in self.like:
+                record["timing_cache"] = self.like["timing_cache"]
             self.recorded_id = self.store.add(record, timeout=0.1 if locked else LOCK_TIMEOUT_S)
         except Exception as exc:
             self.error = f"{type(exc).__name__}: {exc}"
@@ -298,7 +306,7 @@ class HistoryLink:
         return f"<HistoryLink {self.store.path} match={self.based_on!r}>"
 
 
-def _engine_brief(build: Build) -> dict[str, Any] | None:
+def _engine_brief(build: Build) -> JSONObject | None:
     """The brief of a succeeded build's engine report that the next build's "Δ last build" compares with."""
     report = build.engine_report if build.status == "succeeded" else None
     if report is None:

@@ -7,19 +7,42 @@ import hashlib
 import inspect
 import json
 import os
-from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, TypedDict
 
 if TYPE_CHECKING:
     from .._build import Build
+    from .._engine import ModelSource
+    from .._gpu import GpuFacts
+    from .._phases import PhaseRow
 
 PhasePath = tuple[tuple[str, int], ...]  # a phase instance across builds: (name, occurrence among same-name siblings)
 
 
-def phase_paths(rows: Iterable[Mapping[str, Any]]) -> dict[int, PhasePath]:
+class ProfileRow(TypedDict):
+    """A phase instance as a history record stores it (``path`` is a list of [name, k] pairs once stored)."""
+
+    path: PhasePath
+    name: str
+    start_s: float
+    end_s: float | None
+    duration_s: float | None
+    step: int
+    num_steps: int
+    status: str
+
+
+class LikeFacts(TypedDict, total=False):
+    """What else makes two builds comparable (:func:`like_facts`)."""
+
+    gpu: GpuFacts
+    timing_cache: str
+
+
+def phase_paths(rows: Iterable[PhaseRow]) -> dict[int, PhasePath]:
     """id -> path of names with each name's occurrence index among same-name siblings (stable across builds)."""
     paths: dict[int, PhasePath] = {}
-    counts: dict[tuple[Any, str], int] = {}
+    counts: dict[tuple[int | None, str], int] = {}
     for row in sorted(rows, key=lambda r: r["id"]):
         parent = row.get("parent")
         k = counts.get((parent, row["name"]), 0)
@@ -29,12 +52,23 @@ def phase_paths(rows: Iterable[Mapping[str, Any]]) -> dict[int, PhasePath]:
     return paths
 
 
-def profile_rows(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def profile_rows(rows: Iterable[PhaseRow]) -> list[ProfileRow]:
     """The stored form of timings rows: path, name, start/end/duration, steps and status."""
     rows = list(rows)
     paths = phase_paths(rows)
-    keep = ("name", "start_s", "end_s", "duration_s", "step", "num_steps", "status")
-    return [{"path": paths[r["id"]], **{k: r.get(k) for k in keep}} for r in sorted(rows, key=lambda r: r["id"])]
+    return [
+        {
+            "path": paths[r["id"]],
+            "name": r["name"],
+            "start_s": r["start_s"],
+            "end_s": r["end_s"],
+            "duration_s": r["duration_s"],
+            "step": r["step"],
+            "num_steps": r["num_steps"],
+            "status": r["status"],
+        }
+        for r in sorted(rows, key=lambda r: r["id"])
+    ]
 
 
 def path_label(path: PhasePath) -> str:
@@ -46,7 +80,7 @@ WHOLE_MAX = 16 << 20  # models up to this size are hashed whole
 SAMPLES, SAMPLE_BYTES = 256, 16 << 10  # larger ones: their size and this many evenly spaced blocks (4 MiB)
 
 
-def model_digest(source: Any) -> str | None:
+def model_digest(source: ModelSource) -> str | None:
     """sha256 of an ONNX model (bytes or file), or None for a callable. Above 16 MiB only the size and 256
     evenly spaced 16 KiB blocks are hashed: a 100 MB model is neither re-read nor hashed whole on each build
     (~0.08 s of CPU per build); two such models that differ only between the blocks share a timing history."""
@@ -71,13 +105,13 @@ def _sampled(size: int, block: Callable[[int], bytes | memoryview]) -> str:
     return digest.hexdigest()
 
 
-def like_facts(build: Build) -> dict[str, Any]:
+def like_facts(build: Build) -> LikeFacts:
     """What else makes two builds comparable: the GPU (name, compute capability, driver; absent without NVML) and,
     for NVIDIA TensorRT, whether the timing cache starts warm (a warm build can take a tenth of a cold one)."""
     from .._backend import select_backend
     from .._gpu import gpu_identity
 
-    facts: dict[str, Any] = {}
+    facts: LikeFacts = {}
     gpu = gpu_identity(getattr(build.options, "device", None))  # the GPU of the build's device=
     if gpu:
         facts["gpu"] = gpu
@@ -90,21 +124,20 @@ def like_facts(build: Build) -> dict[str, Any]:
     return facts
 
 
-def describe_like(facts: dict[str, Any]) -> str:
+def describe_like(facts: LikeFacts) -> str:
     """'NVIDIA H200 (compute 9.0, driver 580.159.04), warm timing cache' (empty without such facts)."""
     parts = []
     gpu = facts.get("gpu")
     if gpu:
-        more = ", ".join(
-            f"{label} {gpu[k]}" for k, label in (("compute_capability", "compute"), ("driver", "driver")) if k in gpu
-        )
+        known = (("compute", gpu.get("compute_capability")), ("driver", gpu.get("driver")))
+        more = ", ".join(f"{label} {value}" for label, value in known if value is not None)
         parts.append(f"{gpu.get('name', 'GPU')}{f' ({more})' if more else ''}")
     if "timing_cache" in facts:
         parts.append(f"{facts['timing_cache']} timing cache")
     return ", ".join(parts)
 
 
-def build_key(build: Build, like: dict[str, Any] | None = None) -> tuple[str, str]:
+def build_key(build: Build, like: LikeFacts | None = None) -> tuple[str, str]:
     """(key, model hash): the model's digest (:func:`model_digest`; a callable's name + source) + options +
     backend, + the GPU and the timing cache's warmth where known (:func:`like_facts`; absent facts leave older
     keys unchanged)."""

@@ -18,12 +18,46 @@ import stat
 import threading
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Mapping
 from contextlib import closing
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, TypedDict, TypeGuard, TypeVar
 
 from .._files import UntrustedLink, expand_user, resolve
+
+if TYPE_CHECKING:
+    from .._build import HistorySetting
+    from .._gpu import GpuFacts
+    from .._json import JSONObject
+    from .._resources import ResourcesSummary
+    from ._keys import ProfileRow
+
+
+class HistoryRecord(TypedDict, total=False):
+    """One recorded build: its key, outcome, settings and phase rows (``error``: a record that cannot be read,
+    listed from its columns; ``phases`` and ``when``: what ``list_builds`` shows instead of the rows)."""
+
+    id: int
+    key: str
+    model_hash: str | None
+    label: str | None
+    status: str
+    status_detail: str
+    created: float
+    total_s: float | None
+    options: JSONObject
+    backend: dict[str, str]
+    isolation: str
+    gpu: GpuFacts
+    timing_cache: str
+    resources: ResourcesSummary | None
+    based_on_id: int | None
+    rows: list[ProfileRow]
+    engine: JSONObject | None  # the engine's brief (layers, precision mix, memory): "Δ last build"
+    error: str
+    phases: int
+    when: str
+
 
 ENV = "TRT_WIDGET_HISTORY"
 FILENAME = "history.sqlite"
@@ -52,7 +86,7 @@ T = TypeVar("T")
 
 
 # -- where history goes ------------------------------------------------------------------------------------
-def history_path(setting: Any = True) -> Path | None:
+def history_path(setting: HistorySetting = True) -> Path | None:
     """The store file a history setting names, or None when history is off; the one parser for both
     ``Build(history=...)`` and ``$TRT_WIDGET_HISTORY``, so the two always agree.
 
@@ -111,11 +145,11 @@ def os_reason(exc: BaseException, path: Path) -> str:
     return f"{exc.strerror} ({where})" if where else exc.strerror
 
 
-_warned: set[Any] = set()
+_warned: set[Hashable] = set()
 _warned_lock = threading.Lock()
 
 
-def warn_once(key: Any, message: str, stacklevel: int = 2) -> None:
+def warn_once(key: Hashable, message: str, stacklevel: int = 2) -> None:
     """``warnings.warn(message, RuntimeWarning)`` the first time ``key`` is seen in this process."""
     with _warned_lock:
         if key in _warned:
@@ -226,7 +260,7 @@ class HistoryStore:
             stacklevel=4,
         )
 
-    def add(self, record: dict[str, Any], *, timeout: float = WAIT_TIMEOUT_S) -> int:
+    def add(self, record: HistoryRecord, *, timeout: float = WAIT_TIMEOUT_S) -> int:
         """Append one build record (pruning old ones) and return its id; waits at most ``timeout`` s for a lock."""
         body = {k: v for k, v in record.items() if k != "id"}
         text = json.dumps(body, separators=(",", ":"), default=str)
@@ -263,10 +297,10 @@ class HistoryStore:
 
         return self._run(work, timeout)
 
-    def latest(self, key: str, status: str = "succeeded", *, timeout: float = WAIT_TIMEOUT_S) -> dict[str, Any] | None:
+    def latest(self, key: str, status: str = "succeeded", *, timeout: float = WAIT_TIMEOUT_S) -> HistoryRecord | None:
         """The newest usable record with this key and status, or None; unreadable ones are skipped (warned once)."""
 
-        def work(conn: sqlite3.Connection) -> dict[str, Any] | None:
+        def work(conn: sqlite3.Connection) -> HistoryRecord | None:
             rows = conn.execute(
                 f"SELECT {_COLUMNS} FROM builds WHERE key = ? AND status = ? ORDER BY id DESC", (key, status)
             )
@@ -284,7 +318,7 @@ class HistoryStore:
 
         return self._run(work, timeout)
 
-    def get(self, build_id: int) -> dict[str, Any] | None:
+    def get(self, build_id: int) -> HistoryRecord | None:
         """The record with this id, or None; ValueError when its stored text cannot be read."""
         row = self._run(
             lambda conn: conn.execute(f"SELECT {_COLUMNS} FROM builds WHERE id = ?", (int(build_id),)).fetchone()
@@ -296,7 +330,7 @@ class HistoryStore:
             raise ValueError(f"history record {build_id} in {self.path} is {record['error']}")
         return record
 
-    def records(self, limit: int | None = None) -> list[dict[str, Any]]:
+    def records(self, limit: int | None = None) -> list[HistoryRecord]:
         """Full records (with rows), newest first; an unreadable one is listed with ``error`` and no rows."""
         rows = self._run(
             lambda conn: conn.execute(
@@ -346,12 +380,17 @@ def _is_corrupt(exc: sqlite3.DatabaseError) -> bool:
     return "file is not a database" in text or "malformed" in text
 
 
-def _decode(row: Any) -> dict[str, Any]:
+def _is_record(value: object) -> TypeGuard[HistoryRecord]:
+    """A JSON object: a record as stored (its fields are checked where they are used: ``profile_problem``)."""
+    return isinstance(value, dict)
+
+
+def _decode(row: tuple[int, str, str, float, float | None, str | None, str]) -> HistoryRecord:
     """A stored row as its record; one whose JSON cannot be read comes back from the columns, flagged ``error``."""
     build_id, key, status, created, total_s, label, text = row
     try:
         record = json.loads(text)
-        if not isinstance(record, dict):
+        if not _is_record(record):
             raise ValueError(f"a JSON {type(record).__name__}, not an object")
     except (ValueError, TypeError, RecursionError) as exc:
         return {
@@ -368,11 +407,11 @@ def _decode(row: Any) -> dict[str, Any]:
     return record
 
 
-def _number(value: Any) -> bool:
+def _number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def profile_problem(record: dict[str, Any]) -> str | None:
+def profile_problem(record: Mapping[str, object]) -> str | None:
     """What makes a record unusable for an ETA (times not numbers, rows not phase rows), or None."""
     if not _number(record.get("created")) or not _number(record.get("total_s")):
         return "created/total_s are not numbers"

@@ -6,15 +6,23 @@ importing this package does not import pygls. See docs/agents.md.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
+from ..mcp import PROGRESS_INTERVAL_S
 from ._cli import add_arguments, run
+
+if TYPE_CHECKING:
+    from pygls.lsp.server import LanguageServer
+
+    from ..mcp import BuildRegistry
 
 __all__ = ["add_arguments", "create_server", "run"]
 
 
-def create_server(registry: Any = None, **kwargs: Any) -> Any:
+def create_server(
+    registry: BuildRegistry | None = None, *, progress_interval: float = PROGRESS_INTERVAL_S
+) -> LanguageServer:
     """A ``pygls.lsp.server.LanguageServer`` with the trtWidget commands (``progress_interval=`` s, 0.1)."""
     from ._server import create_server as create
 
-    return create(registry, **kwargs)
+    return create(registry, progress_interval=progress_interval)

@@ -6,7 +6,10 @@ import argparse
 import logging
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, BinaryIO, cast
+
+if TYPE_CHECKING:
+    from ..mcp import BuildRegistry
 
 STOP_WAIT_S = 5.0  # after the client went: how long running builds get to end (a stop takes ~0.2 s)
 
@@ -43,13 +46,13 @@ def run(args: argparse.Namespace) -> int:
         lambda: _stop(builds, "interrupted (Ctrl-C)"),
     )
     try:
-        server.start_io(FramedInput(sys.stdin.buffer), channel)
+        server.start_io(cast("BinaryIO", FramedInput(sys.stdin.buffer)), channel)  # pygls reads lines and bytes only
     finally:
         _stop(builds, "the editor went away")
     return 0
 
 
-def _stop(builds: Any, reason: str) -> None:
+def _stop(builds: BuildRegistry, reason: str) -> None:
     """Stop what still builds and give it STOP_WAIT_S to end."""
     builds.stop_all(reason)
     deadline = time.monotonic() + STOP_WAIT_S

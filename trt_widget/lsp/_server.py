@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from typing import Any
+from collections.abc import Callable
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -21,11 +21,10 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from .. import __version__
 from .._follow import Follower, ended, path_fraction, path_label, running_path
-from ..mcp import BadInput, BuildRegistry
+from ..mcp import PROGRESS_INTERVAL_S, BadInput, BuildDescription, BuildRegistry
 
 log = logging.getLogger("trt_widget.lsp")
 BUILD, STOP, BUILDS = "trtWidget.build", "trtWidget.stop", "trtWidget.builds"
-PROGRESS_INTERVAL_S = 0.1
 CREATE_TIMEOUT_S = 5.0  # an editor that does not answer window/workDoneProgress/create gets no progress
 SHUTDOWN_WAIT_S = 5.0  # at shutdown: how long running build commands get to answer (a stop takes ~0.2 s)
 SOURCE = "trt-widget"
@@ -57,7 +56,7 @@ def _diagnostic(message: str, code: str | None = None) -> types.Diagnostic:
     )
 
 
-def _outcome(result: dict[str, Any]) -> tuple[str, types.MessageType]:
+def _outcome(result: BuildDescription) -> tuple[str, types.MessageType]:
     head = (
         f"TensorRT build {result['build_id']} of {result['model']} {result['status']} after {result['build_s']:.1f} s"
     )
@@ -69,13 +68,15 @@ def _outcome(result: dict[str, Any]) -> tuple[str, types.MessageType]:
     return (f"{head}: {result['detail']}" if result["detail"] else head), types.MessageType.Warning
 
 
-def create_server(registry: BuildRegistry | None = None, *, progress_interval: float = PROGRESS_INTERVAL_S) -> Any:
+def create_server(
+    registry: BuildRegistry | None = None, *, progress_interval: float = PROGRESS_INTERVAL_S
+) -> LanguageServer:
     """A pygls ``LanguageServer`` with the trtWidget commands."""
     builds = registry if registry is not None else BuildRegistry()
     server = LanguageServer("trt-widget", __version__)
-    commands: set[asyncio.Future[Any]] = set()  # trtWidget.build requests not yet answered
+    commands: set[asyncio.Future[object]] = set()  # trtWidget.build requests not yet answered
 
-    def quietly(send: Any, *args: Any) -> None:
+    def quietly(send: Callable[..., object], *args: object) -> None:
         """Send a notification; an editor that went away must not end (or fail) the build."""
         try:
             send(*args)
@@ -86,7 +87,7 @@ def create_server(registry: BuildRegistry | None = None, *, progress_interval: f
         quietly(server.window_show_message, types.ShowMessageParams(type=kind, message=message))
 
     @server.command(BUILD)
-    async def build(ls: LanguageServer, *arguments: Any) -> dict[str, Any]:
+    async def build(ls: LanguageServer, *arguments: object) -> BuildDescription:
         """Arguments: the ONNX file's URI (or path), then optionally {options, budget, output}."""
         if not arguments or not isinstance(arguments[0], str):
             raise ValueError(f"{BUILD} needs the ONNX file's URI as its first argument")
@@ -162,7 +163,7 @@ def create_server(registry: BuildRegistry | None = None, *, progress_interval: f
         return result
 
     @server.command(STOP)
-    def stop(ls: LanguageServer, *arguments: Any) -> dict[str, Any]:
+    def stop(ls: LanguageServer, *arguments: object) -> dict[str, list[str]]:
         """Stop the build with the given id, or every running build without one."""
         ids = [str(a) for a in arguments] or [e.id for e in builds.entries() if not e.build.done()]
         try:
@@ -172,12 +173,12 @@ def create_server(registry: BuildRegistry | None = None, *, progress_interval: f
         return {"stopped": stopped}
 
     @server.command(BUILDS)
-    def list_builds(ls: LanguageServer, *arguments: Any) -> dict[str, Any]:
+    def list_builds(ls: LanguageServer, *arguments: object) -> dict[str, list[BuildDescription]]:
         """Every build this server remembers, newest first."""
         return {"builds": [builds.describe(e.id) for e in builds.entries()]}
 
     @server.feature(types.SHUTDOWN)
-    async def shutdown(ls: LanguageServer, *arguments: Any) -> None:
+    async def shutdown(ls: LanguageServer, *arguments: object) -> None:
         """Stop every build and let its command answer with how it ended before the server shuts down (pygls
         would cancel the pending requests while they answer: its issue #606)."""
         builds.stop_all("the editor shut the language server down")

@@ -17,10 +17,20 @@ import argparse
 import os
 import signal
 import sys
-from typing import Any, TextIO
+from types import FrameType
+from typing import TYPE_CHECKING, TextIO, cast
 
 from .._files import expand_user
 from .._format import escape_controls, escape_lines
+
+if TYPE_CHECKING:
+    from rich.live import Live
+    from rich.progress_bar import ProgressBar
+    from rich.table import Table
+
+    from .._options import BuildOptionsDict
+    from ._matrix import BuildMatrix, Cell, Executor
+
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BUDGET, EXIT_INTERRUPTED = 0, 1, 2, 124, 130
 COLORS = {"succeeded": "green", "failed": "red", "cancelled": "yellow", "cancelling": "yellow", "running": "cyan"}
@@ -88,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
         except (OSError, ValueError) as exc:
             _stderr(f"trt-widget: error: {exc.strerror if isinstance(exc, OSError) and exc.strerror else exc}")
             return EXIT_FAILED
-    executor: Any = args.executor
+    executor: Executor = args.executor
     if args.executor == "ray" and args.ray_address:
         from ..ray import RayRunner
 
@@ -97,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     if ray_started is None:
         return EXIT_FAILED
     try:
-        return _run_matrix(args, executor, options)
+        return _run_matrix(args, executor, cast("BuildOptionsDict", options))  # Build's keywords, checked
     finally:
         if ray_started:  # the local instance this command started: shut down now, its helpers with it
             import ray
@@ -123,9 +133,8 @@ def _connect_ray(address: str | None) -> bool | None:
     return local
 
 
-def _run_matrix(args: argparse.Namespace, executor: Any, options: Any) -> int:
+def _run_matrix(args: argparse.Namespace, executor: Executor, options: BuildOptionsDict) -> int:
     """Build the matrix with the live table (or events) and Ctrl-C; the exit code."""
-    from .._options import BuildOptionsDict
     from ._matrix import BuildMatrix
 
     variants: list[BuildOptionsDict] = [{"optimization_level": n} for n in args.opt_level] if args.opt_level else [{}]
@@ -145,11 +154,11 @@ def _run_matrix(args: argparse.Namespace, executor: Any, options: Any) -> int:
     except OSError as exc:
         _stderr(f"trt-widget: error: {exc}")
         return EXIT_FAILED
-    view: Any = None if args.json else MatrixView(matrix, sys.stdout, plain=args.plain)
+    view: MatrixView | None = None if args.json else MatrixView(matrix, sys.stdout, plain=args.plain)
     notify = view.notice if view is not None else _stderr
     presses = [0]
 
-    def on_sigint(_signum: int, _frame: Any) -> None:
+    def on_sigint(_signum: int, _frame: FrameType | None) -> None:
         presses[0] += 1
         if presses[0] == 1:
             matrix.stop()
@@ -189,7 +198,7 @@ def _stderr(text: str) -> None:
 class MatrixView:
     """The matrix on a text stream: a rich live table in a terminal, else a line per status change."""
 
-    def __init__(self, matrix: Any, stream: TextIO, *, plain: bool = False) -> None:
+    def __init__(self, matrix: BuildMatrix, stream: TextIO, *, plain: bool = False) -> None:
         from .._format import is_terminal
         from .._terminal import rich_available
 
@@ -197,7 +206,7 @@ class MatrixView:
         self.stream = stream
         self.rich = not plain and is_terminal(stream) and rich_available()
         self._shown: dict[int, str] = {}
-        self._live: Any = None
+        self._live: Live | None = None
         if self.rich:
             from rich.console import Console
             from rich.live import Live
@@ -233,7 +242,7 @@ class MatrixView:
             self._write("")
             self._write(self.matrix.table_text())
 
-    def _outcome(self, cell: Any) -> str:
+    def _outcome(self, cell: Cell) -> str:
         from .._format import fmt_bytes, fmt_s
 
         build = cell.build
@@ -244,7 +253,7 @@ class MatrixView:
             return f"{build.status} after {fmt_s(build.elapsed_s)}: {build.status_detail}"
         return str(build.status)
 
-    def _table(self) -> Any:
+    def _table(self) -> Table:
         from rich.progress_bar import ProgressBar
         from rich.table import Table
         from rich.text import Text
@@ -261,7 +270,7 @@ class MatrixView:
         for cell in self.matrix.cells:
             build = cell.build
             phase = build.model.innermost_running() if build.status in ("running", "cancelling") else None
-            bar: Any = ""
+            bar: ProgressBar | str = ""
             if phase is not None and phase.num_steps > 1:
                 bar = ProgressBar(total=phase.num_steps, completed=min(phase.step, phase.num_steps), width=16)
             note = phase.name if phase else (build.status_detail if build.status in ("failed", "cancelled") else "")

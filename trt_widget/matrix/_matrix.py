@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Union
+from typing import TYPE_CHECKING, Literal, TypedDict, Union, cast
 
 from .._build import Build, HistorySetting
 from .._engine import ModelLike, ModelSource
@@ -44,9 +44,13 @@ from ._table import (
 )
 
 if TYPE_CHECKING:
+    from pandas import DataFrame
     from typing_extensions import Unpack
 
     from ..ray import RayRunner
+    from ._events import MatrixEvents
+    from ._table import Comparison, ResultRow
+    from ._widget import MatrixWidget
 
 __all__ = ["BuildMatrix", "Cell", "Executor", "ModelsLike"]
 
@@ -54,6 +58,12 @@ __all__ = ["BuildMatrix", "Cell", "Executor", "ModelsLike"]
 ModelsLike = ModelLike | list[ModelLike] | tuple[ModelLike, ...] | Mapping[str, ModelLike]
 # executor=: worker processes here ("local"), Ray ("ray"), or a RayRunner as the template of every build's runner
 Executor = Union[Literal["local", "ray"], "RayRunner"]
+
+
+class _BuildArgs(TypedDict, total=False):
+    history: HistorySetting
+    resources: bool
+
 
 SLOT_POLL_S = 0.05  # how often a queued build looks at its Stop while waiting for a slot
 
@@ -65,7 +75,7 @@ class Cell:
     id: int
     model: str
     variant: str
-    options: dict[str, Any]
+    options: BuildOptionsDict
     build: Build
 
 
@@ -203,25 +213,25 @@ class BuildMatrix:
         self.slots = Slots(max_parallel) if max_parallel else None
         self.output_dir = output_folder(output_dir, "output_dir") if output_dir is not None else None
         self.cells: list[Cell] = []
-        self._build_args: dict[str, Any] = {"history": history, "resources": resources}
+        self._build_args: _BuildArgs = {"history": history, "resources": resources}
         self._outputs: dict[str, str] = {}  # the real path of each cell's output= -> which cell writes it
         for model_label, model in named_models:
             for variant, variant_options in named_variants:
-                merged = {**options, **variant_options}
+                merged: BuildOptionsDict = {**options, **variant_options}
                 cell_id = len(self.cells)
                 build = self._make_build(model, model_label, variant, merged)
                 self.cells.append(Cell(cell_id, model_label, variant, merged, build))
-        self.events: Any = None
+        self.events: MatrixEvents | None = None
         if events is not None:
             from ._events import attach_matrix_events
 
             self.events = attach_matrix_events(self, events)
         self._started = False
-        self._widget: Any = None
+        self._widget: MatrixWidget | None = None
 
-    def _make_build(self, model: Any, model_label: str, variant: str, options: dict[str, Any]) -> Build:
+    def _make_build(self, model: ModelLike, model_label: str, variant: str, options: BuildOptionsDict) -> Build:
         """The cell's Build with the executor's runner; a variant whose options are refused gets a failing one."""
-        options = dict(options)
+        options = options.copy()
         if self.output_dir is not None and "output" not in options:
             options["output"] = self._engine_path(self.output_dir, model_label, variant)
         try:
@@ -233,8 +243,9 @@ class BuildMatrix:
                 from ..ray import RayRunner
 
                 template = self._ray_template if isinstance(self._ray_template, RayRunner) else RayRunner()
-                remote = {"history": False, "resources": False}  # history / memory here would time a remote machine
-                build = Build(model, runner=template.clone(), **{**remote, **self._explicit_args()}, **options)
+                remote: _BuildArgs = {"history": False, "resources": False}  # here, they would time a remote machine
+                remote.update(self._explicit_args())
+                build = Build(model, runner=template.clone(), **remote, **options)
             else:
                 build = Build(model, **self._build_args, **options)
         except (TypeError, ValueError, OSError) as exc:  # bad options fail this variant alone
@@ -257,9 +268,14 @@ class BuildMatrix:
             path, number = folder / f"{stem}-{number}-{name}.engine", number + 1
         return path
 
-    def _explicit_args(self) -> dict[str, Any]:
+    def _explicit_args(self) -> _BuildArgs:
         """history= / resources= where the caller changed them from the default."""
-        return {k: v for k, v in self._build_args.items() if v is not True}
+        explicit: _BuildArgs = {}
+        if self._build_args["history"] is not True:
+            explicit["history"] = self._build_args["history"]
+        if self._build_args["resources"] is not True:
+            explicit["resources"] = self._build_args["resources"]
+        return explicit
 
     # -- the builds ----------------------------------------------------------------------------------
     @property
@@ -327,26 +343,26 @@ class BuildMatrix:
             raise
         return self.status
 
-    def __await__(self) -> Generator[Any, None, str]:
+    def __await__(self) -> Generator[object, None, str]:
         return self.wait_async().__await__()
 
     # -- results -------------------------------------------------------------------------------------
-    def results(self) -> Any:
+    def results(self) -> DataFrame | list[ResultRow]:
         """One row per build: build, model, variant, status, build_s, engine_bytes, top_phases (the phases
         with the most self time, seconds), error. A pandas DataFrame when pandas is installed, else dicts."""
         return as_table([result_row(cell) for cell in self.cells], RESULT_COLUMNS)
 
-    def compare(self, baseline: int = 0) -> Any:
+    def compare(self, baseline: int = 0) -> DataFrame | list[dict[str, object]]:
         """Differences against build ``baseline``: build time, engine size, and seconds per phase name."""
         rows = compare_rows(self.cells, baseline)
         return as_table(rows, list(rows[0]) if rows else [])
 
-    def engines(self) -> Any:
+    def engines(self) -> DataFrame | list[dict[str, object]]:
         """One row per build: what its engine holds: layers, precision mix, main layer types, weights and
         activation memory, engine size (``EngineReport``); a DataFrame when pandas is installed, else dicts."""
         return as_table(engine_rows(self.cells), ENGINE_COLUMNS)
 
-    def comparison(self) -> dict[str, Any]:
+    def comparison(self) -> Comparison:
         """Per build: status, build time, engine size and seconds per phase name (JSON-ready)."""
         return comparison(self.cells)
 
@@ -366,7 +382,7 @@ class BuildMatrix:
 
     # -- display -------------------------------------------------------------------------------------
     @property
-    def widget(self) -> Any:
+    def widget(self) -> MatrixWidget:
         """The matrix widget (created on first use): one row per build, Stop, expandable phase trees."""
         if self._widget is None:
             from ._widget import MatrixWidget
@@ -374,7 +390,7 @@ class BuildMatrix:
             self._widget = MatrixWidget(self)
         return self._widget
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+    def _repr_mimebundle_(self, **kwargs: dict[str, object]) -> tuple[dict[str, object], dict[str, object]]:
         """As the last expression of a cell: the widget (with a text and HTML table for other front ends)."""
         return self.widget._repr_mimebundle_(**kwargs)
 
@@ -387,7 +403,7 @@ class BuildMatrix:
         return f"<BuildMatrix {len(self.cells)} builds, executor={self.executor!r}: {counts}>"
 
 
-def _named(models: Any, labeller: Callable[[list[Any]], list[str]]) -> list[tuple[str, Any]]:
+def _named(models: ModelsLike, labeller: Callable[[Sequence[object]], list[str]]) -> list[tuple[str, ModelLike]]:
     if isinstance(models, Mapping):
         return [(str(k), v) for k, v in models.items()]
     if isinstance(models, (list, tuple)):
@@ -397,10 +413,12 @@ def _named(models: Any, labeller: Callable[[list[Any]], list[str]]) -> list[tupl
     return list(zip(labeller([models]), [models], strict=True))
 
 
-def _named_variants(variants: Any) -> list[tuple[str, dict[str, Any]]]:
+def _named_variants(
+    variants: Sequence[BuildOptionsDict] | Mapping[str, BuildOptionsDict] | None,
+) -> list[tuple[str, BuildOptionsDict]]:
     if variants is None:
         return [("default", {})]
-    items: list[tuple[str | None, Any]]
+    items: list[tuple[str | None, object]]
     if isinstance(variants, Mapping):
         items = [(str(k), v) for k, v in variants.items()]
     elif isinstance(variants, (list, tuple)):
@@ -409,18 +427,20 @@ def _named_variants(variants: Any) -> list[tuple[str, dict[str, Any]]]:
         raise TypeError(f"variants must be a list of option dicts or a dict label -> options, got {variants!r}")
     if not items:
         raise ValueError("variants is empty: give at least one (an empty dict means the default options)")
-    out: list[tuple[str, dict[str, Any]]] = []
+    out: list[tuple[str, BuildOptionsDict]] = []
     for label, options in items:
         if not isinstance(options, Mapping):
             raise TypeError(f"each variant must be a dict of build options, got {options!r}")
-        out.append((label if label is not None else variant_label(options), dict(options)))
+        # the names are checked where the build is made (a TypeError that fails this variant alone)
+        checked = cast("BuildOptionsDict", {str(k): v for k, v in options.items()})
+        out.append((label if label is not None else variant_label(checked), checked))
     labels = [label for label, _ in out]
     if len(set(labels)) != len(labels):
         out = [(f"{label} #{i}", options) for i, (label, options) in enumerate(out)]
     return out
 
 
-def _executor_name(executor: Any) -> str:
+def _executor_name(executor: object) -> str:
     if executor in ("local", "ray"):
         return str(executor)
     if type(executor).__name__ == "RayRunner":

@@ -9,18 +9,57 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict, TypeVar
 
 if TYPE_CHECKING:
+    from pandas import DataFrame
+
     from .._build import Build
+    from .._phases import PhaseRow
+    from .._status import BuildStatus
+    from ..engine._layer import JSON
+    from ._matrix import Cell
 
 from ..runners import START_PHASE
 
 TOP_PHASES = 3
+Row = TypeVar("Row", bound=Mapping[str, object])
+
+
+class ResultRow(TypedDict):
+    """One row of ``BuildMatrix.results()``."""
+
+    build: int
+    model: str
+    variant: str
+    status: BuildStatus
+    build_s: float | None
+    engine_bytes: int | None
+    top_phases: dict[str, float]
+    error: str | None
+
+
+class ComparedBuild(TypedDict):
+    """One build in :func:`comparison`."""
+
+    id: int
+    model: str
+    variant: str
+    status: BuildStatus
+    build_s: float
+    engine_size: int | None
+    phases: dict[str, float]
+    engine: dict[str, JSON] | None
+
+
+class Comparison(TypedDict):
+    builds: list[ComparedBuild]
+
+
 RESULT_COLUMNS = ["build", "model", "variant", "status", "build_s", "engine_bytes", "top_phases", "error"]
 
 
-def model_labels(models: list[Any]) -> list[str]:
+def model_labels(models: Sequence[object]) -> list[str]:
     """Short, unique labels: a file's name, an ONNX graph's name, a function's name, else ``model N``."""
     labels: list[str] = []
     for index, model in enumerate(models):
@@ -36,7 +75,7 @@ def model_labels(models: list[Any]) -> list[str]:
     return _unique(labels)
 
 
-def variant_label(options: Mapping[str, Any]) -> str:
+def variant_label(options: Mapping[str, object]) -> str:
     """``optimization_level=3, workspace=1GiB``; ``default`` for no options."""
     if not options:
         return "default"
@@ -53,7 +92,7 @@ def _unique(labels: list[str]) -> list[str]:
     return out
 
 
-def phase_totals(rows: Sequence[Mapping[str, Any]], *, self_time: bool = False) -> dict[str, float]:
+def phase_totals(rows: Sequence[PhaseRow], *, self_time: bool = False) -> dict[str, float]:
     """Seconds per phase name over finished instances: inclusive time (an instance nested in a same-named one is
     not counted twice), or with ``self_time`` only the time not spent in a child phase."""
     by_id = {r["id"]: r for r in rows if r}
@@ -75,7 +114,7 @@ def phase_totals(rows: Sequence[Mapping[str, Any]], *, self_time: bool = False) 
     return totals
 
 
-def _inside_same_name(row: Mapping[str, Any], by_id: Mapping[int, Mapping[str, Any]]) -> bool:
+def _inside_same_name(row: PhaseRow, by_id: Mapping[int, PhaseRow]) -> bool:
     parent = by_id.get(row["parent"]) if row["parent"] is not None else None
     while parent is not None:
         if parent["name"] == row["name"]:
@@ -91,7 +130,7 @@ def top_phases(build: Build, count: int = TOP_PHASES) -> dict[str, float]:
     return {name: round(seconds, 3) for name, seconds in best}
 
 
-def result_row(cell: Any) -> dict[str, Any]:
+def result_row(cell: Cell) -> ResultRow:
     """One row of ``BuildMatrix.results()``."""
     build = cell.build
     error = build.error
@@ -107,7 +146,7 @@ def result_row(cell: Any) -> dict[str, Any]:
     }
 
 
-def as_table(rows: list[dict[str, Any]], columns: list[str]) -> Any:
+def as_table(rows: list[Row], columns: list[str]) -> DataFrame | list[Row]:
     """A pandas DataFrame when pandas is installed, else the list of row dicts."""
     try:
         import pandas as pd
@@ -116,11 +155,11 @@ def as_table(rows: list[dict[str, Any]], columns: list[str]) -> Any:
     return pd.DataFrame(rows, columns=columns)
 
 
-def comparison(cells: list[Any]) -> dict[str, Any]:
+def comparison(cells: Sequence[Cell]) -> Comparison:
     """Per build: status, build time, engine size and inclusive seconds per phase name (for the widget, which
     computes differences against the baseline the user picks). The builder process's start-up is left out of
     both: the first build pays a cold worker's start, which says nothing about its variant."""
-    builds = []
+    builds: list[ComparedBuild] = []
     for cell in cells:
         phases = phase_totals(cell.build.timings())
         start_up = phases.pop(START_PHASE, 0.0)
@@ -139,30 +178,30 @@ def comparison(cells: list[Any]) -> dict[str, Any]:
     return {"builds": builds}
 
 
-def _engine_brief(build: Any) -> dict[str, Any] | None:
+def _engine_brief(build: Build) -> dict[str, JSON] | None:
     """The engine report's summary of a succeeded build (layers, precision mix, memory), else None."""
-    report = getattr(build, "engine_report", None) if build.status == "succeeded" else None
+    report = build.engine_report if build.status == "succeeded" else None
     return report.brief() if report is not None else None
 
 
 ENGINE_COLUMNS = ["build", "model", "variant", "layers", "precision_mix", "types", "weights", "activations", "engine"]
 
 
-def engine_rows(cells: list[Any]) -> list[dict[str, Any]]:
+def engine_rows(cells: Sequence[Cell]) -> list[dict[str, object]]:
     """Per build: what its engine holds (layers, precision mix, main layer types, weights and activation memory,
     engine size); empty cells where a build has no engine report."""
     rows = []
     for cell in cells:
         brief = _engine_brief(cell.build) or {}
-        memory = brief.get("memory") or {}
+        memory = _mapping(brief.get("memory"))
         rows.append(
             {
                 "build": cell.id,
                 "model": cell.model,
                 "variant": cell.variant,
                 "layers": brief.get("layers"),
-                "precision_mix": ", ".join(f"{k} {v}" for k, v in (brief.get("precision_mix") or {}).items()),
-                "types": ", ".join(f"{k} {v}" for k, v in list((brief.get("types") or {}).items())[:4]),
+                "precision_mix": ", ".join(f"{k} {v}" for k, v in _mapping(brief.get("precision_mix")).items()),
+                "types": ", ".join(f"{k} {v}" for k, v in list(_mapping(brief.get("types")).items())[:4]),
                 "weights": memory.get("weights"),
                 "activations": memory.get("activations"),
                 "engine": memory.get("engine_size", cell.build.engine_size),
@@ -171,7 +210,11 @@ def engine_rows(cells: list[Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def compare_rows(cells: list[Any], baseline: int) -> list[dict[str, Any]]:
+def _mapping(value: JSON) -> dict[str, JSON]:
+    return value if isinstance(value, dict) else {}
+
+
+def compare_rows(cells: Sequence[Cell], baseline: int) -> list[dict[str, object]]:
     """Differences against build ``baseline``: build time, engine size and per phase name (seconds, + slower)."""
     data = comparison(cells)["builds"]
     base = next((b for b in data if b["id"] == baseline), None)
@@ -180,7 +223,7 @@ def compare_rows(cells: list[Any], baseline: int) -> list[dict[str, Any]]:
     names = sorted({name for b in data for name in b["phases"]}, key=lambda n: -base["phases"].get(n, 0.0))
     rows = []
     for b in data:
-        row: dict[str, Any] = {
+        row: dict[str, object] = {
             "build": b["id"],
             "model": b["model"],
             "variant": b["variant"],
@@ -200,7 +243,7 @@ def compare_rows(cells: list[Any], baseline: int) -> list[dict[str, Any]]:
     return rows
 
 
-def fmt_row_text(row: dict[str, Any]) -> list[str]:
+def fmt_row_text(row: ResultRow) -> list[str]:
     """The plain-text cells of a results row (terminal table, text/plain)."""
     from .._format import fmt_bytes, fmt_s
 

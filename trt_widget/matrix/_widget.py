@@ -14,8 +14,9 @@ import json
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 import anywidget
 import traitlets
@@ -25,11 +26,47 @@ from .._status import FINAL, IDLE
 from .._status import log as _log
 from ._table import result_row
 
+if TYPE_CHECKING:
+    from .._phases import Phase
+    from .._status import BuildStatus
+    from ._matrix import BuildMatrix, Cell
+
 _STATIC = Path(__file__).parent.parent / "static"
 INTERVAL_S = 0.125  # at most 8 messages a second to the browser, for the whole matrix
 
 
-def build_row(cell: Any) -> dict[str, Any]:
+class PhaseNow(TypedDict):
+    name: str
+    step: int
+    num_steps: int
+
+
+class MatrixRow(TypedDict):
+    """One row of the matrix view (``js/src/matrix`` reads it)."""
+
+    id: int
+    model: str
+    variant: str
+    status: BuildStatus
+    detail: str
+    elapsed_s: float
+    engine_size: int
+    error: str
+    phase: PhaseNow | None
+    can_force: bool
+
+
+class PumpState(TypedDict):
+    """The whole synced state, before encoding."""
+
+    status: str
+    rows: list[MatrixRow]
+    expanded: list[int]
+    details: dict[str, dict[str, object]]
+    comparison_json: str
+
+
+def build_row(cell: Cell) -> MatrixRow:
     """One row of the matrix view: the build's state and the progress of its innermost running phase."""
     build = cell.build
     phase = build.model.innermost_running() if build.status in ("running", "cancelling") else None
@@ -55,7 +92,9 @@ class MatrixPump:
     and end, Stop and expand requests wake it early. It lives as long as the widget: expanding a finished build
     still needs a send."""
 
-    def __init__(self, matrix: Any, send: Any, interval: float = INTERVAL_S) -> None:
+    def __init__(
+        self, matrix: BuildMatrix, send: Callable[[dict[str, object]], None], interval: float = INTERVAL_S
+    ) -> None:
         self.matrix = matrix
         self.send = send
         self.interval = interval
@@ -64,8 +103,8 @@ class MatrixPump:
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._closed = threading.Event()
-        self._last: dict[str, Any] = {}
-        self._compared: dict[str, Any] = {}  # what was sent, without the elapsed times
+        self._last: dict[str, object] = {}
+        self._compared: dict[str, object] = {}  # what was sent, without the elapsed times
         self._encoders: dict[int, RowsEncoder] = {}
         self._unsubscribe = [cell.build.model.subscribe(self._on_phase, steps=False) for cell in matrix.cells]
         for cell in matrix.cells:
@@ -76,7 +115,7 @@ class MatrixPump:
     def start(self) -> None:
         self._thread.start()
 
-    def _on_phase(self, _kind: str, _phase: Any) -> None:  # a phase started or ended: on a builder's thread
+    def _on_phase(self, _kind: str, _phase: Phase) -> None:  # a phase started or ended: on a builder's thread
         self._wake.set()
 
     def wake(self) -> None:
@@ -118,12 +157,12 @@ class MatrixPump:
             except Exception:  # the pump must outlive any single bad snapshot
                 _log.debug("the matrix widget could not send its state", exc_info=True)
 
-    def state(self) -> dict[str, Any]:
+    def state(self) -> PumpState:
         """Trait name -> value: the whole synced state now."""
         matrix = self.matrix
         with self._lock:
             expanded = list(self.expanded)
-        details: dict[str, Any] = {}
+        details: dict[str, dict[str, object]] = {}
         for build_id in expanded:
             if 0 <= build_id < len(matrix.cells):
                 build = matrix.cells[build_id].build
@@ -143,7 +182,7 @@ class MatrixPump:
     def flush(self) -> bool:
         """Send what changed since the last send; True if something was sent (pump thread, or before it starts)."""
         state = self.state()
-        compared = {
+        compared: dict[str, object] = {
             "status": state["status"],
             "rows": [{k: v for k, v in row.items() if k != "elapsed_s"} for row in state["rows"]],
             "expanded": state["expanded"],
@@ -153,7 +192,7 @@ class MatrixPump:
         news = {k for k, v in compared.items() if self._compared.get(k, _MISSING) != v}
         if not news:
             return False
-        traits = {
+        traits: dict[str, object] = {
             "status": state["status"],
             "rows_json": json.dumps(state["rows"]),
             "expanded": state["expanded"],
@@ -181,7 +220,7 @@ class MatrixWidget(anywidget.AnyWidget):
     details_json = traitlets.Unicode("{}").tag(sync=True)  # build id -> that build's BuildWidget traits
     comparison_json = traitlets.Unicode("").tag(sync=True)  # once every build ended: see BuildMatrix.comparison
 
-    def __init__(self, matrix: Any) -> None:
+    def __init__(self, matrix: BuildMatrix) -> None:
         super().__init__()
         self.matrix = matrix
         self._display_id: str | None = None
@@ -190,12 +229,12 @@ class MatrixWidget(anywidget.AnyWidget):
         self.on_msg(self._on_custom_msg)
         self._pump.start()
 
-    def _apply(self, changed: dict[str, Any]) -> None:
+    def _apply(self, changed: dict[str, object]) -> None:
         with self.hold_sync():
             for name, value in changed.items():
                 setattr(self, name, value)
 
-    def _on_custom_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
+    def _on_custom_msg(self, _widget: object, content: object, _buffers: object) -> None:
         if not isinstance(content, dict):
             return
         kind, build_id = content.get("type"), content.get("build")
@@ -215,7 +254,7 @@ class MatrixWidget(anywidget.AnyWidget):
         self._pump.set_expanded(build_id, open_)
 
     @property
-    def rows(self) -> list[dict[str, Any]]:
+    def rows(self) -> list[MatrixRow]:
         return list(json.loads(self.rows_json))
 
     def close(self) -> None:
@@ -235,7 +274,7 @@ class MatrixWidget(anywidget.AnyWidget):
         data, metadata = self._repr_mimebundle_()
         display(data, metadata=metadata, raw=True, display_id=self._display_id)
 
-    def _on_build_end(self, _build: Any) -> None:
+    def _on_build_end(self, _build: object) -> None:
         """On a builder thread: once every build ended, update the displayed outputs (never raises)."""
         if not self.matrix.done():
             return
@@ -247,7 +286,7 @@ class MatrixWidget(anywidget.AnyWidget):
         except Exception:
             _log.debug("could not update the displayed output of the matrix", exc_info=True)
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    def _repr_mimebundle_(self, **kwargs: dict[str, object]) -> tuple[dict[str, object], dict[str, object]]:
         bundle = super()._repr_mimebundle_(**kwargs)
         data, metadata = bundle if isinstance(bundle, tuple) else (bundle or {}, {})
         return {**data, "text/plain": self.matrix.table_text(), "text/html": self.to_html()}, dict(metadata or {})

@@ -7,13 +7,21 @@ this package does not import the SDK (that happens in :func:`create_server`). Se
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-from ._builds import BadInput, BuildRegistry
+from ._builds import BadInput, BuildDescription, BuildRegistry
 from ._cli import add_arguments, add_max_concurrent, run
+from ._stream import PROGRESS_INTERVAL_S
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
+    from ._http import HttpServerThread
 
 __all__ = [
+    "PROGRESS_INTERVAL_S",
     "BadInput",
+    "BuildDescription",
     "BuildRegistry",
     "HttpServerThread",
     "add_arguments",
@@ -23,15 +31,17 @@ __all__ = [
 ]
 
 
-def create_server(registry: BuildRegistry | None = None, **kwargs: Any) -> Any:
+def create_server(
+    registry: BuildRegistry | None = None, *, progress_interval: float = PROGRESS_INTERVAL_S
+) -> MCPServer[object]:
     """An ``mcp.server.mcpserver.MCPServer`` with the build tools (``progress_interval=`` s between progress
     notifications, 0.1 by default)."""
     from ._server import create_server as create
 
-    return create(registry, **kwargs)
+    return create(registry, progress_interval=progress_interval)
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     if name == "HttpServerThread":
         from ._http import HttpServerThread
 

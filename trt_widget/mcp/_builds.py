@@ -9,13 +9,66 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import fields
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict, cast
 
 from .._files import expand_user
 from .._follow import path_label, running_path
 
 if TYPE_CHECKING:
     from .._build import Build
+    from .._json import JSONObject
+    from .._options import BuildOptionsDict
+    from .._phases import PhaseRow
+    from .._status import BuildStatus
+
+
+class TopPhase(TypedDict):
+    name: str
+    self_s: float
+    instances: int
+
+
+class BuildDescription(TypedDict):
+    """What the tools say about a build (``BuildResult``'s fields)."""
+
+    build_id: str
+    model: str
+    status: BuildStatus
+    detail: str
+    build_s: float
+    phase: str
+    engine_path: str | None
+    engine_bytes: int | None
+    top_phases: list[TopPhase]
+    warnings: list[str]
+    error: str | None
+    error_cause: str | None
+    created_at: float
+    ended_at: float | None
+    engine: JSONObject | None
+
+
+class PhaseChange(TypedDict):
+    path: str
+    previous_s: float
+    now_s: float
+    delta_s: float
+
+
+class HistoryComparison(TypedDict):
+    previous: str | None
+    previous_s: float | None
+    delta_s: float | None
+    phases: list[PhaseChange]
+
+
+class TimingsDescription(TypedDict):
+    build_id: str
+    status: BuildStatus
+    build_s: float
+    top_phases: list[TopPhase]
+    comparison: HistoryComparison | None
+
 
 KEEP = 32  # builds remembered; the oldest finished ones are forgotten first
 MAX_CONCURRENT = 2  # builds at once; more wait, "queued", in the order they came (each builder takes ~150 MiB)
@@ -61,7 +114,7 @@ class _Entry:
         self.stop_requested_at: float | None = None
         build.add_done_callback(self._ended)
 
-    def _ended(self, _build: Any) -> None:
+    def _ended(self, _build: object) -> None:
         self.ended_at = time.time()
 
 
@@ -89,10 +142,10 @@ class BuildRegistry:
         self,
         model: str,
         *,
-        options: dict[str, Any] | None = None,
+        options: Mapping[str, object] | None = None,
         budget: float | None = None,
         output: str | None = None,
-    ) -> tuple[str, Any]:
+    ) -> tuple[str, Build]:
         """A new, not yet started Build of the ONNX file ``model`` (its id and the build); raises BadInput."""
         from .._build import Build
         from .._options import BuildOptions
@@ -122,7 +175,9 @@ class BuildRegistry:
             raise BadInput(f"unknown build option {name!r}{hint} Options: {', '.join(allowed)}")
         output = output or str(path.with_suffix(".engine"))
         try:
-            build = Build(str(path), output=output, budget=budget, **options)
+            # the names were checked above; Build checks the values (TypeError / ValueError: BadInput)
+            checked: BuildOptionsDict = {**cast("BuildOptionsDict", options), "output": output, "budget": budget}
+            build = Build(str(path), **checked)
         except (TypeError, ValueError, OSError) as exc:
             raise BadInput(str(exc)) from None
         from ..matrix import SlotRunner
@@ -182,7 +237,7 @@ class BuildRegistry:
             entry.build.stop(reason)
 
     # -- what the tools return -------------------------------------------------------------------------
-    def describe(self, build_id: str) -> dict[str, Any]:
+    def describe(self, build_id: str) -> BuildDescription:
         """Status, engine path and size, build time, running phase, top phases, warnings, error with its cause."""
         entry = self.entry(build_id)
         build = entry.build
@@ -208,7 +263,7 @@ class BuildRegistry:
             "engine": _engine(build) if build.status == "succeeded" else None,
         }
 
-    def timings(self, build_id: str, top: int = 10) -> dict[str, Any]:
+    def timings(self, build_id: str, top: int = 10) -> TimingsDescription:
         """Where the time went: phases by self time, and the comparison with the last matching build."""
         entry = self.entry(build_id)
         build = entry.build
@@ -223,16 +278,15 @@ class BuildRegistry:
         }
 
 
-def _engine(build: Any) -> dict[str, Any]:
+def _engine(build: Build) -> JSONObject:
     """What the engine holds, briefly (EngineReport.brief): layers, precision mix, types, memory; or why not."""
     report = build.engine_report
     if report is None:
         return {"report": None, "reason": _clip(build.engine_report_reason)}
-    brief: dict[str, Any] = report.brief()
-    return brief
+    return report.brief()
 
 
-def top_phases(rows: Sequence[Mapping[str, Any]], count: int) -> list[dict[str, Any]]:
+def top_phases(rows: Sequence[PhaseRow], count: int) -> list[TopPhase]:
     """Phase names by self time (time not spent in a child phase), over their finished instances."""
     children: dict[int, float] = {}
     for row in rows:
@@ -250,7 +304,7 @@ def top_phases(rows: Sequence[Mapping[str, Any]], count: int) -> list[dict[str, 
     return [{"name": name, "self_s": round(s, 3), "instances": int(n)} for name, (s, n) in best]
 
 
-def _comparison(build: Build, count: int) -> dict[str, Any] | None:
+def _comparison(build: Build, count: int) -> HistoryComparison | None:
     """This build against the newest succeeded build with the same model and options (its history match)."""
     link = getattr(build, "history", None)
     if link is None:
@@ -262,20 +316,23 @@ def _comparison(build: Build, count: int) -> dict[str, Any] | None:
 
     rows = compare(link.match, build)
     total = next((r for r in rows if r["path"] == "(total)"), None)
-    changed = sorted(
-        (r for r in rows if r["delta"] is not None and r["path"] != "(total)"), key=lambda r: -abs(r["delta"])
-    )[:count]
+    changed: list[tuple[float, PhaseChange]] = []
+    for r in rows:
+        a_s, b_s, delta = r["a_s"], r["b_s"], r["delta"]
+        if r["path"] != "(total)" and a_s is not None and b_s is not None and delta is not None:
+            change: PhaseChange = {
+                "path": r["path"],
+                "previous_s": round(a_s, 3),
+                "now_s": round(b_s, 3),
+                "delta_s": round(delta, 3),
+            }
+            changed.append((delta, change))
+    changed.sort(key=lambda item: -abs(item[0]))
+    previous_s = total["a_s"] if total else None
+    delta_s = total["delta"] if total else None
     return {
         "previous": link.based_on,
-        "previous_s": round(total["a_s"], 3) if total else None,
-        "delta_s": round(total["delta"], 3) if total else None,
-        "phases": [
-            {
-                "path": r["path"],
-                "previous_s": round(r["a_s"], 3),
-                "now_s": round(r["b_s"], 3),
-                "delta_s": round(r["delta"], 3),
-            }
-            for r in changed
-        ],
+        "previous_s": round(previous_s, 3) if previous_s is not None else None,
+        "delta_s": round(delta_s, 3) if delta_s is not None else None,
+        "phases": [change for _, change in changed[:count]],
     }

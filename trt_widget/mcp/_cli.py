@@ -6,9 +6,12 @@ import argparse
 import contextlib
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .._format import escape_controls
+
+if TYPE_CHECKING:
+    from ._builds import BuildRegistry
 
 DEFAULT_PORT = 8766
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
@@ -96,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _stop_all(builds: Any, reason: str) -> None:
+def _stop_all(builds: BuildRegistry, reason: str) -> None:
     """Stop what still builds and give it STOP_WAIT_S to end (a stop ends a build in ~0.2 s)."""
     builds.stop_all(reason)
     deadline = time.monotonic() + STOP_WAIT_S

@@ -9,10 +9,19 @@ import socket
 import sys
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from .._files import expand_user
 from ._stream import STREAM_KEY, RequestStream
+
+if TYPE_CHECKING:
+    import uvicorn
+    from mcp.server.mcpserver import MCPServer
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
+    from typing_extensions import Unpack
+
+    from ..serve._guard import ServerConfig
+
 
 PATH = "/mcp"
 
@@ -39,11 +48,11 @@ def read_token(token_file: str | None) -> tuple[str, bool]:
 class BearerAuth:
     """ASGI middleware: a valid bearer token, or 401 before the MCP app sees the request."""
 
-    def __init__(self, app: Any, token: str) -> None:
+    def __init__(self, app: ASGIApp, token: str) -> None:
         self.app = app
         self.token = token.encode()
 
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -64,13 +73,13 @@ class BearerAuth:
             return
         stream = RequestStream()
 
-        async def tracked_receive() -> Any:
+        async def tracked_receive() -> Message:
             message = await receive()
             if message.get("type") == "http.disconnect" and not stream.answered:
                 stream.gone.set()
             return message
 
-        async def tracked_send(message: Any) -> None:
+        async def tracked_send(message: Message) -> None:
             if message.get("type") == "http.response.body" and not message.get("more_body", False):
                 stream.answered = True
             await send(message)
@@ -78,7 +87,7 @@ class BearerAuth:
         await self.app({**scope, STREAM_KEY: stream}, tracked_receive, tracked_send)
 
 
-def app(server: Any, token: str, host: str = "127.0.0.1") -> Any:
+def app(server: MCPServer, token: str, host: str = "127.0.0.1") -> BearerAuth:
     """The MCP server's streamable HTTP app at ``/mcp``, behind the bearer token."""
     return BearerAuth(server.streamable_http_app(streamable_http_path=PATH, host=host), token)
 
@@ -96,14 +105,23 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-def uvicorn_server(asgi: Any, *, max_connections: int | None = None, header_timeout: float | None = None,
-                   **config: Any) -> Any:  # fmt: skip
+class _Limits(TypedDict, total=False):
+    max_connections: int
+    header_timeout: float
+
+
+def uvicorn_server(asgi: ASGIApp, *, max_connections: int | None = None, header_timeout: float | None = None,
+                   **config: Unpack[ServerConfig]) -> uvicorn.Server:  # fmt: skip
     """A uvicorn server with the build service's connection limits (a cap below ``ulimit -n``, a deadline for
     every request head, one log line per condition): a client without the token cannot hold every descriptor."""
     from ..serve import connection_guard, guarded_server
 
-    limits = {"max_connections": max_connections, "header_timeout": header_timeout}
-    guard = connection_guard(**{key: value for key, value in limits.items() if value is not None}, label="mcp")
+    limits: _Limits = {}  # the guard's own defaults for what is not given
+    if max_connections is not None:
+        limits["max_connections"] = max_connections
+    if header_timeout is not None:
+        limits["header_timeout"] = header_timeout
+    guard = connection_guard(**limits, label="mcp")
     return guarded_server(asgi, guard, **config)
 
 
@@ -113,7 +131,7 @@ class HttpServerThread:
 
     def __init__(
         self,
-        server: Any = None,
+        server: MCPServer | None = None,
         *,
         token: str | None = None,
         host: str = "127.0.0.1",

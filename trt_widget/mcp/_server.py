@@ -12,7 +12,8 @@ import contextlib
 import io
 import logging
 import sys
-from typing import Annotated, Any, BinaryIO
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Annotated, BinaryIO
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
@@ -22,11 +23,13 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from .._follow import Follower, ended, path_label, running_path
-from ._builds import BadInput, BuildRegistry
-from ._stream import RequestStream, request_stream
+from ._builds import BadInput, BuildDescription, BuildRegistry
+from ._stream import PROGRESS_INTERVAL_S, RequestStream, request_stream
+
+if TYPE_CHECKING:
+    from .._build import Build
 
 log = logging.getLogger("trt_widget.mcp")
-PROGRESS_INTERVAL_S = 0.1  # at most 10 progress notifications a second
 
 INSTRUCTIONS = (
     "Builds TensorRT engines from ONNX files on this machine, with live progress and cancel. build_engine "
@@ -103,7 +106,7 @@ _BUDGET = "seconds: the build is cancelled when it runs longer"
 _OUTPUT = "engine file to write (atomically); default: the model's path with the suffix .engine"
 
 
-def _sentence(result: dict[str, Any]) -> str:
+def _sentence(result: BuildDescription) -> str:
     """The result in one line, for clients that read only the text content."""
     head = f"build {result['build_id']} {result['status']} after {result['build_s']:.1f} s"
     if result["status"] == "succeeded":
@@ -116,21 +119,25 @@ def _sentence(result: dict[str, Any]) -> str:
     return f"{head}: {result['detail']}" if result["detail"] else head
 
 
-def _result(result: dict[str, Any]) -> CallToolResult:
+def _result(result: BuildDescription) -> CallToolResult:
     return CallToolResult(
         content=[TextContent(type="text", text=_sentence(result))],
-        structured_content=result,
+        structured_content=dict(result),
         is_error=result["status"] == "failed",
     )
 
 
-def create_server(registry: BuildRegistry | None = None, *, progress_interval: float = PROGRESS_INTERVAL_S) -> Any:
+def create_server(
+    registry: BuildRegistry | None = None, *, progress_interval: float = PROGRESS_INTERVAL_S
+) -> MCPServer[object]:
     """An ``MCPServer`` with the build tools, over ``registry`` (a new one by default)."""
     builds = registry if registry is not None else BuildRegistry()
-    server: MCPServer[Any] = MCPServer(name="trt-widget", instructions=INSTRUCTIONS, log_level="WARNING")
+    server: MCPServer[object] = MCPServer(name="trt-widget", instructions=INSTRUCTIONS, log_level="WARNING")
     readonly = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
-    def create(model: str, options: dict[str, Any] | None, budget: float | None, output: str | None) -> Any:
+    def create(
+        model: str, options: Mapping[str, object] | None, budget: float | None, output: str | None
+    ) -> tuple[str, Build]:
         try:
             return builds.create(model, options=options, budget=budget, output=output)
         except BadInput as exc:
@@ -142,7 +149,7 @@ def create_server(registry: BuildRegistry | None = None, *, progress_interval: f
         except BadInput as exc:
             raise ToolError(str(exc)) from None
 
-    def describe(build_id: str) -> dict[str, Any]:
+    def describe(build_id: str) -> BuildDescription:
         try:
             return builds.describe(build_id)
         except BadInput as exc:
@@ -158,7 +165,7 @@ def create_server(registry: BuildRegistry | None = None, *, progress_interval: f
     async def build_engine(
         ctx: Context,
         model: Annotated[str, Field(description=_MODEL)],
-        options: Annotated[dict[str, Any] | None, Field(description=_OPTIONS)] = None,
+        options: Annotated[dict[str, object] | None, Field(description=_OPTIONS)] = None,
         budget: Annotated[float | None, Field(description=_BUDGET, gt=0)] = None,
         output: Annotated[str | None, Field(description=_OUTPUT)] = None,
     ) -> Annotated[CallToolResult, BuildResult]:
@@ -212,7 +219,7 @@ def create_server(registry: BuildRegistry | None = None, *, progress_interval: f
     )
     async def start_build(
         model: Annotated[str, Field(description=_MODEL)],
-        options: Annotated[dict[str, Any] | None, Field(description=_OPTIONS)] = None,
+        options: Annotated[dict[str, object] | None, Field(description=_OPTIONS)] = None,
         budget: Annotated[float | None, Field(description=_BUDGET, gt=0)] = None,
         output: Annotated[str | None, Field(description=_OUTPUT)] = None,
     ) -> BuildResult:
@@ -292,7 +299,7 @@ class _Unowned(io.TextIOWrapper):
             self.detach()
 
 
-def serve_stdio(server: Any, channel: BinaryIO) -> None:
+def serve_stdio(server: MCPServer[object], channel: BinaryIO) -> None:
     """Serve MCP on stdin and ``channel`` (the real stdout, moved off fd 1 by ``take_stdout``) until the client
     goes. The SDK's own stdio transport would take fd 1, which is stderr by then: it gets both streams."""
 

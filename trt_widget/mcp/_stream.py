@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
+PROGRESS_INTERVAL_S = 0.1  # at most 10 progress notifications a second
 STREAM_KEY = "trt_widget.stream"  # the scope entry holding a request's RequestStream
 
 
@@ -17,7 +17,7 @@ class RequestStream:
         self.answered = False
 
 
-def request_stream(request: Any) -> RequestStream | None:
+def request_stream(request: object) -> RequestStream | None:
     """The stream tracker of the HTTP request that carried a tool call; None over stdio."""
     scope = getattr(request, "scope", None)
     found = scope.get(STREAM_KEY) if isinstance(scope, dict) else None

@@ -12,13 +12,15 @@ import sys
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .._files import expand_user, write_output
 from .._version import __version__
 
 if TYPE_CHECKING:
     from .._build import Build
+    from .._gpu import GpuFacts, MemoryAtStart
+    from .._json import JSONObject
 
 MAX_TEXT_BYTES = 64 << 20  # a log or a recording is cut here in a bundle (a note says so)
 
@@ -37,13 +39,13 @@ def _read_bounded(path: str | os.PathLike[str]) -> str | None:
     return text + (f"\n[trt_widget bundle: cut at {MAX_TEXT_BYTES:,} bytes]\n" if len(data) > MAX_TEXT_BYTES else "")
 
 
-def versions(build: Build | None = None) -> dict[str, Any]:
+def versions(build: Build | None = None) -> JSONObject:
     """Python, the platform, TensorRT, trt_widget and the NVIDIA driver (None where unknown)."""
     from .._backend import backend_info, cuda_driver_version
     from .._gpu import gpu_identity
 
     try:
-        tensorrt: Any = backend_info()
+        tensorrt: JSONObject = {**backend_info()}
     except ImportError as exc:
         tensorrt = {"error": str(exc)}
     gpu = gpu_identity(build.options.device if build is not None else None)
@@ -53,7 +55,7 @@ def versions(build: Build | None = None) -> dict[str, Any]:
         "platform": platform.platform(),
         "tensorrt": tensorrt,
         "trt_widget": __version__,
-        "driver": (gpu or {}).get("driver"),
+        "driver": gpu.get("driver") if gpu is not None else None,
         "cuda_driver_api": ".".join(map(str, driver)) if driver else None,
     }
 
@@ -74,7 +76,7 @@ def _events_of(build: Build) -> str:
     """The build's events as JSON lines, from a stream attached now (it replays the phases of an ended build)."""
     from .._events import attach_events
 
-    collected: list[dict[str, Any]] = []
+    collected: list[JSONObject] = []
     stream = attach_events(build, collected.append)
     stream.join(10.0)
     return "".join(json.dumps(event, ensure_ascii=False, default=str) + "\n" for event in collected)
@@ -138,7 +140,7 @@ def write_bundle(
         "problems": build.problems,
     }
     texts.append(("build.json", _json(summary), "the outcome: status, detail, error, time, warnings and errors"))
-    manifest: Any = None
+    manifest: JSONObject | None = None
     if build.status == "succeeded" and build.engine:
         manifest = build.manifest(Path(build.options.output or "engine").name)
     texts.append(("manifest.json", _json(manifest), "the engine's manifest (docs/manifest.md); null without one"))
@@ -151,8 +153,8 @@ def write_bundle(
         )
     )
     texts.append(("versions.json", _json(versions(build)), "Python, platform, TensorRT, trt_widget, driver"))
-    gpu: dict[str, Any] = {"device": gpu_identity(build.options.device)}
-    at_start = getattr(getattr(build.resources, "_gpu", None), "at_start", None)
+    gpu: dict[str, GpuFacts | MemoryAtStart | None] = {"device": gpu_identity(build.options.device)}
+    at_start = build.resources.gpu_at_start() if build.resources is not None else None
     if at_start:
         gpu["at_start"] = at_start
     texts.append(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ._manifest import ManifestError, read_manifest
@@ -98,7 +99,7 @@ def check_engine(
     path: str | os.PathLike[str],
     *,
     backend: dict[str, str] | None = None,
-    device: dict[str, object] | None = None,
+    device: Mapping[str, object] | None = None,
 ) -> EngineCheck:
     """Whether this machine's TensorRT and GPU can load the engine at ``path`` (read from its manifest), and if
     not, why: another backend (a TensorRT for RTX engine on NVIDIA TensorRT), another TensorRT version (unless it

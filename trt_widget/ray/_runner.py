@@ -19,13 +19,22 @@ import contextlib
 import threading
 import time
 import uuid
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from .._errors import BuildError
 from .._options import builder_options
 from ..runners import RunContext
-from ._remote import Hub, remote_build
+from ._remote import Hub, RayJob, RayResult, remote_build
+
+if TYPE_CHECKING:
+    from ray import ObjectRef
+    from ray.actor import ActorHandle
+    from ray.remote_function import RemoteFunction
+
+    from .._json import JSON, JSONObject
 
 POLL_S = 0.05  # how often the driver looks at Stop while waiting for Ray
 PULL_S = 0.5  # a long poll of the hub returns at once with events, else after this long
@@ -34,11 +43,11 @@ REMOTE_OPTIONS = builder_options()  # the options applied where TensorRT runs
 _init_lock = threading.Lock()
 _initializer = ThreadPoolExecutor(1, thread_name_prefix="trt_widget-ray-init")  # its thread lives as long as we do
 _hub_lock = threading.Lock()
-_hub: tuple[Any, Any] | None = None  # (job id, hub actor handle) for this driver's Ray session
-_task: Any = None  # the Ray remote function of remote_build (exported once per process)
+_hub: tuple[str, ActorHandle[Hub]] | None = None  # (job id, hub actor handle) for this driver's Ray session
+_task: RemoteFunction | None = None  # the Ray remote function of remote_build (exported once per process)
 
 
-def _ray() -> Any:
+def _ray() -> ModuleType:
     try:
         import ray
     except ImportError as exc:
@@ -46,7 +55,7 @@ def _ray() -> Any:
     return ray
 
 
-def ensure_ray(address: str | None = None, init_kwargs: dict[str, Any] | None = None) -> Any:
+def ensure_ray(address: str | None = None, init_kwargs: Mapping[str, object] | None = None) -> ModuleType:
     """Connect to Ray once: ``ray.init(address)`` unless initialised (no address: ``RAY_ADDRESS`` or a local
     instance). Returns the ray module.
 
@@ -64,7 +73,7 @@ def ensure_ray(address: str | None = None, init_kwargs: dict[str, Any] | None = 
     return ray
 
 
-def _get_hub(ray: Any) -> Any:
+def _get_hub(ray: ModuleType) -> ActorHandle[Hub]:
     """This driver's hub actor (one per Ray session; num_cpus=0, so it never takes a build's place)."""
     global _hub
     job = ray.get_runtime_context().get_job_id()
@@ -75,7 +84,7 @@ def _get_hub(ray: Any) -> Any:
         return _hub[1]
 
 
-def _remote_task(ray: Any) -> Any:
+def _remote_task(ray: ModuleType) -> RemoteFunction:
     global _task
     with _hub_lock:
         if _task is None:
@@ -84,6 +93,11 @@ def _remote_task(ray: Any) -> Any:
 
 
 # -- the driver side -----------------------------------------------------------------------------------
+def _seconds(value: JSON) -> float:
+    """An event's ``t`` (0 where it has none)."""
+    return float(value) if isinstance(value, (int, float)) else 0.0
+
+
 RAY_HINT = (
     "A Ray task receives the model's bytes, not its directory: embed the weights in the ONNX file "
     "(onnx.save_model(onnx.load('model.onnx'), 'embedded.onnx'), for models under 2 GB) and pass that"
@@ -110,8 +124,8 @@ class RayRunner:
         num_cpus: float = 1.0,
         num_gpus: float | None = None,
         resources: dict[str, float] | None = None,
-        runtime_env: dict[str, Any] | None = None,
-        init_kwargs: dict[str, Any] | None = None,
+        runtime_env: Mapping[str, object] | None = None,
+        init_kwargs: Mapping[str, object] | None = None,
     ) -> None:
         self.address = address
         self.num_cpus = num_cpus
@@ -140,11 +154,11 @@ class RayRunner:
             return None
         return _Relay(self, ctx, ray).run()
 
-    def task_options(self, ray: Any) -> dict[str, Any]:
+    def task_options(self, ray: ModuleType) -> dict[str, object]:
         gpus = self.num_gpus
         if gpus is None:
             gpus = 1 if ray.cluster_resources().get("GPU", 0) > 0 else 0
-        options: dict[str, Any] = {"num_cpus": self.num_cpus, "num_gpus": gpus, "max_retries": 0}
+        options: dict[str, object] = {"num_cpus": self.num_cpus, "num_gpus": gpus, "max_retries": 0}
         if self.resources:
             options["resources"] = self.resources
         if self.runtime_env:
@@ -155,7 +169,7 @@ class RayRunner:
 class _Relay:
     """One build on Ray: submit the task, relay its events, pass Stop on, collect the engine."""
 
-    def __init__(self, runner: RayRunner, ctx: RunContext, ray: Any) -> None:
+    def __init__(self, runner: RayRunner, ctx: RunContext, ray: ModuleType) -> None:
         self.runner, self.ctx, self.ray = runner, ctx, ray
         self.key = uuid.uuid4().hex
         self.names: dict[int, str] = {}
@@ -197,14 +211,14 @@ class _Relay:
         finally:
             hub.forget.remote(self.key)
 
-    def _job(self) -> dict[str, Any]:
+    def _job(self) -> RayJob:
         from .._external_data import check_external_data, external_locations
 
         source = self.ctx.source
         if source.kind == "path":
             try:
                 with open(source.value, "rb") as handle:
-                    model: Any = handle.read()  # the cluster's nodes need not see this file system
+                    model: object = handle.read()  # the cluster's nodes need not see this file system
             except OSError as exc:
                 raise BuildError(f"cannot read the model {source.value}: {exc}") from exc
         else:
@@ -214,11 +228,11 @@ class _Relay:
         options = {name: getattr(self.ctx.options, name) for name in REMOTE_OPTIONS}
         return {"model": model, "label": source.label, "options": options}
 
-    def _feed(self, events: list[dict[str, Any]]) -> None:
+    def _feed(self, events: list[JSONObject]) -> None:
         from ..runners import apply_event
 
         ctx = self.ctx
-        sent = [float(e["t"]) for e in events if e.get("event") == "sent"]
+        sent = [_seconds(e.get("t")) for e in events if e.get("event") == "sent"]
         if sent and ctx.shared_clock:  # the least delayed push so far says best where the remote t=0 is here
             estimate = time.perf_counter() - max(sent)
             self.anchor = estimate if self.anchor is None else min(self.anchor, estimate)
@@ -232,7 +246,7 @@ class _Relay:
             if kind == "build_end":
                 self.built = event.get("status") == "succeeded"
                 continue
-            at = self.anchor + float(event["t"]) if self.anchor is not None else None
+            at = self.anchor + _seconds(event.get("t")) if self.anchor is not None else None
             if at is not None:  # the anchor only improves downwards: never let a later event land before an earlier
                 at = self.last_at = max(at, self.last_at)
             try:
@@ -240,20 +254,23 @@ class _Relay:
             except Exception:  # a malformed event must not end the relay
                 continue
 
-    def _reported_in(self, event: dict[str, Any]) -> None:
+    def _reported_in(self, event: JSONObject) -> None:
         if self.started:
             return
         self.started = True
-        if "pid" in event:
-            self.runner.worker_pid = int(event["pid"])
+        pid = event.get("pid")
+        if isinstance(pid, int):
+            self.runner.worker_pid = pid
             self.runner.worker_node = str(event.get("node") or "")
             self.ctx.on_pid(self.runner.worker_pid)
         self.ctx.on_queued(False)
 
-    def _final(self, ref: Any, pull: Any, hub: Any) -> bytes | None:
+    def _final(
+        self, ref: ObjectRef[RayResult], pull: ObjectRef[list[JSONObject]], hub: ActorHandle[Hub]
+    ) -> bytes | None:
         ray = self.ray
         try:
-            result = ray.get(ref)
+            result: RayResult = ray.get(ref)
         except ray.exceptions.TaskCancelledError:
             if not self.started:
                 self.ctx.note("stopped while queued: the Ray task was taken off the queue before it started")
@@ -272,7 +289,7 @@ class _Relay:
             return None
         raise BuildError(result.get("error") or result.get("detail") or f"the Ray build ended {status}")
 
-    def _drain(self, pull: Any, hub: Any) -> None:
+    def _drain(self, pull: ObjectRef[list[JSONObject]], hub: ActorHandle[Hub]) -> None:
         """Feed what the task pushed before it ended (the outstanding long poll, then the rest)."""
         ray = self.ray
         try:
@@ -301,7 +318,7 @@ class _Relay:
             "This Python process is unaffected and the next build can run."
         )
 
-    def _force_stop(self, ref: Any, automatic: bool) -> None:
+    def _force_stop(self, ref: ObjectRef[RayResult], automatic: bool) -> None:
         """Kill the task's worker process; the build ends cancelled with a detail that says so."""
         with contextlib.suppress(Exception):
             self.ray.cancel(ref, force=True)

@@ -10,10 +10,17 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Protocol, TypeAlias, TypedDict, runtime_checkable
 
 from .._format import fmt_bytes, fmt_s
+
+if TYPE_CHECKING:
+    from .._build import Build
+    from .._phases import PhaseRow
+    from .._status import BuildStatus
+    from ..engine import EngineReport
 
 __all__ = ["PhaseNode", "mimebundle", "phase_tree", "to_html_fragment", "to_markdown", "to_text"]
 
@@ -79,10 +86,10 @@ class PhaseNode:
         return " · ".join(parts)
 
 
-def phase_tree(rows: list[dict[str, Any]], now: float) -> list[PhaseNode]:
+def phase_tree(rows: Sequence[PhaseRow], now: float) -> list[PhaseNode]:
     """Merge timings rows by name path into PhaseNodes (top level first, children in first-start order)."""
     by_id = {r["id"]: r for r in rows if r}
-    node_of: dict[Any, PhaseNode] = {}
+    node_of: dict[int | None, PhaseNode] = {}
     roots: dict[str, PhaseNode] = {}
     for row in sorted(by_id.values(), key=lambda r: (r["start_s"], r["id"])):
         parent = node_of.get(row.get("parent"))
@@ -91,13 +98,13 @@ def phase_tree(rows: list[dict[str, Any]], now: float) -> list[PhaseNode]:
         node = siblings.get(name)
         if node is None:
             node = siblings[name] = PhaseNode(name, parent.depth + 1 if parent is not None else 0)
-        running = row.get("end_s") is None
-        status = "running" if running else str(row.get("status") or "done")
+        end_s = row["end_s"]
+        status = "running" if end_s is None else str(row["status"])
         steps = int(row.get("num_steps") or 0)
         if status == "finished-early":  # TensorRT ended it before its announced last step (normal): done
             status = "done"
         node.count += 1
-        node.duration_s += max((now if running else row["end_s"]) - row["start_s"], 0.0)
+        node.duration_s += max((now if end_s is None else end_s) - row["start_s"], 0.0)
         node.step += steps if status == "done" else int(row.get("step") or 0)
         node.num_steps += steps
         node.statuses[status] = node.statuses.get(status, 0) + 1
@@ -105,7 +112,7 @@ def phase_tree(rows: list[dict[str, Any]], now: float) -> list[PhaseNode]:
     return list(roots.values())
 
 
-def _walk(nodes: Any) -> Any:
+def _walk(nodes: Iterable[PhaseNode]) -> Iterator[PhaseNode]:
     """Depth-first, parents before children."""
     for node in nodes:
         yield node
@@ -113,41 +120,72 @@ def _walk(nodes: Any) -> Any:
 
 
 # -- what every rendering shows ------------------------------------------------------------------------------
-class _Facts(dict[str, Any]):
+@runtime_checkable
+class Viewed(Protocol):
+    """A view of a build (``BuildWidget``)."""
+
+    @property
+    def build(self) -> Build: ...
+
+
+if TYPE_CHECKING:
+    Source: TypeAlias = Build | Viewed  # what the renderings take
+
+
+class Facts(TypedDict):
     """A build's state read once (and its merged tree built once), shared by the renderings of one bundle."""
 
+    status: BuildStatus
+    status_word: str
+    elapsed_s: float
+    engine: str | None
+    final: bool
+    label: str
+    detail: str
+    problems: Sequence[Mapping[str, object]]
+    rows: list[PhaseRow]
+    error: str
+    nodes: list[PhaseNode]
+    output: str | None
+    engine_report: EngineReport | None
 
-def _facts(source: Any) -> dict[str, Any]:
+
+def build_of(source: Source) -> Build:
+    """The Build itself, or a view's."""
+    return source.build if isinstance(source, Viewed) else source
+
+
+def _facts(source: Source | Facts) -> Facts:
     """Status, time, engine size, label, detail, error and phase tree of a Build / BuildWidget, as plain values."""
-    if isinstance(source, _Facts):
+    if isinstance(source, dict):
         return source
-    build = getattr(source, "build", source)  # a BuildWidget's Build
+    build = build_of(source)
     status = build.status
     error = build.error
     # the size, without reading an engine that output= holds
-    engine_size = build.engine_size if hasattr(build, "engine_size") else len(build.engine or b"") or None
+    engine_size = build.engine_size
     recorded = getattr(getattr(build, "source", None), "kind", None) == "recording"  # a replay names the size only
     size = None if not engine_size else f"{fmt_bytes(engine_size)}{' (recorded)' if recorded else ''}"
     elapsed = float(build.elapsed_s or 0.0)
     rows = build.model.rows()  # cached row dicts, read only here
-    return _Facts(
-        status=status,
-        status_word=STATUS_WORDS.get(status, status),
-        elapsed_s=elapsed,
-        engine=size,
-        final=status in ("succeeded", "failed", "cancelled"),
-        label=str(build.source.label),
-        detail=str(build.status_detail or ""),
-        problems=list(build.problems),
-        rows=rows,
-        error=str(error) if error is not None and status == "failed" else "",
-        nodes=phase_tree(rows, elapsed),
-        output=build.options.output,
-        engine_report=getattr(build, "engine_report", None) if status == "succeeded" else None,
-    )
+    return {
+        "status": status,
+        "status_word": STATUS_WORDS.get(status, status),
+        "elapsed_s": elapsed,
+        "engine": size,
+        "final": status in ("succeeded", "failed", "cancelled"),
+        "label": str(build.source.label),
+        "detail": str(build.status_detail or ""),
+        "problems": list(build.problems),
+        "rows": rows,
+        "error": str(error) if error is not None and status == "failed" else "",
+        "nodes": phase_tree(rows, elapsed),
+        "output": build.options.output,
+        "engine_report": build.engine_report if status == "succeeded" else None,
+    }
 
 
-def _headline(f: dict[str, Any]) -> tuple[str, str]:
+def _headline(f: Facts) -> tuple[str, str]:
     """("Succeeded", "in 1.23 s, engine 97.1 MiB") (plain text, unescaped)."""
     rest = f"{'in' if f['final'] else 'at'} {fmt_s(f['elapsed_s'])}"
     if f["engine"]:
@@ -155,17 +193,17 @@ def _headline(f: dict[str, Any]) -> tuple[str, str]:
     return f["status_word"], rest
 
 
-def _clean(text: Any) -> str:
+def _clean(text: object) -> str:
     """Text without control characters (they break HTML and terminals alike)."""
     return _NOT_TEXT.sub("\ufffd", str(text))
 
 
-def _e(text: Any) -> str:
+def _e(text: object) -> str:
     """HTML-escape untrusted text for element content and quoted attribute values."""
     return html.escape(_clean(text), quote=True)
 
 
-def _snapshot_note(f: dict[str, Any]) -> str:
+def _snapshot_note(f: Facts) -> str:
     return (
         ""
         if f["final"]
@@ -175,7 +213,7 @@ def _snapshot_note(f: dict[str, Any]) -> str:
 
 
 # -- text and Markdown ---------------------------------------------------------------------------------------
-def to_text(source: Any, title: str | None = None, max_nodes: int = INLINE_MAX_NODES) -> str:
+def to_text(source: Source | Facts, title: str | None = None, max_nodes: int = INLINE_MAX_NODES) -> str:
     """An indented plain-text tree with durations under a one-line headline (the ``text/plain`` output)."""
     f = _facts(source)
     head = f"{title}: " if title else ""
@@ -201,13 +239,13 @@ def _more(nodes: list[PhaseNode], max_nodes: int, indent: str) -> list[str]:
     return [f"{indent}… {total - max_nodes} more phase rows not shown"] if total > max_nodes else []
 
 
-def _md(text: Any) -> str:
+def _md(text: object) -> str:
     """Markdown-escape untrusted text: punctuation backslashed, HTML specials as entities."""
     text = _clean(text).replace("\n", " ").replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return _MD_LEADING.sub(lambda m: m.group(1) + "\\" + m.group(2), _MD_SPECIAL.sub(r"\\\1", text))
 
 
-def to_markdown(source: Any, title: str | None = None, max_nodes: int = INLINE_MAX_NODES) -> str:
+def to_markdown(source: Source | Facts, title: str | None = None, max_nodes: int = INLINE_MAX_NODES) -> str:
     """A nested Markdown list with durations under a bold headline (the ``text/markdown`` output)."""
     f = _facts(source)
     head = f"{_md(title)}: " if title else ""
@@ -290,7 +328,7 @@ def tree_html(nodes: list[PhaseNode], total_s: float, max_nodes: int = INLINE_MA
     return "".join(out)
 
 
-def to_html_fragment(source: Any, title: str | None = None, max_nodes: int = INLINE_MAX_NODES) -> str:
+def to_html_fragment(source: Source | Facts, title: str | None = None, max_nodes: int = INLINE_MAX_NODES) -> str:
     """A self-contained HTML fragment (inline styles, no script): headline, error, warnings and the phase tree.
 
     This is the ``text/html`` output a notebook saves, shown wherever the widget's JavaScript is missing.
@@ -320,7 +358,7 @@ def to_html_fragment(source: Any, title: str | None = None, max_nodes: int = INL
     note = _snapshot_note(f)
     if note:
         out.append(f'<div style="font-style:italic;margin-top:0.3em">{_e(note)}</div>')
-    if f.get("engine_report") is not None:
+    if f["engine_report"] is not None:
         from ..engine import engine_html
 
         out.append(
@@ -332,7 +370,7 @@ def to_html_fragment(source: Any, title: str | None = None, max_nodes: int = INL
     return "".join(out)
 
 
-def mimebundle(source: Any, title: str | None = None) -> dict[str, str]:
+def mimebundle(source: Source, title: str | None = None) -> dict[str, str]:
     """``text/plain``, ``text/markdown`` and ``text/html`` renderings of the build's current state."""
     f = _facts(source)
     return {

@@ -11,15 +11,19 @@ import json
 import os
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
 
 from .._files import write_output
 from .._format import fmt_s
 from .._version import __version__
-from ._inline import _ERROR, REPORT_MAX_NODES, _badge, _e, _facts, tree_html
+from ._inline import _ERROR, REPORT_MAX_NODES, Facts, _badge, _e, _facts, build_of, tree_html
 
 if TYPE_CHECKING:
     from .._build import Build
+    from ._inline import Source
+
+T = TypeVar("T")
 
 HISTORY_WAIT_S = 5.0  # what a report waits for its build's history look-up
 
@@ -39,13 +43,13 @@ footer { color: var(--muted); margin-top: 2.5em; font-size: 12px; }
 """
 
 
-def to_html(source: Any, path: str | os.PathLike[str] | None = None) -> str:
+def to_html(source: Source, path: str | os.PathLike[str] | None = None) -> str:
     """A standalone HTML report of a build: header (status, time, engine, model, backend, options), the phase
     tree, the timeline (inline SVG), TensorRT's warnings and errors, and the history comparison when there is one.
 
     Self-contained (no script, no network). Returns the text; also writes it atomically to ``path`` when given.
     """
-    build = getattr(source, "build", source)
+    build = build_of(source)
     f = _facts(build)
     parts = [
         "<!DOCTYPE html>",
@@ -77,7 +81,7 @@ def to_html(source: Any, path: str | os.PathLike[str] | None = None) -> str:
     return text
 
 
-def _header_table(build: Build, f: dict[str, Any]) -> str:
+def _header_table(build: Build, f: Facts) -> str:
     rows = [
         ("Status", _badge(f["status"], f["status_word"]) + (f" {_e(f['detail'])}" if f["detail"] else "")),
         ("Total time", _e(fmt_s(f["elapsed_s"]))),
@@ -146,8 +150,8 @@ def _timeline_svg(build: Build) -> str:
     return _safe(lambda: to_svg(build)) or "<p>(no timeline could be drawn)</p>"
 
 
-def _problems_section(build: Build, f: dict[str, Any]) -> str:
-    problems = f["problems"]
+def _problems_section(build: Build, f: Facts) -> str:
+    problems = list(build.problems)
     if not problems:
         return "<h2>TensorRT warnings and errors</h2><p>None.</p>"
     from .._expected import annotate
@@ -203,16 +207,16 @@ def _history_section(build: Build, max_rows: int = 150) -> str:
     )
 
 
-def _engine_section(build: Any) -> str:
+def _engine_section(build: Build) -> str:
     """The engine report (layers, precisions, tactics, memory) of a succeeded build."""
-    if getattr(build, "status", "") != "succeeded" or not hasattr(build, "engine_report"):
+    if build.status != "succeeded":
         return ""
     from ..engine import engine_html
 
     return str(_safe(lambda: engine_html(build.engine_report, build.engine_report_reason)) or "")
 
 
-def _safe(fn: Any) -> Any:
+def _safe(fn: Callable[[], T]) -> T | None:
     """``fn()``, or None when it raises: an optional part of a report never breaks the report."""
     try:
         return fn()

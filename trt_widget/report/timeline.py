@@ -11,10 +11,17 @@ import io
 import os
 import re
 import zlib
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from .._files import check_output, write_output
+from ._inline import Viewed
+
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    from matplotlib.figure import Figure
 
 GROUP_MIN = 5  # consecutive same-name siblings drawn as one box
 ROW_PX = 22
@@ -58,19 +65,73 @@ class Box:
 
 
 # -- input -----------------------------------------------------------------------------------------------
-def timings_rows(source: Any) -> list[dict[str, Any]]:
+@runtime_checkable
+class Timed(Protocol):
+    """Anything with ``timings()`` rows: a Build, a BuildWidget."""
+
+    def timings(self) -> Sequence[Mapping[str, object]]: ...
+
+
+# a Build / BuildWidget, its timings rows, or a history record ({"rows": rows with paths, "total_s": ...})
+TimelineSource: TypeAlias = "Timed | Sequence[Mapping[str, object]] | Mapping[str, object]"
+
+
+@dataclass
+class _Row:
+    """A timings row as the layout reads it."""
+
+    id: Hashable
+    name: str
+    start_s: float
+    end_s: float | None
+    parent: Hashable
+    step: int
+    num_steps: int
+    status: str
+
+
+def _number(value: object) -> float:
+    if isinstance(value, (int, float, str)):
+        return float(value)
+    raise TypeError(f"a timings row holds {value!r} where a number belongs (rows come from Build.timings())")
+
+
+def _key(value: object) -> Hashable:
+    if isinstance(value, Hashable):
+        return value
+    raise TypeError(f"a timings row's id is {value!r} (rows come from Build.timings())")
+
+
+def _typed(row: Mapping[str, object]) -> _Row:
+    end = row.get("end_s")
+    return _Row(
+        id=_key(row["id"]),
+        name=str(row["name"]),
+        start_s=_number(row["start_s"]),
+        end_s=None if end is None else _number(end),
+        parent=_key(row.get("parent")),
+        step=int(_number(row.get("step") or 0)),
+        num_steps=int(_number(row.get("num_steps") or 0)),
+        status=str(row.get("status") or ("done" if end is not None else "running")),
+    )
+
+
+def timings_rows(source: TimelineSource) -> list[dict[str, object]]:
     """Rows from a Build/BuildWidget, a list of rows, or a history record (rows with paths)."""
     return _read(source)[0]
 
 
-def _read(source: Any) -> tuple[list[dict[str, Any]], float]:
+def _read(source: TimelineSource) -> tuple[list[dict[str, object]], float]:
     """(rows, whole-build duration when known — a finished build's time after its last phase counts too)."""
-    if hasattr(source, "timings") and callable(source.timings):
-        build = getattr(source, "build", source)
-        total = float(build.elapsed_s) if _ended(build) else 0.0
+    if isinstance(source, Timed) and callable(source.timings):
+        build = source.build if isinstance(source, Viewed) else source
+        total = _number(getattr(build, "elapsed_s", 0.0)) if _ended(build) else 0.0
         return timings_rows(source.timings()), total
-    if isinstance(source, dict) and "rows" in source:
-        return _rows_from_paths(source["rows"]), float(source.get("total_s") or 0.0)
+    if isinstance(source, Mapping) and "rows" in source:
+        stored = source["rows"]
+        if not isinstance(stored, (list, tuple)):
+            raise TypeError(f"a history record's rows must be a list, got {type(stored).__name__}")
+        return _rows_from_paths(stored), _number(source.get("total_s") or 0.0)
     if not isinstance(source, (list, tuple)):
         raise TypeError(f"expected a Build, BuildWidget, timings rows or a history record, got {type(source).__name__}")
     rows = [dict(r) for r in source]
@@ -81,74 +142,77 @@ def _read(source: Any) -> tuple[list[dict[str, Any]], float]:
     return rows, 0.0
 
 
-def _rows_from_paths(stored: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    ids: dict[tuple[Any, ...], int] = {}
+def _rows_from_paths(stored: Sequence[Mapping[str, object]]) -> list[dict[str, object]]:
+    ids: dict[tuple[tuple[str, int], ...], int] = {}
     rows = []
     for i, row in enumerate(stored):
-        path = tuple((str(n), int(k)) for n, k in row["path"])
+        steps = row["path"]
+        if not isinstance(steps, (list, tuple)):
+            raise TypeError(f"a history row's path must be a list, got {type(steps).__name__}")
+        path = tuple((str(n), int(k)) for n, k in steps)
         ids[path] = i
         rows.append({**row, "id": i, "parent": ids.get(path[:-1]), "depth": len(path) - 1})
     return rows
 
 
-def layout(source: Any) -> tuple[list[Box], float]:
+def layout(source: TimelineSource) -> tuple[list[Box], float]:
     """The boxes to draw and the time axis length (s)."""
-    rows, total = _read(source)
-    if not rows:
+    raw, total = _read(source)
+    if not raw:
         return [], total
-    t_end = max(max(max(r.get("end_s") or 0.0, r["start_s"]) for r in rows), total)
-    ids = {r["id"] for r in rows}
-    children: dict[Any, list[dict[str, Any]]] = {}
-    for row in sorted(rows, key=lambda r: (r["start_s"], r["id"])):
-        parent = row.get("parent")
-        children.setdefault(parent if parent in ids else None, []).append(row)
+    rows = [_typed(r) for r in raw]
+    t_end = max(max(max(r.end_s or 0.0, r.start_s) for r in rows), total)
+    ids = {r.id for r in rows}
+    children: dict[Hashable, list[_Row]] = {}
+    for row in sorted(rows, key=lambda r: (r.start_s, r.id)):
+        children.setdefault(row.parent if row.parent in ids else None, []).append(row)
     boxes: list[Box] = []
-    stack = [(None, 0)]
+    stack: list[tuple[Hashable, int]] = [(None, 0)]
     while stack:
         parent, depth = stack.pop()
         siblings = children.get(parent, [])
         i = 0
         while i < len(siblings):
             j = i
-            while j < len(siblings) and siblings[j]["name"] == siblings[i]["name"]:
+            while j < len(siblings) and siblings[j].name == siblings[i].name:
                 j += 1
             run = siblings[i:j] if j - i >= GROUP_MIN else siblings[i : i + 1]
             boxes.append(_box(run, depth, t_end, _count_nested(run, children) if len(run) > 1 else 0))
             if len(run) == 1:
-                stack.append((run[0]["id"], depth + 1))
+                stack.append((run[0].id, depth + 1))
             i += len(run)
     boxes.sort(key=lambda b: (b.depth, b.start_s))
     return boxes, t_end
 
 
-def _box(run: list[dict[str, Any]], depth: int, t_end: float, hidden: int) -> Box:
-    ends = [r["end_s"] if r.get("end_s") is not None else t_end for r in run]
-    statuses = sorted({str(r.get("status") or ("done" if r.get("end_s") is not None else "running")) for r in run})
+def _box(run: list[_Row], depth: int, t_end: float, hidden: int) -> Box:
+    ends = [r.end_s if r.end_s is not None else t_end for r in run]
+    statuses = sorted({r.status for r in run})
     return Box(
-        name=str(run[0]["name"]),
+        name=run[0].name,
         depth=depth,
-        start_s=min(r["start_s"] for r in run),
+        start_s=min(r.start_s for r in run),
         end_s=max(ends),
         count=len(run),
-        busy_s=sum(e - r["start_s"] for r, e in zip(run, ends, strict=True)),
-        step=sum(int(r.get("step") or 0) for r in run),
-        num_steps=sum(int(r.get("num_steps") or 0) for r in run),
+        busy_s=sum(e - r.start_s for r, e in zip(run, ends, strict=True)),
+        step=sum(r.step for r in run),
+        num_steps=sum(r.num_steps for r in run),
         status=", ".join(statuses),
         hidden=hidden,
     )
 
 
-def _count_nested(run: list[dict[str, Any]], children: dict[Any, list[dict[str, Any]]]) -> int:
-    count, todo = 0, [r["id"] for r in run]
+def _count_nested(run: list[_Row], children: dict[Hashable, list[_Row]]) -> int:
+    count, todo = 0, [r.id for r in run]
     while todo:
         kids = children.get(todo.pop(), [])
         count += len(kids)
-        todo.extend(k["id"] for k in kids)
+        todo.extend(k.id for k in kids)
     return count
 
 
 # -- SVG -------------------------------------------------------------------------------------------------
-def _x(text: Any) -> str:
+def _x(text: object) -> str:
     """XML-escape text for element content and attribute values (and drop characters XML cannot hold)."""
     clean = _NOT_XML.sub("\ufffd", str(text))
     return (
@@ -180,7 +244,7 @@ def _ticks(t_end: float) -> list[float]:
     return [i * step for i in range(int(t_end / step) + 1)]
 
 
-def to_svg(source: Any, width: int = 900) -> str:
+def to_svg(source: TimelineSource, width: int = 900) -> str:
     """A standalone SVG: one ``<rect class="phase">`` per drawn box, each with a ``<title>`` tooltip."""
     boxes, t_end = layout(source)
     depth = max((b.depth for b in boxes), default=0) + 1
@@ -217,15 +281,15 @@ def to_svg(source: Any, width: int = 900) -> str:
     return "\n".join(out)
 
 
-def save_svg(source: Any, path: str | os.PathLike[str], width: int = 900) -> str:
+def save_svg(source: TimelineSource, path: str | os.PathLike[str], width: int = 900) -> str:
     """Write ``to_svg(source)`` to ``path`` atomically (never onto the model or the recording); returns the path."""
-    build = getattr(source, "build", source)
+    build = source.build if isinstance(source, Viewed) else source
     check_output(path, "path", build)
     return str(write_output(path, to_svg(source, width).encode("utf-8"), "path", build))
 
 
 # -- matplotlib ------------------------------------------------------------------------------------------
-def to_figure(source: Any, width_in: float = 10.0) -> Any:
+def to_figure(source: TimelineSource, width_in: float = 10.0) -> Figure:
     """The same chart as a matplotlib ``Figure`` (not attached to pyplot, so nothing pops up)."""
     try:
         from matplotlib.figure import Figure
@@ -269,9 +333,9 @@ def _rgb(name: str) -> tuple[float, float, float]:
     return colorsys.hls_to_rgb((zlib.crc32(name.encode()) % 360) / 360, 0.62, 0.55)
 
 
-def save_png(source: Any, path: str | os.PathLike[str], dpi: int = 120) -> str:
+def save_png(source: TimelineSource, path: str | os.PathLike[str], dpi: int = 120) -> str:
     """Write the matplotlib chart to ``path`` as PNG, atomically (never onto the model); returns the path."""
-    build = getattr(source, "build", source)
+    build = source.build if isinstance(source, Viewed) else source
     check_output(path, "path", build)
     fig = to_figure(source)
     buffer = io.BytesIO()

@@ -13,10 +13,12 @@ import json
 import os
 import threading
 import weakref
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, TypedDict
 
 from .._files import write_output
+from .._phases import Phase, PhaseModel
+from ._inline import Viewed
 
 if TYPE_CHECKING:
     from .._build import Build
@@ -27,7 +29,21 @@ CATEGORY = "tensorrt"
 STEP_INTERVAL_S = 0.1  # at most one step sample per phase instance per interval (the last one always)
 MAX_STEP_SAMPLES = 200_000
 _BUILD_TRACK = 0
-_recorders: weakref.WeakKeyDictionary[Any, StepRecorder] = weakref.WeakKeyDictionary()
+_recorders: weakref.WeakKeyDictionary[Build | PhaseModel, StepRecorder] = weakref.WeakKeyDictionary()
+
+
+class TraceEvent(TypedDict, total=False):
+    """One Chrome trace event (``ph``: M metadata, b/e async begin/end, C counter, i instant)."""
+
+    ph: str
+    name: str
+    cat: str
+    id: str
+    s: str
+    pid: int
+    tid: int
+    ts: float
+    args: Mapping[str, object]
 
 
 class StepRecorder:
@@ -36,14 +52,14 @@ class StepRecorder:
     Memory is bounded by build time (one sample per phase per 0.1 s, plus each phase's last), not by steps.
     """
 
-    def __init__(self, model: Any) -> None:
+    def __init__(self, model: PhaseModel) -> None:
         self._model = weakref.ref(model)  # weak: a recorder kept per model must not keep its model alive
         self.samples: list[tuple[float, int, int]] = []
         self._last: dict[int, float] = {}
         self._lock = threading.Lock()
         model.subscribe(self._on_event)
 
-    def _on_event(self, event: str, phase: Any) -> None:
+    def _on_event(self, event: str, phase: Phase) -> None:
         if event == "phase_start" or len(self.samples) >= MAX_STEP_SAMPLES:
             return
         model = self._model()
@@ -58,13 +74,17 @@ class StepRecorder:
             self.samples.append((now, phase.id, phase.step))
 
 
-def record_steps(build: Build) -> StepRecorder:
-    """Record step samples of ``build`` (a Build, BuildWidget or PhaseModel, before it starts) for
+def _build_or_model(source: Build | Viewed | PhaseModel) -> Build | PhaseModel:
+    return source.build if isinstance(source, Viewed) else source
+
+
+def record_steps(source: Build | Viewed | PhaseModel) -> StepRecorder:
+    """Record step samples of ``source`` (a Build, BuildWidget or PhaseModel, before it starts) for
     :func:`to_trace`. Without it a trace has each phase's steps at its start (0) and end; with it, over time."""
-    build = getattr(build, "build", build)
+    build = _build_or_model(source)
     recorder = _recorders.get(build)
     if recorder is None:
-        recorder = _recorders[build] = StepRecorder(getattr(build, "model", build))
+        recorder = _recorders[build] = StepRecorder(build if isinstance(build, PhaseModel) else build.model)
     return recorder
 
 
@@ -73,9 +93,14 @@ def _us(seconds: float) -> float:
     return round(float(seconds) * 1e6, 3)
 
 
-def _tracks(phases: list[Any], t_end: float) -> dict[int, int]:
+def _seconds(value: object) -> float:
+    """A log record's time (0 where it has none)."""
+    return float(value) if isinstance(value, (int, float)) else 0.0
+
+
+def _tracks(phases: Sequence[Phase], t_end: float) -> dict[int, int]:
     """Phase id -> track (the async ``id``); every track's instances nest properly in time."""
-    stacks: dict[int, list[tuple[float, Any]]] = {_BUILD_TRACK: [(t_end, "build")]}
+    stacks: dict[int, list[tuple[float, int | str]]] = {_BUILD_TRACK: [(t_end, "build")]}
     track_of: dict[int, int] = {}
     ends = {p.id: (p.end_s if p.end_s is not None else t_end) for p in phases}
     next_track = 1
@@ -98,15 +123,15 @@ def _tracks(phases: list[Any], t_end: float) -> dict[int, int]:
 
 
 def trace_events(
-    phases: list[Any],
+    phases: Iterable[Phase],
     *,
-    logs: Iterable[dict[str, Any]] = (),
+    logs: Iterable[Mapping[str, object]] = (),
     steps: Iterable[tuple[float, int, int]] = (),
     t_end: float | None = None,
     pid: int | None = None,
     process_name: str = "TensorRT build",
     build_name: str | None = None,
-) -> list[dict[str, Any]]:
+) -> list[TraceEvent]:
     """Trace events for ``phases`` (:class:`trt_widget.Phase` objects, e.g. ``PhaseModel.phases()``).
 
     ``logs``: records with ``t``, ``severity``, ``message``; ``steps``: ``(t, phase id, steps)`` samples;
@@ -114,13 +139,13 @@ def trace_events(
     """
     phases = list(phases)
     logs = list(logs)
-    last = max([p.end_s or p.start_s for p in phases] + [float(r.get("t") or 0.0) for r in logs] + [0.0])
+    last = max([p.end_s or p.start_s for p in phases] + [_seconds(r.get("t")) for r in logs] + [0.0])
     t_end = max(float(t_end), last) if t_end is not None else last
     pid = os.getpid() if pid is None else pid
-    threads: dict[Any, int] = {None: 1}
+    threads: dict[int | None, int] = {None: 1}
     for phase in sorted(phases, key=lambda p: (p.start_s, p.id)):
         threads.setdefault(phase.thread, len(threads) + 1)
-    meta: list[dict[str, Any]] = [
+    meta: list[TraceEvent] = [
         {"ph": "M", "name": "process_name", "pid": pid, "tid": 1, "ts": 0, "args": {"name": process_name}}
     ]
     for ident, tid in threads.items():
@@ -128,22 +153,22 @@ def trace_events(
         meta.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "ts": 0, "args": {"name": label}})
     track_of = _tracks(phases, t_end)
     by_id = {p.id: p for p in phases}
-    children: dict[Any, list[Any]] = {}
+    children: dict[tuple[int, int | None], list[Phase]] = {}
     for phase in sorted(phases, key=lambda p: (p.start_s, p.id)):
         track = track_of[phase.id]
         parent = phase.parent if phase.parent in by_id and track_of.get(phase.parent) == track else None
         children.setdefault((track, parent), []).append(phase)
-    timed: list[tuple[float, int, int, dict[str, Any]]] = []  # (ts, track, order, event): stable per track
+    timed: list[tuple[float, int, int, TraceEvent]] = []  # (ts, track, order, event): stable per track
     order = [0]
 
-    def put(ts: float, track: int, event: dict[str, Any]) -> None:
+    def put(ts: float, track: int, event: TraceEvent) -> None:
         timed.append((ts, track, order[0], event))
         order[0] += 1
 
-    def walk(track: int, parent: Any) -> None:  # depth-first: b, children, e — proper nesting per track
+    def walk(track: int, parent: int | None) -> None:  # depth-first: b, children, e — proper nesting per track
         for phase in children.get((track, parent), []):
             end = max(phase.end_s if phase.end_s is not None else t_end, phase.start_s)
-            base = {
+            base: TraceEvent = {
                 "cat": CATEGORY,
                 "name": str(phase.name),
                 "id": f"0x{track:x}",
@@ -193,7 +218,7 @@ def trace_events(
                 "args": {"duration_s": t_end},
             },
         )
-    extra: list[dict[str, Any]] = []
+    extra: list[TraceEvent] = []
     sampled: dict[int, list[tuple[float, int]]] = {}
     for t, phase_id, n in sorted(steps, key=lambda s: s[0]):
         sampled.setdefault(phase_id, []).append((t, n))
@@ -233,27 +258,27 @@ def trace_events(
                 "name": f"{record.get('severity', 'LOG')}: {message[:80]}",
                 "pid": pid,
                 "tid": 1,
-                "ts": _us(record.get("t") or 0.0),
+                "ts": _us(_seconds(record.get("t"))),
                 "args": {"severity": record.get("severity"), "message": message},
             }
         )
     events = [e for _, _, _, e in sorted(timed, key=lambda x: (x[0], x[1], x[2]))]
-    return meta + events + sorted(extra, key=lambda e: e["ts"])
+    return meta + events + sorted(extra, key=lambda e: e.get("ts", 0.0))
 
 
-def to_trace(source: Any, path: str | os.PathLike[str] | None = None) -> str:
+def to_trace(source: Build | Viewed | PhaseModel, path: str | os.PathLike[str] | None = None) -> str:
     """The Chrome trace-event JSON of a Build / BuildWidget (or a bare PhaseModel); also written atomically to
     ``path`` when given. Includes the phases, step counters, captured log lines and the stop request."""
-    build = getattr(source, "build", source)
-    model = getattr(build, "model", build)
+    build = _build_or_model(source)
+    model = build if isinstance(build, PhaseModel) else build.model
     phases = model.phases()
     recorder = _recorders.get(build)
     steps = list(recorder.samples) if recorder is not None else []
-    other: dict[str, Any] = {"generator": "trt_widget"}
-    logs: list[dict[str, Any]] = []
+    other: dict[str, object] = {"generator": "trt_widget"}
+    logs: Sequence[Mapping[str, object]] = []
     t_end = None
     name = None
-    if build is not model:  # a Build: its status, label, logs and end time
+    if not isinstance(build, PhaseModel):  # a Build: its status, label, logs and end time
         name = f"build: {build.status}"
         t_end = float(build.elapsed_s or 0.0)
         logs = list(build.logs)
@@ -274,7 +299,7 @@ def to_trace(source: Any, path: str | os.PathLike[str] | None = None) -> str:
     events = trace_events(
         phases, logs=logs, steps=steps, t_end=t_end, process_name=f"TensorRT build: {label}", build_name=name
     )
-    cancel = getattr(build, "cancel_info", None) if build is not model else None
+    cancel = build.cancel_info if not isinstance(build, PhaseModel) else None
     if cancel:
         events.append(
             {

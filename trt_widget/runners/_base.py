@@ -13,7 +13,7 @@ import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from .._errors import BuildError
 from .._files import ENGINES_SYNCED, WrittenFile, place_file
@@ -22,6 +22,7 @@ from .._phases import PhaseModel
 
 if TYPE_CHECKING:  # the TensorRT adapter is imported by the builder, not by whoever merely starts one
     from .._engine import CaptureLogger, ModelSource
+    from .._monitor import BuildMonitor
 
 # How long a stop waits for TensorRT's next step boundary before the builder process is terminated (docs/stop.md):
 # short steps end well within it (a graceful end keeps the warm worker); a long one ends at once either way.
@@ -103,7 +104,7 @@ class ThreadRunner:
     local = True
 
     def __init__(self) -> None:
-        self.monitor: Any = None
+        self.monitor: BuildMonitor | None = None
 
     def run(self, ctx: RunContext) -> bytes | None:
         from .._engine import build_engine

@@ -12,7 +12,6 @@ import contextlib
 import ctypes
 import sys
 from collections.abc import Iterator
-from typing import Any
 
 
 class _IOVec(ctypes.Structure):
@@ -35,7 +34,7 @@ class _PyBuffer(ctypes.Structure):  # CPython's Py_buffer
     ]
 
 
-def _calls() -> tuple[Any, Any] | None:
+def _calls() -> tuple[ctypes._NamedFuncPointer, ctypes._NamedFuncPointer] | None:
     if not sys.platform.startswith("linux"):
         return None
     try:
@@ -66,7 +65,7 @@ def available() -> bool:
 
 
 @contextlib.contextmanager
-def pinned(buffer: Any) -> Iterator[tuple[int, int]]:
+def pinned(buffer: bytes | bytearray | memoryview) -> Iterator[tuple[int, int]]:
     """``(address, size)`` of a contiguous buffer's memory, held in place until the block ends."""
     view = _PyBuffer()
     _get_buffer(buffer, ctypes.byref(view), 0)  # PyBUF_SIMPLE: contiguous bytes; raises BufferError otherwise
@@ -82,7 +81,7 @@ def new_bytes(size: int) -> bytes:
     return bytes(_new_bytes(None, size))
 
 
-def _copy(call: Any, pid: int, local: int, remote: int, size: int) -> bool:
+def _copy(call: ctypes._NamedFuncPointer, pid: int, local: int, remote: int, size: int) -> bool:
     done = 0
     while done < size:
         here, there = _IOVec(local + done, size - done), _IOVec(remote + done, size - done)

@@ -11,12 +11,36 @@ file after all); the worker offers the engine with ``EngineAt`` and the parent a
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, TypedDict
+
+if TYPE_CHECKING:
+    from .._options import BuildOptions
+
+
+class _JobFields(TypedDict):
+    kind: str  # the ModelSource's: "path", "bytes" or "callable"
+    label: str
+    path: str | None  # the model file (a path, or bytes the parent wrote to a file)
+    callable: bytes | None  # the network definition function, pickled by cloudpickle
+    options: BuildOptions  # without configure= (that one travels pickled)
+    configure: bytes | None  # configure=, pickled by cloudpickle
+    workdirs: list[str]  # where files for the parent go, the first with room
+    sys_path: list[str]  # the parent's import path, appended to the worker's
+    directory: str | None  # where the model's external data may lie
+    hint: str
+    engine_part: str | None  # the temporary file beside the build's output, for the engine
+    engine_by_copy: bool  # the parent can copy the engine out of this process's memory
+
+
+class WorkerJob(_JobFields, total=False):
+    """What a builder process needs for one build; ``model_size``: the parent copies that many model bytes in."""
+
+    model_size: int
 
 
 class Job(NamedTuple):
     job_id: int
-    job: dict[str, Any]
+    job: WorkerJob
 
 
 class Stop(NamedTuple):

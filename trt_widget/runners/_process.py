@@ -24,7 +24,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from multiprocessing.connection import wait
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .._backend import capabilities
 from .._errors import BuildError
@@ -55,10 +55,15 @@ from ._messages import (
     Stop,
 )
 
+if TYPE_CHECKING:
+    from .._engine import ModelSource
+    from .._options import ConfigureHook
+    from ._messages import WorkerJob
+
 POLL_S = 0.02  # how often the relay looks at stop requests while the worker is quiet
 
 
-def check_transferable(source: Any, configure: Any = None) -> None:
+def check_transferable(source: ModelSource, configure: ConfigureHook | None = None) -> None:
     """Raise TypeError unless ``source`` (a ModelSource) and the ``configure=`` function can be sent to a builder
     process, naming what cannot."""
     if configure is not None:
@@ -195,11 +200,11 @@ class _Relay:
             return "cuda context"
         return ""
 
-    def _job(self) -> dict[str, Any]:
+    def _job(self) -> WorkerJob:
         from ._worker import write_first
 
         source = self.ctx.source
-        job: dict[str, Any] = {
+        job: WorkerJob = {
             "kind": source.kind,
             "label": source.label,
             "path": None,
@@ -377,7 +382,7 @@ class _Relay:
             elif isinstance(event, Built):
                 self.built = True
 
-    def _final(self, message: Any) -> bytes | EngineFile | None:
+    def _final(self, message: object) -> bytes | EngineFile | None:
         self.answered = True
         if isinstance(message, Engine):
             return self._receive_engine(message.path, message.size)

@@ -14,16 +14,23 @@ import os
 import random
 import threading
 import time
-from collections.abc import Iterable, Iterator
-from typing import Any, Union
+from collections.abc import Iterable, Iterator, Mapping
+from typing import IO, TYPE_CHECKING, Any, Protocol, TypeVar, Union
 
 from .._errors import BuildError
 from .._files import expand_user
+from .._json import JSONObject
 from .._phases import MAX_DEPTH
 from ._base import RunContext
 
+if TYPE_CHECKING:
+    from .._engine import CaptureLogger
+    from .._phases import PhaseModel
+
 # a recording of events= / --json: a JSON-lines file's path, or an iterable of JSON lines or event dicts
+# (an event dict's values: whatever JSON holds, so that dicts typed either way are accepted)
 Recording = Union[str, "os.PathLike[str]", Iterable[str | bytes | dict[str, Any]]]
+T = TypeVar("T")
 
 MIN_SPEED, MAX_SPEED = 1e-3, 1e6  # a replay's pace: from 1000x slower to a million times faster than recorded
 MAX_WAIT_S = 60.0  # the longest pause between two replayed events: a recorded clock may jump by years
@@ -61,7 +68,7 @@ def check_speed(speed: float | None) -> float | None:
     return float(speed)
 
 
-def load_events(source: Recording) -> list[dict[str, Any]]:
+def load_events(source: Recording) -> list[JSONObject]:
     """The events of a recording: a JSON-lines file path, or an iterable of JSON lines or event dicts.
 
     Recordings are untrusted: a file is read line by line (at most ``MAX_LINE_BYTES`` per line, ``MAX_BYTES``
@@ -72,7 +79,7 @@ def load_events(source: Recording) -> list[dict[str, Any]]:
     return _parse(source, "the recording")
 
 
-def _file_lines(handle: Any, where: str) -> Iterator[str]:
+def _file_lines(handle: IO[bytes], where: str) -> Iterator[str]:
     total = 0
     for number in itertools.count(1):
         raw = handle.readline(MAX_LINE_BYTES + 1)
@@ -93,69 +100,73 @@ def _file_lines(handle: Any, where: str) -> Iterator[str]:
             ) from None
 
 
-def _kind_of(value: Any) -> str:
+def _kind_of(value: object) -> str:
     return "null" if value is None else type(value).__name__
 
 
-def check_event(event: dict[str, Any], where: str, number: int, depths: dict[int, int]) -> None:
+def check_event(event: JSONObject, where: str, number: int, depths: dict[int, int]) -> None:
     """Raise RecordingError unless ``event``'s fields have the types its kind needs (names and nesting bounded,
     long messages shortened): for recordings and for what a build server streams alike."""
     kind = event["event"]
 
-    def need(field: str, types: tuple[type, ...], what: str, optional: bool = False) -> Any:
+    def maybe(field: str, kind_of: type[T], what: str) -> T | None:
         value = event.get(field)
-        if value is None and optional:
-            return None
-        if not isinstance(value, types) or isinstance(value, bool):
+        return None if value is None else need(field, kind_of, what)
+
+    def need(field: str, kind_of: type[T], what: str) -> T:
+        value = event.get(field)
+        if not isinstance(value, kind_of) or isinstance(value, bool):
             raise RecordingError(
                 f"{where}, line {number}: field {field!r} of a {kind} event must be {what}, got "
                 f"{_kind_of(value)} {str(value)[:40]!r}"
             )
         return value
 
-    if not -1e12 < event["t"] < 1e12:  # also NaN and infinities; int against float compares exactly
+    t = event["t"]
+    if not isinstance(t, (int, float)) or not -1e12 < t < 1e12:  # also NaN and infinities
         raise RecordingError(f"{where}, line {number}: field 't' must be a finite time in seconds")
     if kind in ("phase_start", "step", "phase_finish"):
-        need("id", (int,), "an integer")
-        name = need("name", (str,), "a string")
+        ident = need("id", int, "an integer")
+        name = need("name", str, "a string")
         if len(name) > MAX_NAME:
             raise RecordingError(
                 f"{where}, line {number}: a phase name of {len(name):,} characters (at most {MAX_NAME})"
             )
     if kind == "phase_start":
-        parent = need("parent", (int,), "an integer or null", optional=True)
-        need("num_steps", (int,), "an integer", optional=True)
+        parent = maybe("parent", int, "an integer or null")
+        maybe("num_steps", int, "an integer")
         depth = depths.get(parent, 0) + 1 if parent is not None else 0
         if depth > MAX_DEPTH:
             raise RecordingError(f"{where}, line {number}: phases nest more than {MAX_DEPTH} deep")
-        depths[event["id"]] = depth
+        depths[ident] = depth
     elif kind == "step":
-        need("step", (int,), "an integer")
+        need("step", int, "an integer")
     elif kind == "log":
-        need("severity", (str,), "a string", optional=True)
-        message = need("message", (str,), "a string", optional=True)
+        maybe("severity", str, "a string")
+        message = maybe("message", str, "a string")
         if message is not None and len(message) > MAX_MESSAGE:
             event["message"] = message[:MAX_MESSAGE] + "…"
     elif kind == "engine_report":
         if event.get("report") is not None and not isinstance(event.get("report"), dict):
             raise RecordingError(f"{where}, line {number}: field 'report' of an engine_report event must be an object")
-        need("reason", (str,), "a string", optional=True)
+        maybe("reason", str, "a string")
     elif kind == "build_start":
         for field in ("model", "backend", "version"):
-            need(field, (str,), "a string", optional=True)
+            maybe(field, str, "a string")
     elif kind == "build_end":
-        status = need("status", (str,), "a string")
+        status = need("status", str, "a string")
         if status not in _END_STATUSES:
             raise RecordingError(f"{where}, line {number}: build_end status must be one of {', '.join(_END_STATUSES)}")
-        need("engine_bytes", (int,), "an integer or null", optional=True)
+        maybe("engine_bytes", int, "an integer or null")
         for field in ("detail", "error"):
-            need(field, (str,), "a string or null", optional=True)
+            maybe(field, str, "a string or null")
 
 
-def _parse(lines: Iterable[Any], where: str) -> list[dict[str, Any]]:
-    events: list[dict[str, Any]] = []
+def _parse(lines: Iterable[object], where: str) -> list[JSONObject]:
+    events: list[JSONObject] = []
     depths: dict[int, int] = {}
     for number, line in enumerate(lines, start=1):
+        event: object
         if isinstance(line, dict):
             event = line
         else:
@@ -203,6 +214,10 @@ class ReplayClock:
         return self.now
 
 
+class _Clocked(Protocol):
+    def restart_clock(self) -> None: ...
+
+
 class FollowClock:
     """This process's clock, moved forward whenever a received event is ahead of it (a replayed log), so the
     phase model can be fed the server's own event times and elapsed time still runs between events."""
@@ -216,7 +231,7 @@ class FollowClock:
         held = self._held
         return held if held is not None else time.perf_counter() + self._skew
 
-    def restart(self, *clocked: Any) -> float:
+    def restart(self, *clocked: _Clocked) -> float:
         """``restart_clock()`` each of ``clocked`` (phase model, logger) at one reading of this clock; returns it."""
         with self._lock:
             self._held = time.perf_counter() + self._skew
@@ -234,33 +249,61 @@ class FollowClock:
                 self._skew += reading - now
 
 
-def apply_event(event: dict[str, Any], model: Any, logger: Any, names: dict[int, str], at: float | None = None) -> None:
+def _field(event: Mapping[str, object], name: str, kind_of: type[T], default: T | None = None) -> T:
+    """``event[name]`` of a checked event (:func:`check_event`), as the type it was checked to have."""
+    value = event.get(name, default)
+    if not isinstance(value, kind_of):
+        raise ValueError(f"field {name!r} of a {event.get('event')} event is {_kind_of(value)}")
+    return value
+
+
+def _time(event: JSONObject) -> float:
+    """The event's time (a number, as :func:`load_events` checked)."""
+    value = event.get("t")
+    if isinstance(value, (int, float)):
+        return float(value)
+    raise BuildError(f"the recording, line {event.get('_line', '?')}: field 't' is not a time in seconds")
+
+
+def apply_event(
+    event: JSONObject, model: PhaseModel, logger: CaptureLogger, names: dict[int, str], at: float | None = None
+) -> None:
     """Feed one recorded or streamed event into a phase model and logger (build_start / build_end are the caller's).
 
     ``names`` maps the phase ids seen so far to their names (phase ids stand in for TensorRT threads, so
     same-named instances resolve as recorded); ``at`` is the event's clock reading, None for now."""
     kind = event["event"]
     if kind == "phase_start":
-        names[event["id"]] = event["name"]
+        ident, name = _field(event, "id", int), _field(event, "name", str)
+        names[ident] = name
         parent = event.get("parent")
+        parent_id = parent if isinstance(parent, int) else None
         model.phase_start(
-            event["name"],
-            names.get(parent) if parent is not None else None,
-            int(event.get("num_steps", 0)),
+            name,
+            names.get(parent_id) if parent_id is not None else None,
+            steps if isinstance(steps := event.get("num_steps"), int) else 0,
             at=at,
-            thread=event["id"],
-            parent_thread=parent,
+            thread=ident,
+            parent_thread=parent_id,
         )
     elif kind == "step":
-        model.step_complete(event["name"], int(event["step"]) - 1, thread=event["id"])
+        model.step_complete(_field(event, "name", str), _field(event, "step", int) - 1, thread=_field(event, "id", int))
     elif kind == "phase_finish":
-        model.phase_finish(event["name"], at=at, thread=event["id"], ended=event.get("status"))
+        status = event.get("status")
+        model.phase_finish(
+            _field(event, "name", str),
+            at=at,
+            thread=_field(event, "id", int),
+            ended=status if isinstance(status, str) else None,
+        )
     elif kind == "log":
-        logger.log(_SEVERITY.get(event.get("severity", ""), 2), str(event.get("message", "")), at=at)
+        severity = event.get("severity", "")
+        level = _SEVERITY.get(severity, 2) if isinstance(severity, str) else 2
+        logger.log(level, str(event.get("message", "")), at=at)
     elif kind == "engine_report":
         from ..engine import apply_report_event
 
-        apply_report_event(event, getattr(logger, "engine_log", None))
+        apply_report_event(event, logger.engine_log)
 
 
 class ReplayRunner:
@@ -272,7 +315,7 @@ class ReplayRunner:
 
     def __init__(
         self,
-        events: list[dict[str, Any]],
+        events: list[JSONObject],
         clock: ReplayClock,
         speed: float | None,
     ) -> None:
@@ -284,7 +327,7 @@ class ReplayRunner:
         names: dict[int, str] = {}
         previous_t = 0.0
         for event in self.events:
-            t = float(event["t"])
+            t = _time(event)
             if self.speed is not None and t > previous_t and ctx.cancel.wait(self._pause(t - previous_t)):
                 return None
             if ctx.cancel.is_set():
@@ -309,7 +352,7 @@ class ReplayRunner:
         assert self.speed is not None
         return min(gap / self.speed, MAX_WAIT_S)
 
-    def _end(self, event: dict[str, Any], ctx: RunContext) -> bytes | None:
+    def _end(self, event: JSONObject, ctx: RunContext) -> bytes | None:
         status = event.get("status")
         size = event.get("engine_bytes")
         ctx.note(
@@ -327,7 +370,7 @@ class ReplayRunner:
 
 def gpu_shaped_events(
     *, measurements: int = 1100, threads: int = 1, seed: int = 0, seconds: float = 16.0
-) -> Iterator[dict[str, Any]]:
+) -> Iterator[JSONObject]:
     """A synthetic recording shaped like a TensorRT 10 GPU build: depth 8, ~``measurements`` repeated
     "Measuring tactic time" instances (4 steps each) under long "Evaluating tactic times" parents of up to
     153 steps, optionally interleaved as if from several TensorRT threads. Times span ``seconds``."""
@@ -370,7 +413,7 @@ def gpu_shaped_events(
             }
         )
 
-    events: list[dict[str, Any]] = [
+    events: list[JSONObject] = [
         {
             "event": "build_start",
             "model": "synthetic GPU-shaped build",

@@ -21,7 +21,7 @@ import sys
 import threading
 import time
 import traceback
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .._errors import BuildError
 from ._memory import new_bytes, pinned
@@ -46,13 +46,22 @@ from ._messages import (
     Stop,
 )
 
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
+
+    from .._engine import ModelSource
+    from .._monitor import BuildMonitor
+    from .._options import BuildOptions
+    from .._tensorrt_log import LogRecord
+    from ._messages import WorkerJob
+
 SEND_INTERVAL_S = 0.02
 
 
 class Outbox:
     """Events from the builder thread, shipped by a sender thread; ``put*`` never blocks on the pipe."""
 
-    def __init__(self, conn: Any) -> None:
+    def __init__(self, conn: Connection) -> None:
         self._conn = conn
         self._lock = threading.Lock()
         self._send_lock = threading.Lock()  # one writer on the connection at a time
@@ -86,7 +95,7 @@ class Outbox:
         with self._lock:
             self._events.append(event)
 
-    def send_now(self, message: Any) -> None:
+    def send_now(self, message: ModelAt | EngineAt | Final) -> None:
         """Send everything pending, then ``message``, from the calling thread; OSError when the parent is gone."""
         self.flush()
         with self._send_lock:
@@ -118,53 +127,41 @@ class Outbox:
             self.flush()
 
 
-def _make_monitor(outbox: Outbox, cancel: threading.Event) -> Any:
-    """A progress monitor that streams raw callbacks (replayed verbatim into the parent's PhaseModel)."""
-    from .._backend import trt
+class _Streamed:
+    """TensorRT's callbacks as this process's events, replayed verbatim into the parent's phase model (the
+    :class:`~trt_widget._monitor.Progress` the shared TensorRT adapter feeds here)."""
 
-    base: Any = trt().IProgressMonitor
+    def __init__(self, outbox: Outbox) -> None:
+        self._outbox = outbox
 
-    # the callbacks use try/except, not contextlib.suppress: they run on every TensorRT step (~20 ns against ~700 ns)
-    class StreamingMonitor(base):  # type: ignore[misc]  # TensorRT's class is untyped (Any)
-        def __init__(self) -> None:
-            base.__init__(self)
-            self.cancel_event = cancel
+    def phase_start(self, name: str, parent_name: str | None, num_steps: int, *, thread: int) -> None:
+        self._outbox.structure(PhaseStart(name, parent_name, num_steps, thread, time.perf_counter()))
 
-        def phase_start(self, phase_name: str, parent_phase: str | None, num_steps: int) -> None:
-            try:  # noqa: SIM105
-                outbox.structure(
-                    PhaseStart(phase_name, parent_phase, num_steps, threading.get_ident(), time.perf_counter())
-                )
-            except Exception:
-                pass
+    def step_complete(self, name: str, step: int, *, thread: int) -> None:
+        self._outbox.step(name, step, thread)
 
-        def step_complete(self, phase_name: str, step: int) -> bool:
-            try:  # noqa: SIM105
-                outbox.step(phase_name, step, threading.get_ident())
-            except Exception:
-                pass
-            return not cancel.is_set()
+    def phase_finish(self, name: str, *, thread: int) -> None:
+        self._outbox.structure(PhaseFinish(name, thread, time.perf_counter()))
 
-        def phase_finish(self, phase_name: str) -> None:
-            try:  # noqa: SIM105
-                outbox.structure(PhaseFinish(phase_name, threading.get_ident(), time.perf_counter()))
-            except Exception:
-                pass
 
-    return StreamingMonitor()
+def _make_monitor(outbox: Outbox, cancel: threading.Event) -> BuildMonitor:
+    """The TensorRT adapter, streaming the callbacks to the parent."""
+    from .._monitor import BuildMonitor
+
+    return BuildMonitor(cancel_event=cancel, progress=_Streamed(outbox))
 
 
 class _Jobs:
     """Jobs from the control pipe, each with its own cancel event; reads the pipe on its own thread."""
 
-    def __init__(self, control: Any) -> None:
+    def __init__(self, control: Connection) -> None:
         self._control = control
-        self._queue: queue.Queue[tuple[int, dict[str, Any], threading.Event]] = queue.Queue()
+        self._queue: queue.Queue[tuple[int, WorkerJob, threading.Event]] = queue.Queue()
         self.replies: queue.Queue[ModelReady | EngineTaken] = queue.Queue()  # answers to ModelAt / EngineAt
         self._cancels: dict[int, threading.Event] = {}
         threading.Thread(target=self._listen, name="trt_widget-worker-control", daemon=True).start()
 
-    def next(self, timeout: float | None = None) -> tuple[int, dict[str, Any], threading.Event]:
+    def next(self, timeout: float | None = None) -> tuple[int, WorkerJob, threading.Event]:
         """The next job; queue.Empty when none came within ``timeout`` s."""
         return self._queue.get(timeout=timeout)
 
@@ -189,7 +186,7 @@ class _Jobs:
                     event.set()
 
 
-def _load_source(job: dict[str, Any], outbox: Outbox, replies: queue.Queue[Any]) -> Any:
+def _load_source(job: WorkerJob, outbox: Outbox, replies: queue.Queue[ModelReady | EngineTaken]) -> ModelSource:
     from .._engine import ModelSource
 
     kind, label = job["kind"], job["label"]
@@ -198,6 +195,8 @@ def _load_source(job: dict[str, Any], outbox: Outbox, replies: queue.Queue[Any])
         with pinned(data) as (address, _):
             outbox.send_now(ModelAt(address))
             ready = replies.get()
+        if not isinstance(ready, ModelReady):
+            raise BuildError(f"the parent answered {ready!r} to ModelAt")
         if not ready.path:
             return ModelSource("bytes", data, label, None, job.get("hint", ""))
         return ModelSource("path", ready.path, label, None, job.get("hint", ""))
@@ -216,7 +215,7 @@ def _load_source(job: dict[str, Any], outbox: Outbox, replies: queue.Queue[Any])
     return ModelSource("callable", function, label)
 
 
-def _load_options(job: dict[str, Any]) -> Any:
+def _load_options(job: WorkerJob) -> BuildOptions:
     """The job's BuildOptions, with its configure= function (sent with cloudpickle) restored."""
     options = job["options"]
     if job.get("configure") is None:
@@ -251,7 +250,9 @@ def write_first(dirs: list[str], name: str, data: bytes | memoryview) -> str:
     raise OSError("no directory to write to")
 
 
-def _hand_over(engine: memoryview, job: dict[str, Any], outbox: Outbox, replies: queue.Queue[Any]) -> Engine:
+def _hand_over(
+    engine: memoryview, job: WorkerJob, outbox: Outbox, replies: queue.Queue[ModelReady | EngineTaken]
+) -> Engine:
     """Give the parent the engine straight from TensorRT's buffer: as a file beside the build's output when the
     parent named one there (it renames it into place), else copied by the parent out of this process's memory
     (``Engine`` with no path), else as a file in the parent's work directory."""
@@ -259,11 +260,14 @@ def _hand_over(engine: memoryview, job: dict[str, Any], outbox: Outbox, replies:
         return Engine(*_write_engine(engine, job))
     with pinned(engine) as (address, size):
         outbox.send_now(EngineAt(address, size))
-        taken = replies.get().taken
+        reply = replies.get()
+        if not isinstance(reply, EngineTaken):
+            raise BuildError(f"the parent answered {reply!r} to EngineAt")
+        taken = reply.taken
     return Engine("", size) if taken else Engine(*_write_engine(engine, job))
 
 
-def _write_engine(engine: memoryview, job: dict[str, Any]) -> tuple[str, int]:
+def _write_engine(engine: memoryview, job: WorkerJob) -> tuple[str, int]:
     """Write the engine straight from TensorRT's buffer: beside the build's output file when the parent named a
     temporary file there (the parent renames it into place), else into the parent's work directory."""
     part = job.get("engine_part")
@@ -278,14 +282,16 @@ def _write_engine(engine: memoryview, job: dict[str, Any]) -> tuple[str, int]:
     return write_first(job["workdirs"], "engine.plan", engine), engine.nbytes
 
 
-def run_job(job: dict[str, Any], cancel: threading.Event, events: Any, replies: queue.Queue[Any]) -> None:
+def run_job(
+    job: WorkerJob, cancel: threading.Event, events: Connection, replies: queue.Queue[ModelReady | EngineTaken]
+) -> None:
     """Build one job, streaming its events, and send its final message."""
     outbox = Outbox(events)
     final: Final
     try:
         from .._engine import CaptureLogger, build_engine
 
-        def on_record(record: dict[str, Any]) -> None:
+        def on_record(record: LogRecord) -> None:
             level = ("INTERNAL_ERROR", "ERROR", "WARNING", "INFO", "VERBOSE").index(record["severity"])
             outbox.log(Log(level, record["message"], time.perf_counter()))
 

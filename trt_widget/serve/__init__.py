@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ._server import ServerThread, UsageError, add_arguments, default_data_dir, run
+
+if TYPE_CHECKING:
+    from ._client import RemoteBuild
+    from ._guard import connection_guard, guarded_server
 
 __all__ = [
     "RemoteBuild",
@@ -18,7 +22,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     if name == "RemoteBuild":  # the client needs httpx, the server does not
         from ._client import RemoteBuild
 

@@ -15,7 +15,8 @@ import logging
 import secrets
 import time
 from collections.abc import AsyncIterator
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, cast
 from urllib.parse import parse_qs
 
 import anyio
@@ -27,15 +28,20 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from .._json import JSON, JSONObject
 from .._status import log
 from ._page import page
 from ._store import UPLOAD, BuildRecord, BuildStore, Busy
 from ._upload import UploadError, check_length, receive, stalls_after
 
+if TYPE_CHECKING:
+    from .._build import Build
+    from .._options import BuildOptionsDict
+
 FORCE_WORDS = ("1", "true", "yes")
 
 
-def error(code: int, message: str, **extra: Any) -> JSONResponse:
+def error(code: int, message: str, **extra: JSON) -> JSONResponse:
     """A refusal: ``{"error": message, ...}`` with HTTP status ``code``."""
     headers = {"Retry-After": "5"} if code in (429, 503) else None
     return JSONResponse({"error": message, **extra}, status_code=code, headers=headers)
@@ -336,7 +342,7 @@ UPLOAD_HINT = (
 )
 
 
-def _make_build(path: Any, name: str, options: dict[str, Any], executor: str, ray_address: str | None) -> Any:
+def _make_build(path: Path, name: str, options: JSONObject, executor: str, ray_address: str | None) -> Build:
     """A Build of the uploaded file in a builder process or a Ray task (on a worker thread: it may import TensorRT)."""
     from .._build import Build
     from .._engine import ModelSource
@@ -346,7 +352,9 @@ def _make_build(path: Any, name: str, options: dict[str, Any], executor: str, ra
         from ..ray import RayRunner
 
         runner = RayRunner(address=ray_address)
-    build = Build(str(path), isolation="process", history=False, resources=False, runner=runner, **options)
+    # the names were checked by parse_options; Build checks the values (TypeError / ValueError: a 400)
+    checked: BuildOptionsDict = {**cast("BuildOptionsDict", options), "isolation": "process"}  # isolation: refused
+    build = Build(str(path), history=False, resources=False, runner=runner, **checked)
     # events and pages show the label, never a server path; an upload may name no external data (no directory)
     build.source = ModelSource("path", str(path), name, None, UPLOAD_HINT)
     return build

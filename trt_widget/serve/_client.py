@@ -19,7 +19,7 @@ import queue
 import threading
 import time
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Literal
 
 import httpx
 
@@ -27,11 +27,14 @@ from .._build import Build
 from .._engine import ModelLike, ModelSource
 from .._errors import BuildError
 from .._event_sinks import Sink
+from .._json import JSON, JSONObject
 from .._options import BuildOptions, BuildOptionsDict, http_refusals
 from ..runners import FollowClock, RunContext, apply_event, check_event
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
+
+    from .._widget import BuildWidget
 
 _LOCAL = ("output",)  # options a RemoteBuild handles here: the engine is written to a local file
 _NOT_REMOTE = {
@@ -98,7 +101,16 @@ def _lines(reply: httpx.Response, limit: int) -> Iterator[str]:
         yield pending.decode("utf-8", "replace")
 
 
-def _json_object(text: str | bytes, what: str) -> dict[str, Any]:
+# what the event stream's reader hands over: ("message", (id, event type, data)), or ("end", why it ended)
+_Item = tuple[Literal["message"], tuple[str | None, str, str]] | tuple[Literal["end"], str]
+
+
+def _seconds(value: JSON) -> float:
+    """An event's ``t`` (0 where it has none)."""
+    return float(value) if isinstance(value, (int, float)) else 0.0
+
+
+def _json_object(text: str | bytes, what: str) -> JSONObject:
     """``text`` parsed as a JSON object, or BuildError naming ``what`` it should have been."""
     try:
         value = json.loads(text)
@@ -127,7 +139,7 @@ class RemoteRunner:
         url: str,
         token: str,
         *,
-        options: dict[str, Any],
+        options: dict[str, object],
         name: str | None,
         clock: FollowClock,
         build_id: str | None = None,
@@ -174,17 +186,18 @@ class RemoteRunner:
     def _upload_or_stop(self, ctx: RunContext) -> str | None:
         """``_upload`` on a thread of its own, so a stop ends the build within ``STOP_WAIT_S`` even while the
         server takes the upload slowly or not at all; an upload it accepts after that is cancelled there."""
-        box: dict[str, Any] = {}
+        uploaded: list[str | None] = []  # the id, once the upload answered
+        failed: list[BaseException] = []
         abandoned = threading.Event()
 
         def upload() -> None:
             try:
                 with httpx.Client(base_url=self.url, headers=self.headers, timeout=self.timeout) as client:
-                    box["id"] = self._upload(client, ctx)
+                    uploaded.append(self._upload(client, ctx))
             except BaseException as exc:
-                box["error"] = exc
-            if abandoned.is_set() and box.get("id"):  # too late: nobody follows it, so it must not build
-                self.build_id = box["id"]
+                failed.append(exc)
+            if abandoned.is_set() and uploaded and uploaded[0]:  # too late: nobody follows it, so it must not build
+                self.build_id = uploaded[0]
                 self._cancel(force=True)
 
         thread = threading.Thread(target=upload, name="trt_widget-remote-upload", daemon=True)
@@ -194,10 +207,9 @@ class RemoteRunner:
                 abandoned.set()
                 return None
             thread.join(0.05)
-        if "error" in box:
-            raise box["error"]
-        found: str | None = box.get("id")
-        return found
+        if failed:
+            raise failed[0]
+        return uploaded[0] if uploaded else None
 
     def _upload(self, client: httpx.Client, ctx: RunContext) -> str | None:
         """POST the model; the id, or None when stopped while waiting for a free slot. The server's limits are
@@ -210,14 +222,15 @@ class RemoteRunner:
         problem = ""
         while True:
             limits = _json_object(self._get(client, "/builds", params={"limit": "1"}).content, "its limits")
-            if not all(isinstance(limits.get(k), int) for k in ("max_upload", "running", "max_concurrent")):
+            max_upload, running, max_concurrent = (limits.get(k) for k in ("max_upload", "running", "max_concurrent"))
+            if not (isinstance(max_upload, int) and isinstance(running, int) and isinstance(max_concurrent, int)):
                 raise BuildError(f"the build server {self.url} sent limits without max_upload/running/max_concurrent")
-            if size > limits["max_upload"]:
+            if size > max_upload:
                 raise BuildError(
                     f"the model is {size:,} bytes; the build server {self.url} accepts at most "
-                    f"{limits['max_upload']:,} (its --max-upload)"
+                    f"{max_upload:,} (its --max-upload)"
                 )
-            if limits["running"] < limits["max_concurrent"]:
+            if running < max_concurrent:
                 try:
                     response = self._post_model(client, source, params)
                 except httpx.TransportError as exc:
@@ -249,10 +262,10 @@ class RemoteRunner:
         except OSError as exc:
             raise BuildError(f"cannot read the model {source.value}: {exc}") from exc
 
-    def _get(self, client: httpx.Client, path: str, **kwargs: Any) -> httpx.Response:
+    def _get(self, client: httpx.Client, path: str, params: dict[str, str] | None = None) -> httpx.Response:
         """A GET that must succeed: BuildError with the server's sentence otherwise."""
         try:
-            response = client.get(path, **kwargs)
+            response = client.get(path, params=params)
         except httpx.HTTPError as exc:
             raise BuildError(f"cannot reach the build server {self.url}: {exc}") from exc
         if response.status_code != 200:
@@ -292,7 +305,7 @@ class RemoteRunner:
         last, problem, since, phases = 0, "", time.monotonic(), 0
         depths: dict[int, int] = {}  # phase nesting seen so far (check_event)
         while True:
-            inbox: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=256)
+            inbox: queue.Queue[_Item] = queue.Queue(maxsize=256)
             quit_reading = threading.Event()
             reader = threading.Thread(
                 target=self._read, args=(last, inbox, quit_reading), name="trt_widget-remote-events", daemon=True
@@ -303,13 +316,13 @@ class RemoteRunner:
                     if self._given_up(ctx):
                         return None
                     try:
-                        kind, item = inbox.get(timeout=0.05)
+                        got = inbox.get(timeout=0.05)
                     except queue.Empty:
                         continue
-                    if kind != "message":
-                        problem = str(item)
+                    if got[0] == "end":
+                        problem = got[1]
                         break
-                    ident, sse_kind, data = item
+                    ident, sse_kind, data = got[1]
                     if sse_kind != "message":  # the server's own notice (it is shutting down): reconnect
                         problem = data[:200]
                         break
@@ -354,10 +367,10 @@ class RemoteRunner:
                     return None
                 time.sleep(0.05)
 
-    def _read(self, last: int, inbox: queue.Queue[tuple[str, Any]], quit_reading: threading.Event) -> None:
+    def _read(self, last: int, inbox: queue.Queue[_Item], quit_reading: threading.Event) -> None:
         """One connection to the event stream: its messages into ``inbox``, then why it ended."""
 
-        def put(item: tuple[str, Any]) -> bool:
+        def put(item: _Item) -> bool:
             while not quit_reading.is_set():
                 try:
                     inbox.put(item, timeout=0.1)
@@ -445,17 +458,17 @@ class RemoteRunner:
         except httpx.HTTPError as exc:
             raise BuildError(f"build {self.build_id} succeeded on {self.url}, but its engine: {exc}") from exc
 
-    def _apply(self, ctx: RunContext, event: dict[str, Any]) -> None:
+    def _apply(self, ctx: RunContext, event: JSONObject) -> None:
         """Feed one event into the phase model / logger at the server's time (the replay's apply_event)."""
         if event.get("event") == "build_start":
             self._origin = self.clock.restart(ctx.model, ctx.logger)  # the remote build starts now: its t = 0
             return
-        at = self._origin + float(event.get("t", 0.0))
+        at = self._origin + _seconds(event.get("t"))
         self.clock.advance_to(at)  # a replayed log is ahead of this clock: move it, so times stay the server's
         apply_event(event, ctx.model, ctx.logger, self._names, at=at)
 
-    def _end(self, client: httpx.Client, ctx: RunContext, end: dict[str, Any]) -> bytes | None:
-        self.clock.advance_to(self._origin + float(end.get("t", 0.0)))
+    def _end(self, client: httpx.Client, ctx: RunContext, end: JSONObject) -> bytes | None:
+        self.clock.advance_to(self._origin + _seconds(end.get("t")))
         status, detail = end.get("status"), str(end.get("detail") or "")
         if status == "succeeded":
             announced = end.get("engine_bytes")
@@ -524,7 +537,7 @@ class RemoteBuild(Build):
                 raise TypeError(f"{key}= is not available for a remote build: {_NOT_REMOTE[key]}")
         output = options.pop("output", None)
         checked = BuildOptions.from_kwargs(**options, output=output, isolation="process")
-        remote: dict[str, Any] = dict(options)  # what the request asks for: only what was given
+        remote: dict[str, object] = dict(options)  # what the request asks for: only what was given
         if build_id is None:
             source = ModelSource.of(model)
             if source.kind == "callable":
@@ -568,7 +581,7 @@ class RemoteBuild(Build):
             self.runner.poke(reason)
         return asked
 
-    def info(self) -> dict[str, Any]:
+    def info(self) -> JSONObject:
         """The server's view of the build (``GET /builds/{id}``: status, detail, timings, subscribers, ...)."""
         if self.remote_id is None:
             raise RuntimeError("the build is not on the server yet")
@@ -576,10 +589,9 @@ class RemoteBuild(Build):
             reply = c.get(f"/builds/{self.remote_id}")
         if reply.status_code != 200:
             raise BuildError(_refusal(reply))
-        result: dict[str, Any] = reply.json()
-        return result
+        return _json_object(reply.content, "the build's state")
 
-    def widget(self) -> Any:
+    def widget(self) -> BuildWidget:
         """A BuildWidget showing this build (start it with the widget's ``start()``)."""
         from .._widget import BuildWidget
 

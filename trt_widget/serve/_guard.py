@@ -16,12 +16,20 @@ import resource
 import socket
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from .._status import log
+
+if TYPE_CHECKING:
+    import os
+
+    import uvicorn
+    from starlette.types import ASGIApp
+    from typing_extensions import Unpack
+
 
 DEFAULT_HEADER_TIMEOUT_S = 10.0
 DEFAULT_MAX_CONNECTIONS = 1000
@@ -95,7 +103,7 @@ class Guard:
             new.transport.abort()
             self.notes.note("full", f"{self.max_connections:,} connections open, each in a request: refusing more")
 
-    def on_loop_error(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    def on_loop_error(self, loop: asyncio.AbstractEventLoop, context: dict[str, object]) -> None:
         """The loop's exception handler: out of descriptors at ``accept()`` is one line, not a traceback each."""
         if str(context.get("message", "")).startswith("socket.accept() out of system resource"):
             self.notes.note("accept", f"cannot accept connections: {context.get('exception')}")
@@ -103,7 +111,19 @@ class Guard:
         loop.default_exception_handler(context)
 
 
-def guarded_server(app: Any, guard: Guard, *, before_shutdown: Callable[[], None] | None = None, **config: Any) -> Any:
+class ServerConfig(TypedDict, total=False):
+    """The uvicorn settings trt_widget's servers pass on."""
+
+    log_level: str | int | None
+    access_log: bool
+    timeout_graceful_shutdown: int | None
+    ssl_certfile: str | os.PathLike[str] | None
+    ssl_keyfile: str | os.PathLike[str] | None
+
+
+def guarded_server(
+    app: ASGIApp, guard: Guard, *, before_shutdown: Callable[[], None] | None = None, **config: Unpack[ServerConfig]
+) -> uvicorn.Server:
     """A uvicorn server for ``app`` that keeps ``guard``'s limits (``before_shutdown``: called first at shutdown,
     e.g. to end long-lived streams)."""
     import uvicorn

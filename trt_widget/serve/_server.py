@@ -27,12 +27,21 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 from urllib.parse import unquote_plus
 
 from .._files import expand_user
 from .._format import escape_controls, escape_lines
 from .._status import log
+
+if TYPE_CHECKING:
+    import uvicorn
+    from starlette.types import ASGIApp
+    from typing_extensions import Unpack
+
+    from ._guard import Guard, ServerConfig
+    from ._store import BuildStore
+
 
 DEFAULT_PORT = 8765
 DEFAULT_MAX_UPLOAD = "2GiB"
@@ -49,7 +58,18 @@ def default_data_dir() -> Path:
     return Path(base) / "trt_widget" / "serve"
 
 
-def _make_app(data: str | os.PathLike[str], token: str, max_upload: int, max_concurrent: int, **tuning: Any) -> Any:
+class _Tuning(TypedDict, total=False):
+    send_timeout: float
+    ping: float
+    body_timeout: float
+    min_upload_rate: float
+    executor: str
+    ray_address: str | None
+
+
+def _make_app(
+    data: str | os.PathLike[str], token: str, max_upload: int, max_concurrent: int, **tuning: Unpack[_Tuning]
+) -> tuple[BuildStore, ASGIApp]:
     from ._app import create_app
     from ._store import BuildStore
 
@@ -57,7 +77,7 @@ def _make_app(data: str | os.PathLike[str], token: str, max_upload: int, max_con
     return store, create_app(store, token=token, max_upload=max_upload, **tuning)
 
 
-def _server(app: Any, store: Any, guard: Any, **config: Any) -> Any:
+def _server(app: ASGIApp, store: BuildStore, guard: Guard, **config: Unpack[ServerConfig]) -> uvicorn.Server:
     """A uvicorn server that keeps ``guard``'s connection limits and ends the SSE streams before it waits for
     connections to close."""
     from ._guard import guarded_server
@@ -65,7 +85,7 @@ def _server(app: Any, store: Any, guard: Any, **config: Any) -> Any:
     return guarded_server(app, guard, before_shutdown=store.close_streams, **config)
 
 
-def _guard(max_connections: int, header_timeout: float) -> Any:
+def _guard(max_connections: int, header_timeout: float) -> Guard:
     from ._guard import connection_guard
 
     return connection_guard(max_connections, header_timeout)
@@ -109,7 +129,7 @@ class ServerThread:
         ray_address: str | None = None,
     ) -> None:
         self.token = token or secrets.token_urlsafe(32)
-        tuning = {"send_timeout": send_timeout, "ping": ping, "executor": executor, "ray_address": ray_address,
+        tuning: _Tuning = {"send_timeout": send_timeout, "ping": ping, "executor": executor, "ray_address": ray_address,
                   "body_timeout": body_timeout, "min_upload_rate": min_upload_rate}  # fmt: skip
         self.store, app = _make_app(data, self.token, max_upload, max_concurrent, **tuning)
         self.guard = _guard(max_connections, header_timeout)
@@ -328,8 +348,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"trt-widget serve: warning: listening on {args.host} without TLS: the token crosses the network "
               "in clear text; use --ssl-certfile/--ssl-keyfile or a TLS proxy", file=sys.stderr)  # fmt: skip
     logging.getLogger("uvicorn.access").addFilter(_RedactToken())
-    ssl = {"ssl_certfile": args.ssl_certfile, "ssl_keyfile": args.ssl_keyfile} if args.ssl_certfile else {}
-    server = _server(app, store, guard, log_level=args.log_level, timeout_graceful_shutdown=10, **ssl)
+    config: ServerConfig = {"log_level": args.log_level, "timeout_graceful_shutdown": 10}
+    if args.ssl_certfile:
+        config["ssl_certfile"], config["ssl_keyfile"] = args.ssl_certfile, args.ssl_keyfile
+    server = _server(app, store, guard, **config)
     with contextlib.suppress(KeyboardInterrupt):
         server.run(sockets=[sock])
     return 0

@@ -25,13 +25,15 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING
 
 from .._files import atomic_write, resolve
+from .._json import JSON, JSONObject
 from .._status import FINAL, SUCCEEDED, log
 
 if TYPE_CHECKING:
     from .._build import Build
+    from .._phases import PhaseRow
 
 ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{22}$")  # secrets.token_urlsafe(16)
 META, EVENTS, ENGINE, UPLOAD = "meta.json", "events.jsonl", "engine.bin", "model.onnx"
@@ -51,6 +53,27 @@ def new_id() -> str:
     return secrets.token_urlsafe(16)
 
 
+def number(value: JSON) -> float:
+    """A stored number (0 where the value is none)."""
+    return float(value) if isinstance(value, (int, float)) else 0.0
+
+
+def row_json(row: PhaseRow) -> JSONObject:
+    """A phase row as a JSON object (every field of :class:`~trt_widget._phases.PhaseRow`)."""
+    return {
+        "id": row["id"],
+        "name": row["name"],
+        "parent": row["parent"],
+        "depth": row["depth"],
+        "step": row["step"],
+        "num_steps": row["num_steps"],
+        "start_s": row["start_s"],
+        "end_s": row["end_s"],
+        "duration_s": row["duration_s"],
+        "status": row["status"],
+    }
+
+
 def frame(number: int, text: str) -> bytes:
     """One SSE message: the event's JSON on one line, its position in the log as the SSE id."""
     return f"id: {number}\ndata: {text}\n\n".encode()
@@ -59,7 +82,7 @@ def frame(number: int, text: str) -> bytes:
 class BuildRecord:
     """One build: live (``build`` set) until its ``build_end`` event is stored, then final (from meta.json)."""
 
-    def __init__(self, store: BuildStore, build_id: str, meta: dict[str, Any]) -> None:
+    def __init__(self, store: BuildStore, build_id: str, meta: JSONObject) -> None:
         self.store = store
         self.id = build_id
         self.dir = store.root / build_id
@@ -69,14 +92,14 @@ class BuildRecord:
         self.subscribers = 0  # open SSE streams (event-loop thread only)
         self._lock = threading.Lock()
         self._frames: list[bytes] | None = None if self.final else []  # loaded lazily for stored builds
-        self._file: Any = None
+        self._file: IO[str] | None = None
         self._flushed = 0.0
         self.storage_error: str | None = None  # set when the data disk failed this build's event log
         self._changed: asyncio.Event | None = None  # set (and replaced) when frames are appended or the end
         self._wake_pending = False
 
     # -- reading -------------------------------------------------------------------------------------
-    def summary(self, *, timings: bool = False) -> dict[str, Any]:
+    def summary(self, *, timings: bool = False) -> JSONObject:
         """The build's state as JSON: id, name, status, detail, error, elapsed_s, engine_bytes, phase, ..."""
         with self._lock:
             build = None if self.final else self.build
@@ -92,7 +115,7 @@ class BuildRecord:
                 engine_bytes=build.engine_size,
                 phase=None if phase is None else {"name": phase.name, "step": phase.step, "num_steps": phase.num_steps},
             )
-            rows = build.timings() if timings else None
+            rows: JSON = [row_json(r) for r in build.timings()] if timings else None
         else:
             out.update({key: self.meta.get(key) for key in ("status", "detail", "error", "elapsed_s", "engine_bytes")})
             out["phase"] = None
@@ -156,7 +179,7 @@ class BuildRecord:
                 self._frames = None
 
     # -- writing (a build's event writer thread) -------------------------------------------------------
-    def append(self, event: dict[str, Any]) -> None:
+    def append(self, event: JSONObject) -> None:
         """The events sink: store the event (file, then memory) and wake the subscribers; never raises.
 
         When the data disk fails (full), the build is stopped and ends failed, saying why; its events still
@@ -227,7 +250,7 @@ class BuildRecord:
                 self._file.close()
             self._file = None
 
-    def _finalize(self, end: dict[str, Any]) -> None:
+    def _finalize(self, end: JSONObject) -> None:
         build = self.build
         meta = dict(self.meta)
         meta.update(
@@ -236,7 +259,7 @@ class BuildRecord:
             error=self.store.scrub(str(end["error"])) if end.get("error") is not None else None,
             elapsed_s=end.get("elapsed_s"),
             engine_bytes=end.get("engine_bytes"),
-            timings=build.timings() if build is not None else [],
+            timings=[row_json(r) for r in build.timings()] if build is not None else [],
             events=self.event_count() + 1,
         )
         if self.storage_error is not None:
@@ -339,7 +362,7 @@ class BuildStore:
         """Newest first."""
         with self._lock:
             records = list(self._records.values())
-        return sorted(records, key=lambda r: r.meta.get("created", 0.0), reverse=True)
+        return sorted(records, key=lambda r: number(r.meta.get("created")), reverse=True)
 
     @property
     def active(self) -> int:
@@ -374,11 +397,17 @@ class BuildStore:
         build: Build,
         *,
         name: str,
-        options: dict[str, Any],
-        attach: Callable[[Any, Callable[[dict[str, Any]], None]], Any],
+        options: JSONObject,
+        attach: Callable[[Build, Callable[[JSONObject], None]], object],
     ) -> BuildRecord:
         """Register ``build`` (holding a reserved slot), stream its events into the log and start it."""
-        meta = {"id": build_id, "name": name, "created": time.time(), "options": options, "status": "running"}
+        meta: JSONObject = {
+            "id": build_id,
+            "name": name,
+            "created": time.time(),
+            "options": options,
+            "status": "running",
+        }
         record = BuildRecord(self, build_id, meta)
         record.build = build
         attach(build, record.append)
@@ -399,14 +428,14 @@ class BuildStore:
             text = self._root_pattern.sub(lambda m: self._root_names[m.group(1)], text)
         return text
 
-    def scrub_event(self, event: dict[str, Any]) -> str:
+    def scrub_event(self, event: JSONObject) -> str:
         """The event as its JSON line, every text in it scrubbed (see ``scrub``)."""
         text = _encode(event)
         if "Traceback (most recent call last)" not in text and not any(root in text for root, _ in self._roots):
             return text
         return _encode(self._scrub_value(event))
 
-    def _scrub_value(self, value: Any) -> Any:
+    def _scrub_value(self, value: JSON) -> JSON:
         if isinstance(value, str):
             return self.scrub(value)
         if isinstance(value, dict):
@@ -415,7 +444,7 @@ class BuildStore:
             return [self._scrub_value(item) for item in value]
         return value
 
-    def write_meta(self, directory: Path, meta: dict[str, Any]) -> None:
+    def write_meta(self, directory: Path, meta: JSONObject) -> None:
         atomic_write(directory / META, json.dumps(meta, ensure_ascii=False, default=str).encode())
 
     # -- life cycle ----------------------------------------------------------------------------------
@@ -513,9 +542,9 @@ def _ends(path: Path) -> bool:
         return False
 
 
-def _recover(path: Path, meta: dict[str, Any]) -> dict[str, Any]:
+def _recover(path: Path, meta: JSONObject) -> JSONObject:
     """A build the server did not see end (it was killed): close its open phases and end its log as failed."""
-    events: list[dict[str, Any]] = []
+    events: list[JSONObject] = []
     with contextlib.suppress(OSError):
         for line in stored_lines(path / EVENTS, path.name):
             try:
@@ -524,7 +553,7 @@ def _recover(path: Path, meta: dict[str, Any]) -> dict[str, Any]:
                 break  # a line the disk did not keep whole: the log ends before it
             if isinstance(event, dict) and event.get("event") != "build_end":
                 events.append(event)
-    t = max((float(e.get("t", 0.0)) for e in events), default=0.0)
+    t = max((number(e.get("t")) for e in events), default=0.0)
     if not events or events[0].get("event") != "build_start":
         events.insert(0, {"event": "build_start", "model": meta.get("name", ""), "backend": "unknown",
                           "version": "?", "options": meta.get("options") or {}, "t": 0.0})  # fmt: skip
@@ -536,7 +565,7 @@ def _recover(path: Path, meta: dict[str, Any]) -> dict[str, Any]:
     for ident, start in sorted(started.items(), reverse=True):  # innermost first
         events.append({"event": "phase_finish", "id": ident, "name": start["name"], "status": "failed",
                        "step": steps.get(ident, 0), "num_steps": start["num_steps"],
-                       "duration_s": t - start["t"], "t": t})  # fmt: skip
+                       "duration_s": t - number(start["t"]), "t": t})  # fmt: skip
     error = meta.get("error") if meta.get("status") == "failed" else None
     detail = INTERRUPTED if meta.get("status") not in FINAL else str(meta.get("detail") or "")
     status = meta.get("status") if meta.get("status") in FINAL else "failed"

@@ -19,15 +19,16 @@ import json
 import os
 import time
 import unicodedata
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import BinaryIO
 
 import anyio
 from python_multipart.exceptions import MultipartParseError
 from python_multipart.multipart import MultipartParser, parse_options_header
 
+from .._json import JSON, JSONObject
 from .._options import NOT_OVER_HTTP, http_options, http_refusals
 
 ALLOWED_OPTIONS = http_options()  # from BuildOptions' metadata: the engine-shaping options, budget, force_after
@@ -53,12 +54,23 @@ class UploadError(Exception):
 
 
 @dataclass
+class _PartState:
+    """The multipart parser's position: the part's headers so far, the header being read, which part."""
+
+    headers: dict[str, bytes] = field(default_factory=dict)
+    header_name: bytes = b""
+    header_value: bytes = b""
+    part: str | None = None  # "model", "options", "name"; "model-done" after the model
+    ended: bool = False
+
+
+@dataclass
 class Upload:
     """What a request delivered: the model's size, its label and the build options."""
 
     size: int = 0
     name: str = ""
-    options: dict[str, Any] = field(default_factory=dict)
+    options: JSONObject = field(default_factory=dict)
 
 
 def clean_name(text: str, *, default: str) -> str:
@@ -68,12 +80,12 @@ def clean_name(text: str, *, default: str) -> str:
     return text[:200] or default
 
 
-def parse_options(text: str | None) -> dict[str, Any]:
+def parse_options(text: str | None) -> JSONObject:
     """The build options of a request, as keyword arguments for ``Build``; UploadError(400) when malformed."""
     if text is None or not text.strip():
         return {}
     try:
-        options = json.loads(text)
+        options: JSON = json.loads(text)
     except ValueError as exc:
         raise UploadError(400, f"options must be a JSON object: {exc}") from None
     except RecursionError:
@@ -91,7 +103,7 @@ def parse_options(text: str | None) -> dict[str, Any]:
 MAX_OPTION_DEPTH = 8  # profiles, the deepest option, nest 4 levels
 
 
-def _depth(value: Any) -> int:
+def _depth(value: JSON) -> int:
     """How deeply lists and objects nest in a parsed JSON value (iterative: no recursion to exhaust)."""
     deepest, todo = 0, [(value, 1)]
     while todo:
@@ -133,7 +145,7 @@ def stalls_after(chunks: AsyncIterator[bytes], timeout: float, min_rate: float =
     return timed()
 
 
-def check_length(headers: Any, *, max_bytes: int) -> None:
+def check_length(headers: Mapping[str, str], *, max_bytes: int) -> None:
     """Refuse at once (413) a request whose declared length is over the limit, before reading any of it."""
     declared = headers.get("content-length")
     if declared is None:
@@ -148,7 +160,12 @@ def check_length(headers: Any, *, max_bytes: int) -> None:
 
 
 async def receive(
-    headers: Any, query: Any, chunks: AsyncIterator[bytes], model_path: Path, *, max_bytes: int
+    headers: Mapping[str, str],
+    query: Mapping[str, str],
+    chunks: AsyncIterator[bytes],
+    model_path: Path,
+    *,
+    max_bytes: int,
 ) -> Upload:
     """Read a ``POST /builds`` request: the model into ``model_path`` (via a ``.part`` file renamed when complete)."""
     check_length(headers, max_bytes=max_bytes)
@@ -185,7 +202,7 @@ async def receive(
 class _Writer:
     """Counts the model's bytes against the limit and writes them in large pieces on a worker thread."""
 
-    def __init__(self, handle: Any, max_bytes: int) -> None:
+    def __init__(self, handle: BinaryIO, max_bytes: int) -> None:
         self.handle = handle
         self.max_bytes = max_bytes
         self.size = 0
@@ -213,48 +230,49 @@ async def _multipart(boundary: bytes | None, chunks: AsyncIterator[bytes], write
         raise UploadError(400, "multipart/form-data without a boundary")
     upload = Upload()
     fields: dict[str, bytearray] = {}
-    state: dict[str, Any] = {"headers": {}, "field": b"", "value": b"", "part": None, "ended": False}
+    state = _PartState()
 
     def on_header_field(data: bytes, start: int, end: int) -> None:
-        state["field"] += data[start:end]
+        state.header_name += data[start:end]
 
     def on_header_value(data: bytes, start: int, end: int) -> None:
-        state["value"] += data[start:end]
+        state.header_value += data[start:end]
 
     def on_header_end() -> None:
-        state["headers"][state["field"].decode("latin-1").lower()] = state["value"]
-        state["field"] = state["value"] = b""
+        state.headers[state.header_name.decode("latin-1").lower()] = state.header_value
+        state.header_name = state.header_value = b""
 
     def on_headers_finished() -> None:
-        _, disposition = parse_options_header(state["headers"].get("content-disposition"))
+        _, disposition = parse_options_header(state.headers.get("content-disposition"))
         name = disposition.get(b"name", b"").decode("utf-8", "replace")
         if name not in ("model", "options", "name"):
             raise UploadError(
                 400, f"unexpected form field {name[:40]!r}: send 'model', and optionally 'options', 'name'"
             )
-        if name in fields or (name == "model" and state["part"] == "model-done"):
+        if name in fields or (name == "model" and state.part == "model-done"):
             raise UploadError(400, f"form field {name!r} given twice")
         if name == "model":
             filename = disposition.get(b"filename", b"").decode("utf-8", "replace")
             upload.name = upload.name or clean_name(filename, default="")
         else:
             fields[name] = bytearray()
-        state["part"] = name
+        state.part = name
 
     def on_part_data(data: bytes, start: int, end: int) -> None:
-        if state["part"] == "model":
+        part = state.part
+        if part == "model":
             writer.take(data[start:end])
-        else:
-            fields[state["part"]] += data[start:end]
-            if len(fields[state["part"]]) > MAX_FIELD:
-                raise UploadError(413, f"form field {state['part']!r} is larger than {MAX_FIELD:,} bytes")
+        elif part is not None:
+            fields[part] += data[start:end]
+            if len(fields[part]) > MAX_FIELD:
+                raise UploadError(413, f"form field {part!r} is larger than {MAX_FIELD:,} bytes")
 
     def on_part_end() -> None:
-        state["part"] = "model-done" if state["part"] == "model" else None
-        state["headers"] = {}
+        state.part = "model-done" if state.part == "model" else None
+        state.headers = {}
 
     def on_end() -> None:
-        state["ended"] = True
+        state.ended = True
 
     parser = MultipartParser(
         boundary,
@@ -275,9 +293,9 @@ async def _multipart(boundary: bytes | None, chunks: AsyncIterator[bytes], write
                 await writer.flush()
     except (MultipartParseError, ValueError) as exc:  # UploadError (from the callbacks) passes through
         raise UploadError(400, f"malformed multipart body: {exc}") from None
-    if not state["ended"]:
+    if not state.ended:
         raise UploadError(400, "the multipart body ended before its closing boundary")
-    if state["part"] != "model-done" and writer.size == 0:
+    if state.part != "model-done" and writer.size == 0:
         raise UploadError(400, "no model: the multipart body has no part named 'model'")
     try:
         texts = {key: bytes(value).decode("utf-8") for key, value in fields.items()}

@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 import types
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ._build import WatchedBuild, network_info, network_label
 from ._cli import add_arguments as cli_arguments
@@ -24,15 +24,21 @@ from ._run import CommandRun, ProcessCall, RelayedBuild, run_command
 from ._watch import Watch, WatchedCall, check_isolation, stop_notice
 from ._watch import watch_call as _thread_call
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from ._watch import WatchOptions
+    from ._widget import WatchWidget, run_widget, watch_widget  # loaded on first use (anywidget): __getattr__
+
 
 def watch_call(
-    fn: Callable[..., Any],
+    fn: Callable[..., object],
     /,
-    *args: Any,
+    *args: object,
     isolation: str = "thread",
-    watch_settings: Mapping[str, Any] | None = None,
-    **kwargs: Any,
-) -> Any:
+    watch_settings: Mapping[str, object] | None = None,
+    **kwargs: object,
+) -> WatchedCall[object] | ProcessCall:
     """Start ``fn(*args, **kwargs)`` and watch every TensorRT build inside it: on a background thread
     (``isolation="thread"``, a :class:`WatchedCall`), or in a fresh process (``"process"``: fn and its arguments
     cross by cloudpickle, the result comes back; Stop can terminate it; a :class:`ProcessCall`).
@@ -45,7 +51,7 @@ def watch_call(
     return _thread_call(fn, *args, watch_settings=watch_settings, **kwargs)
 
 
-def watch(**settings: Any) -> Watch:
+def watch(**settings: Unpack[WatchOptions]) -> Watch:
     """``with trt_widget.watch():`` — every TensorRT build made inside the block (see :class:`Watch`); in a
     Jupyter kernel the list of builds is shown below the cell."""
     w = Watch(**settings)
@@ -53,13 +59,13 @@ def watch(**settings: Any) -> Watch:
     return w
 
 
-def _block_widget(w: Watch) -> Any:
+def _block_widget(w: Watch) -> WatchWidget:
     from ._widget import WatchWidget
 
     return WatchWidget(w, label="the block")
 
 
-def __getattr__(name: str) -> Any:  # the widget needs anywidget: imported on first use
+def __getattr__(name: str) -> object:  # the widget needs anywidget: imported on first use
     if name in ("WatchWidget", "watch_widget", "run_widget"):
         from . import _widget
 
@@ -97,7 +103,7 @@ class _CallableModule(types.ModuleType):
     """``trt_widget.watch`` is this package once imported: calling it is :func:`watch`, so
     ``with trt_widget.watch():`` works either way."""
 
-    def __call__(self, **settings: Any) -> Watch:
+    def __call__(self, **settings: Unpack[WatchOptions]) -> Watch:
         return watch(**settings)
 
 

@@ -13,66 +13,112 @@ was cancelled; a cancel by the code's own monitor returns None, as TensorRT does
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import re
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
-from typing import Any
+from types import FrameType
+from typing import TYPE_CHECKING, Protocol, TypedDict, TypeVar, runtime_checkable
 
 from .._build import Build
 from .._engine import ModelSource
 from .._errors import BuildCancelled, BuildError
 from .._status import CANCELLED, log
+from .._tensorrt_types import ILayer, INetworkDefinition, ITensor
 from ..runners import RunContext, tensorrt_call
 from . import _patch
 from ._monitor import WatchMonitor
+from ._patch import Config, Method
+
+if TYPE_CHECKING:
+    from ._watch import Watch, WatchSettings
+
+T = TypeVar("T")
 
 _UNNAMED = re.compile(r"^Unnamed Network \d+$")  # TensorRT numbers unnamed networks per process
 
 
-def network_info(network: Any, config: Any = None) -> dict[str, Any]:
+@runtime_checkable
+class Network(INetworkDefinition, Protocol):
+    """TensorRT's ``INetworkDefinition``, checked at run time (the code's call may pass anything)."""
+
+
+class TensorInfo(TypedDict):
+    name: str
+    shape: list[int]
+    dtype: str
+
+
+class ConfigInfo(TypedDict):
+    builder_optimization_level: int | None
+    flags: int | None
+    profiles: int | None
+
+
+class _NetworkInfo(TypedDict):
+    name: str
+    layers: int
+    inputs: list[TensorInfo]
+    outputs: list[TensorInfo]
+    layer_digest: str
+
+
+class NetworkInfo(_NetworkInfo, total=False):
+    """:func:`network_info`'s description of a network (``config``: where a config was given)."""
+
+    config: ConfigInfo
+
+
+def _safe(fn: Callable[[], T], default: T) -> T:
+    try:
+        return fn()
+    except Exception:
+        return default
+
+
+def network_info(network: Network, config: Config | None = None) -> NetworkInfo:
     """What identifies a network across runs: name, layer count, inputs (name, shape, dtype), outputs, a digest
     of its layers (name, type), and the engine-shaping config settings."""
-
-    def safe(fn: Any, default: Any = None) -> Any:
-        try:
-            return fn()
-        except Exception:
-            return default
+    safe = _safe
 
     name = str(safe(lambda: network.name, "") or "")
     name = "Unnamed Network" if _UNNAMED.match(name) else name
 
-    def tensor(t: Any) -> dict[str, Any]:
-        return {"name": str(t.name), "shape": [int(d) for d in t.shape], "dtype": str(t.dtype).split(".")[-1]}
+    def tensor(get: Callable[[int], ITensor], i: int) -> TensorInfo | None:
+        def describe() -> TensorInfo:
+            t = get(i)
+            return {"name": str(t.name), "shape": [int(d) for d in t.shape], "dtype": str(t.dtype).split(".")[-1]}
+
+        return safe(describe, None)
 
     n_in = int(safe(lambda: network.num_inputs, 0))
     n_out = int(safe(lambda: network.num_outputs, 0))
     n_layers = int(safe(lambda: network.num_layers, 0))
     digest = hashlib.sha256()
     for i in range(n_layers):
-        layer = safe(lambda i=i: network.get_layer(i))
+        layer: ILayer | None = safe(functools.partial(network.get_layer, i), None)
         digest.update(f"{getattr(layer, 'name', '')}|{getattr(layer, 'type', '')}\n".encode())
-    info: dict[str, Any] = {
+    info: NetworkInfo = {
         "name": name,
         "layers": n_layers,
-        "inputs": [x for x in (safe(lambda i=i: tensor(network.get_input(i))) for i in range(n_in)) if x],
-        "outputs": [x for x in (safe(lambda i=i: tensor(network.get_output(i))) for i in range(n_out)) if x],
+        "inputs": [x for x in (tensor(network.get_input, i) for i in range(n_in)) if x],
+        "outputs": [x for x in (tensor(network.get_output, i) for i in range(n_out)) if x],
         "layer_digest": digest.hexdigest()[:16],
     }
     if config is not None:
         info["config"] = {
-            "builder_optimization_level": safe(lambda: int(config.builder_optimization_level)),
-            "flags": safe(lambda: int(config.flags)),
-            "profiles": safe(lambda: int(config.num_optimization_profiles)),
+            "builder_optimization_level": safe(lambda: int(config.builder_optimization_level), None),
+            "flags": safe(lambda: int(config.flags), None),
+            "profiles": safe(lambda: int(config.num_optimization_profiles), None),
         }
     return info
 
 
-def network_label(info: dict[str, Any]) -> str:
+def network_label(info: NetworkInfo) -> str:
     """``"Unnamed Network · 12 layers · input 1x8x8x8"``: a short name for a watched build."""
     inputs = ", ".join(f"{t['name']} {'x'.join(str(d) for d in t['shape'])}" for t in info["inputs"][:3])
     more = f" +{len(info['inputs']) - 3}" if len(info["inputs"]) > 3 else ""
@@ -110,7 +156,9 @@ class WatchedBuild(Build):
 
     shared_roles = frozenset({"timing_cache=", "events="})  # a watch's builds append to its one events file
 
-    def __init__(self, network: Any, config: Any, *, method: str, settings: dict[str, Any]) -> None:
+    def __init__(self, network: object, config: Config, *, method: str, settings: WatchSettings) -> None:
+        if not isinstance(network, Network):
+            raise TypeError(f"{method} was given {type(network).__name__}, not a TensorRT network")
         self.runner_ = UserCodeRunner()
         self.method = method
         self.network = network_info(network, config)
@@ -128,28 +176,40 @@ class WatchedBuild(Build):
         )
 
 
-def _result_of(method: str, result: Any) -> tuple[bool, int | None]:
+@runtime_checkable
+class _HostMemory(Protocol):
+    """TensorRT's ``IHostMemory``: a serialized engine, ``nbytes`` long."""
+
+    nbytes: int
+    if TYPE_CHECKING:  # the C buffer protocol: no attribute to check at run time before Python 3.12
+
+        def __buffer__(self, flags: int, /) -> memoryview: ...
+
+
+def _result_of(method: str, result: object) -> tuple[bool, int | None]:
     """(an engine was produced, its size in bytes when known)."""
     if method == "build_serialized_network_to_stream":
         return bool(result), None
     if result is None:
         return False, None
     try:
-        return True, int(result.nbytes)
-    except Exception:  # an ICudaEngine (build_engine_with_config): no serialized size
-        return True, None
+        if isinstance(result, _HostMemory):
+            return True, int(result.nbytes)
+    except Exception:
+        pass
+    return True, None  # an ICudaEngine (build_engine_with_config): no serialized size
 
 
 def call_watched(
     method: str,
-    original: Any,
-    builder: Any,
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any],
-    network: Any,
-    config: Any,
-    owners: tuple[Any, ...],
-) -> Any:
+    original: Method,
+    builder: object,
+    args: tuple[object, ...],
+    kwargs: dict[str, object],
+    network: object,
+    config: Config,
+    owners: tuple[Watch, ...],
+) -> object:
     """Run one Builder call as a watched build seen by ``owners`` (the innermost watch's settings apply)."""
     settings = owners[-1].settings
     try:
@@ -182,8 +242,8 @@ def call_watched(
     if produced:
         if size is not None:  # None: the method returned an engine object or wrote a stream
             ctx.on_engine_size(size)
-        keep = settings.get("keep_engines") and size is not None
-        build.runner_.finish(bytes(memoryview(result)) if keep else b"")
+        keep = settings.get("keep_engines") and size is not None and isinstance(result, _HostMemory)
+        build.runner_.finish(bytes(memoryview(result)) if keep and isinstance(result, _HostMemory) else b"")
     elif ours:
         if not ctx.cancel.is_set():  # a Ctrl-C whose helper thread has not marked the build yet
             build.stop("interrupted (Ctrl-C)")
@@ -212,7 +272,7 @@ def _ctrl_c_cancels(monitor: WatchMonitor) -> Iterator[None]:
         yield
         return
 
-    def on_sigint(signum: int, frame: Any) -> None:
+    def on_sigint(signum: int, frame: FrameType | None) -> None:
         monitor.interrupted = True
 
     try:

@@ -21,17 +21,32 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from .._json import JSONObject
     from ._build import WatchedBuild
+    from ._watch import Watch
 
 ENV_SOCKET = "TRT_WIDGET_RUN_SOCKET"
 ABSTRACT = "@"  # an ENV_SOCKET address in Linux's abstract namespace (an environment variable holds no NUL byte)
 TENSORRT_MODULES = ("tensorrt", "tensorrt_rtx_bindings", "tensorrt_rtx")
 
-_state: dict[str, Any] = {}
+
+@dataclass
+class _ChildState:
+    """This process's side of the run: its connection to the parent (None: unwatched), the watch, the count."""
+
+    watch: Watch | None = None
+    conn: socket.socket | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    count: int = 0
+
+
+_state = _ChildState()
 
 
 def _say(text: str) -> None:
@@ -41,7 +56,7 @@ def _say(text: str) -> None:
 
 def setup() -> None:
     """Called once per process by the injected sitecustomize."""
-    if not os.environ.get(ENV_SOCKET) or _state:
+    if not os.environ.get(ENV_SOCKET) or _state.watch is not None:
         return
     try:
         conn = _connect()
@@ -52,7 +67,7 @@ def setup() -> None:
 
     _import_ahead()
     watch = Watch(history=True, interrupt=False, process_wide=True, display=False)
-    _state.update(conn=conn, lock=threading.Lock(), watch=watch, count=0)
+    _state.conn, _state.lock, _state.watch, _state.count = conn, threading.Lock(), watch, 0
     _watch_parent(conn)
     watch.on_build(_stream)
     atexit.register(_drain)
@@ -101,10 +116,10 @@ def _end_with_parent(conn: socket.socket) -> None:
         said = conn.recv(1)  # the parent sends one byte only to turn this process away (over its limits)
     except OSError:  # closed here (a fork child dropping its copy): not the parent's end
         return
-    if _state.get("conn") is not conn:
+    if _state.conn is not conn:
         return
     if said:
-        _state["conn"] = None  # unwatched from now on; the parent closes its end next
+        _state.conn = None  # unwatched from now on; the parent closes its end next
         _say("the parent watches too many processes; this one runs unwatched")
         return
     os.kill(os.getpid(), signal.SIGKILL)  # the parent is gone
@@ -113,17 +128,19 @@ def _end_with_parent(conn: socket.socket) -> None:
 def _after_fork() -> None:
     """In a forked child (``multiprocessing``'s fork): its own connection, build count and list of builds, so the
     parent relays its builds apart from its parent process's (they shared one stream)."""
-    old = _state.get("conn")
-    _state["lock"] = threading.Lock()
-    _state["count"] = 0
-    watch = _state["watch"]
+    old = _state.conn
+    _state.lock = threading.Lock()
+    _state.count = 0
+    watch = _state.watch
+    if watch is None:
+        return
     watch.builds = []
     watch._lock = threading.Lock()
     try:
-        _state["conn"] = _connect()
-        _watch_parent(_state["conn"])
+        _state.conn = _connect()
+        _watch_parent(_state.conn)
     except OSError as exc:
-        _state["conn"] = None
+        _state.conn = None
         _say(f"cannot reach the parent from a forked process ({exc}); its builds run unwatched")
     if old is not None:
         with contextlib.suppress(OSError):
@@ -136,14 +153,14 @@ def _after_fork() -> None:
             util.register_after_fork(watch, _drain_at_child_exit)
 
 
-def _drain_at_child_exit(_watch: Any) -> None:
+def _drain_at_child_exit(_watch: Watch) -> None:
     from multiprocessing import util
 
     util.Finalize(None, _drain, exitpriority=100)
 
 
 def _open() -> None:
-    watch = _state.get("watch")
+    watch = _state.watch
     if watch is None or watch.active:
         return
     try:
@@ -159,7 +176,7 @@ def _open() -> None:
 def _drain(timeout: float = 5.0) -> None:
     """At exit: let every build's stream reach its build_end (a script may exit right after its build)."""
     deadline = time.monotonic() + timeout
-    for build in list(_state["watch"].builds):
+    for build in list(_state.watch.builds if _state.watch is not None else ()):
         stream = getattr(build, "events", None)
         if stream is not None:
             with contextlib.suppress(Exception):
@@ -170,21 +187,22 @@ def _stream(build: WatchedBuild) -> None:
     """Stream one caught build's events to the parent (on the events writer thread; never raises)."""
     from .._events import attach_events
 
-    with _state["lock"]:
-        n = _state["count"]
-        _state["count"] = n + 1
+    with _state.lock:
+        n = _state.count
+        _state.count = n + 1
     attach_events(build, _writer(n, build))
 
 
-def _writer(n: int, build: WatchedBuild) -> Callable[[dict[str, Any]], None]:
-    def write(event: dict[str, Any]) -> None:
+def _writer(n: int, build: WatchedBuild) -> Callable[[JSONObject], None]:
+    def write(event: JSONObject) -> None:
         event = {"build": n, **event}
         if event["event"] == "build_start":
             event["pid"] = os.getpid()
             event["method"] = build.method
         data = (json.dumps(event, default=str) + "\n").encode()
-        with _state["lock"], contextlib.suppress(OSError, AttributeError):  # the parent is gone: build unwatched
-            _state["conn"].sendall(data)
+        with _state.lock, contextlib.suppress(OSError):  # the parent is gone: build unwatched
+            if _state.conn is not None:  # None: turned away
+                _state.conn.sendall(data)
 
     return write
 
@@ -195,7 +213,9 @@ class _ImportHook(importlib.abc.MetaPathFinder):
     def __init__(self) -> None:
         self._busy = False
 
-    def find_spec(self, name: str, path: Any, target: Any = None) -> importlib.machinery.ModuleSpec | None:
+    def find_spec(
+        self, name: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
         if name not in TENSORRT_MODULES or self._busy:
             return None
         self._busy = True
@@ -212,18 +232,18 @@ class _ImportHook(importlib.abc.MetaPathFinder):
 
 
 class _OpenAfter(importlib.abc.Loader):
-    def __init__(self, loader: Any, hook: _ImportHook) -> None:
+    def __init__(self, loader: importlib.abc.Loader, hook: _ImportHook) -> None:
         self._loader = loader
         self._hook = hook
 
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> Any:
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
         return self._loader.create_module(spec)
 
-    def exec_module(self, module: Any) -> None:
+    def exec_module(self, module: ModuleType) -> None:
         self._loader.exec_module(module)
         if self._hook in sys.meta_path:
             sys.meta_path.remove(self._hook)
         _open()
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> object:
         return getattr(self._loader, name)

@@ -16,13 +16,19 @@ import json
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from types import FrameType
+from typing import TYPE_CHECKING
 
 from .._format import escape_controls, escape_lines
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from .._build import Build
+    from .._terminal import TerminalView
+    from ._run import CommandRun
 
 EXIT_FAILED, EXIT_INTERRUPTED = 1, 130
 END_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
@@ -70,8 +76,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         # with --json the command's own stdout comes through us by whole lines: every event stays a line of its own;
         # under the live tree both its streams do, printed above the tree (rich redraws the tree below them)
-        output: Any = None
-        errors: Any = None
+        output: Callable[[bytes], None] | None = None
+        errors: Callable[[bytes], None] | None = None
         if args.json:
             output = lambda line: _write_out(line, lock)  # noqa: E731
         elif console is not None:
@@ -81,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     except TypeError as exc:
         print(f"trt-widget run: error: {exc}", file=sys.stderr)
         return 2
-    views: list[Any] = []
+    views: list[TerminalView] = []
 
     def notify(text: str) -> None:
         with lock:
@@ -105,12 +111,14 @@ def run(args: argparse.Namespace) -> int:
     else:
         command.on_build(on_build)
 
-    def on_sigint(signum: int, frame: Any) -> None:
+    def on_sigint(signum: int, frame: FrameType | None) -> None:
         notify(command.stop())
 
     ended_by: list[int] = []
 
-    def on_end(signum: int, frame: Any) -> None:  # SIGTERM, SIGHUP (`timeout`, a closed terminal): the command too
+    def on_end(
+        signum: int, frame: FrameType | None
+    ) -> None:  # SIGTERM, SIGHUP (`timeout`, a closed terminal): the command too
         ended_by.append(signum)
         threading.Thread(target=command.terminate, args=(signum,), name="trt_widget-run-end", daemon=True).start()
 
@@ -141,13 +149,13 @@ def run(args: argparse.Namespace) -> int:
     return code if ok else EXIT_FAILED
 
 
-def _console() -> Any:
+def _console() -> Console:
     from rich.console import Console
 
     return Console(file=sys.stdout, highlight=False)
 
 
-def _print_above(console: Any, line: bytes, lock: threading.RLock) -> None:
+def _print_above(console: Console, line: bytes, lock: threading.RLock) -> None:
     """One line of the command's output, whole and escaped, above the live tree (rich redraws the tree)."""
     from rich.text import Text
 
@@ -156,7 +164,7 @@ def _print_above(console: Any, line: bytes, lock: threading.RLock) -> None:
         console.print(Text(text), soft_wrap=True)
 
 
-def _print_json(event: dict[str, Any], lock: threading.RLock) -> None:
+def _print_json(event: dict[str, object], lock: threading.RLock) -> None:
     with lock:
         sys.stdout.write(json.dumps(event) + "\n")
         sys.stdout.flush()
@@ -169,7 +177,7 @@ def _write_out(line: bytes, lock: threading.RLock) -> None:
         sys.stdout.buffer.flush()
 
 
-def _write_files(command: Any, args: argparse.Namespace, notify: Any) -> bool:
+def _write_files(command: CommandRun, args: argparse.Namespace, notify: Callable[[str], None]) -> bool:
     ok = True
     for i, build in enumerate(command.builds):
         build.wait(10.0)

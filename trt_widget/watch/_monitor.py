@@ -9,20 +9,23 @@ from __future__ import annotations
 import sys
 import threading
 import traceback
-from typing import Any
+from typing import TYPE_CHECKING
 
-from .._backend import trt
+from .._backend import ProgressMonitorBase
 from .._phases import PhaseModel
 from .._status import log
 
-_IProgressMonitor: Any = trt().IProgressMonitor
+if TYPE_CHECKING:
+    from .._tensorrt_types import IProgressMonitor
 
 
-class WatchMonitor(_IProgressMonitor):  # type: ignore[misc]  # TensorRT's class is untyped (Any)
+class WatchMonitor(ProgressMonitorBase):
     """``IProgressMonitor`` of a watched build; ``theirs`` is the monitor the code had set (or None)."""
 
-    def __init__(self, model: PhaseModel, cancel_event: threading.Event, theirs: Any = None) -> None:
-        _IProgressMonitor.__init__(self)
+    def __init__(
+        self, model: PhaseModel, cancel_event: threading.Event, theirs: IProgressMonitor | None = None
+    ) -> None:
+        ProgressMonitorBase.__init__(self)
         self.model = model
         self.cancel_event = cancel_event
         self.theirs = theirs

@@ -12,7 +12,11 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from .._tensorrt_types import IProgressMonitor
+    from ._watch import Watch
 
 # Builder methods that build (torch-TensorRT calls the first two positionally: (network, config)); each is
 # patched where the bindings have it.
@@ -24,17 +28,32 @@ METHODS = (
 )
 
 _lock = threading.RLock()
-_active: list[Any] = []  # the open watches, in the order they opened
-_process_wide: list[Any] = []
-_originals: dict[str, Any] = {}  # method name -> TensorRT's own (what the class held before the patch)
-_patched: dict[str, Any] = {}  # method name -> our wrapper, as installed
-_first: dict[str, Any] = {}  # method name -> what the class held before the first watch (kept after it closes)
-_builder: Any = None  # the Builder class patched
-_thread_start: Any = None  # threading.Thread.start before the patch
+_active: list[Watch] = []  # the open watches, in the order they opened
+_process_wide: list[Watch] = []
+_originals: dict[str, Method] = {}  # method name -> TensorRT's own (what the class held before the patch)
+_patched: dict[str, Method] = {}  # method name -> our wrapper, as installed
+_first: dict[str, Method] = {}  # method name -> what the class held before the first watch (kept after it closes)
+_builder: object = None  # the Builder class patched
+_thread_start: Callable[..., None] | None = None  # threading.Thread.start before the patch
 _local = threading.local()  # .stack: the watches opened on this thread
-_inherited: weakref.WeakKeyDictionary[threading.Thread, tuple[Any, ...]] = weakref.WeakKeyDictionary()
+_inherited: weakref.WeakKeyDictionary[threading.Thread, tuple[Watch, ...]] = weakref.WeakKeyDictionary()
 
-Handler = Callable[[str, Any, Any, tuple[Any, ...], dict[str, Any], Any, Any, tuple[Any, ...]], Any]
+
+@runtime_checkable
+class Config(Protocol):
+    """What a watched build reads and sets on TensorRT's ``IBuilderConfig``."""
+
+    progress_monitor: IProgressMonitor | None
+    builder_optimization_level: int
+    flags: int
+    num_optimization_profiles: int
+
+
+Method = Callable[..., object]  # one of TensorRT's Builder methods (or the wrapper standing for it)
+# (method name, TensorRT's method, the builder, args, kwargs, network, config, the watches that see it)
+Handler = Callable[
+    [str, Method, object, tuple[object, ...], dict[str, object], object, Config, tuple["Watch", ...]], object
+]
 _handler: Handler | None = None  # set by _calls: runs one watched build
 
 
@@ -43,13 +62,13 @@ def set_handler(handler: Handler) -> None:
     _handler = handler
 
 
-def current_watches() -> tuple[Any, ...]:
+def current_watches() -> tuple[Watch, ...]:
     """The open watches that see a build started on this thread now, outermost first."""
     if not _active:
         return ()
     inherited = _inherited.get(threading.current_thread(), ())
     own = tuple(getattr(_local, "stack", ()))
-    seen: list[Any] = []
+    seen: list[Watch] = []
     for watch in (*_process_wide, *inherited, *own):
         if watch.active and watch not in seen:
             seen.append(watch)
@@ -62,7 +81,7 @@ def is_patched() -> bool:
         return bool(_patched)
 
 
-def originals() -> dict[str, Any]:
+def originals() -> dict[str, Method]:
     """TensorRT's own build methods as the Builder class held them before the first watch (what it holds now
     if no watch has opened yet)."""
     from .._backend import trt
@@ -76,7 +95,7 @@ def originals() -> dict[str, Any]:
     return {name: builder.__dict__[name] for name in METHODS if name in builder.__dict__}
 
 
-def activate(watch: Any, *, process_wide: bool = False) -> None:
+def activate(watch: Watch, *, process_wide: bool = False) -> None:
     """Open ``watch`` on this thread (installing the patch if it is the first)."""
     with _lock:
         if not _active:
@@ -90,7 +109,7 @@ def activate(watch: Any, *, process_wide: bool = False) -> None:
     stack.append(watch)
 
 
-def deactivate(watch: Any) -> None:
+def deactivate(watch: Watch) -> None:
     """Close ``watch`` (removing the patch if it was the last one open)."""
     stack = getattr(_local, "stack", [])
     if watch in stack:
@@ -134,30 +153,31 @@ def _uninstall() -> None:
     _thread_start = None
 
 
-def _start(self: threading.Thread, *args: Any, **kwargs: Any) -> Any:
+def _start(self: threading.Thread) -> None:
     watches = current_watches()
     if watches:
         _inherited[self] = watches
     start = _thread_start if _thread_start is not None else _ORIGINAL_THREAD_START
-    return start(self, *args, **kwargs)
+    start(self)
 
 
 _ORIGINAL_THREAD_START = threading.Thread.start
 
 
-def _network_config(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any]:
+def _network_config(args: tuple[object, ...], kwargs: dict[str, object]) -> tuple[object, object]:
     network = args[0] if args else kwargs.get("network")
     config = args[1] if len(args) > 1 else kwargs.get("config")
     return network, config
 
 
-def _wrap(name: str, original: Any) -> Callable[..., Any]:
-    def watched(self: Any, *args: Any, **kwargs: Any) -> Any:
+def _wrap(name: str, original: Method) -> Method:
+    def watched(self: object, *args: object, **kwargs: object) -> object:
         owners = current_watches()
         if not owners or _handler is None:
             return original(self, *args, **kwargs)
-        network, config = _network_config(args, kwargs)
-        if config is None or network is None or _already_watched(config):
+        network, maybe_config = _network_config(args, kwargs)
+        config = _config_to_watch(maybe_config)
+        if config is None or network is None:
             return original(self, *args, **kwargs)
         return _handler(name, original, self, args, kwargs, network, config, owners)
 
@@ -168,12 +188,15 @@ def _wrap(name: str, original: Any) -> Callable[..., Any]:
     return watched
 
 
-def _already_watched(config: Any) -> bool:
-    """The config carries a trt_widget monitor: trt_widget's own build, or one the code set itself."""
+def _config_to_watch(config: object) -> Config | None:
+    """``config`` where the build is ours to watch; None where it is not a builder config, or carries a
+    trt_widget monitor already (trt_widget's own build, or one the code set itself)."""
     from .._monitor import BuildMonitor
     from ._monitor import WatchMonitor
 
     try:
-        return isinstance(config.progress_monitor, (BuildMonitor, WatchMonitor))
-    except Exception:  # a config-like object without the attribute: not ours to watch
-        return True
+        if isinstance(config, Config) and not isinstance(config.progress_monitor, (BuildMonitor, WatchMonitor)):
+            return config
+    except Exception:  # a config-like object whose attributes fail: not ours to watch
+        pass
+    return None

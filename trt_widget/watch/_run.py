@@ -28,10 +28,10 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import IO, TYPE_CHECKING
 
 from .._build import Build
 from .._engine import ModelSource
@@ -41,7 +41,12 @@ from .._python import parent_path, python_command
 from .._status import LIVE, log
 from ..runners import FollowClock, RecordingError, RunContext, apply_event, check_event
 from ._child import ABSTRACT, ENV_SOCKET
-from ._watch import builds_timings, stop_notice
+from ._watch import BuildTimings, builds_timings, stop_notice
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+    from .._json import JSONObject
 
 TERM_GRACE_S = 0.2
 RUN_PREFIX = "trt-widget-run-"  # its directory: RUN_PREFIX<pid>-<random>, swept when that process has ended
@@ -98,7 +103,7 @@ class RelayRunner:
     local = False  # the command's own TensorRT builds
 
     def __init__(self, clock: FollowClock) -> None:
-        self.events: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()  # None: the process ended
+        self.events: queue.SimpleQueue[JSONObject | None] = queue.SimpleQueue()  # None: the process ended
         self.clock = clock
 
     def run(self, ctx: RunContext) -> bytes | None:
@@ -125,7 +130,10 @@ class RelayRunner:
                     return None
                 raise BuildError(str(event.get("error") or event.get("detail") or "the build failed"))
             try:
-                at = origin + float(event["t"])
+                t = event["t"]
+                if not isinstance(t, (int, float)):
+                    raise TypeError("an event's time is a number of seconds")
+                at = origin + float(t)
                 self.clock.advance_to(at)
                 apply_event(event, ctx.model, ctx.logger, names, at=at)
             except (KeyError, TypeError, ValueError):  # a malformed line from the command: skip it
@@ -135,7 +143,7 @@ class RelayRunner:
 class RelayedBuild(Build):
     """A build made in the command's process, shown here."""
 
-    def __init__(self, start: dict[str, Any], index: int) -> None:
+    def __init__(self, start: Mapping[str, object], index: int) -> None:
         clock = FollowClock()
         self.relay = RelayRunner(clock)
         self.pid = start.get("pid")
@@ -193,7 +201,7 @@ class CommandRun:
         self._env = env
         self._on_output = on_output  # the command's stdout, a whole line per call (else it inherits ours)
         self._on_errors = on_errors  # ... and its stderr
-        self._listeners: list[Callable[[Any], None]] = []
+        self._listeners: list[Callable[[RelayedBuild], None]] = []
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
         self._dir = private_dir(RUN_PREFIX)  # 0700: the injected code, the socket, a ProcessCall's pickles
@@ -204,10 +212,10 @@ class CommandRun:
         self._readers: list[threading.Thread] = []
         self._warned: set[str] = set()  # the limits reached (one log line each)
         # each event as the command sent it, "build" renumbered for the run (on a reader thread)
-        self.on_event: Callable[[dict[str, Any]], None] | None = None
+        self.on_event: Callable[[dict[str, object]], None] | None = None
 
     # -- life cycle -------------------------------------------------------------------------------------
-    def start(self) -> CommandRun:
+    def start(self) -> Self:
         directory = Path(self._dir)
         inject_dir(directory)
         address = self._listen(directory)
@@ -325,7 +333,7 @@ class CommandRun:
         for build in builds.values():  # the process ended (or closed the socket): builds still open fail
             build.relay.events.put(None)
 
-    def _new_build(self, start: dict[str, Any]) -> RelayedBuild | None:
+    def _new_build(self, start: Mapping[str, object]) -> RelayedBuild | None:
         with self._lock:
             if len(self.builds) >= MAX_RELAYED_BUILDS:
                 self._warn_once("builds", f"more than {MAX_RELAYED_BUILDS} builds; later ones are not shown")
@@ -368,7 +376,7 @@ class CommandRun:
         self.future.set_result(code)
 
     # -- control ----------------------------------------------------------------------------------------
-    def on_build(self, fn: Callable[[Any], None]) -> Callable[[], None]:
+    def on_build(self, fn: Callable[[RelayedBuild], None]) -> Callable[[], None]:
         with self._lock:
             self._listeners.append(fn)
 
@@ -435,13 +443,13 @@ class CommandRun:
     def exception(self, timeout: float | None = None) -> BaseException | None:
         return self.future.exception(timeout)
 
-    def add_done_callback(self, fn: Callable[[CommandRun], Any]) -> None:
+    def add_done_callback(self, fn: Callable[[CommandRun], object]) -> None:
         self.future.add_done_callback(lambda _f: fn(self))
 
-    def timings(self) -> list[dict[str, Any]]:
+    def timings(self) -> list[BuildTimings]:
         return builds_timings(self.builds)
 
-    def __await__(self) -> Generator[Any, None, int]:
+    def __await__(self) -> Generator[object, None, int]:
         import asyncio
 
         return asyncio.wrap_future(self.future).__await__()
@@ -459,7 +467,7 @@ def _turn_away(conn: socket.socket) -> None:
     conn.close()
 
 
-def _relay_lines(stream: Any, callback: Callable[[bytes], None]) -> None:
+def _relay_lines(stream: IO[bytes], callback: Callable[[bytes], None]) -> None:
     """Pass a stream of the command's on by whole lines (a last line without one gets its newline), so a line of
     our own (a JSON event, the live tree) never lands inside one of the command's; a line longer than
     ``MAX_LINE_BYTES`` is passed on in pieces of that size, each ended by a newline (memory stays bounded)."""
@@ -471,7 +479,7 @@ def _relay_lines(stream: Any, callback: Callable[[bytes], None]) -> None:
                 log.debug("the output callback failed", exc_info=True)
 
 
-def _bounded_lines(stream: Any) -> Generator[bytes, None, None]:
+def _bounded_lines(stream: IO[bytes]) -> Generator[bytes, None, None]:
     """The lines of a binary stream; one longer than ``MAX_LINE_BYTES`` is skipped whole (read in pieces)."""
     while True:
         line = stream.readline(MAX_LINE_BYTES + 1)
@@ -489,7 +497,7 @@ def _remove(directories: list[str]) -> None:
         shutil.rmtree(directory, ignore_errors=True)
 
 
-def _prctl() -> Any:
+def _prctl() -> Callable[..., int] | None:
     if not sys.platform.startswith("linux"):
         return None
     try:
@@ -620,7 +628,12 @@ class ProcessCall(CommandRun):
     and terminates the process ``force_after`` s later: a force stop, as a Build's builder process has."""
 
     def __init__(
-        self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], *, force_after: float = 0.5
+        self,
+        fn: Callable[..., object],
+        args: tuple[object, ...],
+        kwargs: dict[str, object],
+        *,
+        force_after: float = 0.5,
     ) -> None:
         import cloudpickle
 

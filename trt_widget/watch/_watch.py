@@ -14,24 +14,63 @@ import contextlib
 import os
 import signal
 import threading
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Generator, Mapping, Sequence
 from concurrent.futures import Future
-from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from types import FrameType, TracebackType
+from typing import TYPE_CHECKING, Generic, TypedDict, TypeVar, cast
 
 from .._files import expand_user, refuse_inputs
 from .._options import BuildOptions
-from .._status import LIVE, log
+from .._status import LIVE, BuildStatus, log
 from . import _build as _build  # installs the patch's handler
 from . import _patch
 
 if TYPE_CHECKING:
-    from .._build import Build
+    from typing_extensions import Unpack
+
+    from .._build import HistorySetting
+    from .._event_sinks import Sink
+    from .._phases import PhaseRow
+    from ._build import WatchedBuild
+    from ._run import RelayedBuild
+
+R = TypeVar("R")
+
+
+class WatchSettings(TypedDict, total=False):
+    """What ``watch_settings=`` may hold: :class:`Watch`'s options applied to each caught build."""
+
+    events: Sink | None
+    history: HistorySetting
+    resources: bool
+    budget: float | None
+    keep_engines: bool
+
+
+class WatchOptions(WatchSettings, total=False):
+    """:class:`Watch`'s keyword arguments."""
+
+    interrupt: bool
+    process_wide: bool
+    display: bool | None
+
+
+class BuildTimings(TypedDict):
+    """One caught build in ``timings()``."""
+
+    index: int
+    label: str
+    method: str
+    status: BuildStatus
+    elapsed_s: float
+    engine_size: int | None
+    phases: list[PhaseRow]
+
 
 SETTINGS = ("events", "history", "resources", "budget", "keep_engines")  # what watch_settings= may hold
 
 
-def check_settings(settings: Mapping[str, Any] | None) -> dict[str, Any]:
+def check_settings(settings: Mapping[str, object] | None) -> WatchSettings:
     """``watch_settings=`` checked: a dict of :class:`Watch` options (a dict, not keywords, because every other
     keyword of ``watch_call`` goes to the function)."""
     if settings is None:
@@ -43,10 +82,10 @@ def check_settings(settings: Mapping[str, Any] | None) -> dict[str, Any]:
     unknown = [repr(name) for name in settings if name not in SETTINGS]
     if unknown:
         raise TypeError(f"unknown watch setting {', '.join(unknown)}; watch_settings takes {', '.join(SETTINGS)}")
-    return dict(settings)
+    return cast("WatchSettings", dict(settings))  # the names checked here; Watch checks the values
 
 
-def check_isolation(isolation: str, watch_settings: Mapping[str, Any] | None) -> None:
+def check_isolation(isolation: str, watch_settings: Mapping[str, object] | None) -> None:
     """ValueError for an unknown ``isolation``, or for ``watch_settings`` with ``"process"`` (whose builds are
     relayed from the child as ``trt-widget run`` relays them: these options would not reach them)."""
     if isolation not in ("thread", "process"):
@@ -55,7 +94,7 @@ def check_isolation(isolation: str, watch_settings: Mapping[str, Any] | None) ->
         raise ValueError("watch_settings apply to isolation='thread' only")
 
 
-def check_watch_options(events: Any, budget: Any) -> None:
+def check_watch_options(events: object, budget: object) -> None:
     """Refuse a bad ``events=`` or ``budget=`` when the watch is made (each caught build would otherwise fail to
     apply it, unseen, and run without it)."""
     if budget is not None:
@@ -72,7 +111,7 @@ def check_watch_options(events: Any, budget: Any) -> None:
     refuse_inputs(None, events=events)  # never an ONNX model: a watched build does not know which file it read
 
 
-def builds_timings(builds: list[Any]) -> list[dict[str, Any]]:
+def builds_timings(builds: Sequence[WatchedBuild | RelayedBuild]) -> list[BuildTimings]:
     """Per build, in order: index, label, method, status, elapsed_s, engine_size and its phase rows."""
     return [
         {
@@ -99,8 +138,8 @@ class Watch:
     def __init__(
         self,
         *,
-        events: Any = None,
-        history: Any = True,
+        events: Sink | None = None,
+        history: HistorySetting = True,
         resources: bool = True,
         budget: float | None = None,
         keep_engines: bool = False,
@@ -109,14 +148,14 @@ class Watch:
         display: bool | None = None,
     ) -> None:
         check_watch_options(events, budget)
-        self.settings: dict[str, Any] = {
+        self.settings: WatchSettings = {
             "events": events,
             "history": history,
             "resources": resources,
             "budget": budget,
             "keep_engines": keep_engines,
         }
-        self.builds: list[Any] = []
+        self.builds: list[WatchedBuild] = []
         self.active = False
         self.stopping = False
         self.stop_reason = "stopped by user"
@@ -125,10 +164,10 @@ class Watch:
         self._process_wide = process_wide
         self._wake_w: int | None = None  # the SIGINT handler's pipe to its helper thread
         self._lock = threading.Lock()
-        self._listeners: list[Callable[[Any], None]] = []
+        self._listeners: list[Callable[[WatchedBuild], None]] = []
         self._display = display  # None: show the list when running in a Jupyter kernel
-        self.widget: Any = None
-        self.display_factory: Callable[[Watch], Any] | None = None  # makes the widget shown in a kernel
+        self.widget: object = None
+        self.display_factory: Callable[[Watch], object] | None = None  # makes the widget shown in a kernel
 
     # -- the block -----------------------------------------------------------------------------------
     def __enter__(self) -> Watch:
@@ -204,7 +243,7 @@ class Watch:
         return True
 
     # -- builds --------------------------------------------------------------------------------------
-    def _adopt(self, build: Build) -> None:
+    def _adopt(self, build: WatchedBuild) -> None:
         with self._lock:
             self.builds.append(build)
             listeners = list(self._listeners)
@@ -214,7 +253,7 @@ class Watch:
             except Exception:
                 log.exception("a watch listener failed for %r", build)
 
-    def on_build(self, fn: Callable[[Any], None]) -> Callable[[], None]:
+    def on_build(self, fn: Callable[[WatchedBuild], None]) -> Callable[[], None]:
         """Call ``fn(build)`` for each build caught from now on (on the build's thread, before it starts);
         returns a function that removes it."""
         with self._lock:
@@ -236,7 +275,7 @@ class Watch:
             build.stop(reason)
         return stop_notice(running)
 
-    def timings(self) -> list[dict[str, Any]]:
+    def timings(self) -> list[BuildTimings]:
         """Per caught build: index, label, method, status, elapsed_s, engine_size and its phase rows."""
         return builds_timings(self.builds)
 
@@ -247,10 +286,10 @@ class Watch:
 # The watches holding SIGINT, in the order they took it, under one handler: each closes by removing its own
 # entry, in whatever order (interleaved coroutines, an ExitStack), and the last restores the handler from before.
 _sigint_holders: list[Watch] = []
-_sigint_before: list[Any] = []  # the handler before the first holder (a list: None is a valid handler)
+_sigint_before: list[signal._HANDLER] = []  # the handler before the first holder (a list: None is a valid handler)
 
 
-def _on_sigint(signum: int, frame: Any) -> None:
+def _on_sigint(signum: int, frame: FrameType | None) -> None:
     """SIGINT while watches hold it: the innermost with a running build cancels it; else the handler from before."""
     for watch in reversed(list(_sigint_holders)):
         if watch._take_interrupt():
@@ -297,7 +336,7 @@ def _in_kernel() -> bool:
     return shell is not None and getattr(shell, "kernel", None) is not None
 
 
-def stop_notice(running: list[Any]) -> str:
+def stop_notice(running: Sequence[WatchedBuild | RelayedBuild]) -> str:
     """``"Stopping: waits for the current step of 'X' (build 2) to end — TensorRT cancels at step boundaries"``."""
     if not running:
         return "Stopping: no build is running now; a later build is cancelled at its first step"
@@ -308,23 +347,29 @@ def stop_notice(running: list[Any]) -> str:
     return f"Stopping: waits for {', '.join(waits)} to end (TensorRT cancels only at step boundaries)"
 
 
-class WatchedCall:
+class WatchedCall(Generic[R]):
     """``fn(*args, **kwargs)`` on a background thread inside a :class:`Watch` (``settings``: its options, see
     :func:`check_settings`); a Future of its return value."""
 
-    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], **settings: Any):
+    def __init__(
+        self,
+        fn: Callable[..., R],
+        args: tuple[object, ...],
+        kwargs: dict[str, object],
+        **settings: Unpack[WatchSettings],
+    ):
         if not callable(fn):
             raise TypeError(f"watch_call needs a function to run; got {type(fn).__name__}")
         self.fn, self.args, self.kwargs = fn, args, kwargs
         self.watch = Watch(interrupt=False, display=False, **check_settings(settings))
-        self.future: Future[Any] = Future()
+        self.future: Future[R] = Future()
         self._thread = threading.Thread(target=self._run, name="trt_widget-watch", daemon=True)
 
     @property
-    def builds(self) -> list[Any]:
+    def builds(self) -> list[WatchedBuild]:
         return self.watch.builds
 
-    def start(self) -> WatchedCall:
+    def start(self) -> WatchedCall[R]:
         self.future.set_running_or_notify_cancel()
         self._thread.start()
         return self
@@ -348,7 +393,7 @@ class WatchedCall:
     def running(self) -> bool:
         return not self.future.done()
 
-    def result(self, timeout: float | None = None) -> Any:
+    def result(self, timeout: float | None = None) -> R:
         """The function's return value; raises its exception (BuildCancelled when a Stop cancelled a build it
         did not catch), or TimeoutError."""
         return self.future.result(timeout)
@@ -356,13 +401,13 @@ class WatchedCall:
     def exception(self, timeout: float | None = None) -> BaseException | None:
         return self.future.exception(timeout)
 
-    def add_done_callback(self, fn: Callable[[WatchedCall], Any]) -> None:
+    def add_done_callback(self, fn: Callable[[WatchedCall[R]], object]) -> None:
         self.future.add_done_callback(lambda _f: fn(self))
 
-    def timings(self) -> list[dict[str, Any]]:
+    def timings(self) -> list[BuildTimings]:
         return self.watch.timings()
 
-    def __await__(self) -> Generator[Any, None, Any]:
+    def __await__(self) -> Generator[object, None, R]:
         return asyncio.wrap_future(self.future).__await__()
 
     def __repr__(self) -> str:
@@ -371,7 +416,7 @@ class WatchedCall:
 
 
 def watch_call(
-    fn: Callable[..., Any], /, *args: Any, watch_settings: Mapping[str, Any] | None = None, **kwargs: Any
-) -> WatchedCall:
+    fn: Callable[..., R], /, *args: object, watch_settings: Mapping[str, object] | None = None, **kwargs: object
+) -> WatchedCall[R]:
     """Start ``fn(*args, **kwargs)`` on a background thread and watch every TensorRT build inside it."""
     return WatchedCall(fn, args, kwargs, **check_settings(watch_settings)).start()

@@ -8,23 +8,57 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Generator, Mapping
+from collections.abc import Callable, Generator, Mapping, Sequence
 from concurrent.futures import Future
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 import anywidget
 import traitlets
 
 from .._snapshot import RowsEncoder, snapshot, traits
-from .._status import FINAL, IDLE, LIVE, log
+from .._status import FINAL, IDLE, LIVE, BuildStatus, log
 from ._run import CommandRun
-from ._watch import Watch, WatchedCall, check_isolation, check_settings
+from ._watch import BuildTimings, Watch, WatchedCall, check_isolation, check_settings
 
 if TYPE_CHECKING:
     from .._build import Build
     from ._build import WatchedBuild
     from ._run import RelayedBuild
+
+
+class PhaseNow(TypedDict):
+    name: str
+    step: int
+    num_steps: int
+
+
+class WatchRow(TypedDict):
+    """One row of the list (the matrix view's row shape)."""
+
+    id: int
+    model: str
+    variant: str
+    status: BuildStatus
+    detail: str
+    elapsed_s: float
+    engine_size: int
+    error: str
+    phase: PhaseNow | None
+    can_force: bool
+
+
+class WatchState(TypedDict):
+    """The synced traits, as :meth:`WatchWidget.state` computes them."""
+
+    status: str
+    rows_json: str
+    expanded: list[int]
+    details_json: str
+    title: str
+    note: str
+    stop_buttons: bool
+
 
 _STATIC = Path(__file__).parent.parent / "static"
 INTERVAL_S = 0.125
@@ -36,7 +70,7 @@ STOP_INTERRUPT = (
 )
 
 
-def watch_row(index: int, build: WatchedBuild | RelayedBuild) -> dict[str, Any]:
+def watch_row(index: int, build: WatchedBuild | RelayedBuild) -> WatchRow:
     """One row of the list (the matrix view's row shape)."""
     phase = build.model.innermost_running() if build.status in LIVE else None
     error = build.error
@@ -72,7 +106,7 @@ class WatchWidget(anywidget.AnyWidget):
     stop_buttons = traitlets.Bool(True).tag(sync=True)  # False: the cell is busy, only the interrupt works
 
     def __init__(
-        self, watch: Watch | CommandRun, *, call: WatchedCall | CommandRun | None = None, label: str = ""
+        self, watch: Watch | CommandRun, *, call: WatchedCall[object] | CommandRun | None = None, label: str = ""
     ) -> None:
         super().__init__()
         self.watch = watch
@@ -83,7 +117,7 @@ class WatchWidget(anywidget.AnyWidget):
         self._lock = threading.Lock()
         self._expanded: list[int] = []
         self._encoders: dict[int, RowsEncoder] = {}
-        self._last: dict[str, Any] = {}
+        self._last: dict[str, object] = {}
         self._wake = threading.Event()
         self._closed = threading.Event()
         self._remove = watch.on_build(self._on_build)
@@ -124,11 +158,11 @@ class WatchWidget(anywidget.AnyWidget):
             except Exception:
                 log.debug("the watch widget could not send its state", exc_info=True)
 
-    def state(self) -> dict[str, Any]:
-        builds = list(self.watch.builds)
+    def state(self) -> WatchState:
+        builds: list[WatchedBuild | RelayedBuild] = list(self.watch.builds)
         with self._lock:
             expanded = list(self._expanded)
-        details: dict[str, Any] = {}
+        details: dict[str, object] = {}
         for i in expanded:
             if 0 <= i < len(builds):
                 phases, state = traits(snapshot(builds[i]))
@@ -174,11 +208,11 @@ class WatchWidget(anywidget.AnyWidget):
         return True
 
     # -- browser -> builds -----------------------------------------------------------------------------
-    def _on_custom_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
+    def _on_custom_msg(self, _widget: object, content: object, _buffers: object) -> None:
         if not isinstance(content, dict):
             return
         kind, index = content.get("type"), content.get("build")
-        builds = list(self.watch.builds)
+        builds: list[WatchedBuild | RelayedBuild] = list(self.watch.builds)
         if kind == "stop_all":
             self.stop()
         elif not isinstance(index, int) or not 0 <= index < len(builds):
@@ -213,18 +247,18 @@ class WatchWidget(anywidget.AnyWidget):
 
     # -- the function's Future ---------------------------------------------------------------------------
     @property
-    def builds(self) -> list[Any]:
+    def builds(self) -> list[WatchedBuild] | list[RelayedBuild]:
         return self.watch.builds
 
-    def timings(self) -> list[dict[str, Any]]:
+    def timings(self) -> list[BuildTimings]:
         return self.watch.timings()
 
-    def _the_call(self) -> WatchedCall | CommandRun:
+    def _the_call(self) -> WatchedCall[object] | CommandRun:
         if self.call is None:
             raise RuntimeError("this widget shows a `with trt_widget.watch()` block: it has no function result")
         return self.call
 
-    def result(self, timeout: float | None = None) -> Any:
+    def result(self, timeout: float | None = None) -> object:
         return self._the_call().result(timeout)
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
@@ -234,11 +268,11 @@ class WatchWidget(anywidget.AnyWidget):
         return self._the_call().done()
 
     @property
-    def future(self) -> Future[Any]:
+    def future(self) -> Future[object] | Future[int]:
         """The function's (or command's) ``concurrent.futures.Future``: ``as_completed``, ``asyncio.wrap_future``."""
         return self._the_call().future
 
-    def __await__(self) -> Generator[Any, None, Any]:
+    def __await__(self) -> Generator[object, None, object]:
         return self._the_call().__await__()
 
     def close(self) -> None:
@@ -263,12 +297,12 @@ _MISSING = object()
 
 
 def watch_widget(
-    fn: Any,
+    fn: Callable[..., object],
     /,
-    *args: Any,
+    *args: object,
     isolation: str = "thread",
-    watch_settings: Mapping[str, Any] | None = None,
-    **kwargs: Any,
+    watch_settings: Mapping[str, object] | None = None,
+    **kwargs: object,
 ) -> WatchWidget:
     """``BuildWidget.watch(fn, *args, **kwargs)``: run ``fn`` on a background thread (or, with
     ``isolation="process"``, in a fresh process Stop can end), shown as a live list; ``watch_settings``: the
@@ -288,7 +322,7 @@ def watch_widget(
     return widget
 
 
-def run_widget(command: Any, *, force_after: float | None = 0.5) -> WatchWidget:
+def run_widget(command: Sequence[str], *, force_after: float | None = 0.5) -> WatchWidget:
     """``BuildWidget.run([...])``: run a command with its builds watched, shown as a live list; Stop cancels at
     the next step boundary and ends the process ``force_after`` s later (it is a process: within a second)."""
     from ._run import CommandRun

@@ -14,13 +14,17 @@ if TYPE_CHECKING:  # what the lazy names below are, for type checkers (nothing i
     from ._monitor import BuildMonitor
     from ._options import BuildOptions, BuildOptionsDict
     from ._phases import Phase, PhaseModel
+    from ._tensorrt_types import TensorRT
     from ._terminal import render_in_terminal
     from ._widget import BuildWidget
     from .engine import EngineReport
     from .matrix import BuildMatrix
+    from .provenance import check_engine, read_manifest
     from .ray import RayRunner
     from .runners import shutdown_workers
     from .watch import watch_call
+
+    trt: TensorRT  # the selected TensorRT module
 
 # Names that need a TensorRT backend are imported on first use, so `import trt_widget` always works and a
 # missing backend gives one clear error naming both install commands.
@@ -70,7 +74,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> Any:  # Any: ``watch``, a callable module, is typed by its use
     if name == "trt":
         return select_backend()[1]
     if name == "watch":  # the subpackage, callable: ``with trt_widget.watch():``

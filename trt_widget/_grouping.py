@@ -6,10 +6,10 @@ instances by name path instead, so their size stays bounded for any build.)"""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
 GROUP_MIN = 5  # js/src/build/structure.js has the same constant (a test checks they agree)
-Row = TypeVar("Row", bound=Mapping[str, Any])  # a phase row (PhaseRow), or a row of a recording
+Row = TypeVar("Row", bound=Mapping[str, object])  # a phase row (PhaseRow), or a row of a recording
 
 
 def sibling_runs(children: Sequence[Row]) -> list[list[Row]]:

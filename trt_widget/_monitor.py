@@ -44,9 +44,8 @@ class BuildMonitor(ProgressMonitorBase):
         self._progress: Progress = progress if progress is not None else self.model
         self.cancel_event = cancel_event if cancel_event is not None else threading.Event()
         self.errors: list[str] = []  # tracebacks of exceptions caught inside callbacks
-        self.on_thread: Callable[[int], object] | None = (
-            None  # called with the thread id of each phase_start (log lines follow their build)
-        )
+        # called with the thread id of each phase_start (log lines follow their build)
+        self.on_thread: Callable[[int], object] | None = None
 
     def cancel(self) -> None:
         """Make every later ``step_complete`` return False, which cancels the build."""

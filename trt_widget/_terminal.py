@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from ._events import attach_events
 from ._expected import expected_reason
 from ._format import escape_controls, escape_lines, fmt_bytes, fmt_s, is_terminal
-from ._grouping import Row, sibling_runs
+from ._grouping import sibling_runs
 from ._snapshot import engine_change
 from ._status import CANCELLED, CANCELLING, IDLE, RUNNING, SUCCEEDED
 from ._verbose import describe
@@ -329,17 +329,17 @@ class Interrupts:
         return (info["phase"] if info is not None else "") or "the build"
 
 
-def tree_lines(rows: Sequence[Row], total_s: float) -> list[tuple[int, list[Row], int]]:
+def tree_lines(rows: Sequence[PhaseRow], total_s: float) -> list[tuple[int, list[PhaseRow], int]]:
     """(depth, instances, count) per displayed line: runs of same-named siblings grouped by the rule every live
     front end shares (:mod:`trt_widget._grouping`); running phases and finished ones that took at least 5% of
     ``total_s`` are expanded, the rest collapsed."""
-    children: dict[object, list[Row]] = {}  # parent id (None for the top) -> its children
+    children: dict[int | None, list[PhaseRow]] = {}  # parent id (None for the top) -> its children
     for row in rows:
         if row:
             children.setdefault(row["parent"], []).append(row)
-    lines: list[tuple[int, list[Row], int]] = []
+    lines: list[tuple[int, list[PhaseRow], int]] = []
 
-    def add(parent: object, depth: int) -> None:
+    def add(parent: int | None, depth: int) -> None:
         for group in sibling_runs(children.get(parent, [])):
             lines.append((depth, group, len(group)))
             running = [r for r in group if r["end_s"] is None]

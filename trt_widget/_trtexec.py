@@ -17,7 +17,7 @@ from typing import Any
 from ._options import Profile, parse_bytes, profiles_from_shapes
 
 # trtexec flag -> (option, value): value None takes the argument's value; a constant is used as is
-_FLAGS: dict[str, tuple[str, Any]] = {
+_FLAGS: dict[str, tuple[str, bool]] = {
     "fp16": ("fp16", True),
     "bf16": ("bf16", True),
     "int8": ("int8", True),

@@ -8,9 +8,9 @@ override included: ``RemoteBuild.stop``).
 
 from __future__ import annotations
 
-import inspect
+import types
 from collections.abc import Callable, Generator
-from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Concatenate, Generic, ParamSpec, Protocol, TypeVar, cast, overload
 
 if TYPE_CHECKING:
     from ._build import Build
@@ -28,26 +28,29 @@ class BuildView(Protocol):
     def build(self) -> Build: ...
 
 
-def _then(result: Any, hook: Callable[[], object]) -> Any:
-    """``result``, with ``hook`` run once it has ended: now, or when an awaitable it is has been awaited."""
-    if inspect.iscoroutine(result):
+def _then(result: T, hook: Callable[[], object]) -> T:
+    """``result``, with ``hook`` run once it has ended: now, or when an awaitable it is has been awaited (the
+    wrapper stands in for it: a coroutine for a coroutine, a generator for an ``__await__`` iterator)."""
+    if isinstance(result, types.CoroutineType):
+        coroutine = result
 
-        async def awaited() -> Any:
+        async def awaited() -> object:
             try:
-                return await result
+                return await coroutine
             finally:
                 hook()
 
-        return awaited()
+        return cast(T, awaited())
     if isinstance(result, Generator):  # an __await__ iterator
+        generator = result
 
-        def iterated() -> Generator[Any, Any, Any]:
+        def iterated() -> Generator[object, object, object]:
             try:
-                return (yield from result)
+                return (yield from generator)
             finally:
                 hook()
 
-        return iterated()
+        return cast(T, iterated())
     hook()
     return result
 
@@ -86,7 +89,7 @@ class Delegate(_Named, Generic[P, R]):
             except BaseException:
                 hook()
                 raise
-            return cast(R, _then(result, hook))
+            return _then(result, hook)
 
         call.__doc__ = self.__doc__
         return call

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Generator
 from concurrent.futures import Future
 from concurrent.futures._base import FINISHED
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ._errors import BuildCancelled, BuildError
 from ._status import FINAL, IDLE, BuildStatus, log
@@ -133,7 +133,7 @@ class Waiting(Future[bytes]):
             raise
         return self._status
 
-    def __await__(self) -> Generator[Any, None, bytes]:
+    def __await__(self) -> Generator[object, None, bytes]:
         """``await build``: the engine bytes, or the BuildError (BuildCancelled) that ``result()`` raises."""
         return self._result_async().__await__()
 

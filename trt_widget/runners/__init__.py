@@ -7,7 +7,7 @@ this package, and needs none of the parent's side.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .._options import BuildOptions
@@ -91,7 +91,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:  # every lazy name is typed above, for type checkers
     if name in _LAZY:
         import importlib
 

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from trt_widget import Build, _backend, models, trt
+from trt_widget._phases import PhaseRow
 
 pytestmark = pytest.mark.contract
 
@@ -33,7 +34,7 @@ def deadline(blocks: int) -> float:
     return (120.0 + per_block * blocks) * SCALE
 
 
-def _phases(build: Build) -> list[dict[str, Any]]:
+def _phases(build: Build) -> list[PhaseRow]:
     return list(build.timings())
 
 

@@ -35,7 +35,7 @@ def count_messages(widget: BuildWidget) -> list[float]:
         sent.append(time.monotonic())
         original(key)
 
-    widget.send_state = send_state  # type: ignore[method-assign]
+    widget.send_state = send_state
     return sent
 
 
@@ -65,6 +65,7 @@ def test_real_build_ends_with_complete_tree_and_final_status() -> None:
     assert builder.ident not in writers
     # start() writes "running" on the calling thread before the pump thread exists; from then on the pump alone
     pump = widget._pump.thread.ident
+    assert pump is not None
     first_pump = writers.index(pump)
     assert set(writers[:first_pump]) == {threading.get_ident()} and set(writers[first_pump:]) == {pump}
     assert next(value for name, value, _ in writes if name == "status") == "running"
@@ -88,7 +89,7 @@ def test_stop_message_cancels_a_real_long_build(wait_until: Callable[..., Any]) 
     cancels = [value for name, value, _ in writes if name == "cancel" and value]
     assert cancels and cancels[0]["phase"] in {row["name"] for row in widget.phases}
     assert "cancelling" in [value for name, value, _ in writes if name == "status"]
-    assert widget.cancel is None  # the notice goes away once cancelled
+    assert widget.get_state("cancel") == {"cancel": None}  # the notice goes away once cancelled
     assert widget.stop() is False  # nothing left to stop
 
 

@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # what the lazy names below are, for type checkers (nothing i
     from .matrix import BuildMatrix
     from .ray import RayRunner
     from .runners import shutdown_workers
+    from .watch import watch as watch  # the subpackage is callable (see __getattr__): this is its call
     from .watch import watch_call
 
 # Names that need a TensorRT backend are imported on first use, so `import trt_widget` always works and a

@@ -58,7 +58,7 @@ from .engine import EngineLog, EngineReport, report_of
 from .runners import START_PHASE, EngineFile, Recording, RunContext, Runner, runner_for
 
 if TYPE_CHECKING:
-    from typing_extensions import Unpack  # typing.Unpack from Python 3.11
+    from typing_extensions import Self, Unpack  # typing.Self, typing.Unpack from Python 3.11
 
     from ._events import EventStream
     from .history import HistoryStore
@@ -397,7 +397,7 @@ class Build(Waiting):
                     del _writing[real]
 
     # -- control -------------------------------------------------------------------------------------
-    def start(self) -> Build:
+    def start(self) -> Self:
         """Start building on a background thread and return at once."""
         with self._condition:
             if self._status != IDLE:

@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def small() -> bytes:
-    return models.deep_residual(20).SerializeToString()
+    return models.to_bytes(models.deep_residual(20))
 
 
 @pytest.fixture(scope="module")

@@ -13,11 +13,12 @@ import pytest
 
 from trt_widget import Build, BuildCancelled, BuildError, BuildWidget, models
 from trt_widget._events import schema
+from trt_widget._phases import PhaseRow
 from trt_widget.runners import RecordingError, gpu_shaped_events
 
 
-def _shape(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
-    names = {r["id"]: r["name"] for r in rows}
+def _shape(rows: list[PhaseRow]) -> list[tuple[object, ...]]:
+    names: dict[int | None, str] = {r["id"]: r["name"] for r in rows}
     return [(r["name"], names.get(r["parent"]), r["depth"], r["num_steps"], r["step"], r["status"]) for r in rows]
 
 
@@ -25,7 +26,7 @@ def test_a_real_recording_replays_to_the_same_tree_and_times(tmp_path: Path, run
     recording = tmp_path / "build.jsonl"
     original = Build(models.deep_residual(20), history=False, events=str(recording)).start()
     assert original.wait(120) == "succeeded"
-    assert original.events.join(30)  # build_end written and the file closed
+    assert original.events is not None and original.events.join(30)  # build_end written and the file closed
     replay = Build.from_events(recording).start()
     assert replay.wait(60) == "succeeded", replay.status_detail
     assert _shape(replay.timings()) == _shape(original.timings())
@@ -54,7 +55,7 @@ def test_a_failed_and_a_cancelled_recording_replay_their_rows_as_they_ended(tmp_
     stopped.model.subscribe(stop_when_deep)
     stopped.start()
     for original, name, ended in ((failed, "failed.jsonl", "failed"), (stopped, "stop.jsonl", "cancelled")):
-        assert original.wait(120) == ended and original.events.join(30)
+        assert original.wait(120) == ended and original.events is not None and original.events.join(30)
         assert ended in {r["status"] for r in original.timings()}
         replay = Build.from_events(tmp_path / name).start()
         assert replay.wait(60) == ended
@@ -78,7 +79,7 @@ def test_a_gpu_shaped_recording_is_schema_valid_and_replays_exactly(threads: int
     rows = widget.timings()
     measuring = [r for r in rows if r["name"] == "Measuring tactic time"]
     assert len(measuring) == 1100 and max(r["depth"] for r in rows) == 7  # depth 8: levels 0..7
-    by_id = {r["id"]: r for r in rows}
+    by_id: dict[int | None, PhaseRow] = {r["id"]: r for r in rows}
     recorded_parent = {e["id"]: e["parent"] for e in events if e["event"] == "phase_start"}
     assert all(r["parent"] == recorded_parent[r["id"]] for r in rows)  # interleaved or not, parents exact
     assert all(r["status"] == "done" for r in rows)

@@ -25,14 +25,13 @@ from trt_widget._build import Build
 from trt_widget._errors import BuildCancelled
 from trt_widget._phases import CANCELLED
 from trt_widget._widget import BuildWidget
-from trt_widget.runners import _process
 
 LONG_STEP = "Determining refit engines"
 
 
 @pytest.fixture(scope="module")
 def long_build() -> bytes:
-    return models.deep_residual(1000).SerializeToString()
+    return models.to_bytes(models.deep_residual(1000))
 
 
 def reach(build: Build, phase: str, wait_until: Callable[..., Any]) -> None:
@@ -46,7 +45,7 @@ def reach(build: Build, phase: str, wait_until: Callable[..., Any]) -> None:
 
 def gone(pid: int) -> bool:
     try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+        return bool(psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
     except psutil.NoSuchProcess:
         return True
 
@@ -64,8 +63,8 @@ def test_default_stop_inside_a_long_step_terminates_the_builder(
     assert "did not reach a step boundary within 0.1 s" in build.status_detail
     assert [r["status"] for r in build.timings() if r["name"] == LONG_STEP] == ["cancelled"]
     assert pid is not None and gone(pid)
-    wait_until(lambda: _process.pool.idle_pids(), what="the next worker, started in the background")
-    ready = set(_process.pool.idle_pids())
+    wait_until(lambda: _pool.pool.idle_pids(), what="the next worker, started in the background")
+    ready = set(_pool.pool.idle_pids())
     after = Build(models.deep_residual(4), history=False).start()  # a fresh worker takes over
     wait_until(lambda: after.child_pid, what="the next build's worker")
     assert after.child_pid in ready
@@ -86,7 +85,9 @@ def test_a_real_budget_timer_ends_the_build(long_build: bytes) -> None:
     build = Build(long_build, history=False, budget=1.5).start()
     assert build.wait(60) == "cancelled"
     assert build.status_detail.startswith("time budget of 1.5 s exceeded")
-    assert build.elapsed_s < build.options.budget + 10  # not at the end of the seconds-long build step
+    assert (
+        build.options.budget is not None and build.elapsed_s < build.options.budget + 10
+    )  # not at the end of the seconds-long build step
 
 
 @pytest.mark.rtx_long_step
@@ -140,7 +141,7 @@ def test_sequential_builds_reuse_one_warm_worker() -> None:
     second = Build(models.deep_residual(4), history=False).start()
     assert second.wait(120) == "succeeded"
     assert first.child_pid == second.child_pid
-    assert second.child_pid in _process.pool.idle_pids()
+    assert second.child_pid in _pool.pool.idle_pids()
 
 
 def test_an_idle_worker_exits_after_the_idle_timeout(
@@ -153,7 +154,7 @@ def test_an_idle_worker_exits_after_the_idle_timeout(
     pid = build.child_pid
     assert pid is not None
     wait_until(lambda: gone(pid), timeout=30, what="the idle worker to exit")
-    assert pid not in _process.pool.idle_pids()
+    assert pid not in _pool.pool.idle_pids()
 
 
 def test_force_after_with_a_thread_is_refused() -> None:

@@ -68,6 +68,7 @@ def test_remote_build_has_the_build_api(server: ServerThread, http: httpx.Client
         assert mine["start_s"] == pytest.approx(theirs["start_s"], abs=1e-5)
         assert mine["duration_s"] == pytest.approx(theirs["duration_s"], abs=1e-5)
     assert build.options.optimization_level == 1
+    assert build.events is not None
     build.events.join(10)
     validator = jsonschema.Draft202012Validator(schema())
     for event in local_events:
@@ -91,6 +92,7 @@ def test_build_widget_shows_a_remote_build(server: ServerThread, http: httpx.Cli
 def test_stop_then_force_stop_and_a_follower(server: ServerThread, http: httpx.Client, wait_until: Any) -> None:
     build = RemoteBuild(server.url, server.token, LONG, force_after=30).start()
     wait_until(lambda: build.remote_id, what="the upload")
+    assert build.remote_id is not None
     follower = RemoteBuild.follow(server.url, server.token, build.remote_id).start()
     wait_until(lambda: in_long_step(build) and in_long_step(follower), what="both in the long step")
     assert build.stop() is True and build.status == "cancelling"
@@ -140,7 +142,7 @@ def test_refusals(server: ServerThread) -> None:
     with pytest.raises(TypeError, match="isolation= is not available"):
         RemoteBuild(server.url, server.token, deep_residual(3), isolation="thread")
     with pytest.raises(TypeError, match="did you mean 'optimization_level'"):
-        RemoteBuild(server.url, server.token, deep_residual(3), optimisation_level=3)
+        RemoteBuild(server.url, server.token, deep_residual(3), optimisation_level=3)  # type: ignore[call-arg]  # misspelt on purpose
     with pytest.raises(TypeError, match="needs ONNX"):
         RemoteBuild(server.url, server.token, lambda network: None)
     with pytest.raises(ValueError, match=r"0\.\.5"):

@@ -220,7 +220,7 @@ def test_the_matrix_comparison_leaves_the_workers_start_up_out(tmp_path: Path) -
     assert matrix.wait(180) == "done"
     start_ups = []
     for row, cell in zip(matrix.comparison()["builds"], matrix.cells, strict=True):
-        start_ups.append(sum(r["duration_s"] for r in cell.build.timings() if r["name"] == START_PHASE))
+        start_ups.append(sum(r["duration_s"] or 0.0 for r in cell.build.timings() if r["name"] == START_PHASE))
         start_up = start_ups[-1]
         assert START_PHASE not in row["phases"]
         assert row["build_s"] == pytest.approx(cell.build.elapsed_s - start_up, abs=2e-4)

@@ -38,7 +38,8 @@ def execute(cells: list[str], pause_after_first_s: float = 0.0) -> Any:
 def final_output(nb: Any) -> dict[str, Any]:
     outputs = [o for o in nb.cells[0].outputs if o.get("output_type") in ("display_data", "execute_result")]
     assert len(outputs) == 1, nb.cells[0].outputs
-    return outputs[0]["data"]
+    data: dict[str, Any] = outputs[0]["data"]
+    return data
 
 
 def assert_final(data: dict[str, Any], nb: Any) -> None:

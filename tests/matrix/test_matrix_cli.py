@@ -29,6 +29,18 @@ def _env(**extra: str) -> dict[str, str]:
     return env
 
 
+def _before(child: pexpect.spawn[str]) -> str:
+    """What the child wrote before the last match (text: the child was spawned with an encoding)."""
+    assert isinstance(child.before, str), child.before
+    return child.before
+
+
+def _seen(child: pexpect.spawn[str]) -> str:
+    """What the child wrote up to the end of the last match, a text pattern's."""
+    assert isinstance(child.after, str), child.after
+    return _before(child) + child.after
+
+
 def _cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "trt_widget", "matrix", *args],
@@ -110,12 +122,12 @@ def test_terminal_live_table_and_ctrl_c_stops_every_build(long_model_bytes: byte
         timeout=TIMEOUT_S,
     )
     child.expect("Determining refit engines")  # the live table shows the running build's current phase
-    seen = child.before + child.after
+    seen = _seen(child)
     child.sendintr()
     child.expect("Stopping every build")
     child.expect(pexpect.EOF)
     child.close()
-    output = seen + child.before
+    output = seen + _before(child)
     assert child.exitstatus == 130, output[-2000:]
     assert "\x1b[" in output and "queued" in output  # rich, and the second build waited for the first
     assert output.count("cancelled") >= 2

@@ -11,13 +11,16 @@ import sys
 from html import escape
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from trt_widget import Build, BuildError, BuildWidget, models
 from trt_widget._engine import ModelSource
 from trt_widget.report import _inline as report
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Dialog
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = Path(os.environ.get("TRT_WIDGET_ARTIFACTS") or REPO / "artifacts") / "report"
@@ -218,7 +221,12 @@ def _open_offline(browser: Any, path: Path, **context: Any) -> tuple[Any, list[s
 
     ctx.route("**/*", route)
     page = ctx.new_page()
-    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+
+    def dismiss(dialog: Dialog) -> None:
+        dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", dismiss)
     page.goto(path.as_uri())
     return page, blocked, dialogs
 

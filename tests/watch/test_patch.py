@@ -106,8 +106,13 @@ def test_builds_on_threads_the_code_starts_are_seen_but_not_those_of_other_threa
         thread = threading.Thread(target=user_build)
         thread.start()
         thread.join()
+
+        def start_a_thread_and_build() -> None:
+            threading.Thread(target=user_build).start()
+            user_build()
+
         with ThreadPoolExecutor(2) as pool:
-            pool.submit(lambda: threading.Thread(target=user_build).start() or user_build()).result()
+            pool.submit(start_a_thread_and_build).result()
         release.set()
         assert outside_done.wait(120)
         for t in set(threading.enumerate()) - before:

@@ -233,10 +233,15 @@ def test_no_writer_overwrites_the_model_or_its_external_data(built: Build, write
 
 
 def test_build_options_refuse_the_models_external_data(built: Build) -> None:
-    data = Path(built.source.value).parent / "m.data"
-    for option in ("output", "timing_cache", "events"):
+    model, data = built.source.value, str(Path(built.source.value).parent / "m.data")
+    makers: list[Callable[[], Build]] = [
+        lambda: Build(model, history=False, isolation="thread", output=data),
+        lambda: Build(model, history=False, isolation="thread", timing_cache=data),
+        lambda: Build(model, history=False, isolation="thread", events=data),
+    ]
+    for make in makers:
         with pytest.raises(ValueError, match="external data"):
-            Build(built.source.value, history=False, isolation="thread", **{option: str(data)})
+            make()
 
 
 @pytest.mark.parametrize("writer", sorted(WRITERS))

@@ -231,7 +231,7 @@ def test_store_selection_and_bad_stores(tmp_path: Path, private_history: Path, m
     assert build.history.ready.wait(60)
     assert build.history.error is None and build.history.eta() is None
     with pytest.raises(TypeError, match="history must be"):
-        Build(model, history=3.5)
+        Build(model, history=3.5)  # type: ignore[arg-type]  # the wrong type on purpose: the check is tested
 
 
 def test_clear_and_callable_sources(tmp_path: Path) -> None:

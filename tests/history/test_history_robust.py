@@ -78,7 +78,7 @@ def run_without_dac_override(tmp_path: Path, settings: list[Any], env: dict[str,
         cmd = NO_DAC_OVERRIDE + cmd
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env={**os.environ, **env})
     assert out.returncode == 0, out.stderr
-    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    seen: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     if not seen["enforced"]:
         pytest.skip("file modes do not bind in the subprocess")
     return seen
@@ -176,7 +176,8 @@ def test_on_words_mean_the_default_location(
     assert build.history is not None and build.history.store.path == private_history
     monkeypatch.setenv(hist.ENV, word)
     assert hist.default_path() == hist.history_path(True) == hist.history_path("on")
-    assert hist.default_path().name == hist.FILENAME and hist.default_path().parent.name == "trt_widget"
+    default = hist.default_path()
+    assert default is not None and default.name == hist.FILENAME and default.parent.name == "trt_widget"
     assert not (tmp_path / word).exists()
 
 

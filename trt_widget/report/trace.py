@@ -20,6 +20,8 @@ from .._files import write_output
 
 if TYPE_CHECKING:
     from .._build import Build
+    from .._phases import PhaseModel
+    from .._widget import BuildWidget
 
 __all__ = ["StepRecorder", "record_steps", "to_trace", "trace_events"]
 
@@ -58,7 +60,7 @@ class StepRecorder:
             self.samples.append((now, phase.id, phase.step))
 
 
-def record_steps(build: Build) -> StepRecorder:
+def record_steps(build: Build | BuildWidget | PhaseModel) -> StepRecorder:
     """Record step samples of ``build`` (a Build, BuildWidget or PhaseModel, before it starts) for
     :func:`to_trace`. Without it a trace has each phase's steps at its start (0) and end; with it, over time."""
     build = getattr(build, "build", build)

@@ -46,7 +46,7 @@ def _hidden(model: Any) -> bytes:
     """The model's bytes behind an unknown group: the same model to protobuf (and so to TensorRT's parser)."""
     import onnx
 
-    data = HIDING_GROUP + model.SerializeToString()
+    data: bytes = HIDING_GROUP + model.SerializeToString()
     assert onnx.load_from_string(data).graph.initializer[0].external_data == model.graph.initializer[0].external_data
     return data
 

@@ -30,7 +30,6 @@ from attacks import SECRET, SMALL, _hidden, _model_naming, _refused, _unblocked
 
 from trt_widget import Build, BuildWidget, _pool, models
 from trt_widget._files import atomic_write
-from trt_widget.runners import _process
 
 
 def _fds() -> set[str]:
@@ -52,7 +51,7 @@ class Case:
     message: str = ""  # fragment of the error / status detail / warnings
     engine_kept: bool = False  # the engine stays in memory although the build failed
     model: Any = None  # the model source; default: an ONNX file in the case's directory
-    setup: Callable[[Path], None] = field(default=lambda d: None)
+    setup: Callable[[Path], object] = field(default=lambda d: None)  # its value is not used
 
 
 def _symlink_output(d: Path) -> None:
@@ -170,7 +169,7 @@ def test_attack(case: Case, tmp_path: Path) -> None:
     model = _fill(case.model, tmp_path, model_path) if case.model is not None else str(model_path)
     options = {k: _fill(v, tmp_path, model_path) for k, v in case.options.items()}
     threads_before, fds_before = threading.active_count(), _fds()
-    idle_before = len(_process.pool.idle_pids())
+    idle_before = len(_pool.pool.idle_pids())
     dev_full = os.stat("/dev/full").st_mode
     if case.raises is not None:
         with pytest.raises(case.raises, match=case.message):
@@ -197,7 +196,7 @@ def test_attack(case: Case, tmp_path: Path) -> None:
     assert threading.active_count() <= threads_before + 2  # the worker pool's spawner and idle timers
     new = _fds() - fds_before
     assert not [f for f in new if "trt_widget" in f]
-    idle_workers = len(_process.pool.idle_pids()) - idle_before  # each idle worker holds its two pipes
+    idle_workers = len(_pool.pool.idle_pids()) - idle_before  # each idle worker holds its two pipes
     assert len([f for f in new if f.startswith("pipe:")]) <= 2 * max(0, idle_workers)
 
 
@@ -283,7 +282,8 @@ def run_without_dac(code: str, cwd: Path) -> dict[str, Any]:
         env={**os.environ, "TRT_WIDGET_HISTORY": "off"},
     )
     assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    seen: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return seen
 
 
 REPORT = """
@@ -435,10 +435,9 @@ def test_events_to_a_fifo_without_a_reader_is_refused_at_once(tmp_path: Path) ->
 def test_a_tilde_path_naming_no_user_is_a_clear_error(tmp_path: Path) -> None:
     model = tmp_path / "m.onnx"
     model.write_bytes(SMALL)
-    for args in (("~nosuchuser9/m.onnx",), (str(model),)):
-        options = {"output": "~nosuchuser9/m.engine"} if args[0] == str(model) else {}
+    for source, output in (("~nosuchuser9/m.onnx", None), (str(model), "~nosuchuser9/m.engine")):
         with pytest.raises(ValueError, match="cannot expand '~nosuchuser9': no such user"):
-            Build(*args, history=False, isolation="thread", **options)
+            Build(source, history=False, isolation="thread", output=output)
     with pytest.raises(ValueError, match="no such user"):
         Build(str(model), history=False, events="~nosuchuser9/e.jsonl", isolation="thread")
     for command in (["build", "~nosuchuser9/m.onnx"], ["build", str(model), "-o", "~nosuchuser9/m.engine"]):

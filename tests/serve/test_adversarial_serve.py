@@ -133,7 +133,7 @@ def test_malformed_requests_are_400_not_500(tmp_path: Path) -> None:
         assert server.store.active == 0
         build_id = http.post("/builds", content=SMALL).json()["id"]
         for bad in ("²".encode("latin-1"), "¹".encode("latin-1"), b"1" * 40, b"-1"):  # headers arrive as latin-1
-            reply = http.get(f"/builds/{build_id}/events", headers={"Last-Event-ID": bad})
+            reply = http.get(f"/builds/{build_id}/events", headers={b"Last-Event-ID": bad})
             assert reply.status_code == 400, (bad, reply.text)
         server.store.stop_running(timeout=60)
 

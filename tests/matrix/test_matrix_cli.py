@@ -13,6 +13,7 @@ from typing import Any
 import jsonschema
 import pexpect
 import pytest
+from pty_output import before, through_match
 
 from trt_widget.__main__ import main
 from trt_widget._events import schema
@@ -27,18 +28,6 @@ def _env(**extra: str) -> dict[str, str]:
     env.pop("NO_COLOR", None)
     env.update(extra)
     return env
-
-
-def _before(child: pexpect.spawn[str]) -> str:
-    """What the child wrote before the last match (text: the child was spawned with an encoding)."""
-    assert isinstance(child.before, str), child.before
-    return child.before
-
-
-def _seen(child: pexpect.spawn[str]) -> str:
-    """What the child wrote up to the end of the last match, a text pattern's."""
-    assert isinstance(child.after, str), child.after
-    return _before(child) + child.after
 
 
 def _cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -122,12 +111,12 @@ def test_terminal_live_table_and_ctrl_c_stops_every_build(long_model_bytes: byte
         timeout=TIMEOUT_S,
     )
     child.expect("Determining refit engines")  # the live table shows the running build's current phase
-    seen = _seen(child)
+    seen = through_match(child)
     child.sendintr()
     child.expect("Stopping every build")
     child.expect(pexpect.EOF)
     child.close()
-    output = seen + _before(child)
+    output = seen + before(child)
     assert child.exitstatus == 130, output[-2000:]
     assert "\x1b[" in output and "queued" in output  # rich, and the second build waited for the first
     assert output.count("cancelled") >= 2

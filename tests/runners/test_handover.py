@@ -87,13 +87,17 @@ def test_where_the_copy_is_refused_files_carry_model_and_engine(
     assert build.child_pid in pool.idle_pids()  # and the worker serves the next build
 
 
+def started_with_output(folder: Path, model: bytes) -> tuple[Build, Path]:
+    """A build of ``folder/m.onnx`` writing ``folder/m.engine`` (``output=``), started; and that output path."""
+    (folder / "m.onnx").write_bytes(model)
+    output = folder / "m.engine"
+    return Build(str(folder / "m.onnx"), output=str(output), history=False).start(), output
+
+
 def test_with_output_the_engine_is_renamed_into_place_and_read_on_first_use(
     tmp_path: Path, small: bytes, reference: bytes
 ) -> None:
-    model = tmp_path / "m.onnx"
-    model.write_bytes(small)
-    output = tmp_path / "m.engine"
-    build = Build(str(model), output=str(output), history=False).start()
+    build, output = started_with_output(tmp_path, small)
     assert build.wait(120) == "succeeded", build.status_detail
     assert output.read_bytes() == reference
     assert build.engine_size == len(reference)  # known without reading the file
@@ -105,10 +109,7 @@ def test_with_output_the_engine_is_renamed_into_place_and_read_on_first_use(
 
 
 def test_an_output_replaced_before_first_use_is_not_taken_for_the_engine(tmp_path: Path, small: bytes) -> None:
-    model = tmp_path / "m.onnx"
-    model.write_bytes(small)
-    output = tmp_path / "m.engine"
-    build = Build(str(model), output=str(output), history=False).start()
+    build, output = started_with_output(tmp_path, small)
     assert build.wait(120) == "succeeded", build.status_detail
     replacement = tmp_path / "other"
     replacement.write_bytes(b"not this build's engine")

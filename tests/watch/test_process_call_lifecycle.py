@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from user_scripts import own_tmpdir, script_and_model
 
 from .test_run_lifecycle import alive
 
@@ -50,14 +51,10 @@ def files_under(directory: Path) -> list[str]:
 def test_the_functions_process_ends_with_its_parent(
     tmp_path: Path, long_model_bytes: bytes, wait_until: Any, end: str
 ) -> None:
-    model = tmp_path / "long.onnx"
-    model.write_bytes(long_model_bytes)
-    script = tmp_path / "script.py"
-    script.write_text(SCRIPT)
+    script, model = script_and_model(tmp_path, SCRIPT, long_model_bytes)
     tmpdir = tmp_path / "tmp"
-    tmpdir.mkdir()
+    env = own_tmpdir(tmpdir)
     pid_file = tmp_path / "pid"
-    env = {**os.environ, "TMPDIR": str(tmpdir), "TRT_WIDGET_HISTORY": "off"}
     how = "wait" if end == "sigkill" else "end"
     stderr = tmp_path / "stderr"
     with stderr.open("wb") as err:
@@ -94,9 +91,8 @@ def test_a_script_ending_after_build_widget_run_ends_the_command(tmp_path: Path,
     script = tmp_path / "script.py"
     script.write_text(RUN_SCRIPT)
     tmpdir = tmp_path / "tmp"
-    tmpdir.mkdir()
+    env = own_tmpdir(tmpdir)
     pid_file = tmp_path / "pid"
-    env = {**os.environ, "TMPDIR": str(tmpdir), "TRT_WIDGET_HISTORY": "off"}
     try:  # the command sleeps 600 s: the script waited for it
         done = subprocess.run([sys.executable, str(script), str(pid_file)], env=env, capture_output=True, timeout=180)
     finally:

@@ -15,7 +15,7 @@ else
 fi
 "$bin/ruff" check --quiet "${files[@]}"
 "$bin/ruff" format --check --quiet "${files[@]}"
-"$bin/mypy"  # trt_widget/ and tests/ ([tool.mypy] files)
+"$bin/mypy"  # trt_widget/, tests/ and scripts/ ([tool.mypy] files)
 # each a module named `conftest` beside tests/conftest.py: checked on their own
 "$bin/mypy" tests/e2e/conftest.py
 "$bin/mypy" conftest.py

@@ -14,6 +14,7 @@ from typing import Any
 
 import onnx
 import pytest
+from fixture_types import WaitUntil
 
 import trt_widget
 from trt_widget import Build, BuildCancelled, BuildError
@@ -163,7 +164,7 @@ def test_a_callback_raising_systemexit_does_not_hang_wait(small_model: Any, capl
 
 # -- cancel --------------------------------------------------------------------------------------------
 def test_stop_mid_build_cancels_and_closes_every_phase(
-    long_model_bytes: bytes, tmp_path: Path, wait_until: Callable[..., Any]
+    long_model_bytes: bytes, tmp_path: Path, wait_until: WaitUntil
 ) -> None:
     output = tmp_path / "model.engine"
     build = Build(long_model_bytes, output=output).start()
@@ -366,7 +367,7 @@ def test_wait_with_timeout_returns_the_status_while_running(long_model_bytes: by
 
 
 def test_keyboard_interrupt_during_wait_cancels_and_reraises(
-    long_model_bytes: bytes, monkeypatch: pytest.MonkeyPatch, wait_until: Callable[..., Any]
+    long_model_bytes: bytes, monkeypatch: pytest.MonkeyPatch, wait_until: WaitUntil
 ) -> None:
     build = Build(long_model_bytes).start()
     wait_until(lambda: build.model.running_count() > 0, what="a running phase")

@@ -14,6 +14,7 @@ from typing import Any, cast
 
 import jsonschema
 import pytest
+from fixture_types import WaitUntil
 
 from trt_widget import _event_sinks, _events
 from trt_widget._build import Build
@@ -67,7 +68,7 @@ def _check_stream(events: list[dict[str, Any]], build: Build) -> None:
 
 
 @pytest.mark.slow
-def test_real_build_streams_to_a_file_and_a_callable(tmp_path: Path, wait_until: Any) -> None:
+def test_real_build_streams_to_a_file_and_a_callable(tmp_path: Path, wait_until: WaitUntil) -> None:
     path = tmp_path / "events.jsonl"
     build = Build(deep_residual(150), events=path, history=False, output=str(tmp_path / "m.engine"))
     received: list[dict[str, Any]] = []
@@ -82,7 +83,7 @@ def test_real_build_streams_to_a_file_and_a_callable(tmp_path: Path, wait_until:
     assert build.wait(180) == "succeeded"
     assert stream.join(30)
     lines = wait_until(
-        lambda: (text := path.read_text()).endswith("\n") and '"build_end"' in text and text,
+        lambda: text if (text := path.read_text()).endswith("\n") and '"build_end"' in text else None,
         what="build_end in the events file",
     )
     from_file = [json.loads(line) for line in lines.splitlines()]
@@ -101,7 +102,7 @@ def test_real_build_streams_to_a_file_and_a_callable(tmp_path: Path, wait_until:
 
 
 @pytest.mark.slow
-def test_cancelled_build_ends_with_every_phase_closed(long_model_bytes: bytes, wait_until: Any) -> None:
+def test_cancelled_build_ends_with_every_phase_closed(long_model_bytes: bytes, wait_until: WaitUntil) -> None:
     received: list[dict[str, Any]] = []
     build = Build(long_model_bytes, events=received.append, history=False)
     build.start()

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixture_types import WaitUntil
 
 from trt_widget import Build, models
 
@@ -78,7 +79,9 @@ SINKS = [
 
 
 @pytest.mark.parametrize("kind", SINKS)
-def test_a_failing_sink_is_reported_once_and_the_writer_lives_on(kind: str, tmp_path: Path, wait_until: Any) -> None:
+def test_a_failing_sink_is_reported_once_and_the_writer_lives_on(
+    kind: str, tmp_path: Path, wait_until: WaitUntil
+) -> None:
     if kind == "/dev/full" and not os.path.exists("/dev/full"):
         pytest.skip("no /dev/full here")
     received: list[dict[str, Any]] = []

@@ -18,6 +18,7 @@ from typing import Any
 
 import onnx
 import pytest
+from fixture_types import WaitUntil
 
 from trt_widget import Build, BuildMatrix, BuildWidget
 from trt_widget._files import UntrustedLink, atomic_write, check_output
@@ -302,7 +303,7 @@ def test_a_matrix_refuses_a_second_cell_writing_the_same_output(tmp_path: Path) 
 
 
 def test_a_second_build_started_onto_a_running_builds_output_is_refused(
-    tmp_path: Path, long_model_bytes: bytes, wait_until: Any
+    tmp_path: Path, long_model_bytes: bytes, wait_until: WaitUntil
 ) -> None:
     engine = tmp_path / "m.engine"
     first = Build(long_model_bytes, history=False, isolation="process", output=str(engine)).start()

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixture_types import WaitUntil
 
 from trt_widget import Build
 from trt_widget._phases import PhaseRow
@@ -88,7 +89,9 @@ def test_a_replay_shows_the_recorded_rows_without_adding_its_own(tmp_path: Path)
     assert [r["name"] for r in _top(replay)] == [BEFORE, "Building engine", AFTER]
 
 
-def test_a_stopped_build_ends_with_nothing_running_and_no_after_phase(long_model_bytes: bytes, wait_until: Any) -> None:
+def test_a_stopped_build_ends_with_nothing_running_and_no_after_phase(
+    long_model_bytes: bytes, wait_until: WaitUntil
+) -> None:
     b = Build(long_model_bytes, history=False).start()
     wait_until(lambda: any(r["name"] == "Building engine" for r in b.timings()), what="TensorRT's first phase")
     b.stop()

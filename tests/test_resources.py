@@ -6,11 +6,11 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fixture_types import WaitUntil
 
 from trt_widget import Build
 from trt_widget import history as hist
@@ -31,7 +31,7 @@ def _sampler_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name == "trt_widget-resources"]
 
 
-def test_samples_during_a_real_build(resnet50_bytes: bytes, wait_until: Callable[..., Any]) -> None:
+def test_samples_during_a_real_build(resnet50_bytes: bytes, wait_until: WaitUntil) -> None:
     build = Build(resnet50_bytes, history=False, isolation="thread")  # the builder in this process
     sampler = build.resources
     assert isinstance(sampler, ResourceSampler)
@@ -65,7 +65,7 @@ def test_samples_during_a_real_build(resnet50_bytes: bytes, wait_until: Callable
     assert len(sampler.samples) == count
 
 
-def test_process_isolation_samples_the_child(resnet50_bytes: bytes, wait_until: Callable[..., Any]) -> None:
+def test_process_isolation_samples_the_child(resnet50_bytes: bytes, wait_until: WaitUntil) -> None:
     build = Build(resnet50_bytes, history=False, isolation="process").start()
     assert build.wait(300) == "succeeded"
     sampler = build.resources

@@ -13,6 +13,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, cast
 
 import pytest
+from fixture_types import WaitUntil
 
 from trt_widget import BuildWidget, _snapshot, models
 from trt_widget._phases import PhaseModel
@@ -431,7 +432,7 @@ def test_a_phase_start_just_after_a_send_waits_out_the_interval() -> None:
 
 @pytest.mark.slow  # the same through a scripted build: tests/runners/test_scripted.py
 @pytest.mark.rtx_long_step
-def test_the_cancelling_state_is_sent_at_once_not_at_the_next_tick(wait_until: Callable[..., Any]) -> None:
+def test_the_cancelling_state_is_sent_at_once_not_at_the_next_tick(wait_until: WaitUntil) -> None:
     widget = BuildWidget(models.deep_residual(1000), history=False, isolation="thread")
     widget._pump.interval = 3600.0  # one throttled tick an hour: only an urgent wake-up can send in time
     widget.start()

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixture_types import WaitUntil
 
 from trt_widget import Build
 from trt_widget._engine import CaptureLogger
@@ -162,7 +163,7 @@ def timing(build: Build) -> dict[str, Any] | None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("isolation", ["process", "thread"])
-def test_the_now_line_state_reaches_the_snapshot_from_the_builder(isolation: str, wait_until: Any) -> None:
+def test_the_now_line_state_reaches_the_snapshot_from_the_builder(isolation: str, wait_until: WaitUntil) -> None:
     build = Build(_network_that_logs_a_timing_runner, isolation=isolation, history=False, resources=False).start()
     activity = wait_until(lambda: timing(build), what="the timing state")
     assert activity["layer"] == "{ForeignNode[/blocks.0/attn/MatMul.../Softmax]}" and activity["runner"] == "Myelin"
@@ -171,7 +172,7 @@ def test_the_now_line_state_reaches_the_snapshot_from_the_builder(isolation: str
 
 
 @pytest.mark.slow
-def test_the_terminal_footer_says_what_is_being_timed(wait_until: Any) -> None:
+def test_the_terminal_footer_says_what_is_being_timed(wait_until: WaitUntil) -> None:
     import io
 
     from trt_widget._terminal import TerminalView
@@ -179,7 +180,7 @@ def test_the_terminal_footer_says_what_is_being_timed(wait_until: Any) -> None:
     build = Build(_network_that_logs_a_timing_runner, isolation="thread", history=False, resources=False)
     view = TerminalView(build, io.StringIO(), style="rich", hint="Ctrl-C to cancel")
     build.start()
-    footer = wait_until(lambda: "now timing" in view._footer(build.elapsed_s) and view._footer(build.elapsed_s))
+    footer = wait_until(lambda: text if "now timing" in (text := view._footer(build.elapsed_s)) else None)
     assert footer.startswith("running ")
     assert " · now timing {ForeignNode[/blocks.0/attn/MatMul.../Softmax]} (Myelin) for " in footer
     assert footer.endswith(" — Ctrl-C to cancel")

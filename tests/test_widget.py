@@ -8,11 +8,11 @@ import json
 import re
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fixture_types import RunAsync, WaitUntil
 
 from trt_widget import BuildCancelled, BuildError, BuildWidget, models
 
@@ -73,7 +73,7 @@ def test_real_build_ends_with_complete_tree_and_final_status() -> None:
 
 
 @pytest.mark.rtx_long_step
-def test_stop_message_cancels_a_real_long_build(wait_until: Callable[..., Any]) -> None:
+def test_stop_message_cancels_a_real_long_build(wait_until: WaitUntil) -> None:
     widget = BuildWidget(models.deep_residual(1000), history=False)
     writes = record_writes(widget)
     widget.start()
@@ -197,7 +197,7 @@ def test_rows_encoder_reencodes_only_changed_rows() -> None:
 
 
 @pytest.mark.rtx_long_step
-def test_elapsed_time_alone_is_not_resent_while_running(wait_until: Callable[..., Any]) -> None:
+def test_elapsed_time_alone_is_not_resent_while_running(wait_until: WaitUntil) -> None:
     widget = BuildWidget(models.deep_residual(1000), history=False)
     writes = record_writes(widget)
     widget.start()
@@ -217,7 +217,7 @@ def test_elapsed_time_alone_is_not_resent_while_running(wait_until: Callable[...
         widget.wait(timeout=300)
 
 
-def test_rows_travel_as_deltas_that_rebuild_the_tree_exactly(wait_until: Any) -> None:
+def test_rows_travel_as_deltas_that_rebuild_the_tree_exactly(wait_until: WaitUntil) -> None:
     """A paced GPU-shaped replay: each send carries only the rows that changed; applying the deltas in order to
     the first whole list gives the final rows; the whole list is resent only at the end and when a view asks."""
     from trt_widget.runners import gpu_shaped_events
@@ -263,7 +263,7 @@ def test_awaiting_a_widget_waits_for_the_build_and_its_final_state() -> None:
 
 
 def test_await_widget_raises_what_result_raises_and_wait_async_gives_the_status(
-    wait_until: Any, run_async: Any
+    wait_until: WaitUntil, run_async: RunAsync
 ) -> None:
     bad = BuildWidget(b"garbage", history=False).start()
 
@@ -283,7 +283,7 @@ def test_await_widget_raises_what_result_raises_and_wait_async_gives_the_status(
     assert run_async(await_it(good)) == good.engine
 
 
-def test_a_widgets_future_is_its_build_for_as_completed_and_wrap_future(run_async: Any) -> None:
+def test_a_widgets_future_is_its_build_for_as_completed_and_wrap_future(run_async: RunAsync) -> None:
     widgets = [BuildWidget(models.deep_residual(2), history=False).start(), BuildWidget(b"garbage").start()]
     assert [w.future for w in widgets] == [w.build for w in widgets]
     ended = set(concurrent.futures.as_completed([w.future for w in widgets], timeout=300))

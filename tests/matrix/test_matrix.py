@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixture_types import WaitUntil
 
 from trt_widget import Phase, models
 from trt_widget.matrix import BuildMatrix
@@ -28,7 +29,7 @@ def _record_phase_times(matrix: BuildMatrix) -> dict[int, list[float]]:
     return seen
 
 
-def test_three_variants_build_one_at_a_time_and_report(wait_until: Any) -> None:
+def test_three_variants_build_one_at_a_time_and_report(wait_until: WaitUntil) -> None:
     events: list[dict[str, Any]] = []
     lock = threading.Lock()
 
@@ -87,7 +88,7 @@ def test_a_bad_variant_fails_alone_with_the_reason() -> None:
 
 
 @pytest.mark.rtx_long_step
-def test_stop_one_build_alone_then_the_queue_moves_on(long_model_bytes: bytes, wait_until: Any) -> None:
+def test_stop_one_build_alone_then_the_queue_moves_on(long_model_bytes: bytes, wait_until: WaitUntil) -> None:
     matrix = BuildMatrix(
         {"long": long_model_bytes, "small": models.deep_residual(4)},
         variants=[{"optimization_level": 0}],
@@ -108,7 +109,7 @@ def test_stop_one_build_alone_then_the_queue_moves_on(long_model_bytes: bytes, w
     assert small.wait(60) == "succeeded" and small.engine
 
 
-def test_stop_all_cancels_running_and_queued_builds(long_model_bytes: bytes, wait_until: Any) -> None:
+def test_stop_all_cancels_running_and_queued_builds(long_model_bytes: bytes, wait_until: WaitUntil) -> None:
     matrix = BuildMatrix(long_model_bytes, variants=[{}, {"optimization_level": 1}, {"optimization_level": 2}])
     matrix.start()
     wait_until(lambda: matrix.builds[0].model.innermost_running() is not None, timeout=60, what="a first phase")

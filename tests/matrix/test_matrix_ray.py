@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 import pytest
+from fixture_types import RunAsync, WaitUntil
 
 from trt_widget import Build, models
 from trt_widget.matrix import BuildMatrix
@@ -23,7 +24,7 @@ def _in_phase(build: Any, name: str) -> bool:
     return phase is not None and phase.name == name
 
 
-def test_three_variants_stream_live_and_a_bad_variant_fails_alone(wait_until: Any) -> None:
+def test_three_variants_stream_live_and_a_bad_variant_fails_alone(wait_until: WaitUntil) -> None:
     matrix = BuildMatrix(
         models.deep_residual(60),
         variants=[
@@ -72,7 +73,7 @@ def test_three_variants_stream_live_and_a_bad_variant_fails_alone(wait_until: An
     assert [r["status"] for r in rows] == ["succeeded"] * 3 + ["failed"]
 
 
-def test_stop_one_build_alone_within_a_second(long_model_bytes: bytes, wait_until: Any) -> None:
+def test_stop_one_build_alone_within_a_second(long_model_bytes: bytes, wait_until: WaitUntil) -> None:
     matrix = BuildMatrix(
         {"long": long_model_bytes, "small": models.deep_residual(4)}, variants=[{}], executor="ray"
     ).start()
@@ -86,7 +87,7 @@ def test_stop_one_build_alone_within_a_second(long_model_bytes: bytes, wait_unti
     assert small.wait(60) == "succeeded" and small.engine
 
 
-def test_stop_all_reaches_running_and_queued_builds(long_model_bytes: bytes, wait_until: Any) -> None:
+def test_stop_all_reaches_running_and_queued_builds(long_model_bytes: bytes, wait_until: WaitUntil) -> None:
     matrix = BuildMatrix(
         long_model_bytes, variants=[{}, {"optimization_level": 1}, {"optimization_level": 2}], executor="ray"
     ).start()
@@ -109,7 +110,7 @@ def test_stop_all_reaches_running_and_queued_builds(long_model_bytes: bytes, wai
     assert queued[0].timings() == [], details
 
 
-def test_a_killed_worker_fails_its_build_alone(long_model_bytes: bytes, wait_until: Any) -> None:
+def test_a_killed_worker_fails_its_build_alone(long_model_bytes: bytes, wait_until: WaitUntil) -> None:
     matrix = BuildMatrix(
         {"long": long_model_bytes, "small": models.deep_residual(5)}, variants=[{}], executor="ray"
     ).start()
@@ -124,7 +125,7 @@ def test_a_killed_worker_fails_its_build_alone(long_model_bytes: bytes, wait_unt
     assert small.wait(60) == "succeeded"
 
 
-def test_a_stop_between_steps_is_graceful_on_the_remote_builder(wait_until: Any) -> None:
+def test_a_stop_between_steps_is_graceful_on_the_remote_builder(wait_until: WaitUntil) -> None:
     from trt_widget import Build, RayRunner
 
     build = Build(models.deep_residual(1000), runner=RayRunner(), history=False, resources=False).start()
@@ -150,7 +151,7 @@ def test_a_model_the_remote_builder_refuses_fails_with_its_reason() -> None:
     assert fine.status == "succeeded"
 
 
-def test_await_of_a_ray_build_gives_the_engine_or_raises_what_result_raises(run_async: Any) -> None:
+def test_await_of_a_ray_build_gives_the_engine_or_raises_what_result_raises(run_async: RunAsync) -> None:
     import concurrent.futures
 
     from trt_widget import Build, BuildCancelled, BuildError, RayRunner

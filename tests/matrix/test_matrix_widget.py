@@ -7,11 +7,13 @@ import json
 import time
 from typing import Any
 
+from fixture_types import WaitUntil
+
 from trt_widget import models
 from trt_widget.matrix import BuildMatrix
 
 
-def test_rows_expand_stop_and_compare(long_model_bytes: bytes, wait_until: Any) -> None:
+def test_rows_expand_stop_and_compare(long_model_bytes: bytes, wait_until: WaitUntil) -> None:
     matrix = BuildMatrix(
         {"long": long_model_bytes, "small": models.deep_residual(4), "other": models.deep_residual(5)},
         variants=[{"optimization_level": 0}],
@@ -73,7 +75,7 @@ def test_rows_expand_stop_and_compare(long_model_bytes: bytes, wait_until: Any) 
     assert not widget._pump._thread.is_alive()
 
 
-def test_stop_all_message_and_an_idle_matrix(wait_until: Any) -> None:
+def test_stop_all_message_and_an_idle_matrix(wait_until: WaitUntil) -> None:
     matrix = BuildMatrix(models.deep_residual(4), variants=[{}, {"optimization_level": 1}])
     widget = matrix.widget
     data, _ = widget._repr_mimebundle_()

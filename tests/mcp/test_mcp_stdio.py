@@ -15,6 +15,7 @@ from typing import Any
 
 import anyio
 import psutil
+from fixture_types import RunAnyio
 from mcp import Client, StdioServerParameters
 
 from trt_widget._build import AFTER_PHASE
@@ -31,7 +32,7 @@ def stdio() -> Client:
 
 
 def test_build_with_progress_then_bad_input_over_stdio(
-    agent_models: dict[str, Path], run_async: Any, tmp_path: Path
+    agent_models: dict[str, Path], run_async: RunAnyio, tmp_path: Path
 ) -> None:
     seen: list[tuple[float, str | None]] = []
 
@@ -69,7 +70,7 @@ def test_build_with_progress_then_bad_input_over_stdio(
 
 
 def test_a_cancel_over_stdio_stops_the_build_within_a_second(
-    agent_models: dict[str, Path], run_async: Any, tmp_path: Path
+    agent_models: dict[str, Path], run_async: RunAnyio, tmp_path: Path
 ) -> None:
     first = anyio.Event()
 

@@ -12,12 +12,12 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import psutil
 import pytest
+from fixture_types import WaitUntil
 
 from trt_widget import models
 from trt_widget._build import Build
@@ -119,7 +119,7 @@ def test_an_output_replaced_before_first_use_is_not_taken_for_the_engine(tmp_pat
     assert build.engine_size is not None and build.status == "succeeded"
 
 
-def test_a_worker_started_for_another_backend_is_not_used(small: bytes, wait_until: Callable[..., Any]) -> None:
+def test_a_worker_started_for_another_backend_is_not_used(small: bytes, wait_until: WaitUntil) -> None:
     shutdown_workers()  # an empty pool: the pre-started worker is kept, whatever others the suite left
     before = set(pool.idle_pids())
     pool.prewarm("tensorrt")  # as likely_backend() guesses on a machine with both modules and a GPU

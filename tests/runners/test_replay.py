@@ -10,6 +10,7 @@ from typing import Any
 
 import jsonschema
 import pytest
+from fixture_types import RunAsync, WaitUntil
 
 from trt_widget import Build, BuildCancelled, BuildError, BuildWidget, models
 from trt_widget._events import schema
@@ -22,7 +23,7 @@ def _shape(rows: list[PhaseRow]) -> list[tuple[object, ...]]:
     return [(r["name"], names.get(r["parent"]), r["depth"], r["num_steps"], r["step"], r["status"]) for r in rows]
 
 
-def test_a_real_recording_replays_to_the_same_tree_and_times(tmp_path: Path, run_async: Any) -> None:
+def test_a_real_recording_replays_to_the_same_tree_and_times(tmp_path: Path, run_async: RunAsync) -> None:
     recording = tmp_path / "build.jsonl"
     original = Build(models.deep_residual(20), history=False, events=str(recording)).start()
     assert original.wait(120) == "succeeded"
@@ -41,7 +42,9 @@ def test_a_real_recording_replays_to_the_same_tree_and_times(tmp_path: Path, run
         replay.save(str(tmp_path / "x.engine"))
 
 
-def test_a_failed_and_a_cancelled_recording_replay_their_rows_as_they_ended(tmp_path: Path, run_async: Any) -> None:
+def test_a_failed_and_a_cancelled_recording_replay_their_rows_as_they_ended(
+    tmp_path: Path, run_async: RunAsync
+) -> None:
     """The phase a build failed or was stopped in replays as failed or cancelled, not as finished early."""
     not_onnx = tmp_path / "not.onnx"
     not_onnx.write_bytes(b"\x08not an onnx model")
@@ -106,7 +109,7 @@ def test_a_truncated_recording_shows_what_it_has_and_says_it_ended_early() -> No
     assert rows and all(r["end_s"] is not None for r in rows)  # closed, not left running
 
 
-def test_a_paced_replay_stops_on_stop(wait_until: Any) -> None:
+def test_a_paced_replay_stops_on_stop(wait_until: WaitUntil) -> None:
     events = list(gpu_shaped_events(measurements=200, seconds=60))
     build = Build.from_events(events, speed=1.0).start()
     wait_until(lambda: len(build.timings()) > 3, what="a few replayed phases")
@@ -177,7 +180,7 @@ def test_a_recorded_clock_that_jumps_years_pauses_at_most_max_wait_s(monkeypatch
     assert "replayed recording" in build.status_detail
 
 
-def test_a_paced_replay_across_a_huge_jump_waits_and_stops(wait_until: Any) -> None:
+def test_a_paced_replay_across_a_huge_jump_waits_and_stops(wait_until: WaitUntil) -> None:
     """Without the cap the wait raised OverflowError and the replay ended "failed"; now it waits (MAX_WAIT_S)."""
     build = Build.from_events(_jumping(5e10), speed=1.0).start()
     wait_until(lambda: build.timings(), what="the first replayed phase")

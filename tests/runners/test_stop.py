@@ -13,12 +13,12 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import psutil
 import pytest
+from fixture_types import WaitUntil
 
 from trt_widget import _pool, models
 from trt_widget._build import Build
@@ -34,7 +34,7 @@ def long_build() -> bytes:
     return models.to_bytes(models.deep_residual(1000))
 
 
-def reach(build: Build, phase: str, wait_until: Callable[..., Any]) -> None:
+def reach(build: Build, phase: str, wait_until: WaitUntil) -> None:
     def reached() -> bool:
         running = build.model.innermost_running()
         assert not build.done(), f"the build ended ({build.status}: {build.status_detail}) before {phase!r}"
@@ -51,9 +51,7 @@ def gone(pid: int) -> bool:
 
 
 @pytest.mark.rtx_long_step
-def test_default_stop_inside_a_long_step_terminates_the_builder(
-    long_build: bytes, wait_until: Callable[..., Any]
-) -> None:
+def test_default_stop_inside_a_long_step_terminates_the_builder(long_build: bytes, wait_until: WaitUntil) -> None:
     build = Build(long_build, history=False).start()
     reach(build, LONG_STEP, wait_until)
     pid = build.child_pid
@@ -72,7 +70,7 @@ def test_default_stop_inside_a_long_step_terminates_the_builder(
 
 
 @pytest.mark.rtx_long_step
-def test_budget_is_a_hard_limit(long_build: bytes, wait_until: Callable[..., Any]) -> None:
+def test_budget_is_a_hard_limit(long_build: bytes, wait_until: WaitUntil) -> None:
     build = Build(long_build, history=False, budget=600).start()
     reach(build, LONG_STEP, wait_until)
     build._budget_expired()  # what the budget timer calls, at a moment inside the long step
@@ -91,7 +89,7 @@ def test_a_real_budget_timer_ends_the_build(long_build: bytes) -> None:
 
 
 @pytest.mark.rtx_long_step
-def test_a_stopped_builder_ends_on_stop(long_build: bytes, wait_until: Callable[..., Any]) -> None:
+def test_a_stopped_builder_ends_on_stop(long_build: bytes, wait_until: WaitUntil) -> None:
     build = Build(long_build, history=False).start()
     reach(build, LONG_STEP, wait_until)
     assert build.child_pid is not None
@@ -105,7 +103,7 @@ def _hangs(network: Any) -> None:
     time.sleep(3600)
 
 
-def test_a_hung_network_function_ends_on_stop(wait_until: Callable[..., Any]) -> None:
+def test_a_hung_network_function_ends_on_stop(wait_until: WaitUntil) -> None:
     build = Build(_hangs, history=False).start()
     wait_until(lambda: build.child_pid is not None, what="a builder process")
     time.sleep(0.3)  # let the worker enter the function (either way the build must end cancelled)
@@ -144,9 +142,7 @@ def test_sequential_builds_reuse_one_warm_worker() -> None:
     assert second.child_pid in _pool.pool.idle_pids()
 
 
-def test_an_idle_worker_exits_after_the_idle_timeout(
-    monkeypatch: pytest.MonkeyPatch, wait_until: Callable[..., Any]
-) -> None:
+def test_an_idle_worker_exits_after_the_idle_timeout(monkeypatch: pytest.MonkeyPatch, wait_until: WaitUntil) -> None:
     monkeypatch.setenv("TRT_WIDGET_WORKER_IDLE_S", "0.5")
     _pool.shutdown_workers()
     build = Build(models.deep_residual(4), history=False).start()
@@ -207,7 +203,7 @@ def test_builds_run_from_scripts_without_a_main_guard(how: str, tmp_path: Path) 
     assert "status succeeded" in done.stdout, done.stdout + done.stderr
 
 
-def test_a_killed_parent_leaves_no_worker_behind(tmp_path: Path, wait_until: Callable[..., Any]) -> None:
+def test_a_killed_parent_leaves_no_worker_behind(tmp_path: Path, wait_until: WaitUntil) -> None:
     script = tmp_path / "parent.py"
     script.write_text(
         textwrap.dedent("""

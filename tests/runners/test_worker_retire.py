@@ -10,6 +10,7 @@ from typing import Any
 
 import psutil
 import pytest
+from fixture_types import WaitUntil
 
 import trt_widget
 from trt_widget import _pool, models
@@ -56,7 +57,7 @@ def _ended(pid: int | None) -> bool:
 
 
 def test_a_worker_that_ran_a_configure_hook_serves_no_later_build(
-    small: bytes, cell: dict[str, Any], wait_until: Any
+    small: bytes, cell: dict[str, Any], wait_until: WaitUntil
 ) -> None:
     first = Build(small, configure=cell["leaky_configure"], history=False).start()
     assert first.wait(180) == "succeeded", first.error
@@ -77,7 +78,7 @@ def test_a_worker_without_configure_is_kept_warm(small: bytes) -> None:
 
 
 def test_a_worker_holding_a_cuda_context_ends_after_its_build(
-    small: bytes, wait_until: Any, monkeypatch: pytest.MonkeyPatch
+    small: bytes, wait_until: WaitUntil, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The one NVIDIA difference, reproduced: this backend's builder keeps a CUDA context (GPU memory) until its
     process exits. The worker ends after the build; its successor is started, warm for the next build."""

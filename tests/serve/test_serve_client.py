@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import jsonschema
 import pytest
+from fixture_types import RunAsync, WaitUntil
 
 from trt_widget import BuildCancelled, BuildError, BuildWidget
 from trt_widget._events import schema
@@ -89,7 +90,7 @@ def test_build_widget_shows_a_remote_build(server: ServerThread, http: httpx.Cli
 
 
 @pytest.mark.rtx_long_step
-def test_stop_then_force_stop_and_a_follower(server: ServerThread, http: httpx.Client, wait_until: Any) -> None:
+def test_stop_then_force_stop_and_a_follower(server: ServerThread, http: httpx.Client, wait_until: WaitUntil) -> None:
     build = RemoteBuild(server.url, server.token, LONG, force_after=30).start()
     wait_until(lambda: build.remote_id, what="the upload")
     assert build.remote_id is not None
@@ -109,7 +110,7 @@ def test_stop_then_force_stop_and_a_follower(server: ServerThread, http: httpx.C
 
 
 def test_await_of_a_remote_build_raises_what_result_raises(
-    server: ServerThread, http: httpx.Client, wait_until: Any, run_async: Any
+    server: ServerThread, http: httpx.Client, wait_until: WaitUntil, run_async: RunAsync
 ) -> None:
     async def awaited(build: RemoteBuild) -> bytes:
         return await build
@@ -149,7 +150,7 @@ def test_refusals(server: ServerThread) -> None:
         RemoteBuild(server.url, server.token, deep_residual(3), optimization_level=7)
 
 
-def test_busy_server_refuses_or_queues(server: ServerThread, http: httpx.Client, wait_until: Any) -> None:
+def test_busy_server_refuses_or_queues(server: ServerThread, http: httpx.Client, wait_until: WaitUntil) -> None:
     first = RemoteBuild(server.url, server.token, LONG).start()
     wait_until(lambda: first.remote_id, what="the first build on the server")
     refused = RemoteBuild(server.url, server.token, deep_residual(3)).start()

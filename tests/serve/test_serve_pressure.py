@@ -12,11 +12,11 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 import pytest
+from fixture_types import WaitUntil
 
 from trt_widget.models import deep_residual, to_bytes
 from trt_widget.serve import ServerThread
@@ -189,7 +189,7 @@ def test_an_unauthorised_request_with_a_trickling_body_is_closed_after_its_401(t
         assert closed, "the connection was not closed"
 
 
-def test_a_trickling_upload_is_refused_and_frees_the_slot(tmp_path: Path, wait_until: Any) -> None:
+def test_a_trickling_upload_is_refused_and_frees_the_slot(tmp_path: Path, wait_until: WaitUntil) -> None:
     with ServerThread(data=tmp_path, max_concurrent=1, body_timeout=1.0, min_upload_rate=1000) as server:
         with socket.create_connection(_address(server.url), timeout=30) as sock:
             head = f"POST /builds HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {server.token}\r\n"

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from fixture_types import WaitUntil
 
 from trt_widget.models import deep_residual, to_bytes
 from trt_widget.serve import ServerThread
@@ -21,7 +22,7 @@ def server(tmp_path_factory: pytest.TempPathFactory, ray_session: Any) -> Iterat
 
 
 @pytest.mark.rtx_long_step
-def test_ray_executor_builds_and_cancels(server: ServerThread, wait_until: Any) -> None:
+def test_ray_executor_builds_and_cancels(server: ServerThread, wait_until: WaitUntil) -> None:
     build = RemoteBuild(server.url, server.token, deep_residual(5)).start()
     assert build.wait(120) == "succeeded", build.status_detail
     assert len(build.result()) > 0

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixture_types import WaitUntil
 
 import trt_widget
 from trt_widget import BuildCancelled
@@ -156,7 +157,7 @@ def test_an_exception_in_the_codes_step_complete_cancels_as_tensorrt_does_and_es
 
 
 def test_stop_cancels_at_the_next_step_and_the_call_raises_build_cancelled(
-    long_model_bytes: bytes, wait_until: Any
+    long_model_bytes: bytes, wait_until: WaitUntil
 ) -> None:
     call = watch_call(user_build, long_model_bytes)
     build = wait_until(lambda: call.builds and call.builds[0].model.innermost_running() and call.builds[0])
@@ -270,7 +271,7 @@ def test_torch_tensorrt_call_shapes_keyword_arguments_and_the_stream_method() ->
         assert w.builds[1].method == "build_serialized_network_to_stream" and w.builds[1].engine_size is None
 
 
-def test_history_key_comes_from_the_network_and_events_are_written(tmp_path: Path, wait_until: Any) -> None:
+def test_history_key_comes_from_the_network_and_events_are_written(tmp_path: Path, wait_until: WaitUntil) -> None:
     events = tmp_path / "events.jsonl"
     store = tmp_path / "history.sqlite"
     with watch(events=str(events), history=str(store)) as w:
@@ -286,7 +287,7 @@ def test_history_key_comes_from_the_network_and_events_are_written(tmp_path: Pat
 
 
 def test_watch_settings_reach_the_watch_and_every_other_keyword_reaches_the_function(
-    tmp_path: Path, wait_until: Any
+    tmp_path: Path, wait_until: WaitUntil
 ) -> None:
     events = tmp_path / "events.jsonl"
 

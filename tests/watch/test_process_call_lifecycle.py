@@ -9,9 +9,9 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any
 
 import pytest
+from fixture_types import WaitUntil
 from user_scripts import own_tmpdir, script_and_model
 
 from .test_run_lifecycle import alive
@@ -49,7 +49,7 @@ def files_under(directory: Path) -> list[str]:
 
 @pytest.mark.parametrize("end", ["script-ends", "sigkill"])
 def test_the_functions_process_ends_with_its_parent(
-    tmp_path: Path, long_model_bytes: bytes, wait_until: Any, end: str
+    tmp_path: Path, long_model_bytes: bytes, wait_until: WaitUntil, end: str
 ) -> None:
     script, model = script_and_model(tmp_path, SCRIPT, long_model_bytes)
     tmpdir = tmp_path / "tmp"
@@ -87,7 +87,7 @@ RUN_SCRIPT = textwrap.dedent(
 )
 
 
-def test_a_script_ending_after_build_widget_run_ends_the_command(tmp_path: Path, wait_until: Any) -> None:
+def test_a_script_ending_after_build_widget_run_ends_the_command(tmp_path: Path, wait_until: WaitUntil) -> None:
     script = tmp_path / "script.py"
     script.write_text(RUN_SCRIPT)
     tmpdir = tmp_path / "tmp"

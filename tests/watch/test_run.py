@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixture_types import RunAsync, WaitUntil
 
 from trt_widget import Build, BuildCancelled
 from trt_widget.models import deep_residual, to_bytes
@@ -215,7 +216,7 @@ def test_ctrl_c_cancels_polygraphy_convert_and_no_engine_is_written(
 
 
 def test_build_widget_run_stops_polygraphy_within_a_second(
-    tmp_path: Path, long: Path, wait_until: Any, polygraphy: str, run_async: Any
+    tmp_path: Path, long: Path, wait_until: WaitUntil, polygraphy: str, run_async: RunAsync
 ) -> None:
     from trt_widget import BuildWidget
 
@@ -239,7 +240,7 @@ async def _awaited(build: Build) -> bytes:
 
 
 def test_a_relayed_build_is_a_future_with_the_size_the_command_reported(
-    tmp_path: Path, small: Path, run_async: Any
+    tmp_path: Path, small: Path, run_async: RunAsync
 ) -> None:
     from trt_widget import BuildWidget
 

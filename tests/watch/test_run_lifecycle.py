@@ -11,9 +11,9 @@ import sys
 import textwrap
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
+from fixture_types import WaitUntil
 from user_scripts import DIRECT_BUILD, own_tmpdir, script_and_model
 
 COMMAND = textwrap.dedent(
@@ -50,7 +50,7 @@ def start(tmp_path: Path, tmpdir: Path, prefix: list[str] | None = None) -> tupl
     return proc, pids
 
 
-def command_pids(pids: Path, wait_until: Any) -> list[int]:
+def command_pids(pids: Path, wait_until: WaitUntil) -> list[int]:
     wait_until(pids.exists, timeout=90, what="the command to start")
     return [int(p) for p in pids.read_text().split()]
 
@@ -67,7 +67,7 @@ def leftovers(tmpdir: Path) -> list[str]:
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
 def test_a_signal_that_ends_run_ends_its_command_and_leaves_nothing(
-    tmp_path: Path, wait_until: Any, sig: signal.Signals
+    tmp_path: Path, wait_until: WaitUntil, sig: signal.Signals
 ) -> None:
     tmpdir = tmp_path / "tmp"
     proc, pids = start(tmp_path, tmpdir)
@@ -79,7 +79,7 @@ def test_a_signal_that_ends_run_ends_its_command_and_leaves_nothing(
     assert leftovers(tmpdir) == []
 
 
-def test_timeout_ends_the_command_and_leaves_nothing(tmp_path: Path, wait_until: Any) -> None:
+def test_timeout_ends_the_command_and_leaves_nothing(tmp_path: Path, wait_until: WaitUntil) -> None:
     tmpdir = tmp_path / "tmp"
     proc, pids = start(tmp_path, tmpdir, prefix=["timeout", "15"])
     command = command_pids(pids, wait_until)  # started well before the timeout
@@ -89,7 +89,7 @@ def test_timeout_ends_the_command_and_leaves_nothing(tmp_path: Path, wait_until:
 
 
 def test_a_sigkilled_run_takes_its_command_along_and_the_next_run_sweeps_its_directory(
-    tmp_path: Path, wait_until: Any
+    tmp_path: Path, wait_until: WaitUntil
 ) -> None:
     tmpdir = tmp_path / "tmp"
     proc, pids = start(tmp_path, tmpdir)

@@ -39,7 +39,7 @@ def test_the_functions_value_comes_back_and_its_builds_were_shown() -> None:
     call = builds_in_a_process([to_bytes(deep_residual(2)), to_bytes(deep_residual(3))])
     assert isinstance(call, ProcessCall)
     sizes = call.result(180)
-    assert len(sizes) == 2 and all(s > 0 for s in sizes)
+    assert isinstance(sizes, list) and len(sizes) == 2 and all(isinstance(s, int) and s > 0 for s in sizes)
     assert [b.status for b in call.builds] == ["succeeded", "succeeded"]
     assert [b.engine_size for b in call.builds] == sizes
     assert call.returncode == 0 and unpatched()

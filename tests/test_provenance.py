@@ -312,6 +312,7 @@ def test_a_reused_build_is_not_recorded_in_history(onnx_path: Path, tmp_path: Pa
     for _ in range(2):
         build = Build(str(onnx_path), history=store, resources=False, **options).start()
         build.wait()
+        assert build.history is not None
         assert build.history.recorded.wait(60)
     assert build.reused_from == str(engine)
     assert len(store.records()) == 1

@@ -81,8 +81,10 @@ def test_history_records_the_resource_peaks(resnet50_bytes: bytes, tmp_path: Pat
     store = hist.HistoryStore(tmp_path / "h.sqlite")
     build = Build(resnet50_bytes, history=store).start()
     assert build.wait(300) == "succeeded"
+    assert build.history is not None
     assert build.history.recorded.wait(60)
     recorded = hist.list_builds(store)[0]["resources"]
+    assert build.resources is not None
     assert recorded["peak_rss"] == build.resources.summary()["peak_rss"] > 0
     assert recorded["trt_peak"] == build.resources.summary()["trt_peak"]
 

@@ -64,6 +64,7 @@ def test_a_history_store_locked_by_another_process_costs_a_stop_at_most_a_second
             assert build.stop()
             assert build.wait(10) == "cancelled"
             stopped_s = time.monotonic() - asked
+            assert build.history is not None
             assert build.history.ready.wait(10)  # the look-up gave up on the locked store, with the warning
         assert stopped_s <= 1.0, stopped_s
     finally:

@@ -39,10 +39,12 @@ def two_builds(tmp_path_factory: pytest.TempPathFactory, resnet50_bytes: bytes) 
     assert Build(deep_residual(2), history=False).start().wait(120) == "succeeded"
     first = Build(resnet50_bytes, history=store).start()
     assert first.wait(300) == "succeeded"
+    assert first.history is not None
     assert first.history.recorded.wait(60) and first.history.recorded_id is not None
     assert first.history.match is None  # nothing to go on the first time
 
     second = Build(resnet50_bytes, history=store)
+    assert second.history is not None
     assert second.history.ready.wait(60)
     before = second.history.eta()  # idle: the whole past build is expected
     second.start()
@@ -136,9 +138,11 @@ def test_records_list_and_compare(two_builds: dict[str, Any]) -> None:
 def test_other_model_or_options_get_no_eta(two_builds: dict[str, Any], resnet50_bytes: bytes) -> None:
     store = two_builds["store"]
     for build in (Build(resnet50_bytes, history=store, optimization_level=1), Build(deep_residual(4), history=store)):
+        assert build.history is not None
         assert build.history.ready.wait(60)
         assert build.history.error is None
         assert build.history.match is None and build.history.eta() is None and build.history.deltas() is None
+        assert two_builds["second"].history is not None
         assert build.history.key != two_builds["second"].history.key
 
 
@@ -152,10 +156,13 @@ def test_cancelled_and_failed_builds_are_recorded_but_never_used(tmp_path: Path)
     failed = Build(b"not an onnx model", history=store).start()
     assert failed.wait(300) == "failed"
     for build in (cancelled, failed):
+        assert build.history is not None
         assert build.history.recorded.wait(60) and build.history.error is None
     assert [b["status"] for b in list_builds(store)] == ["failed", "cancelled"]
     again = Build(model, history=store)
+    assert again.history is not None
     assert again.history.ready.wait(60)
+    assert cancelled.history is not None
     assert again.history.key == cancelled.history.key and again.history.match is None
     assert again.history.eta() is None
 
@@ -214,6 +221,7 @@ def test_store_selection_and_bad_stores(tmp_path: Path, private_history: Path, m
     model = deep_residual(4)
     assert Build(model, history=False).history is None
     default = Build(model)
+    assert default.history is not None
     assert default.history.store.path == private_history
     monkeypatch.setenv(hist.ENV, str(tmp_path))  # a directory
     assert hist.default_path() == tmp_path / hist.FILENAME
@@ -228,6 +236,7 @@ def test_store_selection_and_bad_stores(tmp_path: Path, private_history: Path, m
         assert HistoryStore(junk).records() == []
     assert len(list(tmp_path.glob("junk.sqlite.corrupt-*"))) == 1
     build = Build(model, history=str(junk))
+    assert build.history is not None
     assert build.history.ready.wait(60)
     assert build.history.error is None and build.history.eta() is None
     with pytest.raises(TypeError, match="history must be"):

@@ -142,14 +142,17 @@ def test_a_failure_while_recording_keeps_status_and_engine(tmp_path: Path, monke
         warnings.simplefilter("always")
         build = Build(deep_residual(4), history=store).start()
         assert build.wait(120) == "succeeded"
+        assert build.history is not None
         assert build.history.recorded.wait(60)
     assert build.status == "succeeded" and build.engine and build.error is None
+    assert build.history is not None
     assert build.history.recorded_id is None and "disk I/O error" in (build.history.error or "")
     assert any("could not record" in m for m in history_warnings(caught))
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the recording warning raising inside the build's end changes nothing
         strict = Build(deep_residual(4), history=store).start()
         assert strict.wait(120) == "succeeded"
+    assert strict.history is not None
     assert strict.engine and strict.status == "succeeded" and strict.history.recorded.wait(60)  # after wait()
 
 
@@ -196,13 +199,16 @@ def test_a_corrupt_store_is_moved_aside_once_and_history_works_again(tmp_path: P
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         first = Build(deep_residual(4), history=str(path)).start()
+        assert first.history is not None
         assert first.wait(120) == "succeeded" and first.history.recorded.wait(60)
         second = Build(deep_residual(4), history=str(path)).start()
+        assert second.history is not None
         assert second.wait(120) == "succeeded" and second.history.recorded.wait(60)
     (aside,) = tmp_path.glob("h.sqlite.corrupt-*")
     assert aside.read_bytes() == junk
     (message,) = history_warnings(caught)  # one warning, saying where the old file went
     assert str(path) in message and str(aside) in message
+    assert first.history is not None and second.history is not None
     assert first.history.error is None and second.history.error is None
     assert second.history.match is not None and second.history.match["id"] == first.history.recorded_id
     assert [b["id"] for b in list_builds(path)] == [second.history.recorded_id, first.history.recorded_id]
@@ -248,6 +254,7 @@ def test_a_damaged_sqlite_store_is_moved_aside(tmp_path: Path) -> None:
 def test_unreadable_rows_are_flagged_in_listings_and_skipped_for_etas(tmp_path: Path) -> None:
     store = HistoryStore(tmp_path / "h.sqlite")
     first = Build(deep_residual(4), history=store).start()
+    assert first.history is not None
     assert first.wait(120) == "succeeded" and first.history.recorded.wait(60)
     key, now = first.history.key, time.time()
     bad_rows = json.dumps(
@@ -279,7 +286,9 @@ def test_unreadable_rows_are_flagged_in_listings_and_skipped_for_etas(tmp_path: 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         again = Build(deep_residual(4), history=store)
+        assert again.history is not None
         assert again.history.ready.wait(60)
+    assert again.history is not None
     assert again.history.error is None and again.history.match is not None
     assert again.history.match["id"] == first.history.recorded_id  # the newest *usable* record
     assert again.history.eta()["total_s"] == pytest.approx(first.elapsed_s, abs=0.01)

@@ -64,6 +64,7 @@ def test_three_variants_build_one_at_a_time_and_report(wait_until: WaitUntil) ->
     compared = compared.to_dict("records") if hasattr(compared, "to_dict") else compared
     assert compared[1]["d_build_s"] == 0 and "d Building engine" in compared[0]
 
+    assert matrix.events is not None
     assert matrix.events.join(10)
     assert events and all(isinstance(e["build"], int) for e in events)
     starts = [e for e in events if e["event"] == "build_start"]

@@ -28,6 +28,7 @@ def built(tmp_path_factory: pytest.TempPathFactory, resnet50_bytes: bytes) -> tu
     store = HistoryStore(tmp_path_factory.mktemp("timeline") / "h.sqlite")
     build = Build(resnet50_bytes, history=store).start()
     assert build.wait(300) == "succeeded"
+    assert build.history is not None
     assert build.history.recorded.wait(60)
     return build, store
 

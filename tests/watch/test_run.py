@@ -225,6 +225,7 @@ def test_build_widget_run_stops_polygraphy_within_a_second(
     notice = widget.stop()
     assert "waits for" in notice and "terminated if it still runs after 0.5 s" in notice
     code = widget.result(30)
+    assert widget.call is not None
     assert widget.call.stopped_at is not None and widget.call.ended_at is not None
     # a process: the forced stop 0.5 s after the graceful one ends it, long before the running step would
     assert widget.call.ended_at - widget.call.stopped_at <= 1.5, widget.call.ended_at - widget.call.stopped_at

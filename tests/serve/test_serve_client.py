@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,12 @@ def http(server: ServerThread) -> Iterator[httpx.Client]:
     server.store.stop_running(timeout=30)
 
 
+def server_rows(value: object) -> list[Mapping[str, object]]:
+    """The rows of a server's JSON reply (``timings``): a list of objects."""
+    assert isinstance(value, list) and all(isinstance(row, dict) for row in value), value
+    return [row for row in value if isinstance(row, dict)]
+
+
 def in_long_step(build: RemoteBuild) -> bool:
     phase = build.model.innermost_running()
     return phase is not None and phase.name == "Determining refit engines"
@@ -62,10 +68,11 @@ def test_remote_build_has_the_build_api(server: ServerThread, http: httpx.Client
     assert remote["status"] == "succeeded" and remote["name"] == "model.onnx"  # the label, never a path
     assert json.loads(http.get(f"/builds/{build.remote_id}").text)["events"] > 10
     local = build.timings()
+    timings = server_rows(remote["timings"])
     assert [(r["id"], r["name"], r["parent"], r["depth"], r["step"]) for r in local] == [
-        (r["id"], r["name"], r["parent"], r["depth"], r["step"]) for r in remote["timings"]
+        (r["id"], r["name"], r["parent"], r["depth"], r["step"]) for r in timings
     ]
-    for mine, theirs in zip(local, remote["timings"], strict=True):  # the server's times, not this process's
+    for mine, theirs in zip(local, timings, strict=True):  # the server's times, not this process's
         assert mine["start_s"] == pytest.approx(theirs["start_s"], abs=1e-5)
         assert mine["duration_s"] == pytest.approx(theirs["duration_s"], abs=1e-5)
     assert build.options.optimization_level == 1

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -204,7 +203,7 @@ def test_many_failures_in_a_row_do_not_poison_the_process(tmp_path: Path) -> Non
     next_build_succeeds()
 
 
-def test_parse_failure_via_a_path_reads_the_file(tmp_path: Path, small_model: Callable[..., Any]) -> None:
+def test_parse_failure_via_a_path_reads_the_file(tmp_path: Path, small_model: Any) -> None:
     """A valid model behind a path builds (the control for the corrupt-file case above)."""
     path = tmp_path / "ok.onnx"
     path.write_bytes(to_bytes(small_model))

@@ -187,7 +187,8 @@ def test_gpu_memory_figures_say_whose_they_are() -> None:
         pytest.skip("no NVML GPU here: no GPU memory figures to label")
     scope = str(summary["gpu_scope"])
     assert scope.startswith((f"the builder process (pid {build.child_pid}) on GPU", "all processes on GPU")), scope
-    assert summary["gpu_at_start"]["total"] > 0 and summary["gpu_device"]["name"]
+    at_start, device = summary["gpu_at_start"], summary["gpu_device"]
+    assert at_start is not None and at_start["total"] > 0 and device is not None and device["name"]
 
 
 def test_the_engine_inspector_agrees_with_the_log_record_where_the_engine_deserializes() -> None:

@@ -297,7 +297,8 @@ def test_a_build_on_device_1_samples_gpu_1_and_keys_its_history_by_it(
     summary = sampler.summary()
     assert summary["peak_gpu_mem"] == 3 * GIB  # this process's memory on GPU 1, not 1 GiB of pid 4242 on GPU 0
     assert summary["gpu_scope"] == f"the builder process (pid {os.getpid()}) on GPU 1 (NVIDIA A100-SXM4-80GB)"
-    assert summary["gpu_device"]["name"] == "NVIDIA A100-SXM4-80GB"
+    device = summary["gpu_device"]
+    assert device is not None and device["name"] == "NVIDIA A100-SXM4-80GB"
     assert like_facts(cast(Build, build))["gpu"]["name"] == "NVIDIA A100-SXM4-80GB"
     build.options.device = None
     assert like_facts(cast(Build, build))["gpu"]["name"] == "NVIDIA H200"

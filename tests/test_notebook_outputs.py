@@ -85,7 +85,8 @@ def test_a_finished_output_keeps_the_widget_view_once_a_front_end_showed_one() -
     w.start()
     assert w.wait(timeout=300) == "succeeded"
     data = w._bundle()[0]
-    assert WIDGET_VIEW not in data and "Succeeded" in data["text/html"]  # nobody showed a view
+    html = data["text/html"]
+    assert WIDGET_VIEW not in data and isinstance(html, str) and "Succeeded" in html  # nobody showed a view
     refreshed: list[bool] = []
     w._refresh_display = lambda: refreshed.append(True)  # type: ignore[method-assign]
     w._handle_custom_msg({"type": "view"}, [])  # the message a rendered view sends (late: after the end)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -150,12 +151,12 @@ def _network_that_logs_a_timing_runner(network: Any) -> None:
         4, "--------------- Timing Runner: {ForeignNode[/blocks.0/attn/MatMul.../Softmax]} (Myelin[0x80000023])"
     )
     time.sleep(1.5)
-    t = trt()
+    t: Any = trt()  # the network API beyond what trt_widget itself calls
     relu = network.add_activation(network.add_input("x", t.float32, (1, 4)), t.ActivationType.RELU)
     network.mark_output(relu.get_output(0))
 
 
-def timing(build: Build) -> dict[str, Any] | None:
+def timing(build: Build) -> Mapping[str, object] | None:
     """What the snapshot says the autotuner times, if anything."""
     activity = snapshot(build)["activity"]
     return activity["timing"] if activity else None

@@ -118,7 +118,8 @@ def test_records_list_and_compare(two_builds: dict[str, Any]) -> None:
     assert newest["total_s"] == pytest.approx(second.elapsed_s)
     assert newest["based_on_id"] == first.history.recorded_id
     assert newest["backend"]["version"] and newest["options"] == second.options.summary()
-    assert newest["resources"]["peak_rss"] > 0
+    resources = newest["resources"]
+    assert resources is not None and (resources["peak_rss"] or 0) > 0
 
     rows = compare(first.history.recorded_id, second.history.recorded_id, store=store)
     assert rows[0]["path"] == "(total)"
@@ -130,7 +131,8 @@ def test_records_list_and_compare(two_builds: dict[str, Any]) -> None:
     costs = [p for p in by_path if "Computing reformatting costs" in p]
     assert any(p.endswith("Computing reformatting costs [2]") for p in costs)  # repeated names stay apart
     for row in rows[1:]:
-        assert row["delta"] == pytest.approx(row["b_s"] - row["a_s"])
+        b_s, a_s = row["b_s"], row["a_s"]
+        assert b_s is not None and a_s is not None and row["delta"] == pytest.approx(b_s - a_s)
     # a live Build compares with a record too, and the same build with itself has zero deltas
     assert all(r["delta"] == pytest.approx(0.0) for r in compare(second, second.history.recorded_id, store=store))
 

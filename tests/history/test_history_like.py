@@ -73,9 +73,11 @@ def test_eta_only_against_a_build_on_the_same_gpu(on_gpu: Any, model_bytes: byte
     on_gpu(H200)
     same = Build(model_bytes, history=store, isolation="thread")
     assert same.history is not None
-    assert same.history.ready.wait(60) and same.history.match["id"] == first.history.recorded_id
+    assert same.history.ready.wait(60) and same.history.match is not None
+    assert same.history.match["id"] == first.history.recorded_id
     assert same.history.based_on is not None
     assert same.history.based_on.endswith(", same NVIDIA H200 (compute 9.0, driver 580.159.04)")
+    assert same.history.key is not None
     record = store.latest(same.history.key)
     assert record is not None and record["gpu"] == H200  # the record says which GPU it was built on
 

@@ -48,7 +48,7 @@ def test_wait_returns_before_the_record_is_written(
     writing, release = threading.Event(), threading.Event()
     original = store.add
 
-    def slow_add(record: dict[str, Any], **kwargs: Any) -> int:
+    def slow_add(record: Any, **kwargs: Any) -> int:
         writing.set()
         assert release.wait(60)
         return original(record, **kwargs)

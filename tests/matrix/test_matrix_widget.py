@@ -69,7 +69,8 @@ def test_rows_expand_stop_and_compare(long_model_bytes: bytes, wait_until: WaitU
 
     data, _ = widget._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in data
-    assert "<table" in data["text/html"] and "succeeded" in data["text/plain"]
+    html, plain = data["text/html"], data["text/plain"]
+    assert isinstance(html, str) and isinstance(plain, str) and "<table" in html and "succeeded" in plain
     widget.close()
     widget._pump.join(5)
     assert not widget._pump._thread.is_alive()
@@ -79,7 +80,8 @@ def test_stop_all_message_and_an_idle_matrix(wait_until: WaitUntil) -> None:
     matrix = BuildMatrix(models.deep_residual(4), variants=[{}, {"optimization_level": 1}])
     widget = matrix.widget
     data, _ = widget._repr_mimebundle_()
-    assert "idle" in data["text/plain"]
+    plain = data["text/plain"]
+    assert isinstance(plain, str) and "idle" in plain
     widget._on_custom_msg(widget, {"type": "stop_all"}, [])  # before start: nothing to stop
     matrix.start()
     widget._on_custom_msg(widget, {"type": "stop_all"}, [])

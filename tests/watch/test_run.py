@@ -22,6 +22,7 @@ from fixture_types import RunAsync, WaitUntil
 
 from trt_widget import Build, BuildCancelled
 from trt_widget.models import deep_residual, to_bytes
+from trt_widget.watch import CommandRun
 
 from ._unpatched import unpatched
 
@@ -225,7 +226,7 @@ def test_build_widget_run_stops_polygraphy_within_a_second(
     notice = widget.stop()
     assert "waits for" in notice and "terminated if it still runs after 0.5 s" in notice
     code = widget.result(30)
-    assert widget.call is not None
+    assert isinstance(widget.call, CommandRun)
     assert widget.call.stopped_at is not None and widget.call.ended_at is not None
     # a process: the forced stop 0.5 s after the graceful one ends it, long before the running step would
     assert widget.call.ended_at - widget.call.stopped_at <= 1.5, widget.call.ended_at - widget.call.stopped_at

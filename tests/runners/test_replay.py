@@ -160,7 +160,9 @@ def _jumping(gap: float) -> list[dict[str, Any]]:
     events = list(gpu_shaped_events(measurements=3, threads=1, seed=2))
     first = next(i for i, e in enumerate(events) if e["event"] == "phase_start")
     for event in events[first + 1 :]:
-        event["t"] += gap
+        t = event["t"]
+        assert isinstance(t, float)
+        event["t"] = t + gap
     return events
 
 

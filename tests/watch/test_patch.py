@@ -17,7 +17,7 @@ import trt_widget
 from trt_widget import BuildCancelled
 from trt_widget._build import FRAME_PHASES
 from trt_widget.models import deep_residual, to_bytes
-from trt_widget.watch import METHODS, Watch, is_patched, watch, watch_call
+from trt_widget.watch import METHODS, Watch, WatchedBuild, is_patched, watch, watch_call
 
 from ._unpatched import TRUE_ORIGINALS, left_behind, unpatched
 
@@ -153,14 +153,16 @@ def test_an_exception_in_the_codes_step_complete_cancels_as_tensorrt_does_and_es
     with watch() as w:
         assert builder.build_serialized_network(network, config) is None
     assert w.builds[0].status == "cancelled"
-    assert any("the code's monitor failed" in e for e in w.builds[0].monitor.errors)
+    monitor = w.builds[0].monitor
+    assert monitor is not None and any("the code's monitor failed" in e for e in monitor.errors)
 
 
 def test_stop_cancels_at_the_next_step_and_the_call_raises_build_cancelled(
     long_model_bytes: bytes, wait_until: WaitUntil
 ) -> None:
     call = watch_call(user_build, long_model_bytes)
-    build = wait_until(lambda: call.builds and call.builds[0].model.innermost_running() and call.builds[0])
+    wait_until(lambda: call.builds and call.builds[0].model.innermost_running())
+    build = call.builds[0]
     notice = call.stop()
     assert notice.startswith("Stopping: waits for the current step of")
     with pytest.raises(BuildCancelled, match="cancelled"):
@@ -226,8 +228,8 @@ def test_concurrent_watches_each_see_only_their_own_builds() -> None:
 
     a, b = watch_call(work, SMALL, 1), watch_call(work, OTHER, 2)
     assert (a.result(180), b.result(180)) == (1, 2)
-    assert [x.network["layers"] for x in a.builds] == [6]
-    assert [x.network["layers"] for x in b.builds] == [9, 9]
+    assert [x.network["layers"] for x in a.builds if isinstance(x, WatchedBuild)] == [6]
+    assert [x.network["layers"] for x in b.builds if isinstance(x, WatchedBuild)] == [9, 9]
     assert unpatched()
 
 
@@ -296,7 +298,9 @@ def test_watch_settings_reach_the_watch_and_every_other_keyword_reaches_the_func
         return user_build(data).nbytes, events
 
     call = watch_call(fn, SMALL, events="fn's own", watch_settings={"events": str(events), "history": False})
-    size, own = call.result(180)
+    result = call.result(180)
+    assert isinstance(result, tuple)
+    size, own = result
     assert own == "fn's own" and call.builds[0].history is None
     wait_until(lambda: events.exists() and '"build_end"' in events.read_text(), what="the build_end event")
     end = json.loads(events.read_text().splitlines()[-1])
@@ -344,7 +348,9 @@ def test_the_no_patch_left_behind_check_sees_a_wrapper_the_bookkeeping_forgot(mo
     from trt_widget.watch import _patch
 
     def leaky() -> None:  # restores Thread.start, leaves the Builder methods wrapped
-        threading.Thread.start = _patch._thread_start  # type: ignore[method-assign]
+        original = _patch._thread_start
+        assert original is not None
+        threading.Thread.start = original  # type: ignore[method-assign]
         _patch._thread_start = None
         _patch._patched.clear()
         _patch._originals.clear()

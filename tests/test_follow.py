@@ -9,7 +9,7 @@ import threading
 from typing import TYPE_CHECKING, Any, cast
 
 from trt_widget._follow import Follower, path_fraction, path_label, running_path
-from trt_widget._phases import PhaseModel
+from trt_widget._phases import PhaseModel, PhaseRow
 from trt_widget._subscribe import BuildEvent
 
 if TYPE_CHECKING:
@@ -63,8 +63,11 @@ def test_the_path_runs_from_the_root_to_the_innermost_running_phase() -> None:
 
 
 def test_the_fraction_stays_within_0_and_1_for_odd_step_counts() -> None:
-    rows = [{"name": "a", "step": 9, "num_steps": 3, "parent": None, "id": 0}]
-    assert path_fraction(rows) == 1.0
+    row: PhaseRow = {
+        "id": 0, "name": "a", "parent": None, "depth": 0, "step": 9, "num_steps": 3,
+        "start_s": 0.0, "end_s": None, "duration_s": None, "status": "running",
+    }  # fmt: skip
+    assert path_fraction([row]) == 1.0
 
 
 def test_a_burst_of_events_is_one_wake_up_and_updates_are_throttled() -> None:

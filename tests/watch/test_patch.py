@@ -167,7 +167,7 @@ def test_stop_cancels_at_the_next_step_and_the_call_raises_build_cancelled(
     assert notice.startswith("Stopping: waits for the current step of")
     with pytest.raises(BuildCancelled, match="cancelled"):
         call.result(180)
-    assert build.status == "cancelled" and build.cancel_info["phase"]
+    assert build.status == "cancelled" and build.cancel_info is not None and build.cancel_info["phase"]
     assert unpatched()
 
 

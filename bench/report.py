@@ -79,7 +79,9 @@ ORDER = [
     "P16-size",
     "P16-parse",
     "P17",
-    "P17-hash",
+    "P17-cold",
+    "P17-hash-1g",
+    "P17-hash-1g-known",
 ]
 
 

@@ -336,8 +336,10 @@ def _main(argv: list[str], whole_process: bool) -> int:
 def _start_builder_early(argv: list[str], whole_process: bool) -> None:
     """``build`` with the default process isolation: start the builder process before anything else, so its
     start (Python, TensorRT) overlaps this process's own imports and checks instead of following them. In a
-    process that is the command line (``whole_process``), the worker ends as soon as its one build is done."""
-    if argv[:1] != ["build"] or {"-h", "--help"} & set(argv):
+    process that is the command line (``whole_process``), the worker ends as soon as its one build is done. Not
+    with ``--reuse``: an engine found ends the build in milliseconds, and a builder starting beside that check
+    would only take the CPU from it (on a miss the builder starts then)."""
+    if argv[:1] != ["build"] or {"-h", "--help", "--reuse"} & set(argv):
         return
     for index, arg in enumerate(argv):
         if arg.startswith("--isolation="):

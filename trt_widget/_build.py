@@ -8,6 +8,7 @@ than ``force_after`` seconds (0.1 by default; docs/stop.md).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import threading
@@ -30,8 +31,11 @@ from ._files import (
     WrittenFile,
     atomic_write,
     check_output,
+    claim_targets,
     expand_user,
     refuse_inputs,
+    refuse_taken,
+    release_targets,
     write_output,
 )
 from ._gpu import memory_skip_note
@@ -62,6 +66,7 @@ if TYPE_CHECKING:
 
     from ._events import EventStream
     from .history import HistoryStore
+    from .provenance import HashCache
 
 __all__ = ["BUILD_STATUSES", "FINAL", "Build", "BuildArgs", "HistorySetting"]
 
@@ -104,8 +109,6 @@ TIMING_COLUMNS = ["id", "name", "parent", "depth", "step", "num_steps", "start_s
 
 
 # output= of the builds running in this process, by real path: a second build started onto one is refused
-_writing: dict[str, Build] = {}
-_writing_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -146,6 +149,12 @@ class Build(Waiting):
         self.options = BuildOptions.from_kwargs(**options)  # unknown names: TypeError with "did you mean"
         self.source = ModelSource.of(model)
         sink_path = events if isinstance(events, (str, os.PathLike)) else None
+        self._hashes: HashCache | None = None  # reuse=True: file hashes remembered in the engine cache
+        known_model = False  # reuse=True of a model whose hash is remembered: most likely found, nothing to build
+        if self.options.reuse and self.source.kind == "path" and isinstance(self.source.value, str):
+            real = os.path.realpath(expand_user(self.source.value))
+            known_model = self._hash_cache().recall(real) is not None  # (and spares the checks below a read)
+        self._events_path = sink_path
         refuse_inputs(  # the model, its external data (or a recording): never written
             self,
             output=self.options.output,
@@ -171,13 +180,16 @@ class Build(Waiting):
             for name, taken in named:
                 if taken is not None and os.path.realpath(expand_user(taken)) == log_real:
                     raise ValueError(f"log_file= and {name}= are the same file ({taken}): choose another log file")
+        refuse_taken(
+            self, {"events=": sink_path}
+        )  # opened below: not another running build's file (start() checks all)
         if self.options.output:  # found now, not after the build: OSError naming the path and the reason
-            check_output(self.options.output, "output=", self)
+            check_output(self.options.output, "output=", self, now=False)
         if self.options.isolation == "process" or runner is not None:
             from .runners import check_transferable, pool
 
             check_transferable(self.source, self.options.configure)  # what cannot reach a builder fails here
-            if runner is None:
+            if runner is None and not known_model:
                 pool.prewarm()
         self.runner: Runner = runner if runner is not None else runner_for(self.options)
         self.model = PhaseModel(clock, FRAMING if self.runner.framed else None)
@@ -373,28 +385,29 @@ class Build(Waiting):
         """Call ``callback(build)`` in ``start()``, after the clock restarts and before the builder runs."""
         self._on_start.append(callback)
 
+    shared_roles: frozenset[str] = frozenset({"timing_cache="})  # files other running builds may write too
+
+    def _targets(self) -> dict[str, str | os.PathLike[str] | None]:
+        """The files this build writes while it runs, by role: held from ``start()`` to its end."""
+        from .provenance import manifest_path
+
+        output = self.options.output
+        return {
+            "output=": output,
+            "manifest (beside output=)": manifest_path(output) if output else None,
+            "events=": self._events_path,
+            "timing_cache=": self.options.timing_cache,
+            "log_file=": self.options.log_file,
+        }
+
     def _claim_output(self) -> None:
-        """Refuse to start while another build of this process writes the same output= (the last engine would
-        replace the first without a word)."""
-        if not self.options.output:
-            return
-        real = os.path.realpath(expand_user(self.options.output))
-        with _writing_lock:
-            other = _writing.get(real)
-            if other is not None and other is not self:
-                raise ValueError(
-                    f"output={self.options.output!r} is being written by another build that is still running "
-                    f"({other!r}): wait for it to end, or give this build its own output="
-                )
-            _writing[real] = self
-        self._output_claim = real
+        """Refuse to start while another build of this process writes one of this build's files (the engine, its
+        manifest, the events, the timing cache as anything but a timing cache, the log): the last one to write
+        would replace or interleave with the other's without a word."""
+        claim_targets(self, self._targets())
 
     def _release_output(self) -> None:
-        real = getattr(self, "_output_claim", None)
-        if real is not None:
-            with _writing_lock:
-                if _writing.get(real) is self:
-                    del _writing[real]
+        release_targets(self)
 
     # -- control -------------------------------------------------------------------------------------
     def start(self) -> Self:
@@ -474,6 +487,9 @@ class Build(Waiting):
                 f"no engine to save: the build is {self._status}{cause}{waiting}"
                 + (" (a replayed recording holds no engine)" if self.engine == b"" else "")
             )
+        from .provenance import manifest_path
+
+        refuse_taken(self, {"path=": path, "manifest (beside path=)": manifest_path(path)})  # a running build's files
         write_output(path, self.engine, "path", self, sync=ENGINES_SYNCED)  # the one output-path policy
         try:
             from .provenance import write_manifest
@@ -581,37 +597,50 @@ class Build(Waiting):
 
     # -- provenance: the manifest beside the engine, reuse ------------------------------------------------------
     def _provenance_identity(self) -> dict[str, Any]:
-        """What determines this build's engine (hashing the model and its external data once)."""
+        """What determines this build's engine (hashing the model and its external data once; with reuse=True,
+        hashes remembered in the engine cache spare reading unchanged files)."""
         if self._identity is None:
             from .provenance import identity_of, model_identity
 
-            self._model_identity = model_identity(self.source)
-            self._identity = identity_of(self, self._model_identity)
+            hashes = self._hash_cache() if self.options.reuse else None
+            self._model_identity = model_identity(self.source, hashes)
+            self._identity = identity_of(self, self._model_identity, hashes)
         return self._identity
+
+    def _hash_cache(self) -> HashCache:
+        """The file hashes remembered in the engine cache directory (loaded once; reuse=True only)."""
+        if self._hashes is None:
+            from .provenance import HashCache, reuse_dir_of
+
+            self._hashes = HashCache(reuse_dir_of(self.options.reuse_dir))
+        return self._hashes
 
     def _find_reusable(self) -> bytes | WrittenFile | None:
         """reuse=True: the engine of an earlier build whose manifest matches this one's identity (at output=, else
         in the engine cache), put at output=; None (and a note saying why) when this build must build."""
-        from .provenance import (
-            cache_entry,
-            copy_into_place,
-            find_reusable,
-            key_of,
-            manifest_path,
-            prehash,
-            reuse_dir_of,
-        )
+        from .provenance import manifest_path
 
         began = self._clock()
         output = Path(self.options.output) if self.options.output else None
-        known: dict[tuple[int, int, int, int], str] = {}
+        hashes = self._hash_cache()
+        if hashes.ignored:
+            self._note(f"reuse: ignored the hash cache: {hashes.ignored}")
         ahead = None
-        if output is not None and manifest_path(output).is_file():  # hash the engine there while the model is
-            ahead = threading.Thread(target=lambda: known.update(prehash(output)), name="trt_widget-reuse", daemon=True)
+        if output is not None and manifest_path(output).is_file():
+            # check the engine there (by its remembered hash, or read) while the model is hashed
+            ahead = threading.Thread(target=_quietly, args=(hashes.file, output), name="trt_widget-reuse", daemon=True)
             ahead.start()
         identity = self._provenance_identity()
         if ahead is not None:
             ahead.join()
+        try:
+            return self._reuse_found(identity, output, began)
+        finally:
+            hashes.save()
+
+    def _reuse_found(self, identity: dict[str, Any], output: Path | None, began: float) -> bytes | WrittenFile | None:
+        from .provenance import cache_entry, copy_into_place, find_reusable, key_of, reuse_dir_of
+
         if identity["model"] is None:
             self._note("reuse: built anew: a network function's code (or an unreadable model) has no content hash")
             return None
@@ -620,7 +649,8 @@ class Build(Waiting):
             return None
         key = key_of(identity)
         directory = reuse_dir_of(self.options.reuse_dir)
-        found = find_reusable([*([output] if output else []), cache_entry(directory, key)], key, identity, known)
+        candidates = [*([output] if output else []), cache_entry(directory, key)]
+        found = find_reusable(candidates, key, identity, self._hash_cache())
         for warning in found.warnings:
             log.warning("reuse: %s", warning)
             self._note(f"reuse: {warning}")
@@ -637,7 +667,7 @@ class Build(Waiting):
                 return None
         elif found.path != output:
             try:
-                engine = copy_into_place(found.path, output)
+                engine = copy_into_place(found.engine, output)
             except OSError as exc:
                 raise BuildError(f"reuse: found {found.path} but could not copy it to {output}: {exc}") from exc
         self._engine_digest = (found.sha256, found.engine.size)
@@ -671,7 +701,11 @@ class Build(Waiting):
             if self._engine_digest is not None:  # a reused engine, checked against its manifest
                 digest, size = self._engine_digest
             elif isinstance(engine, WrittenFile):
-                digest, size = file_sha256(engine.path)
+                if self.options.reuse:  # remembered: the next reuse=True build need not read it again
+                    hashed = self._hash_cache().file(engine.path)[0]
+                    digest, size = hashed.sha256, hashed.size
+                else:
+                    digest, size = file_sha256(engine.path)
                 if size != engine.size:
                     raise OSError(f"{engine.path} changed after this build wrote it")
             else:
@@ -709,6 +743,8 @@ class Build(Waiting):
                     self, entry.name, digest, size, identity, self._model_identity, report=self._engine_report[0]
                 )
                 write_manifest(entry, kept)
+            if self._hashes is not None:
+                self._hashes.save()
         except Exception as exc:  # the engine is built and in place: a missing manifest is a warning
             self._note(f"warning: the engine's manifest could not be written ({exc})")
 
@@ -794,3 +830,9 @@ class Build(Waiting):
         if path is not None:
             check_output(path, "path", self)
         return to_trace(self, path)
+
+
+def _quietly(work: Callable[[Path], object], path: Path) -> None:
+    """``work(path)`` on a helper thread, its failure left for the caller's own attempt to report."""
+    with contextlib.suppress(Exception):
+        work(path)

@@ -297,6 +297,8 @@ def _build_on_device(
         config.progress_monitor = None
     if serialized is None:
         if monitor.cancel_event.is_set():
+            if cache is not None and options.timing_cache:  # what TensorRT timed before the stop: a later build resumes
+                _save_timing_cache(config, options.timing_cache, logger, stopped=True)
             return None
         details = (
             "; ".join(_short(m) for m in significant(logger.errors())[-3:]) or "TensorRT gave no reason (see the log)"
@@ -407,10 +409,12 @@ def _looks_like_a_timing_cache(config: Any, data: bytes) -> bool:
     return not magic or data.startswith(magic)
 
 
-def _save_timing_cache(config: Any, path: str, logger: CaptureLogger) -> None:
+def _save_timing_cache(config: Any, path: str, logger: CaptureLogger, *, stopped: bool = False) -> None:
     """Merge the build's timing cache into the file's current one and replace the file, under a lock beside it: a
     concurrent build sharing the file (a matrix, the service) keeps its entries. Any failure is a warning: the
-    engine is the product, the cache an extra."""
+    engine is the product, the cache an extra. ``stopped``: the build was stopped; the cache the application owns
+    (``create_timing_cache``, attached by ``set_timing_cache``) still holds what TensorRT timed until then and may
+    be serialized (NvInfer.h documents no state in which ``ITimingCache::serialize`` is refused)."""
     try:
         with warnings.catch_warnings(), _file_lock(path):
             warnings.simplefilter("ignore", DeprecationWarning)
@@ -462,6 +466,8 @@ def _save_timing_cache(config: Any, path: str, logger: CaptureLogger) -> None:
                     f"or another file beginning as one does); kept as {kept}, replaced",
                 )
             atomic_write(path, bytes(memoryview(serialized)))
+            if stopped:
+                logger.log(3, f"timing_cache: the build was stopped; what TensorRT timed until then is kept in {path}")
     except OSError as exc:
         logger.log(2, f"timing_cache: could not save to {path} ({exc.strerror or exc}); the engine is fine")
     except Exception as exc:
@@ -659,7 +665,7 @@ def _parse_file(parser: Any, path: str, source: ModelSource) -> bool:
                 return bool(parser.parse_from_file(path))
             return bool(parser.parse(data, path))  # path: where its external data lies
         if empty or capabilities()["gil_unsafe_parse"]:  # the parser says what is wrong with an empty file
-            check_external_data(file_locations(path), source.directory, source.label, source.hint)
+            check_external_data(file_locations(path, remembered=False), source.directory, source.label, source.hint)
             return bool(parser.parse_from_file(path))
         with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
             view = memoryview(mapped)

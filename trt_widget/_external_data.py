@@ -11,12 +11,19 @@ from __future__ import annotations
 
 import mmap
 import os
+import threading
+import time
 from collections.abc import Iterator
 
 from ._errors import BuildError
 
 MAX_DEPTH = 64  # graphs nest in node attributes; deeper than any real model
 QUICK_SCAN_BYTES = 16 << 20  # below this, searching for the key "location" is quicker than walking the nodes
+# A file's stat seen as unchanged is trusted only when its last change (ctime: set by every write, truncate, rename
+# onto and utime, never set back by a user) lies this long before it was read: a write in the same tick of a coarse
+# file-system clock (1 s on some, 2 s on FAT) would otherwise leave every stat field as it was ("racy git").
+RACY_NS = 2_000_000_000
+MEMO_FILES = 64
 
 
 class _Malformed(Exception):
@@ -158,18 +165,60 @@ def external_locations(data: bytes | memoryview) -> list[str]:
 MAP_FILES = False
 
 
-def file_locations(path: str, mapped: mmap.mmap | None = None) -> list[str]:
+def stat_key(info: os.stat_result) -> str:
+    """``device:inode:size:mtime_ns:ctime_ns``: changes with any write, replacement or utime of the file."""
+    return f"{info.st_dev}:{info.st_ino}:{info.st_size}:{info.st_mtime_ns}:{info.st_ctime_ns}"
+
+
+def settled(info: os.stat_result, read_at: int) -> bool:
+    """Whether what was read of the file ``info`` describes from ``read_at`` (``time.time_ns()``) still holds
+    while its stat is unchanged: its last change lies :data:`RACY_NS` before the read began."""
+    return max(info.st_ctime_ns, info.st_mtime_ns) <= read_at - RACY_NS
+
+
+_memo_lock = threading.Lock()
+_memo: dict[str, tuple[int, tuple[str, ...]]] = {}  # stat_key -> (read_at, locations), this process only
+
+
+def remember_locations(info: os.stat_result, read_at: int, locations: tuple[str, ...] | list[str]) -> None:
+    """Keep the external-data locations read (from ``read_at``) of the model file ``info`` describes, so the
+    output-path checks of a build do not read an unchanged model again (a few files, this process only)."""
+    with _memo_lock:
+        _memo.pop(stat_key(info), None)
+        _memo[stat_key(info)] = (read_at, tuple(locations))
+        while len(_memo) > MEMO_FILES:
+            del _memo[next(iter(_memo))]
+
+
+def _recall(info: os.stat_result) -> list[str] | None:
+    with _memo_lock:
+        found = _memo.get(stat_key(info))
+    return list(found[1]) if found is not None and settled(info, found[0]) else None
+
+
+def file_locations(path: str, mapped: mmap.mmap | None = None, *, remembered: bool = True) -> list[str]:
     """``external_locations`` of an ONNX file, read through a read-only map in the builder process (big tensors are
-    never copied), read into memory elsewhere (see ``MAP_FILES``); ``mapped``: the caller's map of that file."""
+    never copied), read into memory elsewhere (see ``MAP_FILES``); ``mapped``: the caller's map of that file.
+    Remembered by the file's stat in this process (see :func:`settled`); ``remembered=False``: read now (the check
+    before TensorRT's parser reads the file, which trusts no earlier answer)."""
     if mapped is not None:
         return _mapped_locations(mapped)
     with open(path, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        known = _recall(info) if remembered else None
+        if known is not None:
+            return known
+        read_at = time.time_ns()
         if not MAP_FILES:
-            return external_locations(handle.read())
-        if os.fstat(handle.fileno()).st_size == 0:
-            return []
-        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as own:
-            return _mapped_locations(own)
+            found = external_locations(handle.read())
+        elif info.st_size == 0:
+            found = []
+        else:
+            with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as own:
+                found = _mapped_locations(own)
+        if stat_key(os.fstat(handle.fileno())) == stat_key(info):
+            remember_locations(info, read_at, found)
+    return found
 
 
 def _mapped_locations(mapped: mmap.mmap) -> list[str]:

@@ -15,6 +15,7 @@ import errno
 import os
 import re
 import stat
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -198,14 +199,77 @@ def refuse_inputs(build: object, **targets: str | os.PathLike[str] | None) -> No
     _refuse(build_inputs(build), targets)
 
 
-def check_output(path: str | os.PathLike[str], what: str, build: object = None) -> Path:
+# what running builds of this process write, real path -> {id(build): (build, role)}; a file may be shared only
+# in a role both builds' ``shared_roles`` name: timing caches (TensorRT merges them, under the cache's lock file,
+# across processes too), and a watch's one events file for the builds it caught
+_claims: dict[str, dict[int, tuple[object, str]]] = {}
+_claims_lock = threading.Lock()
+SHARED_ROLES = frozenset({"timing_cache="})
+
+
+def _shares(build: object, role: str) -> bool:
+    return role in getattr(build, "shared_roles", SHARED_ROLES)
+
+
+Targets = dict[str, "str | os.PathLike[str] | None"]
+
+
+def _taken(build: object, role: str, path: str | os.PathLike[str]) -> str | None:
+    """The message refusing ``path`` as ``build``'s ``role`` when another running build writes it; None if free."""
+    for other, other_role in _claims.get(os.path.realpath(expand_user(path)), {}).values():
+        if other is not build and not (role == other_role and _shares(build, role) and _shares(other, role)):
+            return (
+                f"{role} {str(path)!r} is being written by another build that is still running ({other!r}), as its "
+                f"{other_role}: wait for it to end, or choose another path"
+            )
+    return None
+
+
+def refuse_taken(build: object, targets: Targets) -> None:
+    """ValueError when a target (role -> path) is a file another running build of this process writes (its
+    ``output=``, the manifest beside it, ``events=``, ``timing_cache=``, ``log_file=``): one would destroy or
+    interleave with the other's file. Two builds may share a timing cache."""
+    with _claims_lock:
+        for role, path in targets.items():
+            problem = _taken(build, role, path) if path is not None else None
+            if problem is not None:
+                raise ValueError(problem)
+
+
+def claim_targets(build: object, targets: Targets) -> None:
+    """``refuse_taken``, then hold the targets for ``build`` until ``release_targets`` (all or none)."""
+    with _claims_lock:
+        for role, path in targets.items():
+            problem = _taken(build, role, path) if path is not None else None
+            if problem is not None:
+                raise ValueError(problem)
+        for role, path in targets.items():
+            if path is not None:
+                _claims.setdefault(os.path.realpath(expand_user(path)), {})[id(build)] = (build, role)
+
+
+def release_targets(build: object) -> None:
+    """The files ``build`` held are free for other builds again (it has ended)."""
+    with _claims_lock:
+        for key in [key for key, holders in _claims.items() if id(build) in holders]:
+            holder = _claims[key].get(id(build))
+            if holder is not None and holder[0] is build:
+                del _claims[key][id(build)]
+            if not _claims[key]:
+                del _claims[key]
+
+
+def check_output(path: str | os.PathLike[str], what: str, build: object = None, *, now: bool = True) -> Path:
     """The one policy for every file written for a build (``save``, ``to_html``, ``to_json``, ``to_trace``, a
     timeline, ``output=``, ``events=``, ``report=``, ``trace=``), checked before anything is written: never the
-    build's model, its external data or its recording (ValueError); never a directory or another non-regular file,
+    build's model, its external data or its recording, nor a file another running build writes (ValueError; with
+    ``now=False`` that is left to the build's start); never a directory or another non-regular file,
     never through a link another user planted in a shared folder, the folder must exist and be writable (OSError).
     The write itself is ``atomic_write``: the old file or the whole new one, never a partial file. Returns the
     file written."""
     refuse_inputs(build, **{what.rstrip("="): path})
+    if now:  # written now, not once a build starts (that claims its files then: ``claim_targets``)
+        refuse_taken(build, {what if what.endswith("=") else f"{what}=": path})
     return check_writable(path, what)
 
 

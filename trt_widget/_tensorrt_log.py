@@ -45,7 +45,7 @@ class LogFile:
     into TensorRT (a write that fails stops the file and says so in :attr:`error`)."""
 
     def __init__(self, path: str | os.PathLike[str], build: object = None, max_bytes: int | None = None) -> None:
-        self.path = check_output(path, "log_file=", build)
+        self.path = check_output(path, "log_file=", build, now=False)  # held from the build's start
         self.max_bytes = LOG_FILE_MAX_BYTES if max_bytes is None else max_bytes
         self.written = 0
         self.lines = 0

@@ -69,3 +69,42 @@ def test_a_builds_folder_another_user_made_in_a_shared_data_folder_is_refused(tm
         assert stat.S_IMODE(shared.stat().st_mode) == 0o1777 and os.listdir(shared / "builds") == []
     finally:
         shutil.rmtree(shared, ignore_errors=True)
+
+
+@pytest.mark.parametrize("where", ["data", "parent"])
+def test_a_data_path_through_another_users_link_is_refused_at_start(tmp_path: Path, where: str) -> None:
+    """``--data /tmp/x`` (or ``/tmp/x/data``) where ``nobody`` made ``/tmp/x`` a link to a folder of ours: that
+    user could swap the link later and make builds fail; the service refuses it at start, as writes do."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to act as another user")
+    shared = Path(tempfile.mkdtemp(prefix="trt-widget-data-", dir="/tmp"))
+    try:
+        shared.chmod(0o1777)
+        ours = tmp_path / "ours"
+        (ours / "data").mkdir(parents=True)
+        nobody = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+        subprocess.run([*nobody, "ln", "-s", str(ours), str(shared / "x")], check=True, timeout=30)
+        data = shared / "x" if where == "data" else shared / "x" / "data"
+        token = tmp_path / "token"
+        token.write_text("a-long-enough-test-token-0123456789\n")
+        token.chmod(0o600)
+        command = [sys.executable, "-m", "trt_widget", "serve", "--port", "0", "--data", str(data)]
+        process = subprocess.Popen(
+            [*command, "--token-file", str(token)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        try:
+            assert process.stdout is not None
+            first = process.stdout.readline()  # the address when it starts (it must not): then it is ended
+            assert "http://" not in first, "the service started"
+            output = first + process.stdout.read()
+            assert process.wait(60) == 2 and "Traceback" not in output, output
+            assert f"{shared / 'x'} is a symbolic link that another user" in output, output
+            assert "--data" in output
+            assert not (ours / "builds").exists() and not (ours / "data" / "builds").exists()
+        finally:
+            process.kill()
+            process.wait(30)
+            if process.stdout is not None:
+                process.stdout.close()
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)

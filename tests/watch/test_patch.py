@@ -365,3 +365,34 @@ def test_the_no_patch_left_behind_check_sees_a_wrapper_the_bookkeeping_forgot(mo
         for name, original in TRUE_ORIGINALS.items():
             setattr(trt.Builder, name, original)
     assert unpatched()
+
+
+def test_builds_caught_at_once_share_the_watchs_events_file(tmp_path: Path, wait_until: WaitUntil) -> None:
+    """A running build's files are refused to other builds, but a watch's builds all append to its one events
+    file: two running at the same time (each waits in its first phase for the other) are both watched."""
+    events = tmp_path / "events.jsonl"
+    both = threading.Barrier(2, timeout=120)
+
+    class Meet(Recorder):
+        def phase_start(self, name: str, parent: str | None, num_steps: int) -> None:
+            if not self.calls:
+                both.wait()
+            super().phase_start(name, parent, num_steps)
+
+    def one() -> Any:
+        logger = trt.Logger(trt.Logger.ERROR)  # held here: make() keeps only the last thread's
+        builder = trt.Builder(logger)
+        network = builder.create_network(0)
+        parser = trt.OnnxParser(network, logger)
+        assert parser.parse(SMALL)
+        config = builder.create_builder_config()
+        config.progress_monitor = Meet()
+        engine = builder.build_serialized_network(network, config)
+        del parser
+        return engine
+
+    with watch(events=str(events), history=False) as w, ThreadPoolExecutor(2) as pool:
+        engines = [f.result(180) for f in [pool.submit(one), pool.submit(one)]]
+    assert all(e is not None and e.nbytes > 0 for e in engines)
+    assert len(w.builds) == 2 and [b.status for b in w.builds] == ["succeeded", "succeeded"]
+    wait_until(lambda: events.read_text().count('"build_end"') == 2, what="two build_end events")

@@ -101,3 +101,40 @@ def test_a_script_ending_after_build_widget_run_ends_the_command(tmp_path: Path,
     assert done.returncode == 0, done.stderr
     wait_until(lambda: not alive(int(pid_file.read_text())), timeout=30, what="the command to end")
     assert files_under(tmpdir) == []
+
+
+GRANDCHILD_SCRIPT = textwrap.dedent(
+    """
+    import sys, time
+    import trt_widget
+
+    def fn(pid_file):
+        import os, subprocess, time
+        sleep = subprocess.Popen(["sleep", "1000"])
+        open(pid_file + ".part", "w").write(str(sleep.pid))
+        os.rename(pid_file + ".part", pid_file)
+        time.sleep(600)
+
+    trt_widget.watch_call(fn, sys.argv[1], isolation="process")
+    time.sleep(600)
+    """
+)
+
+
+def test_a_sigkilled_caller_ends_a_grandchild_that_is_no_python_process(tmp_path: Path, wait_until: WaitUntil) -> None:
+    """The function's process started ``sleep``: a SIGKILL of the caller ends it too (its process group)."""
+    script = tmp_path / "script.py"
+    script.write_text(GRANDCHILD_SCRIPT)
+    pid_file = tmp_path / "sleep.pid"
+    env = {**os.environ, "TMPDIR": str(tmp_path), "TRT_WIDGET_HISTORY": "off"}
+    proc = subprocess.Popen([sys.executable, str(script), str(pid_file)], env=env, stderr=subprocess.DEVNULL)
+    try:
+        wait_until(pid_file.exists, timeout=120, what="the function to start sleep")
+        sleep = int(pid_file.read_text())
+        assert alive(sleep)
+        proc.kill()
+        proc.wait(30)
+        wait_until(lambda: not alive(sleep), timeout=30, what="the grandchild to end")
+    finally:
+        if pid_file.exists() and alive(int(pid_file.read_text())):
+            os.kill(int(pid_file.read_text()), 9)

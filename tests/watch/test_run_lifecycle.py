@@ -208,3 +208,32 @@ def test_fork_children_relay_their_own_builds(tmp_path: Path) -> None:
     for n in range(4):
         ends = [e for e in events if e["build"] == n and e["event"] == "build_end"]
         assert [e["status"] for e in ends] == ["succeeded"], (n, ends)
+
+
+def test_a_sigkilled_run_ends_a_grandchild_that_is_no_python_process(tmp_path: Path, wait_until: WaitUntil) -> None:
+    """PR_SET_PDEATHSIG reaches only the direct child: the supervisor kills the command's whole process group."""
+    pid_file = tmp_path / "sleep.pid"
+    shell = f"sleep 1000 & echo $! > {pid_file}.part; mv {pid_file}.part {pid_file}; wait"
+    env = {**os.environ, "TMPDIR": str(tmp_path), "TRT_WIDGET_HISTORY": "off"}
+    argv = [sys.executable, "-m", "trt_widget", "run", "--plain", "--", "sh", "-c", shell]
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_until(pid_file.exists, timeout=90, what="the shell's sleep to start")
+        sleep = int(pid_file.read_text())
+        assert alive(sleep)
+        proc.kill()
+        proc.wait(30)
+        wait_until(lambda: not alive(sleep), timeout=30, what="the grandchild to end")
+    finally:
+        if pid_file.exists() and alive(int(pid_file.read_text())):
+            os.kill(int(pid_file.read_text()), signal.SIGKILL)
+
+
+def test_a_command_that_cannot_start_is_reported(tmp_path: Path) -> None:
+    """The supervisor starts the command: its failure to start still reaches the caller as before."""
+    from trt_widget import BuildError
+    from trt_widget.watch import CommandRun
+
+    run = CommandRun([str(tmp_path / "no-such-program")]).start()
+    with pytest.raises(BuildError, match=r"cannot run .*no-such-program.*: No such file or directory"):
+        run.result(30)

@@ -2,8 +2,9 @@
 reuse of an engine whose manifest matches, and "will this engine load here?" (docs/manifest.md, docs/reuse.md)."""
 
 from ._bundle import write_bundle
-from ._check import EngineCheck, check_engine
+from ._check import EngineCheck, EngineHeader, check_engine, read_engine_header
 from ._cli import check_arguments, check_run
+from ._hashes import HashCache, Hashed
 from ._manifest import (
     Manifest,
     ManifestError,
@@ -17,10 +18,13 @@ from ._manifest import (
     read_manifest,
     write_manifest,
 )
-from ._reuse import cache_entry, copy_into_place, default_reuse_dir, find_reusable, prehash, reuse_dir_of
+from ._reuse import cache_entry, copy_into_place, default_reuse_dir, find_reusable, reuse_dir_of
 
 __all__ = [
     "EngineCheck",
+    "EngineHeader",
+    "HashCache",
+    "Hashed",
     "Manifest",
     "ManifestError",
     "cache_entry",
@@ -37,7 +41,7 @@ __all__ = [
     "make_manifest",
     "manifest_path",
     "model_identity",
-    "prehash",
+    "read_engine_header",
     "read_manifest",
     "reuse_dir_of",
     "write_bundle",

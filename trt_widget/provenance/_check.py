@@ -1,8 +1,10 @@
-"""Will this engine load here? Its manifest against this machine's TensorRT and GPU, in one line."""
+"""Will this engine load here? Its manifest (or, without one, the header of a TensorRT for RTX engine) against this
+machine's TensorRT and GPU, in one line."""
 
 from __future__ import annotations
 
 import os
+import struct
 from dataclasses import dataclass
 
 from ._manifest import ManifestError, read_manifest
@@ -24,6 +26,70 @@ class EngineCheck:
         return self.loads is True
 
 
+# What the first bytes of an engine say, where that can be verified: TensorRT for RTX 1.7's engines, built here,
+# begin with b"vtrt", hold the file's size as a little-endian uint64 at byte 16 and the version of TensorRT for RTX
+# that built them, one byte per part (1.7.1.116), at bytes 24-27. NVIDIA TensorRT documents no engine header and
+# offers no API to read one (NVIDIA/TensorRT#3073), and no NVIDIA engine can be built here: its engines are not read.
+RTX_MAGIC = b"vtrt"
+HEADER_BYTES = 28
+
+
+@dataclass(frozen=True)
+class EngineHeader:
+    """What an engine's first bytes say: the backend that built it, its version and the engine's whole size."""
+
+    backend: str
+    version: str
+    size: int
+
+
+def read_engine_header(path: str | os.PathLike[str]) -> EngineHeader | None:
+    """The header of a TensorRT for RTX engine file (its first 28 bytes), or None for any other file (an NVIDIA
+    TensorRT engine among them: its header is not documented). OSError when the file cannot be read."""
+    with open(path, "rb") as handle:
+        head = handle.read(HEADER_BYTES)
+    if len(head) < HEADER_BYTES or head[:4] != RTX_MAGIC:
+        return None
+    (size,) = struct.unpack_from("<Q", head, 16)
+    return EngineHeader("rtx", ".".join(str(part) for part in head[24:28]), size)
+
+
+def _from_header(path: str | os.PathLike[str], backend: dict[str, str] | None) -> EngineCheck:
+    """check_engine for an engine without a manifest: what its header says, or that it cannot tell."""
+    try:
+        header = read_engine_header(path)
+        actual = os.stat(path).st_size
+    except OSError as exc:
+        return EngineCheck(None, f"cannot tell: cannot read {path} ({exc.strerror or exc})")
+    if header is None:
+        return EngineCheck(
+            None,
+            f"cannot tell: no manifest beside it ({os.fspath(path)}.manifest.json), and it does not begin as a "
+            "TensorRT for RTX engine does (NVIDIA TensorRT documents no engine header to read)",
+        )
+    if header.size != actual:
+        return EngineCheck(
+            False, f"does not load: its header says {header.size:,} bytes, the file has {actual:,} (truncated?)"
+        )
+    if backend is None:
+        from .._backend import backend_info
+
+        backend = backend_info()
+    mine, here = backend.get("backend", ""), backend.get("version", "")
+    said = f"a TensorRT for RTX {header.version} engine (its header; no manifest)"
+    if mine != "rtx":
+        return EngineCheck(
+            False, f"does not load: {said}; this machine has {BACKEND_NAMES.get(mine, mine)}, which cannot load it"
+        )
+    if header.version != here:
+        return EngineCheck(
+            None,
+            f"cannot tell: {said}, this machine has {here}: it loads only if built version_compatible, which only "
+            "a manifest records",
+        )
+    return EngineCheck(True, f"loads: {said} (TensorRT for RTX finishes it for this GPU when loaded)")
+
+
 def _major_minor(version: str) -> tuple[str, ...]:
     return tuple(version.split(".")[:2])
 
@@ -37,11 +103,12 @@ def check_engine(
     """Whether this machine's TensorRT and GPU can load the engine at ``path`` (read from its manifest), and if
     not, why: another backend (a TensorRT for RTX engine on NVIDIA TensorRT), another TensorRT version (unless it
     was built version-compatible), another compute capability (unless hardware-compatible). ``backend`` /
-    ``device``: another machine's facts (``backend_info()``, ``gpu_identity()``), default this one's."""
+    ``device``: another machine's facts (``backend_info()``, ``gpu_identity()``), default this one's. Without a
+    manifest, a TensorRT for RTX engine's header says its backend and version (:func:`read_engine_header`)."""
     try:
         manifest = read_manifest(path)
     except FileNotFoundError:
-        return EngineCheck(None, f"{path}: no manifest beside it ({os.fspath(path)}.manifest.json): cannot tell")
+        return _from_header(path, backend)
     except (ManifestError, OSError) as exc:
         return EngineCheck(None, f"cannot tell: {exc}")
     if backend is None:

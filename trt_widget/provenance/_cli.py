@@ -1,4 +1,5 @@
-"""``trt-widget check ENGINE [--json]``: will this engine load on this machine? One line from its manifest."""
+"""``trt-widget check ENGINE [--json]``: will this engine load on this machine? One line from its manifest (or
+a TensorRT for RTX engine's header)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,11 @@ from ._check import check_engine
 
 
 def check_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("engine", help="an engine file trt_widget wrote (its manifest lies beside it)")
+    parser.add_argument(
+        "engine",
+        help="an engine file: trt_widget's (its manifest lies beside it) or, without a manifest, a TensorRT for "
+        "RTX engine (its header is read)",
+    )
     parser.add_argument("--json", action="store_true", help='print {"loads": true|false|null, "reason": "..."}')
 
 

@@ -12,13 +12,16 @@ import datetime
 import hashlib
 import json
 import os
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias, Union
 
+from .._external_data import stat_key
 from .._files import expand_user, write_output
 from .._version import __version__
+from ._hashes import HashCache, Hashed
 
 if TYPE_CHECKING:
     from .._build import Build
@@ -56,41 +59,61 @@ def file_sha256(path: str | os.PathLike[str]) -> tuple[str, int]:
     return digest.hexdigest(), size
 
 
-def model_identity(source: object) -> dict[str, JSON] | None:
+def model_identity(source: object, hashes: HashCache | None = None) -> dict[str, JSON] | None:
     """The content hash of a model: its bytes, and each external-data file it names (by location, in order).
-    None for a network function (its code is not seen) or a model that cannot be read."""
+    None for a network function (its code is not seen) or a model that cannot be read. ``hashes``: hashes
+    remembered by each file's stat (the engine cache's), so an unchanged model is not read again."""
     kind, value = getattr(source, "kind", None), getattr(source, "value", None)
     if kind == "bytes" and isinstance(value, bytes):
         return {"sha256": hashlib.sha256(value).hexdigest(), "size": len(value), "external_data": []}
     if kind != "path" or not isinstance(value, str):
         return None
-    from .._external_data import file_locations
-
+    hashes = hashes if hashes is not None else HashCache(None)
     try:
-        model_hash, size = file_sha256(value)
-        locations = file_locations(value)
+        model = _model_file(value, hashes)
     except Exception:
         return None
     folder = os.path.dirname(os.path.abspath(value))
+    locations = model.locations or ()
     external: list[JSON] = []
-    whole = hashlib.sha256(f"model:{model_hash}\n".encode())
+    whole = hashlib.sha256(f"model:{model.sha256}\n".encode())
     for location in locations:
         try:
-            data_hash, data_size = file_sha256(os.path.join(folder, location))
+            data = hashes.file(os.path.join(folder, location))[0]
         except OSError:
             return None  # the build says why
-        external.append({"location": location, "sha256": data_hash, "size": data_size})
-        whole.update(f"{location}\0{data_hash}\n".encode(errors="surrogateescape"))
+        external.append({"location": location, "sha256": data.sha256, "size": data.size})
+        whole.update(f"{location}\0{data.sha256}\n".encode(errors="surrogateescape"))
     return {
-        "sha256": whole.hexdigest() if locations else model_hash,
-        "file_sha256": model_hash,
-        "size": size,
+        "sha256": whole.hexdigest() if locations else model.sha256,
+        "file_sha256": model.sha256,
+        "size": model.size,
         "external_data": external,
     }
 
 
-def identity_of(build: Build, model: dict[str, JSON] | None) -> dict[str, JSON]:
-    """What determines ``build``'s engine (JSON-ready): backend and version, GPU, options, model, plugins."""
+def _model_file(path: str, hashes: HashCache) -> Hashed:
+    """The model file's hash and the external-data locations it names: remembered, or read once for both."""
+    from .._external_data import external_locations, remember_locations
+
+    with open(path, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        known = hashes.lookup(info)
+        if known is not None and known.locations is not None:
+            return known
+        began = time.time_ns()
+        data = handle.read()
+        if stat_key(os.fstat(handle.fileno())) != stat_key(info) or len(data) != info.st_size:
+            raise OSError(f"{path} changed while it was read")
+    model = Hashed(hashlib.sha256(data).hexdigest(), len(data), tuple(external_locations(data)))
+    hashes.remember(info, began, model)
+    remember_locations(info, began, model.locations or ())
+    return model
+
+
+def identity_of(build: Build, model: dict[str, JSON] | None, hashes: HashCache | None = None) -> dict[str, JSON]:
+    """What determines ``build``'s engine (JSON-ready): backend and version, GPU, options, model, plugins
+    (``hashes``: remembered file hashes, see :func:`model_identity`)."""
     from .._backend import backend_info
     from .._gpu import gpu_identity
 
@@ -99,7 +122,7 @@ def identity_of(build: Build, model: dict[str, JSON] | None) -> dict[str, JSON]:
     plugins: list[JSON] = []
     for path in build.options.plugins:
         try:
-            plugins.append({"path": path, "sha256": file_sha256(path)[0]})
+            plugins.append({"path": path, "sha256": (hashes or HashCache(None)).file(path)[0].sha256})
         except OSError:
             plugins.append({"path": path, "sha256": None})
     options = json.loads(json.dumps(build.options.summary(), sort_keys=True, default=str))
@@ -210,8 +233,9 @@ def read_manifest(path: str | os.PathLike[str]) -> Manifest:
         raise ManifestError(f"{where}: larger than {MAX_MANIFEST_BYTES:,} bytes, not a trt_widget manifest")
     try:
         data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ManifestError(f"{where}: not a trt_widget manifest (not JSON: {exc})") from None
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        said = "nested too deep" if isinstance(exc, RecursionError) else str(exc)
+        raise ManifestError(f"{where}: not a trt_widget manifest (not JSON: {said})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ManifestError(f'{where}: not a trt_widget manifest (no "format": "{FORMAT}")')
     version = data.get("version")

@@ -4,13 +4,13 @@ engine cache directory, and check its bytes against the manifest before trusting
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 from .._files import WrittenFile, expand_user, part_path, place_file, write_part
+from ._hashes import HashCache
 from ._manifest import JSON, ManifestError, differences, manifest_path, read_manifest
 
 ENGINE_SUFFIX = ".engine"
@@ -32,9 +32,6 @@ def cache_entry(directory: Path, key: str) -> Path:
     return directory / f"{key}{ENGINE_SUFFIX}"
 
 
-Identity = tuple[int, int, int, int]  # device, inode, size, modification time (ns) of a file as hashed
-
-
 @dataclass(frozen=True)
 class Found:
     """What a search for a reusable engine found: the engine file, checked, and where; or why none was used."""
@@ -46,38 +43,13 @@ class Found:
     sha256: str = ""  # the engine's, checked
 
 
-def _identity(info: os.stat_result) -> Identity:
-    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
-
-
-def prehash(path: str | os.PathLike[str]) -> dict[Identity, str]:
-    """{identity: sha256} of a file, hashed ahead (on another thread while the model is hashed); {} if unreadable."""
-    try:
-        with open(path, "rb") as handle:
-            info = os.fstat(handle.fileno())
-            digest = hashlib.sha256()
-            while block := handle.read(1 << 20):
-                digest.update(block)
-            if _identity(os.fstat(handle.fileno())) != _identity(info):
-                return {}
-        return {_identity(info): digest.hexdigest()}
-    except OSError:
-        return {}
-
-
-def _checked(path: Path, sha256: str, size: int, known: dict[Identity, str]) -> os.stat_result | None:
-    """The file's identity when its bytes are exactly what the manifest says (hashed now, or ahead), else None."""
-    with open(path, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if info.st_size != size:
-            return None
-        digest = known.get(_identity(info))
-        if digest is None:
-            hasher = hashlib.sha256()
-            while block := handle.read(1 << 20):
-                hasher.update(block)
-            digest = hasher.hexdigest()
-    return info if digest == sha256 else None
+def _checked(path: Path, sha256: str, size: int, hashes: HashCache) -> os.stat_result | None:
+    """The file's stat when its bytes are exactly what the manifest says (remembered by its stat, or read now),
+    else None."""
+    if os.stat(path).st_size != size:
+        return None  # not worth reading
+    hashed, info = hashes.file(path)
+    return info if hashed.sha256 == sha256 and hashed.size == size else None
 
 
 def _strangers(path: Path) -> str:
@@ -96,10 +68,10 @@ def _strangers(path: Path) -> str:
 
 
 def find_reusable(
-    candidates: list[Path], key: str, identity: dict[str, JSON], known: dict[Identity, str] | None = None
+    candidates: list[Path], key: str, identity: dict[str, JSON], hashes: HashCache | None = None
 ) -> Found:
-    """The first candidate engine whose manifest has ``key`` and whose bytes match it (``known``: files hashed
-    ahead, by identity)."""
+    """The first candidate engine whose manifest has ``key`` and whose bytes match it (``hashes``: file hashes
+    remembered by stat, see :class:`HashCache`)."""
     misses: list[str] = []
     warnings: list[str] = []
     for path in candidates:
@@ -124,7 +96,7 @@ def find_reusable(
             warnings.append(f"ignored {path}: its manifest describes {manifest.engine_file!r}")
             continue
         try:
-            info = _checked(path, manifest.engine_sha256, manifest.engine_size, known or {})
+            info = _checked(path, manifest.engine_sha256, manifest.engine_size, hashes or HashCache(None))
         except OSError as exc:
             warnings.append(f"ignored {path}: cannot read it ({exc.strerror or exc})")
             continue
@@ -136,18 +108,60 @@ def find_reusable(
     return Found(None, None, tuple(misses), tuple(warnings))
 
 
-def copy_into_place(source: Path | bytes, target: str | os.PathLike[str]) -> WrittenFile:
-    """Put a copy of ``source`` (a file or bytes) at ``target`` atomically: a concurrent reader sees the old file
-    or the whole new one, and two writers of one entry never mix their bytes."""
+FICLONE = 0x40049409  # Linux's ioctl that shares a file's blocks (btrfs, XFS, bcachefs: a reflink)
+
+
+def copy_into_place(source: Path | bytes | WrittenFile, target: str | os.PathLike[str]) -> WrittenFile:
+    """Put a copy of ``source`` (a file, one known by its identity, or bytes) at ``target`` atomically: a
+    concurrent reader sees the old file or the whole new one, and two writers of one entry never mix their bytes.
+    A file is cloned where the file system shares blocks, else copied inside the kernel (never read into Python);
+    a ``WrittenFile`` that was replaced or changed since it was checked raises OSError."""
     part = part_path(target)
     try:
         if isinstance(source, bytes):
             write_part(part, source)
         else:
             write_part(part, b"")
-            shutil.copyfile(source, part)
+            _copy_file(source, part)
         return place_file(part, target, sync=False)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(part)
         raise
+
+
+def _copy_file(source: Path | WrittenFile, part: Path) -> None:
+    path = source.path if isinstance(source, WrittenFile) else source
+    with open(path, "rb") as src, open(part, "r+b") as dst:
+        info = os.fstat(src.fileno())
+        if isinstance(source, WrittenFile) and (
+            (info.st_dev, info.st_ino, info.st_mtime_ns) != source.identity or info.st_size != source.size
+        ):
+            raise OSError(f"{path} was replaced or changed after it was checked")
+        with contextlib.suppress(OSError, ImportError):
+            import fcntl
+
+            fcntl.ioctl(dst.fileno(), FICLONE, src.fileno())
+            return
+        left = info.st_size
+        copy = getattr(os, "copy_file_range", None)
+        try:
+            while left > 0:
+                done = (
+                    copy(src.fileno(), dst.fileno(), left)
+                    if copy is not None
+                    else os.sendfile(dst.fileno(), src.fileno(), None, left)
+                )
+                if done == 0:
+                    break
+                left -= done
+        except (OSError, AttributeError):  # no in-kernel copy between these files: through Python
+            src.seek(0)
+            dst.seek(0)
+            dst.truncate()
+            shutil.copyfileobj(src, dst, 1 << 20)
+            left = 0
+        if left:
+            raise OSError(f"{path} changed while it was copied")
+        if os.fstat(src.fileno()).st_size != info.st_size:
+            raise OSError(f"{path} changed while it was copied")

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._files import atomic_write, expand_user
+from .._files import atomic_write, resolve
 from .._status import FINAL, SUCCEEDED, log
 
 if TYPE_CHECKING:
@@ -303,7 +303,7 @@ class BuildStore:
     """The registry of builds under ``data``: creation, lookup, the concurrency limit, restart recovery."""
 
     def __init__(self, data: str | os.PathLike[str], *, max_concurrent: int) -> None:
-        self.data = expand_user(data).resolve()
+        self.data = resolve(data)  # UntrustedLink through another user's link: they could swap it later
         self._roots = _server_roots(self.data)
         self._root_names = dict(self._roots)
         alternatives = "|".join(re.escape(root) for root, _ in self._roots)

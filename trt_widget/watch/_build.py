@@ -108,6 +108,8 @@ class UserCodeRunner:
 class WatchedBuild(Build):
     """One TensorRT build caught inside watched code (its source is the network's description, not a file)."""
 
+    shared_roles = frozenset({"timing_cache=", "events="})  # a watch's builds append to its one events file
+
     def __init__(self, network: Any, config: Any, *, method: str, settings: dict[str, Any]) -> None:
         self.runner_ = UserCodeRunner()
         self.method = method

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import importlib.machinery
 import json
 import os
@@ -489,23 +490,46 @@ _launcher = ThreadPoolExecutor(1, thread_name_prefix="trt_widget-run-launch")
 
 
 def _launch(command: list[str], env: dict[str, str], stdout: int | None) -> subprocess.Popen[bytes]:
-    """Start ``command`` in its own session; on Linux the kernel SIGKILLs it when this process dies (even by
-    SIGKILL: a kernel restart), so a command never outlives whoever watches it."""
+    """Start ``command`` in its own session; on Linux under a supervisor (``_supervisor.py``) that the kernel
+    signals when this process dies (even by SIGKILL: a kernel restart) and that then kills the command's whole
+    process group, so neither the command nor what it started (a shell's ``sleep``) outlives whoever watches it."""
     parent = os.getpid()
 
     def die_with_parent() -> None:  # in the child, between fork and exec: no imports, no allocation to speak of
         if _PRCTL is not None:
-            _PRCTL(PR_SET_PDEATHSIG, signal.SIGKILL)
+            _PRCTL(PR_SET_PDEATHSIG, signal.SIGTERM)
             if os.getppid() != parent:  # the parent died before the call
                 os._exit(137)
 
+    if _PRCTL is None or not sys.executable:  # no supervisor: the command's group ends with us unless SIGKILLed
+        return subprocess.Popen(command, env=env, start_new_session=True, stdout=stdout)
+    report, to_report = os.pipe()  # the supervisor writes errno here when the command cannot start
+
     def popen() -> subprocess.Popen[bytes]:
-        return subprocess.Popen(command, env=env, start_new_session=True, stdout=stdout, preexec_fn=die_with_parent)
+        supervised = [sys.executable, "-I", "-S", SUPERVISOR, str(parent), str(to_report), *command]
+        return subprocess.Popen(
+            supervised, env=env, start_new_session=True, stdout=stdout, preexec_fn=die_with_parent, pass_fds=[to_report]
+        )
 
     try:
-        return _launcher.submit(popen).result()
-    except RuntimeError:  # the interpreter is exiting (no new threads): start it here
-        return popen()
+        try:
+            proc = _launcher.submit(popen).result()
+        except RuntimeError:  # the interpreter is exiting (no new threads): start it here
+            proc = popen()
+    finally:
+        os.close(to_report)
+    with open(report, "rb") as f:
+        error = f.read()  # empty once the command runs (or the supervisor could not start: its exit code says)
+    if error:
+        proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+        number = int(error) if error.isdigit() else errno.ENOEXEC
+        raise OSError(number, os.strerror(number), command[0])
+    return proc
+
+
+SUPERVISOR = str(Path(__file__).with_name("_supervisor.py"))
 
 
 _live: weakref.WeakSet[CommandRun] = weakref.WeakSet()  # commands started and not ended

@@ -5,8 +5,12 @@ the test's own (what a run leaves behind shows there). A plain module, as tests/
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import textwrap
 from pathlib import Path
+
+from fixture_types import WaitUntil
 
 # builds the ONNX model named by its first argument with TensorRT for RTX, no trt_widget in sight
 DIRECT_BUILD = textwrap.dedent(
@@ -35,3 +39,28 @@ def script_and_model(folder: Path, script: str, model: bytes) -> tuple[Path, Pat
     (folder / "script.py").write_text(script)
     (folder / "model.onnx").write_bytes(model)
     return folder / "script.py", folder / "model.onnx"
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def sigkill_ends_the_grandchild(argv: list[str], pid_file: Path, env: dict[str, str], wait_until: WaitUntil) -> None:
+    """Start ``argv``; once the grandchild it starts has written its pid to ``pid_file``, SIGKILL ``argv``'s process
+    and wait for the grandchild to end too (killed at the end whatever happened)."""
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_until(pid_file.exists, timeout=120, what="the grandchild to start")
+        grandchild = int(pid_file.read_text())
+        assert alive(grandchild)
+        proc.kill()
+        proc.wait(30)
+        wait_until(lambda: not alive(grandchild), timeout=30, what="the grandchild to end")
+    finally:
+        if pid_file.exists() and alive(int(pid_file.read_text())):
+            os.kill(int(pid_file.read_text()), signal.SIGKILL)

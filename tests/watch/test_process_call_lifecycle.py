@@ -12,9 +12,7 @@ from pathlib import Path
 
 import pytest
 from fixture_types import WaitUntil
-from user_scripts import own_tmpdir, script_and_model
-
-from .test_run_lifecycle import alive
+from user_scripts import alive, own_tmpdir, script_and_model, sigkill_ends_the_grandchild
 
 SCRIPT = textwrap.dedent(
     """
@@ -126,15 +124,5 @@ def test_a_sigkilled_caller_ends_a_grandchild_that_is_no_python_process(tmp_path
     script = tmp_path / "script.py"
     script.write_text(GRANDCHILD_SCRIPT)
     pid_file = tmp_path / "sleep.pid"
-    env = {**os.environ, "TMPDIR": str(tmp_path), "TRT_WIDGET_HISTORY": "off"}
-    proc = subprocess.Popen([sys.executable, str(script), str(pid_file)], env=env, stderr=subprocess.DEVNULL)
-    try:
-        wait_until(pid_file.exists, timeout=120, what="the function to start sleep")
-        sleep = int(pid_file.read_text())
-        assert alive(sleep)
-        proc.kill()
-        proc.wait(30)
-        wait_until(lambda: not alive(sleep), timeout=30, what="the grandchild to end")
-    finally:
-        if pid_file.exists() and alive(int(pid_file.read_text())):
-            os.kill(int(pid_file.read_text()), 9)
+    env = own_tmpdir(tmp_path)
+    sigkill_ends_the_grandchild([sys.executable, str(script), str(pid_file)], pid_file, env, wait_until)

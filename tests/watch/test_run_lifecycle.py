@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from fixture_types import WaitUntil
-from user_scripts import DIRECT_BUILD, own_tmpdir, script_and_model
+from user_scripts import DIRECT_BUILD, alive, own_tmpdir, script_and_model, sigkill_ends_the_grandchild
 
 COMMAND = textwrap.dedent(
     """
@@ -29,14 +29,6 @@ COMMAND = textwrap.dedent(
     time.sleep(600)
     """
 )
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def start(tmp_path: Path, tmpdir: Path, prefix: list[str] | None = None) -> tuple[subprocess.Popen[bytes], Path]:
@@ -214,19 +206,8 @@ def test_a_sigkilled_run_ends_a_grandchild_that_is_no_python_process(tmp_path: P
     """PR_SET_PDEATHSIG reaches only the direct child: the supervisor kills the command's whole process group."""
     pid_file = tmp_path / "sleep.pid"
     shell = f"sleep 1000 & echo $! > {pid_file}.part; mv {pid_file}.part {pid_file}; wait"
-    env = {**os.environ, "TMPDIR": str(tmp_path), "TRT_WIDGET_HISTORY": "off"}
     argv = [sys.executable, "-m", "trt_widget", "run", "--plain", "--", "sh", "-c", shell]
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_until(pid_file.exists, timeout=90, what="the shell's sleep to start")
-        sleep = int(pid_file.read_text())
-        assert alive(sleep)
-        proc.kill()
-        proc.wait(30)
-        wait_until(lambda: not alive(sleep), timeout=30, what="the grandchild to end")
-    finally:
-        if pid_file.exists() and alive(int(pid_file.read_text())):
-            os.kill(int(pid_file.read_text()), signal.SIGKILL)
+    sigkill_ends_the_grandchild(argv, pid_file, own_tmpdir(tmp_path), wait_until)
 
 
 def test_a_command_that_cannot_start_is_reported(tmp_path: Path) -> None:

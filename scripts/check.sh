@@ -15,6 +15,9 @@ else
 fi
 "$bin/ruff" check --quiet "${files[@]}"
 "$bin/ruff" format --check --quiet "${files[@]}"
-"$bin/mypy"
+"$bin/mypy"  # trt_widget/, tests/ and scripts/ ([tool.mypy] files)
+# each a module named `conftest` beside tests/conftest.py: checked on their own
+"$bin/mypy" tests/e2e/conftest.py
+"$bin/mypy" conftest.py
 (cd js && npm run --silent lint && npm run --silent typecheck)
 echo "checks passed"

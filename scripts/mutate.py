@@ -247,7 +247,7 @@ class _Finder(ast.NodeVisitor):
                 self.add_expr(node, new, "comparison")
         for operand in [node.left, *node.comparators]:
             for const in _short_strings(operand):
-                self.add_expr(const, ast.Constant(f"X{const.value}"), "string compared")
+                self.add_expr(const, ast.Constant("X" + str(const.value)), "string compared")
         self.generic_visit(node)
 
     def visit_BoolOp(self, node: ast.BoolOp) -> None:
@@ -366,6 +366,7 @@ def fork_pytest(work: Path, tests: list[str], log: Path, measure: str | None = N
             cov.start()
         code = int(pytest.main([*args, *tests]))
         if cov is not None:
+            assert measure is not None  # cov measures it
             cov.stop()
             cov.save()
             os.environ.pop("COVERAGE_PROCESS_CONFIG", None)

@@ -21,7 +21,7 @@ from trt_widget._monitor import BuildMonitor
 from trt_widget._options import BuildOptions
 
 
-class Recorder(BuildMonitor):  # type: ignore[misc]
+class Recorder(BuildMonitor):
     def __init__(self) -> None:
         super().__init__()
         self.callbacks: list[list[object]] = []

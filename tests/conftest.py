@@ -9,12 +9,15 @@ import os
 import time
 from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
+from fixture_types import RunAsync, WaitUntil
 from onnx import TensorProto, helper
 
 from trt_widget.models import deep_residual, resnet50, to_bytes
+
+T = TypeVar("T")
 
 E2E = Path(__file__).resolve().parent / "e2e"
 
@@ -50,7 +53,7 @@ def _backend_kind() -> str | None:
 DEADLINE_S = 180.0
 
 
-def _wait_until(predicate: Callable[[], Any], timeout: float = DEADLINE_S, what: str = "condition") -> Any:
+def _wait_until(predicate: Callable[[], T | None], timeout: float = DEADLINE_S, what: str = "condition") -> T:
     """Poll ``predicate`` until it returns something truthy (and return that), or fail after ``timeout`` s."""
     deadline = time.monotonic() + timeout
     while True:
@@ -113,18 +116,18 @@ def _idle_builders_exit_between_modules_under_coverage() -> Iterator[None]:
 
 
 @pytest.fixture
-def wait_until() -> Callable[..., Any]:
+def wait_until() -> WaitUntil:
     """``wait_until(predicate, timeout=..., what=...)``: wait on state with a deadline, never a fixed sleep."""
     return _wait_until
 
 
-def _run_async(coro: Coroutine[Any, Any, Any], timeout: float = DEADLINE_S) -> Any:
+def _run_async(coro: Coroutine[Any, Any, T], timeout: float = DEADLINE_S) -> T:
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         return pool.submit(asyncio.run, coro).result(timeout)
 
 
 @pytest.fixture
-def run_async() -> Callable[..., Any]:
+def run_async() -> RunAsync:
     """``run_async(coro)``: ``asyncio.run`` on a fresh thread (the e2e session may keep a loop on this one)."""
     return _run_async
 

@@ -14,12 +14,13 @@ from typing import Any
 
 import onnx
 import pytest
+from fixture_types import WaitUntil
 
 import trt_widget
 from trt_widget import Build, BuildCancelled, BuildError
 from trt_widget._backend import capabilities
 from trt_widget._build import FINAL
-from trt_widget._phases import CANCELLED, RUNNING
+from trt_widget._phases import CANCELLED, RUNNING, PhaseRow
 from trt_widget.models import deep_residual
 
 DEADLINE = 180.0
@@ -40,12 +41,12 @@ def finished(build: Build) -> Build:
     return build
 
 
-def check_closed_tree(rows: list[dict[str, Any]]) -> None:
+def check_closed_tree(rows: list[PhaseRow]) -> None:
     """Every phase closed, ids dense, parents earlier, depth = parent depth + 1."""
     assert rows, "no phases were recorded"
     for i, row in enumerate(rows):
         assert row["id"] == i
-        assert row["status"] != RUNNING and row["end_s"] is not None, row
+        assert row["status"] != RUNNING and row["end_s"] is not None and row["duration_s"] is not None, row
         assert row["end_s"] >= row["start_s"] and row["duration_s"] >= 0
         if row["parent"] is not None:
             parent = rows[row["parent"]]
@@ -89,7 +90,9 @@ def test_resnet50_builds_an_engine_with_a_nested_closed_phase_tree(resnet50_byte
     for row in rows:  # a child runs inside its parent's interval
         if row["parent"] is not None:
             parent = rows[row["parent"]]
+            assert row["end_s"] is not None and parent["end_s"] is not None  # check_closed_tree: all closed
             assert parent["start_s"] <= row["start_s"] and row["end_s"] <= parent["end_s"]
+    assert rows[0]["end_s"] is not None
     assert build.elapsed_s > 0 and rows[0]["end_s"] <= build.elapsed_s
     assert any(log["severity"] == "INFO" for log in build.logs)
 
@@ -161,7 +164,7 @@ def test_a_callback_raising_systemexit_does_not_hang_wait(small_model: Any, capl
 
 # -- cancel --------------------------------------------------------------------------------------------
 def test_stop_mid_build_cancels_and_closes_every_phase(
-    long_model_bytes: bytes, tmp_path: Path, wait_until: Callable[..., Any]
+    long_model_bytes: bytes, tmp_path: Path, wait_until: WaitUntil
 ) -> None:
     output = tmp_path / "model.engine"
     build = Build(long_model_bytes, output=output).start()
@@ -305,13 +308,11 @@ def test_save_is_atomic_and_leaves_nothing_behind_on_failure(
     assert build.save(str(target)) == str(target)
     assert target.read_bytes() == build.engine
 
-    import trt_widget._files as files
-
     def broken_replace(src: Any, dst: Any) -> None:
         raise OSError("disk full (simulated)")
 
     target.write_bytes(b"previous")
-    monkeypatch.setattr(files.os, "replace", broken_replace)
+    monkeypatch.setattr("trt_widget._files.os.replace", broken_replace)
     with pytest.raises(OSError, match="disk full"):
         build.save(str(target))
     assert target.read_bytes() == b"previous"  # the old file is intact
@@ -366,7 +367,7 @@ def test_wait_with_timeout_returns_the_status_while_running(long_model_bytes: by
 
 
 def test_keyboard_interrupt_during_wait_cancels_and_reraises(
-    long_model_bytes: bytes, monkeypatch: pytest.MonkeyPatch, wait_until: Callable[..., Any]
+    long_model_bytes: bytes, monkeypatch: pytest.MonkeyPatch, wait_until: WaitUntil
 ) -> None:
     build = Build(long_model_bytes).start()
     wait_until(lambda: build.model.running_count() > 0, what="a running phase")
@@ -394,6 +395,7 @@ def test_real_ctrl_c_during_wait_cancels_and_reraises(long_model_bytes: bytes, s
         pytest.skip("needs to run on the main thread")
     build = Build(long_model_bytes).start()
     main_id = threading.main_thread().ident
+    assert main_id is not None
 
     def main_is_waiting() -> bool:
         frame = sys._current_frames().get(main_id)
@@ -432,7 +434,7 @@ def test_await_gives_the_engine_and_wait_async_the_status(small_model: Any) -> N
 
 def test_model_of_the_wrong_type_is_rejected_at_once() -> None:
     with pytest.raises(TypeError, match="model must be an ONNX file path, ONNX bytes"):
-        Build(42)
+        Build(42)  # type: ignore[arg-type]  # the wrong type on purpose: the runtime check is under test
 
 
 def test_a_build_from_another_thread_is_independent(small_model: Any) -> None:

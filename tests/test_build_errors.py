@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -171,23 +171,21 @@ def test_bad_options_fail_at_once_and_the_next_build_works(
 
 def test_wrong_model_type_fails_at_once() -> None:
     with pytest.raises(TypeError, match="got list"):
-        Build([1, 2, 3])
+        Build([1, 2, 3])  # type: ignore[arg-type]  # the wrong type on purpose: the runtime check is under test
     next_build_succeeds()
 
 
 def test_failed_output_write_is_a_build_error_with_no_partial_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import trt_widget._files as files
+    real_replace = os.replace
 
-    real_replace = files.os.replace
-
-    def failing_replace(src: Any, dst: Any) -> None:
+    def failing_replace(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
         if str(dst).endswith("model.engine"):
             raise OSError("disk full (simulated)")
         real_replace(src, dst)
 
-    monkeypatch.setattr(files.os, "replace", failing_replace)
+    monkeypatch.setattr("trt_widget._files.os.replace", failing_replace)
     output = tmp_path / "model.engine"
     build = run(deep_residual(2), output=output)
     assert build.status == "failed"
@@ -205,7 +203,7 @@ def test_many_failures_in_a_row_do_not_poison_the_process(tmp_path: Path) -> Non
     next_build_succeeds()
 
 
-def test_parse_failure_via_a_path_reads_the_file(tmp_path: Path, small_model: Callable[..., Any]) -> None:
+def test_parse_failure_via_a_path_reads_the_file(tmp_path: Path, small_model: Any) -> None:
     """A valid model behind a path builds (the control for the corrupt-file case above)."""
     path = tmp_path / "ok.onnx"
     path.write_bytes(to_bytes(small_model))

@@ -62,7 +62,7 @@ def test_a_new_builds_files_may_not_be_a_running_builds_files(
 ) -> None:
     first, files, gate = held
     engine, events, cache, log = (str(files[name]) for name in ("engine", "events", "cache", "log"))
-    refused_at_start = [
+    refused_at_start: list[tuple[dict[str, Any], str]] = [
         ({"timing_cache": engine}, "output="),
         ({"log_file": engine}, "output="),
         ({"output": events}, "events="),

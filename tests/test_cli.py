@@ -13,6 +13,7 @@ from typing import Any
 import jsonschema
 import pexpect
 import pytest
+from pty_output import before, through_match
 
 from trt_widget.__main__ import main
 from trt_widget._events import schema
@@ -46,7 +47,7 @@ def long_onnx(tmp_path_factory: pytest.TempPathFactory, long_model_bytes: bytes)
     return path
 
 
-def _spawn(*args: str) -> pexpect.spawn:
+def _spawn(*args: str) -> pexpect.spawn[str]:
     return pexpect.spawn(
         sys.executable,
         ["-m", "trt_widget", *args],
@@ -62,12 +63,12 @@ def test_terminal_renders_the_tree_and_ctrl_c_stops_within_the_long_step(long_on
     engine = tmp_path / "long.engine"
     child = _spawn("build", str(long_onnx), "-o", str(engine))
     child.expect("Determining refit engines")  # drawn by the live tree while the long step runs
-    seen = child.before + child.after
+    seen = through_match(child)
     child.sendintr()
     child.expect("Cancelling — waiting for the builder to finish the current step of Determining refit engines")
     child.expect(pexpect.EOF)  # the builder process is terminated 0.1 s later: no second Ctrl-C needed
     child.close()
-    output = seen + child.before
+    output = seen + before(child)
     assert child.exitstatus == 130, output[-2000:]
     assert "\x1b[" in output  # rich drew with escape codes in the terminal
     assert "Building engine" in output and "Cancelled after" in output
@@ -87,7 +88,7 @@ def test_thread_isolation_waits_for_the_step_boundary(long_onnx: Path, tmp_path:
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 130
-    assert "Cancelled after" in child.before and "terminated" not in child.before
+    assert "Cancelled after" in before(child) and "terminated" not in before(child)
     assert not engine.exists()
 
 
@@ -157,9 +158,10 @@ def test_a_build_failure_in_a_terminal_is_said_once(tmp_path: Path) -> None:
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 1
-    assert child.before.count("could not parse") == 1, child.before
-    assert "Failed after" in child.before and "trt-widget: build failed" not in child.before
-    assert "Summary" not in child.before and "slowest" not in child.before  # nothing of TensorRT's ran to sum up
+    output = before(child)
+    assert output.count("could not parse") == 1, output
+    assert "Failed after" in output and "trt-widget: build failed" not in output
+    assert "Summary" not in output and "slowest" not in output  # nothing of TensorRT's ran to sum up
 
 
 @pytest.mark.parametrize(

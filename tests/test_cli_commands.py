@@ -17,7 +17,8 @@ EXPECTED = {"build", "demo", "view", "serve", "matrix", "inspect", "check", "bun
 
 def test_the_table_has_every_command_and_the_parser_is_made_from_it() -> None:
     assert set(COMMAND_NAMES) == EXPECTED
-    assert set(cli._parser().commands) == EXPECTED
+    parser = cli._parser()
+    assert isinstance(parser, cli._Parser) and set(parser.commands) == EXPECTED
 
 
 def test_no_command_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixture_types import WaitUntil
 
 from trt_widget import Build, models
 
@@ -34,6 +35,7 @@ def test_a_blocking_sink_does_not_delay_wait(how: str, gate: threading.Event) ->
         received.append(event)
 
     build = Build(models.deep_residual(4), history=False, events=stuck)
+    assert build.events is not None
     began = time.perf_counter()
     build.start()
     status = build.wait(120) if how == "wait" else asyncio.run(build.wait_async(poll=0.01))
@@ -77,7 +79,9 @@ SINKS = [
 
 
 @pytest.mark.parametrize("kind", SINKS)
-def test_a_failing_sink_is_reported_once_and_the_writer_lives_on(kind: str, tmp_path: Path, wait_until: Any) -> None:
+def test_a_failing_sink_is_reported_once_and_the_writer_lives_on(
+    kind: str, tmp_path: Path, wait_until: WaitUntil
+) -> None:
     if kind == "/dev/full" and not os.path.exists("/dev/full"):
         pytest.skip("no /dev/full here")
     received: list[dict[str, Any]] = []
@@ -99,6 +103,7 @@ def test_a_failing_sink_is_reported_once_and_the_writer_lives_on(kind: str, tmp_
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             build = Build(models.deep_residual(4), history=False, events=sink).start()
+            assert build.events is not None
             assert build.wait(120) == "succeeded"
             wait_until(
                 lambda: any("events sink" in p["message"] for p in build.problems),

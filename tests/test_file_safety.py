@@ -18,6 +18,7 @@ from typing import Any
 
 import onnx
 import pytest
+from fixture_types import WaitUntil
 
 from trt_widget import Build, BuildMatrix, BuildWidget
 from trt_widget._files import UntrustedLink, atomic_write, check_output
@@ -233,10 +234,15 @@ def test_no_writer_overwrites_the_model_or_its_external_data(built: Build, write
 
 
 def test_build_options_refuse_the_models_external_data(built: Build) -> None:
-    data = Path(built.source.value).parent / "m.data"
-    for option in ("output", "timing_cache", "events"):
+    model, data = built.source.value, str(Path(built.source.value).parent / "m.data")
+    makers: list[Callable[[], Build]] = [
+        lambda: Build(model, history=False, isolation="thread", output=data),
+        lambda: Build(model, history=False, isolation="thread", timing_cache=data),
+        lambda: Build(model, history=False, isolation="thread", events=data),
+    ]
+    for make in makers:
         with pytest.raises(ValueError, match="external data"):
-            Build(built.source.value, history=False, isolation="thread", **{option: str(data)})
+            make()
 
 
 @pytest.mark.parametrize("writer", sorted(WRITERS))
@@ -297,7 +303,7 @@ def test_a_matrix_refuses_a_second_cell_writing_the_same_output(tmp_path: Path) 
 
 
 def test_a_second_build_started_onto_a_running_builds_output_is_refused(
-    tmp_path: Path, long_model_bytes: bytes, wait_until: Any
+    tmp_path: Path, long_model_bytes: bytes, wait_until: WaitUntil
 ) -> None:
     engine = tmp_path / "m.engine"
     first = Build(long_model_bytes, history=False, isolation="process", output=str(engine)).start()

@@ -19,12 +19,12 @@ def test_atomic_write_fsyncs_the_data_before_the_rename(tmp_path: Path, monkeypa
         calls.append(("fsync", os.fstat(fd).st_size))
         real_fsync(fd)
 
-    def replace(src: Any, dst: Any) -> None:
+    def replace(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
         calls.append(("replace", Path(dst).name))
         real_replace(src, dst)
 
-    monkeypatch.setattr(_files.os, "fsync", fsync)
-    monkeypatch.setattr(_files.os, "replace", replace)
+    monkeypatch.setattr("trt_widget._files.os.fsync", fsync)
+    monkeypatch.setattr("trt_widget._files.os.replace", replace)
     _files.atomic_write(tmp_path / "engine.plan", b"x" * 1000)
     assert calls == [("fsync", 1000), ("replace", "engine.plan")]
 

@@ -6,11 +6,14 @@ from __future__ import annotations
 import asyncio
 import itertools
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from trt_widget._follow import Follower, path_fraction, path_label, running_path
-from trt_widget._phases import PhaseModel
+from trt_widget._phases import PhaseModel, PhaseRow
 from trt_widget._subscribe import BuildEvent
+
+if TYPE_CHECKING:
+    from trt_widget import Build
 
 
 class Fake:
@@ -33,15 +36,20 @@ class Fake:
         return self.ended.is_set()
 
 
+def stand_in(fake: Fake) -> Build:
+    """``fake`` as the Build that Follower and running_path take: they read only what Fake has."""
+    return cast("Build", fake)
+
+
 def test_the_path_runs_from_the_root_to_the_innermost_running_phase() -> None:
     build = Fake()
     model = build.model
-    assert running_path(build) == [] and path_fraction([]) == 0.0
+    assert running_path(stand_in(build)) == [] and path_fraction([]) == 0.0
     model.phase_start("Building engine", None, 6)
     model.step_complete("Building engine", 3)  # 4 of 6 done
     model.phase_start("Building engine from subgraph", "Building engine", 1)
     model.phase_start("Determining refit engines", "Building engine from subgraph", 0)
-    path = running_path(build)
+    path = running_path(stand_in(build))
     assert [r["name"] for r in path] == [
         "Building engine",
         "Building engine from subgraph",
@@ -51,19 +59,22 @@ def test_the_path_runs_from_the_root_to_the_innermost_running_phase() -> None:
     assert path_fraction(path) == 4 / 6  # the step-less leaf and the 0/1 child add nothing yet
     model.phase_finish("Determining refit engines")
     model.step_complete("Building engine from subgraph", 0)
-    assert path_fraction(running_path(build)) == 5 / 6  # (4 + 1/1) / 6
+    assert path_fraction(running_path(stand_in(build))) == 5 / 6  # (4 + 1/1) / 6
 
 
 def test_the_fraction_stays_within_0_and_1_for_odd_step_counts() -> None:
-    rows = [{"name": "a", "step": 9, "num_steps": 3, "parent": None, "id": 0}]
-    assert path_fraction(rows) == 1.0
+    row: PhaseRow = {
+        "id": 0, "name": "a", "parent": None, "depth": 0, "step": 9, "num_steps": 3,
+        "start_s": 0.0, "end_s": None, "duration_s": None, "status": "running",
+    }  # fmt: skip
+    assert path_fraction([row]) == 1.0
 
 
 def test_a_burst_of_events_is_one_wake_up_and_updates_are_throttled() -> None:
     build = Fake()
 
     async def main() -> list[float]:
-        follower = Follower(build, interval=0.05)
+        follower = Follower(stand_in(build), interval=0.05)
         woke: list[float] = []
         loop = asyncio.get_running_loop()
 

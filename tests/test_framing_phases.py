@@ -8,8 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixture_types import WaitUntil
 
 from trt_widget import Build
+from trt_widget._phases import PhaseRow
 from trt_widget._terminal import summary_rows
 from trt_widget.models import deep_residual
 
@@ -17,8 +19,13 @@ BEFORE, AFTER = "Reading and parsing the model", "Serializing and saving the eng
 START = "Starting the builder process"
 
 
-def _top(build: Build) -> list[dict[str, Any]]:
+def _top(build: Build) -> list[PhaseRow]:
     return [r for r in build.timings() if r["depth"] == 0]
+
+
+def _end(row: PhaseRow) -> float:
+    assert row["end_s"] is not None, row  # a finished build's rows are all closed
+    return row["end_s"]
 
 
 @pytest.mark.parametrize("isolation", ["thread", "process"])
@@ -28,16 +35,16 @@ def test_the_top_level_rows_cover_the_build_from_start_to_end(isolation: str, tm
     top = _top(b)
     first = top[0]
     if first["name"] == START:  # a cold builder process: its start-up comes first
-        assert isolation == "process" and first["end_s"] <= top[1]["start_s"] + 0.01
-        assert top[1]["start_s"] - first["end_s"] < 0.01  # TensorRT's import is part of the start-up, not a gap
+        assert isolation == "process" and _end(first) <= top[1]["start_s"] + 0.01
+        assert top[1]["start_s"] - _end(first) < 0.01  # TensorRT's import is part of the start-up, not a gap
         top = top[1:]
     assert [r["name"] for r in top] == [BEFORE, "Building engine", AFTER]
     before, root, after = top
     assert before["status"] == after["status"] == "done" and before["num_steps"] == after["num_steps"] == 0
-    assert 0 <= root["start_s"] - before["end_s"] < 0.01  # the builder's call into TensorRT between them
-    assert after["start_s"] == pytest.approx(root["end_s"], abs=1e-4)
-    assert after["end_s"] <= b.elapsed_s
-    covered = after["end_s"] - first["start_s"]
+    assert 0 <= root["start_s"] - _end(before) < 0.01  # the builder's call into TensorRT between them
+    assert after["start_s"] == pytest.approx(_end(root), abs=1e-4)
+    assert _end(after) <= b.elapsed_s
+    covered = _end(after) - first["start_s"]
     assert b.elapsed_s - covered < 0.05 * b.elapsed_s + 0.05, (b.elapsed_s, top)  # thread start-up, the end's wrap-up
     # the terminal's summary reads the same rows, nothing made up beside them
     names = [name for depth, name, _, _ in summary_rows(b) if depth == 0]
@@ -82,7 +89,9 @@ def test_a_replay_shows_the_recorded_rows_without_adding_its_own(tmp_path: Path)
     assert [r["name"] for r in _top(replay)] == [BEFORE, "Building engine", AFTER]
 
 
-def test_a_stopped_build_ends_with_nothing_running_and_no_after_phase(long_model_bytes: bytes, wait_until: Any) -> None:
+def test_a_stopped_build_ends_with_nothing_running_and_no_after_phase(
+    long_model_bytes: bytes, wait_until: WaitUntil
+) -> None:
     b = Build(long_model_bytes, history=False).start()
     wait_until(lambda: any(r["name"] == "Building engine" for r in b.timings()), what="TensorRT's first phase")
     b.stop()

@@ -5,17 +5,17 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import Callable
 from typing import Any
 
 import pytest
+from fixture_types import RunAsync, WaitUntil
 
 from trt_widget import Build, BuildCancelled, BuildError, models
 
 SMALL = models.deep_residual(4).SerializeToString()
 
 
-def test_done_running_and_cancelled_follow_the_life_cycle(wait_until: Callable[..., Any]) -> None:
+def test_done_running_and_cancelled_follow_the_life_cycle(wait_until: WaitUntil) -> None:
     build = Build(models.deep_residual(1000), history=False)
     assert not build.done() and not build.running() and not build.cancelled()
     build.start()
@@ -95,7 +95,7 @@ def test_a_build_is_a_future_of_its_engine() -> None:
     assert issubclass(BuildCancelled, concurrent.futures.CancelledError)  # what a cancelled Future's result raises
 
 
-def test_await_of_a_failed_build_raises_its_build_error(run_async: Callable[..., Any]) -> None:
+def test_await_of_a_failed_build_raises_its_build_error(run_async: RunAsync) -> None:
     async def run() -> bytes:
         return await Build(b"garbage", history=False).start()
 
@@ -105,7 +105,7 @@ def test_await_of_a_failed_build_raises_its_build_error(run_async: Callable[...,
 
 
 def test_await_of_a_stopped_build_raises_build_cancelled_and_wait_async_says_cancelled(
-    wait_until: Callable[..., Any], run_async: Callable[..., Any]
+    wait_until: WaitUntil, run_async: RunAsync
 ) -> None:
     build = Build(models.deep_residual(1000), history=False).start()
     wait_until(lambda: build.model.innermost_running() is not None, what="a phase")
@@ -122,7 +122,7 @@ def test_await_of_a_stopped_build_raises_build_cancelled_and_wait_async_says_can
     assert status == "cancelled" and isinstance(error, BuildCancelled) and error is build.error
 
 
-def test_await_of_a_build_never_started_raises_at_once(run_async: Callable[..., Any]) -> None:
+def test_await_of_a_build_never_started_raises_at_once(run_async: RunAsync) -> None:
     async def run() -> bytes:
         return await Build(SMALL, history=False)
 
@@ -147,7 +147,7 @@ def test_as_completed_and_wait_take_builds() -> None:
 
 
 def test_wrap_future_gives_the_engine_or_the_error_and_cancelling_the_task_stops_the_build(
-    wait_until: Callable[..., Any], run_async: Callable[..., Any]
+    wait_until: WaitUntil, run_async: RunAsync
 ) -> None:
     async def run() -> tuple[bytes, BaseException | None, str]:
         engine = await asyncio.wrap_future(Build(SMALL, history=False).start())
@@ -166,9 +166,7 @@ def test_wrap_future_gives_the_engine_or_the_error_and_cancelling_the_task_stops
     assert len(engine) > 1000 and isinstance(error, BuildError) and status == "cancelled"
 
 
-def test_a_stopped_build_is_a_cancelled_future_to_asyncio(
-    wait_until: Callable[..., Any], run_async: Callable[..., Any]
-) -> None:
+def test_a_stopped_build_is_a_cancelled_future_to_asyncio(wait_until: WaitUntil, run_async: RunAsync) -> None:
     """``asyncio.wrap_future`` cancels its asyncio future when the Future was cancelled, as for any Future;
     ``await build`` raises the BuildCancelled with the reason."""
     build = Build(models.deep_residual(1000), history=False).start()

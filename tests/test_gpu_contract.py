@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from trt_widget import Build, _backend, models, trt
+from trt_widget._phases import PhaseRow
 
 pytestmark = pytest.mark.contract
 
@@ -33,7 +34,7 @@ def deadline(blocks: int) -> float:
     return (120.0 + per_block * blocks) * SCALE
 
 
-def _phases(build: Build) -> list[dict[str, Any]]:
+def _phases(build: Build) -> list[PhaseRow]:
     return list(build.timings())
 
 
@@ -221,7 +222,8 @@ def test_gpu_memory_figures_say_whose_they_are() -> None:
         pytest.skip("no NVML GPU here: no GPU memory figures to label")
     scope = str(summary["gpu_scope"])
     assert scope.startswith((f"the builder process (pid {build.child_pid}) on GPU", "all processes on GPU")), scope
-    assert summary["gpu_at_start"]["total"] > 0 and summary["gpu_device"]["name"]
+    at_start, device = summary["gpu_at_start"], summary["gpu_device"]
+    assert at_start is not None and at_start["total"] > 0 and device is not None and device["name"]
 
 
 def test_the_engine_inspector_agrees_with_the_log_record_where_the_engine_deserializes() -> None:

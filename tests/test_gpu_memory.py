@@ -11,7 +11,7 @@ import sys
 import time
 import types
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypedDict, cast
 
 import psutil
 import pytest
@@ -27,13 +27,19 @@ class NVMLError(Exception):
     pass
 
 
+class FakeDevice(TypedDict):
+    uuid: str
+    name: str
+    used: int
+
+
 class FakeNvml(types.ModuleType):
     """Two GPUs; process lists and utilisation as NVML reports them. ``mig`` makes utilisation unsupported."""
 
     def __init__(self, procs: dict[int, list[tuple[int, int]]], mig: bool = False) -> None:
         super().__init__("pynvml")
         self.procs, self.mig = procs, mig
-        self.devices = [
+        self.devices: list[FakeDevice] = [
             {"uuid": "GPU-0e3e75fb-a849-d495-55e4-6fa2a459ad6e", "name": "NVIDIA H200", "used": 2 * GIB},
             {"uuid": "GPU-77aa0000-1111-2222-3333-444455556666", "name": "NVIDIA A100-SXM4-80GB", "used": 50 * GIB},
         ]
@@ -54,7 +60,7 @@ class FakeNvml(types.ModuleType):
         return str(self.devices[h]["uuid"])
 
     def nvmlDeviceGetName(self, h: int) -> str:
-        return str(self.devices[h]["name"])
+        return self.devices[h]["name"]
 
     def nvmlDeviceGetCudaComputeCapability(self, h: int) -> tuple[int, int]:
         return (9, 0) if h == 0 else (8, 0)
@@ -63,7 +69,7 @@ class FakeNvml(types.ModuleType):
         return "580.159.04"
 
     def nvmlDeviceGetMemoryInfo(self, h: int) -> Any:
-        used = int(self.devices[h]["used"])
+        used = self.devices[h]["used"]
         return types.SimpleNamespace(total=140 * GIB, used=used, free=140 * GIB - used)
 
     def nvmlDeviceGetComputeRunningProcesses(self, h: int) -> list[Any]:
@@ -285,13 +291,14 @@ def test_a_build_on_device_1_samples_gpu_1_and_keys_its_history_by_it(
         child_pid=None,
         logger=types.SimpleNamespace(records=[]),
     )
-    sampler = ResourceSampler(build, interval=0.05)
+    sampler = ResourceSampler(cast(Build, build), interval=0.05)  # a stand-in: what the sampler reads of a Build
     sampler.start()
     sampler.stop()
     summary = sampler.summary()
     assert summary["peak_gpu_mem"] == 3 * GIB  # this process's memory on GPU 1, not 1 GiB of pid 4242 on GPU 0
     assert summary["gpu_scope"] == f"the builder process (pid {os.getpid()}) on GPU 1 (NVIDIA A100-SXM4-80GB)"
-    assert summary["gpu_device"]["name"] == "NVIDIA A100-SXM4-80GB"
-    assert like_facts(build)["gpu"]["name"] == "NVIDIA A100-SXM4-80GB"
+    device = summary["gpu_device"]
+    assert device is not None and device["name"] == "NVIDIA A100-SXM4-80GB"
+    assert like_facts(cast(Build, build))["gpu"]["name"] == "NVIDIA A100-SXM4-80GB"
     build.options.device = None
-    assert like_facts(build)["gpu"]["name"] == "NVIDIA H200"
+    assert like_facts(cast(Build, build))["gpu"]["name"] == "NVIDIA H200"

@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from trt_widget._grouping import GROUP_MIN, sibling_runs
 from trt_widget._terminal import tree_lines
 
+if TYPE_CHECKING:
+    from trt_widget._phases import PhaseRow
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _row(i: int, name: str, parent: int | None = 0) -> dict[str, Any]:
-    return {"id": i, "name": name, "parent": parent, "start_s": i, "end_s": i + 0.5, "duration_s": 0.5}
+def _row(i: int, name: str, parent: int | None = 0) -> PhaseRow:  # the keys grouping reads
+    return cast(
+        "PhaseRow", {"id": i, "name": name, "parent": parent, "start_s": i, "end_s": i + 0.5, "duration_s": 0.5}
+    )
 
 
 def test_runs_of_five_or_more_consecutive_same_name_siblings_fold() -> None:

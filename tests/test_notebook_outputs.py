@@ -38,7 +38,8 @@ def execute(cells: list[str], pause_after_first_s: float = 0.0) -> Any:
 def final_output(nb: Any) -> dict[str, Any]:
     outputs = [o for o in nb.cells[0].outputs if o.get("output_type") in ("display_data", "execute_result")]
     assert len(outputs) == 1, nb.cells[0].outputs
-    return outputs[0]["data"]
+    data: dict[str, Any] = outputs[0]["data"]
+    return data
 
 
 def assert_final(data: dict[str, Any], nb: Any) -> None:
@@ -84,7 +85,8 @@ def test_a_finished_output_keeps_the_widget_view_once_a_front_end_showed_one() -
     w.start()
     assert w.wait(timeout=300) == "succeeded"
     data = w._bundle()[0]
-    assert WIDGET_VIEW not in data and "Succeeded" in data["text/html"]  # nobody showed a view
+    html = data["text/html"]
+    assert WIDGET_VIEW not in data and isinstance(html, str) and "Succeeded" in html  # nobody showed a view
     refreshed: list[bool] = []
     w._refresh_display = lambda: refreshed.append(True)  # type: ignore[method-assign]
     w._handle_custom_msg({"type": "view"}, [])  # the message a rendered view sends (late: after the end)

@@ -75,7 +75,11 @@ def test_a_plain_new_field_works_in_python_has_no_flag_and_is_refused_over_http(
     _options.add_option_arguments(parser)
     assert "calibration" not in {a.dest for a in parser._actions}
     options = WithMore.from_kwargs(calibration=("a.cache",))
-    assert options.calibration == ("a.cache",) and options.summary()["calibration"] == ["a.cache"]
+    assert (
+        isinstance(options, WithMore)
+        and options.calibration == ("a.cache",)
+        and options.summary()["calibration"] == ["a.cache"]
+    )
 
 
 def test_docs_options_page_names_every_option() -> None:

@@ -262,7 +262,7 @@ def test_phases_returns_independent_copies() -> None:
     model = PhaseModel(FakeClock())
     model.phase_start("a", None, 1)
     copy = model.phases()[0]
-    copy.status = "tampered"
+    copy.status = DONE
     assert model.timings()[0]["status"] == RUNNING
 
 
@@ -292,8 +292,8 @@ def test_repeated_or_backward_steps_notify_no_listener() -> None:
 # -- found by scripts/mutate.py -----------------------------------------------------------------------------------
 def test_last_event_time_follows_every_callback_and_replayed_times_are_capped_at_now() -> None:
     clock = FakeClock(10.0)
+    assert PhaseModel(clock).last_event_s is None  # no callback yet
     model = PhaseModel(clock)
-    assert model.last_event_s is None  # no callback yet
     clock.t = 11.0
     model.phase_start("a", None, 2, at=50.0)  # a replayed time later than now counts as now
     assert model.timings()[0]["start_s"] == 1.0 and model.last_event_s == 1.0

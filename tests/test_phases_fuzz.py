@@ -13,7 +13,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trt_widget._phases import CANCELLED, DONE, FINISHED_EARLY, PHASE_STATUSES, RUNNING, PhaseModel
+from trt_widget._phases import CANCELLED, DONE, FINISHED_EARLY, PHASE_STATUSES, RUNNING, PhaseModel, PhaseRow
 
 NAMES = ["Building engine", "Timing tactics", "Computing reformatting costs", "refit"]
 PARENTS = [None, "never started", *NAMES]
@@ -105,7 +105,19 @@ ops = st.one_of(
 KEYS = ("id", "name", "parent", "depth", "num_steps", "step", "status")
 
 
-def check_structure(rows: list[dict[str, Any]]) -> None:
+def end(row: PhaseRow) -> float:
+    """The end of a closed phase's row."""
+    assert row["end_s"] is not None, row
+    return row["end_s"]
+
+
+def parent(rows: list[PhaseRow], row: PhaseRow) -> PhaseRow:
+    """The row of a child phase's parent."""
+    assert row["parent"] is not None, row
+    return rows[row["parent"]]
+
+
+def check_structure(rows: list[PhaseRow]) -> None:
     """Invariants any snapshot must satisfy."""
     for i, row in enumerate(rows):
         assert row["id"] == i  # dense, in start order
@@ -118,7 +130,7 @@ def check_structure(rows: list[dict[str, Any]]) -> None:
         if row["status"] == RUNNING:
             assert row["end_s"] is None
         else:
-            assert row["end_s"] >= row["start_s"] and row["duration_s"] == row["end_s"] - row["start_s"]
+            assert end(row) >= row["start_s"] and row["duration_s"] == end(row) - row["start_s"]
 
 
 @settings(
@@ -130,8 +142,8 @@ def check_structure(rows: list[dict[str, Any]]) -> None:
 def test_random_callback_sequences_match_the_reference(sequence: list[tuple[Any, ...]]) -> None:
     model, ref = PhaseModel(TickClock()), Ref()
     statuses: list[str] = []  # last status seen per phase, for the transition check
-    last_rows: list[dict[str, Any]] = []
-    last_copies: list[dict[str, Any]] = []
+    last_rows: list[PhaseRow] = []
+    last_copies: list[PhaseRow] = []
     starts = 0
     for op in sequence:
         kind = op[0]
@@ -161,7 +173,7 @@ def test_random_callback_sequences_match_the_reference(sequence: list[tuple[Any,
         for old, old_copy, new in zip(last_rows, last_copies, rows, strict=False):
             assert old == old_copy  # a handed-out row is never mutated
             assert (new is old) == (new == old)  # unchanged rows are the same object, changed ones new
-        assert [{k: r[k] for k in KEYS} for r in rows] == ref.rows
+        assert [{k: v for k, v in r.items() if k in KEYS} for r in rows] == ref.rows
         check_structure(rows)
         for i, row in enumerate(rows):
             if i < len(statuses):
@@ -177,7 +189,7 @@ def test_random_callback_sequences_match_the_reference(sequence: list[tuple[Any,
     model.close_all()
     final = model.timings()
     check_structure(final)
-    assert all(r["status"] != RUNNING and r["end_s"] >= r["start_s"] for r in final)
+    assert all(r["status"] != RUNNING and end(r) >= r["start_s"] for r in final)
 
 
 def test_eight_threads_of_callbacks_keep_the_invariants() -> None:
@@ -239,17 +251,17 @@ def test_eight_threads_of_callbacks_keep_the_invariants() -> None:
     assert model.ignored == threads * rounds * steps  # the unknown name, and only it
     for row in rows:
         if row["name"].startswith("own-"):
-            parent = rows[row["parent"]]
-            assert parent["name"] == "shared" and row["depth"] == 2
-            assert rows[parent["parent"]]["name"].startswith("root-")
+            shared = parent(rows, row)
+            assert shared["name"] == "shared" and row["depth"] == 2
+            assert parent(rows, shared)["name"].startswith("root-")
             assert (row["status"], row["step"]) == (DONE, steps)
         elif row["name"] == "shared":
-            assert rows[row["parent"]]["name"].startswith("root-") and row["depth"] == 1
+            assert parent(rows, row)["name"].startswith("root-") and row["depth"] == 1
         else:
             assert row["parent"] is None and row["status"] == DONE and row["step"] == steps
     # each thread's own phases ran one after another: its roots start in order and never overlap
     for i in range(threads):
         roots = [r for r in rows if r["name"] == f"root-{i}"]
         assert len(roots) == rounds
-        assert all(a["end_s"] <= b["start_s"] for a, b in itertools.pairwise(roots))
+        assert all(end(a) <= b["start_s"] for a, b in itertools.pairwise(roots))
         assert all(r["depth"] == 0 for r in roots)

@@ -75,7 +75,9 @@ def test_manifest_beside_output_round_trips(onnx_path: Path, tmp_path: Path) -> 
     assert manifest.trt_widget_version == trt_widget.__version__
     assert manifest.build_s is not None and manifest.build_s > 0
     assert (
-        manifest.engine_report is not None and manifest.engine_report["layers"] == build.engine_report.brief()["layers"]
+        manifest.engine_report is not None
+        and build.engine_report is not None
+        and manifest.engine_report["layers"] == build.engine_report.brief()["layers"]
     )
     assert read_manifest(manifest.path) == manifest  # the manifest itself or its engine
     assert build.manifest_path == str(manifest.path)
@@ -261,7 +263,7 @@ def test_check_engine_loads_here_and_names_why_not_elsewhere(onnx_path: Path, tm
 def test_check_engine_names_another_compute_capability(onnx_path: Path, tmp_path: Path) -> None:
     engine = tmp_path / "e.engine"
     assert _build(str(onnx_path), output=str(engine)).status == "succeeded"
-    h100 = {"name": "NVIDIA H100", "compute_capability": "9.0"}
+    h100: dict[str, object] = {"name": "NVIDIA H100", "compute_capability": "9.0"}
     _rewrite(engine, backend="tensorrt", tensorrt_version="10.13.0", device=h100)  # as built on an H100
     nvidia = {"backend": "tensorrt", "version": "10.13.0"}
     assert check_engine(engine, backend=nvidia, device=h100).loads is True
@@ -311,6 +313,7 @@ def test_a_reused_build_is_not_recorded_in_history(onnx_path: Path, tmp_path: Pa
     for _ in range(2):
         build = Build(str(onnx_path), history=store, resources=False, **options).start()
         build.wait()
+        assert build.history is not None
         assert build.history.recorded.wait(60)
     assert build.reused_from == str(engine)
     assert len(store.records()) == 1

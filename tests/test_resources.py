@@ -6,11 +6,12 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fixture_types import WaitUntil
 
 from trt_widget import Build
 from trt_widget import history as hist
@@ -19,6 +20,13 @@ from trt_widget._resources import MAX_SENT, MAX_STORED, ResourceSampler
 psutil = pytest.importorskip("psutil")
 
 TRT_PEAK = re.compile(r"^CPU \d+(\.\d+)? MiB, GPU \d+(\.\d+)? MiB$")
+
+
+def _column(samples: Sequence[Sequence[float | None]], i: int) -> list[float]:
+    """Column ``i`` of the resource samples (0: time, 1: RSS), present in each."""
+    values = [s[i] for s in samples]
+    assert all(v is not None for v in values), samples
+    return [v for v in values if v is not None]
 
 
 @pytest.fixture(autouse=True)
@@ -31,7 +39,7 @@ def _sampler_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name == "trt_widget-resources"]
 
 
-def test_samples_during_a_real_build(resnet50_bytes: bytes, wait_until: Callable[..., Any]) -> None:
+def test_samples_during_a_real_build(resnet50_bytes: bytes, wait_until: WaitUntil) -> None:
     build = Build(resnet50_bytes, history=False, isolation="thread")  # the builder in this process
     sampler = build.resources
     assert isinstance(sampler, ResourceSampler)
@@ -46,9 +54,9 @@ def test_samples_during_a_real_build(resnet50_bytes: bytes, wait_until: Callable
     assert snap is not None and snap is sampler.snapshot()  # cached while nothing changes
     samples = snap["samples"]
     assert len(samples) >= 2  # one at the start, one at the end
-    times = [s[0] for s in samples]
+    times, rss = _column(samples, 0), _column(samples, 1)
     assert times == sorted(times) and times[0] >= 0 and times[-1] <= build.elapsed_s + 0.01
-    assert all(s[1] > 0 for s in samples) and snap["peak_rss"] == max(s[1] for s in samples) > 0
+    assert all(r > 0 for r in rss) and snap["peak_rss"] == max(rss) > 0
     if sampler._gpu is None or sampler._gpu.nvml is None:  # no NVML (no NVIDIA driver): no GPU figures at all
         assert snap["peak_gpu_mem"] is None and all(s[2] is None and s[3] is None for s in samples)
     else:
@@ -65,38 +73,43 @@ def test_samples_during_a_real_build(resnet50_bytes: bytes, wait_until: Callable
     assert len(sampler.samples) == count
 
 
-def test_process_isolation_samples_the_child(resnet50_bytes: bytes, wait_until: Callable[..., Any]) -> None:
+def test_process_isolation_samples_the_child(resnet50_bytes: bytes, wait_until: WaitUntil) -> None:
     build = Build(resnet50_bytes, history=False, isolation="process").start()
     assert build.wait(300) == "succeeded"
     sampler = build.resources
+    assert sampler is not None
     wait_until(lambda: not sampler.running, timeout=30, what="the sampler thread to stop")
     child = getattr(build, "child_pid", None)
     assert child and child != os.getpid()
     assert child in sampler.summary()["sampled_pids"]
     snap = sampler.snapshot()
-    assert snap["peak_rss"] > 0 and snap["trt_peak"] and TRT_PEAK.match(snap["trt_peak"])
+    assert snap is not None and snap["peak_rss"] > 0 and snap["trt_peak"] and TRT_PEAK.match(snap["trt_peak"])
 
 
 def test_history_records_the_resource_peaks(resnet50_bytes: bytes, tmp_path: Path) -> None:
     store = hist.HistoryStore(tmp_path / "h.sqlite")
     build = Build(resnet50_bytes, history=store).start()
     assert build.wait(300) == "succeeded"
+    assert build.history is not None
     assert build.history.recorded.wait(60)
     recorded = hist.list_builds(store)[0]["resources"]
-    assert recorded["peak_rss"] == build.resources.summary()["peak_rss"] > 0
-    assert recorded["trt_peak"] == build.resources.summary()["trt_peak"]
+    assert build.resources is not None and recorded is not None
+    summary = build.resources.summary()
+    assert recorded["peak_rss"] == summary["peak_rss"] and (summary["peak_rss"] or 0) > 0
+    assert recorded["trt_peak"] == summary["trt_peak"]
 
 
 def test_snapshot_stays_bounded_and_keeps_the_peak(small_model: Any) -> None:
     """Synthetic driver: many samples of the real process without a build, to check the downsampling."""
     build = Build(small_model, history=False)
     sampler = build.resources
+    assert sampler is not None
     for _ in range(2 * MAX_STORED + 5):
         sampler._sample()
     assert len(sampler.samples) <= MAX_STORED and sampler.interval > 0.5  # merged, and sampling slowed
     snap = sampler.snapshot()
-    assert 0 < len(snap["samples"]) <= MAX_SENT
-    assert max(s[1] for s in snap["samples"]) == snap["peak_rss"] == sampler.peak_rss
+    assert snap is not None and 0 < len(snap["samples"]) <= MAX_SENT
+    assert max(_column(snap["samples"], 1)) == snap["peak_rss"] == sampler.peak_rss
 
 
 def test_no_psutil_means_no_resources(small_model: Any, monkeypatch: pytest.MonkeyPatch) -> None:

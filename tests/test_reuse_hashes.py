@@ -193,7 +193,12 @@ def test_an_unchanged_model_is_read_once_for_its_locations(tmp_path: Path, monke
     assert _external_data.file_locations(str(model)) == []
     calls: list[int] = []
     real = _external_data.external_locations
-    monkeypatch.setattr(_external_data, "external_locations", lambda data: calls.append(1) or real(data))
+
+    def counted(data: bytes | memoryview) -> list[str]:
+        calls.append(1)
+        return real(data)
+
+    monkeypatch.setattr(_external_data, "external_locations", counted)
     assert _external_data.file_locations(str(model)) == []
     assert calls == []  # remembered by its stat
     _flip_keeping_times(model, model.stat().st_size - 1)

@@ -10,14 +10,18 @@ import threading
 import time
 from collections.abc import Callable
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
+from fixture_types import WaitUntil
 
 from trt_widget import BuildWidget, _snapshot, models
 from trt_widget._phases import PhaseModel
 from trt_widget._snapshot import MAX_LOGS, RowsEncoder, SnapshotPump, snapshot
 from trt_widget._verbose import TacticWatch
+
+if TYPE_CHECKING:
+    from trt_widget import Build
 
 
 class FakeLogger:
@@ -83,6 +87,11 @@ class FakeBuild:
             fn(self)
 
 
+def stand_in(fake: FakeBuild) -> Build:
+    """``fake`` as the Build that snapshot() and the pump take: they read only what FakeBuild has."""
+    return cast("Build", fake)
+
+
 def wait_for(predicate: Callable[[], Any], what: str, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -98,7 +107,7 @@ def test_snapshot_of_a_running_build() -> None:
     build.status_detail = "busy"
     build.model.last_event_s = 0.5
     build.error = RuntimeError("not shown while running")
-    state = snapshot(build)
+    state = snapshot(stand_in(build))
     assert state["status"] == "running" and state["status_detail"] == "busy"
     assert state["elapsed_s"] == 1.2346  # rounded to 0.1 ms
     assert state["phases"] == build.model.rows()
@@ -107,30 +116,30 @@ def test_snapshot_of_a_running_build() -> None:
     assert state["activity"] == {"last_callback_s": 0.5, "timing": None}  # no autotuner line seen
     assert state["eta"] is None and state["history_delta"] is None and state["resources"] is None
     build.status = "cancelling"
-    assert snapshot(build)["activity"] == {"last_callback_s": 0.5, "timing": None}
+    assert snapshot(stand_in(build))["activity"] == {"last_callback_s": 0.5, "timing": None}
 
 
 def test_snapshot_of_ended_builds() -> None:
     build = FakeBuild("failed")
     build.error = RuntimeError("boom")
     build.engine_size = 1234
-    state = snapshot(build)
+    state = snapshot(stand_in(build))
     assert state["error"] == "boom" and state["engine_size"] == 1234 and state["activity"] is None
     build.status = "succeeded"
-    assert snapshot(build)["error"] == ""  # an error object is shown only for a failed build
+    assert snapshot(stand_in(build))["error"] == ""  # an error object is shown only for a failed build
     build.error = None
     build.status = "failed"
-    assert snapshot(build)["error"] == ""
+    assert snapshot(stand_in(build))["error"] == ""
     build.options.isolation = "thread"
-    assert snapshot(build)["can_force"] is False
+    assert snapshot(stand_in(build))["can_force"] is False
 
 
 def test_cancel_info_is_shown_only_while_cancelling() -> None:
     build = FakeBuild("cancelling")
     build.cancel_info = {"phase": "Building engine", "requested_at_s": 1.0}
-    assert snapshot(build)["cancel"] == build.cancel_info
+    assert snapshot(stand_in(build))["cancel"] == build.cancel_info
     build.status = "cancelled"
-    assert snapshot(build)["cancel"] is None
+    assert snapshot(stand_in(build))["cancel"] is None
 
 
 def test_logs_are_the_last_problems_annotated(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -138,7 +147,7 @@ def test_logs_are_the_last_problems_annotated(monkeypatch: pytest.MonkeyPatch) -
     build = FakeBuild()
     build.problems = [{"severity": "WARNING", "message": f"line {i}", "t": float(i)} for i in range(MAX_LOGS + 5)]
     build.problems.append({"severity": "ERROR", "message": "Error Code 7: BuildCanceled", "t": 9.0})
-    logs = snapshot(build)["logs"]
+    logs = snapshot(stand_in(build))["logs"]
     assert (
         MAX_LOGS == 200
         and len(logs) == 200
@@ -147,23 +156,24 @@ def test_logs_are_the_last_problems_annotated(monkeypatch: pytest.MonkeyPatch) -
     )
     assert "expected" not in logs[-1]  # not cancelled: an error
     build.cancel_info = {"phase": "x", "requested_at_s": 0.0}
-    assert snapshot(build)["logs"][-1]["expected"]  # cancelled: the cancellation's own error line is expected
+    assert snapshot(stand_in(build))["logs"][-1]["expected"]  # cancelled: the cancellation's own error line is expected
     build.problems = [{"severity": "WARNING", "message": "CUDA driver version is insufficient", "t": 0.0}]
-    assert snapshot(build)["logs"][0]["expected"]  # on RTX
+    assert snapshot(stand_in(build))["logs"][0]["expected"]  # on RTX
     monkeypatch.setattr(_snapshot, "_backend_kind", lambda: "tensorrt")
-    assert "expected" not in snapshot(build)["logs"][0]
+    assert "expected" not in snapshot(stand_in(build))["logs"][0]
 
 
 def test_optional_extras_are_read_and_never_break_the_snapshot() -> None:
     build = FakeBuild()
     build.history = Extra(eta={"total_s": 3.0}, deltas={"0": 0.5})
     build.resources = Extra(snapshot={"rss": 1})
-    state = snapshot(build)
+    state = snapshot(stand_in(build))
     assert state["eta"] == {"total_s": 3.0} and state["history_delta"] == {"0": 0.5}
-    assert state["resources"] == {"rss": 1}
+    shown: object = state["resources"]  # the stand-in's value, whatever its type
+    assert shown == {"rss": 1}
     build.history = Extra(eta=RuntimeError("x"), deltas=KeyError("y"))
     build.resources = Extra(snapshot=ValueError("z"))
-    state = snapshot(build)
+    state = snapshot(stand_in(build))
     assert state["eta"] is None and state["history_delta"] is None and state["resources"] is None
 
 
@@ -199,7 +209,7 @@ def test_rows_encoder_returns_the_texts_of_new_and_changed_rows_only() -> None:
 # -- SnapshotPump.flush ----------------------------------------------------------------------------------------
 def pump_of(build: FakeBuild, interval: float = 3600.0) -> tuple[SnapshotPump, list[dict[str, Any]]]:
     sent: list[dict[str, Any]] = []
-    return SnapshotPump(build, sent.append, interval=interval), sent
+    return SnapshotPump(stand_in(build), sent.append, interval=interval), sent
 
 
 def test_the_first_flush_sends_everything_then_only_what_changed() -> None:
@@ -208,7 +218,7 @@ def test_the_first_flush_sends_everything_then_only_what_changed() -> None:
     pump, sent = pump_of(build)
     pump.flush()
     (first,) = sent
-    assert set(first) == {*snapshot(build), "phases_delta", "phases_json", "phases_seq"} - {"phases"}
+    assert set(first) == {*snapshot(stand_in(build)), "phases_delta", "phases_json", "phases_seq"} - {"phases"}
     assert json.loads(first["phases_json"]) == build.model.rows() and first["phases_seq"] == 1
     assert json.loads(first["phases_delta"]) == {"seq": 1, "rows": build.model.rows()}
     pump.flush()
@@ -265,7 +275,8 @@ def test_the_whole_list_is_resent_on_request_and_at_the_end() -> None:
     for status in ("succeeded", "cancelled", "failed"):
         build.status = status
         pump.flush()
-        assert json.loads(pump.last["phases_json"]) == build.model.rows()
+        phases_json = pump.last["phases_json"]
+        assert isinstance(phases_json, str) and json.loads(phases_json) == build.model.rows()
         assert pump.last["phases_seq"] == pump.seq == 4
 
 
@@ -297,7 +308,7 @@ def test_the_first_send_waits_for_no_throttle_on_a_clock_that_starts_at_zero() -
     # a freshly booted machine: time.monotonic() is its uptime, smaller than the interval
     build = FakeBuild()
     sent: list[dict[str, Any]] = []
-    pump = SnapshotPump(build, sent.append, interval=3600.0, clock=lambda: 0.0)
+    pump = SnapshotPump(stand_in(build), sent.append, interval=3600.0, clock=lambda: 0.0)
     pump.start()
     try:
         build.model.phase_start("a", None, 4)
@@ -315,7 +326,7 @@ def test_a_flush_before_the_pump_starts_counts_for_its_throttle() -> None:
     an interval after that flush (it was sent at once: two sends 3 ms apart, 11 in one second in bench P3)."""
     build = FakeBuild()
     sent: list[dict[str, Any]] = []
-    pump = SnapshotPump(build, sent.append, interval=3600.0, clock=lambda: 0.0)
+    pump = SnapshotPump(stand_in(build), sent.append, interval=3600.0, clock=lambda: 0.0)
     pump.flush()
     assert len(sent) == 1
     pump.start()
@@ -363,7 +374,7 @@ def quiet_for(sent: list[dict[str, Any]], count: int, seconds: float = 0.3) -> N
 
 def test_the_pump_defaults_to_ten_sends_a_second_on_a_daemon_thread() -> None:
     build = FakeBuild()
-    pump = SnapshotPump(build, lambda state: None)
+    pump = SnapshotPump(stand_in(build), lambda state: None)
     assert pump.interval == 0.1 and pump.thread.daemon
 
 
@@ -423,7 +434,7 @@ def test_a_phase_start_just_after_a_send_waits_out_the_interval() -> None:
 
 @pytest.mark.slow  # the same through a scripted build: tests/runners/test_scripted.py
 @pytest.mark.rtx_long_step
-def test_the_cancelling_state_is_sent_at_once_not_at_the_next_tick(wait_until: Callable[..., Any]) -> None:
+def test_the_cancelling_state_is_sent_at_once_not_at_the_next_tick(wait_until: WaitUntil) -> None:
     widget = BuildWidget(models.deep_residual(1000), history=False, isolation="thread")
     widget._pump.interval = 3600.0  # one throttled tick an hour: only an urgent wake-up can send in time
     widget.start()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import json
 import threading
-from typing import Any
+from typing import Any, cast
 
 from trt_widget import Build, BuildWidget, models
 from trt_widget._subscribe import BuildEvent
@@ -97,7 +97,7 @@ def test_steps_and_log_lines_are_delivered_by_default_and_unsubscribing_detaches
 
     build = _Synthetic()
     got: list[BuildEvent] = []
-    unsubscribe = subscribe(build, got.append)
+    unsubscribe = subscribe(cast(Build, build), got.append)  # a stand-in: what subscribe() reads of a Build
     build.model.phase_start("a", None, 2)
     build.model.step_complete("a", 0)
     build.logger.log(2, "a warning")

@@ -58,8 +58,10 @@ def test_interleaved_callbacks_from_six_threads_keep_each_instance_apart_synthet
     ]
     children: dict[int, int] = {}
     for row in measuring:  # each measurement sits under the evaluation its own thread started
+        assert row["parent"] is not None
         parent = rows[row["parent"]]
         assert parent["name"] == "Evaluating tactic times" and row["depth"] == 2
+        assert row["end_s"] is not None and parent["end_s"] is not None  # all DONE above
         assert parent["start_s"] <= row["start_s"] and row["end_s"] <= parent["end_s"]
         children[parent["id"]] = children.get(parent["id"], 0) + 1
     assert {rows[i]["num_steps"]: n for i, n in children.items()} == {n: n for n in plan.values()}

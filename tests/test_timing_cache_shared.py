@@ -36,6 +36,11 @@ class NvidiaLikeCache:
         return json.dumps({"tag": self.tag, "entries": self.entries}).encode()
 
 
+def config_like(entries: dict[str, float], slow_read: float = 0.0) -> Any:
+    """A NvidiaLikeConfig as the builder config ``_save_timing_cache`` takes: it reads only the timing cache."""
+    return NvidiaLikeConfig(entries, slow_read)
+
+
 class NvidiaLikeConfig:
     """The builder config after a build: its timing cache holds what this build measured."""
 
@@ -65,7 +70,7 @@ def test_two_concurrent_writers_keep_both_builds_entries(tmp_path: Path) -> None
 
     def save(i: int) -> None:
         start.wait()
-        _engine._save_timing_cache(NvidiaLikeConfig(builds[i], slow_read=0.2), str(path), loggers[i])
+        _engine._save_timing_cache(config_like(builds[i], slow_read=0.2), str(path), loggers[i])
 
     threads = [threading.Thread(target=save, args=(i,)) for i in range(len(builds))]
     for t in threads:
@@ -84,7 +89,7 @@ def test_a_cache_file_from_another_device_is_replaced_and_a_copy_kept(tmp_path: 
     path.write_bytes(theirs)
     path.chmod(0o600)
     logger = CaptureLogger()
-    _engine._save_timing_cache(NvidiaLikeConfig({"new": 1.0}), str(path), logger)
+    _engine._save_timing_cache(config_like({"new": 1.0}), str(path), logger)
     assert _entries(path) == {"new": 1.0}
     assert (tmp_path / "other.cache.previous").read_bytes() == theirs
     assert (tmp_path / "other.cache.previous").stat().st_mode & 0o777 == 0o600  # as private as the file was
@@ -93,7 +98,7 @@ def test_a_cache_file_from_another_device_is_replaced_and_a_copy_kept(tmp_path: 
         f"previous one kept as {path}.previous"
     ]
     path.write_bytes(NvidiaLikeCache({"older": 7.0}, tag="v100/8.6").serialize())  # the next foreign one
-    _engine._save_timing_cache(NvidiaLikeConfig({"new": 1.0}), str(path), CaptureLogger())
+    _engine._save_timing_cache(config_like({"new": 1.0}), str(path), CaptureLogger())
     assert _entries(tmp_path / "other.cache.previous-2") == {"older": 7.0}
     assert (tmp_path / "other.cache.previous").read_bytes() == theirs  # the first copy is not overwritten
 
@@ -104,7 +109,7 @@ def test_the_copy_of_a_private_cache_stays_private(tmp_path: Path) -> None:
     theirs = NvidiaLikeCache({"old": 9.0}, tag="a100/10.8").serialize()
     path.write_bytes(theirs)
     path.chmod(0o600)
-    _engine._save_timing_cache(NvidiaLikeConfig({"new": 1.0}), str(path), CaptureLogger())
+    _engine._save_timing_cache(config_like({"new": 1.0}), str(path), CaptureLogger())
     kept = tmp_path / "other.cache.previous"
     assert kept.read_bytes() == theirs and stat.S_IMODE(kept.stat().st_mode) == 0o600
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
@@ -120,7 +125,7 @@ def test_a_foreign_cache_with_no_free_name_for_its_copy_is_left_as_it_was(tmp_pa
     for number in range(2, _engine.MAX_CACHE_COPIES + 1):
         (tmp_path / f"other.cache.previous-{number}").write_text("taken")
     logger = CaptureLogger()
-    _engine._save_timing_cache(NvidiaLikeConfig({"new": 1.0}), str(path), logger)
+    _engine._save_timing_cache(config_like({"new": 1.0}), str(path), logger)
     assert path.read_bytes() == theirs and victim.read_text() == "mine"
     assert "left as it was, this build's cache not saved" in logger.problems[0]["message"]
 

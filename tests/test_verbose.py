@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fixture_types import WaitUntil
 
 from trt_widget import Build
 from trt_widget._engine import CaptureLogger
@@ -108,7 +110,7 @@ def test_tensorrt_10s_named_tactic_lines_are_counted_as_tactics_timed() -> None:
     layer = "/features/features.0/Conv + /features/features.1/Relu"
     assert seen[0] == {"layer": layer, "runner": "", "since_s": 0.0, "tactics": 0}  # "Computing costs for"
     assert seen[2] == {"layer": layer, "runner": "CaskConvolution", "since_s": 0.0, "tactics": 0}
-    assert [s["tactics"] for s in seen[3:11]] == [1, 2, 3, 4, 5, 6, 7, 8]
+    assert [s and s["tactics"] for s in seen[3:11]] == [1, 2, 3, 4, 5, 6, 7, 8]
     assert describe(seen[10], 65.0) == f"timing {layer} (CaskConvolution) for 1 min 05.0 s, 8 tactics timed"
     assert seen[13] is None  # "Chose Runner Type"
     assert seen[-1] == {"layer": layer, "runner": "CaskConvolution", "since_s": 0.0, "tactics": 3}
@@ -149,23 +151,29 @@ def _network_that_logs_a_timing_runner(network: Any) -> None:
         4, "--------------- Timing Runner: {ForeignNode[/blocks.0/attn/MatMul.../Softmax]} (Myelin[0x80000023])"
     )
     time.sleep(1.5)
-    t = trt()
+    t: Any = trt()  # the network API beyond what trt_widget itself calls
     relu = network.add_activation(network.add_input("x", t.float32, (1, 4)), t.ActivationType.RELU)
     network.mark_output(relu.get_output(0))
 
 
+def timing(build: Build) -> Mapping[str, object] | None:
+    """What the snapshot says the autotuner times, if anything."""
+    activity = snapshot(build)["activity"]
+    return activity["timing"] if activity else None
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("isolation", ["process", "thread"])
-def test_the_now_line_state_reaches_the_snapshot_from_the_builder(isolation: str, wait_until: Any) -> None:
+def test_the_now_line_state_reaches_the_snapshot_from_the_builder(isolation: str, wait_until: WaitUntil) -> None:
     build = Build(_network_that_logs_a_timing_runner, isolation=isolation, history=False, resources=False).start()
-    activity = wait_until(lambda: (snapshot(build)["activity"] or {}).get("timing"), what="the timing state")
+    activity = wait_until(lambda: timing(build), what="the timing state")
     assert activity["layer"] == "{ForeignNode[/blocks.0/attn/MatMul.../Softmax]}" and activity["runner"] == "Myelin"
     build.wait(60)
     assert not [r for r in build.logs if r["severity"] == "VERBOSE"]
 
 
 @pytest.mark.slow
-def test_the_terminal_footer_says_what_is_being_timed(wait_until: Any) -> None:
+def test_the_terminal_footer_says_what_is_being_timed(wait_until: WaitUntil) -> None:
     import io
 
     from trt_widget._terminal import TerminalView
@@ -173,7 +181,7 @@ def test_the_terminal_footer_says_what_is_being_timed(wait_until: Any) -> None:
     build = Build(_network_that_logs_a_timing_runner, isolation="thread", history=False, resources=False)
     view = TerminalView(build, io.StringIO(), style="rich", hint="Ctrl-C to cancel")
     build.start()
-    footer = wait_until(lambda: "now timing" in view._footer(build.elapsed_s) and view._footer(build.elapsed_s))
+    footer = wait_until(lambda: text if "now timing" in (text := view._footer(build.elapsed_s)) else None)
     assert footer.startswith("running ")
     assert " · now timing {ForeignNode[/blocks.0/attn/MatMul.../Softmax]} (Myelin) for " in footer
     assert footer.endswith(" — Ctrl-C to cancel")

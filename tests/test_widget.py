@@ -8,11 +8,11 @@ import json
 import re
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fixture_types import RunAsync, WaitUntil
 
 from trt_widget import BuildCancelled, BuildError, BuildWidget, models
 
@@ -35,7 +35,7 @@ def count_messages(widget: BuildWidget) -> list[float]:
         sent.append(time.monotonic())
         original(key)
 
-    widget.send_state = send_state  # type: ignore[method-assign]
+    widget.send_state = send_state
     return sent
 
 
@@ -56,7 +56,7 @@ def test_real_build_ends_with_complete_tree_and_final_status() -> None:
     timings = widget.timings()
     assert [row["id"] for row in widget.phases] == [row["id"] for row in timings]
     assert all(row["end_s"] is not None and row["status"] != "running" for row in widget.phases)
-    assert max(row["depth"] for row in widget.phases) >= 2
+    assert max(row["depth"] for row in timings) >= 2
     assert widget.elapsed_s > 0 and widget.error == ""
     assert widget.phases == json.loads(json.dumps(timings))  # the synced text is exactly the final rows
     builder = widget.build._thread
@@ -65,6 +65,7 @@ def test_real_build_ends_with_complete_tree_and_final_status() -> None:
     assert builder.ident not in writers
     # start() writes "running" on the calling thread before the pump thread exists; from then on the pump alone
     pump = widget._pump.thread.ident
+    assert pump is not None
     first_pump = writers.index(pump)
     assert set(writers[:first_pump]) == {threading.get_ident()} and set(writers[first_pump:]) == {pump}
     assert next(value for name, value, _ in writes if name == "status") == "running"
@@ -72,7 +73,7 @@ def test_real_build_ends_with_complete_tree_and_final_status() -> None:
 
 
 @pytest.mark.rtx_long_step
-def test_stop_message_cancels_a_real_long_build(wait_until: Callable[..., Any]) -> None:
+def test_stop_message_cancels_a_real_long_build(wait_until: WaitUntil) -> None:
     widget = BuildWidget(models.deep_residual(1000), history=False)
     writes = record_writes(widget)
     widget.start()
@@ -88,7 +89,7 @@ def test_stop_message_cancels_a_real_long_build(wait_until: Callable[..., Any]) 
     cancels = [value for name, value, _ in writes if name == "cancel" and value]
     assert cancels and cancels[0]["phase"] in {row["name"] for row in widget.phases}
     assert "cancelling" in [value for name, value, _ in writes if name == "status"]
-    assert widget.cancel is None  # the notice goes away once cancelled
+    assert widget.get_state("cancel") == {"cancel": None}  # the notice goes away once cancelled
     assert widget.stop() is False  # nothing left to stop
 
 
@@ -196,7 +197,7 @@ def test_rows_encoder_reencodes_only_changed_rows() -> None:
 
 
 @pytest.mark.rtx_long_step
-def test_elapsed_time_alone_is_not_resent_while_running(wait_until: Callable[..., Any]) -> None:
+def test_elapsed_time_alone_is_not_resent_while_running(wait_until: WaitUntil) -> None:
     widget = BuildWidget(models.deep_residual(1000), history=False)
     writes = record_writes(widget)
     widget.start()
@@ -216,7 +217,7 @@ def test_elapsed_time_alone_is_not_resent_while_running(wait_until: Callable[...
         widget.wait(timeout=300)
 
 
-def test_rows_travel_as_deltas_that_rebuild_the_tree_exactly(wait_until: Any) -> None:
+def test_rows_travel_as_deltas_that_rebuild_the_tree_exactly(wait_until: WaitUntil) -> None:
     """A paced GPU-shaped replay: each send carries only the rows that changed; applying the deltas in order to
     the first whole list gives the final rows; the whole list is resent only at the end and when a view asks."""
     from trt_widget.runners import gpu_shaped_events
@@ -262,7 +263,7 @@ def test_awaiting_a_widget_waits_for_the_build_and_its_final_state() -> None:
 
 
 def test_await_widget_raises_what_result_raises_and_wait_async_gives_the_status(
-    wait_until: Any, run_async: Any
+    wait_until: WaitUntil, run_async: RunAsync
 ) -> None:
     bad = BuildWidget(b"garbage", history=False).start()
 
@@ -282,7 +283,7 @@ def test_await_widget_raises_what_result_raises_and_wait_async_gives_the_status(
     assert run_async(await_it(good)) == good.engine
 
 
-def test_a_widgets_future_is_its_build_for_as_completed_and_wrap_future(run_async: Any) -> None:
+def test_a_widgets_future_is_its_build_for_as_completed_and_wrap_future(run_async: RunAsync) -> None:
     widgets = [BuildWidget(models.deep_residual(2), history=False).start(), BuildWidget(b"garbage").start()]
     assert [w.future for w in widgets] == [w.build for w in widgets]
     ended = set(concurrent.futures.as_completed([w.future for w in widgets], timeout=300))

@@ -13,6 +13,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from user_scripts import DIRECT_BUILD
 
 from trt_widget._python import python_command
 from trt_widget.models import deep_residual, to_bytes
@@ -151,21 +152,7 @@ def test_trt_widget_run_in_a_folder_shadowing_the_standard_library(
 ) -> None:
     folder, markers = shadowing
     script = elsewhere / "direct.py"
-    script.write_text(
-        textwrap.dedent(
-            """
-            import sys
-            import tensorrt_rtx_bindings as trt
-
-            logger = trt.Logger(trt.Logger.ERROR)
-            builder = trt.Builder(logger)
-            network = builder.create_network(0)
-            parser = trt.OnnxParser(network, logger)
-            assert parser.parse(open(sys.argv[1], "rb").read())
-            print("ENGINE", builder.build_serialized_network(network, builder.create_builder_config()).nbytes)
-            """
-        )
-    )
+    script.write_text(DIRECT_BUILD)
     command = [sys.executable, str(elsewhere / "cli.py"), "run", "--plain", "--", sys.executable, str(script)]
     done = run([*command, str(elsewhere / "m.onnx")], folder)
     assert done.returncode == 0, done.stderr
@@ -179,19 +166,7 @@ def test_trt_widget_run_imports_nothing_of_the_scripts_own_folder(tmp_path: Path
     ``sqlite3.py`` that the script itself never imports is never taken for them. Every standard library module
     (and psutil) the script does not import itself is shadowed in its folder."""
     script = CONSOLE_SCRIPT.replace("from trt_widget.__main__ import main\nsys.exit(main())\n", "")
-    script += textwrap.dedent(
-        """
-        import tensorrt_rtx_bindings as trt
-
-        logger = trt.Logger(trt.Logger.ERROR)
-        builder = trt.Builder(logger)
-        network = builder.create_network(0)
-        parser = trt.OnnxParser(network, logger)
-        assert parser.parse(open(sys.argv[1], "rb").read())
-        print("ENGINE", builder.build_serialized_network(network, builder.create_builder_config()).nbytes)
-        print("MODULES", " ".join(sorted({name.split(".")[0] for name in sys.modules})))
-        """
-    )
+    script += DIRECT_BUILD + 'print("MODULES", " ".join(sorted({name.split(".")[0] for name in sys.modules})))\n'
     plain = elsewhere / "plain.py"
     plain.write_text(script)
     done = run([sys.executable, str(plain), str(elsewhere / "m.onnx")], tmp_path)

@@ -9,12 +9,13 @@ from ._errors import BuildCancelled, BuildError
 from ._version import __version__ as __version__
 
 if TYPE_CHECKING:  # what the lazy names below are, for type checkers (nothing is imported at run time)
+    from types import ModuleType
+
     from ._build import Build
     from ._events import attach_events
     from ._monitor import BuildMonitor
     from ._options import BuildOptions, BuildOptionsDict
     from ._phases import Phase, PhaseModel
-    from ._tensorrt_types import TensorRT
     from ._terminal import render_in_terminal
     from ._widget import BuildWidget
     from .engine import EngineReport
@@ -22,9 +23,12 @@ if TYPE_CHECKING:  # what the lazy names below are, for type checkers (nothing i
     from .provenance import check_engine, read_manifest
     from .ray import RayRunner
     from .runners import shutdown_workers
+    from .watch import watch as watch  # the subpackage is callable (see __getattr__): this is its call
     from .watch import watch_call
 
-    trt: TensorRT  # the selected TensorRT module
+    # the selected TensorRT module, its whole API for users' network functions (``trt.float32``, ...): a module,
+    # not trt_widget's own narrow protocol of what it calls (``_tensorrt_types.TensorRT``)
+    trt: ModuleType
 
 # Names that need a TensorRT backend are imported on first use, so `import trt_widget` always works and a
 # missing backend gives one clear error naming both install commands.

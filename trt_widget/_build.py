@@ -64,7 +64,7 @@ from .runners import START_PHASE, EngineFile, Recording, RunContext, Runner, run
 
 if TYPE_CHECKING:
     import pandas
-    from typing_extensions import Unpack  # typing.Unpack from Python 3.11
+    from typing_extensions import Self, Unpack  # typing.Self, typing.Unpack from Python 3.11
 
     from ._events import EventStream
     from ._json import JSONObject
@@ -423,7 +423,7 @@ class Build(Waiting):
         release_targets(self)
 
     # -- control -------------------------------------------------------------------------------------
-    def start(self) -> Build:
+    def start(self) -> Self:
         """Start building on a background thread and return at once."""
         with self._condition:
             if self._status != IDLE:

@@ -8,7 +8,7 @@ import time
 
 import pytest
 from harness.lab import Lab
-from playwright.sync_api import expect
+from playwright.sync_api import Locator, expect
 
 pytestmark = pytest.mark.e2e
 
@@ -21,7 +21,7 @@ CELL = (
 )
 
 
-def _running_build(lab: Lab) -> object:
+def _running_build(lab: Lab) -> Locator:
     lab.open([CELL])
     lab.run_cell(0)
     root = lab.output(0).locator(".trtw")
@@ -30,18 +30,18 @@ def _running_build(lab: Lab) -> object:
     return root
 
 
-def _assert_ended(lab: Lab, root: object, reason: str) -> None:
-    expect(root).to_have_attribute("data-status", "ended", timeout=30_000)  # type: ignore[arg-type]
-    expect(root.locator(".trtw-badge")).to_have_text("Ended")  # type: ignore[attr-defined]
-    expect(root.locator(".trtw-detail")).to_have_text(reason)  # type: ignore[attr-defined]
-    stop = root.locator("button.trtw-stop")  # type: ignore[attr-defined]
+def _assert_ended(lab: Lab, root: Locator, reason: str) -> None:
+    expect(root).to_have_attribute("data-status", "ended", timeout=30_000)
+    expect(root.locator(".trtw-badge")).to_have_text("Ended")
+    expect(root.locator(".trtw-detail")).to_have_text(reason)
+    stop = root.locator("button.trtw-stop")
     expect(stop).to_be_visible()
     expect(stop).to_be_disabled()
-    clock = root.locator(".trtw-elapsed")  # type: ignore[attr-defined]
+    clock = root.locator(".trtw-elapsed")
     before = clock.inner_text()
     time.sleep(1.5)  # the live clock ticks at 10 Hz: a stopped one reads the same 1.5 s later
     assert clock.inner_text() == before
-    expect(root.locator(".trtw-eta")).to_be_hidden()  # type: ignore[attr-defined]
+    expect(root.locator(".trtw-eta")).to_be_hidden()
     assert not [p for p in lab.problems if "Cannot send" in p], lab.problems
 
 
@@ -58,10 +58,10 @@ def test_a_kernel_shutdown_mid_build_ends_the_widget(lab: Lab) -> None:
     lab.js("shutdownKernel", lab.path)
     # an exiting kernel may still get its build's last state out (the build ended with its builder process);
     # else the page sees the kernel go and ends the view itself; either way nothing runs on, nothing to stop
-    expect(root).not_to_have_attribute("data-status", "running", timeout=30_000)  # type: ignore[arg-type]
-    if root.get_attribute("data-status") != "ended":  # type: ignore[attr-defined]
-        expect(root).to_have_attribute("data-status", re.compile("failed|cancelled"))  # type: ignore[arg-type]
-        expect(root.locator("button.trtw-stop")).to_be_hidden()  # type: ignore[attr-defined]
+    expect(root).not_to_have_attribute("data-status", "running", timeout=30_000)
+    if root.get_attribute("data-status") != "ended":
+        expect(root).to_have_attribute("data-status", re.compile("failed|cancelled"))
+        expect(root.locator("button.trtw-stop")).to_be_hidden()
     else:
         _assert_ended(lab, root, "the kernel shut down during this build")
 

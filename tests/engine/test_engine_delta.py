@@ -20,6 +20,7 @@ def _built(model: Any, store: HistoryStore | bool) -> Build:
     build = Build(model, history=store).start()
     assert build.wait(300) == "succeeded", build.error
     if store:
+        assert build.history is not None
         assert build.history.recorded.wait(60) and build.history.recorded_id is not None
     return build
 
@@ -32,7 +33,10 @@ def builds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     second = _built(small, store)
     other = _built(large, False)  # another engine (more layers, more weights)
     # the last build of `small` as if its engine had been `other`'s: the same record, another engine brief
-    doctored = dict(store.get(second.history.recorded_id) or {})
+    assert second.history is not None and second.history.recorded_id is not None
+    assert other.engine_report is not None
+    doctored = store.get(second.history.recorded_id)
+    assert doctored is not None
     doctored["engine"] = engine_brief(other.engine_report)
     store.add(doctored)
     third = _built(small, store)
@@ -84,10 +88,11 @@ def test_against_another_engine_it_says_what_changed_with_units(builds: dict[str
 
 def test_a_stored_brief_that_is_not_one_is_ignored_and_names_are_escaped(builds: dict[str, Any]) -> None:
     report: EngineReport = builds["first"].engine_report
+    bad: object
     for bad in (None, "x", {"layers": "9"}, {"layers": 1, "precision_mix": {"FP32": True}, "memory": {}}, []):
         assert engine_delta(bad, report) is None
     evil = {"layers": 1, "precision_mix": {"\x1b[2J\x07FP8": 1}, "memory": {"weights": 1}}
     delta = engine_delta(evil, report)
-    assert delta is not None and "\x1b[2J\x07FP8" in delta["precision"]
+    assert delta is not None and isinstance(delta["precision"], dict) and "\x1b[2J\x07FP8" in delta["precision"]
     text = delta_text(delta)
     assert "\x1b" not in text and "\x07" not in text and "FP8 −1" in text

@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 
@@ -137,12 +138,12 @@ def test_the_matrix_compares_the_engines_of_its_variants() -> None:
     matrix.start()
     assert matrix.wait(300) == "done"
     rows = matrix.engines()
-    table = rows.to_dict("records") if hasattr(rows, "to_dict") else rows
+    table: list[dict[str, Any]] = rows.to_dict("records") if hasattr(rows, "to_dict") else rows
     assert [r["build"] for r in table] == [0, 1]
     assert all(r["layers"] and r["precision_mix"].startswith("FP32") for r in table)
     assert table[0]["weights"] < table[1]["weights"]  # three times the blocks
-    compared = matrix.comparison()["builds"]
-    assert compared[1]["engine"]["layers"] == table[1]["layers"]
+    compared = matrix.comparison()["builds"][1]["engine"]
+    assert compared is not None and compared["layers"] == table[1]["layers"]
 
 
 def test_mcp_describes_the_engine(tmp_path: Path) -> None:
@@ -157,8 +158,10 @@ def test_mcp_describes_the_engine(tmp_path: Path) -> None:
     described = builds.describe(build_id)
     assert described["status"] == "succeeded"
     engine = described["engine"]
-    assert engine["layers"] > 0 and engine["precision_mix"] == {"FP32": engine["layers"]}
-    assert engine["memory"]["weights"] > 0
+    assert isinstance(engine, dict)
+    layers, memory = engine["layers"], engine["memory"]
+    assert isinstance(layers, int) and layers > 0 and engine["precision_mix"] == {"FP32": layers}
+    assert isinstance(memory, dict) and isinstance(weights := memory["weights"], int) and weights > 0
     json.dumps(described)  # JSON-ready for the tool result
 
 
@@ -173,4 +176,5 @@ def test_the_widget_gets_the_report_and_saved_notebooks_show_it() -> None:
     report = widget.build.engine_report
     assert report is not None and [layer["name"] for layer in data["layers"]] == [x.name for x in report.layers]
     bundle, _ = widget._repr_mimebundle_()
-    assert "Engine: " in bundle["text/html"] and "trt-engine-layers" in bundle["text/html"]
+    html = bundle["text/html"]
+    assert isinstance(html, str) and "Engine: " in html and "trt-engine-layers" in html

@@ -39,10 +39,12 @@ def two_builds(tmp_path_factory: pytest.TempPathFactory, resnet50_bytes: bytes) 
     assert Build(deep_residual(2), history=False).start().wait(120) == "succeeded"
     first = Build(resnet50_bytes, history=store).start()
     assert first.wait(300) == "succeeded"
+    assert first.history is not None
     assert first.history.recorded.wait(60) and first.history.recorded_id is not None
     assert first.history.match is None  # nothing to go on the first time
 
     second = Build(resnet50_bytes, history=store)
+    assert second.history is not None
     assert second.history.ready.wait(60)
     before = second.history.eta()  # idle: the whole past build is expected
     second.start()
@@ -116,7 +118,8 @@ def test_records_list_and_compare(two_builds: dict[str, Any]) -> None:
     assert newest["total_s"] == pytest.approx(second.elapsed_s)
     assert newest["based_on_id"] == first.history.recorded_id
     assert newest["backend"]["version"] and newest["options"] == second.options.summary()
-    assert newest["resources"]["peak_rss"] > 0
+    resources = newest["resources"]
+    assert resources is not None and (resources["peak_rss"] or 0) > 0
 
     rows = compare(first.history.recorded_id, second.history.recorded_id, store=store)
     assert rows[0]["path"] == "(total)"
@@ -128,7 +131,8 @@ def test_records_list_and_compare(two_builds: dict[str, Any]) -> None:
     costs = [p for p in by_path if "Computing reformatting costs" in p]
     assert any(p.endswith("Computing reformatting costs [2]") for p in costs)  # repeated names stay apart
     for row in rows[1:]:
-        assert row["delta"] == pytest.approx(row["b_s"] - row["a_s"])
+        b_s, a_s = row["b_s"], row["a_s"]
+        assert b_s is not None and a_s is not None and row["delta"] == pytest.approx(b_s - a_s)
     # a live Build compares with a record too, and the same build with itself has zero deltas
     assert all(r["delta"] == pytest.approx(0.0) for r in compare(second, second.history.recorded_id, store=store))
 
@@ -136,10 +140,12 @@ def test_records_list_and_compare(two_builds: dict[str, Any]) -> None:
 def test_other_model_or_options_get_no_eta(two_builds: dict[str, Any], resnet50_bytes: bytes) -> None:
     store = two_builds["store"]
     for build in (Build(resnet50_bytes, history=store, optimization_level=1), Build(deep_residual(4), history=store)):
+        assert build.history is not None
         assert build.history.ready.wait(60)
         assert build.history.error is None
         assert build.history.match is None and build.history.deltas() is None
         assert (build.history.eta() or {}).get("none") == "first build"  # no number: the reason instead
+        assert two_builds["second"].history is not None
         assert build.history.key != two_builds["second"].history.key
 
 
@@ -149,12 +155,13 @@ def test_a_first_build_says_why_it_has_no_eta(tmp_path: Path, long_model_bytes: 
 
     build = Build(long_model_bytes, history=HistoryStore(tmp_path / "h.sqlite")).start()
     try:
-        assert build.history.ready.wait(60)
+        assert build.history is not None and build.history.ready.wait(60)
         state = snapshot(build)
         assert build.status == "running", "the long model's build ended before the look-up answered"
         eta = state["eta"]
         assert eta is not None and "total_s" not in eta and eta["none"] == "first build"
-        assert "first build of this model" in eta["why"] and "next build" in eta["why"]
+        why = eta["why"]
+        assert isinstance(why, str) and "first build of this model" in why and "next build" in why
     finally:
         build.stop()
         build.wait(120)
@@ -171,10 +178,13 @@ def test_cancelled_and_failed_builds_are_recorded_but_never_used(tmp_path: Path)
     failed = Build(b"not an onnx model", history=store).start()
     assert failed.wait(300) == "failed"
     for build in (cancelled, failed):
+        assert build.history is not None
         assert build.history.recorded.wait(60) and build.history.error is None
     assert [b["status"] for b in list_builds(store)] == ["failed", "cancelled"]
     again = Build(model, history=store)
+    assert again.history is not None
     assert again.history.ready.wait(60)
+    assert cancelled.history is not None
     assert again.history.key == cancelled.history.key and again.history.match is None
     assert "total_s" not in (again.history.eta() or {})
 
@@ -233,6 +243,7 @@ def test_store_selection_and_bad_stores(tmp_path: Path, private_history: Path, m
     model = deep_residual(4)
     assert Build(model, history=False).history is None
     default = Build(model)
+    assert default.history is not None
     assert default.history.store.path == private_history
     monkeypatch.setenv(hist.ENV, str(tmp_path))  # a directory
     assert hist.default_path() == tmp_path / hist.FILENAME
@@ -247,10 +258,11 @@ def test_store_selection_and_bad_stores(tmp_path: Path, private_history: Path, m
         assert HistoryStore(junk).records() == []
     assert len(list(tmp_path.glob("junk.sqlite.corrupt-*"))) == 1
     build = Build(model, history=str(junk))
+    assert build.history is not None
     assert build.history.ready.wait(60)
     assert build.history.error is None and "total_s" not in (build.history.eta() or {})
     with pytest.raises(TypeError, match="history must be"):
-        Build(model, history=3.5)
+        Build(model, history=3.5)  # type: ignore[arg-type]  # the wrong type on purpose: the check is tested
 
 
 def test_clear_and_callable_sources(tmp_path: Path) -> None:

@@ -64,14 +64,20 @@ def test_eta_only_against_a_build_on_the_same_gpu(on_gpu: Any, model_bytes: byte
     store = hist.HistoryStore(tmp_path / "h.sqlite")
     on_gpu(H200)
     first = Build(model_bytes, history=store, isolation="thread").start()
+    assert first.history is not None
     assert first.wait(180) == "succeeded" and first.history.recorded.wait(60)
     on_gpu(A100)
     other = Build(model_bytes, history=store, isolation="thread")
+    assert other.history is not None
     assert other.history.ready.wait(60) and other.history.match is None  # another GPU: nothing to compare with
     on_gpu(H200)
     same = Build(model_bytes, history=store, isolation="thread")
-    assert same.history.ready.wait(60) and same.history.match["id"] == first.history.recorded_id
+    assert same.history is not None
+    assert same.history.ready.wait(60) and same.history.match is not None
+    assert same.history.match["id"] == first.history.recorded_id
+    assert same.history.based_on is not None
     assert same.history.based_on.endswith(", same NVIDIA H200 (compute 9.0, driver 580.159.04)")
+    assert same.history.key is not None
     record = store.latest(same.history.key)
     assert record is not None and record["gpu"] == H200  # the record says which GPU it was built on
 
@@ -80,6 +86,7 @@ def test_the_report_says_which_builds_eta_and_deltas_come_from(on_gpu: Any, mode
     on_gpu(H200)
     build = Build(model_bytes, history=hist.HistoryStore(tmp_path / "h.sqlite"), isolation="thread").start()
     assert build.wait(180) == "succeeded", build.error
+    assert build.history is not None
     assert build.history.ready.wait(60)
     page = build.to_html()
     assert (

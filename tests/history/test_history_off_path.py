@@ -48,7 +48,7 @@ def test_wait_returns_before_the_record_is_written(
     writing, release = threading.Event(), threading.Event()
     original = store.add
 
-    def slow_add(record: dict[str, Any], **kwargs: Any) -> int:
+    def slow_add(record: Any, **kwargs: Any) -> int:
         writing.set()
         assert release.wait(60)
         return original(record, **kwargs)
@@ -56,6 +56,7 @@ def test_wait_returns_before_the_record_is_written(
     monkeypatch.setattr(store, "add", slow_add)
     build = Build(small_model, history=store, isolation="thread").start()
     assert build.wait(120) == "succeeded"  # while the record waits to be written
+    assert build.history is not None
     assert writing.wait(60) and not build.history.recorded.is_set()
     release.set()
     assert build.history.recorded.wait(60) and build.history.recorded_id is not None

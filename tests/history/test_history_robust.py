@@ -17,7 +17,7 @@ import time
 import warnings
 from contextlib import closing
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -78,7 +78,7 @@ def run_without_dac_override(tmp_path: Path, settings: list[Any], env: dict[str,
         cmd = NO_DAC_OVERRIDE + cmd
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env={**os.environ, **env})
     assert out.returncode == 0, out.stderr
-    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    seen: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     if not seen["enforced"]:
         pytest.skip("file modes do not bind in the subprocess")
     return seen
@@ -142,14 +142,17 @@ def test_a_failure_while_recording_keeps_status_and_engine(tmp_path: Path, monke
         warnings.simplefilter("always")
         build = Build(deep_residual(4), history=store).start()
         assert build.wait(120) == "succeeded"
+        assert build.history is not None
         assert build.history.recorded.wait(60)
     assert build.status == "succeeded" and build.engine and build.error is None
+    assert build.history is not None
     assert build.history.recorded_id is None and "disk I/O error" in (build.history.error or "")
     assert any("could not record" in m for m in history_warnings(caught))
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the recording warning raising inside the build's end changes nothing
         strict = Build(deep_residual(4), history=store).start()
         assert strict.wait(120) == "succeeded"
+    assert strict.history is not None
     assert strict.engine and strict.status == "succeeded" and strict.history.recorded.wait(60)  # after wait()
 
 
@@ -176,7 +179,8 @@ def test_on_words_mean_the_default_location(
     assert build.history is not None and build.history.store.path == private_history
     monkeypatch.setenv(hist.ENV, word)
     assert hist.default_path() == hist.history_path(True) == hist.history_path("on")
-    assert hist.default_path().name == hist.FILENAME and hist.default_path().parent.name == "trt_widget"
+    default = hist.default_path()
+    assert default is not None and default.name == hist.FILENAME and default.parent.name == "trt_widget"
     assert not (tmp_path / word).exists()
 
 
@@ -195,13 +199,16 @@ def test_a_corrupt_store_is_moved_aside_once_and_history_works_again(tmp_path: P
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         first = Build(deep_residual(4), history=str(path)).start()
+        assert first.history is not None
         assert first.wait(120) == "succeeded" and first.history.recorded.wait(60)
         second = Build(deep_residual(4), history=str(path)).start()
+        assert second.history is not None
         assert second.wait(120) == "succeeded" and second.history.recorded.wait(60)
     (aside,) = tmp_path.glob("h.sqlite.corrupt-*")
     assert aside.read_bytes() == junk
     (message,) = history_warnings(caught)  # one warning, saying where the old file went
     assert str(path) in message and str(aside) in message
+    assert first.history is not None and second.history is not None
     assert first.history.error is None and second.history.error is None
     assert second.history.match is not None and second.history.match["id"] == first.history.recorded_id
     assert [b["id"] for b in list_builds(path)] == [second.history.recorded_id, first.history.recorded_id]
@@ -233,7 +240,8 @@ def test_a_damaged_sqlite_store_is_moved_aside(tmp_path: Path) -> None:
     path = tmp_path / "h.sqlite"
     store = HistoryStore(path)
     for i in range(40):
-        store.add({"key": f"k{i}", "status": "succeeded", "total_s": 1.0, "rows": [], "pad": "x" * 3000})
+        padded: dict[str, Any] = {"key": f"k{i}", "status": "succeeded", "total_s": 1.0, "rows": [], "pad": "x" * 3000}
+        store.add(cast(Any, padded))  # a record padded past what one page holds: the damage hits rows
     data = bytearray(path.read_bytes())
     data[8192:16384] = os.urandom(8192)  # pages 3-4: a valid header, damaged b-tree
     path.write_bytes(bytes(data))
@@ -247,6 +255,7 @@ def test_a_damaged_sqlite_store_is_moved_aside(tmp_path: Path) -> None:
 def test_unreadable_rows_are_flagged_in_listings_and_skipped_for_etas(tmp_path: Path) -> None:
     store = HistoryStore(tmp_path / "h.sqlite")
     first = Build(deep_residual(4), history=store).start()
+    assert first.history is not None
     assert first.wait(120) == "succeeded" and first.history.recorded.wait(60)
     key, now = first.history.key, time.time()
     bad_rows = json.dumps(
@@ -278,10 +287,13 @@ def test_unreadable_rows_are_flagged_in_listings_and_skipped_for_etas(tmp_path: 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         again = Build(deep_residual(4), history=store)
+        assert again.history is not None
         assert again.history.ready.wait(60)
+    assert again.history is not None
     assert again.history.error is None and again.history.match is not None
     assert again.history.match["id"] == first.history.recorded_id  # the newest *usable* record
-    assert again.history.eta()["total_s"] == pytest.approx(first.elapsed_s, abs=0.01)
+    eta = again.history.eta()
+    assert eta is not None and eta["total_s"] == pytest.approx(first.elapsed_s, abs=0.01)
     skipped = history_warnings(caught)
     assert len(skipped) == 3 and all("skipping record" in m for m in skipped)
     with pytest.raises(ValueError, match="unreadable"):

@@ -6,24 +6,30 @@ import itertools
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fixture_types import WaitUntil
 
-from trt_widget import models
+from trt_widget import Phase, models
 from trt_widget.matrix import BuildMatrix
 
 
 def _record_phase_times(matrix: BuildMatrix) -> dict[int, list[float]]:
     """Wall-clock times of every phase callback per build, as the local phase model receives them."""
     seen: dict[int, list[float]] = {cell.id: [] for cell in matrix.cells}
+
+    def recorder(times: list[float]) -> Callable[[str, Phase], None]:
+        return lambda _kind, _phase: times.append(time.perf_counter())
+
     for cell in matrix.cells:
-        cell.build.model.subscribe(lambda _kind, _phase, i=cell.id: seen[i].append(time.perf_counter()))
+        cell.build.model.subscribe(recorder(seen[cell.id]))
     return seen
 
 
-def test_three_variants_build_one_at_a_time_and_report(wait_until: Any) -> None:
+def test_three_variants_build_one_at_a_time_and_report(wait_until: WaitUntil) -> None:
     events: list[dict[str, Any]] = []
     lock = threading.Lock()
 
@@ -52,12 +58,13 @@ def test_three_variants_build_one_at_a_time_and_report(wait_until: Any) -> None:
     table = rows.to_dict("records") if hasattr(rows, "to_dict") else rows
     assert [r["variant"] for r in table] == [c.variant for c in matrix.cells]
     for row, build in zip(table, matrix.builds, strict=True):
-        assert row["status"] == "succeeded" and row["engine_bytes"] == len(build.engine) > 0
+        assert row["status"] == "succeeded" and row["engine_bytes"] == len(build.engine or b"") > 0
         assert 0 < row["build_s"] < 60 and row["top_phases"] and all(s >= 0 for s in row["top_phases"].values())
     compared = matrix.compare(baseline=1)
     compared = compared.to_dict("records") if hasattr(compared, "to_dict") else compared
     assert compared[1]["d_build_s"] == 0 and "d Building engine" in compared[0]
 
+    assert matrix.events is not None
     assert matrix.events.join(10)
     assert events and all(isinstance(e["build"], int) for e in events)
     starts = [e for e in events if e["event"] == "build_start"]
@@ -69,7 +76,7 @@ def test_three_variants_build_one_at_a_time_and_report(wait_until: Any) -> None:
 def test_a_bad_variant_fails_alone_with_the_reason() -> None:
     matrix = BuildMatrix(
         models.deep_residual(4),
-        variants={"ok": {"optimization_level": 1}, "bad level": {"optimization_level": 9}, "typo": {"optimisation": 2}},
+        variants={"ok": {"optimization_level": 1}, "bad level": {"optimization_level": 9}, "typo": {"optimisation": 2}},  # type: ignore[typeddict-unknown-key]  # misspelt on purpose
         max_parallel=2,
     ).start()
     matrix.wait(120)
@@ -82,7 +89,7 @@ def test_a_bad_variant_fails_alone_with_the_reason() -> None:
 
 
 @pytest.mark.rtx_long_step
-def test_stop_one_build_alone_then_the_queue_moves_on(long_model_bytes: bytes, wait_until: Any) -> None:
+def test_stop_one_build_alone_then_the_queue_moves_on(long_model_bytes: bytes, wait_until: WaitUntil) -> None:
     matrix = BuildMatrix(
         {"long": long_model_bytes, "small": models.deep_residual(4)},
         variants=[{"optimization_level": 0}],
@@ -103,7 +110,7 @@ def test_stop_one_build_alone_then_the_queue_moves_on(long_model_bytes: bytes, w
     assert small.wait(60) == "succeeded" and small.engine
 
 
-def test_stop_all_cancels_running_and_queued_builds(long_model_bytes: bytes, wait_until: Any) -> None:
+def test_stop_all_cancels_running_and_queued_builds(long_model_bytes: bytes, wait_until: WaitUntil) -> None:
     matrix = BuildMatrix(long_model_bytes, variants=[{}, {"optimization_level": 1}, {"optimization_level": 2}])
     matrix.start()
     wait_until(lambda: matrix.builds[0].model.innermost_running() is not None, timeout=60, what="a first phase")
@@ -139,10 +146,11 @@ def test_output_dir_plain_results_and_refusals(tmp_path: Path, monkeypatch: pyte
     with pytest.raises(ValueError, match="max_parallel"):
         BuildMatrix(models.deep_residual(3), max_parallel=0)
     with pytest.raises(ValueError, match="executor"):
-        BuildMatrix(models.deep_residual(3), executor="slurm")
+        BuildMatrix(models.deep_residual(3), executor="slurm")  # type: ignore[arg-type]  # no such executor, on purpose
     with pytest.raises(ValueError, match="empty"):
         BuildMatrix(models.deep_residual(3), variants=[])
 
 
 def _records(table: Any) -> list[dict[str, Any]]:
-    return table.to_dict("records") if hasattr(table, "to_dict") else table
+    records: list[dict[str, Any]] = table.to_dict("records") if hasattr(table, "to_dict") else table
+    return records

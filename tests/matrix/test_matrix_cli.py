@@ -13,6 +13,7 @@ from typing import Any
 import jsonschema
 import pexpect
 import pytest
+from pty_output import before, through_match
 
 from trt_widget.__main__ import main
 from trt_widget._events import schema
@@ -110,12 +111,12 @@ def test_terminal_live_table_and_ctrl_c_stops_every_build(long_model_bytes: byte
         timeout=TIMEOUT_S,
     )
     child.expect("Determining refit engines")  # the live table shows the running build's current phase
-    seen = child.before + child.after
+    seen = through_match(child)
     child.sendintr()
     child.expect("Stopping every build")
     child.expect(pexpect.EOF)
     child.close()
-    output = seen + child.before
+    output = seen + before(child)
     assert child.exitstatus == 130, output[-2000:]
     assert "\x1b[" in output and "queued" in output  # rich, and the second build waited for the first
     assert output.count("cancelled") >= 2

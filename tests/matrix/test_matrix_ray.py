@@ -9,8 +9,9 @@ import time
 from typing import Any
 
 import pytest
+from fixture_types import RunAsync, WaitUntil
 
-from trt_widget import models
+from trt_widget import Build, models
 from trt_widget.matrix import BuildMatrix
 
 pytestmark = [pytest.mark.usefixtures("ray_session"), pytest.mark.rtx_long_step]  # waits in RTX's long step
@@ -23,10 +24,15 @@ def _in_phase(build: Any, name: str) -> bool:
     return phase is not None and phase.name == name
 
 
-def test_three_variants_stream_live_and_a_bad_variant_fails_alone(wait_until: Any) -> None:
+def test_three_variants_stream_live_and_a_bad_variant_fails_alone(wait_until: WaitUntil) -> None:
     matrix = BuildMatrix(
         models.deep_residual(60),
-        variants=[*({"optimization_level": n} for n in (0, 3, 5)), {"workspace": "lots"}],
+        variants=[
+            {"optimization_level": 0},
+            {"optimization_level": 3},
+            {"optimization_level": 5},
+            {"workspace": "lots"},
+        ],
         executor="ray",
     )
     arrivals: dict[int, dict[str, float]] = {c.id: {} for c in matrix.cells}
@@ -61,13 +67,13 @@ def test_three_variants_stream_live_and_a_bad_variant_fails_alone(wait_until: An
         step = next(r for r in cell.build.timings() if r["name"] == LONG_STEP)
         # live: the step's start reached this process before its end did, in an earlier delivery (all at once at
         # the end would put them microseconds apart; Ray's relay may hold either back for a while under load)
-        assert seen["phase_finish"] - seen["phase_start"] > 0.02 and step["duration_s"] > 0.05, (seen, step)
+        assert seen["phase_finish"] - seen["phase_start"] > 0.02 and (step["duration_s"] or 0.0) > 0.05, (seen, step)
     rows = matrix.results()
     rows = rows.to_dict("records") if hasattr(rows, "to_dict") else rows
     assert [r["status"] for r in rows] == ["succeeded"] * 3 + ["failed"]
 
 
-def test_stop_one_build_alone_within_a_second(long_model_bytes: bytes, wait_until: Any) -> None:
+def test_stop_one_build_alone_within_a_second(long_model_bytes: bytes, wait_until: WaitUntil) -> None:
     matrix = BuildMatrix(
         {"long": long_model_bytes, "small": models.deep_residual(4)}, variants=[{}], executor="ray"
     ).start()
@@ -81,12 +87,15 @@ def test_stop_one_build_alone_within_a_second(long_model_bytes: bytes, wait_unti
     assert small.wait(60) == "succeeded" and small.engine
 
 
-def test_stop_all_reaches_running_and_queued_builds(long_model_bytes: bytes, wait_until: Any) -> None:
+def test_stop_all_reaches_running_and_queued_builds(long_model_bytes: bytes, wait_until: WaitUntil) -> None:
     matrix = BuildMatrix(
         long_model_bytes, variants=[{}, {"optimization_level": 1}, {"optimization_level": 2}], executor="ray"
     ).start()
+
     # two CPUs: two tasks run, the third waits for a Ray worker (Ray picks which)
-    started = lambda: [b for b in matrix.builds if b.model.innermost_running() is not None]  # noqa: E731
+    def started() -> list[Build]:
+        return [b for b in matrix.builds if b.model.innermost_running() is not None]
+
     wait_until(lambda: len(started()) == 2, timeout=60, what="two remote builds in a phase")
     queued = [b for b in matrix.builds if b.status == "queued"]
     assert len(queued) == 1, [b.status for b in matrix.builds]
@@ -101,7 +110,7 @@ def test_stop_all_reaches_running_and_queued_builds(long_model_bytes: bytes, wai
     assert queued[0].timings() == [], details
 
 
-def test_a_killed_worker_fails_its_build_alone(long_model_bytes: bytes, wait_until: Any) -> None:
+def test_a_killed_worker_fails_its_build_alone(long_model_bytes: bytes, wait_until: WaitUntil) -> None:
     matrix = BuildMatrix(
         {"long": long_model_bytes, "small": models.deep_residual(5)}, variants=[{}], executor="ray"
     ).start()
@@ -116,7 +125,7 @@ def test_a_killed_worker_fails_its_build_alone(long_model_bytes: bytes, wait_unt
     assert small.wait(60) == "succeeded"
 
 
-def test_a_stop_between_steps_is_graceful_on_the_remote_builder(wait_until: Any) -> None:
+def test_a_stop_between_steps_is_graceful_on_the_remote_builder(wait_until: WaitUntil) -> None:
     from trt_widget import Build, RayRunner
 
     build = Build(models.deep_residual(1000), runner=RayRunner(), history=False, resources=False).start()
@@ -142,7 +151,7 @@ def test_a_model_the_remote_builder_refuses_fails_with_its_reason() -> None:
     assert fine.status == "succeeded"
 
 
-def test_await_of_a_ray_build_gives_the_engine_or_raises_what_result_raises(run_async: Any) -> None:
+def test_await_of_a_ray_build_gives_the_engine_or_raises_what_result_raises(run_async: RunAsync) -> None:
     import concurrent.futures
 
     from trt_widget import Build, BuildCancelled, BuildError, RayRunner

@@ -7,11 +7,13 @@ import json
 import time
 from typing import Any
 
+from fixture_types import WaitUntil
+
 from trt_widget import models
 from trt_widget.matrix import BuildMatrix
 
 
-def test_rows_expand_stop_and_compare(long_model_bytes: bytes, wait_until: Any) -> None:
+def test_rows_expand_stop_and_compare(long_model_bytes: bytes, wait_until: WaitUntil) -> None:
     matrix = BuildMatrix(
         {"long": long_model_bytes, "small": models.deep_residual(4), "other": models.deep_residual(5)},
         variants=[{"optimization_level": 0}],
@@ -22,7 +24,12 @@ def test_rows_expand_stop_and_compare(long_model_bytes: bytes, wait_until: Any) 
     assert [r["status"] for r in widget.rows] == ["idle"] * 3 and widget.status == "idle"
     sends: list[tuple[float, dict[str, Any]]] = []
     apply = widget._apply
-    widget._pump.send = lambda changed: (sends.append((time.monotonic(), changed)), apply(changed))
+
+    def send(changed: dict[str, Any]) -> None:
+        sends.append((time.monotonic(), changed))
+        apply(changed)
+
+    widget._pump.send = send
     matrix.start()
     wait_until(lambda: widget.rows[0]["phase"] is not None, timeout=60, what="the first row's current phase")
 
@@ -48,7 +55,7 @@ def test_rows_expand_stop_and_compare(long_model_bytes: bytes, wait_until: Any) 
     assert [r["status"] for r in rows] == ["cancelled", "succeeded", "succeeded"]
     shown = [json.loads(c["rows_json"])[2]["status"] for _, c in sends if "rows_json" in c]
     assert "queued" in shown and shown[-1] == "succeeded"  # one slot: the third build waited, and it showed
-    assert rows[1]["engine_size"] == len(matrix.builds[1].engine) and rows[1]["phase"] is None
+    assert rows[1]["engine_size"] == len(matrix.builds[1].engine or b"") > 0 and rows[1]["phase"] is None
     detail = json.loads(widget.details_json)["0"]
     assert detail["status"] == "cancelled"
 
@@ -62,17 +69,19 @@ def test_rows_expand_stop_and_compare(long_model_bytes: bytes, wait_until: Any) 
 
     data, _ = widget._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in data
-    assert "<table" in data["text/html"] and "succeeded" in data["text/plain"]
+    html, plain = data["text/html"], data["text/plain"]
+    assert isinstance(html, str) and isinstance(plain, str) and "<table" in html and "succeeded" in plain
     widget.close()
     widget._pump.join(5)
     assert not widget._pump._thread.is_alive()
 
 
-def test_stop_all_message_and_an_idle_matrix(wait_until: Any) -> None:
+def test_stop_all_message_and_an_idle_matrix(wait_until: WaitUntil) -> None:
     matrix = BuildMatrix(models.deep_residual(4), variants=[{}, {"optimization_level": 1}])
     widget = matrix.widget
     data, _ = widget._repr_mimebundle_()
-    assert "idle" in data["text/plain"]
+    plain = data["text/plain"]
+    assert isinstance(plain, str) and "idle" in plain
     widget._on_custom_msg(widget, {"type": "stop_all"}, [])  # before start: nothing to stop
     matrix.start()
     widget._on_custom_msg(widget, {"type": "stop_all"}, [])

@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import concurrent.futures
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TypeVar
 
 import anyio
 import pytest
+from fixture_types import RunAnyio
+
+T = TypeVar("T")
 
 
 @pytest.fixture
-def run_async() -> Callable[[Callable[[], Awaitable[Any]]], Any]:
+def run_async() -> RunAnyio:
     """``run_async(fn)``: ``anyio.run(fn)`` on a fresh thread (the e2e session's Playwright may hold a loop here)."""
 
-    def run(fn: Callable[[], Awaitable[Any]]) -> Any:
+    def run(fn: Callable[[], Awaitable[T]]) -> T:
         with concurrent.futures.ThreadPoolExecutor(1) as pool:
             return pool.submit(anyio.run, fn).result()
 

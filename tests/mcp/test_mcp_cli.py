@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+from fixture_types import RunAnyio
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -18,7 +19,7 @@ from trt_widget.__main__ import main
 SERVER = [sys.executable, "-m", "trt_widget", "mcp"]
 
 
-def test_http_with_a_token_file(tmp_path: Path, run_async: Any) -> None:
+def test_http_with_a_token_file(tmp_path: Path, run_async: RunAnyio) -> None:
     token_file = tmp_path / "token"
     token_file.write_text("a-token-of-thirty-two-characters\n")
     server = subprocess.Popen([*SERVER, "--http", "--port", "0", "--token-file", str(token_file)],

@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx2
 import pytest
+from fixture_types import RunAnyio, WaitUntil
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -17,7 +18,7 @@ from trt_widget.mcp import BadInput, BuildRegistry, HttpServerThread, create_ser
 
 
 def test_builds_beyond_the_limit_wait_queued_without_a_builder_process(
-    agent_models: dict[str, Path], run_async: Any, tmp_path: Path, wait_until: Any
+    agent_models: dict[str, Path], run_async: RunAnyio, tmp_path: Path, wait_until: WaitUntil
 ) -> None:
     registry = BuildRegistry()  # the default limit
     assert registry.max_concurrent == 2
@@ -61,7 +62,7 @@ def test_max_concurrent_below_one_is_refused(command: str, capsys: pytest.Captur
 
 
 def test_a_second_build_onto_a_running_builds_engine_file_is_refused(
-    agent_models: dict[str, Path], run_async: Any, tmp_path: Path
+    agent_models: dict[str, Path], run_async: RunAnyio, tmp_path: Path
 ) -> None:
     """Issue 35, defect 16: two builds of one model (its default output, ``<model>.engine``) wrote one file and the
     last won without a word. The second is refused, naming why, and leaves no build behind in the list."""

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 import socket
 from pathlib import Path
-from typing import Any
 
 import httpx
+from fixture_types import WaitUntil
 
 from trt_widget.mcp import BuildRegistry, HttpServerThread, create_server
 
@@ -28,7 +28,7 @@ def _session(client: httpx.Client, url: str) -> dict[str, str]:
 
 
 def test_closing_the_build_engine_stream_stops_the_build_and_writes_no_engine(
-    agent_models: dict[str, Path], tmp_path: Path, wait_until: Any
+    agent_models: dict[str, Path], tmp_path: Path, wait_until: WaitUntil
 ) -> None:
     registry = BuildRegistry()
     engine = tmp_path / "long.engine"

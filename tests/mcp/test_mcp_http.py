@@ -13,6 +13,7 @@ import anyio
 import httpx
 import httpx2
 import pytest
+from fixture_types import RunAnyio, WaitUntil
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -50,7 +51,7 @@ class Progress:
 
 
 def test_a_build_reports_increasing_progress_and_a_structured_result(
-    server: Any, agent_models: dict[str, Path], run_async: Any, tmp_path: Path
+    server: Any, agent_models: dict[str, Path], run_async: RunAnyio, tmp_path: Path
 ) -> None:
     progress = Progress()
     engine = tmp_path / "long.engine"
@@ -81,7 +82,7 @@ def test_a_build_reports_increasing_progress_and_a_structured_result(
 
 
 def test_a_cancelled_call_stops_the_build_within_a_second_and_the_server_keeps_serving(
-    server: Any, agent_models: dict[str, Path], run_async: Any, tmp_path: Path
+    server: Any, agent_models: dict[str, Path], run_async: RunAnyio, tmp_path: Path
 ) -> None:
     progress = Progress()
 
@@ -115,7 +116,9 @@ def test_a_cancelled_call_stops_the_build_within_a_second_and_the_server_keeps_s
     assert not after.is_error and after.structured_content["status"] == "succeeded"
 
 
-def test_a_budget_cancels_the_build(server: Any, agent_models: dict[str, Path], run_async: Any, tmp_path: Path) -> None:
+def test_a_budget_cancels_the_build(
+    server: Any, agent_models: dict[str, Path], run_async: RunAnyio, tmp_path: Path
+) -> None:
     async def main() -> Any:
         async with connect(server) as client:
             return await client.call_tool(
@@ -148,7 +151,7 @@ def test_a_budget_cancels_the_build(server: Any, agent_models: dict[str, Path], 
     ],
 )
 def test_bad_input_is_a_readable_tool_error(
-    server: Any, agent_models: dict[str, Path], run_async: Any, arguments: dict[str, Any], says: str
+    server: Any, agent_models: dict[str, Path], run_async: RunAnyio, arguments: dict[str, Any], says: str
 ) -> None:
     def fill(value: Any) -> Any:
         return str(agent_models[value[1:-1]]) if isinstance(value, str) and value.startswith("{") else value
@@ -169,7 +172,7 @@ def test_bad_input_is_a_readable_tool_error(
 
 
 def test_two_concurrent_calls_build_two_engines(
-    server: Any, agent_models: dict[str, Path], run_async: Any, tmp_path: Path
+    server: Any, agent_models: dict[str, Path], run_async: RunAnyio, tmp_path: Path
 ) -> None:
     results: dict[str, Any] = {}
 
@@ -195,7 +198,7 @@ def test_two_concurrent_calls_build_two_engines(
 
 
 def test_start_poll_stop_for_clients_that_do_not_keep_a_request_open(
-    server: Any, agent_models: dict[str, Path], run_async: Any, tmp_path: Path, wait_until: Any
+    server: Any, agent_models: dict[str, Path], run_async: RunAnyio, tmp_path: Path, wait_until: WaitUntil
 ) -> None:
     async def main() -> tuple[Any, ...]:
         async with connect(server) as client:
@@ -229,7 +232,7 @@ def test_start_poll_stop_for_clients_that_do_not_keep_a_request_open(
 
 
 def test_timings_compare_with_the_last_matching_build(
-    server: Any, agent_models: dict[str, Path], run_async: Any, tmp_path: Path
+    server: Any, agent_models: dict[str, Path], run_async: RunAnyio, tmp_path: Path
 ) -> None:
     async def main() -> tuple[Any, Any]:
         async with connect(server) as client:
@@ -264,7 +267,7 @@ def test_http_refuses_a_missing_or_wrong_token(server: Any, header: str | None) 
     assert response.headers["www-authenticate"].startswith('Bearer realm="trt-widget"')
 
 
-def test_the_sdk_client_with_a_wrong_token_cannot_connect(server: Any, run_async: Any) -> None:
+def test_the_sdk_client_with_a_wrong_token_cannot_connect(server: Any, run_async: RunAnyio) -> None:
     async def main() -> None:
         async with connect(server, token="wrong-token-wrong-token") as client:
             await client.list_tools()

@@ -15,6 +15,7 @@ from typing import Any
 
 import anyio
 import psutil
+from fixture_types import RunAnyio
 from mcp import Client, StdioServerParameters
 
 from trt_widget._build import AFTER_PHASE
@@ -31,12 +32,12 @@ def stdio() -> Client:
 
 
 def test_build_with_progress_then_bad_input_over_stdio(
-    agent_models: dict[str, Path], run_async: Any, tmp_path: Path
+    agent_models: dict[str, Path], run_async: RunAnyio, tmp_path: Path
 ) -> None:
     seen: list[tuple[float, str | None]] = []
 
-    async def progress(value: float, total: float | None, message: str | None) -> None:
-        seen.append((value, message))
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, message))
 
     async def main() -> tuple[Any, ...]:
         async with stdio() as client:
@@ -44,7 +45,7 @@ def test_build_with_progress_then_bad_input_over_stdio(
             good = await client.call_tool(
                 "build_engine",
                 {"model": str(agent_models["medium"]), "output": str(tmp_path / "m.engine")},
-                progress_callback=progress,
+                progress_callback=on_progress,
             )
             missing = await client.call_tool("build_engine", {"model": str(tmp_path / "missing.onnx")})
             not_onnx = await client.call_tool("build_engine", {"model": str(agent_models["text"])})
@@ -69,11 +70,11 @@ def test_build_with_progress_then_bad_input_over_stdio(
 
 
 def test_a_cancel_over_stdio_stops_the_build_within_a_second(
-    agent_models: dict[str, Path], run_async: Any, tmp_path: Path
+    agent_models: dict[str, Path], run_async: RunAnyio, tmp_path: Path
 ) -> None:
     first = anyio.Event()
 
-    async def progress(value: float, total: float | None, message: str | None) -> None:
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         first.set()
 
     async def main() -> tuple[float, dict[str, Any], Any]:
@@ -83,7 +84,7 @@ def test_a_cancel_over_stdio_stops_the_build_within_a_second(
                     lambda: client.call_tool(
                         "build_engine",
                         {"model": str(agent_models["long"]), "output": str(tmp_path / "x.engine")},
-                        progress_callback=progress,
+                        progress_callback=on_progress,
                     )
                 )
                 await first.wait()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 
 def test_relayed_times_never_run_backwards_when_a_later_delivery_moves_the_clock_anchor() -> None:
@@ -17,10 +18,10 @@ def test_relayed_times_never_run_backwards_when_a_later_delivery_moves_the_clock
 
     ctx = SimpleNamespace(model=PhaseModel(time.perf_counter), logger=CaptureLogger(), shared_clock=True)
     relay = _Relay(RayRunner(), ctx, ray=None)  # type: ignore[arg-type]
-    start = {"event": "phase_start", "id": 0, "name": "p", "parent": None, "num_steps": 1, "t": 0.10}
+    start: dict[str, Any] = {"event": "phase_start", "id": 0, "name": "p", "parent": None, "num_steps": 1, "t": 0.10}
     relay._feed([{"event": "sent", "t": 0.10}, start])  # delivered late: the anchor is too late by the delay
     time.sleep(0.05)
-    finish = {"event": "phase_finish", "id": 0, "name": "p", "t": 0.12}
+    finish: dict[str, Any] = {"event": "phase_finish", "id": 0, "name": "p", "t": 0.12}
     relay._feed([{"event": "sent", "t": 0.30}, finish])  # delivered sooner: the anchor moves ~0.15 s earlier
     (row,) = ctx.model.rows()
     assert row["end_s"] is not None and row["duration_s"] >= 0, row

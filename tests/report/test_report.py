@@ -11,13 +11,16 @@ import sys
 from html import escape
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from trt_widget import Build, BuildError, BuildWidget, models
 from trt_widget._engine import ModelSource
 from trt_widget.report import _inline as report
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Dialog
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = Path(os.environ.get("TRT_WIDGET_ARTIFACTS") or REPO / "artifacts") / "report"
@@ -87,10 +90,12 @@ def finished_widget() -> BuildWidget:
 
 def test_the_widget_bundle_carries_the_view_and_three_static_renderings(finished_widget: BuildWidget) -> None:
     data, metadata = finished_widget._repr_mimebundle_()
-    assert data[WIDGET_VIEW]["model_id"] == finished_widget.model_id
+    view = data[WIDGET_VIEW]
+    assert isinstance(view, dict) and view["model_id"] == finished_widget.model_id
     assert isinstance(metadata, dict)
     names = {row["name"] for row in finished_widget.timings()}
     html, text, markdown = data["text/html"], data["text/plain"], data["text/markdown"]
+    assert isinstance(html, str) and isinstance(text, str) and isinstance(markdown, str)
     for name in names:
         assert name in html and name in text and name in markdown
     assert "Succeeded" in html and "Succeeded" in text and "**Succeeded**" in markdown
@@ -131,14 +136,16 @@ def test_hostile_names_errors_and_labels_are_escaped_everywhere() -> None:
     widget = BuildWidget(None, build=build)
     data, _ = widget._repr_mimebundle_()
     page = build.to_html()
-    for html in (data["text/html"], page):
+    bundled, plain, markdown = data["text/html"], data["text/plain"], data["text/markdown"]
+    assert isinstance(bundled, str) and isinstance(plain, str) and isinstance(markdown, str)
+    for html in (bundled, page):
         assert_inert(html)
         assert "&lt;img src=x onerror=alert(1)&gt;" in html
         assert "&lt;script&gt;alert(3)&lt;/script&gt;" in html  # the error text
         assert "child &amp; &lt;b&gt;bold&lt;/b&gt; &quot;quoted&quot; &#x27;single&#x27;" in html
-    assert "Failed" in data["text/html"] and "Failed" in page
-    assert "<img" not in data["text/markdown"] and "<script" not in data["text/markdown"]
-    assert EVIL in data["text/plain"]  # plain text is shown as text: nothing to escape
+    assert "Failed" in bundled and "Failed" in page
+    assert "<img" not in markdown and "<script" not in markdown
+    assert EVIL in plain  # plain text is shown as text: nothing to escape
 
 
 def test_a_failed_build_shows_its_error() -> None:
@@ -218,7 +225,12 @@ def _open_offline(browser: Any, path: Path, **context: Any) -> tuple[Any, list[s
 
     ctx.route("**/*", route)
     page = ctx.new_page()
-    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+
+    def dismiss(dialog: Dialog) -> None:
+        dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", dismiss)
     page.goto(path.as_uri())
     return page, blocked, dialogs
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -28,6 +28,7 @@ def built(tmp_path_factory: pytest.TempPathFactory, resnet50_bytes: bytes) -> tu
     store = HistoryStore(tmp_path_factory.mktemp("timeline") / "h.sqlite")
     build = Build(resnet50_bytes, history=store).start()
     assert build.wait(300) == "succeeded"
+    assert build.history is not None
     assert build.history.recorded.wait(60)
     return build, store
 
@@ -35,6 +36,19 @@ def built(tmp_path_factory: pytest.TempPathFactory, resnet50_bytes: bytes) -> tu
 def _phase_rects(svg: str) -> list[ET.Element]:
     root = ET.fromstring(svg)  # raises on malformed XML
     return [r for r in root.iter(f"{SVG}rect") if "phase" in r.get("class", "").split()]
+
+
+def _title(rect: ET.Element) -> str:
+    """The tooltip text of a phase's rectangle."""
+    title = rect.find(f"{SVG}title")
+    assert title is not None and title.text is not None, ET.tostring(rect)
+    return title.text
+
+
+def _number(rect: ET.Element, name: str) -> float:
+    value = rect.get(name)
+    assert value is not None, (name, ET.tostring(rect))
+    return float(value)
 
 
 def _row(
@@ -60,10 +74,10 @@ def test_svg_of_a_real_build_has_one_rect_per_instance(built: tuple[Build, Histo
     svg = timeline.to_svg(build)
     rects = _phase_rects(svg)
     assert len(rects) == len(rows)  # resnet50 on RTX has no run of >= 5 same-name siblings
-    titles = [r.find(f"{SVG}title").text for r in rects]
+    titles = [_title(r) for r in rects]
     assert sorted(t.splitlines()[0] for t in titles) == sorted(r["name"] for r in rows)
-    assert all(float(r.get("x")) >= 0 and float(r.get("width")) >= 1 for r in rects)
-    right = max(float(r.get("x")) + float(r.get("width")) for r in rects)
+    assert all(_number(r, "x") >= 0 and _number(r, "width") >= 1 for r in rects)
+    right = max(_number(r, "x") + _number(r, "width") for r in rects)
     assert right <= 900
     assert timeline.to_svg(rows) != svg  # rows alone do not know the time after the last phase
     assert len(_phase_rects(timeline.to_svg(rows))) == len(rows)
@@ -72,7 +86,7 @@ def test_svg_of_a_real_build_has_one_rect_per_instance(built: tuple[Build, Histo
 def test_history_record_draws_the_same(built: tuple[Build, HistoryStore]) -> None:
     build, store = built
     record = store.get(list_builds(store)[0]["id"])
-    assert timeline.to_svg(record) == timeline.to_svg(build)
+    assert record is not None and timeline.to_svg(record) == timeline.to_svg(build)
 
 
 def test_runs_of_same_name_siblings_are_grouped() -> None:
@@ -89,7 +103,7 @@ def test_runs_of_same_name_siblings_are_grouped() -> None:
     assert len(rects) == 1 + 1 + 2 + 4
     groups = [r for r in rects if "group" in r.get("class", "")]
     assert len(groups) == 1
-    title = groups[0].find(f"{SVG}title").text
+    title = _title(groups[0])
     assert title.startswith("Computing costs ×7") and "7 instances" in title and "7 nested" in title
     boxes, t_end = timeline.layout(rows)
     group = next(b for b in boxes if b.count > 1)
@@ -104,7 +118,7 @@ def test_names_are_escaped() -> None:
     assert "<script" not in svg
     rects = _phase_rects(svg)
     assert len(rects) == 2
-    assert rects[0].find(f"{SVG}title").text.splitlines()[0] == evil.replace("\x07", "\ufffd")
+    assert _title(rects[0]).splitlines()[0] == evil.replace("\x07", "\ufffd")
     labels = [t.text for t in ET.fromstring(svg).iter(f"{SVG}text")]
     assert any(label and label.startswith("<script>") for label in labels)  # shown as text, not markup
 
@@ -112,7 +126,7 @@ def test_names_are_escaped() -> None:
 def test_empty_and_bad_input() -> None:
     assert _phase_rects(timeline.to_svg([])) == []
     with pytest.raises(TypeError, match="timings rows"):
-        timeline.to_svg(42)
+        timeline.to_svg(cast(Any, 42))  # the wrong type on purpose: the check is tested
     with pytest.raises(ValueError, match="lacks"):
         timeline.to_svg([{"name": "x"}])
 

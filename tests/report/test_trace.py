@@ -83,7 +83,7 @@ def test_a_real_build_is_a_valid_trace(tmp_path: Path) -> None:
     assert set(by_phase) == set(rows)
     for phase_id, item in by_phase.items():
         row = rows[phase_id]
-        assert item["begin"]["name"] == row["name"]
+        assert item["begin"]["name"] == row["name"] and row["end_s"] is not None
         assert abs(item["begin"]["ts"] - row["start_s"] * 1e6) < 1 and abs(item["end"]["ts"] - row["end_s"] * 1e6) < 1
         if item["enclosing"] is not None:  # nested on a track: inside its own parent
             assert item["enclosing"] == row["parent"]
@@ -105,7 +105,9 @@ def test_a_real_build_is_a_valid_trace(tmp_path: Path) -> None:
         assert [e["ts"] for e in events] == sorted(e["ts"] for e in events)
     logs = [e for e in doc["traceEvents"] if e["ph"] == "i" and e["cat"] == "log"]
     assert len(logs) == len(build.logs) > 0
-    assert doc["otherData"]["status"] == "succeeded" and doc["otherData"]["engine_bytes"] == len(build.engine)
+    assert (
+        doc["otherData"]["status"] == "succeeded" and doc["otherData"]["engine_bytes"] == len(build.engine or b"") > 0
+    )
 
 
 def test_widget_and_build_give_the_same_trace_without_a_step_recorder() -> None:
@@ -173,6 +175,7 @@ def test_phases_overlapping_on_four_threads_nest_correctly() -> None:
             assert item["enclosing"] == phase.parent  # nesting on a track is always the true parent
         parent = phases.get(phase.parent) if phase.parent is not None else None
         if parent is not None:  # a child lies within its parent in time, whichever track it is on
+            assert phase.end_s is not None and parent.end_s is not None  # the driver finished every phase
             assert parent.start_s <= phase.start_s and phase.end_s <= parent.end_s
     # the four concurrent "Computing profile costs" instances overlap, so they cannot share one track
     costs = [i for i, p in phases.items() if p.name == "Computing profile costs"]

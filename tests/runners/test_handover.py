@@ -12,12 +12,12 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import psutil
 import pytest
+from fixture_types import WaitUntil
 
 from trt_widget import models
 from trt_widget._build import Build
@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def small() -> bytes:
-    return models.deep_residual(20).SerializeToString()
+    return models.to_bytes(models.deep_residual(20))
 
 
 @pytest.fixture(scope="module")
@@ -87,13 +87,17 @@ def test_where_the_copy_is_refused_files_carry_model_and_engine(
     assert build.child_pid in pool.idle_pids()  # and the worker serves the next build
 
 
+def started_with_output(folder: Path, model: bytes) -> tuple[Build, Path]:
+    """A build of ``folder/m.onnx`` writing ``folder/m.engine`` (``output=``), started; and that output path."""
+    (folder / "m.onnx").write_bytes(model)
+    output = folder / "m.engine"
+    return Build(str(folder / "m.onnx"), output=str(output), history=False).start(), output
+
+
 def test_with_output_the_engine_is_renamed_into_place_and_read_on_first_use(
     tmp_path: Path, small: bytes, reference: bytes
 ) -> None:
-    model = tmp_path / "m.onnx"
-    model.write_bytes(small)
-    output = tmp_path / "m.engine"
-    build = Build(str(model), output=str(output), history=False).start()
+    build, output = started_with_output(tmp_path, small)
     assert build.wait(120) == "succeeded", build.status_detail
     assert output.read_bytes() == reference
     assert build.engine_size == len(reference)  # known without reading the file
@@ -105,10 +109,7 @@ def test_with_output_the_engine_is_renamed_into_place_and_read_on_first_use(
 
 
 def test_an_output_replaced_before_first_use_is_not_taken_for_the_engine(tmp_path: Path, small: bytes) -> None:
-    model = tmp_path / "m.onnx"
-    model.write_bytes(small)
-    output = tmp_path / "m.engine"
-    build = Build(str(model), output=str(output), history=False).start()
+    build, output = started_with_output(tmp_path, small)
     assert build.wait(120) == "succeeded", build.status_detail
     replacement = tmp_path / "other"
     replacement.write_bytes(b"not this build's engine")
@@ -118,7 +119,7 @@ def test_an_output_replaced_before_first_use_is_not_taken_for_the_engine(tmp_pat
     assert build.engine_size is not None and build.status == "succeeded"
 
 
-def test_a_worker_started_for_another_backend_is_not_used(small: bytes, wait_until: Callable[..., Any]) -> None:
+def test_a_worker_started_for_another_backend_is_not_used(small: bytes, wait_until: WaitUntil) -> None:
     shutdown_workers()  # an empty pool: the pre-started worker is kept, whatever others the suite left
     before = set(pool.idle_pids())
     pool.prewarm("tensorrt")  # as likely_backend() guesses on a machine with both modules and a GPU

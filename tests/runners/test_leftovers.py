@@ -10,9 +10,10 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any
 
 import pytest
+from fixture_types import WaitUntil
+from user_scripts import own_tmpdir, script_and_model
 
 # The kernel here allows process_vm_writev; where it does not (Yama ptrace_scope 3, a seccomp filter, not Linux)
 # the model bytes go through files: this script takes that path by saying the calls are unavailable.
@@ -48,15 +49,11 @@ def model_copies(size: int) -> list[Path]:
 
 @pytest.mark.skipif(not os.access("/dev/shm", os.W_OK), reason="needs a writable /dev/shm")
 def test_a_killed_parents_model_copy_is_removed_by_the_next_build(
-    tmp_path: Path, long_model_bytes: bytes, wait_until: Any
+    tmp_path: Path, long_model_bytes: bytes, wait_until: WaitUntil
 ) -> None:
-    model = tmp_path / "long.onnx"
-    model.write_bytes(long_model_bytes)
-    script = tmp_path / "build.py"
-    script.write_text(BUILD)
+    script, model = script_and_model(tmp_path, BUILD, long_model_bytes)
     tmpdir = tmp_path / "tmp"
-    tmpdir.mkdir()
-    env = {**os.environ, "TMPDIR": str(tmpdir), "TRT_WIDGET_HISTORY": "off"}
+    env = own_tmpdir(tmpdir)
     killed = subprocess.Popen(
         [sys.executable, str(script), str(model), "files", "wait"], env=env, stdout=subprocess.PIPE, text=True
     )

@@ -19,7 +19,7 @@ import psutil
 import pytest
 
 import trt_widget
-from trt_widget import models
+from trt_widget import _pool, models
 from trt_widget._build import Build
 from trt_widget._errors import BuildCancelled, BuildError
 from trt_widget.runners import START_PHASE, _process
@@ -36,12 +36,12 @@ def relu_network(network: Any, width: int = 4) -> None:
 
 @pytest.fixture(scope="module")
 def small() -> bytes:
-    return models.deep_residual(20).SerializeToString()
+    return models.to_bytes(models.deep_residual(20))
 
 
 @pytest.fixture(scope="module")
 def long_build() -> bytes:
-    return models.deep_residual(1000).SerializeToString()
+    return models.to_bytes(models.deep_residual(1000))
 
 
 def wait_until(predicate: Any, timeout: float = 120.0, what: str = "condition") -> None:
@@ -79,13 +79,13 @@ def assert_reaped(pid: int | None) -> None:
 def assert_pooled(pid: int | None) -> None:
     """The worker finished its job cleanly and waits, idle, for the next build."""
     assert pid is not None and pid != os.getpid()
-    assert pid in _process.pool.idle_pids()
+    assert pid in _pool.pool.idle_pids()
 
 
 def shape(build: Build) -> list[tuple[Any, ...]]:
     """The phase tree, without a cold worker's start-up row (whether the pool had a warm worker is not the build's)."""
     rows = [row for row in build.timings() if row["name"] != START_PHASE]
-    names = {row["id"]: row["name"] for row in rows}
+    names: dict[int | None, str] = {row["id"]: row["name"] for row in rows}
     return [(r["name"], r["depth"], names.get(r["parent"]), r["num_steps"], r["step"], r["status"]) for r in rows]
 
 
@@ -129,9 +129,10 @@ def test_resnet50_engine_and_timings_match_a_thread_build(
     assert shape(process) == shape(thread)
     rows = {row["id"]: row for row in process.timings()}
     for row in rows.values():  # child timestamps land on the parent's time axis, children inside parents
-        assert 0 <= row["start_s"] <= row["end_s"] <= process.elapsed_s
+        assert row["end_s"] is not None and 0 <= row["start_s"] <= row["end_s"] <= process.elapsed_s
         if row["parent"] is not None:
             parent = rows[row["parent"]]
+            assert parent["end_s"] is not None  # closed, as every row is (checked in its own turn)
             assert parent["start_s"] <= row["start_s"] and row["end_s"] <= parent["end_s"]
     assert any("ONNX" in record["message"] for record in process.logs)
     assert_pooled(process.child_pid)
@@ -192,6 +193,7 @@ def test_budget_expiry_escalates_after_force_after(long_build: bytes) -> None:
 @pytest.mark.rtx_long_step
 def test_child_killed_by_a_signal_fails_with_signal_and_phase(long_build: bytes) -> None:
     build = start_and_reach(long_build, LONG_STEP)
+    assert build.child_pid is not None
     os.kill(build.child_pid, signal.SIGKILL)
     assert build.wait(30) == "failed"
     message = str(build.error)

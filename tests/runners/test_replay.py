@@ -10,22 +10,24 @@ from typing import Any
 
 import jsonschema
 import pytest
+from fixture_types import RunAsync, WaitUntil
 
 from trt_widget import Build, BuildCancelled, BuildError, BuildWidget, models
 from trt_widget._events import schema
+from trt_widget._phases import PhaseRow
 from trt_widget.runners import RecordingError, gpu_shaped_events
 
 
-def _shape(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
-    names = {r["id"]: r["name"] for r in rows}
+def _shape(rows: list[PhaseRow]) -> list[tuple[object, ...]]:
+    names: dict[int | None, str] = {r["id"]: r["name"] for r in rows}
     return [(r["name"], names.get(r["parent"]), r["depth"], r["num_steps"], r["step"], r["status"]) for r in rows]
 
 
-def test_a_real_recording_replays_to_the_same_tree_and_times(tmp_path: Path, run_async: Any) -> None:
+def test_a_real_recording_replays_to_the_same_tree_and_times(tmp_path: Path, run_async: RunAsync) -> None:
     recording = tmp_path / "build.jsonl"
     original = Build(models.deep_residual(20), history=False, events=str(recording)).start()
     assert original.wait(120) == "succeeded"
-    assert original.events.join(30)  # build_end written and the file closed
+    assert original.events is not None and original.events.join(30)  # build_end written and the file closed
     replay = Build.from_events(recording).start()
     assert replay.wait(60) == "succeeded", replay.status_detail
     assert _shape(replay.timings()) == _shape(original.timings())
@@ -40,7 +42,9 @@ def test_a_real_recording_replays_to_the_same_tree_and_times(tmp_path: Path, run
         replay.save(str(tmp_path / "x.engine"))
 
 
-def test_a_failed_and_a_cancelled_recording_replay_their_rows_as_they_ended(tmp_path: Path, run_async: Any) -> None:
+def test_a_failed_and_a_cancelled_recording_replay_their_rows_as_they_ended(
+    tmp_path: Path, run_async: RunAsync
+) -> None:
     """The phase a build failed or was stopped in replays as failed or cancelled, not as finished early."""
     not_onnx = tmp_path / "not.onnx"
     not_onnx.write_bytes(b"\x08not an onnx model")
@@ -54,7 +58,7 @@ def test_a_failed_and_a_cancelled_recording_replay_their_rows_as_they_ended(tmp_
     stopped.model.subscribe(stop_when_deep)
     stopped.start()
     for original, name, ended in ((failed, "failed.jsonl", "failed"), (stopped, "stop.jsonl", "cancelled")):
-        assert original.wait(120) == ended and original.events.join(30)
+        assert original.wait(120) == ended and original.events is not None and original.events.join(30)
         assert ended in {r["status"] for r in original.timings()}
         replay = Build.from_events(tmp_path / name).start()
         assert replay.wait(60) == ended
@@ -78,7 +82,7 @@ def test_a_gpu_shaped_recording_is_schema_valid_and_replays_exactly(threads: int
     rows = widget.timings()
     measuring = [r for r in rows if r["name"] == "Measuring tactic time"]
     assert len(measuring) == 1100 and max(r["depth"] for r in rows) == 7  # depth 8: levels 0..7
-    by_id = {r["id"]: r for r in rows}
+    by_id: dict[int | None, PhaseRow] = {r["id"]: r for r in rows}
     recorded_parent = {e["id"]: e["parent"] for e in events if e["event"] == "phase_start"}
     assert all(r["parent"] == recorded_parent[r["id"]] for r in rows)  # interleaved or not, parents exact
     assert all(r["status"] == "done" for r in rows)
@@ -105,7 +109,7 @@ def test_a_truncated_recording_shows_what_it_has_and_says_it_ended_early() -> No
     assert rows and all(r["end_s"] is not None for r in rows)  # closed, not left running
 
 
-def test_a_paced_replay_stops_on_stop(wait_until: Any) -> None:
+def test_a_paced_replay_stops_on_stop(wait_until: WaitUntil) -> None:
     events = list(gpu_shaped_events(measurements=200, seconds=60))
     build = Build.from_events(events, speed=1.0).start()
     wait_until(lambda: len(build.timings()) > 3, what="a few replayed phases")
@@ -156,7 +160,9 @@ def _jumping(gap: float) -> list[dict[str, Any]]:
     events = list(gpu_shaped_events(measurements=3, threads=1, seed=2))
     first = next(i for i, e in enumerate(events) if e["event"] == "phase_start")
     for event in events[first + 1 :]:
-        event["t"] += gap
+        t = event["t"]
+        assert isinstance(t, float)
+        event["t"] = t + gap
     return events
 
 
@@ -176,7 +182,7 @@ def test_a_recorded_clock_that_jumps_years_pauses_at_most_max_wait_s(monkeypatch
     assert "replayed recording" in build.status_detail
 
 
-def test_a_paced_replay_across_a_huge_jump_waits_and_stops(wait_until: Any) -> None:
+def test_a_paced_replay_across_a_huge_jump_waits_and_stops(wait_until: WaitUntil) -> None:
     """Without the cap the wait raised OverflowError and the replay ended "failed"; now it waits (MAX_WAIT_S)."""
     build = Build.from_events(_jumping(5e10), speed=1.0).start()
     wait_until(lambda: build.timings(), what="the first replayed phase")

@@ -25,7 +25,7 @@ def scripted(runner: ScriptedRunner, clock: ManualClock | None = None, **kwargs:
 
 
 def test_a_recorded_build_gives_its_phase_tree_with_exact_durations() -> None:
-    record = json.loads(resources.files("trt_widget.runners").joinpath("scripts", "deep_residual_40.json").read_text())
+    record = json.loads((resources.files("trt_widget.runners") / "scripts" / "deep_residual_40.json").read_text())
     clock = ManualClock()
     build = scripted(ScriptedRunner.recorded("deep_residual_40", clock=clock)).start()
     assert build.wait(30) == "succeeded", build.status_detail
@@ -62,7 +62,7 @@ def test_a_stop_in_a_long_step_cancels_at_the_next_step_boundary_and_closes_ever
 def test_the_widget_sends_the_cancelling_state_at_once_not_at_the_next_tick() -> None:
     # a step that goes on after the stop, as RTX's long step does: the widget says "cancelling" meanwhile
     runner = ScriptedRunner([Start("Building engine", None, 1), Hold(until_stop=False), Step("Building engine", 1)])
-    widget = BuildWidget(MODEL, runner=runner, clock=ManualClock(), history=False, resources=False)
+    widget = BuildWidget(scripted(runner, ManualClock()))
     widget._pump.interval = 3600.0  # one throttled tick an hour: only an urgent wake-up can send in time
     widget.start()
     try:

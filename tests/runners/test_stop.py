@@ -13,29 +13,28 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import psutil
 import pytest
+from fixture_types import WaitUntil
 
 from trt_widget import _pool, models
 from trt_widget._build import Build
 from trt_widget._errors import BuildCancelled
 from trt_widget._phases import CANCELLED
 from trt_widget._widget import BuildWidget
-from trt_widget.runners import _process
 
 LONG_STEP = "Determining refit engines"
 
 
 @pytest.fixture(scope="module")
 def long_build() -> bytes:
-    return models.deep_residual(1000).SerializeToString()
+    return models.to_bytes(models.deep_residual(1000))
 
 
-def reach(build: Build, phase: str, wait_until: Callable[..., Any]) -> None:
+def reach(build: Build, phase: str, wait_until: WaitUntil) -> None:
     def reached() -> bool:
         running = build.model.innermost_running()
         assert not build.done(), f"the build ended ({build.status}: {build.status_detail}) before {phase!r}"
@@ -46,15 +45,13 @@ def reach(build: Build, phase: str, wait_until: Callable[..., Any]) -> None:
 
 def gone(pid: int) -> bool:
     try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+        return bool(psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
     except psutil.NoSuchProcess:
         return True
 
 
 @pytest.mark.rtx_long_step
-def test_default_stop_inside_a_long_step_terminates_the_builder(
-    long_build: bytes, wait_until: Callable[..., Any]
-) -> None:
+def test_default_stop_inside_a_long_step_terminates_the_builder(long_build: bytes, wait_until: WaitUntil) -> None:
     build = Build(long_build, history=False).start()
     reach(build, LONG_STEP, wait_until)
     pid = build.child_pid
@@ -64,8 +61,8 @@ def test_default_stop_inside_a_long_step_terminates_the_builder(
     assert "did not reach a step boundary within 0.1 s" in build.status_detail
     assert [r["status"] for r in build.timings() if r["name"] == LONG_STEP] == ["cancelled"]
     assert pid is not None and gone(pid)
-    wait_until(lambda: _process.pool.idle_pids(), what="the next worker, started in the background")
-    ready = set(_process.pool.idle_pids())
+    wait_until(lambda: _pool.pool.idle_pids(), what="the next worker, started in the background")
+    ready = set(_pool.pool.idle_pids())
     after = Build(models.deep_residual(4), history=False).start()  # a fresh worker takes over
     wait_until(lambda: after.child_pid, what="the next build's worker")
     assert after.child_pid in ready
@@ -73,7 +70,7 @@ def test_default_stop_inside_a_long_step_terminates_the_builder(
 
 
 @pytest.mark.rtx_long_step
-def test_budget_is_a_hard_limit(long_build: bytes, wait_until: Callable[..., Any]) -> None:
+def test_budget_is_a_hard_limit(long_build: bytes, wait_until: WaitUntil) -> None:
     build = Build(long_build, history=False, budget=600).start()
     reach(build, LONG_STEP, wait_until)
     build._budget_expired()  # what the budget timer calls, at a moment inside the long step
@@ -86,11 +83,13 @@ def test_a_real_budget_timer_ends_the_build(long_build: bytes) -> None:
     build = Build(long_build, history=False, budget=1.5).start()
     assert build.wait(60) == "cancelled"
     assert build.status_detail.startswith("time budget of 1.5 s exceeded")
-    assert build.elapsed_s < build.options.budget + 10  # not at the end of the seconds-long build step
+    assert (
+        build.options.budget is not None and build.elapsed_s < build.options.budget + 10
+    )  # not at the end of the seconds-long build step
 
 
 @pytest.mark.rtx_long_step
-def test_a_stopped_builder_ends_on_stop(long_build: bytes, wait_until: Callable[..., Any]) -> None:
+def test_a_stopped_builder_ends_on_stop(long_build: bytes, wait_until: WaitUntil) -> None:
     build = Build(long_build, history=False).start()
     reach(build, LONG_STEP, wait_until)
     assert build.child_pid is not None
@@ -104,7 +103,7 @@ def _hangs(network: Any) -> None:
     time.sleep(3600)
 
 
-def test_a_hung_network_function_ends_on_stop(wait_until: Callable[..., Any]) -> None:
+def test_a_hung_network_function_ends_on_stop(wait_until: WaitUntil) -> None:
     build = Build(_hangs, history=False).start()
     wait_until(lambda: build.child_pid is not None, what="a builder process")
     time.sleep(0.3)  # let the worker enter the function (either way the build must end cancelled)
@@ -140,12 +139,10 @@ def test_sequential_builds_reuse_one_warm_worker() -> None:
     second = Build(models.deep_residual(4), history=False).start()
     assert second.wait(120) == "succeeded"
     assert first.child_pid == second.child_pid
-    assert second.child_pid in _process.pool.idle_pids()
+    assert second.child_pid in _pool.pool.idle_pids()
 
 
-def test_an_idle_worker_exits_after_the_idle_timeout(
-    monkeypatch: pytest.MonkeyPatch, wait_until: Callable[..., Any]
-) -> None:
+def test_an_idle_worker_exits_after_the_idle_timeout(monkeypatch: pytest.MonkeyPatch, wait_until: WaitUntil) -> None:
     monkeypatch.setenv("TRT_WIDGET_WORKER_IDLE_S", "0.5")
     _pool.shutdown_workers()
     build = Build(models.deep_residual(4), history=False).start()
@@ -153,7 +150,7 @@ def test_an_idle_worker_exits_after_the_idle_timeout(
     pid = build.child_pid
     assert pid is not None
     wait_until(lambda: gone(pid), timeout=30, what="the idle worker to exit")
-    assert pid not in _process.pool.idle_pids()
+    assert pid not in _pool.pool.idle_pids()
 
 
 def test_force_after_with_a_thread_is_refused() -> None:
@@ -206,7 +203,7 @@ def test_builds_run_from_scripts_without_a_main_guard(how: str, tmp_path: Path) 
     assert "status succeeded" in done.stdout, done.stdout + done.stderr
 
 
-def test_a_killed_parent_leaves_no_worker_behind(tmp_path: Path, wait_until: Callable[..., Any]) -> None:
+def test_a_killed_parent_leaves_no_worker_behind(tmp_path: Path, wait_until: WaitUntil) -> None:
     script = tmp_path / "parent.py"
     script.write_text(
         textwrap.dedent("""

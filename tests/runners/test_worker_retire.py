@@ -10,16 +10,17 @@ from typing import Any
 
 import psutil
 import pytest
+from fixture_types import WaitUntil
 
 import trt_widget
-from trt_widget import models
+from trt_widget import _pool, models
 from trt_widget._build import Build
 from trt_widget.runners import _process
 
 
 @pytest.fixture(scope="module")
 def small() -> bytes:
-    return models.deep_residual(3).SerializeToString()
+    return models.to_bytes(models.deep_residual(3))
 
 
 # as a notebook cell defines them: in a __main__-like namespace no worker can import (cloudpickle sends them)
@@ -52,15 +53,15 @@ def cell() -> dict[str, Any]:
 def _ended(pid: int | None) -> bool:
     if pid is None or not psutil.pid_exists(pid):
         return True
-    return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    return bool(psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
 
 
 def test_a_worker_that_ran_a_configure_hook_serves_no_later_build(
-    small: bytes, cell: dict[str, Any], wait_until: Any
+    small: bytes, cell: dict[str, Any], wait_until: WaitUntil
 ) -> None:
     first = Build(small, configure=cell["leaky_configure"], history=False).start()
     assert first.wait(180) == "succeeded", first.error
-    assert first.child_pid not in _process.pool.idle_pids()
+    assert first.child_pid not in _pool.pool.idle_pids()
     wait_until(lambda: _ended(first.child_pid), timeout=30, what="the worker that ran configure= to end")
     second = Build(cell["probe_network"], history=False).start()
     assert second.wait(180) == "succeeded", second.error  # before: "leaked: from an earlier build's configure="
@@ -70,14 +71,14 @@ def test_a_worker_that_ran_a_configure_hook_serves_no_later_build(
 def test_a_worker_without_configure_is_kept_warm(small: bytes) -> None:
     first = Build(small, history=False).start()
     assert first.wait(180) == "succeeded", first.error
-    assert first.child_pid in _process.pool.idle_pids()
+    assert first.child_pid in _pool.pool.idle_pids()
     second = Build(small, history=False).start()
     assert second.wait(180) == "succeeded", second.error
     assert second.child_pid == first.child_pid
 
 
 def test_a_worker_holding_a_cuda_context_ends_after_its_build(
-    small: bytes, wait_until: Any, monkeypatch: pytest.MonkeyPatch
+    small: bytes, wait_until: WaitUntil, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The one NVIDIA difference, reproduced: this backend's builder keeps a CUDA context (GPU memory) until its
     process exits. The worker ends after the build; its successor is started, warm for the next build."""
@@ -85,9 +86,9 @@ def test_a_worker_holding_a_cuda_context_ends_after_its_build(
     first = Build(small, history=False).start()
     assert first.wait(180) == "succeeded", first.error
     wait_until(lambda: _ended(first.child_pid), timeout=30, what="the worker holding the context to end")
-    wait_until(lambda: _process.pool.idle_pids(), timeout=120, what="a fresh warm worker")
-    assert first.child_pid not in _process.pool.idle_pids()
-    warm = set(_process.pool.idle_pids())
+    wait_until(lambda: _pool.pool.idle_pids(), timeout=120, what="a fresh warm worker")
+    assert first.child_pid not in _pool.pool.idle_pids()
+    warm = set(_pool.pool.idle_pids())
     second = Build(small, history=False).start()
     assert second.wait(180) == "succeeded", second.error
     assert second.child_pid in warm  # warm: no cold start for the next build

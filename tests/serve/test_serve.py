@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import jsonschema
 import pytest
+from fixture_types import WaitUntil
 
 from trt_widget._build import Build
 from trt_widget._events import attach_events, schema
@@ -74,7 +75,9 @@ def count_dirs(server: ServerThread) -> int:
     return sum(1 for _ in (server.store.data / "builds").iterdir())
 
 
-def test_full_flow_multipart_schema_timings_engine(client: httpx.Client, server: ServerThread, wait_until: Any) -> None:
+def test_full_flow_multipart_schema_timings_engine(
+    client: httpx.Client, server: ServerThread, wait_until: WaitUntil
+) -> None:
     files = {"model": ("resnet-ish.onnx", SMALL, "application/octet-stream")}
     data = {"options": json.dumps({"optimization_level": 1, "workspace": "64MiB"}), "name": "my model"}
     reply = client.post("/builds", files=files, data=data)
@@ -146,7 +149,7 @@ def test_cancel_mid_build_while_events_arrive_live(client: httpx.Client) -> None
 
 
 @pytest.mark.rtx_long_step
-def test_forced_cancel(client: httpx.Client, wait_until: Any) -> None:
+def test_forced_cancel(client: httpx.Client, wait_until: WaitUntil) -> None:
     build_id = post(client, LONG, options=json.dumps({"force_after": 30}))
 
     def in_long_step() -> bool:
@@ -302,7 +305,7 @@ def test_bad_onnx_fails_the_build_with_the_parser_message(client: httpx.Client) 
     assert client.get(f"/builds/{build_id}/engine").status_code == 409
 
 
-def test_client_disconnecting_mid_stream(client: httpx.Client, server: ServerThread, wait_until: Any) -> None:
+def test_client_disconnecting_mid_stream(client: httpx.Client, server: ServerThread, wait_until: WaitUntil) -> None:
     build_id = post(client, LONG)
     record = server.store.get(build_id)
     assert record is not None
@@ -350,7 +353,7 @@ def test_twenty_subscribers_get_every_event(client: httpx.Client, server: Server
 
 
 def test_a_subscriber_that_stops_reading_holds_up_nothing_and_can_resume(
-    client: httpx.Client, server: ServerThread, wait_until: Any
+    client: httpx.Client, server: ServerThread, wait_until: WaitUntil
 ) -> None:
     said = LogLines("uvicorn.error", "trt_widget")
     # ~36,000 events (no real build makes that many): a recording replayed at full speed through a real Build,

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import httpx
 import jsonschema
 import pytest
+from fixture_types import RunAsync, WaitUntil
 
 from trt_widget import BuildCancelled, BuildError, BuildWidget
 from trt_widget._events import schema
@@ -38,6 +39,12 @@ def http(server: ServerThread) -> Iterator[httpx.Client]:
     server.store.stop_running(timeout=30)
 
 
+def server_rows(value: object) -> list[Mapping[str, object]]:
+    """The rows of a server's JSON reply (``timings``): a list of objects."""
+    assert isinstance(value, list) and all(isinstance(row, dict) for row in value), value
+    return [row for row in value if isinstance(row, dict)]
+
+
 def in_long_step(build: RemoteBuild) -> bool:
     phase = build.model.innermost_running()
     return phase is not None and phase.name == "Determining refit engines"
@@ -61,13 +68,15 @@ def test_remote_build_has_the_build_api(server: ServerThread, http: httpx.Client
     assert remote["status"] == "succeeded" and remote["name"] == "model.onnx"  # the label, never a path
     assert json.loads(http.get(f"/builds/{build.remote_id}").text)["events"] > 10
     local = build.timings()
+    timings = server_rows(remote["timings"])
     assert [(r["id"], r["name"], r["parent"], r["depth"], r["step"]) for r in local] == [
-        (r["id"], r["name"], r["parent"], r["depth"], r["step"]) for r in remote["timings"]
+        (r["id"], r["name"], r["parent"], r["depth"], r["step"]) for r in timings
     ]
-    for mine, theirs in zip(local, remote["timings"], strict=True):  # the server's times, not this process's
+    for mine, theirs in zip(local, timings, strict=True):  # the server's times, not this process's
         assert mine["start_s"] == pytest.approx(theirs["start_s"], abs=1e-5)
         assert mine["duration_s"] == pytest.approx(theirs["duration_s"], abs=1e-5)
     assert build.options.optimization_level == 1
+    assert build.events is not None
     build.events.join(10)
     validator = jsonschema.Draft202012Validator(schema())
     for event in local_events:
@@ -88,9 +97,10 @@ def test_build_widget_shows_a_remote_build(server: ServerThread, http: httpx.Cli
 
 
 @pytest.mark.rtx_long_step
-def test_stop_then_force_stop_and_a_follower(server: ServerThread, http: httpx.Client, wait_until: Any) -> None:
+def test_stop_then_force_stop_and_a_follower(server: ServerThread, http: httpx.Client, wait_until: WaitUntil) -> None:
     build = RemoteBuild(server.url, server.token, LONG, force_after=30).start()
     wait_until(lambda: build.remote_id, what="the upload")
+    assert build.remote_id is not None
     follower = RemoteBuild.follow(server.url, server.token, build.remote_id).start()
     wait_until(lambda: in_long_step(build) and in_long_step(follower), what="both in the long step")
     assert build.stop() is True and build.status == "cancelling"
@@ -107,7 +117,7 @@ def test_stop_then_force_stop_and_a_follower(server: ServerThread, http: httpx.C
 
 
 def test_await_of_a_remote_build_raises_what_result_raises(
-    server: ServerThread, http: httpx.Client, wait_until: Any, run_async: Any
+    server: ServerThread, http: httpx.Client, wait_until: WaitUntil, run_async: RunAsync
 ) -> None:
     async def awaited(build: RemoteBuild) -> bytes:
         return await build
@@ -140,14 +150,14 @@ def test_refusals(server: ServerThread) -> None:
     with pytest.raises(TypeError, match="isolation= is not available"):
         RemoteBuild(server.url, server.token, deep_residual(3), isolation="thread")
     with pytest.raises(TypeError, match="did you mean 'optimization_level'"):
-        RemoteBuild(server.url, server.token, deep_residual(3), optimisation_level=3)
+        RemoteBuild(server.url, server.token, deep_residual(3), optimisation_level=3)  # type: ignore[call-arg]  # misspelt on purpose
     with pytest.raises(TypeError, match="needs ONNX"):
         RemoteBuild(server.url, server.token, lambda network: None)
     with pytest.raises(ValueError, match=r"0\.\.5"):
         RemoteBuild(server.url, server.token, deep_residual(3), optimization_level=7)
 
 
-def test_busy_server_refuses_or_queues(server: ServerThread, http: httpx.Client, wait_until: Any) -> None:
+def test_busy_server_refuses_or_queues(server: ServerThread, http: httpx.Client, wait_until: WaitUntil) -> None:
     first = RemoteBuild(server.url, server.token, LONG).start()
     wait_until(lambda: first.remote_id, what="the first build on the server")
     refused = RemoteBuild(server.url, server.token, deep_residual(3)).start()

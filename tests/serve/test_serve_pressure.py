@@ -4,7 +4,6 @@ one line per condition, and a trickling upload is refused instead of holding the
 
 from __future__ import annotations
 
-import contextlib
 import resource
 import select
 import socket
@@ -13,11 +12,11 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 import pytest
+from fixture_types import WaitUntil
 
 from trt_widget.models import deep_residual, to_bytes
 from trt_widget.serve import ServerThread
@@ -48,6 +47,25 @@ def _closed_by_server(sock: socket.socket, timeout: float) -> bool:
         except OSError:  # reset
             return True
     return False
+
+
+def _read_while_trickling(sock: socket.socket, trickle: bytes, timeout: float = 30.0) -> tuple[bytes, bool]:
+    """Read the server's reply, sending ``trickle`` each 0.2 s it says nothing (a client that never stops sending):
+    the reply, and whether the server closed the connection within ``timeout`` s."""
+    reply = b""
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([sock], [], [], 0.2)
+            if not ready:
+                sock.sendall(trickle)
+            elif chunk := sock.recv(4096):
+                reply += chunk
+            else:
+                return reply, True
+    except OSError:  # reset by the server: closed as well
+        return reply, True
+    return reply, False
 
 
 def _half_requests(address: tuple[str, int], count: int) -> list[socket.socket]:
@@ -166,38 +184,17 @@ def test_an_unauthorised_request_with_a_trickling_body_is_closed_after_its_401(t
     with ServerThread(data=tmp_path) as server:
         with socket.create_connection(_address(server.url), timeout=30) as sock:
             sock.sendall(b"POST /builds HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000000\r\n\r\nab")
-            reply = b""
-            deadline = time.monotonic() + 30
-            with contextlib.suppress(OSError):
-                while time.monotonic() < deadline:
-                    ready, _, _ = select.select([sock], [], [], 0.2)
-                    if ready:
-                        chunk = sock.recv(4096)
-                        if not chunk:
-                            break
-                        reply += chunk
-                    sock.sendall(b"x")  # a byte now and then: without the guard the connection stays
+            reply, closed = _read_while_trickling(sock, b"x")  # a byte now and then: without the guard it stays
         assert reply.startswith(b"HTTP/1.1 401 "), reply
-        assert time.monotonic() < deadline, "the connection was not closed"
+        assert closed, "the connection was not closed"
 
 
-def test_a_trickling_upload_is_refused_and_frees_the_slot(tmp_path: Path, wait_until: Any) -> None:
+def test_a_trickling_upload_is_refused_and_frees_the_slot(tmp_path: Path, wait_until: WaitUntil) -> None:
     with ServerThread(data=tmp_path, max_concurrent=1, body_timeout=1.0, min_upload_rate=1000) as server:
         with socket.create_connection(_address(server.url), timeout=30) as sock:
             head = f"POST /builds HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {server.token}\r\n"
             sock.sendall((head + "Content-Length: 100000\r\n\r\n").encode())
-            reply = b""
-            deadline = time.monotonic() + 30
-            with contextlib.suppress(OSError):
-                while time.monotonic() < deadline:
-                    ready, _, _ = select.select([sock], [], [], 0.2)
-                    if ready:
-                        chunk = sock.recv(4096)
-                        if not chunk:
-                            break
-                        reply += chunk
-                    else:
-                        sock.sendall(b"0123456789")  # 50 B/s, never silent for the 1 s body timeout
+            reply, _ = _read_while_trickling(sock, b"0123456789")  # 50 B/s, never silent for the 1 s body timeout
         assert reply.startswith(b"HTTP/1.1 408 "), reply
         assert b"too slow" in reply, reply
         wait_until(lambda: server.store.active == 0, timeout=10, what="the slot to be free")

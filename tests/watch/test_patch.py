@@ -11,12 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixture_types import WaitUntil
 
 import trt_widget
 from trt_widget import BuildCancelled
 from trt_widget._build import FRAME_PHASES
 from trt_widget.models import deep_residual, to_bytes
-from trt_widget.watch import METHODS, Watch, is_patched, watch, watch_call
+from trt_widget.watch import METHODS, Watch, WatchedBuild, is_patched, watch, watch_call
 
 from ._unpatched import TRUE_ORIGINALS, left_behind, unpatched
 
@@ -106,8 +107,13 @@ def test_builds_on_threads_the_code_starts_are_seen_but_not_those_of_other_threa
         thread = threading.Thread(target=user_build)
         thread.start()
         thread.join()
+
+        def start_a_thread_and_build() -> None:
+            threading.Thread(target=user_build).start()
+            user_build()
+
         with ThreadPoolExecutor(2) as pool:
-            pool.submit(lambda: threading.Thread(target=user_build).start() or user_build()).result()
+            pool.submit(start_a_thread_and_build).result()
         release.set()
         assert outside_done.wait(120)
         for t in set(threading.enumerate()) - before:
@@ -147,19 +153,21 @@ def test_an_exception_in_the_codes_step_complete_cancels_as_tensorrt_does_and_es
     with watch() as w:
         assert builder.build_serialized_network(network, config) is None
     assert w.builds[0].status == "cancelled"
-    assert any("the code's monitor failed" in e for e in w.builds[0].monitor.errors)
+    monitor = w.builds[0].monitor
+    assert monitor is not None and any("the code's monitor failed" in e for e in monitor.errors)
 
 
 def test_stop_cancels_at_the_next_step_and_the_call_raises_build_cancelled(
-    long_model_bytes: bytes, wait_until: Any
+    long_model_bytes: bytes, wait_until: WaitUntil
 ) -> None:
     call = watch_call(user_build, long_model_bytes)
-    build = wait_until(lambda: call.builds and call.builds[0].model.innermost_running() and call.builds[0])
+    wait_until(lambda: call.builds and call.builds[0].model.innermost_running())
+    build = call.builds[0]
     notice = call.stop()
     assert notice.startswith("Stopping: waits for the current step of")
     with pytest.raises(BuildCancelled, match="cancelled"):
         call.result(180)
-    assert build.status == "cancelled" and build.cancel_info["phase"]
+    assert build.status == "cancelled" and build.cancel_info is not None and build.cancel_info["phase"]
     assert unpatched()
 
 
@@ -220,8 +228,8 @@ def test_concurrent_watches_each_see_only_their_own_builds() -> None:
 
     a, b = watch_call(work, SMALL, 1), watch_call(work, OTHER, 2)
     assert (a.result(180), b.result(180)) == (1, 2)
-    assert [x.network["layers"] for x in a.builds] == [6]
-    assert [x.network["layers"] for x in b.builds] == [9, 9]
+    assert [x.network["layers"] for x in a.builds if isinstance(x, WatchedBuild)] == [6]
+    assert [x.network["layers"] for x in b.builds if isinstance(x, WatchedBuild)] == [9, 9]
     assert unpatched()
 
 
@@ -265,15 +273,16 @@ def test_torch_tensorrt_call_shapes_keyword_arguments_and_the_stream_method() ->
         assert w.builds[1].method == "build_serialized_network_to_stream" and w.builds[1].engine_size is None
 
 
-def test_history_key_comes_from_the_network_and_events_are_written(tmp_path: Path, wait_until: Any) -> None:
+def test_history_key_comes_from_the_network_and_events_are_written(tmp_path: Path, wait_until: WaitUntil) -> None:
     events = tmp_path / "events.jsonl"
     store = tmp_path / "history.sqlite"
     with watch(events=str(events), history=str(store)) as w:
         user_build(SMALL)
         user_build(SMALL)
         user_build(OTHER)
-    keys = [b.history.key for b in w.builds]
-    assert keys[0] == keys[1] != keys[2]
+    links = [b.history for b in w.builds]
+    keys = [link.key for link in links if link is not None]
+    assert len(keys) == len(links) and keys[0] == keys[1] != keys[2]
     wait_until(lambda: events.read_text().count('"build_end"') == 3, what="three build_end events")
     lines = [json.loads(line) for line in events.read_text().splitlines()]
     assert {e["event"] for e in lines} >= {"build_start", "phase_start", "phase_finish", "build_end"}
@@ -281,7 +290,7 @@ def test_history_key_comes_from_the_network_and_events_are_written(tmp_path: Pat
 
 
 def test_watch_settings_reach_the_watch_and_every_other_keyword_reaches_the_function(
-    tmp_path: Path, wait_until: Any
+    tmp_path: Path, wait_until: WaitUntil
 ) -> None:
     events = tmp_path / "events.jsonl"
 
@@ -289,7 +298,9 @@ def test_watch_settings_reach_the_watch_and_every_other_keyword_reaches_the_func
         return user_build(data).nbytes, events
 
     call = watch_call(fn, SMALL, events="fn's own", watch_settings={"events": str(events), "history": False})
-    size, own = call.result(180)
+    result = call.result(180)
+    assert isinstance(result, tuple)
+    size, own = result
     assert own == "fn's own" and call.builds[0].history is None
     wait_until(lambda: events.exists() and '"build_end"' in events.read_text(), what="the build_end event")
     end = json.loads(events.read_text().splitlines()[-1])
@@ -337,7 +348,9 @@ def test_the_no_patch_left_behind_check_sees_a_wrapper_the_bookkeeping_forgot(mo
     from trt_widget.watch import _patch
 
     def leaky() -> None:  # restores Thread.start, leaves the Builder methods wrapped
-        threading.Thread.start = _patch._thread_start  # type: ignore[method-assign]
+        original = _patch._thread_start
+        assert original is not None
+        threading.Thread.start = original  # type: ignore[method-assign]
         _patch._thread_start = None
         _patch._patched.clear()
         _patch._originals.clear()
@@ -354,7 +367,7 @@ def test_the_no_patch_left_behind_check_sees_a_wrapper_the_bookkeeping_forgot(mo
     assert unpatched()
 
 
-def test_builds_caught_at_once_share_the_watchs_events_file(tmp_path: Path, wait_until: Any) -> None:
+def test_builds_caught_at_once_share_the_watchs_events_file(tmp_path: Path, wait_until: WaitUntil) -> None:
     """A running build's files are refused to other builds, but a watch's builds all append to its one events
     file: two running at the same time (each waits in its first phase for the other) are both watched."""
     events = tmp_path / "events.jsonl"

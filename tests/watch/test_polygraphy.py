@@ -8,6 +8,7 @@ import os
 from typing import Any
 
 import pytest
+from fixture_types import WaitUntil
 
 import trt_widget
 from trt_widget import BuildCancelled, BuildMonitor
@@ -67,7 +68,7 @@ def test_a_watch_sees_polygraphys_build_and_chains_its_monitor() -> None:
     assert theirs.starts == [r["name"] for r in sorted(rows, key=lambda r: r["id"])]
 
 
-def test_stop_cancels_polygraphys_build_and_its_error_says_so(long_model_bytes: bytes, wait_until: Any) -> None:
+def test_stop_cancels_polygraphys_build_and_its_error_says_so(long_model_bytes: bytes, wait_until: WaitUntil) -> None:
     call = watch_call(polygraphy_build, long_model_bytes)
     wait_until(lambda: call.builds and call.builds[0].model.innermost_running(), what="a running phase")
     call.stop()

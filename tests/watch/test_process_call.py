@@ -8,6 +8,7 @@ import threading
 from typing import Any
 
 import pytest
+from fixture_types import WaitUntil
 
 from trt_widget import BuildCancelled
 from trt_widget.models import deep_residual, to_bytes
@@ -38,13 +39,13 @@ def test_the_functions_value_comes_back_and_its_builds_were_shown() -> None:
     call = builds_in_a_process([to_bytes(deep_residual(2)), to_bytes(deep_residual(3))])
     assert isinstance(call, ProcessCall)
     sizes = call.result(180)
-    assert len(sizes) == 2 and all(s > 0 for s in sizes)
+    assert isinstance(sizes, list) and len(sizes) == 2 and all(isinstance(s, int) and s > 0 for s in sizes)
     assert [b.status for b in call.builds] == ["succeeded", "succeeded"]
     assert [b.engine_size for b in call.builds] == sizes
     assert call.returncode == 0 and unpatched()
 
 
-def test_stop_cancels_the_build_and_ends_the_process(long_model_bytes: bytes, wait_until: Any) -> None:
+def test_stop_cancels_the_build_and_ends_the_process(long_model_bytes: bytes, wait_until: WaitUntil) -> None:
     call = builds_in_a_process([long_model_bytes, long_model_bytes])
     wait_until(lambda: call.builds and call.builds[0].model.innermost_running(), what="a running phase")
     call.stop()

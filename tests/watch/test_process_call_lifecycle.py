@@ -9,11 +9,10 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any
 
 import pytest
-
-from .test_run_lifecycle import alive
+from fixture_types import WaitUntil
+from user_scripts import alive, own_tmpdir, script_and_model, sigkill_ends_the_grandchild
 
 SCRIPT = textwrap.dedent(
     """
@@ -48,16 +47,12 @@ def files_under(directory: Path) -> list[str]:
 
 @pytest.mark.parametrize("end", ["script-ends", "sigkill"])
 def test_the_functions_process_ends_with_its_parent(
-    tmp_path: Path, long_model_bytes: bytes, wait_until: Any, end: str
+    tmp_path: Path, long_model_bytes: bytes, wait_until: WaitUntil, end: str
 ) -> None:
-    model = tmp_path / "long.onnx"
-    model.write_bytes(long_model_bytes)
-    script = tmp_path / "script.py"
-    script.write_text(SCRIPT)
+    script, model = script_and_model(tmp_path, SCRIPT, long_model_bytes)
     tmpdir = tmp_path / "tmp"
-    tmpdir.mkdir()
+    env = own_tmpdir(tmpdir)
     pid_file = tmp_path / "pid"
-    env = {**os.environ, "TMPDIR": str(tmpdir), "TRT_WIDGET_HISTORY": "off"}
     how = "wait" if end == "sigkill" else "end"
     stderr = tmp_path / "stderr"
     with stderr.open("wb") as err:
@@ -90,13 +85,12 @@ RUN_SCRIPT = textwrap.dedent(
 )
 
 
-def test_a_script_ending_after_build_widget_run_ends_the_command(tmp_path: Path, wait_until: Any) -> None:
+def test_a_script_ending_after_build_widget_run_ends_the_command(tmp_path: Path, wait_until: WaitUntil) -> None:
     script = tmp_path / "script.py"
     script.write_text(RUN_SCRIPT)
     tmpdir = tmp_path / "tmp"
-    tmpdir.mkdir()
+    env = own_tmpdir(tmpdir)
     pid_file = tmp_path / "pid"
-    env = {**os.environ, "TMPDIR": str(tmpdir), "TRT_WIDGET_HISTORY": "off"}
     try:  # the command sleeps 600 s: the script waited for it
         done = subprocess.run([sys.executable, str(script), str(pid_file)], env=env, capture_output=True, timeout=180)
     finally:
@@ -125,20 +119,10 @@ GRANDCHILD_SCRIPT = textwrap.dedent(
 )
 
 
-def test_a_sigkilled_caller_ends_a_grandchild_that_is_no_python_process(tmp_path: Path, wait_until: Any) -> None:
+def test_a_sigkilled_caller_ends_a_grandchild_that_is_no_python_process(tmp_path: Path, wait_until: WaitUntil) -> None:
     """The function's process started ``sleep``: a SIGKILL of the caller ends it too (its process group)."""
     script = tmp_path / "script.py"
     script.write_text(GRANDCHILD_SCRIPT)
     pid_file = tmp_path / "sleep.pid"
-    env = {**os.environ, "TMPDIR": str(tmp_path), "TRT_WIDGET_HISTORY": "off"}
-    proc = subprocess.Popen([sys.executable, str(script), str(pid_file)], env=env, stderr=subprocess.DEVNULL)
-    try:
-        wait_until(pid_file.exists, timeout=120, what="the function to start sleep")
-        sleep = int(pid_file.read_text())
-        assert alive(sleep)
-        proc.kill()
-        proc.wait(30)
-        wait_until(lambda: not alive(sleep), timeout=30, what="the grandchild to end")
-    finally:
-        if pid_file.exists() and alive(int(pid_file.read_text())):
-            os.kill(int(pid_file.read_text()), 9)
+    env = own_tmpdir(tmp_path)
+    sigkill_ends_the_grandchild([sys.executable, str(script), str(pid_file)], pid_file, env, wait_until)

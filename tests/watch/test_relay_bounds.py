@@ -64,16 +64,21 @@ PARENT = textwrap.dedent(
 )
 
 
+def run_with_command(tmp_path: Path, parent: str, command: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    """The script ``parent`` run with the path of the script ``command`` (that it watches) as its argument."""
+    parent_path, command_path = tmp_path / "parent.py", tmp_path / "command.py"
+    parent_path.write_text(parent)
+    command_path.write_text(command)
+    env = {**os.environ, "TRT_WIDGET_HISTORY": "off"}
+    return subprocess.run(
+        [sys.executable, str(parent_path), str(command_path)], capture_output=True, text=True, env=env, timeout=timeout
+    )
+
+
 def test_the_relay_bounds_what_a_command_sends(tmp_path: Path) -> None:
     from trt_widget._phases import MAX_DEPTH
 
-    sender, parent = tmp_path / "sender.py", tmp_path / "parent.py"
-    sender.write_text(SENDER)
-    parent.write_text(PARENT)
-    env = {**os.environ, "TRT_WIDGET_HISTORY": "off"}
-    done = subprocess.run(
-        [sys.executable, str(parent), str(sender)], capture_output=True, text=True, env=env, timeout=600
-    )
+    done = run_with_command(tmp_path, PARENT, SENDER, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout.splitlines()[-1])
     assert result["code"] == 0
@@ -106,12 +111,6 @@ LIMITED = textwrap.dedent(
 
 
 def test_processes_over_the_connection_limit_run_on_unwatched(tmp_path: Path) -> None:
-    many, limited = tmp_path / "many.py", tmp_path / "limited.py"
-    many.write_text(MANY)
-    limited.write_text(LIMITED)
-    env = {**os.environ, "TRT_WIDGET_HISTORY": "off"}
-    done = subprocess.run(
-        [sys.executable, str(limited), str(many)], capture_output=True, text=True, env=env, timeout=300
-    )
+    done = run_with_command(tmp_path, LIMITED, MANY, timeout=300)
     assert done.stdout.split() == ["CODE", "0"], done.stderr[-2000:]  # none was killed for being turned away
     assert "runs unwatched" in done.stderr

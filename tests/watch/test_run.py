@@ -18,9 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixture_types import RunAsync, WaitUntil
 
 from trt_widget import Build, BuildCancelled
 from trt_widget.models import deep_residual, to_bytes
+from trt_widget.watch import CommandRun
 
 from ._tmux import tmux_screen
 from ._unpatched import unpatched
@@ -216,7 +218,7 @@ def test_ctrl_c_cancels_polygraphy_convert_and_no_engine_is_written(
 
 
 def test_build_widget_run_stops_polygraphy_within_a_second(
-    tmp_path: Path, long: Path, wait_until: Any, polygraphy: str, run_async: Any
+    tmp_path: Path, long: Path, wait_until: WaitUntil, polygraphy: str, run_async: RunAsync
 ) -> None:
     from trt_widget import BuildWidget
 
@@ -225,6 +227,7 @@ def test_build_widget_run_stops_polygraphy_within_a_second(
     notice = widget.stop()
     assert "waits for" in notice and "terminated if it still runs after 0.5 s" in notice
     code = widget.result(30)
+    assert isinstance(widget.call, CommandRun)
     assert widget.call.stopped_at is not None and widget.call.ended_at is not None
     # a process: the forced stop 0.5 s after the graceful one ends it, long before the running step would
     assert widget.call.ended_at - widget.call.stopped_at <= 1.5, widget.call.ended_at - widget.call.stopped_at
@@ -240,7 +243,7 @@ async def _awaited(build: Build) -> bytes:
 
 
 def test_a_relayed_build_is_a_future_with_the_size_the_command_reported(
-    tmp_path: Path, small: Path, run_async: Any
+    tmp_path: Path, small: Path, run_async: RunAsync
 ) -> None:
     from trt_widget import BuildWidget
 

@@ -11,9 +11,10 @@ import sys
 import textwrap
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
+from fixture_types import WaitUntil
+from user_scripts import DIRECT_BUILD, alive, own_tmpdir, script_and_model, sigkill_ends_the_grandchild
 
 COMMAND = textwrap.dedent(
     """
@@ -30,28 +31,26 @@ COMMAND = textwrap.dedent(
 )
 
 
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
 def start(tmp_path: Path, tmpdir: Path, prefix: list[str] | None = None) -> tuple[subprocess.Popen[bytes], Path]:
     script = tmp_path / "command.py"
     script.write_text(COMMAND)
     pids = tmp_path / "pids"
-    env = {**os.environ, "TMPDIR": str(tmpdir), "TRT_WIDGET_HISTORY": "off"}
+    env = own_tmpdir(tmpdir)
     run = [sys.executable, "-m", "trt_widget", "run", "--plain", "--", sys.executable, str(script), str(pids)]
     argv = [*(prefix or []), *run]
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return proc, pids
 
 
-def command_pids(pids: Path, wait_until: Any) -> list[int]:
+def command_pids(pids: Path, wait_until: WaitUntil) -> list[int]:
     wait_until(pids.exists, timeout=90, what="the command to start")
     return [int(p) for p in pids.read_text().split()]
+
+
+def run_json(script: Path, model: Path, env: dict[str, str], timeout: float) -> subprocess.CompletedProcess[str]:
+    """``trt-widget run --json -- python script model``, to its end."""
+    command = [sys.executable, "-m", "trt_widget", "run", "--json", "--", sys.executable, str(script), str(model)]
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
 
 
 def leftovers(tmpdir: Path) -> list[str]:
@@ -60,10 +59,9 @@ def leftovers(tmpdir: Path) -> list[str]:
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
 def test_a_signal_that_ends_run_ends_its_command_and_leaves_nothing(
-    tmp_path: Path, wait_until: Any, sig: signal.Signals
+    tmp_path: Path, wait_until: WaitUntil, sig: signal.Signals
 ) -> None:
     tmpdir = tmp_path / "tmp"
-    tmpdir.mkdir()
     proc, pids = start(tmp_path, tmpdir)
     command = command_pids(pids, wait_until)
     assert leftovers(tmpdir)  # the run's directory while it runs
@@ -73,9 +71,8 @@ def test_a_signal_that_ends_run_ends_its_command_and_leaves_nothing(
     assert leftovers(tmpdir) == []
 
 
-def test_timeout_ends_the_command_and_leaves_nothing(tmp_path: Path, wait_until: Any) -> None:
+def test_timeout_ends_the_command_and_leaves_nothing(tmp_path: Path, wait_until: WaitUntil) -> None:
     tmpdir = tmp_path / "tmp"
-    tmpdir.mkdir()
     proc, pids = start(tmp_path, tmpdir, prefix=["timeout", "15"])
     command = command_pids(pids, wait_until)  # started well before the timeout
     assert proc.wait(60) == 124
@@ -84,17 +81,16 @@ def test_timeout_ends_the_command_and_leaves_nothing(tmp_path: Path, wait_until:
 
 
 def test_a_sigkilled_run_takes_its_command_along_and_the_next_run_sweeps_its_directory(
-    tmp_path: Path, wait_until: Any
+    tmp_path: Path, wait_until: WaitUntil
 ) -> None:
     tmpdir = tmp_path / "tmp"
-    tmpdir.mkdir()
     proc, pids = start(tmp_path, tmpdir)
     command = command_pids(pids, wait_until)
     proc.kill()
     proc.wait(30)
     wait_until(lambda: not any(alive(pid) for pid in command), timeout=30, what="the command to end")
     assert len(leftovers(tmpdir)) == 1  # a SIGKILL runs no clean-up...
-    env = {**os.environ, "TMPDIR": str(tmpdir), "TRT_WIDGET_HISTORY": "off"}
+    env = own_tmpdir(tmpdir)
     done = subprocess.run(
         [sys.executable, "-m", "trt_widget", "run", "--", sys.executable, "-c", "pass"], env=env, timeout=120
     )
@@ -106,33 +102,10 @@ def test_a_long_tmpdir_still_watches_the_builds(tmp_path: Path) -> None:
     from trt_widget.models import deep_residual, to_bytes
 
     tmpdir = tmp_path / ("d" * 40) / ("e" * 40)
-    tmpdir.mkdir(parents=True)
+    env = own_tmpdir(tmpdir)
     assert len(str(tmpdir)) + len("/trt-widget-run-1234567-abcdefgh/events.sock") > 108
-    model = tmp_path / "small.onnx"
-    model.write_bytes(to_bytes(deep_residual(2)))
-    script = tmp_path / "build.py"
-    script.write_text(
-        textwrap.dedent(
-            """
-            import sys
-            import tensorrt_rtx_bindings as trt
-
-            logger = trt.Logger(trt.Logger.ERROR)
-            builder = trt.Builder(logger)
-            network = builder.create_network(0)
-            assert trt.OnnxParser(network, logger).parse(open(sys.argv[1], "rb").read())
-            assert builder.build_serialized_network(network, builder.create_builder_config())
-            """
-        )
-    )
-    env = {**os.environ, "TMPDIR": str(tmpdir), "TRT_WIDGET_HISTORY": "off"}
-    done = subprocess.run(
-        [sys.executable, "-m", "trt_widget", "run", "--json", "--", sys.executable, str(script), str(model)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
+    script, model = script_and_model(tmp_path, DIRECT_BUILD, to_bytes(deep_residual(2)))
+    done = run_json(script, model, env, timeout=180)
     assert done.returncode == 0, done.stderr
     assert '"status": "succeeded"' in done.stdout and "too long" not in done.stderr
     assert leftovers(tmpdir) == []
@@ -218,18 +191,8 @@ def test_fork_children_relay_their_own_builds(tmp_path: Path) -> None:
 
     from trt_widget.models import deep_residual, to_bytes
 
-    model = tmp_path / "small.onnx"
-    model.write_bytes(to_bytes(deep_residual(2)))
-    script = tmp_path / "forks.py"
-    script.write_text(FORKS)
-    env = {**os.environ, "TRT_WIDGET_HISTORY": "off"}
-    done = subprocess.run(
-        [sys.executable, "-m", "trt_widget", "run", "--json", "--", sys.executable, str(script), str(model)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    script, model = script_and_model(tmp_path, FORKS, to_bytes(deep_residual(2)))
+    done = run_json(script, model, {**os.environ, "TRT_WIDGET_HISTORY": "off"}, timeout=300)
     assert done.returncode == 0, done.stderr
     events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     starts = [e for e in events if e["event"] == "build_start"]
@@ -239,23 +202,12 @@ def test_fork_children_relay_their_own_builds(tmp_path: Path) -> None:
         assert [e["status"] for e in ends] == ["succeeded"], (n, ends)
 
 
-def test_a_sigkilled_run_ends_a_grandchild_that_is_no_python_process(tmp_path: Path, wait_until: Any) -> None:
+def test_a_sigkilled_run_ends_a_grandchild_that_is_no_python_process(tmp_path: Path, wait_until: WaitUntil) -> None:
     """PR_SET_PDEATHSIG reaches only the direct child: the supervisor kills the command's whole process group."""
     pid_file = tmp_path / "sleep.pid"
     shell = f"sleep 1000 & echo $! > {pid_file}.part; mv {pid_file}.part {pid_file}; wait"
-    env = {**os.environ, "TMPDIR": str(tmp_path), "TRT_WIDGET_HISTORY": "off"}
     argv = [sys.executable, "-m", "trt_widget", "run", "--plain", "--", "sh", "-c", shell]
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_until(pid_file.exists, timeout=90, what="the shell's sleep to start")
-        sleep = int(pid_file.read_text())
-        assert alive(sleep)
-        proc.kill()
-        proc.wait(30)
-        wait_until(lambda: not alive(sleep), timeout=30, what="the grandchild to end")
-    finally:
-        if pid_file.exists() and alive(int(pid_file.read_text())):
-            os.kill(int(pid_file.read_text()), signal.SIGKILL)
+    sigkill_ends_the_grandchild(argv, pid_file, own_tmpdir(tmp_path), wait_until)
 
 
 def test_a_command_that_cannot_start_is_reported(tmp_path: Path) -> None:

@@ -37,5 +37,7 @@ def test_a_directory_as_events_is_refused(tmp_path: Path) -> None:
 
 
 def test_good_settings_are_taken(tmp_path: Path) -> None:
-    for settings in ({"budget": 30}, {"events": tmp_path / "e.jsonl"}, {"events": io.StringIO()}, {"events": print}):
-        assert trt_widget.watch(**settings).settings[next(iter(settings))] is settings[next(iter(settings))]
+    good: list[dict[str, Any]] = [{"budget": 30}, {"events": tmp_path / "e.jsonl"}, {"events": io.StringIO()}]
+    for settings in [*good, {"events": print}]:
+        ((name, value),) = settings.items()
+        assert trt_widget.watch(**settings).settings.get(name) is value

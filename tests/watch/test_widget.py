@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 import pytest
+from fixture_types import RunAsync, WaitUntil
 
 import trt_widget
 from trt_widget import BuildCancelled, BuildWidget
@@ -32,13 +33,13 @@ def two_engines(a: bytes, b: bytes) -> tuple[int, int]:
     return build(a), build(b)
 
 
-def test_a_function_building_two_engines_is_a_list_of_two_builds(wait_until: Any) -> None:
+def test_a_function_building_two_engines_is_a_list_of_two_builds(wait_until: WaitUntil) -> None:
     widget = BuildWidget.watch(
         two_engines, to_bytes(deep_residual(2)), to_bytes(deep_residual(3)), watch_settings={"keep_engines": True}
     )
     sizes = widget.result(180)
-    assert all(size > 0 for size in sizes) and unpatched()
-    assert [len(b.engine) for b in widget.builds] == list(sizes)  # the watch's option, not two_engines' keyword
+    assert isinstance(sizes, tuple) and all(size > 0 for size in sizes) and unpatched()
+    assert [len(b.engine or b"") for b in widget.builds] == list(sizes)  # the watch's option, not two_engines' keyword
     wait_until(lambda: "the function returned" in widget.note, what="the final note")
     rows = json.loads(widget.rows_json)
     assert [r["status"] for r in rows] == ["succeeded", "succeeded"]
@@ -54,7 +55,7 @@ def test_a_function_building_two_engines_is_a_list_of_two_builds(wait_until: Any
 
 
 def test_stop_all_from_the_browser_cancels_the_running_build_and_says_what_it_waits_for(
-    long_model_bytes: bytes, wait_until: Any
+    long_model_bytes: bytes, wait_until: WaitUntil
 ) -> None:
     widget = BuildWidget.watch(two_engines, long_model_bytes, long_model_bytes)
     wait_until(lambda: widget.builds and widget.builds[0].model.innermost_running(), what="a running phase")
@@ -69,7 +70,7 @@ def test_stop_all_from_the_browser_cancels_the_running_build_and_says_what_it_wa
 
 
 def test_await_of_a_stopped_watch_raises_build_cancelled_and_its_future_is_a_future(
-    long_model_bytes: bytes, wait_until: Any, run_async: Any
+    long_model_bytes: bytes, wait_until: WaitUntil, run_async: RunAsync
 ) -> None:
     widget = BuildWidget.watch(two_engines, long_model_bytes, long_model_bytes)
     assert isinstance(widget.future, concurrent.futures.Future)
@@ -86,7 +87,7 @@ def test_await_of_a_stopped_watch_raises_build_cancelled_and_its_future_is_a_fut
     widget.close()
 
 
-def test_await_of_a_watch_gives_the_functions_value_and_each_caught_build_is_a_future(run_async: Any) -> None:
+def test_await_of_a_watch_gives_the_functions_value_and_each_caught_build_is_a_future(run_async: RunAsync) -> None:
     widget = BuildWidget.watch(two_engines, to_bytes(deep_residual(2)), to_bytes(deep_residual(3)))
 
     async def await_it() -> Any:

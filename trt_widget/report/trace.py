@@ -22,6 +22,7 @@ from ._inline import Viewed
 
 if TYPE_CHECKING:
     from .._build import Build
+    from .._phases import PhaseModel
 
 __all__ = ["StepRecorder", "record_steps", "to_trace", "trace_events"]
 

@@ -651,6 +651,10 @@ class ProcessCall(CommandRun):
         (directory / "call.pkl").write_bytes(payload)
         self.command += [str(directory / "call.pkl"), str(directory / "result.pkl"), json.dumps(parent_path())]
 
+    def result(self, timeout: float | None = None) -> object:  # type: ignore[override]  # fn's value, not an exit code
+        """fn's return value, sent back from its process; raises its exception (BuildCancelled after a Stop)."""
+        return self.future.result(timeout)
+
     def _finished(self, code: int) -> None:
         import cloudpickle
 

@@ -115,7 +115,8 @@ class AppServer:
         if self.proc is None:
             return []
         try:
-            return psutil.Process(self.proc.pid).children(recursive=True)
+            children: list[psutil.Process] = psutil.Process(self.proc.pid).children(recursive=True)
+            return children
         except psutil.NoSuchProcess:
             return []
 

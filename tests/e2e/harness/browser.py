@@ -27,13 +27,13 @@ def chromium(home: Path, executable: str = CHROMIUM) -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
     home.mkdir(parents=True, exist_ok=True)
-    env = dict(
-        os.environ,
-        HOME=str(home),
-        XDG_CONFIG_HOME=str(home / ".config"),
-        XDG_CACHE_HOME=str(home / ".cache"),
-        XDG_DATA_HOME=str(home / ".local" / "share"),
-    )
+    env: dict[str, str | float | bool] = {
+        **os.environ,
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "XDG_DATA_HOME": str(home / ".local" / "share"),
+    }
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS, env=env)
         try:

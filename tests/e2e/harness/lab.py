@@ -7,12 +7,15 @@ import re
 import secrets
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import nbformat
 
 from .notebooks import CellError, output_text, safe_name, strip_ansi, write_notebook
 from .server import JupyterLab
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, ConsoleMessage, Dialog, Locator, Page
 
 DARK, LIGHT = "JupyterLab Dark", "JupyterLab Light"
 THEMES = "@jupyterlab/apputils-extension:themes"
@@ -27,7 +30,7 @@ class Lab:
     alert/confirm/prompt the page opened (dismissed; a script in widget output would show up here).
     """
 
-    def __init__(self, page: Any, server: JupyterLab, workdir: Path, artifacts: Path) -> None:
+    def __init__(self, page: Page, server: JupyterLab, workdir: Path, artifacts: Path) -> None:
         self.page, self.server, self.workdir, self.artifacts = page, server, workdir, artifacts
         self.notebook: Path | None = None
         self.path = ""  # the notebook's path relative to the server root, as JupyterLab names it
@@ -36,12 +39,17 @@ class Lab:
         self.dialogs: list[dict[str, str]] = []
         self.changed_settings: set[str] = set()  # lab plugins whose user settings this page changed
         page.on("pageerror", lambda e: self.problems.append(f"pageerror: {e}"))
-        page.on("console", lambda m: m.type == "error" and self.problems.append(f"console: {m.text}"))
+        page.on("console", self._on_console)
         page.on("dialog", self._on_dialog)
 
     @classmethod
     def new(
-        cls, browser: Any, server: JupyterLab, workdir: Path, artifacts: Path, viewport: tuple[int, int] = (1280, 900)
+        cls,
+        browser: Browser,
+        server: JupyterLab,
+        workdir: Path,
+        artifacts: Path,
+        viewport: tuple[int, int] = (1280, 900),
     ) -> Lab:
         context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]})
         context.add_init_script(HELPERS_JS)
@@ -52,7 +60,11 @@ class Lab:
     def close(self) -> None:
         self.page.context.close()
 
-    def _on_dialog(self, dialog: Any) -> None:
+    def _on_console(self, message: ConsoleMessage) -> None:
+        if message.type == "error":
+            self.problems.append(f"console: {message.text}")
+
+    def _on_dialog(self, dialog: Dialog) -> None:
         if dialog.type == "beforeunload":  # leaving a dirty notebook: reload() means it
             dialog.accept()
             return
@@ -128,11 +140,11 @@ class Lab:
         """
         return str(self.js("kernelStatus", self.path))
 
-    def cell(self, index: int) -> Any:
+    def cell(self, index: int) -> Locator:
         """Locator of cell ``index`` (all cells are in the DOM: windowing is off)."""
         return self.page.locator(f"#{self.panel_id} .jp-Notebook .jp-Cell").nth(index)
 
-    def output(self, index: int) -> Any:
+    def output(self, index: int) -> Locator:
         """Locator of the output area of cell ``index``."""
         return self.cell(index).locator(".jp-OutputArea")
 

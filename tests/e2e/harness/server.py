@@ -195,7 +195,7 @@ class JupyterLab:
         for kernel in self.kernel_ids():
             self.request("POST", f"api/kernels/{kernel}/interrupt")
 
-    def add_kernelspec(self, name: str, python_path: Sequence[str]) -> None:
+    def add_kernelspec(self, name: str, python_path: Sequence[str | Path]) -> None:
         """A kernel of this Python with ``python_path`` first on sys.path (e.g. another ipykernel version)."""
         spec = self.home / "data" / "kernels" / name
         spec.mkdir(parents=True, exist_ok=True)
@@ -218,7 +218,8 @@ class JupyterLab:
         if self.proc is None:
             return []
         try:
-            return psutil.Process(self.proc.pid).children(recursive=True)
+            children: list[psutil.Process] = psutil.Process(self.proc.pid).children(recursive=True)
+            return children
         except psutil.NoSuchProcess:
             return []
 

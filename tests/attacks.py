@@ -1,0 +1,81 @@
+"""The attack list's shared inputs (tests/**/test_adversarial_*.py): a small model, models that name external
+data, hostile text for terminals, and a guard against an open() that blocks on a FIFO.
+
+A plain module, not a conftest.py: pytest imports every folder's conftest.py as ``conftest``, so one cannot be
+imported from another folder's tests; tests/ is on ``sys.path`` (rootdir-relative imports), as e2e's ``harness``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from trt_widget import models
+
+SMALL = models.deep_residual(2).SerializeToString()
+
+
+SECRET = b"SECRET!!" * 8  # 64 bytes: exactly the 16 floats of the tensor below, so TensorRT would accept them
+
+
+def _model_naming(location: str) -> Any:
+    """y = x + w, with w (16 floats) stored as external data at ``location``."""
+    from onnx import TensorProto, helper
+
+    weight = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[1, 16], data_location=TensorProto.EXTERNAL)
+    entry = weight.external_data.add()
+    entry.key, entry.value = "location", location
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "w"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16])],
+        initializer=[weight],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+HIDING_GROUP = b"\xa3\x06\xa4\x06"  # an empty unknown group (field 100): protobuf skips it, a naive scan stops
+
+
+def _hidden(model: Any) -> bytes:
+    """The model's bytes behind an unknown group: the same model to protobuf (and so to TensorRT's parser)."""
+    import onnx
+
+    data: bytes = HIDING_GROUP + model.SerializeToString()
+    assert onnx.load_from_string(data).graph.initializer[0].external_data == model.graph.initializer[0].external_data
+    return data
+
+
+def _refused(build: Any, *fragments: str) -> None:
+    assert build.wait(120) == "failed", build.status_detail
+    assert SECRET not in (build.engine or b"")
+    for fragment in ("external data", *fragments):
+        assert fragment in str(build.error), build.error
+
+
+EVIL = "\x1b]0;PWNED-TITLE\x07\x1b[2J\x1b[31m\r\x9b31m\u202eevil"
+
+
+def _unblocked(fifo: Path, construct: Callable[[], Any], what: str) -> Any:
+    """``construct()``'s result or exception, failing the test if it blocks on ``fifo`` (then released)."""
+    outcome: list[Any] = []
+
+    def run() -> None:
+        try:
+            outcome.append(construct())
+        except BaseException as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(10)
+    if thread.is_alive():  # it blocked in open(): release it before failing
+        with open(fifo, "rb"):
+            thread.join(10)
+        pytest.fail(f"Build({what}) blocked")
+    return outcome[0]

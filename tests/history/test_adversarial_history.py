@@ -1,0 +1,72 @@
+"""Attacks on the history store: a FIFO, the model's own path, a store locked by another process."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from attacks import SMALL, _unblocked
+
+from trt_widget import Build, models
+
+
+def test_a_history_store_on_a_fifo_turns_history_off_without_blocking(tmp_path: Path) -> None:
+    fifo = tmp_path / "history.fifo"
+    os.mkfifo(fifo)
+
+    def construct() -> Any:
+        with pytest.warns(RuntimeWarning, match="not a regular file"):
+            return Build(SMALL, history=str(fifo), isolation="thread")
+
+    build = _unblocked(fifo, construct, "history=<a FIFO>")
+    assert isinstance(build, Build) and build.history is None and build.start().wait(120) == "succeeded"
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)  # left as it was
+
+
+def test_a_history_store_naming_the_model_is_refused_and_the_model_kept(tmp_path: Path) -> None:
+    model = tmp_path / "m.onnx"
+    model.write_bytes(SMALL)
+    for history in (str(model), f"{tmp_path}/./m.onnx", model):
+        with pytest.raises(ValueError, match=r"history=.* is the model file itself"):
+            Build(str(model), history=history, isolation="thread")
+    assert model.read_bytes() == SMALL and sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx"]
+
+
+def test_a_history_store_locked_by_another_process_costs_a_stop_at_most_a_second(tmp_path: Path) -> None:
+    store = tmp_path / "history.sqlite"
+    Build(SMALL, history=str(store), isolation="thread").start().wait(120)  # the store exists
+    holder = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(f"""
+            import sqlite3, sys, time
+            conn = sqlite3.connect({str(store)!r}, isolation_level=None)
+            conn.execute("BEGIN EXCLUSIVE")
+            print("locked", flush=True)
+            sys.stdin.read()
+        """)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        with pytest.warns(RuntimeWarning, match="locked by another process"):
+            build = Build(models.deep_residual(1000), history=str(store), force_after=0.1).start()
+            while build.model.innermost_running() is None:
+                time.sleep(0.05)
+            asked = time.monotonic()
+            assert build.stop()
+            assert build.wait(10) == "cancelled"
+            stopped_s = time.monotonic() - asked
+            assert build.history is not None
+            assert build.history.ready.wait(10)  # the look-up gave up on the locked store, with the warning
+        assert stopped_s <= 1.0, stopped_s
+    finally:
+        holder.kill()
+        holder.wait()

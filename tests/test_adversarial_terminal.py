@@ -1,0 +1,69 @@
+"""Attacks on the terminal: nothing untrusted (a recording's names, logs, details) reaches a terminal raw."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from attacks import EVIL
+
+from trt_widget import Build
+
+
+def _evil_recording(path: Path) -> Path:
+    from trt_widget.runners import gpu_shaped_events
+
+    events = list(gpu_shaped_events(measurements=2, threads=1, seed=1))
+    events[0]["model"] = f"model {EVIL}"
+    for event in events:
+        if event["event"] == "phase_start" and event["depth"] == 0:
+            event["name"] = f"phase {EVIL}"
+        if event["event"] == "build_end":
+            event.update(status="failed", detail=f"detail {EVIL}", error=f"error {EVIL}")
+    events.insert(2, {"event": "log", "severity": "WARNING", "message": f"log {EVIL}\nforged line", "t": 0.3})
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    return path
+
+
+def test_escape_controls_shows_every_control_character_as_an_escape() -> None:
+    from trt_widget._format import escape_controls
+
+    shown = escape_controls(EVIL + "\udcff\x00\x7f")
+    assert shown.isprintable() and "\\x1b]0;PWNED-TITLE\\x07" in shown and "\\u202e" in shown
+    assert escape_controls("Measuring tactic time ×3 é") == "Measuring tactic time ×3 é"
+
+
+def test_view_prints_names_logs_and_details_of_a_recording_escaped(tmp_path: Path) -> None:
+    recording = _evil_recording(tmp_path / "esc.jsonl")
+    done = subprocess.run(
+        [sys.executable, "-m", "trt_widget", "view", str(recording), "--plain"],
+        capture_output=True,
+        timeout=120,
+        env={**os.environ, "TERM": "xterm-256color"},
+    )
+    out = done.stdout + done.stderr
+    assert b"\x1b" not in out and b"\x07" not in out and b"\r" not in out and "\u202e".encode() not in out, out
+    text = out.decode()
+    assert "phase \\x1b]0;PWNED-TITLE\\x07" in text and "log \\x1b]0;PWNED" in text and "\\x0aforged line" in text
+    assert "model \\x1b]0;PWNED" in text
+
+
+def test_the_rich_tree_and_summary_show_names_escaped_and_take_no_markup(tmp_path: Path) -> None:
+    import io
+
+    from trt_widget._terminal import TerminalView
+
+    recording = _evil_recording(tmp_path / "esc.jsonl")
+    text = recording.read_text().replace("phase \\u001b", "[bold red]phase[/] \\u001b", 1)
+    recording.write_text(text)
+    stream = io.StringIO()
+    view = TerminalView(Build.from_events(recording), stream, style="rich")
+    view.build.start().wait(60)
+    assert view.join(30)
+    out = stream.getvalue()
+    for raw in ("\x1b]", "\x1b[2J", "\x07", "\x9b", "\u202e", "\r"):
+        assert raw not in out, (raw, out)
+    assert "PWNED-TITLE" in out and "[bold red]phase[/]" in out  # shown, as text

@@ -1,0 +1,66 @@
+"""A user's script in a subprocess, as the tests of ``trt-widget run``, a process's ``watch_call``, a killed
+build's leftovers and the working directory start one: a script that builds with TensorRT itself, and a TMPDIR of
+the test's own (what a run leaves behind shows there). A plain module, as tests/attacks.py says why."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import textwrap
+from pathlib import Path
+
+from fixture_types import WaitUntil
+
+# builds the ONNX model named by its first argument with TensorRT for RTX, no trt_widget in sight
+DIRECT_BUILD = textwrap.dedent(
+    """
+    import sys
+    import tensorrt_rtx_bindings as trt
+
+    logger = trt.Logger(trt.Logger.ERROR)
+    builder = trt.Builder(logger)
+    network = builder.create_network(0)
+    assert trt.OnnxParser(network, logger).parse(open(sys.argv[1], "rb").read())
+    print("ENGINE", builder.build_serialized_network(network, builder.create_builder_config()).nbytes)
+    """
+)
+
+
+def own_tmpdir(tmpdir: Path) -> dict[str, str]:
+    """Make ``tmpdir``; the environment of a subprocess whose temporary files go there, with no build history."""
+    tmpdir.mkdir(parents=True, exist_ok=True)
+    return {**os.environ, "TMPDIR": str(tmpdir), "TRT_WIDGET_HISTORY": "off"}
+
+
+def script_and_model(folder: Path, script: str, model: bytes) -> tuple[Path, Path]:
+    """``folder/script.py`` holding ``script`` and ``folder/model.onnx`` holding ``model``: the script's path and
+    the model's, its argument."""
+    (folder / "script.py").write_text(script)
+    (folder / "model.onnx").write_bytes(model)
+    return folder / "script.py", folder / "model.onnx"
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def sigkill_ends_the_grandchild(argv: list[str], pid_file: Path, env: dict[str, str], wait_until: WaitUntil) -> None:
+    """Start ``argv``; once the grandchild it starts has written its pid to ``pid_file``, SIGKILL ``argv``'s process
+    and wait for the grandchild to end too (killed at the end whatever happened)."""
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_until(pid_file.exists, timeout=120, what="the grandchild to start")
+        grandchild = int(pid_file.read_text())
+        assert alive(grandchild)
+        proc.kill()
+        proc.wait(30)
+        wait_until(lambda: not alive(grandchild), timeout=30, what="the grandchild to end")
+    finally:
+        if pid_file.exists() and alive(int(pid_file.read_text())):
+            os.kill(int(pid_file.read_text()), signal.SIGKILL)

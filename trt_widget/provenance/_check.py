@@ -7,6 +7,7 @@ import os
 import struct
 from dataclasses import dataclass
 
+from ._hashes import open_regular
 from ._manifest import ManifestError, read_manifest
 
 BACKEND_NAMES = {"rtx": "TensorRT for RTX", "tensorrt": "NVIDIA TensorRT"}
@@ -46,7 +47,7 @@ class EngineHeader:
 def read_engine_header(path: str | os.PathLike[str]) -> EngineHeader | None:
     """The header of a TensorRT for RTX engine file (its first 28 bytes), or None for any other file (an NVIDIA
     TensorRT engine among them: its header is not documented). OSError when the file cannot be read."""
-    with open(path, "rb") as handle:
+    with open(open_regular(path), "rb") as handle:
         head = handle.read(HEADER_BYTES)
     if len(head) < HEADER_BYTES or head[:4] != RTX_MAGIC:
         return None

@@ -147,3 +147,18 @@ def test_save_may_not_write_its_manifest_onto_a_running_builds_file(tmp_path: Pa
         gate.set()
         assert first.wait(300) == "succeeded"
     assert log.stat().st_size > 0
+
+
+def test_a_hard_link_to_a_running_builds_events_file_is_that_file(
+    held: tuple[Build, dict[str, Path], threading.Event], tmp_path: Path
+) -> None:
+    """The second re-run: ``events=`` through a hard link (another name of the same file) was let in, and both
+    builds' events interleaved in one recording."""
+    first, files, gate = held
+    alias = tmp_path / "alias.jsonl"
+    alias.hardlink_to(files["events"])
+    with pytest.raises(ValueError, match=taken("events=", "events=")):
+        Build(SMALL, history=False, events=str(alias))
+    gate.set()
+    assert first.wait(300) == "succeeded", first.status_detail
+    assert Build(SMALL, history=False, events=str(alias)).start().wait(300) == "succeeded"  # free once it ended

@@ -33,6 +33,28 @@ def test_separators_bidi_controls_and_invisible_characters_are_escaped(char: str
     assert escape_lines(f"x{char}\ny") == escape_controls(f"x{char}") + "\ny"  # only "\n" breaks a line
 
 
+# Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties.txt, Unicode 15.1): what a renderer draws as nothing
+DEFAULT_IGNORABLE = [(0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160), (0x17B4, 0x17B5)]
+DEFAULT_IGNORABLE += [(0x180B, 0x180F), (0x200B, 0x200F), (0x202A, 0x202E), (0x2060, 0x206F), (0x3164, 0x3164)]
+DEFAULT_IGNORABLE += [(0xFE00, 0xFE0F), (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3)]
+DEFAULT_IGNORABLE += [(0x1D173, 0x1D17A), (0xE0000, 0xE0FFF)]
+# kept on purpose: the joiners and variation selectors of emoji and scripts
+KEPT = {0x200C, 0x200D, *range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0)}
+
+
+def test_every_character_unicode_draws_as_nothing_is_escaped_but_the_joiners_and_selectors() -> None:
+    """The second re-run found the musical and shorthand format controls (U+1D173-1D17A, U+1BCA0-1BCA3) and the
+    unassigned ignorables (U+2065, U+FFF0-FFF8, U+E0080-E0FFF) printed raw by ``--json``: an invisible name."""
+    raw = [
+        f"U+{code:04X}"
+        for first, last in DEFAULT_IGNORABLE
+        for code in range(first, last + 1)
+        if code not in KEPT
+        and chr(code) in escape_controls(chr(code)) + escape_json(json.dumps(chr(code), ensure_ascii=False))
+    ]
+    assert not raw, raw
+
+
 def test_ordinary_text_of_any_script_is_left_alone() -> None:
     for text in ("conv1/Relu ×3", "Реле 层 طبقة", "a\u200db", "\U0001f600 é"):  # ZWJ joins emoji and scripts
         assert escape_controls(text) == text

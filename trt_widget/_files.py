@@ -214,9 +214,21 @@ def _shares(build: object, role: str) -> bool:
 Targets = dict[str, "str | os.PathLike[str] | None"]
 
 
+def _claim_keys(path: str | os.PathLike[str]) -> list[str]:
+    """What names the file at ``path`` in ``_claims``: its real path and, when it exists, its device and inode (a
+    hard link is another path to the same file)."""
+    real = os.path.realpath(expand_user(path))
+    try:
+        info = os.stat(real)
+    except OSError:
+        return [real]
+    return [real, f"inode:{info.st_dev}:{info.st_ino}"]
+
+
 def _taken(build: object, role: str, path: str | os.PathLike[str]) -> str | None:
     """The message refusing ``path`` as ``build``'s ``role`` when another running build writes it; None if free."""
-    for other, other_role in _claims.get(os.path.realpath(expand_user(path)), {}).values():
+    holders = [holder for key in _claim_keys(path) for holder in _claims.get(key, {}).values()]
+    for other, other_role in holders:
         if other is not build and not (role == other_role and _shares(build, role) and _shares(other, role)):
             return (
                 f"{role} {str(path)!r} is being written by another build that is still running ({other!r}), as its "
@@ -245,7 +257,8 @@ def claim_targets(build: object, targets: Targets) -> None:
                 raise ValueError(problem)
         for role, path in targets.items():
             if path is not None:
-                _claims.setdefault(os.path.realpath(expand_user(path)), {})[id(build)] = (build, role)
+                for key in _claim_keys(path):
+                    _claims.setdefault(key, {})[id(build)] = (build, role)
 
 
 def release_targets(build: object) -> None:

@@ -13,13 +13,13 @@ from typing import TextIO
 # marks, embeddings, overrides and isolates that reorder what a reader sees (U+061C, U+200E/200F, U+202A-202E,
 # U+2066-2069); the invisible U+200B, U+2060, U+FEFF, the interlinear annotations U+FFF9-FFFB and the tag
 # characters U+E0000-E007F (text a reader cannot see); the characters Unicode says to draw as nothing (soft hyphen,
-# grapheme joiner, invisible operators, fillers: look-alike names; the joiners and variation selectors of emoji and
-# scripts stay); lone surrogates
+# grapheme joiner, invisible operators, fillers, musical and shorthand format controls, unassigned ignorables:
+# look-alike names; the joiners and variation selectors of emoji and scripts stay); lone surrogates
 UNSAFE_CHARACTERS = (
     "\x00-\x1f\x7f-\x9f\u061c\u200b\u200e\u200f\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069"
     "\ufeff\ufff9-\ufffb\ud800-\udfff\U000e0000-\U000e007f"
-    "\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u2061-\u2064\u206a-\u206f\u3164"
-    "\uffa0"
+    "\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u2061-\u2065\u206a-\u206f\u3164"
+    "\uffa0\ufff0-\ufff8\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0080-\U000e00ff\U000e01f0-\U000e0fff"
 )
 _UNSAFE = re.compile(f"[{UNSAFE_CHARACTERS}]")
 

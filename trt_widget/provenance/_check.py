@@ -8,6 +8,7 @@ import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ._hashes import open_regular
 from ._manifest import ManifestError, read_manifest
 
 BACKEND_NAMES = {"rtx": "TensorRT for RTX", "tensorrt": "NVIDIA TensorRT"}
@@ -47,7 +48,7 @@ class EngineHeader:
 def read_engine_header(path: str | os.PathLike[str]) -> EngineHeader | None:
     """The header of a TensorRT for RTX engine file (its first 28 bytes), or None for any other file (an NVIDIA
     TensorRT engine among them: its header is not documented). OSError when the file cannot be read."""
-    with open(path, "rb") as handle:
+    with open(open_regular(path), "rb") as handle:
         head = handle.read(HEADER_BYTES)
     if len(head) < HEADER_BYTES or head[:4] != RTX_MAGIC:
         return None

@@ -27,6 +27,20 @@ _SHA = re.compile(r"[0-9a-f]{64}")
 log = logging.getLogger("trt_widget")
 
 
+class NotRegularFile(OSError):
+    """The path is a FIFO, a device, a socket or a folder, not a regular file."""
+
+
+def open_regular(path: str | os.PathLike[str]) -> int:
+    """A read-only descriptor of the regular file at ``path``; OSError for anything else. Opened without blocking:
+    a FIFO planted where a manifest or cache is expected would hold ``open`` until some process writes to it."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise NotRegularFile(f"{os.fspath(path)} is not a regular file")
+    return fd
+
+
 @dataclass(frozen=True)
 class Hashed:
     """What was read of a file: its sha256 and size, and (for a model) the external-data locations it names."""
@@ -51,7 +65,7 @@ class HashCache:
 
     def _load(self, path: Path) -> dict[str, tuple[str, int, tuple[str, ...] | None]]:
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
         except OSError:
             return {}
         try:
@@ -74,7 +88,7 @@ class HashCache:
             return {}
         try:
             data = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        except (ValueError, RecursionError):  # ValueError: also a number Python will not convert (4,300+ digits)
             self.ignored = f"{path} is not JSON (corrupt)"
             return {}
         found = data.get("files") if isinstance(data, dict) else None
@@ -113,7 +127,7 @@ class HashCache:
     def file(self, path: str | os.PathLike[str]) -> tuple[Hashed, os.stat_result]:
         """sha256 and size of the file at ``path``, remembered or read now (then remembered); OSError when it
         cannot be read or changes while it is read."""
-        with open(path, "rb") as handle:
+        with open(open_regular(path), "rb") as handle:
             info = os.fstat(handle.fileno())
             known = self.lookup(info)
             if known is not None:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, TypeAlias, Union
 from .._external_data import stat_key
 from .._files import expand_user, write_output
 from .._version import __version__
-from ._hashes import HashCache, Hashed
+from ._hashes import HashCache, Hashed, NotRegularFile, open_regular
 
 if TYPE_CHECKING:
     from .._build import Build
@@ -227,13 +227,17 @@ def read_manifest(path: str | os.PathLike[str]) -> Manifest:
     where = expand_user(path)
     if not where.name.endswith(SUFFIX):
         where = manifest_path(where)
-    with open(where, "rb") as handle:
+    try:
+        fd = open_regular(where)
+    except NotRegularFile:  # a FIFO, a device, a folder: never waited on or read
+        raise ManifestError(f"{where}: not a regular file, not a trt_widget manifest") from None
+    with open(fd, "rb") as handle:
         raw = handle.read(MAX_MANIFEST_BYTES + 1)
     if len(raw) > MAX_MANIFEST_BYTES:
         raise ManifestError(f"{where}: larger than {MAX_MANIFEST_BYTES:,} bytes, not a trt_widget manifest")
     try:
         data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+    except (ValueError, RecursionError) as exc:  # ValueError: also a number of 4,300+ digits
         said = "nested too deep" if isinstance(exc, RecursionError) else str(exc)
         raise ManifestError(f"{where}: not a trt_widget manifest (not JSON: {said})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:

@@ -20,7 +20,7 @@ export function num(v, dflt = 0) {
 export const UNSAFE =
   // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is its purpose
   // biome-ignore lint/suspicious/noMisleadingCharacterClass: a combining mark (U+034F) is matched alone, as invisible
-  /[\x00-\x1f\x7f-\x9f\u061c\u200b\u200e\u200f\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069\ufeff\ufff9-\ufffb\ud800-\udfff\u{e0000}-\u{e007f}\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u2061-\u2064\u206a-\u206f\u3164\uffa0]/gu;
+  /[\x00-\x1f\x7f-\x9f\u061c\u200b\u200e\u200f\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069\ufeff\ufff9-\ufffb\ud800-\udfff\u{e0000}-\u{e007f}\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u2061-\u2065\u206a-\u206f\u3164\uffa0\ufff0-\ufff8\u{1bca0}-\u{1bca3}\u{1d173}-\u{1d17a}\u{e0080}-\u{e00ff}\u{e01f0}-\u{e0fff}]/gu;
 
 /**
  * `text` with every unsafe character (see UNSAFE) shown as an escape, as the terminal shows it: U+202E -> "\u202e".

@@ -19,5 +19,5 @@ fi
 # each a module named `conftest` beside tests/conftest.py: checked on their own
 "$bin/mypy" tests/e2e/conftest.py
 "$bin/mypy" conftest.py
-(cd js && npm run --silent lint && npm run --silent typecheck)
+(cd js && npm run --silent lint && npm run --silent typecheck && npm run --silent build:check)
 echo "checks passed"

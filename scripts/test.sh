@@ -2,7 +2,8 @@
 # The whole test suite on a fresh machine: installs what it needs (Python venv, Debian chromium when run as
 # root, the front end's npm packages), runs the fast checks (scripts/check.sh) and the docs build (strict),
 # rebuilds the front-end bundle, then runs the JS tests, the Python tests (real TensorRT-for-RTX builds and
-# real-browser e2e tests) and the project's notebooks (nbval), under branch coverage.
+# real-browser e2e tests) and the project's notebooks (nbval), under branch coverage with its floor enforced; the
+# browser tests and notebooks beside the rest, which runs on pytest-xdist workers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

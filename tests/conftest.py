@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import contextlib
 import os
@@ -90,7 +91,8 @@ def _share_xdist_groups(config: pytest.Config, items: list[pytest.Item]) -> None
         return Path(name).relative_to(root).as_posix() if name.startswith("/") else name
 
     first = {name: i for i, name in enumerate(_FIRST)}
-    items.sort(key=lambda item: first.get(group(item), len(first)))
+    sizes = collections.Counter(group(item) for item in items)
+    items.sort(key=lambda item: (first.get(group(item), len(first)), -sizes[group(item)]))  # then the biggest
     groups = {item.nodeid: f"group:{group(item)}" for item in items}
     target = Path(where) / f"{workerinput['workerid']}.json"
     target.with_suffix(".part").write_text(json.dumps(groups))
@@ -116,6 +118,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
                     self.groups.update(json.loads(path.read_text()))
             return self.groups.get(nodeid, nodeid)
 
+    config.option.loadscopereorder = False  # the order the workers sent (above), not by the number of tests alone
     return GroupScheduling(config, log)
 
 

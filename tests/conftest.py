@@ -246,6 +246,9 @@ def long_model_bytes() -> bytes:
     return to_bytes(deep_residual(400))
 
 
+_COVERAGE_ENV = ("COVERAGE_PROCESS_CONFIG", "COVERAGE_PROCESS_START")
+
+
 @pytest.fixture(scope="session")
 def ray_session() -> Iterator[Any]:
     """One local Ray instance for the whole session (2 CPUs, no dashboard), shut down at its end; the ray module.
@@ -259,7 +262,13 @@ def ray_session() -> Iterator[Any]:
     if started:
         for attempt in range(3):  # Ray gives its raylet 30 s to register: a loaded machine may need more tries
             try:
-                ray.init(num_cpus=2, include_dashboard=False)
+                # Ray's own processes (its node's Python agents, then its workers) start untraced: under coverage
+                # they did not register within the 30 s Ray allows, and the code they run is Ray's, not ours
+                untraced = {k: os.environ.pop(k) for k in _COVERAGE_ENV if k in os.environ}
+                try:
+                    ray.init(num_cpus=2, include_dashboard=False)
+                finally:
+                    os.environ.update(untraced)
                 break
             except Exception as exc:
                 ray.shutdown()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import contextlib
 import os
@@ -22,6 +23,7 @@ T = TypeVar("T")
 E2E = Path(__file__).resolve().parent / "e2e"
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's worker reads the xdist_group marks set here
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Real-browser tests run last: their session-wide Playwright (sync API) keeps an event loop running on the
     main thread, which breaks every later test that calls asyncio.run() or starts Playwright itself. Tests that
@@ -30,6 +32,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "ray_session" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.ray)
+        item.add_marker(pytest.mark.xdist_group(_xdist_group(item)))
+    _share_xdist_groups(config, items)
     long_step = [item for item in items if item.get_closest_marker("rtx_long_step")]
     if long_step and _backend_kind() != "rtx":
         skip = pytest.mark.skip(
@@ -38,6 +42,87 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         )
         for item in long_step:
             item.add_marker(skip)
+
+
+def _xdist_group(item: pytest.Item) -> str:
+    """Which pytest-xdist worker group a test runs in (``-n N --dist loadgroup``, scripts/test.sh): each module's
+    tests together, so a module-scoped fixture (a server, a warm builder) starts once and a module's leak check
+    sees only that module's processes; every Ray test together, so one worker starts the one Ray instance; the
+    e2e tests together, on the one JupyterLab server and Chromium of their session."""
+    if item.get_closest_marker("ray"):
+        return "ray"
+    if E2E in Path(str(item.path)).resolve().parents:
+        return "e2e"
+    return Path(str(item.path)).resolve().as_posix()
+
+
+# pytest-xdist's own --dist loadgroup reads these marks by rewriting each test's node id, which pytest 9.2's
+# structured node ids ignore (pytest-dev/pytest-xdist#1386): every test was spread on its own. So each worker
+# writes the groups it collected to a folder the controller named, and the controller's scheduler reads them.
+_GROUPS_DIR = "TRT_WIDGET_XDIST_GROUPS"
+# the longest groups start first, so that none of them starts last and ends the run alone
+_FIRST = ("ray", "tests/test_bench_smoke.py", "tests/test_install.py", "tests/test_docs_blocks.py")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if getattr(config.option, "dist", "no") == "loadgroup" and not hasattr(config, "workerinput"):
+        import tempfile
+
+        os.environ[_GROUPS_DIR] = tempfile.mkdtemp(prefix="trtw-xdist-")  # the workers inherit it
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput") and (where := os.environ.pop(_GROUPS_DIR, None)):
+        import shutil
+
+        shutil.rmtree(where, ignore_errors=True)
+
+
+def _share_xdist_groups(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On an xdist worker: the longest groups first, then each test's group, written for the controller."""
+    workerinput = getattr(config, "workerinput", None)
+    where = os.environ.get(_GROUPS_DIR)
+    if workerinput is None or not where:
+        return
+    import json
+
+    root = Path(__file__).resolve().parent.parent
+
+    def group(item: pytest.Item) -> str:
+        mark = item.get_closest_marker("xdist_group")
+        name = str(mark.args[0]) if mark else item.nodeid
+        return Path(name).relative_to(root).as_posix() if name.startswith("/") else name
+
+    first = {name: i for i, name in enumerate(_FIRST)}
+    sizes = collections.Counter(group(item) for item in items)
+    items.sort(key=lambda item: (first.get(group(item), len(first)), -sizes[group(item)]))  # then the biggest
+    groups = {item.nodeid: f"group:{group(item)}" for item in items}
+    target = Path(where) / f"{workerinput['workerid']}.json"
+    target.with_suffix(".part").write_text(json.dumps(groups))
+    target.with_suffix(".part").replace(target)
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist, which the fast tier's environments lack
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup`` by the groups the workers wrote (above); other ``--dist`` modes as pytest-xdist has them."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    import json
+
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        groups: dict[str, str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self.groups is None:  # called once every worker has sent its collection, so has written its file
+                self.groups = {}
+                for path in sorted(Path(os.environ[_GROUPS_DIR]).glob("*.json")):
+                    self.groups.update(json.loads(path.read_text()))
+            return self.groups.get(nodeid, nodeid)
+
+    config.option.loadscopereorder = False  # the order the workers sent (above), not by the number of tests alone
+    return GroupScheduling(config, log)
 
 
 def _backend_kind() -> str | None:
@@ -164,6 +249,9 @@ def long_model_bytes() -> bytes:
     return to_bytes(deep_residual(400))
 
 
+_COVERAGE_ENV = ("COVERAGE_PROCESS_CONFIG", "COVERAGE_PROCESS_START")
+
+
 @pytest.fixture(scope="session")
 def ray_session() -> Iterator[Any]:
     """One local Ray instance for the whole session (2 CPUs, no dashboard), shut down at its end; the ray module.
@@ -177,7 +265,13 @@ def ray_session() -> Iterator[Any]:
     if started:
         for attempt in range(3):  # Ray gives its raylet 30 s to register: a loaded machine may need more tries
             try:
-                ray.init(num_cpus=2, include_dashboard=False)
+                # Ray's own processes (its node's Python agents, then its workers) start untraced: under coverage
+                # they did not register within the 30 s Ray allows, and the code they run is Ray's, not ours
+                untraced = {k: os.environ.pop(k) for k in _COVERAGE_ENV if k in os.environ}
+                try:
+                    ray.init(num_cpus=2, include_dashboard=False)
+                finally:
+                    os.environ.update(untraced)
                 break
             except Exception as exc:
                 ray.shutdown()

@@ -24,6 +24,8 @@ TIMEOUT_S = 180
 def _env(**extra: str) -> dict[str, str]:
     env = dict(os.environ, TRT_WIDGET_HISTORY="off", PYTHONUNBUFFERED="1")
     env.pop("NO_COLOR", None)
+    for size in ("COLUMNS", "LINES"):  # the pty's dimensions, not the 80x24 a pytest-xdist worker has in its env
+        env.pop(size, None)
     env.update(extra)
     return env
 

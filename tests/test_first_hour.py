@@ -257,6 +257,7 @@ def test_a_queued_builds_elapsed_time_stays_empty_in_the_cli_table(long_model_by
 
 
 @pytest.mark.slow
+@pytest.mark.ray  # a Ray instance of its own: on the Ray tests' xdist worker, never beside the session's instance
 def test_ray_matrix_sets_its_sigterm_handler_and_leaves_no_helper_behind(tmp_path: Path) -> None:
     """`trt-widget matrix --executor ray` without a cluster: Ray starts on the main thread (no "SIGTERM handler is
     not set" warning) and the local instance it started is shut down with the command, helpers included."""

@@ -209,3 +209,6 @@ def test_a_cache_lock_held_for_ever_costs_the_cache_not_the_build(
     finally:
         holder.kill()
         holder.wait(30)
+        for pipe in (holder.stdin, holder.stdout):  # closed now, not by the garbage collector (ResourceWarning)
+            if pipe is not None:
+                pipe.close()

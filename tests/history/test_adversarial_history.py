@@ -69,4 +69,7 @@ def test_a_history_store_locked_by_another_process_costs_a_stop_at_most_a_second
         assert stopped_s <= 1.0, stopped_s
     finally:
         holder.kill()
-        holder.wait()
+        holder.wait(30)
+        for pipe in (holder.stdin, holder.stdout):  # closed now, not by the garbage collector (ResourceWarning)
+            if pipe is not None:
+                pipe.close()

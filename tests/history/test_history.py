@@ -232,6 +232,8 @@ def test_concurrent_writer_processes_do_not_corrupt_the_store(tmp_path: Path) ->
     go.touch()  # both start writing at once
     for writer in writers:
         assert writer.wait(300) == 0, writer.stderr.read() if writer.stderr else ""
+        if writer.stderr is not None:
+            writer.stderr.close()  # now, not by the garbage collector in a later test (ResourceWarning)
     with sqlite3.connect(path) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     records = HistoryStore(path).records()

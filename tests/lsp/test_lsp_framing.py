@@ -41,13 +41,18 @@ def server() -> Iterator[tuple[subprocess.Popen[bytes], queue.Queue[dict[str, An
     process = subprocess.Popen(SERVER, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert process.stdout is not None
     answers: queue.Queue[dict[str, Any]] = queue.Queue()
-    threading.Thread(target=_read_messages, args=(process.stdout, answers), daemon=True).start()
+    reader = threading.Thread(target=_read_messages, args=(process.stdout, answers), daemon=True)
+    reader.start()
     try:
         yield process, answers
     finally:
         if process.poll() is None:
             process.kill()
         process.wait(30)
+        reader.join(30)  # it ends at the server's EOF
+        for pipe in (process.stdin, process.stderr, None if reader.is_alive() else process.stdout):
+            if pipe is not None:  # closed now, not by the garbage collector in a later test (ResourceWarning)
+                pipe.close()
 
 
 def _answer(answers: queue.Queue[dict[str, Any]], ident: int, timeout: float = 60.0) -> dict[str, Any]:

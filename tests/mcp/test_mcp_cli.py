@@ -39,6 +39,8 @@ def test_http_with_a_token_file(tmp_path: Path, run_async: RunAnyio) -> None:
     finally:
         server.terminate()
         server.wait(30)
+        if server.stderr is not None:
+            server.stderr.close()  # now, not by the garbage collector in a later test (ResourceWarning)
 
 
 def test_bad_usage_exits_2(tmp_path: Path, capsys: Any) -> None:

@@ -228,6 +228,9 @@ def test_a_killed_parent_leaves_no_worker_behind(tmp_path: Path, wait_until: Wai
         if parent.poll() is None:
             parent.kill()
         parent.wait(30)
+        for pipe in (parent.stdin, parent.stdout):  # closed now, not by the garbage collector (ResourceWarning)
+            if pipe is not None:
+                pipe.close()
 
 
 @pytest.mark.parametrize("isolation", ["thread", "process"])

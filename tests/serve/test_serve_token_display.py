@@ -39,7 +39,10 @@ def test_a_token_file_is_not_printed_and_an_encoded_token_parameter_is_redacted(
     finally:
         if process.poll() is None:
             process.kill()
-            process.wait(30)
+        process.wait(30)
+        for pipe in (process.stdin, process.stdout):  # closed now, not by the garbage collector (ResourceWarning)
+            if pipe is not None:
+                pipe.close()
     assert TOKEN not in output, output
     assert "/?%74oken=<redacted>" in output, output  # the request is logged, its token is not
 

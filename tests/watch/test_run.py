@@ -178,6 +178,7 @@ def test_a_command_that_ignores_ctrl_c_is_terminated_after_force_after(tmp_path:
     proc.send_signal(signal.SIGINT)
     assert proc.wait(60) == 130
     assert time.monotonic() - t0 < 10
+    proc.stdout.close()
 
 
 def test_a_command_that_cannot_start_exits_1(tmp_path: Path) -> None:

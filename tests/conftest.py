@@ -111,7 +111,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
     from xdist.scheduler import LoadScopeScheduling
 
-    class GroupScheduling(LoadScopeScheduling):
+    class GroupScheduling(LoadScopeScheduling):  # type: ignore[misc]  # pytest-xdist ships no type hints
         groups: dict[str, str] | None = None
 
         def _split_scope(self, nodeid: str) -> str:

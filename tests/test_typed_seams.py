@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import get_args
+from types import UnionType
+from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 import pytest
 
@@ -83,3 +84,66 @@ def test_a_user_of_the_package_gets_the_types(tmp_path: Path) -> None:
     assert revealed[0] == "def (timeout: float | None =) -> bytes", out
     assert revealed[1].startswith("Literal['idle'] | Literal['queued']"), out
     assert revealed[2] == "trt_widget._widget.BuildWidget" and revealed[3] == "bytes", out
+
+
+def _hints(cls: type) -> dict[str, object]:
+    from trt_widget import _json
+
+    return get_type_hints(cls, localns=vars(_json))  # JSON's own forward references
+
+
+def _schema_types(prop: dict[str, Any], defs: dict[str, Any]) -> set[object]:
+    """A schema property as a set: JSON type names, and the allowed values of a ``const``/``enum``."""
+    if "$ref" in prop:
+        return _schema_types(defs[prop["$ref"].rsplit("/", 1)[1]], defs)
+    if "const" in prop:
+        return {("value", prop["const"])}
+    if "enum" in prop:
+        return {("value", value) for value in prop["enum"]}
+    if "oneOf" in prop:
+        return set().union(*(_schema_types(option, defs) for option in prop["oneOf"]))
+    kinds = prop["type"]
+    return set(kinds) if isinstance(kinds, list) else {kinds}
+
+
+def _python_types(hint: object) -> set[object]:
+    """A TypedDict field's type as the same kind of set."""
+    if get_origin(hint) is Literal:
+        return {("value", value) for value in get_args(hint)}
+    if get_origin(hint) in (Union, UnionType):
+        return set().union(*(_python_types(arg) for arg in get_args(hint)))
+    names = {int: "integer", float: "number", str: "string", type(None): "null", bool: "boolean"}
+    return {"object"} if get_origin(hint) is dict else {names[hint]}  # type: ignore[index]
+
+
+def test_each_event_typeddict_is_its_schema_definition() -> None:
+    """One TypedDict per event of events.schema.json, with its keys, its required keys, and its values' types
+    (statuses and severities as Literals with the schema's values), so the two cannot drift apart."""
+    from trt_widget._events import EVENT_TYPES, schema
+
+    events: dict[str, Any] = schema()
+    defs = events["$defs"]
+    names = [ref["$ref"].rsplit("/", 1)[1] for ref in events["oneOf"]]
+    typed = {get_args(_hints(cls)["event"])[0]: cls for cls in EVENT_TYPES}
+    assert list(typed) == names  # one each, in the schema's order
+    for name, cls in typed.items():
+        definition = defs[name]
+        properties = definition["properties"]
+        assert list(cls.__annotations__) == list(properties), name
+        assert cls.__required_keys__ == set(definition["required"]), name  # type: ignore[attr-defined]
+        hints = _hints(cls)
+        for key, prop in properties.items():
+            assert _python_types(hints[key]) == _schema_types(prop, defs), f"{name}.{key}"
+
+
+def test_a_real_builds_events_are_the_typeddicts() -> None:
+    from trt_widget._events import EVENT_TYPES, Event
+
+    typed = {get_args(_hints(cls)["event"])[0]: cls for cls in EVENT_TYPES}
+    events: list[Event] = []  # a sink typed with the events' own types
+    for model, ends in ((models.deep_residual(2), "succeeded"), (b"not onnx", "failed")):  # the failed one logs
+        build = Build(model, history=False, resources=False, isolation="thread", events=events.append)
+        assert build.start().wait(120) == ends and build.events is not None and build.events.join(30)
+    assert {event["event"] for event in events} == set(typed)  # every kind, a succeeded build's report included
+    for event in events:
+        assert list(event) == list(typed[event["event"]].__annotations__)

@@ -147,3 +147,80 @@ def test_a_real_builds_events_are_the_typeddicts() -> None:
     assert {event["event"] for event in events} == set(typed)  # every kind, a succeeded build's report included
     for event in events:
         assert list(event) == list(typed[event["event"]].__annotations__)
+
+
+def _js_typedefs(source: str) -> dict[str, str]:
+    """``@typedef {BODY} Name`` of a JSDoc source: name -> body (braces balanced, comment stars removed)."""
+    found: dict[str, str] = {}
+    for start in (m.end() for m in re.finditer(r"@typedef \{", source)):
+        depth, end = 1, start
+        while depth:
+            depth += {"{": 1, "}": -1}.get(source[end], 0)
+            end += 1
+        name = re.match(r"\s*(\w+)", source[end:])
+        assert name is not None
+        found[name.group(1)] = re.sub(r"\n\s*\*", " ", source[start : end - 1])
+    return found
+
+
+def _js_alternatives(name: str, typedefs: dict[str, str]) -> set[frozenset[tuple[str, str]]]:
+    """A message union of shared/messages.js as a set of {key: "literal" or type name} alternatives."""
+    alternatives: set[frozenset[tuple[str, str]]] = set()
+    for part in re.findall(r"\{[^}]*\}|\w+", typedefs[name]):
+        if not part.startswith("{"):
+            alternatives |= _js_alternatives(part, typedefs)  # another typedef
+            continue
+        fields = re.findall(r"(\w+): (\"[\w-]+\"|\w+)", part)
+        alternatives.add(frozenset((key, value.strip('"')) for key, value in fields))
+    return alternatives
+
+
+def _py_alternatives(union: object) -> set[frozenset[tuple[str, str]]]:
+    """A message union of trt_widget._messages in the same form."""
+    js_names = {int: "number", bool: "boolean", str: "string"}
+    alternatives: set[frozenset[tuple[str, str]]] = set()
+    for cls in get_args(union):
+        fields = []
+        for key, hint in get_type_hints(cls).items():
+            value = get_args(hint)[0] if get_origin(hint) is Literal else js_names[hint]
+            fields.append((key, value))
+        alternatives.add(frozenset(fields))
+    return alternatives
+
+
+def test_the_widget_messages_are_the_same_in_python_and_javascript() -> None:
+    """What the front end sends (``js/src/shared/messages.js``, checked at each send by tsc) is what the widgets
+    read (``trt_widget/_messages.py``): the same alternatives, keys and literal types."""
+    from trt_widget import _messages
+
+    source = (JS.parent / "shared" / "messages.js").read_text(encoding="utf-8")
+    typedefs = _js_typedefs(source)
+    assert set(typedefs) == {"ViewMessage", "BuildMessage", "RowsMessage"}
+    for name in ("BuildMessage", "RowsMessage"):
+        assert _js_alternatives(name, typedefs) == _py_alternatives(getattr(_messages, name)), name
+    sources = "".join(path.read_text("utf-8") for path in JS.parent.rglob("*.js"))
+    types = {value for name in typedefs for alt in _js_alternatives(name, typedefs) for k, value in alt if k == "type"}
+    assert set(re.findall(r'send\(\{ type: "([\w-]+)"', sources)) <= types  # each literal sent is declared
+
+
+def test_messages_from_the_browser_are_read_into_their_types_or_refused() -> None:
+    from trt_widget._messages import build_message, rows_message
+
+    assert build_message({"type": "stop", "extra": 1}) == {"type": "stop"}
+    bad: list[object] = [None, [], "stop", {"type": "stop_all"}, {}]
+    assert [build_message(content) for content in bad] == [None] * 5
+    assert rows_message({"type": "expand", "build": 1}, rows=2) == {"type": "expand", "build": 1, "open": True}
+    assert rows_message({"type": "expand", "build": 0, "open": 0}, rows=2) == {
+        "type": "expand",
+        "build": 0,
+        "open": False,
+    }
+    assert rows_message({"type": "stop_all", "build": "x"}, rows=0) == {"type": "stop_all"}
+    refused: list[object] = [
+        {"type": "stop", "build": 2},
+        {"type": "stop", "build": -1},
+        {"type": "stop", "build": "0"},
+        {"type": "x", "build": 0},
+        [],
+    ]
+    assert [rows_message(content, rows=2) for content in refused] == [None] * len(refused)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, TypedDict
 import anywidget
 import traitlets
 
+from .._messages import rows_message
 from .._snapshot import RowsEncoder, snapshot, traits
 from .._status import FINAL, IDLE, LIVE, BuildStatus, log
 from ._run import CommandRun
@@ -209,25 +210,24 @@ class WatchWidget(anywidget.AnyWidget):
 
     # -- browser -> builds -----------------------------------------------------------------------------
     def _on_custom_msg(self, _widget: object, content: object, _buffers: object) -> None:
-        if not isinstance(content, dict):
-            return
-        kind, index = content.get("type"), content.get("build")
         builds: list[WatchedBuild | RelayedBuild] = list(self.watch.builds)
-        if kind == "stop_all":
-            self.stop()
-        elif not isinstance(index, int) or not 0 <= index < len(builds):
+        message = rows_message(content, len(builds))
+        if message is None:
             return
-        elif kind == "stop":
+        if message["type"] == "stop_all":
+            self.stop()
+        elif message["type"] == "stop":
             from ._watch import stop_notice
 
             if isinstance(self.watch, CommandRun):  # a build in the command's process: stop the command
                 self.stop()
             else:
-                running = [builds[index]] if builds[index].status in LIVE else []
-                builds[index].stop()
+                build = builds[message["build"]]
+                running = [build] if build.status in LIVE else []
+                build.stop()
                 self._notice = stop_notice(running)
-        elif kind == "expand":
-            self.expand(index, bool(content.get("open", True)))
+        elif message["type"] == "expand":
+            self.expand(message["build"], message["open"])
         self._wake.set()
 
     def expand(self, index: int, open_: bool = True) -> None:

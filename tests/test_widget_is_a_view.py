@@ -54,3 +54,24 @@ def test_a_delegated_stop_reaches_a_subclasss_own_stop() -> None:
 
     widget = BuildWidget(Counting(models.deep_residual(2), history=False))
     assert widget.stop() is False and Counting.stops == 1  # not started: nothing to stop, but it was asked
+
+
+WATCH_OWN = {"stop"}  # Stop all: the widget's button, which also shows the notice it returns (also with no call)
+
+
+def test_the_watch_widget_copies_none_of_the_watched_calls_methods() -> None:
+    """``WatchWidget`` is a view of a :class:`WatchedCall` as ``BuildWidget`` is of a Build: what both offer
+    reaches the call (or its watch) through ``_view``'s delegates."""
+    from trt_widget.watch import WatchedCall
+    from trt_widget.watch._widget import WatchWidget
+
+    calls = public(WatchedCall)
+    assert {"done", "result", "exception", "timings", "builds", "__await__"} <= calls
+    widget = vars(WatchWidget)
+    copied = {
+        name
+        for name in calls & set(widget)
+        if not isinstance(widget[name], (Delegate, Chained, Attribute, traitlets.TraitType))
+    }
+    assert copied == WATCH_OWN
+    assert WatchWidget.result.__doc__ == WatchedCall.result.__doc__

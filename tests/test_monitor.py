@@ -118,3 +118,40 @@ def test_ctrl_c_during_a_main_thread_build_cancels_it(sigint_raises: None) -> No
     assert engine is None
     assert monitor.cancelled
     assert any("KeyboardInterrupt" in tb for tb in monitor.errors)
+
+
+def test_the_watchs_monitor_is_the_one_adapter_and_then_calls_the_codes_own() -> None:
+    """A watched build's monitor is a BuildMonitor (the thread runner's and the builder process's adapter): it
+    feeds the phase model, catches the model's failure, and passes each callback on to the code's monitor, whose
+    False (or exception) from ``step_complete`` cancels, as TensorRT's would."""
+    from trt_widget.watch._monitor import WatchMonitor
+
+    calls: list[tuple[str, str]] = []
+
+    class Theirs:
+        def phase_start(self, phase_name: str, parent_phase: str | None, num_steps: int, /) -> None:
+            calls.append(("start", phase_name))
+
+        def step_complete(self, phase_name: str, step: int, /) -> bool:
+            calls.append(("step", phase_name))
+            return step < 1
+
+        def phase_finish(self, phase_name: str, /) -> None:
+            raise ValueError("their bug")
+
+    monitor = WatchMonitor(PhaseModel(), threading.Event(), Theirs())
+    assert isinstance(monitor, BuildMonitor)
+    monitor.phase_start("Building engine", None, 3)
+    assert monitor.step_complete("Building engine", 0) is True
+    assert monitor.step_complete("Building engine", 1) is False and monitor.cancelled_by_theirs
+    monitor.phase_finish("Building engine")
+    assert calls == [("start", "Building engine"), ("step", "Building engine"), ("step", "Building engine")]
+    assert [(r["name"], r["step"], r["status"]) for r in monitor.timings()] == [
+        ("Building engine", 2, "finished-early")
+    ]
+    assert len(monitor.errors) == 1 and "in your progress monitor's phase_finish" in monitor.errors[0]
+    broken = WatchMonitor(RaisingModel(ValueError("model bug")), threading.Event())
+    broken.phase_start("A", None, 1)
+    assert broken.step_complete("A", 0) is True and broken.errors[0].startswith("in trt_widget: ")
+    broken.cancel()
+    assert broken.step_complete("A", 0) is False and broken.cancelled

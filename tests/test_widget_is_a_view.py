@@ -20,16 +20,19 @@ def public(cls: type) -> set[str]:
     return {name for name in dir(cls) if not name.startswith("_") or name == "__await__"}
 
 
+def copied(view: type, shown: type) -> set[str]:
+    """The names of ``shown``'s public surface that ``view`` defines itself: neither a delegate nor a trait."""
+    own = vars(view)
+    delegates = (Delegate, Chained, Attribute, traitlets.TraitType)
+    return {name for name in public(shown) & set(own) if not isinstance(own[name], delegates)}
+
+
 def test_the_widget_copies_none_of_builds_methods() -> None:
     builds = public(CoreBuild)
     assert {"done", "wait", "result", "start", "save", "__await__"} <= builds
     widget = vars(BuildWidget)
-    copied = {
-        name
-        for name in builds & set(widget)
-        if not isinstance(widget[name], (Delegate, Chained, Attribute, traitlets.TraitType))
-    }
-    assert copied == CONSTRUCTORS  # traits are the view's synced state; delegates call the build's own method
+    # traits are the view's synced state; delegates call the build's own method
+    assert copied(BuildWidget, CoreBuild) == CONSTRUCTORS
     assert {name for name in widget if isinstance(widget[name], (Delegate, Chained, Attribute))} <= builds
     assert inspect.isfunction(vars(BuildWidget)["to_json"])  # the widget's own: its state, not Build's
 
@@ -54,3 +57,17 @@ def test_a_delegated_stop_reaches_a_subclasss_own_stop() -> None:
 
     widget = BuildWidget(Counting(models.deep_residual(2), history=False))
     assert widget.stop() is False and Counting.stops == 1  # not started: nothing to stop, but it was asked
+
+
+WATCH_OWN = {"stop"}  # Stop all: the widget's button, which also shows the notice it returns (also with no call)
+
+
+def test_the_watch_widget_copies_none_of_the_watched_calls_methods() -> None:
+    """``WatchWidget`` is a view of a :class:`WatchedCall` as ``BuildWidget`` is of a Build: what both offer
+    reaches the call (or its watch) through ``_view``'s delegates."""
+    from trt_widget.watch import WatchedCall
+    from trt_widget.watch._widget import WatchWidget
+
+    assert {"done", "result", "exception", "timings", "builds", "__await__"} <= public(WatchedCall)
+    assert copied(WatchWidget, WatchedCall) == WATCH_OWN
+    assert WatchWidget.result.__doc__ == WatchedCall.result.__doc__

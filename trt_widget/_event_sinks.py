@@ -5,18 +5,22 @@ from __future__ import annotations
 import errno
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TextIO, Union, cast
+from typing import TYPE_CHECKING, TextIO, Union, cast
 
 from ._files import expand_user, resolve
 from ._format import escape_json
 from ._json import JSONObject
 
-Sink = Union[str, "os.PathLike[str]", TextIO, Callable[[JSONObject], object]]
+if TYPE_CHECKING:
+    from ._events import Event
+
+# a callable may be typed for the event TypedDicts (``_events.Event``) or for any JSON object
+Sink = Union[str, "os.PathLike[str]", TextIO, Callable[["Event"], object], Callable[[JSONObject], object]]
 
 
-def open_sink(sink: Sink) -> tuple[Callable[[JSONObject], None], Callable[[], None] | None]:
+def open_sink(sink: Sink) -> tuple[Callable[[Mapping[str, object]], None], Callable[[], None] | None]:
     """(write(event), close or None) for a path, a text file object or a callable."""
     if isinstance(sink, (str, os.PathLike)):
         path = resolve(sink)  # a symlink another user planted in a shared folder: UntrustedLink
@@ -29,9 +33,10 @@ def open_sink(sink: Sink) -> tuple[Callable[[JSONObject], None], Callable[[], No
     if hasattr(sink, "write"):
         return _line_writer(cast(TextIO, sink)), None  # a file-like object: mypy cannot narrow on hasattr
     if callable(sink):
-        function = sink
+        # it gets the dicts as they are: events (or a matrix's events with its own keys), each a JSON object
+        function = cast("Callable[[Mapping[str, object]], object]", sink)
 
-        def call(event: JSONObject) -> None:
+        def call(event: Mapping[str, object]) -> None:
             function(event)
 
         return call, None
@@ -62,11 +67,11 @@ def describe(sink: Sink) -> str:
     return repr(name if isinstance(name, str) else sink)[:120]
 
 
-def _line_writer(handle: TextIO) -> Callable[[JSONObject], None]:
+def _line_writer(handle: TextIO) -> Callable[[Mapping[str, object]], None]:
     """One JSON line per event, UTF-8 as it is, but a name holding a bidi override, U+2028 or a C1 control written
     as an escape (``\\u202e``): a terminal showing ``--json`` output or a ``cat`` of a recording gets none raw."""
 
-    def write(event: JSONObject) -> None:
+    def write(event: Mapping[str, object]) -> None:
         handle.write(escape_json(json.dumps(event, ensure_ascii=False, default=str)) + "\n")
         flush = getattr(handle, "flush", None)
         if flush is not None:

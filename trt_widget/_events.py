@@ -39,11 +39,12 @@ import time
 import warnings
 import weakref
 from importlib import resources
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, TypeAlias, TypedDict, get_args
 
 from ._event_sinks import Sink, describe, open_sink
 from ._json import JSONObject
 from ._phases import Phase
+from ._status import FAILED, FINAL, FinalStatus
 from ._subscribe import BuildEvent, subscribe
 
 if TYPE_CHECKING:
@@ -51,7 +52,81 @@ if TYPE_CHECKING:
     from ._tensorrt_log import LogRecord
 
 STEP_INTERVAL_S = 0.1
-LOG_SEVERITIES = ("WARNING", "ERROR", "INTERNAL_ERROR")
+LogSeverity = Literal["WARNING", "ERROR", "INTERNAL_ERROR"]
+LOG_SEVERITIES: tuple[LogSeverity, ...] = get_args(LogSeverity)
+EndedPhaseStatus = Literal["done", "finished-early", "cancelled", "failed"]
+ENDED_PHASE_STATUSES: tuple[EndedPhaseStatus, ...] = get_args(EndedPhaseStatus)
+
+
+# One TypedDict per definition of events.schema.json (tests/test_events_schema_types.py compares them)
+class BuildStartEvent(TypedDict):
+    event: Literal["build_start"]
+    model: str
+    backend: str
+    version: str
+    options: JSONObject
+    t: float
+
+
+class PhaseStartEvent(TypedDict):
+    event: Literal["phase_start"]
+    id: int
+    name: str
+    parent: int | None
+    depth: int
+    num_steps: int
+    t: float
+
+
+class StepEvent(TypedDict):
+    event: Literal["step"]
+    id: int
+    name: str
+    step: int
+    num_steps: int
+    t: float
+
+
+class PhaseFinishEvent(TypedDict):
+    event: Literal["phase_finish"]
+    id: int
+    name: str
+    status: EndedPhaseStatus
+    step: int
+    num_steps: int
+    duration_s: float
+    t: float
+
+
+class LogEvent(TypedDict):
+    event: Literal["log"]
+    severity: LogSeverity
+    message: str
+    t: float
+
+
+class EngineReportEvent(TypedDict):
+    event: Literal["engine_report"]
+    report: JSONObject | None  # EngineReport.to_dict
+    reason: str
+    t: float
+
+
+class BuildEndEvent(TypedDict):
+    event: Literal["build_end"]
+    status: FinalStatus
+    detail: str
+    elapsed_s: float
+    engine_bytes: int | None
+    output: str | None
+    error: str | None
+    t: float
+
+
+Event: TypeAlias = (
+    BuildStartEvent | PhaseStartEvent | StepEvent | PhaseFinishEvent | LogEvent | EngineReportEvent | BuildEndEvent
+)
+EVENT_TYPES: tuple[type, ...] = get_args(Event)
 
 
 class _Signal:
@@ -64,7 +139,7 @@ class _ReportOf(_Signal):
     def __init__(self, build: Build) -> None:
         self.build = build
 
-    def event(self) -> JSONObject | None:
+    def event(self) -> EngineReportEvent | None:
         from .engine import report_event
 
         if not hasattr(self.build, "engine_report"):  # a build-like object of another kind
@@ -109,7 +184,7 @@ class EventStream:
         self._is_file = not callable(sink) or hasattr(sink, "write")  # a failed file drops later events
         self._label = describe(sink)
         self._reported = False
-        self._queue: queue.SimpleQueue[JSONObject | _Signal | threading.Event] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[Event | _Signal | threading.Event] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._drained = threading.Event()
@@ -154,7 +229,7 @@ class EventStream:
         return marker.wait(timeout)
 
     # -- producers (builder thread: cheap, never raise) ----------------------------------------------
-    def _put(self, event: JSONObject | _Signal | threading.Event) -> None:
+    def _put(self, event: Event | _Signal | threading.Event) -> None:
         if self._thread is None:
             self._thread = threading.Thread(target=self._writer, name="trt_widget-events", daemon=True)
             self._thread.start()
@@ -241,13 +316,14 @@ class EventStream:
                 self._put(_WAKE)  # the writer now waits with a timeout
 
     def _phase_finished(self, phase: Phase) -> None:
-        if phase.id in self._finished_ids or phase.end_s is None:
-            return
+        end, status = phase.end_s, phase.status
+        if phase.id in self._finished_ids or end is None or status not in ENDED_PHASE_STATUSES:
+            return  # not finished yet (its status is set just after its end): its own phase_finish comes
         self._phase_started(phase)
         pending = self._pending.pop(phase.id, None)
         sent = self._last_step.pop(phase.id, None)
         if pending is not None or (phase.step > 0 and (sent is None or sent[0] < phase.step)):
-            t = pending[1] if pending is not None else phase.end_s
+            t = pending[1] if pending is not None else end
             self._put(
                 {
                     "event": "step",
@@ -265,11 +341,11 @@ class EventStream:
                 "event": "phase_finish",
                 "id": phase.id,
                 "name": phase.name,
-                "status": phase.status,
+                "status": status,
                 "step": phase.step,
                 "num_steps": phase.num_steps,
-                "duration_s": phase.duration_s,
-                "t": phase.end_s,
+                "duration_s": end - phase.start_s,
+                "t": end,
             }
         )
 
@@ -292,14 +368,15 @@ class EventStream:
             self._on_log(event.record)
 
     def _on_log(self, record: LogRecord) -> None:
-        if record.get("severity") in LOG_SEVERITIES:
+        severity = next((s for s in LOG_SEVERITIES if s == record.get("severity")), None)
+        if severity is not None:
             with self._lock:
                 if not self._ended:
                     self._begin()
                     self._put(
                         {
                             "event": "log",
-                            "severity": record["severity"],
+                            "severity": severity,
                             "message": str(record.get("message", "")),
                             "t": float(record.get("t", 0.0)),
                         }
@@ -321,11 +398,12 @@ class EventStream:
             if size is None and build.engine is not None:
                 size = len(build.engine)
             output = build.options.output if size is not None else None
+            status: FinalStatus = build.status if build.status in FINAL else FAILED  # done callbacks: it is final
             self._put(_ReportOf(build))  # read on the writer thread: wait() does not wait for the parse
             self._put(
                 {
                     "event": "build_end",
-                    "status": build.status,
+                    "status": status,
                     "detail": build.status_detail,
                     "elapsed_s": build.elapsed_s,
                     "engine_bytes": size,

@@ -16,7 +16,8 @@ SUCCEEDED: Final = "succeeded"
 FAILED: Final = "failed"
 BUILD_STATUSES = (IDLE, QUEUED, RUNNING, CANCELLING, SUCCEEDED, CANCELLED, FAILED)
 LIVE = (RUNNING, CANCELLING)
-FINAL = (SUCCEEDED, CANCELLED, FAILED)
+FinalStatus = Literal["succeeded", "cancelled", "failed"]
+FINAL: tuple[FinalStatus, ...] = (SUCCEEDED, CANCELLED, FAILED)
 
 
 class CancelInfo(TypedDict):

@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from ._events import attach_events
 from ._expected import expected_reason
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from rich.progress_bar import ProgressBar
 
     from ._build import Build
+    from ._events import BuildStartEvent, Event
     from ._phases import PhaseRow
 
 MARKS = {
@@ -79,8 +80,8 @@ class TerminalView:
         style: str = "auto",
         summary: bool = True,
         hint: str = "",
-        console: Any = None,
-        lock: Any = None,
+        console: Console | None = None,
+        lock: threading.RLock | None = None,
     ) -> None:
         """``console``: a rich Console to draw on, shared with whoever prints other lines above the live tree
         (``trt-widget run`` prints its command's output through it); ``lock``: the lock those prints hold, which
@@ -133,17 +134,16 @@ class TerminalView:
                     raise
 
     # -- events (on the event stream's writer thread) ---------------------------------------------------
-    def _on_event(self, event: dict[str, Any]) -> None:
+    def _on_event(self, event: Event) -> None:
         with self._lock:
-            kind = event["event"]
-            if kind == "build_start":
+            if event["event"] == "build_start":
                 self._started(event)
-            elif kind == "phase_start":
+            elif event["event"] == "phase_start":
                 self._depth[event["id"]] = event["depth"]
                 if not self.rich:
                     steps = f" ({event['num_steps']} steps)" if event["num_steps"] > 1 else ""
                     self._line(event["t"], event["depth"], f"{escape_controls(event['name'])}{steps}")
-            elif kind == "phase_finish":
+            elif event["event"] == "phase_finish":
                 if not self.rich:
                     status = "" if event["status"] == "done" else f" [{event['status']}]"
                     self._line(
@@ -151,7 +151,7 @@ class TerminalView:
                         self._depth.get(event["id"], 0),
                         f"{escape_controls(event['name'])}: {fmt_s(event['duration_s'])}{status}",
                     )
-            elif kind == "log":
+            elif event["event"] == "log":
                 text = f"{escape_controls(event['severity'])}: {escape_controls(event['message'])}"
                 cancelled = self.build.status in (CANCELLING, CANCELLED)
                 reason = expected_reason(event["message"], cancelled=cancelled, backend=self._backend)
@@ -162,10 +162,10 @@ class TerminalView:
                     self._console.print(escape_controls(text), style=style, markup=False)
                 else:
                     self._line(event["t"], 0, text)
-            elif kind == "build_end":
+            elif event["event"] == "build_end":
                 self._ended()
 
-    def _started(self, event: dict[str, Any]) -> None:
+    def _started(self, event: BuildStartEvent) -> None:
         self._backend = str(event["backend"])
         title = escape_controls(f"Building {event['model']} with {event['backend']} {event['version']}")
         if self._console is None:

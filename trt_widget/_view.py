@@ -1,5 +1,6 @@
 """A Build's methods on a view of it (``BuildWidget``): one line per name, typed from Build's own signature, so a
-view copies no body or docstring that could drift from Build's.
+view copies no body or docstring that could drift from Build's. ``via`` names the view's attribute that holds
+what it shows when that is not ``build`` (``WatchWidget`` shows a ``WatchedCall``: ``via="call"``).
 
 ``then`` names the view's method that runs after the call — once an awaitable it returned has ended, and also
 when the call raises — e.g. "show the final state" after a wait. The build's own method is called (a subclass's
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
 
 P = ParamSpec("P")
 R = TypeVar("R")
+S = TypeVar("S")
 T = TypeVar("T")
 V = TypeVar("V", bound="BuildView")
 
@@ -57,28 +59,31 @@ def _then(result: T, hook: Callable[[], object]) -> T:
 
 class _Named:
     name: str
+    via: str = "build"
 
     def __set_name__(self, owner: type, name: str) -> None:
         if name != self.name:
-            raise TypeError(f"{owner.__name__}.{name} delegates Build.{self.name}: use the same name")
+            raise TypeError(f"{owner.__name__}.{name} delegates {self.via}.{self.name}: use the same name")
 
 
-class Delegate(_Named, Generic[P, R]):
-    """``name = Delegate(Build.name, then="_hook")``: the view's ``name(...)`` is ``view.build.name(...)``."""
+class Delegate(_Named, Generic[S, P, R]):
+    """``name = Delegate(Build.name, then="_hook")``: the view's ``name(...)`` is ``view.build.name(...)``
+    (``view.<via>.name(...)`` with ``via``)."""
 
-    def __init__(self, method: Callable[Concatenate[Build, P], R], *, then: str | None = None) -> None:
+    def __init__(self, method: Callable[Concatenate[S, P], R], *, then: str | None = None, via: str = "build") -> None:
         self.name = method.__name__
         self.then = then
+        self.via = via
         self.__doc__ = method.__doc__
 
     @overload
-    def __get__(self, view: None, owner: type) -> Delegate[P, R]: ...
+    def __get__(self, view: None, owner: type) -> Delegate[S, P, R]: ...
     @overload
-    def __get__(self, view: BuildView, owner: type) -> Callable[P, R]: ...
-    def __get__(self, view: BuildView | None, owner: type) -> Delegate[P, R] | Callable[P, R]:
+    def __get__(self, view: object, owner: type) -> Callable[P, R]: ...
+    def __get__(self, view: object | None, owner: type) -> Delegate[S, P, R] | Callable[P, R]:
         if view is None:
             return self
-        method = cast("Callable[P, R]", getattr(view.build, self.name))
+        method = cast("Callable[P, R]", getattr(getattr(view, self.via), self.name))
         if self.then is None:
             return method
         hook = cast("Callable[[], object]", getattr(view, self.then))
@@ -125,19 +130,25 @@ class Chained(_Named, Generic[P]):
         return call
 
 
-class Attribute(_Named, Generic[T]):
-    """``name = Attribute(lambda build: build.name)``: a read-only attribute of the build, on the view."""
+class Attribute(_Named, Generic[S, T]):
+    """``name = Attribute(lambda build: build.name, "name")``: a read-only attribute of the build, on the view
+    (of ``view.<via>`` with ``via``: then ``read`` is a typed function of it)."""
 
-    def __init__(self, read: Callable[[Build], T], name: str) -> None:
-        self.read = read
+    @overload
+    def __init__(self: Attribute[Build, T], read: Callable[[Build], T], name: str) -> None: ...
+    @overload
+    def __init__(self, read: Callable[[S], T], name: str, *, via: str) -> None: ...
+    def __init__(self, read: Callable[[S], T] | Callable[[Build], T], name: str, *, via: str = "build") -> None:
+        self.read = cast("Callable[[S], T]", read)
         self.name = name
+        self.via = via
 
     @overload
-    def __get__(self, view: None, owner: type) -> Attribute[T]: ...
+    def __get__(self, view: None, owner: type) -> Attribute[S, T]: ...
     @overload
-    def __get__(self, view: BuildView, owner: type) -> T: ...
-    def __get__(self, view: BuildView | None, owner: type) -> Attribute[T] | T:
-        return self if view is None else self.read(view.build)
+    def __get__(self, view: object, owner: type) -> T: ...
+    def __get__(self, view: object | None, owner: type) -> Attribute[S, T] | T:
+        return self if view is None else self.read(getattr(view, self.via))
 
 
 __all__ = ["Attribute", "BuildView", "Chained", "Delegate"]

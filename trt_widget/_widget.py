@@ -21,6 +21,7 @@ from ._build import Build, BuildArgs
 from ._display import WIDGET_VIEW, NotebookDisplay, _in_notebook
 from ._engine import ModelLike
 from ._files import check_output, write_output
+from ._messages import build_message
 from ._snapshot import SnapshotPump, snapshot
 from ._view import Attribute, Chained, Delegate
 from .runners import Recording
@@ -165,11 +166,14 @@ class BuildWidget(NotebookDisplay, anywidget.AnyWidget):
                 setattr(self, name, value)
 
     def _on_custom_msg(self, _widget: object, content: object, _buffers: object) -> None:
-        if isinstance(content, dict) and content.get("type") == "stop":
+        message = build_message(content)
+        if message is None:
+            return
+        if message["type"] == "stop":
             self.stop()
-        elif isinstance(content, dict) and content.get("type") == "sync":  # a view missed deltas or is new
+        elif message["type"] == "sync":  # a view missed deltas or is new
             self._pump.request_full()
-        elif isinstance(content, dict) and content.get("type") == "view":  # a front end rendered a view
+        elif message["type"] == "view":  # a front end rendered a view
             self._view_rendered()
 
     @property

@@ -98,3 +98,28 @@ def test_await_of_a_watch_gives_the_functions_value_and_each_caught_build_is_a_f
     assert all(size > 0 for size in sizes) and statuses == ["succeeded", "succeeded"]
     assert list(concurrent.futures.as_completed(widget.builds, timeout=10)) and widget.builds[0].result() == b""
     widget.close()
+
+
+def test_the_calls_api_on_the_widget_is_the_calls(run_async: RunAsync) -> None:
+    """WatchWidget is a view of its WatchedCall: result, exception, done, await, future, builds and timings are the
+    call's own; a ``with`` block's widget has builds and timings but no function result."""
+    from trt_widget.watch import Watch, WatchedCall, WatchWidget
+
+    widget = BuildWidget.watch(two_engines, to_bytes(deep_residual(2)), to_bytes(deep_residual(3)))
+    call = widget.call
+    assert isinstance(call, WatchedCall)
+
+    async def awaited() -> object:
+        return await widget
+
+    sizes = run_async(awaited())
+    assert sizes == widget.result(0) == call.result(0) and widget.done() and widget.exception() is None
+    assert widget.future is call.future and widget.builds == call.builds and len(widget.builds) == 2
+    assert widget.timings() == call.timings() and unpatched()
+    widget.close()
+    with Watch(display=False) as block:
+        shown = WatchWidget(block)
+        assert shown.builds == block.builds == [] and shown.timings() == []
+        with pytest.raises(RuntimeError, match="no function result"):
+            shown.result()
+        shown.close()

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from typing import Protocol, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 from ._layer import JSON
 from ._model import EngineReport
+
+if TYPE_CHECKING:
+    from .._events import EngineReportEvent
 
 # The first characters and prefixes of the lines kept (checked on every log line TensorRT sends: cheap first)
 _FIRST = frozenset("LETM[")
@@ -143,7 +146,7 @@ class _EndedBuild(Protocol):
     def elapsed_s(self) -> float: ...
 
 
-def report_event(build: _EndedBuild) -> dict[str, JSON] | None:
+def report_event(build: _EndedBuild) -> EngineReportEvent | None:
     """The ``engine_report`` event of an ended build (None unless it succeeded): the report, bounded, or null with
     the reason."""
     if build.status != "succeeded":

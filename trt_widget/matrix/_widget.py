@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, TypedDict
 import anywidget
 import traitlets
 
+from .._messages import rows_message
 from .._snapshot import RowsEncoder, snapshot, traits
 from .._status import FINAL, IDLE
 from .._status import log as _log
@@ -235,17 +236,15 @@ class MatrixWidget(anywidget.AnyWidget):
                 setattr(self, name, value)
 
     def _on_custom_msg(self, _widget: object, content: object, _buffers: object) -> None:
-        if not isinstance(content, dict):
+        message = rows_message(content, len(self.matrix.cells))
+        if message is None:
             return
-        kind, build_id = content.get("type"), content.get("build")
-        if kind == "stop_all":
+        if message["type"] == "stop_all":
             self.matrix.stop()
-        elif not isinstance(build_id, int) or not 0 <= build_id < len(self.matrix.cells):
-            return
-        elif kind == "stop":
-            self.matrix.cells[build_id].build.stop()
-        elif kind == "expand":
-            self._pump.set_expanded(build_id, bool(content.get("open", True)))
+        elif message["type"] == "stop":
+            self.matrix.cells[message["build"]].build.stop()
+        elif message["type"] == "expand":
+            self._pump.set_expanded(message["build"], message["open"])
             return
         self._pump.wake()
 

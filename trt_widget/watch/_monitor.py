@@ -11,7 +11,7 @@ import threading
 import traceback
 from typing import TYPE_CHECKING
 
-from .._backend import ProgressMonitorBase
+from .._monitor import BuildMonitor
 from .._phases import PhaseModel
 from .._status import log
 
@@ -19,25 +19,20 @@ if TYPE_CHECKING:
     from .._tensorrt_types import IProgressMonitor
 
 
-class WatchMonitor(ProgressMonitorBase):
-    """``IProgressMonitor`` of a watched build; ``theirs`` is the monitor the code had set (or None)."""
+class WatchMonitor(BuildMonitor):
+    """``IProgressMonitor`` of a watched build: the one adapter (:class:`BuildMonitor`) feeding the phase model,
+    then the code's own monitor ``theirs`` (or None) with TensorRT's rules for it."""
 
     def __init__(
         self, model: PhaseModel, cancel_event: threading.Event, theirs: IProgressMonitor | None = None
     ) -> None:
-        ProgressMonitorBase.__init__(self)
-        self.model = model
-        self.cancel_event = cancel_event
+        BuildMonitor.__init__(self, model, cancel_event)
         self.theirs = theirs
         self.cancelled_by_theirs = False  # their step_complete returned False (or raised)
         self.interrupted = False  # Ctrl-C: a KeyboardInterrupt inside a callback, or the watch's SIGINT handler
-        self.errors: list[str] = []  # tracebacks caught inside callbacks (ours and theirs), capped
 
     def phase_start(self, phase_name: str, parent_phase: str | None, num_steps: int) -> None:
-        try:
-            self.model.phase_start(phase_name, parent_phase, num_steps, thread=threading.get_ident())
-        except BaseException:
-            self._caught("trt_widget")
+        BuildMonitor.phase_start(self, phase_name, parent_phase, num_steps)
         if self.theirs is not None:
             try:
                 self.theirs.phase_start(phase_name, parent_phase, num_steps)
@@ -45,10 +40,7 @@ class WatchMonitor(ProgressMonitorBase):
                 self._caught("your progress monitor's phase_start")
 
     def step_complete(self, phase_name: str, step: int) -> bool:
-        try:
-            self.model.step_complete(phase_name, step, thread=threading.get_ident())
-        except BaseException:
-            self._caught("trt_widget")
+        BuildMonitor.step_complete(self, phase_name, step)
         if self.theirs is not None:
             try:
                 if not self.theirs.step_complete(phase_name, step):
@@ -59,17 +51,16 @@ class WatchMonitor(ProgressMonitorBase):
         return not (self.cancel_event.is_set() or self.cancelled_by_theirs or self.interrupted)
 
     def phase_finish(self, phase_name: str) -> None:
-        try:
-            self.model.phase_finish(phase_name, thread=threading.get_ident())
-        except BaseException:
-            self._caught("trt_widget")
+        BuildMonitor.phase_finish(self, phase_name)
         if self.theirs is not None:
             try:
                 self.theirs.phase_finish(phase_name)
             except BaseException:
                 self._caught("your progress monitor's phase_finish")
 
-    def _caught(self, where: str) -> None:
+    def _caught(self, where: str = "trt_widget") -> None:
+        """Ours or theirs raised: a KeyboardInterrupt cancels at this step boundary; anything else is kept and
+        logged (the build goes on, unless it was their step_complete)."""
         try:
             if isinstance(sys.exc_info()[1], KeyboardInterrupt):  # Ctrl-C while TensorRT called back: cancel
                 self.interrupted = True

@@ -191,11 +191,10 @@ def _wrap(name: str, original: Method) -> Method:
 def _config_to_watch(config: object) -> Config | None:
     """``config`` where the build is ours to watch; None where it is not a builder config, or carries a
     trt_widget monitor already (trt_widget's own build, or one the code set itself)."""
-    from .._monitor import BuildMonitor
-    from ._monitor import WatchMonitor
+    from .._monitor import BuildMonitor  # a WatchMonitor is one too
 
     try:
-        if isinstance(config, Config) and not isinstance(config.progress_monitor, (BuildMonitor, WatchMonitor)):
+        if isinstance(config, Config) and not isinstance(config.progress_monitor, BuildMonitor):
             return config
     except Exception:  # a config-like object whose attributes fail: not ours to watch
         pass

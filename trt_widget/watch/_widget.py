@@ -16,10 +16,12 @@ from typing import TYPE_CHECKING, TypedDict
 import anywidget
 import traitlets
 
+from .._messages import rows_message
 from .._snapshot import RowsEncoder, snapshot, traits
 from .._status import FINAL, IDLE, LIVE, BuildStatus, log
+from .._view import Attribute, Delegate
 from ._run import CommandRun
-from ._watch import BuildTimings, Watch, WatchedCall, check_isolation, check_settings
+from ._watch import Watch, WatchedCall, check_isolation, check_settings
 
 if TYPE_CHECKING:
     from .._build import Build
@@ -86,6 +88,15 @@ def watch_row(index: int, build: WatchedBuild | RelayedBuild) -> WatchRow:
         "phase": {"name": phase.name, "step": phase.step, "num_steps": phase.num_steps} if phase else None,
         "can_force": False,
     }
+
+
+def _builds(watch: Watch | CommandRun) -> list[WatchedBuild] | list[RelayedBuild]:
+    return watch.builds
+
+
+def _future(call: WatchedCall[object] | CommandRun) -> Future[object] | Future[int]:
+    """The function's (or command's) ``concurrent.futures.Future``: ``as_completed``, ``asyncio.wrap_future``."""
+    return call.future
 
 
 class WatchWidget(anywidget.AnyWidget):
@@ -209,25 +220,24 @@ class WatchWidget(anywidget.AnyWidget):
 
     # -- browser -> builds -----------------------------------------------------------------------------
     def _on_custom_msg(self, _widget: object, content: object, _buffers: object) -> None:
-        if not isinstance(content, dict):
-            return
-        kind, index = content.get("type"), content.get("build")
         builds: list[WatchedBuild | RelayedBuild] = list(self.watch.builds)
-        if kind == "stop_all":
-            self.stop()
-        elif not isinstance(index, int) or not 0 <= index < len(builds):
+        message = rows_message(content, len(builds))
+        if message is None:
             return
-        elif kind == "stop":
+        if message["type"] == "stop_all":
+            self.stop()
+        elif message["type"] == "stop":
             from ._watch import stop_notice
 
             if isinstance(self.watch, CommandRun):  # a build in the command's process: stop the command
                 self.stop()
             else:
-                running = [builds[index]] if builds[index].status in LIVE else []
-                builds[index].stop()
+                build = builds[message["build"]]
+                running = [build] if build.status in LIVE else []
+                build.stop()
                 self._notice = stop_notice(running)
-        elif kind == "expand":
-            self.expand(index, bool(content.get("open", True)))
+        elif message["type"] == "expand":
+            self.expand(message["build"], message["open"])
         self._wake.set()
 
     def expand(self, index: int, open_: bool = True) -> None:
@@ -245,35 +255,22 @@ class WatchWidget(anywidget.AnyWidget):
         self._wake.set()
         return self._notice
 
-    # -- the function's Future ---------------------------------------------------------------------------
+    # -- the function's Future: a view of the WatchedCall (or command run), as BuildWidget is of its Build -------
     @property
-    def builds(self) -> list[WatchedBuild] | list[RelayedBuild]:
-        return self.watch.builds
-
-    def timings(self) -> list[BuildTimings]:
-        return self.watch.timings()
-
     def _the_call(self) -> WatchedCall[object] | CommandRun:
         if self.call is None:
             raise RuntimeError("this widget shows a `with trt_widget.watch()` block: it has no function result")
         return self.call
 
-    def result(self, timeout: float | None = None) -> object:
-        return self._the_call().result(timeout)
-
-    def exception(self, timeout: float | None = None) -> BaseException | None:
-        return self._the_call().exception(timeout)
-
-    def done(self) -> bool:
-        return self._the_call().done()
-
-    @property
-    def future(self) -> Future[object] | Future[int]:
-        """The function's (or command's) ``concurrent.futures.Future``: ``as_completed``, ``asyncio.wrap_future``."""
-        return self._the_call().future
-
-    def __await__(self) -> Generator[object, None, object]:
-        return self._the_call().__await__()
+    builds = Attribute(_builds, "builds", via="watch")
+    timings = Delegate(Watch.timings, via="watch")
+    result = Delegate(WatchedCall[object].result, via="_the_call")
+    exception = Delegate(WatchedCall[object].exception, via="_the_call")
+    done = Delegate(WatchedCall[object].done, via="_the_call")
+    __await__: Delegate[WatchedCall[object], [], Generator[object, None, object]] = Delegate(
+        WatchedCall.__await__, via="_the_call"
+    )
+    future = Attribute(_future, "future", via="_the_call")
 
     def close(self) -> None:
         self._closed.set()

@@ -11,7 +11,7 @@
 //
 // Modules: format.js (formatters), dom.js (element helpers), structure.js (phase tree and grouping, no
 // DOM), rows.js (a tree row), tree.js (the tree), timeline.js, header.js (header, notices, error box,
-// sparkline, log panel), view.js (TrtView: traits, clock, wiring).
+// sparkline, log panel), view.js (TrtView: traits, clock, wiring), messages.js (what it sends to Python).
 
 import { TrtView } from "./view.js";
 
@@ -43,8 +43,9 @@ import { TrtView } from "./view.js";
  */
 
 /**
- * The part of the anywidget model the view uses.
- * @typedef {Pick<import("@anywidget/types").AnyModel<Traits>, "get" | "on" | "off" | "send">} Model
+ * The part of the anywidget model the view uses; what it sends is typed (shared/messages.js).
+ * @typedef {Pick<import("@anywidget/types").AnyModel<Traits>, "get" | "on" | "off">
+ *   & {send(msg: import("../shared/messages.js").ViewMessage): void}} Model
  */
 
 /** @satisfies {import("@anywidget/types").AnyWidget<Traits>} */
@@ -54,7 +55,9 @@ export default {
     // Python keeps the widget view in the final output only once a front end has shown one (else readers
     // without this JavaScript, such as nbconvert's HTML, get the static rendering)
     try {
-      model.send({ type: "view" });
+      /** @type {import("../shared/messages.js").BuildMessage} */
+      const rendered = { type: "view" };
+      model.send(rendered);
     } catch {
       // a model without a live comm (a saved notebook, a static page): nothing to tell
     }

@@ -65,7 +65,7 @@ export function readRows(value) {
  */
 export class BuildModelAdaptor {
   /**
-   * @param {(msg: object) => void} send
+   * @param {(msg: import("../shared/messages.js").RowsMessage) => void} send
    * @param {number} id
    */
   constructor(send, id) {
@@ -121,7 +121,7 @@ export class BuildModelAdaptor {
     if (i >= 0) list.splice(i, 1);
   }
 
-  /** @param {object} msg */
+  /** @param {import("../shared/messages.js").ViewMessage} msg the tree's own message, sent naming its row */
   send(msg) {
     this.sendFn({ ...msg, build: this.id });
   }

@@ -30,7 +30,10 @@ import { BuildModelAdaptor, parse, readRows } from "./data.js";
  * @property {boolean} [stop_buttons] false: hide the Stop buttons (a busy cell: only the kernel interrupt works)
  */
 
-/** @typedef {Pick<import("@anywidget/types").AnyModel<MatrixTraits>, "get" | "on" | "off" | "send">} MatrixModel */
+/**
+ * @typedef {Pick<import("@anywidget/types").AnyModel<MatrixTraits>, "get" | "on" | "off">
+ *   & {send(msg: import("../shared/messages.js").RowsMessage): void}} MatrixModel
+ */
 
 const ACTIVE = new Set(["queued", "running", "cancelling"]);
 const TICK_MS = 100;
@@ -309,7 +312,7 @@ export class MatrixView {
     }
   }
 
-  /** @param {object} msg */
+  /** @param {import("../shared/messages.js").RowsMessage} msg */
   send(msg) {
     if (this.model && typeof this.model.send === "function") this.model.send(msg);
   }

@@ -13,6 +13,7 @@ from trt_widget import Build
 from trt_widget._backend import backend_info
 from trt_widget.models import deep_residual, to_bytes
 from trt_widget.provenance import check_engine, manifest_path, read_engine_header
+from trt_widget.provenance._check import HEADER_BYTES
 
 pytestmark = pytest.mark.skipif(
     backend_info()["backend"] != "rtx", reason="reads TensorRT for RTX engines (NVIDIA's header is not documented)"
@@ -38,10 +39,23 @@ def test_the_header_names_the_backend_version_and_size(engine: Path) -> None:
     assert header.size == engine.stat().st_size
 
 
-def test_an_engine_of_this_tensorrt_loads_by_its_header(engine: Path) -> None:
+def test_an_engine_of_this_tensorrt_matches_by_its_header_but_is_not_said_to_load(engine: Path) -> None:
+    """Issue 35 (second re-run): 28 bytes say nothing of the rest of the file, so the verdict says what was read
+    (``header matches``, ``loads`` None), never ``loads``."""
     result = check_engine(engine)
-    assert result.loads is True, result.reason
-    assert f"TensorRT for RTX {backend_info()['version']} engine (its header; no manifest)" in result.reason
+    assert result.loads is None and result.verdict == "header matches", result.reason
+    assert result.reason.startswith(f"header matches this TensorRT for RTX {backend_info()['version']} (not loaded:")
+    assert "no manifest" in result.reason
+
+
+def test_a_file_that_copies_the_header_and_the_size_is_not_said_to_load(engine: Path, tmp_path: Path) -> None:
+    """The adversary's fake: a real engine's first 28 bytes, then zeros to the size they state. It "loaded"."""
+    fake = tmp_path / "fake.engine"
+    fake.write_bytes(engine.read_bytes()[:HEADER_BYTES].ljust(engine.stat().st_size, b"\0"))
+    assert read_engine_header(fake) == read_engine_header(engine)
+    result = check_engine(fake)
+    assert result.loads is not True and not result.reason.startswith("loads"), result.reason
+    assert result.verdict == "header matches"
 
 
 def test_its_header_says_why_nvidia_tensorrt_cannot_load_it(engine: Path) -> None:
@@ -80,7 +94,8 @@ def test_any_other_file_cannot_be_told(tmp_path: Path, head: bytes) -> None:
 def test_the_check_command_reads_the_header(engine: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from trt_widget.__main__ import main
 
-    assert main(["check", str(engine), "--json"]) == 0
+    assert main(["check", str(engine), "--json"]) == 1  # only "loads" is 0: nothing was loaded
     said = json.loads(capsys.readouterr().out)
-    assert said["loads"] is True and "its header" in said["reason"]
+    assert said["loads"] is None and said["verdict"] == "header matches", said
+    assert said["reason"].startswith("header matches this TensorRT for RTX")
     assert os.path.basename(said["engine"]) == "e.engine"

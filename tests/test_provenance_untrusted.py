@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -96,3 +97,67 @@ def test_a_reuse_builds_anew_beside_a_manifest_with_a_number_python_cannot_read(
     build = Build(str(model), output=str(engine), reuse=True, reuse_dir=str(tmp_path / "cache"), history=False)
     assert build.start().wait() == "succeeded", build.status_detail  # raised ValueError in the build
     assert engine.read_bytes()[:4] == b"vtrt"
+
+
+# -- the manifest beside an engine: the engine's permissions, and a word where it cannot be written ------------
+def _private_engine(folder: Path, mode: int) -> Path:
+    """An engine file of ours already at ``folder/m.engine`` with ``mode`` and group ``nogroup``: the build
+    replaces it and keeps both (``place_file``)."""
+    import grp
+
+    engine = folder / "m.engine"
+    engine.write_bytes(b"old")
+    os.chown(engine, -1, grp.getgrnam("nogroup").gr_gid)
+    engine.chmod(mode)
+    return engine
+
+
+@pytest.mark.parametrize("how", ["output=", "save"])
+def test_the_manifest_gets_the_engines_mode_and_group(tmp_path: Path, how: str) -> None:
+    """Issue 35 (second re-run): beside an engine kept at 0600 the manifest came out 0644 (what ``open()`` gives),
+    readable by all; one that existed kept its own mode. It takes the engine's mode and group now."""
+    engine = _private_engine(tmp_path, 0o640)
+    manifest_path(engine).write_text("{}")
+    manifest_path(engine).chmod(0o644)
+    model = to_bytes(deep_residual(2))
+    if how == "output=":
+        build = Build(model, output=str(engine), history=False, resources=False)
+        assert build.start().wait() == "succeeded", build.status_detail
+    else:
+        build = Build(model, history=False, resources=False)
+        assert build.start().wait() == "succeeded", build.status_detail
+        build.save(str(engine))
+    assert engine.read_bytes()[:4] == b"vtrt"
+    engine_info, manifest_info = engine.stat(), manifest_path(engine).stat()
+    assert stat.S_IMODE(engine_info.st_mode) == 0o640
+    assert stat.S_IMODE(manifest_info.st_mode) == 0o640 and manifest_info.st_gid == engine_info.st_gid
+
+
+def test_a_new_manifest_beside_a_0600_engine_is_0600(tmp_path: Path) -> None:
+    engine = _private_engine(tmp_path, 0o600)
+    build = Build(to_bytes(deep_residual(2)), output=str(engine), history=False, resources=False)
+    assert build.start().wait() == "succeeded", build.status_detail
+    assert stat.S_IMODE(manifest_path(engine).stat().st_mode) == 0o600, "the manifest was readable by all"
+
+
+@needs_nobody
+def test_a_link_another_user_planted_as_the_manifest_is_said(shared: Path, tmp_path: Path) -> None:
+    """The manifest is not written through another user's link (``UntrustedLink``), and the build says so in its
+    log, as the terminal shows it: a plain CLI build kept silent. The engine is kept."""
+    model = tmp_path / "m.onnx"
+    model.write_bytes(to_bytes(deep_residual(2)))
+    engine = shared / "m.engine"
+    aimed = shared / "elsewhere"
+    _as_nobody("ln", "-s", str(aimed), str(manifest_path(engine)))
+    done = subprocess.run(
+        [*CLI, "build", str(model), "-o", str(engine), "--plain"], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    said = done.stdout + done.stderr
+    assert "manifest" in said and "another user" in said, said[-3000:]
+    assert engine.read_bytes()[:4] == b"vtrt" and not aimed.exists()
+    build = Build(str(model), output=str(engine), history=False, resources=False)
+    assert build.start().wait() == "succeeded", build.status_detail
+    warnings = [r["message"] for r in build.logger.records if r["severity"] == "WARNING"]
+    assert any("manifest" in line and "another user" in line for line in warnings), warnings
+    assert not aimed.exists() and manifest_path(engine).is_symlink()

@@ -762,7 +762,9 @@ class Build(Waiting):
             if self._hashes is not None:
                 self._hashes.save()
         except Exception as exc:  # the engine is built and in place: a missing manifest is a warning
-            self._note(f"warning: the engine's manifest could not be written ({exc})")
+            problem = f"the engine's manifest could not be written ({exc})"
+            self.logger.log(2, problem)  # in the build's log too: a terminal shows it (the detail only on failure)
+            self._note(f"warning: {problem}")
 
     def manifest(self, engine_path: str | os.PathLike[str]) -> JSONObject:
         """The manifest (JSON-ready) of this build's engine written at ``engine_path`` (:func:`read_manifest`)."""

@@ -287,11 +287,18 @@ def check_output(path: str | os.PathLike[str], what: str, build: object = None, 
 
 
 def write_output(
-    path: str | os.PathLike[str], data: bytes | memoryview, what: str, build: object = None, *, sync: bool = True
+    path: str | os.PathLike[str],
+    data: bytes | memoryview,
+    what: str,
+    build: object = None,
+    *,
+    sync: bool = True,
+    like: str | os.PathLike[str] | None = None,
 ) -> Path:
-    """``check_output`` then ``atomic_write``: how every file written for a build is written."""
+    """``check_output`` then ``atomic_write``: how every file written for a build is written. ``like``: the file
+    whose permissions it takes (``place_file``)."""
     check_output(path, what, build)
-    return atomic_write(path, data, sync=sync)
+    return atomic_write(path, data, sync=sync, like=like)
 
 
 def check_writable(path: str | os.PathLike[str], what: str) -> Path:
@@ -312,16 +319,22 @@ def check_writable(path: str | os.PathLike[str], what: str) -> Path:
     return target
 
 
-def atomic_write(path: str | os.PathLike[str], data: bytes | memoryview, *, sync: bool = True) -> Path:
+def atomic_write(
+    path: str | os.PathLike[str],
+    data: bytes | memoryview,
+    *,
+    sync: bool = True,
+    like: str | os.PathLike[str] | None = None,
+) -> Path:
     """Write ``data`` to a temporary file beside ``path``'s target, fsync it (``sync``), then rename it over the
-    target. Engines pass ``sync=False`` (see ``ENGINES_SYNCED``)."""
+    target. Engines pass ``sync=False`` (see ``ENGINES_SYNCED``); ``like``: see ``place_file``."""
     part = part_path(path)
     try:
         write_part(part, data)
     except OSError as exc:
         raise _about(exc, path) from None
     try:
-        return place_file(part, path, sync=sync).path
+        return place_file(part, path, sync=sync, like=like).path
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(part)
@@ -381,15 +394,22 @@ class WrittenFile:
         return data
 
 
-def place_file(part: str | os.PathLike[str], path: str | os.PathLike[str], *, sync: bool = True) -> WrittenFile:
+def place_file(
+    part: str | os.PathLike[str],
+    path: str | os.PathLike[str],
+    *,
+    sync: bool = True,
+    like: str | os.PathLike[str] | None = None,
+) -> WrittenFile:
     """Make ``part``, a finished temporary file from ``part_path(path)``, the file at ``path``: fsync it (``sync``),
     give it the permissions of the file of ours it replaces (a new file, or another user's: those ``open()``
-    gives), then rename it over the target, as ``atomic_write`` does."""
+    gives), then rename it over the target, as ``atomic_write`` does. ``like``: take those of this file of ours
+    instead (a manifest takes its engine's: it says where the engine and its model are)."""
     target = writable_target(path)
     mode = 0o666 & ~_UMASK
     group: int | None = None
-    with contextlib.suppress(FileNotFoundError):
-        old = os.stat(target)
+    with contextlib.suppress(OSError if like is not None else FileNotFoundError):
+        old = os.stat(resolve(like) if like is not None else target)
         if old.st_uid == os.geteuid():  # another user's file (planted where we write) must not set our mode
             mode = old.st_mode & 0o777  # no set-id or sticky bits on a file we write
             group = old.st_gid  # and its group: a 0640 file stays readable by that group only

@@ -108,3 +108,32 @@ def test_builds_beyond_the_waiting_limit_are_refused(agent_models: dict[str, Pat
             build.stop("test over")
         for build in started:
             assert build.wait(60)
+
+
+def test_start_build_replies_with_the_status_the_build_has_then(
+    agent_models: dict[str, Path], run_async: RunAnyio, tmp_path: Path
+) -> None:
+    """Issue 35 (second re-run): start_build read the status before the build's thread had asked for a slot, so a
+    build that waits for the concurrency limit was told ``running``. The reply says ``queued`` now."""
+    registry = BuildRegistry(max_concurrent=1)
+    with HttpServerThread(create_server(registry)) as server:
+        headers = {"Authorization": f"Bearer {server.token}"}
+
+        async def start_three() -> list[dict[str, Any]]:
+            http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=120.0))
+            async with Client(streamable_http_client(server.url, http_client=http)) as client:
+                started = []
+                for i in range(3):
+                    arguments = {"model": str(agent_models["long"]), "output": str(tmp_path / f"{i}.engine")}
+                    started.append((await client.call_tool("start_build", arguments)).structured_content)
+                return started
+
+        started = run_async(start_three)
+        builds = [registry.entry(s["build_id"]).build for s in started]
+        try:
+            assert [s["status"] for s in started] == ["running", "queued", "queued"], started
+        finally:
+            for build in builds:
+                build.stop("test over")
+            for build in builds:
+                assert build.wait(60)

@@ -123,6 +123,7 @@ class SlotRunner:
         self.name = inner.name
         self.framed = inner.framed
         self.local = inner.local
+        self.placed = threading.Event()  # set once the build holds a slot or waits (queued) for one
 
     def run(self, ctx: RunContext) -> bytes | EngineFile | None:
         waited: list[bool] = []
@@ -130,9 +131,13 @@ class SlotRunner:
         def on_wait() -> None:
             waited.append(True)
             ctx.on_queued(True)
+            self.placed.set()
 
-        if not self.slots.acquire(ctx.cancel, on_wait):
-            return None
+        try:
+            if not self.slots.acquire(ctx.cancel, on_wait):
+                return None
+        finally:
+            self.placed.set()
         try:
             if waited:
                 ctx.on_queued(False)

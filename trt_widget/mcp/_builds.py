@@ -73,6 +73,7 @@ class TimingsDescription(TypedDict):
 KEEP = 32  # builds remembered; the oldest finished ones are forgotten first
 MAX_CONCURRENT = 2  # builds at once; more wait, "queued", in the order they came (each builder takes ~150 MiB)
 MAX_WAITING = 32  # queued builds at most; more are refused (a tool error) until one has ended
+SETTLE_S = 10.0  # start_build waits at most this long for a started build to take a slot or queue for one
 TOP = 5
 _TEXT_LIMIT = 500
 # budget and output are the tool's own arguments; force_after (and isolation, refused over HTTP) stay the default
@@ -199,6 +200,19 @@ class BuildRegistry:
             with self._lock:
                 self._entries.pop(build_id, None)
             raise BadInput(str(exc)) from None
+
+    def settle(self, build_id: str, timeout: float = SETTLE_S) -> None:
+        """Wait (up to ``timeout``) until the started build holds a slot or waits for one, so that its status says
+        which (``queued`` or ``running``): it is set on the build's own thread, after ``start()`` returns."""
+        from ..matrix import SlotRunner
+
+        build = self.entry(build_id).build
+        runner = build.runner
+        if not isinstance(runner, SlotRunner):
+            return
+        deadline = time.monotonic() + timeout
+        while not runner.placed.wait(0.05) and not build.done() and time.monotonic() < deadline:
+            pass
 
     def _forget_old(self) -> None:
         for build_id in list(self._entries):

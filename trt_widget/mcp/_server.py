@@ -225,6 +225,7 @@ def create_server(
     ) -> BuildResult:
         build_id, _ = create(model, options, budget, output)
         start(build_id)
+        await anyio.to_thread.run_sync(builds.settle, build_id)  # its status is set on its own thread
         return BuildResult.model_validate(describe(build_id))
 
     @server.tool(

@@ -14,12 +14,23 @@ from ._manifest import ManifestError, read_manifest
 BACKEND_NAMES = {"rtx": "TensorRT for RTX", "tensorrt": "NVIDIA TensorRT"}
 
 
+# what a reason begins with: a manifest's verdicts, and a header's that matches this TensorRT for RTX (nothing loaded)
+VERDICTS = ("loads", "does not load", "cannot tell", "header matches")
+
+
 @dataclass(frozen=True)
 class EngineCheck:
-    """``loads``: True / False, or None where the manifest cannot tell; ``reason``: the one line that says so."""
+    """``loads``: True / False, or None where nothing can tell (or only a header matches); ``reason``: the one line
+    that says so, beginning with its ``verdict``."""
 
     loads: bool | None
     reason: str
+
+    @property
+    def verdict(self) -> str:
+        """``loads``, ``does not load``, ``cannot tell``, or ``header matches`` (``loads`` None: only a TensorRT for
+        RTX engine's header and size were read, and they match this machine's TensorRT for RTX)."""
+        return next((verdict for verdict in VERDICTS if self.reason.startswith(verdict)), "cannot tell")
 
     def __str__(self) -> str:
         return self.reason
@@ -89,7 +100,11 @@ def _from_header(path: str | os.PathLike[str], backend: dict[str, str] | None) -
             f"cannot tell: {said}, this machine has {here}: it loads only if built version_compatible, which only "
             "a manifest records",
         )
-    return EngineCheck(True, f"loads: {said} (TensorRT for RTX finishes it for this GPU when loaded)")
+    return EngineCheck(  # 28 bytes and a size say nothing of the rest: a copied header passes them
+        None,
+        f"header matches this TensorRT for RTX {here} (not loaded: only its {HEADER_BYTES}-byte header and its size "
+        f"were read, and no manifest beside it records the engine's sha256)",
+    )
 
 
 def _major_minor(version: str) -> tuple[str, ...]:
@@ -106,7 +121,8 @@ def check_engine(
     not, why: another backend (a TensorRT for RTX engine on NVIDIA TensorRT), another TensorRT version (unless it
     was built version-compatible), another compute capability (unless hardware-compatible). ``backend`` /
     ``device``: another machine's facts (``backend_info()``, ``gpu_identity()``), default this one's. Without a
-    manifest, a TensorRT for RTX engine's header says its backend and version (:func:`read_engine_header`)."""
+    manifest, a TensorRT for RTX engine's header says its backend and version (:func:`read_engine_header`): at best
+    "header matches" (``loads`` None), since 28 bytes and a size say nothing of the rest of the file."""
     try:
         manifest = read_manifest(path)
     except FileNotFoundError:

@@ -16,14 +16,18 @@ def check_arguments(parser: argparse.ArgumentParser) -> None:
         help="an engine file: trt_widget's (its manifest lies beside it) or, without a manifest, a TensorRT for "
         "RTX engine (its header is read)",
     )
-    parser.add_argument("--json", action="store_true", help='print {"loads": true|false|null, "reason": "..."}')
+    parser.add_argument(
+        "--json", action="store_true", help='print {"loads": true|false|null, "verdict": "...", "reason": "..."}'
+    )
 
 
 def check_run(args: argparse.Namespace) -> int:
-    """0 when the engine loads here, 1 when it does not or the manifest cannot tell (the line says why)."""
+    """0 when the engine loads here, 1 when it does not, nothing can tell, or only its header matches (the line says
+    why)."""
     result = check_engine(args.engine)
     if args.json:
-        print(json.dumps({"engine": args.engine, "loads": result.loads, "reason": result.reason}))
+        said = {"engine": args.engine, "loads": result.loads, "verdict": result.verdict, "reason": result.reason}
+        print(json.dumps(said))
     else:
         print(escape_lines(f"{args.engine}: {result.reason}"))
     return 0 if result.loads else 1

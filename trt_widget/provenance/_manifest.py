@@ -338,6 +338,7 @@ def make_manifest(
 
 
 def write_manifest(engine: str | os.PathLike[str], manifest: Mapping[str, JSON], build: object = None) -> Path:
-    """Write ``manifest`` beside the engine file ``engine`` by the one output-path policy (atomically)."""
+    """Write ``manifest`` beside the engine file ``engine`` by the one output-path policy (atomically), with the
+    engine's permissions and group: a private engine's manifest is private too."""
     text = json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"
-    return write_output(manifest_path(engine), text.encode("utf-8"), "manifest", build)
+    return write_output(manifest_path(engine), text.encode("utf-8"), "manifest", build, like=engine)

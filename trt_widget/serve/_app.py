@@ -152,7 +152,7 @@ def create_app(
                 request.headers, request.query_params, chunks, directory / UPLOAD, max_bytes=max_upload
             )
             build = await anyio.to_thread.run_sync(
-                _make_build, directory / UPLOAD, upload.name, upload.options, executor, ray_address
+                _make_build, directory / UPLOAD, upload.name, upload.options, executor, ray_address, store.engine_cache
             )
             from .._events import attach_events
 
@@ -342,8 +342,11 @@ UPLOAD_HINT = (
 )
 
 
-def _make_build(path: Path, name: str, options: JSONObject, executor: str, ray_address: str | None) -> Build:
-    """A Build of the uploaded file in a builder process or a Ray task (on a worker thread: it may import TensorRT)."""
+def _make_build(
+    path: Path, name: str, options: JSONObject, executor: str, ray_address: str | None, engine_cache: Path
+) -> Build:
+    """A Build of the uploaded file in a builder process or a Ray task (on a worker thread: it may import TensorRT);
+    ``reuse: true`` uses the service's ``engine_cache`` under ``--data``, not the server user's cache folder."""
     from .._build import Build
     from .._engine import ModelSource
 
@@ -354,6 +357,8 @@ def _make_build(path: Path, name: str, options: JSONObject, executor: str, ray_a
         runner = RayRunner(address=ray_address)
     # the names were checked by parse_options; Build checks the values (TypeError / ValueError: a 400)
     checked: BuildOptionsDict = {**cast("BuildOptionsDict", options), "isolation": "process"}  # isolation: refused
+    if checked.get("reuse"):  # reuse_dir: refused over HTTP (a server path)
+        checked["reuse_dir"] = str(engine_cache)
     build = Build(str(path), history=False, resources=False, runner=runner, **checked)
     # events and pages show the label, never a server path; an upload may name no external data (no directory)
     build.source = ModelSource("path", str(path), name, None, UPLOAD_HINT)

@@ -304,6 +304,9 @@ class BuildRecord:
             changed.set()
 
 
+ENGINE_CACHE = "engine-cache"  # under --data: the engine cache of requests with reuse: true
+
+
 def _check_private(folder: Path) -> None:
     """PermissionError unless ``folder`` is a real folder of this user's that others cannot write: in a shared
     ``--data`` (``/tmp``) another user could have made ``builds`` first, to read uploads or plant links."""
@@ -341,6 +344,9 @@ class BuildStore:
                 os.chmod(self.data, 0o700)  # exactly, whatever the umask
         self.root.mkdir(exist_ok=True, mode=0o700)
         _check_private(self.root)
+        self.engine_cache = self.data / ENGINE_CACHE  # reuse: true keeps and finds engines here, never in ~/.cache
+        self.engine_cache.mkdir(exist_ok=True, mode=0o700)
+        _check_private(self.engine_cache)
         self.max_concurrent = max_concurrent
         self.loop: asyncio.AbstractEventLoop | None = None
         self.ready = threading.Event()  # the app has started (set by its lifespan)

@@ -325,6 +325,7 @@ def test_the_workspace_row_and_help_list_every_unit_the_parser_takes() -> None:
     assert BuildOptions.from_kwargs(workspace="1TiB").workspace == 1 << 40
 
 
+@pytest.mark.rtx_long_step
 def test_ctrl_c_on_a_thread_build_in_a_terminal_says_what_happens_and_what_can_be_done(
     tmp_path: Path, long_model_bytes: bytes
 ) -> None:

@@ -354,6 +354,7 @@ def test_the_commands_output_stays_readable_around_the_live_tree(tmp_path: Path,
     assert any(line.startswith("Succeeded in") for line in screen), text
 
 
+@pytest.mark.rtx_long_step
 def test_polygraphys_traceback_after_ctrl_c_is_readable_below_the_final_tree(
     tmp_path: Path, long: Path, polygraphy: str
 ) -> None:
@@ -369,6 +370,7 @@ def test_polygraphys_traceback_after_ctrl_c_is_readable_below_the_final_tree(
     assert not engine.exists()
 
 
+@pytest.mark.rtx_long_step
 def test_each_ctrl_c_under_run_is_answered_on_the_screen(tmp_path: Path, long: Path) -> None:
     """Issue 39 item 9: under ``trt-widget run`` in a terminal, the first Ctrl-C says the build cancels at its
     next step and what a second one does; the second says the command is terminated: both whole, above the tree."""

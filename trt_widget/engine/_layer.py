@@ -106,9 +106,8 @@ class EngineLayer:
     @classmethod
     def from_line(cls, name: str, kind: str, line: str) -> EngineLayer:
         """The layer of a ONELINE line whose name and type are known; its other fields are read on first use."""
-        layer = cls.__new__(cls)
-        layer._name, layer._type, layer._source = name, kind, line
-        layer._precision = layer._details = layer._raw = layer._weights = None
+        layer = cls(name, kind, "", source=line)
+        layer._precision = layer._details = None  # read from the line on first use
         return layer
 
     @property

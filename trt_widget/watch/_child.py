@@ -80,11 +80,11 @@ def setup() -> None:
 
 
 def _import_ahead() -> None:
-    """Import now what a watched build imports later (history's sqlite3, psutil for the memory figures): now,
-    the script's folder (or the working directory) is not yet first on sys.path, so a ``sqlite3.py`` or
-    ``resource.py`` of the user's is never taken for them."""
+    """Import now what a watched build imports later (history's sqlite3, psutil for the memory figures, the
+    engine report, provenance's platform and zipfile): now, the script's folder (or the working directory) is
+    not yet first on sys.path, so a ``sqlite3.py`` or ``platform.py`` of the user's is never taken for them."""
     with contextlib.suppress(Exception):
-        from .. import _resources, history  # noqa: F401
+        from .. import _resources, engine, history, provenance  # noqa: F401
     with contextlib.suppress(Exception):
         import psutil  # noqa: F401
     try:  # NVML, imported on a GPU question during the build: the installed one, or none at all (not a

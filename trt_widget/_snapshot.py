@@ -136,6 +136,29 @@ def _guarded(read: Callable[[], T | None]) -> T | None:
         return None
 
 
+class ListPhase(TypedDict):
+    """The phase a row of a list view (matrix, watch) is in."""
+
+    name: str
+    step: int
+    num_steps: int
+
+
+class ListRow(TypedDict):
+    """One build's row in a list view: the matrix and the watch list (``js/src/matrix`` reads it)."""
+
+    id: int
+    model: str
+    variant: str
+    status: BuildStatus
+    detail: str
+    elapsed_s: float
+    engine_size: int
+    error: str
+    phase: ListPhase | None
+    can_force: bool
+
+
 class SnapshotPump:
     """Sends changed parts of ``snapshot(build)`` to ``send`` from one thread, at most every ``interval`` s."""
 

@@ -22,39 +22,20 @@ import anywidget
 import traitlets
 
 from .._messages import rows_message
-from .._snapshot import RowsEncoder, snapshot, traits
+from .._snapshot import ListRow, RowsEncoder, snapshot, traits
 from .._status import FINAL, IDLE
 from .._status import log as _log
 from ._table import result_row
 
 if TYPE_CHECKING:
     from .._phases import Phase
-    from .._status import BuildStatus
     from ._matrix import BuildMatrix, Cell
 
 _STATIC = Path(__file__).parent.parent / "static"
 INTERVAL_S = 0.125  # at most 8 messages a second to the browser, for the whole matrix
 
 
-class PhaseNow(TypedDict):
-    name: str
-    step: int
-    num_steps: int
-
-
-class MatrixRow(TypedDict):
-    """One row of the matrix view (``js/src/matrix`` reads it)."""
-
-    id: int
-    model: str
-    variant: str
-    status: BuildStatus
-    detail: str
-    elapsed_s: float
-    engine_size: int
-    error: str
-    phase: PhaseNow | None
-    can_force: bool
+MatrixRow = ListRow  # one row of the matrix view (js/src/matrix reads it)
 
 
 class PumpState(TypedDict):

@@ -17,8 +17,8 @@ import anywidget
 import traitlets
 
 from .._messages import rows_message
-from .._snapshot import RowsEncoder, snapshot, traits
-from .._status import FINAL, IDLE, LIVE, BuildStatus, log
+from .._snapshot import ListRow, RowsEncoder, snapshot, traits
+from .._status import FINAL, IDLE, LIVE, log
 from .._view import Attribute, Delegate
 from ._run import CommandRun
 from ._watch import Watch, WatchedCall, check_isolation, check_settings
@@ -29,25 +29,7 @@ if TYPE_CHECKING:
     from ._run import RelayedBuild
 
 
-class PhaseNow(TypedDict):
-    name: str
-    step: int
-    num_steps: int
-
-
-class WatchRow(TypedDict):
-    """One row of the list (the matrix view's row shape)."""
-
-    id: int
-    model: str
-    variant: str
-    status: BuildStatus
-    detail: str
-    elapsed_s: float
-    engine_size: int
-    error: str
-    phase: PhaseNow | None
-    can_force: bool
+WatchRow = ListRow  # one row of the list: the matrix view's row shape
 
 
 class WatchState(TypedDict):

@@ -387,3 +387,27 @@ def test_the_terminal_and_timings_show_an_early_closed_phase_as_done_without_a_s
     df = b.timings_df()
     assert list(df["status"]) == [r["status"] for r in rows]
     assert list(df["ended_early"]) == [r.get("ended_early") for r in rows]
+
+
+def test_a_build_with_an_existing_timing_cache_logs_each_tensorrt_line_once(tmp_path: Path) -> None:
+    """Issue 39 item 5: with the README's ``timing_cache=`` and the file left by a first build, the second build's
+    log (and the widget's) held TensorRT's reading of the file twice (the CUDA "Error Code 1" lines, "The timing
+    cache will not be used!", "Failed to deserialize timing cache"): saving read the unchanged file into TensorRT
+    again, and the empty caches trt_widget serializes to compare with logged "Serialized …" lines of their own."""
+    from collections import Counter
+
+    from trt_widget._snapshot import snapshot
+
+    cache = tmp_path / "model.cache"
+    first = Build(deep_residual(2), timing_cache=str(cache), history=False, resources=False).start()
+    assert first.wait(300) == "succeeded" and cache.stat().st_size > 0
+    w = BuildWidget(deep_residual(2), timing_cache=str(cache), history=False, resources=False).start()
+    assert w.wait(300) == "succeeded"
+    messages = [r["message"] for r in w.build.logs]
+    assert any("timing cache" in m.lower() for m in messages), messages  # TensorRT read the file: the case at hand
+    separator = "-" * 64  # the ONNX parser's banner opens and closes with the same line
+    repeated = {m: n for m, n in Counter(messages).items() if n > 1 and m != separator}
+    assert repeated == {}, repeated
+    shown = [r["message"] for r in snapshot(w.build)["logs"]]
+    assert "The timing cache will not be used!" in shown
+    assert {m: n for m, n in Counter(shown).items() if n > 1 and m != separator} == {}

@@ -8,7 +8,7 @@ import concurrent.futures
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +41,7 @@ def finished(build: Build) -> Build:
     return build
 
 
-def check_closed_tree(rows: list[PhaseRow]) -> None:
+def check_closed_tree(rows: Sequence[PhaseRow]) -> None:
     """Every phase closed, ids dense, parents earlier, depth = parent depth + 1."""
     assert rows, "no phases were recorded"
     for i, row in enumerate(rows):

@@ -301,7 +301,7 @@ def test_timings_df_of_a_succeeded_build_says_done_and_keeps_the_early_end_in_a_
     b = Build(deep_residual(2), isolation="thread", history=False).start()
     assert b.wait(300) == "succeeded"
     raw = {r["id"]: r for r in b.timings()}
-    early = [i for i, r in raw.items() if r["status"] == "finished-early"]
+    early = [i for i, r in raw.items() if r.get("ended_early")]
     assert early, "TensorRT for RTX ends its root phase early in every build"
     df = b.timings_df()
     assert set(df["status"]) == {"done"}
@@ -347,3 +347,67 @@ def test_ctrl_c_on_a_thread_build_in_a_terminal_says_what_happens_and_what_can_b
     assert len(first) == 1 and "cannot be interrupted" in first[0] and "Ctrl-C" in first[0], text
     assert len(second) == 1 and "Ctrl-C once more to exit without waiting" in second[0], text
     assert any(line.startswith("Cancelled after") for line in screen), text
+
+
+def test_the_terminal_and_timings_show_an_early_closed_phase_as_done_without_a_step_gap() -> None:
+    """Issue 39 item 3: TensorRT closes its root (and some inner phases) before the last step it announced. The
+    rich tree, the plain lines and ``timings()`` say done (no "5/6", no "[finished-early]"), as the widget and
+    ``timings_df()`` do; the JSON events keep the documented ``finished-early`` word."""
+    import io
+    import re
+
+    from rich.console import Console
+
+    from trt_widget._events import attach_events
+    from trt_widget._terminal import TerminalView
+
+    b = Build(deep_residual(2), isolation="thread", history=False)
+    plain, fancy = io.StringIO(), io.StringIO()
+    events: list[dict[str, object]] = []
+    stream = attach_events(b, lambda e: events.append(dict(e)))
+    plain_view = TerminalView(b, plain, style="plain", summary=False)
+    rich_view = TerminalView(b, fancy, style="rich", summary=False, console=Console(file=fancy, width=160))
+    b.start()
+    assert b.wait(300) == "succeeded"
+    assert plain_view.join(30) and rich_view.join(30) and stream.join(30)
+    early_names = {
+        str(e["name"]) for e in events if e.get("event") == "phase_finish" and e["status"] == "finished-early"
+    }
+    assert "Building engine" in early_names  # TensorRT for RTX ends its root early in every build
+    assert "[finished-early]" not in plain.getvalue()
+    assert "Building engine: " in plain.getvalue()
+    tree = fancy.getvalue()
+    root_lines = [line for line in tree.splitlines() if "Building engine" in line]
+    assert root_lines and all("✓" in line for line in root_lines), root_lines
+    assert not [line for line in root_lines if re.search(r"\b(\d+)/(?!\1\b)\d+\b", line)], root_lines
+    rows = b.timings()
+    assert {r["status"] for r in rows} == {"done"}
+    root = next(r for r in rows if r["parent"] is None and r["name"] == "Building engine")
+    assert root["ended_early"] and root["step"] < root["num_steps"]
+    df = b.timings_df()
+    assert list(df["status"]) == [r["status"] for r in rows]
+    assert list(df["ended_early"]) == [r.get("ended_early") for r in rows]
+
+
+def test_a_build_with_an_existing_timing_cache_logs_each_tensorrt_line_once(tmp_path: Path) -> None:
+    """Issue 39 item 5: with the README's ``timing_cache=`` and the file left by a first build, the second build's
+    log (and the widget's) held TensorRT's reading of the file twice (the CUDA "Error Code 1" lines, "The timing
+    cache will not be used!", "Failed to deserialize timing cache"): saving read the unchanged file into TensorRT
+    again, and the empty caches trt_widget serializes to compare with logged "Serialized …" lines of their own."""
+    from collections import Counter
+
+    from trt_widget._snapshot import snapshot
+
+    cache = tmp_path / "model.cache"
+    first = Build(deep_residual(2), timing_cache=str(cache), history=False, resources=False).start()
+    assert first.wait(300) == "succeeded" and cache.stat().st_size > 0
+    w = BuildWidget(deep_residual(2), timing_cache=str(cache), history=False, resources=False).start()
+    assert w.wait(300) == "succeeded"
+    messages = [r["message"] for r in w.build.logs]
+    assert any("timing cache" in m.lower() for m in messages), messages  # TensorRT read the file: the case at hand
+    separator = "-" * 64  # the ONNX parser's banner opens and closes with the same line
+    repeated = {m: n for m, n in Counter(messages).items() if n > 1 and m != separator}
+    assert repeated == {}, repeated
+    shown = [r["message"] for r in snapshot(w.build)["logs"]]
+    assert "The timing cache will not be used!" in shown
+    assert {m: n for m, n in Counter(shown).items() if n > 1 and m != separator} == {}

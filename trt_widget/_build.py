@@ -40,7 +40,7 @@ from ._files import (
 )
 from ._gpu import memory_skip_note
 from ._options import BuildOptions, BuildOptionsDict
-from ._phases import CANCELLED, FINISHED_EARLY, Framing, PhaseModel, PhaseRow
+from ._phases import CANCELLED, FINISHED_EARLY, Framing, PhaseModel, TimingRow
 from ._phases import DONE as PHASE_DONE
 from ._phases import FAILED as PHASE_FAILED
 from ._status import (
@@ -111,7 +111,9 @@ AFTER_PHASE = "Serializing and saving the engine"
 REUSED_PHASE = "Reused engine"  # the one row of a build that found its engine (reuse=True)
 FRAME_PHASES = frozenset([*BEFORE_PHASES.values(), START_PHASE, AFTER_PHASE, REUSED_PHASE])
 FRAMING = Framing(AFTER_PHASE, FRAME_PHASES)  # for a runner whose events TensorRT makes here (``Runner.framed``)
-TIMING_COLUMNS = ["id", "name", "parent", "depth", "step", "num_steps", "start_s", "end_s", "duration_s", "status"]
+TIMING_COLUMNS = [
+    *("id", "name", "parent", "depth", "step", "num_steps", "start_s", "end_s", "duration_s", "status", "ended_early")
+]
 
 
 # output= of the builds running in this process, by real path: a second build started onto one is refused
@@ -354,9 +356,16 @@ class Build(Waiting):
         """TensorRT warnings and errors only."""
         return list(self.logger.problems)
 
-    def timings(self) -> list[PhaseRow]:
-        """Per phase instance: id, name, parent (id or None), depth, start_s, end_s, duration_s, step, ..."""
-        return self.model.timings()
+    def timings(self) -> list[TimingRow]:
+        """Per phase instance: id, name, parent (id or None), depth, start_s, end_s, duration_s, step, ...,
+        status and ``ended_early``. A phase TensorRT closed before the last step it announced (as it closes its
+        root in every build) reads ``done`` with ``ended_early`` True, as in :meth:`timings_df`."""
+        rows: list[TimingRow] = []
+        for row in self.model.timings():
+            early = row["status"] == FINISHED_EARLY
+            status = PHASE_DONE if early else row["status"]
+            rows.append({**row, "status": status, "ended_early": early})
+        return rows
 
     def timings_df(self) -> pandas.DataFrame:
         """The timings as a pandas DataFrame indexed by phase id (needs pandas). A phase TensorRT closed before
@@ -368,9 +377,6 @@ class Build(Waiting):
             raise ImportError("timings_df() needs pandas: pip install pandas (or use timings())") from exc
         rows = self.timings()
         frame = pd.DataFrame(rows, columns=TIMING_COLUMNS)
-        early = [row["status"] == FINISHED_EARLY for row in rows]
-        frame["ended_early"] = pd.Series(early, dtype="bool")
-        frame.loc[frame["ended_early"], "status"] = PHASE_DONE
         frame = frame.astype(
             {
                 "id": "int64",

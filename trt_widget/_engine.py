@@ -136,6 +136,9 @@ class CaptureLogger:
         self.full = False  # wants every line, VERBOSE included (log_file=): the router forwards them all
         self.on_line: Callable[[int, str, float], None] | None = None  # every line given, kept or not (log_file=)
         self.label: str | None = None  # set: every line given also goes to logging's trt_widget.tensorrt
+        self.probing = (
+            0  # >0 while trt_widget probes TensorRT (an empty timing cache): its INFO lines are not the build's
+        )
 
     def restart_clock(self) -> None:
         """Make t=0 now: call when the build actually starts."""
@@ -145,6 +148,8 @@ class CaptureLogger:
         """Keep one line; ``at`` is the line's own clock reading when replayed from a builder process."""
         try:
             level = int(severity)
+            if self.probing and level >= 3:  # warnings and errors are never dropped
+                return
             if self.on_line is not None or self.label is not None:
                 self._route(level, str(msg), at)
             if level == 4 and wanted(msg):
@@ -307,7 +312,7 @@ def _build_on_device(
     parser = _populate(t, network, source, logger, router)  # owns the weights: kept alive until the end
     _check_network(network, options)
     config = builder.create_builder_config()
-    cache = _configure(t, builder, config, network, options, logger)
+    cache, loaded = _configure(t, builder, config, network, options, logger)
     monitor.on_thread = lambda ident: router.claim(ident, logger)
     if options.configure is not None:
         _call_configure(options.configure, builder, network, config)
@@ -320,7 +325,7 @@ def _build_on_device(
     if serialized is None:
         if monitor.cancel_event.is_set():
             if cache is not None and options.timing_cache:  # what TensorRT timed before the stop: a later build resumes
-                _save_timing_cache(config, options.timing_cache, logger, stopped=True)
+                _save_timing_cache(config, options.timing_cache, logger, stopped=True, loaded=loaded)
             return None
         details = (
             "; ".join(_short(m) for m in significant(logger.errors())[-3:]) or "TensorRT gave no reason (see the log)"
@@ -328,7 +333,7 @@ def _build_on_device(
         raise BuildError(f"TensorRT could not build an engine from {source.label}: {details}")
     engine = memoryview(serialized)
     if cache is not None and options.timing_cache:
-        _save_timing_cache(config, options.timing_cache, logger)
+        _save_timing_cache(config, options.timing_cache, logger, loaded=loaded)
     del parser  # only now may the weights the network points into go
     return engine
 
@@ -420,25 +425,44 @@ def _on_device(device: int | None) -> Iterator[None]:
         cuda.cuDevicePrimaryCtxRelease(handle)
 
 
-def _looks_like_a_timing_cache(config: IBuilderConfig, data: bytes) -> bool:
+@contextmanager
+def _probing(logger: CaptureLogger | None) -> Iterator[None]:
+    """While trt_widget serializes an empty timing cache to compare with, TensorRT's INFO lines about it
+    ("Serialized 0 timing cache entries") are about the probe, not the build: not kept."""
+    if logger is None:
+        yield
+        return
+    logger.probing += 1
+    try:
+        yield
+    finally:
+        logger.probing -= 1
+
+
+def _looks_like_a_timing_cache(config: IBuilderConfig, data: bytes, logger: CaptureLogger | None = None) -> bool:
     """Whether ``data`` begins as the timing caches this TensorRT writes do (their magic, e.g. ``ptrt``). TensorRT
     reads any other bytes as an empty cache, and saving the build's cache would then overwrite whatever the file
     was; a cache of another TensorRT version or device still begins the same way and may be replaced."""
     try:
-        empty = config.create_timing_cache(b"")
-        serialized = empty.serialize() if empty is not None else None
+        with _probing(logger):
+            empty = config.create_timing_cache(b"")
+            serialized = empty.serialize() if empty is not None else None
         magic = bytes(memoryview(serialized))[:4] if serialized is not None else b""
     except Exception:
         return True  # nothing to compare with: TensorRT's own check decides
     return not magic or data.startswith(magic)
 
 
-def _save_timing_cache(config: IBuilderConfig, path: str, logger: CaptureLogger, *, stopped: bool = False) -> None:
+def _save_timing_cache(
+    config: IBuilderConfig, path: str, logger: CaptureLogger, *, stopped: bool = False, loaded: bytes | None = None
+) -> None:
     """Merge the build's timing cache into the file's current one and replace the file, under a lock beside it: a
     concurrent build sharing the file (a matrix, the service) keeps its entries. Any failure is a warning: the
     engine is the product, the cache an extra. ``stopped``: the build was stopped; the cache the application owns
     (``create_timing_cache``, attached by ``set_timing_cache``) still holds what TensorRT timed until then and may
-    be serialized (NvInfer.h documents no state in which ``ITimingCache::serialize`` is refused)."""
+    be serialized (NvInfer.h documents no state in which ``ITimingCache::serialize`` is refused). ``loaded``: the
+    file's bytes the build's cache was made from; a file still holding them is not read into TensorRT again (the
+    build's cache holds its entries already, and TensorRT would log its reading of them a second time)."""
     try:
         with warnings.catch_warnings(), _file_lock(path):
             warnings.simplefilter("ignore", DeprecationWarning)
@@ -447,13 +471,15 @@ def _save_timing_cache(config: IBuilderConfig, path: str, logger: CaptureLogger,
                 current = Path(path).read_bytes()
             except FileNotFoundError:
                 current = b""
-            if current and not _looks_like_a_timing_cache(config, current):  # it became another file meanwhile
+            if current == loaded:  # unchanged since the build read it: nothing to merge
+                current = b""
+            if current and not _looks_like_a_timing_cache(config, current, logger):  # another file meanwhile
                 logger.log(2, f"timing_cache: {path} is not a TensorRT timing cache any more; left as it was")
                 return
             unread = False
             if current and cache is not None:
                 theirs = config.create_timing_cache(current)
-                if _unreadable(config, current, theirs):  # only its 4 magic bytes matched: keep what it was
+                if _unreadable(config, current, theirs, logger):  # only its 4 magic bytes matched: keep what it was
                     unread, theirs = True, None
                 # False where the file is from another TensorRT version or device: ours replaces it, a copy stays
                 if theirs is not None and not cache.combine(theirs, False):
@@ -498,15 +524,18 @@ def _save_timing_cache(config: IBuilderConfig, path: str, logger: CaptureLogger,
         logger.log(2, f"timing_cache: could not save to {path} ({type(exc).__name__}: {exc}); the engine is fine")
 
 
-def _unreadable(config: IBuilderConfig, current: bytes, theirs: ITimingCache | None) -> bool:
+def _unreadable(
+    config: IBuilderConfig, current: bytes, theirs: ITimingCache | None, logger: CaptureLogger | None = None
+) -> bool:
     """TensorRT read ``current`` (which is not an empty cache) as an empty one: it is not a cache this TensorRT
     can use, whatever its first bytes say (TensorRT reads any bytes it cannot parse as an empty cache)."""
     try:
-        empty = config.create_timing_cache(b"")
-        if empty is None:
-            return False
-        blank = bytes(memoryview(empty.serialize()))
-        read = bytes(memoryview(theirs.serialize())) if theirs is not None else b""
+        with _probing(logger):
+            empty = config.create_timing_cache(b"")
+            if empty is None:
+                return False
+            blank = bytes(memoryview(empty.serialize()))
+            read = bytes(memoryview(theirs.serialize())) if theirs is not None else b""
     except Exception:
         return False  # nothing to compare with: the magic check stands
     return current != blank and (theirs is None or read == blank)
@@ -779,7 +808,9 @@ def _configure(
     network: INetworkDefinition,
     options: BuildOptions,
     logger: CaptureLogger,
-) -> ITimingCache | None:
+) -> tuple[ITimingCache | None, bytes | None]:
+    """Apply ``options`` to ``config``; returns the timing cache attached (or None) and the file's bytes it was
+    made from (None where it was not: no file, or a new cache replaced one that did not fit)."""
     if options.optimization_level is not None:
         config.builder_optimization_level = options.optimization_level
     if options.workspace is not None:
@@ -825,7 +856,7 @@ def _configure(
             bit = 1 << int(getattr(t.TacticSource, item[1:]))
             mask = mask | bit if item[0] == "+" else mask & ~bit
         config.set_tactic_sources(mask)
-    cache = None
+    cache, loaded = None, None
     if options.timing_cache:
         path = Path(options.timing_cache)
         try:
@@ -843,15 +874,17 @@ def _configure(
             )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
-            if data and not _looks_like_a_timing_cache(config, data):
+            if data and not _looks_like_a_timing_cache(config, data, logger):
                 logger.log(
                     2,
                     f"timing_cache: {path} is not a TensorRT timing cache (it does not begin as one does); "
                     "building without a cache, and the file is left as it was. Name a new file to keep one",
                 )
-                return None
+                return None, None
             cache = config.create_timing_cache(data)
             accepted = cache is not None and config.set_timing_cache(cache, False)
+            # a file TensorRT reads as empty is not what the cache holds: saving must still keep a copy of it
+            loaded = data if accepted and data and not _unreadable(config, data, cache, logger) else None
             if not accepted and data:
                 logger.log(
                     2,
@@ -862,8 +895,8 @@ def _configure(
                 accepted = cache is not None and config.set_timing_cache(cache, False)
         if not accepted:
             logger.log(2, "timing_cache: TensorRT refused a new timing cache; building without one")
-            return None
-    return cache
+            return None, None
+    return cache, loaded
 
 
 def _fixed_dimensions(name: str, shape: tuple[int, ...], given: Profile, fixed: list[tuple[int, int]]) -> str:

@@ -37,6 +37,13 @@ class PhaseRow(TypedDict):
     status: PhaseStatus
 
 
+class TimingRow(PhaseRow):
+    """A row of ``Build.timings()``: a phase TensorRT closed before its announced last step reads ``done`` with
+    ``ended_early`` True (the phase model and the JSON events keep the word ``finished-early``)."""
+
+    ended_early: bool
+
+
 Clock = Callable[[], float]
 Listener = Callable[[str, "Phase"], None]
 

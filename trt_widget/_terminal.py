@@ -145,7 +145,8 @@ class TerminalView:
                     self._line(event["t"], event["depth"], f"{escape_controls(event['name'])}{steps}")
             elif event["event"] == "phase_finish":
                 if not self.rich:
-                    status = "" if event["status"] == "done" else f" [{event['status']}]"
+                    # a phase TensorRT closed before its announced last step is done (the event keeps the word)
+                    status = "" if event["status"] in ("done", "finished-early") else f" [{event['status']}]"
                     self._line(
                         event["t"],
                         self._depth.get(event["id"], 0),
@@ -266,7 +267,9 @@ class TerminalView:
             bar: ProgressBar | str = ""
             if running and row["num_steps"] > 1:
                 bar = ProgressBar(total=row["num_steps"], completed=min(row["step"], row["num_steps"]), width=20)
-            steps = f"{row['step']}/{row['num_steps']}" if row["num_steps"] > 1 else ""
+            # a closed phase TensorRT ended before its announced last step is done: "5/6" would read as a gap
+            early = not running and row["status"] == "finished-early"
+            steps = f"{row['step']}/{row['num_steps']}" if row["num_steps"] > 1 and not early else ""
             table.add_row(label, bar, Text(steps, style="dim"), Text(fmt_s(duration)))
         if build.done():
             return table

@@ -335,3 +335,67 @@ def test_item17_the_service_page_cancels_a_build_and_downloads_an_engine(
         finally:
             context.close()
             api.close()
+
+
+CLIPPED = """sel => [...document.querySelectorAll(sel)].filter((el) => el.scrollWidth > el.clientWidth + 0.5)
+  .map((el) => el.textContent)"""
+BROKEN_WORDS = """sel => {
+  const broken = [];
+  for (const cell of document.querySelectorAll(sel)) {
+    const text = cell.firstChild && cell.firstChild.nodeType === 3 ? cell.firstChild : null;
+    const node = text || cell;
+    const walker = document.createTreeWalker(node.nodeType === 3 ? cell : node, NodeFilter.SHOW_TEXT);
+    for (let t = walker.nextNode(); t; t = walker.nextNode()) {
+      const re = /\\S+/g;
+      for (let m = re.exec(t.data); m; m = re.exec(t.data)) {
+        const range = document.createRange();
+        range.setStart(t, m.index);
+        range.setEnd(t, m.index + m[0].length);
+        const lines = new Set([...range.getClientRects()].filter((r) => r.width > 0).map((r) => Math.round(r.top)));
+        if (lines.size > 1) broken.push(m[0]);
+      }
+    }
+  }
+  return broken;
+}"""
+
+
+@pytest.mark.parametrize("page", [1000, 760], indirect=True)
+def test_item2_an_expanded_watch_row_shows_whole_step_counts_and_whole_words(page: Any) -> None:
+    """Issue 39 item 2, second pass: at 1400 px the expanded row's Steps column clipped "13502/13502" to
+    "13502/1350", and the variant cell broke its words mid-word."""
+    rows_detail = rtx_rows(running=False)
+    rows_detail[6] = phase(6, "Timing tactics", 5, 0.13, 0.2, step=13502, num_steps=13502)
+    detail = build_state(rows=rows_detail, status="succeeded", status_detail="")
+    rows = [
+        {
+            "id": i,
+            "model": WATCH_LABEL,
+            "variant": "optimization_level=5 \u00b7 builder_optimization_level \u00b7 fn() in notebook cell 3",
+            "status": "succeeded",
+            "detail": "",
+            "elapsed_s": 5.0,
+            "engine_size": 98_000_000,
+            "error": "",
+            "can_force": False,
+            "phase": {"name": "", "step": 0, "num_steps": 0},
+        }
+        for i in (1, 2)
+    ]
+    state = {
+        "status": "succeeded",
+        "title": "Watching fn() \u2014 2 builds",
+        "note": "",
+        "rows_json": json.dumps(rows),
+        "expanded": [1],
+        "details_json": json.dumps({"1": detail}),
+        "comparison_json": "",
+    }
+    show(page, "matrix", state)
+    shot(page, "item2-watch-steps")
+    steps = [t for t in page.locator(".trtw-mx-detail .trtw-steps").all_text_contents() if t]
+    assert "13502/13502" in steps, steps
+    assert page.evaluate(CLIPPED, ".trtw-mx-detail .trtw-steps") == []
+    assert page.evaluate(BROKEN_WORDS, ".trtw-mx-variant") == []
+    assert page.evaluate(BROKEN_WORDS, ".trtw-mx-model") == []
+    assert page.evaluate(SIDEWAYS) <= 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from trt_widget._phases import PhaseRow
 from trt_widget.runners import RecordingError, gpu_shaped_events
 
 
-def _shape(rows: list[PhaseRow]) -> list[tuple[object, ...]]:
+def _shape(rows: Sequence[PhaseRow]) -> list[tuple[object, ...]]:
     names: dict[int | None, str] = {r["id"]: r["name"] for r in rows}
     return [(r["name"], names.get(r["parent"]), r["depth"], r["num_steps"], r["step"], r["status"]) for r in rows]
 

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
     from .._build import HistorySetting
     from .._event_sinks import Sink
-    from .._phases import PhaseRow
+    from .._phases import TimingRow
     from ._build import WatchedBuild
     from ._run import RelayedBuild
 
@@ -64,7 +64,7 @@ class BuildTimings(TypedDict):
     status: BuildStatus
     elapsed_s: float
     engine_size: int | None
-    phases: list[PhaseRow]
+    phases: list[TimingRow]
 
 
 SETTINGS = ("events", "history", "resources", "budget", "keep_engines")  # what watch_settings= may hold

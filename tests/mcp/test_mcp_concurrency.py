@@ -17,24 +17,26 @@ from trt_widget.__main__ import main
 from trt_widget.mcp import BadInput, BuildRegistry, HttpServerThread, create_server
 
 
+async def _start_builds(server: HttpServerThread, count: int, model: Path, tmp_path: Path) -> list[dict[str, Any]]:
+    """``start_build`` ``count`` times over one MCP session (engines ``tmp_path/<i>.engine``): the replies."""
+    http = httpx2.AsyncClient(
+        headers={"Authorization": f"Bearer {server.token}"}, timeout=httpx2.Timeout(30.0, read=120.0)
+    )
+    async with Client(streamable_http_client(server.url, http_client=http)) as client:
+        started = []
+        for i in range(count):
+            arguments = {"model": str(model), "output": str(tmp_path / f"{i}.engine")}
+            started.append((await client.call_tool("start_build", arguments)).structured_content)
+        return started
+
+
 def test_builds_beyond_the_limit_wait_queued_without_a_builder_process(
     agent_models: dict[str, Path], run_async: RunAnyio, tmp_path: Path, wait_until: WaitUntil
 ) -> None:
     registry = BuildRegistry()  # the default limit
     assert registry.max_concurrent == 2
     with HttpServerThread(create_server(registry)) as server:
-        headers = {"Authorization": f"Bearer {server.token}"}
-
-        async def start_five() -> list[dict[str, Any]]:
-            http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=120.0))
-            async with Client(streamable_http_client(server.url, http_client=http)) as client:
-                started = []
-                for i in range(5):
-                    arguments = {"model": str(agent_models["long"]), "output": str(tmp_path / f"{i}.engine")}
-                    started.append((await client.call_tool("start_build", arguments)).structured_content)
-                return started
-
-        started = run_async(start_five)
+        started = run_async(lambda: _start_builds(server, 5, agent_models["long"], tmp_path))
         entries = {e.id: e for e in registry.entries()}
         builds = [entries[s["build_id"]].build for s in started]
         try:
@@ -117,18 +119,7 @@ def test_start_build_replies_with_the_status_the_build_has_then(
     build that waits for the concurrency limit was told ``running``. The reply says ``queued`` now."""
     registry = BuildRegistry(max_concurrent=1)
     with HttpServerThread(create_server(registry)) as server:
-        headers = {"Authorization": f"Bearer {server.token}"}
-
-        async def start_three() -> list[dict[str, Any]]:
-            http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=120.0))
-            async with Client(streamable_http_client(server.url, http_client=http)) as client:
-                started = []
-                for i in range(3):
-                    arguments = {"model": str(agent_models["long"]), "output": str(tmp_path / f"{i}.engine")}
-                    started.append((await client.call_tool("start_build", arguments)).structured_content)
-                return started
-
-        started = run_async(start_three)
+        started = run_async(lambda: _start_builds(server, 3, agent_models["long"], tmp_path))
         builds = [registry.entry(s["build_id"]).build for s in started]
         try:
             assert [s["status"] for s in started] == ["running", "queued", "queued"], started

@@ -178,3 +178,15 @@ def test_the_widget_gets_the_report_and_saved_notebooks_show_it() -> None:
     bundle, _ = widget._repr_mimebundle_()
     html = bundle["text/html"]
     assert isinstance(html, str) and "Engine: " in html and "trt-engine-layers" in html
+
+
+def test_inspect_of_an_engine_file_says_it_is_one_and_what_to_give_instead(tmp_path: Path) -> None:
+    """Issue 39's trial: ``inspect model.engine`` answered as if a log held nothing; a serialized engine is named
+    as one, with what can be read instead (its build's log or recording, its manifest)."""
+    engine = tmp_path / "m.engine"
+    build = Build(models.deep_residual(2), history=False, resources=False, output=str(engine)).start()
+    assert build.wait(300) == "succeeded", build.error
+    result = _cli("inspect", str(engine))
+    assert result.returncode == 1
+    assert "a serialized engine" in result.stderr and "trt-widget check" in result.stderr, result.stderr
+    assert "no engine layer information" not in result.stderr

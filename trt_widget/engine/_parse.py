@@ -310,6 +310,12 @@ def report_from_bytes(data: bytes, source: str) -> Parsed:
             if report is not None:
                 return report
     report = report_from_text(text, source)
+    if report is None and (data[:4] == b"vtrt" or b"\0" in data[:4096]):
+        raise ValueError(
+            f"{source}: a serialized engine (binary), not a log: its layers can be read only by deserializing it on "
+            "the GPU it was built for (EngineReport.from_engine); give the log or recording of its build instead "
+            "(trt-widget build --json, events=, log_file=), and `trt-widget check` for what its manifest records"
+        )
     if report is None:
         raise ValueError(
             f"{source}: no engine layer information in it (a TensorRT log of a build with "

@@ -352,6 +352,8 @@ def run(args: argparse.Namespace) -> int:
     if args.ssl_certfile:
         config["ssl_certfile"], config["ssl_keyfile"] = args.ssl_certfile, args.ssl_keyfile
     server = _server(app, store, guard, **config)
-    with contextlib.suppress(KeyboardInterrupt):
+    try:
         server.run(sockets=[sock])
+    except KeyboardInterrupt:  # uvicorn shut down gracefully, then raised the Ctrl-C it caught: 130, as mcp/lsp
+        return 130
     return 0

@@ -907,6 +907,12 @@ def _fixed_dimensions(name: str, shape: tuple[int, ...], given: Profile, fixed: 
         for i, d in fixed
     )
     kept = "x".join(str(d) if d >= 0 else str(given[1][i]) for i, d in enumerate(shape))
+    if all(d >= 0 for d in shape):  # nothing can vary: the shape flags are not for this input
+        return (
+            f"the shapes given for input {name!r} set {changes}: the model's input is {model}, fixed in every "
+            f"dimension, so it takes no shape flags — leave {name} out of them, or export the model with a "
+            "dynamic dimension (e.g. the batch)"
+        )
     return (
         f"the shapes given for input {name!r} set {changes}: the model's input is {model}, and only its dynamic "
         f"dimensions (N) can vary — give {name}:{kept} there, or export the model with that dimension dynamic"

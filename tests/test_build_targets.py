@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -162,3 +163,20 @@ def test_a_hard_link_to_a_running_builds_events_file_is_that_file(
     gate.set()
     assert first.wait(300) == "succeeded", first.status_detail
     assert Build(SMALL, history=False, events=str(alias)).start().wait(300) == "succeeded"  # free once it ended
+
+
+def test_a_running_builds_new_engine_through_a_bind_mount_of_its_folder_is_that_file(
+    held: tuple[Build, dict[str, Path], threading.Event], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Issue 35's third re-run: a folder mounted at a second path (a container's bind mount) names the running
+    build's engine, not written yet, by another real path: a second build was let write it, the last one won."""
+    _first, files, _gate = held
+    view = tmp_path_factory.mktemp("view")
+    if subprocess.run(["mount", "--bind", str(files["engine"].parent), str(view)], capture_output=True).returncode:
+        pytest.skip("bind mounts need root here")
+    try:
+        assert not files["engine"].exists()  # not written yet: only its folder and name name it
+        with pytest.raises(ValueError, match=taken("output=", "output=")):
+            Build(SMALL, history=False, output=str(view / files["engine"].name)).start()
+    finally:
+        subprocess.run(["umount", str(view)], check=True)

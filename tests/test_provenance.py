@@ -450,3 +450,32 @@ def test_a_cache_entry_another_user_owns_is_never_reused(onnx_path: Path, tmp_pa
     again = _build(str(onnx_path), reuse=True, reuse_dir=str(cache))
     assert again.status == "succeeded" and again.reused_from is None
     assert "owned by another user" in again.status_detail
+
+
+def test_check_engine_compares_versions_of_a_version_compatible_engine_as_numbers(
+    onnx_path: Path, tmp_path: Path
+) -> None:
+    """A version-compatible engine of TensorRT 10.9 loads on 10.13 (it said "needs 10.9.0 or newer": "13" < "9" as
+    text), one of 10.13 does not load on 10.9, and the reason names the version that built it, not this machine's.
+    A manifest rewritten as a version-compatible build writes it: such a build cannot run here (no lean runtime)."""
+    engine = tmp_path / "e.engine"
+    assert _build(str(onnx_path), output=str(engine)).status == "succeeded"
+
+    def built_with(version: str) -> None:
+        path = manifest_path(engine)
+        data = json.loads(path.read_text())
+        data["identity"]["options"]["version_compatible"] = True
+        data["identity"]["backend"] = data["tensorrt"]["backend"] = "tensorrt"
+        data["identity"]["tensorrt_version"] = data["tensorrt"]["version"] = version
+        data["key"] = key_of(data["identity"])
+        path.write_text(json.dumps(data))
+
+    built_with("10.9.0")
+    newer = check_engine(engine, backend={"backend": "tensorrt", "version": "10.13.0"})
+    assert newer.loads is True and "10.9.0" in newer.reason, newer.reason
+    built_with("10.13.0")
+    older = check_engine(engine, backend={"backend": "tensorrt", "version": "10.9.0"})
+    assert older.loads is False and "10.13.0" in older.reason, older.reason
+    built_with("10.x.0")
+    odd = check_engine(engine, backend={"backend": "tensorrt", "version": "10.9.0"})
+    assert odd.loads is None and odd.verdict == "cannot tell" and "10.x.0" in odd.reason, odd.reason

@@ -215,14 +215,18 @@ Targets = dict[str, "str | os.PathLike[str] | None"]
 
 
 def _claim_keys(path: str | os.PathLike[str]) -> list[str]:
-    """What names the file at ``path`` in ``_claims``: its real path and, when it exists, its device and inode (a
-    hard link is another path to the same file)."""
+    """What names the file at ``path`` in ``_claims``: its real path, its folder's device and inode with its name (a
+    bind mount shows one folder at two real paths: a file not written yet) and, when it exists, its own device and
+    inode (a hard link is another path to the same file)."""
     real = os.path.realpath(expand_user(path))
-    try:
+    keys = [real]
+    with contextlib.suppress(OSError):
+        folder = os.stat(os.path.dirname(real))
+        keys.append(f"in:{folder.st_dev}:{folder.st_ino}:{os.path.basename(real)}")
+    with contextlib.suppress(OSError):
         info = os.stat(real)
-    except OSError:
-        return [real]
-    return [real, f"inode:{info.st_dev}:{info.st_ino}"]
+        keys.append(f"inode:{info.st_dev}:{info.st_ino}")
+    return keys
 
 
 def _taken(build: object, role: str, path: str | os.PathLike[str]) -> str | None:

@@ -218,3 +218,14 @@ def test_a_command_that_cannot_start_is_reported(tmp_path: Path) -> None:
     run = CommandRun([str(tmp_path / "no-such-program")]).start()
     with pytest.raises(BuildError, match=r"cannot run .*no-such-program.*: No such file or directory"):
         run.result(30)
+
+
+def test_with_stdin_closed_the_commands_connection_is_not_its_stdin(tmp_path: Path) -> None:
+    """Issue 35's third re-run: started with fd 0 closed (cron, a daemon's ``<&-``), the command's connection to
+    the watcher took fd 0, the lowest free one: its stdin was the relay socket (code reading fd 0 read the watch's
+    bytes). Now fd 0 is ``/dev/null`` there: it reads nothing, as a closed stdin gives nothing."""
+    probe = "import os\nprint(os.path.samestat(os.fstat(0), os.stat(os.devnull)), os.read(0, 10))\n"
+    run = [sys.executable, "-m", "trt_widget", "run", "--plain", "--", sys.executable, "-c", probe]
+    done = subprocess.run(["sh", "-c", 'exec 0<&- "$@"', "sh", *run], capture_output=True, timeout=60, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.decode().split() == ["True", "b''"], (done.stdout, done.stderr)

@@ -107,8 +107,12 @@ def _from_header(path: str | os.PathLike[str], backend: dict[str, str] | None) -
     )
 
 
-def _major_minor(version: str) -> tuple[str, ...]:
-    return tuple(version.split(".")[:2])
+def _major_minor(version: str) -> tuple[int, int] | None:
+    """(major, minor) as numbers (10.13 is newer than 10.9), None when ``version`` does not begin with both."""
+    parts = version.split(".")[:2]
+    if len(parts) != 2 or not all(part.isascii() and part.isdigit() and len(part) <= 9 for part in parts):
+        return None
+    return int(parts[0]), int(parts[1])
 
 
 def check_engine(
@@ -155,7 +159,12 @@ def check_engine(
                 f"does not load: built with TensorRT {version}, this machine has {here} (an engine loads only on "
                 "the version that built it unless built version_compatible)",
             )
-        if _major_minor(version) > _major_minor(here):
+        theirs_mm, here_mm = _major_minor(version), _major_minor(here)
+        if theirs_mm is None or here_mm is None:
+            return EngineCheck(
+                None, f"cannot tell: a version-compatible engine of TensorRT {version!r}, this machine has {here!r}"
+            )
+        if theirs_mm > here_mm:
             return EngineCheck(
                 False, f"does not load: a version-compatible engine of TensorRT {version} needs {version} or newer"
             )
@@ -179,4 +188,4 @@ def check_engine(
                     f"does not load: an ampere_plus engine needs compute capability 8.0 or newer, this is {current}",
                 )
     note = " (TensorRT for RTX finishes it for this GPU when loaded)" if theirs == "rtx" else ""
-    return EngineCheck(True, f"loads: {BACKEND_NAMES.get(mine, mine)} {here} built it{note}")
+    return EngineCheck(True, f"loads: {BACKEND_NAMES.get(mine, mine)} {version} built it{note}")

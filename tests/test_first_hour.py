@@ -349,6 +349,29 @@ def test_ctrl_c_on_a_thread_build_in_a_terminal_says_what_happens_and_what_can_b
     assert any(line.startswith("Cancelled after") for line in screen), text
 
 
+@pytest.mark.rtx_long_step
+def test_a_third_ctrl_c_leaves_the_screen_with_its_outcome_on_a_line_of_its_own(
+    tmp_path: Path, long_model_bytes: bytes
+) -> None:
+    """This session's trial: the third Ctrl-C on a thread build exited with the live tree still drawn, its last
+    line ("Cancelling — waiting ...") without a newline, so the shell's next output was glued to it. The tree is
+    left drawn once, and a line saying the build did not finish ends the screen."""
+    import os
+
+    from watch._tmux import tmux_screen
+
+    model = tmp_path / "long.onnx"
+    model.write_bytes(long_model_bytes)
+    environ = {**os.environ, "TRT_WIDGET_HISTORY": "off"}
+    command = [sys.executable, "-m", "trt_widget", "build", str(model), "--isolation", "thread"]
+    keys = [("Determining refit engines", "C-c", 1.0), ("Cancelling", "C-c", 1.0), ("Still waiting", "C-c", 1.0)]
+    screen = [line for line in tmux_screen(tmp_path, command, environ, keys=keys) if line.strip()]
+    text = "\n".join(screen)
+    assert (tmp_path / "exited").read_text().strip() == "130", text
+    # the last thing on the screen: no live tree drawn below it any more
+    assert screen[-1].startswith("Exiting without waiting for the builder: the build did not finish"), text
+
+
 def test_the_terminal_and_timings_show_an_early_closed_phase_as_done_without_a_step_gap() -> None:
     """Issue 39 item 3: TensorRT closes its root (and some inner phases) before the last step it announced. The
     rich tree, the plain lines and ``timings()`` say done (no "5/6", no "[finished-early]"), as the widget and

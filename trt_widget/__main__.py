@@ -521,7 +521,11 @@ def _run(args: argparse.Namespace) -> int:
 
     def on_sigint(signum: int, frame: FrameType | None) -> None:
         if not interrupts() and not build.done():
-            notify("Exiting without waiting for the builder.")
+            said = "Exiting without waiting for the builder: the build did not finish (no engine written)."
+            if isinstance(stream, TerminalView):
+                stream.abandon(said)  # the live tree stops, this line ends the screen
+            else:
+                notify(said)
             sys.stdout.flush()
             os._exit(EXIT_INTERRUPTED)
 

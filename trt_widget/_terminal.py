@@ -115,6 +115,16 @@ class TerminalView:
             else:
                 self._write(text)
 
+    def abandon(self, text: str) -> None:
+        """The process stops waiting for an unfinished build (a third Ctrl-C): the live tree is drawn a last time
+        and left, and ``text`` is said below it on a line of its own, the outcome the screen ends with."""
+        with self._lock:
+            if self._live is not None:
+                self._live.update(self._renderable(), refresh=True)
+                self._live.stop()
+                self._live = None
+        self.notice(text)
+
     def join(self, timeout: float | None = None) -> bool:
         """Wait until the build ended and its final tree and summary are printed; True if they were."""
         return self.events.join(timeout)

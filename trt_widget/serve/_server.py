@@ -17,7 +17,6 @@ Every request needs ``Authorization: Bearer <token>``. The server binds to 127.0
 from __future__ import annotations
 
 import argparse
-import contextlib
 import logging
 import os
 import re

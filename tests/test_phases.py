@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from trt_widget._phases import CANCELLED, DONE, FINISHED_EARLY, RUNNING, Framing, PhaseModel
+from trt_widget._phases import CANCELLED, DONE, FAILED, FINISHED_EARLY, RUNNING, Framing, PhaseModel
 
 
 class FakeClock:
@@ -461,3 +461,13 @@ def test_no_after_row_after_a_cancelled_phase_after_close_all_or_without_framing
     open_after.phase_finish("Building engine")
     assert open_after.close_all() and _names(open_after)[-1] == ("after", CANCELLED)
     assert open_after.end_after() is None
+
+
+def test_a_recording_says_how_a_phase_ended() -> None:
+    model = PhaseModel(FakeClock())
+    for name in ("cancelled", "failed", "plain"):
+        model.phase_start(name, None, 2)
+    model.phase_finish("cancelled", ended=CANCELLED)
+    model.phase_finish("failed", ended=FAILED)
+    model.phase_finish("plain", ended="something else")  # not a way to end: the status follows from its steps
+    assert [row["status"] for row in model.timings()] == [CANCELLED, FAILED, FINISHED_EARLY]

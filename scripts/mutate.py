@@ -5,6 +5,7 @@
     .venv/bin/python scripts/mutate.py trt_widget/_options.py --jobs 2
     .venv/bin/python scripts/mutate.py trt_widget/_engine.py --tests tests/test_options_reach_tensorrt.py
     .venv/bin/python scripts/mutate.py trt_widget/_phases.py --lines 150-170 --list   # the mutants, not run
+    .venv/bin/python scripts/mutate.py trt_widget/_snapshot.py --fast --jobs 2   # through the fast tier alone
 
 Mutants (from the module's AST; code inside f-strings, annotations and docstrings is left alone): a comparison
 operator flipped (< <=, > >=, == !=, in / not in, is / is not), ``and``/``or`` swapped, a ``not`` dropped, an
@@ -18,6 +19,8 @@ it is safe while others work in it) and the module's tests run against it (``pyt
 from a process that has already imported pytest and the heavy libraries, with a timeout. A test failure,
 an error or the timeout kills the mutant; a mutant every test passes survives. Mutants on lines the tests
 never run (measured once with coverage) survive without a run. The unmutated code must pass first.
+With ``--fast`` every run is ``pytest --fast`` (root conftest.py: no test marked slow) on the module's tests
+followed by the rest of the fast tier: what the fast tier alone catches, with no real TensorRT build.
 
 Output: killed/survived per module and the survivors as ``file:line:col  before -> after``. Exit status 0
 (survivors are information, not a failure) unless the unmutated code fails its tests (1). Rewriting one
@@ -322,16 +325,19 @@ def find_mutants(path: str, lines: tuple[int, int] | None = None) -> list[Mutant
 
 # -- running -------------------------------------------------------------------------------------------------
 def make_copy(parent: Path) -> Path:
-    """A private copy of the package and its tests (no bytecode: a mutant must never meet a stale .pyc)."""
+    """A private copy of the package, its tests and what they read (no bytecode: a mutant never meets a stale .pyc)."""
     work = Path(tempfile.mkdtemp(prefix="copy-", dir=parent))
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "e2e")
     shutil.copytree(ROOT / "trt_widget", work / "trt_widget", ignore=ignore)
     shutil.copytree(ROOT / "tests", work / "tests", ignore=ignore)
     shutil.copy2(ROOT / "pyproject.toml", work / "pyproject.toml")
+    shutil.copy2(ROOT / "conftest.py", work / "conftest.py")  # the tiers (--fast) and settings of every run
+    for read in ("docs", "js/src", "notebooks"):  # what the fast tier's tests read: API docs, JS, notebooks
+        shutil.copytree(ROOT / read, work / read, ignore=ignore)
     return work
 
 
-def fork_pytest(work: Path, tests: list[str], log: Path, measure: str | None = None) -> int:
+def fork_pytest(work: Path, tests: list[str], log: Path, measure: str | None = None, fast: bool = False) -> int:
     """Run pytest on ``tests`` in ``work`` in a forked child (its own process group); returns its pid."""
     pid = os.fork()
     if pid:
@@ -351,7 +357,7 @@ def fork_pytest(work: Path, tests: list[str], log: Path, measure: str | None = N
         import pytest
 
         args = ["-x", "-q", "-p", "no:cacheprovider", "-W", "ignore::pytest.PytestAssertRewriteWarning"]
-        args += ["--rootdir", str(work), "-c", str(work / "pyproject.toml")]
+        args += ["--rootdir", str(work), "-c", str(work / "pyproject.toml")] + (["--fast"] if fast else [])
         cov = None
         if measure is not None:  # which lines the tests run, in this process and in those they start
             import coverage
@@ -407,7 +413,12 @@ class Result:
 
 def run_module(path: str, tests: list[str], args: argparse.Namespace, parent: Path) -> list[Result] | None:
     mutants = find_mutants(path, args.lines)
-    print(f"\n== {path}: {len(mutants)} mutants; tests: {' '.join(tests)}", flush=True)
+    # --fast: a mutant the module's tests miss meets the whole fast tier (a kill by the module's tests alone
+    # saves collecting the rest); the baseline runs (and measures) them all
+    stages = [tests, ["tests"]] if args.fast else [tests]
+    tests = [*tests, "tests"] if args.fast else tests
+    tier = " (pytest --fast: the fast tier alone)" if args.fast else ""
+    print(f"\n== {path}: {len(mutants)} mutants; tests: {' '.join(tests)}{tier}", flush=True)
     if args.list:
         for mutant in mutants:
             print("  " + mutant.describe())
@@ -415,7 +426,7 @@ def run_module(path: str, tests: list[str], args: argparse.Namespace, parent: Pa
     works = [make_copy(parent) for _ in range(max(1, args.jobs))]
     log = parent / "baseline.log"
     started = time.monotonic()
-    code = wait_child(fork_pytest(works[0], tests, log, measure=path), time.monotonic() + 1800)
+    code = wait_child(fork_pytest(works[0], tests, log, measure=path, fast=args.fast), time.monotonic() + 1800)
     baseline = time.monotonic() - started
     if code != 0:
         print(f"   the unmutated code fails its tests (exit {code}); see {log}:")
@@ -427,7 +438,7 @@ def run_module(path: str, tests: list[str], args: argparse.Namespace, parent: Pa
     original = (ROOT / path).read_bytes()
     results: list[Result] = []
     queue = list(mutants)
-    running: dict[int, tuple[Mutant, Path, float]] = {}
+    running: dict[int, tuple[Mutant, Path, float, int, float]] = {}  # pid -> mutant, copy, start, stage, its start
     free = list(works)
     total = len(queue)
     while queue or running:
@@ -438,15 +449,15 @@ def run_module(path: str, tests: list[str], args: argparse.Namespace, parent: Pa
                 continue
             work = free.pop()
             (work / path).write_bytes(mutant.apply(original))
-            pid = fork_pytest(work, tests, work / "mutant.log")
-            running[pid] = (mutant, work, time.monotonic())
+            pid = fork_pytest(work, stages[0], work / "mutant.log", fast=args.fast)
+            running[pid] = (mutant, work, time.monotonic(), 0, time.monotonic())
         if not running:
             continue
         time.sleep(0.02)
         for pid in list(running):
-            mutant, work, t0 = running[pid]
+            mutant, work, t0, stage, t_stage = running[pid]
             done, status = os.waitpid(pid, os.WNOHANG)
-            over = time.monotonic() - t0 > timeout
+            over = time.monotonic() - t_stage > timeout
             if not done and not over:
                 continue
             if not done:
@@ -458,8 +469,12 @@ def run_module(path: str, tests: list[str], args: argparse.Namespace, parent: Pa
                 outcome = "survived" if os.waitstatus_to_exitcode(status) == 0 else "killed"
             with contextlib.suppress(ProcessLookupError):  # what the tests left running (builder processes)
                 os.killpg(pid, signal.SIGKILL)
-            (work / path).write_bytes(original)
             del running[pid]
+            if outcome == "survived" and stage + 1 < len(stages):
+                next_pid = fork_pytest(work, stages[stage + 1], work / "mutant.log", fast=args.fast)
+                running[next_pid] = (mutant, work, t0, stage + 1, time.monotonic())
+                continue
+            (work / path).write_bytes(original)
             free.append(work)
             results.append(Result(mutant, outcome, time.monotonic() - t0))
             if args.verbose or outcome == "survived" or len(results) % 25 == 0:
@@ -499,6 +514,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tests", nargs="+", help="the tests to run (default: the module's list in this script)")
     parser.add_argument("--jobs", type=int, default=1, help="mutants tested at once (default 1)")
     parser.add_argument("--timeout", type=float, help="seconds per mutant (default: 3x the unmutated run + 10)")
+    parser.add_argument(
+        "--fast", action="store_true", help="run the fast tier only (pytest --fast): the module's tests, then the rest"
+    )
     parser.add_argument("--lines", help="only mutants starting on these lines, e.g. 120-180")
     parser.add_argument("--list", action="store_true", help="list the mutants, run nothing")
     parser.add_argument("--json", help="write every result to this file")

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from trt_widget._phases import CANCELLED, DONE, FINISHED_EARLY, RUNNING, PhaseModel
+import pytest
+
+from trt_widget._phases import CANCELLED, DONE, FAILED, FINISHED_EARLY, RUNNING, Framing, PhaseModel
 
 
 class FakeClock:
@@ -377,3 +379,95 @@ def test_unsubscribing_one_step_listener_keeps_the_others() -> None:
     model.step_complete("a", 0)
     model.phase_finish("a")
     assert first == ["phase_start"] and second == ["phase_start", "step", "phase_finish"]
+
+
+def test_phases_nest_256_deep_and_a_deeper_start_is_refused_leaving_the_model_intact() -> None:
+    model = PhaseModel(FakeClock())
+    model.phase_start("p0", None, 1)
+    for depth in range(1, 257):  # depths 0..256: MAX_DEPTH is 256 (a real build nests about 8 deep)
+        assert model.phase_start(f"p{depth}", f"p{depth - 1}", 1).depth == depth
+    version = model.version
+    with pytest.raises(ValueError, match="nest more than 256 deep"):
+        model.phase_start("p257", "p256", 1)
+    assert len(model) == 257 and model.version == version and model.running_count() == 257
+
+
+FRAMED = Framing(after="after", own=frozenset({"before", "after"}))
+
+
+def _names(model: PhaseModel) -> list[tuple[str, str]]:
+    return [(row["name"], row["status"]) for row in model.timings()]
+
+
+def test_the_after_row_opens_when_the_last_top_level_tensorrt_phase_ends_and_closes_on_the_next() -> None:
+    clock = FakeClock(10.0)
+    model = PhaseModel(clock, framing=FRAMED)
+    events: list[tuple[str, str]] = []
+    model.subscribe(lambda event, phase: events.append((event, phase.name)), steps=False)
+    model.phase_start("before", None, 0)
+    clock.t = 11.0
+    model.phase_finish("before")  # a framing row of its own: no "after" follows it
+    model.phase_start("Building engine", None, 1)
+    model.phase_start("Optimizing", "Building engine", 0)
+    clock.t = 12.0
+    model.phase_finish("Optimizing")  # nested: not the end
+    model.phase_start("Second", None, 0)
+    model.phase_finish("Second")  # top-level, but "Building engine" still runs
+    assert _names(model)[-1] == ("Second", DONE) and model.running_count() == 1
+    clock.t = 13.5
+    model.step_complete("Building engine", 0)
+    version, structure = model.version, model.structure_version
+    model.phase_finish("Building engine")
+    assert (model.version, model.structure_version) == (version + 2, structure + 2)  # its end, and "after"
+    after = model.timings()[-1]
+    assert (after["name"], after["status"], after["depth"], after["parent"]) == ("after", RUNNING, 0, None)
+    assert after["start_s"] == 3.5 and after["num_steps"] == 0 and model.running_count() == 1
+    assert events[-2:] == [("phase_finish", "Building engine"), ("phase_start", "after")]
+    version = model.version
+    model.phase_start("before", None, 0)  # a framing row starting does not end "after"
+    model.phase_start("Inner", "no such parent", 0)  # a root phase, but named under a parent: not the end either
+    assert model.timings()[-3]["status"] == RUNNING and model.version == version + 2
+    model.phase_finish("before")
+    model.phase_finish("Inner")
+    clock.t = 15.0
+    model.phase_start("Refitting", None, 0)  # another top-level TensorRT phase: not the end after all
+    assert [row["status"] for row in model.timings() if row["name"] == "after"] == [DONE]
+    assert model.timings()[-4]["end_s"] == 5.0
+    model.phase_finish("Refitting")
+    assert _names(model)[-1] == ("after", RUNNING)  # a new "after" row after the new last phase
+    clock.t = 16.0
+    closed = model.end_after()
+    assert closed is not None and closed.name == "after" and closed.end_s == 6.0 and closed.status == DONE
+    assert model.end_after() is None and model.running_count() == 0
+    assert model.step_complete("after", 0) is closed and model.ignored == 0  # a late step: the newest "after"
+
+
+def test_no_after_row_after_a_cancelled_phase_after_close_all_or_without_framing() -> None:
+    model = PhaseModel(FakeClock(), framing=FRAMED)
+    model.phase_start("Building engine", None, 0)
+    model.phase_finish("Building engine", ended=CANCELLED)
+    assert _names(model) == [("Building engine", CANCELLED)]
+    model.phase_start("Building engine", None, 0)
+    model.close_all()
+    model.phase_start("Late", None, 0)
+    model.phase_finish("Late")  # the build ended: no "after" row now
+    assert [name for name, _ in _names(model)] == ["Building engine", "Building engine", "Late"]
+    plain = PhaseModel(FakeClock())
+    plain.phase_start("Building engine", None, 0)
+    plain.phase_finish("Building engine")
+    assert len(plain) == 1 and plain.end_after() is None
+    open_after = PhaseModel(FakeClock(), framing=FRAMED)
+    open_after.phase_start("Building engine", None, 0)
+    open_after.phase_finish("Building engine")
+    assert open_after.close_all() and _names(open_after)[-1] == ("after", CANCELLED)
+    assert open_after.end_after() is None
+
+
+def test_a_recording_says_how_a_phase_ended() -> None:
+    model = PhaseModel(FakeClock())
+    for name in ("cancelled", "failed", "plain"):
+        model.phase_start(name, None, 2)
+    model.phase_finish("cancelled", ended=CANCELLED)
+    model.phase_finish("failed", ended=FAILED)
+    model.phase_finish("plain", ended="something else")  # not a way to end: the status follows from its steps
+    assert [row["status"] for row in model.timings()] == [CANCELLED, FAILED, FINISHED_EARLY]

@@ -449,3 +449,38 @@ def test_the_cancelling_state_is_sent_at_once_not_at_the_next_tick(wait_until: W
         assert seen.wait(10), f"status still {widget.status!r}: the Stop waited for the throttle"
     finally:
         widget.build.wait(300)
+
+
+# -- engine_json(): the engine report a view shows ------------------------------------------------------------
+def _report_build(status: str = "succeeded", layers: int = 2, delta: Any = None) -> FakeBuild:
+    from trt_widget.engine import EngineReport
+
+    fake = FakeBuild(status)
+    names = [f"conv{i:05d}_" + "x" * 900 for i in range(layers)]
+    fake.engine_report = EngineReport.from_json({"Layers": [{"Name": n, "LayerType": "Convolution"} for n in names]})  # type: ignore[attr-defined]
+    fake.history = Extra(engine_delta=delta)
+    fake.history.based_on = "build of 2026-12-01"
+    return fake
+
+
+def test_engine_json_is_the_report_once_succeeded_with_the_change_from_the_last_build() -> None:
+    assert _snapshot.engine_json(stand_in(_report_build("running"))) == ""
+    plain = json.loads(_snapshot.engine_json(stand_in(_report_build())))
+    assert len(plain["layers"]) == 2 and "delta" not in plain and "delta_basis" not in plain
+    change = {"layers": -1, "precision": {}, "memory": {}}
+    sent = json.loads(_snapshot.engine_json(stand_in(_report_build(delta=change))))
+    assert sent["delta"] == change and sent["delta_basis"] == "build of 2026-12-01" and len(sent["layers"]) == 2
+    no_report = _report_build()
+    no_report.engine_report = None  # type: ignore[attr-defined]
+    assert _snapshot.engine_json(stand_in(no_report)) == ""
+    broken = _report_build(delta=RuntimeError("history broke"))  # an optional extra never stops the pump
+    assert _snapshot.engine_json(stand_in(broken)) == ""
+    assert _snapshot.engine_change(stand_in(_report_build(delta=["not", "a", "dict"]))) is None
+
+
+def test_a_view_gets_at_most_8_mib_of_engine_report() -> None:
+    whole = _report_build(layers=4500)  # about 8.9 MB of report: over 8 MiB, under 9
+    sent = _snapshot.engine_json(stand_in(whole))
+    assert len(sent) <= 8 << 20
+    data = json.loads(sent)
+    assert 0 < len(data["layers"]) < 4500 and any("size limit" in note for note in data["notes"])

@@ -181,8 +181,7 @@ class PhaseModel:
             self.last_event_s = phase.start_s
             self._active.setdefault(name, []).append(phase)
             self._newest[name] = phase
-            self._running[phase.id] = phase
-            self._dirty.add(phase.id)
+            self._running[phase.id] = phase  # not dirty: rows() makes a new phase's row
             self.version += 1
             self.structure_version += 1
         self._notify("phase_start", phase)
@@ -212,11 +211,11 @@ class PhaseModel:
     ) -> Phase | None:
         """``ended``: CANCELLED or FAILED as a recording says it ended (else the status follows from its steps)."""
         with self._lock:
-            stack = self._active.get(name)
-            phase = self._pick(stack, thread)
-            if stack is None or phase is None:
+            phase = self._pick(self._active.get(name), thread)
+            if phase is None:
                 self.ignored += 1
                 return None
+            stack = self._active[name]  # holds phase: _pick found it there
             stack.remove(phase)
             if not stack:
                 del self._active[name]
@@ -227,9 +226,8 @@ class PhaseModel:
                 status = CANCELLED
             elif ended == FAILED:
                 status = FAILED
-            self._close(phase, status, at)
-            self.last_event_s = phase.end_s
-            after = self._open_after(phase)
+            self.last_event_s = end = self._close(phase, status, at)
+            after = self._open_after(phase, end)
         self._notify("phase_finish", phase)
         if after is not None:
             self._notify("phase_start", after)
@@ -239,8 +237,9 @@ class PhaseModel:
         """True when a top-level phase ``name`` is TensorRT's, so framing rows follow it."""
         return self.framing is not None and name not in self.framing.own
 
-    def _open_after(self, ended: Phase) -> Phase | None:
-        """Open the "after" row (lock held) when ``ended`` was TensorRT's last running top-level phase."""
+    def _open_after(self, ended: Phase, end_s: float) -> Phase | None:
+        """Open the "after" row at ``end_s`` (lock held) when ``ended`` was TensorRT's last running top-level
+        phase."""
         if (
             self.framing is None
             or ended.depth != 0
@@ -252,12 +251,11 @@ class PhaseModel:
         ):
             return None
         name = self.framing.after
-        after = Phase(id=len(self._phases), name=name, parent=None, depth=0, num_steps=0, start_s=ended.end_s or 0.0)
+        after = Phase(id=len(self._phases), name=name, parent=None, depth=0, num_steps=0, start_s=end_s)
         self._phases.append(after)
         self._active.setdefault(name, []).append(after)
         self._newest[name] = after
         self._running[after.id] = after
-        self._dirty.add(after.id)
         self.version += 1
         self.structure_version += 1
         self._after = after
@@ -292,13 +290,15 @@ class PhaseModel:
                     self._dirty.add(phase.id)
                     self.version += 1
 
-    def _close(self, phase: Phase, status: PhaseStatus, at: float | None = None) -> None:
-        phase.end_s = self._time(at)
+    def _close(self, phase: Phase, status: PhaseStatus, at: float | None = None) -> float:
+        """End ``phase`` (lock held); returns its end time."""
+        phase.end_s = end_s = self._time(at)
         phase.status = status
         self._running.pop(phase.id, None)
         self._dirty.add(phase.id)
         self.version += 1
         self.structure_version += 1
+        return end_s
 
     # -- listeners ---------------------------------------------------------------------------------
     def subscribe(self, listener: Listener, *, steps: bool = True) -> Callable[[], None]:
@@ -330,7 +330,7 @@ class PhaseModel:
         """A new list of row dicts; rows that did not change since the last call are the same objects."""
         with self._lock:
             rows = self._rows
-            for phase in self._phases[len(rows) :]:  # new phases are dirty too: their rows are made below
+            for phase in self._phases[len(rows) :]:  # a new phase's row is made here (it is not in _dirty)
                 rows.append(phase.row())
             for pid in self._dirty:
                 rows[pid] = self._phases[pid].row()

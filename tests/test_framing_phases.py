@@ -28,6 +28,9 @@ def _end(row: PhaseRow) -> float:
     return row["end_s"]
 
 
+GAP_S = 0.05
+
+
 @pytest.mark.parametrize("isolation", ["thread", "process"])
 def test_the_top_level_rows_cover_the_build_from_start_to_end(isolation: str, tmp_path: Path) -> None:
     b = Build(deep_residual(4), isolation=isolation, history=False, output=tmp_path / "m.engine").start()
@@ -35,13 +38,15 @@ def test_the_top_level_rows_cover_the_build_from_start_to_end(isolation: str, tm
     top = _top(b)
     first = top[0]
     if first["name"] == START:  # a cold builder process: its start-up comes first
-        assert isolation == "process" and _end(first) <= top[1]["start_s"] + 0.01
-        assert top[1]["start_s"] - _end(first) < 0.01  # TensorRT's import is part of the start-up, not a gap
+        # GAP_S: what a loaded 2-core machine under coverage adds between two rows (11.6 ms seen in CI), well
+        # under the ~90 ms TensorRT import this checks is inside the start-up row, not a gap after it
+        assert isolation == "process" and _end(first) <= top[1]["start_s"] + GAP_S
+        assert top[1]["start_s"] - _end(first) < GAP_S  # TensorRT's import is part of the start-up, not a gap
         top = top[1:]
     assert [r["name"] for r in top] == [BEFORE, "Building engine", AFTER]
     before, root, after = top
     assert before["status"] == after["status"] == "done" and before["num_steps"] == after["num_steps"] == 0
-    assert 0 <= root["start_s"] - _end(before) < 0.01  # the builder's call into TensorRT between them
+    assert 0 <= root["start_s"] - _end(before) < GAP_S  # the builder's call into TensorRT between them
     assert after["start_s"] == pytest.approx(_end(root), abs=1e-4)
     assert _end(after) <= b.elapsed_s
     covered = _end(after) - first["start_s"]

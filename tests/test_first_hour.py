@@ -351,7 +351,7 @@ def test_ctrl_c_on_a_thread_build_in_a_terminal_says_what_happens_and_what_can_b
 
 @pytest.mark.rtx_long_step
 def test_a_third_ctrl_c_leaves_the_screen_with_its_outcome_on_a_line_of_its_own(
-    tmp_path: Path, long_model_bytes: bytes
+    tmp_path: Path,
 ) -> None:
     """This session's trial: the third Ctrl-C on a thread build exited with the live tree still drawn, its last
     line ("Cancelling — waiting ...") without a newline, so the shell's next output was glued to it. The tree is
@@ -361,10 +361,12 @@ def test_a_third_ctrl_c_leaves_the_screen_with_its_outcome_on_a_line_of_its_own(
     from watch._tmux import tmux_screen
 
     model = tmp_path / "long.onnx"
-    model.write_bytes(long_model_bytes)
+    # a model whose "Determining refit engines" step outlasts the three Ctrl-C by far: the build must not end on
+    # its own between them (the third would then hit a process already leaving, and kill the test's shell)
+    model.write_bytes(to_bytes(deep_residual(1500)))
     environ = {**os.environ, "TRT_WIDGET_HISTORY": "off"}
     command = [sys.executable, "-m", "trt_widget", "build", str(model), "--isolation", "thread"]
-    keys = [("Determining refit engines", "C-c", 1.0), ("Cancelling", "C-c", 1.0), ("Still waiting", "C-c", 1.0)]
+    keys = [("Determining refit engines", "C-c", 0.3), ("Cancelling", "C-c", 0.3), ("Still waiting", "C-c", 1.0)]
     screen = [line for line in tmux_screen(tmp_path, command, environ, keys=keys) if line.strip()]
     text = "\n".join(screen)
     assert (tmp_path / "exited").read_text().strip() == "130", text

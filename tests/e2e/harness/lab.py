@@ -260,5 +260,11 @@ class Lab:
         """Save a PNG of the page (or of a locator) into the artifacts dir and return its path."""
         self.artifacts.mkdir(parents=True, exist_ok=True)
         path = self.artifacts / f"{safe_name(name)}.png"
-        (target or self.page).screenshot(path=str(path))
+        for attempt in range(5):
+            try:
+                (target or self.page).screenshot(path=str(path))
+                break
+            except Exception as error:  # a build's end re-renders its view: the locator then finds the new one
+                if "not attached to the DOM" not in str(error) or attempt == 4:
+                    raise
         return path

@@ -20,9 +20,9 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from pathlib import Path
 from typing import Any
 
+from _browser import bench_page
 from _common import ROOT, ThreadCpu, emit, figure, load_avg, median, percentile, print_table
 from _probe import SendProbe
 
@@ -36,8 +36,6 @@ STALL_TARGET_MS = 50.0
 BROWSER_TARGET_MS = 16.0
 STOP_TARGET_S = 2.0
 TICK = 0.010
-CHROMIUM = "/usr/bin/chromium"
-ORIGIN = "http://bench.trt-widget.invalid"
 STATIC = ROOT / "trt_widget" / "static"
 
 PAGE = """<!doctype html><html><head><link rel="stylesheet" href="/matrix.css"></head><body><div id="root"></div>
@@ -155,38 +153,12 @@ def watch(matrix: BuildMatrix, stop_after: float | None, expand: bool) -> dict[s
 
 
 def browser(messages: list[dict[str, Any]]) -> dict[str, Any]:
-    from playwright.sync_api import sync_playwright
-
     files = {
         "/matrix.js": (STATIC / "matrix.js", "text/javascript"),
         "/matrix.css": (STATIC / "matrix.css", "text/css"),
     }
-
-    def serve(route: Any) -> None:
-        path = "/" + route.request.url.split(ORIGIN, 1)[1].lstrip("/")
-        if path == "/index.html":
-            route.fulfill(body=PAGE, content_type="text/html")
-        elif path in files:
-            route.fulfill(body=Path(files[path][0]).read_bytes(), content_type=files[path][1])
-        else:
-            route.fulfill(status=404, body="")
-
-    with sync_playwright() as pw:
-        chrome = pw.chromium.launch(
-            executable_path=CHROMIUM, args=["--no-sandbox", "--headless", "--disable-gpu", "--disable-dev-shm-usage"]
-        )
-        try:
-            page = chrome.new_page(viewport={"width": 1200, "height": 900})
-            errors: list[str] = []
-            page.on("pageerror", lambda exc: errors.append(str(exc)))
-            page.route(f"{ORIGIN}/**", serve)
-            page.goto(f"{ORIGIN}/index.html")
-            page.wait_for_function("window.benchReady === true", timeout=30_000)
-            result: dict[str, Any] = page.evaluate("(m) => window.runBench(m)", json.loads(json.dumps(messages)))
-            if errors:
-                raise RuntimeError(f"page errors: {errors[:3]}")
-        finally:
-            chrome.close()
+    with bench_page(PAGE, files, "window.benchReady === true", viewport=(1200, 900)) as (page, _):
+        result: dict[str, Any] = page.evaluate("(m) => window.runBench(m)", json.loads(json.dumps(messages)))
     return result
 
 

@@ -14,8 +14,9 @@ import argparse
 import json
 from typing import Any
 
+from _browser import bench_page
 from _common import emit, figure, load_avg, median, percentile, print_table
-from p7_frontend import ARGS, CHROMIUM, DIST, FILES, HERE, ORIGIN, PAGE
+from p7_frontend import DIST, FILES, HERE, PAGE
 from p16_engine_report import record_of
 
 from trt_widget import EngineReport
@@ -26,37 +27,12 @@ VIEW_FILES = {**FILES, "/p16_view_page.js": (HERE / "p16_view_page.js", "text/ja
 VIEW_PAGE = PAGE.replace("/p7_page.js", "/p16_view_page.js")
 
 
-def serve(route: Any) -> None:
-    path = route.request.url[len(ORIGIN) :].split("?")[0]
-    if path in ("/", "/index.html"):
-        route.fulfill(status=200, content_type="text/html", body=VIEW_PAGE)
-    elif path in VIEW_FILES:
-        file, kind = VIEW_FILES[path]
-        route.fulfill(status=200, content_type=kind, body=file.read_bytes())
-    else:
-        route.fulfill(status=404, body="not found")
-
-
 def run(text: str, repeats: int) -> dict[str, Any]:
-    from playwright.sync_api import sync_playwright
-
     if not (DIST / "bench.js").is_file():
         raise SystemExit("js/dist/bench.js is missing: `cd js && node build.mjs --bench` (run_all.py does it)")
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
-        try:
-            page = browser.new_page(viewport={"width": 1000, "height": 800})
-            errors: list[str] = []
-            page.on("pageerror", lambda exc: errors.append(str(exc)))
-            page.route(f"{ORIGIN}/**", serve)
-            page.goto(f"{ORIGIN}/index.html")
-            page.wait_for_function("typeof window.runEngineBench === 'function'", timeout=30_000)
-            result: dict[str, Any] = page.evaluate("([t, n]) => window.runEngineBench(t, n)", [[text], repeats])
-            if errors:
-                raise RuntimeError(f"page errors: {errors[:3]}")
-            result["chromium"] = browser.version
-        finally:
-            browser.close()
+    with bench_page(VIEW_PAGE, VIEW_FILES, "typeof window.runEngineBench === 'function'") as (page, chromium):
+        result: dict[str, Any] = page.evaluate("([t, n]) => window.runEngineBench(t, n)", [[text], repeats])
+    result["chromium"] = chromium
     return result
 
 

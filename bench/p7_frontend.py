@@ -14,21 +14,10 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from _browser import bench_page
 from _common import ROOT, emit, figure, load_avg, median, percentile, print_table
 
 TARGET_MS = 16.0
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--no-sandbox",
-    "--headless",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-ORIGIN = "http://bench.trt-widget.invalid"
 STATIC = ROOT / "trt_widget" / "static"
 DIST = ROOT / "js" / "dist"  # `cd js && npm run build` writes the benchmark bundle here (the shipped code + createView)
 HERE = Path(__file__).resolve().parent
@@ -43,21 +32,6 @@ PAGE = """<!doctype html><html><head><meta charset="utf-8"><link rel="stylesheet
 
 
 SOURCE = DIST / "bench.debug.js"  # unminified, for readable profiles (--profile)
-_serve_source = False
-
-
-def serve(route: Any) -> None:
-    path = route.request.url[len(ORIGIN) :].split("?")[0]
-    if path == "/bench.js" and _serve_source:
-        route.fulfill(status=200, content_type="text/javascript", body=SOURCE.read_bytes())
-        return
-    if path in ("/", "/index.html"):
-        route.fulfill(status=200, content_type="text/html", body=PAGE)
-    elif path in FILES:
-        file, kind = FILES[path]
-        route.fulfill(status=200, content_type=kind, body=file.read_bytes())
-    else:
-        route.fulfill(status=404, body="not found")
 
 
 def top_self_time(profile: dict[str, Any], limit: int = 12) -> list[tuple[float, str]]:
@@ -73,41 +47,28 @@ def top_self_time(profile: dict[str, Any], limit: int = 12) -> list[tuple[float,
 
 
 def run(instances: int, updates: int, changed: int, profile: str | None = None) -> dict[str, dict[str, Any]]:
-    from playwright.sync_api import sync_playwright
-
     out: dict[str, dict[str, Any]] = {}
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
-        try:
-            page = browser.new_page(viewport={"width": 1000, "height": 800})
-            errors: list[str] = []
-            page.on("pageerror", lambda exc: errors.append(str(exc)))
-            page.route(f"{ORIGIN}/**", serve)
-            page.goto(f"{ORIGIN}/index.html")
-            page.wait_for_function("window.benchReady === true", timeout=30_000)
-            for scenario in ("tree", "expanded", "timeline"):
-                cdp = None
-                if scenario == profile:
-                    cdp = page.context.new_cdp_session(page)
-                    cdp.send("Profiler.enable")
-                    cdp.send("Profiler.setSamplingInterval", {"interval": 100})
-                    cdp.send("Profiler.start")
-                result = page.evaluate(
-                    "([s, n, u, c]) => window.runBench(s, n, u, c)", [scenario, instances, updates, changed]
+    files = {**FILES, "/bench.js": (SOURCE, "text/javascript")} if profile else FILES
+    with bench_page(PAGE, files, "window.benchReady === true") as (page, chromium):
+        for scenario in ("tree", "expanded", "timeline"):
+            cdp = None
+            if scenario == profile:
+                cdp = page.context.new_cdp_session(page)
+                cdp.send("Profiler.enable")
+                cdp.send("Profiler.setSamplingInterval", {"interval": 100})
+                cdp.send("Profiler.start")
+            result = page.evaluate(
+                "([s, n, u, c]) => window.runBench(s, n, u, c)", [scenario, instances, updates, changed]
+            )
+            if cdp is not None:
+                top = top_self_time(cdp.send("Profiler.stop")["profile"])
+                print_table(
+                    f"CPU profile of the {scenario!r} scenario (self time, whole run incl. setup)",
+                    ["ms", "function"],
+                    [[f"{ms:.1f}", name] for ms, name in top],
                 )
-                if cdp is not None:
-                    top = top_self_time(cdp.send("Profiler.stop")["profile"])
-                    print_table(
-                        f"CPU profile of the {scenario!r} scenario (self time, whole run incl. setup)",
-                        ["ms", "function"],
-                        [[f"{ms:.1f}", name] for ms, name in top],
-                    )
-                out[scenario] = result
-            if errors:
-                raise RuntimeError(f"page errors: {errors[:3]}")
-            out["_version"] = {"chromium": browser.version}
-        finally:
-            browser.close()
+            out[scenario] = result
+    out["_version"] = {"chromium": chromium}
     return out
 
 
@@ -125,8 +86,6 @@ def main() -> None:
     args = parser.parse_args()
     load_start = load_avg()
     if args.profile:
-        global _serve_source
-        _serve_source = True
         print("--profile: serving the unminified js/dist/bench.debug.js so the profile names functions")
     raw = run(args.instances, args.updates, args.changed, args.profile)
     chromium = raw.pop("_version")["chromium"]

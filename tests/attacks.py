@@ -1,5 +1,6 @@
 """The attack list's shared inputs (tests/**/test_adversarial_*.py): a small model, models that name external
-data, hostile text for terminals, and a guard against an open() that blocks on a FIFO.
+data, hostile text for terminals, a guard against an open() that blocks on a FIFO, and another process holding a
+lock.
 
 A plain module, not a conftest.py: pytest imports every folder's conftest.py as ``conftest``, so one cannot be
 imported from another folder's tests; tests/ is on ``sys.path`` (rootdir-relative imports), as e2e's ``harness``.
@@ -7,8 +8,11 @@ imported from another folder's tests; tests/ is on ``sys.path`` (rootdir-relativ
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -79,3 +83,21 @@ def _unblocked(fifo: Path, construct: Callable[[], Any], what: str) -> Any:
             thread.join(10)
         pytest.fail(f"Build({what}) blocked")
     return outcome[0]
+
+
+@contextmanager
+def held_by_another_process(script: str, *args: str, ready: str) -> Iterator[None]:
+    """Another Python process runs ``script`` (with ``args``) until the block ends: it takes a lock, then prints
+    ``ready``, which is awaited. It is killed after, and its pipes closed now, not by the garbage collector."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", script, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == f"{ready}\n"
+        yield
+    finally:
+        holder.kill()
+        holder.wait(30)
+        for pipe in (holder.stdin, holder.stdout):  # (a ResourceWarning otherwise)
+            if pipe is not None:
+                pipe.close()

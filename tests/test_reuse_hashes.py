@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -74,14 +75,22 @@ def test_a_remembered_hash_is_used_instead_of_reading_the_model(onnx_path: Path,
     assert "the model's content" in again.status_detail
 
 
+def _rebuilt_after(model: Path, engine: Path, cache: Path, change: Callable[[], object]) -> Build:
+    """The build of ``model`` after a first build to ``engine``, a second that reused it, then ``change()``."""
+    _build(model, output=str(engine), reuse=True, reuse_dir=str(cache))
+    assert _build(model, output=str(engine), reuse=True, reuse_dir=str(cache)).reused_from == str(engine)
+    change()
+    again = Build(str(model), history=False, resources=False, output=str(engine), reuse=True, reuse_dir=str(cache))
+    again.start().wait()
+    return again
+
+
 @pytest.mark.usefixtures("trusted_at_once")
 def test_a_model_changed_with_its_modification_time_set_back_builds_anew(onnx_path: Path, tmp_path: Path) -> None:
     engine, cache = tmp_path / "e.engine", tmp_path / "cache"
-    _build(onnx_path, output=str(engine), reuse=True, reuse_dir=str(cache))
-    assert _build(onnx_path, output=str(engine), reuse=True, reuse_dir=str(cache)).reused_from == str(engine)
-    _flip_keeping_times(onnx_path, onnx_path.stat().st_size - 1)
-    again = Build(str(onnx_path), history=False, resources=False, output=str(engine), reuse=True, reuse_dir=str(cache))
-    again.start().wait()
+    again = _rebuilt_after(
+        onnx_path, engine, cache, lambda: _flip_keeping_times(onnx_path, onnx_path.stat().st_size - 1)
+    )
     assert again.reused_from is None
     assert "the model's content" in again.status_detail
 
@@ -89,12 +98,14 @@ def test_a_model_changed_with_its_modification_time_set_back_builds_anew(onnx_pa
 @pytest.mark.usefixtures("trusted_at_once")
 def test_an_engine_changed_in_place_is_not_trusted_by_its_remembered_hash(onnx_path: Path, tmp_path: Path) -> None:
     engine, cache = tmp_path / "e.engine", tmp_path / "cache"
-    _build(onnx_path, output=str(engine), reuse=True, reuse_dir=str(cache))
-    assert _build(onnx_path, output=str(engine), reuse=True, reuse_dir=str(cache)).reused_from == str(engine)
-    _flip_keeping_times(engine, engine.stat().st_size // 2)
-    for entry in cache.glob("*.engine"):
-        entry.unlink()  # only the engine at output= is a candidate
-    again = _build(onnx_path, output=str(engine), reuse=True, reuse_dir=str(cache))
+
+    def change() -> None:
+        _flip_keeping_times(engine, engine.stat().st_size // 2)
+        for entry in cache.glob("*.engine"):
+            entry.unlink()  # only the engine at output= is a candidate
+
+    again = _rebuilt_after(onnx_path, engine, cache, change)
+    assert again.status == "succeeded", again.status_detail
     assert again.reused_from is None
     assert "does not match its manifest's sha256" in again.status_detail
     assert read_manifest(engine).verify() == ""  # replaced by the new build's engine

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from attacks import held_by_another_process
 
 from trt_widget import Build, _engine, models, trt
 from trt_widget._engine import CaptureLogger
@@ -188,27 +189,15 @@ def test_a_cache_lock_held_for_ever_costs_the_cache_not_the_build(
     tmp_path: Path, model_bytes: bytes, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Another process (another user's, in a shared folder) holding ``<cache>.lock`` made the build wait for ever."""
-    import subprocess
-    import sys
-
     path = tmp_path / "t.cache"
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import fcntl, os, sys, time\n"
-         "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)\nfcntl.flock(fd, fcntl.LOCK_EX)\n"
-         "print('held', flush=True)\ntime.sleep(600)", f"{path}.lock"],
-        stdout=subprocess.PIPE,
-        text=True,
-    )  # fmt: skip
-    try:
-        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    script = (
+        "import fcntl, os, sys, time\n"
+        "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)\nfcntl.flock(fd, fcntl.LOCK_EX)\n"
+        "print('held', flush=True)\ntime.sleep(600)"
+    )
+    with held_by_another_process(script, f"{path}.lock", ready="held"):
         monkeypatch.setattr(_engine, "CACHE_LOCK_WAIT_S", 0.5)
         build = Build(model_bytes, timing_cache=path, isolation="thread", history=False).start()
         assert build.wait(180) == "succeeded", build.error
         assert any("held by another process for 0.5 s; not saved" in r["message"] for r in build.problems)
         assert not path.exists()
-    finally:
-        holder.kill()
-        holder.wait(30)
-        for pipe in (holder.stdin, holder.stdout):  # closed now, not by the garbage collector (ResourceWarning)
-            if pipe is not None:
-                pipe.close()

@@ -185,39 +185,54 @@ SIDEWAYS = "() => { const m = document.querySelector('.trtw-matrix'); return m.s
 WATCH_LABEL = "Unnamed Network \u00b7 4500 layers \u00b7 input 1x8x8x8"
 
 
-@pytest.mark.parametrize("page", [1000], indirect=True)
-def test_item2_a_watch_list_with_long_labels_fits_the_notebook(page: Any) -> None:
-    """1400 px window, a notebook column of ~1000 px: nothing is pushed off to the right."""
-    detail = build_state(rows=rtx_rows(running=True), status_detail="watching build 1")
-    detail["resources"] = {"samples": [[0, 1e8], [1, 2e8]], "peak_rss": 2e8}
+def watch_state(
+    status: str, *, variant: str, engine_size: int, phase: dict[str, Any], note: str, detail: dict[str, Any]
+) -> dict[str, Any]:
+    """A watch list of two builds of ``fn()`` (both ``status``), the first expanded to show ``detail``."""
     rows = [
         {
             "id": i,
             "model": WATCH_LABEL,
-            "variant": "build 1 of fn() in notebook cell 3",
-            "status": "running",
+            "variant": variant,
+            "status": status,
             "detail": "",
             "elapsed_s": 5.0,
-            "engine_size": 0,
+            "engine_size": engine_size,
             "error": "",
             "can_force": False,
-            "phase": {
-                "name": "Determining refit engines (Building engine \u203a Computing profile costs)",
-                "step": 0,
-                "num_steps": 0,
-            },
+            "phase": phase,
         }
         for i in (1, 2)
     ]
-    state = {
-        "status": "running",
+    return {
+        "status": status,
         "title": "Watching fn() \u2014 2 builds",
-        "note": "Stop ends the build in its row; Stop all ends every build of the watch.",
+        "note": note,
         "rows_json": json.dumps(rows),
         "expanded": [1],
         "details_json": json.dumps({"1": detail}),
         "comparison_json": "",
     }
+
+
+@pytest.mark.parametrize("page", [1000], indirect=True)
+def test_item2_a_watch_list_with_long_labels_fits_the_notebook(page: Any) -> None:
+    """1400 px window, a notebook column of ~1000 px: nothing is pushed off to the right."""
+    detail = build_state(rows=rtx_rows(running=True), status_detail="watching build 1")
+    detail["resources"] = {"samples": [[0, 1e8], [1, 2e8]], "peak_rss": 2e8}
+    running = {
+        "name": "Determining refit engines (Building engine \u203a Computing profile costs)",
+        "step": 0,
+        "num_steps": 0,
+    }
+    state = watch_state(
+        "running",
+        variant="build 1 of fn() in notebook cell 3",
+        engine_size=0,
+        phase=running,
+        note="Stop ends the build in its row; Stop all ends every build of the watch.",
+        detail=detail,
+    )
     show(page, "matrix", state)
     shot(page, "item2-watch-list")
     out = box(page, "#out")
@@ -367,30 +382,14 @@ def test_item2_an_expanded_watch_row_shows_whole_step_counts_and_whole_words(pag
     rows_detail = rtx_rows(running=False)
     rows_detail[6] = phase(6, "Timing tactics", 5, 0.13, 0.2, step=13502, num_steps=13502)
     detail = build_state(rows=rows_detail, status="succeeded", status_detail="")
-    rows = [
-        {
-            "id": i,
-            "model": WATCH_LABEL,
-            "variant": "optimization_level=5 \u00b7 builder_optimization_level \u00b7 fn() in notebook cell 3",
-            "status": "succeeded",
-            "detail": "",
-            "elapsed_s": 5.0,
-            "engine_size": 98_000_000,
-            "error": "",
-            "can_force": False,
-            "phase": {"name": "", "step": 0, "num_steps": 0},
-        }
-        for i in (1, 2)
-    ]
-    state = {
-        "status": "succeeded",
-        "title": "Watching fn() \u2014 2 builds",
-        "note": "",
-        "rows_json": json.dumps(rows),
-        "expanded": [1],
-        "details_json": json.dumps({"1": detail}),
-        "comparison_json": "",
-    }
+    state = watch_state(
+        "succeeded",
+        variant="optimization_level=5 \u00b7 builder_optimization_level \u00b7 fn() in notebook cell 3",
+        engine_size=98_000_000,
+        phase={"name": "", "step": 0, "num_steps": 0},
+        note="",
+        detail=detail,
+    )
     show(page, "matrix", state)
     shot(page, "item2-watch-steps")
     steps = [t for t in page.locator(".trtw-mx-detail .trtw-steps").all_text_contents() if t]

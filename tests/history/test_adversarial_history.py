@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import os
 import stat
-import subprocess
-import sys
 import textwrap
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from attacks import SMALL, _unblocked
+from attacks import SMALL, _unblocked, held_by_another_process
 
 from trt_widget import Build, models
 
@@ -42,20 +40,14 @@ def test_a_history_store_naming_the_model_is_refused_and_the_model_kept(tmp_path
 def test_a_history_store_locked_by_another_process_costs_a_stop_at_most_a_second(tmp_path: Path) -> None:
     store = tmp_path / "history.sqlite"
     Build(SMALL, history=str(store), isolation="thread").start().wait(120)  # the store exists
-    holder = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(f"""
-            import sqlite3, sys, time
-            conn = sqlite3.connect({str(store)!r}, isolation_level=None)
-            conn.execute("BEGIN EXCLUSIVE")
-            print("locked", flush=True)
-            sys.stdin.read()
-        """)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )  # fmt: skip
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+    script = textwrap.dedent(f"""
+        import sqlite3, sys, time
+        conn = sqlite3.connect({str(store)!r}, isolation_level=None)
+        conn.execute("BEGIN EXCLUSIVE")
+        print("locked", flush=True)
+        sys.stdin.read()
+    """)
+    with held_by_another_process(script, ready="locked"):
         with pytest.warns(RuntimeWarning, match="locked by another process"):
             build = Build(models.deep_residual(1000), history=str(store), force_after=0.1).start()
             while build.model.innermost_running() is None:
@@ -67,9 +59,3 @@ def test_a_history_store_locked_by_another_process_costs_a_stop_at_most_a_second
             assert build.history is not None
             assert build.history.ready.wait(10)  # the look-up gave up on the locked store, with the warning
         assert stopped_s <= 1.0, stopped_s
-    finally:
-        holder.kill()
-        holder.wait(30)
-        for pipe in (holder.stdin, holder.stdout):  # closed now, not by the garbage collector (ResourceWarning)
-            if pipe is not None:
-                pipe.close()

@@ -27,20 +27,20 @@ from trt_widget.watch import CommandRun
 from ._tmux import tmux_screen
 from ._unpatched import unpatched
 
-SCRIPT = textwrap.dedent(
+BUILD_ENGINE = textwrap.dedent(
     """
-    import sys
-    import tensorrt_rtx_bindings as trt
-
     logger = trt.Logger(trt.Logger.ERROR)
     builder = trt.Builder(logger)
     network = builder.create_network(0)
     parser = trt.OnnxParser(network, logger)
     assert parser.parse(open(sys.argv[1], "rb").read())
     engine = builder.build_serialized_network(network, builder.create_builder_config())
-    print("ENGINE", None if engine is None else engine.nbytes, flush=True)
-    sys.exit(int(sys.argv[2]))
     """
+)  # TensorRT as a user's script calls it: the model at argv[1] -> ``engine``
+SCRIPT = (
+    "import sys\nimport tensorrt_rtx_bindings as trt\n"
+    + BUILD_ENGINE
+    + 'print("ENGINE", None if engine is None else engine.nbytes, flush=True)\nsys.exit(int(sys.argv[2]))\n'
 )
 
 
@@ -304,8 +304,9 @@ def test_a_ctrl_c_reason_is_said_once_in_the_terminal_summary(tmp_path: Path, lo
     assert len(ending) == 1 and ending[0].count("interrupted (Ctrl-C)") == 1, out
 
 
-CHATTY = textwrap.dedent(
-    """
+CHATTY = (
+    textwrap.dedent(
+        """
     import sys, threading, time
     import tensorrt_rtx_bindings as trt
 
@@ -319,17 +320,17 @@ CHATTY = textwrap.dedent(
     print("before the build: the command's stdout", flush=True)
     thread = threading.Thread(target=chatter)
     thread.start()
-    logger = trt.Logger(trt.Logger.ERROR)
-    builder = trt.Builder(logger)
-    network = builder.create_network(0)
-    parser = trt.OnnxParser(network, logger)
-    assert parser.parse(open(sys.argv[1], "rb").read())
-    engine = builder.build_serialized_network(network, builder.create_builder_config())
+    """
+    )
+    + BUILD_ENGINE
+    + textwrap.dedent(
+        """
     done.set()
     thread.join()
     print("TICKS", said[0], flush=True)
     print("after the build: ENGINE", None if engine is None else engine.nbytes, flush=True)
     """
+    )
 )
 
 

@@ -52,6 +52,8 @@ TARGETS: dict[str, list[str]] = {
     "trt_widget/_phases.py": ["tests/test_phases.py", "tests/test_phases_fuzz.py"],
     "trt_widget/_snapshot.py": ["tests/test_snapshot.py"],
     "trt_widget/_options.py": ["tests/test_options.py"],
+    "trt_widget/_shapes.py": ["tests/test_cli_shapes.py", "tests/test_options.py"],
+    "trt_widget/_cli_options.py": ["tests/test_cli_shapes.py", "tests/test_options_typed.py"],
     "trt_widget/_events.py": ["tests/test_events.py", "tests/test_events_sinks.py"],
     "trt_widget/_event_sinks.py": ["tests/test_events_sinks.py", "tests/test_events.py"],
     "trt_widget/_subscribe.py": ["tests/test_subscribe.py"],

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from trt_widget.__main__ import main
-from trt_widget._options import parse_shapes, profiles_from_shapes
+from trt_widget._shapes import parse_shapes, profiles_from_shapes
 from trt_widget.models import to_bytes
 
 

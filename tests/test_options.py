@@ -34,6 +34,27 @@ def test_options_are_frozen() -> None:
         options.budget = 4  # type: ignore[misc]
 
 
+def test_validation_returns_new_options_and_leaves_the_given_ones_as_they_were(tmp_path: Path) -> None:
+    """The checks normalise values (byte counts, enum spellings, paths, profiles) into a new BuildOptions: the
+    frozen instance given is never written to."""
+    given: dict[str, Any] = {  # what validation accepts and normalises, not yet the fields' types
+        "workspace": "1GiB",
+        "output": str(tmp_path / "m.engine"),
+        "tiling_optimization_level": 2,
+        "tactic_sources": "-cudnn, +cublas",
+        "profiles": {"x": ([1, 3], [2, 3], [4, 3])},
+    }
+    raw = BuildOptions(**given)
+    before = dataclasses.asdict(raw)
+    checked = raw.validated()
+    assert dataclasses.asdict(raw) == before and before["workspace"] == "1GiB"
+    assert checked is not raw and type(checked) is BuildOptions
+    assert (checked.workspace, checked.tiling_optimization_level) == (1 << 30, "moderate")
+    assert checked.tactic_sources == "-CUDNN,+CUBLAS" and checked.output == str(tmp_path / "m.engine")
+    assert checked.profiles == {"x": ((1, 3), (2, 3), (4, 3))}
+    assert checked.validated() == checked  # normalised values pass again, unchanged
+
+
 @pytest.mark.parametrize(
     "value, expected",
     [

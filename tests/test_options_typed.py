@@ -9,9 +9,10 @@ import typing
 
 import pytest
 
-from trt_widget import _options
+from trt_widget import _cli_options, _http_options, _options
 from trt_widget.__main__ import _parser
-from trt_widget._options import BuildOptions, BuildOptionsDict, http_options, http_refusals, option_fields
+from trt_widget._http_options import http_options, http_refusals
+from trt_widget._options import BuildOptions, BuildOptionsDict, option_fields
 
 
 def test_the_typeddict_has_exactly_the_fields_of_build_options() -> None:
@@ -67,12 +68,13 @@ def test_a_plain_new_field_works_in_python_has_no_flag_and_is_refused_over_http(
     class WithMore(BuildOptions):
         calibration: tuple[str, ...] | None = None
 
-    monkeypatch.setattr(_options, "BuildOptions", WithMore)
-    assert _options.http_refusals()["calibration"] == _options.NOT_OVER_HTTP
-    assert "calibration" not in _options.http_options()
+    for module in (_options, _http_options, _cli_options):  # each projection reads the fields of the class
+        monkeypatch.setattr(module, "BuildOptions", WithMore)
+    assert _http_options.http_refusals()["calibration"] == _http_options.NOT_OVER_HTTP
+    assert "calibration" not in _http_options.http_options()
     assert "calibration" in _options.builder_options()
     parser = argparse.ArgumentParser()
-    _options.add_option_arguments(parser)
+    _cli_options.add_option_arguments(parser)
     assert "calibration" not in {a.dest for a in parser._actions}
     options = WithMore.from_kwargs(calibration=("a.cache",))
     assert (

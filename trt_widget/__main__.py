@@ -143,7 +143,7 @@ class Command:
 
 
 def _shapes_epilog() -> str:
-    from ._options import SHAPES_EPILOG
+    from ._cli_options import SHAPES_EPILOG
 
     return SHAPES_EPILOG
 
@@ -274,7 +274,7 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", help="write the JSON event stream to stdout")
     common.add_argument("--plain", action="store_true", help="plain lines even in a terminal")
-    from ._options import add_option_arguments
+    from ._cli_options import add_option_arguments
 
     add_option_arguments(common.add_argument_group("build options (see docs/options.md)"))
     common.add_argument(
@@ -434,7 +434,8 @@ def _model_and_output(args: argparse.Namespace) -> tuple[ModelLike, str | None]:
 
 
 def _options(args: argparse.Namespace, output: str | None) -> dict[str, Any]:  # for Build(**options): checked
-    from ._options import BuildOptions, options_from_args
+    from ._cli_options import options_from_args
+    from ._options import BuildOptions
 
     try:
         options = options_from_args(args)

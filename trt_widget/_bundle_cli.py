@@ -11,7 +11,7 @@ from ._format import escape_lines
 
 
 def bundle_arguments(parser: argparse.ArgumentParser) -> None:
-    from ._options import add_option_arguments
+    from ._cli_options import add_option_arguments
 
     parser.add_argument("model", help="the ONNX model to build, or a recording (--json / events=) to replay")
     parser.add_argument("-o", "--bundle", dest="bundle", required=True, metavar="FILE.zip", help="the zip to write")
@@ -38,8 +38,9 @@ def bundle_run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from ._build import Build
+    from ._cli_options import options_from_args
     from ._files import check_writable, expand_user
-    from ._options import BuildOptions, options_from_args
+    from ._options import BuildOptions
     from .provenance import write_bundle
 
     def fail(message: str, code: int = 1) -> int:

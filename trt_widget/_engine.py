@@ -27,7 +27,8 @@ from ._errors import BuildError
 from ._expected import significant
 from ._external_data import check_external_data, external_locations, file_locations
 from ._files import atomic_write, expand_user, open_lock_file, writable_target
-from ._options import PRECISION_FLAGS, TRT_SETTINGS, BuildOptions, ConfigureHook, Profile
+from ._options import PRECISION_FLAGS, TRT_SETTINGS, BuildOptions, ConfigureHook
+from ._shapes import Profile
 from ._tensorrt_log import LogRecord, to_logging
 from ._tensorrt_types import (
     IBuilder,

@@ -1,10 +1,11 @@
 """Build options (the trtexec flags people expect), validated before any thread or process starts.
 
 :class:`BuildOptions` is the one definition: each field's metadata holds its help text, its command-line flag,
-whether an HTTP request may set it, and whether the builder applies it (and so where it must travel). The CLI,
-the service's allowed options, the remote refusals and :class:`BuildOptionsDict` (the keyword arguments of
-``Build`` and friends, checked equal to the fields by a test) follow from it. A field added without metadata
-works in Python, has no CLI flag and is refused over HTTP.
+whether an HTTP request may set it, and whether the builder applies it (and so where it must travel). The CLI
+(``_cli_options``), the service's allowed options and the remote refusals (``_http_options``) and
+:class:`BuildOptionsDict` (the keyword arguments of ``Build`` and friends, checked equal to the fields by a test)
+follow from it. A field added without metadata works in Python, has no CLI flag and is refused over HTTP.
+Shapes and profiles are ``_shapes``'.
 """
 
 from __future__ import annotations
@@ -14,31 +15,22 @@ import difflib
 import math
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import Field, dataclass, field, fields
+from collections.abc import Callable, Sequence
+from dataclasses import Field, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, TypedDict, TypeVar
 
 from ._files import NotARegularFile, expand_user, writable_target
 from ._json import JSON, JSONObject
+from ._shapes import Profile, ProfilesArg, check_profiles
 from ._tensorrt_types import IBuilder, IBuilderConfig, INetworkDefinition
 
-Shape = tuple[int, ...]
-Profile = tuple[Shape, Shape, Shape]
-# input name -> (min_shape, opt_shape, max_shape); a list of such dicts for several optimization profiles
-ProfileSpec = Mapping[str, Sequence[Sequence[int]]]
-ProfilesArg = ProfileSpec | Sequence[ProfileSpec]
 # configure=: called as configure(builder, network, config) in the builder just before the build
 ConfigureHook = Callable[[IBuilder, INetworkDefinition, IBuilderConfig], object]
 T = TypeVar("T")
 
 _MAX_SECONDS = 1e8  # well inside threading.TIMEOUT_MAX on every platform
 _MAX_BYTES = 1 << 62  # what TensorRT's int64 memory-pool limit can hold, with room
-# TensorRT 10's Dims hold int64 values, but a tensor's volume must fit int64 too and kernels index with int32 along
-# a dimension: a dimension of 2**31 or more is a typo or an attack (2**63 raised inside the builder), never a shape
-MAX_DIM = (1 << 31) - 1
-MAX_RANK = 8  # nvinfer1::Dims::MAX_DIMS
-NOT_OVER_HTTP = "not settable over HTTP"
 
 _UNITS = {
     "": 1,
@@ -358,23 +350,22 @@ class BuildOptions:
         return [name for name in WEAK_PRECISIONS if getattr(self, name) is True]
 
     @classmethod
-    def from_kwargs(cls, **kwargs: Any) -> BuildOptions:  # raw values: validate() checks and normalises them
+    def from_kwargs(cls, **kwargs: Any) -> BuildOptions:  # raw values: validated() checks and normalises them
         known = [f.name for f in fields(cls)]
         for name in kwargs:
             if name not in known:
                 close = difflib.get_close_matches(name, known, n=1)
                 hint = f"; did you mean {close[0]!r}?" if close else ""
                 raise TypeError(f"unknown build option {name!r}{hint} Known options: {', '.join(known)}")
-        options = cls(**kwargs)
-        options.validate()
-        return options
+        return cls(**kwargs).validated()
 
-    def validate(self) -> None:
+    def validated(self) -> BuildOptions:
+        """These options checked, as a new BuildOptions with the values normalised (byte counts, enum spellings,
+        tactic sources, absolute paths, profiles as tuples); raises on the first bad value."""
         level = self.optimization_level
         if level is not None and (not isinstance(level, int) or isinstance(level, bool) or not 0 <= level <= 5):
             raise ValueError(f"optimization_level must be an integer 0..5, got {level!r}")
-        if self.workspace is not None:
-            object.__setattr__(self, "workspace", parse_bytes(self.workspace, "workspace"))
+        workspace = None if self.workspace is None else parse_bytes(self.workspace, "workspace")
         for name in ("budget", "force_after"):
             value = getattr(self, name)
             if value is not None and (
@@ -394,17 +385,17 @@ class BuildOptions:
                 raise ValueError(
                     f"{name} must be an integer from {lowest} to {INT32_MAX:,} (TensorRT's int32), got {value!r}"
                 )
+        enums: dict[str, str | None] = {}  # the member names, lower case
         for name, (_enum, spellings) in _ENUMS.items():
-            value = getattr(self, name)
+            value = enums[name] = getattr(self, name)
             if value is None:
                 continue
             key = str(value).strip().lower().replace("-", "_") if isinstance(value, (str, int)) else None
             if key not in spellings or isinstance(value, bool):
                 choices = ", ".join(dict.fromkeys(s.lower() for s in spellings.values()))
                 raise ValueError(f"{name} must be one of {choices}, got {value!r}")
-            object.__setattr__(self, name, spellings[key].lower())
-        if self.tactic_sources is not None:
-            object.__setattr__(self, "tactic_sources", _check_tactic_sources(self.tactic_sources))
+            enums[name] = spellings[key].lower()
+        tactic_sources = None if self.tactic_sources is None else _check_tactic_sources(self.tactic_sources)
         if self.gpu_fallback and self.dla_core is None:
             raise ValueError("gpu_fallback=True needs dla_core= (GPU fallback is for layers a DLA core cannot run)")
         if self.exclude_lean_runtime and not self.version_compatible:
@@ -424,14 +415,15 @@ class BuildOptions:
             value = getattr(self, name)
             if value is not None and value > _MAX_SECONDS:
                 raise ValueError(f"{name} must be at most {_MAX_SECONDS:g} s (about 3 years), got {value!r}")
+        paths: dict[str, str | None] = {}  # the file options, with ~ expanded
         for name in ("timing_cache", "output", "reuse_dir", "log_file"):
-            value = getattr(self, name)
+            value = paths[name] = getattr(self, name)
             if value is not None:
                 if not isinstance(value, (str, os.PathLike)):
                     raise TypeError(f"{name} must be a file path, got {type(value).__name__}")
-                object.__setattr__(self, name, str(expand_user(value)))
+                paths[name] = str(expand_user(value))
         for name in ("timing_cache", "output", "log_file"):
-            value = getattr(self, name)
+            value = paths.get(name)
             if value is None:
                 continue
             if Path(value).is_dir():
@@ -442,17 +434,26 @@ class BuildOptions:
                 raise ValueError(f"{name}: {exc}") from None
             if not target.parent.is_dir():
                 raise FileNotFoundError(f"{name} directory does not exist: {target.parent}")
-        if self.reuse_dir is not None and Path(self.reuse_dir).exists() and not Path(self.reuse_dir).is_dir():
-            raise NotADirectoryError(f"reuse_dir must be a folder, got the file {self.reuse_dir}")
-        if (
-            self.output is not None
-            and self.timing_cache is not None
-            and writable_target(self.output) == writable_target(self.timing_cache)
-        ):
-            raise ValueError(f"output and timing_cache are the same file ({self.output}): give each its own path")
-        if self.profiles is not None:
-            object.__setattr__(self, "profiles", _check_profiles(self.profiles))
-        object.__setattr__(self, "plugins", _check_plugins(self.plugins))
+        reuse_dir = paths.get("reuse_dir")
+        if reuse_dir is not None and Path(reuse_dir).exists() and not Path(reuse_dir).is_dir():
+            raise NotADirectoryError(f"reuse_dir must be a folder, got the file {reuse_dir}")
+        output, timing_cache = paths.get("output"), paths.get("timing_cache")
+        if output is not None and timing_cache is not None and writable_target(output) == writable_target(timing_cache):
+            raise ValueError(f"output and timing_cache are the same file ({output}): give each its own path")
+        return replace(
+            self,
+            workspace=workspace,
+            tactic_sources=tactic_sources,
+            hardware_compatibility=enums["hardware_compatibility"],
+            profiling_verbosity=enums["profiling_verbosity"],
+            tiling_optimization_level=enums["tiling_optimization_level"],
+            timing_cache=paths["timing_cache"],
+            output=paths["output"],
+            reuse_dir=paths["reuse_dir"],
+            log_file=paths["log_file"],
+            profiles=None if self.profiles is None else check_profiles(self.profiles),
+            plugins=_check_plugins(self.plugins),
+        )
 
     def profile_list(self) -> list[dict[str, Profile]]:
         """The optimization profiles, one dict (input name -> (min, opt, max)) per profile."""
@@ -552,185 +553,9 @@ def option_fields() -> tuple[Field[object], ...]:
     return fields(BuildOptions)
 
 
-def http_refusals() -> dict[str, str]:
-    """Option -> why an HTTP request may not set it (a field without metadata is refused)."""
-    return {
-        f.name: f.metadata.get("http", NOT_OVER_HTTP)
-        for f in fields(BuildOptions)
-        if f.metadata.get("http", NOT_OVER_HTTP)
-    }
-
-
-def http_options() -> tuple[str, ...]:
-    """The options a request to the build service may set."""
-    refused = http_refusals()
-    return tuple(f.name for f in fields(BuildOptions) if f.name not in refused)
-
-
 def builder_options() -> tuple[str, ...]:
     """The options applied where TensorRT runs (what travels to a Ray task's build)."""
     return tuple(f.name for f in fields(BuildOptions) if f.metadata.get("builder", True))
-
-
-def add_option_arguments(parser: argparse._ActionsContainer, *, exclude: Sequence[str] = ()) -> None:
-    """One command-line flag per option that has one (its help from the field), plus the shape flags."""
-    for f in fields(BuildOptions):
-        if f.name in exclude:
-            continue
-        cli = dict(f.metadata.get("cli", {}))
-        if cli.pop("shapes", False):
-            add_shape_arguments(parser)
-            continue
-        flag = f.metadata.get("flag")
-        if not flag:
-            continue
-        flags = ("-o", flag) if f.name == "output" else (flag,)
-        parser.add_argument(*flags, dest=f.name, default=None, help=f.metadata.get("help"), **cli)
-
-
-def options_from_args(args: argparse.Namespace) -> dict[str, Any]:
-    """The options given on the command line (those left out keep their defaults)."""
-    options: dict[str, Any] = {}
-    for f in fields(BuildOptions):
-        value = getattr(args, f.name, None)
-        if f.metadata.get("cli", {}).get("shapes"):
-            value = profiles_from_args(args)
-        if value is not None:  # every flag defaults to None: False is --no-tf32 / --no-strongly-typed
-            options[f.name] = value
-    return options
-
-
-SHAPES_EPILOG = """shapes (as trtexec; NAME:DIMS, several inputs separated by commas, dimensions by x):
-  --shapes input:1x3x224x224                       a fixed shape for a dynamic input
-  --min-shapes input:1x3x224x224 --opt-shapes input:8x3x224x224 --max-shapes input:32x3x224x224
-  --minShapes=input:1x3x224x224 ...                trtexec's spelling works too
-  --profile 0 --min-shapes … --profile 1 --min-shapes …   several optimization profiles (trtexec --profile=N)
-  in Python: profiles={"input": ((1, 3, 224, 224), (8, 3, 224, 224), (32, 3, 224, 224))}"""
-
-
-def add_shape_arguments(parser: argparse._ActionsContainer) -> None:
-    """trtexec's shape flags: --shapes (min = opt = max), or --min-shapes / --opt-shapes / --max-shapes."""
-    shapes = {
-        "shapes": "fixed shapes of dynamic inputs, e.g. input:1x3x224x224 (min = opt = max; trtexec --shapes)",
-        "min_shapes": "the smallest shapes of a range, e.g. input:1x3x224x224 (trtexec --minShapes)",
-        "opt_shapes": "the shapes to tune for (trtexec --optShapes)",
-        "max_shapes": "the largest shapes (trtexec --maxShapes)",
-    }
-    for dest, text in shapes.items():
-        camel = re.sub(r"_(\w)", lambda m: m.group(1).upper(), dest)
-        spellings = dict.fromkeys([f"--{dest.replace('_', '-')}", f"--{camel}"])
-        parser.add_argument(*spellings, dest=dest, action=_ShapeFlag, metavar="NAME:DIMS", help=text)
-    parser.add_argument(
-        "--profile",
-        dest="profile",
-        type=int,
-        action=_ProfileFlag,
-        metavar="N",
-        help="several optimization profiles: the shape flags after --profile N are profile N's (trtexec --profile=N)",
-    )
-
-
-class _ProfileFlag(argparse.Action):
-    """``--profile N``: the shape flags that follow belong to profile N (the order on the command line)."""
-
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: str | Sequence[object] | None,
-        option: str | None = None,
-    ) -> None:
-        namespace.profile_order = [*(getattr(namespace, "profile_order", None) or []), values]
-        setattr(namespace, self.dest, values)
-
-
-class _ShapeFlag(argparse._AppendAction):
-    """A shape flag, appended as before and also recorded with the profile it follows (None before any)."""
-
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: str | Sequence[object] | None,
-        option: str | None = None,
-    ) -> None:
-        super().__call__(parser, namespace, values, option)
-        given = (getattr(namespace, "profile", None), self.dest, values)
-        namespace.shape_flags = [*(getattr(namespace, "shape_flags", None) or []), given]
-
-
-def parse_shapes(text: str, flag: str = "--shapes") -> dict[str, Shape]:
-    """``"input:1x3x224x224,mask:1x128"`` -> {"input": (1, 3, 224, 224), "mask": (1, 128)} (trtexec's syntax;
-    a name may be quoted, a scalar is written as NAME:)."""
-    out: dict[str, Shape] = {}
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        name, sep, dims = part.rpartition(":")
-        name = name.strip().strip("'\"")
-        if not sep or not name:
-            raise ValueError(f"{flag} {part!r}: write NAME:DIMS, e.g. input:1x3x224x224")
-        texts = [d.strip() for d in dims.split("x")] if dims.strip() else []
-        if not all(d.isascii() and d.lstrip("-").isdigit() for d in texts):
-            raise ValueError(f"{flag} {part!r}: dimensions are integers separated by x, e.g. 1x3x224x224")
-        if any(d.startswith("-") for d in texts):
-            raise ValueError(f"{flag} {part!r}: a shape for the build has no -1 dimensions")
-        where = f"{flag} {part[:80]!r}"
-        if any(len(d) > 30 for d in texts):  # int() of thousands of digits is slow, or refused
-            raise ValueError(f"{where}: a dimension of more than 30 digits is too large (at most {MAX_DIM:,})")
-        out[name] = _check_dims(tuple(int(d) for d in texts), where)
-    if not out:
-        raise ValueError(f"{flag} needs NAME:DIMS, e.g. input:1x3x224x224")
-    return out
-
-
-_SHAPE_DESTS = ("shapes", "min_shapes", "opt_shapes", "max_shapes")
-
-
-def profiles_from_args(args: argparse.Namespace) -> dict[str, Profile] | list[dict[str, Profile]] | None:
-    """The optimization profile from --shapes or --min/--opt/--max-shapes (a flag given twice adds inputs); with
-    ``--profile N`` before each group of shape flags, several profiles (a list), numbered 0, 1, … as trtexec's."""
-    order = getattr(args, "profile_order", None)
-    if not order:
-        given = {k: ",".join(getattr(args, k, None) or []) for k in _SHAPE_DESTS}
-        return profiles_from_shapes(**{k: v or None for k, v in given.items()})
-    if sorted(order) != list(range(len(order))):
-        raise ValueError(f"--profile numbers the profiles 0, 1, 2, … each once; got {', '.join(map(str, order))}")
-    flags = getattr(args, "shape_flags", None) or []
-    stray = [f"--{dest.replace('_', '-')} {value}" for index, dest, value in flags if index is None]
-    if stray:
-        raise ValueError(f"with --profile, each shape flag follows the --profile it belongs to: {' '.join(stray)}")
-    profiles = []
-    for number in range(len(order)):
-        texts = {k: ",".join(v for i, d, v in flags if i == number and d == k) or None for k in _SHAPE_DESTS}
-        profile = profiles_from_shapes(**texts)
-        if profile is None:
-            raise ValueError(f"--profile {number} has no shapes: follow it with --min-shapes/--opt-shapes/--max-shapes")
-        profiles.append(profile)
-    return profiles[0] if len(profiles) == 1 else profiles
-
-
-def profiles_from_shapes(
-    shapes: str | None = None,
-    min_shapes: str | None = None,
-    opt_shapes: str | None = None,
-    max_shapes: str | None = None,
-) -> dict[str, Profile] | None:
-    """trtexec's rules (sampleOptions.cpp processShapes): --shapes sets min = opt = max; otherwise a missing min is
-    the opt (else the max), a missing opt the max (else the min), a missing max the opt (else the min)."""
-    if shapes and (min_shapes or opt_shapes or max_shapes):
-        raise ValueError("give either --shapes or --min-shapes/--opt-shapes/--max-shapes, not both")
-    if shapes:
-        return {name: (s, s, s) for name, s in parse_shapes(shapes, "--shapes").items()}
-    parsed = [
-        parse_shapes(text, flag) if text else {}
-        for flag, text in (("--min-shapes", min_shapes), ("--opt-shapes", opt_shapes), ("--max-shapes", max_shapes))
-    ]
-    profiles: dict[str, Profile] = {}
-    for name in dict.fromkeys(n for given in parsed for n in given):
-        lo, opt, hi = (given.get(name) for given in parsed)
-        first = lo or opt or hi
-        assert first is not None  # the name came from one of them
-        profiles[name] = (lo or opt or first, opt or hi or first, hi or opt or first)
-    return profiles or None
 
 
 def parse_bytes(value: int | str, what: str) -> int:
@@ -777,48 +602,6 @@ def _check_tactic_sources(value: object) -> str:
     if not seen:
         raise ValueError("tactic_sources is empty: name sources like -CUDNN,+CUBLAS")
     return ",".join(sign + name for name, sign in seen.items())
-
-
-def _check_profiles(profiles: object) -> dict[str, Profile] | list[dict[str, Profile]]:
-    if isinstance(profiles, (list, tuple)) and profiles and all(isinstance(p, Mapping) for p in profiles):
-        checked = [_check_profile(p, f"profile #{i} ") for i, p in enumerate(profiles)]
-        if len({frozenset(p) for p in checked}) > 1:
-            raise ValueError("every optimization profile must name the same inputs")
-        return checked
-    return _check_profile(profiles, "")
-
-
-def _check_dims(shape: Shape, where: str) -> Shape:
-    """``shape`` when TensorRT can take it: at most MAX_RANK dimensions, each below 2**31 (MAX_DIM)."""
-    if len(shape) > MAX_RANK:
-        raise ValueError(f"{where}: {len(shape)} dimensions; TensorRT takes at most {MAX_RANK}")
-    big = next((d for d in shape if d > MAX_DIM), None)
-    if big is not None:
-        shown = f"{big:,}" if big < 10**30 else "of more than 30 digits"
-        raise ValueError(f"{where}: dimension {shown} is too large (at most 2**31-1 = {MAX_DIM:,} per dimension)")
-    return shape
-
-
-def _check_profile(profiles: object, where: str) -> dict[str, Profile]:
-    if not isinstance(profiles, Mapping):
-        raise TypeError(
-            "profiles must be a dict: input name -> (min_shape, opt_shape, max_shape), or a list of such dicts"
-        )
-    checked: dict[str, Profile] = {}
-    for name, shapes in profiles.items():
-        try:
-            lo, opt, hi = (tuple(int(d) for d in s) for s in shapes)
-        except (TypeError, ValueError):
-            raise ValueError(
-                f"{where}profile for input {name!r} must be (min, opt, max) shapes, got {shapes!r}"
-            ) from None
-        if any(d < 0 for d in lo):
-            raise ValueError(f"{where}profile for input {name!r} has a negative dimension: {shapes!r}")
-        if not (len(lo) == len(opt) == len(hi)) or any(not a <= b <= c for a, b, c in zip(lo, opt, hi, strict=True)):
-            raise ValueError(f"{where}profile for input {name!r} needs min <= opt <= max per dimension, got {shapes!r}")
-        _check_dims(hi, f"{where}profile for input {name!r}")
-        checked[str(name)] = (lo, opt, hi)
-    return checked
 
 
 def _check_plugins(plugins: object) -> tuple[str, ...]:

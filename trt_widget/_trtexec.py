@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from difflib import get_close_matches
 from typing import Any
 
-from ._options import Profile, parse_bytes, profiles_from_shapes
+from ._options import parse_bytes
+from ._shapes import Profile, profiles_from_shapes
 
 # trtexec flag -> (option, value): value None takes the argument's value; a constant is used as is
 _FLAGS: dict[str, tuple[str, bool]] = {

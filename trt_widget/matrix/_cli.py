@@ -60,7 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--json", action="store_true", help="one JSON event stream on stdout, 'build' in every event")
     parser.add_argument("--plain", action="store_true", help="plain lines even in a terminal")
-    from .._options import SHAPES_EPILOG, add_option_arguments
+    from .._cli_options import SHAPES_EPILOG, add_option_arguments
 
     add_option_arguments(
         parser.add_argument_group("build options of every build (see docs/options.md)"),
@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     if args.max_parallel is not None and args.max_parallel < 1:
         _stderr(f"trt-widget: error: --max-parallel must be at least 1, got {args.max_parallel}")
         return EXIT_USAGE
-    from .._options import options_from_args
+    from .._cli_options import options_from_args
     from ._matrix import output_folder
 
     try:

@@ -84,13 +84,13 @@ _NOT_FOR_AGENTS = ("budget", "output", "force_after")
 def _agent_options() -> tuple[str, ...]:
     """What an agent may set: every engine setting a build-service request may, plus a (local) timing cache; not
     where the builder runs nor how long a stop may take (from the options' own metadata, as the service does)."""
-    from .._options import http_options
+    from .._http_options import http_options
 
     return (*(n for n in http_options() if n not in _NOT_FOR_AGENTS), "timing_cache")
 
 
 def _refusal(name: str) -> str:
-    from .._options import http_refusals
+    from .._http_options import http_refusals
 
     if name in ("isolation", "force_after"):
         return "builds run in the default builder process, which a stop always ends"

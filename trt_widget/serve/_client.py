@@ -27,8 +27,9 @@ from .._build import Build
 from .._engine import ModelLike, ModelSource
 from .._errors import BuildError
 from .._event_sinks import Sink
+from .._http_options import http_refusals
 from .._json import JSON, JSONObject
-from .._options import BuildOptions, BuildOptionsDict, http_refusals
+from .._options import BuildOptions, BuildOptionsDict
 from ..runners import FollowClock, RunContext, apply_event, check_event
 
 if TYPE_CHECKING:

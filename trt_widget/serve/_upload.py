@@ -28,8 +28,8 @@ import anyio
 from python_multipart.exceptions import MultipartParseError
 from python_multipart.multipart import MultipartParser, parse_options_header
 
+from .._http_options import NOT_OVER_HTTP, http_options, http_refusals
 from .._json import JSON, JSONObject
-from .._options import NOT_OVER_HTTP, http_options, http_refusals
 
 ALLOWED_OPTIONS = http_options()  # from BuildOptions' metadata: the engine-shaping options, budget, force_after
 REFUSED_OPTIONS = {

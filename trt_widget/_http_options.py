@@ -1,0 +1,25 @@
+"""The HTTP projection of :class:`~trt_widget._options.BuildOptions`: the options a request to the build service
+may set, and why each other one may not (its field's ``http`` metadata; a field without metadata is refused)."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+
+from ._options import BuildOptions
+
+NOT_OVER_HTTP = "not settable over HTTP"
+
+
+def http_refusals() -> dict[str, str]:
+    """Option -> why an HTTP request may not set it (a field without metadata is refused)."""
+    return {
+        f.name: f.metadata.get("http", NOT_OVER_HTTP)
+        for f in fields(BuildOptions)
+        if f.metadata.get("http", NOT_OVER_HTTP)
+    }
+
+
+def http_options() -> tuple[str, ...]:
+    """The options a request to the build service may set."""
+    refused = http_refusals()
+    return tuple(f.name for f in fields(BuildOptions) if f.name not in refused)

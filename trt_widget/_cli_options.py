@@ -32,14 +32,12 @@ def add_option_arguments(parser: argparse._ActionsContainer, *, exclude: Sequenc
 
 def options_from_args(args: argparse.Namespace) -> dict[str, Any]:
     """The options given on the command line (those left out keep their defaults)."""
-    options: dict[str, Any] = {}
-    for f in fields(BuildOptions):
-        value = getattr(args, f.name, None)
-        if f.metadata.get("cli", {}).get("shapes"):
-            value = profiles_from_args(args)
-        if value is not None:  # every flag defaults to None: False is --no-tf32 / --no-strongly-typed
-            options[f.name] = value
-    return options
+    given = {
+        f.name: profiles_from_args(args) if f.metadata.get("cli", {}).get("shapes") else getattr(args, f.name, None)
+        for f in fields(BuildOptions)
+    }
+    # every flag defaults to None: False is --no-tf32 / --no-strongly-typed
+    return {name: value for name, value in given.items() if value is not None}
 
 
 SHAPES_EPILOG = """shapes (as trtexec; NAME:DIMS, several inputs separated by commas, dimensions by x):

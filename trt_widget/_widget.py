@@ -21,8 +21,10 @@ from ._build import Build, BuildArgs
 from ._display import WIDGET_VIEW, NotebookDisplay, _in_notebook
 from ._engine import ModelLike
 from ._files import check_output, write_output
-from ._messages import build_message
+from ._format import fmt_s
+from ._messages import StopOutcomeMessage, build_message
 from ._snapshot import SnapshotPump, snapshot
+from ._status import CANCELLED, SUCCEEDED, log
 from ._view import Attribute, Chained, Delegate
 from .runners import Recording
 
@@ -101,6 +103,7 @@ class BuildWidget(NotebookDisplay, anywidget.AnyWidget):
             build = Build(cast("ModelLike", model), **kwargs)
         super().__init__()
         self.build = build
+        self.stop_outcome = ""  # what came of a Stop that reached the kernel after the build ended ("" if none did)
         self._pump = SnapshotPump(build, self._apply)
         self._pump.flush()  # initial state, written before the pump thread exists
         self.on_msg(self._on_custom_msg)
@@ -170,11 +173,26 @@ class BuildWidget(NotebookDisplay, anywidget.AnyWidget):
         if message is None:
             return
         if message["type"] == "stop":
-            self.stop()
+            if not self.stop() and self.build.done():
+                self._answer_late_stop()
         elif message["type"] == "sync":  # a view missed deltas or is new
             self._pump.request_full()
         elif message["type"] == "view":  # a front end rendered a view
             self._view_rendered()
+
+    def _answer_late_stop(self) -> None:
+        """A Stop click the kernel read only after the build ended (a blocking ``wait()`` holds clicks until the
+        cell ends): say so in the view and on the widget, rather than drop it in silence."""
+        build = self.build
+        how = {SUCCEEDED: "succeeded in", CANCELLED: "cancelled after"}.get(build.status, "failed after")
+        kept = "; the engine is kept" if build.status == SUCCEEDED else ""
+        self.stop_outcome = (
+            f"Stop arrived after the build had finished ({how} {fmt_s(build.elapsed_s)}): nothing was stopped{kept}. "
+            "A blocking wait() holds Stop clicks until the cell ends; await widget.wait_async() lets them through."
+        )
+        log.info("%s", self.stop_outcome)
+        answer: StopOutcomeMessage = {"type": "stop_outcome", "text": self.stop_outcome}
+        self.send(answer)
 
     @property
     def phases(self) -> list[dict[str, object]]:

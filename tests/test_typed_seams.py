@@ -179,7 +179,7 @@ def _py_alternatives(union: object) -> set[frozenset[tuple[str, str]]]:
     """A message union of trt_widget._messages in the same form."""
     js_names = {int: "number", bool: "boolean", str: "string"}
     alternatives: set[frozenset[tuple[str, str]]] = set()
-    for cls in get_args(union):
+    for cls in get_args(union) or (union,):  # a union, or one message type
         fields = []
         for key, hint in get_type_hints(cls).items():
             value = get_args(hint)[0] if get_origin(hint) is Literal else js_names[hint]
@@ -195,8 +195,8 @@ def test_the_widget_messages_are_the_same_in_python_and_javascript() -> None:
 
     source = (JS.parent / "shared" / "messages.js").read_text(encoding="utf-8")
     typedefs = _js_typedefs(source)
-    assert set(typedefs) == {"ViewMessage", "BuildMessage", "RowsMessage"}
-    for name in ("BuildMessage", "RowsMessage"):
+    assert set(typedefs) == {"ViewMessage", "BuildMessage", "RowsMessage", "KernelMessage"}
+    for name in ("BuildMessage", "RowsMessage", "KernelMessage"):
         assert _js_alternatives(name, typedefs) == _py_alternatives(getattr(_messages, name)), name
     sources = "".join(path.read_text("utf-8") for path in JS.parent.rglob("*.js"))
     types = {value for name in typedefs for alt in _js_alternatives(name, typedefs) for k, value in alt if k == "type"}

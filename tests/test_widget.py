@@ -300,3 +300,22 @@ def test_a_widgets_future_is_its_build_for_as_completed_and_wrap_future(run_asyn
         return await asyncio.wrap_future(widgets[0].future)
 
     assert run_async(wrapped()) == widgets[0].engine
+
+
+def test_a_stop_the_kernel_reads_after_the_build_ended_is_answered(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 39: a Stop clicked while a blocking ``wait()`` held the kernel reaches the widget only once the thread
+    build has succeeded; it is answered (a message to the view, and on the widget), never silently dropped."""
+    widget = BuildWidget(models.deep_residual(2), history=False, resources=False, isolation="thread")
+    sent: list[Any] = []
+    monkeypatch.setattr(widget, "send", lambda content, buffers=None: sent.append(content))
+    widget.start()
+    assert widget.wait(120) == "succeeded"
+    assert widget.stop_outcome == ""
+    widget._handle_custom_msg({"type": "stop"}, [])  # the click, read by the kernel when the cell ended
+    assert widget.status == "succeeded" and widget.engine  # nothing was stopped
+    answers = [m for m in sent if isinstance(m, dict) and m.get("type") == "stop_outcome"]
+    assert len(answers) == 1, sent
+    text = answers[0]["text"]
+    assert text.startswith("Stop arrived after the build had finished (succeeded in "), text
+    assert "nothing was stopped; the engine is kept" in text and "wait_async()" in text
+    assert widget.stop_outcome == text

@@ -134,6 +134,18 @@ def _request_id(shell: object) -> str | None:
     return msg_id if isinstance(msg_id, str) else None
 
 
+def _in_repl() -> bool:
+    """True in an interactive interpreter (``python``, ``python -i``, IPython's terminal): its prompt owns the
+    terminal between commands, so nothing may redraw there from a background thread."""
+    if hasattr(sys, "ps1") or sys.flags.interactive:
+        return True
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    return get_ipython() is not None and not _in_notebook()
+
+
 def _in_notebook() -> bool:
     """True where the widget displays (a Jupyter kernel, marimo); False in a terminal or script."""
     marimo = sys.modules.get("marimo")

@@ -2,8 +2,9 @@
 untrusted ``content`` into those types; ``js/src/shared/messages.js`` declares the same ones
 (tests/test_typed_seams.py compares the two).
 
-``BuildWidget`` gets ``BuildMessage``s from ``js/src/build``; ``MatrixWidget`` and ``WatchWidget`` get
-``RowsMessage``s from ``js/src/matrix``, where a row's expanded phase tree sends its own stop/sync naming its row.
+``BuildWidget`` gets ``BuildMessage``s from ``js/src/build`` (and answers a late Stop with a ``KernelMessage``);
+``MatrixWidget`` and ``WatchWidget`` get ``RowsMessage``s from ``js/src/matrix``, where a row's expanded phase
+tree sends its own stop/sync naming its row.
 """
 
 from __future__ import annotations
@@ -57,7 +58,15 @@ class ExpandMessage(TypedDict):
     open: bool
 
 
+class StopOutcomeMessage(TypedDict):
+    """Python to the build view: what came of a Stop the kernel read only after the build ended (``text``)."""
+
+    type: Literal["stop_outcome"]
+    text: str
+
+
 BuildMessage: TypeAlias = StopMessage | SyncMessage | ViewMessage
+KernelMessage: TypeAlias = StopOutcomeMessage  # what BuildWidget sends to its view
 RowsMessage: TypeAlias = RowStopMessage | RowSyncMessage | StopAllMessage | ExpandMessage
 
 

@@ -99,6 +99,7 @@ class TerminalView:
         self._console: Console | None = None
         self._live: Live | None = None
         self._backend = ""  # from the build_start event
+        self._left = False  # leave(): nothing more is drawn
         if self.rich:
             from rich.console import Console
 
@@ -125,6 +126,13 @@ class TerminalView:
                 self._live = None
         self.notice(text)
 
+    def leave(self, text: str) -> None:
+        """Stop drawing before the build ended (a wait at an interpreter's prompt returned early): the tree as it is,
+        ``text`` below it, and nothing more from this view, so the prompt is the user's again."""
+        with self._lock:
+            self.abandon(text)
+            self._left = True
+
     def join(self, timeout: float | None = None) -> bool:
         """Wait until the build ended and its final tree and summary are printed; True if they were."""
         return self.events.join(timeout)
@@ -146,6 +154,8 @@ class TerminalView:
     # -- events (on the event stream's writer thread) ---------------------------------------------------
     def _on_event(self, event: Event) -> None:
         with self._lock:
+            if self._left:
+                return
             if event["event"] == "build_start":
                 self._started(event)
             elif event["event"] == "phase_start":

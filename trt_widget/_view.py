@@ -2,6 +2,7 @@
 view copies no body or docstring that could drift from Build's. ``via`` names the view's attribute that holds
 what it shows when that is not ``build`` (``WatchWidget`` shows a ``WatchedCall``: ``via="call"``).
 
+``before`` names the view's method that runs just before the call (a REPL's live view while a wait blocks);
 ``then`` names the view's method that runs after the call — once an awaitable it returned has ended, and also
 when the call raises — e.g. "show the final state" after a wait. The build's own method is called (a subclass's
 override included: ``RemoteBuild.stop``).
@@ -70,9 +71,17 @@ class Delegate(_Named, Generic[S, P, R]):
     """``name = Delegate(Build.name, then="_hook")``: the view's ``name(...)`` is ``view.build.name(...)``
     (``view.<via>.name(...)`` with ``via``)."""
 
-    def __init__(self, method: Callable[Concatenate[S, P], R], *, then: str | None = None, via: str = "build") -> None:
+    def __init__(
+        self,
+        method: Callable[Concatenate[S, P], R],
+        *,
+        then: str | None = None,
+        before: str | None = None,
+        via: str = "build",
+    ) -> None:
         self.name = method.__name__
         self.then = then
+        self.before = before
         self.via = via
         self.__doc__ = method.__doc__
 
@@ -87,8 +96,11 @@ class Delegate(_Named, Generic[S, P, R]):
         if self.then is None:
             return method
         hook = cast("Callable[[], object]", getattr(view, self.then))
+        first = cast("Callable[[], object] | None", getattr(view, self.before) if self.before else None)
 
         def call(*args: P.args, **kwargs: P.kwargs) -> R:
+            if first is not None:
+                first()
             try:
                 result = method(*args, **kwargs)
             except BaseException:

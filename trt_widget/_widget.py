@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
@@ -18,11 +19,13 @@ import anywidget
 import traitlets
 
 from ._build import Build, BuildArgs
-from ._display import WIDGET_VIEW, NotebookDisplay, _in_notebook
+from ._display import WIDGET_VIEW, NotebookDisplay, _in_notebook, _in_repl
 from ._engine import ModelLike
 from ._files import check_output, write_output
-from ._messages import build_message
+from ._format import fmt_s
+from ._messages import StopOutcomeMessage, build_message
 from ._snapshot import SnapshotPump, snapshot
+from ._status import CANCELLED, SUCCEEDED, log
 from ._view import Attribute, Chained, Delegate
 from .runners import Recording
 
@@ -30,6 +33,7 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
     from ._tensorrt_log import LogRecord
+    from ._terminal import TerminalView
     from .watch import WatchWidget
 
 __all__ = ["WIDGET_VIEW", "BuildWidget"]
@@ -70,11 +74,11 @@ class BuildWidget(NotebookDisplay, anywidget.AnyWidget):
     # -- Build's API, on its view: the build's own methods; a wait then shows the final state ---------------
     start = Chained(Build.start, then="_started")
     stop = Delegate(Build.stop, then="_stopped")
-    wait = Delegate(Build.wait, then="_shown")
+    wait = Delegate(Build.wait, before="_following", then="_shown")
     wait_async = Delegate(Build.wait_async, then="_shown")
     __await__ = Delegate(Build.__await__, then="_shown")
-    result = Delegate(Build.result, then="_shown")
-    exception = Delegate(Build.exception, then="_shown")
+    result = Delegate(Build.result, before="_following", then="_shown")
+    exception = Delegate(Build.exception, before="_following", then="_shown")
     done = Delegate(Build.done)
     running = Delegate(Build.running)
     cancelled = Delegate(Build.cancelled)
@@ -101,6 +105,8 @@ class BuildWidget(NotebookDisplay, anywidget.AnyWidget):
             build = Build(cast("ModelLike", model), **kwargs)
         super().__init__()
         self.build = build
+        self.stop_outcome = ""  # what came of a Stop that reached the kernel after the build ended ("" if none did)
+        self._follower: TerminalView | None = None  # at an interpreter's prompt: the live tree while a wait blocks
         self._pump = SnapshotPump(build, self._apply)
         self._pump.flush()  # initial state, written before the pump thread exists
         self.on_msg(self._on_custom_msg)
@@ -141,13 +147,33 @@ class BuildWidget(NotebookDisplay, anywidget.AnyWidget):
     def _started(self) -> None:
         self._pump.flush()  # "running" from the first moment; the pump thread, the only writer after this, starts next
         self._pump.start()
-        if not _in_notebook():
-            try:
-                from ._terminal import render_in_terminal
-            except ImportError:
-                pass
-            else:
-                render_in_terminal(self.build)
+        if _in_notebook():
+            return
+        if _in_repl():  # the prompt owns the terminal: no redrawing from a background thread; a wait follows it
+            print(
+                f"Building {self.build.source.label} in the background: .wait() or .result() on this widget "
+                "follows it here; .status says where it is",
+                file=sys.stderr,
+            )
+            return
+        try:
+            from ._terminal import render_in_terminal
+        except ImportError:
+            pass
+        else:
+            render_in_terminal(self.build)
+
+    def _following(self) -> None:
+        """Before a blocking wait at an interpreter's prompt: the terminal is the build's until the wait returns."""
+        if self._follower is not None or self.build.done() or _in_notebook() or not _in_repl():
+            return
+        if self.build.status == "idle":
+            return  # never started: the wait says so
+        try:
+            from ._terminal import render_in_terminal
+        except ImportError:
+            return
+        self._follower = render_in_terminal(self.build)
 
     def _stopped(self) -> None:
         self._pump.wake(urgent=True)  # "cancelling" now, not at the next throttled send
@@ -155,6 +181,13 @@ class BuildWidget(NotebookDisplay, anywidget.AnyWidget):
     def _shown(self) -> None:
         """After a wait: once the build ended, the widget shows its final state (and the cell's output too). A
         blocking wait holds Stop clicks in a notebook: ``await widget.wait_async()`` lets them through."""
+        follower, self._follower = self._follower, None
+        # at a prompt: the final tree and summary, or the tree as it is, then the prompt
+        if follower is not None and not (self.build.done() and follower.join(5)):
+            follower.leave(
+                f"{self.build.source.label} goes on building in the background (the wait ended, not the build; "
+                ".stop() stops it)"
+            )
         if self.build.done():
             self._pump.join(timeout=5)
             self._resync_display()
@@ -170,11 +203,26 @@ class BuildWidget(NotebookDisplay, anywidget.AnyWidget):
         if message is None:
             return
         if message["type"] == "stop":
-            self.stop()
+            if not self.stop() and self.build.done():
+                self._answer_late_stop()
         elif message["type"] == "sync":  # a view missed deltas or is new
             self._pump.request_full()
         elif message["type"] == "view":  # a front end rendered a view
             self._view_rendered()
+
+    def _answer_late_stop(self) -> None:
+        """A Stop click the kernel read only after the build ended (a blocking ``wait()`` holds clicks until the
+        cell ends): say so in the view and on the widget, rather than drop it in silence."""
+        build = self.build
+        how = {SUCCEEDED: "succeeded in", CANCELLED: "cancelled after"}.get(build.status, "failed after")
+        kept = "; the engine is kept" if build.status == SUCCEEDED else ""
+        self.stop_outcome = (
+            f"Stop arrived after the build had finished ({how} {fmt_s(build.elapsed_s)}): nothing was stopped{kept}. "
+            "A blocking wait() holds Stop clicks until the cell ends; await widget.wait_async() lets them through."
+        )
+        log.info("%s", self.stop_outcome)
+        answer: StopOutcomeMessage = {"type": "stop_outcome", "text": self.stop_outcome}
+        self.send(answer)
 
     @property
     def phases(self) -> list[dict[str, object]]:

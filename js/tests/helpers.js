@@ -18,8 +18,8 @@ function encodeRows(patch) {
 export function fakeModel(init = {}) {
   const state = encodeRows(init);
   const listeners = new Map();
-  const emit = (ev) => {
-    for (const cb of [...(listeners.get(ev) || [])]) cb();
+  const emit = (ev, ...args) => {
+    for (const cb of [...(listeners.get(ev) || [])]) cb(...args);
   };
   return {
     sent: [],
@@ -56,6 +56,10 @@ export function fakeModel(init = {}) {
     /** fire a model event that is not a trait change (comm_live_update, comm:close) */
     trigger(ev) {
       emit(ev);
+    },
+    /** a custom message from Python (widget.send) */
+    receive(msg) {
+      emit("msg:custom", msg, []);
     },
     listenerCount() {
       let n = 0;

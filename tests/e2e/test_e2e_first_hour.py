@@ -343,7 +343,7 @@ def test_item17_the_service_page_cancels_a_build_and_downloads_an_engine(
                 done.locator("button", has_text="Download engine").click()
             saved = tmp_path / "saved.engine"
             info.value.save_as(saved)
-            assert info.value.suggested_filename == f"{small}.engine"
+            assert info.value.suggested_filename == "small.engine"  # the model's name, not the build id
             assert saved.read_bytes() == api.get(f"/builds/{small}/engine").content
             if SHOTS:
                 pg.screenshot(path=str(Path(SHOTS) / "item17-service-page.png"))
@@ -398,3 +398,44 @@ def test_item2_an_expanded_watch_row_shows_whole_step_counts_and_whole_words(pag
     assert page.evaluate(BROKEN_WORDS, ".trtw-mx-variant") == []
     assert page.evaluate(BROKEN_WORDS, ".trtw-mx-model") == []
     assert page.evaluate(SIDEWAYS) <= 1
+
+
+ENGINE_REPORT = {
+    "layers": [
+        {
+            "name": f"/layer{i}/Conv + /layer{i}/Relu",
+            "type": "CaskConvolution",
+            "precision": "FP32\u2192FP16",
+            "format": "",
+            "tactic": "sm80_xmma_fprop_implicit_gemm_f16f16_f16f16_f16_nhwckrsc_nhwc_tilesize128x128x32",
+            "onnx_nodes": [f"/layer{i}/Conv", f"/layer{i}/Relu"],
+        }
+        for i in range(12)
+    ],
+    "memory": {"weights": 1 << 20, "engine_size": 2 << 20},
+    "total_layers": 12,
+    "notes": [],
+    "source": "log",
+}
+
+
+@pytest.mark.parametrize("page", [1100, 760], indirect=True)
+def test_the_engine_views_column_labels_are_never_clipped(page: Any) -> None:
+    """Issue 39, second pass: at 1400 px the Engine view's header showed "fus…" for "fused"; each label, with
+    its sort arrow, is whole (sorted up and down)."""
+    state = build_state(rows=rtx_rows(running=False), status="succeeded", elapsed_s=4.3)
+    state["engine_json"] = json.dumps(ENGINE_REPORT)
+    show(page, "widget", state)
+    page.locator(".trtw-seg-btn", has_text="Engine").click()
+    head = ".trtw-engine-head .trtw-engine-cell"
+    page.wait_for_selector(head)
+    labels = page.locator(head).all_text_contents()
+    assert labels == ["#", "layer", "type", "precision", "tactic", "fused"], labels
+    clipped = {}
+    for key in ("index", "name", "type", "precision", "tactic", "nodes", "nodes"):  # fused: up, then down
+        page.locator(f".trtw-engine-head .trtw-engine-{key}").click()
+        clipped[key] = page.evaluate(CLIPPED, head)
+    assert page.locator(".trtw-engine-head .trtw-engine-nodes").get_attribute("aria-sort") == "descending"
+    width = page.evaluate("() => document.getElementById('out').offsetWidth")
+    shot(page, f"engine-header-{width}px")
+    assert all(found == [] for found in clipped.values()), clipped

@@ -433,3 +433,29 @@ def test_data_dir_holds_only_generated_names(server: ServerThread) -> None:
             "engine.bin.manifest.json",
         }, list(path.iterdir())
     assert isinstance(server.store.data, Path)
+
+
+@pytest.mark.parametrize(
+    ("upload", "expected"),
+    [
+        ({"files": {"model": ("resnet50.onnx", SMALL)}}, "resnet50.engine"),
+        ({"params": {"name": 'my "model"\\..\\../x\r\n.onnx'}}, "x.engine"),  # no quote, folder or line break
+        ({"params": {"name": "modèle v2"}}, "mod_le_v2.engine"),
+        ({"params": {"name": "ëë"}}, None),  # nothing left of it: the build id
+        ({}, None),  # no name given ("upload (N B)"): the build id
+    ],
+)
+def test_the_engine_download_is_named_after_the_model(
+    client: httpx.Client, upload: dict[str, Any], expected: str | None
+) -> None:
+    """Issue 39: the service page's "Download engine" saves ``resnet50.engine``, not ``<build id>.engine``: the
+    file name of ``GET /builds/{id}/engine`` is the model's name, sanitized, else the build id."""
+    files = upload.get("files")
+    reply = client.post("/builds", files=files) if files else client.post("/builds", content=SMALL, **upload)
+    assert reply.status_code == 201, reply.text
+    build_id = reply.json()["id"]
+    assert events(client, build_id)[-1][1]["status"] == "succeeded"
+    engine = client.get(f"/builds/{build_id}/engine")
+    assert engine.status_code == 200
+    name = expected or f"{build_id}.engine"
+    assert engine.headers["content-disposition"] == f'attachment; filename="{name}"'

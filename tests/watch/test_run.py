@@ -355,6 +355,49 @@ def test_the_commands_output_stays_readable_around_the_live_tree(tmp_path: Path,
     assert any(line.startswith("Succeeded in") for line in screen), text
 
 
+RAISES = textwrap.dedent(
+    """
+    import sys
+    import tensorrt_rtx_bindings as trt
+
+
+    def build(path):
+        logger = trt.Logger(trt.Logger.ERROR)
+        builder = trt.Builder(logger)
+        network = builder.create_network(0)
+        parser = trt.OnnxParser(network, logger)
+        assert parser.parse(open(path, "rb").read())
+        return builder.build_serialized_network(network, builder.create_builder_config())
+
+
+    def convert(path):
+        build(path)
+        raise RuntimeError("the script failed after its build")
+
+
+    convert(sys.argv[1])
+    """
+)
+
+
+def test_a_traceback_after_the_build_is_shown_whole_below_the_final_tree(tmp_path: Path, small: Path) -> None:
+    """Issue 39 item 7, the remnant: a command that raises as its build ends (Polygraphy's BuildCancelled or a
+    TensorRT error) printed its traceback's first line above the final tree and the rest below it. The command's
+    process goes on only once the parent has drawn the build's end, so the traceback is whole, below it."""
+    script = tmp_path / "raises.py"
+    script.write_text(RAISES)
+    screen = tmux_screen(tmp_path, cli("--", sys.executable, str(script), str(small)), env())
+    text = "\n".join(screen)
+    roots = [i for i, line in enumerate(screen) if line.startswith("✓ Building engine")]
+    outcome = [i for i, line in enumerate(screen) if line.startswith("Succeeded in")]
+    header = [i for i, line in enumerate(screen) if line.startswith("Traceback (most recent call last)")]
+    last = [i for i, line in enumerate(screen) if line == "RuntimeError: the script failed after its build"]
+    assert len(roots) == len(outcome) == len(header) == len(last) == 1, text
+    assert roots[0] < outcome[0] < header[0] < last[0], text  # the final tree, its summary, then the traceback
+    frames = screen[header[0] + 1 : last[0]]
+    assert all(line.startswith("  ") for line in frames) and len(frames) >= 4, text  # whole, nothing between
+
+
 @pytest.mark.rtx_long_step
 def test_polygraphys_traceback_after_ctrl_c_is_readable_below_the_final_tree(
     tmp_path: Path, long: Path, polygraphy: str
@@ -369,6 +412,13 @@ def test_polygraphys_traceback_after_ctrl_c_is_readable_below_the_final_tree(
     assert len(said) == 1 and said[0].startswith("KeyboardInterrupt: the watched build of "), text
     assert sum(line.startswith("Traceback (most recent call last)") for line in screen) == 1, text
     assert not engine.exists()
+    # the remnant of the second pass: its first line was above the final tree, the rest below; now all below
+    header = next(i for i, line in enumerate(screen) if line.startswith("Traceback (most recent call last)"))
+    end = screen.index(said[0])
+    roots = [i for i, line in enumerate(screen) if line[:1] in "▸✓✗" and line[2:].startswith("Building engine")]
+    assert roots and max(roots) < header < end, text
+    ours = ("▸", "✓", "✗", "trt-widget run:", "Cancelled after", "Summary")
+    assert not [line for line in screen[header:end] if line.startswith(ours)], text  # nothing inside it
 
 
 @pytest.mark.rtx_long_step

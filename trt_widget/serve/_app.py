@@ -32,7 +32,7 @@ from .._json import JSON, JSONObject
 from .._status import log
 from ._page import page
 from ._store import UPLOAD, BuildRecord, BuildStore, Busy
-from ._upload import UploadError, check_length, receive, stalls_after
+from ._upload import UploadError, check_length, engine_filename, receive, stalls_after
 
 if TYPE_CHECKING:
     from .._build import Build
@@ -196,7 +196,9 @@ def create_app(
     async def engine(request: Request) -> Response:
         record = lookup(request)
         found = record.engine()
-        headers = {"Content-Disposition": f'attachment; filename="{record.id}.engine"'}
+        name = record.meta.get("name")
+        filename = engine_filename(name if isinstance(name, str) else "", record.id)
+        headers = {"Content-Disposition": f'attachment; filename="{filename}"'}
         if isinstance(found, bytes):
             return Response(found, media_type="application/octet-stream", headers=headers)
         if found is not None:

@@ -100,12 +100,15 @@ async function download(id) {{
   const url = URL.createObjectURL(await reply.blob());
   const a = document.createElement("a");
   a.href = url;
-  a.download = `${{id}}.engine`;
+  // the file name the server gives (the model's, sanitized there), else the build id
+  const named = /filename="([^"]+)"/.exec(reply.headers.get("Content-Disposition") || "");
+  const filename = named ? named[1] : `${{id}}.engine`;
+  a.download = filename;
   document.body.appendChild(a);
   a.click();
   a.remove();
   setTimeout(() => URL.revokeObjectURL(url), 60000);
-  say(`${{id}}.engine saved`, false);
+  say(`${{filename}} saved`, false);
 }}
 
 function show(r, build) {{

@@ -17,6 +17,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import time
 import unicodedata
 from collections.abc import AsyncIterator, Mapping
@@ -78,6 +79,17 @@ def clean_name(text: str, *, default: str) -> str:
     text = os.path.basename(text.replace("\\", "/"))
     text = "".join(c for c in text if unicodedata.category(c)[0] != "C").strip()
     return text[:200] or default
+
+
+UNNAMED = re.compile(r"upload \([\d,]+ B\)")  # the label of an upload that came with no name
+
+
+def engine_filename(name: str, build_id: str) -> str:
+    """The engine download's file name: the model's name (its ``.onnx`` dropped) in ASCII letters, digits, ``.``,
+    ``-`` and ``_`` (safe in a Content-Disposition header and on any disk), or the build id when nothing is left."""
+    stem = "" if UNNAMED.fullmatch(name) else re.sub(r"\.onnx$", "", name, flags=re.IGNORECASE)
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", stem).strip("._-")[:100]
+    return f"{safe or build_id}.engine"
 
 
 def parse_options(text: str | None) -> JSONObject:

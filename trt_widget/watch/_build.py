@@ -233,6 +233,7 @@ def call_watched(
     except BaseException as exc:
         build.runner_.fail(BuildError(f"{method} raised {type(exc).__name__}: {exc}"))
         build.wait()
+        _settle(build, owners)
         raise
     finally:
         with contextlib.suppress(Exception):  # never lose the build's outcome over the restore
@@ -254,12 +255,23 @@ def call_watched(
     else:
         build.runner_.fail(BuildError(f"TensorRT's {method} returned no engine (see TensorRT's log)"))
     build.wait()
+    _settle(build, owners)
     if produced or not ours or build.status != CANCELLED:
         return result
     message = f"the watched build of {build.source.label} was cancelled ({build.status_detail or 'stopped'})"
     if (build.interrupted or monitor.interrupted) and threading.current_thread() is threading.main_thread():
         raise KeyboardInterrupt(message)
     raise BuildCancelled(message)
+
+
+def _settle(build: WatchedBuild, owners: tuple[Watch, ...]) -> None:
+    """The build ended: each owner's ``settle`` hook runs before the code goes on (never raises)."""
+    for watch in owners:
+        if watch.settle is not None:
+            try:
+                watch.settle(build)
+            except Exception:
+                log.debug("a watch's settle hook failed", exc_info=True)
 
 
 @contextlib.contextmanager

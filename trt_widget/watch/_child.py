@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from ._watch import Watch
 
 ENV_SOCKET = "TRT_WIDGET_RUN_SOCKET"
+SETTLE_S = 5.0  # the longest a build's call waits for the parent to show its end (it takes milliseconds)
 ABSTRACT = "@"  # an ENV_SOCKET address in Linux's abstract namespace (an environment variable holds no NUL byte)
 TENSORRT_MODULES = ("tensorrt", "tensorrt_rtx_bindings", "tensorrt_rtx")
 
@@ -44,6 +45,8 @@ class _ChildState:
     conn: socket.socket | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
     count: int = 0
+    numbers: dict[int, int] = field(default_factory=dict)  # id(build) -> its number n (until it settled)
+    shown: dict[int, threading.Event] = field(default_factory=dict)  # n -> set once the parent showed its end
 
 
 _state = _ChildState()
@@ -71,6 +74,7 @@ def setup() -> None:
     _state.conn, _state.lock, _state.watch, _state.count = conn, threading.Lock(), watch, 0
     _watch_parent(conn)
     watch.on_build(_stream)
+    watch.settle = _settle
     atexit.register(_drain)
     os.register_at_fork(after_in_child=_after_fork)
     watch.take_sigint()
@@ -126,17 +130,61 @@ def _watch_parent(conn: socket.socket) -> None:
 
 
 def _end_with_parent(conn: socket.socket) -> None:
+    """What the parent says: ``E<n>\\n`` once it has shown build n's end, ``U`` to turn this process away (over
+    its limits); the connection closing means the parent is gone."""
+    pending = b""
+    while True:
+        try:
+            said = conn.recv(256)
+        except OSError:  # closed here (a fork child dropping its copy): not the parent's end
+            return
+        if _state.conn is not conn:
+            return
+        if not said:
+            os.kill(os.getpid(), signal.SIGKILL)  # the parent is gone
+            return
+        pending += said
+        while pending.startswith(b"E") and b"\n" in pending:
+            line, _, pending = pending.partition(b"\n")
+            _shown(line[1:])
+        if pending.startswith(b"U") or (pending and not pending.startswith(b"E")) or len(pending) > 64:
+            _state.conn = None  # unwatched from now on; the parent closes its end next
+            _release()
+            _say("the parent watches too many processes; this one runs unwatched")
+            return
+
+
+def _shown(number: bytes) -> None:
+    """The parent has shown build ``number``'s end: its call may go on."""
+    if number.isdigit():
+        with _state.lock:
+            shown = _state.shown.get(int(number))
+        if shown is not None:
+            shown.set()
+
+
+def _release() -> None:
+    """No parent will show a build's end (turned away): no call waits for it."""
+    with _state.lock:
+        waiting = list(_state.shown.values())
+    for shown in waiting:
+        shown.set()
+
+
+def _settle(build: WatchedBuild) -> None:
+    """Before the code goes on after a build: wait (at most ``SETTLE_S``) until the parent has drawn the build's
+    end, so what the code writes next (a traceback, a line of its own) comes after the final tree, whole."""
+    with _state.lock:
+        n = _state.numbers.pop(id(build), None)
+        shown = _state.shown.get(n) if n is not None else None
+    if n is None or shown is None:
+        return
     try:
-        said = conn.recv(1)  # the parent sends one byte only to turn this process away (over its limits)
-    except OSError:  # closed here (a fork child dropping its copy): not the parent's end
-        return
-    if _state.conn is not conn:
-        return
-    if said:
-        _state.conn = None  # unwatched from now on; the parent closes its end next
-        _say("the parent watches too many processes; this one runs unwatched")
-        return
-    os.kill(os.getpid(), signal.SIGKILL)  # the parent is gone
+        if _state.conn is not None:
+            shown.wait(SETTLE_S)
+    finally:
+        with _state.lock:
+            _state.shown.pop(n, None)
 
 
 def _after_fork() -> None:
@@ -145,6 +193,7 @@ def _after_fork() -> None:
     old = _state.conn
     _state.lock = threading.Lock()
     _state.count = 0
+    _state.numbers, _state.shown = {}, {}  # the parent's builds, not this process's
     watch = _state.watch
     if watch is None:
         return
@@ -204,6 +253,8 @@ def _stream(build: WatchedBuild) -> None:
     with _state.lock:
         n = _state.count
         _state.count = n + 1
+        _state.numbers[id(build)] = n
+        _state.shown[n] = threading.Event()
     attach_events(build, _writer(n, build))
 
 

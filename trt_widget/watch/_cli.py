@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from ._run import CommandRun
 
 EXIT_FAILED, EXIT_INTERRUPTED = 1, 130
+SHOW_END_S = 4.0  # within the command's own wait for it (_child.SETTLE_S)
 END_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 
@@ -106,10 +107,16 @@ def run(args: argparse.Namespace) -> int:
             )
         )
 
+    def show_end(build: Build) -> None:  # the command goes on after a build once its final tree is drawn
+        for view in list(views):
+            if view.build is build:
+                view.join(SHOW_END_S)
+
     if args.json:  # the events as the command sent them, renumbered for the run
         command.on_event = lambda event: _print_json(event, lock)
     else:
         command.on_build(on_build)
+        command.show_end = show_end
 
     def on_sigint(signum: int, frame: FrameType | None) -> None:
         notify(command.stop())

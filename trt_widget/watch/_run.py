@@ -57,6 +57,7 @@ MAX_NAME = 4096  # characters of a build's model name (as a recording's phase na
 MAX_CONNECTIONS = 256  # processes streaming at once (a reader thread each)
 MAX_RELAYED_BUILDS = 1000  # builds per run (each is kept with its phases)
 MAX_LIVE_BUILDS = 64  # builds running at once (two threads each here)
+SHOW_END_S = 5.0  # how long a build's end may take to be shown before its process is told to go on anyway
 
 SITECUSTOMIZE = '''"""Injected by trt-widget run: watch this process's TensorRT builds, run the shadowed one."""
 import os as _os
@@ -213,6 +214,9 @@ class CommandRun:
         self._warned: set[str] = set()  # the limits reached (one log line each)
         # each event as the command sent it, "build" renumbered for the run (on a reader thread)
         self.on_event: Callable[[dict[str, object]], None] | None = None
+        # called (on a thread of its own) once a build ended, before its process is told to go on: a front end
+        # draws the build's end here, so what the command writes after its build comes after that, not inside it
+        self.show_end: Callable[[RelayedBuild], None] | None = None
 
     # -- life cycle -------------------------------------------------------------------------------------
     def start(self) -> Self:
@@ -306,6 +310,7 @@ class CommandRun:
         """One process's events (untrusted: each line bounded, each event checked as a recording's is)."""
         builds: dict[int, RelayedBuild] = {}
         depths: dict[int, dict[int, int]] = {}
+        sending = threading.Lock()  # the acks of several builds' ends
         with conn, conn.makefile("rb") as lines:
             for number, raw in enumerate(_bounded_lines(lines), 1):
                 try:
@@ -323,7 +328,11 @@ class CommandRun:
                     builds[n] = build
                 elif n in builds:
                     builds[n].relay.events.put(event)
+                    if event.get("event") == "build_end":
+                        self._ack_when_shown(conn, sending, n, builds[n])
                 else:
+                    if event.get("event") == "build_end":  # a build not shown here: its call goes on now
+                        _ack(conn, sending, n)
                     continue
                 if self.on_event is not None:
                     try:
@@ -332,6 +341,21 @@ class CommandRun:
                         log.debug("an on_event callback failed", exc_info=True)
         for build in builds.values():  # the process ended (or closed the socket): builds still open fail
             build.relay.events.put(None)
+
+    def _ack_when_shown(self, conn: socket.socket, sending: threading.Lock, n: int, build: RelayedBuild) -> None:
+        """Tell the process its build ``n`` may go on once the build ended here and ``show_end`` drew it (the
+        process waits for this at most ``_child.SETTLE_S``)."""
+
+        def ack() -> None:
+            build.wait(SHOW_END_S)
+            if self.show_end is not None:
+                try:
+                    self.show_end(build)
+                except Exception:
+                    log.debug("a show_end callback failed", exc_info=True)
+            _ack(conn, sending, n)
+
+        threading.Thread(target=ack, name="trt_widget-run-shown", daemon=True).start()
 
     def _new_build(self, start: Mapping[str, object]) -> RelayedBuild | None:
         with self._lock:
@@ -457,6 +481,12 @@ class CommandRun:
     def __repr__(self) -> str:
         state = f"exit {self.future.result()}" if self.future.done() else "running"
         return f"<CommandRun {' '.join(self.command)!r} {state} builds={len(self.builds)}>"
+
+
+def _ack(conn: socket.socket, sending: threading.Lock, n: int) -> None:
+    """Tell the command's process that its build ``n``'s end is shown (``_child._end_with_parent`` reads it)."""
+    with sending, contextlib.suppress(OSError):  # the process has gone: nobody waits
+        conn.sendall(b"E%d\n" % n)
 
 
 def _turn_away(conn: socket.socket) -> None:

@@ -168,6 +168,9 @@ class Watch:
         self._display = display  # None: show the list when running in a Jupyter kernel
         self.widget: object = None
         self.display_factory: Callable[[Watch], object] | None = None  # makes the widget shown in a kernel
+        # called with each build once it ended, before the code's call returns or raises (``trt-widget run``'s
+        # child waits there until the parent has shown the end: the code's next output then comes below it)
+        self.settle: Callable[[WatchedBuild], None] | None = None
 
     # -- the block -----------------------------------------------------------------------------------
     def __enter__(self) -> Watch:

@@ -25,14 +25,14 @@ const MAX_CELL = 300; // characters of a name shown in a cell (the JSON keeps th
 
 /** @typedef {"index" | "name" | "type" | "precision" | "tactic" | "nodes"} SortKey */
 
-/** @type {[SortKey, string][]} */
+/** @type {[SortKey, string, string][]} key, label, what the column holds (the label's tooltip) */
 const COLUMNS = [
-  ["index", "#"],
-  ["name", "layer"],
-  ["type", "type"],
-  ["precision", "precision"],
-  ["tactic", "tactic"],
-  ["nodes", "fused"],
+  ["index", "#", "The layer's position in the engine"],
+  ["name", "layer", "The layer's name"],
+  ["type", "type", "The layer's type"],
+  ["precision", "precision", "Input → output precision"],
+  ["tactic", "tactic", "The kernel (tactic) TensorRT chose"],
+  ["nodes", "fused", "How many ONNX nodes TensorRT fused into this layer"],
 ];
 
 /**
@@ -219,9 +219,10 @@ export class EngineView {
     this.head = h("div", "trtw-engine-row trtw-engine-head", { role: "row" });
     /** @type {Map<SortKey, HTMLElement>} */
     this.headCells = new Map();
-    for (const [key, label] of COLUMNS) {
+    for (const [key, label, title] of COLUMNS) {
       const cell = h("button", `trtw-engine-cell trtw-engine-${key}`, { type: "button", role: "columnheader" });
       cell.textContent = label;
+      cell.title = `${title} (click to sort)`;
       cell.dataset.key = key;
       this.headCells.set(key, cell);
       this.head.append(cell);

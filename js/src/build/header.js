@@ -56,6 +56,7 @@ function record(v) {
  * @property {boolean} canForce
  * @property {boolean} stopPending a Stop click Python has not answered yet (the button stays disabled)
  * @property {boolean} stopUnacked a Stop click the kernel has not answered in time
+ * @property {string} [stopOutcome] what came of a Stop the kernel read after the build had ended
  * @property {"tree" | "timeline" | "engine"} mode
  * @property {boolean} hasRows there are phase rows (else the view switch is hidden)
  * @property {boolean} [hasEngine] there is an engine report (the Engine view)
@@ -150,8 +151,10 @@ export class Header {
 
     this.notice.hidden = !cancelling;
     const unacked = s.stopUnacked && st === "running";
-    this.unackedEl.hidden = !unacked;
-    setText(this.unackedEl, unacked ? UNACKED_STOP_TEXT : "");
+    // the kernel's late answer to that Stop, once the build has ended: the click is never silently dropped
+    const late = st === "running" || st === "queued" || cancelling ? "" : s.stopOutcome || "";
+    this.unackedEl.hidden = !unacked && !late;
+    setText(this.unackedEl, unacked ? UNACKED_STOP_TEXT : late);
     setText(this.noticeHint, cancelling ? (canForce ? FORCE_HINT : THREAD_HINT) : "");
 
     this.treeBtn.setAttribute("aria-pressed", String(s.mode === "tree"));

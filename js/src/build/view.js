@@ -43,11 +43,12 @@ export class TrtView {
     /** @type {ReturnType<typeof setTimeout> | null} */
     this.stopTimer = null;
     this.stopUnacked = false; // a Stop click the kernel has not answered within STOP_ACK_MS
+    this.stopOutcome = ""; // the kernel's answer to a Stop it read after the build had ended
     /** @type {ReturnType<typeof setTimeout> | null} */
     this.ackTimer = null;
     this.rowSync = new RowSync();
     this.syncAskedAt = -1; // the row seq at which the whole list was last asked for
-    /** @type {[string, () => void][]} */
+    /** @type {[string, (msg?: unknown) => void][]} */
     this.handlers = [];
     /** @type {[EventTarget, string, (e: Event) => void][]} */
     this.domHandlers = [];
@@ -207,6 +208,15 @@ export class TrtView {
     });
     add("engine_size", () => this.updateHeader());
     add("engine_json", () => this.updateEngine());
+    /** @param {unknown} msg a KernelMessage (shared/messages.js), checked: it may be anything */
+    const answer = (msg) => {
+      const m = msg && typeof msg === "object" ? /** @type {Record<string, unknown>} */ (msg) : null;
+      if (m?.type !== "stop_outcome" || typeof m.text !== "string") return;
+      this.stopOutcome = m.text;
+      this.updateHeader();
+    };
+    m.on("msg:custom", answer);
+    this.handlers.push(["msg:custom", answer]);
     add("error", () => this.updateError());
     add("logs", () => this.updateLogs());
     add("resources", () => this.updateResources());
@@ -317,6 +327,7 @@ export class TrtView {
       canForce: this.get("can_force") === true,
       stopPending: this.stopPending,
       stopUnacked: this.stopUnacked,
+      stopOutcome: this.stopOutcome,
       mode: this.ui.mode,
       hasRows: this.struct.items.length > 0,
       hasEngine: this.engine.hasReport(),

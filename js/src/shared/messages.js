@@ -1,4 +1,4 @@
-// The messages the front end sends to Python (anywidget custom messages); trt_widget/_messages.py declares the
+// The messages the front end sends to Python (anywidget custom messages), and the one Python answers with; trt_widget/_messages.py declares the
 // same ones as TypedDicts (tests/test_typed_seams.py compares the two).
 
 /**
@@ -16,6 +16,11 @@
  * Stop all, a row's tree shown or hidden.
  * @typedef {{type: "stop", build: number} | {type: "sync", build: number} | {type: "stop_all"}
  *   | {type: "expand", build: number, open: boolean}} RowsMessage
+ */
+
+/**
+ * What BuildWidget sends to its view: the outcome of a Stop the kernel read only after the build had ended.
+ * @typedef {{type: "stop_outcome", text: string}} KernelMessage
  */
 
 export {};

@@ -60,6 +60,22 @@ describe("stop button", () => {
     expect(el.querySelector(".trtw-notice").textContent).not.toMatch(/restart the kernel/);
   });
 
+  it("shows the kernel's answer to a Stop it read only after the build had ended", () => {
+    const model = fakeModel({ status: "running", elapsed_s: 1, rows: sampleTree() });
+    mount(model);
+    stopBtn().click(); // while a blocking wait() holds the kernel: the click waits in its queue
+    model.update({ status: "succeeded", elapsed_s: 4 }); // the build ends first; the "not reached" notice goes
+    const notice = el.querySelector(".trtw-unacked");
+    expect(notice.hidden).toBe(true);
+    const text = "Stop arrived after the build had finished (succeeded in 4.0 s): nothing was stopped";
+    model.receive({ type: "stop_outcome", text });
+    expect(notice.hidden).toBe(false);
+    expect(notice.textContent).toBe(text);
+    model.receive({ type: "stop_outcome", text: 7 }); // anything else is ignored
+    model.receive(null);
+    expect(notice.textContent).toBe(text);
+  });
+
   it("becomes 'Force stop' while cancelling with can_force", () => {
     const model = fakeModel({ status: "running", elapsed_s: 1 });
     mount(model);

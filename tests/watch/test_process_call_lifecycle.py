@@ -126,3 +126,29 @@ def test_a_sigkilled_caller_ends_a_grandchild_that_is_no_python_process(tmp_path
     pid_file = tmp_path / "sleep.pid"
     env = own_tmpdir(tmp_path)
     sigkill_ends_the_grandchild([sys.executable, str(script), str(pid_file)], pid_file, env, wait_until)
+
+
+# The kernel signals the supervisor only after it has closed the dying caller's files, so the function's process,
+# which ends itself on its connection's EOF, can end first: the supervisor saw its command gone and exited, the
+# group unkilled (a sleep survived about 1 SIGKILL in 40). Here the death signal never comes at all: only the
+# supervisor's own look at its watcher, once the command has ended, can end the group.
+LATE_DEATH_SIGNAL = (
+    textwrap.dedent(
+        """
+        from trt_widget.watch import _run
+
+        _run._PRCTL = lambda *args: 0  # PR_SET_PDEATHSIG not set: the supervisor is never signalled
+        """
+    )
+    + GRANDCHILD_SCRIPT
+)
+
+
+def test_a_grandchild_ends_when_the_function_process_ends_before_the_supervisor_is_signalled(
+    tmp_path: Path, wait_until: WaitUntil
+) -> None:
+    script = tmp_path / "script.py"
+    script.write_text(LATE_DEATH_SIGNAL)
+    pid_file = tmp_path / "sleep.pid"
+    env = own_tmpdir(tmp_path)
+    sigkill_ends_the_grandchild([sys.executable, str(script), str(pid_file)], pid_file, env, wait_until)

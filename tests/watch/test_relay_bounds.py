@@ -6,10 +6,15 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+
+import pytest
+from fixture_types import WaitUntil
+from user_scripts import alive
 
 # The command: a process that connects to the run's socket as any watched Python process does, and sends junk.
 SENDER = textwrap.dedent(
@@ -114,3 +119,53 @@ def test_processes_over_the_connection_limit_run_on_unwatched(tmp_path: Path) ->
     done = run_with_command(tmp_path, LIMITED, MANY, timeout=300)
     assert done.stdout.split() == ["CODE", "0"], done.stderr[-2000:]  # none was killed for being turned away
     assert "runs unwatched" in done.stderr
+
+
+# The command's first process (the supervisor's child: sh execs Python) after a background sleep: the watcher turns
+# its connection away. With the turn-away byte it runs on unwatched and ends with 0; by a bare close (what it meets
+# when that byte cannot be sent) it takes the close for its watcher's death and ends itself. Neither is a death of
+# the watcher: the supervisor must not end the command's group, and the sleep lives on.
+TURNED_AWAY = textwrap.dedent(
+    """
+    import sys
+    from trt_widget.watch import _run
+
+    _run.MAX_CONNECTIONS = 0  # every process is turned away
+    if sys.argv[2] == "closed":
+        _run._turn_away = lambda conn: conn.close()
+    run = _run.CommandRun(["sh", "-c", sys.argv[1]]).start()
+    print("CODE", run.result(300))
+    """
+)
+
+AFTER_SLEEP = textwrap.dedent(
+    """
+    import sys, time
+    from trt_widget.watch import _child
+
+    deadline = time.monotonic() + 120
+    while _child._state.conn is not None and time.monotonic() < deadline:  # until turned away
+        time.sleep(0.05)
+    sys.exit(0 if _child._state.conn is None else 3)
+    """
+)
+
+
+@pytest.mark.parametrize(("how", "code"), [("byte", 0), ("closed", 137)])
+def test_a_process_turned_away_ends_no_other_process(
+    tmp_path: Path, wait_until: WaitUntil, how: str, code: int
+) -> None:
+    pid_file = tmp_path / "sleep.pid"
+    shell = f"sleep 1000 >/dev/null 2>&1 & echo $! > {pid_file}; exec {sys.executable} -c '{AFTER_SLEEP}'"
+    parent = tmp_path / "parent.py"
+    parent.write_text(TURNED_AWAY)
+    env = {**os.environ, "TRT_WIDGET_HISTORY": "off"}
+    try:
+        done = subprocess.run(
+            [sys.executable, str(parent), shell, how], capture_output=True, text=True, env=env, timeout=300
+        )
+        assert done.stdout.split() == ["CODE", str(code)], done.stderr[-2000:]
+        assert alive(int(pid_file.read_text()))  # the command and its watcher have ended: the sleep has not
+    finally:
+        if pid_file.exists() and alive(int(pid_file.read_text())):
+            os.kill(int(pid_file.read_text()), signal.SIGKILL)

@@ -17,6 +17,7 @@ import sys
 WATCHED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 # Python ignores these at start; the command gets them back as any program starts with them
 RESTORED = (*WATCHED, signal.SIGPIPE, signal.SIGXFSZ)
+PF_EXITING = 0x4  # a thread's flag (/proc/.../stat, field 9) from the first instant of its exit
 
 
 def _environment() -> dict[bytes, bytes]:
@@ -25,12 +26,40 @@ def _environment() -> dict[bytes, bytes]:
         return dict(item.split(b"=", 1) for item in f.read().split(b"\0") if b"=" in item)
 
 
+def _exiting(parent: int) -> bool:
+    """Whether every thread of ``parent`` has begun to exit (False where ``/proc`` cannot tell)."""
+    try:
+        threads = os.listdir(f"/proc/{parent}/task")
+    except OSError:
+        return False
+    for tid in threads:
+        try:
+            with open(f"/proc/{parent}/task/{tid}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue  # this thread has ended
+        fields = stat.rsplit(b")", 1)[-1].split()  # after the name, which may hold anything
+        if len(fields) < 7 or not fields[6].isdigit() or not int(fields[6]) & PF_EXITING:
+            return False
+    return True
+
+
+def watcher_gone(parent: int) -> bool:
+    """Whether the watcher died or is dying. A dying process's files close before the kernel hands its children
+    on and signals them: the command, which ends itself on its connection's EOF, can end first, and the watcher
+    is then still this process's parent, every one of its threads exiting."""
+    if os.getppid() != parent:
+        return True
+    # the last look at the parent: its pid cannot be reused while it is, so /proc named the watcher
+    return _exiting(parent) or os.getppid() != parent
+
+
 def main(argv: list[str]) -> None:
     parent, report, command = int(argv[0]), int(argv[1]), argv[2:]
     os.set_inheritable(report, False)
 
     def on_signal(_sig: int, _frame: object) -> None:
-        if os.getppid() != parent:  # the watcher died: end the command and everything it started
+        if watcher_gone(parent):  # end the command and everything it started
             os.killpg(0, signal.SIGKILL)
 
     for sig in WATCHED:
@@ -45,10 +74,13 @@ def main(argv: list[str]) -> None:
     os.close(report)  # the command runs: the watcher stops waiting
     while True:
         _pid, status = os.waitpid(child, 0)
-        if os.WIFEXITED(status):
-            os._exit(os.WEXITSTATUS(status))
-        if os.WIFSIGNALED(status):
-            os._exit(128 + os.WTERMSIG(status))
+        if os.WIFEXITED(status) or os.WIFSIGNALED(status):
+            break
+    # The command may have ended because the watcher died (its connection's EOF) before the death signal came
+    # here: its group ends as on that signal. A watcher that lives (one that only turned a process away) keeps it.
+    if watcher_gone(parent):
+        os.killpg(0, signal.SIGKILL)
+    os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status))
 
 
 if __name__ == "__main__":

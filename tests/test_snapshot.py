@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, cast
 import pytest
 from fixture_types import WaitUntil
 
-from trt_widget import BuildWidget, _snapshot, models
+from trt_widget import BuildWidget, _snapshot
 from trt_widget._phases import PhaseModel
 from trt_widget._snapshot import MAX_LOGS, RowsEncoder, SnapshotPump, snapshot
 from trt_widget._verbose import TacticWatch
@@ -434,8 +434,11 @@ def test_a_phase_start_just_after_a_send_waits_out_the_interval() -> None:
 
 @pytest.mark.slow  # the same through a scripted build: tests/runners/test_scripted.py
 @pytest.mark.rtx_long_step
-def test_the_cancelling_state_is_sent_at_once_not_at_the_next_tick(wait_until: WaitUntil) -> None:
-    widget = BuildWidget(models.deep_residual(1000), history=False, isolation="thread")
+def test_the_cancelling_state_is_sent_at_once_not_at_the_next_tick(
+    wait_until: WaitUntil, long_model_bytes: bytes
+) -> None:
+    # deep_residual(400): its long step lasts seconds, and a thread build runs it to its end after the Stop
+    widget = BuildWidget(long_model_bytes, history=False, isolation="thread")
     widget._pump.interval = 3600.0  # one throttled tick an hour: only an urgent wake-up can send in time
     widget.start()
     try:

@@ -44,8 +44,8 @@ def running_phase(widget: BuildWidget) -> str | None:
     return phase.name if phase else None
 
 
-def test_real_build_ends_with_complete_tree_and_final_status() -> None:
-    widget = BuildWidget(models.resnet50(), history=False)
+def test_real_build_ends_with_complete_tree_and_final_status(resnet50_bytes: bytes) -> None:
+    widget = BuildWidget(resnet50_bytes, history=False)
     writes = record_writes(widget)
     assert widget.status == "idle" and widget.phases == []
     assert widget.start() is widget
@@ -130,15 +130,23 @@ def test_sync_rate_stays_bounded_during_a_callback_storm() -> None:
     assert storm_row["step"] == storm_steps
 
 
-def test_timings_exports() -> None:
-    widget = BuildWidget(models.resnet50(), history=False).start()
-    widget.wait(timeout=300)
+@pytest.fixture(scope="module")
+def finished(resnet50_bytes: bytes) -> BuildWidget:
+    """One finished resnet50 widget for the tests that only read what a build left (none changes it)."""
+    widget = BuildWidget(resnet50_bytes, history=False).start()
+    assert widget.wait(timeout=300) == "succeeded", widget.error
+    widget._pump.join(30)  # its last send made: the synced state is final
+    return widget
+
+
+def test_timings_exports(finished: BuildWidget, resnet50_bytes: bytes) -> None:
+    widget = finished
     frame = widget.timings_df()
     assert list(frame.index) == [row["id"] for row in widget.timings()]
     assert {"name", "parent", "depth", "duration_s", "status"} <= set(frame.columns)
     data = json.loads(widget.to_json())
     assert data["status"] == "succeeded" and len(data["timings"]) == len(frame)
-    assert repr(widget) == repr(BuildWidget(models.resnet50(), history=False))
+    assert repr(widget) == repr(BuildWidget(resnet50_bytes, history=False))
     assert "0x" not in repr(widget)
 
 
@@ -152,19 +160,17 @@ def test_bad_input_shows_in_widget_and_as_exception(tmp_path: Any) -> None:
         assert "ONNX file not found" in str(exc)
     else:
         raise AssertionError("result() must raise for a failed build")
-    assert BuildWidget(models.resnet50(), history=False).start().wait(timeout=300) == "succeeded"
+    assert BuildWidget(models.deep_residual(4), history=False).start().wait(timeout=300) == "succeeded"
 
 
-def test_widget_state_is_json_serializable_for_saved_notebooks() -> None:
-    widget = BuildWidget(models.resnet50(), history=False).start()
-    widget.wait(timeout=300)
-    state = widget.get_state()
+def test_widget_state_is_json_serializable_for_saved_notebooks(finished: BuildWidget) -> None:
+    state = finished.get_state()
     json.dumps({k: v for k, v in state.items() if k in SYNCED})
-    assert state["status"] == "succeeded" and json.loads(state["phases_json"]) == widget.phases != []
+    assert state["status"] == "succeeded" and json.loads(state["phases_json"]) == finished.phases != []
 
 
 def test_unknown_trait_names_are_not_written() -> None:
-    widget = BuildWidget(models.resnet50(), history=False)
+    widget = BuildWidget(models.deep_residual(4), history=False)
     assert set(widget._pump.last) <= set(SYNCED)
 
 

@@ -27,6 +27,12 @@ DIRECT_BUILD = textwrap.dedent(
 )
 
 
+def default_sigint() -> None:
+    """``preexec_fn`` for a child the test sends a Ctrl-C: it starts with SIGINT's default even when the suite runs
+    with SIGINT ignored (``cmd &`` in a script, nohup), which the child would otherwise inherit, and keep."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def own_tmpdir(tmpdir: Path) -> dict[str, str]:
     """Make ``tmpdir``; the environment of a subprocess whose temporary files go there, with no build history."""
     tmpdir.mkdir(parents=True, exist_ok=True)

@@ -193,28 +193,29 @@ def _receive(stdout: Any) -> dict[str, Any]:
 @contextlib.contextmanager
 def a_server_building(model: Path, engine: Path) -> Iterator[subprocess.Popen[bytes]]:
     """A raw stdio server whose build of ``model`` has sent its first progress report."""
-    server = subprocess.Popen(
+    # as a context manager: its pipes are closed at the end, whichever the test closed itself
+    with subprocess.Popen(
         SERVER, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ)
-    )
-    try:
-        capabilities = {"window": {"workDoneProgress": True}}
-        initialize = {"processId": os.getpid(), "capabilities": capabilities}
-        _send(server.stdin, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize})
-        _send(server.stdin, {"jsonrpc": "2.0", "method": "initialized", "params": {}})
-        arguments = [from_fs_path(str(model)), {"output": str(engine)}]
-        command = {"command": "trtWidget.build", "arguments": arguments}
-        _send(server.stdin, {"jsonrpc": "2.0", "id": 2, "method": "workspace/executeCommand", "params": command})
-        while True:  # answer the progress creation; stop reading at the first report
-            message = _receive(server.stdout)
-            if message.get("method") == "window/workDoneProgress/create":
-                _send(server.stdin, {"jsonrpc": "2.0", "id": message["id"], "result": None})
-            if message.get("method") == "$/progress" and message["params"]["value"]["kind"] == "report":
-                break
-        yield server
-    finally:
-        if server.poll() is None:
-            server.kill()
-            server.wait()
+    ) as server:
+        try:
+            capabilities = {"window": {"workDoneProgress": True}}
+            initialize = {"processId": os.getpid(), "capabilities": capabilities}
+            _send(server.stdin, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize})
+            _send(server.stdin, {"jsonrpc": "2.0", "method": "initialized", "params": {}})
+            arguments = [from_fs_path(str(model)), {"output": str(engine)}]
+            command = {"command": "trtWidget.build", "arguments": arguments}
+            _send(server.stdin, {"jsonrpc": "2.0", "id": 2, "method": "workspace/executeCommand", "params": command})
+            while True:  # answer the progress creation; stop reading at the first report
+                message = _receive(server.stdout)
+                if message.get("method") == "window/workDoneProgress/create":
+                    _send(server.stdin, {"jsonrpc": "2.0", "id": message["id"], "result": None})
+                if message.get("method") == "$/progress" and message["params"]["value"]["kind"] == "report":
+                    break
+            yield server
+        finally:
+            if server.poll() is None:
+                server.kill()
+                server.wait()
 
 
 def test_a_client_that_goes_away_mid_build_leaves_no_builder_behind(

@@ -31,8 +31,11 @@ def test_http_with_a_token_file(tmp_path: Path, run_async: RunAnyio) -> None:
         url = first.split()[-1]
 
         async def tools() -> list[str]:
-            http = httpx2.AsyncClient(headers={"Authorization": "Bearer a-token-of-thirty-two-characters"})
-            async with Client(streamable_http_client(url, http_client=http)) as client:
+            headers = {"Authorization": "Bearer a-token-of-thirty-two-characters"}
+            async with (
+                httpx2.AsyncClient(headers=headers) as http,
+                Client(streamable_http_client(url, http_client=http)) as client,
+            ):
                 return [t.name for t in (await client.list_tools()).tools]
 
         assert "build_engine" in run_async(tools)

@@ -19,10 +19,11 @@ from trt_widget.mcp import BadInput, BuildRegistry, HttpServerThread, create_ser
 
 async def _start_builds(server: HttpServerThread, count: int, model: Path, tmp_path: Path) -> list[dict[str, Any]]:
     """``start_build`` ``count`` times over one MCP session (engines ``tmp_path/<i>.engine``): the replies."""
-    http = httpx2.AsyncClient(
-        headers={"Authorization": f"Bearer {server.token}"}, timeout=httpx2.Timeout(30.0, read=120.0)
-    )
-    async with Client(streamable_http_client(server.url, http_client=http)) as client:
+    headers = {"Authorization": f"Bearer {server.token}"}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=120.0)) as http,
+        Client(streamable_http_client(server.url, http_client=http)) as client,
+    ):
         started = []
         for i in range(count):
             arguments = {"model": str(model), "output": str(tmp_path / f"{i}.engine")}
@@ -74,8 +75,10 @@ def test_a_second_build_onto_a_running_builds_engine_file_is_refused(
         headers = {"Authorization": f"Bearer {server.token}"}
 
         async def start_two() -> tuple[Any, Any, list[dict[str, Any]]]:
-            http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=120.0))
-            async with Client(streamable_http_client(server.url, http_client=http)) as client:
+            async with (
+                httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=120.0)) as http,
+                Client(streamable_http_client(server.url, http_client=http)) as client,
+            ):
                 arguments = {"model": str(agent_models["long"]), "output": output}
                 first = await client.call_tool("start_build", arguments)
                 second = await client.call_tool("start_build", {**arguments, "options": {"optimization_level": 1}})

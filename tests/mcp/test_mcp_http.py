@@ -3,9 +3,10 @@ input as tool errors, concurrent calls, start/poll/stop, timings, and the bearer
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,10 +33,15 @@ def server() -> Iterator[HttpServerThread]:
         yield running
 
 
-def connect(server: HttpServerThread, token: str | None = None) -> Client:
+@contextlib.asynccontextmanager
+async def connect(server: HttpServerThread, token: str | None = None) -> AsyncIterator[Client]:
+    """An SDK client session; its HTTP client is closed with it (the SDK leaves a client it was given open)."""
     headers = {"Authorization": f"Bearer {token or server.token}"}
-    http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=300.0))
-    return Client(streamable_http_client(server.url, http_client=http))
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=300.0)) as http,
+        Client(streamable_http_client(server.url, http_client=http)) as client,
+    ):
+        yield client
 
 
 class Progress:

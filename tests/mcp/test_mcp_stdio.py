@@ -153,6 +153,8 @@ def test_a_client_that_goes_away_mid_build_leaves_no_builder_behind(
         if server.poll() is None:
             server.kill()
             server.wait()
+        for pipe in (stdin, server.stdout, server.stderr):
+            pipe.close()  # now, not by the garbage collector in a later test (ResourceWarning)
 
 
 STRAY = textwrap.dedent(
@@ -210,3 +212,5 @@ def test_writes_on_fd_1_never_reach_the_protocol_channel(agent_models: dict[str,
         if server.poll() is None:
             server.kill()
             server.wait()
+        for pipe in (stdin, stdout, stderr):
+            pipe.close()  # now, not by the garbage collector in a later test (ResourceWarning)

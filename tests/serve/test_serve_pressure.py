@@ -112,6 +112,8 @@ class _LowLimitServer:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        assert self.process.stdout is not None
+        self.process.stdout.close()  # now, not by the garbage collector in a later test (ResourceWarning)
         self.log.close()
 
 

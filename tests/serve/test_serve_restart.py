@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import jsonschema
 import pytest
+from user_scripts import default_sigint
 
 from trt_widget._events import schema
 from trt_widget.models import deep_residual, to_bytes
@@ -30,7 +31,9 @@ class Server:
     def __init__(self, data: Path, token_file: Path) -> None:
         command = [sys.executable, "-m", "trt_widget", "serve", "--port", "0", "--max-concurrent", "2"]
         command += ["--data", str(data), "--token-file", str(token_file), "--log-level", "warning"]
-        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.process = subprocess.Popen(  # a Ctrl-C (SIGINT) stops it gracefully, as at a terminal
+            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=default_sigint
+        )
         assert self.process.stdout is not None
         early = ""  # what the server logged while it started (e.g. a stored build it could not read)
         while (first := self.process.stdout.readline()).startswith("trt-widget serve: warning: "):

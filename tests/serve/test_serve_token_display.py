@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import httpx
+from user_scripts import default_sigint
 
 from trt_widget.serve._server import redact_token
 
@@ -22,7 +23,9 @@ def test_a_token_file_is_not_printed_and_an_encoded_token_parameter_is_redacted(
     token_file.chmod(0o600)
     command = [sys.executable, "-m", "trt_widget", "serve", "--port", "0", "--data", str(tmp_path / "data")]
     command += ["--token-file", str(token_file), "--log-level", "info"]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    process = subprocess.Popen(  # a Ctrl-C (SIGINT) ends it, as at a terminal
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=default_sigint
+    )
     try:
         assert process.stdout is not None
         while not (first := process.stdout.readline()).startswith("trt-widget serve: http://"):

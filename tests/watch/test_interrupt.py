@@ -12,6 +12,8 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+from user_scripts import default_sigint
+
 CHILD = textwrap.dedent(
     """
     import sys, threading
@@ -50,12 +52,6 @@ CHILD = textwrap.dedent(
     print("ALIVE", flush=True)
     """
 )
-
-
-def default_sigint() -> None:
-    """The child starts with SIGINT's default (Python's KeyboardInterrupt) even when this suite runs with SIGINT
-    ignored (``cmd &`` in a script, nohup), which a child would otherwise inherit."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def test_sigint_during_a_watched_main_thread_build_cancels_at_the_next_step(

@@ -10,6 +10,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+from user_scripts import default_sigint
+
 SCRIPT = textwrap.dedent(
     """
     import os, signal, sys, threading, time
@@ -46,7 +48,12 @@ def test_ctrl_c_with_interrupt_false_is_not_swallowed(tmp_path: Path, long_model
     script.write_text(SCRIPT)
     env = {**os.environ, "TRT_WIDGET_HISTORY": "off"}
     done = subprocess.run(
-        [sys.executable, str(script), str(model)], capture_output=True, text=True, env=env, timeout=300
+        [sys.executable, str(script), str(model)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        preexec_fn=default_sigint,  # its own os.kill(SIGINT) is a Ctrl-C, as at a terminal
     )
     assert done.stdout.splitlines()[-1:] == ["INTERRUPTED cancelled"], (done.stdout, done.stderr[-2000:])
     assert "Exception caught" not in done.stderr

@@ -510,3 +510,22 @@ def test_no_worker_process_leaks_across_the_attacks() -> None:
     # builder workers only: a Ray instance started in this module has children of its own
     workers = [p for p in children if "trt_widget.runners._worker" in " ".join(p.cmdline())]
     assert len(workers) <= _pool.MAX_IDLE_WORKERS + 1, [p.cmdline() for p in workers]
+
+
+@pytest.mark.parametrize("dim", [1.5, float("inf"), -float("inf"), True])
+def test_a_profile_dimension_that_is_not_a_whole_number_is_refused(dim: object) -> None:
+    """int() made 1.5 a 1 and True a 1 without a word, and raised OverflowError for infinity (JSON's Infinity:
+    a 500 from the server, an unexplained tool error over MCP)."""
+    from trt_widget._options import BuildOptions
+
+    with pytest.raises(ValueError, match=r"profile for input 'input' must be \(min, opt, max\) shapes"):
+        BuildOptions.from_kwargs(profiles={"input": ((dim, 8, 8, 8), (1, 8, 8, 8), (2, 8, 8, 8))})
+
+
+def test_a_profile_dimension_may_be_a_whole_float_numpy_int_or_digits() -> None:
+    import numpy as np
+
+    from trt_widget._options import BuildOptions
+
+    profiles = {"input": ((1.0, np.int64(8), "8", 8), (1, 8, 8, 8), (2, 8, 8, 8))}
+    assert BuildOptions.from_kwargs(profiles=profiles).profiles == {"input": ((1, 8, 8, 8), (1, 8, 8, 8), (2, 8, 8, 8))}

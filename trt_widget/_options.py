@@ -12,12 +12,13 @@ from __future__ import annotations
 import argparse
 import difflib
 import math
+import operator
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import Field, dataclass, field, fields
 from pathlib import Path
-from typing import Any, TypedDict, TypeVar
+from typing import Any, SupportsIndex, TypedDict, TypeVar
 
 from ._files import NotARegularFile, expand_user, writable_target
 from ._json import JSON, JSONObject
@@ -799,6 +800,22 @@ def _check_dims(shape: Shape, where: str) -> Shape:
     return shape
 
 
+def _dimension(value: object) -> int:
+    """One profile dimension as an int: an integer (also numpy's), integer text ("4") or a whole float; a
+    fraction, infinity, NaN or a bool is refused (``int()`` would turn 1.5 into 1 and inf into OverflowError)."""
+    if isinstance(value, bool):
+        raise TypeError("a bool is not a dimension")
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise ValueError("not a whole number")
+        return int(value)
+    if isinstance(value, str):
+        return int(value)
+    if isinstance(value, SupportsIndex):
+        return operator.index(value)
+    raise TypeError(f"not a dimension: {type(value).__name__}")
+
+
 def _check_profile(profiles: object, where: str) -> dict[str, Profile]:
     if not isinstance(profiles, Mapping):
         raise TypeError(
@@ -807,8 +824,8 @@ def _check_profile(profiles: object, where: str) -> dict[str, Profile]:
     checked: dict[str, Profile] = {}
     for name, shapes in profiles.items():
         try:
-            lo, opt, hi = (tuple(int(d) for d in s) for s in shapes)
-        except (TypeError, ValueError):
+            lo, opt, hi = (tuple(_dimension(d) for d in s) for s in shapes)
+        except (TypeError, ValueError, OverflowError):
             raise ValueError(
                 f"{where}profile for input {name!r} must be (min, opt, max) shapes, got {shapes!r}"
             ) from None

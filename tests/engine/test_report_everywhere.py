@@ -190,3 +190,15 @@ def test_inspect_of_an_engine_file_says_it_is_one_and_what_to_give_instead(tmp_p
     assert result.returncode == 1
     assert "a serialized engine" in result.stderr and "trt-widget check" in result.stderr, result.stderr
     assert "no engine layer information" not in result.stderr
+
+
+def test_inspect_of_json_nested_too_deep_fails_clearly(tmp_path: Path) -> None:
+    """A file (or a recording's line) of 100,000 brackets raised RecursionError out of json.loads: a traceback."""
+    deep = "[" * 100_000 + "]" * 100_000
+    (tmp_path / "deep.json").write_text('{"Layers": ' + deep + "}")
+    start = json.dumps({"event": "build_start", "model": "m", "backend": "rtx", "version": "1", "options": {}, "t": 0})
+    (tmp_path / "deep.jsonl").write_text(start + "\n" + deep + "\n")
+    for name in ("deep.json", "deep.jsonl"):
+        result = _cli("inspect", str(tmp_path / name))
+        assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-2000:]
+        assert "no engine layer information" in result.stderr

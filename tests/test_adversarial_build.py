@@ -529,3 +529,30 @@ def test_a_profile_dimension_may_be_a_whole_float_numpy_int_or_digits() -> None:
 
     profiles = {"input": ((1.0, np.int64(8), "8", 8), (1, 8, 8, 8), (2, 8, 8, 8))}
     assert BuildOptions.from_kwargs(profiles=profiles).profiles == {"input": ((1, 8, 8, 8), (1, 8, 8, 8), (2, 8, 8, 8))}
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("mount") is None, reason="needs root to mount")
+def test_a_log_file_that_cannot_be_written_is_said_by_the_command(tmp_path: Path) -> None:
+    """--log-file on a full disk: the build succeeded and the command said nothing (only the status detail knew,
+    which a successful build does not print), so the log was lost without a word."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)], check=True)
+    try:
+        with open(disk / "filler", "wb", buffering=0) as handle, contextlib.suppress(OSError):
+            while handle.write(b"\0" * 4096):
+                pass
+        model = tmp_path / "m.onnx"
+        model.write_bytes(SMALL)
+        command = [sys.executable, "-m", "trt_widget", "build", str(model), "-o", str(tmp_path / "m.engine")]
+        done = subprocess.run(
+            [*command, "--log-file", str(disk / "build.log"), "--plain"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**os.environ, "TRT_WIDGET_HISTORY": "off"},
+        )
+        assert done.returncode == 0, done.stderr
+        assert "could not be written (OSError: [Errno 28]" in done.stdout + done.stderr, done.stdout[-2000:]
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)

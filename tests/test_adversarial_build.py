@@ -556,3 +556,24 @@ def test_a_log_file_that_cannot_be_written_is_said_by_the_command(tmp_path: Path
         assert "could not be written (OSError: [Errno 28]" in done.stdout + done.stderr, done.stdout[-2000:]
     finally:
         subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("mount") is None, reason="needs root to mount")
+def test_a_log_file_cut_short_by_a_full_disk_leaves_the_old_one(tmp_path: Path) -> None:
+    """A write of log_file= failed mid-build (a full disk), yet the part written so far (8 KiB) replaced the old
+    log: the output-path policy is the old file or the whole new one."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)], check=True)
+    try:
+        (disk / "build.log").write_text("the previous build's log\n")
+        with open(disk / "filler", "wb", buffering=0) as handle, contextlib.suppress(OSError):
+            while handle.write(b"\0" * 4096):
+                pass
+        build = Build(SMALL, log_file=disk / "build.log").start()
+        assert build.wait(300) and build.status == "succeeded", build.status_detail
+        assert "log_file=" in build.status_detail and "could not be written" in build.status_detail
+        assert (disk / "build.log").read_text() == "the previous build's log\n"
+        assert sorted(p.name for p in disk.iterdir()) == ["build.log", "filler"]  # no part file left
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)

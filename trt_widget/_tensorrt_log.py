@@ -110,11 +110,11 @@ class LogFile:
                         "line(s) were not written]\n"
                     )
                 stream.close()
-                if self._part is not None:
+                if self._part is not None and self.error is None:
                     place_file(self._part, self.path)
             except Exception as exc:
                 self.error = self.error or f"{type(exc).__name__}: {exc}"
-                if self._part is not None:
-                    with contextlib.suppress(OSError):
-                        os.unlink(self._part)
+            if self.error is not None and self._part is not None:  # cut short: the old file stays as it was
+                with contextlib.suppress(OSError):
+                    os.unlink(self._part)
             return self.error

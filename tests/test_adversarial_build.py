@@ -577,3 +577,28 @@ def test_a_log_file_cut_short_by_a_full_disk_leaves_the_old_one(tmp_path: Path) 
         assert sorted(p.name for p in disk.iterdir()) == ["build.log", "filler"]  # no part file left
     finally:
         subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("workspace", "9" * 400), ("workspace", "9" * 400 + "GiB"), ("budget", 10**400), ("force_after", 10**400)],
+)
+def test_an_option_number_too_large_for_a_float_is_a_value_error(name: str, value: object) -> None:
+    """float() of it overflowed: an OverflowError traceback from the command line, a 500 from the server."""
+    from trt_widget._options import BuildOptions
+
+    with pytest.raises(ValueError, match=f"{name} must be"):
+        BuildOptions.from_kwargs(**{name: value})
+
+
+def test_a_workspace_of_400_digits_is_one_line_from_the_command_line(tmp_path: Path) -> None:
+    model = tmp_path / "m.onnx"
+    model.write_bytes(SMALL)
+    done = subprocess.run(
+        [sys.executable, "-m", "trt_widget", "build", str(model), "--workspace", "9" * 400],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert "workspace must be at most" in done.stderr and not (tmp_path / "m.engine").exists()

@@ -63,7 +63,7 @@ def _alive(pid: int) -> bool:
         return True
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):  # OverflowError: a number no pid can be (anyone can name a folder)
         return False
     except OSError:  # another user's process (EPERM): alive
         return True

@@ -351,3 +351,16 @@ def test_events_are_not_written_into_a_file_or_fifo_another_user_put_in_a_shared
     build = Build(SMALL, history=False, isolation="thread", events=str(mine)).start()
     assert build.wait(120) == "succeeded"
     wait_until(lambda: '"build_end"' in mine.read_text(), timeout=60, what="the events writer to write build_end")
+
+
+def test_a_part_file_named_with_an_impossible_pid_does_not_stop_a_write(shared: Path) -> None:
+    """``nobody``'s ``.m.engine.99999999999999999999999.x.part`` beside the output: the sweep of stale part files
+    asked os.kill about that pid and raised OverflowError, so every build writing ``m.engine`` in that folder
+    failed ("unexpected OverflowError") and left its own 400 KB part file behind."""
+    planted = shared / f".m.engine.{'9' * 23}.x.part"
+    nobody = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+    subprocess.run([*nobody, "touch", str(planted)], check=True, timeout=30)
+    build = Build(SMALL, history=False, isolation="thread", output=str(shared / "m.engine")).start()
+    assert build.wait(120) == "succeeded", build.status_detail
+    assert (shared / "m.engine").stat().st_size > 0
+    assert not [p for p in shared.iterdir() if p.name.endswith(".part") and p.owner() != "nobody"]

@@ -456,7 +456,7 @@ def _alive(pid: int) -> bool:
         return True
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):  # OverflowError: no pid is that large (anyone can name a file)
         return False
     except PermissionError:
         return True

@@ -43,7 +43,7 @@ def sweep(prefix: str, parent: str) -> list[str]:
         if not name.startswith(prefix):
             continue
         pid_text, dash, _ = name[len(prefix) :].partition("-")
-        if not dash or not pid_text.isdigit() or _alive(int(pid_text)):
+        if not dash or not (pid_text.isascii() and pid_text.isdigit()) or _alive(int(pid_text)):
             continue
         path = os.path.join(parent, name)
         try:

@@ -73,7 +73,7 @@ def test_a_killed_parents_model_copy_is_removed_by_the_next_build(
 
 
 def test_a_directory_named_with_a_pid_too_large_for_the_kernel_is_passed_over(tmp_path: Path) -> None:
-    """Another user's ``trt-widget-run-99999999999999999999999-x`` in /tmp (or ``trt_widget-<that>-x`` in
+    """Another user's ``trt-widget-run-99999999999999999999999-x`` (or ``-\u00b2-x``) in /tmp (or ``trt_widget-`` in
     /dev/shm) made the sweep's os.kill raise OverflowError: every ``trt-widget run``, process build and
     ``watch_call(isolation="process")`` of every user of the machine failed with a traceback."""
     import shutil
@@ -88,7 +88,8 @@ def test_a_directory_named_with_a_pid_too_large_for_the_kernel_is_passed_over(tm
     try:
         huge = "9" * 23
         nobody = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
-        for name in (f"trt_widget-{huge}-x", f"trt-widget-run-{huge}-x"):
+        names = [f"{prefix}{pid}-x" for prefix in ("trt_widget-", "trt-widget-run-") for pid in (huge, "\u00b2")]
+        for name in names:  # "\u00b2" (superscript two): str.isdigit() says yes, int() raises ValueError
             subprocess.run([*nobody, "mkdir", str(shared / name)], check=True, timeout=30)
         made = Path(private_dir("trt_widget-", str(shared)))
         assert made.is_dir() and (shared / f"trt_widget-{huge}-x").is_dir()  # another user's: left as it is

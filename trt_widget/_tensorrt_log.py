@@ -33,6 +33,7 @@ SEVERITY_NAMES = ("INTERNAL_ERROR", "ERROR", "WARNING", "INFO", "VERBOSE")
 # TensorRT's severity (ILogger.Severity, 0..4) -> logging's level
 LEVELS = (logging.CRITICAL, logging.ERROR, logging.WARNING, logging.INFO, logging.DEBUG)
 LOG_FILE_MAX_BYTES = 256 << 20  # a log file stops growing here, with a note saying how much was left out
+MAX_MESSAGE = 16384  # characters of a log message kept in a build, its events and a recording (longer: shortened)
 
 tensorrt_logger = logging.getLogger(LOGGER_NAME)
 # a library adds no handler of its own: without the user's, logging's last-resort handler would print every

@@ -202,3 +202,20 @@ def test_inspect_of_json_nested_too_deep_fails_clearly(tmp_path: Path) -> None:
         result = _cli("inspect", str(tmp_path / name))
         assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-2000:]
         assert "no engine layer information" in result.stderr
+
+
+def test_inspect_of_a_device_or_a_fifo_fails_at_once(tmp_path: Path) -> None:
+    """``trt-widget inspect /dev/zero`` read until memory ran out (GBs in seconds); a FIFO with no writer waited
+    forever. Both are refused at once as not a regular file."""
+    import os
+
+    fifo = tmp_path / "log.fifo"
+    os.mkfifo(fifo)
+    for path in ("/dev/zero", str(fifo)):
+        result = subprocess.run(  # under a memory cap: the unbounded read must not take the machine's memory
+            ["sh", "-c", 'ulimit -v 4000000 && exec "$@"', "sh", sys.executable, "-m", "trt_widget", "inspect", path],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode == 1 and "is not a regular file" in result.stderr, result.stderr[-1000:]

@@ -510,3 +510,95 @@ def test_no_worker_process_leaks_across_the_attacks() -> None:
     # builder workers only: a Ray instance started in this module has children of its own
     workers = [p for p in children if "trt_widget.runners._worker" in " ".join(p.cmdline())]
     assert len(workers) <= _pool.MAX_IDLE_WORKERS + 1, [p.cmdline() for p in workers]
+
+
+@pytest.mark.parametrize("dim", [1.5, float("inf"), -float("inf"), True])
+def test_a_profile_dimension_that_is_not_a_whole_number_is_refused(dim: object) -> None:
+    """int() made 1.5 a 1 and True a 1 without a word, and raised OverflowError for infinity (JSON's Infinity:
+    a 500 from the server, an unexplained tool error over MCP)."""
+    from trt_widget._options import BuildOptions
+
+    with pytest.raises(ValueError, match=r"profile for input 'input' must be \(min, opt, max\) shapes"):
+        BuildOptions.from_kwargs(profiles={"input": ((dim, 8, 8, 8), (1, 8, 8, 8), (2, 8, 8, 8))})
+
+
+def test_a_profile_dimension_may_be_a_whole_float_numpy_int_or_digits() -> None:
+    import numpy as np
+
+    from trt_widget._options import BuildOptions
+
+    profiles = {"input": ((1.0, np.int64(8), "8", 8), (1, 8, 8, 8), (2, 8, 8, 8))}
+    assert BuildOptions.from_kwargs(profiles=profiles).profiles == {"input": ((1, 8, 8, 8), (1, 8, 8, 8), (2, 8, 8, 8))}
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("mount") is None, reason="needs root to mount")
+def test_a_log_file_that_cannot_be_written_is_said_by_the_command(tmp_path: Path) -> None:
+    """--log-file on a full disk: the build succeeded and the command said nothing (only the status detail knew,
+    which a successful build does not print), so the log was lost without a word."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)], check=True)
+    try:
+        with open(disk / "filler", "wb", buffering=0) as handle, contextlib.suppress(OSError):
+            while handle.write(b"\0" * 4096):
+                pass
+        model = tmp_path / "m.onnx"
+        model.write_bytes(SMALL)
+        command = [sys.executable, "-m", "trt_widget", "build", str(model), "-o", str(tmp_path / "m.engine")]
+        done = subprocess.run(
+            [*command, "--log-file", str(disk / "build.log"), "--plain"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**os.environ, "TRT_WIDGET_HISTORY": "off"},
+        )
+        assert done.returncode == 0, done.stderr
+        assert "could not be written (OSError: [Errno 28]" in done.stdout + done.stderr, done.stdout[-2000:]
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("mount") is None, reason="needs root to mount")
+def test_a_log_file_cut_short_by_a_full_disk_leaves_the_old_one(tmp_path: Path) -> None:
+    """A write of log_file= failed mid-build (a full disk), yet the part written so far (8 KiB) replaced the old
+    log: the output-path policy is the old file or the whole new one."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)], check=True)
+    try:
+        (disk / "build.log").write_text("the previous build's log\n")
+        with open(disk / "filler", "wb", buffering=0) as handle, contextlib.suppress(OSError):
+            while handle.write(b"\0" * 4096):
+                pass
+        build = Build(SMALL, log_file=disk / "build.log").start()
+        assert build.wait(300) and build.status == "succeeded", build.status_detail
+        assert "log_file=" in build.status_detail and "could not be written" in build.status_detail
+        assert (disk / "build.log").read_text() == "the previous build's log\n"
+        assert sorted(p.name for p in disk.iterdir()) == ["build.log", "filler"]  # no part file left
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("workspace", "9" * 400), ("workspace", "9" * 400 + "GiB"), ("budget", 10**400), ("force_after", 10**400)],
+)
+def test_an_option_number_too_large_for_a_float_is_a_value_error(name: str, value: object) -> None:
+    """float() of it overflowed: an OverflowError traceback from the command line, a 500 from the server."""
+    from trt_widget._options import BuildOptions
+
+    with pytest.raises(ValueError, match=f"{name} must be"):
+        BuildOptions.from_kwargs(**{name: value})
+
+
+def test_a_workspace_of_400_digits_is_one_line_from_the_command_line(tmp_path: Path) -> None:
+    model = tmp_path / "m.onnx"
+    model.write_bytes(SMALL)
+    done = subprocess.run(
+        [sys.executable, "-m", "trt_widget", "build", str(model), "--workspace", "9" * 400],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert "workspace must be at most" in done.stderr and not (tmp_path / "m.engine").exists()

@@ -67,3 +67,51 @@ def test_the_rich_tree_and_summary_show_names_escaped_and_take_no_markup(tmp_pat
     for raw in ("\x1b]", "\x1b[2J", "\x07", "\x9b", "\u202e", "\r"):
         assert raw not in out, (raw, out)
     assert "PWNED-TITLE" in out and "[bold red]phase[/]" in out  # shown, as text
+
+
+def test_a_warning_of_the_command_line_is_printed_escaped(tmp_path: Path) -> None:
+    """Python's own warning display printed a RuntimeWarning's text raw: a history store path holding ESC [2J
+    (a FIFO, which history refuses with a warning) cleared the screen."""
+    from attacks import SMALL
+
+    model = tmp_path / "m.onnx"
+    model.write_bytes(SMALL)
+    store = tmp_path / "h\x1b[2J\u202e.sqlite"
+    os.mkfifo(store)
+    done = subprocess.run(
+        [sys.executable, "-m", "trt_widget", "build", str(model), "-o", str(tmp_path / "m.engine"), "--plain"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "TRT_WIDGET_HISTORY": str(store)},
+    )
+    assert done.returncode == 0, done.stderr
+    assert "cannot use the history store" in done.stderr, done.stderr
+    assert "\x1b" not in done.stderr and "\u202e" not in done.stderr, done.stderr
+
+
+def test_a_build_of_a_model_with_a_huge_node_name_prints_bounded_lines_and_replays(tmp_path: Path) -> None:
+    """A 2,000,000-character node name: TensorRT's parser errors echo it, so the terminal got 2 MB log lines and a
+    4 MB failure line, and ``build --json`` wrote an 8 MB build_end line: a recording ``view`` then refused as
+    "not a recording" (its reader takes lines up to 1 MiB and shortens log messages to 16,384 characters)."""
+    from trt_widget.models import deep_residual, to_bytes
+
+    model = tmp_path / "long.onnx"
+    model.write_bytes(to_bytes(deep_residual(2, node_name="N" * 2_000_000)))
+    command = [sys.executable, "-m", "trt_widget", "build", str(model), "-o", str(tmp_path / "m.engine")]
+    env = {**os.environ, "TRT_WIDGET_HISTORY": "off"}
+    plain = subprocess.run([*command, "--plain"], capture_output=True, text=True, timeout=300, env=env)
+    assert plain.returncode == 1 and "could not parse" in plain.stdout + plain.stderr
+    assert max(len(line) for line in (plain.stdout + plain.stderr).splitlines()) < 40_000
+    recorded = subprocess.run([*command, "--json"], capture_output=True, text=True, timeout=300, env=env)
+    assert recorded.returncode == 1
+    recording = tmp_path / "build.jsonl"
+    recording.write_text(recorded.stdout)
+    assert max(len(line) for line in recorded.stdout.splitlines()) < 1 << 20
+    view = subprocess.run(
+        [sys.executable, "-m", "trt_widget", "view", str(recording), "--plain", "--speed", "1000"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert "not a recording" not in view.stderr and "could not parse" in view.stdout + view.stderr, view.stderr[-500:]

@@ -313,3 +313,54 @@ def test_a_second_build_started_onto_a_running_builds_output_is_refused(
     assert second.status == "idle"
     assert first.wait(240) == "succeeded"
     assert second.start().wait(120) == "succeeded"  # once the first ended, the same file may be written again
+
+
+FIFO_READER = """
+import os, select, sys
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_NONBLOCK)  # a reader from now on: a writer's open succeeds
+print("reading", flush=True)
+while True:
+    if select.select([fd], [], [], 0.1)[0] and (data := os.read(fd, 65536)):
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+"""
+
+
+def test_events_are_not_written_into_a_file_or_fifo_another_user_put_in_a_shared_folder(
+    shared: Path, wait_until: WaitUntil
+) -> None:
+    """events= is appended to in place: a world-writable file or a FIFO (with ``nobody`` reading it) that ``nobody``
+    made in /tmp first received every event: the model's path, the options, TensorRT's log lines."""
+    nobody = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+    planted = shared / "events.jsonl"
+    subprocess.run([*nobody, "sh", "-c", f"touch {planted} && chmod 666 {planted}"], check=True, timeout=30)
+    fifo = shared / "events.fifo"
+    subprocess.run([*nobody, "mkfifo", str(fifo)], check=True, timeout=30)
+    reader = subprocess.Popen([*nobody, sys.executable, "-c", FIFO_READER, str(fifo)], stdout=subprocess.PIPE)
+    try:
+        assert reader.stdout is not None and reader.stdout.readline() == b"reading\n"
+        for path in (planted, fifo):
+            with pytest.raises(PermissionError, match=r"another user \(uid \d+\) put in the shared folder"):
+                Build(SMALL, history=False, isolation="thread", events=str(path)).start()
+        assert planted.read_bytes() == b""
+    finally:
+        reader.kill()
+        out, _ = reader.communicate(timeout=30)
+    assert out == b""  # nothing reached nobody's reader
+    mine = shared / "mine.jsonl"  # a new file of one's own in the same folder is written as before
+    build = Build(SMALL, history=False, isolation="thread", events=str(mine)).start()
+    assert build.wait(120) == "succeeded"
+    wait_until(lambda: '"build_end"' in mine.read_text(), timeout=60, what="the events writer to write build_end")
+
+
+def test_a_part_file_named_with_an_impossible_pid_does_not_stop_a_write(shared: Path) -> None:
+    """``nobody``'s ``.m.engine.99999999999999999999999.x.part`` beside the output: the sweep of stale part files
+    asked os.kill about that pid and raised OverflowError, so every build writing ``m.engine`` in that folder
+    failed ("unexpected OverflowError") and left its own 400 KB part file behind."""
+    planted = shared / f".m.engine.{'9' * 23}.x.part"
+    nobody = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+    subprocess.run([*nobody, "touch", str(planted)], check=True, timeout=30)
+    build = Build(SMALL, history=False, isolation="thread", output=str(shared / "m.engine")).start()
+    assert build.wait(120) == "succeeded", build.status_detail
+    assert (shared / "m.engine").stat().st_size > 0
+    assert not [p for p in shared.iterdir() if p.name.endswith(".part") and p.owner() != "nobody"]

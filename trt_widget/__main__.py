@@ -36,7 +36,7 @@ from difflib import get_close_matches
 from importlib import import_module
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, overload
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO, TypeVar, overload
 
 from ._files import expand_user
 
@@ -316,6 +316,10 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (see the module docstring)."""
     # argv None: this process is the command line itself, not a call from Python code (tests, scripts)
+    if argv is None:
+        import warnings
+
+        warnings.showwarning = _show_warning
     try:
         return _main(list(sys.argv[1:] if argv is None else argv), whole_process=argv is None)
     except KeyboardInterrupt:  # Ctrl-C before a build could take it (a build's own Ctrl-C cancels it instead)
@@ -323,6 +327,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print("trt-widget: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+
+
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """A warning of the command line as one line, escaped: its text can hold a path or a name from outside
+    (Python's own display prints it raw, with a line of our source)."""
+    from ._format import escape_controls
+
+    print(f"trt-widget: warning: {escape_controls(str(message))}", file=sys.stderr if file is None else file)
 
 
 def _main(argv: list[str], whole_process: bool) -> int:

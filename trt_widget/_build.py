@@ -444,7 +444,7 @@ class Build(Waiting):
                 self._log_file.open()
             except OSError as exc:
                 self._log_file = None
-                self._note(f"warning: log_file={self.options.log_file} could not be written ({exc})")
+                self._log_file_lost(str(exc))
         for callback in self._on_start:  # before any builder event, so readers see the start first
             try:
                 callback(self)
@@ -544,6 +544,13 @@ class Build(Waiting):
             on_queued=self._on_queued,
             on_engine_size=self._on_engine_size,
         )
+
+    def _log_file_lost(self, problem: str) -> None:
+        """Say that ``log_file=`` could not be written: in the build's log too, which a terminal shows (the
+        status detail only when the build fails)."""
+        sentence = f"log_file={self.options.log_file} could not be written ({problem})"
+        self.logger.log(2, sentence)
+        self._note(f"warning: {sentence}")
 
     def _note(self, sentence: str) -> None:
         """Add a sentence to the status detail, once (a relayed stop's reason comes back from the command too)."""
@@ -807,7 +814,7 @@ class Build(Waiting):
         if self._log_file is not None:
             problem = self._log_file.close()
             if problem is not None:
-                self._note(f"warning: log_file={self.options.log_file} could not be written ({problem})")
+                self._log_file_lost(problem)
         if self._timer is not None:
             self._timer.cancel()
         self.model.close_all(PHASE_FAILED if error is not None else FINISHED_EARLY if engine is not None else CANCELLED)

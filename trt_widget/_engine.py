@@ -29,7 +29,7 @@ from ._external_data import check_external_data, external_locations, file_locati
 from ._files import atomic_write, expand_user, open_lock_file, writable_target
 from ._options import PRECISION_FLAGS, TRT_SETTINGS, BuildOptions, ConfigureHook
 from ._shapes import Profile
-from ._tensorrt_log import LogRecord, to_logging
+from ._tensorrt_log import MAX_MESSAGE, LogRecord, to_logging
 from ._tensorrt_types import (
     IBuilder,
     IBuilderConfig,
@@ -164,7 +164,10 @@ class CaptureLogger:
             if level > self._max:
                 return
             now = self._clock() if at is None else min(at, self._clock())
-            record: LogRecord = {"severity": SEVERITIES[min(level, 4)], "message": str(msg), "t": now - self._t0}
+            text = str(msg)  # a model's names reach TensorRT's lines: a 2 MB node name, a 2 MB line
+            if len(text) > MAX_MESSAGE:
+                text = text[:MAX_MESSAGE] + "…"
+            record: LogRecord = {"severity": SEVERITIES[min(level, 4)], "message": text, "t": now - self._t0}
             self.records.append(record)
             if level <= 2 and len(self.problems) < 1000:
                 self.problems.append(record)
@@ -667,7 +670,7 @@ def _populate(
         check_external_data(external_locations(source.value), None, source.label, source.hint)
         ok = _parse_bytes(parser, source.value)
     if not ok or parser.num_errors:
-        problems = [_describe_parser_error(parser.get_error(i)) for i in range(parser.num_errors)]
+        problems = [_short(_describe_parser_error(parser.get_error(i)), 1000) for i in range(parser.num_errors)]
         causes = [
             c
             for c in significant([r["message"] for r in logger.problems[logged_before:]])
@@ -755,7 +758,7 @@ def _describe_parser_error(error: IParserError) -> str:
     node = ""
     try:
         if error.node_name():
-            node = f"node {error.node_name()!r}"
+            node = f"node {_short(str(error.node_name()), 200)!r}"
         if error.node_operator():
             node += f" ({error.node_operator()})"
     except Exception:

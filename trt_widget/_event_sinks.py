@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import stat
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO, Union, cast
@@ -55,8 +56,35 @@ def _open_append(path: Path) -> TextIO:
                 "or pass a regular file"
             ) from None
         raise
+    try:
+        _refuse_planted(fd, path)
+    except OSError:
+        os.close(fd)
+        raise
     os.set_blocking(fd, True)  # a reader exists: from now on writes wait for it, on the event writer thread
     return open(fd, "a", encoding="utf-8")
+
+
+def _refuse_planted(fd: int, path: Path) -> None:
+    """Refuse a file or FIFO that another user put in a sticky folder others may write (``/tmp``): appended to in
+    place, it would hand them every event (model path, options, log lines). The kernel's protected_regular and
+    protected_fifos rule, whatever the sysctl says; one's own files, root's and the folder owner's are written."""
+    if os.name != "posix":
+        return
+    info = os.fstat(fd)
+    if info.st_uid in (os.geteuid(), 0):
+        return
+    try:
+        folder = os.stat(path.parent)
+    except OSError:
+        return
+    shared = folder.st_mode & stat.S_ISVTX and folder.st_mode & (stat.S_IWOTH | stat.S_IWGRP)
+    if shared and info.st_uid != folder.st_uid:
+        kind = "a FIFO" if stat.S_ISFIFO(info.st_mode) else "a file"
+        raise PermissionError(
+            f"events={str(path)!r} is {kind} that another user (uid {info.st_uid}) put in the shared folder "
+            f"{path.parent}: trt_widget does not write the events to them; remove it or choose another path"
+        )
 
 
 def describe(sink: Sink) -> str:

@@ -118,6 +118,23 @@ def writable_target(path: str | os.PathLike[str]) -> Path:
     return target
 
 
+def read_small_text(path: str | os.PathLike[str], limit: int = 4096) -> str:
+    """The UTF-8 text of the small regular file at ``path`` (a token file): OSError for a device, FIFO or socket
+    (``/dev/zero`` was read without end, a FIFO with no writer waited forever) or a file over ``limit`` bytes;
+    UnicodeDecodeError (a ValueError) for text that is not UTF-8."""
+    fd = os.open(expand_user(path), os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotARegularFile(f"{path} is not a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read(limit + 1)
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise OSError(f"{path} is larger than {limit:,} bytes")
+    return data.decode("utf-8")
+
+
 def open_lock_file(path: str | os.PathLike[str]) -> int:
     """Open (create) ``<path's target>.lock`` to lock the writes to ``path``, never through a symlink (a link
     there is refused, whoever owns it: a lock file is ours); its descriptor."""
@@ -456,7 +473,7 @@ def _alive(pid: int) -> bool:
         return True
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):  # OverflowError: no pid is that large (anyone can name a file)
         return False
     except PermissionError:
         return True

@@ -43,7 +43,7 @@ def sweep(prefix: str, parent: str) -> list[str]:
         if not name.startswith(prefix):
             continue
         pid_text, dash, _ = name[len(prefix) :].partition("-")
-        if not dash or not pid_text.isdigit() or _alive(int(pid_text)):
+        if not dash or not (pid_text.isascii() and pid_text.isdigit()) or _alive(int(pid_text)):
             continue
         path = os.path.join(parent, name)
         try:
@@ -63,7 +63,7 @@ def _alive(pid: int) -> bool:
         return True
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):  # OverflowError: a number no pid can be (anyone can name a folder)
         return False
     except OSError:  # another user's process (EPERM): alive
         return True

@@ -369,7 +369,10 @@ class BuildOptions:
         for name in ("budget", "force_after"):
             value = getattr(self, name)
             if value is not None and (
-                not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) or value <= 0
+                not isinstance(value, (int, float))
+                or isinstance(value, bool)
+                or (isinstance(value, float) and not math.isfinite(value))  # an int is finite (and may be too big
+                or value <= 0  # for a float: math.isfinite(10**400) raised OverflowError)
             ):
                 raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
         for f in fields(self):
@@ -569,7 +572,10 @@ def parse_bytes(value: int | str, what: str) -> int:
     if isinstance(value, str):
         match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", value)
         if match and match.group(2).lower() in _UNITS:
-            count = int(float(match.group(1)) * _UNITS[match.group(2).lower()])
+            try:
+                count = int(float(match.group(1)) * _UNITS[match.group(2).lower()])
+            except OverflowError:  # more digits than a float holds: infinity
+                raise ValueError(f"{what} must be at most {_MAX_BYTES:,} bytes (2**62), got {value[:40]!r}") from None
             if count <= 0:
                 raise ValueError(f"{what} must be positive, got {value!r}")
             return parse_bytes(count, what)

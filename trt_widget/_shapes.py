@@ -3,7 +3,9 @@ and the checks every profile passes (``profiles=`` in Python, the shape flags on
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping, Sequence
+from typing import SupportsIndex
 
 Shape = tuple[int, ...]
 Profile = tuple[Shape, Shape, Shape]
@@ -86,6 +88,22 @@ def _check_dims(shape: Shape, where: str) -> Shape:
     return shape
 
 
+def _dimension(value: object) -> int:
+    """One profile dimension as an int: an integer (also numpy's), integer text ("4") or a whole float; a
+    fraction, infinity, NaN or a bool is refused (``int()`` would turn 1.5 into 1 and inf into OverflowError)."""
+    if isinstance(value, bool):
+        raise TypeError("a bool is not a dimension")
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise ValueError("not a whole number")
+        return int(value)
+    if isinstance(value, str):
+        return int(value)
+    if isinstance(value, SupportsIndex):
+        return operator.index(value)
+    raise TypeError(f"not a dimension: {type(value).__name__}")
+
+
 def _check_profile(profiles: object, where: str) -> dict[str, Profile]:
     if not isinstance(profiles, Mapping):
         raise TypeError(
@@ -94,8 +112,8 @@ def _check_profile(profiles: object, where: str) -> dict[str, Profile]:
     checked: dict[str, Profile] = {}
     for name, shapes in profiles.items():
         try:
-            lo, opt, hi = (tuple(int(d) for d in s) for s in shapes)
-        except (TypeError, ValueError):
+            lo, opt, hi = (tuple(_dimension(d) for d in s) for s in shapes)
+        except (TypeError, ValueError, OverflowError):
             raise ValueError(
                 f"{where}profile for input {name!r} must be (min, opt, max) shapes, got {shapes!r}"
             ) from None

@@ -33,6 +33,7 @@ SEVERITY_NAMES = ("INTERNAL_ERROR", "ERROR", "WARNING", "INFO", "VERBOSE")
 # TensorRT's severity (ILogger.Severity, 0..4) -> logging's level
 LEVELS = (logging.CRITICAL, logging.ERROR, logging.WARNING, logging.INFO, logging.DEBUG)
 LOG_FILE_MAX_BYTES = 256 << 20  # a log file stops growing here, with a note saying how much was left out
+MAX_MESSAGE = 16384  # characters of a log message kept in a build, its events and a recording (longer: shortened)
 
 tensorrt_logger = logging.getLogger(LOGGER_NAME)
 # a library adds no handler of its own: without the user's, logging's last-resort handler would print every
@@ -110,11 +111,11 @@ class LogFile:
                         "line(s) were not written]\n"
                     )
                 stream.close()
-                if self._part is not None:
+                if self._part is not None and self.error is None:
                     place_file(self._part, self.path)
             except Exception as exc:
                 self.error = self.error or f"{type(exc).__name__}: {exc}"
-                if self._part is not None:
-                    with contextlib.suppress(OSError):
-                        os.unlink(self._part)
+            if self.error is not None and self._part is not None:  # cut short: the old file stays as it was
+                with contextlib.suppress(OSError):
+                    os.unlink(self._part)
             return self.error

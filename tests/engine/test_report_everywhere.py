@@ -190,3 +190,32 @@ def test_inspect_of_an_engine_file_says_it_is_one_and_what_to_give_instead(tmp_p
     assert result.returncode == 1
     assert "a serialized engine" in result.stderr and "trt-widget check" in result.stderr, result.stderr
     assert "no engine layer information" not in result.stderr
+
+
+def test_inspect_of_json_nested_too_deep_fails_clearly(tmp_path: Path) -> None:
+    """A file (or a recording's line) of 100,000 brackets raised RecursionError out of json.loads: a traceback."""
+    deep = "[" * 100_000 + "]" * 100_000
+    (tmp_path / "deep.json").write_text('{"Layers": ' + deep + "}")
+    start = json.dumps({"event": "build_start", "model": "m", "backend": "rtx", "version": "1", "options": {}, "t": 0})
+    (tmp_path / "deep.jsonl").write_text(start + "\n" + deep + "\n")
+    for name in ("deep.json", "deep.jsonl"):
+        result = _cli("inspect", str(tmp_path / name))
+        assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-2000:]
+        assert "no engine layer information" in result.stderr
+
+
+def test_inspect_of_a_device_or_a_fifo_fails_at_once(tmp_path: Path) -> None:
+    """``trt-widget inspect /dev/zero`` read until memory ran out (GBs in seconds); a FIFO with no writer waited
+    forever. Both are refused at once as not a regular file."""
+    import os
+
+    fifo = tmp_path / "log.fifo"
+    os.mkfifo(fifo)
+    for path in ("/dev/zero", str(fifo)):
+        result = subprocess.run(  # under a memory cap: the unbounded read must not take the machine's memory
+            ["sh", "-c", 'ulimit -v 4000000 && exec "$@"', "sh", sys.executable, "-m", "trt_widget", "inspect", path],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode == 1 and "is not a regular file" in result.stderr, result.stderr[-1000:]

@@ -203,3 +203,23 @@ def test_serve_shows_its_data_directory_to_no_client(tmp_path: Path) -> None:
             text = "".join(reply.iter_lines())
         assert str(tmp_path) not in text and f"<data>/builds/{build_id}/model.onnx" in text
         server.store.stop_running(timeout=60)
+
+
+def test_a_cancel_whose_reason_nests_too_deep_still_cancels(tmp_path: Path, long_model_bytes: bytes) -> None:
+    """A cancel body of 4,000 brackets (within the 4 KiB read) raised RecursionError: a 500, and the build ran on."""
+    import httpx
+
+    from trt_widget.serve import ServerThread
+
+    with (
+        ServerThread(data=tmp_path / "data") as server,
+        httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {server.token}"}, timeout=60) as http,
+    ):
+        build_id = http.post("/builds", content=long_model_bytes).json()["id"]
+        reply = http.post(f"/builds/{build_id}/cancel", content=b"[" * 4000)
+        assert reply.status_code == 202, reply.text
+        deadline = time.monotonic() + 60
+        while http.get(f"/builds/{build_id}").json()["status"] not in ("cancelled", "failed", "succeeded"):
+            assert time.monotonic() < deadline, "the cancelled build did not end"
+            time.sleep(0.1)
+        assert http.get(f"/builds/{build_id}").json()["status"] == "cancelled"

@@ -33,3 +33,12 @@ def test_a_huge_profile_dimension_is_a_bad_request(client: httpx.Client, dim: in
     assert "is too large (at most 2**31-1" in reply.text
     assert str(Path(trt_widget.__file__).parent) not in reply.text
     assert client.get("/builds").json()["builds"] == []  # nothing started
+
+
+@pytest.mark.parametrize("dim", ["Infinity", "1.5", "true"])
+def test_a_profile_dimension_that_is_not_a_whole_number_is_a_bad_request(client: httpx.Client, dim: str) -> None:
+    options = '{"profiles": {"input": [[' + dim + ", 8, 8, 8], [1, 8, 8, 8], [2, 8, 8, 8]]}}"  # Infinity: Python's
+    reply = client.post("/builds", content=to_bytes(deep_residual(2, batch="N")), params={"options": options})
+    assert reply.status_code == 400, reply.text  # Infinity was a 500 (OverflowError); 1.5 and true were built as 1
+    assert "must be (min, opt, max) shapes" in reply.text
+    assert client.get("/builds").json()["builds"] == []  # nothing started

@@ -55,3 +55,25 @@ def test_redaction_compares_the_decoded_parameter_name() -> None:
     assert redact_token("/?a=b&TOKEN=T2") == "/?a=b&TOKEN=<redacted>"
     assert redact_token("/?%2574oken=T3") == "/?%2574oken=<redacted>"  # encoded twice (issue 35, re-run)
     assert redact_token("/builds?limit=3") == "/builds?limit=3"
+
+
+def test_a_token_file_that_is_a_device_or_a_fifo_is_refused_at_once(tmp_path: Path) -> None:
+    """``--token-file /dev/zero`` read without end: 12 GB of memory in 8 s (serve and mcp --http alike); a FIFO
+    with no writer waited forever. A token file is a small regular file, read up to 4 KiB."""
+    import os
+
+    fifo = tmp_path / "token.fifo"
+    os.mkfifo(fifo)
+    big = tmp_path / "big"
+    big.write_text("x" * 5000)
+    commands = [["serve", "--port", "0", "--data", str(tmp_path / "data")], ["mcp", "--http", "--port", "0"]]
+    for command in commands:
+        for token_file, said in (("/dev/zero", "not a regular file"), (fifo, "not a regular file"), (big, "4,096")):
+            done = subprocess.run(
+                [sys.executable, "-m", "trt_widget", *command, "--token-file", str(token_file)],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert done.returncode == 2, (command, token_file, done.stderr[-1000:])
+            assert "cannot read --token-file" in done.stderr and said in done.stderr, done.stderr[-1000:]

@@ -150,6 +150,30 @@ AFTER_SLEEP = textwrap.dedent(
     """
 )
 
+ODD = textwrap.dedent(
+    """
+    import json, os, socket, time
+    address = os.environ["TRT_WIDGET_RUN_SOCKET"]
+    s = socket.socket(socket.AF_UNIX)
+    s.connect("\\0" + address[1:] if address.startswith("@") else address)
+    s.sendall(b'{"build": Infinity, "event": "build_start"}\\n')  # Python's JSON reads Infinity: int() overflows
+    s.sendall(b"[" * 100_000 + b"]" * 100_000 + b"\\n")  # under 1 MiB, deeper than json.loads can recurse
+    start = {"build": 5, "event": "build_start", "model": "after the odd lines", "t": 0.0}
+    s.sendall((json.dumps(start) + "\\n").encode())
+    time.sleep(1)
+    """
+)
+
+COUNTED = textwrap.dedent(
+    """
+    import sys
+    from trt_widget.watch import CommandRun
+
+    run = CommandRun([sys.executable, sys.argv[1]]).start()
+    print("CODE", run.result(300), "BUILDS", [build.source.label for build in run.builds])
+    """
+)
+
 
 @pytest.mark.parametrize(("how", "code"), [("byte", 0), ("closed", 137)])
 def test_a_process_turned_away_ends_no_other_process(
@@ -169,3 +193,11 @@ def test_a_process_turned_away_ends_no_other_process(
     finally:
         if pid_file.exists() and alive(int(pid_file.read_text())):
             os.kill(int(pid_file.read_text()), signal.SIGKILL)
+
+
+def test_an_infinite_build_number_or_a_deep_line_is_skipped_and_the_relay_reads_on(tmp_path: Path) -> None:
+    """Each killed the process's reader thread with a traceback on the terminal (OverflowError, RecursionError):
+    that process's later builds were not shown."""
+    done = run_with_command(tmp_path, COUNTED, ODD, timeout=300)
+    assert done.stdout.split() == ["CODE", "0", "BUILDS", "['after", "the", "odd", "lines']"], done.stderr[-3000:]
+    assert "Traceback" not in done.stderr and "Exception in thread" not in done.stderr, done.stderr[-3000:]

@@ -229,3 +229,20 @@ def test_with_stdin_closed_the_commands_connection_is_not_its_stdin(tmp_path: Pa
     done = subprocess.run(["sh", "-c", 'exec 0<&- "$@"', "sh", *run], capture_output=True, timeout=60, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.decode().split() == ["True", "b''"], (done.stdout, done.stderr)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_json_events_that_cannot_be_written_are_said_on_stderr(tmp_path: Path) -> None:
+    """``run --json > /dev/full`` (a full disk): every event and the command's output were lost, exit code 0, and
+    nothing said so (the relay swallowed the write's error; ``build --json`` warns)."""
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "trt_widget", "run", "--json", "--", sys.executable, "-c", "print('out')"],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            env={**os.environ, "TRT_WIDGET_HISTORY": "off"},
+        )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("cannot write to stdout ([Errno 28]") == 1, done.stderr

@@ -301,7 +301,7 @@ def report_from_bytes(data: bytes, source: str) -> Parsed:
     if stripped.startswith("{"):
         try:
             loaded = json.loads(stripped)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested deeper than json.loads recurses
             loaded = None
         if isinstance(loaded, dict) and "Layers" in loaded:
             return report_from_json(loaded, source)
@@ -333,7 +333,7 @@ def _from_recording(text: str, source: str) -> Parsed | None:
             continue
         try:
             event = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
         if not isinstance(event, dict):
             return None

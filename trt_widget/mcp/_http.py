@@ -11,7 +11,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, TypedDict
 
-from .._files import expand_user
+from .._files import read_small_text
 from ._stream import STREAM_KEY, RequestStream
 
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ def read_token(token_file: str | None) -> tuple[str, bool]:
     if token_file is None:
         return secrets.token_urlsafe(32), True
     try:
-        token = expand_user(token_file).read_text(encoding="utf-8").strip()
+        token = read_small_text(token_file).strip()
     except (OSError, ValueError) as exc:  # UnicodeDecodeError is a ValueError, as is a '~user' with no user
         raise TokenError(f"cannot read --token-file {token_file}: {exc}") from None
     if not token or any(c.isspace() or not c.isprintable() for c in token):

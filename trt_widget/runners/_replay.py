@@ -21,6 +21,7 @@ from .._errors import BuildError
 from .._files import expand_user
 from .._json import JSONObject
 from .._phases import MAX_DEPTH
+from .._tensorrt_log import MAX_MESSAGE
 from ._base import RunContext
 
 if TYPE_CHECKING:
@@ -52,7 +53,6 @@ MAX_LINE_BYTES = 1 << 20  # one event; TensorRT's longest log lines are a few KB
 MAX_EVENTS = 1_000_000  # a real GPU build records tens of thousands
 MAX_BYTES = 256 << 20  # the whole recording
 MAX_NAME = 4096  # characters of a phase name
-MAX_MESSAGE = 16384  # characters of a log message kept (longer ones are shortened)
 _END_STATUSES = ("succeeded", "failed", "cancelled")
 
 

@@ -331,7 +331,7 @@ async def _reason(request: Request, timeout: float) -> str:
         try:
             body = await request.body() if int(request.headers.get("content-length") or 0) <= 4096 else b""
             given = json.loads(body).get("reason") if body.strip() else None
-        except (ValueError, AttributeError, ClientDisconnect):
+        except (ValueError, AttributeError, RecursionError, ClientDisconnect):  # RecursionError: 4,000 brackets
             given = None
     if isinstance(given, str) and given.strip():
         reason += ": " + "".join(c for c in given if c.isprintable())[:200]

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
 from urllib.parse import unquote_plus
 
-from .._files import expand_user
+from .._files import expand_user, read_small_text
 from .._format import escape_controls, escape_lines
 from .._status import log
 
@@ -221,7 +221,7 @@ def _token(args: argparse.Namespace) -> tuple[str, str | None]:
     elif args.token_file is not None:
         source = f"read from --token-file {args.token_file}"
         try:
-            token = expand_user(args.token_file).read_text(encoding="utf-8").strip()
+            token = read_small_text(args.token_file).strip()
         except (OSError, ValueError) as exc:  # UnicodeDecodeError is a ValueError, as is a '~user' with no user
             raise UsageError(f"cannot read --token-file {args.token_file}: {exc}") from None
     else:

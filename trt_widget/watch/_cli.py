@@ -12,6 +12,7 @@ file could not be written, and the command's own exit code otherwise.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import signal
 import sys
@@ -79,8 +80,9 @@ def run(args: argparse.Namespace) -> int:
         # under the live tree both its streams do, printed above the tree (rich redraws the tree below them)
         output: Callable[[bytes], None] | None = None
         errors: Callable[[bytes], None] | None = None
+        stdout = _Stdout(lock)
         if args.json:
-            output = lambda line: _write_out(line, lock)  # noqa: E731
+            output = stdout.line
         elif console is not None:
             output = lambda line: _print_above(console, line, lock)  # noqa: E731
             errors = output if is_terminal(sys.stderr) else None
@@ -113,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
                 view.join(SHOW_END_S)
 
     if args.json:  # the events as the command sent them, renumbered for the run
-        command.on_event = lambda event: _print_json(event, lock)
+        command.on_event = stdout.event
     else:
         command.on_build(on_build)
         command.show_end = show_end
@@ -171,17 +173,38 @@ def _print_above(console: Console, line: bytes, lock: threading.RLock) -> None:
         console.print(Text(text), soft_wrap=True)
 
 
-def _print_json(event: dict[str, object], lock: threading.RLock) -> None:
-    with lock:
-        sys.stdout.write(json.dumps(event) + "\n")
-        sys.stdout.flush()
+class _Stdout:
+    """Where ``--json`` writes: the events and the command's own lines. A full disk or a closed pipe is said once
+    on stderr and later writes are skipped (the relay swallowed the error: every event was lost without a word,
+    exit code 0)."""
 
+    def __init__(self, lock: threading.RLock) -> None:
+        self.lock = lock
+        self.lost = False
 
-def _write_out(line: bytes, lock: threading.RLock) -> None:
-    with lock:
-        sys.stdout.flush()
-        sys.stdout.buffer.write(line)
-        sys.stdout.buffer.flush()
+    def event(self, event: dict[str, object]) -> None:
+        self._write(lambda: sys.stdout.write(json.dumps(event) + "\n"))
+
+    def line(self, line: bytes) -> None:
+        self._write(lambda: sys.stdout.buffer.write(line))
+
+    def _write(self, write: Callable[[], object]) -> None:
+        with self.lock:
+            if self.lost:
+                return
+            try:
+                sys.stdout.flush()
+                write()
+                sys.stdout.flush()
+            except (OSError, ValueError) as exc:  # ValueError: stdout closed
+                self.lost = True
+                with contextlib.suppress(OSError, ValueError):
+                    print(
+                        f"trt-widget run: warning: cannot write to stdout ({escape_controls(str(exc))}): the JSON "
+                        "events and the command's output are lost from here on",
+                        file=sys.stderr,
+                        flush=True,
+                    )
 
 
 def _write_files(command: CommandRun, args: argparse.Namespace, notify: Callable[[str], None]) -> bool:

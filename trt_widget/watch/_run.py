@@ -317,8 +317,8 @@ class CommandRun:
                     event = json.loads(raw)
                     n = int(event.pop("build"))
                     check_event(event, "the command's event", number, depths.setdefault(n, {}))
-                except (ValueError, TypeError, KeyError, AttributeError, RecordingError):
-                    continue
+                except (ValueError, TypeError, KeyError, AttributeError, OverflowError, RecursionError, RecordingError):
+                    continue  # OverflowError: {"build": Infinity}; RecursionError: a line of 100,000 brackets
                 if event.get("event") == "build_start":
                     if n in builds:
                         continue

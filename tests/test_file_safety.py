@@ -364,3 +364,23 @@ def test_a_part_file_named_with_an_impossible_pid_does_not_stop_a_write(shared: 
     assert build.wait(120) == "succeeded", build.status_detail
     assert (shared / "m.engine").stat().st_size > 0
     assert not [p for p in shared.iterdir() if p.name.endswith(".part") and p.owner() != "nobody"]
+
+
+def test_no_folder_is_made_through_a_link_another_user_planted(shared: Path, tmp_path: Path) -> None:
+    """``mkdir -p`` follows links: BuildMatrix's ``output_dir``, a history store's folder and ``reuse_dir`` under
+    ``nobody``'s link to the victim's folder made ``sub`` there (as root) before the write itself was refused."""
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    plant(shared / "dir", victim)
+    model = tmp_path / "m.onnx"
+    model.write_bytes(SMALL)
+    with pytest.raises(UntrustedLink):
+        BuildMatrix([str(model)], output_dir=str(shared / "dir" / "engines"), history=False)
+    build = Build(str(model), history=str(shared / "dir" / "history" / "h.sqlite"), isolation="thread").start()
+    assert build.wait(120) == "succeeded"
+    build = Build(
+        str(model), history=False, isolation="thread", output=str(tmp_path / "m.engine"), reuse=True,
+        reuse_dir=str(shared / "dir" / "cache"),
+    ).start()  # fmt: skip
+    assert build.wait(120) == "succeeded"
+    assert list(victim.iterdir()) == []

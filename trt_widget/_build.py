@@ -36,6 +36,7 @@ from ._files import (
     refuse_inputs,
     refuse_taken,
     release_targets,
+    resolve,
     write_output,
 )
 from ._gpu import memory_skip_note
@@ -765,6 +766,7 @@ class Build(Waiting):
             if self.options.reuse and self.reused_from is None and identity["model"] is not None:
                 key = key_of(identity)
                 directory = reuse_dir_of(self.options.reuse_dir)
+                resolve(directory)  # UntrustedLink: no folder is made through another user's link
                 directory.mkdir(parents=True, exist_ok=True, mode=0o700)
                 entry = cache_entry(directory, key)
                 copy_into_place(engine.path if isinstance(engine, WrittenFile) else engine, entry)

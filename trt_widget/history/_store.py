@@ -181,8 +181,8 @@ class HistoryStore:
         Checked when a build attaches history, so a bad location turns history off instead of failing the build.
         """
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
             resolve(self.path)  # UntrustedLink: another user's link in a shared folder is never written through
+            self.path.parent.mkdir(parents=True, exist_ok=True)  # (nor a folder made through it)
             mode = os.stat(self.path).st_mode if self.path.exists() else stat.S_IFREG
             if not stat.S_ISREG(mode):  # a FIFO would block open() until a writer came, a device is no store
                 return "not a regular file"

@@ -26,7 +26,7 @@ from .._build import Build, HistorySetting
 from .._engine import ModelLike, ModelSource
 from .._errors import BuildError
 from .._event_sinks import Sink
-from .._files import expand_user
+from .._files import expand_user, resolve
 from .._options import BuildOptionsDict
 from .._status import FINAL, IDLE
 from ..runners import EngineFile, RunContext, Runner
@@ -170,6 +170,7 @@ def output_folder(folder: str | os.PathLike[str], what: str) -> Path:
     """The engines' folder, created (with its parents) when missing, as ``mkdir -p``; ``what`` names it in the
     errors as the user gave it (``output_dir``, or the CLI's ``-o/--output-dir``)."""
     path = expand_user(folder)
+    resolve(path)  # UntrustedLink: a folder is never made through another user's link (mkdir -p follows it)
     if path.exists() and not path.is_dir():
         raise NotADirectoryError(f"{what} {path} is not a folder")
     try:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .._external_data import remember_locations, settled, stat_key
+from .._files import resolve
 
 HASHES_FILE = "file-hashes.json"
 MAX_ENTRIES = 4096  # ~150 bytes each: the file stays well under MAX_BYTES
@@ -162,6 +163,7 @@ class HashCache:
                 for key, (sha, at, loc) in kept
             }
             text = json.dumps({"format": "trt_widget.file-hashes", "files": files}, separators=(",", ":"))
+            resolve(self.directory)  # UntrustedLink: no folder is made through another user's link
             self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
             atomic_write(self.directory / HASHES_FILE, text.encode(), sync=False)
             with self._lock:

@@ -17,9 +17,10 @@
   trt-widget run [--json] [--report F] [--trace F] [--force-after S] -- COMMAND ...   # see watch/_cli.py
 
 Exit codes: 0 succeeded, 1 failed (or bad input such as a missing file, or a --report / --trace file that could
-not be written), 2 bad usage, 124 cancelled because the --budget ran out, 130 cancelled by Ctrl-C. Ctrl-C cancels
-at the builder's next step boundary, and the builder process is terminated when that takes more than 0.1 s; a
-second Ctrl-C terminates it at once (with --isolation thread a third one exits without waiting).
+not be written), 2 bad usage, 124 cancelled because the --budget ran out, 130 cancelled by Ctrl-C, 141 stdout's
+reader went away (``| head``). Ctrl-C cancels at the builder's next step boundary, and the builder process is
+terminated when that takes more than 0.1 s; a second Ctrl-C terminates it at once (with --isolation thread a
+third one exits without waiting).
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
 
 N = TypeVar("N")
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BUDGET, EXIT_INTERRUPTED = 0, 1, 2, 124, 130
+EXIT_PIPE = 141  # stdout's reader went away (128 + SIGPIPE, as a shell tool killed by it): `... | head`
 
 
 class _InputError(Exception):
@@ -321,12 +323,32 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         warnings.showwarning = _show_warning
     try:
-        return _main(list(sys.argv[1:] if argv is None else argv), whole_process=argv is None)
+        code = _main(list(sys.argv[1:] if argv is None else argv), whole_process=argv is None)
+        if argv is None:
+            sys.stdout.flush()  # here, not at exit: a closed pipe is then this except's, not a traceback
+        return code
+    except BrokenPipeError:  # `trt-widget inspect m.log | head`: the reader has what it wanted
+        if argv is not None:
+            raise
+        _quiet_stdout()
+        return EXIT_PIPE
     except KeyboardInterrupt:  # Ctrl-C before a build could take it (a build's own Ctrl-C cancels it instead)
         if argv is not None:
             raise
         print("trt-widget: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's own flush at exit finds no closed pipe (the Python
+    docs' recipe for SIGPIPE)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is no file (replaced): nothing left to flush into the pipe
+        pass
+    finally:
+        os.close(devnull)
 
 
 def _show_warning(

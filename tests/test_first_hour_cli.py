@@ -1,0 +1,66 @@
+"""Issue 39's second pass over the command line: a taken port, a closed pipe, errors that name the flag, trtexec's
+sizes, a replay's last lines, and the small messages of check / inspect / shapes."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from trt_widget.__main__ import main
+
+DATA = Path(__file__).resolve().parent / "data" / "engine_report"
+
+
+def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "trt_widget", *args], capture_output=True, text=True, timeout=300, cwd=cwd
+    )
+
+
+@pytest.fixture
+def taken_port() -> Iterator[int]:
+    """A port another program listens on."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(1)
+        yield int(sock.getsockname()[1])
+
+
+@pytest.mark.parametrize("command", [["serve", "--data", "{tmp}"], ["mcp", "--http"]])
+def test_a_port_in_use_is_one_line_naming_the_port_and_port_flag(
+    command: list[str], taken_port: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = [a.replace("{tmp}", str(tmp_path / "data")) for a in command]
+    assert main([*argv, "--port", str(taken_port)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert f"port {taken_port} is already in use" in err and "--port" in err and "Errno" not in err
+
+
+def _into_a_closed_pipe(*args: str) -> subprocess.CompletedProcess[str]:
+    """The command with its stdout a pipe whose reader has gone (``| head`` that has read its lines)."""
+    read, write = os.pipe()
+    os.close(read)  # before the command starts: every write finds the pipe closed
+    try:
+        return subprocess.run(
+            [sys.executable, "-m", "trt_widget", *args],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=300,
+        )
+    finally:
+        os.close(write)
+
+
+@pytest.mark.parametrize("json", [False, True])
+def test_inspect_into_a_closed_pipe_ends_quietly(json: bool) -> None:
+    result = _into_a_closed_pipe("inspect", str(DATA / "trt10_16_trtexec_dumpLayerInfo.log"), *(["--json"] * json))
+    assert result.returncode == 141, result.stderr
+    assert result.stderr == ""

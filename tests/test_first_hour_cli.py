@@ -64,3 +64,45 @@ def test_inspect_into_a_closed_pipe_ends_quietly(json: bool) -> None:
     result = _into_a_closed_pipe("inspect", str(DATA / "trt10_16_trtexec_dumpLayerInfo.log"), *(["--json"] * json))
     assert result.returncode == 141, result.stderr
     assert result.stderr == ""
+
+
+@pytest.mark.parametrize(
+    "argv, said",
+    [
+        (["build", "{model}", "--budget", "-1"], "--budget must be a positive number of seconds"),
+        (["matrix", "{model}", "--budget", "0", "--opt-level", "0", "3"], "--budget must be a positive number"),
+        (["bundle", "{model}", "-o", "{tmp}/b.zip", "--budget", "0"], "--budget must be a positive number"),
+    ],
+)
+def test_a_bad_option_value_is_a_usage_error_naming_its_flag(
+    argv: list[str], said: str, onnx_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = [a.replace("{model}", str(onnx_path)).replace("{tmp}", str(tmp_path)) for a in argv]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert said in err and "variant" not in err, err
+    assert not (tmp_path / "b.zip").exists()
+
+
+def test_an_option_the_backend_lacks_is_named_by_its_flag(
+    onnx_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from trt_widget._backend import select_backend
+
+    if select_backend()[0] != "rtx":
+        pytest.skip("TensorRT for RTX has no FP16 flag")
+    assert main(["build", str(onnx_path), "--fp16", "-o", str(tmp_path / "m.engine")]) == 2
+    err = capsys.readouterr().err
+    assert "--fp16 is not available" in err and "fp16=True" not in err
+    assert not (tmp_path / "m.engine").exists()
+
+
+def test_trtexec_mem_pool_size_takes_the_workspace_units_and_lists_them() -> None:
+    from trt_widget._trtexec import translate
+
+    sizes = {"1TiB": 1 << 40, "1T": 1 << 40, "2GiB": 2 << 30, "1GB": 10**9, "1024": 1 << 30, "64m": 64 << 20}
+    for text, size in sizes.items():
+        translation = translate(["--onnx=m.onnx", f"--memPoolSize=workspace:{text}"])
+        assert translation.options["workspace"] == size and not translation.refused, text
+    (_arg, why), *_ = translate(["--onnx=m.onnx", "--memPoolSize=workspace:1PiB"]).refused
+    assert "TiB" in why and "GB" in why and "bare number is MiB" in why, why

@@ -475,13 +475,10 @@ def _model_and_output(args: argparse.Namespace) -> tuple[ModelLike, str | None]:
 
 
 def _options(args: argparse.Namespace, output: str | None) -> dict[str, Any]:  # for Build(**options): checked
-    from ._cli_options import options_from_args
-    from ._options import BuildOptions
+    from ._cli_options import checked_options
 
     try:
-        options = options_from_args(args)
-        options["output"] = output
-        BuildOptions.from_kwargs(**options)
+        options = checked_options(args, output=output)
     except FileNotFoundError as exc:
         raise _InputError(str(exc)) from None
     except (ValueError, TypeError) as exc:
@@ -548,7 +545,9 @@ def _run(args: argparse.Namespace) -> int:
     try:
         build = Build(model, **options)
     except (ValueError, TypeError) as exc:  # an option the backend cannot build, the model's own path as output...
-        raise _UsageError(str(exc)) from None
+        from ._cli_options import in_flags
+
+        raise _UsageError(in_flags(str(exc))) from None
     if args.trace:
         from .report.trace import record_steps
 

@@ -84,11 +84,16 @@ def run(args: argparse.Namespace) -> int:
     if args.max_parallel is not None and args.max_parallel < 1:
         _stderr(f"trt-widget: error: --max-parallel must be at least 1, got {args.max_parallel}")
         return EXIT_USAGE
-    from .._cli_options import options_from_args
+    from .._cli_options import checked_options
     from ._matrix import output_folder
 
-    try:
-        options = options_from_args(args)
+    try:  # every variant's options too: a bad --budget is one usage error, not a failed build per variant
+        options = checked_options(args)
+        for level in args.opt_level or ():
+            checked_options(args, optimization_level=level)
+    except FileNotFoundError as exc:
+        _stderr(f"trt-widget: error: {exc}")
+        return EXIT_FAILED
     except ValueError as exc:
         print(f"trt-widget: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

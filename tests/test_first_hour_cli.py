@@ -106,3 +106,44 @@ def test_trtexec_mem_pool_size_takes_the_workspace_units_and_lists_them() -> Non
         assert translation.options["workspace"] == size and not translation.refused, text
     (_arg, why), *_ = translate(["--onnx=m.onnx", "--memPoolSize=workspace:1PiB"]).refused
     assert "TiB" in why and "GB" in why and "bare number is MiB" in why, why
+
+
+def test_check_of_a_missing_engine_says_not_found(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "missing.engine"
+    assert main(["check", str(missing)]) == 1
+    assert capsys.readouterr().out.strip() == f"{missing}: not found: no such file"
+    assert main(["check", str(missing), "--json"]) == 1
+    assert '"verdict": "not found"' in capsys.readouterr().out
+
+
+def test_inspect_of_a_missing_or_unreadable_file_is_one_plain_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "missing.jsonl"
+    assert main(["inspect", str(missing)]) == 1
+    assert capsys.readouterr().err.strip() == f"trt-widget inspect: error: no such file: {missing}"
+    assert main(["inspect", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "Errno" not in err and str(tmp_path) in err, err
+
+
+def test_shapes_for_a_fixed_shape_model_say_they_have_no_effect(
+    onnx_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    engine = tmp_path / "m.engine"
+    assert main(["build", str(onnx_path), "--min-shapes", "input:1x8x8x8", "--plain", "-o", str(engine)]) == 0
+    out = capsys.readouterr().out
+    assert "the shapes given have no effect: the model's input(s) 'input' 1x8x8x8 have fixed shapes" in out, out
+    assert engine.stat().st_size > 0
+
+
+def test_the_services_unknown_option_error_lists_only_what_it_accepts() -> None:
+    pytest.importorskip("starlette")
+    from trt_widget.serve._upload import UploadError, parse_options
+
+    with pytest.raises(UploadError) as caught:
+        parse_options('{"opt_level": 3}')
+    said = str(caught.value)
+    assert "unknown build option 'opt_level'" in said and "optimization_level" in said, said
+    listed = said.split("Options accepted over HTTP: ")[1].split(", ")
+    assert "budget" in listed and not {"configure", "output", "isolation", "timing_cache"} & set(listed), said

@@ -3,6 +3,7 @@ sizes, a replay's last lines, and the small messages of check / inspect / shapes
 
 from __future__ import annotations
 
+import io
 import os
 import socket
 import subprocess
@@ -12,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from trt_widget import Build
 from trt_widget.__main__ import main
+from trt_widget.models import deep_residual
 
 DATA = Path(__file__).resolve().parent / "data" / "engine_report"
 
@@ -147,3 +150,47 @@ def test_the_services_unknown_option_error_lists_only_what_it_accepts() -> None:
     assert "unknown build option 'opt_level'" in said and "optimization_level" in said, said
     listed = said.split("Options accepted over HTTP: ")[1].split(", ")
     assert "budget" in listed and not {"configure", "output", "isolation", "timing_cache"} & set(listed), said
+
+
+def _status_line(build: Build) -> str:
+    """The rich view's status line of ``build``, rendered on an in-memory console."""
+    from rich.console import Console
+
+    from trt_widget._terminal import TerminalView
+
+    view = TerminalView(build, io.StringIO(), style="rich", summary=False, console=Console(file=io.StringIO()))
+    out = io.StringIO()
+    Console(file=out, width=300).print(view._renderable())
+    return out.getvalue().strip().splitlines()[-1]
+
+
+def test_the_terminal_says_no_eta_on_a_first_build_and_an_eta_and_delta_column_after(tmp_path: Path) -> None:
+    from rich.table import Table
+
+    from trt_widget._terminal import TerminalView
+
+    history = str(tmp_path / "history.sqlite")
+    first = Build(deep_residual(3), isolation="thread", history=history)
+    assert first.history is not None and first.history.ready.wait(60)
+    assert "no ETA: first build" in _status_line(first)
+    view = TerminalView(first, io.StringIO(), style="plain", summary=False)
+    first.start()
+    assert first.wait(300) == "succeeded" and view.join(30) and first.history.recorded.wait(60)
+    again = Build(deep_residual(3), isolation="thread", history=history)
+    assert again.history is not None and again.history.ready.wait(60)
+    line = _status_line(again)
+    assert "ETA ~" in line and "(based on build of " in line and "no ETA" not in line, line
+    again.start()
+    assert again.wait(300) == "succeeded"
+    tree = TerminalView(again, io.StringIO(), style="plain", summary=False)._tree()
+    assert isinstance(tree, Table) and len(tree.columns) == 5  # the Δ column, as the widget's
+
+
+def test_a_phase_delta_is_shown_as_the_widget_shows_it() -> None:
+    from trt_widget._terminal import eta_text, phase_delta
+
+    assert phase_delta(1.5, 11.5) == "+1.50 s" and phase_delta(-0.25, 1.0) == "−250 ms"
+    assert phase_delta(0.05, 1.0) == "" and phase_delta(0.2, 10.2) == "" and phase_delta(float("nan"), 1.0) == ""
+    assert eta_text({"total_s": 10.0, "based_on": "build of X"}, 4.0) == "ETA ~6.00 s (based on build of X)"
+    assert eta_text({"total_s": 10.0, "based_on": None}, 12.0) == "over ETA of ~10.00 s"
+    assert eta_text({"none": "first build", "why": "..."}, 1.0) == "no ETA: first build" and eta_text(None, 1) == ""

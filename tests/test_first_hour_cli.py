@@ -194,3 +194,26 @@ def test_a_phase_delta_is_shown_as_the_widget_shows_it() -> None:
     assert eta_text({"total_s": 10.0, "based_on": "build of X"}, 4.0) == "ETA ~6.00 s (based on build of X)"
     assert eta_text({"total_s": 10.0, "based_on": None}, 12.0) == "over ETA of ~10.00 s"
     assert eta_text({"none": "first build", "why": "..."}, 1.0) == "no ETA: first build" and eta_text(None, 1) == ""
+
+
+def test_a_command_not_on_path_but_in_this_pythons_environment_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Jupyter kernel's venv is often not on its PATH: ``BuildWidget.run(["polygraphy", ...])`` and
+    ``trt-widget run`` find the program in ``sys.prefix``'s bin (where pip installed it) and run it."""
+    from trt_widget import BuildError
+    from trt_widget.watch import CommandRun
+
+    prefix = tmp_path / "venv"
+    (prefix / "bin").mkdir(parents=True)
+    tool = prefix / "bin" / "trtw-probe-tool"
+    tool.write_text('#!/bin/sh\necho "ran $1"\nexit 7\n')
+    tool.chmod(0o755)
+    monkeypatch.setattr(sys, "prefix", str(prefix))
+    env = {**os.environ, "PATH": "/usr/bin:/bin"}
+    lines: list[bytes] = []
+    run = CommandRun(["trtw-probe-tool", "x"], env=env, on_output=lines.append).start()
+    assert run.result(60) == 7 and b"ran x" in b"".join(lines)
+    missing = CommandRun(["trtw-no-such-tool"], env=env).start()
+    with pytest.raises(BuildError, match=r"not on PATH, nor in .*venv/bin"):
+        missing.result(60)

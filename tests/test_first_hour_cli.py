@@ -217,3 +217,15 @@ def test_a_command_not_on_path_but_in_this_pythons_environment_runs(
     missing = CommandRun(["trtw-no-such-tool"], env=env).start()
     with pytest.raises(BuildError, match=r"not on PATH, nor in .*venv/bin"):
         missing.result(60)
+
+
+@pytest.mark.parametrize("command", ["build", "matrix"])
+def test_json_events_into_a_closed_pipe_end_quietly_and_the_build_still_ends(
+    command: str, onnx_path: Path, tmp_path: Path
+) -> None:
+    """The build goes on when its events' reader went away (its outcome is the exit code: 0, engine written)."""
+    output = ["-o", str(tmp_path / ("m.engine" if command == "build" else "engines"))]
+    result = _into_a_closed_pipe(command, str(onnx_path), "--json", *output)
+    assert result.returncode == 0, result.stderr
+    assert "pipe" not in result.stderr.lower() and "warning" not in result.stderr, result.stderr
+    assert list(tmp_path.glob("**/*.engine"))

@@ -37,7 +37,7 @@ from difflib import get_close_matches
 from importlib import import_module
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any, NoReturn, TextIO, TypeVar, overload
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO, TypeVar, cast, overload
 
 from ._files import expand_user
 
@@ -330,25 +330,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `trt-widget inspect m.log | head`: the reader has what it wanted
         if argv is not None:
             raise
-        _quiet_stdout()
+        from ._event_sinks import quiet_stdout
+
+        quiet_stdout()
         return EXIT_PIPE
     except KeyboardInterrupt:  # Ctrl-C before a build could take it (a build's own Ctrl-C cancels it instead)
         if argv is not None:
             raise
         print("trt-widget: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-
-
-def _quiet_stdout() -> None:
-    """Point stdout at /dev/null, so that the interpreter's own flush at exit finds no closed pipe (the Python
-    docs' recipe for SIGPIPE)."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):  # stdout is no file (replaced): nothing left to flush into the pipe
-        pass
-    finally:
-        os.close(devnull)
 
 
 def _show_warning(
@@ -553,7 +543,9 @@ def _run(args: argparse.Namespace) -> int:
 
         record_steps(build)  # steps over time, not only at each phase's start and end
     if args.json:
-        stream: EventStream | TerminalView = attach_events(build, sys.stdout)
+        from ._event_sinks import PipeStdout
+
+        stream: EventStream | TerminalView = attach_events(build, cast("TextIO", PipeStdout(sys.stdout)))
         notify = _stderr_line
     else:
         stream = TerminalView(build, sys.stdout, style="plain" if args.plain else "auto", hint="Ctrl-C to cancel")

@@ -20,6 +20,7 @@ import sys
 from types import FrameType
 from typing import TYPE_CHECKING, TextIO, cast
 
+from .._event_sinks import PipeStdout
 from .._files import expand_user
 from .._format import escape_controls, escape_lines
 
@@ -150,7 +151,7 @@ def _run_matrix(args: argparse.Namespace, executor: Executor, options: BuildOpti
             executor=executor,
             max_parallel=args.max_parallel,
             output_dir=args.output_dir,
-            events=sys.stdout if args.json else None,
+            events=cast("TextIO", PipeStdout(sys.stdout)) if args.json else None,
             **options,
         )
     except (ValueError, TypeError) as exc:

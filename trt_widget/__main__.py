@@ -293,7 +293,7 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
         prog="trt-widget",
         description="Observable, cancelable TensorRT engine builds in a terminal.",
         epilog="Exit codes: 0 succeeded, 1 failed or bad input, 2 bad usage, 124 --budget ran out, "
-        "130 cancelled with Ctrl-C.",
+        "130 cancelled with Ctrl-C, 141 stdout's reader went away (| head).",
     )
     commands = parser.add_subparsers(
         dest="command", metavar="{" + ",".join(COMMAND_NAMES) + "}", parser_class=argparse.ArgumentParser

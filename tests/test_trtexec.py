@@ -180,7 +180,7 @@ def test_what_the_backend_lacks_is_refused_naming_the_option(
     if select_backend()[0] != "rtx":
         pytest.skip("TensorRT for RTX's API")
     assert main(["trtexec", f"--onnx={small_onnx}", "--fp16", "--memPoolSize=workspace:4096"]) == 2
-    assert "fp16=True is not available with TensorRT for RTX" in capsys.readouterr().err
+    assert "--fp16 is not available with TensorRT for RTX" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

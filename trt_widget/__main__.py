@@ -17,9 +17,10 @@
   trt-widget run [--json] [--report F] [--trace F] [--force-after S] -- COMMAND ...   # see watch/_cli.py
 
 Exit codes: 0 succeeded, 1 failed (or bad input such as a missing file, or a --report / --trace file that could
-not be written), 2 bad usage, 124 cancelled because the --budget ran out, 130 cancelled by Ctrl-C. Ctrl-C cancels
-at the builder's next step boundary, and the builder process is terminated when that takes more than 0.1 s; a
-second Ctrl-C terminates it at once (with --isolation thread a third one exits without waiting).
+not be written), 2 bad usage, 124 cancelled because the --budget ran out, 130 cancelled by Ctrl-C, 141 stdout's
+reader went away (``| head``). Ctrl-C cancels at the builder's next step boundary, and the builder process is
+terminated when that takes more than 0.1 s; a second Ctrl-C terminates it at once (with --isolation thread a
+third one exits without waiting).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from difflib import get_close_matches
 from importlib import import_module
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any, NoReturn, TextIO, TypeVar, overload
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO, TypeVar, cast, overload
 
 from ._files import expand_user
 
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
 
 N = TypeVar("N")
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BUDGET, EXIT_INTERRUPTED = 0, 1, 2, 124, 130
+EXIT_PIPE = 141  # stdout's reader went away (128 + SIGPIPE, as a shell tool killed by it): `... | head`
 
 
 class _InputError(Exception):
@@ -291,7 +293,7 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
         prog="trt-widget",
         description="Observable, cancelable TensorRT engine builds in a terminal.",
         epilog="Exit codes: 0 succeeded, 1 failed or bad input, 2 bad usage, 124 --budget ran out, "
-        "130 cancelled with Ctrl-C.",
+        "130 cancelled with Ctrl-C, 141 stdout's reader went away (| head).",
     )
     commands = parser.add_subparsers(
         dest="command", metavar="{" + ",".join(COMMAND_NAMES) + "}", parser_class=argparse.ArgumentParser
@@ -321,7 +323,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         warnings.showwarning = _show_warning
     try:
-        return _main(list(sys.argv[1:] if argv is None else argv), whole_process=argv is None)
+        code = _main(list(sys.argv[1:] if argv is None else argv), whole_process=argv is None)
+        if argv is None:
+            sys.stdout.flush()  # here, not at exit: a closed pipe is then this except's, not a traceback
+        return code
+    except BrokenPipeError:  # `trt-widget inspect m.log | head`: the reader has what it wanted
+        if argv is not None:
+            raise
+        from ._event_sinks import quiet_stdout
+
+        quiet_stdout()
+        return EXIT_PIPE
     except KeyboardInterrupt:  # Ctrl-C before a build could take it (a build's own Ctrl-C cancels it instead)
         if argv is not None:
             raise
@@ -453,13 +465,10 @@ def _model_and_output(args: argparse.Namespace) -> tuple[ModelLike, str | None]:
 
 
 def _options(args: argparse.Namespace, output: str | None) -> dict[str, Any]:  # for Build(**options): checked
-    from ._cli_options import options_from_args
-    from ._options import BuildOptions
+    from ._cli_options import checked_options
 
     try:
-        options = options_from_args(args)
-        options["output"] = output
-        BuildOptions.from_kwargs(**options)
+        options = checked_options(args, output=output)
     except FileNotFoundError as exc:
         raise _InputError(str(exc)) from None
     except (ValueError, TypeError) as exc:
@@ -526,13 +535,17 @@ def _run(args: argparse.Namespace) -> int:
     try:
         build = Build(model, **options)
     except (ValueError, TypeError) as exc:  # an option the backend cannot build, the model's own path as output...
-        raise _UsageError(str(exc)) from None
+        from ._cli_options import in_flags
+
+        raise _UsageError(in_flags(str(exc))) from None
     if args.trace:
         from .report.trace import record_steps
 
         record_steps(build)  # steps over time, not only at each phase's start and end
     if args.json:
-        stream: EventStream | TerminalView = attach_events(build, sys.stdout)
+        from ._event_sinks import PipeStdout
+
+        stream: EventStream | TerminalView = attach_events(build, cast("TextIO", PipeStdout(sys.stdout)))
         notify = _stderr_line
     else:
         stream = TerminalView(build, sys.stdout, style="plain" if args.plain else "auto", hint="Ctrl-C to cancel")

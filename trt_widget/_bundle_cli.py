@@ -38,9 +38,8 @@ def bundle_run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from ._build import Build
-    from ._cli_options import options_from_args
+    from ._cli_options import checked_options, options_from_args
     from ._files import check_writable, expand_user
-    from ._options import BuildOptions
     from .provenance import write_bundle
 
     def fail(message: str, code: int = 1) -> int:
@@ -62,7 +61,7 @@ def bundle_run(args: argparse.Namespace) -> int:
             else:
                 options = options_from_args(args)
                 options["log_file"] = options.get("log_file") or str(Path(folder) / "build.log")
-                BuildOptions.from_kwargs(**options)
+                options = checked_options(args, log_file=options["log_file"])
                 build = Build(model, events=lambda e: events.append(json.dumps(e, ensure_ascii=False)), **options)
         except (ValueError, TypeError) as exc:
             return fail(str(exc), 2)

@@ -116,3 +116,53 @@ def profiles_from_args(args: argparse.Namespace) -> dict[str, Profile] | list[di
             raise ValueError(f"--profile {number} has no shapes: follow it with --min-shapes/--opt-shapes/--max-shapes")
         profiles.append(profile)
     return profiles[0] if len(profiles) == 1 else profiles
+
+
+def _flag_table() -> dict[str, tuple[str, bool]]:
+    """Option name -> (its flag, whether ``--no-FLAG`` is its False)."""
+    return {
+        f.name: (str(f.metadata["flag"]), f.metadata.get("cli", {}).get("action") is argparse.BooleanOptionalAction)
+        for f in fields(BuildOptions)
+        if f.metadata.get("flag")
+    }
+
+
+def in_flags(message: str) -> str:
+    """A :class:`BuildOptions` error as the command line says it: each option's Python name (``budget``,
+    ``fp16=True``, ``optimization_level``) replaced by the flag that sets it (``--budget``, ``--fp16``,
+    ``--opt-level``). A one-word name (``output``, ``budget``) counts only where it is the error's subject: at the
+    start or before "must"; a name with an underscore or a digit, or with ``=``, anywhere."""
+    table = _flag_table()
+    names = "|".join(sorted(map(re.escape, table), key=len, reverse=True))
+    pattern = re.compile(rf"(?<![\w\-./'\"=])({names})(=[^\s,;:)]*)?(?=[\s:,;)]|$)")
+
+    def flag(match: re.Match[str]) -> str:
+        name, assigned = match.group(1), match.group(2)
+        option, negatable = table[name]
+        subject = match.start() == 0 or message.startswith(" must", match.end())
+        if assigned is None and not re.search(r"[_\d]", name) and not subject:
+            return match.group(0)  # an ordinary word of the sentence ("the output of ...")
+        value = (assigned or "=")[1:]
+        if value in ("", "True"):
+            return option
+        if value == "False":
+            return f"--no-{option[2:]}" if negatable else f"{option} off"
+        return f"{option} {value}"
+
+    return pattern.sub(flag, message)
+
+
+def checked_options(args: argparse.Namespace, **more: Any) -> dict[str, Any]:
+    """The options given on the command line (with ``more``), checked as :class:`BuildOptions` and against the
+    selected backend before anything builds; a ValueError names the flags (:func:`in_flags`), a
+    FileNotFoundError passes as it is."""
+    from ._backend import check_options
+
+    try:
+        options = {**options_from_args(args), **more}
+        check_options(BuildOptions.from_kwargs(**options))
+    except FileNotFoundError:
+        raise
+    except (ValueError, TypeError) as exc:
+        raise ValueError(in_flags(str(exc))) from None
+    return options

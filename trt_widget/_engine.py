@@ -314,7 +314,7 @@ def _build_on_device(
         warnings.simplefilter("ignore", DeprecationWarning)  # TensorRT 11: the flag is deprecated (always on)
         network = builder.create_network(flags)
     parser = _populate(t, network, source, logger, router)  # owns the weights: kept alive until the end
-    _check_network(network, options)
+    _check_network(network, options, logger)
     config = builder.create_builder_config()
     cache, loaded = _configure(t, builder, config, network, options, logger)
     monitor.on_thread = lambda ident: router.claim(ident, logger)
@@ -766,12 +766,16 @@ def _describe_parser_error(error: IParserError) -> str:
     return f"{node}: {text}" if node else text
 
 
-def _check_network(network: INetworkDefinition, options: BuildOptions) -> None:
+def _check_network(network: INetworkDefinition, options: BuildOptions, logger: CaptureLogger | None = None) -> None:
     if network.num_outputs == 0:
         raise BuildError("the network has no outputs: mark at least one tensor with network.mark_output(tensor)")
     inputs = {network.get_input(i).name: tuple(network.get_input(i).shape) for i in range(network.num_inputs)}
     for profile in options.profile_list() or [{}]:
         _check_profile(inputs, profile)
+    fixed = sorted({name for p in options.profile_list() for name in p if all(d >= 0 for d in inputs[name])})
+    if fixed and logger is not None:  # TensorRT builds the model's own shapes: said, as trtexec stays silent
+        said = ", ".join(f"{n!r} {'x'.join(map(str, inputs[n]))}" for n in fixed)
+        logger.log(2, f"[trt_widget] the shapes given have no effect: the model's input(s) {said} have fixed shapes")
 
 
 def _check_profile(inputs: dict[str, tuple[int, ...]], profiles: dict[str, Profile]) -> None:

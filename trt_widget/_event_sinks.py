@@ -106,3 +106,45 @@ def _line_writer(handle: TextIO) -> Callable[[Mapping[str, object]], None]:
             flush()
 
     return write
+
+
+def quiet_stdout() -> None:
+    """Point stdout's file descriptor at /dev/null, so that later writes and the interpreter's flush at exit find no
+    closed pipe (the Python docs' recipe for SIGPIPE): for a command line whose reader went away (``| head``)."""
+    import sys
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is no file (replaced): nothing left to flush into the pipe
+        pass
+    finally:
+        os.close(devnull)
+
+
+class PipeStdout:
+    """The command line's stdout as an events sink: once its reader went away (``--json | head``), later events go
+    nowhere, quietly (no warning: the reader has what it wanted); the build goes on and ends as it would."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.closed_early = False
+
+    def write(self, text: str) -> int:
+        if not self.closed_early:
+            try:
+                return self.stream.write(text)
+            except BrokenPipeError:
+                self._closed()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.closed_early:
+            try:
+                self.stream.flush()
+            except BrokenPipeError:
+                self._closed()
+
+    def _closed(self) -> None:
+        self.closed_early = True
+        quiet_stdout()

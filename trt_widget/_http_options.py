@@ -23,3 +23,15 @@ def http_options() -> tuple[str, ...]:
     """The options a request to the build service may set."""
     refused = http_refusals()
     return tuple(f.name for f in fields(BuildOptions) if f.name not in refused)
+
+
+def listen_failure(host: str, port: int, exc: OSError) -> str:
+    """The one-line error for a port that cannot be listened on (taken, refused, a host not of this machine),
+    naming the port and ``--port`` instead of the socket's bare ``[Errno 98]``."""
+    import errno
+
+    where = f"{host}:{port}" if ":" not in host else f"[{host}]:{port}"
+    if exc.errno == errno.EADDRINUSE:
+        return f"port {port} is already in use ({where}): choose another with --port N (--port 0: any free port)"
+    reason = exc.strerror or str(exc)
+    return f"cannot listen on {where}: {reason} (choose another --port or --host)"

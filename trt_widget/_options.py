@@ -49,6 +49,7 @@ _UNITS = {
     "tib": 1 << 40,
 }
 _UNITS_SAID = "B, K/KiB, KB, M/MiB, MB, G/GiB, GB, T/TiB, TB; K, M, G, T are powers of 1024"
+UNITS, UNITS_SAID = _UNITS, _UNITS_SAID  # the units of every size (trtexec's --memPoolSize too)
 WEAK_PRECISIONS = ("fp16", "bf16", "int8", "fp8", "best")  # BuilderFlag precisions: weakly typed networks only
 _ENUMS = {  # option -> (TensorRT enum, {accepted spelling: member name})
     "hardware_compatibility": (

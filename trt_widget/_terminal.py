@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, TextIO
 
 from ._events import attach_events
@@ -271,6 +271,9 @@ class TerminalView:
         table.add_column(width=20)
         table.add_column(justify="right", no_wrap=True)
         table.add_column(justify="right", no_wrap=True)
+        deltas = build.history.deltas() if build.history is not None else None  # None: no past build matched
+        if deltas is not None:
+            table.add_column(justify="right", no_wrap=True)  # Δ: slower (+) or faster (−) than the past build
         for depth, group, count in tree_lines(rows, now):
             row = group[-1]
             running = [r for r in group if r["end_s"] is None]
@@ -290,7 +293,12 @@ class TerminalView:
             # a closed phase TensorRT ended before its announced last step is done: "5/6" would read as a gap
             early = not running and row["status"] == "finished-early"
             steps = f"{row['step']}/{row['num_steps']}" if row["num_steps"] > 1 and not early else ""
-            table.add_row(label, bar, Text(steps, style="dim"), Text(fmt_s(duration)))
+            cells = [label, bar, Text(steps, style="dim"), Text(fmt_s(duration))]
+            if deltas is not None:
+                found = [deltas[str(r["id"])] for r in group if str(r["id"]) in deltas] if not running else []
+                change = phase_delta(sum(found), duration) if found else ""
+                cells.append(Text(change, style="red" if change.startswith("+") else "green"))
+            table.add_row(*cells)
         if build.done():
             return table
         footer = Text(escape_controls(self._footer(now)), style="dim" if build.status == RUNNING else "bold yellow")
@@ -303,7 +311,30 @@ class TerminalView:
             return f"Cancelling — waiting for the builder to finish the current step of {phase or 'the build'}"
         hint = f" — {self.hint}" if self.hint and build.status == RUNNING else ""
         timing = describe(build.logger.tactics.snapshot(), now) if build.status == RUNNING else ""
-        return f"{build.status} {fmt_s(now)}{f' · now {timing}' if timing else ''}{hint}"
+        eta = eta_text(build.history.eta() if build.history is not None else None, now)
+        return f"{build.status} {fmt_s(now)}{f' · {eta}' if eta else ''}{f' · now {timing}' if timing else ''}{hint}"
+
+
+def eta_text(eta: Mapping[str, object] | None, now: float) -> str:
+    """The widget's ETA words for the terminal's status line: "ETA ~12 s (based on …)" from the history's
+    match, "over ETA of ~…" past it, "no ETA: first build" (the reason in a word) without one; "" while unknown."""
+    if not eta:
+        return ""
+    total, based, none = eta.get("total_s"), eta.get("based_on"), eta.get("none")
+    if isinstance(total, (int, float)):
+        said = f" (based on {based})" if isinstance(based, str) and based else ""
+        left = total - now
+        return f"ETA ~{fmt_s(left)}{said}" if left > 0 else f"over ETA of ~{fmt_s(total)}{said}"
+    return f"no ETA: {none}" if isinstance(none, str) and none else ""
+
+
+def phase_delta(delta: float, duration: float) -> str:
+    """A finished phase's change against the past build, as the widget's Δ ("+1.2 s", "−340 ms"): "" where it
+    is below 0.1 s or 5% of the past time (noise on a loaded machine)."""
+    size = abs(delta)
+    if not (size >= 0.1 and size >= 0.05 * max(0.0, duration - delta)):
+        return ""
+    return ("+" if delta > 0 else "−") + fmt_s(size)
 
 
 class Interrupts:

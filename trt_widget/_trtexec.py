@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from difflib import get_close_matches
 from typing import Any
 
-from ._options import parse_bytes
+from ._options import UNITS, UNITS_SAID, parse_bytes
 from ._shapes import Profile, profiles_from_shapes
 
 # trtexec flag -> (option, value): value None takes the argument's value; a constant is used as is
@@ -247,11 +247,14 @@ def _required(name: str, value: str | None) -> str:
 
 
 def _size(text: str) -> str:
-    """trtexec's sizes: a number in MiB unless it ends in K, M or G (binary units)."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGkmg]?)(i?[Bb])?\s*", text)
-    if match is None:
-        raise ValueError(f"a size like 1024 (MiB), 512K or 4G, got {text!r}")
-    return f"{match.group(1)}{(match.group(2) or 'M').upper()}iB"
+    """trtexec's sizes: a bare number is MiB (trtexec's unit); with a unit, every unit ``--workspace`` takes (K, M,
+    G, T are powers of 1024, as trtexec's)."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
+    if match is None or match.group(2).lower() not in UNITS:
+        raise ValueError(
+            f"a size like 1024 (a bare number is MiB), 512K, 4G or 1TiB (units, any case: {UNITS_SAID}), got {text!r}"
+        )
+    return f"{match.group(1)}{match.group(2) or 'MiB'}"
 
 
 def _pools(out: Translation, text: str) -> None:

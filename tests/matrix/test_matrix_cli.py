@@ -96,8 +96,8 @@ def test_bad_input_and_usage(small_onnx: Path, tmp_path: Path) -> None:
     assert missing.returncode == 1 and "ONNX file not found" in missing.stderr
     assert _cli(str(small_onnx), "--opt-level", "9").returncode == 2
     assert _cli(str(small_onnx), "--max-parallel", "0").returncode == 2
-    bad = _cli(str(small_onnx), "--workspace", "lots")  # refused for every variant: each build fails alone
-    assert bad.returncode == 1 and "workspace must be a byte count" in bad.stdout
+    bad = _cli(str(small_onnx), "--workspace", "lots")  # one usage error naming the flag, before any build
+    assert bad.returncode == 2 and "--workspace must be a byte count" in bad.stderr and bad.stdout == ""
 
 
 @pytest.mark.rtx_long_step

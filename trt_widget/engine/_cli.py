@@ -24,7 +24,14 @@ def run(args: argparse.Namespace) -> int:
     """Print the file's report: 0, or 1 (with the reason) where it holds none or cannot be read."""
     try:
         report = EngineReport.from_file(args.file)
-    except (OSError, ValueError) as exc:
+    except FileNotFoundError:
+        print(escape_lines(f"trt-widget inspect: error: no such file: {args.file}"), file=sys.stderr)
+        return 1
+    except OSError as exc:  # a folder, no permission: the reason, without Python's "[Errno N]"
+        reason = exc.strerror or str(exc)
+        print(escape_lines(f"trt-widget inspect: error: cannot read {args.file}: {reason}"), file=sys.stderr)
+        return 1
+    except ValueError as exc:
         print(escape_lines(f"trt-widget inspect: error: {exc}"), file=sys.stderr)
         return 1
     if args.json:

@@ -20,6 +20,7 @@ import sys
 from types import FrameType
 from typing import TYPE_CHECKING, TextIO, cast
 
+from .._event_sinks import PipeStdout
 from .._files import expand_user
 from .._format import escape_controls, escape_lines
 
@@ -84,11 +85,16 @@ def run(args: argparse.Namespace) -> int:
     if args.max_parallel is not None and args.max_parallel < 1:
         _stderr(f"trt-widget: error: --max-parallel must be at least 1, got {args.max_parallel}")
         return EXIT_USAGE
-    from .._cli_options import options_from_args
+    from .._cli_options import checked_options
     from ._matrix import output_folder
 
-    try:
-        options = options_from_args(args)
+    try:  # every variant's options too: a bad --budget is one usage error, not a failed build per variant
+        options = checked_options(args)
+        for level in args.opt_level or ():
+            checked_options(args, optimization_level=level)
+    except FileNotFoundError as exc:
+        _stderr(f"trt-widget: error: {exc}")
+        return EXIT_FAILED
     except ValueError as exc:
         print(f"trt-widget: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -145,7 +151,7 @@ def _run_matrix(args: argparse.Namespace, executor: Executor, options: BuildOpti
             executor=executor,
             max_parallel=args.max_parallel,
             output_dir=args.output_dir,
-            events=sys.stdout if args.json else None,
+            events=cast("TextIO", PipeStdout(sys.stdout)) if args.json else None,
             **options,
         )
     except (ValueError, TypeError) as exc:

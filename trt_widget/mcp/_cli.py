@@ -80,9 +80,15 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         token, generated = read_token(args.token_file)
-        sock = listen(args.host, args.port)
     except (TokenError, OSError) as exc:
         print(f"trt-widget mcp: error: {escape_controls(str(exc))}", file=sys.stderr)  # a path can hold anything
+        return 2
+    try:
+        sock = listen(args.host, args.port)
+    except OSError as exc:  # the port is taken or not ours to take
+        from .._http_options import listen_failure
+
+        print(f"trt-widget mcp: error: {escape_controls(listen_failure(args.host, args.port, exc))}", file=sys.stderr)
         return 2
     host = args.host if ":" not in args.host else f"[{args.host}]"
     print(f"trt-widget mcp: http://{host}:{sock.getsockname()[1]}/mcp", file=sys.stderr, flush=True)

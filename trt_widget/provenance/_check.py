@@ -15,7 +15,7 @@ BACKEND_NAMES = {"rtx": "TensorRT for RTX", "tensorrt": "NVIDIA TensorRT"}
 
 
 # what a reason begins with: a manifest's verdicts, and a header's that matches this TensorRT for RTX (nothing loaded)
-VERDICTS = ("loads", "does not load", "cannot tell", "header matches")
+VERDICTS = ("loads", "does not load", "cannot tell", "header matches", "not found")
 
 
 @dataclass(frozen=True)
@@ -28,8 +28,8 @@ class EngineCheck:
 
     @property
     def verdict(self) -> str:
-        """``loads``, ``does not load``, ``cannot tell``, or ``header matches`` (``loads`` None: only a TensorRT for
-        RTX engine's header and size were read, and they match this machine's TensorRT for RTX)."""
+        """``loads``, ``does not load``, ``cannot tell``, ``header matches`` (``loads`` None: only a TensorRT for
+        RTX engine's header and size were read, and they match this machine's TensorRT for RTX), or ``not found``."""
         return next((verdict for verdict in VERDICTS if self.reason.startswith(verdict)), "cannot tell")
 
     def __str__(self) -> str:
@@ -127,6 +127,8 @@ def check_engine(
     ``device``: another machine's facts (``backend_info()``, ``gpu_identity()``), default this one's. Without a
     manifest, a TensorRT for RTX engine's header says its backend and version (:func:`read_engine_header`): at best
     "header matches" (``loads`` None), since 28 bytes and a size say nothing of the rest of the file."""
+    if not os.path.lexists(path):  # a mistyped name: no engine loads, whatever a manifest beside it says
+        return EngineCheck(False, "not found: no such file")
     try:
         manifest = read_manifest(path)
     except FileNotFoundError:

@@ -319,6 +319,13 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(escape_lines(f"trt-widget serve: error: --data {exc}"), file=sys.stderr)
         return 2
+    try:
+        sock = _listen(args.host, args.port)
+    except OSError as exc:  # the port is taken (another service, a second serve) or not ours to take
+        from .._http_options import listen_failure
+
+        print(escape_lines(f"trt-widget serve: error: {listen_failure(args.host, args.port, exc)}"), file=sys.stderr)
+        return 2  # before the app starts a builder: nothing to stop
     _log_to_console(args.log_level)
     try:
         store, app = _make_app(data, token, max_upload, args.max_concurrent, executor=args.executor,
@@ -327,9 +334,9 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:  # --data cannot hold the service's files
         reason = f"{exc.filename}: {exc.strerror}" if exc.strerror and exc.filename else str(exc)
         print(escape_lines(f"trt-widget serve: error: --data {reason}"), file=sys.stderr)
+        sock.close()
         return 2
     guard = _guard(args.max_connections, args.header_timeout)
-    sock = _listen(args.host, args.port)
     scheme = "https" if args.ssl_certfile else "http"
     host = args.host if ":" not in args.host else f"[{args.host}]"
     url = f"{scheme}://{host}:{sock.getsockname()[1]}"

@@ -14,6 +14,7 @@ come from a request, and where the builder runs is the server's choice.
 
 from __future__ import annotations
 
+import difflib
 import errno
 import json
 import os
@@ -109,6 +110,12 @@ def parse_options(text: str | None) -> JSONObject:
     for key in options:
         if key in REFUSED_OPTIONS:
             raise UploadError(400, f"option {key!r} is not accepted over HTTP: {REFUSED_OPTIONS[key]}")
+        if key not in ALLOWED_OPTIONS:  # listed: only what a request may set (Build's own list has refused ones)
+            close = difflib.get_close_matches(key, ALLOWED_OPTIONS, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise UploadError(
+                400, f"unknown build option {key!r}{hint} Options accepted over HTTP: {', '.join(ALLOWED_OPTIONS)}"
+            )
     return options
 
 

@@ -234,14 +234,16 @@ class CommandRun:
         threading.Thread(target=self._accept, name="trt_widget-run-accept", daemon=True).start()
         if self._on_output is not None or self._on_errors is not None:
             env.setdefault("PYTHONUNBUFFERED", "1")  # its lines as it writes them, not when a buffer fills
+        command, hint = _resolved(self.command, env.get("PATH"))
         try:
             stdout = subprocess.PIPE if self._on_output is not None else None
             stderr = subprocess.PIPE if self._on_errors is not None else None
-            self._proc = _launch(self.command, env, stdout, stderr)
+            self._proc = _launch(command, env, stdout, stderr)
         except OSError as exc:
             self._server.close()
             self._cleanup()
-            self.future.set_exception(BuildError(f"cannot run {self.command[0]!r}: {exc.strerror or exc}"))
+            said = f"cannot run {self.command[0]!r}: {exc.strerror or exc}"
+            self.future.set_exception(BuildError(said + (f" ({hint})" if hint else "")))
             return self
         _live.add(self)
         for stream, callback in ((self._proc.stdout, self._on_output), (self._proc.stderr, self._on_errors)):
@@ -593,6 +595,23 @@ def _launch(
 
 
 SUPERVISOR = str(Path(__file__).with_name("_supervisor.py"))
+
+
+def _resolved(command: list[str], path: str | None) -> tuple[list[str], str]:
+    """``command``, its program taken from this Python's own environment (``sys.prefix``'s bin, where pip put
+    ``polygraphy``) when the command's PATH does not hold it: a Jupyter kernel's venv is often not on its PATH.
+    Also what to say if it cannot start: where it was looked for."""
+    name = command[0] if command else ""
+    if not name or os.sep in name or (os.altsep and os.altsep in name) or shutil.which(name, path=path):
+        return command, ""
+    own = [Path(sys.prefix) / ("Scripts" if os.name == "nt" else "bin")]
+    folders = dict.fromkeys([*own, *([Path(sys.executable).parent] if sys.executable else [])])
+    for folder in folders:
+        found = shutil.which(name, path=str(folder))
+        if found:
+            return [found, *command[1:]], ""
+    where = " or ".join(str(f) for f in folders)
+    return command, f"not on PATH, nor in {where}: install it into this environment or give its full path"
 
 
 _live: weakref.WeakSet[CommandRun] = weakref.WeakSet()  # commands started and not ended

@@ -42,6 +42,15 @@ class UntrustedLink(PermissionError):
     """A symlink on the way to a file to write is owned by another user (not root)."""
 
 
+class ForeignFile(PermissionError):
+    """A file (or folder) that trt_widget would use in place, writing into it, is owned by another user (not root)."""
+
+
+def owned_by_another(info: os.stat_result) -> bool:
+    """Whether another user (neither this one nor root) owns what ``info`` describes; never on Windows."""
+    return os.name == "posix" and info.st_uid not in (os.geteuid(), 0)
+
+
 def _check_link(link: str, info: os.stat_result, folder: str) -> None:
     """Refuse to follow ``link`` when another user owns it (root's and one's own are followed): its owner chooses
     where a write through it lands, at any file this user can write. The kernel's protected_symlinks rule says

@@ -130,3 +130,19 @@ def test_ones_own_store_in_a_shared_folder_is_used_and_keeps_its_journal(shared:
         assert build.history.recorded.wait(60) and rows(store) == count
     journal = Path(f"{store}-journal")
     assert journal.exists() and journal.stat().st_uid == os.geteuid() and journal.stat().st_size == 0
+
+
+def test_a_reuse_dir_another_user_owns_gets_no_engine(shared: Path, tmp_path: Path) -> None:
+    """``reuse_dir=/tmp/cache`` that ``nobody`` made first: the engine (the model's weights) and the hash cache
+    copied there would be theirs to read. The build keeps its engine at ``output=`` and says why none was kept."""
+    theirs = shared / "cache"
+    subprocess.run([*NOBODY, "mkdir", "-m", "0777", str(theirs)], check=True, timeout=30)
+    model = tmp_path / "m.onnx"
+    model.write_bytes(SMALL)
+    output = tmp_path / "m.engine"
+    build = Build(
+        str(model), history=False, isolation="thread", output=str(output), reuse=True, reuse_dir=str(theirs)
+    ).start()
+    assert build.wait(120) == "succeeded" and output.stat().st_size > 0
+    assert list(theirs.iterdir()) == []
+    assert any(str(theirs) in problem["message"] and "another user" in problem["message"] for problem in build.problems)

@@ -28,11 +28,13 @@ from ._event_sinks import Sink
 from ._expected import unexpected_errors
 from ._files import (
     ENGINES_SYNCED,
+    ForeignFile,
     WrittenFile,
     atomic_write,
     check_output,
     claim_targets,
     expand_user,
+    refuse_foreign_folder,
     refuse_inputs,
     refuse_taken,
     release_targets,
@@ -768,6 +770,7 @@ class Build(Waiting):
                 directory = reuse_dir_of(self.options.reuse_dir)
                 resolve(directory)  # UntrustedLink: no folder is made through another user's link
                 directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+                refuse_foreign_folder(directory, "reuse_dir")  # the engine (the model's weights) would be theirs
                 entry = cache_entry(directory, key)
                 copy_into_place(engine.path if isinstance(engine, WrittenFile) else engine, entry)
                 kept = make_manifest(
@@ -777,7 +780,11 @@ class Build(Waiting):
             if self._hashes is not None:
                 self._hashes.save()
         except Exception as exc:  # the engine is built and in place: a missing manifest is a warning
-            problem = f"the engine's manifest could not be written ({exc})"
+            problem = (
+                f"the engine was not kept for reuse ({exc})"
+                if isinstance(exc, ForeignFile)
+                else f"the engine's manifest could not be written ({exc})"
+            )
             self.logger.log(2, problem)  # in the build's log too: a terminal shows it (the detail only on failure)
             self._note(f"warning: {problem}")
 

@@ -42,6 +42,26 @@ class UntrustedLink(PermissionError):
     """A symlink on the way to a file to write is owned by another user (not root)."""
 
 
+class ForeignFile(PermissionError):
+    """A file (or folder) that trt_widget would use in place, writing into it, is owned by another user (not root)."""
+
+
+def owned_by_another(info: os.stat_result) -> bool:
+    """Whether another user (neither this one nor root) owns what ``info`` describes; never on Windows."""
+    return os.name == "posix" and info.st_uid not in (os.geteuid(), 0)
+
+
+def refuse_foreign_folder(folder: str | os.PathLike[str], what: str) -> None:
+    """ForeignFile when another user (not root) owns ``folder`` (``what`` names it): its owner may read, remove or
+    replace any file put there, sticky or not (a folder made first in ``/tmp``); trt_widget keeps nothing there."""
+    info = os.stat(folder)
+    if owned_by_another(info):
+        raise ForeignFile(
+            f"{what} {os.fspath(folder)} is owned by another user (uid {info.st_uid}), who can read, remove or "
+            "replace the files in it: trt_widget keeps nothing there; choose a folder of yours"
+        )
+
+
 def _check_link(link: str, info: os.stat_result, folder: str) -> None:
     """Refuse to follow ``link`` when another user owns it (root's and one's own are followed): its owner chooses
     where a write through it lands, at any file this user can write. The kernel's protected_symlinks rule says

@@ -108,3 +108,25 @@ def test_a_data_path_through_another_users_link_is_refused_at_start(tmp_path: Pa
                 process.stdout.close()
     finally:
         shutil.rmtree(shared, ignore_errors=True)
+
+
+def test_a_data_folder_another_user_owns_is_refused(tmp_path: Path) -> None:
+    """``--data /tmp/x`` that ``nobody`` made first (0777): the service's own ``builds`` in it is private, but the
+    folder's owner may rename it away and put a ``builds`` of theirs in its place while the service runs."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to act as another user")
+    shared = Path(tempfile.mkdtemp(prefix="trt-widget-data-", dir="/tmp"))
+    try:
+        shared.chmod(0o1777)
+        nobody = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+        subprocess.run([*nobody, "mkdir", "-m", "0777", str(shared / "x")], check=True, timeout=30)
+        token = tmp_path / "token"
+        token.write_text("a-long-enough-test-token-0123456789\n")
+        token.chmod(0o600)
+        command = [sys.executable, "-m", "trt_widget", "serve", "--port", "0", "--data", str(shared / "x")]
+        done = subprocess.run([*command, "--token-file", str(token)], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+        assert "owned by another user" in done.stderr and "choose another --data" in done.stderr
+        assert os.listdir(shared / "x") == []
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)

@@ -7,10 +7,14 @@ serialises concurrent writers (two kernels) with its own file locks, so the stor
 History is an optional extra, so a bad store degrades instead of failing: a damaged SQLite store is moved aside
 and a new store started, and a row that cannot be read is flagged or skipped. A file that is not SQLite at all
 (``TRT_WIDGET_HISTORY=notes.md``) is someone's own file: never moved or written, builds run without history.
+SQLite writes into the store in place, so a store, journal or folder that another user owns (planted in ``/tmp``)
+is never used: its owner would read and edit this user's history.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
 import sqlite3
@@ -23,7 +27,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict, TypeGuard, TypeVar
 
-from .._files import UntrustedLink, expand_user, resolve
+from .._files import ForeignFile, NotARegularFile, UntrustedLink, expand_user, owned_by_another, resolve
 
 if TYPE_CHECKING:
     from .._build import HistorySetting
@@ -81,6 +85,7 @@ _COLUMNS = "id, key, status, created, total_s, label, record"
 SQLITE_MAGIC = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database
 NOT_SQLITE = "not an SQLite database: trt_widget leaves it as it is; point history= / TRT_WIDGET_HISTORY elsewhere"
 _SIDECARS = ("-journal", "-wal", "-shm")  # SQLite's companion files, moved along with a corrupt store
+FOREIGN_ADVICE = "trt_widget does not use it: remove it, or point history= / TRT_WIDGET_HISTORY at a file of yours"
 
 T = TypeVar("T")
 
@@ -181,30 +186,72 @@ class HistoryStore:
         Checked when a build attaches history, so a bad location turns history off instead of failing the build.
         """
         try:
-            resolve(self.path)  # UntrustedLink: another user's link in a shared folder is never written through
-            self.path.parent.mkdir(parents=True, exist_ok=True)  # (nor a folder made through it)
-            mode = os.stat(self.path).st_mode if self.path.exists() else stat.S_IFREG
-            if not stat.S_ISREG(mode):  # a FIFO would block open() until a writer came, a device is no store
-                return "not a regular file"
+            target = self._own_place()
             if _foreign(self.path):  # a file of the user's (TRT_WIDGET_HISTORY=notes.md): never moved or written
                 return NOT_SQLITE
-            with open(self.path, "ab"):
-                return None
-        except UntrustedLink as exc:
+            if not os.access(target, os.R_OK | os.W_OK):  # (an open() and close() here would drop SQLite's locks)
+                return os.strerror(errno.EACCES)
+            return None
+        except NotARegularFile:  # a FIFO would block open() until a writer came, a device is no store
+            return "not a regular file"
+        except (UntrustedLink, ForeignFile) as exc:
             return str(exc)
         except OSError as exc:
             return os_reason(exc, self.path)
 
-    def _connect(self, timeout: float = WAIT_TIMEOUT_S) -> sqlite3.Connection:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(str(self.path), timeout=timeout, isolation_level=None)
-        if not self._created:
+    def _own_place(self) -> Path:
+        """The store's real path, made (empty) if missing, with its folder; ForeignFile when the folder, the store
+        or one of SQLite's side files is another user's (not root's), in any folder (as git's safe.directory).
+
+        SQLite writes into these files in place (and replays a journal it finds into the store): one planted by
+        another user in a shared folder would give them this user's history to read and edit, and a folder's
+        owner may read, remove or replace any file in it. ``_connect`` makes the rollback journal, ours, and keeps it
+        (``journal_mode=TRUNCATE``), so no other user can put one there between two builds in a sticky folder.
+        """
+        target = resolve(self.path)  # UntrustedLink: another user's link in a shared folder is never followed
+        target.parent.mkdir(parents=True, exist_ok=True)  # (nor a folder made through it)
+        folder = os.stat(target.parent)
+        if owned_by_another(folder):
+            raise ForeignFile(
+                f"its folder {target.parent} is owned by another user (uid {folder.st_uid}), who can read, remove "
+                f"or replace the files in it; {FOREIGN_ADVICE}"
+            )
+        _create(target, 0o666)  # new files only: opening and closing the store would drop SQLite's locks on it
+        info = os.lstat(target)
+        if not stat.S_ISREG(info.st_mode):
+            raise NotARegularFile(f"{target} is not a regular file")
+        for path in (target, *(Path(f"{target}{suffix}") for suffix in _SIDECARS)):
             try:
+                side = info if path == target else os.lstat(path)
+            except FileNotFoundError:
+                continue
+            if owned_by_another(side):
+                raise ForeignFile(
+                    f"{path} is owned by another user (uid {side.st_uid}): SQLite writes into it in place, so they "
+                    f"could read and change your build history; {FOREIGN_ADVICE}"
+                )
+        return target
+
+    def _connect(self, timeout: float = WAIT_TIMEOUT_S) -> sqlite3.Connection:
+        """A connection to the store, checked (``_own_place``) before SQLite opens it and again once it has."""
+        target = self._own_place()
+        conn = sqlite3.connect(str(self.path), timeout=timeout, isolation_level=None)
+        try:
+            conn.execute("PRAGMA journal_mode=TRUNCATE")  # the journal stays ours (see _own_place); opens the file
+            info = os.stat(target)
+            if owned_by_another(info):  # planted between the check and SQLite's open: nothing written into it yet
+                raise ForeignFile(
+                    f"{target} is owned by another user (uid {info.st_uid}): SQLite writes into it in place, so they "
+                    f"could read and change your build history; {FOREIGN_ADVICE}"
+                )
+            with contextlib.suppress(OSError):  # SQLite read it: not notes.md; a read-only folder can still be read
+                _create(Path(f"{target}-journal"), stat.S_IMODE(info.st_mode) & 0o666)
+            if not self._created:
                 conn.executescript(_SCHEMA)
-            except BaseException:
-                conn.close()
-                raise
-            self._created = True
+                self._created = True
+        except BaseException:
+            conn.close()
+            raise
         return conn
 
     def _run(self, work: Callable[[sqlite3.Connection], T], timeout: float = WAIT_TIMEOUT_S) -> T:
@@ -245,7 +292,7 @@ class HistoryStore:
         try:
             for suffix in _SIDECARS:  # a stale journal must never be replayed onto the new store
                 sidecar = Path(f"{self.path}{suffix}")
-                if sidecar.exists():
+                if sidecar.exists() and sidecar.stat().st_size:  # an empty journal (ours, kept) replays nothing
                     os.replace(sidecar, f"{aside}{suffix}")
             os.replace(self.path, aside)
         except OSError as move:
@@ -359,6 +406,16 @@ def _identity(path: Path) -> tuple[int, int] | None:
     except OSError:
         return None
     return st.st_dev, st.st_ino
+
+
+def _create(path: Path, mode: int) -> None:
+    """Make ``path`` an empty file of this user's with ``mode`` (less the umask) where nothing is, never through a
+    link; an existing file is not opened (closing it would drop the locks SQLite holds on it in this process)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    except FileExistsError:
+        return
+    os.close(fd)
 
 
 def _foreign(path: Path) -> bool:

@@ -150,7 +150,7 @@ class HashCache:
         kept, atomically); a failure only costs reading the files again next time."""
         if self.directory is None or not self._new:
             return
-        from .._files import atomic_write
+        from .._files import atomic_write, refuse_foreign_folder
 
         with self._lock:
             new, self._new = self._new, {}
@@ -165,6 +165,7 @@ class HashCache:
             text = json.dumps({"format": "trt_widget.file-hashes", "files": files}, separators=(",", ":"))
             resolve(self.directory)  # UntrustedLink: no folder is made through another user's link
             self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+            refuse_foreign_folder(self.directory, "reuse_dir")  # its owner would read which files were hashed
             atomic_write(self.directory / HASHES_FILE, text.encode(), sync=False)
             with self._lock:
                 self._entries.update(new)

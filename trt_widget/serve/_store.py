@@ -27,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from .._files import atomic_write, resolve
+from .._files import atomic_write, owned_by_another, resolve
 from .._json import JSON, JSONObject
 from .._status import FINAL, SUCCEEDED, log
 
@@ -338,7 +338,12 @@ class BuildStore:
         try:  # private when the service makes it; a folder it was given keeps its mode (--data /tmp must)
             self.data.mkdir(parents=True, mode=0o700)
         except FileExistsError:
-            pass
+            info = os.stat(self.data)
+            if owned_by_another(info):  # its owner could rename ``builds`` away and put one of theirs there
+                raise PermissionError(
+                    f"{self.data} is owned by another user (uid {info.st_uid}), who can replace the folders the "
+                    "service keeps uploads, events and engines in; choose another --data"
+                ) from None
         else:
             with contextlib.suppress(OSError):
                 os.chmod(self.data, 0o700)  # exactly, whatever the umask

@@ -92,7 +92,8 @@ export class Header {
     const info = h("div", "trtw-info");
     info.append(this.badge, this.elapsedEl, this.sizeEl, this.etaEl, this.quietEl, this.resources.el, this.detail);
     const controls = h("div", "trtw-controls");
-    controls.append(seg, this.stopBtn);
+    // Stop left of the view switch: the controls are right-aligned, so Stop leaving at the build's end moves nothing
+    controls.append(this.stopBtn, seg);
     this.el.append(info, controls);
 
     this.pathEl = h("button", "trtw-path", {

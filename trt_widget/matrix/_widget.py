@@ -64,6 +64,7 @@ def build_row(cell: Cell) -> MatrixRow:
         "error": str(error).splitlines()[0] if error is not None and build.status == "failed" else "",
         "phase": {"name": phase.name, "step": phase.step, "num_steps": phase.num_steps} if phase else None,
         "can_force": build.options.isolation == "process",
+        "started": build.started_building,
     }
 
 

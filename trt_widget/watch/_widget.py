@@ -69,6 +69,7 @@ def watch_row(index: int, build: WatchedBuild | RelayedBuild) -> WatchRow:
         "error": str(error).splitlines()[0] if error is not None and build.status == "failed" else "",
         "phase": {"name": phase.name, "step": phase.step, "num_steps": phase.num_steps} if phase else None,
         "can_force": False,
+        "started": True,  # a watched build runs in the user's code: it never waits in a queue of ours
     }
 
 

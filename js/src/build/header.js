@@ -174,7 +174,8 @@ export class Header {
    * @param {unknown} [activity] the activity trait: {last_callback_s}
    */
   tick(now, status, live, eta, cancel, activity) {
-    setText(this.elapsedEl, fmtDuration(now));
+    // no time while queued: the build's clock restarts when a builder takes it (a count that jumps back reads wrong)
+    setText(this.elapsedEl, status === "queued" ? "" : fmtDuration(now));
     this.tickEta(now, live, eta);
     const last = record(activity)?.last_callback_s;
     const quiet = live && typeof last === "number" ? fmtQuiet(now - last) : "";

@@ -20,7 +20,7 @@ import { BuildModelAdaptor, parse, readRows } from "./data.js";
  * @typedef {object} MatrixTraits
  * @property {string} status idle | running | done
  * @property {string} rows_json [{id, model, variant, status, detail, elapsed_s, engine_size, error,
- *   phase: {name, step, num_steps} | null, can_force}, ...]
+ *   phase: {name, step, num_steps} | null, can_force, started}, ...]
  * @property {number[]} expanded build ids whose phase tree is shown
  * @property {string} details_json {"<id>": the BuildWidget traits of that build}
  * @property {string} comparison_json "" until every build ended, then {builds: [{id, model, variant, status,
@@ -138,7 +138,9 @@ class RowView {
   tick(now) {
     const row = this.row;
     if (!row) return;
-    setText(this.elapsed, row.status === "idle" ? "" : fmtDuration(this.elapsedAt(now)));
+    // no time while queued (the build's clock restarts when it builds) nor for one that never left its queue
+    const timed = row.started && row.status !== "idle" && row.status !== "queued";
+    setText(this.elapsed, timed ? fmtDuration(this.elapsedAt(now)) : "");
   }
 
   onStop() {

@@ -16,6 +16,7 @@ A queued task is taken off Ray's queue at once. A worker that dies ends the buil
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 import time
 import uuid
@@ -55,6 +56,19 @@ def _ray() -> ModuleType:
     return ray
 
 
+class _NoSigtermWarning(logging.Filter):
+    """Drops Ray's "SIGTERM handler is not set because current thread is not the main thread." (issue 39: it
+    landed in the notebook cell). Known harmless here: that handler only turns a SIGTERM of this process into
+    ``sys.exit``, which a signal handler can do on the main thread only; Ray still shuts its local instance
+    down at this process's exit. Every other record of Ray's logger passes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("SIGTERM handler is not set")
+
+
+_RAY_WORKER_LOGGER = "ray._private.worker"  # where ray.init logs that warning (Ray 2.x)
+
+
 def ensure_ray(address: str | None = None, init_kwargs: Mapping[str, object] | None = None) -> ModuleType:
     """Connect to Ray once: ``ray.init(address)`` unless initialised (no address: ``RAY_ADDRESS`` or a local
     instance). Returns the ray module.
@@ -62,13 +76,16 @@ def ensure_ray(address: str | None = None, init_kwargs: Mapping[str, object] | N
     A local instance is started from one long-lived thread: Ray ties its processes' death signal to the thread
     that started them, so starting it from a build's thread would end the instance with that thread. Called on
     the main thread (the CLI does, before its builds), it starts there: Ray then sets its SIGTERM handler (which
-    shuts the instance down) instead of warning that it could not."""
+    shuts the instance down); elsewhere (a notebook's builds) Ray's warning that it could not is filtered out."""
     ray = _ray()
     with _init_lock:
         if not ray.is_initialized():
             if threading.current_thread() is threading.main_thread():
                 ray.init(address=address, **(init_kwargs or {}))
             else:
+                worker_log = logging.getLogger(_RAY_WORKER_LOGGER)
+                if not any(isinstance(f, _NoSigtermWarning) for f in worker_log.filters):
+                    worker_log.addFilter(_NoSigtermWarning())
                 _initializer.submit(lambda: ray.init(address=address, **(init_kwargs or {}))).result()
     return ray
 

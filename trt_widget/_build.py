@@ -232,6 +232,7 @@ class Build(Waiting):
         self._timer: threading.Timer | None = None
         self._ended_s: float | None = None
         self._building = False  # a builder has the build (False while it waits in a queue, and before start)
+        self.waiting_for = ""  # while queued: what the build waits for, as its runner says ("" : a builder)
         self._on_start: list[Callable[[Build], None]] = []
         self._force = threading.Event()  # process isolation: terminate the builder process now
         self.child_pid: int | None = None  # process isolation: the builder process, once known
@@ -550,6 +551,7 @@ class Build(Waiting):
             note=self._note,
             on_pid=self._on_pid,
             on_queued=self._on_queued,
+            on_waiting=self._on_waiting,
             on_engine_size=self._on_engine_size,
         )
 
@@ -589,6 +591,7 @@ class Build(Waiting):
                 return
             self._status = RUNNING
             self._building = True
+            self.waiting_for = ""
             self.model.restart_clock()
             self.logger.restart_clock()
             if self._timer is not None and self.options.budget is not None:
@@ -596,6 +599,9 @@ class Build(Waiting):
                 self._timer = threading.Timer(self.options.budget, self._budget_expired)
                 self._timer.daemon = True
                 self._timer.start()
+
+    def _on_waiting(self, what: str) -> None:
+        self.waiting_for = what
 
     def _execute(self) -> bytes | EngineFile | None:
         return self.runner.run(self._context())

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import sys
 import threading
 import time
 import uuid
@@ -165,8 +167,13 @@ class RayRunner:
         )
 
     def run(self, ctx: RunContext) -> bytes | None:
+        ray_module = sys.modules.get("ray")
+        if ray_module is None or not ray_module.is_initialized():  # say why a first build waits (Ray's start: ~15 s)
+            local = not (self.address or os.environ.get("RAY_ADDRESS"))
+            ctx.on_waiting("starting a local Ray instance …" if local else "connecting to Ray …")
         ctx.on_queued(True)  # until a Ray worker has the task
         ray = ensure_ray(self.address, self.init_kwargs)
+        ctx.on_waiting("waiting for a Ray worker")
         if ctx.cancel.is_set():
             return None
         return _Relay(self, ctx, ray).run()

@@ -102,7 +102,8 @@ class RowView {
     this.tr.dataset.status = row.status;
     const p = row.phase;
     const withSteps = p !== null && p.num_steps > 1;
-    const note = row.status === "queued" ? "waiting for a builder" : row.error || (p ? "" : row.detail);
+    // a queued row's detail says what it waits for, where its runner knows ("starting a local Ray instance …")
+    const note = row.status === "queued" ? row.detail || "waiting for a builder" : row.error || (p ? "" : row.detail);
     const shown = escapeLines(p ? p.name : note);
     setText(this.phaseName, shown);
     setAttr(this.phaseName, "title", shown || null);

@@ -99,6 +99,15 @@ describe("matrix rows", () => {
     expect(el.querySelector(".trtw-mx-counts").textContent).toBe("1 running, 1 queued, 1 succeeded, 1 failed");
   });
 
+  it("says what a queued build waits for where its runner says so", () => {
+    const queued = row(0, { status: "queued", phase: null, detail: "starting a local Ray instance \u2026" });
+    const { model, el } = render({ status: "running", rows_json: JSON.stringify([queued]) });
+    const name = () => el.querySelector(".trtw-mx-phase-name").textContent;
+    expect(name()).toBe("starting a local Ray instance \u2026");
+    model.set("rows_json", JSON.stringify([{ ...queued, detail: "" }]));
+    expect(name()).toBe("waiting for a builder");
+  });
+
   it("counts no time while a build is queued, and none for one that never started", () => {
     vi.useFakeTimers();
     try {

@@ -241,6 +241,7 @@ class BuildMatrix:
         self._build_args: _BuildArgs = {"history": history, "resources": resources}
         self._outputs: dict[str, str] = {}  # the real path of each cell's output= -> which cell writes it
         self._places: list[tuple[SlotRunner, Build]] = []  # the builds that wait for a slot, in list order
+        self._last_ray: RayRunner | None = None  # the Ray executor's last runner (the next one submits after it)
         for model_label, model in named_models:
             for variant, variant_options in named_variants:
                 merged: BuildOptionsDict = {**options, **variant_options}
@@ -271,7 +272,12 @@ class BuildMatrix:
                 template = self._ray_template if isinstance(self._ray_template, RayRunner) else RayRunner()
                 remote: _BuildArgs = {"history": False, "resources": False}  # here, they would time a remote machine
                 remote.update(self._explicit_args())
-                build = Build(model, runner=template.clone(), **remote, **options)
+                runner = template.clone()
+                build = Build(model, runner=runner, **remote, **options)
+                if self._last_ray is not None:  # submitted in list order, after the build before it
+                    runner.after = self._last_ray.submitted
+                build.add_done_callback(lambda _future: runner.submitted.set())  # ended without reaching Ray
+                self._last_ray = runner
             else:
                 build = Build(model, **self._build_args, **options)
         except (TypeError, ValueError, OSError) as exc:  # bad options fail this variant alone

@@ -154,6 +154,9 @@ class RayRunner:
         self.init_kwargs = init_kwargs
         self.worker_pid: int | None = None  # the Ray worker process building, once it reported in
         self.worker_node: str | None = None
+        # a matrix's builds reach Ray in list order: this one submits its task once the one before did (or ended)
+        self.after: threading.Event | None = None
+        self.submitted = threading.Event()  # set once its task was submitted, or it will never be
 
     def clone(self) -> RayRunner:
         """A fresh runner with the same settings (one runner per build)."""
@@ -172,11 +175,17 @@ class RayRunner:
             local = not (self.address or os.environ.get("RAY_ADDRESS"))
             ctx.on_waiting("starting a local Ray instance …" if local else "connecting to Ray …")
         ctx.on_queued(True)  # until a Ray worker has the task
-        ray = ensure_ray(self.address, self.init_kwargs)
-        ctx.on_waiting("waiting for a Ray worker")
-        if ctx.cancel.is_set():
-            return None
-        return _Relay(self, ctx, ray).run()
+        try:
+            ray = ensure_ray(self.address, self.init_kwargs)
+            ctx.on_waiting("waiting for a Ray worker")
+            while self.after is not None and not self.after.wait(POLL_S):  # the build before it goes first
+                if ctx.cancel.is_set():
+                    return None
+            if ctx.cancel.is_set():
+                return None
+            return _Relay(self, ctx, ray).run()
+        finally:
+            self.submitted.set()
 
     def task_options(self, ray: ModuleType) -> dict[str, object]:
         gpus = self.num_gpus
@@ -206,6 +215,7 @@ class _Relay:
         ray, ctx = self.ray, self.ctx
         hub = _get_hub(ray)
         ref = _remote_task(ray).options(**self.runner.task_options(ray)).remote(self.key, hub, self._job())
+        self.runner.submitted.set()
         pull = hub.pull.remote(self.key, PULL_S)
         force_at: float | None = None
         try:

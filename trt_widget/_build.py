@@ -234,6 +234,8 @@ class Build(Waiting):
         self._thread: threading.Thread | None = None
         self._timer: threading.Timer | None = None
         self._ended_s: float | None = None
+        self._building = False  # a builder has the build (False while it waits in a queue, and before start)
+        self.waiting_for = ""  # while queued: what the build waits for, as its runner says ("" : a builder)
         self._on_start: list[Callable[[Build], None]] = []
         self._force = threading.Event()  # process isolation: terminate the builder process now
         self.child_pid: int | None = None  # process isolation: the builder process, once known
@@ -350,6 +352,12 @@ class Build(Waiting):
         return self._ended_s if self._ended_s is not None else self.model.now()
 
     @property
+    def started_building(self) -> bool:
+        """True once a builder has the build; False before start, while it waits for a slot or worker (status
+        queued) and for a build that ended there (stopped while queued: it never started)."""
+        return self._building
+
+    @property
     def logs(self) -> list[LogRecord]:
         """Captured TensorRT log lines: ``{"severity", "message", "t"}`` (INFO and worse; VERBOSE if verbose)."""
         return list(self.logger.records)
@@ -439,6 +447,7 @@ class Build(Waiting):
                 raise RuntimeError(f"this build already started (status {self._status}); a Build runs once")
             self._claim_output()
             self._status = RUNNING
+            self._building = True
             self.set_running_or_notify_cancel()
         self.model.restart_clock()
         self.logger.restart_clock()
@@ -545,6 +554,7 @@ class Build(Waiting):
             note=self._note,
             on_pid=self._on_pid,
             on_queued=self._on_queued,
+            on_waiting=self._on_waiting,
             on_engine_size=self._on_engine_size,
         )
 
@@ -576,10 +586,15 @@ class Build(Waiting):
             if queued:
                 if self._status == RUNNING:
                     self._status = QUEUED
+                    self._building = False
                 return
+            if self._status == CANCELLING:  # stopped while queued, and a builder took it all the same
+                self._building = True
             if self._status != QUEUED:
                 return
             self._status = RUNNING
+            self._building = True
+            self.waiting_for = ""
             self.model.restart_clock()
             self.logger.restart_clock()
             if self._timer is not None and self.options.budget is not None:
@@ -587,6 +602,9 @@ class Build(Waiting):
                 self._timer = threading.Timer(self.options.budget, self._budget_expired)
                 self._timer.daemon = True
                 self._timer.start()
+
+    def _on_waiting(self, what: str) -> None:
+        self.waiting_for = what
 
     def _execute(self) -> bytes | EngineFile | None:
         return self.runner.run(self._context())
@@ -838,6 +856,8 @@ class Build(Waiting):
                 self.status_detail = str(error).splitlines()[0]
             elif engine is None:
                 reason = self.status_detail or "cancelled"
+                if not self._building:  # stopped while queued: say so, not a time it never built for
+                    self.status_detail = reason = f"never started: {reason} while queued"
                 self.error, self._status = BuildCancelled(f"the build was cancelled: {reason}"), CANCELLED
             else:
                 if self.model.cancelling:

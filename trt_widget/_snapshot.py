@@ -157,6 +157,7 @@ class ListRow(TypedDict):
     error: str
     phase: ListPhase | None
     can_force: bool
+    started: bool  # False while the build waits in its queue (or ended there): its time is not shown
 
 
 class SnapshotPump:

@@ -287,6 +287,20 @@ def test_item5_the_view_switch_stays_in_the_top_right_corner(page: Any) -> None:
     assert (moved["x"], moved["y"]) == (short["x"], short["y"])
 
 
+def test_item5_the_view_switch_stays_put_when_the_build_ends(page: Any) -> None:
+    """Issue 39, second pass: the Tree/Timeline switch moved ~64 px right when Stop disappeared at the end."""
+    show(page, "widget", build_state(rows=rtx_rows(running=True)))
+    assert page.locator(".trtw-stop").is_visible()
+    running = box(page, ".trtw-seg")
+    ended = build_state(rows=rtx_rows(running=False), status="succeeded", elapsed_s=4.3)
+    page.evaluate("s => window.model.update(s)", ended)
+    page.wait_for_timeout(150)
+    shot(page, "item5-ended-header")
+    assert not page.locator(".trtw-stop").is_visible()
+    done = box(page, ".trtw-seg")
+    assert (done["x"], done["y"], done["width"]) == (running["x"], running["y"], running["width"])
+
+
 def test_item5_an_expected_reason_is_said_once(page: Any) -> None:
     why = "TensorRT for RTX found no usable GPU driver: expected on a machine without an NVIDIA GPU"
     logs = [

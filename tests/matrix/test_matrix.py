@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import itertools
 import sys
 import threading
@@ -13,8 +14,12 @@ from typing import Any
 import pytest
 from fixture_types import WaitUntil
 
-from trt_widget import Phase, models
+from trt_widget import Build, Phase, models
 from trt_widget.matrix import BuildMatrix
+from trt_widget.matrix._cli import MatrixView
+from trt_widget.matrix._table import result_row
+from trt_widget.matrix._widget import build_row
+from trt_widget.runners import EngineFile, RunContext, Runner
 
 
 def _record_phase_times(matrix: BuildMatrix) -> dict[int, list[float]]:
@@ -73,6 +78,32 @@ def test_three_variants_build_one_at_a_time_and_report(wait_until: WaitUntil) ->
     assert ends == {0: "succeeded", 1: "succeeded", 2: "succeeded"}
 
 
+class _LateThread:
+    """The first build's thread reaching its runner only after the second build asked for its slot, as a loaded
+    machine may schedule it (issue 39: optimization_level=3 built while =0 was queued)."""
+
+    def __init__(self, inner: Runner, other: Build) -> None:
+        self.inner, self.other = inner, other
+        self.name, self.framed, self.local = inner.name, inner.framed, inner.local
+
+    def run(self, ctx: RunContext) -> bytes | EngineFile | None:
+        deadline = time.monotonic() + 60
+        while not (self.other.status == "queued" or self.other.model.innermost_running() is not None):
+            assert time.monotonic() < deadline, "the second build never asked for a slot"
+            time.sleep(0.01)
+        return self.inner.run(ctx)
+
+
+def test_builds_start_in_list_order_whichever_thread_asks_first() -> None:
+    matrix = BuildMatrix(models.deep_residual(3), variants=[{"optimization_level": 0}, {"optimization_level": 3}])
+    first, second = matrix.builds
+    first.runner = _LateThread(first.runner, second)
+    seen = _record_phase_times(matrix)
+    assert matrix.start().wait(120) == "done"
+    assert [b.status for b in matrix.builds] == ["succeeded"] * 2, [b.status_detail for b in matrix.builds]
+    assert max(seen[0]) <= min(seen[1]), "the second build ran before the first"
+
+
 def test_a_bad_variant_fails_alone_with_the_reason() -> None:
     matrix = BuildMatrix(
         models.deep_residual(4),
@@ -122,6 +153,18 @@ def test_stop_all_cancels_running_and_queued_builds(long_model_bytes: bytes, wai
     assert [b.status for b in matrix.builds] == ["cancelled"] * 3
     assert all(b.timings() == [] for b in matrix.builds[1:])  # the queued ones never ran
     assert matrix.stop() == 0
+    # issue 39: a build stopped while queued says it never started, with no time of its own
+    assert matrix.builds[0].started_building and not any(b.started_building for b in matrix.builds[1:])
+    for cell in matrix.cells[1:]:
+        assert cell.build.status_detail == "never started: stopped by user (Stop all) while queued"
+        assert build_row(cell)["started"] is False
+        assert result_row(cell)["build_s"] is None
+    assert build_row(matrix.cells[0])["started"] is True
+    out = io.StringIO()
+    MatrixView(matrix, out, plain=True).update()
+    lines = out.getvalue().splitlines()
+    cell = matrix.cells[1]
+    assert f"#1 {cell.model} [{cell.variant}]: cancelled: {cell.build.status_detail}" in lines, lines
 
 
 def test_output_dir_plain_results_and_refusals(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -6,12 +6,13 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from fixture_types import RunAsync, WaitUntil
 
-from trt_widget import Build, models
+from trt_widget import Build, Phase, RayRunner, models
 from trt_widget.matrix import BuildMatrix
 
 pytestmark = [pytest.mark.usefixtures("ray_session"), pytest.mark.rtx_long_step]  # waits in RTX's long step
@@ -173,3 +174,42 @@ def test_await_of_a_ray_build_gives_the_engine_or_raises_what_result_raises(run_
     stopped.stop()
     with pytest.raises(BuildCancelled):
         run_async(awaited(stopped))
+
+
+class _LateThread:
+    """The first build's thread reaching Ray only once the second build submitted its task (or 10 s passed), as a
+    loaded machine may schedule it (issue 39: optimization_level=3 ran while =0 was queued)."""
+
+    def __init__(self, inner: RayRunner, other: RayRunner) -> None:
+        self.inner, self.other = inner, other
+        self.name, self.framed, self.local = inner.name, inner.framed, inner.local
+
+    def run(self, ctx: Any) -> bytes | None:
+        self.other.submitted.wait(10)  # in list order the second waits for the first: this times out
+        return self.inner.run(ctx)
+
+
+def test_builds_reach_ray_in_list_order_whichever_thread_comes_first() -> None:
+    # num_cpus=2 on the session's 2 CPUs: one build at a time, in the order Ray got them
+    matrix = BuildMatrix(
+        models.deep_residual(3),
+        variants=[{"optimization_level": 0}, {"optimization_level": 3}],
+        executor=RayRunner(num_cpus=2),
+    )
+    first, second = matrix.builds
+    assert isinstance(first.runner, RayRunner) and isinstance(second.runner, RayRunner)
+    first.runner = _LateThread(first.runner, second.runner)
+    firsts: dict[int, float] = {}  # when each build's first phase came from its Ray worker
+
+    def first_phase(i: int, build: Build) -> Callable[[str, Phase], None]:
+        def seen(_kind: str, _phase: Phase) -> None:
+            if build.started_building:
+                firsts.setdefault(i, time.perf_counter())
+
+        return seen
+
+    for cell in matrix.cells:
+        cell.build.model.subscribe(first_phase(cell.id, cell.build))
+    assert matrix.start().wait(180) == "done"
+    assert [b.status for b in matrix.builds] == ["succeeded"] * 2, [b.status_detail for b in matrix.builds]
+    assert firsts[0] < firsts[1], "the second build reached Ray before the first"

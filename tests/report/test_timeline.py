@@ -111,6 +111,19 @@ def test_runs_of_same_name_siblings_are_grouped() -> None:
     assert t_end == 10.0
 
 
+def test_a_phase_without_steps_shows_no_step_count() -> None:
+    """A phase TensorRT announced with no steps reads "done", not "steps 0/0 · done"; one with steps keeps them."""
+    rows = [_row(0, "root", None, 0, 0.0, 2.0), _row(1, "Cloning network graph", 0, 1, 0.1, 0.2)]
+    rows[0].update(step=5, num_steps=6)
+    rows[1].update(step=0, num_steps=0)
+    for i in range(5):  # a run of 5 without steps, drawn as one box
+        rows.append({**_row(2 + i, "Same", 0, 1, 0.3 + i * 0.1, 0.35 + i * 0.1), "step": 0, "num_steps": 0})
+    titles = {_title(r).splitlines()[0]: _title(r) for r in _phase_rects(timeline.to_svg(rows))}
+    assert titles["root"].splitlines()[-1] == "steps 5/6 · done"
+    assert titles["Cloning network graph"].splitlines()[-1] == "done"
+    assert titles["Same ×5"].splitlines()[-1] == "done"
+
+
 def test_names_are_escaped() -> None:
     evil = "<script>alert('x')</script> & \"quotes\" \x07bell"
     rows = [_row(0, evil, None, 0, 0.0, 1.0), _row(1, "ok", 0, 1, 0.1, None, "running")]

@@ -61,11 +61,52 @@ def test_stop_all_from_the_browser_cancels_the_running_build_and_says_what_it_wa
     wait_until(lambda: widget.builds and widget.builds[0].model.innermost_running(), what="a running phase")
     assert widget.stop_buttons is True and "graceful" in widget.note
     widget._on_custom_msg(widget, {"type": "stop_all"}, [])  # what a click on "Stop all" sends
-    wait_until(lambda: "Stopping: waits for the current step of" in widget.note, what="the stop notice")
+    # the notice, shown until the build ends (which may come before the next send: read where it is kept)
+    assert widget._notice.startswith("Stopping: waits for the current step of"), widget._notice
     with pytest.raises(BuildCancelled):
         widget.result(180)
     assert [b.status for b in widget.builds] == ["cancelled"]  # the second build never started
     wait_until(lambda: "raised BuildCancelled" in widget.note, what="the final note")
+    assert "Stopping" not in widget.note  # the build has ended: the notice of what Stop waits for is gone
+    widget.close()
+
+
+def _in_a_process(long_model_bytes: bytes) -> Any:
+    def fn(datas: list[bytes]) -> list[int]:  # local: cloudpickle sends it by value
+        import trt_widget
+
+        trt = trt_widget.trt
+        sizes = []
+        for data in datas:
+            logger = trt.Logger(trt.Logger.ERROR)
+            builder = trt.Builder(logger)
+            network = builder.create_network(0)
+            parser = trt.OnnxParser(network, logger)
+            assert parser.parse(data)
+            sizes.append(builder.build_serialized_network(network, builder.create_builder_config()).nbytes)
+        return sizes
+
+    return BuildWidget.watch(fn, [long_model_bytes, long_model_bytes], isolation="process")
+
+
+def test_stop_all_of_a_function_in_a_process_says_stop_not_ctrl_c(
+    long_model_bytes: bytes, wait_until: WaitUntil
+) -> None:
+    """Issue 39: a click on "Stop all" read "interrupted (Ctrl-C)" in the row and the error, the notice called the
+    function "the command", and the "Stopping: ..." notice stayed after the build had ended."""
+    widget = _in_a_process(long_model_bytes)
+    wait_until(lambda: widget.builds and widget.builds[0].model.innermost_running(), what="a running phase")
+    widget._on_custom_msg(widget, {"type": "stop_all"}, [])  # what a click on "Stop all" sends
+    notice = widget._notice  # shown until the build ends (which may come before the next send)
+    assert notice.startswith("Stopping: waits for") and "the function" in notice and "command" not in notice, notice
+    with pytest.raises(BuildCancelled) as raised:
+        widget.result(60)
+    assert "Stop all" in str(raised.value) and "Ctrl-C" not in str(raised.value), raised.value
+    assert [b.status for b in widget.builds] == ["cancelled"]
+    wait_until(lambda: "raised BuildCancelled" in widget.note, what="the final note")
+    row = json.loads(widget.rows_json)[0]
+    assert "stopped by user (Stop all)" in row["detail"] and "Ctrl-C" not in row["detail"], row
+    assert "Stopping" not in widget.note and "Ctrl-C" not in widget.note, widget.note
     widget.close()
 
 

@@ -255,6 +255,8 @@ class MatrixView:
         if build.status == "succeeded":
             where = f", written to {build.options.output}" if build.options.output else ""
             return f"succeeded in {fmt_s(build.elapsed_s)}, engine {fmt_bytes(build.engine_size or 0)}{where}"
+        if build.status == "cancelled" and not build.started_building:  # no time: it never built
+            return f"cancelled: {build.status_detail}"
         if build.status in ("failed", "cancelled"):
             return f"{build.status} after {fmt_s(build.elapsed_s)}: {build.status_detail}"
         return str(build.status)
@@ -287,8 +289,8 @@ class MatrixView:
                 Text(build.status, style=COLORS.get(build.status, "")),
                 Text(escape_controls(note)),
                 bar,
-                # a queued build's clock restarts when it builds: no time until then
-                fmt_s(build.elapsed_s) if build.status not in ("idle", "queued") else "",
+                # a queued build's clock restarts when it builds: no time until then, none if it never built
+                fmt_s(build.elapsed_s) if build.started_building else "",
                 fmt_bytes(build.engine_size) if build.engine_size else "",
             )
         return table

@@ -88,11 +88,25 @@ class Slots:
         self._free = size
         self._waiting: collections.deque[object] = collections.deque()
 
-    def acquire(self, cancel: threading.Event, on_wait: Callable[[], None]) -> bool:
-        """Take a slot (calling ``on_wait()`` first if none is free now); False when ``cancel`` is set first."""
-        ticket = object()
+    def reserve(self, ticket: object) -> None:
+        """Put ``ticket`` in line now, so the build holding it is served in this order, not its thread's."""
         with self._cond:
             self._waiting.append(ticket)
+
+    def forget(self, ticket: object) -> None:
+        """Take ``ticket`` out of line if it is still there (its build ended without asking for a slot)."""
+        with self._cond:
+            if ticket in self._waiting:
+                self._waiting.remove(ticket)
+                self._cond.notify_all()
+
+    def acquire(self, cancel: threading.Event, on_wait: Callable[[], None], ticket: object | None = None) -> bool:
+        """Take a slot (calling ``on_wait()`` first if none is free now); False when ``cancel`` is set first.
+        ``ticket``: a place in line taken earlier with :meth:`reserve`."""
+        ticket = object() if ticket is None else ticket
+        with self._cond:
+            if ticket not in self._waiting:
+                self._waiting.append(ticket)
             waited = False
             while not (self._free > 0 and self._waiting[0] is ticket):
                 if cancel.is_set():
@@ -124,6 +138,12 @@ class SlotRunner:
         self.framed = inner.framed
         self.local = inner.local
         self.placed = threading.Event()  # set once the build holds a slot or waits (queued) for one
+        self.ticket = object()  # its place in the slots' line (taken at the matrix's start, in list order)
+
+    def reserve(self, build: Build) -> None:
+        """Take this build's place in line now; given back if the build ends without asking for a slot."""
+        self.slots.reserve(self.ticket)
+        build.add_done_callback(lambda _future: self.slots.forget(self.ticket))
 
     def run(self, ctx: RunContext) -> bytes | EngineFile | None:
         waited: list[bool] = []
@@ -134,15 +154,15 @@ class SlotRunner:
             self.placed.set()
 
         try:
-            if not self.slots.acquire(ctx.cancel, on_wait):
+            if not self.slots.acquire(ctx.cancel, on_wait, self.ticket):
                 return None
         finally:
             self.placed.set()
         try:
+            if ctx.cancel.is_set():  # stopped as the slot came: it never builds
+                return None
             if waited:
                 ctx.on_queued(False)
-            if ctx.cancel.is_set():
-                return None
             return self.inner.run(ctx)
         finally:
             self.slots.release()
@@ -221,6 +241,8 @@ class BuildMatrix:
         self.cells: list[Cell] = []
         self._build_args: _BuildArgs = {"history": history, "resources": resources}
         self._outputs: dict[str, str] = {}  # the real path of each cell's output= -> which cell writes it
+        self._places: list[tuple[SlotRunner, Build]] = []  # the builds that wait for a slot, in list order
+        self._last_ray: RayRunner | None = None  # the Ray executor's last runner (the next one submits after it)
         for model_label, model in named_models:
             for variant, variant_options in named_variants:
                 merged: BuildOptionsDict = {**options, **variant_options}
@@ -251,7 +273,12 @@ class BuildMatrix:
                 template = self._ray_template if isinstance(self._ray_template, RayRunner) else RayRunner()
                 remote: _BuildArgs = {"history": False, "resources": False}  # here, they would time a remote machine
                 remote.update(self._explicit_args())
-                build = Build(model, runner=template.clone(), **remote, **options)
+                runner = template.clone()
+                build = Build(model, runner=runner, **remote, **options)
+                if self._last_ray is not None:  # submitted in list order, after the build before it
+                    runner.after = self._last_ray.submitted
+                build.add_done_callback(lambda _future: runner.submitted.set())  # ended without reaching Ray
+                self._last_ray = runner
             else:
                 build = Build(model, **self._build_args, **options)
         except (TypeError, ValueError, OSError) as exc:  # bad options fail this variant alone
@@ -262,7 +289,8 @@ class BuildMatrix:
         if real is not None:
             self._outputs[real] = f"variant {variant!r} of {model_label}"
         if self.slots is not None:
-            build.runner = SlotRunner(build.runner, self.slots)
+            build.runner = slot = SlotRunner(build.runner, self.slots)
+            self._places.append((slot, build))
         return build
 
     def _engine_path(self, folder: Path, model_label: str, variant: str) -> Path:
@@ -317,8 +345,16 @@ class BuildMatrix:
         if self._started:
             raise RuntimeError("this matrix already started; a BuildMatrix runs once")
         self._started = True
-        for build in self.builds:
-            build.start()
+        for slot, build in self._places:  # served in list order: each build's thread may ask late
+            slot.reserve(build)
+        try:
+            for build in self.builds:
+                build.start()
+        except BaseException:  # a build that cannot start must not hold its place in line
+            for slot, build in self._places:
+                if build.status == IDLE:
+                    slot.slots.forget(slot.ticket)
+            raise
         return self
 
     def stop(self) -> int:

@@ -139,7 +139,7 @@ def result_row(cell: Cell) -> ResultRow:
         "model": cell.model,
         "variant": cell.variant,
         "status": build.status,
-        "build_s": round(build.elapsed_s, 3) if build.status != "idle" else None,
+        "build_s": round(build.elapsed_s, 3) if build.status != "idle" and build.started_building else None,
         "engine_bytes": build.engine_size,
         "top_phases": top_phases(build),
         "error": str(error).splitlines()[0] if error is not None and build.status == "failed" else None,

@@ -58,12 +58,13 @@ def build_row(cell: Cell) -> MatrixRow:
         "model": cell.model,
         "variant": cell.variant,
         "status": build.status,
-        "detail": build.status_detail,
+        "detail": build.waiting_for if build.status == "queued" else build.status_detail,
         "elapsed_s": round(build.elapsed_s, 3),
         "engine_size": build.engine_size or 0,
         "error": str(error).splitlines()[0] if error is not None and build.status == "failed" else "",
         "phase": {"name": phase.name, "step": phase.step, "num_steps": phase.num_steps} if phase else None,
         "can_force": build.options.isolation == "process",
+        "started": build.started_building,
     }
 
 

@@ -16,6 +16,9 @@ A queued task is taken off Ray's queue at once. A worker that dies ends the buil
 from __future__ import annotations
 
 import contextlib
+import logging
+import os
+import sys
 import threading
 import time
 import uuid
@@ -55,6 +58,19 @@ def _ray() -> ModuleType:
     return ray
 
 
+class _NoSigtermWarning(logging.Filter):
+    """Drops Ray's "SIGTERM handler is not set because current thread is not the main thread." (issue 39: it
+    landed in the notebook cell). Known harmless here: that handler only turns a SIGTERM of this process into
+    ``sys.exit``, which a signal handler can do on the main thread only; Ray still shuts its local instance
+    down at this process's exit. Every other record of Ray's logger passes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("SIGTERM handler is not set")
+
+
+_RAY_WORKER_LOGGER = "ray._private.worker"  # where ray.init logs that warning (Ray 2.x)
+
+
 def ensure_ray(address: str | None = None, init_kwargs: Mapping[str, object] | None = None) -> ModuleType:
     """Connect to Ray once: ``ray.init(address)`` unless initialised (no address: ``RAY_ADDRESS`` or a local
     instance). Returns the ray module.
@@ -62,13 +78,16 @@ def ensure_ray(address: str | None = None, init_kwargs: Mapping[str, object] | N
     A local instance is started from one long-lived thread: Ray ties its processes' death signal to the thread
     that started them, so starting it from a build's thread would end the instance with that thread. Called on
     the main thread (the CLI does, before its builds), it starts there: Ray then sets its SIGTERM handler (which
-    shuts the instance down) instead of warning that it could not."""
+    shuts the instance down); elsewhere (a notebook's builds) Ray's warning that it could not is filtered out."""
     ray = _ray()
     with _init_lock:
         if not ray.is_initialized():
             if threading.current_thread() is threading.main_thread():
                 ray.init(address=address, **(init_kwargs or {}))
             else:
+                worker_log = logging.getLogger(_RAY_WORKER_LOGGER)
+                if not any(isinstance(f, _NoSigtermWarning) for f in worker_log.filters):
+                    worker_log.addFilter(_NoSigtermWarning())
                 _initializer.submit(lambda: ray.init(address=address, **(init_kwargs or {}))).result()
     return ray
 
@@ -135,6 +154,9 @@ class RayRunner:
         self.init_kwargs = init_kwargs
         self.worker_pid: int | None = None  # the Ray worker process building, once it reported in
         self.worker_node: str | None = None
+        # a matrix's builds reach Ray in list order: this one submits its task once the one before did (or ended)
+        self.after: threading.Event | None = None
+        self.submitted = threading.Event()  # set once its task was submitted, or it will never be
 
     def clone(self) -> RayRunner:
         """A fresh runner with the same settings (one runner per build)."""
@@ -148,11 +170,22 @@ class RayRunner:
         )
 
     def run(self, ctx: RunContext) -> bytes | None:
+        ray_module = sys.modules.get("ray")
+        if ray_module is None or not ray_module.is_initialized():  # say why a first build waits (Ray's start: ~15 s)
+            local = not (self.address or os.environ.get("RAY_ADDRESS"))
+            ctx.on_waiting("starting a local Ray instance …" if local else "connecting to Ray …")
         ctx.on_queued(True)  # until a Ray worker has the task
-        ray = ensure_ray(self.address, self.init_kwargs)
-        if ctx.cancel.is_set():
-            return None
-        return _Relay(self, ctx, ray).run()
+        try:
+            ray = ensure_ray(self.address, self.init_kwargs)
+            ctx.on_waiting("waiting for a Ray worker")
+            while self.after is not None and not self.after.wait(POLL_S):  # the build before it goes first
+                if ctx.cancel.is_set():
+                    return None
+            if ctx.cancel.is_set():
+                return None
+            return _Relay(self, ctx, ray).run()
+        finally:
+            self.submitted.set()
 
     def task_options(self, ray: ModuleType) -> dict[str, object]:
         gpus = self.num_gpus
@@ -182,6 +215,7 @@ class _Relay:
         ray, ctx = self.ray, self.ctx
         hub = _get_hub(ray)
         ref = _remote_task(ray).options(**self.runner.task_options(ray)).remote(self.key, hub, self._job())
+        self.runner.submitted.set()
         pull = hub.pull.remote(self.key, PULL_S)
         force_at: float | None = None
         try:

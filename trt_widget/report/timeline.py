@@ -51,15 +51,16 @@ class Box:
         return self.name if self.count == 1 else f"{self.name} ×{self.count}"
 
     def title(self) -> str:
+        # a phase with no steps has no count to show: "steps 0/0" would only read as nothing done
+        steps = f"steps {self.step}/{self.num_steps} · " if self.num_steps else ""
         if self.count == 1:
             return (
                 f"{self.name}\n{self.busy_s:.3f} s (from {self.start_s:.3f} s to {self.end_s:.3f} s)\n"
-                f"steps {self.step}/{self.num_steps} · {self.status}"
+                f"{steps}{self.status}"
             )
         text = (
             f"{self.name} ×{self.count}\n{self.busy_s:.3f} s in {self.count} instances "
-            f"(from {self.start_s:.3f} s to {self.end_s:.3f} s)\nsteps {self.step}/{self.num_steps} · "
-            f"{self.status}"
+            f"(from {self.start_s:.3f} s to {self.end_s:.3f} s)\n{steps}{self.status}"
         )
         return text + (f"\n{self.hidden} nested phase instances not drawn" if self.hidden else "")
 

@@ -44,6 +44,8 @@ class RunContext:
     on_pid: Callable[[int | None], None] = field(default=lambda _pid: None)  # the builder process, when one
     # True: the build waits for a slot or a remote worker (status "queued"); False: it builds now (the clock restarts)
     on_queued: Callable[[bool], None] = field(default=lambda _queued: None)
+    # what a queued build waits for ("starting a local Ray instance …"), shown while it is queued
+    on_waiting: Callable[[str], None] = field(default=lambda _what: None)
     # the size of an engine the build reports but does not hold (a replayed recording's, a watched build's)
     on_engine_size: Callable[[int], None] = field(default=lambda _size: None)
 

@@ -72,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
     from .._format import is_terminal
     from .._terminal import TerminalView, rich_available
     from ._run import CommandRun
+    from ._watch import INTERRUPTED
 
     lock = threading.RLock()  # every write to the terminal: ours, the command's lines, the live tree's redraws
     console = _console() if not args.json and not args.plain and is_terminal(sys.stdout) and rich_available() else None
@@ -121,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
         command.show_end = show_end
 
     def on_sigint(signum: int, frame: FrameType | None) -> None:
-        notify(command.stop())
+        notify(command.stop(INTERRUPTED))
 
     ended_by: list[int] = []
 

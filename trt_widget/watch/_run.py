@@ -41,7 +41,7 @@ from .._python import parent_path, python_command
 from .._status import LIVE, log
 from ..runners import FollowClock, RecordingError, RunContext, apply_event, check_event
 from ._child import ABSTRACT, ENV_SOCKET
-from ._watch import BuildTimings, builds_timings, stop_notice
+from ._watch import INTERRUPTED, BuildTimings, builds_timings, stop_notice
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -127,7 +127,9 @@ class RelayRunner:
                         ctx.on_engine_size(size)
                     return b""
                 if status == "cancelled":
-                    ctx.note(str(event.get("detail") or "cancelled in the command"))
+                    detail = str(event.get("detail") or "cancelled in the command")
+                    if not (ctx.cancel.is_set() and detail == INTERRUPTED):  # not the echo of our own Stop's SIGINT
+                        ctx.note(detail)
                     return None
                 raise BuildError(str(event.get("error") or event.get("detail") or "the build failed"))
             try:
@@ -179,6 +181,8 @@ class CommandRun:
     watch widget and the terminal draw it. ``force_after``: seconds after the first stop until the command is
     terminated (None: only a second stop terminates it)."""
 
+    what = "the command"  # how its notices name it
+
     def __init__(
         self,
         command: Sequence[str],
@@ -198,6 +202,7 @@ class CommandRun:
         self.forced = False
         self.returncode: int | None = None  # the exit code (128 + the signal when a signal ended it)
         self.stopped_at: float | None = None  # time.monotonic() of the first stop
+        self.stop_reason = ""  # what the first stop said (its builds' and the result's words)
         self.ended_at: float | None = None  # ... and of the command's end
         self._env = env
         self._on_output = on_output  # the command's stdout, a whole line per call (else it inherits ours)
@@ -415,27 +420,30 @@ class CommandRun:
 
     def stop(self, reason: str = "stopped by user") -> str:
         """First: SIGINT to the command (its running builds cancel at their next step boundary); then, after
-        ``force_after`` s or at a second stop, terminate it."""
+        ``force_after`` s or at a second stop, terminate it. ``reason``: what the builds say ended them (the
+        terminal passes "interrupted (Ctrl-C)", a widget's button "stopped by user (Stop all)")."""
         proc = self._proc
+        what = self.what
         if proc is None or proc.poll() is not None:
-            return "the command has ended"
+            return f"{what} has ended"
         self.stops += 1
         if self.stopped_at is None:
             self.stopped_at = time.monotonic()
+            self.stop_reason = reason
         if self.stops > 1:
             self.terminate()
-            return "Terminating the command"
+            return f"Terminating {what}"
         running = [b for b in self.builds if b.status in LIVE]
         for build in running:
             build.interrupted = True
-            build.stop("interrupted (Ctrl-C)" if reason == "stopped by user" else reason)
+            build.stop(reason)
         self._signal(signal.SIGINT)
         if self.force_after is not None:
             timer = threading.Timer(self.force_after, self.terminate)
             timer.daemon = True
             timer.start()
-            return stop_notice(running) + f"; the command is terminated if it still runs after {self.force_after:g} s"
-        return stop_notice(running) + "; stop again to terminate the command"
+            return stop_notice(running) + f"; {what} is terminated if it still runs after {self.force_after:g} s"
+        return stop_notice(running) + f"; stop again to terminate {what}"
 
     def terminate(self, sig: int = signal.SIGTERM) -> None:
         """``sig`` (SIGTERM) to the command's process group, SIGKILL after a moment."""
@@ -676,6 +684,8 @@ class ProcessCall(CommandRun):
     does; ``result()`` is fn's return value (sent back) or its exception. Stop cancels at the next step boundary
     and terminates the process ``force_after`` s later: a force stop, as a Build's builder process has."""
 
+    what = "the function's process"
+
     def __init__(
         self,
         fn: Callable[..., object],
@@ -724,6 +734,10 @@ class ProcessCall(CommandRun):
         if kind == "value":
             self.future.set_result(value)
         elif isinstance(value, KeyboardInterrupt) and self.stops:
-            self.future.set_exception(BuildCancelled(f"stopped: {value}"))
+            self.future.set_exception(BuildCancelled(f"stopped: {self.stop_reason or value}"))
+        elif isinstance(value, BuildCancelled) and self.stops and self.stop_reason:
+            # the function's process saw only the SIGINT a Stop sends: say what the Stop was
+            said = str(value).replace(INTERRUPTED, self.stop_reason)
+            self.future.set_exception(BuildCancelled(said).with_traceback(value.__traceback__))
         else:
             self.future.set_exception(value)

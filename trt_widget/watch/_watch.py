@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 
 R = TypeVar("R")
 
+INTERRUPTED = "interrupted (Ctrl-C)"  # what a cancel by SIGINT says (the terminal's Ctrl-C, Jupyter's ■)
+
 
 class WatchSettings(TypedDict, total=False):
     """What ``watch_settings=`` may hold: :class:`Watch`'s options applied to each caught build."""
@@ -225,7 +227,7 @@ class Watch:
             while os.read(read, 1) == b"x":
                 for build in list(self.builds):
                     if build.interrupted and build.status in LIVE:
-                        build.stop("interrupted (Ctrl-C)")
+                        build.stop(INTERRUPTED)
         finally:
             os.close(read)
 

@@ -69,6 +69,7 @@ def watch_row(index: int, build: WatchedBuild | RelayedBuild) -> WatchRow:
         "error": str(error).splitlines()[0] if error is not None and build.status == "failed" else "",
         "phase": {"name": phase.name, "step": phase.step, "num_steps": phase.num_steps} if phase else None,
         "can_force": False,
+        "started": True,  # a watched build runs in the user's code: it never waits in a queue of ours
     }
 
 
@@ -107,6 +108,7 @@ class WatchWidget(anywidget.AnyWidget):
         self.label = label
         self.stop_buttons = call is not None
         self._notice = ""
+        self._stopping: list[WatchedBuild | RelayedBuild] = []  # the builds the stop notice waits for
         self._lock = threading.Lock()
         self._expanded: list[int] = []
         self._encoders: dict[int, RowsEncoder] = {}
@@ -175,7 +177,9 @@ class WatchWidget(anywidget.AnyWidget):
         }
 
     def _note_text(self, live: bool) -> str:
-        parts = [self._notice] if self._notice else []
+        # the stop notice says what Stop waits for: gone once those builds ended (their rows say how)
+        waiting = live and (not self._stopping or any(b.status in LIVE for b in self._stopping))
+        parts = [self._notice] if self._notice and waiting else []
         if live:
             parts.append(STOP_BUTTON if self.call is not None else STOP_INTERRUPT)
         elif self.call is not None and self.call.done():
@@ -207,17 +211,17 @@ class WatchWidget(anywidget.AnyWidget):
         if message is None:
             return
         if message["type"] == "stop_all":
-            self.stop()
+            self.stop("stopped by user (Stop all)")
         elif message["type"] == "stop":
             from ._watch import stop_notice
 
             if isinstance(self.watch, CommandRun):  # a build in the command's process: stop the command
-                self.stop()
+                self.stop("stopped by user (Stop)")
             else:
                 build = builds[message["build"]]
                 running = [build] if build.status in LIVE else []
-                build.stop()
-                self._notice = stop_notice(running)
+                build.stop("stopped by user (Stop)")
+                self._notice, self._stopping = stop_notice(running), running
         elif message["type"] == "expand":
             self.expand(message["build"], message["open"])
         self._wake.set()
@@ -233,7 +237,8 @@ class WatchWidget(anywidget.AnyWidget):
 
     def stop(self, reason: str = "stopped by user") -> str:
         """Stop all (graceful): see :meth:`Watch.stop`; returns the notice, also shown in the widget."""
-        self._notice = self.watch.stop(reason)
+        stopping = [b for b in self.watch.builds if b.status in LIVE]
+        self._notice, self._stopping = self.watch.stop(reason), stopping
         self._wake.set()
         return self._notice
 

@@ -92,7 +92,8 @@ export class Header {
     const info = h("div", "trtw-info");
     info.append(this.badge, this.elapsedEl, this.sizeEl, this.etaEl, this.quietEl, this.resources.el, this.detail);
     const controls = h("div", "trtw-controls");
-    controls.append(seg, this.stopBtn);
+    // Stop left of the view switch: the controls are right-aligned, so Stop leaving at the build's end moves nothing
+    controls.append(this.stopBtn, seg);
     this.el.append(info, controls);
 
     this.pathEl = h("button", "trtw-path", {
@@ -173,7 +174,8 @@ export class Header {
    * @param {unknown} [activity] the activity trait: {last_callback_s}
    */
   tick(now, status, live, eta, cancel, activity) {
-    setText(this.elapsedEl, fmtDuration(now));
+    // no time while queued: the build's clock restarts when a builder takes it (a count that jumps back reads wrong)
+    setText(this.elapsedEl, status === "queued" ? "" : fmtDuration(now));
     this.tickEta(now, live, eta);
     const last = record(activity)?.last_callback_s;
     const quiet = live && typeof last === "number" ? fmtQuiet(now - last) : "";

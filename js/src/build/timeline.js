@@ -279,13 +279,14 @@ function barTitle(it, dur, now) {
       `span ${fmtDuration(dur)}, total ${fmtDuration(total)}\n` +
       `${it.finished}/${it.count} finished` +
       (it.failed ? `, ${it.failed} failed` : "") +
-      (it.cancelled ? `, ${it.cancelled} cancelled` : "") +
-      (it.early ? `, ${it.early} finished early` : "")
+      (it.cancelled ? `, ${it.cancelled} cancelled` : "")
     );
   }
   const steps =
     it.numSteps > 0
       ? `\nsteps ${it.status === "done" ? it.numSteps : Math.min(it.step, it.numSteps)}/${it.numSteps}`
       : "";
-  return `${escapeControls(it.name)}\n${fmtDuration(it.running ? dur : it.dur)}${steps}\n${it.status}`;
+  // a phase TensorRT ended before its announced last step reads "done", as in the tree and the report
+  const status = it.status === "finished-early" ? "done" : it.status;
+  return `${escapeControls(it.name)}\n${fmtDuration(it.running ? dur : it.dur)}${steps}\n${status}`;
 }

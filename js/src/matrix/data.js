@@ -15,6 +15,7 @@ import { num, str } from "../shared/format.js";
  * @property {string} error
  * @property {{name: string, step: number, num_steps: number} | null} phase
  * @property {boolean} can_force
+ * @property {boolean} started false while the build waits in its queue, and for one that ended there
  */
 
 /**
@@ -54,6 +55,7 @@ export function readRows(value) {
       error: str(r.error),
       phase: p ? { name: str(p.name), step: num(p.step), num_steps: num(p.num_steps) } : null,
       can_force: r.can_force === true,
+      started: r.started !== false,
     });
   }
   return rows;

@@ -20,7 +20,7 @@ import { BuildModelAdaptor, parse, readRows } from "./data.js";
  * @typedef {object} MatrixTraits
  * @property {string} status idle | running | done
  * @property {string} rows_json [{id, model, variant, status, detail, elapsed_s, engine_size, error,
- *   phase: {name, step, num_steps} | null, can_force}, ...]
+ *   phase: {name, step, num_steps} | null, can_force, started}, ...]
  * @property {number[]} expanded build ids whose phase tree is shown
  * @property {string} details_json {"<id>": the BuildWidget traits of that build}
  * @property {string} comparison_json "" until every build ended, then {builds: [{id, model, variant, status,
@@ -102,7 +102,8 @@ class RowView {
     this.tr.dataset.status = row.status;
     const p = row.phase;
     const withSteps = p !== null && p.num_steps > 1;
-    const note = row.status === "queued" ? "waiting for a builder" : row.error || (p ? "" : row.detail);
+    // a queued row's detail says what it waits for, where its runner knows ("starting a local Ray instance …")
+    const note = row.status === "queued" ? row.detail || "waiting for a builder" : row.error || (p ? "" : row.detail);
     const shown = escapeLines(p ? p.name : note);
     setText(this.phaseName, shown);
     setAttr(this.phaseName, "title", shown || null);
@@ -138,7 +139,9 @@ class RowView {
   tick(now) {
     const row = this.row;
     if (!row) return;
-    setText(this.elapsed, row.status === "idle" ? "" : fmtDuration(this.elapsedAt(now)));
+    // no time while queued (the build's clock restarts when it builds) nor for one that never left its queue
+    const timed = row.started && row.status !== "idle" && row.status !== "queued";
+    setText(this.elapsed, timed ? fmtDuration(this.elapsedAt(now)) : "");
   }
 
   onStop() {

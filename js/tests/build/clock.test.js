@@ -17,6 +17,17 @@ describe("live clock", () => {
     vi.advanceTimersByTime(ms);
   };
 
+  it("shows no build time while queued: the clock starts when the build does", () => {
+    const model = fakeModel({ status: "queued", elapsed_s: 2.6, rows: [] });
+    mount(model);
+    const elapsed = el.querySelector(".trtw-elapsed");
+    expect(elapsed.textContent).toBe("");
+    advance(1000);
+    expect(elapsed.textContent).toBe("");
+    model.update({ status: "running", elapsed_s: 0.883 });
+    expect(elapsed.textContent).toBe("883 ms");
+  });
+
   it("ticks header and running rows between snapshots and stops when done", () => {
     const model = fakeModel({
       status: "running",

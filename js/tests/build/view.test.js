@@ -207,6 +207,56 @@ describe("timeline", () => {
     expect(el.querySelector(".trtw-tree").hidden).toBe(false);
     expect(rows().map((r) => r.querySelector(".trtw-name").textContent)).toEqual(["Build", "Measuring tactic time"]);
   });
+
+  it("says a phase TensorRT ended before its last step is done in the tooltip, as the tree does", () => {
+    const model = fakeModel({
+      status: "succeeded",
+      elapsed_s: 1,
+      rows: [
+        phase("Building engine", { id: 1, step: 5, num_steps: 6, start_s: 0, end_s: 0.642, status: "finished-early" }),
+        phase("Timing tactics", {
+          id: 2,
+          parent: 1,
+          depth: 1,
+          step: 2,
+          num_steps: 3,
+          start_s: 0.1,
+          end_s: 0.3,
+          status: "finished-early",
+        }),
+      ],
+    });
+    mount(model);
+    expect(txt(rowNamed("Building engine"), ".trtw-steps")).toBe("done");
+    el.querySelector(".trtw-seg-btn:nth-child(2)").click();
+    const titles = [...el.querySelectorAll(".trtw-timeline rect > title")].map((t) => t.textContent);
+    expect(titles).toHaveLength(2);
+    for (const t of titles) {
+      expect(t).not.toMatch(/finished.early/);
+      expect(t.split("\n").at(-1)).toBe("done");
+    }
+    expect(titles[0]).toContain("steps 5/6");
+
+    // a group of such phases: counted as finished, with no "finished early" beside
+    const group = [phase("Build", { id: 1, start_s: 0, end_s: 6 })];
+    for (let i = 0; i < 8; i++)
+      group.push(
+        phase("Timing tactics", {
+          id: 10 + i,
+          parent: 1,
+          depth: 1,
+          step: 2,
+          num_steps: 3,
+          start_s: i * 0.5,
+          end_s: i * 0.5 + 0.4,
+          status: "finished-early",
+        }),
+      );
+    model.update({ rows: group, elapsed_s: 6 });
+    const groupTitle = [...el.querySelectorAll(".trtw-timeline rect > title")].map((t) => t.textContent).at(-1);
+    expect(groupTitle).toContain("8/8 finished");
+    expect(groupTitle).not.toMatch(/finished.early/);
+  });
 });
 
 describe("misc", () => {

@@ -1,5 +1,5 @@
 // @vitest-environment jsdom
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { phaseDiffs, readComparison } from "../../src/matrix/compare.js";
 import { BuildModelAdaptor, readRows } from "../../src/matrix/data.js";
 import matrix from "../../src/matrix/matrix.js";
@@ -97,6 +97,43 @@ describe("matrix rows", () => {
     expect(trs[2].querySelector(".trtw-mx-elapsed").textContent).toBe("3.3 s");
     expect(trs[3].querySelector(".trtw-mx-phase-name").textContent).toMatch(/optimization_level must be/);
     expect(el.querySelector(".trtw-mx-counts").textContent).toBe("1 running, 1 queued, 1 succeeded, 1 failed");
+  });
+
+  it("says what a queued build waits for where its runner says so", () => {
+    const queued = row(0, { status: "queued", phase: null, detail: "starting a local Ray instance \u2026" });
+    const { model, el } = render({ status: "running", rows_json: JSON.stringify([queued]) });
+    const name = () => el.querySelector(".trtw-mx-phase-name").textContent;
+    expect(name()).toBe("starting a local Ray instance \u2026");
+    model.set("rows_json", JSON.stringify([{ ...queued, detail: "" }]));
+    expect(name()).toBe("waiting for a builder");
+  });
+
+  it("counts no time while a build is queued, and none for one that never started", () => {
+    vi.useFakeTimers();
+    try {
+      const queued = row(1, { status: "queued", phase: null, elapsed_s: 2.6, started: false });
+      const { model, el } = render({ status: "running", rows_json: JSON.stringify([row(0), queued]) });
+      const cell = () => el.querySelectorAll("tr.trtw-mx-row")[1].querySelector(".trtw-mx-elapsed").textContent;
+      expect(cell()).toBe("");
+      vi.advanceTimersByTime(1000);
+      expect(cell()).toBe("");
+      // it starts: its clock restarts, and the column shows the build's own time from there
+      model.set("rows_json", JSON.stringify([row(0), row(1, { elapsed_s: 0.883, started: true })]));
+      expect(cell()).toBe("883 ms");
+      const never = row(1, {
+        status: "cancelled",
+        phase: null,
+        elapsed_s: 5.57,
+        started: false,
+        detail: "never started: stopped by user (Stop all) while queued",
+      });
+      model.set("rows_json", JSON.stringify([row(0), never]));
+      expect(cell()).toBe("");
+      const name = el.querySelectorAll("tr.trtw-mx-row")[1].querySelector(".trtw-mx-phase-name").textContent;
+      expect(name).toBe("never started: stopped by user (Stop all) while queued");
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it("never parses a label as HTML", () => {

@@ -308,6 +308,20 @@ def test_a_widgets_future_is_its_build_for_as_completed_and_wrap_future(run_asyn
     assert run_async(wrapped()) == widgets[0].engine
 
 
+def test_a_stop_the_kernel_reads_after_a_cancelled_build_is_not_answered(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A click held by an awaited cell on ipykernel 6 reaches the widget after the user interrupted the kernel, which
+    cancelled the build: the build did what the click asked, so no "nothing was stopped" notice follows."""
+    widget = BuildWidget(models.deep_residual(50), history=False, resources=False, isolation="thread")
+    sent: list[Any] = []
+    monkeypatch.setattr(widget, "send", lambda content, buffers=None: sent.append(content))
+    widget.start()
+    assert widget.stop()  # what the interrupt did: the build ends cancelled at its next step
+    assert widget.wait(120) == "cancelled"
+    widget._handle_custom_msg({"type": "stop"}, [])
+    assert [m for m in sent if isinstance(m, dict) and m.get("type") == "stop_outcome"] == []
+    assert widget.stop_outcome == ""
+
+
 def test_a_stop_the_kernel_reads_after_the_build_ended_is_answered(monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 39: a Stop clicked while a blocking ``wait()`` held the kernel reaches the widget only once the thread
     build has succeeded; it is answered (a message to the view, and on the widget), never silently dropped."""

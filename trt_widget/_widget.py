@@ -212,9 +212,12 @@ class BuildWidget(NotebookDisplay, anywidget.AnyWidget):
 
     def _answer_late_stop(self) -> None:
         """A Stop click the kernel read only after the build ended (a blocking ``wait()`` holds clicks until the
-        cell ends): say so in the view and on the widget, rather than drop it in silence."""
+        cell ends): say so in the view and on the widget, rather than drop it in silence. A build that ended
+        cancelled (a kernel interrupt, another Stop) did what the click asked: nothing to answer."""
         build = self.build
-        how = {SUCCEEDED: "succeeded in", CANCELLED: "cancelled after"}.get(build.status, "failed after")
+        if build.status == CANCELLED:
+            return
+        how = "succeeded in" if build.status == SUCCEEDED else "failed after"
         kept = "; the engine is kept" if build.status == SUCCEEDED else ""
         self.stop_outcome = (
             f"Stop arrived after the build had finished ({how} {fmt_s(build.elapsed_s)}): nothing was stopped{kept}. "

@@ -310,6 +310,7 @@ class CommandRun:
         """One process's events (untrusted: each line bounded, each event checked as a recording's is)."""
         builds: dict[int, RelayedBuild] = {}
         depths: dict[int, dict[int, int]] = {}
+        ended: set[int] = set()  # builds shown here whose end came
         sending = threading.Lock()  # the acks of several builds' ends
         with conn, conn.makefile("rb") as lines:
             for number, raw in enumerate(_bounded_lines(lines), 1):
@@ -326,9 +327,12 @@ class CommandRun:
                     if build is None:
                         continue
                     builds[n] = build
+                elif n in ended:
+                    continue  # after its end: a build's events stop, its end is acknowledged once
                 elif n in builds:
                     builds[n].relay.events.put(event)
                     if event.get("event") == "build_end":
+                        ended.add(n)
                         self._ack_when_shown(conn, sending, n, builds[n])
                 else:
                     if event.get("event") == "build_end":  # a build not shown here: its call goes on now

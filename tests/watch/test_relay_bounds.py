@@ -245,3 +245,26 @@ def test_a_repeated_build_end_starts_no_thread_per_line(tmp_path: Path) -> None:
     words = done.stdout.split()
     assert words[:4] == ["CODE", "0", "BUILDS", "1"], done.stderr[-3000:]
     assert int(words[5]) < 100, done.stdout  # one build's end is acknowledged once
+
+
+# A process that ends with an acknowledgement unread: the kernel resets the connection, and the relay's reader
+# thread died on ConnectionResetError with a traceback on the terminal (`trt-widget run --json`).
+RESET = textwrap.dedent(
+    """
+    import json, os, select, socket
+    address = os.environ["TRT_WIDGET_RUN_SOCKET"]
+    s = socket.socket(socket.AF_UNIX)
+    s.connect("\\0" + address[1:] if address.startswith("@") else address)
+    line = lambda n, **event: (json.dumps({"build": n, "t": 0.0, **event}) + "\\n").encode()
+    s.sendall(line(1, event="build_start", model="m") + line(1, event="build_end", status="succeeded", detail="",
+              elapsed_s=0.0))
+    select.select([s], [], [], 60)  # the acknowledgement has come
+    os._exit(0)  # unread: a reset, not an end of file
+    """
+)
+
+
+def test_a_connection_reset_ends_the_reader_quietly(tmp_path: Path) -> None:
+    done = run_with_command(tmp_path, COUNTED, RESET, timeout=300)
+    assert done.stdout.split() == ["CODE", "0", "BUILDS", "['m']"], done.stderr[-3000:]
+    assert "Traceback" not in done.stderr and "Exception in thread" not in done.stderr, done.stderr[-3000:]

@@ -514,16 +514,18 @@ def _relay_lines(stream: IO[bytes], callback: Callable[[bytes], None]) -> None:
 
 
 def _bounded_lines(stream: IO[bytes]) -> Generator[bytes, None, None]:
-    """The lines of a binary stream; one longer than ``MAX_LINE_BYTES`` is skipped whole (read in pieces)."""
-    while True:
-        line = stream.readline(MAX_LINE_BYTES + 1)
-        if not line:
-            return
-        if len(line) <= MAX_LINE_BYTES:
-            yield line
-            continue
-        while line and not line.endswith(b"\n"):
-            line = stream.readline(MAX_LINE_BYTES)
+    """The lines of a binary stream; one longer than ``MAX_LINE_BYTES`` is skipped whole (read in pieces). A
+    connection reset (a process that ended with an acknowledgement unread) ends the stream as its end does."""
+    with contextlib.suppress(OSError):
+        while True:
+            line = stream.readline(MAX_LINE_BYTES + 1)
+            if not line:
+                return
+            if len(line) <= MAX_LINE_BYTES:
+                yield line
+                continue
+            while line and not line.endswith(b"\n"):
+                line = stream.readline(MAX_LINE_BYTES)
 
 
 def _remove(directories: list[str]) -> None:

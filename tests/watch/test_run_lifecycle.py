@@ -246,3 +246,14 @@ def test_json_events_that_cannot_be_written_are_said_on_stderr(tmp_path: Path) -
         )
     assert done.returncode == 0, done.stderr
     assert done.stderr.count("cannot write to stdout ([Errno 28]") == 1, done.stderr
+
+
+def test_an_environment_variable_with_an_empty_name_does_not_stop_the_command(tmp_path: Path) -> None:
+    """POSIX lets a process's environment hold ``=value`` (an empty name; Python passes it on): the supervisor's
+    ``posix_spawnp`` refused it with a ValueError traceback, and the command never ran (exit 1, nothing said)."""
+    env = {**os.environ, "TRT_WIDGET_HISTORY": "off", "": "=empty name", "KEPT": "yes"}
+    run = [sys.executable, "-m", "trt_widget", "run", "--plain", "--", "sh", "-c", 'echo "ran $KEPT"']
+    done = subprocess.run(run, capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["ran", "yes"], (done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr, done.stderr

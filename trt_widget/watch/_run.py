@@ -549,6 +549,17 @@ PR_SET_PDEATHSIG = 1
 _launcher = ThreadPoolExecutor(1, thread_name_prefix="trt_widget-run-launch")
 
 
+def _new_launcher() -> None:
+    """In a forked child (a ``multiprocessing`` worker): the parent's launcher thread is not there, and its
+    executor, which counts it idle, would never start one; the commands would wait forever."""
+    global _launcher
+    _launcher = ThreadPoolExecutor(1, thread_name_prefix="trt_widget-run-launch")
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_launcher)
+
+
 def _launch(
     command: list[str], env: dict[str, str], stdout: int | None, stderr: int | None = None
 ) -> subprocess.Popen[bytes]:

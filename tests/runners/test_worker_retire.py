@@ -92,3 +92,37 @@ def test_a_worker_holding_a_cuda_context_ends_after_its_build(
     second = Build(small, history=False).start()
     assert second.wait(180) == "succeeded", second.error
     assert second.child_pid in warm  # warm: no cold start for the next build
+
+
+FORKED = """
+import os, signal, sys
+from trt_widget import Build
+
+def build():
+    b = Build(sys.argv[1], isolation="process", history=False)
+    b.start()
+    b.wait()
+    return b.status
+
+print("parent", build(), flush=True)
+pid = os.fork()  # multiprocessing's default on Linux: a Pool's workers
+if pid == 0:
+    signal.alarm(100)  # a child that waits forever ends (before the fix it did)
+    print("child", build(), flush=True)
+    os._exit(0)
+print("forked", os.waitpid(pid, 0)[1], flush=True)
+"""
+
+
+def test_a_forked_process_builds_in_a_builder_process(onnx_path: Any) -> None:
+    """Workers start on one spawner thread: in a process forked after a build (a multiprocessing Pool's worker),
+    that thread is gone and its executor, which counted it idle, never started another: the build waited forever."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "TRT_WIDGET_HISTORY": "off"}
+    done = subprocess.run(
+        [sys.executable, "-c", FORKED, str(onnx_path)], capture_output=True, text=True, timeout=300, env=env
+    )
+    assert done.stdout.split() == ["parent", "succeeded", "child", "succeeded", "forked", "0"], done.stderr[-2000:]

@@ -78,8 +78,16 @@ try:
     import importlib.machinery as _machinery
     import importlib.util as _util
 
+    def _injected(folder):  # ours (a watched command inside one has two): each would run the other, endlessly
+        try:
+            with open(_os.path.join(folder, "sitecustomize.py"), "rb") as _file:
+                return _file.read(len(_MARK)) == _MARK
+        except OSError:
+            return False
+
+    _MARK = b'"""Injected by trt-widget run: watch'
     _spec = _machinery.PathFinder.find_spec("sitecustomize", [p for p in _sys.path if p and
-                                            _os.path.abspath(p) != _here])
+                                            _os.path.abspath(p) != _here and not _injected(p)])
     if _spec is not None and _spec.loader is not None:
         _module = _util.module_from_spec(_spec)
         _spec.loader.exec_module(_module)

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from ._python import module_command, python_path
+from ._python import hold_standard_fds, module_command, python_path
 
 TERM_GRACE_S = 0.2  # SIGTERM, then SIGKILL after this long
 DEFAULT_IDLE_S = 300.0
@@ -218,6 +218,7 @@ WORKER_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(1 << 30), "MALLOC_TRIM_THRESHOLD_
 def _spawn(backend: str) -> Worker:
     """Start ``trt_widget.runners._worker`` with its two pipes (never re-imports the caller's main script, never imports
     from the working directory: ``_python.py``)."""
+    hold_standard_fds()
     control_r, control_w = os.pipe()
     events_r, events_w = os.pipe()
     package_root = str(Path(__file__).resolve().parents[1])

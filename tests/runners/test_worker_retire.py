@@ -126,3 +126,36 @@ def test_a_forked_process_builds_in_a_builder_process(onnx_path: Any) -> None:
         [sys.executable, "-c", FORKED, str(onnx_path)], capture_output=True, text=True, timeout=300, env=env
     )
     assert done.stdout.split() == ["parent", "succeeded", "child", "succeeded", "forked", "0"], done.stderr[-2000:]
+
+
+CLOSED_FDS = """
+import os, sys
+from trt_widget import Build
+
+b = Build(sys.argv[1], isolation="process", history=False)
+b.start()
+b.wait()
+from trt_widget._pool import pool
+
+stdout = [os.readlink(f"/proc/{pid}/fd/1") for pid in pool.idle_pids()]  # the warm worker's
+print(b.status, b.status_detail, stdout, file=sys.stderr, flush=True)
+"""
+
+
+@pytest.mark.parametrize("closed", ["0", "1"])
+def test_a_process_started_with_a_standard_fd_closed_builds(onnx_path: Any, closed: str) -> None:
+    """Started with stdin closed (cron, a daemon's ``<&-``), the worker's pipe took fd 0 and the worker's stdin
+    (/dev/null) replaced it there: every process build failed ("exited with code 0 without a result"). With stdout
+    closed, the worker's stdout was its own events pipe."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "TRT_WIDGET_HISTORY": "off"}
+    command = [sys.executable, "-c", CLOSED_FDS, str(onnx_path)]
+    done = subprocess.run(
+        ["sh", "-c", f'exec {closed}>&- "$@"', "sh", *command], capture_output=True, text=True, timeout=300, env=env
+    )
+    assert done.stderr.startswith("succeeded"), done.stderr[-2000:]
+    if closed == "1":  # the worker writes nothing into a pipe of ours
+        assert done.stderr.split()[-1] == "['/dev/null']", done.stderr[-2000:]

@@ -37,7 +37,7 @@ from .._build import Build
 from .._engine import ModelSource
 from .._errors import BuildCancelled, BuildError
 from .._leftovers import private_dir
-from .._python import parent_path, python_command
+from .._python import hold_standard_fds, parent_path, python_command
 from .._status import LIVE, log
 from ..runners import FollowClock, RecordingError, RunContext, apply_event, check_event
 from ._child import ABSTRACT, ENV_SOCKET
@@ -584,6 +584,7 @@ def _launch(
 
     if _PRCTL is None or not sys.executable:  # no supervisor: the command's group ends with us unless SIGKILLed
         return subprocess.Popen(command, env=env, start_new_session=True, stdout=stdout, stderr=stderr)
+    hold_standard_fds()  # a pipe on a closed fd 0, 1 or 2 would be the command's stdin or stdout
     report, to_report = os.pipe()  # the supervisor writes errno here when the command cannot start
 
     def popen() -> subprocess.Popen[bytes]:

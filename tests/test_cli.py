@@ -272,3 +272,19 @@ def test_ctrl_c_before_the_build_starts_is_one_line_and_exit_130(onnx_path: Path
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=_env(), timeout=60)
     assert result.returncode == 130, result.stderr
     assert result.stderr == "trt-widget: interrupted\n" and result.stdout == ""
+
+
+@pytest.mark.parametrize("style", ["--json", "--plain"])
+def test_a_closed_stdout_is_said_once_and_the_engine_is_built(onnx_path: Path, tmp_path: Path, style: str) -> None:
+    """Started with stdout closed (``>&-``), ``build --json`` ended in a TypeError traceback before building (exit 1)
+    and ``--plain`` warned that its terminal view could not write."""
+    engine = tmp_path / "out.engine"
+    command = [sys.executable, "-m", "trt_widget", "build", style, str(onnx_path), "-o", str(engine)]
+    env = {**os.environ, "TRT_WIDGET_HISTORY": "off"}
+    done = subprocess.run(
+        ["sh", "-c", 'exec 1>&- "$@"', "sh", *command], stderr=subprocess.PIPE, text=True, timeout=300, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    assert engine.is_file()
+    assert done.stderr.count("stdout is closed") == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "failed writing" not in done.stderr, done.stderr

@@ -423,6 +423,25 @@ def test_bundle_include_model_and_redact(onnx_path: Path, tmp_path: Path) -> Non
     assert any("<model-dir>" in text for text in texts)
 
 
+def test_bundle_redact_also_replaces_paths_json_or_the_log_escaped(tmp_path: Path, small_model: Any) -> None:
+    """A folder named with a quote, a backslash or a tab is written escaped in the JSON members (``\\"``) and in
+    the log (``\\x09``): --redact replaced only the raw text, so the folder stood in events, options and
+    manifest."""
+    import zipfile
+
+    folder = tmp_path / 'my "proj"\\ a\tb'
+    folder.mkdir()
+    model = folder / "m.onnx"
+    model.write_bytes(to_bytes(small_model))
+    build = _build(str(model), output=str(folder / "e.engine"), timing_cache=str(folder / "t.cache"))
+    target = tmp_path / "b.zip"
+    build.bundle(target, redact=True)
+    with zipfile.ZipFile(target) as archive:
+        texts = {n: archive.read(n).decode() for n in archive.namelist()}
+    assert any("<model-dir>/t.cache" in text for text in texts.values())
+    assert not [name for name, text in texts.items() if "proj" in text], texts["options.json"]
+
+
 def test_bundle_of_a_recording(onnx_path: Path, tmp_path: Path) -> None:
     import zipfile
 

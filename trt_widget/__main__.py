@@ -322,6 +322,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         import warnings
 
         warnings.showwarning = _show_warning
+        _closed_stdout()
     try:
         code = _main(list(sys.argv[1:] if argv is None else argv), whole_process=argv is None)
         if argv is None:
@@ -339,6 +340,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print("trt-widget: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+
+
+def _closed_stdout() -> None:
+    """Started with stdout closed (``>&-``: Python's ``sys.stdout`` is None), the tree or the JSON events go to
+    ``/dev/null``, said once on stderr (``build --json`` ended in a TypeError traceback before building)."""
+    if sys.stdout is not None:
+        return
+    from ._python import hold_standard_fds
+
+    hold_standard_fds()
+    sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115  # the process's stdout until its end
+    if sys.stderr is not None:
+        print("trt-widget: warning: stdout is closed: what this command prints there is lost", file=sys.stderr)
 
 
 def _show_warning(

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from ._python import module_command, python_path
+from ._python import hold_standard_fds, module_command, python_path
 
 TERM_GRACE_S = 0.2  # SIGTERM, then SIGKILL after this long
 DEFAULT_IDLE_S = 300.0
@@ -194,6 +194,18 @@ class WorkerPool:
         with self._lock:
             return [w.pid for w in self._idle]
 
+    def after_fork(self) -> None:
+        """In a forked child (a ``multiprocessing`` worker): the spawner thread is not there (its executor, which
+        counts it idle, would never start one: every build waited forever), and the workers are the parent's
+        (this copy of their pipes is closed; they go on serving the parent)."""
+        self._lock = threading.Lock()
+        self._spawner = ThreadPoolExecutor(1, thread_name_prefix="trt_widget-spawn")
+        workers, self._idle, self._ending = self._idle + self._ending, [], []
+        for worker in workers:
+            for conn in (worker.control, worker.events):
+                with contextlib.suppress(OSError):
+                    conn.close()
+
 
 # glibc's malloc serves large blocks with fresh mmap()s and gives the heap's free top back at once: TensorRT's many
 # large, short-lived buffers (and the next job's model and engine) then cost a page fault per page on every build.
@@ -206,6 +218,7 @@ WORKER_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(1 << 30), "MALLOC_TRIM_THRESHOLD_
 def _spawn(backend: str) -> Worker:
     """Start ``trt_widget.runners._worker`` with its two pipes (never re-imports the caller's main script, never imports
     from the working directory: ``_python.py``)."""
+    hold_standard_fds()
     control_r, control_w = os.pipe()
     events_r, events_w = os.pipe()
     package_root = str(Path(__file__).resolve().parents[1])
@@ -236,6 +249,8 @@ def _spawn(backend: str) -> Worker:
 
 
 pool = WorkerPool()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=pool.after_fork)
 
 
 def shutdown_workers() -> None:

@@ -44,3 +44,19 @@ def parent_path() -> list[str]:
     its own entries, so the user's modules are found but never shadow the standard library or installed packages."""
     cwd = os.getcwd()
     return [entry or cwd for entry in sys.path]
+
+
+def hold_standard_fds() -> None:
+    """Put ``/dev/null`` on a closed fd 0, 1 or 2 of this process (cron's or a daemon's ``<&-``) before making pipes
+    for a child: else a pipe takes that number, and the child's stdin (``/dev/null``) replaced it there or its
+    stdout was the pipe."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)  # inheritable, as a standard fd is
+                os.close(null)
+            else:
+                os.set_inheritable(fd, True)

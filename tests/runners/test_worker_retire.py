@@ -92,3 +92,70 @@ def test_a_worker_holding_a_cuda_context_ends_after_its_build(
     second = Build(small, history=False).start()
     assert second.wait(180) == "succeeded", second.error
     assert second.child_pid in warm  # warm: no cold start for the next build
+
+
+FORKED = """
+import os, signal, sys
+from trt_widget import Build
+
+def build():
+    b = Build(sys.argv[1], isolation="process", history=False)
+    b.start()
+    b.wait()
+    return b.status
+
+print("parent", build(), flush=True)
+pid = os.fork()  # multiprocessing's default on Linux: a Pool's workers
+if pid == 0:
+    signal.alarm(100)  # a child that waits forever ends (before the fix it did)
+    print("child", build(), flush=True)
+    os._exit(0)
+print("forked", os.waitpid(pid, 0)[1], flush=True)
+"""
+
+
+def test_a_forked_process_builds_in_a_builder_process(onnx_path: Any) -> None:
+    """Workers start on one spawner thread: in a process forked after a build (a multiprocessing Pool's worker),
+    that thread is gone and its executor, which counted it idle, never started another: the build waited forever."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "TRT_WIDGET_HISTORY": "off"}
+    done = subprocess.run(
+        [sys.executable, "-c", FORKED, str(onnx_path)], capture_output=True, text=True, timeout=300, env=env
+    )
+    assert done.stdout.split() == ["parent", "succeeded", "child", "succeeded", "forked", "0"], done.stderr[-2000:]
+
+
+CLOSED_FDS = """
+import os, sys
+from trt_widget import Build
+
+b = Build(sys.argv[1], isolation="process", history=False)
+b.start()
+b.wait()
+from trt_widget._pool import pool
+
+stdout = [os.readlink(f"/proc/{pid}/fd/1") for pid in pool.idle_pids()]  # the warm worker's
+print(b.status, b.status_detail, stdout, file=sys.stderr, flush=True)
+"""
+
+
+@pytest.mark.parametrize("closed", ["0", "1"])
+def test_a_process_started_with_a_standard_fd_closed_builds(onnx_path: Any, closed: str) -> None:
+    """Started with stdin closed (cron, a daemon's ``<&-``), the worker's pipe took fd 0 and the worker's stdin
+    (/dev/null) replaced it there: every process build failed ("exited with code 0 without a result"). With stdout
+    closed, the worker's stdout was its own events pipe."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "TRT_WIDGET_HISTORY": "off"}
+    command = [sys.executable, "-c", CLOSED_FDS, str(onnx_path)]
+    done = subprocess.run(
+        ["sh", "-c", f'exec {closed}>&- "$@"', "sh", *command], capture_output=True, text=True, timeout=300, env=env
+    )
+    assert done.stderr.startswith("succeeded"), done.stderr[-2000:]
+    if closed == "1":  # the worker writes nothing into a pipe of ours
+        assert done.stderr.split()[-1] == "['/dev/null']", done.stderr[-2000:]

@@ -201,3 +201,70 @@ def test_an_infinite_build_number_or_a_deep_line_is_skipped_and_the_relay_reads_
     done = run_with_command(tmp_path, COUNTED, ODD, timeout=300)
     assert done.stdout.split() == ["CODE", "0", "BUILDS", "['after", "the", "odd", "lines']"], done.stderr[-3000:]
     assert "Traceback" not in done.stderr and "Exception in thread" not in done.stderr, done.stderr[-3000:]
+
+
+# A process that repeats one build's end, and never reads the parent's acknowledgements: each repeated build_end
+# started a thread that blocked on sending its acknowledgement (20,000 lines made 19,729 threads, 480 MB).
+REPEATED_END = textwrap.dedent(
+    """
+    import json, os, socket, time
+    address = os.environ["TRT_WIDGET_RUN_SOCKET"]
+    s = socket.socket(socket.AF_UNIX)
+    s.connect("\\0" + address[1:] if address.startswith("@") else address)
+    line = lambda **event: (json.dumps({"build": 1, "t": 0.0, **event}) + "\\n").encode()
+    s.sendall(line(event="build_start", model="m"))
+    end = line(event="build_end", status="succeeded", detail="", elapsed_s=0.0)
+    phase = line(event="phase_start", id=7, parent=None, name="after the end", num_steps=0)
+    s.sendall((end + phase) * 3000)
+    time.sleep(3)  # the acknowledgements stay unread
+    """
+)
+
+SAMPLED = textwrap.dedent(
+    """
+    import sys, threading, time
+    from trt_widget.watch import CommandRun
+
+    peak = [0]
+
+    def sample():
+        while True:
+            peak[0] = max(peak[0], threading.active_count())
+            time.sleep(0.01)
+
+    threading.Thread(target=sample, daemon=True).start()
+    run = CommandRun([sys.executable, sys.argv[1]]).start()
+    code = run.result(300)
+    print("CODE", code, "BUILDS", len(run.builds), "THREADS", peak[0])
+    """
+)
+
+
+def test_a_repeated_build_end_starts_no_thread_per_line(tmp_path: Path) -> None:
+    done = run_with_command(tmp_path, SAMPLED, REPEATED_END, timeout=300)
+    words = done.stdout.split()
+    assert words[:4] == ["CODE", "0", "BUILDS", "1"], done.stderr[-3000:]
+    assert int(words[5]) < 100, done.stdout  # one build's end is acknowledged once
+
+
+# A process that ends with an acknowledgement unread: the kernel resets the connection, and the relay's reader
+# thread died on ConnectionResetError with a traceback on the terminal (`trt-widget run --json`).
+RESET = textwrap.dedent(
+    """
+    import json, os, select, socket
+    address = os.environ["TRT_WIDGET_RUN_SOCKET"]
+    s = socket.socket(socket.AF_UNIX)
+    s.connect("\\0" + address[1:] if address.startswith("@") else address)
+    line = lambda n, **event: (json.dumps({"build": n, "t": 0.0, **event}) + "\\n").encode()
+    s.sendall(line(1, event="build_start", model="m") + line(1, event="build_end", status="succeeded", detail="",
+              elapsed_s=0.0))
+    select.select([s], [], [], 60)  # the acknowledgement has come
+    os._exit(0)  # unread: a reset, not an end of file
+    """
+)
+
+
+def test_a_connection_reset_ends_the_reader_quietly(tmp_path: Path) -> None:
+    done = run_with_command(tmp_path, COUNTED, RESET, timeout=300)
+    assert done.stdout.split() == ["CODE", "0", "BUILDS", "['m']"], done.stderr[-3000:]
+    assert "Traceback" not in done.stderr and "Exception in thread" not in done.stderr, done.stderr[-3000:]

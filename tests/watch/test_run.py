@@ -433,3 +433,25 @@ def test_each_ctrl_c_under_run_is_answered_on_the_screen(tmp_path: Path, long: P
     first = [line for line in screen if line.startswith("trt-widget run: ") and "stop again to terminate" in line]
     second = [line for line in screen if line == "trt-widget run: Terminating the command"]
     assert len(first) == 1 and len(second) == 1, text
+
+
+def test_a_watched_command_inside_a_watched_command_runs_the_users_sitecustomize(tmp_path: Path) -> None:
+    """A watched command started inside one (``watch_call(isolation="process")`` or ``BuildWidget.run`` in a script
+    under ``trt-widget run``, a nested ``run``) has two injected sitecustomize files on its path: each ran the
+    other as the one it shadows, until a RecursionError, and the user's own sitecustomize never ran."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text("print('USER SITE', flush=True)\n")
+    env = {**os.environ, "TRT_WIDGET_HISTORY": "off", "PYTHONPATH": str(site)}
+    run = [sys.executable, "-m", "trt_widget", "run", "--plain", "--"]
+    done = subprocess.run(
+        [*run, *run, sys.executable, "-c", "print('COMMAND')"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "failed" not in done.stderr and "RecursionError" not in done.stderr, done.stderr
+    assert done.stdout.split("\n")[-3:] == ["USER SITE", "COMMAND", ""], (done.stdout, done.stderr)

@@ -246,3 +246,43 @@ def test_json_events_that_cannot_be_written_are_said_on_stderr(tmp_path: Path) -
         )
     assert done.returncode == 0, done.stderr
     assert done.stderr.count("cannot write to stdout ([Errno 28]") == 1, done.stderr
+
+
+def test_an_environment_variable_with_an_empty_name_does_not_stop_the_command(tmp_path: Path) -> None:
+    """POSIX lets a process's environment hold ``=value`` (an empty name; Python passes it on): the supervisor's
+    ``posix_spawnp`` refused it with a ValueError traceback, and the command never ran (exit 1, nothing said)."""
+    env = {**os.environ, "TRT_WIDGET_HISTORY": "off", "": "=empty name", "KEPT": "yes"}
+    run = [sys.executable, "-m", "trt_widget", "run", "--plain", "--", "sh", "-c", 'echo "ran $KEPT"']
+    done = subprocess.run(run, capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["ran", "yes"], (done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr, done.stderr
+
+
+FORKED = textwrap.dedent(
+    """
+    import os, signal
+    from trt_widget.watch import CommandRun
+
+    print("parent", CommandRun(["true"]).start().result(60), flush=True)
+    pid = os.fork()  # multiprocessing's default on Linux: a Pool's workers
+    if pid == 0:
+        signal.alarm(100)  # a child that waits forever ends (before the fix it did)
+        print("child", CommandRun(["true"]).start().result(60), flush=True)
+        os._exit(0)
+    print("forked", os.waitpid(pid, 0)[1], flush=True)
+    """
+)
+
+
+def test_a_forked_process_starts_a_watched_command(tmp_path: Path) -> None:
+    """The commands start on one launcher thread (a child's death signal follows the thread that started it): in a
+    process forked after a command had run, that thread does not exist, and the next command waited forever."""
+    env = {**os.environ, "TRT_WIDGET_HISTORY": "off"}
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", FORKED], capture_output=True, text=True, timeout=200, cwd=tmp_path, env=env
+        )
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"the forked process's command never started: {exc.stdout!r}")
+    assert done.stdout.split() == ["parent", "0", "child", "0", "forked", "0"], done.stderr

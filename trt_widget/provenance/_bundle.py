@@ -93,7 +93,15 @@ def _redactor(build: Build, extra: list[str]) -> Callable[[str], str]:
     home = os.path.expanduser("~")
     if home not in ("", "/"):
         pairs.append((home, "~"))
-    pairs = sorted({p for p in pairs if p[0] not in ("", "/")}, key=lambda p: -len(p[0]))
+    from .._format import escape_controls
+
+    # each path also as the JSON members write it (a quote, a backslash, a tab escaped) and as the log does
+    spelled = [
+        (form, word)
+        for path, word in pairs
+        for form in (path, json.dumps(path, ensure_ascii=False)[1:-1], json.dumps(path)[1:-1], escape_controls(path))
+    ]
+    pairs = sorted({p for p in spelled if p[0] not in ("", "/")}, key=lambda p: -len(p[0]))
 
     def redact(text: str) -> str:
         for path, word in pairs:

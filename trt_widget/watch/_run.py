@@ -37,7 +37,7 @@ from .._build import Build
 from .._engine import ModelSource
 from .._errors import BuildCancelled, BuildError
 from .._leftovers import private_dir
-from .._python import parent_path, python_command
+from .._python import hold_standard_fds, parent_path, python_command
 from .._status import LIVE, log
 from ..runners import FollowClock, RecordingError, RunContext, apply_event, check_event
 from ._child import ABSTRACT, ENV_SOCKET
@@ -78,8 +78,16 @@ try:
     import importlib.machinery as _machinery
     import importlib.util as _util
 
+    def _injected(folder):  # ours (a watched command inside one has two): each would run the other, endlessly
+        try:
+            with open(_os.path.join(folder, "sitecustomize.py"), "rb") as _file:
+                return _file.read(len(_MARK)) == _MARK
+        except OSError:
+            return False
+
+    _MARK = b'"""Injected by trt-widget run: watch'
     _spec = _machinery.PathFinder.find_spec("sitecustomize", [p for p in _sys.path if p and
-                                            _os.path.abspath(p) != _here])
+                                            _os.path.abspath(p) != _here and not _injected(p)])
     if _spec is not None and _spec.loader is not None:
         _module = _util.module_from_spec(_spec)
         _spec.loader.exec_module(_module)
@@ -317,6 +325,7 @@ class CommandRun:
         """One process's events (untrusted: each line bounded, each event checked as a recording's is)."""
         builds: dict[int, RelayedBuild] = {}
         depths: dict[int, dict[int, int]] = {}
+        ended: set[int] = set()  # builds shown here whose end came
         sending = threading.Lock()  # the acks of several builds' ends
         with conn, conn.makefile("rb") as lines:
             for number, raw in enumerate(_bounded_lines(lines), 1):
@@ -333,9 +342,12 @@ class CommandRun:
                     if build is None:
                         continue
                     builds[n] = build
+                elif n in ended:
+                    continue  # after its end: a build's events stop, its end is acknowledged once
                 elif n in builds:
                     builds[n].relay.events.put(event)
                     if event.get("event") == "build_end":
+                        ended.add(n)
                         self._ack_when_shown(conn, sending, n, builds[n])
                 else:
                     if event.get("event") == "build_end":  # a build not shown here: its call goes on now
@@ -520,16 +532,18 @@ def _relay_lines(stream: IO[bytes], callback: Callable[[bytes], None]) -> None:
 
 
 def _bounded_lines(stream: IO[bytes]) -> Generator[bytes, None, None]:
-    """The lines of a binary stream; one longer than ``MAX_LINE_BYTES`` is skipped whole (read in pieces)."""
-    while True:
-        line = stream.readline(MAX_LINE_BYTES + 1)
-        if not line:
-            return
-        if len(line) <= MAX_LINE_BYTES:
-            yield line
-            continue
-        while line and not line.endswith(b"\n"):
-            line = stream.readline(MAX_LINE_BYTES)
+    """The lines of a binary stream; one longer than ``MAX_LINE_BYTES`` is skipped whole (read in pieces). A
+    connection reset (a process that ended with an acknowledgement unread) ends the stream as its end does."""
+    with contextlib.suppress(OSError):
+        while True:
+            line = stream.readline(MAX_LINE_BYTES + 1)
+            if not line:
+                return
+            if len(line) <= MAX_LINE_BYTES:
+                yield line
+                continue
+            while line and not line.endswith(b"\n"):
+                line = stream.readline(MAX_LINE_BYTES)
 
 
 def _remove(directories: list[str]) -> None:
@@ -553,6 +567,17 @@ PR_SET_PDEATHSIG = 1
 _launcher = ThreadPoolExecutor(1, thread_name_prefix="trt_widget-run-launch")
 
 
+def _new_launcher() -> None:
+    """In a forked child (a ``multiprocessing`` worker): the parent's launcher thread is not there, and its
+    executor, which counts it idle, would never start one; the commands would wait forever."""
+    global _launcher
+    _launcher = ThreadPoolExecutor(1, thread_name_prefix="trt_widget-run-launch")
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_launcher)
+
+
 def _launch(
     command: list[str], env: dict[str, str], stdout: int | None, stderr: int | None = None
 ) -> subprocess.Popen[bytes]:
@@ -569,6 +594,7 @@ def _launch(
 
     if _PRCTL is None or not sys.executable:  # no supervisor: the command's group ends with us unless SIGKILLed
         return subprocess.Popen(command, env=env, start_new_session=True, stdout=stdout, stderr=stderr)
+    hold_standard_fds()  # a pipe on a closed fd 0, 1 or 2 would be the command's stdin or stdout
     report, to_report = os.pipe()  # the supervisor writes errno here when the command cannot start
 
     def popen() -> subprocess.Popen[bytes]:

@@ -8,6 +8,7 @@ imports nothing of trt_widget, and it passes the command the environment it was 
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import sys
@@ -21,9 +22,11 @@ PF_EXITING = 0x4  # a thread's flag (/proc/.../stat, field 9) from the first ins
 
 
 def _environment() -> dict[bytes, bytes]:
-    """The environment this process was started with (Python may have changed ``os.environ``: LC_CTYPE)."""
+    """The environment this process was started with (Python may have changed ``os.environ``: LC_CTYPE), less a
+    variable with an empty name (``=value``: POSIX allows it, ``posix_spawnp`` refuses it, no name can read it)."""
     with open("/proc/self/environ", "rb") as f:
-        return dict(item.split(b"=", 1) for item in f.read().split(b"\0") if b"=" in item)
+        pairs = [item.partition(b"=") for item in f.read().split(b"\0")]
+    return {name: value for name, equals, value in pairs if name and equals}
 
 
 def _exiting(parent: int) -> bool:
@@ -68,8 +71,8 @@ def main(argv: list[str]) -> None:
         os._exit(137)
     try:
         child = os.posix_spawnp(command[0], command, _environment(), setsigdef=RESTORED)
-    except OSError as exc:
-        os.write(report, str(exc.errno or 0).encode())
+    except (OSError, ValueError) as exc:  # ValueError: an argument or a variable that execve cannot take
+        os.write(report, str(getattr(exc, "errno", None) or errno.EINVAL).encode())
         os._exit(127)
     os.close(report)  # the command runs: the watcher stops waiting
     while True:

@@ -85,7 +85,8 @@ class TerminalView:
     ) -> None:
         """``console``: a rich Console to draw on, shared with whoever prints other lines above the live tree
         (``trt-widget run`` prints its command's output through it); ``lock``: the lock those prints hold, which
-        every drawing of the tree then holds too (rich's own refresh thread would draw between their writes)."""
+        every drawing of the tree then holds too. Without one the view has its own: rich's own refresh thread is
+        never used, as it would redraw the tree between a print's cursor move and its write (issue 37)."""
         if style not in ("auto", "rich", "plain"):
             raise ValueError(f"style must be 'auto', 'rich' or 'plain', got {style!r}")
         self.build = build
@@ -93,8 +94,8 @@ class TerminalView:
         self.summary = summary
         self.hint = hint
         self.rich = style == "rich" or (style == "auto" and is_terminal(stream) and rich_available())
+        # re-entrant: a SIGINT handler (on the main thread) may print a notice while the main thread draws
         self._lock = lock if lock is not None else threading.RLock()
-        self._shared = lock is not None
         self._depth: dict[int, int] = {}
         self._console: Console | None = None
         self._live: Live | None = None
@@ -198,7 +199,7 @@ class TerminalView:
         live = Live(
             console=self._console,
             get_renderable=self._renderable,
-            auto_refresh=not self._shared,  # shared: redrawn by _redraw, under the lock every print holds
+            auto_refresh=False,  # redrawn by _redraw, under the lock every print holds
             refresh_per_second=10,
             redirect_stdout=False,
             redirect_stderr=False,
@@ -210,11 +211,12 @@ class TerminalView:
             self._console.print("(its tree is shown when it ends)", style="dim", markup=False)
             return
         self._live = live
-        if self._shared:
-            threading.Thread(target=self._redraw, name="trt_widget-terminal-redraw", daemon=True).start()
+        threading.Thread(target=self._redraw, name="trt_widget-terminal-redraw", daemon=True).start()
 
     def _redraw(self) -> None:
-        """Redraw the live tree at 10 Hz under the shared lock, until the build ended."""
+        """Redraw the live tree at 10 Hz under the view's lock, until the build ended: a print above the tree
+        moves the cursor up by the tree's height when it was last drawn, so no redraw may come between that
+        move's reckoning and the print's write (rich's own refresh thread, holding only rich's locks, did)."""
         while True:
             time.sleep(0.1)
             with self._lock:

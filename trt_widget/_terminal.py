@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, TextIO
+from typing import IO, TYPE_CHECKING, TextIO
 
 from ._events import attach_events
 from ._expected import expected_reason
@@ -101,6 +101,7 @@ class TerminalView:
         self._live: Live | None = None
         self._backend = ""  # from the build_start event
         self._left = False  # leave(): nothing more is drawn
+        self._drawing = 0  # prints of notice() / abandon() under way on the thread holding the lock
         if self.rich:
             from rich.console import Console
 
@@ -111,21 +112,36 @@ class TerminalView:
     def notice(self, text: str) -> None:
         """Print a message line (above the live tree in rich mode)."""
         with self._lock:
-            if self._console is not None:
-                # soft wrap: the terminal wraps it, so a copied notice is one line
-                self._console.print(escape_lines(text), style="bold yellow", markup=False, soft_wrap=True)
-            else:
-                self._write(text)
+            self._drawing += 1
+            try:
+                if self._console is not None:
+                    # soft wrap: the terminal wraps it, so a copied notice is one line
+                    self._console.print(escape_lines(text), style="bold yellow", markup=False, soft_wrap=True)
+                else:
+                    self._write(text)
+            finally:
+                self._drawing -= 1
 
     def abandon(self, text: str) -> None:
         """The process stops waiting for an unfinished build (a third Ctrl-C): the live tree is drawn a last time
         and left, and ``text`` is said below it on a line of its own, the outcome the screen ends with."""
         with self._lock:
-            if self._live is not None:
-                self._live.update(self._renderable(), refresh=True)
-                self._live.stop()
-                self._live = None
-        self.notice(text)
+            if self._drawing and self._console is not None:
+                # a SIGINT handler interrupted this thread's own print: rich holds its output (and any print of
+                # ours now) until that print ends, which a process exiting next never reaches; said directly
+                if self._live is not None and self._console.is_terminal:
+                    self._console.file.write("\x1b[?25h")  # the cursor the live tree hid (its stop() would show it)
+                self._write("\n" + text, self._console.file)
+                return
+            self._drawing += 1
+            try:
+                if self._live is not None:
+                    self._live.update(self._renderable(), refresh=True)
+                    self._live.stop()
+                    self._live = None
+            finally:
+                self._drawing -= 1
+            self.notice(text)
 
     def leave(self, text: str) -> None:
         """Stop drawing before the build ended (a wait at an interpreter's prompt returned early): the tree as it is,
@@ -243,10 +259,11 @@ class TerminalView:
     def _line(self, t: float, depth: int, text: str) -> None:
         self._write(f"[{t:7.2f}s] {'  ' * depth}{text}")
 
-    def _write(self, text: str) -> None:
+    def _write(self, text: str, stream: IO[str] | None = None) -> None:
         try:
-            self.stream.write(escape_lines(text) + "\n")
-            self.stream.flush()
+            out = stream if stream is not None else self.stream
+            out.write(escape_lines(text) + "\n")
+            out.flush()
         except (OSError, ValueError):
             pass
 

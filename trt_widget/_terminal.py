@@ -7,6 +7,7 @@ the stream is not a terminal) the output is plain lines with no ANSI escape code
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 import time
@@ -130,7 +131,8 @@ class TerminalView:
                 # a SIGINT handler interrupted this thread's own print: rich holds its output (and any print of
                 # ours now) until that print ends, which a process exiting next never reaches; said directly
                 if self._live is not None and self._console.is_terminal:
-                    self._console.file.write("\x1b[?25h")  # the cursor the live tree hid (its stop() would show it)
+                    with contextlib.suppress(OSError, ValueError):  # the cursor the live tree hid (as stop() shows it)
+                        self._console.file.write("\x1b[?25h")
                 self._write("\n" + text, self._console.file)
                 return
             self._drawing += 1

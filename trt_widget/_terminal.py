@@ -7,11 +7,12 @@ the stream is not a terminal) the output is plain lines with no ANSI escape code
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, TextIO
+from typing import IO, TYPE_CHECKING, TextIO
 
 from ._events import attach_events
 from ._expected import expected_reason
@@ -85,7 +86,8 @@ class TerminalView:
     ) -> None:
         """``console``: a rich Console to draw on, shared with whoever prints other lines above the live tree
         (``trt-widget run`` prints its command's output through it); ``lock``: the lock those prints hold, which
-        every drawing of the tree then holds too (rich's own refresh thread would draw between their writes)."""
+        every drawing of the tree then holds too. Without one the view has its own: rich's own refresh thread is
+        never used, as it would redraw the tree between a print's cursor move and its write (issue 37)."""
         if style not in ("auto", "rich", "plain"):
             raise ValueError(f"style must be 'auto', 'rich' or 'plain', got {style!r}")
         self.build = build
@@ -93,13 +95,14 @@ class TerminalView:
         self.summary = summary
         self.hint = hint
         self.rich = style == "rich" or (style == "auto" and is_terminal(stream) and rich_available())
+        # re-entrant: a SIGINT handler (on the main thread) may print a notice while the main thread draws
         self._lock = lock if lock is not None else threading.RLock()
-        self._shared = lock is not None
         self._depth: dict[int, int] = {}
         self._console: Console | None = None
         self._live: Live | None = None
         self._backend = ""  # from the build_start event
         self._left = False  # leave(): nothing more is drawn
+        self._drawing = 0  # prints of notice() / abandon() under way on the thread holding the lock
         if self.rich:
             from rich.console import Console
 
@@ -110,21 +113,37 @@ class TerminalView:
     def notice(self, text: str) -> None:
         """Print a message line (above the live tree in rich mode)."""
         with self._lock:
-            if self._console is not None:
-                # soft wrap: the terminal wraps it, so a copied notice is one line
-                self._console.print(escape_lines(text), style="bold yellow", markup=False, soft_wrap=True)
-            else:
-                self._write(text)
+            self._drawing += 1
+            try:
+                if self._console is not None:
+                    # soft wrap: the terminal wraps it, so a copied notice is one line
+                    self._console.print(escape_lines(text), style="bold yellow", markup=False, soft_wrap=True)
+                else:
+                    self._write(text)
+            finally:
+                self._drawing -= 1
 
     def abandon(self, text: str) -> None:
         """The process stops waiting for an unfinished build (a third Ctrl-C): the live tree is drawn a last time
         and left, and ``text`` is said below it on a line of its own, the outcome the screen ends with."""
         with self._lock:
-            if self._live is not None:
-                self._live.update(self._renderable(), refresh=True)
-                self._live.stop()
-                self._live = None
-        self.notice(text)
+            if self._drawing and self._console is not None:
+                # a SIGINT handler interrupted this thread's own print: rich holds its output (and any print of
+                # ours now) until that print ends, which a process exiting next never reaches; said directly
+                if self._live is not None and self._console.is_terminal:
+                    with contextlib.suppress(OSError, ValueError):  # the cursor the live tree hid (as stop() shows it)
+                        self._console.file.write("\x1b[?25h")
+                self._write("\n" + text, self._console.file)
+                return
+            self._drawing += 1
+            try:
+                if self._live is not None:
+                    self._live.update(self._renderable(), refresh=True)
+                    self._live.stop()
+                    self._live = None
+            finally:
+                self._drawing -= 1
+            self.notice(text)
 
     def leave(self, text: str) -> None:
         """Stop drawing before the build ended (a wait at an interpreter's prompt returned early): the tree as it is,
@@ -198,7 +217,7 @@ class TerminalView:
         live = Live(
             console=self._console,
             get_renderable=self._renderable,
-            auto_refresh=not self._shared,  # shared: redrawn by _redraw, under the lock every print holds
+            auto_refresh=False,  # redrawn by _redraw, under the lock every print holds
             refresh_per_second=10,
             redirect_stdout=False,
             redirect_stderr=False,
@@ -210,11 +229,12 @@ class TerminalView:
             self._console.print("(its tree is shown when it ends)", style="dim", markup=False)
             return
         self._live = live
-        if self._shared:
-            threading.Thread(target=self._redraw, name="trt_widget-terminal-redraw", daemon=True).start()
+        threading.Thread(target=self._redraw, name="trt_widget-terminal-redraw", daemon=True).start()
 
     def _redraw(self) -> None:
-        """Redraw the live tree at 10 Hz under the shared lock, until the build ended."""
+        """Redraw the live tree at 10 Hz under the view's lock, until the build ended: a print above the tree
+        moves the cursor up by the tree's height when it was last drawn, so no redraw may come between that
+        move's reckoning and the print's write (rich's own refresh thread, holding only rich's locks, did)."""
         while True:
             time.sleep(0.1)
             with self._lock:
@@ -241,10 +261,11 @@ class TerminalView:
     def _line(self, t: float, depth: int, text: str) -> None:
         self._write(f"[{t:7.2f}s] {'  ' * depth}{text}")
 
-    def _write(self, text: str) -> None:
+    def _write(self, text: str, stream: IO[str] | None = None) -> None:
         try:
-            self.stream.write(escape_lines(text) + "\n")
-            self.stream.flush()
+            out = stream if stream is not None else self.stream
+            out.write(escape_lines(text) + "\n")
+            out.flush()
         except (OSError, ValueError):
             pass
 

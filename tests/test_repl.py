@@ -56,3 +56,18 @@ def test_a_wait_at_the_prompt_follows_the_build_in_the_terminal(repl: pexpect.sp
     assert shown.rstrip().endswith("'succeeded'"), shown  # then the wait's value, then the prompt
     after = run(repl, "print('NEXT')")  # nothing more is drawn once the prompt is back
     assert after.strip().splitlines()[-1] == "NEXT" and "Building" not in after, after
+
+
+def test_a_ctrl_c_in_a_wait_at_the_prompt_says_the_build_is_stopping(repl: pexpect.spawn[str]) -> None:
+    """Ctrl-C in ``w.wait()`` asks the build to stop (the KeyboardInterrupt says so): the line left under the tree
+    said the build "goes on building in the background", which was false."""
+    run(repl, "w = BuildWidget(models.deep_residual(1500), history=False).start()")
+    repl.sendline("w.wait()")
+    repl.expect_exact("Building engine")  # the wait follows the build: the tree is drawn
+    repl.sendintr()
+    repl.expect_exact(PROMPT)
+    shown = ANSI.sub("", before(repl)).replace("\r", "")
+    assert "the build was asked to stop" in shown, shown
+    assert "goes on building" not in shown, shown
+    assert "is stopping" in shown or "Cancelled after" in shown, shown  # or it had ended by then: the summary
+    assert "cancelled" in run(repl, "print(w.wait())")

@@ -25,6 +25,18 @@ def http_options() -> tuple[str, ...]:
     return tuple(f.name for f in fields(BuildOptions) if f.name not in refused)
 
 
+def host_argument(value: str) -> str:
+    """``--host``'s value, checked: an empty one (``--host "$HOST"`` with the variable unset) would bind every
+    interface, the opposite of the default, so it is a usage error naming the choices."""
+    if not value.strip():
+        import argparse
+
+        raise argparse.ArgumentTypeError(
+            "empty: give an address (127.0.0.1: this machine only; 0.0.0.0: every IPv4 interface)"
+        )
+    return value
+
+
 def listen_failure(host: str, port: int, exc: OSError) -> str:
     """The one-line error for a port that cannot be listened on (taken, refused, a host not of this machine),
     naming the port and ``--port`` instead of the socket's bare ``[Errno 98]``."""

@@ -25,7 +25,7 @@ from ._files import check_output, write_output
 from ._format import fmt_s
 from ._messages import StopOutcomeMessage, build_message
 from ._snapshot import SnapshotPump, snapshot
-from ._status import CANCELLED, SUCCEEDED, log
+from ._status import CANCELLED, CANCELLING, SUCCEEDED, log
 from ._view import Attribute, Chained, Delegate
 from .runners import Recording
 
@@ -184,9 +184,11 @@ class BuildWidget(NotebookDisplay, anywidget.AnyWidget):
         follower, self._follower = self._follower, None
         # at a prompt: the final tree and summary, or the tree as it is, then the prompt
         if follower is not None and not (self.build.done() and follower.join(5)):
+            label = self.build.source.label
             follower.leave(
-                f"{self.build.source.label} goes on building in the background (the wait ended, not the build; "
-                ".stop() stops it)"
+                f"{label} is stopping (asked by the interrupted wait; .wait() follows it to its end)"
+                if self.build.status == CANCELLING  # a Ctrl-C in the wait asked it to stop: it does not go on
+                else f"{label} goes on building in the background (the wait ended, not the build; .stop() stops it)"
             )
         if self.build.done():
             self._pump.join(timeout=5)

@@ -82,3 +82,27 @@ def test_a_request_after_a_bad_content_length_is_answered(
     assert process.wait(30) == 0
     assert process.stderr is not None
     assert b"without a valid Content-Length" in process.stderr.read()
+
+
+def test_a_header_line_without_an_end_is_not_held_whole() -> None:
+    """A header line of 64 MiB with no newline (an editor's garbage, a hostile pipe) is read in pieces: memory stays
+    bounded (it took 3x the line, 1.4 GB for 400 MB), and a request whose header follows it on that line is read."""
+    import io
+    import tracemalloc
+
+    from trt_widget.lsp._framing import FramedInput
+
+    garbage = b"X" * (64 << 20)
+    body = json.dumps(_request(3, "shutdown", {})).encode()
+    raw = io.BytesIO(garbage + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    framed = FramedInput(raw)
+    tracemalloc.start()
+    try:
+        header = framed.readline()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert header == b"Content-Length: %d\r\n" % len(body)
+    assert framed.readline() == b"\r\n"
+    assert json.loads(framed.read(len(body))) == _request(3, "shutdown", {})
+    assert peak < 8 << 20, peak

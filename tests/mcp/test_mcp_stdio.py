@@ -214,3 +214,25 @@ def test_writes_on_fd_1_never_reach_the_protocol_channel(agent_models: dict[str,
             server.wait()
         for pipe in (stdin, stdout, stderr):
             pipe.close()  # now, not by the garbage collector in a later test (ResourceWarning)
+
+
+def test_a_line_without_an_end_is_not_held_whole(caplog: Any) -> None:
+    """A 96 MiB line on stdin (an agent's garbage, a hostile pipe) is read in pieces and dropped with a warning:
+    memory stays bounded (300 MB of input took 1 GB), and the message after it is read."""
+    import io
+    import tracemalloc
+
+    from trt_widget.mcp._server import _BoundedInput
+
+    message = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}) + "\n"
+    stdin = _BoundedInput(io.BytesIO(b"X" * (96 << 20) + b"\n" + message.encode()), encoding="utf-8")
+    tracemalloc.start()
+    try:
+        line = stdin.readline()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert line == message
+    assert stdin.readline() == ""
+    assert "dropped a message over" in caplog.text
+    assert peak < 64 << 20, peak

@@ -223,3 +223,22 @@ def test_a_cancel_whose_reason_nests_too_deep_still_cancels(tmp_path: Path, long
             assert time.monotonic() < deadline, "the cancelled build did not end"
             time.sleep(0.1)
         assert http.get(f"/builds/{build_id}").json()["status"] == "cancelled"
+
+
+@pytest.mark.parametrize("command", [["serve"], ["mcp", "--http"]])
+def test_an_empty_host_is_a_usage_error_not_every_interface(command: list[str], tmp_path: Path) -> None:
+    """``--host "$HOST"`` with the variable unset bound every interface (``http://:PORT`` and a warning only): the
+    opposite of the default 127.0.0.1. It is a usage error now, and nothing listens."""
+
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "trt_widget", *command, "--host", "", "--port", "0"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "XDG_DATA_HOME": str(tmp_path)},
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise AssertionError(f"it listened: {exc.stderr!r}") from None
+    assert done.returncode == 2, done.stderr
+    assert "--host" in done.stderr and "127.0.0.1" in done.stderr

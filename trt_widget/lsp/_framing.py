@@ -13,6 +13,7 @@ log = logging.getLogger("trt_widget.lsp")
 MAX_BODY = 256 << 20  # larger messages are skipped (read and dropped), never held in memory
 _LENGTH = re.compile(rb"content-length:[ \t]*(\d{1,12})[ \t]*\r?\n?$", re.IGNORECASE)
 _CHUNK = 1 << 20
+MAX_LINE = 64 << 10  # of a header line, only the last MAX_LINE bytes are kept: a line without an end never fills memory
 
 
 class FramedInput:
@@ -46,7 +47,7 @@ class FramedInput:
             length: int | None = None
             headers = False
             while True:
-                line = self.raw.readline()
+                line = self._line()
                 if not line:
                     self._eof = True
                     return False
@@ -75,6 +76,17 @@ class FramedInput:
             self._buffer += b"Content-Length: %d\r\n\r\n" % length + body
             return True
         return False
+
+    def _line(self) -> bytes:
+        """The next header line, or its last MAX_LINE bytes when longer (where a ``Content-Length`` after a
+        skipped body still is); empty at the end of the input."""
+        line = self.raw.readline(MAX_LINE)
+        while len(line) >= MAX_LINE and not line.endswith(b"\n"):
+            more = self.raw.readline(MAX_LINE)
+            if not more:
+                break
+            line = (line + more)[-MAX_LINE:]
+        return line
 
     def _skip(self, count: int) -> bool:
         while count > 0:

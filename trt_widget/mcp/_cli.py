@@ -20,8 +20,12 @@ STOP_WAIT_S = 5.0
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``mcp`` subcommand's options."""
+    from .._http_options import host_argument
+
     parser.add_argument("--http", action="store_true", help="serve streamable HTTP at /mcp instead of stdio")
-    parser.add_argument("--host", default="127.0.0.1", help="with --http: address to bind (default 127.0.0.1)")
+    parser.add_argument(
+        "--host", default="127.0.0.1", type=host_argument, help="with --http: address to bind (default 127.0.0.1)"
+    )
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"with --http: port (default {DEFAULT_PORT})")
     parser.add_argument("--token-file", metavar="F", help="with --http: file holding the bearer token (default: "
                         "a new token, printed on stderr)")  # fmt: skip

@@ -300,12 +300,32 @@ class _Unowned(io.TextIOWrapper):
             self.detach()
 
 
+MAX_LINE = 8 << 20  # characters of one message over stdio (a tool call is a few KiB); a longer line is dropped
+_CHUNK = 1 << 20
+
+
+class _BoundedInput(_Unowned):
+    """stdin's lines for the SDK, each at most MAX_LINE characters: a longer one (a line without an end) is read
+    in pieces and dropped with a warning, never held whole, and the next line is given."""
+
+    def readline(self, size: int | None = -1, /) -> str:  # type: ignore[override]  # typeshed: _IOBase says bytes
+        while True:
+            line = super().readline(MAX_LINE + 1)
+            if len(line) <= MAX_LINE or line.endswith("\n"):
+                return line
+            while line and not line.endswith("\n"):
+                line = super().readline(_CHUNK)
+            log.warning("mcp: dropped a message over %d characters", MAX_LINE)
+            if not line:
+                return ""
+
+
 def serve_stdio(server: MCPServer[object], channel: BinaryIO) -> None:
     """Serve MCP on stdin and ``channel`` (the real stdout, moved off fd 1 by ``take_stdout``) until the client
     goes. The SDK's own stdio transport would take fd 1, which is stderr by then: it gets both streams."""
 
     async def serve() -> None:
-        stdin = anyio.wrap_file(_Unowned(sys.stdin.buffer, encoding="utf-8", errors="replace"))
+        stdin = anyio.wrap_file(_BoundedInput(sys.stdin.buffer, encoding="utf-8", errors="replace"))
         stdout = anyio.wrap_file(_Unowned(channel, encoding="utf-8"))
         lowlevel = server._lowlevel_server  # MCPServer.run("stdio") does the same with the process's stdio
         async with stdio_server(stdin, stdout) as (read, write):

@@ -172,7 +172,11 @@ class ServerThread:
 # -- the command line ----------------------------------------------------------------------------------------
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``serve`` subcommand's options."""
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    from .._http_options import host_argument
+
+    parser.add_argument(
+        "--host", default="127.0.0.1", type=host_argument, help="address to bind (default 127.0.0.1: this machine only)"
+    )
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0: any free)")
     auth = parser.add_mutually_exclusive_group()
     auth.add_argument("--token", metavar="T", help="the bearer token (visible in ps: prefer --token-file)")

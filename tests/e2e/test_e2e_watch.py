@@ -56,7 +56,7 @@ def test_watch_a_function_building_two_engines_and_stop_the_running_one(lab: Lab
     lab.screenshot("watch-live", root)
 
     second.locator(".trtw-mx-stop").click()
-    expect(root.locator(".trtw-mx-note")).to_contain_text("waits for", timeout=30_000)
+    # the "Stopping: waits for ..." notice lasts only until the build ends, which may come before a frame shows it
     expect(second).to_have_attribute("data-status", "cancelled", timeout=BUILD_S * 1000)
     expect(root.locator(".trtw-mx-note")).to_contain_text("the function raised BuildCancelled", timeout=30_000)
     lab.screenshot("watch-stopped", root)
@@ -126,7 +126,7 @@ def test_a_block_is_shown_live_while_the_cell_runs_and_the_kernel_interrupt_canc
     expect(first).to_have_attribute("data-status", "cancelled", timeout=BUILD_S * 1000)
     lab.wait_executed(0, check=False, timeout=BUILD_S)
     text = lab.output_text(0)
-    assert "KeyboardInterrupt" in text and "was cancelled (interrupted (Ctrl-C))" in text, text
+    assert "KeyboardInterrupt" in text and "was cancelled: interrupted (Ctrl-C)" in text, text
     assert lab.kernel_json("[b.status for b in blk.builds]") == ["cancelled"]
     assert lab.kernel_json("len(blk.builds[0].monitor.errors)") == 0  # nothing escaped a callback
     assert lab.kernel_json("trt_widget.watch.is_patched()") is False

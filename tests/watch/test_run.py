@@ -215,7 +215,7 @@ def test_ctrl_c_cancels_polygraphy_convert_and_no_engine_is_written(
     )
     assert code == 130
     assert events[-1]["status"] == "cancelled" and not engine.exists()
-    assert "was cancelled (interrupted (Ctrl-C))" in err  # what Polygraphy's own traceback says
+    assert "was cancelled: interrupted (Ctrl-C)" in err  # what Polygraphy's own traceback says
 
 
 def test_build_widget_run_stops_polygraphy_within_a_second(
@@ -408,7 +408,7 @@ def test_polygraphys_traceback_after_ctrl_c_is_readable_below_the_final_tree(
     command = cli("--", polygraphy, "convert", str(long), "-o", str(engine))
     screen = tmux_screen(tmp_path, command, env(), keys=[("Determining refit engines", "C-c", 0.5)])
     text = "\n".join(screen)
-    said = [line for line in screen if line.endswith("was cancelled (interrupted (Ctrl-C))")]
+    said = [line for line in screen if line.endswith("was cancelled: interrupted (Ctrl-C)")]
     assert len(said) == 1 and said[0].startswith("KeyboardInterrupt: the watched build of "), text
     assert sum(line.startswith("Traceback (most recent call last)") for line in screen) == 1, text
     assert not engine.exists()

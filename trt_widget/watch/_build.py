@@ -258,7 +258,7 @@ def call_watched(
     _settle(build, owners)
     if produced or not ours or build.status != CANCELLED:
         return result
-    message = f"the watched build of {build.source.label} was cancelled ({build.status_detail or 'stopped'})"
+    message = f"the watched build of {build.source.label} was cancelled: {build.status_detail or 'stopped'}"
     if (build.interrupted or monitor.interrupted) and threading.current_thread() is threading.main_thread():
         raise KeyboardInterrupt(message)
     raise BuildCancelled(message)

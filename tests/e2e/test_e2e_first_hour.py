@@ -288,17 +288,22 @@ def test_item5_the_view_switch_stays_in_the_top_right_corner(page: Any) -> None:
 
 
 def test_item5_the_view_switch_stays_put_when_the_build_ends(page: Any) -> None:
-    """Issue 39, second pass: the Tree/Timeline switch moved ~64 px right when Stop disappeared at the end."""
+    """Issue 39, second pass: the Tree/Timeline switch moved ~64 px right when Stop disappeared at the end;
+    fourth pass: it moved ~65 px left when a succeeded build's Engine button came."""
     show(page, "widget", build_state(rows=rtx_rows(running=True)))
     assert page.locator(".trtw-stop").is_visible()
+    assert not page.locator(".trtw-seg-btn", has_text="Engine").is_visible()
     running = box(page, ".trtw-seg")
+    buttons = [box(page, f".trtw-seg-btn:has-text('{b}')") for b in ("Tree", "Timeline")]
     ended = build_state(rows=rtx_rows(running=False), status="succeeded", elapsed_s=4.3)
+    ended["engine_json"] = json.dumps(ENGINE_REPORT)
     page.evaluate("s => window.model.update(s)", ended)
-    page.wait_for_timeout(150)
+    page.locator(".trtw-seg-btn", has_text="Engine").wait_for(state="visible")
     shot(page, "item5-ended-header")
     assert not page.locator(".trtw-stop").is_visible()
     done = box(page, ".trtw-seg")
     assert (done["x"], done["y"], done["width"]) == (running["x"], running["y"], running["width"])
+    assert [box(page, f".trtw-seg-btn:has-text('{b}')") for b in ("Tree", "Timeline")] == buttons
 
 
 def test_item5_an_expected_reason_is_said_once(page: Any) -> None:

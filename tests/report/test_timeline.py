@@ -119,7 +119,7 @@ def test_a_phase_without_steps_shows_no_step_count() -> None:
     for i in range(5):  # a run of 5 without steps, drawn as one box
         rows.append({**_row(2 + i, "Same", 0, 1, 0.3 + i * 0.1, 0.35 + i * 0.1), "step": 0, "num_steps": 0})
     titles = {_title(r).splitlines()[0]: _title(r) for r in _phase_rects(timeline.to_svg(rows))}
-    assert titles["root"].splitlines()[-1] == "steps 5/6 · done"
+    assert titles["root"].splitlines()[-1] == "5 steps · done"  # ended early, done: no "5/6"
     assert titles["Cloning network graph"].splitlines()[-1] == "done"
     assert titles["Same ×5"].splitlines()[-1] == "done"
 
@@ -166,3 +166,13 @@ def test_figure_without_matplotlib(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
     with pytest.raises(ImportError, match="pip install matplotlib"):
         timeline.to_figure([_row(0, "x", None, 0, 0.0, 1.0)])
+
+
+def test_a_phase_ended_early_reads_done_and_an_unfinished_one_keeps_its_fraction() -> None:
+    """ "steps 5/6 · done" reads as unfinished: an early-ended done phase shows its count; a cancelled one k/n."""
+    rows = [_row(0, "root", None, 0, 0.0, 2.0, "finished-early"), _row(1, "Stopped", 0, 1, 0.1, 0.2, "cancelled")]
+    rows[0].update(step=5, num_steps=6)
+    rows[1].update(step=2, num_steps=3)
+    titles = {_title(r).splitlines()[0]: _title(r) for r in _phase_rects(timeline.to_svg(rows))}
+    assert titles["root"].splitlines()[-1] == "5 steps · done"
+    assert titles["Stopped"].splitlines()[-1] == "steps 2/3 · cancelled"

@@ -31,6 +31,9 @@ CHAR_PX = 6.6  # average glyph width of the 11 px label font
 _NOT_XML = re.compile("[^\x09\x0a\x0d\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
+_DONE = {"done", "finished-early"}  # phase statuses of a phase TensorRT ended normally
+
+
 @dataclass
 class Box:
     """One drawn box: a phase instance, or a run of ``count`` same-name siblings."""
@@ -53,14 +56,19 @@ class Box:
     def title(self) -> str:
         # a phase with no steps has no count to show: "steps 0/0" would only read as nothing done
         steps = f"steps {self.step}/{self.num_steps} · " if self.num_steps else ""
+        # done before its announced last step (TensorRT does this): "5 steps", as "5/6" reads as unfinished
+        if self.num_steps and self.step < self.num_steps and set(self.status.split(", ")) <= _DONE:
+            steps = f"{self.step} step{'' if self.step == 1 else 's'} · "
+        status = self.status.replace("finished-early", "done")  # as the widget says it
+        if status == "done, done":
+            status = "done"
         if self.count == 1:
             return (
-                f"{self.name}\n{self.busy_s:.3f} s (from {self.start_s:.3f} s to {self.end_s:.3f} s)\n"
-                f"{steps}{self.status}"
+                f"{self.name}\n{self.busy_s:.3f} s (from {self.start_s:.3f} s to {self.end_s:.3f} s)\n{steps}{status}"
             )
         text = (
             f"{self.name} ×{self.count}\n{self.busy_s:.3f} s in {self.count} instances "
-            f"(from {self.start_s:.3f} s to {self.end_s:.3f} s)\n{steps}{self.status}"
+            f"(from {self.start_s:.3f} s to {self.end_s:.3f} s)\n{steps}{status}"
         )
         return text + (f"\n{self.hidden} nested phase instances not drawn" if self.hidden else "")
 

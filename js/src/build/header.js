@@ -85,7 +85,9 @@ export class Header {
     this.tlBtn.textContent = "Timeline";
     this.engineBtn = h("button", "trtw-btn trtw-seg-btn", { type: "button" });
     this.engineBtn.textContent = "Engine";
-    this.engineBtn.hidden = true; // until the build has an engine report
+    // until the build has an engine report: invisible but keeping its place, so that its coming at the build's
+    // end moves neither Tree nor Timeline (the controls are right-aligned)
+    this.showEngineBtn(false);
     seg.append(this.treeBtn, this.tlBtn, this.engineBtn);
     this.stopBtn = h("button", "trtw-btn trtw-stop", { type: "button" });
     this.stopBtn.textContent = "Stop";
@@ -161,7 +163,14 @@ export class Header {
     this.treeBtn.setAttribute("aria-pressed", String(s.mode === "tree"));
     this.tlBtn.setAttribute("aria-pressed", String(s.mode === "timeline"));
     this.engineBtn.setAttribute("aria-pressed", String(s.mode === "engine"));
-    this.engineBtn.hidden = !s.hasEngine;
+    this.showEngineBtn(!!s.hasEngine);
+  }
+
+  /** @param {boolean} on */
+  showEngineBtn(on) {
+    this.engineBtn.style.visibility = on ? "" : "hidden";
+    this.engineBtn.disabled = !on;
+    setAttr(this.engineBtn, "aria-hidden", on ? null : "true");
   }
 
   /**
@@ -176,7 +185,7 @@ export class Header {
   tick(now, status, live, eta, cancel, activity) {
     // no time while queued: the build's clock restarts when a builder takes it (a count that jumps back reads wrong)
     setText(this.elapsedEl, status === "queued" ? "" : fmtDuration(now));
-    this.tickEta(now, live, eta);
+    this.tickEta(now, live && status !== "cancelling", eta); // a build that is stopping has no ETA
     const last = record(activity)?.last_callback_s;
     const quiet = live && typeof last === "number" ? fmtQuiet(now - last) : "";
     setText(this.quietEl, quiet);

@@ -193,7 +193,8 @@ export class RowView {
     let noteKind = "";
     /** @type {string | null} */
     let noteTip = null;
-    const hd = ctx.hd;
+    // a phase the build did not finish (cancelled, failed) is short because it was cut: no Δ, which reads as a speed-up
+    const hd = it.status === "done" || it.status === "finished-early" ? ctx.hd : null;
     if (hd) {
       /** @type {number | null} */
       let delta = null;

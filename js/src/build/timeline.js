@@ -282,11 +282,15 @@ function barTitle(it, dur, now) {
       (it.cancelled ? `, ${it.cancelled} cancelled` : "")
     );
   }
+  // ended before its announced last step but done: "5 steps", not "5/6", which reads as unfinished
+  const early = it.status === "finished-early";
   const steps =
     it.numSteps > 0
-      ? `\nsteps ${it.status === "done" ? it.numSteps : Math.min(it.step, it.numSteps)}/${it.numSteps}`
+      ? early
+        ? `\n${it.step} step${it.step === 1 ? "" : "s"}`
+        : `\nsteps ${it.status === "done" ? it.numSteps : Math.min(it.step, it.numSteps)}/${it.numSteps}`
       : "";
   // a phase TensorRT ended before its announced last step reads "done", as in the tree and the report
-  const status = it.status === "finished-early" ? "done" : it.status;
+  const status = early ? "done" : it.status;
   return `${escapeControls(it.name)}\n${fmtDuration(it.running ? dur : it.dur)}${steps}\n${status}`;
 }

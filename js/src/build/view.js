@@ -446,7 +446,7 @@ export class TrtView {
       live: this.isLive(),
       now: this.now(),
       hd: plainObject(this.get("history_delta")),
-      eta: eta ? plainObject(eta.phases) : null,
+      eta: eta && this.status !== "cancelling" ? plainObject(eta.phases) : null, // stopping: no time left to count
       basis: eta ? str(eta.based_on) : "",
     };
   }

@@ -231,6 +231,21 @@ describe("live clock", () => {
 });
 
 describe("no ETA", () => {
+  it("shows no ETA and no time left while a build is cancelling", () => {
+    const model = fakeModel({
+      status: "running",
+      elapsed_s: 4,
+      eta: { total_s: 30, based_on: "", phases: { Tactics: 30 } },
+      rows: [phase("Tactics", { id: 1, start_s: 1 })],
+    });
+    mount(model);
+    expect(el.querySelector(".trtw-eta").textContent).toBe("ETA ~26 s");
+    expect(txt(rowNamed("Tactics"), ".trtw-note")).toBe("~27 s left");
+    model.update({ status: "cancelling", elapsed_s: 5, cancel: { phase: "Tactics", requested_at_s: 5 } });
+    expect(el.querySelector(".trtw-eta").hidden).toBe(true);
+    expect(txt(rowNamed("Tactics"), ".trtw-note")).toBe("");
+  });
+
   it("says why a first build has no ETA instead of showing nothing", () => {
     const why = "No ETA: this is the first build of this model with these options that the history knows.";
     const model = fakeModel({ status: "running", elapsed_s: 4, eta: { none: "first build", why } });

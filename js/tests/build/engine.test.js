@@ -53,6 +53,11 @@ function finished(engineJson) {
 }
 
 const engineBtn = () => [...el.querySelectorAll(".trtw-seg-btn")].find((b) => b.textContent === "Engine");
+/** The Engine button can be seen and used (without a report it is invisible but keeps its place). */
+const engineShown = () => {
+  const b = engineBtn();
+  return !b.hidden && b.style.visibility !== "hidden" && !b.disabled;
+};
 
 describe("parsing and the table's model", () => {
   it("reads the report and tolerates junk", () => {
@@ -82,9 +87,16 @@ describe("the Engine view", () => {
   it("is a third view beside Tree and Timeline once the build has a report", () => {
     const model = finished("");
     mount(model);
-    expect(engineBtn().hidden).toBe(true);
-    model.set("engine_json", report(12));
+    expect(engineShown()).toBe(false);
+    // in the layout from the start (the controls are right-aligned): its coming moves neither Tree nor Timeline
     expect(engineBtn().hidden).toBe(false);
+    expect(engineBtn().style.visibility).toBe("hidden");
+    expect(engineBtn().getAttribute("aria-hidden")).toBe("true");
+    const before = [...el.querySelectorAll(".trtw-seg-btn")];
+    model.set("engine_json", report(12));
+    expect(engineShown()).toBe(true);
+    expect(engineBtn().getAttribute("aria-hidden")).toBeNull();
+    expect([...el.querySelectorAll(".trtw-seg-btn")]).toEqual(before);
     engineBtn().click();
     expect(engineBtn().getAttribute("aria-pressed")).toBe("true");
     const view = el.querySelector(".trtw-engine");
@@ -99,7 +111,7 @@ describe("the Engine view", () => {
 
   it("offers the Engine view in a view made after the build ended (a saved notebook, a re-render)", () => {
     mount(finished(report(3)));
-    expect(engineBtn().hidden).toBe(false);
+    expect(engineShown()).toBe(true);
   });
 
   it("sorts on a header click, filters as you type, and shows a layer's fused ONNX nodes", () => {
@@ -162,7 +174,7 @@ describe("the Engine view", () => {
     mount(model);
     engineBtn().click();
     model.set("engine_json", "");
-    expect(engineBtn().hidden).toBe(true);
+    expect(engineShown()).toBe(false);
     expect(el.querySelector(".trtw-engine").hidden).toBe(true);
     expect(el.querySelector(".trtw-tree").hidden).toBe(false);
   });

@@ -119,6 +119,29 @@ describe("error and log panel", () => {
 });
 
 describe("extras", () => {
+  it("shows no history delta for a phase a build that did not succeed cut short", () => {
+    mount(
+      fakeModel({
+        status: "cancelled",
+        elapsed_s: 12,
+        rows: [
+          phase("A", { id: 1, start_s: 0, end_s: 1 }),
+          phase("Determining refit engines", {
+            id: 2,
+            start_s: 1,
+            end_s: 2,
+            step: 1,
+            num_steps: 4,
+            status: "cancelled",
+          }),
+        ],
+        history_delta: { 1: -0.5, 2: -10.1 },
+      }),
+    );
+    expect(txt(rowNamed("A"), ".trtw-note")).toBe("\u2212500 ms"); // finished: a fair comparison
+    expect(txt(rowNamed("Determining refit engines"), ".trtw-note")).toBe(""); // not a speed-up
+  });
+
   it("shows history deltas and a resource sparkline", () => {
     mount(
       fakeModel({
@@ -235,7 +258,9 @@ describe("timeline", () => {
       expect(t).not.toMatch(/finished.early/);
       expect(t.split("\n").at(-1)).toBe("done");
     }
-    expect(titles[0]).toContain("steps 5/6");
+    // done, not "steps 5/6", which reads as unfinished
+    expect(titles[0]).not.toContain("5/6");
+    expect(titles[0].split("\n").slice(-2)).toEqual(["5 steps", "done"]);
 
     // a group of such phases: counted as finished, with no "finished early" beside
     const group = [phase("Build", { id: 1, start_s: 0, end_s: 6 })];

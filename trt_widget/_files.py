@@ -38,6 +38,10 @@ class NotARegularFile(OSError):
     """The target exists and is not a regular file (a device, FIFO, socket or directory)."""
 
 
+class FileTooLarge(OSError):
+    """A file holds more than the bytes its reader takes (:func:`read_regular`)."""
+
+
 class UntrustedLink(PermissionError):
     """A symlink on the way to a file to write is owned by another user (not root)."""
 
@@ -138,21 +142,27 @@ def writable_target(path: str | os.PathLike[str]) -> Path:
     return target
 
 
-def read_small_text(path: str | os.PathLike[str], limit: int = 4096) -> str:
-    """The UTF-8 text of the small regular file at ``path`` (a token file): OSError for a device, FIFO or socket
-    (``/dev/zero`` was read without end, a FIFO with no writer waited forever) or a file over ``limit`` bytes;
-    UnicodeDecodeError (a ValueError) for text that is not UTF-8."""
-    fd = os.open(expand_user(path), os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+def read_regular(path: str | os.PathLike[str], limit: int) -> bytes:
+    """The bytes of the regular file at ``path``, read without blocking and never more than ``limit`` + 1 of them:
+    NotARegularFile for a device, FIFO or socket (``/dev/zero`` was read without end, a FIFO with no writer waited
+    forever), FileTooLarge for a file over ``limit`` bytes (its callers say which limit that is)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise NotARegularFile(f"{path} is not a regular file")
+            raise NotARegularFile(f"{os.fspath(path)} is not a regular file")
         with os.fdopen(fd, "rb", closefd=False) as handle:
             data = handle.read(limit + 1)
     finally:
         os.close(fd)
     if len(data) > limit:
-        raise OSError(f"{path} is larger than {limit:,} bytes")
-    return data.decode("utf-8")
+        raise FileTooLarge(f"{os.fspath(path)} is larger than {limit:,} bytes")
+    return data
+
+
+def read_small_text(path: str | os.PathLike[str], limit: int = 4096) -> str:
+    """The UTF-8 text of the small regular file at ``path`` (a token file): OSError for a device, FIFO, socket or a
+    file over ``limit`` bytes (:func:`read_regular`); UnicodeDecodeError (a ValueError) for text that is not UTF-8."""
+    return read_regular(expand_user(path), limit).decode("utf-8")
 
 
 def open_lock_file(path: str | os.PathLike[str]) -> int:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from fixture_types import WaitUntil
+from other_user import NOBODY
 from user_scripts import DIRECT_BUILD, alive, own_tmpdir, script_and_model, sigkill_ends_the_grandchild
 
 COMMAND = textwrap.dedent(
@@ -146,7 +147,7 @@ def test_another_users_process_cannot_feed_builds_through_the_abstract_socket(tm
             f"s.connect('\\0' + {address[1:]!r}); s.sendall(b'{fake}'); s.recv(1)"
         )
         subprocess.run(
-            ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", sys.executable, "-c", sender],
+            [*NOBODY, sys.executable, "-c", sender],
             timeout=60,
             capture_output=True,
         )

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from fixture_types import RunAsync, WaitUntil
+from user_scripts import tensorrt_builds
 
 import trt_widget
 from trt_widget import BuildCancelled, BuildWidget
@@ -72,21 +73,7 @@ def test_stop_all_from_the_browser_cancels_the_running_build_and_says_what_it_wa
 
 
 def _in_a_process(long_model_bytes: bytes) -> Any:
-    def fn(datas: list[bytes]) -> list[int]:  # local: cloudpickle sends it by value
-        import trt_widget
-
-        trt = trt_widget.trt
-        sizes = []
-        for data in datas:
-            logger = trt.Logger(trt.Logger.ERROR)
-            builder = trt.Builder(logger)
-            network = builder.create_network(0)
-            parser = trt.OnnxParser(network, logger)
-            assert parser.parse(data)
-            sizes.append(builder.build_serialized_network(network, builder.create_builder_config()).nbytes)
-        return sizes
-
-    return BuildWidget.watch(fn, [long_model_bytes, long_model_bytes], isolation="process")
+    return BuildWidget.watch(tensorrt_builds(), [long_model_bytes, long_model_bytes], isolation="process")
 
 
 def test_stop_all_of_a_function_in_a_process_says_stop_not_ctrl_c(

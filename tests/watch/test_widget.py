@@ -45,7 +45,8 @@ def test_a_function_building_two_engines_is_a_list_of_two_builds(wait_until: Wai
     rows = json.loads(widget.rows_json)
     assert [r["status"] for r in rows] == ["succeeded", "succeeded"]
     assert [r["engine_size"] for r in rows] == list(sizes)
-    assert rows[0]["model"].startswith("Unnamed Network · 6 layers")
+    assert rows[0]["model"].startswith("Unnamed Network #") and " · 6 layers" in rows[0]["model"]
+    assert rows[0]["model"] != rows[1]["model"]  # two unnamed networks, told apart
     assert rows[1]["variant"] == "build_serialized_network"
     assert widget.title == "Watching two_engines() — 2 builds" and widget.stop_buttons is False
     widget.expand(1)

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from fixture_types import WaitUntil
 
 from trt_widget.__main__ import main
 
@@ -28,3 +29,34 @@ def test_check_says_what_was_checked_not_that_it_loads(
     assert main(["check", str(engine), "--json"]) == 0
     said = json.loads(capsys.readouterr().out)
     assert said["loads"] is True and said["verdict"] == "compatible", said
+
+
+def test_a_phase_the_cancel_cut_short_is_not_ticked_in_the_terminal(
+    long_model_bytes: bytes, wait_until: WaitUntil
+) -> None:
+    """Item 6: a Stop during "Determining refit engines" (one long step) is heard at that step's callback, so the
+    phase reached 1/1 and the cancel tree ticked it as done. A real RTX build, stopped there."""
+    import io
+
+    from rich.console import Console
+
+    from trt_widget import Build
+    from trt_widget._terminal import TerminalView
+
+    build = Build(long_model_bytes, isolation="thread", history=False)
+    build.start()
+    wait_until(
+        lambda: (p := build.model.innermost_running()) is not None and p.name == "Determining refit engines",
+        timeout=120,
+        what="the long build to reach its long step",
+    )
+    assert build.stop() is True
+    assert build.wait(120) == "cancelled"
+    refit = next(r for r in build.timings() if r["name"] == "Determining refit engines")
+    assert refit["status"] == "cancelled", refit
+    out = io.StringIO()
+    Console(file=out, width=200).print(TerminalView(build, io.StringIO(), style="plain", summary=False)._tree())
+    line = next(line for line in out.getvalue().splitlines() if "Determining refit engines" in line)
+    assert "✓" not in line and "✗" in line, out.getvalue()
+    # what finished before the cancel was heard stays done
+    assert next(r for r in build.timings() if r["name"] == "Optimizing graph")["status"] == "done"

@@ -486,7 +486,7 @@ class Build(Waiting):
             self.status_detail = reason
             phase = self.model.innermost_running()
             self.cancel_info = {"phase": phase.name if phase else "", "requested_at_s": self.model.now()}
-            self.model.cancelling = True
+            self.model.request_cancel()
         self._cancel.set()
         return True
 

@@ -152,3 +152,29 @@ def test_the_calls_api_on_the_widget_is_the_calls(run_async: RunAsync) -> None:
         with pytest.raises(RuntimeError, match="no function result"):
             shown.result()
         shown.close()
+
+
+def test_while_stopping_the_list_says_what_stop_waits_for_once(long_model_bytes: bytes, wait_until: WaitUntil) -> None:
+    """Issue 39 (fourth trial): while stopping, the note said "Stopping: waits for …" and, beside it, what a Stop
+    does ("Stop: graceful — … next step boundary …"), and an expanded row's header said it a third time."""
+    widget = BuildWidget.watch(two_engines, long_model_bytes, long_model_bytes)
+    wait_until(
+        lambda: (
+            widget.builds
+            and (p := widget.builds[0].model.innermost_running()) is not None
+            and p.name == "Determining refit engines"
+        ),
+        timeout=120,
+        what="the long step (no step boundary for seconds)",
+    )
+    widget._on_custom_msg(widget, {"type": "stop_all"}, [])
+    note = widget.state()["note"]
+    widget.expand(0)
+    expanded_note = widget.state()["note"]
+    if widget.builds[0].status == "cancelling":  # still inside that step: both notes were read while stopping
+        assert note.startswith("Stopping: waits for") and "Stop: graceful" not in note, note
+        assert note.count("step boundar") == 1, note
+        assert "Stopping" not in expanded_note and "Stop: graceful" not in expanded_note, expanded_note
+    with pytest.raises(BuildCancelled):
+        widget.result(180)
+    widget.close()

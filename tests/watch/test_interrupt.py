@@ -165,4 +165,5 @@ def test_a_kernel_interrupt_marks_the_watched_build_cancelling_at_once(tmp_path:
     text = "".join(lines) + out
     assert child.returncode == 0 and "KEYBOARDINTERRUPT" in text, (text, err)
     said = text.split("CANCELLING BEFORE THE STEP ENDED BY ")[1].split()[0]
-    assert float(said) > 0.3, text  # the step lasts seconds; its callback comes at its end
+    # the step lasts seconds (~2 s here); its callback comes at its end, so before the fix this was ~0
+    assert float(said) > 0.1, text

@@ -14,6 +14,7 @@ import contextlib
 import errno
 import os
 import re
+import shlex
 import stat
 import threading
 from dataclasses import dataclass
@@ -138,13 +139,19 @@ def writable_target(path: str | os.PathLike[str]) -> Path:
     return target
 
 
-def read_small_text(path: str | os.PathLike[str], limit: int = 4096) -> str:
+class TooOpen(PermissionError):
+    """A secret's file that other users can read or write (as ssh refuses such a private key)."""
+
+
+def read_small_text(path: str | os.PathLike[str], limit: int = 4096, *, secret: bool = False) -> str:
     """The UTF-8 text of the small regular file at ``path`` (a token file): OSError for a device, FIFO or socket
     (``/dev/zero`` was read without end, a FIFO with no writer waited forever) or a file over ``limit`` bytes;
-    UnicodeDecodeError (a ValueError) for text that is not UTF-8."""
+    UnicodeDecodeError (a ValueError) for text that is not UTF-8. A ``secret`` file any other user may read or
+    write is refused (`TooOpen`), as ssh refuses a private key: its mode is that of the file read (``fstat``)."""
     fd = os.open(expand_user(path), os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode):
             raise NotARegularFile(f"{path} is not a regular file")
         with os.fdopen(fd, "rb", closefd=False) as handle:
             data = handle.read(limit + 1)
@@ -152,6 +159,12 @@ def read_small_text(path: str | os.PathLike[str], limit: int = 4096) -> str:
         os.close(fd)
     if len(data) > limit:
         raise OSError(f"{path} is larger than {limit:,} bytes")
+    if secret and status.st_mode & 0o077:
+        mode = stat.S_IMODE(status.st_mode)
+        raise TooOpen(
+            f"{path} has mode {mode:04o}: other users can read or change the secret it holds; "
+            f"make it private with `chmod 600 {shlex.quote(os.fspath(path))}` (as ssh asks of a private key)"
+        )
     return data.decode("utf-8")
 
 

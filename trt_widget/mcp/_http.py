@@ -35,7 +35,7 @@ def read_token(token_file: str | None) -> tuple[str, bool]:
     if token_file is None:
         return secrets.token_urlsafe(32), True
     try:
-        token = read_small_text(token_file).strip()
+        token = read_small_text(token_file, secret=True).strip()
     except (OSError, ValueError) as exc:  # UnicodeDecodeError is a ValueError, as is a '~user' with no user
         raise TokenError(f"cannot read --token-file {token_file}: {exc}") from None
     if not token or any(c.isspace() or not c.isprintable() for c in token):

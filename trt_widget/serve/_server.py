@@ -225,7 +225,7 @@ def _token(args: argparse.Namespace) -> tuple[str, str | None]:
     elif args.token_file is not None:
         source = f"read from --token-file {args.token_file}"
         try:
-            token = read_small_text(args.token_file).strip()
+            token = read_small_text(args.token_file, secret=True).strip()
         except (OSError, ValueError) as exc:  # UnicodeDecodeError is a ValueError, as is a '~user' with no user
             raise UsageError(f"cannot read --token-file {args.token_file}: {exc}") from None
     else:

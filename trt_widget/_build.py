@@ -217,6 +217,7 @@ class Build(Waiting):
         self.logger = CaptureLogger(self.options.verbose, clock)
         if self.source.kind != "recording":  # a replay's lines were sent to logging when they were built
             self.logger.label = self.source.label
+            self.logger.cancel = self._cancel
         self._log_file: LogFile | None = None
         if self.options.log_file:  # checked now by the output-path policy; written from start()
             self._log_file = LogFile(self.options.log_file, self)

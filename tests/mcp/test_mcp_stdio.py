@@ -236,3 +236,55 @@ def test_a_line_without_an_end_is_not_held_whole(caplog: Any) -> None:
     assert stdin.readline() == ""
     assert "dropped a message over" in caplog.text
     assert peak < 64 << 20, peak
+
+
+def test_a_cancelled_build_is_not_an_error_on_the_server_console(agent_models: dict[str, Path], tmp_path: Path) -> None:
+    """A build stopped with ``stop_build`` ends with TensorRT's "Error Code 7: ... BuildCanceled", which the server
+    printed at ERROR on its console: an expected event, said as the other front ends say it (never at ERROR)."""
+    server = subprocess.Popen([sys.executable, "-m", "trt_widget", "mcp"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ))  # fmt: skip
+    stdin, stdout, stderr = server.stdin, server.stdout, server.stderr
+    assert stdin is not None and stdout is not None and stderr is not None
+    send = _sender(stdin)
+
+    def answer(request_id: int) -> dict[str, Any]:
+        while (line := json.loads(stdout.readline())).get("id") != request_id:
+            pass
+        result: dict[str, Any] = line["result"]["structuredContent"]
+        return result
+
+    try:
+        assert "result" in json.loads(_initialize(send, stdout))
+        arguments = {"model": str(agent_models["long"]), "output": str(tmp_path / "x.engine")}
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "start_build", "arguments": arguments},
+            }
+        )
+        build_id = answer(2)["build_id"]
+        status: dict[str, Any] = {"status": "queued"}
+        for request_id in range(3, 200):  # until TensorRT builds (its phases), then stop it
+            send({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+                  "params": {"name": "build_status", "arguments": {"build_id": build_id, "wait_s": 0.2}}})  # fmt: skip
+            status = answer(request_id)
+            if status["status"] == "running" and status["phase"] not in ("", START_PHASE, BEFORE_PHASES["model"]):
+                break
+        send({"jsonrpc": "2.0", "id": 500, "method": "tools/call",
+              "params": {"name": "stop_build", "arguments": {"build_id": build_id}}})  # fmt: skip
+        answer(500)
+        send({"jsonrpc": "2.0", "id": 501, "method": "tools/call",
+              "params": {"name": "build_status", "arguments": {"build_id": build_id, "wait_s": 30}}})  # fmt: skip
+        assert answer(501)["status"] == "cancelled"
+        stdin.close()
+        assert server.wait(30) == 0
+        console = stderr.read().decode()
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+        for pipe in (stdin, stdout, stderr):
+            pipe.close()  # now, not by the garbage collector in a later test (ResourceWarning)
+    assert "ERROR" not in console and "BuildCanceled" not in console, console  # INFO: below the console's level

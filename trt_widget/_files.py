@@ -139,6 +139,13 @@ def writable_target(path: str | os.PathLike[str]) -> Path:
     return target
 
 
+def xdg_home(variable: str, *default: str) -> Path:
+    """The XDG base directory ``$variable``, else ``~/<default...>``: a relative value is ignored, as the XDG spec
+    says (it was taken relative to whatever folder the command ran from)."""
+    value = os.environ.get(variable, "")
+    return Path(value) if os.path.isabs(value) else Path(os.path.expanduser("~"), *default)
+
+
 class TooOpen(PermissionError):
     """A secret's file that other users can read or write (as ssh refuses such a private key)."""
 

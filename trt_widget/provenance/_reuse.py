@@ -9,7 +9,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._files import WrittenFile, expand_user, part_path, place_file, write_part
+from .._files import WrittenFile, expand_user, part_path, place_file, write_part, xdg_home
 from ._hashes import HashCache
 from ._manifest import JSON, ManifestError, differences, manifest_path, read_manifest
 
@@ -18,8 +18,7 @@ ENGINE_SUFFIX = ".engine"
 
 def default_reuse_dir() -> Path:
     """``$XDG_CACHE_HOME/trt_widget/engines``, else ``~/.cache/trt_widget/engines``."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "trt_widget" / "engines"
+    return xdg_home("XDG_CACHE_HOME", ".cache") / "trt_widget" / "engines"
 
 
 def reuse_dir_of(option: str | None) -> Path:

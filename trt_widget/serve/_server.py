@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
 from urllib.parse import unquote_plus
 
-from .._files import expand_user, read_small_text
+from .._files import expand_user, read_small_text, xdg_home
 from .._format import escape_controls, escape_lines
 from .._status import log
 
@@ -53,8 +53,7 @@ LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 def default_data_dir() -> Path:
     """``$XDG_DATA_HOME/trt_widget/serve`` (``~/.local/share/trt_widget/serve``)."""
-    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return Path(base) / "trt_widget" / "serve"
+    return xdg_home("XDG_DATA_HOME", ".local", "share") / "trt_widget" / "serve"
 
 
 class _Tuning(TypedDict, total=False):

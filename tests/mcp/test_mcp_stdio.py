@@ -288,3 +288,38 @@ def test_a_cancelled_build_is_not_an_error_on_the_server_console(agent_models: d
         for pipe in (stdin, stdout, stderr):
             pipe.close()  # now, not by the garbage collector in a later test (ResourceWarning)
     assert "ERROR" not in console and "BuildCanceled" not in console, console  # INFO: below the console's level
+
+
+def test_a_line_that_is_not_json_gets_the_json_rpc_parse_error(tmp_path: Path) -> None:
+    """The SDK dropped a line that is not valid JSON (a raw control character in a string) without an answer, so
+    the client waited for ever; JSON-RPC 2.0 answers -32700 (id null), and -32600 for JSON that is not a message.
+    The next request is answered."""
+    server = subprocess.Popen([sys.executable, "-m", "trt_widget", "mcp"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ))  # fmt: skip
+    stdin, stdout, stderr = server.stdin, server.stdout, server.stderr
+    assert stdin is not None and stdout is not None and stderr is not None
+    send = _sender(stdin)
+    answers: list[dict[str, Any]] = []
+    try:
+        assert "result" in json.loads(_initialize(send, stdout))
+        stdin.write(b'{"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {"x": "a\x01\x9b b"}}\n')
+        stdin.write(b"{not json\n")
+        stdin.write(b'{"jsonrpc": "2.0", "id": 8, "result": [1, 2], "method": 3}\n')
+        stdin.flush()
+        send({"jsonrpc": "2.0", "id": 9, "method": "tools/list"})
+        while (line := json.loads(stdout.readline())).get("id") != 9:  # the answer to the last comes last
+            answers.append(line)
+        answers.append(line)
+        stdin.close()
+        assert server.wait(30) == 0
+        console = stderr.read().decode()
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+        for pipe in (stdin, stdout, stderr):
+            pipe.close()  # now, not by the garbage collector in a later test (ResourceWarning)
+    codes = [(a["id"], a.get("error", {}).get("code")) for a in answers[:-1]]  # "id": null, as JSON-RPC says
+    assert codes == [(None, -32700), (None, -32700), (None, -32600)], answers
+    assert answers[-1]["result"]["tools"], answers[-1]
+    assert "\x01" not in console and "\x9b" not in console and "\u009b" not in console, console

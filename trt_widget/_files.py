@@ -17,8 +17,10 @@ import re
 import shlex
 import stat
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 _UMASK = os.umask(0o022)  # read once at import (os.umask can only be read by setting it)
 os.umask(_UMASK)
@@ -360,6 +362,32 @@ def write_output(
     whose permissions it takes (``place_file``)."""
     check_output(path, what, build)
     return atomic_write(path, data, sync=sync, like=like)
+
+
+@contextlib.contextmanager
+def output_stream(
+    path: str | os.PathLike[str], what: str, build: object = None, *, sync: bool = True
+) -> Iterator[BinaryIO]:
+    """``write_output`` for a file written in pieces (a zip of a large model, never whole in memory): the policy
+    checked, then a new temporary file beside the target, which takes its place when the block ends without an
+    error (the old file or the whole new one); nothing is left when it fails."""
+    check_output(path, what, build)
+    part = part_path(path)
+    try:
+        fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        raise _about(exc, path) from None
+    try:
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                yield handle
+        except OSError as exc:
+            raise _about(exc, path) from None
+        place_file(part, path, sync=sync)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(part)
+        raise
 
 
 def check_writable(path: str | os.PathLike[str], what: str) -> Path:

@@ -145,10 +145,10 @@ def create_server(
     readonly = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
     def create(
-        model: str, options: Mapping[str, object] | None, budget: float | None, output: str | None
+        model: str, options: Mapping[str, object] | None, budget: float | None, output: str | None, held: bool = False
     ) -> tuple[str, Build]:
         try:
-            return builds.create(model, options=options, budget=budget, output=output)
+            return builds.create(model, options=options, budget=budget, output=output, held=held)
         except BadInput as exc:
             raise ToolError(str(exc)) from None
 
@@ -178,7 +178,14 @@ def create_server(
         budget: Annotated[float | None, Field(description=_BUDGET, gt=0)] = None,
         output: Annotated[str | None, Field(description=_OUTPUT)] = None,
     ) -> Annotated[CallToolResult, BuildResult]:
-        build_id, build = create(model, options, budget, output)
+        build_id, build = create(model, options, budget, output, held=True)
+        try:
+            return await follow_build(ctx, build_id, build)
+        finally:
+            builds.release(build_id)
+
+    async def follow_build(ctx: Context, build_id: str, build: Build) -> CallToolResult:
+        """build_engine's wait: progress while it builds, the result once it ended (a cancel stops it)."""
         stream = _http_stream(ctx)
         follower = Follower(build, interval=progress_interval)
         try:

@@ -77,6 +77,7 @@ class Guard:
         self.max_connections = max_connections
         self.header_timeout = header_timeout
         self.notes = notes or Notes()
+        self.console = False  # a server command's console (not a server thread in the user's process)
 
     def protocol(self) -> type[H11Protocol]:
         """An HTTP/1.1 protocol class (uvicorn's ``http=``) that keeps these limits."""
@@ -106,9 +107,11 @@ class Guard:
             self.notes.note("full", f"{self.max_connections:,} connections open, each in a request: refusing more")
 
     def watch_console(self) -> None:
-        """Keep what clients send off the console raw (every handler of the loggers a server writes through
-        escapes control characters), and sum up uvicorn's line per malformed request head in one per condition."""
-        for name in _CONSOLE_LOGGERS:
+        """Keep what clients send off the console raw (every handler of uvicorn's loggers, and for a server
+        command of the root and trt_widget loggers (``console``), escapes control characters), and sum up
+        uvicorn's line per malformed request head in one per condition."""
+        names = _UVICORN_LOGGERS + (_COMMAND_LOGGERS if self.console else ())
+        for name in names:
             for handler in logging.getLogger(name).handlers:
                 if not any(isinstance(f, EscapeControls) for f in handler.filters):
                     handler.addFilter(EscapeControls())
@@ -125,7 +128,8 @@ class Guard:
         loop.default_exception_handler(context)
 
 
-_CONSOLE_LOGGERS = ("", "uvicorn", "uvicorn.error", "uvicorn.access", "trt_widget")  # "": the root (the MCP SDK's)
+_UVICORN_LOGGERS = ("uvicorn", "uvicorn.error", "uvicorn.access")  # their handlers are uvicorn's own
+_COMMAND_LOGGERS = ("", "trt_widget")  # "": the root (the MCP SDK's); in a user's process, the user's handlers
 
 
 def _escaped(value: object) -> object:

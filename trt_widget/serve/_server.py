@@ -340,6 +340,7 @@ def run(args: argparse.Namespace) -> int:
         sock.close()
         return 2
     guard = _guard(args.max_connections, args.header_timeout)
+    guard.console = True  # this process's console: every log line escaped
     scheme = "https" if args.ssl_certfile else "http"
     host = args.host if ":" not in args.host else f"[{args.host}]"
     url = f"{scheme}://{host}:{sock.getsockname()[1]}"

@@ -140,3 +140,50 @@ def test_a_link_another_user_planted_as_the_manifest_is_said(shared: Path, tmp_p
     warnings = [r["message"] for r in build.logger.records if r["severity"] == "WARNING"]
     assert any("manifest" in line and "another user" in line for line in warnings), warnings
     assert not aimed.exists() and manifest_path(engine).is_symlink()
+
+
+def test_a_cache_entry_swapped_after_its_owner_was_checked_is_not_reused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In a cache folder another user can write, the engine and manifest were checked (``stat`` by path) to be the
+    user's, then opened by path: swapped in between for another user's consistent pair, theirs was reused. The
+    swap is made here at the last moment it can matter (just before the manifest is opened); the owner is that
+    of the file opened."""
+    import hashlib
+    import json
+    from typing import Any
+
+    if os.geteuid() != 0:
+        pytest.skip("giving a file to another user needs root")
+    model = tmp_path / "m.onnx"
+    model.write_bytes(to_bytes(deep_residual(4)))
+    cache = tmp_path / "cache"
+    first = Build(str(model), reuse=True, reuse_dir=str(cache)).start()
+    assert first.wait(300) and first.status == "succeeded", first.status_detail
+    entry = next(cache.glob("*.engine"))
+    evil = b"planted engine bytes " * 100
+    manifest = json.loads(manifest_path(entry).read_text())
+    manifest["engine"].update(sha256=hashlib.sha256(evil).hexdigest(), size=len(evil))
+    planted = {entry: evil, manifest_path(entry): json.dumps(manifest).encode()}
+    staged: dict[Path, Path] = {}
+    for target, data in planted.items():
+        staged[target] = tmp_path / f"nobody-{target.name}"
+        staged[target].write_bytes(data)
+        os.chown(staged[target], 65534, 65534)  # "nobody", who can write the shared folder
+    real_open = os.open
+
+    def racing_open(path: Any, *args: Any, **kwargs: Any) -> int:
+        if staged and os.fspath(path) == os.fspath(manifest_path(entry)):
+            for target, source in list(staged.items()):
+                os.replace(source, target)
+            staged.clear()
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", racing_open)
+    again = Build(str(model), reuse=True, reuse_dir=str(cache), output=str(tmp_path / "out.engine")).start()
+    assert again.wait(300) and again.status == "succeeded", again.status_detail
+    monkeypatch.undo()
+    assert not staged, "the manifest was never opened"
+    assert again.reused_from is None, again.status_detail
+    assert (tmp_path / "out.engine").read_bytes() != evil
+    assert "owned by another user" in again.status_detail, again.status_detail[:3000]

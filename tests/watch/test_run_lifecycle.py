@@ -287,3 +287,19 @@ def test_a_forked_process_starts_a_watched_command(tmp_path: Path) -> None:
     except subprocess.TimeoutExpired as exc:
         pytest.fail(f"the forked process's command never started: {exc.stdout!r}")
     assert done.stdout.split() == ["parent", "0", "child", "0", "forked", "0"], done.stderr
+
+
+def test_the_command_gets_the_locale_as_the_user_gave_it(tmp_path: Path) -> None:
+    """Started with no locale, Python coerces its own (PEP 538: ``LC_CTYPE=C.UTF-8`` in ``os.environ``), and the
+    watched command inherited it, where run directly it has none; a locale the user set is passed on as it is."""
+    bare = {k: v for k, v in os.environ.items() if not k.startswith("LC_") and k not in ("LANG", "LANGUAGE")}
+    bare |= {"TRT_WIDGET_HISTORY": "off", "PYTHONCOERCECLOCALE": "1"}
+    bare.pop("PYTHONUTF8", None)
+    show = 'echo "ctype=${LC_CTYPE-unset} all=${LC_ALL-unset}"'
+    run = [sys.executable, "-m", "trt_widget", "run", "--plain", "--", "sh", "-c", show]
+    direct = subprocess.run(["sh", "-c", show], capture_output=True, text=True, timeout=60, env=bare)
+    assert direct.stdout.split() == ["ctype=unset", "all=unset"], direct.stdout
+    for env, said in ((bare, direct.stdout), ({**bare, "LC_CTYPE": "C.UTF-8"}, "ctype=C.UTF-8 all=unset\n")):
+        done = subprocess.run(run, capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip().splitlines()[-1] == said.strip(), (done.stdout, done.stderr)

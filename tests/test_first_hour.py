@@ -268,6 +268,8 @@ def test_ray_matrix_sets_its_sigterm_handler_and_leaves_no_helper_behind(tmp_pat
     import tempfile
     import time
 
+    from user_scripts import CLI_MAIN  # `python -m trt_widget`, with Ray's processes untraced under coverage
+
     pytest.importorskip("ray")
     model = tmp_path / "small.onnx"
     model.write_bytes(to_bytes(deep_residual(2)))
@@ -276,7 +278,7 @@ def test_ray_matrix_sets_its_sigterm_handler_and_leaves_no_helper_behind(tmp_pat
     env.pop("RAY_ADDRESS", None)
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "trt_widget", "matrix", str(model), "--executor", "ray", "--plain"],
+            [sys.executable, "-c", CLI_MAIN, "matrix", str(model), "--executor", "ray", "--plain"],
             capture_output=True, text=True, timeout=500, env=env,
         )  # fmt: skip
         assert "SIGTERM handler is not set" not in proc.stderr

@@ -64,6 +64,20 @@ def tensorrt_builds() -> Callable[[list[bytes]], list[int]]:
     return fn
 
 
+# First lines of a child script that starts Ray: Ray's own processes (its node's Python agents, its workers) start
+# untraced under coverage, as the ray_session fixture starts them (tests/conftest.py). The child itself stays traced
+# (coverage started with it); what Ray's processes run is Ray's code, and tracing them cost a Ray start's CPU again.
+RAY_UNTRACED = (
+    "import os\nfor _name in ('COVERAGE_PROCESS_CONFIG', 'COVERAGE_PROCESS_START'):\n    os.environ.pop(_name, None)\n"
+)
+# ``python -c CLI_MAIN args...`` is ``python -m trt_widget args...`` (what ``trt-widget`` runs) after RAY_UNTRACED
+CLI_MAIN = (
+    RAY_UNTRACED
+    + "import runpy, sys\nsys.argv[0] = 'trt-widget'\n"
+    + "runpy.run_module('trt_widget', run_name='__main__', alter_sys=True)\n"
+)
+
+
 def default_sigint() -> None:
     """``preexec_fn`` for a child the test sends a Ctrl-C: it starts with SIGINT's default even when the suite runs
     with SIGINT ignored (``cmd &`` in a script, nohup), which the child would otherwise inherit, and keep."""

@@ -74,8 +74,11 @@ def test_a_signal_that_ends_run_ends_its_command_and_leaves_nothing(
 
 def test_timeout_ends_the_command_and_leaves_nothing(tmp_path: Path, wait_until: WaitUntil) -> None:
     tmpdir = tmp_path / "tmp"
-    proc, pids = start(tmp_path, tmpdir, prefix=["timeout", "15"])
-    command = command_pids(pids, wait_until)  # started well before the timeout
+    proc, pids = start(tmp_path, tmpdir, prefix=["timeout", "600"])
+    command = command_pids(pids, wait_until)
+    # GNU timeout's own timer signal: its time is up now, once the command runs (not after a fixed 15 s that had to
+    # outlast the start); it sends the run SIGTERM and exits 124, as when its timer fires
+    proc.send_signal(signal.SIGALRM)
     assert proc.wait(60) == 124
     wait_until(lambda: not any(alive(pid) for pid in command), timeout=30, what="the command to end")
     assert leftovers(tmpdir) == []

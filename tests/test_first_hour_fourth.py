@@ -31,6 +31,7 @@ def test_check_says_what_was_checked_not_that_it_loads(
     assert said["loads"] is True and said["verdict"] == "compatible", said
 
 
+@pytest.mark.rtx_long_step
 def test_a_phase_the_cancel_cut_short_is_not_ticked_in_the_terminal(
     long_model_bytes: bytes, wait_until: WaitUntil
 ) -> None:

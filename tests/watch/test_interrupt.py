@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from user_scripts import default_sigint
 
 CHILD = textwrap.dedent(
@@ -137,6 +138,7 @@ CANCELLING_AT_ONCE = textwrap.dedent(
 )
 
 
+@pytest.mark.rtx_long_step
 def test_a_kernel_interrupt_marks_the_watched_build_cancelling_at_once(tmp_path: Path, long_model_bytes: bytes) -> None:
     """Issue 39 (fourth trial): after a kernel interrupt the row read "running" until TensorRT's long step ended
     (Python runs its SIGINT handler only at the next callback). SIGINT at the start of "Determining refit engines"

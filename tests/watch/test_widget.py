@@ -154,6 +154,7 @@ def test_the_calls_api_on_the_widget_is_the_calls(run_async: RunAsync) -> None:
         shown.close()
 
 
+@pytest.mark.rtx_long_step
 def test_while_stopping_the_list_says_what_stop_waits_for_once(long_model_bytes: bytes, wait_until: WaitUntil) -> None:
     """Issue 39 (fourth trial): while stopping, the note said "Stopping: waits for …" and, beside it, what a Stop
     does ("Stop: graceful — … next step boundary …"), and an expanded row's header said it a third time."""

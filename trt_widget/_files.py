@@ -138,10 +138,10 @@ def writable_target(path: str | os.PathLike[str]) -> Path:
     return target
 
 
-def read_small_text(path: str | os.PathLike[str], limit: int = 4096) -> str:
-    """The UTF-8 text of the small regular file at ``path`` (a token file): OSError for a device, FIFO or socket
-    (``/dev/zero`` was read without end, a FIFO with no writer waited forever) or a file over ``limit`` bytes;
-    UnicodeDecodeError (a ValueError) for text that is not UTF-8."""
+def read_regular(path: str | os.PathLike[str], limit: int) -> bytes:
+    """The bytes of the regular file at ``path``, at most ``limit``: OSError for a device, FIFO or socket (opened
+    without blocking: ``/dev/zero`` was read without end, a FIFO with no writer waited forever), or a file over
+    ``limit`` bytes. For files read again after a check, which another user may have swapped meanwhile."""
     fd = os.open(expand_user(path), os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
@@ -152,7 +152,13 @@ def read_small_text(path: str | os.PathLike[str], limit: int = 4096) -> str:
         os.close(fd)
     if len(data) > limit:
         raise OSError(f"{path} is larger than {limit:,} bytes")
-    return data.decode("utf-8")
+    return data
+
+
+def read_small_text(path: str | os.PathLike[str], limit: int = 4096) -> str:
+    """The UTF-8 text of the small regular file at ``path`` (a token file): OSError as :func:`read_regular` says;
+    UnicodeDecodeError (a ValueError) for text that is not UTF-8."""
+    return read_regular(path, limit).decode("utf-8")
 
 
 def open_lock_file(path: str | os.PathLike[str]) -> int:

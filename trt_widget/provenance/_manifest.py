@@ -49,10 +49,11 @@ def manifest_path(engine: str | os.PathLike[str]) -> Path:
 
 
 def file_sha256(path: str | os.PathLike[str]) -> tuple[str, int]:
-    """(sha256 hex, size) of a file, read in 1 MiB blocks."""
+    """(sha256 hex, size) of a regular file, read in 1 MiB blocks; OSError for a FIFO or a device (a timing cache
+    or an engine swapped for one since it was checked: a FIFO held ``open`` for ever, ``/dev/zero`` never ended)."""
     digest = hashlib.sha256()
     size = 0
-    with open(path, "rb") as handle:
+    with open(open_regular(path), "rb") as handle:
         while block := handle.read(CHUNK):
             digest.update(block)
             size += len(block)

@@ -242,3 +242,53 @@ def test_an_empty_host_is_a_usage_error_not_every_interface(command: list[str], 
         raise AssertionError(f"it listened: {exc.stderr!r}") from None
     assert done.returncode == 2, done.stderr
     assert "--host" in done.stderr and "127.0.0.1" in done.stderr
+
+
+def test_an_event_stream_sends_a_bounded_piece_at_a_time(tmp_path: Path) -> None:
+    """Seventh re-run: a stream sent up to 2,000 events in one write, whatever their size. A build whose log holds
+    thousands of 16 KiB warnings (a model's long names) made each subscriber's write 32 MB, held by the server
+    until the client read it: 100 clients that did not read took the server to 8.9 GB (1,000 connections are
+    allowed). Each write is at most ``STREAM_PIECE_BYTES`` (or one event); every event still arrives, in order."""
+    import httpx
+
+    from trt_widget.serve import ServerThread
+    from trt_widget.serve._client import sse_messages
+    from trt_widget.serve._store import STREAM_PIECE_BYTES
+
+    def bearer(server: ServerThread) -> dict[str, str]:
+        return {"Authorization": f"Bearer {server.token}"}
+
+    data = tmp_path / "data"
+    with (
+        ServerThread(data=data) as first,
+        httpx.Client(base_url=first.url, headers=bearer(first), timeout=60) as http,
+    ):
+        build_id = http.post("/builds", content=SMALL, params={"name": "m"}).json()["id"]
+        with http.stream("GET", f"/builds/{build_id}/events") as reply:
+            assert [k for _, k, _ in sse_messages(reply.iter_lines())]  # read to its end: the build ended
+    log = data / "builds" / build_id / "events.jsonl"
+    lines = log.read_bytes().split(b"\n")[:-1]
+    warnings = [
+        json.dumps({"event": "log", "severity": "WARNING", "message": f"{i} " + "w" * 16_000, "t": 0.01}).encode()
+        for i in range(3_000)
+    ]  # what a model's warnings naming 4,096-character nodes amount to
+    log.write_bytes(b"\n".join([*lines[:-1], *warnings, lines[-1]]) + b"\n")
+    with (
+        ServerThread(data=data) as second,
+        httpx.Client(base_url=second.url, headers=bearer(second), timeout=60) as http,
+    ):
+        record = second.store.get(build_id)
+        assert record is not None
+        record.event_count()  # loads the stored log, as a stream's start does
+        cursor, pieces = 0, 0
+        while True:
+            frames, _, _ = record.read(cursor)
+            if not frames:
+                break
+            assert len(frames) == 1 or sum(map(len, frames)) <= STREAM_PIECE_BYTES, sum(map(len, frames))
+            cursor, pieces = cursor + len(frames), pieces + 1
+        assert cursor == len(lines) + len(warnings) and pieces > 100
+        with http.stream("GET", f"/builds/{build_id}/events") as reply:
+            got = [json.loads(d) for _, kind, d in sse_messages(reply.iter_lines()) if kind == "message"]
+    assert len(got) == cursor and got[-1]["event"] == "build_end"
+    assert [e["message"].split()[0] for e in got if e["event"] == "log"][-3:] == ["2997", "2998", "2999"]

@@ -264,7 +264,7 @@ def read_manifest(path: str | os.PathLike[str]) -> Manifest:
     size = _need(engine, "size", int, where)
     file = _need(engine, "file", str, where)
     assert isinstance(sha, str) and isinstance(size, int) and isinstance(file, str) and isinstance(key, str)
-    if os.path.basename(file) != file or file in ("", ".", ".."):
+    if os.path.basename(file) != file or file in ("", ".", "..") or "\0" in file:  # NUL: no file has it
         raise ManifestError(f"{where}: the engine's file name {file!r} is not a plain file name")
     options = identity.get("options")
     device = identity.get("device")

@@ -236,3 +236,25 @@ def test_a_line_without_an_end_is_not_held_whole(caplog: Any) -> None:
     assert stdin.readline() == ""
     assert "dropped a message over" in caplog.text
     assert peak < 64 << 20, peak
+
+
+def test_a_model_path_naming_a_user_that_does_not_exist_is_a_tool_error(run_async: RunAnyio, tmp_path: Path) -> None:
+    """Seventh re-run: ``~nosuchuser/m.onnx`` as the model (or a ``~`` path with a NUL) raised ValueError outside
+    the input checks: the agent got "Error executing tool start_build" without a reason, the server's console a
+    113-line traceback. It is bad input, said as such (the LSP's ``trtWidget.build`` shares the registry)."""
+    from trt_widget.mcp import BadInput, BuildRegistry
+
+    for model in ("~no-such-user-trt/m.onnx", "~no-such-user-trt\x00/m.onnx"):
+        try:
+            BuildRegistry().create(model)
+        except BadInput as exc:
+            assert "no-such-user-trt" in str(exc), exc
+        else:
+            raise AssertionError(f"{model!r} was accepted")
+
+    async def main() -> Any:
+        async with stdio() as client:
+            return await client.call_tool("start_build", {"model": "~no-such-user-trt/m.onnx"})
+
+    reply = run_async(main)
+    assert reply.is_error and "cannot expand '~no-such-user-trt': no such user" in reply.content[0].text, reply

@@ -32,9 +32,11 @@ OPEN_FDS = textwrap.dedent(
     """
 )
 
-CALLER = OPEN_FDS + textwrap.dedent(
+# a `watch_call(fn, isolation="process")` caller whose function starts a `sleep` and writes its pid to argv[1]
+# (tests/watch/test_process_call_lifecycle.py runs it once, here it runs many times)
+GRANDCHILD_CALLER = textwrap.dedent(
     """
-    import time
+    import sys, time
     import trt_widget
 
     def fn(pid_file):
@@ -48,6 +50,8 @@ CALLER = OPEN_FDS + textwrap.dedent(
     time.sleep(600)
     """
 )
+
+CALLER = OPEN_FDS + GRANDCHILD_CALLER
 
 # the command of `trt-widget run`: a Python process (it connects to the relay) that starts sleep
 COMMAND = textwrap.dedent(
@@ -70,6 +74,7 @@ RUN = OPEN_FDS + textwrap.dedent(
 
 
 def alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie does not); the tests' too (tests/user_scripts.py)."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"

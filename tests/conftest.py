@@ -7,6 +7,8 @@ import collections
 import concurrent.futures
 import contextlib
 import os
+import shutil
+import tempfile
 import time
 from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
@@ -15,6 +17,7 @@ from typing import Any, TypeVar
 import pytest
 from fixture_types import RunAsync, WaitUntil
 from onnx import TensorProto, helper
+from other_user import can_act_as_nobody
 
 from trt_widget.models import deep_residual, resnet50, to_bytes
 
@@ -215,6 +218,20 @@ def _run_async(coro: Coroutine[Any, Any, T], timeout: float = DEADLINE_S) -> T:
 def run_async() -> RunAsync:
     """``run_async(coro)``: ``asyncio.run`` on a fresh thread (the e2e session may keep a loop on this one)."""
     return _run_async
+
+
+@pytest.fixture
+def shared() -> Iterator[Path]:
+    """A sticky folder everyone may write to, as /tmp is, that ``nobody`` can reach (pytest's tmp_path is 0700):
+    for tests of what another user plants there (tests/other_user.py); skipped where no test can act as one."""
+    if not can_act_as_nobody():
+        pytest.skip("needs root and setpriv to act as another user")
+    folder = Path(tempfile.mkdtemp(prefix="trt-widget-shared-", dir="/tmp"))
+    folder.chmod(0o1777)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture

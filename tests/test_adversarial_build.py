@@ -559,6 +559,38 @@ def test_a_log_file_that_cannot_be_written_is_said_by_the_command(tmp_path: Path
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("mount") is None, reason="needs root to mount")
+def test_an_engine_a_full_disk_refused_is_said_not_saved_by_the_command(tmp_path: Path) -> None:
+    """On a full disk ``trt-widget build`` said the engine "is kept in memory: build.engine holds it", which a
+    command whose process ends cannot use: it says the engine is not saved, why, and what to do."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)], check=True)
+    try:
+        (disk / "m.engine").write_bytes(b"the previous engine")
+        with open(disk / "filler", "wb", buffering=0) as handle, contextlib.suppress(OSError):
+            while handle.write(b"\0" * 4096):
+                pass
+        model = tmp_path / "m.onnx"
+        model.write_bytes(SMALL)
+        done = subprocess.run(
+            [sys.executable, "-m", "trt_widget", "build", str(model), "-o", str(disk / "m.engine"), "--plain"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**os.environ, "TRT_WIDGET_HISTORY": "off"},
+        )
+        said = done.stdout + done.stderr
+        assert done.returncode == 1, said[-2000:]
+        assert "No space left on device" in said and "not saved" in said, said[-2000:]
+        assert "build.engine" not in said and "kept in memory" not in said, said[-2000:]
+        assert "another -o" in said, said[-2000:]
+        assert (disk / "m.engine").read_bytes() == b"the previous engine"
+        assert sorted(p.name for p in disk.iterdir()) == ["filler", "m.engine"]  # no part file left
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("mount") is None, reason="needs root to mount")
 def test_a_log_file_cut_short_by_a_full_disk_leaves_the_old_one(tmp_path: Path) -> None:
     """A write of log_file= failed mid-build (a full disk), yet the part written so far (8 KiB) replaced the old
     log: the output-path policy is the old file or the whole new one."""

@@ -8,18 +8,17 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import stat
 import subprocess
 import sys
-import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import onnx
 import pytest
 from fixture_types import WaitUntil
+from other_user import as_nobody
 
 from trt_widget import Build, BuildMatrix, BuildWidget
 from trt_widget._files import UntrustedLink, atomic_write, check_output
@@ -44,19 +43,6 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Build:
 
 # -- defect 2: links another user planted -------------------------------------------------------------------
 @pytest.fixture
-def shared() -> Iterator[Path]:
-    """A sticky folder everyone may write to, as /tmp is (the path to it is open to ``nobody``)."""
-    if os.geteuid() != 0 or shutil.which("setpriv") is None:
-        pytest.skip("needs root and setpriv to act as another user")
-    folder = Path(tempfile.mkdtemp(prefix="trt-widget-shared-", dir="/tmp"))
-    folder.chmod(0o1777)
-    try:
-        yield folder
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-@pytest.fixture
 def victim(tmp_path: Path) -> Path:
     path = tmp_path / "victim.txt"
     path.write_bytes(PRECIOUS)
@@ -66,11 +52,7 @@ def victim(tmp_path: Path) -> Path:
 
 def plant(link: Path, target: Path) -> None:
     """``nobody`` makes ``link`` a symlink to ``target``."""
-    subprocess.run(
-        ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "ln", "-s", str(target), str(link)],
-        check=True,
-        timeout=30,
-    )
+    as_nobody("ln", "-s", str(target), str(link), timeout=30)
     assert link.is_symlink() and link.lstat().st_uid != os.geteuid()
 
 

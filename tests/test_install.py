@@ -37,8 +37,10 @@ def test_a_built_wheel_installs_into_an_empty_venv_and_builds_a_model(tmp_path: 
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=True)
     py = env_dir / "bin" / "python"
-    # an empty venv: pip resolves every dependency from the index (its cache keeps this fast on a warm machine)
-    _run([py, "-m", "pip", "install", "-q", f"{wheel}[rtx]"], cwd=tmp_path)
+    # an empty venv: pip resolves every dependency from the index (its cache keeps this fast on a warm machine);
+    # --no-compile: Python compiles what it imports when it imports it (byte-compiling every file of every
+    # dependency at install took a quarter of this test's CPU, and is pip's, not this package's)
+    _run([py, "-m", "pip", "install", "-q", "--no-compile", f"{wheel}[rtx]"], cwd=tmp_path)
 
     # the package and its front-end bundle come from the venv, not from this checkout
     where = _run(

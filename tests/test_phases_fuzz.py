@@ -45,6 +45,7 @@ class Ref:
     newest: dict[str, int] = field(default_factory=dict)
     ignored: int = 0
     cancelling: bool = False
+    refused: bool = False  # a step came while cancelling: the builder was told to stop, open phases are cut short
 
     def start(self, name: str, parent_name: str | None, num_steps: int) -> None:
         stack = self.active.get(parent_name, []) if parent_name is not None else []
@@ -70,6 +71,7 @@ class Ref:
         if pid is None:
             self.ignored += 1
             return
+        self.refused = self.refused or self.cancelling
         row = self.rows[pid]
         row["step"] = max(row["step"], step + 1)
         if row["status"] == FINISHED_EARLY and row["step"] >= row["num_steps"]:
@@ -81,7 +83,7 @@ class Ref:
             self.ignored += 1
             return
         row = self.rows[stack.pop()]
-        if row["step"] >= row["num_steps"]:
+        if row["step"] >= row["num_steps"] and not self.refused:
             row["status"] = DONE
         else:
             row["status"] = CANCELLED if self.cancelling else FINISHED_EARLY
@@ -163,7 +165,8 @@ def test_random_callback_sequences_match_the_reference(sequence: list[tuple[Any,
             assert model.running_count() == 0 and model.innermost_running() is None
             assert all(r["status"] != RUNNING for r in model.rows())
         elif kind == "cancelling":
-            model.cancelling = ref.cancelling = True
+            model.request_cancel()
+            ref.cancelling = True
         else:  # an extra read changes nothing: the very same row objects come back
             again = model.rows()
             assert len(again) == len(last_rows) and all(x is y for x, y in zip(again, last_rows, strict=True))

@@ -7,24 +7,19 @@ it is ignored with a reason, never a traceback. Real RTX builds and processes; `
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from other_user import as_nobody
 
 from trt_widget import Build
 from trt_widget.models import deep_residual, to_bytes
 from trt_widget.provenance import HashCache, check_engine, manifest_path
 from trt_widget.provenance._hashes import HASHES_FILE
 
-SETPRIV = shutil.which("setpriv")
-AS_NOBODY = [SETPRIV or "setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
-needs_nobody = pytest.mark.skipif(SETPRIV is None or os.geteuid() != 0, reason="needs root and setpriv")
 HUGE_NUMBER = b'{"format": "trt_widget.manifest", "version": 1, "n": ' + b"9" * 5000 + b"}"
 CLI = [sys.executable, "-m", "trt_widget"]
 
@@ -37,24 +32,10 @@ def engine_bytes() -> bytes:
     return bytes(build.engine)
 
 
-@pytest.fixture
-def shared() -> Iterator[Path]:
-    """A sticky world-writable folder as ``/tmp`` is, that ``nobody`` can reach (pytest's tmp_path is 0700)."""
-    folder = Path(tempfile.mkdtemp(prefix="trt-widget-shared-"))
-    folder.chmod(0o1777)
-    yield folder
-    shutil.rmtree(folder, ignore_errors=True)
-
-
-def _as_nobody(*command: str) -> None:
-    subprocess.run([*AS_NOBODY, *command], check=True, timeout=60)
-
-
-@needs_nobody
 def test_check_does_not_wait_on_a_fifo_another_user_planted_as_the_manifest(shared: Path, engine_bytes: bytes) -> None:
     engine = shared / "e.engine"
     engine.write_bytes(engine_bytes)
-    _as_nobody("mkfifo", str(manifest_path(engine)))
+    as_nobody("mkfifo", str(manifest_path(engine)))
     done = subprocess.run([*CLI, "check", str(engine)], capture_output=True, text=True, timeout=120)
     assert "Traceback" not in done.stderr, done.stderr
     assert "not a regular file" in done.stdout + done.stderr, (done.stdout, done.stderr)
@@ -90,11 +71,10 @@ def test_check_says_a_manifest_naming_its_engine_with_a_nul_is_not_one(tmp_path:
         assert "Traceback" not in done.stderr and "not a plain file name" in done.stdout + done.stderr, done
 
 
-@needs_nobody
 def test_a_reuse_is_not_held_by_a_fifo_another_user_planted_as_the_hash_cache(shared: Path, tmp_path: Path) -> None:
     model = tmp_path / "m.onnx"
     model.write_bytes(to_bytes(deep_residual(2)))
-    _as_nobody("mkfifo", str(shared / HASHES_FILE))
+    as_nobody("mkfifo", str(shared / HASHES_FILE))
     command = [*CLI, "build", str(model), "-o", str(tmp_path / "m.engine"), "--reuse", "--reuse-dir", str(shared)]
     done = subprocess.run([*command, "--plain"], capture_output=True, text=True, timeout=300)  # it waited forever
     assert done.returncode == 0, done.stderr[-2000:]
@@ -159,7 +139,6 @@ def test_a_new_manifest_beside_a_0600_engine_is_0600(tmp_path: Path) -> None:
     assert stat.S_IMODE(manifest_path(engine).stat().st_mode) == 0o600, "the manifest was readable by all"
 
 
-@needs_nobody
 def test_a_link_another_user_planted_as_the_manifest_is_said(shared: Path, tmp_path: Path) -> None:
     """The manifest is not written through another user's link (``UntrustedLink``), and the build says so in its
     log, as the terminal shows it: a plain CLI build kept silent. The engine is kept."""
@@ -167,7 +146,7 @@ def test_a_link_another_user_planted_as_the_manifest_is_said(shared: Path, tmp_p
     model.write_bytes(to_bytes(deep_residual(2)))
     engine = shared / "m.engine"
     aimed = shared / "elsewhere"
-    _as_nobody("ln", "-s", str(aimed), str(manifest_path(engine)))
+    as_nobody("ln", "-s", str(aimed), str(manifest_path(engine)))
     done = subprocess.run(
         [*CLI, "build", str(model), "-o", str(engine), "--plain"], capture_output=True, text=True, timeout=300
     )
@@ -180,3 +159,50 @@ def test_a_link_another_user_planted_as_the_manifest_is_said(shared: Path, tmp_p
     warnings = [r["message"] for r in build.logger.records if r["severity"] == "WARNING"]
     assert any("manifest" in line and "another user" in line for line in warnings), warnings
     assert not aimed.exists() and manifest_path(engine).is_symlink()
+
+
+def test_a_cache_entry_swapped_after_its_owner_was_checked_is_not_reused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In a cache folder another user can write, the engine and manifest were checked (``stat`` by path) to be the
+    user's, then opened by path: swapped in between for another user's consistent pair, theirs was reused. The
+    swap is made here at the last moment it can matter (just before the manifest is opened); the owner is that
+    of the file opened."""
+    import hashlib
+    import json
+    from typing import Any
+
+    if os.geteuid() != 0:
+        pytest.skip("giving a file to another user needs root")
+    model = tmp_path / "m.onnx"
+    model.write_bytes(to_bytes(deep_residual(4)))
+    cache = tmp_path / "cache"
+    first = Build(str(model), reuse=True, reuse_dir=str(cache)).start()
+    assert first.wait(300) and first.status == "succeeded", first.status_detail
+    entry = next(cache.glob("*.engine"))
+    evil = b"planted engine bytes " * 100
+    manifest = json.loads(manifest_path(entry).read_text())
+    manifest["engine"].update(sha256=hashlib.sha256(evil).hexdigest(), size=len(evil))
+    planted = {entry: evil, manifest_path(entry): json.dumps(manifest).encode()}
+    staged: dict[Path, Path] = {}
+    for target, data in planted.items():
+        staged[target] = tmp_path / f"nobody-{target.name}"
+        staged[target].write_bytes(data)
+        os.chown(staged[target], 65534, 65534)  # "nobody", who can write the shared folder
+    real_open = os.open
+
+    def racing_open(path: Any, *args: Any, **kwargs: Any) -> int:
+        if staged and os.fspath(path) == os.fspath(manifest_path(entry)):
+            for target, source in list(staged.items()):
+                os.replace(source, target)
+            staged.clear()
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", racing_open)
+    again = Build(str(model), reuse=True, reuse_dir=str(cache), output=str(tmp_path / "out.engine")).start()
+    assert again.wait(300) and again.status == "succeeded", again.status_detail
+    monkeypatch.undo()
+    assert not staged, "the manifest was never opened"
+    assert again.reused_from is None, again.status_detail
+    assert (tmp_path / "out.engine").read_bytes() != evil
+    assert "owned by another user" in again.status_detail, again.status_detail[:3000]

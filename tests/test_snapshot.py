@@ -60,6 +60,7 @@ class FakeBuild:
         self.status = status
         self.status_detail = ""
         self.elapsed_s = 0.0
+        self.started_building = status != "queued"
         self.engine_size: int | None = None
         self.error: Exception | None = None
         self.problems: list[dict[str, Any]] = []

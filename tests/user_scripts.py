@@ -8,22 +8,73 @@ import os
 import signal
 import subprocess
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 from fixture_types import WaitUntil
 
-# builds the ONNX model named by its first argument with TensorRT for RTX, no trt_widget in sight
-DIRECT_BUILD = textwrap.dedent(
+# the stress script of the same scenario has it (the repository root, where conftest.py is, is on sys.path)
+from scripts.stress_grandchild import alive as alive
+
+# defines build(path): the serialized engine of the ONNX model at ``path``, built with TensorRT for RTX alone
+BUILD_FUNCTION = textwrap.dedent(
     """
-    import sys
     import tensorrt_rtx_bindings as trt
 
-    logger = trt.Logger(trt.Logger.ERROR)
-    builder = trt.Builder(logger)
-    network = builder.create_network(0)
-    assert trt.OnnxParser(network, logger).parse(open(sys.argv[1], "rb").read())
-    print("ENGINE", builder.build_serialized_network(network, builder.create_builder_config()).nbytes)
+
+    def build(path):
+        logger = trt.Logger(trt.Logger.ERROR)
+        builder = trt.Builder(logger)
+        network = builder.create_network(0)
+        parser = trt.OnnxParser(network, logger)
+        assert parser.parse(open(path, "rb").read())
+        return builder.build_serialized_network(network, builder.create_builder_config())
     """
+)
+
+# builds the ONNX model named by its first argument with TensorRT for RTX, no trt_widget in sight
+DIRECT_BUILD = BUILD_FUNCTION + textwrap.dedent(
+    """
+    import sys
+
+    print("ENGINE", build(sys.argv[1]).nbytes)
+    """
+)
+
+
+def tensorrt_builds() -> Callable[[list[bytes]], list[int]]:
+    """A user's function for ``watch_call(fn, isolation="process")``: it builds each ONNX model it is given with
+    TensorRT (``trt_widget.trt``) and returns the engines' sizes. Made in here, local: cloudpickle sends it by
+    value (the function's process cannot import this module)."""
+
+    def fn(datas: list[bytes]) -> list[int]:
+        import trt_widget
+
+        trt = trt_widget.trt
+        sizes = []
+        for data in datas:
+            logger = trt.Logger(trt.Logger.ERROR)
+            builder = trt.Builder(logger)
+            network = builder.create_network(0)
+            parser = trt.OnnxParser(network, logger)
+            assert parser.parse(data)
+            sizes.append(builder.build_serialized_network(network, builder.create_builder_config()).nbytes)
+        return sizes
+
+    return fn
+
+
+# First lines of a child script that starts Ray: Ray's own processes (its node's Python agents, its workers) start
+# untraced under coverage, as the ray_session fixture starts them (tests/conftest.py). The child itself stays traced
+# (coverage started with it); what Ray's processes run is Ray's code, and tracing them cost a Ray start's CPU again.
+RAY_UNTRACED = (
+    "import os\nfor _name in ('COVERAGE_PROCESS_CONFIG', 'COVERAGE_PROCESS_START'):\n    os.environ.pop(_name, None)\n"
+)
+# ``python -c CLI_MAIN args...`` is ``python -m trt_widget args...`` (what ``trt-widget`` runs) after RAY_UNTRACED
+CLI_MAIN = (
+    RAY_UNTRACED
+    + "import runpy, sys\nsys.argv[0] = 'trt-widget'\n"
+    + "runpy.run_module('trt_widget', run_name='__main__', alter_sys=True)\n"
 )
 
 
@@ -45,15 +96,6 @@ def script_and_model(folder: Path, script: str, model: bytes) -> tuple[Path, Pat
     (folder / "script.py").write_text(script)
     (folder / "model.onnx").write_bytes(model)
     return folder / "script.py", folder / "model.onnx"
-
-
-def alive(pid: int) -> bool:
-    """Whether process ``pid`` runs (a zombie does not)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def sigkill_ends_the_grandchild(argv: list[str], pid_file: Path, env: dict[str, str], wait_until: WaitUntil) -> None:

@@ -552,6 +552,11 @@ def _run(args: argparse.Namespace) -> int:
         from ._cli_options import in_flags
 
         raise _UsageError(in_flags(str(exc))) from None
+    if output:  # this process ends with the build: an engine kept in memory is lost with it
+        build._unsaved_note = (
+            f"The engine is not saved (nothing was written to {output}): make room there or choose another -o, and "
+            "build again"
+        )
     if args.trace:
         from .report.trace import record_steps
 

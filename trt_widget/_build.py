@@ -215,8 +215,12 @@ class Build(Waiting):
         self._reported_engine_size: int | None = None  # the runner's, for an engine it does not hand over
         self.error: BuildError | None = None
         self.logger = CaptureLogger(self.options.verbose, clock)
+        # what a build whose output= could not be written says of its engine (the command line, whose process
+        # ends with the build, says the engine is not saved)
+        self._unsaved_note = "It is kept in memory: build.engine holds it and build.save(path) writes it elsewhere"
         if self.source.kind != "recording":  # a replay's lines were sent to logging when they were built
             self.logger.label = self.source.label
+            self.logger.cancel = self._cancel
         self._log_file: LogFile | None = None
         if self.options.log_file:  # checked now by the output-path policy; written from start()
             self._log_file = LogFile(self.options.log_file, self)
@@ -486,7 +490,7 @@ class Build(Waiting):
             self.status_detail = reason
             phase = self.model.innermost_running()
             self.cancel_info = {"phase": phase.name if phase else "", "requested_at_s": self.model.now()}
-            self.model.cancelling = True
+            self.model.request_cancel()
         self._cancel.set()
         return True
 
@@ -630,8 +634,7 @@ class Build(Waiting):
                 except OSError as exc:
                     raise BuildError(
                         f"the engine was built but could not be written to {self.options.output}: "
-                        f"{exc}. It is kept in memory: build.engine holds it and build.save(path) "
-                        "writes it elsewhere"
+                        f"{exc}. {self._unsaved_note}"
                     ) from exc
             if engine is not None:
                 self.model.end_after()

@@ -137,6 +137,7 @@ class CaptureLogger:
         self.full = False  # wants every line, VERBOSE included (log_file=): the router forwards them all
         self.on_line: Callable[[int, str, float], None] | None = None  # every line given, kept or not (log_file=)
         self.label: str | None = None  # set: every line given also goes to logging's trt_widget.tensorrt
+        self.cancel: threading.Event | None = None  # the build's stop: once set, its "BuildCanceled" is expected
         self.probing = (
             0  # >0 while trt_widget probes TensorRT (an empty timing cache): its INFO lines are not the build's
         )
@@ -189,7 +190,7 @@ class CaptureLogger:
                 self.on_line(level, msg, t)
         if self.label is not None:
             with contextlib.suppress(Exception):
-                to_logging(level, msg, self.label)
+                to_logging(level, msg, self.label, cancelled=self.cancel is not None and self.cancel.is_set())
 
     def subscribe(self, listener: Callable[[LogRecord], None]) -> Callable[[], None]:
         """Call ``listener(record)`` for every kept line; returns a function that unsubscribes."""

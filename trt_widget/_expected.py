@@ -55,6 +55,14 @@ def expected_reason(message: str, *, cancelled: bool, backend: str) -> str | Non
     return None
 
 
+def expected_on_cancel(message: str) -> str | None:
+    """Why ``message`` is expected of a build that was asked to stop (TensorRT's "BuildCanceled" error), or None."""
+    for fragment, when, reason in _EXPECTED:
+        if when == "cancelled" and fragment in message:
+            return reason
+    return None
+
+
 def annotate(records: list[LogRecord], *, cancelled: bool, backend: str) -> list[LogRecord]:
     """Copies of log records, each expected one with ``"expected": reason``."""
     out: list[LogRecord] = []

@@ -14,10 +14,13 @@ import contextlib
 import errno
 import os
 import re
+import shlex
 import stat
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 _UMASK = os.umask(0o022)  # read once at import (os.umask can only be read by setting it)
 os.umask(_UMASK)
@@ -39,6 +42,10 @@ def expand_user(path: str | os.PathLike[str]) -> Path:
 
 class NotARegularFile(OSError):
     """The target exists and is not a regular file (a device, FIFO, socket or directory)."""
+
+
+class FileTooLarge(OSError):
+    """A file holds more than the bytes its reader takes (:func:`read_regular`)."""
 
 
 class UntrustedLink(PermissionError):
@@ -141,27 +148,48 @@ def writable_target(path: str | os.PathLike[str]) -> Path:
     return target
 
 
-def read_regular(path: str | os.PathLike[str], limit: int) -> bytes:
-    """The bytes of the regular file at ``path``, at most ``limit``: OSError for a device, FIFO or socket (opened
-    without blocking: ``/dev/zero`` was read without end, a FIFO with no writer waited forever), or a file over
-    ``limit`` bytes. For files read again after a check, which another user may have swapped meanwhile."""
-    fd = os.open(expand_user(path), os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+def xdg_home(variable: str, *default: str) -> Path:
+    """The XDG base directory ``$variable``, else ``~/<default...>``: a relative value is ignored, as the XDG spec
+    says (it was taken relative to whatever folder the command ran from)."""
+    value = os.environ.get(variable, "")
+    return Path(value) if os.path.isabs(value) else Path(os.path.expanduser("~"), *default)
+
+
+class TooOpen(PermissionError):
+    """A secret's file that other users can read or write (as ssh refuses such a private key)."""
+
+
+def read_regular(path: str | os.PathLike[str], limit: int, *, secret: bool = False) -> bytes:
+    """The bytes of the regular file at ``path``, read without blocking and never more than ``limit`` + 1 of them:
+    NotARegularFile for a device, FIFO or socket (``/dev/zero`` was read without end, a FIFO with no writer waited
+    forever), FileTooLarge for a file over ``limit`` bytes (its callers say which limit that is). A ``secret`` file
+    any other user may read or write is refused (`TooOpen`), as ssh refuses a private key: its mode is that of the
+    file read (``fstat``)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise NotARegularFile(f"{path} is not a regular file")
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode):
+            raise NotARegularFile(f"{os.fspath(path)} is not a regular file")
         with os.fdopen(fd, "rb", closefd=False) as handle:
             data = handle.read(limit + 1)
     finally:
         os.close(fd)
     if len(data) > limit:
-        raise OSError(f"{path} is larger than {limit:,} bytes")
+        raise FileTooLarge(f"{os.fspath(path)} is larger than {limit:,} bytes")
+    if secret and status.st_mode & 0o077:
+        mode = stat.S_IMODE(status.st_mode)
+        raise TooOpen(
+            f"{os.fspath(path)} has mode {mode:04o}: other users can read or change the secret it holds; "
+            f"make it private with `chmod 600 {shlex.quote(os.fspath(path))}` (as ssh asks of a private key)"
+        )
     return data
 
 
-def read_small_text(path: str | os.PathLike[str], limit: int = 4096) -> str:
-    """The UTF-8 text of the small regular file at ``path`` (a token file): OSError as :func:`read_regular` says;
+def read_small_text(path: str | os.PathLike[str], limit: int = 4096, *, secret: bool = False) -> str:
+    """The UTF-8 text of the small regular file at ``path`` (a token file): OSError for a device, FIFO, socket or a
+    file over ``limit`` bytes, TooOpen for a ``secret`` one others can read (:func:`read_regular`);
     UnicodeDecodeError (a ValueError) for text that is not UTF-8."""
-    return read_regular(path, limit).decode("utf-8")
+    return read_regular(expand_user(path), limit, secret=secret).decode("utf-8")
 
 
 def open_lock_file(path: str | os.PathLike[str]) -> int:
@@ -349,6 +377,32 @@ def write_output(
     whose permissions it takes (``place_file``)."""
     check_output(path, what, build)
     return atomic_write(path, data, sync=sync, like=like)
+
+
+@contextlib.contextmanager
+def output_stream(
+    path: str | os.PathLike[str], what: str, build: object = None, *, sync: bool = True
+) -> Iterator[BinaryIO]:
+    """``write_output`` for a file written in pieces (a zip of a large model, never whole in memory): the policy
+    checked, then a new temporary file beside the target, which takes its place when the block ends without an
+    error (the old file or the whole new one); nothing is left when it fails."""
+    check_output(path, what, build)
+    part = part_path(path)
+    try:
+        fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        raise _about(exc, path) from None
+    try:
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                yield handle
+        except OSError as exc:
+            raise _about(exc, path) from None
+        place_file(part, path, sync=sync)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(part)
+        raise
 
 
 def check_writable(path: str | os.PathLike[str], what: str) -> Path:

@@ -122,6 +122,8 @@ class PhaseModel:
         self.structure_version = 0  # bumped on phase start/finish/close only
         self.ignored = 0  # callbacks that matched no phase (unknown names)
         self.cancelling = False  # once set, phases that finish short of their steps count as cancelled
+        self.refused_s: float | None = None  # the first step while cancelling: the builder was told to stop there
+        self.cancel_s: float | None = None  # when the cancel was asked (request_cancel)
 
     # -- clock -------------------------------------------------------------------------------------
     def now(self) -> float:
@@ -195,6 +197,8 @@ class PhaseModel:
                 return None
             completed = int(step) + 1
             self.last_event_s = self._time(None)
+            if self.cancelling and self.refused_s is None:
+                self.refused_s = self.last_event_s
             changed = completed > phase.step
             if changed:
                 phase.step = completed
@@ -205,6 +209,14 @@ class PhaseModel:
         if changed and self._step_listeners:
             self._notify("step", phase)
         return phase
+
+    def request_cancel(self) -> None:
+        """A cancel was asked: from the next step on the builder is told to stop, and a phase still open then
+        was cut short by it, whatever its step count says (a phase's last step is where TensorRT hears it)."""
+        with self._lock:
+            self.cancelling = True
+            if self.cancel_s is None:
+                self.cancel_s = self._time(None)
 
     def phase_finish(
         self, name: str, at: float | None = None, thread: int | None = None, ended: str | None = None
@@ -219,8 +231,13 @@ class PhaseModel:
             stack.remove(phase)
             if not stack:
                 del self._active[name]
+            # open when the builder was told to stop, and ended after the cancel was asked (a replayed phase that
+            # ended before it, whose events came late, was done)
+            cut = self.cancelling and self.refused_s is not None and self._time(at) >= (self.cancel_s or 0.0)
             status: PhaseStatus = (
-                DONE if phase.step >= phase.num_steps else (CANCELLED if self.cancelling else FINISHED_EARLY)
+                DONE
+                if phase.step >= phase.num_steps and not cut
+                else (CANCELLED if self.cancelling else FINISHED_EARLY)
             )
             if ended == CANCELLED:
                 status = CANCELLED
@@ -283,10 +300,10 @@ class PhaseModel:
     def uncancel(self) -> None:
         """A Stop came too late and the build produced its engine: phases it cut short finished early."""
         with self._lock:
-            self.cancelling = False
+            self.cancelling, self.refused_s, self.cancel_s = False, None, None
             for phase in self._phases:
                 if phase.status == CANCELLED:
-                    phase.status = FINISHED_EARLY
+                    phase.status = DONE if phase.step >= phase.num_steps else FINISHED_EARLY
                     self._dirty.add(phase.id)
                     self.version += 1
 

@@ -46,6 +46,7 @@ class Snapshot(TypedDict):
     status: BuildStatus
     status_detail: str
     elapsed_s: float
+    started: bool  # False while queued, and for a build stopped there: it never built, so no time is shown
     phases: list[PhaseRow]
     engine_size: int
     error: str
@@ -68,6 +69,7 @@ def snapshot(build: Build, *, engine: str = "") -> Snapshot:
         "status": status,
         "status_detail": build.status_detail,
         "elapsed_s": round(build.elapsed_s, 4),
+        "started": build.started_building,
         "phases": build.model.rows(),
         "engine_size": build.engine_size or 0,
         "error": str(error) if error is not None and status == FAILED else "",

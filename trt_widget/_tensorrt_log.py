@@ -12,6 +12,7 @@ import threading
 from pathlib import Path
 from typing import TextIO, TypedDict
 
+from ._expected import expected_on_cancel
 from ._files import check_output, part_path, place_file
 from ._format import escape_controls
 
@@ -41,15 +42,20 @@ tensorrt_logger = logging.getLogger(LOGGER_NAME)
 tensorrt_logger.addHandler(logging.NullHandler())
 
 
-def to_logging(level: int, message: str, label: str) -> None:
-    """Send one TensorRT line to the ``trt_widget.tensorrt`` logger (escaped: a handler may write to a terminal)."""
+def to_logging(level: int, message: str, label: str, *, cancelled: bool = False) -> None:
+    """Send one TensorRT line to the ``trt_widget.tensorrt`` logger (escaped: a handler may write to a terminal).
+    In a build asked to stop, TensorRT's "BuildCanceled" error is expected: it goes at INFO, its ``expected``
+    saying why (a server's console printed it at ERROR)."""
     mapped = LEVELS[min(max(level, 0), 4)]
+    expected = expected_on_cancel(message) if cancelled and mapped > logging.INFO else None
+    if expected is not None:
+        mapped = logging.INFO
     if tensorrt_logger.isEnabledFor(mapped):
         tensorrt_logger.log(
             mapped,
             "%s",
             escape_controls(message),
-            extra={"tensorrt_severity": SEVERITY_NAMES[min(max(level, 0), 4)], "build": label},
+            extra={"tensorrt_severity": SEVERITY_NAMES[min(max(level, 0), 4)], "build": label, "expected": expected},
         )
 
 

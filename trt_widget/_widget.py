@@ -56,6 +56,7 @@ class BuildWidget(NotebookDisplay, anywidget.AnyWidget):
     status = traitlets.Unicode("idle").tag(sync=True)
     status_detail = traitlets.Unicode("").tag(sync=True)
     elapsed_s = traitlets.Float(0.0).tag(sync=True)
+    started = traitlets.Bool(False).tag(sync=True)  # False: queued, or stopped there (it never built)
     # the phase rows: the whole list as one JSON text (first, at the end, and when a view asks), then deltas
     phases_json = traitlets.Unicode("[]").tag(sync=True)
     phases_seq = traitlets.Int(0).tag(sync=True)  # the last delta phases_json includes

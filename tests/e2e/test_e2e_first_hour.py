@@ -458,3 +458,35 @@ def test_the_engine_views_column_labels_are_never_clipped(page: Any) -> None:
     width = page.evaluate("() => document.getElementById('out').offsetWidth")
     shot(page, f"engine-header-{width}px")
     assert all(found == [] for found in clipped.values()), clipped
+
+
+def test_fourth_trial_the_service_page_shows_why_a_build_failed(browser: Any, tmp_path: Path) -> None:
+    """Issue 39 (fourth trial): a failed build's row says why, under its status, as text: a real ``serve`` and a
+    real RTX parser refusing a file that is not ONNX, named with markup."""
+    import httpx
+
+    from trt_widget.serve import ServerThread
+
+    with ServerThread(data=tmp_path / "data", max_concurrent=1) as server:
+        api = httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {server.token}"}, timeout=60)
+        bad = api.post("/builds", content=b"<img src=x onerror=alert(1)>", params={"name": "<b>bad</b>"}).json()["id"]
+        for _ in range(600):
+            said = api.get(f"/builds/{bad}").json()
+            if said["status"] == "failed":
+                break
+            time.sleep(0.2)
+        reason = said["error"] or said["detail"]
+        assert said["status"] == "failed" and reason, said
+        pg = browser.new_page()
+        try:
+            pg.goto(f"{server.url}/?token={server.token}")
+            row = pg.locator("tr", has=pg.locator("code", has_text=bad))
+            why = row.locator("td.failed .why")
+            why.wait_for(timeout=60_000)
+            assert why.text_content() == reason
+            assert row.locator("b, img").count() == 0  # the name and the reason are text, never markup
+            if SHOTS:
+                pg.screenshot(path=str(Path(SHOTS) / "fourth-serve-failed.png"))
+        finally:
+            pg.close()
+            api.close()

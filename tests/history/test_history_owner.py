@@ -6,21 +6,17 @@ other user is real: ``setpriv --reuid=nobody`` makes the files."""
 from __future__ import annotations
 
 import os
-import shutil
 import sqlite3
-import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from attacks import SMALL
+from other_user import as_nobody
 
 from trt_widget import Build
 from trt_widget.history import list_builds
 
-NOBODY = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
 MAKE_STORE = """
 import os, sqlite3, sys
 os.umask(0)
@@ -34,22 +30,9 @@ os.chmod(sys.argv[1], 0o666)
 """
 
 
-@pytest.fixture
-def shared() -> Iterator[Path]:
-    """A sticky folder everyone may write to, as /tmp is (the path to it is open to ``nobody``)."""
-    if os.geteuid() != 0 or shutil.which("setpriv") is None:
-        pytest.skip("needs root and setpriv to act as another user")
-    folder = Path(tempfile.mkdtemp(prefix="trt-widget-shared-", dir="/tmp"))
-    folder.chmod(0o1777)
-    try:
-        yield folder
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-
-
 def plant_store(path: Path) -> None:
     """``nobody`` makes ``path`` a real (empty) history store anyone may write, as an attacker would."""
-    subprocess.run([*NOBODY, sys.executable, "-c", MAKE_STORE, str(path)], check=True, timeout=60)
+    as_nobody(sys.executable, "-c", MAKE_STORE, str(path))
     assert path.stat().st_uid != os.geteuid()
 
 
@@ -95,7 +78,7 @@ def test_a_side_file_another_user_planted_beside_ones_own_store_is_refused(share
     assert build.history.recorded.wait(60) and rows(store) == 1
     side = Path(f"{store}{suffix}")
     side.unlink(missing_ok=True)
-    subprocess.run([*NOBODY, "sh", "-c", f"touch {side} && chmod 666 {side}"], check=True, timeout=30)
+    as_nobody("sh", "-c", f"touch {side} && chmod 666 {side}", timeout=30)
     built_without_history(str(store), side)
     assert side.exists() and side.stat().st_size == 0 and side.stat().st_uid != os.geteuid()
     assert rows(store) == 1
@@ -104,7 +87,7 @@ def test_a_side_file_another_user_planted_beside_ones_own_store_is_refused(share
 def test_a_folder_another_user_owns_is_not_used_for_a_store(shared: Path) -> None:
     """Its owner may read, remove or replace any file in it, sticky or not."""
     theirs = shared / "theirs"
-    subprocess.run([*NOBODY, "mkdir", "-m", "1777", str(theirs)], check=True, timeout=30)
+    as_nobody("mkdir", "-m", "1777", str(theirs), timeout=30)
     built_without_history(str(theirs / "h.sqlite"), theirs)
     assert list(theirs.iterdir()) == []
 
@@ -136,7 +119,7 @@ def test_a_reuse_dir_another_user_owns_gets_no_engine(shared: Path, tmp_path: Pa
     """``reuse_dir=/tmp/cache`` that ``nobody`` made first: the engine (the model's weights) and the hash cache
     copied there would be theirs to read. The build keeps its engine at ``output=`` and says why none was kept."""
     theirs = shared / "cache"
-    subprocess.run([*NOBODY, "mkdir", "-m", "0777", str(theirs)], check=True, timeout=30)
+    as_nobody("mkdir", "-m", "0777", str(theirs), timeout=30)
     model = tmp_path / "m.onnx"
     model.write_bytes(SMALL)
     output = tmp_path / "m.engine"

@@ -15,6 +15,7 @@ import pytest
 from fixture_types import WaitUntil
 
 from trt_widget import Build, Phase, models
+from trt_widget._snapshot import snapshot
 from trt_widget.matrix import BuildMatrix
 from trt_widget.matrix._cli import MatrixView
 from trt_widget.matrix._table import result_row
@@ -160,6 +161,8 @@ def test_stop_all_cancels_running_and_queued_builds(long_model_bytes: bytes, wai
         assert build_row(cell)["started"] is False
         assert result_row(cell)["build_s"] is None
     assert build_row(matrix.cells[0])["started"] is True
+    # and in a build's own widget (the header shows no time for a build that never started)
+    assert [snapshot(b)["started"] for b in matrix.builds] == [True, False, False]
     out = io.StringIO()
     MatrixView(matrix, out, plain=True).update()
     lines = out.getvalue().splitlines()

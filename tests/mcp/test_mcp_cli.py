@@ -22,6 +22,7 @@ SERVER = [sys.executable, "-m", "trt_widget", "mcp"]
 def test_http_with_a_token_file(tmp_path: Path, run_async: RunAnyio) -> None:
     token_file = tmp_path / "token"
     token_file.write_text("a-token-of-thirty-two-characters\n")
+    token_file.chmod(0o600)  # a token file other users can read is refused
     server = subprocess.Popen([*SERVER, "--http", "--port", "0", "--token-file", str(token_file)],
                               stderr=subprocess.PIPE, text=True, env=dict(os.environ))  # fmt: skip
     try:
@@ -52,6 +53,7 @@ def test_bad_usage_exits_2(tmp_path: Path, capsys: Any) -> None:
     assert main(["mcp", "--http", "--token-file", str(tmp_path / "missing")]) == 2
     assert "cannot read --token-file" in capsys.readouterr().err
     (tmp_path / "empty").write_text("  \n")
+    (tmp_path / "empty").chmod(0o600)
     assert main(["mcp", "--http", "--token-file", str(tmp_path / "empty")]) == 2
     assert "non-empty printable text" in capsys.readouterr().err
     assert main(["mcp", "--http", "--port", "70000"]) == 2

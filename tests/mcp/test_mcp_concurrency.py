@@ -131,3 +131,23 @@ def test_start_build_replies_with_the_status_the_build_has_then(
                 build.stop("test over")
             for build in builds:
                 assert build.wait(60)
+
+
+def test_a_finished_build_its_command_still_waits_on_is_not_forgotten(
+    agent_models: dict[str, Path], tmp_path: Path
+) -> None:
+    """The registry keeps the newest builds: 1,000 ``trtWidget.build`` requests at once to ``trt-widget lsp`` made
+    newer builds push out a finished one before its own command had described it, and that command answered
+    "no build with id 'b1'" for a build that had succeeded. A build that a command (LSP build, MCP build_engine)
+    waits on is kept until the command lets it go; then the bound holds again."""
+    builds = BuildRegistry(keep=2, max_concurrent=1)
+    waited, build = builds.create(str(agent_models["small"]), output=str(tmp_path / "w.engine"), held=True)
+    builds.start(waited)
+    assert build.wait(120) and build.status == "succeeded", build.status_detail
+    for n in range(3):  # created, never started: newer than it, never forgotten themselves (not finished)
+        builds.create(str(agent_models["small"]), output=str(tmp_path / f"{n}.engine"))
+    assert builds.describe(waited)["status"] == "succeeded"  # its command describes it now
+    builds.release(waited)
+    builds.create(str(agent_models["small"]), output=str(tmp_path / "last.engine"))
+    with pytest.raises(BadInput, match="no build with id"):
+        builds.describe(waited)  # let go: forgotten as the oldest finished one

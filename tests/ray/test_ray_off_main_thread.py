@@ -9,12 +9,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from user_scripts import RAY_UNTRACED
 
 REPO = Path(__file__).resolve().parents[2]
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray]
 
-SCRIPT = """
+SCRIPT = (
+    RAY_UNTRACED
+    + """
 import time
 from trt_widget import RayRunner, models
 from trt_widget.matrix import BuildMatrix
@@ -31,6 +34,7 @@ while not cell.build.done():
 print("WAITED", waits, flush=True)
 print("STATUS", cell.build.status, cell.build.status_detail, flush=True)
 """
+)
 
 
 def test_ray_started_by_a_matrix_build_says_so_and_prints_no_sigterm_warning(tmp_path: Path) -> None:

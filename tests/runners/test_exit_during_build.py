@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from user_scripts import BUILD_FUNCTION
 
 from trt_widget.models import deep_residual, to_bytes
 
@@ -28,25 +29,18 @@ THREAD_BUILD = """
     print("exiting", build.status, flush=True)
 """
 
-WATCH_CALL = """
+WATCH_CALL = BUILD_FUNCTION + textwrap.dedent(
+    """
     import sys, time
-    import tensorrt_rtx_bindings as trt
     import trt_widget
 
-    def fn(path):
-        logger = trt.Logger(trt.Logger.ERROR)
-        builder = trt.Builder(logger)
-        network = builder.create_network(0)
-        parser = trt.OnnxParser(network, logger)
-        assert parser.parse(open(path, "rb").read())
-        return builder.build_serialized_network(network, builder.create_builder_config())
-
-    call = trt_widget.watch_call(fn, sys.argv[1], watch_settings={"history": False})
+    call = trt_widget.watch_call(build, sys.argv[1], watch_settings={"history": False})
     while not (call.builds and call.builds[0].model.structure_version) and not call.done():
         time.sleep(0.005)
     time.sleep(0.3)
     print("exiting", call.builds[0].status, flush=True)
-"""
+    """
+)
 
 
 @pytest.mark.parametrize("script", [THREAD_BUILD, WATCH_CALL], ids=["thread-build", "watch_call"])

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from fixture_types import WaitUntil
+from other_user import as_nobody
 from user_scripts import own_tmpdir, script_and_model
 
 # The kernel here allows process_vm_writev; where it does not (Yama ptrace_scope 3, a seccomp filter, not Linux)
@@ -72,34 +73,23 @@ def test_a_killed_parents_model_copy_is_removed_by_the_next_build(
     assert os.listdir(tmpdir) == []  # ...and its directory here, and left none of its own
 
 
-def test_a_directory_named_with_a_pid_too_large_for_the_kernel_is_passed_over(tmp_path: Path) -> None:
+def test_a_directory_named_with_a_pid_too_large_for_the_kernel_is_passed_over(shared: Path) -> None:
     """Another user's ``trt-widget-run-99999999999999999999999-x`` (or ``-\u00b2-x``) in /tmp (or ``trt_widget-`` in
     /dev/shm) made the sweep's os.kill raise OverflowError: every ``trt-widget run``, process build and
     ``watch_call(isolation="process")`` of every user of the machine failed with a traceback."""
-    import shutil
-    import tempfile
-
     from trt_widget._leftovers import private_dir
 
-    if os.geteuid() != 0 or shutil.which("setpriv") is None:
-        pytest.skip("needs root and setpriv to act as another user")
-    shared = Path(tempfile.mkdtemp(prefix="trt-widget-shared-", dir="/tmp"))  # a sticky folder as /tmp is
-    shared.chmod(0o1777)
-    try:
-        huge = "9" * 23
-        nobody = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
-        names = [f"{prefix}{pid}-x" for prefix in ("trt_widget-", "trt-widget-run-") for pid in (huge, "\u00b2")]
-        for name in names:  # "\u00b2" (superscript two): str.isdigit() says yes, int() raises ValueError
-            subprocess.run([*nobody, "mkdir", str(shared / name)], check=True, timeout=30)
-        made = Path(private_dir("trt_widget-", str(shared)))
-        assert made.is_dir() and (shared / f"trt_widget-{huge}-x").is_dir()  # another user's: left as it is
-        done = subprocess.run(
-            [sys.executable, "-m", "trt_widget", "run", "--", sys.executable, "-c", "print('ran')"],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            env={**os.environ, "TMPDIR": str(shared), "TRT_WIDGET_HISTORY": "off"},
-        )
-        assert done.returncode == 0 and done.stdout.splitlines() == ["ran"], done.stderr[-2000:]
-    finally:
-        shutil.rmtree(shared, ignore_errors=True)
+    huge = "9" * 23
+    names = [f"{prefix}{pid}-x" for prefix in ("trt_widget-", "trt-widget-run-") for pid in (huge, "\u00b2")]
+    for name in names:  # "\u00b2" (superscript two): str.isdigit() says yes, int() raises ValueError
+        as_nobody("mkdir", str(shared / name), timeout=30)
+    made = Path(private_dir("trt_widget-", str(shared)))
+    assert made.is_dir() and (shared / f"trt_widget-{huge}-x").is_dir()  # another user's: left as it is
+    done = subprocess.run(
+        [sys.executable, "-m", "trt_widget", "run", "--", sys.executable, "-c", "print('ran')"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "TMPDIR": str(shared), "TRT_WIDGET_HISTORY": "off"},
+    )
+    assert done.returncode == 0 and done.stdout.splitlines() == ["ran"], done.stderr[-2000:]

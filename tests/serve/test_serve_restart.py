@@ -70,6 +70,7 @@ class Server:
 def token_file(tmp_path: Path) -> Path:
     path = tmp_path / "token"
     path.write_text(TOKEN + "\n")
+    path.chmod(0o600)  # a token file other users can read is refused
     return path
 
 

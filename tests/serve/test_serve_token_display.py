@@ -77,3 +77,24 @@ def test_a_token_file_that_is_a_device_or_a_fifo_is_refused_at_once(tmp_path: Pa
             )
             assert done.returncode == 2, (command, token_file, done.stderr[-1000:])
             assert "cannot read --token-file" in done.stderr and said in done.stderr, done.stderr[-1000:]
+
+
+def test_a_token_file_other_users_can_read_is_refused_as_ssh_refuses_a_key(tmp_path: Path) -> None:
+    """A ``--token-file`` at 0644 (``echo T > file`` under the usual umask) was used without a word: every user of
+    the machine could read the token. Refused, naming ``chmod 600 FILE``, for serve and mcp --http alike."""
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN + "\n")
+    commands = [["serve", "--port", "0", "--data", str(tmp_path / "data")], ["mcp", "--http", "--port", "0"]]
+    for mode in (0o644, 0o640, 0o602):
+        token_file.chmod(mode)
+        for command in commands:
+            done = subprocess.run(
+                [sys.executable, "-m", "trt_widget", *command, "--token-file", str(token_file)],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert done.returncode == 2, (command, oct(mode), done.stderr[-1000:])
+            assert f"chmod 600 {token_file}" in done.stderr, done.stderr[-1000:]
+            assert f"{mode:04o}" in done.stderr and TOKEN not in done.stderr, done.stderr[-1000:]
+    assert token_file.read_text() == TOKEN + "\n" and (token_file.stat().st_mode & 0o777) == 0o602  # left as it was

@@ -14,11 +14,14 @@ assert not is_patched(), "the watch tests must be imported before any watch open
 _BUILDER: Any = trt_widget.trt.Builder
 TRUE_ORIGINALS: dict[str, Any] = {name: _BUILDER.__dict__[name] for name in METHODS if name in _BUILDER.__dict__}
 THREAD_START = threading.Thread.start
+_PARSER: Any = trt_widget.trt.OnnxParser
+PARSER_ORIGINALS: dict[str, Any] = {name: _PARSER.__dict__[name] for name in ("__init__", "parse_from_file", "parse")}
 
 
 def left_behind() -> list[str]:
     """What is not TensorRT's (or threading's) own right now: method names, and ``Thread.start``."""
     left = [name for name, original in TRUE_ORIGINALS.items() if _BUILDER.__dict__.get(name) is not original]
+    left += [f"OnnxParser.{name}" for name, was in PARSER_ORIGINALS.items() if _PARSER.__dict__.get(name) is not was]
     if threading.Thread.start is not THREAD_START:
         left.append("Thread.start")
     return left

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -102,3 +103,67 @@ def test_sigint_in_the_block_with_no_build_running_is_a_plain_keyboard_interrupt
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120, preexec_fn=default_sigint
     )
     assert done.stdout.strip() == "INTERRUPTED", done.stderr
+
+
+CANCELLING_AT_ONCE = textwrap.dedent(
+    """
+    import sys
+    import trt_widget
+    trt = trt_widget.trt
+    data = open(sys.argv[1], "rb").read()
+    logger = trt.Logger(trt.Logger.ERROR)
+    builder = trt.Builder(logger)
+    network = builder.create_network(0)
+    parser = trt.OnnxParser(network, logger)
+    assert parser.parse(data)
+    config = builder.create_builder_config()
+    w = trt_widget.watch(history=False)
+
+    def on_phase(kind, phase):
+        if kind == "phase_start" and phase.name == "Determining refit engines":
+            print("REFIT", flush=True)
+
+    w.on_build(lambda b: b.model.subscribe(on_phase, steps=False))
+    try:
+        with w:
+            builder.build_serialized_network(network, config)
+    except KeyboardInterrupt:
+        print("KEYBOARDINTERRUPT", flush=True)
+    b = w.builds[0]
+    refit = next(r for r in b.timings() if r["name"] == "Determining refit engines")
+    # how long before the long step's end the build read "cancelling" (~0 when only its callback could say so)
+    print("CANCELLING BEFORE THE STEP ENDED BY", round(refit["end_s"] - b.cancel_info["requested_at_s"], 3), flush=True)
+    """
+)
+
+
+def test_a_kernel_interrupt_marks_the_watched_build_cancelling_at_once(tmp_path: Path, long_model_bytes: bytes) -> None:
+    """Issue 39 (fourth trial): after a kernel interrupt the row read "running" until TensorRT's long step ended
+    (Python runs its SIGINT handler only at the next callback). SIGINT at the start of "Determining refit engines"
+    (one step of seconds): the build is cancelling long before that step ends."""
+    model = tmp_path / "long.onnx"
+    model.write_bytes(long_model_bytes)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "TRT_WIDGET_HISTORY": "off"}
+    child = subprocess.Popen(
+        [sys.executable, "-c", CANCELLING_AT_ONCE, str(model)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        preexec_fn=default_sigint,
+    )
+    assert child.stdout is not None
+    lines: list[str] = []
+    for line in child.stdout:
+        lines.append(line)
+        if line.startswith("REFIT"):
+            # past the phase_start callback (a signal there is handled at once, either way): inside the long step
+            time.sleep(0.3)
+            child.send_signal(signal.SIGINT)
+            break
+    out, err = child.communicate(timeout=180)
+    text = "".join(lines) + out
+    assert child.returncode == 0 and "KEYBOARDINTERRUPT" in text, (text, err)
+    said = text.split("CANCELLING BEFORE THE STEP ENDED BY ")[1].split()[0]
+    # the step lasts seconds (~2 s here); its callback comes at its end, so before the fix this was ~0
+    assert float(said) > 0.1, text

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -19,7 +20,7 @@ from trt_widget._build import FRAME_PHASES
 from trt_widget.models import deep_residual, to_bytes
 from trt_widget.watch import METHODS, Watch, WatchedBuild, is_patched, watch, watch_call
 
-from ._unpatched import TRUE_ORIGINALS, left_behind, unpatched
+from ._unpatched import PARSER_ORIGINALS, TRUE_ORIGINALS, left_behind, unpatched
 
 trt: Any = trt_widget.trt
 SMALL = to_bytes(deep_residual(2))
@@ -74,7 +75,7 @@ def test_a_build_in_user_code_is_seen_and_returns_what_tensorrt_returns() -> Non
     (build,) = w.builds
     assert build.status == "succeeded" and build.engine_size == engine.nbytes
     assert build.method == "build_serialized_network"
-    assert build.source.label.startswith("Unnamed Network · 6 layers · input 1x8x8x8")
+    assert re.match(r"Unnamed Network #\d+ · 6 layers · input 1x8x8x8", build.source.label), build.source.label
     names = {row["name"] for row in build.timings()}
     assert "Building engine" in names or len(names) > 3
     assert all(row["end_s"] is not None for row in build.timings())
@@ -89,6 +90,30 @@ def test_two_builds_in_order_and_builds_outside_are_not_seen() -> None:
     assert [b.network["layers"] for b in w.builds] == [6, 9]  # deep_residual(2), then (3)
     assert all(b.status == "succeeded" for b in w.builds)
     assert w.builds[0].elapsed_s > 0 and [t["index"] for t in w.timings()] == [0, 1]
+
+
+def test_watched_builds_of_different_files_are_told_apart_by_their_file(tmp_path: Path) -> None:
+    """Issue 39 (fourth trial): every watched build read "Unnamed Network · …". A build of a parsed file is
+    labelled by the file; one of an unnamed network from bytes gets a number; a named network keeps its name."""
+    (tmp_path / "small.onnx").write_bytes(SMALL)
+    (tmp_path / "other.onnx").write_bytes(OTHER)
+    with watch() as w:
+        logger = trt.Logger(trt.Logger.ERROR)
+        for name in ("small.onnx", "other.onnx"):
+            builder = trt.Builder(logger)
+            network = builder.create_network(0)
+            parser = trt.OnnxParser(network, logger)
+            assert parser.parse_from_file(str(tmp_path / name))
+            builder.build_serialized_network(network, builder.create_builder_config())
+        user_build(SMALL)
+        user_build(SMALL)
+        builder, network, config = make(SMALL)
+        network.name = "resnet"
+        builder.build_serialized_network(network, config)
+    assert unpatched()
+    labels = [b.source.label.split(" · ")[0] for b in w.builds]
+    assert labels[:2] == ["small.onnx", "other.onnx"] and labels[4] == "resnet", labels
+    assert re.fullmatch(r"Unnamed Network #\d+", labels[2]) and len(set(labels)) == 5, labels
 
 
 def test_builds_on_threads_the_code_starts_are_seen_but_not_those_of_other_threads() -> None:
@@ -364,6 +389,10 @@ def test_the_no_patch_left_behind_check_sees_a_wrapper_the_bookkeeping_forgot(mo
     finally:
         for name, original in TRUE_ORIGINALS.items():
             setattr(trt.Builder, name, original)
+        for name, original in PARSER_ORIGINALS.items():  # the leaky close left the parser's wrappers too
+            setattr(trt.OnnxParser, name, original)
+        _patch._parser_patched.clear()
+        _patch._parser_originals.clear()
     assert unpatched()
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from fixture_types import WaitUntil
+from user_scripts import tensorrt_builds
 
 from trt_widget import BuildCancelled
 from trt_widget.models import deep_residual, to_bytes
@@ -18,21 +19,7 @@ from ._unpatched import unpatched
 
 
 def builds_in_a_process(datas: list[bytes]) -> Any:
-    def fn(datas: list[bytes]) -> list[int]:  # local: cloudpickle sends it by value
-        import trt_widget
-
-        trt = trt_widget.trt
-        sizes = []
-        for data in datas:
-            logger = trt.Logger(trt.Logger.ERROR)
-            builder = trt.Builder(logger)
-            network = builder.create_network(0)
-            parser = trt.OnnxParser(network, logger)
-            assert parser.parse(data)
-            sizes.append(builder.build_serialized_network(network, builder.create_builder_config()).nbytes)
-        return sizes
-
-    return watch_call(fn, datas, isolation="process")
+    return watch_call(tensorrt_builds(), datas, isolation="process")
 
 
 def test_the_functions_value_comes_back_and_its_builds_were_shown() -> None:

@@ -14,6 +14,8 @@ import pytest
 from fixture_types import WaitUntil
 from user_scripts import alive, own_tmpdir, script_and_model, sigkill_ends_the_grandchild
 
+from scripts.stress_grandchild import GRANDCHILD_CALLER
+
 SCRIPT = textwrap.dedent(
     """
     import os, sys, time
@@ -101,28 +103,10 @@ def test_a_script_ending_after_build_widget_run_ends_the_command(tmp_path: Path,
     assert files_under(tmpdir) == []
 
 
-GRANDCHILD_SCRIPT = textwrap.dedent(
-    """
-    import sys, time
-    import trt_widget
-
-    def fn(pid_file):
-        import os, subprocess, time
-        sleep = subprocess.Popen(["sleep", "1000"])
-        open(pid_file + ".part", "w").write(str(sleep.pid))
-        os.rename(pid_file + ".part", pid_file)
-        time.sleep(600)
-
-    trt_widget.watch_call(fn, sys.argv[1], isolation="process")
-    time.sleep(600)
-    """
-)
-
-
 def test_a_sigkilled_caller_ends_a_grandchild_that_is_no_python_process(tmp_path: Path, wait_until: WaitUntil) -> None:
     """The function's process started ``sleep``: a SIGKILL of the caller ends it too (its process group)."""
     script = tmp_path / "script.py"
-    script.write_text(GRANDCHILD_SCRIPT)
+    script.write_text(GRANDCHILD_CALLER)
     pid_file = tmp_path / "sleep.pid"
     env = own_tmpdir(tmp_path)
     sigkill_ends_the_grandchild([sys.executable, str(script), str(pid_file)], pid_file, env, wait_until)
@@ -140,7 +124,7 @@ LATE_DEATH_SIGNAL = (
         _run._PRCTL = lambda *args: 0  # PR_SET_PDEATHSIG not set: the supervisor is never signalled
         """
     )
-    + GRANDCHILD_SCRIPT
+    + GRANDCHILD_CALLER
 )
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from fixture_types import RunAsync, WaitUntil
+from user_scripts import BUILD_FUNCTION
 
 from trt_widget import Build, BuildCancelled
 from trt_widget.models import deep_residual, to_bytes
@@ -355,19 +356,9 @@ def test_the_commands_output_stays_readable_around_the_live_tree(tmp_path: Path,
     assert any(line.startswith("Succeeded in") for line in screen), text
 
 
-RAISES = textwrap.dedent(
+RAISES = BUILD_FUNCTION + textwrap.dedent(
     """
     import sys
-    import tensorrt_rtx_bindings as trt
-
-
-    def build(path):
-        logger = trt.Logger(trt.Logger.ERROR)
-        builder = trt.Builder(logger)
-        network = builder.create_network(0)
-        parser = trt.OnnxParser(network, logger)
-        assert parser.parse(open(path, "rb").read())
-        return builder.build_serialized_network(network, builder.create_builder_config())
 
 
     def convert(path):

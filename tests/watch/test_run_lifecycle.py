@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from fixture_types import WaitUntil
+from other_user import NOBODY
 from user_scripts import DIRECT_BUILD, alive, own_tmpdir, script_and_model, sigkill_ends_the_grandchild
 
 COMMAND = textwrap.dedent(
@@ -73,8 +74,11 @@ def test_a_signal_that_ends_run_ends_its_command_and_leaves_nothing(
 
 def test_timeout_ends_the_command_and_leaves_nothing(tmp_path: Path, wait_until: WaitUntil) -> None:
     tmpdir = tmp_path / "tmp"
-    proc, pids = start(tmp_path, tmpdir, prefix=["timeout", "15"])
-    command = command_pids(pids, wait_until)  # started well before the timeout
+    proc, pids = start(tmp_path, tmpdir, prefix=["timeout", "600"])
+    command = command_pids(pids, wait_until)
+    # GNU timeout's own timer signal: its time is up now, once the command runs (not after a fixed 15 s that had to
+    # outlast the start); it sends the run SIGTERM and exits 124, as when its timer fires
+    proc.send_signal(signal.SIGALRM)
     assert proc.wait(60) == 124
     wait_until(lambda: not any(alive(pid) for pid in command), timeout=30, what="the command to end")
     assert leftovers(tmpdir) == []
@@ -146,7 +150,7 @@ def test_another_users_process_cannot_feed_builds_through_the_abstract_socket(tm
             f"s.connect('\\0' + {address[1:]!r}); s.sendall(b'{fake}'); s.recv(1)"
         )
         subprocess.run(
-            ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", sys.executable, "-c", sender],
+            [*NOBODY, sys.executable, "-c", sender],
             timeout=60,
             capture_output=True,
         )
@@ -286,3 +290,19 @@ def test_a_forked_process_starts_a_watched_command(tmp_path: Path) -> None:
     except subprocess.TimeoutExpired as exc:
         pytest.fail(f"the forked process's command never started: {exc.stdout!r}")
     assert done.stdout.split() == ["parent", "0", "child", "0", "forked", "0"], done.stderr
+
+
+def test_the_command_gets_the_locale_as_the_user_gave_it(tmp_path: Path) -> None:
+    """Started with no locale, Python coerces its own (PEP 538: ``LC_CTYPE=C.UTF-8`` in ``os.environ``), and the
+    watched command inherited it, where run directly it has none; a locale the user set is passed on as it is."""
+    bare = {k: v for k, v in os.environ.items() if not k.startswith("LC_") and k not in ("LANG", "LANGUAGE")}
+    bare |= {"TRT_WIDGET_HISTORY": "off", "PYTHONCOERCECLOCALE": "1"}
+    bare.pop("PYTHONUTF8", None)
+    show = 'echo "ctype=${LC_CTYPE-unset} all=${LC_ALL-unset}"'
+    run = [sys.executable, "-m", "trt_widget", "run", "--plain", "--", "sh", "-c", show]
+    direct = subprocess.run(["sh", "-c", show], capture_output=True, text=True, timeout=60, env=bare)
+    assert direct.stdout.split() == ["ctype=unset", "all=unset"], direct.stdout
+    for env, said in ((bare, direct.stdout), ({**bare, "LC_CTYPE": "C.UTF-8"}, "ctype=C.UTF-8 all=unset\n")):
+        done = subprocess.run(run, capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip().splitlines()[-1] == said.strip(), (done.stdout, done.stderr)

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from fixture_types import RunAsync, WaitUntil
+from user_scripts import tensorrt_builds
 
 import trt_widget
 from trt_widget import BuildCancelled, BuildWidget
@@ -44,7 +45,8 @@ def test_a_function_building_two_engines_is_a_list_of_two_builds(wait_until: Wai
     rows = json.loads(widget.rows_json)
     assert [r["status"] for r in rows] == ["succeeded", "succeeded"]
     assert [r["engine_size"] for r in rows] == list(sizes)
-    assert rows[0]["model"].startswith("Unnamed Network · 6 layers")
+    assert rows[0]["model"].startswith("Unnamed Network #") and " · 6 layers" in rows[0]["model"]
+    assert rows[0]["model"] != rows[1]["model"]  # two unnamed networks, told apart
     assert rows[1]["variant"] == "build_serialized_network"
     assert widget.title == "Watching two_engines() — 2 builds" and widget.stop_buttons is False
     widget.expand(1)
@@ -72,21 +74,7 @@ def test_stop_all_from_the_browser_cancels_the_running_build_and_says_what_it_wa
 
 
 def _in_a_process(long_model_bytes: bytes) -> Any:
-    def fn(datas: list[bytes]) -> list[int]:  # local: cloudpickle sends it by value
-        import trt_widget
-
-        trt = trt_widget.trt
-        sizes = []
-        for data in datas:
-            logger = trt.Logger(trt.Logger.ERROR)
-            builder = trt.Builder(logger)
-            network = builder.create_network(0)
-            parser = trt.OnnxParser(network, logger)
-            assert parser.parse(data)
-            sizes.append(builder.build_serialized_network(network, builder.create_builder_config()).nbytes)
-        return sizes
-
-    return BuildWidget.watch(fn, [long_model_bytes, long_model_bytes], isolation="process")
+    return BuildWidget.watch(tensorrt_builds(), [long_model_bytes, long_model_bytes], isolation="process")
 
 
 def test_stop_all_of_a_function_in_a_process_says_stop_not_ctrl_c(
@@ -164,3 +152,29 @@ def test_the_calls_api_on_the_widget_is_the_calls(run_async: RunAsync) -> None:
         with pytest.raises(RuntimeError, match="no function result"):
             shown.result()
         shown.close()
+
+
+def test_while_stopping_the_list_says_what_stop_waits_for_once(long_model_bytes: bytes, wait_until: WaitUntil) -> None:
+    """Issue 39 (fourth trial): while stopping, the note said "Stopping: waits for …" and, beside it, what a Stop
+    does ("Stop: graceful — … next step boundary …"), and an expanded row's header said it a third time."""
+    widget = BuildWidget.watch(two_engines, long_model_bytes, long_model_bytes)
+    wait_until(
+        lambda: (
+            widget.builds
+            and (p := widget.builds[0].model.innermost_running()) is not None
+            and p.name == "Determining refit engines"
+        ),
+        timeout=120,
+        what="the long step (no step boundary for seconds)",
+    )
+    widget._on_custom_msg(widget, {"type": "stop_all"}, [])
+    note = widget.state()["note"]
+    widget.expand(0)
+    expanded_note = widget.state()["note"]
+    if widget.builds[0].status == "cancelling":  # still inside that step: both notes were read while stopping
+        assert note.startswith("Stopping: waits for") and "Stop: graceful" not in note, note
+        assert note.count("step boundar") == 1, note
+        assert "Stopping" not in expanded_note and "Stop: graceful" not in expanded_note, expanded_note
+    with pytest.raises(BuildCancelled):
+        widget.result(180)
+    widget.close()

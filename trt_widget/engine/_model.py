@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .._files import NotARegularFile
+from .._files import FileTooLarge, read_regular
 from .._format import fmt_bytes
 from .._tensorrt_log import LOG_FILE_MAX_BYTES
 from ._layer import _MEMORY_WORDS, JSON, MEMORY_KEYS, EngineLayer, display
@@ -93,16 +92,10 @@ class EngineReport:
     def from_file(cls, path: str | os.PathLike[str]) -> EngineReport:
         """A report from a ``--exportLayerInfo`` JSON, a TensorRT log (any form, a whole ``trtexec --verbose`` log
         included) or a trt_widget recording (JSON lines). Raises ValueError when the file holds none."""
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO with no writer: no wait
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):  # /dev/zero was read until memory ran out
-                raise NotARegularFile(f"{os.fspath(path)} is not a regular file")
-            with os.fdopen(fd, "rb", closefd=False) as handle:
-                data = handle.read(MAX_REPORT_FILE + 1)
-        finally:
-            os.close(fd)
-        if len(data) > MAX_REPORT_FILE:
-            raise ValueError(f"{os.fspath(path)} is larger than {MAX_REPORT_FILE:,} bytes (the log_file= cap)")
+        try:  # not a FIFO (no writer: a wait without end) nor a device (/dev/zero: read until memory ran out)
+            data = read_regular(path, MAX_REPORT_FILE)
+        except FileTooLarge as exc:
+            raise ValueError(f"{exc} (the log_file= cap)") from None
         return cls(*report_from_bytes(data, os.fspath(path)))
 
     @classmethod

@@ -14,6 +14,7 @@ import asyncio
 import logging
 import re
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -22,6 +23,9 @@ from pygls.uris import from_fs_path, to_fs_path
 from .. import __version__
 from .._follow import Follower, ended, path_fraction, path_label, running_path
 from ..mcp import PROGRESS_INTERVAL_S, BadInput, BuildDescription, BuildRegistry
+
+if TYPE_CHECKING:
+    from .. import Build
 
 log = logging.getLogger("trt_widget.lsp")
 BUILD, STOP, BUILDS = "trtWidget.build", "trtWidget.stop", "trtWidget.builds"
@@ -100,10 +104,17 @@ def create_server(
         uri = uri if "://" in uri else from_fs_path(uri) or uri
         try:
             build_id, job = builds.create(path or uri, options=settings.get("options"), budget=settings.get("budget"),
-                                          output=settings.get("output"))  # fmt: skip
+                                          output=settings.get("output"), held=True)  # fmt: skip
         except BadInput as exc:
             say(f"TensorRT build not started: {exc}", types.MessageType.Error)
             raise ValueError(str(exc)) from None
+        try:
+            return await follow(ls, build_id, job, path or uri, uri)
+        finally:
+            builds.release(build_id)
+
+    async def follow(ls: LanguageServer, build_id: str, job: Build, label: str, uri: str) -> BuildDescription:
+        """The build command's wait: work-done progress while it builds, its outcome once it ended."""
         follower = Follower(job, interval=progress_interval)
         this = asyncio.current_task()
         if this is not None:
@@ -131,9 +142,7 @@ def create_server(
             quietly(
                 ls.work_done_progress.begin,
                 token,
-                types.WorkDoneProgressBegin(
-                    title="TensorRT build", message=str(path or uri), cancellable=True, percentage=0
-                ),
+                types.WorkDoneProgressBegin(title="TensorRT build", message=label, cancellable=True, percentage=0),
             )
         try:
             percent = 0

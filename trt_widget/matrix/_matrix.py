@@ -395,7 +395,8 @@ class BuildMatrix:
         return as_table([result_row(cell) for cell in self.cells], RESULT_COLUMNS)
 
     def compare(self, baseline: int = 0) -> DataFrame | list[dict[str, object]]:
-        """Differences against build ``baseline``: build time, engine size, and seconds per phase name."""
+        """Differences against build ``baseline``: build time, engine size, and seconds per phase name. Its
+        ``build_s`` leaves out the builder process's start-up (``start_up_s``), which ``results()`` includes."""
         rows = compare_rows(self.cells, baseline)
         return as_table(rows, list(rows[0]) if rows else [])
 

@@ -113,6 +113,7 @@ class _Entry:
         self.created_at = time.time()
         self.ended_at: float | None = None
         self.stop_requested_at: float | None = None
+        self.held = False  # a command waits on it (LSP build, MCP build_engine): kept until it lets go
         build.add_done_callback(self._ended)
 
     def _ended(self, _build: object) -> None:
@@ -146,8 +147,10 @@ class BuildRegistry:
         options: Mapping[str, object] | None = None,
         budget: float | None = None,
         output: str | None = None,
+        held: bool = False,
     ) -> tuple[str, Build]:
-        """A new, not yet started Build of the ONNX file ``model`` (its id and the build); raises BadInput."""
+        """A new, not yet started Build of the ONNX file ``model`` (its id and the build); raises BadInput.
+        ``held``: a command waits on it, and it is kept (not forgotten for newer builds) until `release`."""
         from .._build import Build
         from .._options import BuildOptions
 
@@ -189,7 +192,9 @@ class BuildRegistry:
         build.runner = SlotRunner(build.runner, self._slots)
         with self._lock:
             build_id = f"b{next(self._ids)}"
-            self._entries[build_id] = _Entry(build_id, build, str(path))
+            entry = _Entry(build_id, build, str(path))
+            entry.held = held
+            self._entries[build_id] = entry
             self._forget_old()
         return build_id, build
 
@@ -217,11 +222,20 @@ class BuildRegistry:
         while not runner.placed.wait(0.05) and not build.done() and time.monotonic() < deadline:
             pass
 
+    def release(self, build_id: str) -> None:
+        """The command that waited on the build is done with it: it may be forgotten for newer builds now."""
+        with self._lock:
+            entry = self._entries.get(build_id)
+            if entry is not None:
+                entry.held = False
+                self._forget_old()
+
     def _forget_old(self) -> None:
         for build_id in list(self._entries):
             if len(self._entries) <= self.keep:
                 return
-            if self._entries[build_id].build.done():
+            entry = self._entries[build_id]
+            if entry.build.done() and not entry.held:
                 del self._entries[build_id]
 
     def entry(self, build_id: str) -> _Entry:

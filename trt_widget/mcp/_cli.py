@@ -103,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
               "clear text", file=sys.stderr)  # fmt: skip
     try:
         with contextlib.suppress(KeyboardInterrupt):
-            uvicorn_server(app(server, token, args.host), log_level="warning").run(sockets=[sock])
+            uvicorn_server(app(server, token, args.host), log_level="warning", console=True).run(sockets=[sock])
     finally:
         _stop_all(builds, "the MCP server is shutting down")
     return 0

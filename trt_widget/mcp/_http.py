@@ -35,7 +35,7 @@ def read_token(token_file: str | None) -> tuple[str, bool]:
     if token_file is None:
         return secrets.token_urlsafe(32), True
     try:
-        token = read_small_text(token_file).strip()
+        token = read_small_text(token_file, secret=True).strip()
     except (OSError, ValueError) as exc:  # UnicodeDecodeError is a ValueError, as is a '~user' with no user
         raise TokenError(f"cannot read --token-file {token_file}: {exc}") from None
     if not token or any(c.isspace() or not c.isprintable() for c in token):
@@ -111,7 +111,7 @@ class _Limits(TypedDict, total=False):
 
 
 def uvicorn_server(asgi: ASGIApp, *, max_connections: int | None = None, header_timeout: float | None = None,
-                   **config: Unpack[ServerConfig]) -> uvicorn.Server:  # fmt: skip
+                   console: bool = False, **config: Unpack[ServerConfig]) -> uvicorn.Server:  # fmt: skip
     """A uvicorn server with the build service's connection limits (a cap below ``ulimit -n``, a deadline for
     every request head, one log line per condition): a client without the token cannot hold every descriptor."""
     from ..serve import connection_guard, guarded_server
@@ -122,6 +122,7 @@ def uvicorn_server(asgi: ASGIApp, *, max_connections: int | None = None, header_
     if header_timeout is not None:
         limits["header_timeout"] = header_timeout
     guard = connection_guard(**limits, label="mcp")
+    guard.console = console  # the command's own console: every log line escaped
     return guarded_server(asgi, guard, **config)
 
 

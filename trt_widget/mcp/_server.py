@@ -19,8 +19,17 @@ import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.stdio import stdio_server
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field
+from mcp.shared.message import SessionMessage
+from mcp_types import (
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    CallToolResult,
+    ErrorData,
+    JSONRPCError,
+    TextContent,
+    ToolAnnotations,
+)
+from pydantic import BaseModel, Field, ValidationError
 
 from .._follow import Follower, ended, path_label, running_path
 from ._builds import BadInput, BuildDescription, BuildRegistry
@@ -136,10 +145,10 @@ def create_server(
     readonly = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
     def create(
-        model: str, options: Mapping[str, object] | None, budget: float | None, output: str | None
+        model: str, options: Mapping[str, object] | None, budget: float | None, output: str | None, held: bool = False
     ) -> tuple[str, Build]:
         try:
-            return builds.create(model, options=options, budget=budget, output=output)
+            return builds.create(model, options=options, budget=budget, output=output, held=held)
         except BadInput as exc:
             raise ToolError(str(exc)) from None
 
@@ -169,7 +178,14 @@ def create_server(
         budget: Annotated[float | None, Field(description=_BUDGET, gt=0)] = None,
         output: Annotated[str | None, Field(description=_OUTPUT)] = None,
     ) -> Annotated[CallToolResult, BuildResult]:
-        build_id, build = create(model, options, budget, output)
+        build_id, build = create(model, options, budget, output, held=True)
+        try:
+            return await follow_build(ctx, build_id, build)
+        finally:
+            builds.release(build_id)
+
+    async def follow_build(ctx: Context, build_id: str, build: Build) -> CallToolResult:
+        """build_engine's wait: progress while it builds, the result once it ended (a cancel stops it)."""
         stream = _http_stream(ctx)
         follower = Follower(build, interval=progress_interval)
         try:
@@ -329,6 +345,34 @@ def serve_stdio(server: MCPServer[object], channel: BinaryIO) -> None:
         stdout = anyio.wrap_file(_Unowned(channel, encoding="utf-8"))
         lowlevel = server._lowlevel_server  # MCPServer.run("stdio") does the same with the process's stdio
         async with stdio_server(stdin, stdout) as (read, write):
-            await lowlevel.run(read, write, lowlevel.create_initialization_options())
+            messages, received = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+
+            async def answer_what_is_not_a_message() -> None:
+                """The SDK's transport hands on a line it cannot read as an exception, which its server logs and
+                drops (the client waits for ever): answered here as JSON-RPC says, the rest passed on."""
+                async with messages:
+                    async for item in read:
+                        if isinstance(item, Exception):
+                            with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+                                await write.send(SessionMessage(_unreadable(item)))
+                            continue
+                        await messages.send(item)
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(answer_what_is_not_a_message)
+                await lowlevel.run(received, write, lowlevel.create_initialization_options())
+                group.cancel_scope.cancel()
 
     anyio.run(serve)
+
+
+def _unreadable(exc: Exception) -> JSONRPCError:
+    """The JSON-RPC error for a line that is not a message: -32700 when it is not JSON, else -32600; id null (the
+    line's own cannot be read). What the line held is not echoed."""
+    invalid_json = isinstance(exc, ValidationError) and any(e["type"] == "json_invalid" for e in exc.errors())
+    log.warning("mcp: answered a line that is %s", "not JSON" if invalid_json else "not a JSON-RPC message")
+    if invalid_json:
+        error = ErrorData(code=PARSE_ERROR, message="Parse error: the line is not valid JSON")
+    else:
+        error = ErrorData(code=INVALID_REQUEST, message="Invalid Request: the line is not a JSON-RPC 2.0 message")
+    return JSONRPCError(jsonrpc="2.0", id=None, error=error)

@@ -4,18 +4,19 @@ asked (``include_model``); the user's paths replaced where asked (``redact``).""
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import platform
+import shutil
 import sys
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .._files import expand_user, write_output
+from .._files import expand_user, output_stream
 from .._version import __version__
+from ._hashes import open_regular
 
 if TYPE_CHECKING:
     from .._build import Build
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from .._json import JSONObject
 
 MAX_TEXT_BYTES = 64 << 20  # a log or a recording is cut here in a bundle (a note says so)
+COPY_CHUNK = 1 << 20  # a model's file is copied into a bundle in pieces of this size
 
 
 def _json(value: object) -> str:
@@ -168,15 +170,16 @@ def write_bundle(
     texts.append(
         ("gpu.json", _json(gpu), "the GPU (name, compute capability, driver; null without one) and its memory")
     )
+    files: list[tuple[str, str, int, str]] = []  # name, the file copied in pieces, its size now, what it is
     if include_model:
         from .._files import build_inputs
 
         for real, what in build_inputs(build).items():
             try:
-                data = Path(real).read_bytes()
+                size = os.stat(real).st_size
             except OSError:
                 continue
-            members.append((f"model/{os.path.basename(real)}", data, what))
+            files.append((f"model/{os.path.basename(real)}", real, size, what))
         if build.source.kind == "bytes" and isinstance(build.source.value, bytes):
             members.append(("model/model.onnx", build.source.value, "the model's ONNX bytes"))
         if build.status == "succeeded" and build.engine:
@@ -189,8 +192,11 @@ def write_bundle(
         "Contents:",
     ]
     encoded = [(n, (redactor(t) if redactor else t).encode("utf-8", "backslashreplace"), w) for n, t, w in texts]
-    for name, data, what in [*encoded, *members]:
-        listing.append(f"  {name:<22} {len(data):>12,} B  {what}")
+    for name, size, what in [
+        *((n, len(d), w) for n, d, w in [*encoded, *members]),
+        *((n, z, w) for n, _, z, w in files),
+    ]:
+        listing.append(f"  {name:<22} {size:>12,} B  {what}")
     if not include_model:
         listing.append("No model, engine or file contents are included (trt-widget bundle --include-model adds them).")
     if redact:
@@ -198,9 +204,29 @@ def write_bundle(
     readme = "\n".join(listing) + "\n"
     if redactor is not None:
         readme = redactor(readme)
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+    target = expand_user(path)
+    with (
+        output_stream(target, "bundle", build) as handle,
+        zipfile.ZipFile(handle, "w", zipfile.ZIP_DEFLATED) as archive,
+    ):
         archive.writestr("README.txt", readme)
         for name, data, _what in [*encoded, *members]:
             archive.writestr(name, data)
-    return write_output(expand_user(path), buffer.getvalue(), "bundle", build)
+        for name, real, _size, _what in files:
+            _add_file(archive, name, real)
+    return target
+
+
+def _add_file(archive: zipfile.ZipFile, name: str, path: str) -> None:
+    """Copy the regular file at ``path`` into ``archive`` in pieces (a model's external data may be gigabytes);
+    one that cannot be opened now is left out, as one that could not be read was."""
+    try:
+        source = open(open_regular(path), "rb")  # noqa: SIM115  (closed below)
+    except OSError:
+        return
+    with source:
+        info = zipfile.ZipInfo.from_file(path, name)
+        info.file_size = os.fstat(source.fileno()).st_size
+        info.compress_type = zipfile.ZIP_DEFLATED
+        with archive.open(info, "w", force_zip64=info.file_size > (1 << 30)) as member:
+            shutil.copyfileobj(source, member, COPY_CHUNK)

@@ -14,8 +14,9 @@ from ._manifest import ManifestError, read_manifest
 BACKEND_NAMES = {"rtx": "TensorRT for RTX", "tensorrt": "NVIDIA TensorRT"}
 
 
-# what a reason begins with: a manifest's verdicts, and a header's that matches this TensorRT for RTX (nothing loaded)
-VERDICTS = ("loads", "does not load", "cannot tell", "header matches", "not found")
+# what a reason begins with: a manifest's verdicts, and a header's that matches this TensorRT for RTX (nothing loaded).
+# "compatible" (``loads`` True): the manifest matches this machine; the engine itself is never loaded by a check.
+VERDICTS = ("compatible", "does not load", "cannot tell", "header matches", "not found")
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,7 @@ class EngineCheck:
 
     @property
     def verdict(self) -> str:
-        """``loads``, ``does not load``, ``cannot tell``, ``header matches`` (``loads`` None: only a TensorRT for
+        """``compatible``, ``does not load``, ``cannot tell``, ``header matches`` (``loads`` None: only a TensorRT for
         RTX engine's header and size were read, and they match this machine's TensorRT for RTX), or ``not found``."""
         return next((verdict for verdict in VERDICTS if self.reason.startswith(verdict)), "cannot tell")
 
@@ -189,5 +190,9 @@ def check_engine(
                     False,
                     f"does not load: an ampere_plus engine needs compute capability 8.0 or newer, this is {current}",
                 )
-    note = " (TensorRT for RTX finishes it for this GPU when loaded)" if theirs == "rtx" else ""
-    return EngineCheck(True, f"loads: {BACKEND_NAMES.get(mine, mine)} {version} built it{note}")
+    # nothing is loaded: say what was compared, and why no load was tried (no GPU here, or a check never loads)
+    how = "not loaded: no GPU here" if device is None else "not loaded: its manifest was checked, not the engine run"
+    note = "; TensorRT for RTX finishes it for the GPU when loaded" if theirs == "rtx" else ""
+    return EngineCheck(
+        True, f"compatible with this {BACKEND_NAMES.get(mine, mine)} {here}: {version} built it ({how}{note})"
+    )

@@ -4,6 +4,7 @@ an engine it already checked reads none of them again (docs/reuse.md, "The hash 
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
@@ -32,13 +33,36 @@ class NotRegularFile(OSError):
     """The path is a FIFO, a device, a socket or a folder, not a regular file."""
 
 
-def open_regular(path: str | os.PathLike[str]) -> int:
+class ForeignFile(PermissionError):
+    """A file that must be this user's (an engine cache's) is another user's, or a link to follow."""
+
+
+def trusted_owners() -> tuple[int, ...] | None:
+    """The owners whose files in an engine cache this process trusts: itself and root (None: not checked here)."""
+    return (os.geteuid(), 0) if os.name == "posix" else None
+
+
+def open_regular(path: str | os.PathLike[str], *, owners: tuple[int, ...] | None = None) -> int:
     """A read-only descriptor of the regular file at ``path``; OSError for anything else. Opened without blocking:
-    a FIFO planted where a manifest or cache is expected would hold ``open`` until some process writes to it."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+    a FIFO planted where a manifest or cache is expected would hold ``open`` until some process writes to it.
+    With ``owners``: never through a link, and `ForeignFile` unless the file opened is theirs (``fstat`` of the
+    descriptor: the file checked is the file read, however the folder changes meanwhile)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    if owners is not None:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if owners is not None and exc.errno == errno.ELOOP:
+            raise ForeignFile(f"{os.fspath(path)} is a symbolic link (not followed here)") from None
+        raise
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
         os.close(fd)
         raise NotRegularFile(f"{os.fspath(path)} is not a regular file")
+    if owners is not None and info.st_uid not in owners:
+        os.close(fd)
+        raise ForeignFile(f"{os.fspath(path)} is owned by another user")
     return fd
 
 
@@ -125,10 +149,12 @@ class HashCache:
         with self._lock:
             self._new[stat_key(info)] = (hashed.sha256, hashed_at, hashed.locations)
 
-    def file(self, path: str | os.PathLike[str]) -> tuple[Hashed, os.stat_result]:
+    def file(
+        self, path: str | os.PathLike[str], *, owners: tuple[int, ...] | None = None
+    ) -> tuple[Hashed, os.stat_result]:
         """sha256 and size of the file at ``path``, remembered or read now (then remembered); OSError when it
-        cannot be read or changes while it is read."""
-        with open(open_regular(path), "rb") as handle:
+        cannot be read or changes while it is read (``owners``: as `open_regular` checks them)."""
+        with open(open_regular(path, owners=owners), "rb") as handle:
             info = os.fstat(handle.fileno())
             known = self.lookup(info)
             if known is not None:

@@ -220,16 +220,17 @@ def _need(data: Mapping[str, JSON], name: str, kind: type | tuple[type, ...], wh
     return value
 
 
-def read_manifest(path: str | os.PathLike[str]) -> Manifest:
+def read_manifest(path: str | os.PathLike[str], *, owners: tuple[int, ...] | None = None) -> Manifest:
     """Read and check a manifest: the ``.manifest.json`` file itself, or the engine it lies beside.
 
     Raises FileNotFoundError when there is none, :class:`ManifestError` when the file is not a trt_widget manifest
-    (another tool's JSON, a corrupt or truncated file, a newer format)."""
+    (another tool's JSON, a corrupt or truncated file, a newer format); with ``owners``, ``ForeignFile`` for a link
+    or a file of another owner (an engine cache's)."""
     where = expand_user(path)
     if not where.name.endswith(SUFFIX):
         where = manifest_path(where)
     try:
-        fd = open_regular(where)
+        fd = open_regular(where, owners=owners)
     except NotRegularFile:  # a FIFO, a device, a folder: never waited on or read
         raise ManifestError(f"{where}: not a regular file, not a trt_widget manifest") from None
     with open(fd, "rb") as handle:

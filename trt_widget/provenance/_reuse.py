@@ -9,17 +9,16 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._files import WrittenFile, expand_user, part_path, place_file, write_part
-from ._hashes import HashCache
-from ._manifest import JSON, ManifestError, differences, manifest_path, read_manifest
+from .._files import WrittenFile, expand_user, part_path, place_file, write_part, xdg_home
+from ._hashes import ForeignFile, HashCache, trusted_owners
+from ._manifest import JSON, ManifestError, differences, read_manifest
 
 ENGINE_SUFFIX = ".engine"
 
 
 def default_reuse_dir() -> Path:
     """``$XDG_CACHE_HOME/trt_widget/engines``, else ``~/.cache/trt_widget/engines``."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "trt_widget" / "engines"
+    return xdg_home("XDG_CACHE_HOME", ".cache") / "trt_widget" / "engines"
 
 
 def reuse_dir_of(option: str | None) -> Path:
@@ -44,27 +43,18 @@ class Found:
 
 
 def _checked(path: Path, sha256: str, size: int, hashes: HashCache) -> os.stat_result | None:
-    """The file's stat when its bytes are exactly what the manifest says (remembered by its stat, or read now),
-    else None."""
+    """The file's stat (of the file read, this user's) when its bytes are exactly what the manifest says
+    (remembered by its stat, or read now), else None; ForeignFile for a link or another user's file."""
     if os.stat(path).st_size != size:
         return None  # not worth reading
-    hashed, info = hashes.file(path)
+    hashed, info = hashes.file(path, owners=trusted_owners())
     return info if hashed.sha256 == sha256 and hashed.size == size else None
 
 
-def _strangers(path: Path) -> str:
-    """The engine or manifest file of ``path`` that another user owns ("" when none): never reused, whatever its
-    manifest says (anyone who can write a shared cache folder could plant a consistent pair)."""
-    if os.name != "posix":
-        return ""
-    for candidate in (path, manifest_path(path)):
-        try:
-            owner = os.stat(candidate).st_uid
-        except OSError:
-            continue
-        if owner not in (os.geteuid(), 0):
-            return str(candidate)
-    return ""
+def _stranger(path: Path, exc: ForeignFile) -> str:
+    """Why the entry of ``path`` is never reused, whatever its manifest says (anyone who can write a shared cache
+    folder could plant a consistent pair): its engine or manifest is another user's, or a link."""
+    return f"ignored {path}: {exc.args[0] if exc.args else exc} (an engine is code this user runs)"
 
 
 def find_reusable(
@@ -75,12 +65,11 @@ def find_reusable(
     misses: list[str] = []
     warnings: list[str] = []
     for path in candidates:
-        stranger = _strangers(path)
-        if stranger:
-            warnings.append(f"ignored {path}: {stranger} is owned by another user (an engine is code this user runs)")
-            continue
         try:
-            manifest = read_manifest(path)
+            manifest = read_manifest(path, owners=trusted_owners())
+        except ForeignFile as exc:
+            warnings.append(_stranger(path, exc))
+            continue
         except FileNotFoundError:
             if path.exists():
                 misses.append(f"{path} has no manifest")
@@ -97,6 +86,9 @@ def find_reusable(
             continue
         try:
             info = _checked(path, manifest.engine_sha256, manifest.engine_size, hashes or HashCache(None))
+        except ForeignFile as exc:
+            warnings.append(_stranger(path, exc))
+            continue
         except OSError as exc:
             warnings.append(f"ignored {path}: cannot read it ({exc.strerror or exc})")
             continue

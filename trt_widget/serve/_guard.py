@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import resource
 import socket
 import time
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, TypedDict
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from .._format import escape_controls
 from .._status import log
 
 if TYPE_CHECKING:
@@ -76,6 +78,7 @@ class Guard:
         self.max_connections = max_connections
         self.header_timeout = header_timeout
         self.notes = notes or Notes()
+        self.console = False  # a server command's console (not a server thread in the user's process)
 
     def protocol(self) -> type[H11Protocol]:
         """An HTTP/1.1 protocol class (uvicorn's ``http=``) that keeps these limits."""
@@ -104,12 +107,65 @@ class Guard:
             new.transport.abort()
             self.notes.note("full", f"{self.max_connections:,} connections open, each in a request: refusing more")
 
+    def watch_console(self) -> None:
+        """Keep what clients send off the console raw (every handler of uvicorn's loggers, and for a server
+        command of the root and trt_widget loggers (``console``), escapes control characters), and sum up
+        uvicorn's line per malformed request head in one per condition."""
+        names = _UVICORN_LOGGERS + (_COMMAND_LOGGERS if self.console else ())
+        for name in names:
+            for handler in logging.getLogger(name).handlers:
+                if not any(isinstance(f, EscapeControls) for f in handler.filters):
+                    handler.addFilter(EscapeControls())
+        uvicorn_log = logging.getLogger("uvicorn.error")
+        for old in [f for f in uvicorn_log.filters if isinstance(f, _InvalidRequests)]:
+            uvicorn_log.removeFilter(old)  # a server started before in this process (tests): this one's notes
+        uvicorn_log.addFilter(_InvalidRequests(self.notes))
+
     def on_loop_error(self, loop: asyncio.AbstractEventLoop, context: dict[str, object]) -> None:
         """The loop's exception handler: out of descriptors at ``accept()`` is one line, not a traceback each."""
         if str(context.get("message", "")).startswith("socket.accept() out of system resource"):
             self.notes.note("accept", f"cannot accept connections: {context.get('exception')}")
             return
         loop.default_exception_handler(context)
+
+
+_UVICORN_LOGGERS = ("uvicorn", "uvicorn.error", "uvicorn.access")  # their handlers are uvicorn's own
+_COMMAND_LOGGERS = ("", "trt_widget")  # "": the root (the MCP SDK's); in a user's process, the user's handlers
+
+
+def _escaped(value: object) -> object:
+    return value if isinstance(value, (int, float)) else escape_controls(value)
+
+
+class EscapeControls(logging.Filter):
+    """A handler's filter: the record's text with every control character escaped (a client's ``Host`` header
+    with U+009B, a terminal's CSI, was printed as it came); its arguments stay a tuple (uvicorn's access log
+    formats them one by one)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        with contextlib.suppress(Exception):  # a filter that raises would lose the line
+            if isinstance(record.msg, str):
+                record.msg = escape_controls(record.msg)  # a library's f-string holds what the client sent
+            if isinstance(record.args, tuple):
+                record.args = tuple(_escaped(a) for a in record.args)
+            elif isinstance(record.args, dict):
+                record.args = {k: _escaped(v) for k, v in record.args.items()}
+        return True
+
+
+class _InvalidRequests(logging.Filter):
+    """uvicorn logs "Invalid HTTP request received." for every connection that sends a malformed request head:
+    one line per ``Notes`` interval instead, counting the others."""
+
+    def __init__(self, notes: Notes) -> None:
+        super().__init__()
+        self.notes = notes
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, str) and record.msg.startswith("Invalid HTTP request received"):
+            self.notes.note("invalid", "invalid HTTP requests (a malformed request head): answered 400 and closed")
+            return False
+        return True
 
 
 class ServerConfig(TypedDict, total=False):
@@ -132,6 +188,7 @@ def guarded_server(
     class Server(uvicorn.Server):
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
             asyncio.get_running_loop().set_exception_handler(guard.on_loop_error)
+            guard.watch_console()
             await super().startup(sockets=sockets)
 
         async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:

@@ -1,5 +1,6 @@
-"""``GET /``: one self-contained page listing the server's builds with their live status and current phase, a
-Cancel button for a build that runs (Force stop while it cancels) and a download of a succeeded build's engine.
+"""``GET /``: one self-contained page listing the server's builds with their live status (a failed build's reason
+under it) and current phase, a Cancel button for a build that runs (Force stop while it cancels) and a download
+of a succeeded build's engine.
 
 The page reads the token from its own URL (``/?token=...``) and sends it in an ``Authorization`` header with
 ``fetch``; events are read from ``fetch`` streams (EventSource cannot send headers). Names from requests are
@@ -24,6 +25,7 @@ th, td {{ text-align: left; padding: .3rem .6rem; border-bottom: 1px solid #ddd;
 td.num {{ text-align: right; font-variant-numeric: tabular-nums; }}
 .running, .cancelling {{ color: #0a58ca; }} .succeeded {{ color: #137333; }}
 .failed {{ color: #b3261e; }} .cancelled {{ color: #8a6d00; }}
+.why {{ color: #666; font-size: 12px; max-width: 40rem; white-space: pre-wrap; overflow-wrap: anywhere; }}
 #note {{ color: #666; }} #note.error {{ color: #b3261e; }} code {{ font-size: 12px; color: #666; }}
 button {{ font: inherit; padding: 0 .6rem; }}
 @media (prefers-color-scheme: dark) {{ body {{ color: #ddd; background: #151515; }} th, td {{ border-color: #333; }} }}
@@ -113,8 +115,7 @@ async function download(id) {{
 
 function show(r, build) {{
   r.cells[0].textContent = build.name || "";
-  r.cells[1].textContent = build.status;
-  r.cells[1].className = build.status;
+  status(r, build.status, build.error || build.detail);
   actions(r, build.status, Boolean(build.engine_bytes));
   if (build.phase !== undefined) r.cells[2].textContent = build.phase ? label(build.phase) : "";
   if (typeof build.elapsed_s === "number") r.cells[3].textContent = build.elapsed_s.toFixed(1);
@@ -122,6 +123,20 @@ function show(r, build) {{
   const code = document.createElement("code");
   code.textContent = build.id;
   r.cells[5].replaceChildren(code);
+}}
+
+// the status, and under a failed or cancelled build's the reason (untrusted text: textContent only)
+function status(r, value, reason) {{
+  r.cells[1].className = value;
+  const shown = document.createElement("span");
+  shown.textContent = value;
+  r.cells[1].replaceChildren(shown);
+  if ((value === "failed" || value === "cancelled") && reason) {{
+    const why = document.createElement("div");
+    why.className = "why";
+    why.textContent = String(reason);
+    r.cells[1].appendChild(why);
+  }}
 }}
 
 function label(phase) {{
@@ -133,8 +148,7 @@ function apply(r, event) {{
   else if (event.event === "phase_finish") r.running.delete(event.id);
   else if (event.event === "step" && r.running.has(event.id)) r.running.get(event.id).step = event.step;
   if (event.event === "build_end") {{
-    r.cells[1].textContent = event.status;
-    r.cells[1].className = event.status;
+    status(r, event.status, event.error || event.detail);
     r.cells[4].textContent = event.engine_bytes ? (event.engine_bytes / 1048576).toFixed(2) + " MiB" : "";
     actions(r, event.status, Boolean(event.engine_bytes));
   }}

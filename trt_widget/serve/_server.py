@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
 from urllib.parse import unquote_plus
 
-from .._files import expand_user, read_small_text
+from .._files import expand_user, read_small_text, xdg_home
 from .._format import escape_controls, escape_lines
 from .._status import log
 
@@ -53,8 +53,7 @@ LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 def default_data_dir() -> Path:
     """``$XDG_DATA_HOME/trt_widget/serve`` (``~/.local/share/trt_widget/serve``)."""
-    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return Path(base) / "trt_widget" / "serve"
+    return xdg_home("XDG_DATA_HOME", ".local", "share") / "trt_widget" / "serve"
 
 
 class _Tuning(TypedDict, total=False):
@@ -248,7 +247,7 @@ def _token(args: argparse.Namespace) -> tuple[str, str | None]:
     elif args.token_file is not None:
         source = f"read from --token-file {args.token_file}"
         try:
-            token = read_small_text(args.token_file).strip()
+            token = read_small_text(args.token_file, secret=True).strip()
         except (OSError, ValueError) as exc:  # UnicodeDecodeError is a ValueError, as is a '~user' with no user
             raise UsageError(f"cannot read --token-file {args.token_file}: {exc}") from None
     else:
@@ -366,6 +365,7 @@ def run(args: argparse.Namespace) -> int:
         sock.close()
         return 2
     guard = _guard(args.max_connections, args.header_timeout)
+    guard.console = True  # this process's console: every log line escaped
     scheme = "https" if args.ssl_certfile else "http"
     host = args.host if ":" not in args.host else f"[{args.host}]"
     url = f"{scheme}://{host}:{sock.getsockname()[1]}"

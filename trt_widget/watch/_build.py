@@ -15,7 +15,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import itertools
 import json
+import os
 import re
 import signal
 import threading
@@ -32,7 +34,7 @@ from .._tensorrt_types import ILayer, INetworkDefinition, ITensor
 from ..runners import RunContext, tensorrt_call
 from . import _patch
 from ._monitor import WatchMonitor
-from ._patch import Config, Method
+from ._patch import Config, Method, network_file
 
 if TYPE_CHECKING:
     from ._watch import Watch, WatchSettings
@@ -118,11 +120,18 @@ def network_info(network: Network, config: Config | None = None) -> NetworkInfo:
     return info
 
 
-def network_label(info: NetworkInfo) -> str:
-    """``"Unnamed Network · 12 layers · input 1x8x8x8"``: a short name for a watched build."""
+_unnamed_builds = itertools.count(1)  # numbers the watched builds of unnamed networks parsed from no known file
+
+
+def network_label(info: NetworkInfo, file: str | None = None, number: int | None = None) -> str:
+    """``"model.onnx · 12 layers · input 1x8x8x8"``: a short name for a watched build that tells builds apart: the
+    ONNX file the parser read (``file``), else the network's name, else ``Unnamed Network #number``."""
+    name = os.path.basename(file) if file else info["name"]
+    if not file and (not name or name == "Unnamed Network") and number is not None:
+        name = f"Unnamed Network #{number}"
     inputs = ", ".join(f"{t['name']} {'x'.join(str(d) for d in t['shape'])}" for t in info["inputs"][:3])
     more = f" +{len(info['inputs']) - 3}" if len(info["inputs"]) > 3 else ""
-    return f"{info['name'] or 'network'} · {info['layers']} layers" + (f" · {inputs}{more}" if inputs else "")
+    return f"{name or 'network'} · {info['layers']} layers" + (f" · {inputs}{more}" if inputs else "")
 
 
 class UserCodeRunner:
@@ -165,8 +174,11 @@ class WatchedBuild(Build):
         self.interrupted = False  # a Ctrl-C asked for the cancel
         self.monitor: WatchMonitor | None = None
         description = json.dumps(self.network, sort_keys=True).encode()
+        file = network_file(network)
+        unnamed = not file and self.network["name"] in ("", "Unnamed Network")
+        label = network_label(self.network, file, next(_unnamed_builds) if unnamed else None)
         super().__init__(
-            ModelSource("network", description, network_label(self.network)),
+            ModelSource("network", description, label),
             runner=self.runner_,
             events=settings.get("events"),
             history=settings.get("history", True),

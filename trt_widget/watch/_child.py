@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING
 
+from .._python import hold_standard_fds
+
 if TYPE_CHECKING:
     from .._json import JSONObject
     from ._build import WatchedBuild
@@ -61,7 +63,7 @@ def setup() -> None:
     """Called once per process by the injected sitecustomize."""
     if not os.environ.get(ENV_SOCKET) or _state.watch is not None:
         return
-    _hold_standard_fds()
+    hold_standard_fds()  # else the watch's connection or pipes could take a closed fd 0, 1 or 2
     try:
         conn = _connect()
     except OSError as exc:
@@ -82,19 +84,6 @@ def setup() -> None:
         _open()
     else:
         sys.meta_path.insert(0, _ImportHook())
-
-
-def _hold_standard_fds() -> None:
-    """A closed stdin, stdout or stderr (a cron job's ``<&-``) gets ``/dev/null``: else the watch's connection or
-    pipes would take its number, and code reading fd 0 or opening a file after closing it would meet them."""
-    for fd in (0, 1, 2):
-        try:
-            os.fstat(fd)
-        except OSError:
-            null = os.open(os.devnull, os.O_RDWR)
-            if null != fd:
-                os.dup2(null, fd)
-                os.close(null)
 
 
 def _import_ahead() -> None:

@@ -37,6 +37,14 @@ _builder: object = None  # the Builder class patched
 _thread_start: Callable[..., None] | None = None  # threading.Thread.start before the patch
 _local = threading.local()  # .stack: the watches opened on this thread
 _inherited: weakref.WeakKeyDictionary[threading.Thread, tuple[Watch, ...]] = weakref.WeakKeyDictionary()
+# The ONNX parser, patched alongside: which network a parser fills, and the file a network was parsed from (what
+# tells watched builds of different files apart). Weak: the code's objects live as long as the code keeps them.
+PARSER_METHODS = ("__init__", "parse_from_file", "parse")
+_parser: object = None  # the OnnxParser class patched
+_parser_originals: dict[str, Method] = {}
+_parser_patched: dict[str, Method] = {}
+_parser_network: weakref.WeakKeyDictionary[object, weakref.ref[object]] = weakref.WeakKeyDictionary()
+_network_file: weakref.WeakKeyDictionary[object, str] = weakref.WeakKeyDictionary()
 
 
 @runtime_checkable
@@ -95,6 +103,14 @@ def originals() -> dict[str, Method]:
     return {name: builder.__dict__[name] for name in METHODS if name in builder.__dict__}
 
 
+def network_file(network: object) -> str | None:
+    """The path of the ONNX file a parser read into ``network`` while a watch was open, or None."""
+    try:
+        return _network_file.get(network)
+    except TypeError:  # an object that cannot be weakly referenced: never recorded
+        return None
+
+
 def activate(watch: Watch, *, process_wide: bool = False) -> None:
     """Open ``watch`` on this thread (installing the patch if it is the first)."""
     with _lock:
@@ -139,6 +155,49 @@ def _install() -> None:
         setattr(_builder, name, wrapper)
     _thread_start = threading.Thread.start
     threading.Thread.start = _start  # type: ignore[method-assign]
+    _install_parser(trt())
+
+
+def _install_parser(module: object) -> None:
+    global _parser
+    _parser = getattr(module, "OnnxParser", None)
+    if _parser is None:
+        return
+    for name in PARSER_METHODS:
+        original = _parser.__dict__.get(name)
+        if original is not None:
+            _parser_originals[name] = original
+            _parser_patched[name] = wrapper = _wrap_parser(name, original)
+            setattr(_parser, name, wrapper)
+
+
+def _wrap_parser(name: str, original: Method) -> Method:
+    """The parser's ``name`` as it was, noting the network it fills (``__init__``) and the file it reads."""
+
+    def noted(self: object, *args: object, **kwargs: object) -> object:
+        result = original(self, *args, **kwargs)
+        try:
+            if name == "__init__":
+                network = args[0] if args else kwargs.get("network")
+                if network is not None:
+                    _parser_network[self] = weakref.ref(network)
+            else:
+                path = args[0] if name == "parse_from_file" and args else kwargs.get("path")
+                if name == "parse" and len(args) > 1:
+                    path = args[1]
+                held = _parser_network.get(self)
+                network = held() if held is not None else None
+                if isinstance(path, str) and path and network is not None:
+                    _network_file[network] = path
+        except Exception:  # the code's parse stands whatever the bookkeeping meets
+            pass
+        return result
+
+    noted.__name__ = name
+    noted.__qualname__ = f"OnnxParser.{name}"
+    noted.__doc__ = getattr(original, "__doc__", None)
+    noted.__wrapped__ = original  # type: ignore[attr-defined]
+    return noted
 
 
 def _uninstall() -> None:
@@ -148,6 +207,11 @@ def _uninstall() -> None:
             setattr(_builder, name, _originals[name])
     _patched.clear()
     _originals.clear()
+    for name, wrapper in list(_parser_patched.items()):
+        if _parser is not None and _parser.__dict__.get(name) is wrapper:
+            setattr(_parser, name, _parser_originals[name])
+    _parser_patched.clear()
+    _parser_originals.clear()
     if threading.Thread.start is _start and _thread_start is not None:
         threading.Thread.start = _thread_start  # type: ignore[method-assign]
     _thread_start = None

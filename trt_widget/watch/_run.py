@@ -236,7 +236,7 @@ class CommandRun:
         directory = Path(self._dir)
         inject_dir(directory)
         address = self._listen(directory)
-        env = dict(os.environ if self._env is None else self._env)
+        env = environment_as_given() if self._env is None else dict(self._env)
         env["PYTHONPATH"] = os.pathsep.join([str(directory), *filter(None, [env.get("PYTHONPATH")])])
         env[ENV_SOCKET] = address
         from .._backend import select_backend
@@ -503,6 +503,29 @@ class CommandRun:
     def __repr__(self) -> str:
         state = f"exit {self.future.result()}" if self.future.done() else "running"
         return f"<CommandRun {' '.join(self.command)!r} {state} builds={len(self.builds)}>"
+
+
+_COERCED = ("C.UTF-8", "C.utf8", "UTF-8")  # what Python's locale coercion (PEP 538) sets LC_CTYPE to
+
+
+def environment_as_given() -> dict[str, str]:
+    """``os.environ`` as the user gave it to this process: less the ``LC_CTYPE`` Python's locale coercion put
+    there at start where there was no locale (a command run directly has none), as ``/proc`` still shows it."""
+    env = dict(os.environ)
+    value = env.get("LC_CTYPE")
+    if value not in _COERCED:
+        return env
+    try:
+        with open("/proc/self/environ", "rb") as f:
+            given = dict(item.partition(b"=")[::2] for item in f.read().split(b"\0"))
+    except OSError:  # no /proc: as it is
+        return env
+    original = given.get(b"LC_CTYPE")
+    if original is None:
+        del env["LC_CTYPE"]
+    elif original != os.fsencode(value):
+        env["LC_CTYPE"] = os.fsdecode(original)
+    return env
 
 
 def _ack(conn: socket.socket, sending: threading.Lock, n: int) -> None:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Generic, TypedDict, TypeVar, cast
 
 from .._files import expand_user, refuse_inputs
 from .._options import BuildOptions
-from .._status import LIVE, BuildStatus, log
+from .._status import LIVE, RUNNING, BuildStatus, log
 from . import _build as _build  # installs the patch's handler
 from . import _patch
 
@@ -292,6 +292,10 @@ class Watch:
 # entry, in whatever order (interleaved coroutines, an ExitStack), and the last restores the handler from before.
 _sigint_holders: list[Watch] = []
 _sigint_before: list[signal._HANDLER] = []  # the handler before the first holder (a list: None is a valid handler)
+# Python runs a signal handler only between bytecodes of the main thread: inside a long TensorRT step, not until
+# the step's callback. The C-level handler writes the signal's number to the wakeup fd at once; a helper thread
+# reading it marks the running builds cancelling then (and passes every byte on to the fd set before, if any).
+_wakeup: list[int] = []  # [our write end, the wakeup fd before] while the holders' handler is installed
 
 
 def _on_sigint(signum: int, frame: FrameType | None) -> None:
@@ -316,8 +320,68 @@ def _hold_sigint(watch: Watch) -> bool:
             return False
         if before is not _on_sigint:  # (ours still, when a watch closed on another thread could not restore it)
             _sigint_before[:] = [before]
+        _watch_wakeup()
     _sigint_holders.append(watch)
     return True
+
+
+def _watch_wakeup() -> None:
+    """Read SIGINT's arrival from the wakeup fd on a helper thread (main thread; nothing where it cannot)."""
+    if _wakeup:
+        return
+    read, write = os.pipe()
+    try:
+        os.set_blocking(write, False)
+        before = signal.set_wakeup_fd(write, warn_on_full_buffer=False)
+    except (ValueError, OSError):
+        os.close(read)
+        os.close(write)
+        return
+    _wakeup[:] = [write, before]
+    threading.Thread(target=_read_wakeup, args=(read, before), name="trt_widget-watch-wakeup", daemon=True).start()
+
+
+def _read_wakeup(read: int, before: int) -> None:
+    try:
+        while data := os.read(read, 512):
+            if before >= 0:
+                with contextlib.suppress(OSError):
+                    os.write(before, data)
+            if signal.SIGINT in data:
+                _interrupt_now()
+    except OSError:
+        pass
+    finally:
+        os.close(read)
+
+
+def _interrupt_now() -> None:
+    """SIGINT arrived (this is not the handler: it runs on a helper thread, and may stop builds): the innermost
+    holder with a running build marks it cancelling now, as its handler will when Python runs it."""
+    for watch in reversed(list(_sigint_holders)):
+        running = [b for b in list(watch.builds) if b.status == RUNNING]
+        if running:
+            for build in running:
+                build.interrupted = True
+                if build.monitor is not None:
+                    build.monitor.interrupted = True
+                build.stop(INTERRUPTED)
+            return
+
+
+def _unwatch_wakeup() -> None:
+    """Put the wakeup fd from before back (main thread); the helper ends when our write end closes."""
+    if not _wakeup:
+        return
+    write, before = _wakeup
+    try:
+        current = signal.set_wakeup_fd(before)
+    except ValueError:  # not the main thread: ours stays, harmless with no holder
+        return
+    if current != write:  # the program set its own since: leave it
+        signal.set_wakeup_fd(current)
+    _wakeup.clear()
+    os.close(write)
 
 
 def _release_sigint(watch: Watch) -> None:
@@ -332,6 +396,7 @@ def _release_sigint(watch: Watch) -> None:
         if signal.getsignal(signal.SIGINT) is _on_sigint:
             signal.signal(signal.SIGINT, _sigint_before[0])
         _sigint_before.clear()
+    _unwatch_wakeup()
 
 
 def _in_kernel() -> bool:

@@ -177,10 +177,15 @@ class WatchWidget(anywidget.AnyWidget):
         }
 
     def _note_text(self, live: bool) -> str:
-        # the stop notice says what Stop waits for: gone once those builds ended (their rows say how)
-        waiting = live and (not self._stopping or any(b.status in LIVE for b in self._stopping))
-        parts = [self._notice] if self._notice and waiting else []
-        if live:
+        # the stop notice says what Stop waits for: gone once those builds ended (their rows say how), and said
+        # once: not for a build shown expanded (its own header says it), nor beside what a Stop would do
+        builds = list(self.watch.builds)
+        with self._lock:
+            shown = [builds[i] for i in self._expanded if 0 <= i < len(builds)]
+        waiting = any(b.status in LIVE and b not in shown for b in self._stopping) or not self._stopping
+        notice = self._notice if waiting else ""
+        parts = [notice] if notice and live else []
+        if live and not parts and not any(b.status == "cancelling" for b in builds):
             parts.append(STOP_BUTTON if self.call is not None else STOP_INTERRUPT)
         elif self.call is not None and self.call.done():
             exc = self.call.future.exception()

@@ -181,10 +181,12 @@ export class Header {
    * @param {unknown} eta the eta trait
    * @param {unknown} cancel the cancel trait
    * @param {unknown} [activity] the activity trait: {last_callback_s}
+   * @param {boolean} [timed] false for a build that ended in its queue: it never started, so it shows no time
    */
-  tick(now, status, live, eta, cancel, activity) {
-    // no time while queued: the build's clock restarts when a builder takes it (a count that jumps back reads wrong)
-    setText(this.elapsedEl, status === "queued" ? "" : fmtDuration(now));
+  tick(now, status, live, eta, cancel, activity, timed = true) {
+    // no time while queued: the build's clock restarts when a builder takes it (a count that jumps back reads wrong);
+    // none for a build stopped there either: it never started
+    setText(this.elapsedEl, status === "queued" || !timed ? "" : fmtDuration(now));
     this.tickEta(now, live && status !== "cancelling", eta); // a build that is stopping has no ETA
     const last = record(activity)?.last_callback_s;
     const quiet = live && typeof last === "number" ? fmtQuiet(now - last) : "";

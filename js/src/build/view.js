@@ -196,6 +196,7 @@ export class TrtView {
     };
     add("elapsed_s", snapshot(false));
     add("status", snapshot(false));
+    add("started", snapshot(false));
     add("phases_json", snapshot(true));
     add("phases_delta", snapshot(true));
     add("history_delta", () => this.updateTree());
@@ -289,7 +290,9 @@ export class TrtView {
 
   /** @param {number} now */
   _tickHeader(now) {
-    this.header.tick(now, this.status, this.isLive(), this.get("eta"), this.get("cancel"), this.get("activity"));
+    // a build that ended in its queue never built: no time (a missing trait, as from an older kernel, is a start)
+    const timed = this.get("started") !== false || this.isLive() || this.status === "idle";
+    this.header.tick(now, this.status, this.isLive(), this.get("eta"), this.get("cancel"), this.get("activity"), timed);
   }
 
   refreshAll() {

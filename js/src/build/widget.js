@@ -1,7 +1,7 @@
 // trt_widget front end: a live, collapsible tree (and timeline) of TensorRT engine-build phases with a
 // Stop button.  Plain DOM, no framework; esbuild bundles these modules into trt_widget/static/widget.js.
 //
-// Contract: the Python side writes synced traits (status, status_detail, elapsed_s, the phase rows as
+// Contract: the Python side writes synced traits (status, status_detail, elapsed_s, started, the phase rows as
 // phases_json / phases_seq / phases_delta, engine_size, error, logs, cancel, can_force, eta, history_delta,
 // resources, activity: see `Traits` below); this module only reads them and sends {type: "stop"} when Stop is
 // clicked, {type: "sync"} when it missed a row delta, {type: "view"} once per rendered view.  Every trait may be missing.
@@ -22,6 +22,7 @@ import { TrtView } from "./view.js";
  * @property {string} status idle | queued | running | cancelling | succeeded | cancelled | failed
  * @property {string} status_detail
  * @property {number} elapsed_s the build clock at this snapshot
+ * @property {boolean} started false while queued and for a build stopped there (it never built: no time shown)
  * @property {string} phases_json the phase rows as one JSON text: [{id, name, parent, depth, step,
  *   num_steps, start_s, end_s, duration_s, status}, ...]; sent first, at the end and when a view asks
  * @property {number} phases_seq the last delta phases_json includes

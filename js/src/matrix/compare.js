@@ -6,8 +6,9 @@ import { h } from "../shared/dom.js";
 import { escapeControls, fmtBytes, fmtDelta, fmtDuration, num, str } from "../shared/format.js";
 
 /**
- * @typedef {{id: number, model: string, variant: string, status: string, build_s: number,
+ * @typedef {{id: number, model: string, variant: string, status: string, build_s: number, start_up_s: number,
  *   engine_size: number | null, phases: Record<string, number>}} Compared
+ *   build_s leaves out start_up_s, the builder process's start-up (a row's elapsed time includes it)
  */
 
 /**
@@ -29,6 +30,7 @@ export function readComparison(value) {
       variant: str(b.variant),
       status: str(b.status),
       build_s: num(b.build_s),
+      start_up_s: num(b.start_up_s),
       engine_size: typeof b.engine_size === "number" ? b.engine_size : null,
       phases,
     });
@@ -82,6 +84,7 @@ function compareRow(b, base, longest) {
     b.variant,
     b.status,
     null,
+    b.start_up_s > 0 ? fmtDuration(b.start_up_s) : "",
     same ? "" : fmtDelta(b.build_s - base.build_s),
     b.engine_size ? fmtBytes(b.engine_size) : "",
     sizeDelta,
@@ -98,6 +101,12 @@ function compareRow(b, base, longest) {
   }
   return tr;
 }
+
+// what the comparison's times leave out, so that they differ from the rows' elapsed times for a reason it says
+const EXCLUDED =
+  "Build times leave out starting the builder process (start-up), which the rows' elapsed times include: it says nothing " +
+  "of a variant (a fresh builder process also builds once before it is ready, so TensorRT's first build in a " +
+  "process is not charged to the first variant)";
 
 /**
  * Fill `container` with the comparison of `builds` against the baseline `baselineId` (default: the first that
@@ -130,15 +139,27 @@ export function renderComparison(container, builds, baselineId, onBaseline) {
   head.append(title, label);
   const table = h("table", "trtw-mx-table trtw-mx-compare-table");
   const hr = h("tr");
-  const heads = ["model", "variant", "status", "build time", "\u0394 time", "engine", "\u0394 engine"];
+  const heads = [
+    "model",
+    "variant",
+    "status",
+    "build time (no start-up)",
+    "start-up",
+    "\u0394 time",
+    "engine",
+    "\u0394 engine",
+  ];
   for (const text of [...heads, "largest phase differences"]) {
     const th = h("th");
     th.textContent = text;
+    if (text.startsWith("build time") || text === "start-up") th.title = EXCLUDED;
     hr.append(th);
   }
   table.append(hr);
   const longest = Math.max(...builds.map((b) => b.build_s), 1e-9);
   for (const b of builds) table.append(compareRow(b, base, longest));
-  container.append(head, table);
+  const note = h("div", "trtw-detail trtw-mx-compare-note");
+  note.textContent = `${EXCLUDED}.`;
+  container.append(head, table, note);
   return base.id;
 }

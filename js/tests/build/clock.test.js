@@ -28,6 +28,22 @@ describe("live clock", () => {
     expect(elapsed.textContent).toBe("883 ms");
   });
 
+  it("shows no build time for a build stopped while queued: it never started", () => {
+    const model = fakeModel({ status: "queued", elapsed_s: 2.6, started: false, rows: [] });
+    mount(model);
+    const elapsed = el.querySelector(".trtw-elapsed");
+    advance(3000);
+    model.update({
+      status: "cancelled",
+      elapsed_s: 5.6,
+      status_detail: "never started: stopped by user (Stop) while queued",
+    });
+    expect(elapsed.textContent).toBe("");
+    expect(el.textContent).toContain("never started");
+    model.update({ status: "cancelled", elapsed_s: 5.6, started: true }); // one that built shows its time
+    expect(elapsed.textContent).toBe("5.6 s");
+  });
+
   it("ticks header and running rows between snapshots and stops when done", () => {
     const model = fakeModel({
       status: "running",

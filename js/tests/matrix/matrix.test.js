@@ -223,6 +223,18 @@ describe("comparison", () => {
     expect(again[1].textContent).toContain("baseline");
   });
 
+  it("says what its build times leave out: the builder process's start-up, in a column of its own", () => {
+    const { model, el } = render({ rows_json: "[]", comparison_json: "" });
+    const started = [{ ...builds[0], start_up_s: 0.113 }, builds[1]];
+    model.set("comparison_json", JSON.stringify({ builds: started }));
+    const head = [...el.querySelectorAll(".trtw-mx-compare-table th")].map((th) => th.textContent);
+    expect(head).toContain("build time (no start-up)");
+    expect(head[head.indexOf("build time (no start-up)") + 1]).toBe("start-up");
+    const rows = el.querySelectorAll(".trtw-mx-compare-table tr[data-build]");
+    expect(rows[0].textContent).toContain("113 ms");
+    expect(el.querySelector(".trtw-mx-compare-note").textContent).toContain("leave out starting the builder process");
+  });
+
   it("phaseDiffs and the readers tolerate anything", () => {
     const [a, b] = readComparison(builds);
     expect(phaseDiffs(b, a)).toEqual([

@@ -1,0 +1,75 @@
+"""Issue 39's fourth trial: what a new user still tripped over (check's wording, the serve page's failure reason,
+a queued build's header, watched builds' labels, the terminal's cancel tree, the matrix's two times)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from fixture_types import WaitUntil
+
+from trt_widget.__main__ import main
+
+
+def test_check_says_what_was_checked_not_that_it_loads(
+    onnx_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Item 8: no engine is loaded by a check (and none can be with no GPU): the line says it is compatible, and
+    why it was not loaded."""
+    from trt_widget._gpu import gpu_identity
+
+    engine = tmp_path / "e.engine"
+    assert main(["build", str(onnx_path), "-o", str(engine), "--plain"]) == 0
+    capsys.readouterr()
+    assert main(["check", str(engine)]) == 0
+    line = capsys.readouterr().out.strip()
+    assert "loads" not in line and ": compatible with this TensorRT" in line, line
+    assert ("not loaded: no GPU here" in line) == (gpu_identity() is None), line
+    assert main(["check", str(engine), "--json"]) == 0
+    said = json.loads(capsys.readouterr().out)
+    assert said["loads"] is True and said["verdict"] == "compatible", said
+
+
+def test_a_phase_the_cancel_cut_short_is_not_ticked_in_the_terminal(
+    long_model_bytes: bytes, wait_until: WaitUntil
+) -> None:
+    """Item 6: a Stop during "Determining refit engines" (one long step) is heard at that step's callback, so the
+    phase reached 1/1 and the cancel tree ticked it as done. A real RTX build, stopped there."""
+    import io
+
+    from rich.console import Console
+
+    from trt_widget import Build
+    from trt_widget._terminal import TerminalView
+
+    build = Build(long_model_bytes, isolation="thread", history=False)
+    build.start()
+    wait_until(
+        lambda: (p := build.model.innermost_running()) is not None and p.name == "Determining refit engines",
+        timeout=120,
+        what="the long build to reach its long step",
+    )
+    assert build.stop() is True
+    assert build.wait(120) == "cancelled"
+    refit = next(r for r in build.timings() if r["name"] == "Determining refit engines")
+    assert refit["status"] == "cancelled", refit
+    out = io.StringIO()
+    Console(file=out, width=200).print(TerminalView(build, io.StringIO(), style="plain", summary=False)._tree())
+    line = next(line for line in out.getvalue().splitlines() if "Determining refit engines" in line)
+    assert "✓" not in line and "✗" in line, out.getvalue()
+    # what finished before the cancel was heard stays done
+    assert next(r for r in build.timings() if r["name"] == "Optimizing graph")["status"] == "done"
+
+
+def test_a_builder_process_builds_once_before_it_is_ready_and_keeps_the_logs_routed(onnx_path: Path) -> None:
+    """Item 18 (fourth trial): the first build on a fresh builder process was slower inside its phases (TensorRT's
+    first build in a process), so a matrix credited the first variant with it. The worker builds a one-node model
+    before it says Hello (start-up); that build must not take TensorRT's one logger from the builds after it."""
+    from trt_widget import Build
+    from trt_widget.runners import _worker
+
+    assert _worker.warm_up() is True
+    build = Build(str(onnx_path), isolation="process", history=False, verbose=True).start()
+    assert build.wait(120) == "succeeded"
+    assert any("Engine generation completed" in line["message"] for line in build.logs), build.logs[-5:]

@@ -5,6 +5,7 @@ refuses the model, its external data and the recording (defect 25), and no two b
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
@@ -22,6 +23,7 @@ from other_user import as_nobody
 from trt_widget import Build, BuildMatrix, BuildWidget
 from trt_widget._files import UntrustedLink, atomic_write, check_output
 from trt_widget.models import deep_residual, to_bytes
+from trt_widget.provenance import manifest_path
 from trt_widget.report import timeline
 
 SMALL = to_bytes(deep_residual(2))
@@ -366,3 +368,47 @@ def test_no_folder_is_made_through_a_link_another_user_planted(shared: Path, tmp
     ).start()  # fmt: skip
     assert build.wait(120) == "succeeded"
     assert list(victim.iterdir()) == []
+
+
+def _unblock(fifo: Path) -> None:
+    """Open ``fifo`` for writing and close it: a reader blocked in ``open`` (the code before the fix) gets EOF."""
+    with contextlib.suppress(OSError):
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+
+
+@pytest.mark.parametrize("planted", ["fifo", "link to /dev/zero"])
+def test_a_timing_cache_another_user_swaps_after_the_start_check_costs_the_cache_not_the_build(
+    shared: Path, tmp_path: Path, planted: str
+) -> None:
+    """Seventh re-run: ``timing_cache=`` is checked when the build is made, but read again later (to load it, to
+    merge it on save, to hash it for the manifest). ``nobody``, who made the cache file first in a shared folder,
+    may rename over it at any time: a FIFO there held the build in ``open`` for ever, a link to ``/dev/zero`` was
+    read until memory ran out (a MemoryError, or the OOM killer) and hashed for ever. Only a regular file is read;
+    the build succeeds without the cache, saying why."""
+    trt = __import__("trt_widget").trt
+    cache = shared / "tc.cache"
+    nobody = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+    subprocess.run([*nobody, "sh", "-c", f": > {cache}"], check=True, timeout=30)  # a (shared) cache of theirs
+    swap = f"mkfifo {cache}.new" if planted == "fifo" else f"ln -s /dev/zero {cache}.new"
+    swap += f" && mv -f {cache}.new {cache}"
+
+    def define(network: Any) -> None:  # runs after the start check, before the cache is read
+        subprocess.run([*nobody, "sh", "-c", swap], check=True, timeout=30)
+        x = network.add_input("x", trt.float32, (1, 16))
+        y = network.add_activation(x, trt.ActivationType.RELU).get_output(0)
+        y.name = "y"
+        network.mark_output(y)
+
+    output = tmp_path / "m.engine"
+    build = Build(define, history=False, isolation="thread", timing_cache=str(cache), output=str(output)).start()
+    try:
+        assert build.wait(120) == "succeeded", build.status_detail
+    finally:
+        if planted == "fifo":
+            _unblock(cache)
+            build.wait(60)
+    assert output.stat().st_size > 0
+    warnings = " ".join(str(p.get("message", "")) for p in build.problems)
+    assert "timing_cache" in warnings and "not a regular file" in warnings, warnings
+    manifest = json.loads(manifest_path(output).read_text())  # nothing of /dev/zero or the FIFO was hashed
+    assert manifest["timing_cache"]["sha256"] is None

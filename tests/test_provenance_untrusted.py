@@ -52,6 +52,25 @@ def test_check_says_a_manifest_with_a_number_python_cannot_read_is_not_one(tmp_p
     assert "Traceback" not in done.stderr and "not a trt_widget manifest" in done.stdout + done.stderr, done
 
 
+@pytest.mark.parametrize("name", ["e.engine\x00", "a\x00b"])
+def test_check_says_a_manifest_naming_its_engine_with_a_nul_is_not_one(tmp_path: Path, name: str) -> None:
+    """Seventh re-run: a manifest whose ``engine.file`` holds a NUL (``\\u0000`` in its JSON) passed the plain-name
+    check, and ``trt-widget check`` ended in a ValueError traceback ("embedded null byte")."""
+    import json
+
+    engine = tmp_path / "e.engine"
+    build = Build(to_bytes(deep_residual(2)), history=False, resources=False, output=str(engine)).start()
+    assert build.wait() == "succeeded", build.status_detail
+    manifest = json.loads(manifest_path(engine).read_text())
+    manifest["engine"]["file"] = name
+    manifest_path(engine).write_text(json.dumps(manifest))
+    found = check_engine(engine)  # raised ValueError
+    assert found.loads is None and "not a plain file name" in found.reason, found.reason
+    for target in (engine, manifest_path(engine)):
+        done = subprocess.run([*CLI, "check", str(target)], capture_output=True, text=True, timeout=120)
+        assert "Traceback" not in done.stderr and "not a plain file name" in done.stdout + done.stderr, done
+
+
 def test_a_reuse_is_not_held_by_a_fifo_another_user_planted_as_the_hash_cache(shared: Path, tmp_path: Path) -> None:
     model = tmp_path / "m.onnx"
     model.write_bytes(to_bytes(deep_residual(2)))

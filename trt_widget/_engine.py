@@ -26,7 +26,7 @@ from ._backend import LoggerBase, builder_failure_message, capabilities, select_
 from ._errors import BuildError
 from ._expected import significant
 from ._external_data import check_external_data, external_locations, file_locations
-from ._files import atomic_write, expand_user, open_lock_file, writable_target
+from ._files import atomic_write, expand_user, open_lock_file, read_regular, writable_target
 from ._options import PRECISION_FLAGS, TRT_SETTINGS, BuildOptions, ConfigureHook
 from ._shapes import Profile
 from ._tensorrt_log import MAX_MESSAGE, LogRecord, to_logging
@@ -473,7 +473,7 @@ def _save_timing_cache(
             warnings.simplefilter("ignore", DeprecationWarning)
             cache = config.get_timing_cache()
             try:
-                current = Path(path).read_bytes()
+                current = read_regular(path, TIMING_CACHE_LIMIT)  # another user's may have been swapped since
             except FileNotFoundError:
                 current = b""
             if current == loaded:  # unchanged since the build read it: nothing to merge
@@ -546,6 +546,7 @@ def _unreadable(
     return current != blank and (theirs is None or read == blank)
 
 
+TIMING_CACHE_LIMIT = 1 << 30  # bytes of a timing cache read (NVIDIA's are KiB to tens of MiB); a larger file is not one
 CACHE_LOCK_WAIT_S = 30.0  # what saving a timing cache waits for another build saving the same file
 
 
@@ -559,7 +560,7 @@ def _keep_a_copy(path: str, data: bytes) -> str | None:
     with its mode (0600 when it is another user's). Its name, or None when no name is free or it cannot be kept."""
     try:
         old = os.stat(path)
-        same = Path(path).read_bytes() == data  # under the lock: the file is still the one read
+        same = read_regular(path, TIMING_CACHE_LIMIT) == data  # under the lock: the file is still the one read
     except OSError:
         return None
     mode = old.st_mode & 0o777 if old.st_uid == os.geteuid() else 0o600
@@ -869,7 +870,7 @@ def _configure(
     if options.timing_cache:
         path = Path(options.timing_cache)
         try:
-            data = path.read_bytes() if path.exists() else b""
+            data = read_regular(path, TIMING_CACHE_LIMIT) if path.exists() else b""  # checked at start, maybe swapped
         except OSError as exc:
             logger.log(2, f"timing_cache: could not read {path} ({exc.strerror or exc}); building without it")
             data = b""

@@ -30,7 +30,10 @@ def expand_user(path: str | os.PathLike[str]) -> Path:
     """``path`` with a leading ``~`` or ``~user`` expanded; ValueError (not Path.expanduser's RuntimeError)
     naming the user when there is no such user or home directory."""
     text = os.fspath(path)
-    expanded = os.path.expanduser(text)
+    try:
+        expanded = os.path.expanduser(text)
+    except ValueError:  # a NUL in the user's name, which getpwnam refuses: no such user either
+        expanded = text
     if text.startswith("~") and expanded == text:
         user = text[1:].split("/", 1)[0]
         raise ValueError(f"{text}: cannot expand '~{user}': {'no such user' if user else 'no home directory'}")

@@ -323,3 +323,25 @@ def test_a_line_that_is_not_json_gets_the_json_rpc_parse_error(tmp_path: Path) -
     assert codes == [(None, -32700), (None, -32700), (None, -32600)], answers
     assert answers[-1]["result"]["tools"], answers[-1]
     assert "\x01" not in console and "\x9b" not in console and "\u009b" not in console, console
+
+
+def test_a_model_path_naming_a_user_that_does_not_exist_is_a_tool_error(run_async: RunAnyio, tmp_path: Path) -> None:
+    """Seventh re-run: ``~nosuchuser/m.onnx`` as the model (or a ``~`` path with a NUL) raised ValueError outside
+    the input checks: the agent got "Error executing tool start_build" without a reason, the server's console a
+    113-line traceback. It is bad input, said as such (the LSP's ``trtWidget.build`` shares the registry)."""
+    from trt_widget.mcp import BadInput, BuildRegistry
+
+    for model in ("~no-such-user-trt/m.onnx", "~no-such-user-trt\x00/m.onnx"):
+        try:
+            BuildRegistry().create(model)
+        except BadInput as exc:
+            assert "no-such-user-trt" in str(exc), exc
+        else:
+            raise AssertionError(f"{model!r} was accepted")
+
+    async def main() -> Any:
+        async with stdio() as client:
+            return await client.call_tool("start_build", {"model": "~no-such-user-trt/m.onnx"})
+
+    reply = run_async(main)
+    assert reply.is_error and "cannot expand '~no-such-user-trt': no such user" in reply.content[0].text, reply

@@ -182,3 +182,51 @@ def test_stop_ends_a_remote_build_within_a_second_while_the_server_takes_no_uplo
         assert "the upload" in build.status_detail and "had not finished" in build.status_detail
     finally:
         silent.close()
+
+
+class _Endless:
+    """A fake server that answers every request with ``status`` and a body without end: 64 MiB, then nothing."""
+
+    def __init__(self, status: int) -> None:
+        import socket
+
+        self.status = status
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(16)
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                conn, _ = self.listener.accept()
+                threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn: Any) -> None:
+        chunk = b"[" * (1 << 20)
+        with contextlib.suppress(OSError), conn:
+            conn.recv(65536)
+            conn.sendall(f"HTTP/1.1 {self.status} X\r\nContent-Type: application/json\r\n".encode())
+            conn.sendall(b"Transfer-Encoding: chunked\r\n\r\n")
+            for _ in range(64):
+                conn.sendall(b"%x\r\n" % len(chunk) + chunk + b"\r\n")
+            time.sleep(60)
+
+
+@pytest.mark.parametrize("status", [200, 500])
+def test_a_reply_without_end_fails_the_remote_build_not_the_memory(status: int) -> None:
+    """Seventh re-run: the server's small replies (its limits, a refusal, a build's state) were read whole: a
+    server (or whatever listens at the URL) answering with a body without end grew the client by 500 MB a second
+    until memory ran out; a refused event stream's body too. Replies other than the event stream and the engine
+    are read up to 1 MiB (``MAX_REPLY_BYTES``)."""
+    from trt_widget.serve import RemoteBuild
+
+    endless = _Endless(status)
+    try:
+        for build in (RemoteBuild(endless.url, "token", SMALL, timeout=5).start(), _follow(endless.url, timeout=5)):
+            assert build.wait(60) == "failed", build.status_detail
+            assert "larger than 1,048,576 bytes" in str(build.error), build.error
+            assert "unexpected" not in str(build.error)
+    finally:
+        endless.listener.close()

@@ -242,3 +242,88 @@ def test_an_empty_host_is_a_usage_error_not_every_interface(command: list[str], 
         raise AssertionError(f"it listened: {exc.stderr!r}") from None
     assert done.returncode == 2, done.stderr
     assert "--host" in done.stderr and "127.0.0.1" in done.stderr
+
+
+def test_an_event_stream_sends_a_bounded_piece_at_a_time(tmp_path: Path) -> None:
+    """Seventh re-run: a stream sent up to 2,000 events in one write, whatever their size. A build whose log holds
+    thousands of 16 KiB warnings (a model's long names) made each subscriber's write 32 MB, held by the server
+    until the client read it: 100 clients that did not read took the server to 8.9 GB (1,000 connections are
+    allowed). Each write is at most ``STREAM_PIECE_BYTES`` (or one event); every event still arrives, in order."""
+    import httpx
+
+    from trt_widget.serve import ServerThread
+    from trt_widget.serve._client import sse_messages
+    from trt_widget.serve._store import STREAM_PIECE_BYTES
+
+    def bearer(server: ServerThread) -> dict[str, str]:
+        return {"Authorization": f"Bearer {server.token}"}
+
+    data = tmp_path / "data"
+    with (
+        ServerThread(data=data) as first,
+        httpx.Client(base_url=first.url, headers=bearer(first), timeout=60) as http,
+    ):
+        build_id = http.post("/builds", content=SMALL, params={"name": "m"}).json()["id"]
+        with http.stream("GET", f"/builds/{build_id}/events") as reply:
+            assert [k for _, k, _ in sse_messages(reply.iter_lines())]  # read to its end: the build ended
+    log = data / "builds" / build_id / "events.jsonl"
+    lines = log.read_bytes().split(b"\n")[:-1]
+    warnings = [
+        json.dumps({"event": "log", "severity": "WARNING", "message": f"{i} " + "w" * 16_000, "t": 0.01}).encode()
+        for i in range(3_000)
+    ]  # what a model's warnings naming 4,096-character nodes amount to
+    log.write_bytes(b"\n".join([*lines[:-1], *warnings, lines[-1]]) + b"\n")
+    with (
+        ServerThread(data=data) as second,
+        httpx.Client(base_url=second.url, headers=bearer(second), timeout=60) as http,
+    ):
+        record = second.store.get(build_id)
+        assert record is not None
+        record.event_count()  # loads the stored log, as a stream's start does
+        cursor, pieces = 0, 0
+        while True:
+            frames, _, _ = record.read(cursor)
+            if not frames:
+                break
+            assert len(frames) == 1 or sum(map(len, frames)) <= STREAM_PIECE_BYTES, sum(map(len, frames))
+            cursor, pieces = cursor + len(frames), pieces + 1
+        assert cursor == len(lines) + len(warnings) and pieces > 100
+        with http.stream("GET", f"/builds/{build_id}/events") as reply:
+            got = [json.loads(d) for _, kind, d in sse_messages(reply.iter_lines()) if kind == "message"]
+    assert len(got) == cursor and got[-1]["event"] == "build_end"
+    assert [e["message"].split()[0] for e in got if e["event"] == "log"][-3:] == ["2997", "2998", "2999"]
+
+
+def test_a_cancel_body_without_a_length_is_read_only_up_to_its_limit(tmp_path: Path, long_model_bytes: bytes) -> None:
+    """Seventh re-run: a cancel's reason is read up to 4 KiB when its Content-Length says so, but a chunked body
+    (no length) was read whole until it ended or ``--body-timeout`` passed: 8 s of it took the server from 140 MB
+    to 1.8 GB. The reason is read up to 4 KiB whatever the framing; past that it is ignored and the cancel
+    answered at once."""
+    import socket
+    from urllib.parse import urlsplit
+
+    import httpx
+
+    from trt_widget.serve import ServerThread
+
+    with (
+        ServerThread(data=tmp_path / "data", body_timeout=600) as server,
+        httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {server.token}"}, timeout=60) as http,
+    ):
+        build_id = http.post("/builds", content=long_model_bytes).json()["id"]
+        address = urlsplit(server.url)
+        assert address.port is not None
+        with socket.create_connection((address.hostname, address.port), timeout=60) as sock:
+            sock.sendall(
+                f"POST /builds/{build_id}/cancel HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {server.token}\r\n"
+                "Transfer-Encoding: chunked\r\n\r\n".encode()
+            )
+            chunk = b" " * 65536
+            sock.sendall(b"%x\r\n" % len(chunk) + chunk + b"\r\n")  # and more would follow: the body has no end yet
+            sock.settimeout(30)  # the body's end would come only after --body-timeout (600 s)
+            answer = sock.recv(4096)
+        assert answer.startswith(b"HTTP/1.1 202"), answer[:200]
+        deadline = time.monotonic() + 60
+        while http.get(f"/builds/{build_id}").json()["status"] not in ("cancelled", "failed", "succeeded"):
+            assert time.monotonic() < deadline, "the cancelled build did not end"
+            time.sleep(0.1)

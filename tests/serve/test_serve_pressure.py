@@ -4,6 +4,7 @@ one line per condition, and a trickling upload is refused instead of holding the
 
 from __future__ import annotations
 
+import contextlib
 import resource
 import select
 import socket
@@ -246,3 +247,38 @@ def test_a_client_refused_before_its_body_is_read_still_gets_the_answer(tmp_path
                 assert client.get("/builds").status_code == 200  # the same connection, reused
         finally:
             holder.close()
+
+
+def _pipelining_readers(address: tuple[str, int], count: int) -> list[socket.socket]:
+    """``count`` connections without the token that send thousands of requests at once and read no answer."""
+    requests = b"GET /builds HTTP/1.1\r\nHost: x\r\n\r\n" * 20_000
+    socks = []
+    for _ in range(count):
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)
+        sock.connect(address)
+        sock.setblocking(False)
+        with contextlib.suppress(BlockingIOError):
+            sock.send(requests)
+        socks.append(sock)
+    return socks
+
+
+def test_clients_that_read_no_answer_do_not_lock_out_the_token_holder(tmp_path: Path) -> None:
+    """Seventh re-run: a client without the token that pipelines requests and reads none of the 401s fills its
+    send buffer, and the server waits to write the next answer, inside a request, for ever: at the cap every
+    connection was one of those and the token holder was refused ("each in a request: refusing more") for as
+    long as they stayed open. A connection whose answers are not read is closed first, as an idle one is."""
+    with ServerThread(data=tmp_path, max_connections=4, header_timeout=600) as server:
+        stalled = _pipelining_readers(_address(server.url), 6)  # each is answered until its buffers fill: ~10,000
+        try:
+            answered = None
+            deadline = time.monotonic() + 180
+            while answered is None and time.monotonic() < deadline:  # once their answers stall, one makes room
+                with contextlib.suppress(httpx.TransportError), httpx.Client(base_url=server.url, timeout=5) as client:
+                    answered = client.get("/builds", headers={"Authorization": f"Bearer {server.token}"})
+                time.sleep(0.5)
+            assert answered is not None and answered.status_code == 200, answered
+        finally:
+            for sock in stalled:
+                sock.close()

@@ -186,3 +186,24 @@ def test_the_servers_own_log_reaches_its_console_escaped(
     (line,) = [line for line in (server.banner + output).splitlines() if "skipping" in line]
     assert line.startswith("trt-widget serve: warning: serve: skipping ") and "unreadable meta.json" in line, line
     assert "\x1b" not in server.banner + output
+
+
+@pytest.mark.parametrize("kind", ["not PEM", "a FIFO"])
+def test_a_certificate_that_cannot_be_used_is_a_usage_error(kind: str, tmp_path: Path) -> None:
+    """Seventh re-run: a certificate or key that is not one (a typo, the two swapped) printed the banner with the
+    token, then a 15-frame ssl.SSLError traceback (exit 1); a FIFO held the start for ever. Both are checked
+    before anything listens: one line naming the flags, exit 2."""
+    import subprocess
+
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    key.write_text("not a key\n")
+    if kind == "a FIFO":
+        os.mkfifo(cert)
+    else:
+        cert.write_text("not a certificate\n")
+    command = [sys.executable, "-m", "trt_widget", "serve", "--data", str(tmp_path / "data"), "--port", "0"]
+    command += ["--ssl-certfile", str(cert), "--ssl-keyfile", str(key)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, (done.returncode, done.stderr[-2000:])
+    assert "Traceback" not in done.stderr and "--ssl-certfile" in done.stderr, done.stderr
+    assert "token" not in done.stdout, done.stdout

@@ -159,7 +159,10 @@ class BuildRegistry:
         if live >= self.max_concurrent + self.max_waiting:
             raise BadInput(f"too many builds: {live} running or queued (at most {self.max_concurrent} at once and "
                            f"{self.max_waiting} waiting); stop one or wait until one has ended")  # fmt: skip
-        path = expand_user(model)
+        try:
+            path = expand_user(model)
+        except ValueError as exc:  # ~name of no user
+            raise BadInput(str(exc)) from None
         if not path.exists():
             raise BadInput(f"ONNX file not found: {path}")
         if not path.is_file():

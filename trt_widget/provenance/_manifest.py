@@ -49,10 +49,11 @@ def manifest_path(engine: str | os.PathLike[str]) -> Path:
 
 
 def file_sha256(path: str | os.PathLike[str]) -> tuple[str, int]:
-    """(sha256 hex, size) of a file, read in 1 MiB blocks."""
+    """(sha256 hex, size) of a regular file, read in 1 MiB blocks; OSError for a FIFO or a device (a timing cache
+    or an engine swapped for one since it was checked: a FIFO held ``open`` for ever, ``/dev/zero`` never ended)."""
     digest = hashlib.sha256()
     size = 0
-    with open(path, "rb") as handle:
+    with open(open_regular(path), "rb") as handle:
         while block := handle.read(CHUNK):
             digest.update(block)
             size += len(block)
@@ -264,7 +265,7 @@ def read_manifest(path: str | os.PathLike[str], *, owners: tuple[int, ...] | Non
     size = _need(engine, "size", int, where)
     file = _need(engine, "file", str, where)
     assert isinstance(sha, str) and isinstance(size, int) and isinstance(file, str) and isinstance(key, str)
-    if os.path.basename(file) != file or file in ("", ".", ".."):
+    if os.path.basename(file) != file or file in ("", ".", "..") or "\0" in file:  # NUL: no file has it
         raise ManifestError(f"{where}: the engine's file name {file!r} is not a plain file name")
     options = identity.get("options")
     device = identity.get("device")

@@ -77,6 +77,42 @@ def _refusal(response: httpx.Response) -> str:
 
 
 MAX_EVENT_BYTES = 1 << 20  # one event (an SSE line) from the server; TensorRT's longest are a few KB
+MAX_REPLY_BYTES = 1 << 20  # any other reply than an event stream or an engine (limits, a build's state, an error)
+_STREAMED = "trt_widget.streamed"  # a request extension: its 200 reply is bounded by its reader (events, engine)
+
+
+class _CappedBody(httpx.SyncByteStream):
+    """A reply's body that ends in an error once it passes ``MAX_REPLY_BYTES``: a server that answers with a body
+    without end (500 MB a second here) would otherwise be read into memory until it ran out."""
+
+    def __init__(self, inner: httpx.SyncByteStream) -> None:
+        self._inner = inner
+
+    def __iter__(self) -> Iterator[bytes]:
+        size = 0
+        for chunk in self._inner:
+            size += len(chunk)
+            if size > MAX_REPLY_BYTES:
+                raise httpx.RemoteProtocolError(f"the server's reply is larger than {MAX_REPLY_BYTES:,} bytes")
+            yield chunk
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+def _cap_reply(response: httpx.Response) -> None:
+    """An httpx response hook (before the body is read): bound every reply but a streamed request's 200."""
+    if response.request.extensions.get(_STREAMED) and response.status_code == 200:
+        return
+    if isinstance(response.stream, httpx.SyncByteStream):
+        response.stream = _CappedBody(response.stream)
+
+
+def _client(url: str, headers: dict[str, str] | None, timeout: float | httpx.Timeout) -> httpx.Client:
+    """The HTTP client of every request to the server: its replies bounded (``_cap_reply``)."""
+    return httpx.Client(base_url=url, headers=headers, timeout=timeout, event_hooks={"response": [_cap_reply]})
+
+
 MAX_PHASES = 200_000  # phase instances per build; a real GPU build has a few thousand
 SILENT_S = 60.0  # a stream that sends nothing, not even the server's ping (every 15 s), for this long is broken
 STOP_WAIT_S = 0.7  # after stop() (or its force_after), how long the server may take to confirm the end
@@ -169,7 +205,7 @@ class RemoteRunner:
         self._poke.set()
 
     def run(self, ctx: RunContext) -> bytes | None:
-        with httpx.Client(base_url=self.url, headers=self.headers, timeout=self.timeout) as client:
+        with _client(self.url, self.headers, self.timeout) as client:
             if self.build_id is None:
                 self.build_id = self._upload_or_stop(ctx)
                 if self.build_id is None:
@@ -193,7 +229,7 @@ class RemoteRunner:
 
         def upload() -> None:
             try:
-                with httpx.Client(base_url=self.url, headers=self.headers, timeout=self.timeout) as client:
+                with _client(self.url, self.headers, self.timeout) as client:
                     uploaded.append(self._upload(client, ctx))
             except BaseException as exc:
                 failed.append(exc)
@@ -287,7 +323,7 @@ class RemoteRunner:
 
     def _cancel(self, *, force: bool) -> bool:
         try:
-            with httpx.Client(base_url=self.url, headers=self.headers, timeout=self.timeout) as client:
+            with _client(self.url, self.headers, self.timeout) as client:
                 client.post(
                     f"/builds/{self.build_id}/cancel",
                     params={"force": "1"} if force else None,
@@ -384,8 +420,10 @@ class RemoteRunner:
         timeout = httpx.Timeout(self.timeout, read=SILENT_S)
         try:
             with (
-                httpx.Client(base_url=self.url, timeout=timeout) as client,
-                client.stream("GET", f"/builds/{self.build_id}/events", headers=headers) as reply,
+                _client(self.url, None, timeout) as client,
+                client.stream(
+                    "GET", f"/builds/{self.build_id}/events", headers=headers, extensions={_STREAMED: True}
+                ) as reply,
             ):
                 if reply.status_code != 200:
                     reply.read()
@@ -451,7 +489,7 @@ class RemoteRunner:
 
     def _download(self, client: httpx.Client, announced: int, abandon: threading.Event) -> bytes:
         try:
-            with client.stream("GET", f"/builds/{self.build_id}/engine") as reply:
+            with client.stream("GET", f"/builds/{self.build_id}/engine", extensions={_STREAMED: True}) as reply:
                 if reply.status_code != 200:
                     reply.read()
                     raise BuildError(f"build {self.build_id} succeeded, but its engine: {_refusal(reply)}")
@@ -586,7 +624,7 @@ class RemoteBuild(Build):
         """The server's view of the build (``GET /builds/{id}``: status, detail, timings, subscribers, ...)."""
         if self.remote_id is None:
             raise RuntimeError("the build is not on the server yet")
-        with httpx.Client(base_url=self.runner.url, headers=self.runner.headers, timeout=self.runner.timeout) as c:
+        with _client(self.runner.url, self.runner.headers, self.runner.timeout) as c:
             reply = c.get(f"/builds/{self.remote_id}")
         if reply.status_code != 200:
             raise BuildError(_refusal(reply))

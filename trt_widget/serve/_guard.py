@@ -4,8 +4,9 @@ deadline for every request head, and one log line per condition (not one per con
 uvicorn keeps a connection that sends half a request line forever, and when ``accept()`` runs out of file
 descriptors asyncio logs a traceback for every attempt: a client without the token could hold every descriptor
 and fill the log. Here each connection must complete its request head within ``header_timeout`` seconds (else
-408 and closed); at ``max_connections`` a new connection closes the oldest one that is idle or still sending its
-request head (a client sending a real request gets in), or is refused when every one is busy in a request.
+408 and closed); at ``max_connections`` a new connection closes the oldest one that is idle, still sending its
+request head or not reading its answers (a client sending a real request gets in), or is refused when every one
+is busy in a request.
 """
 
 from __future__ import annotations
@@ -96,12 +97,12 @@ class Guard:
         live = [c for c in new.connections if isinstance(c, _GuardedH11) and not c.transport.is_closing()]
         if len(live) <= self.max_connections:  # the others are closing already
             return
-        waiting = [c for c in live if c is not new and c.waiting_since is not None]
+        waiting = [c for c in live if c is not new and c.waited_since() is not None]
         if waiting:
-            oldest = min(waiting, key=lambda c: c.waiting_since or 0.0)
+            oldest = min(waiting, key=lambda c: c.waited_since() or 0.0)
             oldest.transport.abort()
-            self.notes.note("cap", f"{self.max_connections:,} connections open (the limit): closing the ones idle or "
-                            "still sending their request head longest")  # fmt: skip
+            self.notes.note("cap", f"{self.max_connections:,} connections open (the limit): closing the ones idle, "
+                            "still sending their request head or not reading their answers longest")  # fmt: skip
         else:
             new.transport.abort()
             self.notes.note("full", f"{self.max_connections:,} connections open, each in a request: refusing more")
@@ -216,7 +217,23 @@ class _GuardedH11(H11Protocol):
 
     guard: Guard
     waiting_since: float | None = None  # since when it is idle, sending a head or lingering (None: in a request)
+    unread_since: float | None = None  # since when the client has read none of what the server is sending
     _timer: asyncio.TimerHandle | None = None
+
+    def waited_since(self) -> float | None:
+        """Since when the server waits on this client (idle, a head, a lingering body, or answers it does not
+        read: a client pipelining requests without reading the answers is inside a request for ever); None when
+        it is busy in a request."""
+        times = [t for t in (self.waiting_since, self.unread_since) if t is not None]
+        return min(times) if times else None
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        self.unread_since = time.monotonic()
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        self.unread_since = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)

@@ -213,6 +213,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"))
 
 
+def _check_tls(certfile: str, keyfile: str) -> None:
+    """UsageError unless ``certfile`` and ``keyfile`` are regular files TLS can serve with: checked before anything
+    listens (uvicorn loads them after the banner: a bad one ended in a traceback, a FIFO waited for ever)."""
+    import ssl
+    import stat
+
+    for flag, path in (("--ssl-certfile", certfile), ("--ssl-keyfile", keyfile)):
+        try:
+            regular = stat.S_ISREG(os.stat(expand_user(path)).st_mode)
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"{flag} {path}: {getattr(exc, 'strerror', None) or exc}") from None
+        if not regular:
+            raise UsageError(f"{flag} {path}: not a regular file")
+    try:
+        ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(
+            str(expand_user(certfile)), str(expand_user(keyfile))
+        )
+    except (ssl.SSLError, OSError, ValueError) as exc:
+        raise UsageError(
+            f"--ssl-certfile {certfile} / --ssl-keyfile {keyfile}: not a PEM certificate and its private key ({exc})"
+        ) from None
+
+
 class UsageError(Exception):
     """A bad ``serve`` option (exit 2)."""
 
@@ -301,6 +324,8 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--port must be 0..65535, got {args.port}")
         if (args.ssl_certfile is None) != (args.ssl_keyfile is None):
             raise UsageError("--ssl-certfile and --ssl-keyfile go together")
+        if args.ssl_certfile is not None:
+            _check_tls(args.ssl_certfile, args.ssl_keyfile)
         try:
             max_upload = parse_bytes(args.max_upload, "--max-upload")
             no_minimum = args.min_upload_rate.strip() == "0"
@@ -345,9 +370,9 @@ def run(args: argparse.Namespace) -> int:
     host = args.host if ":" not in args.host else f"[{args.host}]"
     url = f"{scheme}://{host}:{sock.getsockname()[1]}"
     finished = sum(1 for r in store.records() if r.final)
-    print(f"trt-widget serve: {url}  (data {data}, {finished} stored builds, at most {args.max_concurrent} "
-          f"concurrent, uploads up to {max_upload:,} B, {guard.max_connections:,} connections)",
-          flush=True)  # fmt: skip
+    print(escape_lines(f"trt-widget serve: {url}  (data {data}, {finished} stored builds, at most "
+                       f"{args.max_concurrent} concurrent, uploads up to {max_upload:,} B, {guard.max_connections:,} "
+                       "connections)"), flush=True)  # fmt: skip
     if source is None:
         print(f"token: {token}  (generated; --token-file keeps one across restarts)")
         print(f"page:  {url}/?token={token}", flush=True)
@@ -360,7 +385,7 @@ def run(args: argparse.Namespace) -> int:
     logging.getLogger("uvicorn.access").addFilter(_RedactToken())
     config: ServerConfig = {"log_level": args.log_level, "timeout_graceful_shutdown": 10}
     if args.ssl_certfile:
-        config["ssl_certfile"], config["ssl_keyfile"] = args.ssl_certfile, args.ssl_keyfile
+        config["ssl_certfile"], config["ssl_keyfile"] = expand_user(args.ssl_certfile), expand_user(args.ssl_keyfile)
     server = _server(app, store, guard, **config)
     try:
         server.run(sockets=[sock])

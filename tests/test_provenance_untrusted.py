@@ -206,3 +206,68 @@ def test_a_cache_entry_swapped_after_its_owner_was_checked_is_not_reused(
     assert again.reused_from is None, again.status_detail
     assert (tmp_path / "out.engine").read_bytes() != evil
     assert "owned by another user" in again.status_detail, again.status_detail[:3000]
+
+
+def _naming(location: str) -> bytes:
+    """The small model with its first weight moved to external data at ``location`` (16 bytes)."""
+    import onnx
+
+    model = deep_residual(2)
+    weight = model.graph.initializer[0]
+    weight.ClearField("raw_data")
+    del weight.float_data[:]
+    weight.data_location = onnx.TensorProto.EXTERNAL
+    for key, value in (("location", location), ("offset", "0"), ("length", "16")):
+        entry = weight.external_data.add()
+        entry.key, entry.value = key, value
+    return to_bytes(model)
+
+
+@pytest.mark.parametrize("how", ["absolute", "dot-dot", "link out"])
+def test_a_bundle_never_packs_a_file_the_model_names_outside_its_folder(tmp_path: Path, how: str) -> None:
+    """Eighth re-run: ``bundle --include-model`` copied every file the model named as external data, wherever it
+    was (``/home/me/.ssh/id_rsa``, ``../secret``, a link leading out), into the zip made to be shared: the build
+    refused that model, its bug report carried the file. Only what the model-file rule lets a build read goes in."""
+    import zipfile
+
+    secret = tmp_path / "secret.txt"
+    secret.write_bytes(b"TOP SECRET, 0600 " * 4)
+    secret.chmod(0o600)
+    folder = tmp_path / "model"
+    folder.mkdir()
+    location = {"absolute": str(secret), "dot-dot": "../secret.txt", "link out": "w.bin"}[how]
+    if how == "link out":
+        (folder / "w.bin").symlink_to(secret)
+    model = folder / "m.onnx"
+    model.write_bytes(_naming(location))
+    target = tmp_path / "b.zip"
+    done = subprocess.run(
+        [*CLI, "bundle", str(model), "--include-model", "-o", str(target)], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    with zipfile.ZipFile(target) as archive:
+        names = archive.namelist()
+        packed = b"".join(archive.read(name) for name in names)
+        readme = archive.read("README.txt").decode()
+    assert b"TOP SECRET" not in packed, names
+    assert "model/m.onnx" in names  # the model itself is packed
+    assert "left out" in readme and "outside the model's folder" in readme, readme
+
+
+def test_a_bundle_packs_the_external_data_inside_the_model_folder(tmp_path: Path) -> None:
+    """What the model-file rule allows (a file beside the model, a link inside the folder) is still packed."""
+    import zipfile
+
+    folder = tmp_path / "model"
+    (folder / "data").mkdir(parents=True)
+    (folder / "data" / "real.bin").write_bytes(b"\x00" * 16)
+    (folder / "w.bin").symlink_to("data/real.bin")
+    model = folder / "m.onnx"
+    model.write_bytes(_naming("w.bin"))
+    target = tmp_path / "b.zip"
+    done = subprocess.run(
+        [*CLI, "bundle", str(model), "--include-model", "-o", str(target)], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    with zipfile.ZipFile(target) as archive:
+        assert archive.read("model/real.bin") == b"\x00" * 16, archive.namelist()

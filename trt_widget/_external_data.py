@@ -251,17 +251,36 @@ def check_external_data(locations: list[str], directory: str | None, label: str,
     root = os.path.realpath(directory)
     for location in locations:
         shown = location[:200]
-        parts = location.replace("\\", "/").split("/")
-        if not location or os.path.isabs(location) or location.startswith(("/", "\\")) or ".." in parts:
+        if not _relative_inside(location):
             raise BuildError(
                 f"{label} names external data {shown!r} outside its own directory; external data must be a "
                 "relative path inside the model's directory (no absolute paths, no '..')"
             )
         target = os.path.realpath(os.path.join(root, location))
-        if os.path.commonpath([root, target]) != root or target == root:
+        if not _under(root, target):
             raise BuildError(
                 f"{label} names external data {shown!r}, which leads outside the model's directory "
                 "(a symbolic link?); external data must be a file inside the model's directory"
             )
         if not os.path.isfile(target):
             raise BuildError(f"{label} names external data {shown!r}, which is not a file next to the model")
+
+
+def _relative_inside(location: str) -> bool:
+    """A relative name without ``..``: the first half of the model-file rule, before any link is resolved."""
+    parts = location.replace("\\", "/").split("/")
+    return bool(location) and not os.path.isabs(location) and not location.startswith(("/", "\\")) and ".." not in parts
+
+
+def _under(root: str, target: str) -> bool:
+    return os.path.commonpath([root, target]) == root and target != root
+
+
+def allowed_file(location: str, directory: str) -> str | None:
+    """The real path of the external-data file ``location`` when the model-file rule lets a build read it (a
+    regular file inside ``directory``, links resolved), else None: what a bundle may pack of a model's data."""
+    if not _relative_inside(location):
+        return None
+    root = os.path.realpath(directory)
+    target = os.path.realpath(os.path.join(root, location))
+    return target if _under(root, target) and os.path.isfile(target) else None

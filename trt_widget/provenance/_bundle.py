@@ -171,10 +171,10 @@ def write_bundle(
         ("gpu.json", _json(gpu), "the GPU (name, compute capability, driver; null without one) and its memory")
     )
     files: list[tuple[str, str, int, str]] = []  # name, the file copied in pieces, its size now, what it is
+    left_out: list[str] = []  # files the model names that the model-file rule forbids a build to read
     if include_model:
-        from .._files import build_inputs
-
-        for real, what in build_inputs(build).items():
+        inputs, left_out = _packable_inputs(build)
+        for real, what in inputs.items():
             try:
                 size = os.stat(real).st_size
             except OSError:
@@ -199,6 +199,13 @@ def write_bundle(
         listing.append(f"  {name:<22} {size:>12,} B  {what}")
     if not include_model:
         listing.append("No model, engine or file contents are included (trt-widget bundle --include-model adds them).")
+    for location in left_out[:20]:
+        listing.append(
+            f"  left out: external data {location[:200]!r}, outside the model's folder (the model-file rule, "
+            "docs/security.md: no build reads it)"
+        )
+    if len(left_out) > 20:
+        listing.append(f"  left out: {len(left_out) - 20} more files outside the model's folder")
     if redact:
         listing.append("Paths were redacted: the model's folder is <model-dir>, the working directory <cwd>, home ~.")
     readme = "\n".join(listing) + "\n"
@@ -215,6 +222,36 @@ def write_bundle(
         for name, real, _size, _what in files:
             _add_file(archive, name, real)
     return target
+
+
+def _packable_inputs(build: Build) -> tuple[dict[str, str], list[str]]:
+    """The files ``include_model`` packs (real path -> what it is): the model file or the recording, and only the
+    external data the model-file rule lets a build read (a file inside the model's folder); and the locations left
+    out. A hostile model naming ``/home/me/.ssh/id_rsa``, ``../secret`` or a link leading out (which its build
+    refuses) must not carry that file into a report made to be shared."""
+    from .._external_data import allowed_file
+    from .._files import build_inputs
+
+    source = build.source
+    if source.kind != "path" or not isinstance(source.value, str):
+        return build_inputs(build), []
+    model = os.fspath(expand_user(source.value))
+    inputs = {os.path.realpath(model): "the model file itself"}
+    left_out: list[str] = []
+    try:
+        from .._external_data import file_locations
+
+        locations = file_locations(os.path.realpath(model))[:10_000]
+    except Exception:  # an unreadable model names none here; its build said why
+        locations = []
+    folder = os.path.dirname(os.path.abspath(model))
+    for location in locations:
+        real = allowed_file(location, folder)
+        if real is None:
+            left_out.append(location)
+        else:
+            inputs.setdefault(real, f"the model's external data {location!r}")
+    return inputs, left_out
 
 
 def _add_file(archive: zipfile.ZipFile, name: str, path: str) -> None:

@@ -288,3 +288,45 @@ def test_a_closed_stdout_is_said_once_and_the_engine_is_built(onnx_path: Path, t
     assert engine.is_file()
     assert done.stderr.count("stdout is closed") == 1 and "Traceback" not in done.stderr, done.stderr
     assert "failed writing" not in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
+def test_a_stdout_that_is_not_utf8_gets_every_event_and_no_traceback(tmp_path: Path, encoding: str) -> None:
+    """Eighth re-run: on a stdout whose encoding is the locale's and not UTF-8 (``PYTHONIOENCODING``, a Latin-1
+    ``LANG``), a model named ``modèle日.onnx`` or with node names such as ``nœud_日本`` made ``build --json`` and
+    ``matrix --json`` drop every later event (one warning, exit 0: a recording without its ``build_end``), and
+    ``inspect`` and ``check`` end in a UnicodeEncodeError traceback. JSON gets ``\\u`` escapes (the same value),
+    text gets backslash escapes."""
+    from trt_widget.models import deep_residual, to_bytes
+
+    model = deep_residual(2)
+    for index, node in enumerate(model.graph.node):
+        node.name = f"nœud_é_{index}_日本"
+    path = tmp_path / "modèle日.onnx"
+    path.write_bytes(to_bytes(model))
+    env = _env(PYTHONIOENCODING=encoding)
+    engine = tmp_path / "modèle日.engine"
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "trt_widget", *args],
+            capture_output=True,
+            text=True,
+            encoding=encoding,
+            env=env,
+            timeout=TIMEOUT_S,
+        )
+
+    built = run("build", "--json", str(path), "-o", str(engine))
+    assert built.returncode == 0 and "failed writing" not in built.stderr, built.stderr
+    events = [json.loads(line) for line in built.stdout.splitlines()]
+    assert events[0]["model"] == str(path) and events[-1]["event"] == "build_end", built.stdout[-500:]
+    assert any("nœud_é_0_日本" in json.dumps(e, ensure_ascii=False) for e in events)
+    recording = tmp_path / "rec.jsonl"
+    recording.write_text(built.stdout, encoding="utf-8")
+    matrix = run("matrix", "--json", str(path), "--output-dir", str(tmp_path / "m"))
+    assert matrix.returncode == 0 and "failed writing" not in matrix.stderr, matrix.stderr
+    assert [json.loads(line) for line in matrix.stdout.splitlines()][-1]["event"] == "build_end", matrix.stdout[-500:]
+    for args in (("inspect", str(recording)), ("check", str(engine)), ("view", "--plain", str(recording))):
+        done = run(*args)
+        assert done.returncode == 0 and "Traceback" not in done.stderr, (args, done.stderr[-2000:])

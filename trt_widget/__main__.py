@@ -26,6 +26,7 @@ third one exits without waiting).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import os
 import re
@@ -323,6 +324,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         warnings.showwarning = _show_warning
         _closed_stdout()
+        _escaping_stdout()
     try:
         code = _main(list(sys.argv[1:] if argv is None else argv), whole_process=argv is None)
         if argv is None:
@@ -353,6 +355,23 @@ def _closed_stdout() -> None:
     sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115  # the process's stdout until its end
     if sys.stderr is not None:
         print("trt-widget: warning: stdout is closed: what this command prints there is lost", file=sys.stderr)
+
+
+def _escaping_stdout() -> None:
+    """On a stdout that is not UTF-8 (``PYTHONIOENCODING``, a Latin-1 locale), a character it cannot hold is written
+    as a backslash escape, as Python writes stderr: a name such as ``nœud_日本`` ended ``inspect`` and ``check`` in a
+    UnicodeEncodeError traceback. (``--json`` writes such a character as its JSON escape first.)"""
+    import codecs
+
+    encoding = getattr(sys.stdout, "encoding", None)
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    try:
+        utf8 = isinstance(encoding, str) and codecs.lookup(encoding).name == "utf-8"
+    except LookupError:
+        utf8 = False
+    if not utf8 and reconfigure is not None:
+        with contextlib.suppress(Exception):
+            reconfigure(errors="backslashreplace")
 
 
 def _show_warning(

@@ -124,16 +124,19 @@ def quiet_stdout() -> None:
 
 class PipeStdout:
     """The command line's stdout as an events sink: once its reader went away (``--json | head``), later events go
-    nowhere, quietly (no warning: the reader has what it wanted); the build goes on and ends as it would."""
+    nowhere, quietly (no warning: the reader has what it wanted); the build goes on and ends as it would. On a
+    stdout whose encoding is not UTF-8 (``PYTHONIOENCODING``, a Latin-1 locale), a character it cannot hold is
+    written as its JSON escape (the same value): one it refused dropped every later event."""
 
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
         self.closed_early = False
+        self._encoding = _codec(getattr(stream, "encoding", None))
 
     def write(self, text: str) -> int:
         if not self.closed_early:
             try:
-                return self.stream.write(text)
+                return self.stream.write(_encodable(text, self._encoding))
             except BrokenPipeError:
                 self._closed()
         return len(text)
@@ -148,3 +151,38 @@ class PipeStdout:
     def _closed(self) -> None:
         self.closed_early = True
         quiet_stdout()
+
+
+def _codec(encoding: object) -> str:
+    """The codec's canonical name ("utf-8" when unknown)."""
+    import codecs
+
+    try:
+        return codecs.lookup(encoding).name if isinstance(encoding, str) else "utf-8"
+    except LookupError:
+        return "utf-8"
+
+
+def _encodable(line: str, encoding: str) -> str:
+    """A JSON line as ``encoding`` can write it: each character it cannot hold as a JSON ``\\u`` escape (outside
+    JSON strings a line is ASCII, so every such character is inside one and the escape keeps its value)."""
+    if encoding == "utf-8" or line.isascii():
+        return line
+    try:
+        line.encode(encoding)
+        return line
+    except UnicodeEncodeError:
+        pass
+    out: list[str] = []
+    for char in line:
+        try:
+            char.encode(encoding)
+            out.append(char)
+        except UnicodeEncodeError:
+            code = ord(char)
+            if code > 0xFFFF:  # a surrogate pair, as JSON writes one
+                code -= 0x10000
+                out.append(f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}")
+            else:
+                out.append(f"\\u{code:04x}")
+    return "".join(out)

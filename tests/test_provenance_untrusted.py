@@ -271,3 +271,15 @@ def test_a_bundle_packs_the_external_data_inside_the_model_folder(tmp_path: Path
     assert done.returncode == 0, done.stderr[-2000:]
     with zipfile.ZipFile(target) as archive:
         assert archive.read("model/real.bin") == b"\x00" * 16, archive.namelist()
+
+
+@pytest.mark.parametrize("name", [".", "/", "sub/.."])
+def test_check_of_a_folder_whose_name_is_empty_is_said_not_a_traceback(tmp_path: Path, name: str) -> None:
+    """Eighth re-run: ``trt-widget check .`` (or ``/``) ended in a ValueError traceback ("has an empty name", from
+    the manifest's path beside it); ``check ..`` said it cannot read a folder. Every folder is said so."""
+    (tmp_path / "sub").mkdir()
+    found = check_engine(name if name == "/" else tmp_path / name)  # raised ValueError
+    assert found.loads is None and "not a regular file" in found.reason, found.reason
+    done = subprocess.run([*CLI, "check", name], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert "not a regular file" in done.stdout, done.stdout

@@ -130,6 +130,8 @@ def check_engine(
     "header matches" (``loads`` None), since 28 bytes and a size say nothing of the rest of the file."""
     if not os.path.lexists(path):  # a mistyped name: no engine loads, whatever a manifest beside it says
         return EngineCheck(False, "not found: no such file")
+    if os.path.isdir(path):  # "." and "/" have no name to put a manifest beside (a ValueError traceback)
+        return EngineCheck(None, f"cannot tell: cannot read {os.fspath(path)} (a folder: not a regular file)")
     try:
         manifest = read_manifest(path)
     except FileNotFoundError:

@@ -106,3 +106,43 @@ def test_a_header_line_without_an_end_is_not_held_whole() -> None:
     assert framed.readline() == b"\r\n"
     assert json.loads(framed.read(len(body))) == _request(3, "shutdown", {})
     assert peak < 8 << 20, peak
+
+
+def test_a_refused_build_command_is_an_invalid_params_error_without_a_traceback(
+    server: tuple[subprocess.Popen[bytes], queue.Queue[dict[str, Any]]], tmp_path: Any
+) -> None:
+    """Eighth re-run: each refused ``trtWidget.build`` (no URI, a missing file, a bad option value, the model as its
+    output) was pygls's -32603 with the Python traceback in ``error.data`` and a whole traceback on the server's
+    stderr (the editor's output panel); ``{"options": "str"}`` said "dictionary update sequence element #0 has
+    length 1", and settings that are not an object were ignored (the build ran with defaults)."""
+    from trt_widget.models import deep_residual, to_bytes
+
+    model = tmp_path / "m.onnx"
+    model.write_bytes(to_bytes(deep_residual(2)))
+    process, answers = server
+    assert process.stdin is not None and process.stderr is not None
+    process.stdin.write(_message(_request(1, "initialize", {"processId": None, "rootUri": None, "capabilities": {}})))
+    process.stdin.flush()
+    assert "capabilities" in _answer(answers, 1)["result"]
+    process.stdin.write(_message({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+    cases: list[tuple[list[Any], str]] = [
+        ([], "needs the ONNX file's URI"),
+        ([123], "needs the ONNX file's URI"),
+        ([str(tmp_path / "missing.onnx")], "not found"),
+        ([str(model), {"options": "str"}], "options must be an object"),
+        ([str(model), {"budget": "NaN"}], "budget"),
+        ([str(model), {"output": str(model)}], "the model file itself"),
+        ([str(model), "notadict"], "must be an object"),
+    ]
+    for ident, (arguments, said) in enumerate(cases, 2):
+        params = {"command": "trtWidget.build", "arguments": arguments}
+        process.stdin.write(_message(_request(ident, "workspace/executeCommand", params)))
+        process.stdin.flush()
+        error = _answer(answers, ident).get("error")
+        assert error is not None and error["code"] == -32602, (arguments, error)
+        assert said in error["message"] and "traceback" not in json.dumps(error).lower(), (arguments, error)
+    process.stdin.write(_message(_request(99, "shutdown", {})) + _message({"jsonrpc": "2.0", "method": "exit"}))
+    process.stdin.close()
+    assert process.wait(30) == 0
+    stderr = process.stderr.read().decode()
+    assert "Traceback" not in stderr, stderr[-3000:]

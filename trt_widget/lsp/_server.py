@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
@@ -34,6 +35,25 @@ SHUTDOWN_WAIT_S = 5.0  # at shutdown: how long running build commands get to ans
 SOURCE = "trt-widget"
 _NODE = re.compile(r"""node (['"])(?P<node>.*?)\1(?: \((?P<op>[^)]*)\))?: (?P<text>.*)""", re.S)
 _PARSE = re.compile(r"could not parse .* as ONNX: (?P<reason>.*)", re.S)
+
+
+class Refused(JsonRpcInvalidParams):
+    """A command's input refused (JSON-RPC -32602, "Invalid params"): the sentence, never a Python traceback."""
+
+
+def _one_line(record: logging.LogRecord) -> bool:
+    """pygls logs every exception a command raises with its traceback: a refused input is one warning line."""
+    exc = record.exc_info[1] if record.exc_info else None
+    if isinstance(exc, Refused):
+        record.msg, record.args, record.exc_info, record.exc_text = "refused: %s", (exc.message,), None, None
+        record.levelno, record.levelname = logging.WARNING, "WARNING"
+    return True
+
+
+def _log_refusals_in_one_line() -> None:
+    rpc = logging.getLogger("pygls.protocol.json_rpc")
+    if _one_line not in rpc.filters:
+        rpc.addFilter(_one_line)
 
 
 def diagnostics(error: str) -> list[types.Diagnostic]:
@@ -78,6 +98,7 @@ def create_server(
     """A pygls ``LanguageServer`` with the trtWidget commands."""
     builds = registry if registry is not None else BuildRegistry()
     server = LanguageServer("trt-widget", __version__)
+    _log_refusals_in_one_line()
     commands: set[asyncio.Future[object]] = set()  # trtWidget.build requests not yet answered
 
     def quietly(send: Callable[..., object], *args: object) -> None:
@@ -94,11 +115,13 @@ def create_server(
     async def build(ls: LanguageServer, *arguments: object) -> BuildDescription:
         """Arguments: the ONNX file's URI (or path), then optionally {options, budget, output}."""
         if not arguments or not isinstance(arguments[0], str):
-            raise ValueError(f"{BUILD} needs the ONNX file's URI as its first argument")
-        settings = arguments[1] if len(arguments) > 1 and isinstance(arguments[1], dict) else {}
+            raise Refused(f"{BUILD} needs the ONNX file's URI as its first argument")
+        settings = arguments[1] if len(arguments) > 1 else {}
+        if not isinstance(settings, dict):
+            raise Refused(f"{BUILD}: its second argument must be an object {{options, budget, output}}")
         unknown = sorted(set(settings) - {"options", "budget", "output"})
         if unknown:
-            raise ValueError(f"{BUILD}: unknown setting(s) {unknown}; use options, budget, output")
+            raise Refused(f"{BUILD}: unknown setting(s) {unknown}; use options, budget, output")
         uri = arguments[0]
         path = to_fs_path(uri) if "://" in uri else uri
         uri = uri if "://" in uri else from_fs_path(uri) or uri
@@ -107,7 +130,7 @@ def create_server(
                                           output=settings.get("output"), held=True)  # fmt: skip
         except BadInput as exc:
             say(f"TensorRT build not started: {exc}", types.MessageType.Error)
-            raise ValueError(str(exc)) from None
+            raise Refused(str(exc)) from None
         try:
             return await follow(ls, build_id, job, path or uri, uri)
         finally:
@@ -178,7 +201,7 @@ def create_server(
         try:
             stopped = [build_id for build_id in ids if builds.stop(build_id, "stopped from the editor")]
         except BadInput as exc:
-            raise ValueError(str(exc)) from None
+            raise Refused(str(exc)) from None
         return {"stopped": stopped}
 
     @server.command(BUILDS)

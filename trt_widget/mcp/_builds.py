@@ -167,6 +167,8 @@ class BuildRegistry:
             raise BadInput(f"ONNX file not found: {path}")
         if not path.is_file():
             raise BadInput(f"not an ONNX file (a directory?): {path}")
+        if options is not None and not isinstance(options, Mapping):
+            raise BadInput(f"options must be an object of build options, got {type(options).__name__}")
         options = dict(options or {})
         known = [f.name for f in fields(BuildOptions)]
         allowed = _agent_options()

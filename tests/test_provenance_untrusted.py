@@ -6,6 +6,7 @@ it is ignored with a reason, never a traceback. Real RTX builds and processes; `
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 import subprocess
@@ -283,3 +284,34 @@ def test_check_of_a_folder_whose_name_is_empty_is_said_not_a_traceback(tmp_path:
     done = subprocess.run([*CLI, "check", name], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-2000:]
     assert "not a regular file" in done.stdout, done.stdout
+
+
+def test_reuse_hashes_no_file_a_model_may_not_name(tmp_path: Path) -> None:
+    """Eighth re-run: to make a reuse key, every file a model named as external data was read and hashed before
+    the build's own check refused it: an upload to ``serve`` with ``reuse: true`` naming ``/etc/shadow`` or a 4 GB
+    file of the server had the server read it whole (16 s for 4 GB, per request; the docs say the server reads no
+    file an upload names), and a local model named files outside its folder. Only what the model-file rule lets a
+    build read is hashed; otherwise the model has no identity (the build refuses it and says why)."""
+    from trt_widget._engine import ModelSource
+    from trt_widget.provenance._manifest import model_identity
+
+    outside = tmp_path / "outside.bin"
+    outside.write_bytes(b"\x00" * 16)
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "w.bin").write_bytes(b"\x00" * 16)
+    for location in (str(outside), "../outside.bin"):
+        model = folder / "m.onnx"
+        model.write_bytes(_naming(location))
+        hashes = HashCache(None)
+        assert model_identity(ModelSource.of(str(model)), hashes) is None, location
+        assert hashes.recall(outside) is None, location  # never read
+    model.write_bytes(_naming("w.bin"))
+    upload = ModelSource("path", str(model), "upload", None)  # as serve builds an upload: no directory
+    hashes = HashCache(None)
+    assert model_identity(upload, hashes) is None
+    assert hashes.recall(folder / "w.bin") is None
+    found = model_identity(ModelSource.of(str(model)))  # beside the model, given as a path: allowed
+    assert found is not None and found["external_data"] == [
+        {"location": "w.bin", "sha256": hashlib.sha256(b"\x00" * 16).hexdigest(), "size": 16}
+    ]

@@ -74,13 +74,20 @@ def model_identity(source: object, hashes: HashCache | None = None) -> dict[str,
         model = _model_file(value, hashes)
     except Exception:
         return None
-    folder = os.path.dirname(os.path.abspath(value))
+    from .._external_data import allowed_file
+
+    directory = getattr(source, "directory", None)  # None: no file may be named (an upload to serve, Ray)
     locations = model.locations or ()
     external: list[JSON] = []
     whole = hashlib.sha256(f"model:{model.sha256}\n".encode())
     for location in locations:
+        # only what the model-file rule lets a build read: a file named outside (``/etc/shadow``, ``../x``, a link
+        # leading out, any file for an upload) is never read to be hashed; the build refuses the model, saying why
+        real = allowed_file(location, directory) if isinstance(directory, str) else None
+        if real is None:
+            return None
         try:
-            data = hashes.file(os.path.join(folder, location))[0]
+            data = hashes.file(real)[0]
         except OSError:
             return None  # the build says why
         external.append({"location": location, "sha256": data.sha256, "size": data.size})

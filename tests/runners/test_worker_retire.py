@@ -1,7 +1,7 @@
 """A warm builder process serves the next build only when its last one left nothing behind: one that ran a
-``configure=`` hook (which may have changed its environment, working directory or TensorRT's classes) and one that
-holds a CUDA context (NVIDIA TensorRT on a GPU) end after their build, and a fresh worker is started in their place
-(issue 35). Real RTX builds in real worker processes."""
+``configure=`` hook (which may have changed its environment, working directory or TensorRT's classes), one that
+loaded ``plugins=`` libraries and one that holds a CUDA context (NVIDIA TensorRT on a GPU) end after their build,
+and a fresh worker is started in their place (issue 35). Real RTX builds in real worker processes."""
 
 from __future__ import annotations
 
@@ -31,6 +31,14 @@ import trt_widget
 def leaky_configure(builder, network, config):
     # what a configure= hook may do besides configuring: change the process for whatever runs after it
     os.environ["TRT_WIDGET_TEST_LEAK"] = "from an earlier build's configure="
+
+def probe_plugins(network):
+    # fails when an earlier build's plugins= library is still registered in this process
+    t = trt_widget.trt
+    if t.get_plugin_registry().get_creator("TrtWidgetTiny", "1", "") is not None:
+        raise RuntimeError("leaked: an earlier build's plugin library is registered here")
+    x = network.add_input("x", t.float32, (1, 4))
+    network.mark_output(network.add_activation(x, t.ActivationType.RELU).get_output(0))
 
 def probe_network(network):
     # fails when an earlier build's configure= left its mark on this process
@@ -159,3 +167,21 @@ def test_a_process_started_with_a_standard_fd_closed_builds(onnx_path: Any, clos
     assert done.stderr.startswith("succeeded"), done.stderr[-2000:]
     if closed == "1":  # the worker writes nothing into a pipe of ours
         assert done.stderr.split()[-1] == "['/dev/null']", done.stderr[-2000:]
+
+
+def test_a_worker_that_loaded_a_plugin_library_serves_no_later_build(
+    small: bytes, cell: dict[str, Any], wait_until: WaitUntil, native_lib: Any, tmp_path: Any
+) -> None:
+    """Eighth re-run: a ``plugins=`` library stays loaded in its process (its code ran there, its creators stay
+    registered): the next build without plugins ran in that warm worker, its manifest listing none."""
+    import shutil
+
+    lib = tmp_path / "libtrt_widget_tiny.so"
+    shutil.copy(native_lib("tiny_plugin.cpp", "libtiny_plugin.so"), lib)
+    first = Build(small, plugins=[lib], history=False).start()
+    assert first.wait(180) == "succeeded", first.error
+    assert first.child_pid not in _pool.pool.idle_pids()
+    wait_until(lambda: _ended(first.child_pid), timeout=30, what="the worker that loaded the plugin to end")
+    second = Build(cell["probe_plugins"], history=False).start()
+    assert second.wait(180) == "succeeded", second.error  # before: "leaked: ... plugin library is registered here"
+    assert second.child_pid != first.child_pid

@@ -9,7 +9,8 @@ False); when the builder has not reached a step boundary ``ctx.graceful_s`` late
 worker is terminated (SIGTERM, then SIGKILL), which ends even a long TensorRT step, a hung network function or
 a SIGSTOPped builder. A worker that finished its job goes back to the pool and exits after
 ``TRT_WIDGET_WORKER_IDLE_S`` seconds (default 300) without work, or when this process exits; workers never
-outlive this process. One that ran a ``configure=`` hook, or holds a CUDA context, exits after its build.
+outlive this process. One that ran a ``configure=`` hook, loaded ``plugins=``, or holds a CUDA context, exits after
+its build.
 """
 
 from __future__ import annotations
@@ -191,11 +192,14 @@ class _Relay:
 
     def _retire(self, worker: Worker) -> str:
         """Why this worker must not serve another build ("" when it may): a ``configure=`` hook ran in it (it may
-        have changed its environment, working directory or TensorRT's classes), or it built on a GPU with NVIDIA
+        have changed its environment, working directory or TensorRT's classes), it loaded ``plugins=`` libraries,
+        or it built on a GPU with NVIDIA
         TensorRT and holds a CUDA context (hundreds of MiB of GPU memory the notebook's PyTorch may need) that only
         its exit gives back. Its successor has imported TensorRT and has no CUDA context yet."""
         if self.ctx.options.configure is not None:
             return "configure"
+        if self.ctx.options.plugins:  # its code ran here and its creators stay registered for the process's life
+            return "plugins"
         if worker.backend in HOLDS_CUDA_CONTEXT:
             return "cuda context"
         return ""

@@ -436,6 +436,10 @@ def test_each_ctrl_c_under_run_is_answered_on_the_screen(tmp_path: Path, long: P
     first = [line for line in screen if line.startswith("trt-widget run: ") and "stop again to terminate" in line]
     second = [line for line in screen if line == "trt-widget run: Terminating the command"]
     assert len(first) == 1 and len(second) == 1, text
+    # issue 39 (fifth trial, F): the summary said why the build ended before the line saying the command is
+    # terminated: the notice now comes before the act
+    ended = [i for i, line in enumerate(screen) if "the command ended before its build did" in line]
+    assert ended and min(ended) > screen.index(second[0]), text
 
 
 def test_a_watched_command_inside_a_watched_command_runs_the_users_sitecustomize(tmp_path: Path) -> None:

@@ -123,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
         command.show_end = show_end
 
     def on_sigint(signum: int, frame: FrameType | None) -> None:
-        notify(command.stop(INTERRUPTED))
+        command.stop(INTERRUPTED, said=notify)  # said before it acts: the builds' summaries come after it
 
     ended_by: list[int] = []
 

@@ -35,3 +35,33 @@ def test_view_replays_every_build_of_a_recording_and_picks_one_with_build(
     assert "holds 2 build(s)" in capsys.readouterr().err
     assert main(["view", str(recording), "--report", str(tmp_path / "r.html")]) == 2
     assert "--build N" in capsys.readouterr().err
+
+
+def test_at_60_columns_the_final_tree_and_summary_shorten_names_not_numbers() -> None:
+    """Item G: at 60 columns the final tree of a build cut its times and counts ("19.…") and the summary wrapped
+    phase names onto unindented lines. A real RTX build, drawn as ``trt-widget run`` draws it at its end."""
+    import io
+    import re
+
+    from rich.console import Console
+
+    from trt_widget import Build
+    from trt_widget._terminal import TerminalView, rich_summary
+
+    build = Build(models.deep_residual(3), isolation="thread", history=False)
+    assert build.start().wait(120) == "succeeded"
+    out = io.StringIO()
+    console = Console(file=out, width=60)
+    console.print(TerminalView(build, io.StringIO(), style="plain", summary=False)._tree())
+    tree = out.getvalue().splitlines()
+    time = r"(<1 ms|\d+ ms|\d+\.\d\d s|\d+ min \d\d\.\d s)"
+    assert len(tree) >= 5 and all(re.search(rf"(\d+/\d+ )?{time}$", line.rstrip()) for line in tree), tree
+    assert not [line for line in tree if "…" in line and not re.search(rf"…\s+(\d+/\d+ )?{time}$", line)], tree
+    out.seek(0)
+    out.truncate()
+    console.print(rich_summary(build))
+    lines = [line.rstrip() for line in out.getvalue().splitlines()]
+    rows = lines[lines.index("Summary") + 2 : next(i for i, line in enumerate(lines) if line.startswith("slowest"))]
+    assert rows and all(re.search(rf"\s\d+\s+{time}\s+\d+%$", row) for row in rows), lines
+    engine = lines[next(i for i, line in enumerate(lines) if line.startswith("Engine:")) + 1 : -1]
+    assert engine and all(line.startswith("  ") for line in engine), lines  # wrapped engine lines keep the indent

@@ -275,6 +275,15 @@ describe("a watch drawn by the matrix view", () => {
     expect(el.querySelector(".trtw-matrix").dataset.stopButtons).toBe("on");
   });
 
+  it("names its second column as the watch says (issue 39, fifth trial I: it holds the TensorRT call)", () => {
+    const { model, el } = render({ rows_json: JSON.stringify([row(0)]), variant_label: "call" });
+    const heads = () => [...el.querySelectorAll(".trtw-mx-head th")].map((th) => th.textContent);
+    expect(heads()).toContain("call");
+    expect(heads()).not.toContain("variant");
+    model.set("variant_label", "");
+    expect(heads()).toContain("variant");
+  });
+
   it("keeps the matrix title when no title is set", () => {
     const { el } = render({ rows_json: JSON.stringify([row(0), row(1)]) });
     expect(el.querySelector(".trtw-mx-title").textContent).toBe("Build matrix \u2014 2 builds");

@@ -92,3 +92,44 @@ def test_the_model_copy_into_the_builder_process_is_inside_the_first_row(
     assert build.start().wait(300) == "succeeded"
     first = next(r for r in build.timings() if r["name"] == "Reading and parsing the model")
     assert (first["duration_s"] or 0.0) >= 1.0, build.timings()
+
+
+def test_small_messages_say_what_is_true(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Item K: an unknown trtexec flag is not called a real option; a -1 in --shapes "must" not be there; a shape of
+    the wrong rank names the flag, not "profile ... rank"; a layer with no precision is "unknown", not "?"."""
+    from trt_widget import Build
+    from trt_widget.engine import EngineReport
+
+    onnx_path = tmp_path / "m.onnx"
+    onnx_path.write_bytes(models.to_bytes(models.deep_residual(2)))
+    assert main(["trtexec", f"--onnx={onnx_path}", "--bogus"]) != 0
+    err = capsys.readouterr().err
+    assert "not a trtexec option trt-widget knows" in err and "not a trt-widget option" not in err, err
+    assert main(["build", str(onnx_path), "--shapes", "input:-1x8x8x8"]) == 2
+    assert "must have no -1" in capsys.readouterr().err
+    name = models.deep_residual(2).graph.input[0].name
+    build = Build(onnx_path, profiles={name: ((1, 8, 8), (1, 8, 8), (1, 8, 8))}, isolation="thread", history=False)
+    assert build.start().wait(120) == "failed"
+    assert "--shapes" in str(build.error) and "rank" not in str(build.error), build.error
+    report = EngineReport.from_json({"Layers": [{"Name": "a", "LayerType": "Shuffle"}]})
+    assert report.precision_mix() == {"unknown": 1}
+
+
+def test_the_service_page_formats_sizes_as_everywhere_else() -> None:
+    """Item K: the serve page showed "97.87 MiB" where the widget and the terminal say "97.9 MiB"."""
+    import shutil
+    import subprocess
+
+    from trt_widget._format import fmt_bytes
+    from trt_widget.serve._page import page
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node runs the page's function")
+    text = bytes(page().body).decode()
+    start = text.index("function size(bytes) {")
+    function = text[start : text.index("\n}\n", start) + 2]
+    sizes = [0, 512, 4096, 102_624_652, 3 << 30]
+    script = function + f"\nconsole.log(JSON.stringify({sizes}.map(size)));"
+    done = subprocess.run([node, "-e", script], capture_output=True, text=True, timeout=60, check=True)
+    assert __import__("json").loads(done.stdout) == [fmt_bytes(s) for s in sizes]

@@ -794,7 +794,12 @@ def _check_profile(inputs: dict[str, tuple[int, ...]], profiles: dict[str, Profi
         if name in profiles:
             lo = profiles[name][0]
             if len(lo) != len(shape):
-                raise BuildError(f"profile for input {name!r} has rank {len(lo)} but the input has shape {shape}")
+                given = "x".join(map(str, lo)) or "(a scalar)"
+                dims = "x".join(str(d) if d >= 0 else "N" for d in shape) or "(a scalar)"
+                raise BuildError(
+                    f"the shape given for input {name!r} (--shapes / --min-shapes... on the command line, profiles= "
+                    f"in Python) has {len(lo)} dimension(s), {given}, but the input has {len(shape)}: {dims}"
+                )
             fixed = [(i, d) for i, d in enumerate(shape) if d >= 0 and any(p[i] != d for p in profiles[name])]
             if fixed:
                 raise BuildError(_fixed_dimensions(name, shape, profiles[name], fixed))

@@ -359,13 +359,14 @@ WARM_UP_ONNX = (
 )
 
 
-WARM_HEAP_BYTES = 256 * 1024 * 1024  # about what a resnet50-sized (100 MB) model's parse and build allocate
+WARM_HEAP_BYTES = 160 * 1024 * 1024  # a little more than a resnet50-sized (100 MB) model's parse allocates
 
 
 def warm_heap(size: int = WARM_HEAP_BYTES) -> bool:
     """Touch ``size`` bytes of heap once and free them: this worker's malloc keeps freed memory (WORKER_MALLOC in
     ``_pool.py``), so the first build re-uses faulted-in pages as later ones do, rather than paying ~0.1 s of page
-    faults in its "Reading and parsing the model" (a 100 MB model here). Given back when idle (TRIM_IDLE_S)."""
+    faults in its "Reading and parsing the model" (a 100 MB model here). The price: the process's resident memory
+    counts those pages until it is idle for TRIM_IDLE_S (as after any build), so a small model's peak shows them."""
     import ctypes
 
     try:

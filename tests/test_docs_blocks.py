@@ -91,6 +91,29 @@ def test_a_widget_the_docs_say_a_cell_displays_is_that_cells_last_line() -> None
                 assert index == len(lines) - 1, f"{block.where}: {line.strip()!r} is not the block's last line"
 
 
+def test_no_block_ends_by_dumping_a_report_text_into_the_cell() -> None:
+    """Issue 39 (fifth trial, J): docs/notebooks.md ended a block with ``b.to_html(), b.to_trace()``: pasted into a
+    cell, 37 KB of raw text as its output. A block's last expression is never such a text."""
+    import ast
+
+    texts = {"to_html", "to_trace", "to_json", "table_text"}
+    for block in (b for b in ALL if b.language == "python"):
+        try:
+            body = ast.parse(block.code).body
+        except SyntaxError:
+            continue  # top-level await and the like: the run test covers these blocks
+        if not body or not isinstance(body[-1], ast.Expr):
+            continue
+        value = body[-1].value
+        calls = value.elts if isinstance(value, ast.Tuple) else [value]
+        dumped = [
+            c.func.attr
+            for c in calls
+            if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr in texts and not c.args
+        ]
+        assert not dumped, f"{block.where}: its last line shows the raw text of {', '.join(dumped)}()"
+
+
 # the interpreter the Python blocks of one file run in: one namespace, one event loop for top-level await, and
 # every Build started recorded so that its outcome is checked when the blocks are done
 RUNNER = textwrap.dedent(

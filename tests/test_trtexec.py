@@ -191,7 +191,10 @@ def test_what_the_backend_lacks_is_refused_naming_the_option(
             "memory pool 'dlaSRAM': not a trt-widget option: set it with configure=",
         ),
         (["--onnx=m.onnx", "--layerPrecisions=*:fp16"], "set it with configure= in Python"),
-        (["--onnx=m.onnx", "--saveEngin=m.plan"], "did you mean --saveEngine? If not: not a trt-widget option"),
+        (
+            ["--onnx=m.onnx", "--saveEngin=m.plan"],
+            "did you mean --saveEngine? If not: not a trtexec option trt-widget knows",
+        ),
         (["--onnx=m.onnx", "--fp61"], "did you mean --fp16?"),
         (["--onnx=m.onnx", "--builderOptimizationLevel=high"], "needs a int"),
         (["--onnx=m.onnx", "--fp16=yes"], "--fp16 takes no value"),

@@ -5,7 +5,7 @@
                               [--shapes input:1x3x224x224 | --min-shapes ... --opt-shapes ... --max-shapes ...]
                               [--report build.html] [--trace build.json]   # every build option: docs/options.md
   trt-widget demo [--blocks N] [same options]    # builds a generated deep residual model
-  trt-widget view build.jsonl [--speed X] [--report F] [--trace F]   # replays a recording (--json / events=)
+  trt-widget view build.jsonl [--speed X] [--build N] [--report F] [--trace F]   # replays a recording
   trt-widget trtexec --onnx=m.onnx --saveEngine=m.engine [trtexec's build arguments]   # see _trtexec.py
   trt-widget inspect FILE [--json]               # an engine's layers, precisions, tactics (a log, JSON, recording)
   trt-widget check ENGINE [--json]               # does this engine load here? (from its manifest)
@@ -125,6 +125,12 @@ def _view_arguments(parser: argparse.ArgumentParser) -> None:
         "--speed", type=float, metavar="X", help="replay at the recorded pace times X, 0.001 to 1e6 (default: at once)"
     )
     parser.add_argument("--plain", action="store_true", help="plain lines even in a terminal")
+    parser.add_argument(
+        "--build",
+        type=int,
+        metavar="N",
+        help="replay build N (from 1) of a recording that holds several (default: all)",
+    )
     for flag in ("--report", "--trace"):
         parser.add_argument(flag, metavar="F", help=f"write the replayed build's {flag[2:]} file")
 
@@ -636,8 +642,7 @@ def engine_note(backend: str) -> str:
 def _view(args: argparse.Namespace) -> int:
     """Replay a recording: exit 0 when it replays to its end, whatever the recorded build's outcome."""
     from ._build import Build
-    from ._terminal import TerminalView
-    from .runners import MAX_SPEED, MIN_SPEED, RecordingError
+    from .runners import MAX_SPEED, MIN_SPEED, RecordingError, load_events, split_builds
 
     if args.speed is not None and not MIN_SPEED <= args.speed <= MAX_SPEED:  # NaN too
         raise _UsageError(f"--speed must be a number from {MIN_SPEED:g} to {MAX_SPEED:g}, got {args.speed}")
@@ -645,7 +650,7 @@ def _view(args: argparse.Namespace) -> int:
     if not Path(expand_user(args.recording)).exists():
         raise _InputError(f"recording not found: {args.recording}")
     try:
-        build = Build.from_events(Path(args.recording), speed=args.speed)
+        builds = split_builds(load_events(Path(args.recording)))
     except RecordingError as exc:
         if not exc.binary:
             raise _InputError(str(exc)) from None
@@ -654,6 +659,30 @@ def _view(args: argparse.Namespace) -> int:
             f"{args.recording} is not a recording: a recording is the JSON-lines text that --json or events= "
             f"write, and this file is binary{hint}"
         ) from None
+    count = len(builds)
+    if args.build is not None and not 1 <= args.build <= max(count, 1):
+        raise _UsageError(f"--build {args.build}: {args.recording} holds {count} build(s), numbered from 1")
+    if args.build is None and count > 1 and (args.report or args.trace):
+        raise _UsageError(
+            f"{args.recording} holds {count} builds: pick the one to write --report/--trace for with --build N"
+        )
+    picked = [args.build] if args.build is not None else list(range(1, count + 1)) or [1]
+    ok = True
+    for number in picked:
+        events = builds[number - 1] if builds else []
+        if count > 1:
+            first = next((e for e in events if e["event"] == "build_start"), {})
+            print(f"Build {number} of {count} in this recording: {first.get('model', '?')}", flush=True)
+        ok = _replay_one(Build.from_loaded_events(events, args.recording, speed=args.speed), args) and ok
+        if count > 1 and number == picked[-1] and args.build is None:
+            print(f"Replayed all {count} builds; --build N replays one alone.", flush=True)
+    return EXIT_OK if ok else EXIT_FAILED
+
+
+def _replay_one(build: Build, args: argparse.Namespace) -> bool:
+    """Replay one build to its end in the terminal; False when it did not replay to its end or a file failed."""
+    from ._terminal import TerminalView
+
     stream = TerminalView(build, sys.stdout, style="plain" if args.plain else "auto", hint="Ctrl-C to stop")
     try:
         build.start().wait()
@@ -663,8 +692,8 @@ def _view(args: argparse.Namespace) -> int:
     written = _write_files(build, args)
     if "replayed recording" not in build.status_detail and build.status != "cancelled":
         _stderr_line(f"trt-widget: error: {build.error or build.status_detail}")
-        return EXIT_FAILED
-    return EXIT_OK if written else EXIT_FAILED
+        return False
+    return written
 
 
 def _stderr_line(text: str) -> None:

@@ -265,13 +265,20 @@ class Build(Waiting):
         event dicts): instantly, or at the recorded pace times ``speed`` (0.001 to 1e6; a pause between two events
         lasts at most a minute). ``start()`` it like any build; it has no engine bytes. A bad line raises
         ``trt_widget.runners.RecordingError`` naming the line."""
-        from .runners import ReplayClock, ReplayRunner, check_speed, load_events
+        from .runners import check_speed, load_events
 
         check_speed(speed)  # ValueError before reading the recording
-        events = load_events(recording)
+        where = str(recording) if isinstance(recording, (str, os.PathLike)) else "a recording"
+        return cls.from_loaded_events(load_events(recording), where, speed=speed)
+
+    @classmethod
+    def from_loaded_events(cls, events: list[JSONObject], where: str, *, speed: float | None = None) -> Build:
+        """A Build that replays events ``load_events`` checked (the first build among them: ``split_builds``
+        gives each build of a recording that holds several)."""
+        from .runners import ReplayClock, ReplayRunner
+
         clock = ReplayClock()
         first = next((e for e in events if e["event"] == "build_start"), {})
-        where = str(recording) if isinstance(recording, (str, os.PathLike)) else "a recording"
         return Build(
             ModelSource("recording", where, f"replay of {first.get('model') or where}"),
             runner=ReplayRunner(events, clock, speed),

@@ -274,19 +274,26 @@ BEFORE_PHASES = {"model": "Reading and parsing the model", "callable": "Defining
 
 
 def build_engine(
-    source: ModelSource, options: BuildOptions, monitor: BuildMonitor, logger: CaptureLogger
+    source: ModelSource, options: BuildOptions, monitor: BuildMonitor, logger: CaptureLogger, *, opened: bool = False
 ) -> memoryview | None:
-    """Build and return the serialized engine (a view of TensorRT's buffer), or None when cancelled."""
+    """Build and return the serialized engine (a view of TensorRT's buffer), or None when cancelled. ``opened``:
+    the caller already started the BEFORE_PHASES row (a builder process, while it received the model)."""
     with routed_logs(logger) as router:
-        return _build_engine(source, options, monitor, logger, router)
+        return _build_engine(source, options, monitor, logger, router, opened)
 
 
 def _build_engine(
-    source: ModelSource, options: BuildOptions, monitor: BuildMonitor, logger: CaptureLogger, router: _LogRouter
+    source: ModelSource,
+    options: BuildOptions,
+    monitor: BuildMonitor,
+    logger: CaptureLogger,
+    router: _LogRouter,
+    opened: bool = False,
 ) -> memoryview | None:
     t = trt()
     before = BEFORE_PHASES["callable" if source.kind == "callable" else "model"]
-    monitor.phase_start(before, None, 0)  # from here: on a GPU, CUDA starts in the next calls (no silent gap)
+    if not opened:
+        monitor.phase_start(before, None, 0)  # from here: on a GPU, CUDA starts in the next calls (no silent gap)
     with _on_device(options.device):
         return _build_on_device(t, source, options, monitor, logger, router, before)
 
@@ -788,7 +795,12 @@ def _check_profile(inputs: dict[str, tuple[int, ...]], profiles: dict[str, Profi
         if name in profiles:
             lo = profiles[name][0]
             if len(lo) != len(shape):
-                raise BuildError(f"profile for input {name!r} has rank {len(lo)} but the input has shape {shape}")
+                given = "x".join(map(str, lo)) or "(a scalar)"
+                dims = "x".join(str(d) if d >= 0 else "N" for d in shape) or "(a scalar)"
+                raise BuildError(
+                    f"the shape given for input {name!r} (--shapes / --min-shapes... on the command line, profiles= "
+                    f"in Python) has {len(lo)} dimension(s), {given}, but the input has {len(shape)}: {dims}"
+                )
             fixed = [(i, d) for i, d in enumerate(shape) if d >= 0 and any(p[i] != d for p in profiles[name])]
             if fixed:
                 raise BuildError(_fixed_dimensions(name, shape, profiles[name], fixed))

@@ -31,7 +31,10 @@ def parse_shapes(text: str, flag: str = "--shapes") -> dict[str, Shape]:
         if not all(d.isascii() and d.lstrip("-").isdigit() for d in texts):
             raise ValueError(f"{flag} {part!r}: dimensions are integers separated by x, e.g. 1x3x224x224")
         if any(d.startswith("-") for d in texts):
-            raise ValueError(f"{flag} {part!r}: a shape for the build has no -1 dimensions")
+            raise ValueError(
+                f"{flag} {part!r}: a shape for the build must have no -1 (dynamic) dimensions: give the sizes to "
+                "build for"
+            )
         where = f"{flag} {part[:80]!r}"
         if any(len(d) > 30 for d in texts):  # int() of thousands of digits is slow, or refused
             raise ValueError(f"{where}: a dimension of more than 30 digits is too large (at most {MAX_DIM:,})")

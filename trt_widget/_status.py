@@ -18,6 +18,7 @@ BUILD_STATUSES = (IDLE, QUEUED, RUNNING, CANCELLING, SUCCEEDED, CANCELLED, FAILE
 LIVE = (RUNNING, CANCELLING)
 FinalStatus = Literal["succeeded", "cancelled", "failed"]
 FINAL: tuple[FinalStatus, ...] = (SUCCEEDED, CANCELLED, FAILED)
+INTERRUPTED: Final = "interrupted (Ctrl-C)"  # a stop's reason when SIGINT asked it (a terminal's Ctrl-C)
 
 
 class CancelInfo(TypedDict):

@@ -288,8 +288,10 @@ class TerminalView:
         rows = build.model.rows()
         now = build.elapsed_s
         table = Table.grid(padding=(0, 1))
-        table.add_column(no_wrap=True, overflow="ellipsis", max_width=60)
-        table.add_column(width=20)
+        # a narrow terminal shortens the names (…), never the numbers: only the name column is collapsible (its
+        # Text does not wrap), the others keep their whole width
+        table.add_column(max_width=60)
+        table.add_column(width=20 if any(r["end_s"] is None for r in rows) else None, no_wrap=True)  # bars
         table.add_column(justify="right", no_wrap=True)
         table.add_column(justify="right", no_wrap=True)
         deltas = build.history.deltas() if build.history is not None else None  # None: no past build matched
@@ -302,7 +304,7 @@ class TerminalView:
                 row = running[-1]
             status = "running" if running else row["status"]
             mark, color = MARKS.get(status, ("·", "white"))
-            label = Text("  " * depth)
+            label = Text("  " * depth, no_wrap=True, overflow="ellipsis")
             label.append(f"{mark} ", style=color)
             label.append(escape_controls(row["name"]), style="bold" if running else "")
             if count > 1:
@@ -499,6 +501,7 @@ def engine_lines(build: Build) -> list[str]:
 
 def rich_summary(build: Build) -> RenderableType:
     from rich.console import Group
+    from rich.padding import Padding
     from rich.table import Table
     from rich.text import Text
 
@@ -506,21 +509,23 @@ def rich_summary(build: Build) -> RenderableType:
     if not _summed(build):
         return Text(escape_controls(outcome(build)), style=f"bold {color}")
     table = Table(title="Summary", title_justify="left", show_edge=False, box=None, padding=(0, 2))
-    table.add_column("phase")
-    table.add_column("count", justify="right")
-    table.add_column("time", justify="right")
-    table.add_column("share", justify="right")
+    table.add_column("phase")  # collapsible: a narrow terminal shortens the names (…), the numbers stay whole
+    table.add_column("count", justify="right", no_wrap=True)
+    table.add_column("time", justify="right", no_wrap=True)
+    table.add_column("share", justify="right", no_wrap=True)
     elapsed = build.elapsed_s or 0.0
     for depth, name, count, seconds in summary_rows(build):
         share = f"{100 * seconds / elapsed:.0f}%" if elapsed > 0 else ""
-        table.add_row(Text("  " * depth + escape_controls(name)), str(count), fmt_s(seconds), share)
+        label = Text("  " * depth + escape_controls(name), no_wrap=True, overflow="ellipsis")
+        table.add_row(label, str(count), fmt_s(seconds), share)
     parts: list[RenderableType] = [Text(""), table] if table.row_count else []
     leaf = slowest_leaf(build)
     if leaf is not None:
         slowest = f"slowest innermost phase: {escape_controls(leaf['name'])} ({fmt_s(leaf['duration_s'])})"
         parts.append(Text(slowest, style="dim"))
-    engine = engine_lines(build)
-    if engine:
-        parts.append(Text("\n".join(engine)))
+    for line in engine_lines(build):  # a line that wraps keeps its indent
+        text = line.lstrip(" ")
+        indent = len(line) - len(text)
+        parts.append(Padding(Text(text), (0, 0, 0, indent), expand=False) if indent else Text(text))
     parts.append(Text(escape_controls(outcome(build)), style=f"bold {color}"))
     return Group(*parts)

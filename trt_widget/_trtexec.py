@@ -108,6 +108,7 @@ REFUSED = {
     "sparsity=force": "it rewrites the weights (a measurement aid): prune the model instead",
 }
 _CONFIGURE_HINT = "not a trt-widget option: set it with configure= in Python (docs/options.md)"
+_UNKNOWN_HINT = "if your trtexec has it, set it with configure= in Python (docs/options.md)"
 
 
 @dataclass
@@ -221,7 +222,8 @@ def _one(out: Translation, shapes: dict[str, list[str]], arg: str, name: str, va
         raise ValueError(REFUSED[name])
     else:
         close = get_close_matches(name, _KNOWN, n=1, cutoff=0.75)
-        raise ValueError(f"did you mean --{close[0]}? If not: {_CONFIGURE_HINT}" if close else _CONFIGURE_HINT)
+        unknown = f"not a trtexec option trt-widget knows; {_UNKNOWN_HINT}"
+        raise ValueError(f"did you mean --{close[0]}? If not: {unknown}" if close else unknown)
 
 
 # every argument name translate() knows, for the "did you mean" of a mistyped one

@@ -18,7 +18,7 @@ from trt_widget import Build, Phase, models
 from trt_widget._snapshot import snapshot
 from trt_widget.matrix import BuildMatrix
 from trt_widget.matrix._cli import MatrixView
-from trt_widget.matrix._table import result_row
+from trt_widget.matrix._table import compare_rows, result_row
 from trt_widget.matrix._widget import build_row
 from trt_widget.runners import EngineFile, RunContext, Runner
 
@@ -161,6 +161,13 @@ def test_stop_all_cancels_running_and_queued_builds(long_model_bytes: bytes, wai
         assert build_row(cell)["started"] is False
         assert result_row(cell)["build_s"] is None
     assert build_row(matrix.cells[0])["started"] is True
+    # issue 39 (fifth trial, B): nor a time or differences in the comparison (it had "1.7 s, -2 ms")
+    compared = matrix.comparison()["builds"]
+    assert compared[0]["build_s"] is not None
+    assert [(b["build_s"], b["phases"]) for b in compared[1:]] == [(None, {}), (None, {})]
+    for row in compare_rows(matrix.cells, 0)[1:]:
+        assert row["build_s"] is None and row["d_build_s"] is None, row
+        assert all(v is None for k, v in row.items() if k.startswith("d ")), row
     # and in a build's own widget (the header shows no time for a build that never started)
     assert [snapshot(b)["started"] for b in matrix.builds] == [True, False, False]
     out = io.StringIO()

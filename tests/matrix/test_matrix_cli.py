@@ -122,6 +122,12 @@ def test_terminal_live_table_and_ctrl_c_stops_every_build(long_model_bytes: byte
     assert child.exitstatus == 130, output[-2000:]
     assert "\x1b[" in output and "queued" in output  # rich, and the second build waited for the first
     assert output.count("cancelled") >= 2
+    # issue 39 (fifth trial, E): Ctrl-C says so (not "Stop all"), and the final summary shows each row's detail
+    # whole (the table's column cuts it off)
+    assert "Stop all" not in output and "interrupted (Ctrl-C)" in output, output[-2000:]
+    assert "#1 long.onnx [optimization_level=2]: cancelled: never started: interrupted (Ctrl-C) while queued" in (
+        output
+    ), output[-2000:]
 
 
 def test_ray_executor_on_the_sessions_cluster(

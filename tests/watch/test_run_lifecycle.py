@@ -11,6 +11,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fixture_types import WaitUntil
@@ -236,12 +237,15 @@ def test_with_stdin_closed_the_commands_connection_is_not_its_stdin(tmp_path: Pa
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
-def test_json_events_that_cannot_be_written_are_said_on_stderr(tmp_path: Path) -> None:
-    """``run --json > /dev/full`` (a full disk): every event and the command's output were lost, exit code 0, and
-    nothing said so (the relay swallowed the write's error; ``build --json`` warns)."""
+def test_json_events_that_cannot_be_written_are_said_on_stderr(tmp_path: Path, small_model: Any) -> None:
+    """``run --json > /dev/full`` (a full disk): every event was lost, exit code 0, and nothing said so (the relay
+    swallowed the write's error; ``build --json`` warns). The command's own stdout goes to stderr (issue 39)."""
+    from trt_widget.models import to_bytes
+
+    script, model = script_and_model(tmp_path, DIRECT_BUILD, to_bytes(small_model))
     with open("/dev/full", "w") as full:
         done = subprocess.run(
-            [sys.executable, "-m", "trt_widget", "run", "--json", "--", sys.executable, "-c", "print('out')"],
+            [sys.executable, "-m", "trt_widget", "run", "--json", "--", sys.executable, str(script), str(model)],
             stdout=full,
             stderr=subprocess.PIPE,
             text=True,
@@ -250,6 +254,7 @@ def test_json_events_that_cannot_be_written_are_said_on_stderr(tmp_path: Path) -
         )
     assert done.returncode == 0, done.stderr
     assert done.stderr.count("cannot write to stdout ([Errno 28]") == 1, done.stderr
+    assert "ENGINE " in done.stderr, done.stderr  # the command's line, on stderr
 
 
 def test_an_environment_variable_with_an_empty_name_does_not_stop_the_command(tmp_path: Path) -> None:

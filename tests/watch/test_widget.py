@@ -48,6 +48,7 @@ def test_a_function_building_two_engines_is_a_list_of_two_builds(wait_until: Wai
     assert rows[0]["model"].startswith("Unnamed Network #") and " · 6 layers" in rows[0]["model"]
     assert rows[0]["model"] != rows[1]["model"]  # two unnamed networks, told apart
     assert rows[1]["variant"] == "build_serialized_network"
+    assert widget.variant_label == "call"  # issue 39 (fifth trial, I): the column holds the call, not a variant
     assert widget.title == "Watching two_engines() — 2 builds" and widget.stop_buttons is False
     widget.expand(1)
     wait_until(lambda: "1" in json.loads(widget.details_json), what="the expanded build's tree")

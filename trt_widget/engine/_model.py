@@ -128,8 +128,8 @@ class EngineReport:
 
     # --- views ------------------------------------------------------------------------------------------------
     def precision_mix(self) -> dict[str, int]:
-        """Output precision -> layer count, most layers first."""
-        return dict(Counter(layer.output_precision or "?" for layer in self.layers).most_common())
+        """Output precision -> layer count, most layers first ("unknown": a layer whose record gives none)."""
+        return dict(Counter(layer.output_precision or "unknown" for layer in self.layers).most_common())
 
     def types(self) -> dict[str, int]:
         """Layer type -> count, most first."""

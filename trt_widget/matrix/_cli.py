@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, TextIO, cast
 from .._event_sinks import PipeStdout
 from .._files import expand_user
 from .._format import escape_controls, escape_lines
+from .._status import INTERRUPTED
 
 if TYPE_CHECKING:
     from rich.live import Live
@@ -167,10 +168,10 @@ def _run_matrix(args: argparse.Namespace, executor: Executor, options: BuildOpti
     def on_sigint(_signum: int, _frame: FrameType | None) -> None:
         presses[0] += 1
         if presses[0] == 1:
-            matrix.stop()
+            matrix.stop(INTERRUPTED)
             notify("Stopping every build (Ctrl-C again to force)")
         elif presses[0] == 2:
-            matrix.stop()
+            matrix.stop(INTERRUPTED)
             notify("Force stopping — terminating the builders")
         else:
             notify("Exiting without waiting for the builders.")
@@ -241,8 +242,14 @@ class MatrixView:
     def finish(self) -> None:
         """The final table (rich) or the remaining status lines and the results table (plain)."""
         if self._live is not None:
+            from rich.text import Text
+
             self._live.update(self._table(), refresh=True)
             self._live.stop()
+            for cell in self.matrix.cells:  # the table cuts a row's detail off: here in full, wrapped
+                if cell.build.status in ("failed", "cancelled"):
+                    line = f"#{cell.id} {cell.model} [{cell.variant}]: {self._outcome(cell)}"
+                    self.console.print(Text(escape_lines(line)), overflow="fold")
         else:
             self.update()
             self._write("")

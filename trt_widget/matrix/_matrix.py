@@ -28,7 +28,7 @@ from .._errors import BuildError
 from .._event_sinks import Sink
 from .._files import expand_user, resolve
 from .._options import BuildOptionsDict
-from .._status import FINAL, IDLE
+from .._status import FINAL, IDLE, INTERRUPTED
 from ..runners import EngineFile, RunContext, Runner
 from ._table import (
     ENGINE_COLUMNS,
@@ -357,9 +357,10 @@ class BuildMatrix:
             raise
         return self
 
-    def stop(self) -> int:
-        """Stop every build that has not ended (a second call force-stops); returns how many were asked."""
-        return sum(bool(build.stop("stopped by user (Stop all)")) for build in self.builds)
+    def stop(self, reason: str = "stopped by user (Stop all)") -> int:
+        """Stop every build that has not ended (a second call force-stops); returns how many were asked. ``reason``
+        is what each build says (``"interrupted (Ctrl-C)"`` for a terminal's Ctrl-C)."""
+        return sum(bool(build.stop(reason)) for build in self.builds)
 
     def wait(self, timeout: float | None = None) -> str:
         """Block until every build ended (or ``timeout`` s passed); returns the matrix status.
@@ -371,7 +372,7 @@ class BuildMatrix:
                 left = None if deadline is None else max(0.0, deadline - time.monotonic())
                 build.wait(left)
         except KeyboardInterrupt:
-            self.stop()
+            self.stop(INTERRUPTED)
             raise
         return self.status
 
@@ -380,7 +381,10 @@ class BuildMatrix:
         try:
             for build in self.builds:
                 await build.wait_async()
-        except (KeyboardInterrupt, asyncio.CancelledError):
+        except KeyboardInterrupt:
+            self.stop(INTERRUPTED)
+            raise
+        except asyncio.CancelledError:
             self.stop()
             raise
         return self.status

@@ -46,7 +46,7 @@ class ComparedBuild(TypedDict):
     model: str
     variant: str
     status: BuildStatus
-    build_s: float
+    build_s: float | None  # None: never started (stopped while queued), no time to compare
     start_up_s: float  # the builder process's start-up this build waited for, left out of build_s
     engine_size: int | None
     phases: dict[str, float]
@@ -162,7 +162,8 @@ def comparison(cells: Sequence[Cell]) -> Comparison:
     both: the first build pays a cold worker's start, which says nothing about its variant."""
     builds: list[ComparedBuild] = []
     for cell in cells:
-        phases = phase_totals(cell.build.timings())
+        started = cell.build.status != "idle" and cell.build.started_building
+        phases = phase_totals(cell.build.timings()) if started else {}
         start_up = phases.pop(START_PHASE, 0.0)
         builds.append(
             {
@@ -170,7 +171,7 @@ def comparison(cells: Sequence[Cell]) -> Comparison:
                 "model": cell.model,
                 "variant": cell.variant,
                 "status": cell.build.status,
-                "build_s": round(max(cell.build.elapsed_s - start_up, 0.0), 4),
+                "build_s": round(max(cell.build.elapsed_s - start_up, 0.0), 4) if started else None,
                 "start_up_s": round(start_up, 4),
                 "engine_size": cell.build.engine_size,
                 "phases": {k: round(v, 4) for k, v in phases.items()},
@@ -226,13 +227,15 @@ def compare_rows(cells: Sequence[Cell], baseline: int) -> list[dict[str, object]
     names = sorted({name for b in data for name in b["phases"]}, key=lambda n: -base["phases"].get(n, 0.0))
     rows = []
     for b in data:
+        mine, theirs = b["build_s"], base["build_s"]
+        both = mine is not None and theirs is not None  # else one never started: no differences
         row: dict[str, object] = {
             "build": b["id"],
             "model": b["model"],
             "variant": b["variant"],
             "status": b["status"],
             "build_s": b["build_s"],
-            "d_build_s": round(b["build_s"] - base["build_s"], 4),
+            "d_build_s": round(mine - theirs, 4) if mine is not None and theirs is not None else None,
             "start_up_s": b["start_up_s"],  # left out of build_s (the results' build_s includes it)
             "engine_bytes": b["engine_size"],
             "d_engine_bytes": (
@@ -242,7 +245,7 @@ def compare_rows(cells: Sequence[Cell], baseline: int) -> list[dict[str, object]
             ),
         }
         for name in names:
-            row[f"d {name}"] = round(b["phases"].get(name, 0.0) - base["phases"].get(name, 0.0), 4)
+            row[f"d {name}"] = round(b["phases"].get(name, 0.0) - base["phases"].get(name, 0.0), 4) if both else None
         rows.append(row)
     return rows
 

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         check_speed,
         gpu_shaped_events,
         load_events,
+        split_builds,
     )
     from ._scripted import Callback, ManualClock, ScriptedRunner, parse_script
 
@@ -55,6 +56,7 @@ _LAZY = {
     "check_transferable": "._process",
     "gpu_shaped_events": "._replay",
     "load_events": "._replay",
+    "split_builds": "._replay",
     "pool": "trt_widget._pool",
     "shutdown_workers": "trt_widget._pool",
     "tensorrt_call": "._inprocess",
@@ -87,6 +89,7 @@ __all__ = [
     "pool",
     "runner_for",
     "shutdown_workers",
+    "split_builds",
     "tensorrt_call",
 ]
 

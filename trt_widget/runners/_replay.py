@@ -79,6 +79,17 @@ def load_events(source: Recording) -> list[JSONObject]:
     return _parse(source, "the recording")
 
 
+def split_builds(events: list[JSONObject]) -> list[list[JSONObject]]:
+    """The builds of a recording, in order: each from its ``build_start`` (a recording of ``trt-widget run`` holds
+    one per build the command made); events before the first ``build_start`` go with the first build."""
+    builds: list[list[JSONObject]] = []
+    for event in events:
+        if not builds or (event["event"] == "build_start" and any(e["event"] == "build_start" for e in builds[-1])):
+            builds.append([])
+        builds[-1].append(event)
+    return builds
+
+
 def _file_lines(handle: IO[bytes], where: str) -> Iterator[str]:
     total = 0
     for number in itertools.count(1):

@@ -323,8 +323,8 @@ async def _stream(store: BuildStore, record: BuildRecord, cursor: int) -> AsyncI
 
 
 async def _reason(request: Request, timeout: float) -> str:
-    """The cancel's reason: ``{"reason": "..."}`` in the body if any (untrusted, shortened; a body that does not
-    come within ``timeout`` s is ignored)."""
+    """The cancel's reason: ``{"reason": "..."}`` in the body, marked "(over HTTP)", if any (untrusted, shortened;
+    a body that does not come within ``timeout`` s is ignored); else "cancelled over HTTP"."""
     reason = "cancelled over HTTP"
     given = None
     with anyio.move_on_after(timeout):
@@ -333,8 +333,8 @@ async def _reason(request: Request, timeout: float) -> str:
             given = json.loads(body).get("reason") if body.strip() else None
         except (ValueError, AttributeError, RecursionError, ClientDisconnect):  # RecursionError: 4,000 brackets
             given = None
-    if isinstance(given, str) and given.strip():
-        reason += ": " + "".join(c for c in given if c.isprintable())[:200]
+    if isinstance(given, str) and given.strip():  # said once: "cancelled: <reason> (over HTTP)", not "cancelled" x3
+        reason = "".join(c for c in given if c.isprintable())[:200].strip() + " (over HTTP)"
     return reason
 
 

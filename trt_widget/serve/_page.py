@@ -78,7 +78,7 @@ async function action(id, r) {{
       const force = r.status === "cancelling" ? "?force=1" : "";
       const reply = await fetch(`/builds/${{encodeURIComponent(id)}}/cancel${{force}}`, {{
         method: "POST", headers: {{ ...headers, "Content-Type": "application/json" }},
-        body: JSON.stringify({{ reason: "cancelled from the service page" }}),
+        body: JSON.stringify({{ reason: "stopped from the service page" }}),
       }});
       const data = await reply.json().catch(() => ({{}}));
       if (!reply.ok) say(`cannot cancel ${{id}}: ${{data.error || reply.statusText}}`, true);
@@ -119,13 +119,25 @@ function show(r, build) {{
   actions(r, build.status, Boolean(build.engine_bytes));
   if (build.phase !== undefined) r.cells[2].textContent = build.phase ? label(build.phase) : "";
   if (typeof build.elapsed_s === "number") r.cells[3].textContent = build.elapsed_s.toFixed(1);
-  r.cells[4].textContent = build.engine_bytes ? (build.engine_bytes / 1048576).toFixed(2) + " MiB" : "";
+  r.cells[4].textContent = build.engine_bytes ? size(build.engine_bytes) : "";
   const code = document.createElement("code");
   code.textContent = build.id;
   r.cells[5].replaceChildren(code);
 }}
 
 // the status, and under a failed or cancelled build's the reason (untrusted text: textContent only)
+// a size as everywhere else (trt_widget._format.fmt_bytes, the widget): "97.9 MiB", one decimal
+function size(bytes) {{
+  let value = bytes;
+  for (const unit of ["B", "KiB", "MiB", "GiB"]) {{
+    if (value < 1024 || unit === "GiB") {{
+      return unit === "B" ? `${{value.toFixed(0)}} B` : `${{value.toFixed(1)}} ${{unit}}`;
+    }}
+    value /= 1024;
+  }}
+  return `${{bytes}} B`;
+}}
+
 function status(r, value, reason) {{
   r.cells[1].className = value;
   const shown = document.createElement("span");
@@ -149,7 +161,7 @@ function apply(r, event) {{
   else if (event.event === "step" && r.running.has(event.id)) r.running.get(event.id).step = event.step;
   if (event.event === "build_end") {{
     status(r, event.status, event.error || event.detail);
-    r.cells[4].textContent = event.engine_bytes ? (event.engine_bytes / 1048576).toFixed(2) + " MiB" : "";
+    r.cells[4].textContent = event.engine_bytes ? size(event.engine_bytes) : "";
     actions(r, event.status, Boolean(event.engine_bytes));
   }}
   let current = null;

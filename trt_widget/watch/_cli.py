@@ -2,8 +2,9 @@
 
 Runs a Python build command (``python build.py``, ``polygraphy convert ...``) with its TensorRT builds watched:
 a live terminal tree per build on stdout, or ``--json`` events (each line with ``"build": n`` first, n counting
-the builds of the run), Ctrl-C cancels the running builds at their next step boundary, a second Ctrl-C (or
-``--force-after S`` seconds after the first) terminates the command. SIGTERM or SIGHUP (``timeout``, a closed
+the builds of the run; the command's own stdout then goes to stderr, so stdout holds the events alone), Ctrl-C
+cancels the running builds at their next step boundary, a second Ctrl-C (or ``--force-after S`` seconds after
+the first) terminates the command. SIGTERM or SIGHUP (``timeout``, a closed
 terminal) end the command too. Exit codes: 130 when Ctrl-C cancelled a build or the command was terminated,
 128 + the signal when SIGTERM or SIGHUP ended the run, 1 when the command could not start or a --report / --trace
 file could not be written, and the command's own exit code otherwise.
@@ -40,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--json",
         action="store_true",
-        help="write the JSON events of every build to stdout (the command's own output passes through by lines)",
+        help="write the JSON events of every build to stdout, alone (the command's own stdout goes to stderr)",
     )
     parser.add_argument("--plain", action="store_true", help="plain lines even in a terminal")
     parser.add_argument("--report", metavar="F.html", help="write an HTML report per build (F, F-2, ...)")
@@ -77,13 +78,13 @@ def run(args: argparse.Namespace) -> int:
     lock = threading.RLock()  # every write to the terminal: ours, the command's lines, the live tree's redraws
     console = _console() if not args.json and not args.plain and is_terminal(sys.stdout) and rich_available() else None
     try:
-        # with --json the command's own stdout comes through us by whole lines: every event stays a line of its own;
-        # under the live tree both its streams do, printed above the tree (rich redraws the tree below them)
+        # with --json the command's own stdout comes through us by whole lines onto stderr: stdout holds the events
+        # alone (a file that view reads); under the live tree both its streams do, printed above the tree
         output: Callable[[bytes], None] | None = None
         errors: Callable[[bytes], None] | None = None
         stdout = _Stdout(lock)
         if args.json:
-            output = stdout.line
+            output = stdout.aside
         elif console is not None:
             output = lambda line: _print_above(console, line, lock)  # noqa: E731
             errors = output if is_terminal(sys.stderr) else None
@@ -122,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
         command.show_end = show_end
 
     def on_sigint(signum: int, frame: FrameType | None) -> None:
-        notify(command.stop(INTERRUPTED))
+        command.stop(INTERRUPTED, said=notify)  # said before it acts: the builds' summaries come after it
 
     ended_by: list[int] = []
 
@@ -186,8 +187,12 @@ class _Stdout:
     def event(self, event: dict[str, object]) -> None:
         self._write(lambda: sys.stdout.write(json.dumps(event) + "\n"))
 
-    def line(self, line: bytes) -> None:
-        self._write(lambda: sys.stdout.buffer.write(line))
+    def aside(self, line: bytes) -> None:
+        """A line of the command's own stdout: onto stderr, so that stdout holds the JSON events alone."""
+        with self.lock, contextlib.suppress(OSError, ValueError):  # a closed stderr: the line is lost, not the run
+            sys.stderr.flush()
+            sys.stderr.buffer.write(line)
+            sys.stderr.flush()
 
     def _write(self, write: Callable[[], object]) -> None:
         with self.lock:
@@ -202,7 +207,7 @@ class _Stdout:
                 with contextlib.suppress(OSError, ValueError):
                     print(
                         f"trt-widget run: warning: cannot write to stdout ({escape_controls(str(exc))}): the JSON "
-                        "events and the command's output are lost from here on",
+                        "events are lost from here on",
                         file=sys.stderr,
                         flush=True,
                     )

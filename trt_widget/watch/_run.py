@@ -430,22 +430,29 @@ class CommandRun:
 
         return remove
 
-    def stop(self, reason: str = "stopped by user") -> str:
+    def stop(self, reason: str = "stopped by user", said: Callable[[str], object] | None = None) -> str:
         """First: SIGINT to the command (its running builds cancel at their next step boundary); then, after
         ``force_after`` s or at a second stop, terminate it. ``reason``: what the builds say ended them (the
-        terminal passes "interrupted (Ctrl-C)", a widget's button "stopped by user (Stop all)")."""
+        terminal passes "interrupted (Ctrl-C)", a widget's button "stopped by user (Stop all)"). Returns what it
+        does, in words, also given to ``said`` before it acts (the builds' summaries come after it, in order)."""
         proc = self._proc
         what = self.what
         if proc is None or proc.poll() is not None:
-            return f"{what} has ended"
+            return _said(f"{what} has ended", said)
         self.stops += 1
         if self.stopped_at is None:
             self.stopped_at = time.monotonic()
             self.stop_reason = reason
         if self.stops > 1:
+            notice = _said(f"Terminating {what}", said)
             self.terminate()
-            return f"Terminating {what}"
+            return notice
         running = [b for b in self.builds if b.status in LIVE]
+        if self.force_after is not None:
+            notice = stop_notice(running) + f"; {what} is terminated if it still runs after {self.force_after:g} s"
+        else:
+            notice = stop_notice(running) + f"; stop again to terminate {what}"
+        _said(notice, said)
         for build in running:
             build.interrupted = True
             build.stop(reason)
@@ -454,8 +461,7 @@ class CommandRun:
             timer = threading.Timer(self.force_after, self.terminate)
             timer.daemon = True
             timer.start()
-            return stop_notice(running) + f"; {what} is terminated if it still runs after {self.force_after:g} s"
-        return stop_notice(running) + f"; stop again to terminate {what}"
+        return notice
 
     def terminate(self, sig: int = signal.SIGTERM) -> None:
         """``sig`` (SIGTERM) to the command's process group, SIGKILL after a moment."""
@@ -790,3 +796,10 @@ class ProcessCall(CommandRun):
             self.future.set_exception(BuildCancelled(said).with_traceback(value.__traceback__))
         else:
             self.future.set_exception(value)
+
+
+def _said(notice: str, said: Callable[[str], object] | None) -> str:
+    """``notice``, given to ``said`` first where there is one."""
+    if said is not None:
+        said(notice)
+    return notice

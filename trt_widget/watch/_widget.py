@@ -98,6 +98,7 @@ class WatchWidget(anywidget.AnyWidget):
     title = traitlets.Unicode("").tag(sync=True)  # shown instead of "Build matrix — N builds"
     note = traitlets.Unicode("").tag(sync=True)  # which Stop applies; the stop notice; how the function ended
     stop_buttons = traitlets.Bool(True).tag(sync=True)  # False: the cell is busy, only the interrupt works
+    variant_label = traitlets.Unicode("call").tag(sync=True)  # the column holds the TensorRT method called
 
     def __init__(
         self, watch: Watch | CommandRun, *, call: WatchedCall[object] | CommandRun | None = None, label: str = ""

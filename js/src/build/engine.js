@@ -169,7 +169,7 @@ export function precisionMix(layers) {
   /** @type {Map<string, number>} */
   const counts = new Map();
   for (const l of layers) {
-    const p = l.precision.split("\u2192").pop() || "?";
+    const p = l.precision.split("\u2192").pop() || "unknown"; // no output precision recorded (as Python says)
     counts.set(p, (counts.get(p) || 0) + 1);
   }
   return [...counts].sort((a, b) => b[1] - a[1]);

@@ -6,9 +6,10 @@ import { h } from "../shared/dom.js";
 import { escapeControls, fmtBytes, fmtDelta, fmtDuration, num, str } from "../shared/format.js";
 
 /**
- * @typedef {{id: number, model: string, variant: string, status: string, build_s: number, start_up_s: number,
+ * @typedef {{id: number, model: string, variant: string, status: string, build_s: number | null, start_up_s: number,
  *   engine_size: number | null, phases: Record<string, number>}} Compared
- *   build_s leaves out start_up_s, the builder process's start-up (a row's elapsed time includes it)
+ *   build_s leaves out start_up_s, the builder process's start-up (a row's elapsed time includes it); null: the
+ *   build never started (stopped while queued), so it has no time and no differences
  */
 
 /**
@@ -29,7 +30,7 @@ export function readComparison(value) {
       model: str(b.model),
       variant: str(b.variant),
       status: str(b.status),
-      build_s: num(b.build_s),
+      build_s: typeof b.build_s === "number" ? num(b.build_s) : null,
       start_up_s: num(b.start_up_s),
       engine_size: typeof b.engine_size === "number" ? b.engine_size : null,
       phases,
@@ -67,25 +68,28 @@ function compareRow(b, base, longest) {
   const tr = h("tr", b.id === base.id ? "trtw-mx-base" : "", { "data-build": String(b.id) });
   const time = h("td", "trtw-mono");
   const bar = h("div", "trtw-mx-timebar");
-  bar.style.width = `${Math.round((100 * b.build_s) / longest)}%`;
+  bar.style.width = `${Math.round((100 * (b.build_s ?? 0)) / longest)}%`;
   const timeText = h("span");
-  timeText.textContent = fmtDuration(b.build_s);
+  timeText.textContent = b.build_s === null ? "never started" : fmtDuration(b.build_s);
   time.append(timeText, bar);
   const same = b.id === base.id;
+  const both = b.build_s !== null && base.build_s !== null; // one that never started has nothing to compare
   const dSize = b.engine_size !== null && base.engine_size !== null ? b.engine_size - base.engine_size : null;
   const sizeDelta = dSize === null || same ? "" : `${dSize >= 0 ? "+" : "\u2212"}${fmtBytes(Math.abs(dSize))}`;
   const phases = same
     ? "baseline"
-    : phaseDiffs(b, base)
-        .map(([n, d]) => `${n} ${fmtDelta(d)}`)
-        .join(", ");
+    : !both
+      ? ""
+      : phaseDiffs(b, base)
+          .map(([n, d]) => `${n} ${fmtDelta(d)}`)
+          .join(", ");
   const cells = [
     b.model,
     b.variant,
     b.status,
     null,
     b.start_up_s > 0 ? fmtDuration(b.start_up_s) : "",
-    same ? "" : fmtDelta(b.build_s - base.build_s),
+    same || b.build_s === null || base.build_s === null ? "" : fmtDelta(b.build_s - base.build_s),
     b.engine_size ? fmtBytes(b.engine_size) : "",
     sizeDelta,
     phases,
@@ -156,7 +160,7 @@ export function renderComparison(container, builds, baselineId, onBaseline) {
     hr.append(th);
   }
   table.append(hr);
-  const longest = Math.max(...builds.map((b) => b.build_s), 1e-9);
+  const longest = Math.max(...builds.map((b) => b.build_s ?? 0), 1e-9);
   for (const b of builds) table.append(compareRow(b, base, longest));
   const note = h("div", "trtw-detail trtw-mx-compare-note");
   note.textContent = `${EXCLUDED}.`;

@@ -27,6 +27,7 @@ import { BuildModelAdaptor, parse, readRows } from "./data.js";
  *   build_s, engine_size, phases: {name: seconds}}]}
  * @property {string} [title] replaces "Build matrix — N builds" (a watch: "Watching fn() — N builds")
  * @property {string} [note] a line under the header (a watch: which Stop applies, the stop notice)
+ * @property {string} [variant_label] the "variant" column's heading (a watch: "call", the TensorRT method)
  * @property {boolean} [stop_buttons] false: hide the Stop buttons (a busy cell: only the kernel interrupt works)
  */
 
@@ -222,10 +223,13 @@ export class MatrixView {
     controls.append(this.stopAll);
     header.append(info, controls);
     this.table = h("table", "trtw-mx-table");
+    /** @type {HTMLElement | null} */
+    this.variantHead = null;
     const head = h("tr", "trtw-mx-head");
     for (const label of ["", "model", "variant", "status", "current phase", "elapsed", "engine", ""]) {
       const th = h("th");
       th.textContent = label;
+      if (label === "variant") this.variantHead = th; // a watch names what it holds ("call")
       head.append(th);
     }
     const thead = h("thead");
@@ -240,7 +244,7 @@ export class MatrixView {
       if (!this.stopAll.disabled) this.send({ type: "stop_all" });
     });
     this.tbody.addEventListener("click", (e) => this.onClick(e));
-    for (const trait of ["rows_json", "status", "title", "note", "stop_buttons"]) {
+    for (const trait of ["rows_json", "status", "title", "note", "stop_buttons", "variant_label"]) {
       this._listen(trait, () => this.updateRows());
     }
     this._listen("expanded", () => this.updateExpanded());
@@ -379,6 +383,7 @@ export class MatrixView {
     setText(this.title, title || `Build matrix \u2014 ${rows.length} build${rows.length === 1 ? "" : "s"}`);
     const note = str(this.get("note"));
     setText(this.note, note);
+    if (this.variantHead) setText(this.variantHead, str(this.get("variant_label")) || "variant");
     this.note.hidden = !note;
     this.root.dataset.stopButtons = this.get("stop_buttons") === false ? "off" : "on";
     setText(

@@ -275,8 +275,50 @@ describe("a watch drawn by the matrix view", () => {
     expect(el.querySelector(".trtw-matrix").dataset.stopButtons).toBe("on");
   });
 
+  it("names its second column as the watch says (issue 39, fifth trial I: it holds the TensorRT call)", () => {
+    const { model, el } = render({ rows_json: JSON.stringify([row(0)]), variant_label: "call" });
+    const heads = () => [...el.querySelectorAll(".trtw-mx-head th")].map((th) => th.textContent);
+    expect(heads()).toContain("call");
+    expect(heads()).not.toContain("variant");
+    model.set("variant_label", "");
+    expect(heads()).toContain("variant");
+  });
+
   it("keeps the matrix title when no title is set", () => {
     const { el } = render({ rows_json: JSON.stringify([row(0), row(1)]) });
     expect(el.querySelector(".trtw-mx-title").textContent).toBe("Build matrix \u2014 2 builds");
+  });
+});
+
+describe("a never-started build in the comparison (issue 39, fifth trial B)", () => {
+  it("has no time and no differences", async () => {
+    const { renderComparison } = await import("../../src/matrix/compare.js");
+    const container = document.createElement("div");
+    const data = readComparison([
+      {
+        id: 0,
+        model: "m",
+        variant: "A",
+        status: "succeeded",
+        build_s: 1.7,
+        start_up_s: 0,
+        engine_size: 10,
+        phases: { X: 1.2 },
+      },
+      {
+        id: 1,
+        model: "m",
+        variant: "B",
+        status: "cancelled",
+        build_s: null,
+        start_up_s: 0,
+        engine_size: null,
+        phases: {},
+      },
+    ]);
+    renderComparison(container, data, 0, () => undefined);
+    const row = container.querySelector('tr[data-build="1"]');
+    expect(row.textContent).toContain("never started");
+    expect(row.textContent).not.toMatch(/s\b|\u2212|\+/);
   });
 });

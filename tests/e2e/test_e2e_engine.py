@@ -63,8 +63,7 @@ def test_the_engine_view_sorts_filters_expands_and_survives_a_saved_notebook(lab
     view_out = [out for out in saved.cells[0].outputs if WIDGET_VIEW in out.get("data", {})]
     state = saved_widget_state(saved)[view_out[0]["data"][WIDGET_VIEW]["model_id"]]["state"]
     assert len(json.loads(state["engine_json"])["layers"]) == len(kernel)
-    lab.server.shutdown_kernels()
-    lab.reload()  # a new kernel: the view comes from the saved widget state
+    lab.reload_in_a_new_kernel()  # the view comes from the saved widget state
     root = lab.output(0).locator(".trtw")
     expect(root).to_have_attribute("data-status", "succeeded")
     root.get_by_role("button", name="Engine").click()

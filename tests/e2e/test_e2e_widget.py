@@ -350,9 +350,7 @@ def test_a_saved_notebook_shows_the_final_tree_reloaded_in_a_new_kernel_and_with
     assert shown_tree(root) == shown
     lab.screenshot("widget-reloaded", root)
 
-    lab.server.shutdown_kernels()
-    assert lab.server.kernel_ids() == []
-    lab.reload()  # JupyterLab starts a new kernel for the notebook: it knows nothing of the widget
+    lab.reload_in_a_new_kernel()  # a new kernel for the notebook: it knows nothing of the widget
     assert lab.kernel_json("'w' in globals() or 'BuildWidget' in globals()") is False
     root = widget(lab)
     expect(root).to_have_attribute("data-status", "succeeded")

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
@@ -60,7 +62,7 @@ def _interrupt_while_ray_starts(folder: Path, env: dict[str, str]) -> tuple[int,
     reader = threading.Thread(target=read_stderr, daemon=True)
     reader.start()
     try:
-        assert started.wait(240), "".join(lines)
+        assert started.wait(420), "".join(lines)
         if proc.poll() is not None and "trt-widget: error: Ray:" in "".join(lines):
             return None
         os.killpg(proc.pid, signal.SIGINT)  # a Ctrl-C in the terminal: the whole foreground group
@@ -80,20 +82,25 @@ def test_ctrl_c_while_ray_starts_exits_130_without_a_crash(tmp_path: Path, wait_
     pytest.importorskip("ray")
     (tmp_path / "long.onnx").write_bytes(models.to_bytes(models.deep_residual(400)))
     (tmp_path / "a.onnx").write_bytes(models.to_bytes(models.deep_residual(2)))
-    # a local instance of its own, in the default temporary folder (a socket path under tmp_path is too long)
-    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"} | {"TRT_WIDGET_HISTORY": "off"}
-    for _attempt in range(3):  # Ray gives its raylet 30 s to register: a loaded machine may need more tries
-        result = _interrupt_while_ray_starts(tmp_path, env)
-        if result is not None:
-            break
-    assert result is not None, "Ray did not start in 3 tries"
-    code, said, session = result
+    ray_dir = tempfile.mkdtemp(prefix="rci", dir="/tmp")  # short: Ray's socket paths live under it
+    # a local instance of its own; its raylet may take long to register on a loaded machine
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    env |= {"TRT_WIDGET_HISTORY": "off", "RAY_TMPDIR": ray_dir, "RAY_raylet_start_wait_time_s": "180"}
+    session: int | None = None
     try:
+        for _attempt in range(3):  # and should Ray still fail to start, it is tried again
+            result = _interrupt_while_ray_starts(tmp_path, env)
+            if result is not None:
+                break
+        assert result is not None, "Ray did not start in 3 tries"
+        code, said, sid = result
+        session = sid
         assert code == 130, (code, said[-3000:])
         assert "Segmentation fault" not in said and "Fatal Python error" not in said, said[-3000:]
         # Ray's processes (raylet, GCS, agents, workers) end with it: none of its session is left
-        wait_until(lambda: not _session_processes(session), timeout=60, what="Ray's processes to end")
+        wait_until(lambda: not _session_processes(sid), timeout=60, what="Ray's processes to end")
     finally:
-        for process in _session_processes(session):
+        for process in _session_processes(session) if session is not None else []:
             with contextlib.suppress(OSError):
                 os.kill(int(process.split()[0]), signal.SIGKILL)
+        shutil.rmtree(ray_dir, ignore_errors=True)

@@ -135,17 +135,12 @@ class WorkerPool:
                 worker.idle_timer.start()
                 self._idle.append(worker)
                 return
-            self._ending = [w for w in self._ending if w.process.poll() is None]  # reaps those that ended
-            self._ending.append(worker)
-        worker.close(wait=False)  # it ends while this process goes on; shutdown() reaps it
+        self._end(worker, wait=False)  # it ends while this process goes on
 
     def retire(self, worker: Worker) -> None:
         """End a worker that must not serve another build (it exits on its control pipe's EOF), and start its
         successor in the background, unless this process is a command line's single build."""
-        with self._lock:
-            self._ending = [w for w in self._ending if w.process.poll() is None]  # reaps those that ended
-            self._ending.append(worker)
-        worker.close(wait=False)
+        self._end(worker, wait=False)
         if not self.one_build:
             self.prewarm(worker.backend)
 
@@ -154,7 +149,7 @@ class WorkerPool:
             strangers = [worker for worker in self._idle if worker.backend != backend]
             self._idle = [worker for worker in self._idle if worker.backend == backend]
         for worker in strangers:
-            worker.close()
+            self._end(worker)
         with self._lock:
             while self._idle:
                 worker = self._idle.pop()
@@ -180,15 +175,25 @@ class WorkerPool:
             if worker not in self._idle:
                 return
             self._idle.remove(worker)
-        worker.close()
+        self._end(worker)
 
     def shutdown(self) -> None:
-        """End every idle worker now (running builds keep theirs)."""
+        """End every idle worker now (running builds keep theirs); one still running a second later (a builder
+        still warming up reads its pipe's EOF only then) stays listed until reaped."""
         with self._lock:
             idle, self._idle = self._idle, []
             ending, self._ending = self._ending, []
         for worker in idle + ending:
-            worker.close()
+            self._end(worker)
+
+    def _end(self, worker: Worker, wait: bool = True) -> None:
+        """Close a worker's pipes (it exits on their EOF) and keep it in ``_ending`` until it is reaped: a Popen
+        dropped while its process runs is a ResourceWarning (and the process a zombie once it ends)."""
+        worker.close(wait)
+        with self._lock:
+            self._ending = [w for w in self._ending if w.alive()]  # reaps those that ended
+            if worker.alive():
+                self._ending.append(worker)
 
     def idle_pids(self) -> list[int]:
         with self._lock:

@@ -14,6 +14,7 @@ once; a third exits without waiting.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import sys
@@ -124,7 +125,11 @@ def run(args: argparse.Namespace) -> int:
 
 def _connect_ray(address: str | None) -> bool | None:
     """Connect to Ray on the main thread (Ray sets its SIGTERM handler only there); True when this started a
-    local instance (to shut down at the end), None (after saying why) when Ray cannot be reached."""
+    local instance (to shut down at the end), None (after saying why) when Ray cannot be reached.
+
+    A Ctrl-C during the start ends what Ray started so far and exits at once (130), without the interpreter's
+    exit: a KeyboardInterrupt inside ``ray.init`` left a half-connected core worker whose shutdown at exit
+    crashed (a segfault, exit 139)."""
     from ..ray import ensure_ray
 
     ray_module = sys.modules.get("ray")
@@ -132,12 +137,43 @@ def _connect_ray(address: str | None) -> bool | None:
         return False
     local = not (address or os.environ.get("RAY_ADDRESS"))
     _stderr("trt-widget matrix: " + ("starting a local Ray instance" if local else "connecting to Ray") + " …")
+
+    def on_sigint(_signum: int, _frame: FrameType | None) -> None:
+        _stderr("trt-widget: interrupted")
+        _end_children()
+        os._exit(EXIT_INTERRUPTED)
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
     try:
         ensure_ray(address, None if not local else {"include_dashboard": False})  # lighter; no one views it
     except Exception as exc:  # BuildError (no Ray), Ray's own start-up and connection errors
         _stderr(f"trt-widget: error: Ray: {exc}")
         return None
+    finally:
+        signal.signal(signal.SIGINT, previous)
     return local
+
+
+def _end_children() -> None:
+    """End this process's descendants (a half-started Ray's raylet, GCS, agents, workers): SIGTERM, then SIGKILL
+    for any left after 1 s (a raylet's graceful end takes longer) or started meanwhile. Ray's parent-death signal
+    alone kills only the direct children, which orphaned the raylet's agents."""
+    import psutil
+
+    def descendants() -> list[psutil.Process]:
+        try:
+            return list(psutil.Process().children(recursive=True))
+        except psutil.Error:
+            return []
+
+    started = descendants()
+    for process in started:
+        with contextlib.suppress(psutil.Error):
+            process.terminate()
+    _gone, alive = psutil.wait_procs(started, timeout=1.0)
+    for process in [*alive, *descendants()]:
+        with contextlib.suppress(psutil.Error):
+            process.kill()
 
 
 def _run_matrix(args: argparse.Namespace, executor: Executor, options: BuildOptionsDict) -> int:

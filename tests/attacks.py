@@ -8,6 +8,7 @@ imported from another folder's tests; tests/ is on ``sys.path`` (rootdir-relativ
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -28,11 +29,17 @@ SECRET = b"SECRET!!" * 8  # 64 bytes: exactly the 16 floats of the tensor below,
 
 def _model_naming(location: str) -> Any:
     """y = x + w, with w (16 floats) stored as external data at ``location``."""
+    return external_data_model(location=location)
+
+
+def external_data_model(**external_data: str) -> Any:
+    """y = x + w, with w (16 floats) stored as external data said by ``external_data`` (location, offset, ...)."""
     from onnx import TensorProto, helper
 
     weight = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[1, 16], data_location=TensorProto.EXTERNAL)
-    entry = weight.external_data.add()
-    entry.key, entry.value = "location", location
+    for key, value in external_data.items():
+        entry = weight.external_data.add()
+        entry.key, entry.value = key, value
     graph = helper.make_graph(
         [helper.make_node("Add", ["x", "w"], ["y"])],
         "g",
@@ -101,3 +108,14 @@ def held_by_another_process(script: str, *args: str, ready: str) -> Iterator[Non
         for pipe in (holder.stdin, holder.stdout):  # (a ResourceWarning otherwise)
             if pipe is not None:
                 pipe.close()
+
+
+def build_command(model: Path, engine: Path, history: str = "off") -> subprocess.CompletedProcess[str]:
+    """``trt-widget build MODEL -o ENGINE --plain`` in a child, its output captured; ``history`` is the store."""
+    return subprocess.run(
+        [sys.executable, "-m", "trt_widget", "build", str(model), "-o", str(engine), "--plain"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "TRT_WIDGET_HISTORY": history},
+    )

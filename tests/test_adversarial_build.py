@@ -26,7 +26,7 @@ from typing import Any
 
 import psutil
 import pytest
-from attacks import SECRET, SMALL, _hidden, _model_naming, _refused, _unblocked
+from attacks import SECRET, SMALL, _hidden, _model_naming, _refused, _unblocked, build_command
 
 from trt_widget import Build, BuildWidget, _pool, models
 from trt_widget._files import atomic_write
@@ -572,13 +572,7 @@ def test_an_engine_a_full_disk_refused_is_said_not_saved_by_the_command(tmp_path
                 pass
         model = tmp_path / "m.onnx"
         model.write_bytes(SMALL)
-        done = subprocess.run(
-            [sys.executable, "-m", "trt_widget", "build", str(model), "-o", str(disk / "m.engine"), "--plain"],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            env={**os.environ, "TRT_WIDGET_HISTORY": "off"},
-        )
+        done = build_command(model, disk / "m.engine")
         said = done.stdout + done.stderr
         assert done.returncode == 1, said[-2000:]
         assert "No space left on device" in said and "not saved" in said, said[-2000:]

@@ -72,19 +72,13 @@ def test_the_rich_tree_and_summary_show_names_escaped_and_take_no_markup(tmp_pat
 def test_a_warning_of_the_command_line_is_printed_escaped(tmp_path: Path) -> None:
     """Python's own warning display printed a RuntimeWarning's text raw: a history store path holding ESC [2J
     (a FIFO, which history refuses with a warning) cleared the screen."""
-    from attacks import SMALL
+    from attacks import SMALL, build_command
 
     model = tmp_path / "m.onnx"
     model.write_bytes(SMALL)
     store = tmp_path / "h\x1b[2J\u202e.sqlite"
     os.mkfifo(store)
-    done = subprocess.run(
-        [sys.executable, "-m", "trt_widget", "build", str(model), "-o", str(tmp_path / "m.engine"), "--plain"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "TRT_WIDGET_HISTORY": str(store)},
-    )
+    done = build_command(model, tmp_path / "m.engine", history=str(store))
     assert done.returncode == 0, done.stderr
     assert "cannot use the history store" in done.stderr, done.stderr
     assert "\x1b" not in done.stderr and "\u202e" not in done.stderr, done.stderr

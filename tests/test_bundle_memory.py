@@ -11,7 +11,7 @@ import textwrap
 import zipfile
 from pathlib import Path
 
-from onnx import TensorProto, helper
+from attacks import external_data_model
 
 BIG = 400 << 20  # bytes of external data (sparse: no disk, but every byte is read)
 MEASURE = textwrap.dedent(
@@ -27,19 +27,8 @@ MEASURE = textwrap.dedent(
 def _model_with_external_data(folder: Path, size: int) -> Path:
     """y = x + w, w (16 floats) at the start of ``weights.bin``, a file of ``size`` bytes."""
     folder.mkdir()
-    weight = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[1, 16], data_location=TensorProto.EXTERNAL)
-    for key, value in (("location", "weights.bin"), ("offset", "0"), ("length", "64")):
-        entry = weight.external_data.add()
-        entry.key, entry.value = key, value
-    graph = helper.make_graph(
-        [helper.make_node("Add", ["x", "w"], ["y"])],
-        "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16])],
-        initializer=[weight],
-    )
     model = folder / "m.onnx"
-    model.write_bytes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
+    model.write_bytes(external_data_model(location="weights.bin", offset="0", length="64").SerializeToString())
     with open(folder / "weights.bin", "wb") as handle:
         handle.write(b"\x00\x00\x80\x3f" * 16)  # sixteen 1.0s
         handle.truncate(size)  # the rest a hole: no disk, read as zeros

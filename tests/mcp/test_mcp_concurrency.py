@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,7 @@ from fixture_types import RunAnyio, WaitUntil
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from trt_widget import Build
 from trt_widget.__main__ import main
 from trt_widget.mcp import BadInput, BuildRegistry, HttpServerThread, create_server
 
@@ -31,6 +34,18 @@ async def _start_builds(server: HttpServerThread, count: int, model: Path, tmp_p
         return started
 
 
+@contextlib.contextmanager
+def _stopped_at_the_end(builds: list[Build]) -> Iterator[None]:
+    """Stop every build in ``builds`` (as the list is then) when the block ends, and wait for each to end."""
+    try:
+        yield
+    finally:
+        for build in builds:
+            build.stop("test over")
+        for build in builds:
+            assert build.wait(60)
+
+
 def test_builds_beyond_the_limit_wait_queued_without_a_builder_process(
     agent_models: dict[str, Path], run_async: RunAnyio, tmp_path: Path, wait_until: WaitUntil
 ) -> None:
@@ -40,7 +55,7 @@ def test_builds_beyond_the_limit_wait_queued_without_a_builder_process(
         started = run_async(lambda: _start_builds(server, 5, agent_models["long"], tmp_path))
         entries = {e.id: e for e in registry.entries()}
         builds = [entries[s["build_id"]].build for s in started]
-        try:
+        with _stopped_at_the_end(builds):
             wait_until(lambda: [b.status for b in builds[2:]] == ["queued"] * 3, what="three builds queued")
             assert [b.status for b in builds[:2]] == ["running"] * 2
             assert all(b.child_pid is None for b in builds[2:])  # no builder process for a waiting build
@@ -50,11 +65,6 @@ def test_builds_beyond_the_limit_wait_queued_without_a_builder_process(
             assert builds[0].stop("make room")
             wait_until(lambda: builds[2].status == "running", what="the first queued build to start")
             assert [b.status for b in builds[3:4]] == ["queued"]  # in the order they came
-        finally:
-            for build in builds:
-                build.stop("test over")
-            for build in builds:
-                assert build.wait(60)
     assert not any(tmp_path.glob("*.engine"))
 
 
@@ -87,19 +97,16 @@ def test_a_second_build_onto_a_running_builds_engine_file_is_refused(
 
         first, second, listed = run_async(start_two)
         build = registry.entry(first.structured_content["build_id"]).build
-        try:
+        with _stopped_at_the_end([build]):
             assert not first.is_error and second.is_error
             assert "is being written by another build that is still running" in second.content[0].text
             assert [b["build_id"] for b in listed] == [first.structured_content["build_id"]]
-        finally:
-            build.stop("test over")
-            assert build.wait(60)
 
 
 def test_builds_beyond_the_waiting_limit_are_refused(agent_models: dict[str, Path], tmp_path: Path) -> None:
     registry = BuildRegistry(max_concurrent=1, max_waiting=2)
-    started = []
-    try:
+    started: list[Build] = []
+    with _stopped_at_the_end(started):
         for i in range(3):
             _, build = registry.create(str(agent_models["long"]), output=str(tmp_path / f"{i}.engine"))
             started.append(build.start())
@@ -108,11 +115,6 @@ def test_builds_beyond_the_waiting_limit_are_refused(agent_models: dict[str, Pat
         assert started[2].stop("make room") and started[2].wait(10)
         _, build = registry.create(str(agent_models["small"]), output=str(tmp_path / "later.engine"))
         started.append(build.start())
-    finally:
-        for build in started:
-            build.stop("test over")
-        for build in started:
-            assert build.wait(60)
 
 
 def test_start_build_replies_with_the_status_the_build_has_then(
@@ -124,13 +126,8 @@ def test_start_build_replies_with_the_status_the_build_has_then(
     with HttpServerThread(create_server(registry)) as server:
         started = run_async(lambda: _start_builds(server, 3, agent_models["long"], tmp_path))
         builds = [registry.entry(s["build_id"]).build for s in started]
-        try:
+        with _stopped_at_the_end(builds):
             assert [s["status"] for s in started] == ["running", "queued", "queued"], started
-        finally:
-            for build in builds:
-                build.stop("test over")
-            for build in builds:
-                assert build.wait(60)
 
 
 def test_a_finished_build_its_command_still_waits_on_is_not_forgotten(

@@ -3,15 +3,16 @@ and a structured result, bad input as tool errors, and a cancel mid-build after 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import anyio
 import psutil
@@ -115,6 +116,24 @@ def _sender(stdin: Any) -> Callable[[dict[str, Any]], None]:
     return send
 
 
+@contextlib.contextmanager
+def _raw_server(*args: str) -> Iterator[tuple[subprocess.Popen[bytes], IO[bytes], IO[bytes], IO[bytes]]]:
+    """``python *args`` (a stdio MCP server) with its pipes, for tests that speak raw JSON-RPC lines; killed if it
+    still runs at the end, its pipes closed then, not by the garbage collector in a later test (ResourceWarning)."""
+    server = subprocess.Popen([sys.executable, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, env=dict(os.environ))  # fmt: skip
+    stdin, stdout, stderr = server.stdin, server.stdout, server.stderr
+    assert stdin is not None and stdout is not None and stderr is not None
+    try:
+        yield server, stdin, stdout, stderr
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+        for pipe in (stdin, stdout, stderr):
+            pipe.close()
+
+
 def _initialize(send: Callable[[dict[str, Any]], None], stdout: Any) -> str:
     """The MCP handshake; returns the server's first line (its answer to initialize)."""
     send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
@@ -127,18 +146,13 @@ def _initialize(send: Callable[[dict[str, Any]], None], stdout: Any) -> str:
 def test_a_client_that_goes_away_mid_build_leaves_no_builder_behind(
     agent_models: dict[str, Path], tmp_path: Path
 ) -> None:
-    server = subprocess.Popen([sys.executable, "-m", "trt_widget", "mcp"], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ))  # fmt: skip
-    stdin = server.stdin
-    assert stdin is not None and server.stdout is not None and server.stderr is not None
-
-    send = _sender(stdin)
-    try:
-        assert "result" in json.loads(_initialize(send, server.stdout))
+    with _raw_server("-m", "trt_widget", "mcp") as (server, stdin, stdout, stderr):
+        send = _sender(stdin)
+        assert "result" in json.loads(_initialize(send, stdout))
         arguments = {"model": str(agent_models["long"]), "output": str(tmp_path / "x.engine")}
         send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
               "params": {"name": "build_engine", "arguments": arguments, "_meta": {"progressToken": "p"}}})  # fmt: skip
-        while json.loads(server.stdout.readline()).get("method") != "notifications/progress":
+        while json.loads(stdout.readline()).get("method") != "notifications/progress":
             pass
         builders = psutil.Process(server.pid).children(recursive=True)
         assert builders, "the build runs in a builder process"
@@ -146,15 +160,9 @@ def test_a_client_that_goes_away_mid_build_leaves_no_builder_behind(
         assert server.wait(30) == 0
         _gone, alive = psutil.wait_procs(builders, timeout=10)
         assert not alive, alive
-        stderr = server.stderr.read().decode()
-        assert "Traceback" not in stderr, stderr
+        console = stderr.read().decode()
+        assert "Traceback" not in console, console
         assert not (tmp_path / "x.engine").exists()
-    finally:
-        if server.poll() is None:
-            server.kill()
-            server.wait()
-        for pipe in (stdin, server.stdout, server.stderr):
-            pipe.close()  # now, not by the garbage collector in a later test (ResourceWarning)
 
 
 STRAY = textwrap.dedent(
@@ -185,13 +193,8 @@ STRAY = textwrap.dedent(
 def test_writes_on_fd_1_never_reach_the_protocol_channel(agent_models: dict[str, Path], tmp_path: Path) -> None:
     """Before, during and after serving, a print, an os.write(1, ...) and a child process's output in the server
     go to stderr: every line the client reads is JSON-RPC, and a tool call still works."""
-    server = subprocess.Popen([sys.executable, "-c", STRAY], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, env=dict(os.environ))  # fmt: skip
-    stdin, stdout, stderr = server.stdin, server.stdout, server.stderr
-    assert stdin is not None and stdout is not None and stderr is not None
-
-    send = _sender(stdin)
-    try:
+    with _raw_server("-c", STRAY) as (server, stdin, stdout, stderr):
+        send = _sender(stdin)
         first = _initialize(send, stdout)
         assert json.loads(first)["id"] == 1, first
         arguments = {"model": str(agent_models["small"]), "output": str(tmp_path / "s.engine")}
@@ -208,12 +211,6 @@ def test_writes_on_fd_1_never_reach_the_protocol_channel(agent_models: dict[str,
         for when in ("create_server", "create", "_stop_all"):
             for kind in ("print", "fd1", "child"):
                 assert f"stray {kind} {when} " in errors, (kind, when, errors)
-    finally:
-        if server.poll() is None:
-            server.kill()
-            server.wait()
-        for pipe in (stdin, stdout, stderr):
-            pipe.close()  # now, not by the garbage collector in a later test (ResourceWarning)
 
 
 def test_a_line_without_an_end_is_not_held_whole(caplog: Any) -> None:
@@ -241,19 +238,15 @@ def test_a_line_without_an_end_is_not_held_whole(caplog: Any) -> None:
 def test_a_cancelled_build_is_not_an_error_on_the_server_console(agent_models: dict[str, Path], tmp_path: Path) -> None:
     """A build stopped with ``stop_build`` ends with TensorRT's "Error Code 7: ... BuildCanceled", which the server
     printed at ERROR on its console: an expected event, said as the other front ends say it (never at ERROR)."""
-    server = subprocess.Popen([sys.executable, "-m", "trt_widget", "mcp"], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ))  # fmt: skip
-    stdin, stdout, stderr = server.stdin, server.stdout, server.stderr
-    assert stdin is not None and stdout is not None and stderr is not None
-    send = _sender(stdin)
+    with _raw_server("-m", "trt_widget", "mcp") as (server, stdin, stdout, stderr):
+        send = _sender(stdin)
 
-    def answer(request_id: int) -> dict[str, Any]:
-        while (line := json.loads(stdout.readline())).get("id") != request_id:
-            pass
-        result: dict[str, Any] = line["result"]["structuredContent"]
-        return result
+        def answer(request_id: int) -> dict[str, Any]:
+            while (line := json.loads(stdout.readline())).get("id") != request_id:
+                pass
+            result: dict[str, Any] = line["result"]["structuredContent"]
+            return result
 
-    try:
         assert "result" in json.loads(_initialize(send, stdout))
         arguments = {"model": str(agent_models["long"]), "output": str(tmp_path / "x.engine")}
         send(
@@ -281,12 +274,6 @@ def test_a_cancelled_build_is_not_an_error_on_the_server_console(agent_models: d
         stdin.close()
         assert server.wait(30) == 0
         console = stderr.read().decode()
-    finally:
-        if server.poll() is None:
-            server.kill()
-            server.wait()
-        for pipe in (stdin, stdout, stderr):
-            pipe.close()  # now, not by the garbage collector in a later test (ResourceWarning)
     assert "ERROR" not in console and "BuildCanceled" not in console, console  # INFO: below the console's level
 
 
@@ -294,13 +281,9 @@ def test_a_line_that_is_not_json_gets_the_json_rpc_parse_error(tmp_path: Path) -
     """The SDK dropped a line that is not valid JSON (a raw control character in a string) without an answer, so
     the client waited for ever; JSON-RPC 2.0 answers -32700 (id null), and -32600 for JSON that is not a message.
     The next request is answered."""
-    server = subprocess.Popen([sys.executable, "-m", "trt_widget", "mcp"], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ))  # fmt: skip
-    stdin, stdout, stderr = server.stdin, server.stdout, server.stderr
-    assert stdin is not None and stdout is not None and stderr is not None
-    send = _sender(stdin)
-    answers: list[dict[str, Any]] = []
-    try:
+    with _raw_server("-m", "trt_widget", "mcp") as (server, stdin, stdout, stderr):
+        send = _sender(stdin)
+        answers: list[dict[str, Any]] = []
         assert "result" in json.loads(_initialize(send, stdout))
         stdin.write(b'{"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {"x": "a\x01\x9b b"}}\n')
         stdin.write(b"{not json\n")
@@ -313,12 +296,6 @@ def test_a_line_that_is_not_json_gets_the_json_rpc_parse_error(tmp_path: Path) -
         stdin.close()
         assert server.wait(30) == 0
         console = stderr.read().decode()
-    finally:
-        if server.poll() is None:
-            server.kill()
-            server.wait()
-        for pipe in (stdin, stdout, stderr):
-            pipe.close()  # now, not by the garbage collector in a later test (ResourceWarning)
     codes = [(a["id"], a.get("error", {}).get("code")) for a in answers[:-1]]  # "id": null, as JSON-RPC says
     assert codes == [(None, -32700), (None, -32700), (None, -32600)], answers
     assert answers[-1]["result"]["tools"], answers[-1]

@@ -64,16 +64,23 @@ def _ended(pid: int | None) -> bool:
     return bool(psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
 
 
+def _retired_then_a_new_worker(first: Build, probe: Any, wait_until: WaitUntil, what: str) -> None:
+    """``first`` succeeds, its worker is not kept warm but ends (``what``), and a build of ``probe`` (a network
+    callable that fails the build if it sees what ``first`` left) then succeeds in another process."""
+    assert first.wait(180) == "succeeded", first.error
+    assert first.child_pid not in _pool.pool.idle_pids()
+    wait_until(lambda: _ended(first.child_pid), timeout=30, what=what)
+    second = Build(probe, history=False).start()
+    assert second.wait(180) == "succeeded", second.error
+    assert second.child_pid != first.child_pid
+
+
 def test_a_worker_that_ran_a_configure_hook_serves_no_later_build(
     small: bytes, cell: dict[str, Any], wait_until: WaitUntil
 ) -> None:
     first = Build(small, configure=cell["leaky_configure"], history=False).start()
-    assert first.wait(180) == "succeeded", first.error
-    assert first.child_pid not in _pool.pool.idle_pids()
-    wait_until(lambda: _ended(first.child_pid), timeout=30, what="the worker that ran configure= to end")
-    second = Build(cell["probe_network"], history=False).start()
-    assert second.wait(180) == "succeeded", second.error  # before: "leaked: from an earlier build's configure="
-    assert second.child_pid != first.child_pid
+    # before: the probe failed with "leaked: from an earlier build's configure="
+    _retired_then_a_new_worker(first, cell["probe_network"], wait_until, "the worker that ran configure= to end")
 
 
 def test_a_worker_without_configure_is_kept_warm(small: bytes) -> None:
@@ -179,9 +186,5 @@ def test_a_worker_that_loaded_a_plugin_library_serves_no_later_build(
     lib = tmp_path / "libtrt_widget_tiny.so"
     shutil.copy(native_lib("tiny_plugin.cpp", "libtiny_plugin.so"), lib)
     first = Build(small, plugins=[lib], history=False).start()
-    assert first.wait(180) == "succeeded", first.error
-    assert first.child_pid not in _pool.pool.idle_pids()
-    wait_until(lambda: _ended(first.child_pid), timeout=30, what="the worker that loaded the plugin to end")
-    second = Build(cell["probe_plugins"], history=False).start()
-    assert second.wait(180) == "succeeded", second.error  # before: "leaked: ... plugin library is registered here"
-    assert second.child_pid != first.child_pid
+    # before: the probe failed with "leaked: ... plugin library is registered here"
+    _retired_then_a_new_worker(first, cell["probe_plugins"], wait_until, "the worker that loaded the plugin to end")

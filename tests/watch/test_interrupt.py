@@ -16,22 +16,32 @@ from typing import Any
 import pytest
 from user_scripts import default_sigint
 
-CHILD = textwrap.dedent(
-    """
+# The child's start: parse the model at argv[1] and make a history-free watch ``w`` (not yet entered).
+BUILD_SETUP = """
+data = open(sys.argv[1], "rb").read()
+logger = trt.Logger(trt.Logger.ERROR)
+builder = trt.Builder(logger)
+network = builder.create_network(0)
+parser = trt.OnnxParser(network, logger)
+assert parser.parse(data)
+config = builder.create_builder_config()
+w = trt_widget.watch(history=False)
+"""
+
+CHILD = (
+    textwrap.dedent(
+        """
     import sys, threading
     import trt_widget
     from trt_widget.watch import METHODS, is_patched
     trt = trt_widget.trt
     originals = {n: trt.Builder.__dict__[n] for n in METHODS if n in trt.Builder.__dict__}  # before any watch
     thread_start = threading.Thread.start
-    data = open(sys.argv[1], "rb").read()
-    logger = trt.Logger(trt.Logger.ERROR)
-    builder = trt.Builder(logger)
-    network = builder.create_network(0)
-    parser = trt.OnnxParser(network, logger)
-    assert parser.parse(data)
-    config = builder.create_builder_config()
-    w = trt_widget.watch(history=False)
+    """
+    )
+    + BUILD_SETUP
+    + textwrap.dedent(
+        """
     w.on_build(lambda b: b.model.subscribe(lambda kind, phase: kind == "phase_start" and phase.num_steps
                                            and print("PHASE", flush=True), steps=False))
     try:
@@ -53,17 +63,16 @@ CHILD = textwrap.dedent(
         print("PLAIN INTERRUPT AFTER", flush=True)
     print("ALIVE", flush=True)
     """
+    )
 )
 
 
-def test_sigint_during_a_watched_main_thread_build_cancels_at_the_next_step(
-    tmp_path: Path, long_model_bytes: bytes
-) -> None:
-    model = tmp_path / "long.onnx"
-    model.write_bytes(long_model_bytes)
+def interrupt_child(script: str, model: Path, marker: str, pause_s: float = 0.0) -> tuple[int, str, str]:
+    """Run ``script`` on ``model`` in a child with the default SIGINT handler, send it SIGINT once it prints a
+    line starting with ``marker`` (after ``pause_s``), and return its exit code, stdout and stderr."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "TRT_WIDGET_HISTORY": "off"}
     child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(model)],
+        [sys.executable, "-c", script, str(model)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -74,12 +83,21 @@ def test_sigint_during_a_watched_main_thread_build_cancels_at_the_next_step(
     lines: list[str] = []
     for line in child.stdout:
         lines.append(line)
-        if line.startswith("PHASE"):
+        if line.startswith(marker):
+            time.sleep(pause_s)
             child.send_signal(signal.SIGINT)
             break
     out, err = child.communicate(timeout=180)
-    text = "".join(lines) + out
-    assert child.returncode == 0, (text, err)
+    return child.returncode, "".join(lines) + out, err
+
+
+def test_sigint_during_a_watched_main_thread_build_cancels_at_the_next_step(
+    tmp_path: Path, long_model_bytes: bytes
+) -> None:
+    model = tmp_path / "long.onnx"
+    model.write_bytes(long_model_bytes)
+    returncode, text, err = interrupt_child(CHILD, model, "PHASE")
+    assert returncode == 0, (text, err)
     assert "KEYBOARDINTERRUPT" in text and "cancelled" in text
     assert "STATUS cancelled 'interrupted (Ctrl-C)' ERRORS 0" in text
     assert "PATCHED False LEFT []" in text and "PLAIN INTERRUPT AFTER" in text and "ALIVE" in text
@@ -106,20 +124,17 @@ def test_sigint_in_the_block_with_no_build_running_is_a_plain_keyboard_interrupt
     assert done.stdout.strip() == "INTERRUPTED", done.stderr
 
 
-CANCELLING_AT_ONCE = textwrap.dedent(
-    """
+CANCELLING_AT_ONCE = (
+    textwrap.dedent(
+        """
     import sys
     import trt_widget
     trt = trt_widget.trt
-    data = open(sys.argv[1], "rb").read()
-    logger = trt.Logger(trt.Logger.ERROR)
-    builder = trt.Builder(logger)
-    network = builder.create_network(0)
-    parser = trt.OnnxParser(network, logger)
-    assert parser.parse(data)
-    config = builder.create_builder_config()
-    w = trt_widget.watch(history=False)
-
+    """
+    )
+    + BUILD_SETUP
+    + textwrap.dedent(
+        """
     def on_phase(kind, phase):
         if kind == "phase_start" and phase.name == "Determining refit engines":
             print("REFIT", flush=True)
@@ -135,6 +150,7 @@ CANCELLING_AT_ONCE = textwrap.dedent(
     # how long before the long step's end the build read "cancelling" (~0 when only its callback could say so)
     print("CANCELLING BEFORE THE STEP ENDED BY", round(refit["end_s"] - b.cancel_info["requested_at_s"], 3), flush=True)
     """
+    )
 )
 
 
@@ -145,27 +161,9 @@ def test_a_kernel_interrupt_marks_the_watched_build_cancelling_at_once(tmp_path:
     (one step of seconds): the build is cancelling long before that step ends."""
     model = tmp_path / "long.onnx"
     model.write_bytes(long_model_bytes)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "TRT_WIDGET_HISTORY": "off"}
-    child = subprocess.Popen(
-        [sys.executable, "-c", CANCELLING_AT_ONCE, str(model)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-        preexec_fn=default_sigint,
-    )
-    assert child.stdout is not None
-    lines: list[str] = []
-    for line in child.stdout:
-        lines.append(line)
-        if line.startswith("REFIT"):
-            # past the phase_start callback (a signal there is handled at once, either way): inside the long step
-            time.sleep(0.3)
-            child.send_signal(signal.SIGINT)
-            break
-    out, err = child.communicate(timeout=180)
-    text = "".join(lines) + out
-    assert child.returncode == 0 and "KEYBOARDINTERRUPT" in text, (text, err)
+    # past the phase_start callback (a signal there is handled at once, either way): inside the long step
+    returncode, text, err = interrupt_child(CANCELLING_AT_ONCE, model, "REFIT", pause_s=0.3)
+    assert returncode == 0 and "KEYBOARDINTERRUPT" in text, (text, err)
     said = text.split("CANCELLING BEFORE THE STEP ENDED BY ")[1].split()[0]
     # the step lasts seconds (~2 s here); its callback comes at its end, so before the fix this was ~0
     assert float(said) > 0.1, text

@@ -93,3 +93,42 @@ def test_a_directory_named_with_a_pid_too_large_for_the_kernel_is_passed_over(sh
         env={**os.environ, "TMPDIR": str(shared), "TRT_WIDGET_HISTORY": "off"},
     )
     assert done.returncode == 0 and done.stdout.splitlines() == ["ran"], done.stderr[-2000:]
+
+
+def test_a_temp_folder_others_may_write_without_the_sticky_bit_is_refused_by_run_and_by_a_build(
+    tmp_path: Path, onnx_path: Path
+) -> None:
+    """In a ``TMPDIR`` writable by others without the sticky bit, ``nobody`` renamed each ``trt-widget-run-*``
+    directory aside and made one of the same name holding a ``sitecustomize.py``: it ran inside the user's command
+    (as root, 3 runs of 3). The builder process's work directories (the engine read back) are made the same way.
+    Both are refused, saying why, and nothing is made there."""
+    small = onnx_path
+    unsafe = tmp_path / "scratch"
+    unsafe.mkdir()
+    unsafe.chmod(0o777)  # no sticky bit
+    env = {**os.environ, "TMPDIR": str(unsafe), "TRT_WIDGET_HISTORY": "off"}
+    ran = tmp_path / "ran"
+    done = subprocess.run(
+        [sys.executable, "-m", "trt_widget", "run", "--", sys.executable, "-c", f"open({str(ran)!r}, 'w')"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert done.returncode != 0 and not ran.exists(), done.stdout
+    assert "sticky" in done.stderr and "Traceback" not in done.stderr, done.stderr[-2000:]
+    script = tmp_path / "b.py"
+    script.write_text(
+        "import sys\nfrom trt_widget import Build\n"
+        "b = Build(sys.argv[1], history=False, isolation='process').start()\nb.wait()\nprint(b.status, b.error)\n"
+    )
+    built = subprocess.run(
+        [sys.executable, str(script), str(small)], capture_output=True, text=True, timeout=300, env=env
+    )
+    assert built.stdout.startswith("failed") and "sticky" in built.stdout, (built.stdout, built.stderr[-2000:])
+    assert os.listdir(unsafe) == []
+    unsafe.chmod(0o1777)  # the same folder with the sticky bit, as /tmp: used
+    built = subprocess.run(
+        [sys.executable, str(script), str(small)], capture_output=True, text=True, timeout=300, env=env
+    )
+    assert built.stdout.startswith("succeeded"), (built.stdout, built.stderr[-2000:])

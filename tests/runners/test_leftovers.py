@@ -132,3 +132,22 @@ def test_a_temp_folder_others_may_write_without_the_sticky_bit_is_refused_by_run
         [sys.executable, str(script), str(small)], capture_output=True, text=True, timeout=300, env=env
     )
     assert built.stdout.startswith("succeeded"), (built.stdout, built.stderr[-2000:])
+
+
+def test_bundle_refuses_a_temp_folder_others_may_write_without_the_sticky_bit(tmp_path: Path, onnx_path: Path) -> None:
+    """``bundle`` logs the build into a temporary folder and packs that log into the report made to be shared: in
+    such a ``TMPDIR`` another user could swap the folder and have their link (to a secret of yours) packed."""
+    unsafe = tmp_path / "scratch"
+    unsafe.mkdir()
+    unsafe.chmod(0o777)
+    out = tmp_path / "report.zip"
+    done = subprocess.run(
+        [sys.executable, "-m", "trt_widget", "bundle", str(onnx_path), "-o", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "TMPDIR": str(unsafe), "TRT_WIDGET_HISTORY": "off"},
+    )
+    assert done.returncode == 1 and not out.exists(), done.stderr[-2000:]
+    assert "sticky" in done.stderr and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert os.listdir(unsafe) == []

@@ -48,12 +48,11 @@ def check_parent(parent: str) -> str:
         if info.st_uid not in (0, os.getuid()):
             why = f"is owned by another user (uid {info.st_uid})"
         elif others and not info.st_mode & stat.S_ISVTX:
-            why = "may be written by other users and has no sticky bit"
+            why = "may be written by other users and has no sticky bit (chmod +t)"
         if why:
             raise UnsafeTempDir(
                 f"the temporary folder {parent!r}: {folder!r} {why}, so another user could swap trt_widget's "
-                "private directory there for one holding their code; set TMPDIR to a folder of yours "
-                "(or give the shared folder the sticky bit: chmod +t)"
+                "private directory there for one holding their code; set TMPDIR to a folder of yours"
             )
         if folder == os.path.dirname(folder):
             return resolved

@@ -151,3 +151,17 @@ def test_bundle_refuses_a_temp_folder_others_may_write_without_the_sticky_bit(tm
     assert done.returncode == 1 and not out.exists(), done.stderr[-2000:]
     assert "sticky" in done.stderr and "Traceback" not in done.stderr, done.stderr[-2000:]
     assert os.listdir(unsafe) == []
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() != 0, reason="needs root to give a folder to another user")
+def test_a_sticky_temp_folder_another_user_owns_is_refused(tmp_path: Path) -> None:
+    """The owner of a sticky folder may still rename anything in it: a ``TMPDIR`` another user owns is theirs."""
+    from trt_widget._leftovers import UnsafeTempDir, private_dir
+
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    theirs.chmod(0o1777)
+    os.chown(theirs, 65534, 65534)
+    with pytest.raises(UnsafeTempDir, match="owned by another user"):
+        private_dir("trt-widget-run-", str(theirs))
+    assert os.listdir(theirs) == []

@@ -33,7 +33,9 @@ def private_dir(prefix: str, parent: str | None = None) -> str:
     return tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=parent)
 
 
-def check_parent(parent: str) -> str:
+def check_parent(
+    parent: str, what: str = "the temporary folder", instead: str = "set TMPDIR to a folder of yours"
+) -> str:
     """``parent`` resolved, once no folder on its way lets another user rename its entries: each must be ours or
     root's, and writable by no one else unless sticky (as ``/tmp``) — a mode 0700 directory does not stop the
     rename of its name in a folder others may write."""
@@ -51,8 +53,8 @@ def check_parent(parent: str) -> str:
             why = "may be written by other users and has no sticky bit (chmod +t)"
         if why:
             raise UnsafeTempDir(
-                f"the temporary folder {parent!r}: {folder!r} {why}, so another user could swap trt_widget's "
-                "private directory there for one holding their code; set TMPDIR to a folder of yours"
+                f"{what} {parent!r}: {folder!r} {why}, so another user could swap trt_widget's "
+                f"private directory there for one holding their code; {instead}"
             )
         if folder == os.path.dirname(folder):
             return resolved

@@ -40,6 +40,7 @@ def bundle_run(args: argparse.Namespace) -> int:
     from ._build import Build
     from ._cli_options import checked_options, options_from_args
     from ._files import check_writable, expand_user
+    from ._leftovers import check_parent
     from .provenance import write_bundle
 
     def fail(message: str, code: int = 1) -> int:
@@ -53,8 +54,12 @@ def bundle_run(args: argparse.Namespace) -> int:
         check_writable(args.bundle, "-o")
     except OSError as exc:
         return fail(f"cannot write {exc}")
+    try:  # the log packed into the report lies here: never in a folder another user could swap
+        scratch = check_parent(tempfile.gettempdir())
+    except OSError as exc:
+        return fail(str(exc))
     events: list[str] = []
-    with tempfile.TemporaryDirectory(prefix="trt_widget-bundle-") as folder:
+    with tempfile.TemporaryDirectory(prefix="trt_widget-bundle-", dir=scratch) as folder:
         try:
             if _is_recording(model):
                 build = Build.from_events(Path(model))

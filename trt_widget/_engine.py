@@ -755,7 +755,9 @@ def _parse_bytes(parser: IOnnxParser, data: bytes) -> bool:
         return bool(parser.parse(data))
     import tempfile
 
-    with tempfile.TemporaryDirectory(prefix="trt_widget-") as directory:
+    from ._leftovers import check_parent
+
+    with tempfile.TemporaryDirectory(prefix="trt_widget-", dir=check_parent(tempfile.gettempdir())) as directory:
         path = os.path.join(directory, "model.onnx")
         with open(path, "wb") as handle:
             handle.write(data)

@@ -19,12 +19,46 @@ _swept: set[tuple[str, str]] = set()
 _lock = threading.Lock()
 
 
+class UnsafeTempDir(PermissionError):
+    """The temporary folder (or a folder above it) lets another user rename what is in it: a private directory
+    made there could be swapped for theirs, with their code in it."""
+
+
 def private_dir(prefix: str, parent: str | None = None) -> str:
     """A new 0700 directory ``<prefix><pid>-<random>`` in ``parent`` (the temp directory by default), after the
-    sweep of what ended processes left there with this prefix."""
-    parent = parent or tempfile.gettempdir()
+    sweep of what ended processes left there with this prefix. Raises :class:`UnsafeTempDir` where another
+    user could swap it (the directory holds code the command imports, pickles and engines)."""
+    parent = check_parent(parent or tempfile.gettempdir())
     sweep(prefix, parent)
     return tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=parent)
+
+
+def check_parent(
+    parent: str, what: str = "the temporary folder", instead: str = "set TMPDIR to a folder of yours"
+) -> str:
+    """``parent`` resolved, once no folder on its way lets another user rename its entries: each must be ours or
+    root's, and writable by no one else unless sticky (as ``/tmp``) — a mode 0700 directory does not stop the
+    rename of its name in a folder others may write."""
+    resolved = os.path.realpath(parent)
+    if os.name != "posix":
+        return resolved
+    folder = resolved
+    while True:
+        info = os.stat(folder)
+        others = info.st_mode & stat.S_IWOTH or (info.st_mode & stat.S_IWGRP and info.st_gid != os.getgid())
+        why = ""
+        if info.st_uid not in (0, os.getuid()):
+            why = f"is owned by another user (uid {info.st_uid})"
+        elif others and not info.st_mode & stat.S_ISVTX:
+            why = "may be written by other users and has no sticky bit (chmod +t)"
+        if why:
+            raise UnsafeTempDir(
+                f"{what} {parent!r}: {folder!r} {why}, so another user could swap trt_widget's "
+                f"private directory there for one holding their code; {instead}"
+            )
+        if folder == os.path.dirname(folder):
+            return resolved
+        folder = os.path.dirname(folder)
 
 
 def sweep(prefix: str, parent: str) -> list[str]:

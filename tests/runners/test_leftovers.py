@@ -93,3 +93,75 @@ def test_a_directory_named_with_a_pid_too_large_for_the_kernel_is_passed_over(sh
         env={**os.environ, "TMPDIR": str(shared), "TRT_WIDGET_HISTORY": "off"},
     )
     assert done.returncode == 0 and done.stdout.splitlines() == ["ran"], done.stderr[-2000:]
+
+
+def test_a_temp_folder_others_may_write_without_the_sticky_bit_is_refused_by_run_and_by_a_build(
+    tmp_path: Path, onnx_path: Path
+) -> None:
+    """In a ``TMPDIR`` writable by others without the sticky bit, ``nobody`` renamed each ``trt-widget-run-*``
+    directory aside and made one of the same name holding a ``sitecustomize.py``: it ran inside the user's command
+    (as root, 3 runs of 3). The builder process's work directories (the engine read back) are made the same way.
+    Both are refused, saying why, and nothing is made there."""
+    small = onnx_path
+    unsafe = tmp_path / "scratch"
+    unsafe.mkdir()
+    unsafe.chmod(0o777)  # no sticky bit
+    env = {**os.environ, "TMPDIR": str(unsafe), "TRT_WIDGET_HISTORY": "off"}
+    ran = tmp_path / "ran"
+    done = subprocess.run(
+        [sys.executable, "-m", "trt_widget", "run", "--", sys.executable, "-c", f"open({str(ran)!r}, 'w')"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert done.returncode != 0 and not ran.exists(), done.stdout
+    assert "sticky" in done.stderr and "Traceback" not in done.stderr, done.stderr[-2000:]
+    script = tmp_path / "b.py"
+    script.write_text(
+        "import sys\nfrom trt_widget import Build\n"
+        "b = Build(sys.argv[1], history=False, isolation='process').start()\nb.wait()\nprint(b.status, b.error)\n"
+    )
+    built = subprocess.run(
+        [sys.executable, str(script), str(small)], capture_output=True, text=True, timeout=300, env=env
+    )
+    assert built.stdout.startswith("failed") and "sticky" in built.stdout, (built.stdout, built.stderr[-2000:])
+    assert os.listdir(unsafe) == []
+    unsafe.chmod(0o1777)  # the same folder with the sticky bit, as /tmp: used
+    built = subprocess.run(
+        [sys.executable, str(script), str(small)], capture_output=True, text=True, timeout=300, env=env
+    )
+    assert built.stdout.startswith("succeeded"), (built.stdout, built.stderr[-2000:])
+
+
+def test_bundle_refuses_a_temp_folder_others_may_write_without_the_sticky_bit(tmp_path: Path, onnx_path: Path) -> None:
+    """``bundle`` logs the build into a temporary folder and packs that log into the report made to be shared: in
+    such a ``TMPDIR`` another user could swap the folder and have their link (to a secret of yours) packed."""
+    unsafe = tmp_path / "scratch"
+    unsafe.mkdir()
+    unsafe.chmod(0o777)
+    out = tmp_path / "report.zip"
+    done = subprocess.run(
+        [sys.executable, "-m", "trt_widget", "bundle", str(onnx_path), "-o", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "TMPDIR": str(unsafe), "TRT_WIDGET_HISTORY": "off"},
+    )
+    assert done.returncode == 1 and not out.exists(), done.stderr[-2000:]
+    assert "sticky" in done.stderr and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert os.listdir(unsafe) == []
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() != 0, reason="needs root to give a folder to another user")
+def test_a_sticky_temp_folder_another_user_owns_is_refused(tmp_path: Path) -> None:
+    """The owner of a sticky folder may still rename anything in it: a ``TMPDIR`` another user owns is theirs."""
+    from trt_widget._leftovers import UnsafeTempDir, private_dir
+
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    theirs.chmod(0o1777)
+    os.chown(theirs, 65534, 65534)
+    with pytest.raises(UnsafeTempDir, match="owned by another user"):
+        private_dir("trt-widget-run-", str(theirs))
+    assert os.listdir(theirs) == []

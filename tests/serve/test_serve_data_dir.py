@@ -97,3 +97,18 @@ def test_a_data_folder_another_user_owns_is_refused(shared: Path, tmp_path: Path
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert "owned by another user" in done.stderr and "choose another --data" in done.stderr
     assert os.listdir(shared / "x") == []
+
+
+@pytest.mark.parametrize("where", ["inside", "itself"])
+def test_a_data_folder_others_may_rename_without_the_sticky_bit_is_refused(tmp_path: Path, where: str) -> None:
+    """``--data /srv/x/data`` with ``/srv/x`` 0777 and no sticky bit: ``nobody`` renamed ``data`` aside after the
+    start and made their own; the service wrote its builds there, and a build folder ``nobody`` then replaced
+    served their ``engine.bin`` as the build's engine (code TensorRT runs). The same with ``--data`` itself 0777."""
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    scratch.chmod(0o777)  # no sticky bit
+    data = scratch / "data" if where == "inside" else scratch
+    done = subprocess.run(serve_command(data, tmp_path), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert "no sticky bit" in done.stderr and "choose another --data" in done.stderr, done.stderr
+    assert os.listdir(scratch) == []

@@ -29,6 +29,7 @@ from typing import IO, TYPE_CHECKING
 
 from .._files import atomic_write, owned_by_another, resolve
 from .._json import JSON, JSONObject
+from .._leftovers import check_parent
 from .._status import FINAL, SUCCEEDED, log
 
 if TYPE_CHECKING:
@@ -347,6 +348,10 @@ class BuildStore:
         alternatives = "|".join(re.escape(root) for root, _ in self._roots)
         self._root_pattern = re.compile(rf"({alternatives})(?![^/\\\s'\"`:;,()<>\[\]{{}}])")
         self.root = self.data / "builds"
+        existing = self.data
+        while not existing.exists() and existing != existing.parent:
+            existing = existing.parent
+        check_parent(str(existing), "--data", "choose another --data")  # nothing made where others rename
         try:  # private when the service makes it; a folder it was given keeps its mode (--data /tmp must)
             self.data.mkdir(parents=True, mode=0o700)
         except FileExistsError:
@@ -359,6 +364,7 @@ class BuildStore:
         else:
             with contextlib.suppress(OSError):
                 os.chmod(self.data, 0o700)  # exactly, whatever the umask
+        check_parent(str(self.data), "--data", "choose another --data")  # its folders stay where they were made
         self.root.mkdir(exist_ok=True, mode=0o700)
         _check_private(self.root)
         self.engine_cache = self.data / ENGINE_CACHE  # reuse: true keeps and finds engines here, never in ~/.cache

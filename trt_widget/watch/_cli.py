@@ -92,6 +92,9 @@ def run(args: argparse.Namespace) -> int:
     except TypeError as exc:
         print(f"trt-widget run: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # no private directory to be made (an unsafe TMPDIR, a full disk)
+        print(f"trt-widget run: error: {escape_lines(str(exc))}", file=sys.stderr)
+        return 1
     views: list[TerminalView] = []
 
     def notify(text: str) -> None:

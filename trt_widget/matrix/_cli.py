@@ -17,7 +17,9 @@ import argparse
 import contextlib
 import os
 import signal
+import socket
 import sys
+import threading
 from types import FrameType
 from typing import TYPE_CHECKING, TextIO, cast
 
@@ -138,19 +140,40 @@ def _connect_ray(address: str | None) -> bool | None:
     local = not (address or os.environ.get("RAY_ADDRESS"))
     _stderr("trt-widget matrix: " + ("starting a local Ray instance" if local else "connecting to Ray") + " …")
 
+    ending = threading.Lock()
+
+    def interrupted() -> None:
+        if ending.acquire(blocking=False):  # once, from whichever of the two hears it first
+            _stderr("trt-widget: interrupted")
+            _end_children()
+            os._exit(EXIT_INTERRUPTED)
+
     def on_sigint(_signum: int, _frame: FrameType | None) -> None:
-        _stderr("trt-widget: interrupted")
-        _end_children()
-        os._exit(EXIT_INTERRUPTED)
+        interrupted()
+
+    # Python runs a handler only when the main thread is back in Python: ray.init can wait in C++ for a raylet the
+    # same Ctrl-C ended (the whole foreground group gets it), so a thread hears the signal through the wakeup fd too
+    heard, told = socket.socketpair()
+    told.setblocking(False)
+
+    def listen() -> None:
+        with heard, contextlib.suppress(OSError):
+            while data := heard.recv(64):  # until told closes
+                if signal.SIGINT in data:
+                    interrupted()
 
     previous = signal.signal(signal.SIGINT, on_sigint)
+    previous_fd = signal.set_wakeup_fd(told.fileno(), warn_on_full_buffer=False)
+    threading.Thread(target=listen, name="trt-widget-ray-start-sigint", daemon=True).start()
     try:
         ensure_ray(address, None if not local else {"include_dashboard": False})  # lighter; no one views it
     except Exception as exc:  # BuildError (no Ray), Ray's own start-up and connection errors
         _stderr(f"trt-widget: error: Ray: {exc}")
         return None
     finally:
+        signal.set_wakeup_fd(previous_fd)
         signal.signal(signal.SIGINT, previous)
+        told.close()  # the listener's recv ends (EOF)
     return local
 
 

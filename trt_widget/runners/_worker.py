@@ -359,43 +359,10 @@ WARM_UP_ONNX = (
 )
 
 
-WARM_HEAP_BYTES = 160 * 1024 * 1024  # a little more than a resnet50-sized (100 MB) model's parse allocates
-
-
-def warm_heap(size: int = WARM_HEAP_BYTES) -> bool:
-    """Touch ``size`` bytes of heap once and free them: this worker's malloc keeps freed memory (WORKER_MALLOC in
-    ``_pool.py``), so the first build re-uses faulted-in pages as later ones do, rather than paying ~0.1 s of page
-    faults in its "Reading and parsing the model" (a 100 MB model here). The price: the process's resident memory
-    counts those pages until it is idle for TRIM_IDLE_S (as after any build), so a small model's peak shows them."""
-    import ctypes
-
-    try:
-        libc = ctypes.CDLL(None)
-        malloc, free = libc.malloc, libc.free
-    except (OSError, AttributeError):
-        return False
-    malloc.restype, malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
-    free.restype, free.argtypes = None, [ctypes.c_void_p]
-    chunk = 8 * 1024 * 1024  # blocks of the sizes a parse allocates (weights), all from the one kept heap
-    blocks = []
-    try:
-        for _ in range(size // chunk):
-            block = malloc(chunk)
-            if not block:
-                return False
-            blocks.append(block)
-            ctypes.memset(block, 0, chunk)
-    finally:
-        for block in reversed(blocks):
-            free(block)
-    return True
-
-
 def warm_up() -> bool:
     """Build a one-node model once, before ``Hello``: TensorRT's first build in a process pays a cold start inside
     its phases (~140 ms of "Building engine" measured here), which a matrix would charge to the first job's
-    variant. Its lines go to a logger of its own through the router every build uses; then ``warm_heap``. True when
-    both did."""
+    variant. Its lines go to a logger of its own through the router every build uses. True when it built."""
     try:
         from .._backend import trt
         from .._engine import CaptureLogger, routed_logs
@@ -409,7 +376,7 @@ def warm_up() -> bool:
                 builder.build_serialized_network(network, builder.create_builder_config())
             )
             del parser, network, builder
-        return warm_heap() and built
+        return built
     except Exception:  # whatever fails here, the first job pays the cold start, no more
         return False
 

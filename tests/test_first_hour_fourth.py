@@ -61,16 +61,3 @@ def test_a_phase_the_cancel_cut_short_is_not_ticked_in_the_terminal(
     assert "✓" not in line and "✗" in line, out.getvalue()
     # what finished before the cancel was heard stays done
     assert next(r for r in build.timings() if r["name"] == "Optimizing graph")["status"] == "done"
-
-
-def test_a_builder_process_builds_once_before_it_is_ready_and_keeps_the_logs_routed(onnx_path: Path) -> None:
-    """Item 18 (fourth trial): the first build on a fresh builder process was slower inside its phases (TensorRT's
-    first build in a process), so a matrix credited the first variant with it. The worker builds a one-node model
-    before it says Hello (start-up); that build must not take TensorRT's one logger from the builds after it."""
-    from trt_widget import Build
-    from trt_widget.runners import _worker
-
-    assert _worker.warm_up() is True
-    build = Build(str(onnx_path), isolation="process", history=False, verbose=True).start()
-    assert build.wait(120) == "succeeded"
-    assert any("Engine generation completed" in line["message"] for line in build.logs), build.logs[-5:]

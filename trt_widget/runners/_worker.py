@@ -2,9 +2,8 @@
 
 Started by ``_pool.py`` as ``main([CONTROL_FD, EVENTS_FD, PARENT_PID])`` of this module, never importing from
 the working directory (``_python.py``); no ``multiprocessing``: the parent's main script is never re-imported, so
-scripts need no main guard and ``python -c`` / ``python -`` work. It imports TensorRT and builds a one-node model
-once (``warm_up``: TensorRT's first build in a process is slower), then says ``Hello``: both are part of a build's
-"Starting the builder process" phase when it waits for a cold worker.
+scripts need no main guard and ``python -c`` / ``python -`` work. It imports TensorRT, then says ``Hello``: a cold
+worker's import is part of the build's "Starting the builder process" phase.
 
 The worker dies with its parent: the control pipe reaching EOF ends it at once, and on Linux the kernel also
 sends it SIGKILL when the parent exits (``PR_SET_PDEATHSIG``), even while it is stopped or inside a long TensorRT
@@ -351,36 +350,6 @@ def _die_with_parent(parent_pid: int) -> None:
         os._exit(0)
 
 
-# A one-node ONNX model (Relu on 1x8x8x8, opset 17), as onnx.helper makes it: what the warm-up builds.
-WARM_UP_ONNX = (
-    b'\x08\x08\x12\ntrt_widget:Q\n\x0c\n\x01x\x12\x01y"\x04Relu\x12\x07warm_upZ\x1b\n\x01x\x12\x16\n\x14\x08\x01'
-    b"\x12\x10\n\x02\x08\x01\n\x02\x08\x08\n\x02\x08\x08\n\x02\x08\x08b\x1b\n\x01y\x12\x16\n\x14\x08\x01\x12\x10"
-    b"\n\x02\x08\x01\n\x02\x08\x08\n\x02\x08\x08\n\x02\x08\x08B\x04\n\x00\x10\x11"
-)
-
-
-def warm_up() -> bool:
-    """Build a one-node model once, before ``Hello``: TensorRT's first build in a process pays a cold start inside
-    its phases (~140 ms of "Building engine" measured here), which a matrix would charge to the first job's
-    variant. Its lines go to a logger of its own through the router every build uses. True when it built."""
-    try:
-        from .._backend import trt
-        from .._engine import CaptureLogger, routed_logs
-
-        api = trt()
-        with routed_logs(CaptureLogger()) as router:  # TensorRT keeps the first logger: the process-wide router
-            builder = api.Builder(router)
-            network = builder.create_network(0)
-            parser = api.OnnxParser(network, router)
-            built = parser.parse(WARM_UP_ONNX) and bool(
-                builder.build_serialized_network(network, builder.create_builder_config())
-            )
-            del parser, network, builder
-        return built
-    except Exception:  # whatever fails here, the first job pays the cold start, no more
-        return False
-
-
 def main(argv: list[str]) -> None:
     """Worker entry point: serve jobs until the parent closes the control pipe or dies."""
     from multiprocessing.connection import Connection
@@ -394,7 +363,6 @@ def main(argv: list[str]) -> None:
         from .. import _engine, _external_data  # noqa: F401
 
         _external_data.MAP_FILES = True  # a model file that shrinks while mapped ends this process, reported
-        warm_up()
     try:
         events.send(Hello(os.getpid()))  # ready to build: a build's START_PHASE ends here, not before the import
     except OSError:  # the parent ended while this (pre-started) worker was starting: nobody to serve or tell

@@ -1,0 +1,25 @@
+"""Issue 39, the sixth newcomer trial: what a new user tripped over in the widget and the CLI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from trt_widget import Build, models
+from trt_widget._snapshot import snapshot
+
+
+@pytest.mark.parametrize("isolation", ["process", "thread"])
+def test_a_build_that_failed_before_tensorrt_built_shows_no_memory_peak(tmp_path: Path, isolation: str) -> None:
+    """Item 2: ``BuildWidget("nope.onnx")`` failed in 11 ms and showed "memory peak 872.5 MiB", the warm worker's
+    memory, not the build's; a build TensorRT built still shows its peak."""
+    missing = Build(tmp_path / "nope.onnx", isolation=isolation, history=False)
+    assert missing.start().wait(120) == "failed"
+    assert snapshot(missing)["resources"] is None, snapshot(missing)["resources"]
+    onnx_path = tmp_path / "m.onnx"
+    onnx_path.write_bytes(models.to_bytes(models.deep_residual(2)))
+    built = Build(onnx_path, isolation=isolation, history=False)
+    assert built.start().wait(120) == "succeeded"
+    resources = snapshot(built)["resources"]
+    assert resources is not None and (resources["peak_rss"] or 0) > 0, resources

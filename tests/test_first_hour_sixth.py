@@ -23,3 +23,28 @@ def test_a_build_that_failed_before_tensorrt_built_shows_no_memory_peak(tmp_path
     assert built.start().wait(120) == "succeeded"
     resources = snapshot(built)["resources"]
     assert resources is not None and (resources["peak_rss"] or 0) > 0, resources
+
+
+@pytest.mark.parametrize("style", ["plain", "rich"])
+def test_a_damaged_model_prints_no_raw_parser_error_above_the_message(tmp_path: Path, style: str) -> None:
+    """Item 3: a truncated ONNX file printed TensorRT's raw "ERROR: (deserializeOnnxModel): MODEL_DESERIALIZE_FAILED"
+    above the friendly message, which already says it; the build's log keeps it, and --verbose prints it."""
+    import io
+
+    from rich.console import Console
+
+    from trt_widget._terminal import TerminalView
+
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(models.to_bytes(models.deep_residual(4))[:1000])
+    for verbose in (False, True):
+        out = io.StringIO()
+        build = Build(bad, history=False, verbose=verbose)
+        console = Console(file=out, force_terminal=True, width=200) if style == "rich" else None
+        view = TerminalView(build, out, style=style, console=console)
+        assert build.start().wait(120) == "failed"
+        assert view.join(60)
+        text = out.getvalue()
+        assert "could not parse" in text and "is it really an ONNX model?" in text, text
+        assert any("MODEL_DESERIALIZE_FAILED" in r["message"] for r in build.logs), build.logs
+        assert ("MODEL_DESERIALIZE_FAILED" in text) is verbose, text

@@ -48,3 +48,14 @@ def test_a_damaged_model_prints_no_raw_parser_error_above_the_message(tmp_path: 
         assert "could not parse" in text and "is it really an ONNX model?" in text, text
         assert any("MODEL_DESERIALIZE_FAILED" in r["message"] for r in build.logs), build.logs
         assert ("MODEL_DESERIALIZE_FAILED" in text) is verbose, text
+
+
+def test_a_shape_for_an_unknown_input_names_the_flag(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Item 4: ``--shapes nope:1x3x224x224`` said "profiles name unknown input(s) ['nope']", the Python parameter."""
+    from trt_widget.__main__ import main
+
+    onnx_path = tmp_path / "m.onnx"
+    onnx_path.write_bytes(models.to_bytes(models.deep_residual(2)))
+    assert main(["build", str(onnx_path), "--plain", "--shapes", "nope:1x8x8x8"]) == 1
+    err = capsys.readouterr().err
+    assert "--shapes" in err and "unknown input(s) ['nope']" in err and "'input'" in err, err

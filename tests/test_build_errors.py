@@ -100,7 +100,11 @@ def make_cases(tmp: Path) -> dict[str, tuple[Any, dict[str, Any], list[str]]]:
             {"profiles": {"inptu": DYNAMIC_PROFILE, "input": DYNAMIC_PROFILE}},
             ["unknown input", "inptu", "'input'"],
         ),
-        "profile of wrong rank": (dynamic, {"profiles": {"input": ((1, 8), (2, 8), (4, 8))}}, ["'input'", "rank 2"]),
+        "profile of wrong rank": (
+            dynamic,
+            {"profiles": {"input": ((1, 8), (2, 8), (4, 8))}},
+            ["'input'", "2 dimension(s)", "--shapes"],
+        ),
         "profile changes a fixed dim": (
             dynamic,
             {"profiles": {"input": ((1, 8, 8, 8), (2, 8, 8, 8), (4, 8, 8, 16))}},

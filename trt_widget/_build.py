@@ -369,6 +369,12 @@ class Build(Waiting):
         return self._building
 
     @property
+    def tensorrt_started(self) -> bool:
+        """True once TensorRT's builder reported a phase of its own; False for a build that ended before (a missing
+        or unparsable model, a refused option): its process's memory says nothing about the build."""
+        return any(row["name"] not in FRAME_PHASES for row in self.model.rows())
+
+    @property
     def logs(self) -> list[LogRecord]:
         """Captured TensorRT log lines: ``{"severity", "message", "t"}`` (INFO and worse; VERBOSE if verbose)."""
         return list(self.logger.records)

@@ -792,7 +792,10 @@ def _check_network(network: INetworkDefinition, options: BuildOptions, logger: C
 def _check_profile(inputs: dict[str, tuple[int, ...]], profiles: dict[str, Profile]) -> None:
     unknown = sorted(set(profiles) - set(inputs))
     if unknown:
-        raise BuildError(f"profiles name unknown input(s) {unknown}; the network's inputs are {sorted(inputs)}")
+        raise BuildError(
+            f"the shapes given (--shapes / --min-shapes... on the command line, profiles= in Python) name unknown "
+            f"input(s) {unknown}; the network's inputs are {sorted(inputs)}"
+        )
     for name, shape in inputs.items():
         if name in profiles:
             lo = profiles[name][0]

@@ -78,7 +78,10 @@ def snapshot(build: Build, *, engine: str = "") -> Snapshot:
         "can_force": build.options.isolation == "process",
         "eta": _guarded(build.history.eta) if build.history is not None else None,
         "history_delta": _guarded(build.history.deltas) if build.history is not None else None,
-        "resources": _guarded(build.resources.snapshot) if build.resources is not None else None,
+        # a build that failed before TensorRT built anything has no memory peak of its own (not the worker's)
+        "resources": _guarded(build.resources.snapshot)
+        if build.resources is not None and (status != FAILED or build.tensorrt_started)
+        else None,
         "activity": {
             "last_callback_s": build.model.last_event_s,
             "timing": _guarded(build.logger.tactics.snapshot),

@@ -14,12 +14,13 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import IO, TYPE_CHECKING, TextIO
 
+from ._engine import BEFORE_PHASES
 from ._events import attach_events
 from ._expected import expected_reason
 from ._format import escape_controls, escape_lines, fmt_bytes, fmt_s, is_terminal
 from ._grouping import sibling_runs
 from ._snapshot import engine_change
-from ._status import CANCELLED, CANCELLING, IDLE, RUNNING, SUCCEEDED
+from ._status import CANCELLED, CANCELLING, FAILED, IDLE, RUNNING, SUCCEEDED
 from ._verbose import describe
 from .engine import delta_text
 
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from rich.progress_bar import ProgressBar
 
     from ._build import Build
-    from ._events import BuildStartEvent, Event
+    from ._events import BuildStartEvent, Event, LogEvent
     from ._phases import PhaseRow
 
 MARKS = {
@@ -101,6 +102,9 @@ class TerminalView:
         self._console: Console | None = None
         self._live: Live | None = None
         self._backend = ""  # from the build_start event
+        # the parser's errors, held while the model is parsed: a failed parse's message explains them (issue 39)
+        self._parsing: set[int] = set()
+        self._held: list[LogEvent] = []
         self._left = False  # leave(): nothing more is drawn
         self._drawing = 0  # prints of notice() / abandon() under way on the thread holding the lock
         if self.rich:
@@ -179,10 +183,16 @@ class TerminalView:
                 self._started(event)
             elif event["event"] == "phase_start":
                 self._depth[event["id"]] = event["depth"]
+                if event["name"] == BEFORE_PHASES["model"]:
+                    self._parsing.add(event["id"])
                 if not self.rich:
                     steps = f" ({event['num_steps']} steps)" if event["num_steps"] > 1 else ""
                     self._line(event["t"], event["depth"], f"{escape_controls(event['name'])}{steps}")
             elif event["event"] == "phase_finish":
+                if event["id"] in self._parsing:
+                    self._parsing.discard(event["id"])
+                    if event["status"] != "failed":  # parsed after all: its errors are news
+                        self._release_held()
                 if not self.rich:
                     # a phase TensorRT closed before its announced last step is done (the event keeps the word)
                     status = "" if event["status"] in ("done", "finished-early") else f" [{event['status']}]"
@@ -192,18 +202,33 @@ class TerminalView:
                         f"{escape_controls(event['name'])}: {fmt_s(event['duration_s'])}{status}",
                     )
             elif event["event"] == "log":
-                text = f"{escape_controls(event['severity'])}: {escape_controls(event['message'])}"
-                cancelled = self.build.status in (CANCELLING, CANCELLED)
-                reason = expected_reason(event["message"], cancelled=cancelled, backend=self._backend)
-                if reason is not None:  # true but expected: said calmly, with what it means
-                    text = f"expected: {escape_controls(event['message'])} ({reason})"
-                if self._console is not None:
-                    style = "dim" if reason else "red" if "ERROR" in event["severity"] else "yellow"
-                    self._console.print(escape_controls(text), style=style, markup=False)
-                else:
-                    self._line(event["t"], 0, text)
+                if self._parsing and "ERROR" in event["severity"]:
+                    self._held.append(event)
+                    return
+                self._log(event)
             elif event["event"] == "build_end":
+                if self.build.status != FAILED or self.build.options.verbose:
+                    self._release_held()  # else the failure's message says them; the build's log keeps them
                 self._ended()
+
+    def _release_held(self) -> None:
+        """Print the parser's held errors after all (the parse succeeded, or the build did not fail there)."""
+        held, self._held = self._held, []
+        for event in held:
+            self._log(event)
+
+    def _log(self, event: LogEvent) -> None:
+        """A TensorRT log line: expected ones calmly, with what they mean; errors in red."""
+        text = f"{escape_controls(event['severity'])}: {escape_controls(event['message'])}"
+        cancelled = self.build.status in (CANCELLING, CANCELLED)
+        reason = expected_reason(event["message"], cancelled=cancelled, backend=self._backend)
+        if reason is not None:  # true but expected: said calmly, with what it means
+            text = f"expected: {escape_controls(event['message'])} ({reason})"
+        if self._console is not None:
+            style = "dim" if reason else "red" if "ERROR" in event["severity"] else "yellow"
+            self._console.print(escape_controls(text), style=style, markup=False)
+        else:
+            self._line(event["t"], 0, text)
 
     def _started(self, event: BuildStartEvent) -> None:
         self._backend = str(event["backend"])

@@ -118,6 +118,12 @@ def test_a_bad_variant_fails_alone_with_the_reason() -> None:
     assert typo.status == "failed" and "did you mean 'optimization_level'" in str(typo.error)
     rows = {r["variant"]: r for r in _records(matrix.results())}
     assert rows["bad level"]["error"].startswith("variant 'bad level' of deep_residual: optimization_level")
+    # issue 39 (sixth trial, 1): a failed build is no faster build: no time or phase differences either way
+    for baseline in (0, 1):
+        for row in compare_rows(matrix.cells, baseline):
+            if row["build"] != baseline and "failed" in (row["status"], matrix.builds[baseline].status):
+                assert row["d_build_s"] is None, row
+                assert all(v is None for k, v in row.items() if k.startswith("d ")), row
 
 
 @pytest.mark.rtx_long_step

@@ -217,6 +217,9 @@ def _mapping(value: JSON) -> dict[str, JSON]:
     return value if isinstance(value, dict) else {}
 
 
+UNFINISHED = ("failed", "cancelled")  # builds that ended without an engine: their times compare with nothing
+
+
 def compare_rows(cells: Sequence[Cell], baseline: int) -> list[dict[str, object]]:
     """Differences against build ``baseline``: build time, engine size and per phase name (seconds, + slower).
     ``build_s`` leaves out ``start_up_s``, the builder process's start-up (the results' ``build_s`` includes it)."""
@@ -228,6 +231,8 @@ def compare_rows(cells: Sequence[Cell], baseline: int) -> list[dict[str, object]
     rows = []
     for b in data:
         mine, theirs = b["build_s"], base["build_s"]
+        if b["status"] in UNFINISHED or base["status"] in UNFINISHED:
+            mine = theirs = None  # a failed or cancelled build is no faster build: no differences
         both = mine is not None and theirs is not None  # else one never started: no differences
         row: dict[str, object] = {
             "build": b["id"],

@@ -58,6 +58,9 @@ export function phaseDiffs(b, base, count = 3) {
   return diffs.slice(0, count);
 }
 
+// statuses of builds that ended without an engine: their times compare with nothing
+const UNFINISHED = ["failed", "cancelled"];
+
 /**
  * @param {Compared} b
  * @param {Compared} base
@@ -70,10 +73,19 @@ function compareRow(b, base, longest) {
   const bar = h("div", "trtw-mx-timebar");
   bar.style.width = `${Math.round((100 * (b.build_s ?? 0)) / longest)}%`;
   const timeText = h("span");
-  timeText.textContent = b.build_s === null ? "never started" : fmtDuration(b.build_s);
+  const ended = UNFINISHED.includes(b.status) && b.build_s !== null;
+  if (ended) bar.style.width = "0%"; // a failed build is no faster build
+  timeText.textContent =
+    b.build_s === null
+      ? "never started"
+      : ended
+        ? `${b.status} after ${fmtDuration(b.build_s)}`
+        : fmtDuration(b.build_s);
   time.append(timeText, bar);
   const same = b.id === base.id;
-  const both = b.build_s !== null && base.build_s !== null; // one that never started has nothing to compare
+  // one that never started, failed or was cancelled has nothing to compare
+  const both =
+    b.build_s !== null && base.build_s !== null && !UNFINISHED.includes(b.status) && !UNFINISHED.includes(base.status);
   const dSize = b.engine_size !== null && base.engine_size !== null ? b.engine_size - base.engine_size : null;
   const sizeDelta = dSize === null || same ? "" : `${dSize >= 0 ? "+" : "\u2212"}${fmtBytes(Math.abs(dSize))}`;
   const phases = same
@@ -89,7 +101,7 @@ function compareRow(b, base, longest) {
     b.status,
     null,
     b.start_up_s > 0 ? fmtDuration(b.start_up_s) : "",
-    same || b.build_s === null || base.build_s === null ? "" : fmtDelta(b.build_s - base.build_s),
+    same || !both || b.build_s === null || base.build_s === null ? "" : fmtDelta(b.build_s - base.build_s),
     b.engine_size ? fmtBytes(b.engine_size) : "",
     sizeDelta,
     phases,

@@ -322,3 +322,33 @@ describe("a never-started build in the comparison (issue 39, fifth trial B)", ()
     expect(row.textContent).not.toMatch(/s\b|\u2212|\+/);
   });
 });
+
+describe("a failed build in the comparison (issue 39, sixth trial 1)", () => {
+  it("is no faster build: no time or phase differences, marked failed", async () => {
+    const { renderComparison } = await import("../../src/matrix/compare.js");
+    const ok = { id: 0, model: "m", variant: "A", status: "succeeded", build_s: 1.1, start_up_s: 0, engine_size: 10 };
+    const bad = {
+      id: 1,
+      model: "m",
+      variant: "bad",
+      status: "failed",
+      build_s: 0.085,
+      start_up_s: 0,
+      engine_size: null,
+    };
+    const data = readComparison([
+      { ...ok, phases: { X: 1 } },
+      { ...bad, phases: { X: 0.01 } },
+    ]);
+    for (const baseline of [0, 1]) {
+      const container = document.createElement("div");
+      renderComparison(container, data, baseline, () => undefined);
+      const row = container.querySelector(`tr[data-build="${1 - baseline}"]`);
+      expect(row.textContent).not.toMatch(/\u2212|\+/);
+      expect(row.textContent).not.toContain("X ");
+    }
+    const container = document.createElement("div");
+    renderComparison(container, data, 0, () => undefined);
+    expect(container.querySelector('tr[data-build="1"]').textContent).toContain("failed after 85 ms");
+  });
+});

@@ -24,6 +24,12 @@ class UnsafeTempDir(PermissionError):
     made there could be swapped for theirs, with their code in it."""
 
 
+SAFE_TMPDIR = (
+    "set TMPDIR to a folder only you (or root) can write whose parents are also safe, such as /dev/shm or a "
+    "folder under your home"
+)
+
+
 def private_dir(prefix: str, parent: str | None = None) -> str:
     """A new 0700 directory ``<prefix><pid>-<random>`` in ``parent`` (the temp directory by default), after the
     sweep of what ended processes left there with this prefix. Raises :class:`UnsafeTempDir` where another
@@ -33,9 +39,7 @@ def private_dir(prefix: str, parent: str | None = None) -> str:
     return tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=parent)
 
 
-def check_parent(
-    parent: str, what: str = "the temporary folder", instead: str = "set TMPDIR to a folder of yours"
-) -> str:
+def check_parent(parent: str, what: str = "the temporary folder", instead: str = SAFE_TMPDIR) -> str:
     """``parent`` resolved, once no folder on its way lets another user rename its entries: each must be ours or
     root's, and writable by no one else unless sticky (as ``/tmp``) — a mode 0700 directory does not stop the
     rename of its name in a folder others may write."""

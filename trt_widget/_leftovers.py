@@ -12,6 +12,7 @@ import contextlib
 import os
 import shutil
 import stat
+import sys
 import tempfile
 import threading
 
@@ -49,12 +50,14 @@ def check_parent(parent: str, what: str = "the temporary folder", instead: str =
     folder = resolved
     while True:
         info = os.stat(folder)
+        by_acl = bool(info.st_mode & stat.S_IWGRP) and _has_access_acl(folder)  # the group bits are its mask
         others = info.st_mode & stat.S_IWOTH or (info.st_mode & stat.S_IWGRP and info.st_gid != os.getgid())
         why = ""
         if info.st_uid not in (0, os.getuid()):
             why = f"is owned by another user (uid {info.st_uid})"
-        elif others and not info.st_mode & stat.S_ISVTX:
-            why = "may be written by other users and has no sticky bit (chmod +t)"
+        elif (others or by_acl) and not info.st_mode & stat.S_ISVTX:
+            whom = "an ACL may let other users write it" if by_acl and not others else "may be written by other users"
+            why = f"{whom} and has no sticky bit (chmod +t)"
         if why:
             raise UnsafeTempDir(
                 f"{what} {parent!r}: {folder!r} {why}, so another user could swap trt_widget's "
@@ -63,6 +66,18 @@ def check_parent(parent: str, what: str = "the temporary folder", instead: str =
         if folder == os.path.dirname(folder):
             return resolved
         folder = os.path.dirname(folder)
+
+
+def _has_access_acl(folder: str) -> bool:
+    """Whether ``folder`` carries an extended POSIX access ACL (then its group mode bits are the ACL's mask, the
+    most any named user or group gets, not the rights of its group alone)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        os.getxattr(folder, "system.posix_acl_access")
+    except OSError:  # ENODATA: no ACL; ENOTSUP: a file system without ACLs
+        return False
+    return True
 
 
 def sweep(prefix: str, parent: str) -> list[str]:

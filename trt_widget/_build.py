@@ -42,6 +42,7 @@ from ._files import (
     write_output,
 )
 from ._gpu import memory_skip_note
+from ._leftovers import UnsafeTempDir
 from ._options import BuildOptions, BuildOptionsDict
 from ._phases import CANCELLED, FINISHED_EARLY, Framing, PhaseModel, TimingRow
 from ._phases import DONE as PHASE_DONE
@@ -654,6 +655,9 @@ class Build(Waiting):
                 self._record_provenance(engine)
         except BuildError as exc:
             error = exc
+        except UnsafeTempDir as exc:  # a refused TMPDIR: the user's setting, explained, not an internal error
+            error = BuildError(str(exc))
+            error.__cause__ = exc
         except KeyboardInterrupt:  # Ctrl-C in a network function running on this thread: a cancel, not a failure
             self._note("the network definition function raised KeyboardInterrupt")
         except BaseException as exc:  # an unexpected failure (even SystemExit in user code) still ends the build

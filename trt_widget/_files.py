@@ -163,8 +163,8 @@ def read_regular(path: str | os.PathLike[str], limit: int, *, secret: bool = Fal
     """The bytes of the regular file at ``path``, read without blocking and never more than ``limit`` + 1 of them:
     NotARegularFile for a device, FIFO or socket (``/dev/zero`` was read without end, a FIFO with no writer waited
     forever), FileTooLarge for a file over ``limit`` bytes (its callers say which limit that is). A ``secret`` file
-    any other user may read or write is refused (`TooOpen`), as ssh refuses a private key: its mode is that of the
-    file read (``fstat``)."""
+    any other user may read or write, or that another user (not root) owns, is refused (`TooOpen`), as ssh refuses
+    a private key: its mode and owner are those of the file read (``fstat``)."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
         status = os.fstat(fd)
@@ -176,6 +176,11 @@ def read_regular(path: str | os.PathLike[str], limit: int, *, secret: bool = Fal
         os.close(fd)
     if len(data) > limit:
         raise FileTooLarge(f"{os.fspath(path)} is larger than {limit:,} bytes")
+    if secret and os.name == "posix" and status.st_uid not in (0, os.getuid()):
+        raise TooOpen(
+            f"{os.fspath(path)} is owned by another user (uid {status.st_uid}), who chose the secret it holds and "
+            "may change it; use a file of yours (as ssh asks of a private key)"
+        )
     if secret and status.st_mode & 0o077:
         mode = stat.S_IMODE(status.st_mode)
         raise TooOpen(

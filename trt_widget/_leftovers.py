@@ -12,6 +12,7 @@ import contextlib
 import os
 import shutil
 import stat
+import sys
 import tempfile
 import threading
 
@@ -24,6 +25,12 @@ class UnsafeTempDir(PermissionError):
     made there could be swapped for theirs, with their code in it."""
 
 
+SAFE_TMPDIR = (
+    "set TMPDIR to a folder only you (or root) can write whose parents are also safe, such as /dev/shm or a "
+    "folder under your home"
+)
+
+
 def private_dir(prefix: str, parent: str | None = None) -> str:
     """A new 0700 directory ``<prefix><pid>-<random>`` in ``parent`` (the temp directory by default), after the
     sweep of what ended processes left there with this prefix. Raises :class:`UnsafeTempDir` where another
@@ -33,9 +40,7 @@ def private_dir(prefix: str, parent: str | None = None) -> str:
     return tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=parent)
 
 
-def check_parent(
-    parent: str, what: str = "the temporary folder", instead: str = "set TMPDIR to a folder of yours"
-) -> str:
+def check_parent(parent: str, what: str = "the temporary folder", instead: str = SAFE_TMPDIR) -> str:
     """``parent`` resolved, once no folder on its way lets another user rename its entries: each must be ours or
     root's, and writable by no one else unless sticky (as ``/tmp``) — a mode 0700 directory does not stop the
     rename of its name in a folder others may write."""
@@ -45,12 +50,14 @@ def check_parent(
     folder = resolved
     while True:
         info = os.stat(folder)
+        by_acl = bool(info.st_mode & stat.S_IWGRP) and _has_access_acl(folder)  # the group bits are its mask
         others = info.st_mode & stat.S_IWOTH or (info.st_mode & stat.S_IWGRP and info.st_gid != os.getgid())
         why = ""
         if info.st_uid not in (0, os.getuid()):
             why = f"is owned by another user (uid {info.st_uid})"
-        elif others and not info.st_mode & stat.S_ISVTX:
-            why = "may be written by other users and has no sticky bit (chmod +t)"
+        elif (others or by_acl) and not info.st_mode & stat.S_ISVTX:
+            whom = "an ACL may let other users write it" if by_acl and not others else "may be written by other users"
+            why = f"{whom} and has no sticky bit (chmod +t)"
         if why:
             raise UnsafeTempDir(
                 f"{what} {parent!r}: {folder!r} {why}, so another user could swap trt_widget's "
@@ -59,6 +66,18 @@ def check_parent(
         if folder == os.path.dirname(folder):
             return resolved
         folder = os.path.dirname(folder)
+
+
+def _has_access_acl(folder: str) -> bool:
+    """Whether ``folder`` carries an extended POSIX access ACL (then its group mode bits are the ACL's mask, the
+    most any named user or group gets, not the rights of its group alone)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        os.getxattr(folder, "system.posix_acl_access")
+    except OSError:  # ENODATA: no ACL; ENOTSUP: a file system without ACLs
+        return False
+    return True
 
 
 def sweep(prefix: str, parent: str) -> list[str]:

@@ -165,3 +165,34 @@ def test_a_sticky_temp_folder_another_user_owns_is_refused(tmp_path: Path) -> No
     with pytest.raises(UnsafeTempDir, match="owned by another user"):
         private_dir("trt-widget-run-", str(theirs))
     assert os.listdir(theirs) == []
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
+def test_a_refused_temp_folder_fails_a_build_with_an_explained_error(tmp_path: Path, onnx_path: Path) -> None:
+    """Adversary-10 F7: a 0700 ``TMPDIR`` of mine inside a 0777 folder without the sticky bit (a Kubernetes
+    ``emptyDir`` /tmp) failed a process build with "unexpected UnsafeTempDir" and a traceback in ``build.error``,
+    advising "a folder of yours" (which this one is). The error names the folder and a way out that works."""
+    from trt_widget._leftovers import check_parent
+
+    shared = tmp_path / "emptydir"
+    shared.mkdir()
+    shared.chmod(0o777)  # no sticky bit
+    mine = shared / "mine"
+    mine.mkdir(mode=0o700)
+    script = tmp_path / "b.py"
+    script.write_text(
+        "import sys\nfrom trt_widget import Build\n"
+        "b = Build(sys.argv[1], history=False, isolation='process').start()\nb.wait()\nprint(b.status)\n"
+        "print(b.error)\n"
+    )
+    env = {**os.environ, "TMPDIR": str(mine), "TRT_WIDGET_HISTORY": "off"}
+    built = subprocess.run(
+        [sys.executable, str(script), str(onnx_path)], capture_output=True, text=True, timeout=300, env=env
+    )
+    status, _, error = built.stdout.partition("\n")
+    assert status == "failed", (built.stdout, built.stderr[-2000:])
+    assert "Traceback" not in built.stdout and "unexpected" not in error, built.stdout
+    assert repr(str(shared)) in error and "sticky" in error and "/dev/shm" in error, error
+    assert os.listdir(mine) == []
+    if os.path.isdir("/dev/shm") and os.stat("/dev/shm").st_mode & 0o1002 != 0o0002:  # the advice is accepted
+        assert check_parent("/dev/shm") == os.path.realpath("/dev/shm")

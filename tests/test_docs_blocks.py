@@ -6,8 +6,9 @@ Per Markdown file: its Python blocks run in order in one fresh interpreter with 
 ``await`` allowed, as in a notebook cell), then its shell blocks, each with ``bash -e`` (a ``console`` block: its
 ``$ `` lines), all in a temp folder holding the files the docs name (``model.onnx``, ``a.onnx``, ``build.py``...),
 with this environment's ``bin`` first on PATH for shell blocks and off PATH for Python blocks (a notebook kernel
-started as ``scripts/demo.sh`` does it lacks ``.venv/bin``: a block must name the interpreter). Every build a Python block starts must not fail: a block that
-starts a build and moves on would otherwise pass whatever the build did."""
+started as ``scripts/demo.sh`` does it lacks ``.venv/bin``: a block must name the interpreter). Every build a
+Python block starts must not fail: a block that starts a build and moves on would otherwise pass whatever the
+build did."""
 
 from __future__ import annotations
 

@@ -142,3 +142,34 @@ def test_ray_executor_on_the_sessions_cluster(
     ends = {e["build"]: e["status"] for e in events if e["event"] == "build_end"}
     assert ends == {0: "succeeded", 1: "succeeded"}
     assert any(e["event"] == "phase_start" and e["build"] == 1 for e in events)
+
+
+def test_a_narrow_terminal_shortens_names_never_numbers_or_their_headers() -> None:
+    """Issue 39: at 60 columns the final table showed the elapsed time as "…" and the engine size as "97…" while
+    the empty bar and phase columns kept their width. Names shorten ("…"), numbers and their headers stay whole."""
+    import io
+
+    from rich.console import Console
+
+    from trt_widget._format import fmt_bytes, fmt_s
+    from trt_widget.matrix import BuildMatrix
+    from trt_widget.matrix._cli import MatrixView
+    from trt_widget.models import deep_residual
+
+    matrix = BuildMatrix(
+        {"a_rather_long_model_name.onnx": deep_residual(2)},
+        variants=[{"optimization_level": 0}, {"optimization_level": 3}],
+    )
+    assert matrix.start().wait(300) == "done"
+    view = MatrixView(matrix, io.StringIO(), plain=True)
+    for width in (60, 110):
+        drawn = io.StringIO()
+        Console(file=drawn, force_terminal=False, width=width).print(view._table())
+        out = drawn.getvalue()
+        assert all(len(line) <= width for line in out.splitlines()), out
+        header = out.splitlines()[0]
+        assert "elapsed" in header and "engine" in header and "status" in header, out
+        for build in matrix.builds:
+            assert build.status == "succeeded" and build.engine_size
+            assert fmt_s(build.elapsed_s) in out and fmt_bytes(build.engine_size) in out, out
+        assert "succeeded" in out, out

@@ -350,13 +350,13 @@ class MatrixView:
         noted = running or any(b.status in ("failed", "cancelled") and b.status_detail for b in builds)
         table = Table(box=None, padding=(0, 1), show_edge=False)
         table.add_column("#", justify="right", no_wrap=True)
-        table.add_column("model")
-        table.add_column("variant")
+        table.add_column(_name("model"))
+        table.add_column(_name("variant"))
         table.add_column("status", no_wrap=True)
         if noted:
-            table.add_column("current phase" if running else "detail", max_width=40)
+            table.add_column(_name("current phase" if running else "detail"), max_width=40)
         if running:
-            table.add_column("", width=16, no_wrap=True)
+            table.add_column("", max_width=16)  # a bar as wide as there is room for, 4 at least
         table.add_column("elapsed", justify="right", no_wrap=True)
         table.add_column("engine", justify="right", no_wrap=True)
         for cell in self.matrix.cells:
@@ -364,7 +364,7 @@ class MatrixView:
             phase = build.model.innermost_running() if build.status in ("running", "cancelling") else None
             bar: ProgressBar | str = ""
             if phase is not None and phase.num_steps > 1:
-                bar = ProgressBar(total=phase.num_steps, completed=min(phase.step, phase.num_steps), width=16)
+                bar = ProgressBar(total=phase.num_steps, completed=min(phase.step, phase.num_steps))
             note = phase.name if phase else (build.status_detail if build.status in ("failed", "cancelled") else "")
             cells: list[RenderableType] = [  # names are untrusted: plain Text (no markup), control characters escaped
                 str(cell.id),

@@ -5,8 +5,10 @@
 Per Markdown file: its Python blocks run in order in one fresh interpreter with one namespace (top-level
 ``await`` allowed, as in a notebook cell), then its shell blocks, each with ``bash -e`` (a ``console`` block: its
 ``$ `` lines), all in a temp folder holding the files the docs name (``model.onnx``, ``a.onnx``, ``build.py``...),
-with this environment's ``bin`` first on PATH. Every build a Python block starts must not fail: a block that
-starts a build and moves on would otherwise pass whatever the build did."""
+with this environment's ``bin`` first on PATH for shell blocks and off PATH for Python blocks (a notebook kernel
+started as ``scripts/demo.sh`` does it lacks ``.venv/bin``: a block must name the interpreter). Every build a
+Python block starts must not fail: a block that starts a build and moves on would otherwise pass whatever the
+build did."""
 
 from __future__ import annotations
 
@@ -205,9 +207,12 @@ def _folder(files: Path, tmp_path: Path, path: Path) -> Path:
     return work
 
 
-def _env(work: Path) -> dict[str, str]:
+def _env(work: Path, *, venv_bin: bool = True) -> dict[str, str]:
+    """The blocks' environment: shell blocks get this environment's ``bin`` first on PATH, Python blocks none."""
     env = dict(os.environ)
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    bin_dir = str(Path(sys.executable).parent)
+    rest = [d for d in env.get("PATH", "").split(os.pathsep) if d and d != bin_dir]
+    env["PATH"] = os.pathsep.join([bin_dir, *rest] if venv_bin else rest)
     env["HOME"] = str(work)  # ~ in a block is the temp folder
     env.setdefault("TRT_WIDGET_HISTORY", str(work / "history.sqlite"))
     return env
@@ -231,7 +236,7 @@ def test_every_block_runs_as_written(path: Path, files: Path, tmp_path: Path) ->
             [sys.executable, "-c", RUNNER],
             input=json.dumps(python),
             cwd=work,
-            env=env,
+            env=_env(work, venv_bin=False),
             capture_output=True,
             text=True,
             timeout=900,

@@ -650,9 +650,9 @@ class Build(Waiting):
                         f"the engine was built but could not be written to {self.options.output}: "
                         f"{exc}. {self._unsaved_note}"
                     ) from exc
-            if engine is not None:
-                self.model.end_after()
+            if engine is not None:  # the manifest is part of saving: its time is inside the after row
                 self._record_provenance(engine)
+                self.model.end_after()
         except BuildError as exc:
             error = exc
         except UnsafeTempDir as exc:  # a refused TMPDIR: the user's setting, explained, not an internal error

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Any
 import jsonschema
 import pexpect
 import pytest
+from fixture_types import WaitUntil
 from pty_output import before, through_match
 
 from trt_widget.__main__ import main
@@ -142,3 +144,64 @@ def test_ray_executor_on_the_sessions_cluster(
     ends = {e["build"]: e["status"] for e in events if e["event"] == "build_end"}
     assert ends == {0: "succeeded", 1: "succeeded"}
     assert any(e["event"] == "phase_start" and e["build"] == 1 for e in events)
+
+
+def test_a_narrow_terminal_shortens_names_never_numbers_or_their_headers() -> None:
+    """Issue 39: at 60 columns the final table showed the elapsed time as "…" and the engine size as "97…" while
+    the empty bar and phase columns kept their width. Names shorten ("…"), numbers and their headers stay whole."""
+    import io
+
+    from rich.console import Console
+
+    from trt_widget._format import fmt_bytes, fmt_s
+    from trt_widget.matrix import BuildMatrix
+    from trt_widget.matrix._cli import MatrixView
+    from trt_widget.models import deep_residual
+
+    matrix = BuildMatrix(
+        {"a_rather_long_model_name.onnx": deep_residual(2)},
+        variants=[{"optimization_level": 0}, {"optimization_level": 3}],
+    )
+    assert matrix.start().wait(300) == "done"
+    view = MatrixView(matrix, io.StringIO(), plain=True)
+    for width in (60, 110):
+        drawn = io.StringIO()
+        Console(file=drawn, force_terminal=False, width=width).print(view._table())
+        out = drawn.getvalue()
+        assert all(len(line) <= width for line in out.splitlines()), out
+        header = out.splitlines()[0]
+        assert "elapsed" in header and "engine" in header and "status" in header, out
+        for build in matrix.builds:
+            assert build.status == "succeeded" and build.engine_size
+            assert fmt_s(build.elapsed_s) in out and fmt_bytes(build.engine_size) in out, out
+        assert "succeeded" in out, out
+
+
+def test_a_narrow_table_of_a_running_matrix_keeps_one_header_line_and_its_numbers(
+    long_model_bytes: bytes, wait_until: WaitUntil
+) -> None:
+    """While a build runs at 60 columns the header is one line (the phase header shortens, it does not wrap)
+    and the number columns stay whole."""
+    import io
+
+    from rich.console import Console
+
+    from trt_widget.matrix import BuildMatrix
+    from trt_widget.matrix._cli import MatrixView
+
+    matrix = BuildMatrix({"model.onnx": long_model_bytes}, variants=[{"optimization_level": 0}]).start()
+    try:
+        build = matrix.builds[0]
+        wait_until(lambda: build.model.innermost_running() is not None, timeout=120, what="a running phase")
+        drawn = io.StringIO()
+        Console(file=drawn, force_terminal=False, width=60).print(
+            MatrixView(matrix, io.StringIO(), plain=True)._table()
+        )
+    finally:
+        matrix.stop()
+        matrix.wait(300)
+    lines = drawn.getvalue().splitlines()
+    assert len(lines) == 2, lines  # the header and the one build: nothing wrapped
+    assert lines[0].split()[-2:] == ["elapsed", "engine"] and "status" in lines[0], lines
+    assert "running" in lines[1] or "cancelling" in lines[1], lines
+    assert re.search(r"\d ?m?s$", lines[1].rstrip()), lines  # the elapsed time, whole

@@ -29,9 +29,11 @@ from .._format import escape_controls, escape_lines
 from .._status import INTERRUPTED
 
 if TYPE_CHECKING:
+    from rich.console import RenderableType
     from rich.live import Live
     from rich.progress_bar import ProgressBar
     from rich.table import Table
+    from rich.text import Text
 
     from .._options import BuildOptionsDict
     from ._matrix import BuildMatrix, Cell, Executor
@@ -261,6 +263,13 @@ def _stderr(text: str) -> None:
     print(escape_lines(text), file=sys.stderr, flush=True)
 
 
+def _name(text: str) -> Text:
+    """An untrusted name as a table cell: escaped, plain (no markup), shortened with "…" rather than wrapped."""
+    from rich.text import Text
+
+    return Text(escape_controls(text), no_wrap=True, overflow="ellipsis")
+
+
 class MatrixView:
     """The matrix on a text stream: a rich live table in a terminal, else a line per status change."""
 
@@ -334,11 +343,20 @@ class MatrixView:
 
         from .._format import fmt_bytes, fmt_s
 
+        # a narrow terminal shortens the names (…), never the numbers: only the name columns are collapsible
+        # (their Text does not wrap); the bar and phase columns are there only while they have something to show
+        builds = [cell.build for cell in self.matrix.cells]
+        running = any(b.status in ("running", "cancelling") for b in builds)
+        noted = running or any(b.status in ("failed", "cancelled") and b.status_detail for b in builds)
         table = Table(box=None, padding=(0, 1), show_edge=False)
-        for name, justify in (("#", "right"), ("model", "left"), ("variant", "left"), ("status", "left")):
-            table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
-        table.add_column("current phase", no_wrap=True, overflow="ellipsis", max_width=40)
-        table.add_column("", width=16)
+        table.add_column("#", justify="right", no_wrap=True)
+        table.add_column(_name("model"))
+        table.add_column(_name("variant"))
+        table.add_column("status", no_wrap=True)
+        if noted:
+            table.add_column(_name("current phase" if running else "detail"), max_width=40)
+        if running:
+            table.add_column("", max_width=16)  # a bar as wide as there is room for, 4 at least
         table.add_column("elapsed", justify="right", no_wrap=True)
         table.add_column("engine", justify="right", no_wrap=True)
         for cell in self.matrix.cells:
@@ -346,19 +364,24 @@ class MatrixView:
             phase = build.model.innermost_running() if build.status in ("running", "cancelling") else None
             bar: ProgressBar | str = ""
             if phase is not None and phase.num_steps > 1:
-                bar = ProgressBar(total=phase.num_steps, completed=min(phase.step, phase.num_steps), width=16)
+                bar = ProgressBar(total=phase.num_steps, completed=min(phase.step, phase.num_steps))
             note = phase.name if phase else (build.status_detail if build.status in ("failed", "cancelled") else "")
-            table.add_row(  # names are untrusted: plain Text (no markup), control characters escaped
+            cells: list[RenderableType] = [  # names are untrusted: plain Text (no markup), control characters escaped
                 str(cell.id),
-                Text(escape_controls(cell.model)),
-                Text(escape_controls(cell.variant)),
+                _name(cell.model),
+                _name(cell.variant),
                 Text(build.status, style=COLORS.get(build.status, "")),
-                Text(escape_controls(note)),
-                bar,
+            ]
+            if noted:
+                cells.append(_name(note))
+            if running:
+                cells.append(bar)
+            cells += [
                 # a queued build's clock restarts when it builds: no time until then, none if it never built
                 fmt_s(build.elapsed_s) if build.started_building else "",
                 fmt_bytes(build.engine_size) if build.engine_size else "",
-            )
+            ]
+            table.add_row(*cells)
         return table
 
     def _write(self, text: str) -> None:

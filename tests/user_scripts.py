@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -112,3 +113,15 @@ def sigkill_ends_the_grandchild(argv: list[str], pid_file: Path, env: dict[str, 
     finally:
         if pid_file.exists() and alive(int(pid_file.read_text())):
             os.kill(int(pid_file.read_text()), signal.SIGKILL)
+
+
+def run_with_tmpdir(tmpdir: Path, ran: Path) -> subprocess.CompletedProcess[str]:
+    """``trt-widget run`` of a command that makes the file ``ran``, with ``TMPDIR`` set to ``tmpdir`` (history off):
+    for the temp-folder checks, which must refuse before the command runs."""
+    return subprocess.run(
+        [sys.executable, "-m", "trt_widget", "run", "--", sys.executable, "-c", f"open({str(ran)!r}, 'w')"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "TMPDIR": str(tmpdir), "TRT_WIDGET_HISTORY": "off"},
+    )

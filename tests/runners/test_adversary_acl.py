@@ -7,11 +7,11 @@ from __future__ import annotations
 import errno
 import os
 import struct
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from user_scripts import run_with_tmpdir
 
 _UNDEFINED = 0xFFFFFFFF
 
@@ -42,13 +42,7 @@ def test_a_temp_folder_an_acl_lets_another_user_write_is_refused(tmp_path: Path)
     _give_write_by_acl(shared, 65534)  # nobody may now rename entries here; no sticky bit
     assert shared.stat().st_mode & 0o020  # the mask shows as group-writable, with our own group
     ran = tmp_path / "ran"
-    done = subprocess.run(
-        [sys.executable, "-m", "trt_widget", "run", "--", sys.executable, "-c", f"open({str(ran)!r}, 'w')"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "TMPDIR": str(shared), "TRT_WIDGET_HISTORY": "off"},
-    )
+    done = run_with_tmpdir(shared, ran)
     assert done.returncode != 0 and not ran.exists(), done.stderr[-2000:]
     assert "ACL" in done.stderr and "Traceback" not in done.stderr, done.stderr[-2000:]
     assert os.listdir(shared) == []

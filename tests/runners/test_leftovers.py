@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from fixture_types import WaitUntil
 from other_user import as_nobody
-from user_scripts import own_tmpdir, script_and_model
+from user_scripts import own_tmpdir, run_with_tmpdir, script_and_model
 
 # The kernel here allows process_vm_writev; where it does not (Yama ptrace_scope 3, a seccomp filter, not Linux)
 # the model bytes go through files: this script takes that path by saying the calls are unavailable.
@@ -108,13 +108,7 @@ def test_a_temp_folder_others_may_write_without_the_sticky_bit_is_refused_by_run
     unsafe.chmod(0o777)  # no sticky bit
     env = {**os.environ, "TMPDIR": str(unsafe), "TRT_WIDGET_HISTORY": "off"}
     ran = tmp_path / "ran"
-    done = subprocess.run(
-        [sys.executable, "-m", "trt_widget", "run", "--", sys.executable, "-c", f"open({str(ran)!r}, 'w')"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-    )
+    done = run_with_tmpdir(unsafe, ran)
     assert done.returncode != 0 and not ran.exists(), done.stdout
     assert "sticky" in done.stderr and "Traceback" not in done.stderr, done.stderr[-2000:]
     script = tmp_path / "b.py"

@@ -1,9 +1,12 @@
-"""Private temporary directories named after the process that owns them, and the sweep of those a dead one left.
+"""Private temporary directories, each holding a lock its maker keeps while it lives, and the sweep of those whose
+maker has ended.
 
 A process killed with SIGKILL (a kernel restart, the OOM killer) runs no clean-up: its model copy in ``/dev/shm``
 (RAM until reboot) or its ``trt-widget run`` directory would stay. Each directory is named
-``<prefix><pid>-<random>``; the first one made with a prefix in a process removes that prefix's directories of
-this user whose process has ended.
+``<prefix><pid>-<random>`` and holds ``LOCK_NAME``, ``flock``ed by the process that made it for as long as it keeps
+the directory; the first one made with a prefix in a process removes that prefix's directories of this user whose
+lock it can take. A lock, not the pid: a process of another PID namespace sharing ``/dev/shm`` or ``/tmp``
+(``docker --ipc=host``, a Kubernetes pod) cannot see the maker's pid, but sees its lock.
 """
 
 from __future__ import annotations
@@ -15,9 +18,14 @@ import stat
 import sys
 import tempfile
 import threading
+from collections.abc import Callable
 
 _swept: set[tuple[str, str]] = set()
 _lock = threading.Lock()
+LOCK_NAME = ".trt_widget.lock"  # in each private directory, flocked by its maker while it lives
+# the lock files this process holds, by directory: open (O_CLOEXEC: a command it starts does not hold them; a
+# forked child does, sharing the lock, so the directory of a parent that died stays while its forked children live)
+_held: dict[str, int] = {}
 
 
 class UnsafeTempDir(PermissionError):
@@ -32,12 +40,54 @@ SAFE_TMPDIR = (
 
 
 def private_dir(prefix: str, parent: str | None = None) -> str:
-    """A new 0700 directory ``<prefix><pid>-<random>`` in ``parent`` (the temp directory by default), after the
-    sweep of what ended processes left there with this prefix. Raises :class:`UnsafeTempDir` where another
-    user could swap it (the directory holds code the command imports, pickles and engines)."""
+    """A new 0700 directory ``<prefix><pid>-<random>`` in ``parent`` (the temp directory by default) whose lock this
+    process holds until :func:`remove_private_dir`, after the sweep of what ended processes left there with this
+    prefix. Raises :class:`UnsafeTempDir` where another user could swap it (the directory holds code the command
+    imports, pickles and engines)."""
     parent = check_parent(parent or tempfile.gettempdir())
     sweep(prefix, parent)
-    return tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=parent)
+    path = tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=parent)
+    try:
+        _hold(path)
+    except BaseException:
+        shutil.rmtree(path, ignore_errors=True)
+        raise
+    return path
+
+
+def remove_private_dir(path: str) -> None:
+    """Remove a directory :func:`private_dir` made, then let go of its lock (in that order: no sweep sees it free
+    while it is still there)."""
+    shutil.rmtree(path, ignore_errors=True)
+    with _lock:
+        fd = _held.pop(path, None)
+    if fd is not None:
+        os.close(fd)  # never LOCK_UN: a forked child's copy of the descriptor keeps its own hold
+
+
+def _hold(path: str) -> None:
+    """Lock ``path``'s lock file for this process's life (or until :func:`remove_private_dir`). It is locked under
+    another name, then renamed into place, so a sweep never finds it there unlocked. Where the file system has no
+    locks (``flock`` refused), the directory holds no lock file: the sweep leaves such directories alone."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no sweep either
+        return
+    new = os.path.join(path, LOCK_NAME + ".new")
+    fd = os.open(new, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        os.unlink(new)
+        return
+    try:
+        os.rename(new, os.path.join(path, LOCK_NAME))
+    except BaseException:
+        os.close(fd)
+        raise
+    with _lock:
+        _held[path] = fd
 
 
 def check_parent(parent: str, what: str = "the temporary folder", instead: str = SAFE_TMPDIR) -> str:
@@ -81,43 +131,51 @@ def _has_access_acl(folder: str) -> bool:
 
 
 def sweep(prefix: str, parent: str) -> list[str]:
-    """Remove (once per process) ``parent``'s ``<prefix><pid>-*`` directories of this user whose process has ended;
-    returns what was removed."""
+    """Remove (once per process) ``parent``'s ``<prefix><pid>-*`` directories of this user whose lock file is not
+    held (their maker ended, in whatever PID namespace); returns what was removed. Never a link, never another
+    user's directory; one without a lock file (made by an earlier version, or being made now) is left alone."""
     with _lock:
         if (prefix, parent) in _swept:
             return []
         _swept.add((prefix, parent))
     removed: list[str] = []
     try:
+        import fcntl
+
         names = os.listdir(parent)
-    except OSError:
+    except (ImportError, OSError):
         return removed
     for name in names:
         if not name.startswith(prefix):
             continue
         pid_text, dash, _ = name[len(prefix) :].partition("-")
-        if not dash or not (pid_text.isascii() and pid_text.isdigit()) or _alive(int(pid_text)):
+        if not dash or not (pid_text.isascii() and pid_text.isdigit()):
             continue
         path = os.path.join(parent, name)
-        try:
-            info = os.lstat(path)
-        except OSError:
-            continue
-        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():  # never a link, never another user's
-            continue
         with contextlib.suppress(OSError):
-            shutil.rmtree(path)
-            removed.append(path)
+            if _remove_if_free(path, fcntl.flock, fcntl.LOCK_EX | fcntl.LOCK_NB):
+                removed.append(path)
     return removed
 
 
-def _alive(pid: int) -> bool:
-    if pid <= 0 or pid == os.getpid():
-        return True
+def _remove_if_free(path: str, flock: Callable[[int, int], None], how: int) -> bool:
+    """Remove the directory ``path`` if it is ours, not a link, and its lock file can be locked now (``how``:
+    exclusive, non-blocking); whether it was. Raises OSError where it cannot tell (or cannot remove it)."""
+    folder = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)  # a link: ELOOP
     try:
-        os.kill(pid, 0)
-    except (ProcessLookupError, OverflowError):  # OverflowError: a number no pid can be (anyone can name a folder)
-        return False
-    except OSError:  # another user's process (EPERM): alive
-        return True
-    return True
+        if os.fstat(folder).st_uid != os.getuid():
+            return False
+        lock = os.open(LOCK_NAME, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, dir_fd=folder)
+        try:
+            if not stat.S_ISREG(os.fstat(lock).st_mode):
+                return False
+            try:
+                flock(lock, how)
+            except BlockingIOError:  # held: its maker lives
+                return False
+            shutil.rmtree(path)  # while locked: the lock is let go once the file is gone
+            return True
+        finally:
+            os.close(lock)
+    finally:
+        os.close(folder)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -190,3 +191,168 @@ def test_a_refused_temp_folder_fails_a_build_with_an_explained_error(tmp_path: P
     assert os.listdir(mine) == []
     if os.path.isdir("/dev/shm") and os.stat("/dev/shm").st_mode & 0o1002 != 0o0002:  # the advice is accepted
         assert check_parent("/dev/shm") == os.path.realpath("/dev/shm")
+
+
+NEVER_A_PID = 9_999_999  # above the kernel's largest pid_max (4,194,304): no process has it, in any namespace
+
+
+def test_the_sweep_removes_a_directory_whose_lock_is_free_and_keeps_one_whose_lock_is_held(tmp_path: Path) -> None:
+    """Adversary-10 F3: the sweep decided by pid whether a directory's maker had ended. It now removes a directory
+    only when it can take its lock file's lock: one held by a live process stays whatever its name's pid says; one
+    without a lock file (an earlier version's) is left alone."""
+    from trt_widget._leftovers import LOCK_NAME, private_dir, remove_private_dir, sweep
+
+    prefix = "trt_widget-"
+
+    def made(name: str) -> Path:
+        folder = tmp_path / name
+        folder.mkdir(mode=0o700)
+        (folder / LOCK_NAME).write_bytes(b"")
+        return folder
+
+    free = made(f"{prefix}{NEVER_A_PID}-free")  # its maker ended
+    held = made(f"{prefix}{NEVER_A_PID}-held")  # its maker lives in another PID namespace: its pid means nothing here
+    older = tmp_path / f"{prefix}{NEVER_A_PID}-older"  # no lock file
+    older.mkdir(mode=0o700)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, os, sys\nfd = os.open(sys.argv[1], os.O_RDONLY)\nfcntl.flock(fd, fcntl.LOCK_EX)\n"
+            "print('held', flush=True)\nsys.stdin.read()",
+            str(held / LOCK_NAME),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        assert sweep(prefix, str(tmp_path)) == [str(free)]
+        assert held.is_dir() and older.is_dir() and not free.exists()
+    finally:
+        assert holder.stdin is not None and holder.stdout is not None
+        holder.stdin.close()
+        holder.wait(30)
+        holder.stdout.close()
+    # private_dir's directory: its lock held by this process until remove_private_dir, never free in between
+    mine = private_dir("trt-widget-run-", str(tmp_path))
+    sweep_args = "import sys\nfrom trt_widget._leftovers import sweep\nprint(sweep(*sys.argv[1:]))"
+    other = subprocess.run(
+        [sys.executable, "-c", sweep_args, "trt-widget-run-", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert other.stdout == "[]\n" and os.path.isdir(mine), other.stderr[-2000:]
+    remove_private_dir(mine)
+    assert not os.path.exists(mine)
+    assert sweep(prefix, str(tmp_path)) == []  # once per process: the second call looks no more
+
+
+SWEEP_FROM_ELSEWHERE = textwrap.dedent(
+    """
+    import os, sys
+    from trt_widget._leftovers import sweep
+    from trt_widget.runners._process import WORK_PREFIX
+
+    print(os.getpid())
+    for parent in sys.argv[1:]:
+        print(sorted(n for n in os.listdir(parent) if n.startswith(WORK_PREFIX)))
+        print(sweep(WORK_PREFIX, parent))
+    """
+)
+
+# a process build whose hand-over goes through files (as on hosts without process_vm_*), its builder process
+# paused (SIGSTOP) while it builds: its work directories are in use until the test lets it go on
+PAUSED_BUILD = textwrap.dedent(
+    """
+    import os, signal, sys, time
+    from trt_widget import Build
+    from trt_widget.runners import _memory
+
+    _memory._CALLS = None
+    build = Build(open(sys.argv[1], "rb").read(), history=False).start()
+    while not build.model.structure_version:
+        time.sleep(0.01)
+    os.kill(build.child_pid, signal.SIGSTOP)
+    print("PAUSED", build.done(), flush=True)
+    sys.stdin.readline()
+    os.kill(build.child_pid, signal.SIGCONT)
+    build.wait()
+    print("ENDED", build.status, build.error, flush=True)
+    """
+)
+
+
+def in_new_pid_namespace(pid: int) -> list[str]:
+    """A command prefix: in ``pid``'s mount namespace (its /dev/shm), as pid 1 of a new PID namespace."""
+    return ["nsenter", f"--target={pid}", "--mount", "--", "unshare", "--pid", "--fork", "--mount-proc"]
+
+
+def _namespaces_unavailable() -> str:
+    """Why this host cannot run a process in a PID namespace of its own beside one with its own ``/dev/shm``."""
+    if not sys.platform.startswith("linux") or os.geteuid() != 0:
+        return "needs root on Linux to make namespaces"
+    if not (shutil.which("unshare") and shutil.which("nsenter")):
+        return "needs util-linux's unshare and nsenter"
+    for probe in (
+        ["unshare", "--pid", "--fork", "--mount-proc", "true"],
+        ["unshare", "--mount", "sh", "-c", "mount -t tmpfs tmpfs /dev/shm"],
+    ):
+        if subprocess.run(probe, capture_output=True, timeout=60).returncode != 0:
+            return f"{' '.join(probe)} is not permitted here"
+    return ""
+
+
+def test_a_sweep_from_another_pid_namespace_leaves_a_live_builds_work_directories(
+    tmp_path: Path, long_model_bytes: bytes
+) -> None:
+    """Adversary-10 F3: with ``/dev/shm`` shared between containers (``docker --ipc=host``, a Kubernetes pod; all
+    root), a process of another PID namespace cannot see a live build's pid: its sweep removed that build's work
+    directory, and the build (files hand-over) failed with FileNotFoundError. Real namespaces: the build runs with a
+    /dev/shm of its own (a tmpfs in a mount namespace, so no other build on this host is touched), and the sweep
+    runs as pid 1 of a new PID namespace that shares that /dev/shm and the build's TMPDIR."""
+    why = _namespaces_unavailable()
+    if why:
+        pytest.skip(why)
+    script, model = script_and_model(tmp_path, PAUSED_BUILD, long_model_bytes)
+    tmpdir = tmp_path / "tmp"
+    env = own_tmpdir(tmpdir)
+    own_shm = 'mount -t tmpfs -o mode=1777 tmpfs /dev/shm && exec "$0" "$@"'
+    build = subprocess.Popen(
+        ["unshare", "--mount", "sh", "-c", own_shm, sys.executable, str(script), str(model)],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert build.stdout is not None and build.stdin is not None
+        assert build.stdout.readline() == "PAUSED False\n", build.stderr and build.stderr.read()[-2000:]
+        swept = subprocess.run(
+            [*in_new_pid_namespace(build.pid), sys.executable, "-c", SWEEP_FROM_ELSEWHERE, "/dev/shm", str(tmpdir)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+        )
+        lines = swept.stdout.splitlines()
+        assert swept.returncode == 0 and len(lines) == 5, swept.stderr[-2000:]
+        assert lines[0] == "1"  # pid 1 of its own namespace: the build's pid means nothing there
+        assert lines[1] != "[]" and lines[3] != "[]"  # the live build's directories, in /dev/shm and TMPDIR...
+        assert lines[2] == "[]" and lines[4] == "[]"  # ...are left alone
+        build.stdin.write("go on\n")
+        build.stdin.flush()
+        ended = build.stdout.readline()
+        assert ended == "ENDED succeeded None\n", (ended, build.stderr.read()[-2000:] if build.stderr else "")
+        assert build.wait(120) == 0
+    finally:
+        if build.poll() is None:
+            build.kill()
+            build.wait(30)
+        for stream in (build.stdin, build.stdout, build.stderr):
+            if stream is not None:
+                stream.close()
+    assert os.listdir(tmpdir) == []

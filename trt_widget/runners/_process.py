@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
-import shutil
 import signal
 import stat
 import subprocess
@@ -31,7 +30,7 @@ from .._backend import capabilities
 from .._errors import BuildError
 from .._files import part_path
 from .._gpu import oom_kill_count
-from .._leftovers import private_dir
+from .._leftovers import private_dir, remove_private_dir
 from .._pool import Worker, pool
 from .._python import parent_path
 from . import _memory
@@ -95,13 +94,14 @@ START_PHASE = "Starting the builder process"  # a cold worker's start-up, before
 _job_ids = itertools.count(1)
 
 
-WORK_PREFIX = "trt_widget-"  # a build's work directories: WORK_PREFIX<pid>-<random>, swept once that pid has ended
+WORK_PREFIX = "trt_widget-"  # a build's work directories: WORK_PREFIX<pid>-<random>, swept once their maker ended
 
 
 @contextlib.contextmanager
 def _work_dirs() -> Iterator[list[str]]:
-    """Private temporary directories for the model and engine files, RAM-backed /dev/shm first if present; named
-    after this process, so that what a SIGKILLed one left (a model copy in RAM) is removed by the next one."""
+    """Private temporary directories for the model and engine files, RAM-backed /dev/shm first if present; this
+    process holds their locks while the build runs, so that what a SIGKILLed one left (a model copy in RAM) is
+    removed by the next one, and a live build's are not (whatever PID namespace sweeps)."""
     dirs: list[str] = []
     try:
         if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK):
@@ -111,7 +111,7 @@ def _work_dirs() -> Iterator[list[str]]:
         yield dirs
     finally:
         for directory in dirs:
-            shutil.rmtree(directory, ignore_errors=True)
+            remove_private_dir(directory)
 
 
 # the backends whose builder creates a CUDA context that stays until the process exits (TensorRT for RTX builds

@@ -36,7 +36,7 @@ from typing import IO, TYPE_CHECKING
 from .._build import Build
 from .._engine import ModelSource
 from .._errors import BuildCancelled, BuildError
-from .._leftovers import private_dir
+from .._leftovers import private_dir, remove_private_dir
 from .._python import hold_standard_fds, parent_path, python_command
 from .._status import LIVE, log
 from ..runners import FollowClock, RecordingError, RunContext, apply_event, check_event
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from .._json import JSONObject
 
 TERM_GRACE_S = 0.2
-RUN_PREFIX = "trt-widget-run-"  # its directory: RUN_PREFIX<pid>-<random>, swept when that process has ended
+RUN_PREFIX = "trt-widget-run-"  # its directory: RUN_PREFIX<pid>-<random>, swept once the process that made it ended
 MAX_SOCKET_PATH = 100  # AF_UNIX addresses hold 108 bytes on Linux, 104 on macOS
 # What a command may send (its processes are untrusted): bounded lines, checked events, bounded builds and threads
 MAX_LINE_BYTES = 1 << 20  # one event, or one piece of a line of the command's stdout (as for a recording)
@@ -577,7 +577,7 @@ def _bounded_lines(stream: IO[bytes]) -> Generator[bytes, None, None]:
 
 def _remove(directories: list[str]) -> None:
     for directory in directories:
-        shutil.rmtree(directory, ignore_errors=True)
+        remove_private_dir(directory)
 
 
 def _prctl() -> Callable[..., int] | None:

@@ -118,6 +118,16 @@ def check_parent(parent: str, what: str = "the temporary folder", instead: str =
         folder = os.path.dirname(folder)
 
 
+def temp_dir_refused() -> str:
+    """Why process builds cannot use the temporary folder ("" when they can): what a service says once at start,
+    rather than failing every build it is sent."""
+    try:
+        check_parent(tempfile.gettempdir())
+    except OSError as exc:  # UnsafeTempDir, or a folder that vanished
+        return f"builds cannot use {exc}" if isinstance(exc, UnsafeTempDir) else f"the temporary folder: {exc}"
+    return ""
+
+
 def _has_access_acl(folder: str) -> bool:
     """Whether ``folder`` carries an extended POSIX access ACL (then its group mode bits are the ACL's mask, the
     most any named user or group gets, not the rights of its group alone)."""

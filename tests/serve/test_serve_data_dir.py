@@ -21,10 +21,10 @@ def serve_command(data: Path, tmp_path: Path) -> list[str]:
     return [sys.executable, "-m", "trt_widget", "serve", "--port", "0", "--data", str(data), "--token-file", str(token)]
 
 
-def serve_once(data: Path, tmp_path: Path) -> None:
+def serve_once(data: Path, tmp_path: Path, env: dict[str, str] | None = None) -> None:
     """Start ``trt-widget serve --data data`` until it listens, then end it."""
     command = [*serve_command(data, tmp_path), "--log-level", "warning"]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     try:
         assert process.stdout is not None
         while (line := process.stdout.readline()).startswith("trt-widget serve: warning: "):
@@ -112,3 +112,44 @@ def test_a_data_folder_others_may_rename_without_the_sticky_bit_is_refused(tmp_p
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert "no sticky bit" in done.stderr and "choose another --data" in done.stderr, done.stderr
     assert os.listdir(scratch) == []
+
+
+def refused_at_start(command: list[str], env: dict[str, str]) -> str:
+    """Run a server ``command`` that must exit at once; its output (it is ended if it listens instead)."""
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    try:
+        assert process.stdout is not None
+        first = process.stdout.readline()  # the address when it starts (it must not): then it is ended
+        assert "http://" not in first, f"the server started: {first}"
+        output = first + process.stdout.read()
+        assert process.wait(60) == 2, output
+        return output
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(30)
+        if process.stdout is not None:
+            process.stdout.close()
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
+def test_a_temporary_folder_builds_cannot_use_stops_serve_and_mcp_http_at_start(tmp_path: Path) -> None:
+    """Adversary-10 F7 addendum: with ``TMPDIR`` 0777 without the sticky bit (a Kubernetes ``emptyDir`` /tmp),
+    ``serve`` started without a word and then failed every uploaded build with "unexpected UnsafeTempDir"; so would
+    ``mcp --http`` (its builds run in builder processes too). Each now says why in one line at start (exit 2)."""
+    scratch = tmp_path / "emptydir"
+    scratch.mkdir()
+    scratch.chmod(0o777)  # no sticky bit
+    env = {**os.environ, "TMPDIR": str(scratch), "TRT_WIDGET_HISTORY": "off"}
+    token = tmp_path / "token"
+    for command in (
+        serve_command(tmp_path / "data", tmp_path),
+        [sys.executable, "-m", "trt_widget", "mcp", "--http", "--port", "0", "--token-file", str(token)],
+    ):
+        output = refused_at_start(command, env)
+        assert "Traceback" not in output and output.count("\n") == 1, output
+        assert f"error: builds cannot use the temporary folder {str(scratch)!r}" in output, output
+        assert "no sticky bit (chmod +t)" in output and "/dev/shm" in output, output
+    assert os.listdir(scratch) == [] and not (tmp_path / "data").exists()
+    scratch.chmod(0o1777)  # sticky, as /tmp: the service starts
+    serve_once(tmp_path / "data", tmp_path, env)

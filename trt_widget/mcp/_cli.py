@@ -87,6 +87,12 @@ def run(args: argparse.Namespace) -> int:
     except (TokenError, OSError) as exc:
         print(f"trt-widget mcp: error: {escape_controls(str(exc))}", file=sys.stderr)  # a path can hold anything
         return 2
+    from .._leftovers import temp_dir_refused
+
+    refused = temp_dir_refused()  # every build over HTTP runs in a builder process: said once, at start
+    if refused:
+        print(f"trt-widget mcp: error: {escape_controls(refused)}", file=sys.stderr)
+        return 2
     try:
         sock = listen(args.host, args.port)
     except OSError as exc:  # the port is taken or not ours to take

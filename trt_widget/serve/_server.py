@@ -347,6 +347,13 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(escape_lines(f"trt-widget serve: error: --data {exc}"), file=sys.stderr)
         return 2
+    if args.executor == "local":  # a Ray task builds where Ray runs it, with that machine's temporary folder
+        from .._leftovers import temp_dir_refused
+
+        refused = temp_dir_refused()
+        if refused:  # said once here, not in every uploaded build's failure
+            print(escape_lines(f"trt-widget serve: error: {refused}"), file=sys.stderr)
+            return 2
     try:
         sock = _listen(args.host, args.port)
     except OSError as exc:  # the port is taken (another service, a second serve) or not ours to take

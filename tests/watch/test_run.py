@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from fixture_types import RunAsync, WaitUntil
-from user_scripts import BUILD_FUNCTION
+from user_scripts import BUILD_FUNCTION, default_sigint
 
 from trt_widget import Build, BuildCancelled
 from trt_widget.models import deep_residual, to_bytes
@@ -134,6 +134,46 @@ def test_json_events_never_land_inside_a_line_of_the_command(tmp_path: Path, sma
     assert any(line.startswith("half line ") for line in done.stderr.splitlines()), done.stderr  # whole, on stderr
     events = [json.loads(line) for line in done.stdout.splitlines()]  # every line is an event
     assert events[-1]["event"] == "build_end" and events[-1]["status"] == "succeeded"
+
+
+def test_json_passes_the_commands_stdout_to_stderr_byte_for_byte(tmp_path: Path) -> None:
+    """Adversary-10 (cosmetic): under ``--json`` the command's stdout went to stderr line by line, a newline added
+    every 1 MiB of a long line and at the end (3,000,000 ``a`` and 2,560 binary bytes came out 3,002,563 bytes).
+    It is passed on as read: the same bytes, a long line without holding it whole."""
+    written = b"a" * 3_000_000 + bytes(range(256)) * 10  # no final newline; CR, ESC, NUL, 0x1E, 0xFF among them
+    data = tmp_path / "data.bin"
+    data.write_bytes(written)
+    script = tmp_path / "write.py"
+    script.write_text("import sys\nsys.stdout.buffer.write(open(sys.argv[1], 'rb').read())\n")
+    done = subprocess.run(
+        cli("--json", "--", sys.executable, str(script), str(data)), capture_output=True, env=env(), timeout=180
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout == b""  # no build: no event
+    assert done.stderr == written, f"{len(done.stderr):,} bytes came out of {len(written):,}"
+
+
+def test_json_starts_a_notice_of_its_own_on_a_line_of_its_own(tmp_path: Path) -> None:
+    """Passed on as read, the command's stdout may stop inside a line (on stderr, ``--json``): a notice of
+    ``trt-widget run`` then starts on a new line, not glued to the command's bytes."""
+    script = tmp_path / "half.py"
+    script.write_text("import sys, time\nsys.stdout.write('half')\nsys.stdout.flush()\ntime.sleep(120)\n")
+    proc = subprocess.Popen(
+        cli("--json", "--", sys.executable, str(script)),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env(),
+        preexec_fn=default_sigint,
+    )
+    assert proc.stderr is not None
+    seen = b""
+    while not seen.endswith(b"half"):
+        chunk = os.read(proc.stderr.fileno(), 4096)
+        assert chunk, seen
+        seen += chunk
+    proc.send_signal(signal.SIGINT)  # "Stopping: no build is running now; ...", then the command's own Ctrl-C
+    _, err = proc.communicate(timeout=120)
+    assert (seen + err).startswith(b"half\ntrt-widget run: Stopping"), seen + err
 
 
 def test_the_terminal_tree_and_a_report_per_build(tmp_path: Path, small: Path) -> None:

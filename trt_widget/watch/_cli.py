@@ -78,8 +78,8 @@ def run(args: argparse.Namespace) -> int:
     lock = threading.RLock()  # every write to the terminal: ours, the command's lines, the live tree's redraws
     console = _console() if not args.json and not args.plain and is_terminal(sys.stdout) and rich_available() else None
     try:
-        # with --json the command's own stdout comes through us by whole lines onto stderr: stdout holds the events
-        # alone (a file that view reads); under the live tree both its streams do, printed above the tree
+        # with --json the command's own stdout comes through us onto stderr, byte for byte: stdout holds the events
+        # alone (a file that view reads); under the live tree both its streams do, by whole lines, above the tree
         output: Callable[[bytes], None] | None = None
         errors: Callable[[bytes], None] | None = None
         stdout = _Stdout(lock)
@@ -88,7 +88,9 @@ def run(args: argparse.Namespace) -> int:
         elif console is not None:
             output = lambda line: _print_above(console, line, lock)  # noqa: E731
             errors = output if is_terminal(sys.stderr) else None
-        command = CommandRun(argv, force_after=args.force_after, on_output=output, on_errors=errors)
+        command = CommandRun(
+            argv, force_after=args.force_after, on_output=output, on_errors=errors, whole_lines=not args.json
+        )
     except TypeError as exc:
         print(f"trt-widget run: error: {exc}", file=sys.stderr)
         return 2
@@ -103,8 +105,8 @@ def run(args: argparse.Namespace) -> int:
                 console.print(
                     f"trt-widget run: {escape_lines(text)}", style="bold yellow", markup=False, soft_wrap=True
                 )
-            else:
-                print(f"trt-widget run: {text}", file=sys.stderr, flush=True)
+            else:  # on a line of its own, also where the command's stdout (on stderr, --json) stopped mid-line
+                print(f"{stdout.break_line()}trt-widget run: {text}", file=sys.stderr, flush=True)
 
     def on_build(build: Build) -> None:
         style = "plain" if args.plain else "auto"
@@ -186,16 +188,24 @@ class _Stdout:
     def __init__(self, lock: threading.RLock) -> None:
         self.lock = lock
         self.lost = False
+        self.mid_line = False  # the command's output passed on last ended inside a line
 
     def event(self, event: dict[str, object]) -> None:
         self._write(lambda: sys.stdout.write(json.dumps(event) + "\n"))
 
-    def aside(self, line: bytes) -> None:
-        """A line of the command's own stdout: onto stderr, so that stdout holds the JSON events alone."""
-        with self.lock, contextlib.suppress(OSError, ValueError):  # a closed stderr: the line is lost, not the run
+    def aside(self, chunk: bytes) -> None:
+        """The command's own stdout, as read: onto stderr unchanged, so that stdout holds the JSON events alone."""
+        with self.lock, contextlib.suppress(OSError, ValueError):  # a closed stderr: the bytes are lost, not the run
             sys.stderr.flush()
-            sys.stderr.buffer.write(line)
+            sys.stderr.buffer.write(chunk)
             sys.stderr.flush()
+            self.mid_line = not chunk.endswith(b"\n")
+
+    def break_line(self) -> str:
+        """A newline where a notice of ours would otherwise start inside a line of the command's, else ""."""
+        with self.lock:
+            said, self.mid_line = self.mid_line, False
+        return "\n" if said else ""
 
     def _write(self, write: Callable[[], object]) -> None:
         with self.lock:

@@ -53,6 +53,7 @@ RUN_PREFIX = "trt-widget-run-"  # its directory: RUN_PREFIX<pid>-<random>, swept
 MAX_SOCKET_PATH = 100  # AF_UNIX addresses hold 108 bytes on Linux, 104 on macOS
 # What a command may send (its processes are untrusted): bounded lines, checked events, bounded builds and threads
 MAX_LINE_BYTES = 1 << 20  # one event, or one piece of a line of the command's stdout (as for a recording)
+CHUNK_BYTES = 1 << 16  # the most of the command's output passed on at once when it goes on as read
 MAX_NAME = 4096  # characters of a build's model name (as a recording's phase names)
 MAX_CONNECTIONS = 256  # processes streaming at once (a reader thread each)
 MAX_RELAYED_BUILDS = 1000  # builds per run (each is kept with its phases)
@@ -187,7 +188,8 @@ class CommandRun:
 
     ``builds``, ``on_build``, ``stop`` and ``timings`` as a :class:`~trt_widget.watch.Watch` has them, so the
     watch widget and the terminal draw it. ``force_after``: seconds after the first stop until the command is
-    terminated (None: only a second stop terminates it)."""
+    terminated (None: only a second stop terminates it). ``on_output`` / ``on_errors`` get the command's stdout /
+    stderr by whole lines, or with ``whole_lines=False`` as read, byte for byte."""
 
     what = "the command"  # how its notices name it
 
@@ -199,6 +201,7 @@ class CommandRun:
         env: dict[str, str] | None = None,
         on_output: Callable[[bytes], None] | None = None,
         on_errors: Callable[[bytes], None] | None = None,
+        whole_lines: bool = True,
     ):
         if isinstance(command, str) or not command or not all(isinstance(c, str) for c in command):
             raise TypeError("the command must be a non-empty list of strings, e.g. ['python', 'build.py']")
@@ -215,6 +218,7 @@ class CommandRun:
         self._env = env
         self._on_output = on_output  # the command's stdout, a whole line per call (else it inherits ours)
         self._on_errors = on_errors  # ... and its stderr
+        self._whole_lines = whole_lines  # False: the bytes as read instead, exactly as the command wrote them
         self._listeners: list[Callable[[RelayedBuild], None]] = []
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
@@ -261,8 +265,9 @@ class CommandRun:
         _live.add(self)
         for stream, callback in ((self._proc.stdout, self._on_output), (self._proc.stderr, self._on_errors)):
             if stream is not None and callback is not None:
+                relay = _relay_lines if self._whole_lines else _relay_bytes
                 output = threading.Thread(
-                    target=_relay_lines, args=(stream, callback), name="trt_widget-run-output", daemon=True
+                    target=relay, args=(stream, callback), name="trt_widget-run-output", daemon=True
                 )
                 self._readers.append(output)
                 output.start()
@@ -556,6 +561,24 @@ def _relay_lines(stream: IO[bytes], callback: Callable[[bytes], None]) -> None:
         for line in iter(lambda: stream.readline(MAX_LINE_BYTES), b""):
             try:
                 callback(line if line.endswith(b"\n") else line + b"\n")
+            except Exception:
+                log.debug("the output callback failed", exc_info=True)
+
+
+def _relay_bytes(stream: IO[bytes], callback: Callable[[bytes], None]) -> None:
+    """Pass a stream of the command's on as it is read, byte for byte (``run --json`` puts its stdout on stderr),
+    at most ``CHUNK_BYTES`` a call: a long line is never held whole, and nothing is added to it."""
+    with stream:
+        fd = stream.fileno()
+        while True:
+            try:
+                chunk = os.read(fd, CHUNK_BYTES)
+            except OSError:
+                return
+            if not chunk:
+                return
+            try:
+                callback(chunk)
             except Exception:
                 log.debug("the output callback failed", exc_info=True)
 

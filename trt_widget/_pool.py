@@ -58,6 +58,8 @@ class Worker:
         self.events = events
         self.pid = process.pid
         self.hello = False  # the worker got as far as its entry point
+        self.jobs = 0  # the builds it was given: its first one faults in the memory later ones re-use
+        self.ended_job = 0.0  # time.monotonic() when its last job ended (an idle worker gives its heap back)
         self.idle_timer: threading.Timer | None = None
 
     def alive(self) -> bool:

@@ -188,3 +188,60 @@ def test_a_worker_that_loaded_a_plugin_library_serves_no_later_build(
     first = Build(small, plugins=[lib], history=False).start()
     # before: the probe failed with "leaked: ... plugin library is registered here"
     _retired_then_a_new_worker(first, cell["probe_plugins"], wait_until, "the worker that loaded the plugin to end")
+
+
+# The one NVIDIA difference, reproduced in every builder process started with it (a sitecustomize.py on PYTHONPATH):
+# constructing a Builder creates a CUDA context (docs/gpu.md). Each construction is recorded with whether a job's
+# build made it inside ``_on_device`` (on the job's device) or something else did (no job asked for a context).
+FAKE_CONTEXT = """
+import os, traceback
+
+def _install():
+    log = os.environ.get("TRT_WIDGET_TEST_CONTEXT_LOG")
+    for name in ("tensorrt_rtx", "tensorrt_rtx_bindings"):
+        try:
+            module = __import__(name)
+        except ImportError:
+            continue
+        real = module.Builder
+
+        def Builder(*args, _real=real, **kwargs):
+            inside = "_build_on_device" in [frame.name for frame in traceback.extract_stack()]
+            with open(log, "a") as handle:
+                handle.write(f"{os.getpid()} {'job' if inside else 'outside-a-job'}\\n")
+            return _real(*args, **kwargs)
+
+        module.Builder = Builder
+
+if os.environ.get("TRT_WIDGET_TEST_CONTEXT_LOG"):
+    _install()
+"""
+
+
+def test_a_retired_workers_successor_creates_no_cuda_context_before_its_first_job(
+    small: bytes, wait_until: WaitUntil, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    """Adversary 10 F8: a warm-up build before ``Hello`` made the successor of a worker retired for its CUDA context
+    create one again at once (the notebook's PyTorch never got the memory back), on the current device rather than
+    the job's. A successor constructs no Builder until a job does, inside ``_on_device``."""
+    import os
+
+    (tmp_path / "sitecustomize.py").write_text(FAKE_CONTEXT)
+    log = tmp_path / "contexts.log"
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv("TRT_WIDGET_TEST_CONTEXT_LOG", str(log))
+    monkeypatch.setattr(_process, "HOLDS_CUDA_CONTEXT", frozenset({trt_widget.select_backend()[0]}))
+    _pool.shutdown_workers()  # the next builder processes start with the fake
+    first = Build(small, history=False).start()
+    assert first.wait(180) == "succeeded", first.error
+    wait_until(lambda: _ended(first.child_pid), timeout=30, what="the worker holding the context to end")
+    wait_until(lambda: _pool.pool.idle_pids(), timeout=120, what="its successor, started before any job")
+    successor = _pool.pool.idle_pids()[0]
+    second = Build(small, history=False).start()  # a warm-up before Hello would have run before this job
+    assert second.wait(180) == "succeeded", second.error
+    assert second.child_pid == successor
+    lines = log.read_text().split()
+    records = list(zip(lines[::2], lines[1::2], strict=True))
+    assert (str(first.child_pid), "job") in records  # the fake is in force: a job's Builder is seen
+    assert [kind for pid, kind in records if pid == str(successor)] == ["job"], records
+    assert all(kind == "job" for _pid, kind in records), records

@@ -400,7 +400,8 @@ class BuildMatrix:
 
     def compare(self, baseline: int = 0) -> DataFrame | list[dict[str, object]]:
         """Differences against build ``baseline``: build time, engine size, and seconds per phase name. Its
-        ``build_s`` leaves out the builder process's start-up (``start_up_s``), which ``results()`` includes."""
+        ``build_s`` leaves out the builder process's start-up (``start_up_s``), which ``results()`` includes;
+        ``cold_builder`` marks a builder process's first build, whose phases hold one-time costs (fresh memory)."""
         rows = compare_rows(self.cells, baseline)
         return as_table(rows, list(rows[0]) if rows else [])
 

@@ -48,6 +48,8 @@ class ComparedBuild(TypedDict):
     status: BuildStatus
     build_s: float | None  # None: never started (stopped while queued), no time to compare
     start_up_s: float  # the builder process's start-up this build waited for, left out of build_s
+    # its builder process's first build: one-time costs inside its phases (fresh memory), unlike a warm build's
+    cold_builder: bool
     engine_size: int | None
     phases: dict[str, float]
     engine: dict[str, JSON] | None
@@ -159,7 +161,8 @@ def as_table(rows: list[Row], columns: list[str]) -> DataFrame | list[Row]:
 def comparison(cells: Sequence[Cell]) -> Comparison:
     """Per build: status, build time, engine size and inclusive seconds per phase name (for the widget, which
     computes differences against the baseline the user picks). The builder process's start-up is left out of
-    both: the first build pays a cold worker's start, which says nothing about its variant."""
+    both: the first build pays a cold worker's start, which says nothing about its variant. ``cold_builder`` marks
+    a builder process's first build, whose phases also hold one-time costs (the first use of its memory)."""
     builds: list[ComparedBuild] = []
     for cell in cells:
         started = cell.build.status != "idle" and cell.build.started_building
@@ -173,6 +176,7 @@ def comparison(cells: Sequence[Cell]) -> Comparison:
                 "status": cell.build.status,
                 "build_s": round(max(cell.build.elapsed_s - start_up, 0.0), 4) if started else None,
                 "start_up_s": round(start_up, 4),
+                "cold_builder": cell.build.cold_builder,
                 "engine_size": cell.build.engine_size,
                 "phases": {k: round(v, 4) for k, v in phases.items()},
                 "engine": _engine_brief(cell.build),
@@ -242,6 +246,7 @@ def compare_rows(cells: Sequence[Cell], baseline: int) -> list[dict[str, object]
             "build_s": b["build_s"],
             "d_build_s": round(mine - theirs, 4) if mine is not None and theirs is not None else None,
             "start_up_s": b["start_up_s"],  # left out of build_s (the results' build_s includes it)
+            "cold_builder": b["cold_builder"],  # may include one-time costs: a difference that says little
             "engine_bytes": b["engine_size"],
             "d_engine_bytes": (
                 b["engine_size"] - base["engine_size"]

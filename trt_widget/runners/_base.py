@@ -48,6 +48,9 @@ class RunContext:
     on_waiting: Callable[[str], None] = field(default=lambda _what: None)
     # the size of an engine the build reports but does not hold (a replayed recording's, a watched build's)
     on_engine_size: Callable[[int], None] = field(default=lambda _size: None)
+    # the builder process has built nothing yet, or gave its memory back while idle: this build pays one-time
+    # costs inside TensorRT's phases (faulting in fresh memory), which a build right after another does not
+    on_cold_builder: Callable[[], None] = field(default=lambda: None)
 
     @property
     def graceful_s(self) -> float:

@@ -7,9 +7,10 @@ import { escapeControls, fmtBytes, fmtDelta, fmtDuration, num, str } from "../sh
 
 /**
  * @typedef {{id: number, model: string, variant: string, status: string, build_s: number | null, start_up_s: number,
- *   engine_size: number | null, phases: Record<string, number>}} Compared
+ *   cold_builder: boolean, engine_size: number | null, phases: Record<string, number>}} Compared
  *   build_s leaves out start_up_s, the builder process's start-up (a row's elapsed time includes it); null: the
- *   build never started (stopped while queued), so it has no time and no differences
+ *   build never started (stopped while queued), so it has no time and no differences. cold_builder: its builder
+ *   process had built nothing yet or had given its memory back while idle: its phases hold one-time costs
  */
 
 /**
@@ -32,6 +33,7 @@ export function readComparison(value) {
       status: str(b.status),
       build_s: typeof b.build_s === "number" ? num(b.build_s) : null,
       start_up_s: num(b.start_up_s),
+      cold_builder: b.cold_builder === true,
       engine_size: typeof b.engine_size === "number" ? b.engine_size : null,
       phases,
     });
@@ -65,9 +67,10 @@ const UNFINISHED = ["failed", "cancelled"];
  * @param {Compared} b
  * @param {Compared} base
  * @param {number} longest
+ * @param {boolean} mixed some compared builds were their builder process's first and some were not
  * @returns {HTMLTableRowElement}
  */
-function compareRow(b, base, longest) {
+function compareRow(b, base, longest, mixed) {
   const tr = h("tr", b.id === base.id ? "trtw-mx-base" : "", { "data-build": String(b.id) });
   const time = h("td", "trtw-mono");
   const bar = h("div", "trtw-mx-timebar");
@@ -88,13 +91,20 @@ function compareRow(b, base, longest) {
     b.build_s !== null && base.build_s !== null && !UNFINISHED.includes(b.status) && !UNFINISHED.includes(base.status);
   const dSize = b.engine_size !== null && base.engine_size !== null ? b.engine_size - base.engine_size : null;
   const sizeDelta = dSize === null || same ? "" : `${dSize >= 0 ? "+" : "\u2212"}${fmtBytes(Math.abs(dSize))}`;
-  const phases = same
+  const diffs = same
     ? "baseline"
     : !both
       ? ""
       : phaseDiffs(b, base)
           .map(([n, d]) => `${n} ${fmtDelta(d)}`)
           .join(", ");
+  // identical variants: the first build of a new or idle builder process is slower for reasons no variant causes
+  const cold = mixed && b.cold_builder && b.build_s !== null;
+  const phases = cold ? `${FIRST_BUILD}${diffs ? `; ${diffs}` : ""}` : diffs;
+  if (cold) {
+    tr.classList.add("trtw-mx-first-build");
+    tr.title = `${FIRST_BUILD} (${FIRST_WHY})`;
+  }
   const cells = [
     b.model,
     b.variant,
@@ -121,8 +131,12 @@ function compareRow(b, base, longest) {
 // what the comparison's times leave out, so that they differ from the rows' elapsed times for a reason it says
 const EXCLUDED =
   "Build times leave out starting the builder process (start-up), which the rows' elapsed times include: it says nothing " +
-  "of a variant (a fresh builder process also builds once before it is ready, so TensorRT's first build in a " +
-  "process is not charged to the first variant)";
+  "of a variant";
+// a build that was its builder process's first: its phases hold one-time costs a later build does not pay
+const FIRST_BUILD = "first build in a new or idle builder process: may include one-time costs";
+const FIRST_WHY =
+  "its phases first use memory that a build right after it in the same process re-uses, about 0.1-0.3 s for a " +
+  "ResNet-50 on a CPU; a difference from a warm build says little about its variant";
 
 /**
  * Fill `container` with the comparison of `builds` against the baseline `baselineId` (default: the first that
@@ -137,7 +151,11 @@ export function renderComparison(container, builds, baselineId, onBaseline) {
   container.replaceChildren();
   if (builds.length === 0) return null;
   const done = builds.filter((b) => b.status === "succeeded");
-  const base = builds.find((b) => b.id === baselineId) || done[0] || builds[0];
+  const started = builds.filter((b) => b.build_s !== null);
+  const mixed = started.some((b) => b.cold_builder) && started.some((b) => !b.cold_builder);
+  // by default a warm build is the baseline: against a cold first build every other variant looks faster
+  const base =
+    builds.find((b) => b.id === baselineId) || done.find((b) => !mixed || !b.cold_builder) || done[0] || builds[0];
   const head = h("div", "trtw-mx-compare-head");
   const title = h("span", "trtw-mx-title");
   title.textContent = "Comparison";
@@ -173,9 +191,10 @@ export function renderComparison(container, builds, baselineId, onBaseline) {
   }
   table.append(hr);
   const longest = Math.max(...builds.map((b) => b.build_s ?? 0), 1e-9);
-  for (const b of builds) table.append(compareRow(b, base, longest));
+  for (const b of builds) table.append(compareRow(b, base, longest, mixed));
   const note = h("div", "trtw-detail trtw-mx-compare-note");
-  note.textContent = `${EXCLUDED}.`;
+  const firsts = builds.filter((b) => mixed && b.cold_builder && b.build_s !== null);
+  note.textContent = `${EXCLUDED}.${firsts.length ? ` Rows marked "${FIRST_BUILD}": ${FIRST_WHY}.` : ""}`;
   container.append(head, table, note);
   return base.id;
 }

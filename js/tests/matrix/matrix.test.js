@@ -235,6 +235,31 @@ describe("comparison", () => {
     expect(el.querySelector(".trtw-mx-compare-note").textContent).toContain("leave out starting the builder process");
   });
 
+  it("marks a builder process's first build among warm ones and compares against a warm one (issue 39, 18)", () => {
+    const { model, el } = render({ rows_json: "[]", comparison_json: "" });
+    // three identical variants: the first ran in a fresh builder process (its phases held one-time costs)
+    const same = { model: "m", status: "succeeded", engine_size: 1000, start_up_s: 0 };
+    const identical = [
+      { ...same, id: 0, variant: "a", build_s: 1.1, cold_builder: true, phases: { X: 0.9 } },
+      { ...same, id: 1, variant: "b", build_s: 0.72, cold_builder: false, phases: { X: 0.6 } },
+      { ...same, id: 2, variant: "c", build_s: 0.78, cold_builder: false, phases: { X: 0.65 } },
+    ];
+    model.set("comparison_json", JSON.stringify({ builds: identical }));
+    const rows = el.querySelectorAll(".trtw-mx-compare-table tr[data-build]");
+    expect(rows[1].textContent).toContain("baseline"); // the first warm build, not the cold one
+    expect(rows[0].textContent).toContain("first build in a new or idle builder process: may include one-time costs");
+    expect(rows[0].classList.contains("trtw-mx-first-build")).toBe(true);
+    expect(rows[2].textContent).not.toContain("first build");
+    expect(el.querySelector(".trtw-mx-compare-note").textContent).toContain(
+      "first build in a new or idle builder process",
+    );
+    // every build a first one (a builder process per build): alike, nothing to mark
+    const { model: m2, el: el2 } = render({ rows_json: "[]", comparison_json: "" });
+    m2.set("comparison_json", JSON.stringify({ builds: identical.map((b) => ({ ...b, cold_builder: true })) }));
+    expect(el2.querySelector(".trtw-mx-compare-table").textContent).not.toContain("first build");
+    expect(el2.querySelectorAll(".trtw-mx-compare-table tr[data-build]")[0].textContent).toContain("baseline");
+  });
+
   it("phaseDiffs and the readers tolerate anything", () => {
     const [a, b] = readComparison(builds);
     expect(phaseDiffs(b, a)).toEqual([

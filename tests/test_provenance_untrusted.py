@@ -271,7 +271,7 @@ def test_a_bundle_packs_the_external_data_inside_the_model_folder(tmp_path: Path
     )
     assert done.returncode == 0, done.stderr[-2000:]
     with zipfile.ZipFile(target) as archive:
-        assert archive.read("model/real.bin") == b"\x00" * 16, archive.namelist()
+        assert archive.read("model/w.bin") == b"\x00" * 16, archive.namelist()
 
 
 @pytest.mark.parametrize("name", [".", "/", "sub/.."])

@@ -274,6 +274,26 @@ def test_a_bundle_packs_the_external_data_inside_the_model_folder(tmp_path: Path
         assert archive.read("model/w.bin") == b"\x00" * 16, archive.namelist()
 
 
+def test_a_bundle_packs_external_data_whose_name_is_not_utf8(tmp_path: Path) -> None:
+    """A model naming a data file whose name is not UTF-8 (``w\\xff.bin``, a valid Linux name): the bundle was not
+    written at all ("cannot write the bundle: ... surrogates not allowed", from the README and the member's name).
+    It is written, the file packed under its name escaped."""
+    import zipfile
+
+    model = tmp_path / "m.onnx"
+    model.write_bytes(_naming("wQ.bin").replace(b"wQ.bin", b"w\xff.bin"))  # same length: the protobuf holds
+    with open(os.path.join(os.fsencode(tmp_path), b"w\xff.bin"), "wb") as handle:
+        handle.write(b"\x07" * 16)
+    target = tmp_path / "b.zip"
+    done = subprocess.run(
+        [*CLI, "bundle", str(model), "--include-model", "-o", str(target)], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    with zipfile.ZipFile(target) as archive:
+        assert archive.read("model/w\\xff.bin") == b"\x07" * 16, archive.namelist()
+        assert "model/w\\xff.bin" in archive.read("README.txt").decode()
+
+
 @pytest.mark.parametrize("name", [".", "/", "sub/.."])
 def test_check_of_a_folder_whose_name_is_empty_is_said_not_a_traceback(tmp_path: Path, name: str) -> None:
     """Eighth re-run: ``trt-widget check .`` (or ``/``) ended in a ValueError traceback ("has an empty name", from

@@ -216,7 +216,7 @@ def write_bundle(
         output_stream(target, "bundle", build) as handle,
         zipfile.ZipFile(handle, "w", zipfile.ZIP_DEFLATED) as archive,
     ):
-        archive.writestr("README.txt", readme)
+        archive.writestr("README.txt", readme.encode("utf-8", "backslashreplace"))
         for name, data, _what in [*encoded, *members]:
             archive.writestr(name, data)
         for name, real, _size, _what in files:
@@ -241,7 +241,7 @@ def _packable_inputs(build: Build) -> tuple[dict[str, tuple[str, str]], list[str
     if not os.path.isfile(real_model):
         return {}, []
     what = "the model file itself" if source.kind == "path" else "the recording itself"
-    inputs = {os.path.basename(os.path.normpath(given)): (real_model, what)}
+    inputs = {_member_name(os.path.basename(os.path.normpath(given))): (real_model, what)}
     left_out: list[str] = []
     if source.kind == "recording":
         return inputs, left_out
@@ -255,8 +255,16 @@ def _packable_inputs(build: Build) -> tuple[dict[str, tuple[str, str]], list[str
         if real is None:
             left_out.append(location)
         else:  # a relative name without '..' (allowed_file): the same name is the same file, packed once
-            inputs.setdefault(os.path.normpath(location), (real, f"the model's external data {location!r}"))
+            inputs.setdefault(
+                _member_name(os.path.normpath(location)), (real, f"the model's external data {location!r}")
+            )
     return inputs, left_out
+
+
+def _member_name(name: str) -> str:
+    """``name`` as a zip member may hold it: a file name that is not UTF-8 (bytes decoded as the file system does)
+    escaped (``w\\xff.bin``), so the file is packed (its entry in the README says the name the model uses)."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def _add_file(archive: zipfile.ZipFile, name: str, path: str) -> None:

@@ -224,13 +224,23 @@ def _naming(location: str) -> bytes:
     return to_bytes(model)
 
 
+def _bundled(model: Path, target: Path) -> dict[str, bytes]:
+    """``trt-widget bundle MODEL --include-model -o TARGET`` (it must succeed): each member's bytes by name."""
+    import zipfile
+
+    done = subprocess.run(
+        [*CLI, "bundle", str(model), "--include-model", "-o", str(target)], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    with zipfile.ZipFile(target) as archive:
+        return {name: archive.read(name) for name in archive.namelist()}
+
+
 @pytest.mark.parametrize("how", ["absolute", "dot-dot", "link out"])
 def test_a_bundle_never_packs_a_file_the_model_names_outside_its_folder(tmp_path: Path, how: str) -> None:
     """Eighth re-run: ``bundle --include-model`` copied every file the model named as external data, wherever it
     was (``/home/me/.ssh/id_rsa``, ``../secret``, a link leading out), into the zip made to be shared: the build
     refused that model, its bug report carried the file. Only what the model-file rule lets a build read goes in."""
-    import zipfile
-
     secret = tmp_path / "secret.txt"
     secret.write_bytes(b"TOP SECRET, 0600 " * 4)
     secret.chmod(0o600)
@@ -241,37 +251,36 @@ def test_a_bundle_never_packs_a_file_the_model_names_outside_its_folder(tmp_path
         (folder / "w.bin").symlink_to(secret)
     model = folder / "m.onnx"
     model.write_bytes(_naming(location))
-    target = tmp_path / "b.zip"
-    done = subprocess.run(
-        [*CLI, "bundle", str(model), "--include-model", "-o", str(target)], capture_output=True, text=True, timeout=300
-    )
-    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-2000:]
-    with zipfile.ZipFile(target) as archive:
-        names = archive.namelist()
-        packed = b"".join(archive.read(name) for name in names)
-        readme = archive.read("README.txt").decode()
-    assert b"TOP SECRET" not in packed, names
-    assert "model/m.onnx" in names  # the model itself is packed
+    members = _bundled(model, tmp_path / "b.zip")
+    assert not any(b"TOP SECRET" in data for data in members.values()), list(members)
+    assert "model/m.onnx" in members  # the model itself is packed
+    readme = members["README.txt"].decode()
     assert "left out" in readme and "outside the model's folder" in readme, readme
 
 
 def test_a_bundle_packs_the_external_data_inside_the_model_folder(tmp_path: Path) -> None:
     """What the model-file rule allows (a file beside the model, a link inside the folder) is still packed."""
-    import zipfile
-
     folder = tmp_path / "model"
     (folder / "data").mkdir(parents=True)
     (folder / "data" / "real.bin").write_bytes(b"\x00" * 16)
     (folder / "w.bin").symlink_to("data/real.bin")
     model = folder / "m.onnx"
     model.write_bytes(_naming("w.bin"))
-    target = tmp_path / "b.zip"
-    done = subprocess.run(
-        [*CLI, "bundle", str(model), "--include-model", "-o", str(target)], capture_output=True, text=True, timeout=300
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    with zipfile.ZipFile(target) as archive:
-        assert archive.read("model/real.bin") == b"\x00" * 16, archive.namelist()
+    members = _bundled(model, tmp_path / "b.zip")
+    assert members.get("model/w.bin") == b"\x00" * 16, list(members)
+
+
+def test_a_bundle_packs_external_data_whose_name_is_not_utf8(tmp_path: Path) -> None:
+    """A model naming a data file whose name is not UTF-8 (``w\\xff.bin``, a valid Linux name): the bundle was not
+    written at all ("cannot write the bundle: ... surrogates not allowed", from the README and the member's name).
+    It is written, the file packed under its name escaped."""
+    model = tmp_path / "m.onnx"
+    model.write_bytes(_naming("wQ.bin").replace(b"wQ.bin", b"w\xff.bin"))  # same length: the protobuf holds
+    with open(os.path.join(os.fsencode(tmp_path), b"w\xff.bin"), "wb") as handle:
+        handle.write(b"\x07" * 16)
+    members = _bundled(model, tmp_path / "b.zip")
+    assert members.get("model/w\\xff.bin") == b"\x07" * 16, list(members)
+    assert "model/w\\xff.bin" in members["README.txt"].decode()
 
 
 @pytest.mark.parametrize("name", [".", "/", "sub/.."])

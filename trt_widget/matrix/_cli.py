@@ -17,7 +17,6 @@ import argparse
 import contextlib
 import os
 import signal
-import socket
 import sys
 import threading
 from types import FrameType
@@ -26,6 +25,7 @@ from typing import TYPE_CHECKING, TextIO, cast
 from .._event_sinks import PipeStdout
 from .._files import expand_user
 from .._format import escape_controls, escape_lines
+from .._signals import WakeupListener
 from .._status import INTERRUPTED
 
 if TYPE_CHECKING:
@@ -155,27 +155,17 @@ def _connect_ray(address: str | None) -> bool | None:
 
     # Python runs a handler only when the main thread is back in Python: ray.init can wait in C++ for a raylet the
     # same Ctrl-C ended (the whole foreground group gets it), so a thread hears the signal through the wakeup fd too
-    heard, told = socket.socketpair()
-    told.setblocking(False)
-
-    def listen() -> None:
-        with heard, contextlib.suppress(OSError):
-            while data := heard.recv(64):  # until told closes
-                if signal.SIGINT in data:
-                    interrupted()
-
     previous = signal.signal(signal.SIGINT, on_sigint)
-    previous_fd = signal.set_wakeup_fd(told.fileno(), warn_on_full_buffer=False)
-    threading.Thread(target=listen, name="trt-widget-ray-start-sigint", daemon=True).start()
+    listener = WakeupListener.start(interrupted, "trt-widget-ray-start-sigint")
     try:
         ensure_ray(address, None if not local else {"include_dashboard": False})  # lighter; no one views it
     except Exception as exc:  # BuildError (no Ray), Ray's own start-up and connection errors
         _stderr(f"trt-widget: error: Ray: {exc}")
         return None
     finally:
-        signal.set_wakeup_fd(previous_fd)
         signal.signal(signal.SIGINT, previous)
-        told.close()  # the listener's recv ends (EOF)
+        if listener is not None:
+            listener.close()  # the fd from before back, then ours closed: the listener's thread ends
     return local
 
 

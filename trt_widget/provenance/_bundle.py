@@ -174,12 +174,12 @@ def write_bundle(
     left_out: list[str] = []  # files the model names that the model-file rule forbids a build to read
     if include_model:
         inputs, left_out = _packable_inputs(build)
-        for real, what in inputs.items():
+        for name, (real, what) in inputs.items():
             try:
                 size = os.stat(real).st_size
             except OSError:
                 continue
-            files.append((f"model/{os.path.basename(real)}", real, size, what))
+            files.append((f"model/{name}", real, size, what))
         if build.source.kind == "bytes" and isinstance(build.source.value, bytes):
             members.append(("model/model.onnx", build.source.value, "the model's ONNX bytes"))
         if build.status == "succeeded" and build.engine:
@@ -216,7 +216,7 @@ def write_bundle(
         output_stream(target, "bundle", build) as handle,
         zipfile.ZipFile(handle, "w", zipfile.ZIP_DEFLATED) as archive,
     ):
-        archive.writestr("README.txt", readme)
+        archive.writestr("README.txt", readme.encode("utf-8", "backslashreplace"))
         for name, data, _what in [*encoded, *members]:
             archive.writestr(name, data)
         for name, real, _size, _what in files:
@@ -224,34 +224,47 @@ def write_bundle(
     return target
 
 
-def _packable_inputs(build: Build) -> tuple[dict[str, str], list[str]]:
-    """The files ``include_model`` packs (real path -> what it is): the model file or the recording, and only the
-    external data the model-file rule lets a build read (a file inside the model's folder); and the locations left
-    out. A hostile model naming ``/home/me/.ssh/id_rsa``, ``../secret`` or a link leading out (which its build
-    refuses) must not carry that file into a report made to be shared."""
-    from .._external_data import allowed_file
-    from .._files import build_inputs
+def _packable_inputs(build: Build) -> tuple[dict[str, tuple[str, str]], list[str]]:
+    """The files ``include_model`` packs (name under ``model/`` -> (real path, what it is)), and the locations left
+    out. The model file or the recording goes under its given name (a link's, not its target's: a Hugging Face
+    cache links ``model.onnx`` to ``blobs/<sha256>``), each external-data file under the location the model names,
+    relative to the model's folder, so the unpacked model builds again. Only the data the model-file rule lets a
+    build read is packed (a file inside the model's folder): a hostile model naming ``/home/me/.ssh/id_rsa``,
+    ``../secret`` or a link leading out (which its build refuses) must not carry that file into a shared report."""
+    from .._external_data import allowed_file, file_locations
 
     source = build.source
-    if source.kind != "path" or not isinstance(source.value, str):
-        return build_inputs(build), []
-    model = os.fspath(expand_user(source.value))
-    inputs = {os.path.realpath(model): "the model file itself"}
+    if source.kind not in ("path", "recording") or not isinstance(source.value, str):
+        return {}, []
+    given = os.fspath(expand_user(source.value))
+    real_model = os.path.realpath(given)
+    if not os.path.isfile(real_model):
+        return {}, []
+    what = "the model file itself" if source.kind == "path" else "the recording itself"
+    inputs = {_member_name(os.path.basename(os.path.normpath(given))): (real_model, what)}
     left_out: list[str] = []
+    if source.kind == "recording":
+        return inputs, left_out
     try:
-        from .._external_data import file_locations
-
-        locations = file_locations(os.path.realpath(model))[:10_000]
+        locations = file_locations(real_model)[:10_000]
     except Exception:  # an unreadable model names none here; its build said why
         locations = []
-    folder = os.path.dirname(os.path.abspath(model))
+    folder = os.path.dirname(os.path.abspath(given))
     for location in locations:
         real = allowed_file(location, folder)
         if real is None:
             left_out.append(location)
-        else:
-            inputs.setdefault(real, f"the model's external data {location!r}")
+        else:  # a relative name without '..' (allowed_file): the same name is the same file, packed once
+            inputs.setdefault(
+                _member_name(os.path.normpath(location)), (real, f"the model's external data {location!r}")
+            )
     return inputs, left_out
+
+
+def _member_name(name: str) -> str:
+    """``name`` as a zip member may hold it: a file name that is not UTF-8 (bytes decoded as the file system does)
+    escaped (``w\\xff.bin``), so the file is packed (its entry in the README says the name the model uses)."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def _add_file(archive: zipfile.ZipFile, name: str, path: str) -> None:

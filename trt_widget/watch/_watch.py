@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Generic, TypedDict, TypeVar, cast
 
 from .._files import expand_user, refuse_inputs
 from .._options import BuildOptions
+from .._signals import WakeupListener
 from .._status import LIVE, RUNNING, BuildStatus, log
 from . import _build as _build  # installs the patch's handler
 from . import _patch
@@ -295,7 +296,7 @@ _sigint_before: list[signal._HANDLER] = []  # the handler before the first holde
 # Python runs a signal handler only between bytecodes of the main thread: inside a long TensorRT step, not until
 # the step's callback. The C-level handler writes the signal's number to the wakeup fd at once; a helper thread
 # reading it marks the running builds cancelling then (and passes every byte on to the fd set before, if any).
-_wakeup: list[int] = []  # [our write end, the wakeup fd before] while the holders' handler is installed
+_wakeup: list[WakeupListener] = []  # ours while the holders' handler is installed
 
 
 def _on_sigint(signum: int, frame: FrameType | None) -> None:
@@ -326,33 +327,10 @@ def _hold_sigint(watch: Watch) -> bool:
 
 
 def _watch_wakeup() -> None:
-    """Read SIGINT's arrival from the wakeup fd on a helper thread (main thread; nothing where it cannot)."""
-    if _wakeup:
-        return
-    read, write = os.pipe()
-    try:
-        os.set_blocking(write, False)
-        before = signal.set_wakeup_fd(write, warn_on_full_buffer=False)
-    except (ValueError, OSError):
-        os.close(read)
-        os.close(write)
-        return
-    _wakeup[:] = [write, before]
-    threading.Thread(target=_read_wakeup, args=(read, before), name="trt_widget-watch-wakeup", daemon=True).start()
-
-
-def _read_wakeup(read: int, before: int) -> None:
-    try:
-        while data := os.read(read, 512):
-            if before >= 0:
-                with contextlib.suppress(OSError):
-                    os.write(before, data)
-            if signal.SIGINT in data:
-                _interrupt_now()
-    except OSError:
-        pass
-    finally:
-        os.close(read)
+    """Hear SIGINT's arrival through the wakeup fd on a helper thread (main thread; nothing where it cannot)."""
+    if not _wakeup:
+        listener = WakeupListener.start(_interrupt_now, "trt_widget-watch-wakeup")
+        _wakeup[:] = [listener] if listener is not None else []
 
 
 def _interrupt_now() -> None:
@@ -370,18 +348,9 @@ def _interrupt_now() -> None:
 
 
 def _unwatch_wakeup() -> None:
-    """Put the wakeup fd from before back (main thread); the helper ends when our write end closes."""
-    if not _wakeup:
-        return
-    write, before = _wakeup
-    try:
-        current = signal.set_wakeup_fd(before)
-    except ValueError:  # not the main thread: ours stays, harmless with no holder
-        return
-    if current != write:  # the program set its own since: leave it
-        signal.set_wakeup_fd(current)
-    _wakeup.clear()
-    os.close(write)
+    """Put the wakeup fd from before back (main thread; elsewhere ours stays, harmless with no holder)."""
+    if _wakeup and _wakeup[0].close():
+        _wakeup.clear()
 
 
 def _release_sigint(watch: Watch) -> None:

@@ -146,3 +146,87 @@ def test_a_refused_build_command_is_an_invalid_params_error_without_a_traceback(
     assert process.wait(30) == 0
     stderr = process.stderr.read().decode()
     assert "Traceback" not in stderr, stderr[-3000:]
+
+
+def _framed(body: bytes) -> bytes:
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def test_a_body_that_is_not_a_message_gets_a_json_rpc_error_without_a_traceback(
+    server: tuple[subprocess.Popen[bytes], queue.Queue[dict[str, Any]]],
+) -> None:
+    """Tenth re-run: a body that is not JSON, or JSON that is not a message, got a ``window/showMessage`` "Error in
+    server" and a traceback on stderr, not an answer; a request with ``"id": {"x": 1}`` got -32603 whose
+    ``data.traceback`` listed the server's install paths. Each is answered -32700 or -32600 with id null (JSON-RPC
+    2.0: its id cannot be read), nothing but the code and a sentence, one line on stderr; the next is answered.
+    A request that is invalid otherwise gets its own id back (pygls never answered one for a notification's
+    method, nor one whose params it could not read)."""
+    process, answers = server
+    assert process.stdin is not None and process.stderr is not None
+    process.stdin.write(_message(_request(1, "initialize", {"processId": None, "rootUri": None, "capabilities": {}})))
+    process.stdin.flush()
+    assert "capabilities" in _answer(answers, 1)["result"]
+    process.stdin.write(_message({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+    builds = {"command": "trtWidget.builds"}
+    bad_id = {"jsonrpc": "2.0", "method": "workspace/executeCommand", "params": builds}
+    cases: list[tuple[bytes, int]] = [
+        (b"{not json", -32700),
+        (b'{"jsonrpc": "2.0", "id": 5, "method": "x", "params": {"a": "\xff\x1b[31m"}}', -32700),  # not UTF-8
+        (b"{}", -32600),
+        (b"[1, 2]", -32600),
+        (b"7", -32600),
+        (b'{"jsonrpc": "1.0", "method": "initialized"}', -32600),
+        *((json.dumps({**bad_id, "id": bad}).encode(), -32600) for bad in ({"x": 1}, 1.5, None, True, [2])),
+    ]
+    seen: list[dict[str, Any]] = []
+    for ident, (body, code) in enumerate(cases, 100):
+        process.stdin.write(_framed(body) + _message(_request(ident, "workspace/executeCommand", builds)))
+        process.stdin.flush()
+        while (message := answers.get(timeout=60)).get("id") != ident:  # queue.Empty: the next was never answered
+            seen.append(message)
+        assert message["result"] == {"builds": []}, (body, message)
+        errors = [m for m in seen[-1:] if "error" in m]
+        assert [(e["id"], e["error"]["code"]) for e in errors] == [(None, code)], (body, seen[-3:])
+        assert set(errors[0]["error"]) == {"code", "message"}, errors  # no data: no traceback, no install path
+    opened = {"textDocument": {"uri": "file:///m.py", "languageId": "python", "version": 1, "text": "x"}}
+    echoed: list[tuple[dict[str, Any], int]] = [  # invalid otherwise, with a good id: answered with it
+        ({"jsonrpc": "2.0", "id": 40, "method": "textDocument/didOpen", "params": 5}, -32602),  # params unreadable
+        (_request(41, "textDocument/didOpen", opened), -32600),  # a notification's method: pygls never answered
+        (_request(42, "workspace/executeCommand", {"command": "trtWidget.nope"}), -32602),  # a traceback on stderr
+    ]
+    for message, code in echoed:
+        process.stdin.write(_message(message))
+        process.stdin.flush()
+        error = _answer(answers, message["id"])["error"]
+        assert error["code"] == code and set(error) == {"code", "message"}, (message, error)
+    assert not [m for m in seen if m.get("method") == "window/showMessage"], seen
+    process.stdin.write(_message(_request(99, "shutdown", {})) + _message({"jsonrpc": "2.0", "method": "exit"}))
+    process.stdin.close()
+    assert process.wait(30) == 0
+    stderr = process.stderr.read().decode()
+    assert "Traceback" not in stderr and "\x1b" not in stderr, stderr[-3000:]
+    assert len([line for line in stderr.splitlines() if "lsp: answered" in line]) == len(cases) + 2, stderr[-3000:]
+
+
+def test_an_internal_error_reaches_the_editor_without_a_traceback() -> None:
+    """pygls answers a handler's unexpected exception with -32603 whose ``data.traceback`` lists the server's
+    install paths; the editor gets the message only (the traceback stays on the server's stderr)."""
+    import io
+
+    from pygls.io_ import StdoutWriter
+
+    from trt_widget.lsp._server import _dispatch, create_server
+
+    server = create_server()
+
+    @server.command("test.unexpected")
+    def unexpected(ls: Any, *arguments: object) -> None:  # a handler's bug, as pygls reports any
+        raise RuntimeError("a bug in a handler")
+
+    sent = io.BytesIO()
+    server.protocol.set_writer(StdoutWriter(sent))
+    params = {"command": "test.unexpected", "arguments": []}
+    _dispatch(server.protocol, json.dumps(_request(7, "workspace/executeCommand", params)).encode())
+    answer = json.loads(sent.getvalue().split(b"\r\n\r\n", 1)[1])
+    assert answer["id"] == 7 and answer["error"]["code"] == -32603, answer
+    assert "a bug in a handler" in answer["error"]["message"] and "data" not in answer["error"], answer

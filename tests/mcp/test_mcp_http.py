@@ -281,3 +281,35 @@ def test_the_sdk_client_with_a_wrong_token_cannot_connect(server: Any, run_async
     with pytest.raises(BaseException) as caught:  # an ExceptionGroup from the client's task group
         run_async(main)
     assert "MCPError" in repr(caught.value) and "Server returned an error response" in repr(caught.value)
+
+
+def test_a_request_whose_id_is_not_a_string_or_an_integer_is_refused_and_runs_nothing(
+    agent_models: dict[str, Path], tmp_path: Path
+) -> None:
+    """The SDK took a request whose id is an object, a fraction, null or a bool for a notification: 202 and no
+    answer, while the client waits for one. It is refused with JSON-RPC's -32600 (id null); no tool runs."""
+    with HttpServerThread() as fresh:
+        headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
+                   "Authorization": f"Bearer {fresh.token}"}  # fmt: skip
+        hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}
+        first = httpx.post(fresh.url, json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello},
+                           headers=headers, timeout=30)  # fmt: skip
+        assert first.status_code == 200, first.text
+        headers["mcp-session-id"] = first.headers["mcp-session-id"]
+        headers["mcp-protocol-version"] = "2025-06-18"
+        ready = httpx.post(fresh.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                           headers=headers, timeout=30)  # fmt: skip
+        assert ready.status_code == 202
+        output = tmp_path / "x.engine"
+        start = {"name": "start_build", "arguments": {"model": str(agent_models["small"]), "output": str(output)}}
+        for bad in [{"a": 1}, 1.5, None, True]:
+            refused = httpx.post(fresh.url, json={"jsonrpc": "2.0", "id": bad, "method": "tools/call", "params": start},
+                                 headers=headers, timeout=30)  # fmt: skip
+            assert refused.status_code == 400, refused.text
+            answer = refused.json()
+            assert (answer["jsonrpc"], answer["id"], answer["error"]["code"]) == ("2.0", None, -32600), answer
+            assert "id must be a string or an integer" in answer["error"]["message"]
+        listed = httpx.post(fresh.url, headers=headers, timeout=30, json={"jsonrpc": "2.0", "id": 2,
+                            "method": "tools/call", "params": {"name": "list_builds", "arguments": {}}})  # fmt: skip
+        assert listed.status_code == 200 and '"builds":[]' in listed.text.replace(" ", ""), listed.text
+    assert not output.exists()

@@ -6,9 +6,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import queue
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -322,3 +324,46 @@ def test_a_model_path_naming_a_user_that_does_not_exist_is_a_tool_error(run_asyn
 
     reply = run_async(main)
     assert reply.is_error and "cannot expand '~no-such-user-trt': no such user" in reply.content[0].text, reply
+
+
+def test_a_request_whose_id_is_not_a_string_or_an_integer_is_refused_at_once(
+    agent_models: dict[str, Path], tmp_path: Path
+) -> None:
+    """The SDK read a request whose id is an object, a fraction, null or a bool as a notification: never answered
+    (the client waited for ever), and a ``tools/call`` would have been dispatched as one. Each is answered -32600
+    (id null: it cannot be echoed as MCP's id), nothing runs, and the next request is answered. A request that is
+    invalid otherwise but has a good id gets that id back, so its client can match the error."""
+    with _raw_server("-m", "trt_widget", "mcp") as (server, stdin, stdout, stderr):
+        send = _sender(stdin)
+        assert "result" in json.loads(_initialize(send, stdout))
+        lines: queue.Queue[bytes] = queue.Queue()
+
+        def pump() -> None:
+            for line in iter(stdout.readline, b""):
+                lines.put(line)
+
+        pumping = threading.Thread(target=pump, daemon=True)
+        pumping.start()
+
+        def next_answer() -> dict[str, Any]:
+            answer: dict[str, Any] = json.loads(lines.get(timeout=60))  # an answer is due at once; bound a hang
+            return answer
+
+        output = tmp_path / "x.engine"
+        start = {"name": "start_build", "arguments": {"model": str(agent_models["small"]), "output": str(output)}}
+        for n, bad in enumerate([{"a": 1}, 1.5, None, True, 2.0, [3]]):
+            send({"jsonrpc": "2.0", "id": bad, "method": "tools/call", "params": start})
+            refused = next_answer()
+            assert (refused.get("id", "absent"), refused.get("error", {}).get("code")) == (None, -32600), refused
+            send({"jsonrpc": "2.0", "id": 100 + n, "method": "ping"})
+            assert next_answer() == {"jsonrpc": "2.0", "id": 100 + n, "result": {}}
+        send({"jsonrpc": "2.0", "id": 200, "method": "ping", "params": [1]})
+        assert (refused := next_answer())["id"] == 200 and refused["error"]["code"] == -32600, refused
+        send({"jsonrpc": "2.0", "id": 201, "method": "tools/call", "params": {"name": "list_builds", "arguments": {}}})
+        assert next_answer()["result"]["structuredContent"]["builds"] == []  # no tool ran for a refused request
+        stdin.close()
+        assert server.wait(30) == 0
+        pumping.join(30)  # at the end of stdout: nothing reads the pipe as it is closed
+        console = stderr.read().decode()
+    assert not output.exists()
+    assert console.count("answered a request whose id") == 6, console  # one line each

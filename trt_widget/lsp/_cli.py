@@ -6,11 +6,15 @@ import argparse
 import logging
 import sys
 import time
-from typing import TYPE_CHECKING, BinaryIO, cast
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from .._format import escape_controls, escape_lines
 
 if TYPE_CHECKING:
     from ..mcp import BuildRegistry
 
+ExcInfo = tuple[type[BaseException], BaseException, TracebackType | None] | tuple[None, None, None]
 STOP_WAIT_S = 5.0  # after the client went: how long running builds get to end (a stop takes ~0.2 s)
 
 
@@ -24,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Serve over stdio; once the client is gone, stop what still builds and return 0."""
     try:
-        from ._server import create_server
+        from ._server import create_server, serve_io
     except ImportError as exc:
         print(f'trt-widget lsp: error: needs its extra: pip install "trt_widget[lsp]" ({exc})', file=sys.stderr)
         return 2
@@ -36,7 +40,9 @@ def run(args: argparse.Namespace) -> int:
     if max_concurrent < 1:
         print(f"trt-widget lsp: error: --max-concurrent must be at least 1, got {max_concurrent}", file=sys.stderr)
         return 2
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    console = logging.StreamHandler(sys.stderr)
+    console.setFormatter(_Escaped(logging.BASIC_FORMAT))
+    logging.basicConfig(level=logging.WARNING, handlers=[console])
     channel = take_stdout()  # builder processes and native libraries cannot write on the protocol channel
     builds = BuildRegistry(max_concurrent=max_concurrent)
     server = create_server(builds)
@@ -46,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         lambda: _stop(builds, "interrupted (Ctrl-C)"),
     )
     try:
-        server.start_io(cast("BinaryIO", FramedInput(sys.stdin.buffer)), channel)  # pygls reads lines and bytes only
+        serve_io(server, FramedInput(sys.stdin.buffer), channel)
     finally:
         _stop(builds, "the editor went away")
     return 0
@@ -58,3 +64,14 @@ def _stop(builds: BuildRegistry, reason: str) -> None:
     deadline = time.monotonic() + STOP_WAIT_S
     for entry in builds.entries():
         entry.build.wait(max(deadline - time.monotonic(), 0.0))
+
+
+class _Escaped(logging.Formatter):
+    """Log lines on the editor's output panel with the client's text escaped: one line a record (a traceback keeps
+    its lines), no control character from a message."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        return escape_controls(super().formatMessage(record))
+
+    def formatException(self, ei: ExcInfo) -> str:
+        return escape_lines(super().formatException(ei))

@@ -43,6 +43,14 @@ class FramedInput:
 
     def _next(self) -> bool:
         """Append the next well-formed message to the buffer; False at the end of the input."""
+        body = self.body()
+        if body is None:
+            return False
+        self._buffer += b"Content-Length: %d\r\n\r\n" % len(body) + body
+        return True
+
+    def body(self) -> bytes | None:
+        """The body of the next well-formed message; None at the end of the input."""
         while not self._eof:
             length: int | None = None
             headers = False
@@ -50,7 +58,7 @@ class FramedInput:
                 line = self._line()
                 if not line:
                     self._eof = True
-                    return False
+                    return None
                 if not line.strip():  # the end of a header block
                     if headers:
                         break
@@ -67,15 +75,14 @@ class FramedInput:
             if length > self.max_body:
                 log.warning("lsp: skipped a message of %d bytes (at most %d)", length, self.max_body)
                 if not self._skip(length):
-                    return False
+                    return None
                 continue
             body = self.raw.read(length)
             if len(body) < length:
                 self._eof = True
-                return False
-            self._buffer += b"Content-Length: %d\r\n\r\n" % length + body
-            return True
-        return False
+                return None
+            return body
+        return None
 
     def _line(self) -> bytes:
         """The next header line, or its last MAX_LINE bytes when longer (where a ``Content-Length`` after a

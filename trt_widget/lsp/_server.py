@@ -11,14 +11,24 @@ every build ended. Handlers wait through :mod:`trt_widget._follow`, never blocki
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import re
+import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcInvalidParams
+from pygls.exceptions import (
+    JsonRpcException,
+    JsonRpcInternalError,
+    JsonRpcInvalidParams,
+    JsonRpcInvalidRequest,
+    JsonRpcParseError,
+)
+from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path, to_fs_path
 
 from .. import __version__
@@ -27,6 +37,7 @@ from ..mcp import PROGRESS_INTERVAL_S, BadInput, BuildDescription, BuildRegistry
 
 if TYPE_CHECKING:
     from .. import Build
+    from ._framing import FramedInput
 
 log = logging.getLogger("trt_widget.lsp")
 BUILD, STOP, BUILDS = "trtWidget.build", "trtWidget.stop", "trtWidget.builds"
@@ -42,9 +53,13 @@ class Refused(JsonRpcInvalidParams):
 
 
 def _one_line(record: logging.LogRecord) -> bool:
-    """pygls logs every exception a command raises with its traceback: a refused input is one warning line."""
+    """pygls logs every exception a command raises with its traceback: a refused input (ours, or pygls's unknown
+    command) is one warning line. Its
+    "Unable to deserialize message" and the traceback in it are dropped: ``_dispatch`` logs one line instead."""
+    if isinstance(record.msg, str) and record.msg.startswith("Unable to deserialize message"):
+        return False
     exc = record.exc_info[1] if record.exc_info else None
-    if isinstance(exc, Refused):
+    if isinstance(exc, JsonRpcInvalidParams):  # Refused is one
         record.msg, record.args, record.exc_info, record.exc_text = "refused: %s", (exc.message,), None, None
         record.levelno, record.levelname = logging.WARNING, "WARNING"
     return True
@@ -97,7 +112,7 @@ def create_server(
 ) -> LanguageServer:
     """A pygls ``LanguageServer`` with the trtWidget commands."""
     builds = registry if registry is not None else BuildRegistry()
-    server = LanguageServer("trt-widget", __version__)
+    server = LanguageServer("trt-widget", __version__, protocol_cls=_Protocol)
     _log_refusals_in_one_line()
     commands: set[asyncio.Future[object]] = set()  # trtWidget.build requests not yet answered
 
@@ -218,3 +233,106 @@ def create_server(
             await asyncio.wait(list(commands), timeout=SHUTDOWN_WAIT_S)
 
     return server
+
+
+class _Protocol(LanguageServerProtocol):
+    """pygls's protocol, whose error answers carry no Python traceback: pygls puts one in ``data`` of every
+    internal error (-32603), with the server's install paths; the editor gets the message, stderr the rest."""
+
+    def _send_response(
+        self, msg_id: int | str | None, result: object = None, error: types.ResponseError | None = None
+    ) -> None:
+        if error is not None and isinstance(error.data, dict) and "traceback" in error.data:
+            error = types.ResponseError(code=error.code, message=error.message)
+        super()._send_response(msg_id, result, error)  # type: ignore[arg-type]  # pygls: msg_id is MsgId
+
+
+def serve_io(server: LanguageServer, framed: FramedInput, channel: BinaryIO) -> None:
+    """pygls's ``start_io`` with each body read here (``_dispatch``): pygls answers a body that is not a message
+    with a ``window/showMessage`` and a traceback on stderr, and a request with an object id with a traceback."""
+    stop = threading.Event()
+    server._stop_event = stop  # pygls's shutdown() ends the loop through it
+    server.protocol.set_writer(StdoutWriter(channel))
+
+    async def read() -> None:
+        loop = asyncio.get_running_loop()
+        while not stop.is_set():
+            body = await loop.run_in_executor(server.thread_pool, framed.body)
+            if body is None:
+                return
+            _dispatch(server.protocol, body)
+
+    try:
+        asyncio.run(read())
+    except BrokenPipeError:
+        log.warning("lsp: the editor closed the connection")
+    except (KeyboardInterrupt, SystemExit):  # SystemExit: pygls's exit notification
+        pass
+    finally:
+        server.shutdown()  # type: ignore[no-untyped-call]  # pygls: untyped
+
+
+def _dispatch(protocol: LanguageServerProtocol, body: bytes) -> None:
+    """Hand one body to pygls, or answer it as JSON-RPC 2.0 says, with one line on stderr and nothing of the
+    body echoed but a request's own id: not JSON -32700, not a message -32600 (id null: it cannot be read), a
+    request whose params pygls cannot read -32602 (a notification's: logged only), a request for a method that is
+    a notification (``textDocument/didOpen`` with an id) -32600."""
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        _refuse(protocol, None, JsonRpcParseError(), "a body that is not JSON")
+        return
+    problem = _not_a_message(data)
+    if problem:
+        _refuse(protocol, _request_id(data), JsonRpcInvalidRequest(), problem)
+        return
+    try:
+        message = protocol.structure_message(data)
+    except Exception as exc:
+        error = exc if isinstance(exc, JsonRpcException) else JsonRpcInternalError()
+        if "method" in data and "id" in data:
+            _refuse(protocol, data["id"], error, "a request whose params cannot be read")
+        else:
+            log.warning(
+                "lsp: dropped a %s whose fields cannot be read", "notification" if "method" in data else "response"
+            )
+        return
+    if "method" in data and "id" in data and not hasattr(message, "id"):  # pygls would handle it, never answer
+        _refuse(protocol, data["id"], JsonRpcInvalidRequest(), "a request for a notification's method")
+        return
+    protocol.handle_message(message)
+
+
+def _refuse(protocol: LanguageServerProtocol, msg_id: int | str | None, error: JsonRpcException, what: str) -> None:
+    """Answer with ``error``'s code and message only, ``"id": null`` included (pygls's own answer omits it)."""
+    log.warning("lsp: answered %s (%d)", what, error.code)
+    answer = {"jsonrpc": "2.0", "id": msg_id, "error": {"code": error.code, "message": error.message}}
+    protocol._send_data(answer)
+
+
+def _good_id(value: object) -> bool:
+    """An id MCP's and LSP's JSON-RPC allow: a string, or an integer that is not a bool."""
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def _not_a_message(data: object) -> str:
+    """Why ``data`` is not a JSON-RPC 2.0 request, notification or response; empty when it is one."""
+    if not isinstance(data, dict) or data.get("jsonrpc") != "2.0":
+        return "a body that is not a JSON-RPC 2.0 message"
+    if "method" in data:
+        if not isinstance(data["method"], str):
+            return "a message whose method is not a string"
+        if "id" in data and not _good_id(data["id"]):
+            return "a request whose id is not a string or an integer"
+        return ""
+    if "id" in data and ("result" in data or "error" in data):
+        return "" if _good_id(data["id"]) or (data["id"] is None and "error" in data) else "a response with a bad id"
+    return "a body that is not a JSON-RPC 2.0 message"
+
+
+def _request_id(data: object) -> int | str | None:
+    """The id of a request that is otherwise invalid, when it is a good one (its client can match the error)."""
+    if isinstance(data, dict) and isinstance(data.get("method"), str) and _good_id(data.get("id")):
+        found: int | str = data["id"]
+        return found
+    return None

@@ -4,6 +4,7 @@ constant time, as ``trt-widget serve``); 127.0.0.1 unless told otherwise."""
 from __future__ import annotations
 
 import json
+import logging
 import secrets
 import socket
 import sys
@@ -12,6 +13,7 @@ import time
 from typing import TYPE_CHECKING, TypedDict
 
 from .._files import read_small_text
+from ._jsonrpc import bad_request_id, json_members
 from ._stream import STREAM_KEY, RequestStream
 
 if TYPE_CHECKING:
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
 
 
 PATH = "/mcp"
+log = logging.getLogger("trt_widget.mcp")
 
 
 class TokenError(ValueError):
@@ -72,6 +75,13 @@ class BearerAuth:
             await send({"type": "http.response.body", "body": body})
             return
         stream = RequestStream()
+        if scope.get("method") == "POST":  # the SDK reads the whole body too (``request.body()``)
+            body, receive = await _buffered(receive)
+            if bad_request_id(json_members(body)):  # the SDK would take it for a notification: 202, never answered
+                log.warning("mcp: answered a request whose id is not a string or an integer")
+                error = {"code": -32600, "message": "Invalid Request: a request's id must be a string or an integer"}
+                await _send_json(send, 400, {"jsonrpc": "2.0", "id": None, "error": error})
+                return
 
         async def tracked_receive() -> Message:
             message = await receive()
@@ -85,6 +95,37 @@ class BearerAuth:
             await send(message)
 
         await self.app({**scope, STREAM_KEY: stream}, tracked_receive, tracked_send)
+
+
+async def _buffered(receive: Receive) -> tuple[bytes, Receive]:
+    """A request's whole body, and a ``receive`` that gives it again, then what ``receive`` gives."""
+    parts: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":  # the client went: the app hears it
+            first: Message = message
+            break
+        parts.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            first = {"type": "http.request", "body": b"".join(parts), "more_body": False}
+            break
+    replayed = False
+
+    async def replay() -> Message:
+        nonlocal replayed
+        if replayed:
+            return await receive()
+        replayed = True
+        return first
+
+    return b"".join(parts), replay
+
+
+async def _send_json(send: Send, status: int, value: object) -> None:
+    body = json.dumps(value).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 def app(server: MCPServer, token: str, host: str = "127.0.0.1") -> BearerAuth:

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Annotated, BinaryIO
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from mcp_types import (
     INVALID_REQUEST,
@@ -26,13 +25,16 @@ from mcp_types import (
     CallToolResult,
     ErrorData,
     JSONRPCError,
+    JSONRPCNotification,
     TextContent,
     ToolAnnotations,
+    jsonrpc_message_adapter,
 )
 from pydantic import BaseModel, Field, ValidationError
 
 from .._follow import Follower, ended, path_label, running_path
 from ._builds import BadInput, BuildDescription, BuildRegistry
+from ._jsonrpc import bad_request_id, good_id, json_members
 from ._stream import PROGRESS_INTERVAL_S, RequestStream, request_stream
 
 if TYPE_CHECKING:
@@ -338,41 +340,71 @@ class _BoundedInput(_Unowned):
 
 def serve_stdio(server: MCPServer[object], channel: BinaryIO) -> None:
     """Serve MCP on stdin and ``channel`` (the real stdout, moved off fd 1 by ``take_stdout``) until the client
-    goes. The SDK's own stdio transport would take fd 1, which is stderr by then: it gets both streams."""
+    goes. The SDK's own stdio transport would take fd 1, which is stderr by then; and it drops what it cannot read
+    (the client waits for ever), so this reads the lines itself: what is not a request, a notification or an
+    answer is answered here as JSON-RPC says and never reaches the server."""
 
     async def serve() -> None:
         stdin = anyio.wrap_file(_BoundedInput(sys.stdin.buffer, encoding="utf-8", errors="replace"))
         stdout = anyio.wrap_file(_Unowned(channel, encoding="utf-8"))
         lowlevel = server._lowlevel_server  # MCPServer.run("stdio") does the same with the process's stdio
-        async with stdio_server(stdin, stdout) as (read, write):
-            messages, received = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        to_server, received = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        to_client, sent = anyio.create_memory_object_stream[SessionMessage](0)
+        refusals = to_client.clone()
 
-            async def answer_what_is_not_a_message() -> None:
-                """The SDK's transport hands on a line it cannot read as an exception, which its server logs and
-                drops (the client waits for ever): answered here as JSON-RPC says, the rest passed on."""
-                async with messages:
-                    async for item in read:
-                        if isinstance(item, Exception):
-                            with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
-                                await write.send(SessionMessage(_unreadable(item)))
-                            continue
-                        await messages.send(item)
+        async def read() -> None:
+            async with to_server, refusals:
+                async for line in stdin:
+                    message = _read(line)
+                    if isinstance(message, SessionMessage):
+                        await to_server.send(message)
+                        continue
+                    with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+                        await refusals.send(SessionMessage(message))
 
-            async with anyio.create_task_group() as group:
-                group.start_soon(answer_what_is_not_a_message)
-                await lowlevel.run(received, write, lowlevel.create_initialization_options())
-                group.cancel_scope.cancel()
+        async def write() -> None:
+            async with sent:
+                async for message in sent:
+                    await stdout.write(message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n")
+                    await stdout.flush()
+
+        async with anyio.create_task_group() as group:  # each ends by itself once stdin ends: all answers written
+            group.start_soon(read)
+            group.start_soon(write)
+            async with to_client:
+                await lowlevel.run(received, to_client, lowlevel.create_initialization_options())
 
     anyio.run(serve)
 
 
-def _unreadable(exc: Exception) -> JSONRPCError:
-    """The JSON-RPC error for a line that is not a message: -32700 when it is not JSON, else -32600; id null (the
-    line's own cannot be read). What the line held is not echoed."""
-    invalid_json = isinstance(exc, ValidationError) and any(e["type"] == "json_invalid" for e in exc.errors())
-    log.warning("mcp: answered a line that is %s", "not JSON" if invalid_json else "not a JSON-RPC message")
-    if invalid_json:
-        error = ErrorData(code=PARSE_ERROR, message="Parse error: the line is not valid JSON")
-    else:
-        error = ErrorData(code=INVALID_REQUEST, message="Invalid Request: the line is not a JSON-RPC 2.0 message")
-    return JSONRPCError(jsonrpc="2.0", id=None, error=error)
+def _read(line: str) -> SessionMessage | JSONRPCError:
+    """A line of stdin as a message for the server, or the JSON-RPC error that answers it: -32700 when it is not
+    JSON, -32600 when it is not a message, and -32600 for a request whose id is not a string or an integer (the
+    SDK reads it as a notification: never answered, and a ``tools/call`` must not run unanswered). The id is
+    echoed only where it is one MCP allows (a request otherwise invalid), else null as JSON-RPC says; nothing
+    else the line held is echoed."""
+    try:
+        message = jsonrpc_message_adapter.validate_json(line, by_name=False)
+    except Exception as exc:  # as the SDK's own transport: whatever fails here is the line's fault
+        if isinstance(exc, ValidationError) and any(e["type"] == "json_invalid" for e in exc.errors()):
+            log.warning("mcp: answered a line that is not JSON")
+            return JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(code=PARSE_ERROR, message=_NOT_JSON))
+        log.warning("mcp: answered a line that is not a JSON-RPC message")
+        error = ErrorData(code=INVALID_REQUEST, message=_NOT_A_MESSAGE)
+        return JSONRPCError(jsonrpc="2.0", id=_request_id(line), error=error)
+    if isinstance(message, JSONRPCNotification) and bad_request_id(json_members(line)):
+        log.warning("mcp: answered a request whose id is not a string or an integer")
+        return JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(code=INVALID_REQUEST, message=_BAD_ID))
+    return SessionMessage(message)
+
+
+_NOT_JSON = "Parse error: the line is not valid JSON"
+_NOT_A_MESSAGE = "Invalid Request: the line is not a JSON-RPC 2.0 message"
+_BAD_ID = "Invalid Request: a request's id must be a string or an integer"
+
+
+def _request_id(line: str) -> str | int | None:
+    """The id of a line that has a method and an id MCP allows."""
+    fields = json_members(line)
+    found = fields.get("id")
+    return found if isinstance(fields.get("method"), str) and isinstance(found, str | int) and good_id(found) else None

@@ -1,4 +1,4 @@
-"""``trt-widget bundle MODEL -o FILE.zip``: build (or replay a recording) and write a bug-report zip
+"""``trt-widget bundle MODEL -o FILE.zip``: build (or pack a recording) and write a bug-report zip
 (:func:`trt_widget.provenance.write_bundle`)."""
 
 from __future__ import annotations
@@ -59,9 +59,10 @@ def bundle_run(args: argparse.Namespace) -> int:
     except OSError as exc:
         return fail(str(exc))
     events: list[str] = []
+    recording = _is_recording(model)
     with tempfile.TemporaryDirectory(prefix="trt_widget-bundle-", dir=scratch) as folder:
         try:
-            if _is_recording(model):
+            if recording:
                 build = Build.from_events(Path(model))
             else:
                 options = options_from_args(args)
@@ -72,7 +73,8 @@ def bundle_run(args: argparse.Namespace) -> int:
             return fail(str(exc), 2)
         except (OSError, ImportError) as exc:
             return fail(str(exc))
-        print(escape_lines(f"trt-widget bundle: building {args.model} ..."), file=sys.stderr, flush=True)
+        doing = f"packing the recording {args.model}" if recording else f"building {args.model}"
+        print(escape_lines(f"trt-widget bundle: {doing} ..."), file=sys.stderr, flush=True)
         build.start()
         try:
             build.wait()
@@ -91,5 +93,6 @@ def bundle_run(args: argparse.Namespace) -> int:
             )
         except (OSError, ValueError) as exc:
             return fail(f"cannot write the bundle: {exc}")
-    print(escape_lines(f"trt-widget bundle: the build {build.status}; bundle written to {written}"), file=sys.stderr)
+    what = "the recorded build" if recording else "the build"
+    print(escape_lines(f"trt-widget bundle: {what} {build.status}; bundle written to {written}"), file=sys.stderr)
     return 0

@@ -45,3 +45,57 @@ def test_bundle_of_a_recording_says_it_packs_it_and_builds_nothing(model: Path, 
     assert "the recorded build succeeded" in packed.stdout, packed.stdout
     built = _cli("bundle", str(model), "-o", str(tmp_path / "c.zip"))
     assert built.returncode == 0 and f"building {model}" in built.stdout, built.stdout
+
+
+CAUSE = "is it really an ONNX model?"
+
+
+@pytest.fixture
+def damaged(tmp_path: Path) -> Path:
+    """A model cut short: every command fails on it with CAUSE."""
+    path = tmp_path / "bad.onnx"
+    path.write_bytes(to_bytes(deep_residual(2))[:1000])
+    return path
+
+
+@pytest.mark.parametrize(
+    "argv, code",
+    [
+        (["build", "{bad}"], 1),
+        (["build", "{bad}", "--plain"], 1),
+        (["build", "{bad}", "--json"], 1),
+        (["view", "{recording}"], 1),
+        (["matrix", "{bad}", "--opt-level", "0", "3"], 1),
+        (["matrix", "{bad}", "--opt-level", "0", "--plain"], 1),
+        (["bundle", "{bad}", "-o", "{tmp}/b.zip"], 0),
+        (["bundle", "{recording}", "-o", "{tmp}/c.zip"], 0),
+    ],
+)
+def test_a_failure_is_said_once_where_the_output_goes(damaged: Path, argv: list[str], code: int) -> None:
+    """Item 5: with stdout and stderr in one place (a terminal's scrollback, ``2>&1 | tee``), the view's last line
+    and then "trt-widget: build failed: ..." said the same cause twice; ``matrix --plain`` said it in its status
+    line and again in its table; ``bundle`` of a failed build never said it. The exit code is as before."""
+    tmp = damaged.parent
+    recording = tmp / "bad.jsonl"
+    if not recording.exists():
+        recorded = subprocess.run(
+            [sys.executable, "-m", "trt_widget", "build", str(damaged), "--json"], capture_output=True, text=True
+        )
+        recording.write_text(recorded.stdout)
+    args = [a.format(bad=damaged, recording=recording, tmp=tmp) for a in argv]
+    result = _cli(*args, cwd=tmp)
+    assert result.returncode == code, result.stdout
+    said = result.stdout
+    if "--json" in argv:  # the events go to stdout: the one line for a person is on stderr
+        said = "\n".join(line for line in said.splitlines() if not line.startswith("{"))
+    builds = 2 if "3" in argv else 1
+    assert said.count(CAUSE) == builds, said
+
+
+def test_a_failure_still_reaches_stderr_when_stdout_goes_elsewhere(damaged: Path) -> None:
+    """The other half of item 5: ``trt-widget build bad.onnx > log`` still says why on stderr (a script reads it)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "trt_widget", "build", str(damaged)], capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 1
+    assert result.stdout.count(CAUSE) == 1 and result.stderr.count(CAUSE) == 1, (result.stdout, result.stderr)

@@ -624,9 +624,21 @@ def _run(args: argparse.Namespace) -> int:
     if build.status == "cancelled":
         return EXIT_INTERRUPTED if interrupts.count else EXIT_BUDGET
     message = str(build.error) if build.error is not None else build.status_detail
-    if args.json or message != build.status_detail or not (sys.stdout.isatty() and sys.stderr.isatty()):
-        _stderr_line(f"trt-widget: build failed: {message}")  # in a terminal the view's last line said it all
+    if args.json or message != build.status_detail or not _one_place():
+        _stderr_line(f"trt-widget: build failed: {message}")  # where stderr is stdout, the view's last line said it
     return EXIT_FAILED
+
+
+def _one_place() -> bool:
+    """Whether stdout and stderr show in one place (a terminal, or one file or pipe: ``2>&1 | tee``): there a
+    failure the view's last line said is not said again on stderr."""
+    try:
+        out, err = os.fstat(sys.stdout.fileno()), os.fstat(sys.stderr.fileno())
+    except (AttributeError, OSError, ValueError):  # replaced by objects without a file (main() from Python)
+        return False
+    if sys.stdout.isatty() and sys.stderr.isatty():
+        return True
+    return (out.st_dev, out.st_ino) == (err.st_dev, err.st_ino)
 
 
 def engine_note(backend: str) -> str:
@@ -691,7 +703,9 @@ def _replay_one(build: Build, args: argparse.Namespace) -> bool:
     stream.join(30.0)
     written = _write_files(build, args)
     if "replayed recording" not in build.status_detail and build.status != "cancelled":
-        _stderr_line(f"trt-widget: error: {build.error or build.status_detail}")
+        message = str(build.error or build.status_detail)
+        if message != build.status_detail or not _one_place():  # else the view's last line said it
+            _stderr_line(f"trt-widget: error: {message}")
         return False
     return written
 

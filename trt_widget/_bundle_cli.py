@@ -94,5 +94,7 @@ def bundle_run(args: argparse.Namespace) -> int:
         except (OSError, ValueError) as exc:
             return fail(f"cannot write the bundle: {exc}")
     what = "the recorded build" if recording else "the build"
-    print(escape_lines(f"trt-widget bundle: {what} {build.status}; bundle written to {written}"), file=sys.stderr)
+    cause = f": {build.error}" if build.status == "failed" and build.error is not None else ""
+    said = f"trt-widget bundle: bundle written to {written}; {what} {build.status}{cause}"
+    print(escape_lines(said), file=sys.stderr)
     return 0

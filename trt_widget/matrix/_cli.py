@@ -305,7 +305,7 @@ class MatrixView:
             status = cell.build.status
             if self._shown.get(cell.id) != status:
                 self._shown[cell.id] = status
-                self._write(f"#{cell.id} {cell.model} [{cell.variant}]: {self._outcome(cell)}")
+                self._write(f"#{cell.id} {cell.model} [{cell.variant}]: {self._outcome(cell, said_below=True)}")
 
     def finish(self) -> None:
         """The final table (rich) or the remaining status lines and the results table (plain)."""
@@ -323,10 +323,13 @@ class MatrixView:
             self._write("")
             self._write(self.matrix.table_text())
 
-    def _outcome(self, cell: Cell) -> str:
+    def _outcome(self, cell: Cell, *, said_below: bool = False) -> str:
+        """What became of a build; ``said_below``: a failure's cause is left to the results table at the end."""
         from .._format import fmt_bytes, fmt_s
 
         build = cell.build
+        if said_below and build.status == "failed" and build.error is not None:
+            return f"failed after {fmt_s(build.elapsed_s)} (the error is in the table at the end)"
         if build.status == "succeeded":
             where = f", written to {build.options.output}" if build.options.output else ""
             return f"succeeded in {fmt_s(build.elapsed_s)}, engine {fmt_bytes(build.engine_size or 0)}{where}"

@@ -99,3 +99,63 @@ def test_a_failure_still_reaches_stderr_when_stdout_goes_elsewhere(damaged: Path
     )
     assert result.returncode == 1
     assert result.stdout.count(CAUSE) == 1 and result.stderr.count(CAUSE) == 1, (result.stdout, result.stderr)
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An engine ``trt-widget build`` wrote, its manifest beside it."""
+    folder = tmp_path_factory.mktemp("engine")
+    (folder / "model.onnx").write_bytes(to_bytes(deep_residual(2)))
+    built = _cli("build", "model.onnx", "-o", "model.engine", "--plain", cwd=folder)
+    assert built.returncode == 0, built.stdout
+    return folder / "model.engine"
+
+
+@pytest.mark.parametrize("name", ["model.engine", "model.engine.manifest.json"])
+def test_inspect_of_an_engine_shows_what_its_manifest_knows(engine: Path, name: str) -> None:
+    """Item 2: ``inspect model.engine`` refused the engine a new user had just built. It now shows where it came
+    from (model, options, TensorRT, when), the engine report the build saved, and where the layer table is; the
+    engine is not deserialized (TensorRT for RTX cannot here)."""
+    import json
+
+    from trt_widget._backend import backend_info
+
+    result = _cli("inspect", name, cwd=engine.parent)
+    assert result.returncode == 0, result.stdout
+    text = result.stdout
+    version = backend_info()["version"]
+    for said in ("model.engine.manifest.json", "model.onnx", version, "optimization_level", "5 layers", "FP32"):
+        assert said in text, (said, text)
+    assert "trt-widget check model.engine" in text and "trt-widget inspect build.jsonl" in text, text
+    as_json = _cli("inspect", name, "--json", cwd=engine.parent)
+    assert as_json.returncode == 0, as_json.stdout
+    data = json.loads(as_json.stdout)
+    assert data["manifest"]["tensorrt"]["version"] == version and data["engine_report"]["layers"] == 5, data
+
+
+def test_inspect_of_an_engine_with_a_hostile_or_missing_manifest_says_so_plainly(engine: Path, tmp_path: Path) -> None:
+    """Item 2, untrusted input: a manifest whose text holds escape codes, one for another engine, a huge one, and
+    an engine with none each get a clear line; nothing raw reaches the terminal."""
+    import json
+    import shutil
+
+    folder = tmp_path / "copy"
+    folder.mkdir()
+    shutil.copyfile(engine, folder / "model.engine")
+    manifest = json.loads((engine.parent / "model.engine.manifest.json").read_text())
+    manifest["model"]["label"] = "\x1b]0;pwned\x07\x1b[31mred.onnx"
+    (folder / "model.engine.manifest.json").write_text(json.dumps(manifest))
+    hostile = _cli("inspect", "model.engine", cwd=folder)
+    assert hostile.returncode == 0 and "\x1b" not in hostile.stdout and "\\x1b" in hostile.stdout, hostile.stdout
+    manifest["engine"]["file"] = "other.engine"
+    (folder / "model.engine.manifest.json").write_text(json.dumps(manifest))
+    other = _cli("inspect", "model.engine", cwd=folder)
+    assert other.returncode == 1 and "other.engine" in other.stdout and len(other.stdout.splitlines()) == 1, other
+    (folder / "model.engine.manifest.json").write_text(" " * (5 << 20))
+    huge = _cli("inspect", "model.engine", cwd=folder)
+    assert huge.returncode == 1 and "not a trt_widget manifest" in huge.stdout, huge.stdout
+    assert len(huge.stdout.splitlines()) == 1, huge.stdout
+    (folder / "model.engine.manifest.json").unlink()
+    bare = _cli("inspect", "model.engine", cwd=folder)
+    assert bare.returncode == 1 and len(bare.stdout.splitlines()) == 1, bare.stdout
+    assert "trt-widget check model.engine" in bare.stdout and "Traceback" not in bare.stdout, bare.stdout

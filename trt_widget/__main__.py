@@ -202,9 +202,10 @@ COMMANDS = (
         "inspect",
         "show what an engine holds: layers, precisions, tactics, fusions, memory (a log, JSON or recording)",
         "The engine report of a TensorRT log (a verbose build, trtexec --dumpLayerInfo), a trtexec "
-        "--exportLayerInfo JSON, or a trt_widget recording (--json / events=).",
+        "--exportLayerInfo JSON, or a trt_widget recording (--json / events=); for an engine trt_widget wrote, what "
+        "its manifest records (not deserialized: that needs the GPU it was built for).",
         ".engine:cli_arguments",
-        ".engine:cli_inspect",
+        ".provenance:inspect_run",
     ),
     Command(
         "check",

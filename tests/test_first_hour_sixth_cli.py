@@ -4,6 +4,7 @@ what the README's blocks leave in a clone."""
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
 from pathlib import Path
@@ -159,3 +160,43 @@ def test_inspect_of_an_engine_with_a_hostile_or_missing_manifest_says_so_plainly
     bare = _cli("inspect", "model.engine", cwd=folder)
     assert bare.returncode == 1 and len(bare.stdout.splitlines()) == 1, bare.stdout
     assert "trt-widget check model.engine" in bare.stdout and "Traceback" not in bare.stdout, bare.stdout
+
+
+def _broken_words(text: str, width: int, words: set[str]) -> list[str]:
+    """Lines longer than ``width``, and lines that end or begin inside one of ``words``."""
+    import re
+
+    lines = [re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", line).rstrip() for line in text.splitlines()]
+    found = [line for line in lines if len(line) > width]
+    for upper, lower in itertools.pairwise(lines):
+        last = upper.split(" ")[-1] if upper else ""
+        first = lower.split(" ")[0] if lower else ""
+        if last and first and last not in words and last + first in words:
+            found.append(f"{upper!r} / {lower!r}")
+    return found
+
+
+def test_a_long_notice_wraps_between_words_in_a_narrow_terminal(tmp_path: Path) -> None:
+    """Item 4: a notice (what Stop and Ctrl-C answer) was printed as one soft-wrapped line, which the terminal
+    broke at its last column, mid-word; rich now wraps it between words, and a path longer than a line folds."""
+    import io
+
+    from rich.console import Console
+
+    from trt_widget import Build
+    from trt_widget._terminal import TerminalView
+
+    said = (
+        "Cancelling — waiting for TensorRT to reach the end of its step in Determining refit engines (thread "
+        "isolation cannot be terminated: a second Ctrl-C exits without waiting) " + "/very" * 12 + "/model.onnx"
+    )
+    out = io.StringIO()
+    build = Build(tmp_path / "nope.onnx", history=False)
+    console = Console(file=out, force_terminal=True, width=40, color_system=None)
+    view = TerminalView(build, out, style="rich", console=console)
+    view.notice(said)
+    assert build.start().wait(120) == "failed"
+    assert view.join(60)
+    text = out.getvalue()
+    assert not _broken_words(text, 40, {w for w in said.split(" ") if len(w) <= 40}), text  # longer ones fold
+    assert "Determining refit" in text.replace("\n", " "), text

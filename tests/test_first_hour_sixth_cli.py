@@ -200,3 +200,51 @@ def test_a_long_notice_wraps_between_words_in_a_narrow_terminal(tmp_path: Path) 
     text = out.getvalue()
     assert not _broken_words(text, 40, {w for w in said.split(" ") if len(w) <= 40}), text  # longer ones fold
     assert "Determining refit" in text.replace("\n", " "), text
+
+
+def test_the_terminal_matrix_ends_with_the_comparison(model: Path, damaged: Path) -> None:
+    """Item 3: the widget's matrix has a Comparison (what differs between variants); the terminal printed only
+    the table. Plain: each build against the first that succeeded, "build time (no start-up)" beside "start-up",
+    and a failed build with no differences."""
+    result = _cli("matrix", model.name, damaged.name, "--opt-level", "0", "3", "--plain", cwd=model.parent)
+    assert result.returncode == 1, result.stdout
+    text = result.stdout[result.stdout.index("Comparison against") :]
+    assert text.startswith("Comparison against #0 model.onnx [optimization_level=0]:"), text
+    assert "#0 model.onnx [optimization_level=0]: baseline; build time (no start-up) " in text, text
+    first = next(line for line in text.splitlines() if line.startswith("#1 "))
+    assert "start-up " in first and "engine " in first and "layers " in first and "precisions FP32" in first, first
+    for failed in ("#2 bad.onnx [optimization_level=0]", "#3 bad.onnx [optimization_level=3]"):
+        line = next(line for line in text.splitlines() if line.startswith(failed))
+        assert line.startswith(f"{failed}: failed after ") and line.endswith(": no differences"), line
+
+
+def test_the_matrix_comparison_fits_60_columns_without_cutting_a_number(model: Path) -> None:
+    """Item 3 in a 60-column terminal (a pty, the live table's rich path): every line fits, and no line break
+    falls between a number and its unit."""
+    import os
+    import re
+
+    import pexpect
+    from pty_output import before
+
+    environ = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}  # the pty's size rules
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "trt_widget", "matrix", model.name, "--opt-level", "0", "3", "5"],
+        cwd=str(model.parent),
+        dimensions=(40, 60),
+        env=environ,
+        encoding="utf-8",
+        timeout=300,
+    )
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0, before(child)
+    text = before(child)
+    lines = [re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", line).rstrip() for line in text.split("\r\n")]
+    shown = lines[next(i for i, line in enumerate(lines) if line.startswith("Comparison against")) :]
+    assert sum(line.startswith("#") for line in shown) == 3 and "(no start-up)" in " ".join(shown), shown
+    assert all(len(line) <= 60 for line in shown), shown
+    unit = r"(ms|s|min|B|KiB|MiB|GiB)\b"
+    for upper, lower in itertools.pairwise(shown):
+        assert not (re.search(r"[+−]?[\d.<]+$", upper) and re.match(rf"\s*{unit}", lower)), (upper, lower)

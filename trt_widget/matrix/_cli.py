@@ -318,10 +318,30 @@ class MatrixView:
                 if cell.build.status in ("failed", "cancelled"):
                     line = f"#{cell.id} {cell.model} [{cell.variant}]: {self._outcome(cell)}"
                     self.console.print(Text(escape_lines(line)), overflow="fold")
+            comparison = self._comparison(self.console.width)
+            if comparison:
+                self.console.print()
+                self.console.print(Text(comparison), overflow="fold")  # lines fit: wrapped between words already
         else:
             self.update()
             self._write("")
             self._write(self.matrix.table_text())
+            width = None
+            with contextlib.suppress(AttributeError, ValueError, OSError):  # a terminal's width; else lines unwrapped
+                if self.stream.isatty():
+                    width = os.get_terminal_size(self.stream.fileno()).columns
+            comparison = self._comparison(width)
+            if comparison:
+                self._write("")
+                self._write(comparison)
+
+    def _comparison(self, width: int | None) -> str:
+        """What differs between the variants (the widget's Comparison), wrapped to ``width``; "" for one build."""
+        from ._table import comparison_paragraphs, wrap_paragraphs
+
+        if len(self.matrix.cells) < 2:
+            return ""
+        return wrap_paragraphs(comparison_paragraphs(self.matrix.cells), width)
 
     def _outcome(self, cell: Cell, *, said_below: bool = False) -> str:
         """What became of a build; ``said_below``: a failure's cause is left to the results table at the end."""

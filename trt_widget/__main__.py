@@ -218,10 +218,11 @@ COMMANDS = (
     ),
     Command(
         "bundle",
-        "build (or replay a recording) and write a bug-report zip: log, events, options, manifest, versions, GPU",
-        "Build MODEL (or replay a recording) and write one zip with the full log, the events, the options, the "
-        "manifest, the engine report, versions (Python, TensorRT, trt_widget, driver), the GPU and a README.txt "
-        "listing them. No model or engine unless --include-model; --redact replaces your folders. -o names the zip.",
+        "build (or pack a recording) and write a bug-report zip: log, events, options, manifest, versions, GPU",
+        "Build MODEL (or pack a recording: no build runs) and write one zip with the full log, the events, the "
+        "options, the manifest, the engine report, versions (Python, TensorRT, trt_widget, driver), the GPU and a "
+        "README.txt listing them. No model or engine unless --include-model; --redact replaces your folders. -o "
+        "names the zip.",
         "._bundle_cli:bundle_arguments",
         "._bundle_cli:bundle_run",
     ),

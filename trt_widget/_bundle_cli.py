@@ -13,7 +13,7 @@ from ._format import escape_lines
 def bundle_arguments(parser: argparse.ArgumentParser) -> None:
     from ._cli_options import add_option_arguments
 
-    parser.add_argument("model", help="the ONNX model to build, or a recording (--json / events=) to replay")
+    parser.add_argument("model", help="the ONNX model to build, or a recording (--json / events=) to pack")
     parser.add_argument("-o", "--bundle", dest="bundle", required=True, metavar="FILE.zip", help="the zip to write")
     parser.add_argument(
         "--include-model", action="store_true", help="add the model (and its external data) and the engine"
@@ -33,7 +33,8 @@ def _is_recording(path: str) -> bool:
 
 
 def bundle_run(args: argparse.Namespace) -> int:
-    """Build (or replay) and write the bundle: 0 when it is written (whatever the build's outcome), 1 otherwise."""
+    """Build (or read a recording) and write the bundle: 0 when it is written (whatever the build's outcome), 1
+    otherwise."""
     import tempfile
     from pathlib import Path
 

@@ -248,3 +248,15 @@ def test_the_matrix_comparison_fits_60_columns_without_cutting_a_number(model: P
     unit = r"(ms|s|min|B|KiB|MiB|GiB)\b"
     for upper, lower in itertools.pairwise(shown):
         assert not (re.search(r"[+−]?[\d.<]+$", upper) and re.match(rf"\s*{unit}", lower)), (upper, lower)
+
+
+def test_inspect_of_an_onnx_model_says_to_build_it_not_that_it_is_an_engine(model: Path) -> None:
+    """Item 2's neighbour: ``inspect model.onnx`` (the file a new user has) said "a serialized engine (binary)";
+    it is the model: the line says so and how to get what inspect reads."""
+    renamed = model.with_name("weights.bin")  # the name does not decide: the bytes begin as an ONNX model does
+    renamed.write_bytes(model.read_bytes())
+    for path in (model, renamed):
+        result = _cli("inspect", path.name, cwd=model.parent)
+        assert result.returncode == 1 and len(result.stdout.splitlines()) == 1, result.stdout
+        assert "serialized engine" not in result.stdout and "an ONNX model" in result.stdout, result.stdout
+        assert f"trt-widget build {path.name} --json > build.jsonl" in result.stdout, result.stdout

@@ -344,7 +344,8 @@ def test_ctrl_c_on_a_thread_build_in_a_terminal_says_what_happens_and_what_can_b
     environ = {**os.environ, "TRT_WIDGET_HISTORY": "off"}
     command = [sys.executable, "-m", "trt_widget", "build", str(model), "--isolation", "thread"]
     keys = [("Determining refit engines", "C-c", 1.0), ("Cancelling", "C-c", 1.0)]
-    screen = tmux_screen(tmp_path, command, environ, keys=keys)
+    # wide enough for each notice on one line: rich wraps a notice between words at the terminal's width
+    screen = tmux_screen(tmp_path, command, environ, keys=keys, width=400)
     text = "\n".join(screen)
     first = [line for line in screen if line.startswith("Cancelling — waiting for the builder")]
     second = [line for line in screen if line.startswith("Still waiting for the builder")]
@@ -371,7 +372,7 @@ def test_a_third_ctrl_c_leaves_the_screen_with_its_outcome_on_a_line_of_its_own(
     environ = {**os.environ, "TRT_WIDGET_HISTORY": "off"}
     command = [sys.executable, "-m", "trt_widget", "build", str(model), "--isolation", "thread"]
     keys = [("Determining refit engines", "C-c", 0.3), ("Cancelling", "C-c", 0.3), ("Still waiting", "C-c", 1.0)]
-    screen = [line for line in tmux_screen(tmp_path, command, environ, keys=keys) if line.strip()]
+    screen = [line for line in tmux_screen(tmp_path, command, environ, keys=keys, width=400) if line.strip()]
     text = "\n".join(screen)
     assert (tmp_path / "exited").read_text().strip() == "130", text
     # the last thing on the screen: no live tree drawn below it any more

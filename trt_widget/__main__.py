@@ -202,9 +202,10 @@ COMMANDS = (
         "inspect",
         "show what an engine holds: layers, precisions, tactics, fusions, memory (a log, JSON or recording)",
         "The engine report of a TensorRT log (a verbose build, trtexec --dumpLayerInfo), a trtexec "
-        "--exportLayerInfo JSON, or a trt_widget recording (--json / events=).",
+        "--exportLayerInfo JSON, or a trt_widget recording (--json / events=); for an engine trt_widget wrote, what "
+        "its manifest records (not deserialized: that needs the GPU it was built for).",
         ".engine:cli_arguments",
-        ".engine:cli_inspect",
+        ".provenance:inspect_run",
     ),
     Command(
         "check",
@@ -217,10 +218,11 @@ COMMANDS = (
     ),
     Command(
         "bundle",
-        "build (or replay a recording) and write a bug-report zip: log, events, options, manifest, versions, GPU",
-        "Build MODEL (or replay a recording) and write one zip with the full log, the events, the options, the "
-        "manifest, the engine report, versions (Python, TensorRT, trt_widget, driver), the GPU and a README.txt "
-        "listing them. No model or engine unless --include-model; --redact replaces your folders. -o names the zip.",
+        "build (or pack a recording) and write a bug-report zip: log, events, options, manifest, versions, GPU",
+        "Build MODEL (or pack a recording: no build runs) and write one zip with the full log, the events, the "
+        "options, the manifest, the engine report, versions (Python, TensorRT, trt_widget, driver), the GPU and a "
+        "README.txt listing them. No model or engine unless --include-model; --redact replaces your folders. -o "
+        "names the zip.",
         "._bundle_cli:bundle_arguments",
         "._bundle_cli:bundle_run",
     ),
@@ -624,9 +626,21 @@ def _run(args: argparse.Namespace) -> int:
     if build.status == "cancelled":
         return EXIT_INTERRUPTED if interrupts.count else EXIT_BUDGET
     message = str(build.error) if build.error is not None else build.status_detail
-    if args.json or message != build.status_detail or not (sys.stdout.isatty() and sys.stderr.isatty()):
-        _stderr_line(f"trt-widget: build failed: {message}")  # in a terminal the view's last line said it all
+    if args.json or message != build.status_detail or not _one_place():
+        _stderr_line(f"trt-widget: build failed: {message}")  # where stderr is stdout, the view's last line said it
     return EXIT_FAILED
+
+
+def _one_place() -> bool:
+    """Whether stdout and stderr show in one place (a terminal, or one file or pipe: ``2>&1 | tee``): there a
+    failure the view's last line said is not said again on stderr."""
+    try:
+        out, err = os.fstat(sys.stdout.fileno()), os.fstat(sys.stderr.fileno())
+    except (AttributeError, OSError, ValueError):  # replaced by objects without a file (main() from Python)
+        return False
+    if sys.stdout.isatty() and sys.stderr.isatty():
+        return True
+    return (out.st_dev, out.st_ino) == (err.st_dev, err.st_ino)
 
 
 def engine_note(backend: str) -> str:
@@ -691,7 +705,9 @@ def _replay_one(build: Build, args: argparse.Namespace) -> bool:
     stream.join(30.0)
     written = _write_files(build, args)
     if "replayed recording" not in build.status_detail and build.status != "cancelled":
-        _stderr_line(f"trt-widget: error: {build.error or build.status_detail}")
+        message = str(build.error or build.status_detail)
+        if message != build.status_detail or not _one_place():  # else the view's last line said it
+            _stderr_line(f"trt-widget: error: {message}")
         return False
     return written
 

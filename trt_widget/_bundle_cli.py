@@ -1,4 +1,4 @@
-"""``trt-widget bundle MODEL -o FILE.zip``: build (or replay a recording) and write a bug-report zip
+"""``trt-widget bundle MODEL -o FILE.zip``: build (or pack a recording) and write a bug-report zip
 (:func:`trt_widget.provenance.write_bundle`)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from ._format import escape_lines
 def bundle_arguments(parser: argparse.ArgumentParser) -> None:
     from ._cli_options import add_option_arguments
 
-    parser.add_argument("model", help="the ONNX model to build, or a recording (--json / events=) to replay")
+    parser.add_argument("model", help="the ONNX model to build, or a recording (--json / events=) to pack")
     parser.add_argument("-o", "--bundle", dest="bundle", required=True, metavar="FILE.zip", help="the zip to write")
     parser.add_argument(
         "--include-model", action="store_true", help="add the model (and its external data) and the engine"
@@ -33,7 +33,8 @@ def _is_recording(path: str) -> bool:
 
 
 def bundle_run(args: argparse.Namespace) -> int:
-    """Build (or replay) and write the bundle: 0 when it is written (whatever the build's outcome), 1 otherwise."""
+    """Build (or read a recording) and write the bundle: 0 when it is written (whatever the build's outcome), 1
+    otherwise."""
     import tempfile
     from pathlib import Path
 
@@ -59,9 +60,10 @@ def bundle_run(args: argparse.Namespace) -> int:
     except OSError as exc:
         return fail(str(exc))
     events: list[str] = []
+    recording = _is_recording(model)
     with tempfile.TemporaryDirectory(prefix="trt_widget-bundle-", dir=scratch) as folder:
         try:
-            if _is_recording(model):
+            if recording:
                 build = Build.from_events(Path(model))
             else:
                 options = options_from_args(args)
@@ -72,7 +74,8 @@ def bundle_run(args: argparse.Namespace) -> int:
             return fail(str(exc), 2)
         except (OSError, ImportError) as exc:
             return fail(str(exc))
-        print(escape_lines(f"trt-widget bundle: building {args.model} ..."), file=sys.stderr, flush=True)
+        doing = f"packing the recording {args.model}" if recording else f"building {args.model}"
+        print(escape_lines(f"trt-widget bundle: {doing} ..."), file=sys.stderr, flush=True)
         build.start()
         try:
             build.wait()
@@ -91,5 +94,8 @@ def bundle_run(args: argparse.Namespace) -> int:
             )
         except (OSError, ValueError) as exc:
             return fail(f"cannot write the bundle: {exc}")
-    print(escape_lines(f"trt-widget bundle: the build {build.status}; bundle written to {written}"), file=sys.stderr)
+    what = "the recorded build" if recording else "the build"
+    cause = f": {build.error}" if build.status == "failed" and build.error is not None else ""
+    said = f"trt-widget bundle: bundle written to {written}; {what} {build.status}{cause}"
+    print(escape_lines(said), file=sys.stderr)
     return 0

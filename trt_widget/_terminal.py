@@ -120,8 +120,8 @@ class TerminalView:
             self._drawing += 1
             try:
                 if self._console is not None:
-                    # soft wrap: the terminal wraps it, so a copied notice is one line
-                    self._console.print(escape_lines(text), style="bold yellow", markup=False, soft_wrap=True)
+                    # wrapped between words (the terminal's own wrap breaks words); a path longer than a line folds
+                    self._console.print(escape_lines(text), style="bold yellow", markup=False, overflow="fold")
                 else:
                     self._write(text)
             finally:

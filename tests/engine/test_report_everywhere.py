@@ -182,13 +182,15 @@ def test_the_widget_gets_the_report_and_saved_notebooks_show_it() -> None:
 
 def test_inspect_of_an_engine_file_says_it_is_one_and_what_to_give_instead(tmp_path: Path) -> None:
     """Issue 39's trial: ``inspect model.engine`` answered as if a log held nothing; a serialized engine is named
-    as one, with what can be read instead (its build's log or recording, its manifest)."""
+    as one, with what can be read instead (its build's log or recording, its manifest). With its manifest beside it,
+    the sixth trial's item 2: what the manifest records (tests/test_first_hour_sixth_cli.py)."""
     engine = tmp_path / "m.engine"
     build = Build(models.deep_residual(2), history=False, resources=False, output=str(engine)).start()
     assert build.wait(300) == "succeeded", build.error
+    Path(f"{engine}.manifest.json").unlink()
     result = _cli("inspect", str(engine))
     assert result.returncode == 1
-    assert "a serialized engine" in result.stderr and "trt-widget check" in result.stderr, result.stderr
+    assert "engine with no manifest" in result.stderr and "trt-widget check" in result.stderr, result.stderr
     assert "no engine layer information" not in result.stderr
 
 

@@ -90,7 +90,9 @@ def test_pipes_get_a_line_per_status_and_the_table(small_onnx: Path) -> None:
     lines = result.stdout.splitlines()
     assert "#1 small.onnx (2) [optimization_level=1]: queued" in lines  # one at a time by default
     assert sum("succeeded in" in line for line in lines) == 2
-    assert lines[-3].split()[:4] == ["id", "model", "variant", "status"]
+    header = lines.index("") + 1  # the table after the status lines, then the comparison (issue 39)
+    assert lines[header].split()[:4] == ["id", "model", "variant", "status"]
+    assert lines[header + 3] == "" and lines[header + 4].startswith("Comparison against #0 "), lines
 
 
 def test_bad_input_and_usage(small_onnx: Path, tmp_path: Path) -> None:

@@ -471,7 +471,8 @@ def test_each_ctrl_c_under_run_is_answered_on_the_screen(tmp_path: Path, long: P
     script = tmp_path / "build.py"
     script.write_text(SCRIPT)
     keys = [("Determining refit engines", "C-c", 0.3), ("stop again to terminate", "C-c", 0.5)]
-    screen = tmux_screen(tmp_path, cli("--", sys.executable, str(script), str(long), "0"), env(), keys=keys)
+    # wide enough for each notice on one line: rich wraps a notice between words at the terminal's width
+    screen = tmux_screen(tmp_path, cli("--", sys.executable, str(script), str(long), "0"), env(), keys=keys, width=400)
     text = "\n".join(screen)
     first = [line for line in screen if line.startswith("trt-widget run: ") and "stop again to terminate" in line]
     second = [line for line in screen if line == "trt-widget run: Terminating the command"]

@@ -6,12 +6,14 @@ from ._cli import run as cli_inspect
 from ._collect import EngineLog, apply_report_event, engine_line, report_event, report_of
 from ._delta import delta_text, engine_brief, engine_delta
 from ._html import engine_html
+from ._layer import _MEMORY_WORDS as MEMORY_WORDS
 from ._layer import MAX_LAYERS, MEMORY_KEYS, EngineLayer, EngineTensor, display, tactic_hex
 from ._model import EngineReport, EngineReportDiff, LayerChange
 
 __all__ = [
     "MAX_LAYERS",
     "MEMORY_KEYS",
+    "MEMORY_WORDS",
     "EngineLayer",
     "EngineLog",
     "EngineReport",

@@ -1,5 +1,5 @@
 """``trt-widget inspect FILE [--json]``: the engine report of a TensorRT log, an --exportLayerInfo JSON or a
-recording, in the terminal (names escaped) or as JSON."""
+recording, in the terminal (names escaped) or as JSON (an engine file: ``provenance.inspect_run``)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,11 @@ from ._model import EngineReport
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", help="a TensorRT log, a trtexec --exportLayerInfo JSON, or a trt_widget recording")
+    parser.add_argument(
+        "file",
+        help="a TensorRT log, a trtexec --exportLayerInfo JSON, a trt_widget recording, or an engine (what its "
+        "manifest records)",
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON (EngineReport.to_dict)")
     parser.add_argument(
         "--export-layer-info", action="store_true", help="print the inspector's JSON (trtexec --exportLayerInfo)"

@@ -310,6 +310,11 @@ def report_from_bytes(data: bytes, source: str) -> Parsed:
             if report is not None:
                 return report
     report = report_from_text(text, source)
+    if report is None and (_looks_onnx(data) or source.endswith(".onnx")):
+        raise ValueError(
+            f"{source}: an ONNX model, not a log: inspect reads what TensorRT built from it; build it and inspect the "
+            f"recording (trt-widget build {source} --json > build.jsonl, then trt-widget inspect build.jsonl)"
+        )
     if report is None and (data[:4] == b"vtrt" or b"\0" in data[:4096]):
         raise ValueError(
             f"{source}: a serialized engine (binary), not a log: its layers can be read only by deserializing it on "
@@ -323,6 +328,16 @@ def report_from_bytes(data: bytes, source: str) -> Parsed:
             "or a trt_widget recording)"
         )
     return report
+
+
+# the first fields of an ONNX ModelProto as onnx.save writes it: ir_version (field 1, a small varint), then another
+# field of the model (producer_name, ..., graph, opset_import)
+_ONNX_SECOND_FIELDS = frozenset(b"\x12\x1a\x22\x28\x32\x3a\x42")
+
+
+def _looks_onnx(data: bytes) -> bool:
+    """Whether ``data`` begins as a serialized ONNX model does (a hint for the message, not a check)."""
+    return len(data) > 2 and data[0] == 0x08 and 0 < data[1] < 0x80 and data[2] in _ONNX_SECOND_FIELDS
 
 
 def _from_recording(text: str, source: str) -> Parsed | None:

@@ -295,7 +295,7 @@ class MatrixView:
             status = cell.build.status
             if self._shown.get(cell.id) != status:
                 self._shown[cell.id] = status
-                self._write(f"#{cell.id} {cell.model} [{cell.variant}]: {self._outcome(cell)}")
+                self._write(f"#{cell.id} {cell.model} [{cell.variant}]: {self._outcome(cell, said_below=True)}")
 
     def finish(self) -> None:
         """The final table (rich) or the remaining status lines and the results table (plain)."""
@@ -308,15 +308,38 @@ class MatrixView:
                 if cell.build.status in ("failed", "cancelled"):
                     line = f"#{cell.id} {cell.model} [{cell.variant}]: {self._outcome(cell)}"
                     self.console.print(Text(escape_lines(line)), overflow="fold")
+            comparison = self._comparison(self.console.width)
+            if comparison:
+                self.console.print()
+                self.console.print(Text(comparison), overflow="fold")  # lines fit: wrapped between words already
         else:
             self.update()
             self._write("")
             self._write(self.matrix.table_text())
+            width = None
+            with contextlib.suppress(AttributeError, ValueError, OSError):  # a terminal's width; else lines unwrapped
+                if self.stream.isatty():
+                    width = os.get_terminal_size(self.stream.fileno()).columns
+            comparison = self._comparison(width)
+            if comparison:
+                self._write("")
+                self._write(comparison)
 
-    def _outcome(self, cell: Cell) -> str:
+    def _comparison(self, width: int | None) -> str:
+        """What differs between the variants (the widget's Comparison), wrapped to ``width``; "" for one build."""
+        from ._table import comparison_paragraphs, wrap_paragraphs
+
+        if len(self.matrix.cells) < 2:
+            return ""
+        return wrap_paragraphs(comparison_paragraphs(self.matrix.cells), width)
+
+    def _outcome(self, cell: Cell, *, said_below: bool = False) -> str:
+        """What became of a build; ``said_below``: a failure's cause is left to the results table at the end."""
         from .._format import fmt_bytes, fmt_s
 
         build = cell.build
+        if said_below and build.status == "failed" and build.error is not None:
+            return f"failed after {fmt_s(build.elapsed_s)} (the error is in the table at the end)"
         if build.status == "succeeded":
             where = f", written to {build.options.output}" if build.options.output else ""
             return f"succeeded in {fmt_s(build.elapsed_s)}, engine {fmt_bytes(build.engine_size or 0)}{where}"

@@ -275,3 +275,115 @@ def fmt_row_text(row: ResultRow) -> list[str]:
         fmt_bytes(size) if size else "",
         row["error"] or top,
     ]
+
+
+GLUE = "\xa0"  # joins a number to its unit and sign in comparison_paragraphs: wrapping never parts them
+EXCLUDED = (
+    "Build times leave out starting the builder process (start-up), which the elapsed times include: it says "
+    "nothing of a variant."
+)
+
+
+def _glued(text: str) -> str:
+    return text.replace(" ", GLUE)
+
+
+def _signed_s(seconds: float) -> str:
+    from .._format import fmt_s
+
+    return _glued(("+" if seconds >= 0 else "−") + fmt_s(abs(seconds)))
+
+
+def _signed_bytes(size: int) -> str:
+    from .._format import fmt_bytes
+
+    return _glued(("+" if size >= 0 else "−") + fmt_bytes(abs(size)))
+
+
+def _mix(brief: Mapping[str, JSON] | None) -> dict[str, int]:
+    mix = brief.get("precision_mix") if brief is not None else None
+    if not isinstance(mix, dict):
+        return {}
+    return {str(k): v for k, v in mix.items() if isinstance(v, int) and not isinstance(v, bool)}
+
+
+def comparison_paragraphs(cells: Sequence[Cell], baseline: int | None = None) -> list[str]:
+    """The matrix's comparison as text paragraphs, as the widget's Comparison shows it: per build its build time
+    (no start-up) and start-up, engine size, layers and precisions, each against the baseline (default: the first
+    build that succeeded), and its largest phase differences; a failed or cancelled build has no differences.
+    A number and its unit are joined by :data:`GLUE` (a no-break space) so that wrapping never parts them;
+    names are escaped."""
+    from .._format import escape_controls, fmt_bytes, fmt_s
+
+    data = comparison(cells)["builds"]
+    if not data:
+        return []
+    base = next((b for b in data if b["id"] == baseline), None) or next(
+        (b for b in data if b["status"] == "succeeded"), data[0]
+    )
+    rows = {int(str(r["build"])): r for r in compare_rows(cells, base["id"])}
+    name = escape_controls
+    out = [f"Comparison against #{base['id']} {name(base['model'])} [{name(base['variant'])}]:"]
+    base_brief = base["engine"]
+    for b in data:
+        head = f"#{b['id']} {name(b['model'])} [{name(b['variant'])}]"
+        if b["build_s"] is None:
+            out.append(f"{head}: {b['status']}, never started: no differences")
+            continue
+        if b["status"] in UNFINISHED:
+            out.append(f"{head}: {b['status']} after {_glued(fmt_s(b['build_s']))}: no differences")
+            continue
+        same = b["id"] == base["id"]
+        row = rows[b["id"]]
+        parts = [f"build time (no{GLUE}start-up) {_glued(fmt_s(b['build_s']))}"]
+        d_time = row["d_build_s"]
+        if not same and isinstance(d_time, (int, float)):
+            parts[-1] += f" ({_signed_s(d_time)})"
+        parts.append(f"start-up {_glued(fmt_s(b['start_up_s']))}")
+        if b["engine_size"]:
+            parts.append(f"engine {_glued(fmt_bytes(b['engine_size']))}")
+            d_size = row["d_engine_bytes"]
+            if not same and isinstance(d_size, int):
+                parts[-1] += f" ({_signed_bytes(d_size)})" if d_size else " (same)"
+        brief = b["engine"]
+        layers = brief.get("total_layers") if brief is not None else None
+        if isinstance(layers, int):
+            base_layers = base_brief.get("total_layers") if base_brief is not None else None
+            d_layers = layers - base_layers if isinstance(base_layers, int) and not same else None
+            parts.append(f"layers {layers}" + (f" ({d_layers:+d})" if d_layers else " (same)" if d_layers == 0 else ""))
+        mix, base_mix = _mix(brief), _mix(base_brief)
+        if mix:
+            said = ", ".join(f"{name(k)}{GLUE}{v}" for k, v in mix.items())
+            if not same and base_mix:
+                changes = {k: mix.get(k, 0) - base_mix.get(k, 0) for k in {**base_mix, **mix}}
+                moved = [f"{name(k)}{GLUE}{d:+d}" for k, d in changes.items() if d]
+                said += f" ({', '.join(moved)})" if moved else " (same)"
+            parts.append(f"precisions {said}")
+        text = f"{head}: {'baseline; ' if same else ''}" + ", ".join(parts)
+        if not same:
+            diffs = sorted(
+                ((str(k)[2:], v) for k, v in row.items() if k.startswith("d ") and isinstance(v, (int, float))),
+                key=lambda kv: -abs(kv[1]),
+            )
+            shown = [f"{name(n)} {_signed_s(d)}" for n, d in diffs[:3] if abs(d) >= 0.0005]
+            if shown:
+                text += "; largest phase differences: " + ", ".join(shown)
+        out.append(text)
+    out.append(EXCLUDED)
+    return out
+
+
+def wrap_paragraphs(paragraphs: Sequence[str], width: int | None) -> str:
+    """``paragraphs`` as lines of at most ``width`` characters (None: one line each), broken between words, never
+    inside a number and its unit; a word longer than a line (a long path) is folded. Continuation lines indent."""
+    import textwrap
+
+    lines: list[str] = []
+    for text in paragraphs:
+        if width is None:
+            lines.append(text)
+            continue
+        lines += textwrap.wrap(
+            text, width=max(width, 20), subsequent_indent="   ", break_on_hyphens=False, break_long_words=True
+        ) or [""]
+    return "\n".join(lines).replace(GLUE, " ")

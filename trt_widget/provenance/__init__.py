@@ -5,6 +5,7 @@ from ._bundle import write_bundle
 from ._check import EngineCheck, EngineHeader, check_engine, read_engine_header
 from ._cli import check_arguments, check_run
 from ._hashes import HashCache, Hashed
+from ._inspect import inspect_run, manifest_text
 from ._manifest import (
     Manifest,
     ManifestError,
@@ -37,9 +38,11 @@ __all__ = [
     "file_sha256",
     "find_reusable",
     "identity_of",
+    "inspect_run",
     "key_of",
     "make_manifest",
     "manifest_path",
+    "manifest_text",
     "model_identity",
     "read_engine_header",
     "read_manifest",

@@ -102,8 +102,8 @@ def run(args: argparse.Namespace) -> int:
     def notify(text: str) -> None:
         with lock:
             if console is not None:  # above the live tree, on its own line
-                console.print(
-                    f"trt-widget run: {escape_lines(text)}", style="bold yellow", markup=False, soft_wrap=True
+                console.print(  # wrapped between words; a path longer than a line folds
+                    f"trt-widget run: {escape_lines(text)}", style="bold yellow", markup=False, overflow="fold"
                 )
             else:  # on a line of its own, also where the command's stdout (on stderr, --json) stopped mid-line
                 print(f"{stdout.break_line()}trt-widget run: {text}", file=sys.stderr, flush=True)

@@ -18,7 +18,7 @@ from trt_widget import Build, BuildOptionsDict, Phase, models
 from trt_widget._snapshot import snapshot
 from trt_widget.matrix import BuildMatrix
 from trt_widget.matrix._cli import MatrixView
-from trt_widget.matrix._table import compare_rows, result_row
+from trt_widget.matrix._table import FIRST_BUILD, compare_rows, comparison_paragraphs, result_row
 from trt_widget.matrix._widget import build_row
 from trt_widget.runners import EngineFile, RunContext, Runner
 
@@ -96,6 +96,9 @@ def test_identical_variants_the_comparison_marks_a_cold_builder_process(monkeypa
     assert len({b.child_pid for b in matrix.builds}) == 1  # one warm builder process built all three
     assert [b["cold_builder"] for b in matrix.comparison()["builds"]] == [True, False, False]
     assert [r["cold_builder"] for r in compare_rows(matrix.cells, 1)] == [True, False, False]
+    said = comparison_paragraphs(matrix.cells)  # the terminal's comparison: a warm baseline, the cold row marked
+    assert said[0].startswith("Comparison against #1 ") and FIRST_BUILD in said[-1]
+    assert [FIRST_BUILD in line for line in said[1:4]] == [True, False, False]
 
     again = BuildMatrix(models.deep_residual(3), variants={"a": same, "b": same}).start()  # the same warm worker
     assert again.wait(180) == "done"

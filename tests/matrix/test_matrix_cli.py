@@ -92,7 +92,7 @@ def test_pipes_get_a_line_per_status_and_the_table(small_onnx: Path) -> None:
     assert sum("succeeded in" in line for line in lines) == 2
     header = lines.index("") + 1  # the table after the status lines, then the comparison (issue 39)
     assert lines[header].split()[:4] == ["id", "model", "variant", "status"]
-    assert lines[header + 3] == "" and lines[header + 4].startswith("Comparison against #0 "), lines
+    assert lines[header + 3] == "" and lines[header + 4].startswith("Comparison against #"), lines
 
 
 def test_bad_input_and_usage(small_onnx: Path, tmp_path: Path) -> None:

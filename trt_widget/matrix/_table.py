@@ -282,6 +282,11 @@ EXCLUDED = (
     "Build times leave out starting the builder process (start-up), which the elapsed times include: it says "
     "nothing of a variant."
 )
+FIRST_BUILD = "first build in a new or idle builder process: may include one-time costs"
+FIRST_WHY = (
+    "its phases first use memory that a build right after it in the same process re-uses, about 0.1-0.3 s for a "
+    "ResNet-50 on a CPU; a difference from a warm build says little about its variant"
+)
 
 
 def _glued(text: str) -> str:
@@ -310,7 +315,8 @@ def _mix(brief: Mapping[str, JSON] | None) -> dict[str, int]:
 def comparison_paragraphs(cells: Sequence[Cell], baseline: int | None = None) -> list[str]:
     """The matrix's comparison as text paragraphs, as the widget's Comparison shows it: per build its build time
     (no start-up) and start-up, engine size, layers and precisions, each against the baseline (default: the first
-    build that succeeded), and its largest phase differences; a failed or cancelled build has no differences.
+    build that succeeded, on a warm builder process where some were cold), and its largest phase differences; a
+    failed or cancelled build has no differences; a cold builder process's build is marked, as in the widget.
     A number and its unit are joined by :data:`GLUE` (a no-break space) so that wrapping never parts them;
     names are escaped."""
     from .._format import escape_controls, fmt_bytes, fmt_s
@@ -318,8 +324,14 @@ def comparison_paragraphs(cells: Sequence[Cell], baseline: int | None = None) ->
     data = comparison(cells)["builds"]
     if not data:
         return []
-    base = next((b for b in data if b["id"] == baseline), None) or next(
-        (b for b in data if b["status"] == "succeeded"), data[0]
+    started = [b for b in data if b["build_s"] is not None]
+    mixed = any(b["cold_builder"] for b in started) and not all(b["cold_builder"] for b in started)
+    done = [b for b in data if b["status"] == "succeeded"]
+    # by default a warm build is the baseline: against a cold first build every other variant looks faster
+    base = (
+        next((b for b in data if b["id"] == baseline), None)
+        or next((b for b in done if not (mixed and b["cold_builder"])), None)
+        or (done[0] if done else data[0])
     )
     rows = {int(str(r["build"])): r for r in compare_rows(cells, base["id"])}
     name = escape_controls
@@ -360,6 +372,8 @@ def comparison_paragraphs(cells: Sequence[Cell], baseline: int | None = None) ->
                 said += f" ({', '.join(moved)})" if moved else " (same)"
             parts.append(f"precisions {said}")
         text = f"{head}: {'baseline; ' if same else ''}" + ", ".join(parts)
+        if mixed and b["cold_builder"]:
+            text += f"; {FIRST_BUILD}"
         if not same:
             diffs = sorted(
                 ((str(k)[2:], v) for k, v in row.items() if k.startswith("d ") and isinstance(v, (int, float))),
@@ -369,7 +383,8 @@ def comparison_paragraphs(cells: Sequence[Cell], baseline: int | None = None) ->
             if shown:
                 text += "; largest phase differences: " + ", ".join(shown)
         out.append(text)
-    out.append(EXCLUDED)
+    cold = mixed and any(b["cold_builder"] for b in started)
+    out.append(EXCLUDED + (f' Rows marked "{FIRST_BUILD}": {FIRST_WHY}.' if cold else ""))
     return out
 
 

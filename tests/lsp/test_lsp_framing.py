@@ -62,16 +62,22 @@ def _answer(answers: queue.Queue[dict[str, Any]], ident: int, timeout: float = 6
             return message
 
 
+def _initialize(process: subprocess.Popen[bytes], answers: queue.Queue[dict[str, Any]]) -> None:
+    """The LSP handshake: ``initialize`` answered, then ``initialized``."""
+    assert process.stdin is not None
+    process.stdin.write(_message(_request(1, "initialize", {"processId": None, "rootUri": None, "capabilities": {}})))
+    process.stdin.flush()
+    assert "capabilities" in _answer(answers, 1)["result"]
+    process.stdin.write(_message({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+
+
 @pytest.mark.parametrize("header", [b"Content-Length: abc", b"Content-Length: -5", b"Content-Type: text/plain"])
 def test_a_request_after_a_bad_content_length_is_answered(
     server: tuple[subprocess.Popen[bytes], queue.Queue[dict[str, Any]]], header: bytes
 ) -> None:
     process, answers = server
     assert process.stdin is not None
-    process.stdin.write(_message(_request(1, "initialize", {"processId": None, "rootUri": None, "capabilities": {}})))
-    process.stdin.flush()
-    assert "capabilities" in _answer(answers, 1)["result"]
-    process.stdin.write(_message({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+    _initialize(process, answers)
     body = json.dumps(_request(2, "workspace/executeCommand", {"command": "trtWidget.builds"})).encode()
     process.stdin.write(header + b"\r\n\r\n" + body)  # no usable length: this one cannot be read
     process.stdin.write(_message(_request(3, "workspace/executeCommand", {"command": "trtWidget.builds"})))
@@ -121,10 +127,7 @@ def test_a_refused_build_command_is_an_invalid_params_error_without_a_traceback(
     model.write_bytes(to_bytes(deep_residual(2)))
     process, answers = server
     assert process.stdin is not None and process.stderr is not None
-    process.stdin.write(_message(_request(1, "initialize", {"processId": None, "rootUri": None, "capabilities": {}})))
-    process.stdin.flush()
-    assert "capabilities" in _answer(answers, 1)["result"]
-    process.stdin.write(_message({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+    _initialize(process, answers)
     cases: list[tuple[list[Any], str]] = [
         ([], "needs the ONNX file's URI"),
         ([123], "needs the ONNX file's URI"),
@@ -163,10 +166,7 @@ def test_a_body_that_is_not_a_message_gets_a_json_rpc_error_without_a_traceback(
     method, nor one whose params it could not read)."""
     process, answers = server
     assert process.stdin is not None and process.stderr is not None
-    process.stdin.write(_message(_request(1, "initialize", {"processId": None, "rootUri": None, "capabilities": {}})))
-    process.stdin.flush()
-    assert "capabilities" in _answer(answers, 1)["result"]
-    process.stdin.write(_message({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+    _initialize(process, answers)
     builds = {"command": "trtWidget.builds"}
     bad_id = {"jsonrpc": "2.0", "method": "workspace/executeCommand", "params": builds}
     cases: list[tuple[bytes, int]] = [

@@ -10,7 +10,13 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final, Literal, TypedDict
+from html import escape
+from typing import TYPE_CHECKING, Final, Literal, TypedDict
+
+from ._format import escape_controls, fmt_s
+
+if TYPE_CHECKING:
+    from IPython.lib.pretty import RepresentationPrinter
 
 PhaseStatus = Literal["running", "done", "finished-early", "cancelled", "failed"]
 RUNNING: Final = "running"
@@ -42,6 +48,40 @@ class TimingRow(PhaseRow):
     ``ended_early`` True (the phase model and the JSON events keep the word ``finished-early``)."""
 
     ended_early: bool
+
+
+class Timings(list[TimingRow]):
+    """``Build.timings()``: the list of rows (index, iterate, ``len``, JSON) that shows compactly in a notebook or
+    REPL, as the top-level phases with their times and a count of the nested rows, not one dict per phase."""
+
+    def _summary(self) -> tuple[list[TimingRow], int]:
+        top = [row for row in self if row.get("parent") is None]
+        return top, len(self) - len(top)
+
+    def __repr__(self) -> str:
+        top, nested = self._summary()
+        head = f"Timings: {len(self)} phase rows ({nested} nested; iterate or index for all, timings_df() for a table)"
+        width = max((len(escape_controls(row.get("name", ""))) for row in top), default=0)
+        lines = [head]
+        for row in top:
+            name = escape_controls(row.get("name", ""))
+            lines.append(f"  {name:<{width}}  {fmt_s(row.get('duration_s')) or '…':>9}  {row.get('status', '')}")
+        return "\n".join(lines)
+
+    def _repr_pretty_(self, p: RepresentationPrinter, cycle: bool) -> None:
+        p.text(repr(self))
+
+    def _repr_html_(self) -> str:
+        top, nested = self._summary()
+        cells = "".join(
+            f"<tr><td>{escape(str(row.get('name', '')))}</td><td style='text-align:right'>"
+            f"{escape(fmt_s(row.get('duration_s')) or '…')}</td><td>{escape(str(row.get('status', '')))}</td></tr>"
+            for row in top
+        )
+        return (
+            f"<div><b>Timings</b>: {len(self)} phase rows ({nested} nested; iterate or index for all, "
+            f"<code>timings_df()</code> for a table)<table>{cells}</table></div>"
+        )
 
 
 Clock = Callable[[], float]

@@ -252,7 +252,8 @@ class PhaseModel:
 
     def request_cancel(self) -> None:
         """A cancel was asked: from the next step on the builder is told to stop, and a phase still open then
-        was cut short by it, whatever its step count says (a phase's last step is where TensorRT hears it)."""
+        was cut short by it, unless all its steps completed (TensorRT calls ``stepComplete`` when a step is done,
+        so a phase whose last step is where it heard the cancel did all its work: done, not cancelled)."""
         with self._lock:
             self.cancelling = True
             if self.cancel_s is None:
@@ -272,13 +273,11 @@ class PhaseModel:
             if not stack:
                 del self._active[name]
             # open when the builder was told to stop, and ended after the cancel was asked (a replayed phase that
-            # ended before it, whose events came late, was done)
+            # ended before it, whose events came late, was done); a phase whose announced steps all completed did
+            # its work whenever the cancel came, so only a phase without steps can be cut short at its end
             cut = self.cancelling and self.refused_s is not None and self._time(at) >= (self.cancel_s or 0.0)
-            status: PhaseStatus = (
-                DONE
-                if phase.step >= phase.num_steps and not cut
-                else (CANCELLED if self.cancelling else FINISHED_EARLY)
-            )
+            complete = phase.step >= phase.num_steps and (phase.num_steps > 0 or not cut)
+            status: PhaseStatus = DONE if complete else (CANCELLED if self.cancelling else FINISHED_EARLY)
             if ended == CANCELLED:
                 status = CANCELLED
             elif ended == FAILED:

@@ -6,10 +6,14 @@ import json
 import time
 from pathlib import Path
 
+from fixture_types import WaitUntil
 from IPython.lib.pretty import pretty
 
 from trt_widget import Build, BuildWidget, models
-from trt_widget._phases import CANCELLED, DONE, RUNNING, PhaseModel
+from trt_widget._expected import PARSE_PHASE, shown_logs
+from trt_widget._phases import CANCELLED, DONE, RUNNING, PhaseModel, PhaseRow
+from trt_widget._tensorrt_log import LogRecord
+from trt_widget.report import to_html
 
 
 def test_timings_in_its_own_cell_shows_the_top_level_phases_compactly() -> None:
@@ -87,3 +91,53 @@ def test_a_thread_build_stopped_mid_step_has_no_complete_row_badged_cancelled() 
     (refit,) = [r for r in rows if r["name"] == "Determining refit engines"]
     assert refit["status"] == DONE and refit["step"] == refit["num_steps"] == 1, rows
     assert rows[refit["parent"]]["status"] == CANCELLED, rows  # type: ignore[index]
+
+
+def test_the_widget_log_of_a_truncated_onnx_holds_back_the_raw_parser_assertion(
+    tmp_path: Path, wait_until: WaitUntil
+) -> None:
+    """Item 5: the terminal held back TensorRT's raw parser ERROR lines when the parse failed (the friendly
+    message says what they mean), but the widget's log still showed "MODEL_DESERIALIZE_FAILED: Assertion failed"
+    above it. The rule lives in ``_expected`` now: every front end applies it; verbose and ``build.logs`` keep it."""
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(models.to_bytes(models.deep_residual(4))[:1000])
+    for verbose in (False, True):
+        w = BuildWidget(bad, history=False, verbose=verbose).start()
+        assert w.wait(120) == "failed"
+        wait_until(lambda: "could not parse" in w.status_detail, what="the final state")  # noqa: B023
+        assert "is it really an ONNX model?" in w.status_detail, w.status_detail
+        assert any("MODEL_DESERIALIZE_FAILED" in r["message"] for r in w.build.logs), w.build.logs
+        shown = [r["message"] for r in w.logs]  # the widget's TensorRT log (the synced trait)
+        assert any("MODEL_DESERIALIZE_FAILED" in m for m in shown) is verbose, shown
+        report = to_html(w.build)  # the HTML report's warnings and errors: the same rule
+        assert ("MODEL_DESERIALIZE_FAILED" in report) is verbose
+
+
+def test_parser_errors_are_held_only_while_the_parse_runs_or_when_it_failed() -> None:
+    """The rule itself: an ERROR logged during a parse that then succeeded is news, shown once the parse ended."""
+    rows: list[PhaseRow] = [
+        {
+            "id": 0,
+            "name": PARSE_PHASE,
+            "parent": None,
+            "depth": 0,
+            "step": 0,
+            "num_steps": 0,
+            "start_s": 1.0,
+            "end_s": None,
+            "duration_s": None,
+            "status": "running",
+        }
+    ]
+    records: list[LogRecord] = [
+        {"severity": "ERROR", "message": "before", "t": 0.5},
+        {"severity": "ERROR", "message": "while parsing", "t": 1.5},
+        {"severity": "WARNING", "message": "a warning while parsing", "t": 1.6},
+    ]
+    held = ["before", "a warning while parsing"]
+    assert [r["message"] for r in shown_logs(records, rows, verbose=False)] == held
+    assert len(shown_logs(records, rows, verbose=True)) == 3
+    rows[0]["status"], rows[0]["end_s"], rows[0]["duration_s"] = "failed", 2.0, 1.0
+    assert [r["message"] for r in shown_logs(records, rows, verbose=False)] == held
+    rows[0]["status"] = "done"
+    assert len(shown_logs(records, rows, verbose=False)) == 3

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol, SupportsInt, Union, cast
 from . import _external_data
 from ._backend import LoggerBase, builder_failure_message, capabilities, select_backend, trt
 from ._errors import BuildError
-from ._expected import significant
+from ._expected import PARSE_PHASE, significant
 from ._external_data import check_external_data, external_locations, file_locations
 from ._files import atomic_write, expand_user, open_lock_file, read_regular, writable_target
 from ._options import PRECISION_FLAGS, TRT_SETTINGS, BuildOptions, ConfigureHook
@@ -270,7 +270,7 @@ def routed_logs(logger: CaptureLogger) -> Iterator[_LogRouter]:
 
 
 # The time before TensorRT's first phase, reported as a phase of its own (see Build's AFTER_PHASE for the end)
-BEFORE_PHASES = {"model": "Reading and parsing the model", "callable": "Defining the network"}
+BEFORE_PHASES = {"model": PARSE_PHASE, "callable": "Defining the network"}
 
 
 def build_engine(

@@ -6,12 +6,15 @@ import json
 import time
 from pathlib import Path
 
+import pytest
 from fixture_types import WaitUntil
 from IPython.lib.pretty import pretty
 
 from trt_widget import Build, BuildWidget, models
-from trt_widget._expected import PARSE_PHASE, shown_logs
+from trt_widget._backend import select_backend
+from trt_widget._expected import PARSE_PHASE, RTX_TIMING_CACHE, shown_logs
 from trt_widget._phases import CANCELLED, DONE, RUNNING, PhaseModel, PhaseRow
+from trt_widget._snapshot import snapshot
 from trt_widget._tensorrt_log import LogRecord
 from trt_widget.report import to_html
 
@@ -141,3 +144,26 @@ def test_parser_errors_are_held_only_while_the_parse_runs_or_when_it_failed() ->
     assert [r["message"] for r in shown_logs(records, rows, verbose=False)] == held
     rows[0]["status"] = "done"
     assert len(shown_logs(records, rows, verbose=False)) == 3
+
+
+@pytest.mark.skipif(select_backend()[0] != "rtx", reason="TensorRT for RTX's behaviour; NVIDIA TensorRT uses the file")
+@pytest.mark.parametrize("isolation", ["thread", "process"])
+def test_the_readme_s_timing_cache_on_rtx_is_one_calm_note_and_no_file(tmp_path: Path, isolation: str) -> None:
+    """Item 2: the README's ``timing_cache="model.cache"`` on TensorRT for RTX did nothing, yet the widget's log
+    showed five "expected" lines about it and a ``model.cache`` (an empty RTX cache, which RTX itself then failed
+    to read) appeared. RTX tunes no tactics (NVIDIA: its timing-cache calls do not affect RTX engines): one note,
+    marked expected, says so; the file is neither written nor, when one exists, read or changed."""
+    cache = tmp_path / "model.cache"
+    for existing in (None, b"an NVIDIA TensorRT cache, kept for a GPU machine"):
+        if existing is not None:
+            cache.write_bytes(existing)
+        w = BuildWidget(models.deep_residual(2), timing_cache=str(cache), history=False, isolation=isolation)
+        assert w.start().wait(120) == "succeeded", w.status_detail
+        about = [r for r in w.build.logs if "timing cache" in r["message"].lower() or "timing_cache" in r["message"]]
+        about = [r for r in about if "Local timing cache in use" not in r["message"]]  # logged by every RTX build
+        assert [r["message"] for r in about] == [f"{RTX_TIMING_CACHE}; {about[0]['message'].split('; ', 1)[1]}"]
+        assert str(cache) in about[0]["message"] and "NVIDIA TensorRT" in about[0]["message"]
+        shown = [r for r in snapshot(w.build)["logs"] if "timing" in r["message"].lower()]
+        assert len(shown) == 1 and shown[0].get("expected"), shown  # said once, calmly
+        assert cache.read_bytes() == existing if existing is not None else not cache.exists()
+        assert sorted(p.name for p in tmp_path.iterdir()) == ([] if existing is None else ["model.cache"])

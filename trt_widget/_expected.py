@@ -14,6 +14,13 @@ if TYPE_CHECKING:
 
 PARSE_PHASE = "Reading and parsing the model"  # the row the ONNX parse runs in (``_engine.BEFORE_PHASES``)
 
+# trt_widget's one note when timing_cache= is given to TensorRT for RTX, and what it means
+RTX_TIMING_CACHE = "timing_cache: TensorRT for RTX does not use a timing cache"
+_NO_TIMING_CACHE = (
+    "TensorRT for RTX does not tune tactics, so a timing cache cannot speed its builds (NVIDIA deprecated its "
+    "timing-cache calls there); the option is for NVIDIA TensorRT, and this build is unaffected"
+)
+
 # (fragment, when it applies, what it means)
 _EXPECTED: list[tuple[str, str, str]] = [
     ("BuildCanceled", "cancelled", "the build was cancelled, as asked"),
@@ -24,12 +31,8 @@ _EXPECTED: list[tuple[str, str, str]] = [
         "TensorRT for RTX found no usable GPU driver: expected on a machine without an NVIDIA GPU; CPU builds are "
         "unaffected",
     ),
-    ("timing cache", "rtx", "TensorRT for RTX ignores timing caches; the file is only kept for NVIDIA TensorRT"),
-    (
-        "timing_cache: TensorRT for RTX ignores",
-        "rtx",
-        "TensorRT for RTX ignores timing caches; the file is only kept for NVIDIA TensorRT",
-    ),
+    ("timing cache", "rtx", _NO_TIMING_CACHE),
+    (RTX_TIMING_CACHE, "rtx", _NO_TIMING_CACHE),
     (
         "due to insufficient memory on requested size",
         "any",

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -167,3 +170,65 @@ def test_the_readme_s_timing_cache_on_rtx_is_one_calm_note_and_no_file(tmp_path:
         assert len(shown) == 1 and shown[0].get("expected"), shown  # said once, calmly
         assert cache.read_bytes() == existing if existing is not None else not cache.exists()
         assert sorted(p.name for p in tmp_path.iterdir()) == ([] if existing is None else ["model.cache"])
+
+
+KERNEL_LIKE = """
+import json, os, sys, threading
+from trt_widget import trt, watch_call
+from trt_widget.watch import _watch
+
+_watch._in_kernel = lambda: True  # a Jupyter kernel: its fd 1 is a pipe that a thread reads, as below
+
+def my_build(path):  # the user's code: a new trt.Logger per call
+    logger = trt.Logger(trt.Logger.VERBOSE)
+    builder = trt.Builder(logger)
+    network = builder.create_network(0)
+    parser = trt.OnnxParser(network, logger)
+    assert parser.parse_from_file(path)
+    return builder.build_serialized_network(network, builder.create_builder_config())
+
+class OutStream:  # the kernel's sys.stdout: each write() call's text is sent as it is (a stream message)
+    def __init__(self):
+        self.sent, self.lock = [], threading.Lock()
+    def write(self, text):
+        with self.lock:
+            self.sent.append(text)
+        return len(text)
+    def flush(self):
+        pass
+
+read, write = os.pipe()
+kernel = os.dup(1)
+os.dup2(write, 1)
+os.close(write)
+sys.stdout = out = OutStream()
+def forward():  # what ipykernel's fd watcher does: each read of fd 1's pipe goes to sys.stdout as it comes
+    while data := os.read(read, 1000):
+        out.write(data.decode(errors="replace"))
+reader = threading.Thread(target=forward)
+reader.start()
+call = watch_call(lambda paths: [my_build(p) for p in paths], [sys.argv[1]] * 2)
+engines = call.result(120)
+os.dup2(kernel, 1)
+reader.join(30)
+split = [text for text in out.sent if not text.endswith("\\n")]
+json.dump({"lines": "".join(out.sent).count("[TRT]"), "split": split[:5], "engines": len(engines)}, sys.stderr)
+"""
+
+
+def test_a_watched_build_s_own_trt_logger_reaches_the_kernel_in_whole_lines(tmp_path: Path) -> None:
+    """Item 1: with ``BuildWidget.watch`` and a user script that makes a new ``trt.Logger`` per call, the cell's
+    output showed a stray ``[`` above the watch list and a log line split in two. TensorRT's logger writes each
+    line to fd 1 in pieces ("[", the date, "] ", "[TRT] [V] ", the message, "\\n") when C's stdout is unbuffered
+    (``python -u``, ``PYTHONUNBUFFERED``); the kernel forwards what it reads as it comes. While a watch is open in
+    a kernel, the kernel's fd gets whole lines. Real RTX builds; a pipe and a reader thread play the kernel."""
+    onnx_path = tmp_path / "a.onnx"
+    onnx_path.write_bytes(models.to_bytes(models.deep_residual(4)))
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", KERNEL_LIKE, str(onnx_path)], env=env, capture_output=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr.decode(errors="replace")[-3000:]
+    got = json.loads(done.stderr.decode().strip().splitlines()[-1])
+    assert got["engines"] == 2 and got["lines"] > 20, got
+    assert got["split"] == [], got

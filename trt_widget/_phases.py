@@ -69,7 +69,11 @@ class Timings(list[TimingRow]):
         return "\n".join(lines)
 
     def _repr_pretty_(self, p: RepresentationPrinter, cycle: bool) -> None:
-        p.text(repr(self))
+        head, *rows = repr(self).split("\n")
+        with p.group(2, head, ""):  # indented as a value inside another (a watch's timings per build)
+            for row in rows:
+                p.break_()
+                p.text(row[2:])
 
     def _repr_html_(self) -> str:
         top, nested = self._summary()

@@ -215,6 +215,16 @@ def _run_async(coro: Coroutine[Any, Any, T], timeout: float = DEADLINE_S) -> T:
 
 
 @pytest.fixture
+def nvidia_timing_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Builds in this process read and write ``timing_cache=`` as with NVIDIA TensorRT, whatever the backend: the
+    one difference faked (TensorRT for RTX builds skip the file; its timing-cache calls, no-ops, stand in for
+    NVIDIA's, whose merging tests/test_timing_cache_shared.py shows with a fake of ITimingCache)."""
+    from trt_widget import _engine
+
+    monkeypatch.setattr(_engine, "uses_timing_cache", lambda backend: True)
+
+
+@pytest.fixture
 def run_async() -> RunAsync:
     """``run_async(coro)``: ``asyncio.run`` on a fresh thread (the e2e session may keep a loop on this one)."""
     return _run_async

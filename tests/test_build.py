@@ -218,6 +218,7 @@ def test_a_budget_that_is_not_reached_changes_nothing(small_model: Any) -> None:
 
 
 # -- options -------------------------------------------------------------------------------------------
+@pytest.mark.usefixtures("nvidia_timing_cache")
 def test_timing_cache_is_written_and_read_back(small_model: Any, tmp_path: Path) -> None:
     """First build: no file, so nothing to load; it writes a non-empty cache. Second build: TensorRT is handed
     the cache and logs that it deserializes it. (TensorRT for RTX on a CPU-only machine cannot use it: it logs
@@ -227,13 +228,13 @@ def test_timing_cache_is_written_and_read_back(small_model: Any, tmp_path: Path)
     def cache_lines(build: Build) -> list[str]:
         return [log["message"] for log in build.logs if "timing cache" in log["message"].lower()]
 
-    first = finished(Build(small_model, timing_cache=cache, verbose=True))
+    first = finished(Build(small_model, timing_cache=cache, verbose=True, isolation="thread"))
     assert first.status == "succeeded", first.status_detail
     assert cache.is_file() and cache.stat().st_size > 0
     assert not [m for m in cache_lines(first) if "deserializ" in m.lower()]
     assert no_part_files(tmp_path)
 
-    second = finished(Build(small_model, timing_cache=cache, verbose=True))
+    second = finished(Build(small_model, timing_cache=cache, verbose=True, isolation="thread"))
     assert second.status == "succeeded", second.status_detail
     assert [m for m in cache_lines(second) if "deserializ" in m.lower()], cache_lines(second)
     assert cache.stat().st_size > 0

@@ -58,6 +58,7 @@ def held(tmp_path: Path) -> Iterator[tuple[Build, dict[str, Path], threading.Eve
         first.wait(300)
 
 
+@pytest.mark.usefixtures("nvidia_timing_cache")
 def test_a_new_builds_files_may_not_be_a_running_builds_files(
     held: tuple[Build, dict[str, Path], threading.Event], tmp_path: Path
 ) -> None:

@@ -123,6 +123,7 @@ def test_the_cli_writes_nothing_through_planted_links(shared: Path, victim: Path
     assert victim.read_bytes() == PRECIOUS and notes.read_bytes() == PRECIOUS
 
 
+@pytest.mark.usefixtures("nvidia_timing_cache")
 def test_a_planted_timing_cache_lock_is_not_followed(shared: Path, victim: Path, tmp_path: Path) -> None:
     cache = shared / "cache.timing"
     plant(shared / "cache.timing.lock", victim)
@@ -192,16 +193,17 @@ def test_a_file_another_user_planted_does_not_lend_its_mode(built: Build, shared
     assert stat.S_IMODE(own.stat().st_mode) == 0o755
 
 
+@pytest.mark.usefixtures("nvidia_timing_cache")
 def test_output_and_timing_cache_keep_their_mode_and_a_new_file_gets_opens_mode(tmp_path: Path) -> None:
-    engine, cache = tmp_path / "m.engine", tmp_path / "m.cache"
-    first = Build(SMALL, history=False, isolation="process", output=str(engine), timing_cache=str(cache)).start()
+    engine, cache = tmp_path / "m.engine", tmp_path / "m.cache"  # thread: the timing-cache fake is in-process
+    first = Build(SMALL, history=False, isolation="thread", output=str(engine), timing_cache=str(cache)).start()
     assert first.wait(120) == "succeeded"
     umask = os.umask(0)
     os.umask(umask)
     assert stat.S_IMODE(engine.stat().st_mode) == 0o666 & ~umask
     engine.chmod(0o600)
     cache.chmod(0o640)
-    again = Build(SMALL, history=False, isolation="process", output=str(engine), timing_cache=str(cache)).start()
+    again = Build(SMALL, history=False, isolation="thread", output=str(engine), timing_cache=str(cache)).start()
     assert again.wait(120) == "succeeded"
     assert stat.S_IMODE(engine.stat().st_mode) == 0o600 and stat.S_IMODE(cache.stat().st_mode) == 0o640
 
@@ -377,6 +379,7 @@ def _unblock(fifo: Path) -> None:
 
 
 @pytest.mark.parametrize("planted", ["fifo", "link to /dev/zero"])
+@pytest.mark.usefixtures("nvidia_timing_cache")
 def test_a_timing_cache_another_user_swaps_after_the_start_check_costs_the_cache_not_the_build(
     shared: Path, tmp_path: Path, planted: str
 ) -> None:

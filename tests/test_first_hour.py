@@ -419,6 +419,7 @@ def test_the_terminal_and_timings_show_an_early_closed_phase_as_done_without_a_s
     assert list(df["ended_early"]) == [r.get("ended_early") for r in rows]
 
 
+@pytest.mark.usefixtures("nvidia_timing_cache")
 def test_a_build_with_an_existing_timing_cache_logs_each_tensorrt_line_once(tmp_path: Path) -> None:
     """Issue 39 item 5: with the README's ``timing_cache=`` and the file left by a first build, the second build's
     log (and the widget's) held TensorRT's reading of the file twice (the CUDA "Error Code 1" lines, "The timing
@@ -429,9 +430,11 @@ def test_a_build_with_an_existing_timing_cache_logs_each_tensorrt_line_once(tmp_
     from trt_widget._snapshot import snapshot
 
     cache = tmp_path / "model.cache"
-    first = Build(deep_residual(2), timing_cache=str(cache), history=False, resources=False).start()
+    first = Build(deep_residual(2), timing_cache=str(cache), history=False, resources=False, isolation="thread")
+    first.start()
     assert first.wait(300) == "succeeded" and cache.stat().st_size > 0
-    w = BuildWidget(deep_residual(2), timing_cache=str(cache), history=False, resources=False).start()
+    w = BuildWidget(deep_residual(2), timing_cache=str(cache), history=False, resources=False, isolation="thread")
+    w.start()
     assert w.wait(300) == "succeeded"
     messages = [r["message"] for r in w.build.logs]
     assert any("timing cache" in m.lower() for m in messages), messages  # TensorRT read the file: the case at hand

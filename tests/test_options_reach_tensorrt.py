@@ -23,6 +23,7 @@ import pytest
 from trt_widget import Build, _backend, _engine, models
 from trt_widget._backend import select_backend, trt
 from trt_widget._engine import CaptureLogger, ModelSource
+from trt_widget._expected import RTX_TIMING_CACHE
 from trt_widget._monitor import BuildMonitor
 from trt_widget._options import BuildOptions
 
@@ -254,6 +255,7 @@ def test_profiles_reach_the_builder_config_with_their_shapes(spy: Spy) -> None:
     assert config["profiles"] == [{"input": PROFILE}]
 
 
+@pytest.mark.usefixtures("nvidia_timing_cache")
 def test_a_timing_cache_is_set_on_the_builder_config(spy: Spy, tmp_path: Path) -> None:
     built(models.deep_residual(3), timing_cache=tmp_path / "t.cache")
     assert [c["timing_cache"] for c in spy.configs] == [True]
@@ -295,9 +297,13 @@ def test_the_builder_process_hands_every_option_to_tensorrt(tmp_path: Path) -> N
     assert any(r["severity"] == "VERBOSE" for r in build.logs)  # verbose=True reached the worker's logger
     assert any("at optimization level 0" in m for m in lines)  # e.g. "Set number of tactics to 1 at ..."
     assert any("[2,6]" in m for m in lines)  # TensorRT's range of the dynamic batch dimension: the profile's
-    assert any("Failed to deserialize timing cache" in m for m in lines)  # TensorRT was given the file's bytes
-    assert any("Global timing cache in use" in m for m in lines)  # (without a cache: "Local timing cache")
-    assert cache.read_bytes() != damaged and cache.stat().st_size > 0  # TensorRT's, saved
+    if _engine.uses_timing_cache(select_backend()[0]):
+        assert any("Failed to deserialize timing cache" in m for m in lines)  # TensorRT was given the file's bytes
+        assert any("Global timing cache in use" in m for m in lines)  # (without a cache: "Local timing cache")
+        assert cache.read_bytes() != damaged and cache.stat().st_size > 0  # TensorRT's, saved
+    else:  # TensorRT for RTX: the option reached the worker, which says it skips the file
+        assert any(m.startswith(RTX_TIMING_CACHE) and str(cache) in m for m in lines), lines
+        assert cache.read_bytes() == damaged and not any("Global timing cache" in m for m in lines)
     assert output.read_bytes() == build.engine
 
     plain = Build(models.deep_residual(3), history=False, resources=False).start()
@@ -310,6 +316,7 @@ def _warnings(build: Build) -> list[str]:
     return [p["message"] for p in build.problems if p["severity"] == "WARNING" and "timing_cache" in p["message"]]
 
 
+@pytest.mark.usefixtures("nvidia_timing_cache")
 def test_timing_cache_notes_say_what_tensorrt_does_with_it(tmp_path: Path) -> None:
     cache = tmp_path / "t.cache"
     with warnings.catch_warnings(record=True) as caught:
@@ -317,7 +324,7 @@ def test_timing_cache_notes_say_what_tensorrt_does_with_it(tmp_path: Path) -> No
         notes = _warnings(built(models.deep_residual(3), timing_cache=cache, optimization_level=0))
     assert not [w for w in caught if "Timing cache" in str(w.message)]  # TensorRT's own DeprecationWarnings
     assert any("optimization_level=0 does not use the timing cache" in n for n in notes)
-    assert any("TensorRT for RTX ignores timing caches" in n for n in notes) == (select_backend()[0] == "rtx")
+    assert not any(RTX_TIMING_CACHE in n for n in notes)
     level1 = _warnings(built(models.deep_residual(3), timing_cache=cache, optimization_level=1))
     assert not [n for n in level1 if "optimization_level=0" in n]
     assert not _warnings(built(models.deep_residual(3)))  # no cache, no notes
@@ -332,6 +339,7 @@ def _a_timing_cache() -> bytes:
         return bytes(memoryview(config.create_timing_cache(b"").serialize())) + b"from another TensorRT"
 
 
+@pytest.mark.usefixtures("nvidia_timing_cache")
 def test_a_cache_tensorrt_refuses_is_replaced_and_a_refused_new_one_is_done_without(spy: Spy, tmp_path: Path) -> None:
     cache = tmp_path / "t.cache"
     other = _a_timing_cache()
@@ -353,6 +361,7 @@ def test_a_cache_tensorrt_refuses_is_replaced_and_a_refused_new_one_is_done_with
     assert not cache.exists()
 
 
+@pytest.mark.usefixtures("nvidia_timing_cache")
 def test_a_file_that_is_not_a_timing_cache_is_left_as_it_was(spy: Spy, tmp_path: Path) -> None:
     """TensorRT reads any bytes as an empty cache: saving the build's would overwrite a file named by mistake."""
     notes_file = tmp_path / "notes.txt"
@@ -572,7 +581,7 @@ def test_the_not_a_cache_note_stays_a_warning_while_rtxs_timing_cache_lines_are_
 
     ours = "timing_cache: notes.txt is not a TensorRT timing cache (it does not begin as one does); building ..."
     assert expected_reason(ours, cancelled=False, backend="rtx") is None
-    ignored = "timing_cache: TensorRT for RTX ignores timing caches (its timing-cache operations are no-ops)"
+    ignored = f"{RTX_TIMING_CACHE}; t.cache is neither read nor written (it speeds up NVIDIA TensorRT builds)"
     assert expected_reason(ignored, cancelled=False, backend="rtx") is not None
     theirs = "Failed to deserialize timing cache. Returning an empty timing cache."
     assert expected_reason(theirs, cancelled=False, backend="rtx") is not None

@@ -83,7 +83,7 @@ class Ref:
             self.ignored += 1
             return
         row = self.rows[stack.pop()]
-        if row["step"] >= row["num_steps"] and not self.refused:
+        if row["step"] >= row["num_steps"] and (row["num_steps"] > 0 or not self.refused):
             row["status"] = DONE
         else:
             row["status"] = CANCELLED if self.cancelling else FINISHED_EARLY

@@ -65,7 +65,7 @@ class FakeBuild:
         self.error: Exception | None = None
         self.problems: list[dict[str, Any]] = []
         self.cancel_info: dict[str, Any] | None = None
-        self.options = SimpleNamespace(isolation="process")
+        self.options = SimpleNamespace(isolation="process", verbose=False)
         self.history: Any = None
         self.resources: Any = None
         self.logger = FakeLogger()

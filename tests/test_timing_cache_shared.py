@@ -20,6 +20,9 @@ from attacks import held_by_another_process
 from trt_widget import Build, _engine, models, trt
 from trt_widget._engine import CaptureLogger
 
+# RTX builds skip timing_cache=: the real builds here use the file as NVIDIA TensorRT's do (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("nvidia_timing_cache")
+
 
 class NvidiaLikeCache:
     """ITimingCache as NVIDIA TensorRT has it: entries (tactic timings by layer key) that combine() merges."""

@@ -1,7 +1,8 @@
 """A stopped build keeps the timing cache it gathered until the stop (issue 40), so a long build can resume: the
 cache the application owns stays serializable after ``build_serialized_network`` returns None for a cancel. Here
-the real RTX path runs (its timing-cache operations are no-ops: the file holds an empty cache); whether NVIDIA
-TensorRT's cache holds the entries timed before the stop is checked by the contract suite (tests/test_gpu_contract.py,
+RTX's timing-cache calls (no-ops: the file holds an empty cache) stand in for NVIDIA's, on a thread (the
+``nvidia_timing_cache`` fake: RTX builds skip the file); whether NVIDIA TensorRT's cache holds the entries timed
+before the stop (in a builder process, the default) is checked by the contract suite (tests/test_gpu_contract.py,
 ``test_a_stopped_build_keeps_what_it_timed``)."""
 
 from __future__ import annotations
@@ -23,10 +24,10 @@ def _blank_cache() -> bytes:
         return bytes(memoryview(config.create_timing_cache(b"").serialize()))
 
 
-@pytest.mark.parametrize("isolation", ["thread", "process"])
-def test_a_stopped_build_writes_its_timing_cache(tmp_path: Path, isolation: str) -> None:
+@pytest.mark.usefixtures("nvidia_timing_cache")
+def test_a_stopped_build_writes_its_timing_cache(tmp_path: Path) -> None:
     path = tmp_path / "t.cache"
-    build = Build(models.deep_residual(40), timing_cache=str(path), history=False, isolation=isolation)
+    build = Build(models.deep_residual(40), timing_cache=str(path), history=False, isolation="thread")
     stepped = threading.Event()
     build.model.subscribe(lambda event, phase: stepped.set() if event == "step" else None)
     build.start()

@@ -44,7 +44,7 @@ from ._files import (
 from ._gpu import memory_skip_note
 from ._leftovers import UnsafeTempDir
 from ._options import BuildOptions, BuildOptionsDict
-from ._phases import CANCELLED, FINISHED_EARLY, Framing, PhaseModel, TimingRow
+from ._phases import CANCELLED, FINISHED_EARLY, Framing, PhaseModel, Timings
 from ._phases import DONE as PHASE_DONE
 from ._phases import FAILED as PHASE_FAILED
 from ._status import (
@@ -388,11 +388,12 @@ class Build(Waiting):
         """TensorRT warnings and errors only."""
         return list(self.logger.problems)
 
-    def timings(self) -> list[TimingRow]:
+    def timings(self) -> Timings:
         """Per phase instance: id, name, parent (id or None), depth, start_s, end_s, duration_s, step, ...,
-        status and ``ended_early``. A phase TensorRT closed before the last step it announced (as it closes its
+        status and ``ended_early``, as a :class:`Timings` list (compact in a notebook: top-level phases and a count
+        of nested rows). A phase TensorRT closed before the last step it announced (as it closes its
         root in every build) reads ``done`` with ``ended_early`` True, as in :meth:`timings_df`."""
-        rows: list[TimingRow] = []
+        rows = Timings()
         for row in self.model.timings():
             early = row["status"] == FINISHED_EARLY
             status = PHASE_DONE if early else row["status"]

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol, SupportsInt, Union, cast
 from . import _external_data
 from ._backend import LoggerBase, builder_failure_message, capabilities, select_backend, trt
 from ._errors import BuildError
-from ._expected import significant
+from ._expected import PARSE_PHASE, RTX_TIMING_CACHE, significant
 from ._external_data import check_external_data, external_locations, file_locations
 from ._files import atomic_write, expand_user, open_lock_file, read_regular, writable_target
 from ._options import PRECISION_FLAGS, TRT_SETTINGS, BuildOptions, ConfigureHook
@@ -270,7 +270,7 @@ def routed_logs(logger: CaptureLogger) -> Iterator[_LogRouter]:
 
 
 # The time before TensorRT's first phase, reported as a phase of its own (see Build's AFTER_PHASE for the end)
-BEFORE_PHASES = {"model": "Reading and parsing the model", "callable": "Defining the network"}
+BEFORE_PHASES = {"model": PARSE_PHASE, "callable": "Defining the network"}
 
 
 def build_engine(
@@ -886,6 +886,11 @@ def _configure(
     cache, loaded = None, None
     if options.timing_cache:
         path = Path(options.timing_cache)
+        if not uses_timing_cache(select_backend()[0]):
+            logger.log(
+                2, f"{RTX_TIMING_CACHE}; {path} is neither read nor written (it speeds up NVIDIA TensorRT builds)"
+            )
+            return None, None
         try:
             data = read_regular(path, TIMING_CACHE_LIMIT) if path.exists() else b""  # checked at start, maybe swapped
         except OSError as exc:
@@ -893,12 +898,6 @@ def _configure(
             data = b""
         if options.optimization_level == 0:
             logger.log(2, "timing_cache: optimization_level=0 does not use the timing cache")
-        if select_backend()[0] == "rtx":
-            logger.log(
-                2,
-                "timing_cache: TensorRT for RTX ignores timing caches (its timing-cache operations are "
-                "no-ops); the file is read and written only for compatibility with NVIDIA TensorRT",
-            )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
             if data and not _looks_like_a_timing_cache(config, data, logger):
@@ -924,6 +923,12 @@ def _configure(
             logger.log(2, "timing_cache: TensorRT refused a new timing cache; building without one")
             return None, None
     return cache, loaded
+
+
+def uses_timing_cache(backend: str) -> bool:
+    """Whether ``timing_cache=`` is read and written: NVIDIA TensorRT's builds reuse its tactic timings; TensorRT
+    for RTX tunes no tactics (NVIDIA: its timing-cache calls do not affect RTX engines; deprecated in RTX 1.2)."""
+    return backend != "rtx"
 
 
 def _fixed_dimensions(name: str, shape: tuple[int, ...], given: Profile, fixed: list[tuple[int, int]]) -> str:

@@ -5,10 +5,21 @@ Pure functions over message text; nothing here imports TensorRT.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from ._phases import PhaseRow
     from ._tensorrt_log import LogRecord
+
+PARSE_PHASE = "Reading and parsing the model"  # the row the ONNX parse runs in (``_engine.BEFORE_PHASES``)
+
+# trt_widget's one note when timing_cache= is given to TensorRT for RTX, and what it means
+RTX_TIMING_CACHE = "timing_cache: TensorRT for RTX does not use a timing cache"
+_NO_TIMING_CACHE = (
+    "TensorRT for RTX does not tune tactics, so a timing cache cannot speed its builds (NVIDIA deprecated its "
+    "timing-cache calls there); the option is for NVIDIA TensorRT, and this build is unaffected"
+)
 
 # (fragment, when it applies, what it means)
 _EXPECTED: list[tuple[str, str, str]] = [
@@ -20,12 +31,8 @@ _EXPECTED: list[tuple[str, str, str]] = [
         "TensorRT for RTX found no usable GPU driver: expected on a machine without an NVIDIA GPU; CPU builds are "
         "unaffected",
     ),
-    ("timing cache", "rtx", "TensorRT for RTX ignores timing caches; the file is only kept for NVIDIA TensorRT"),
-    (
-        "timing_cache: TensorRT for RTX ignores",
-        "rtx",
-        "TensorRT for RTX ignores timing caches; the file is only kept for NVIDIA TensorRT",
-    ),
+    ("timing cache", "rtx", _NO_TIMING_CACHE),
+    (RTX_TIMING_CACHE, "rtx", _NO_TIMING_CACHE),
     (
         "due to insufficient memory on requested size",
         "any",
@@ -86,3 +93,27 @@ def significant(messages: list[str]) -> list[str]:
 def unexpected_errors(messages: list[str], *, backend: str) -> list[str]:
     """The error lines of a build that succeeded that deserve a look: significant and not expected."""
     return [m for m in significant(messages) if expected_reason(m, cancelled=False, backend=backend) is None]
+
+
+def held_back(severity: str, parse_status: str | None, *, verbose: bool) -> bool:
+    """Whether front ends hold back a log line: an ERROR the ONNX parser logged while the model was parsed, while
+    that parse runs (it may yet succeed: the line is news then) or after it failed (the build's failure message
+    says what it means, friendlier). ``verbose`` shows them; ``build.logs`` always keeps them."""
+    return not verbose and "ERROR" in severity and parse_status in ("running", "failed")
+
+
+def shown_logs(records: Iterable[LogRecord], rows: Iterable[PhaseRow], *, verbose: bool) -> list[LogRecord]:
+    """The log records a front end shows: those :func:`held_back` holds dropped, by the parse row they fell in."""
+    parses = [r for r in rows if r["name"] == PARSE_PHASE and r["parent"] is None]
+    out: list[LogRecord] = []
+    for record in records:
+        t = record.get("t")
+        status = None
+        if isinstance(t, int | float):
+            for row in parses:
+                end = row["end_s"]
+                if row["start_s"] <= t and (end is None or t <= end):
+                    status = row["status"]
+        if not held_back(str(record.get("severity", "")), status, verbose=verbose):
+            out.append(record)
+    return out

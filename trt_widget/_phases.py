@@ -10,7 +10,13 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final, Literal, TypedDict
+from html import escape
+from typing import TYPE_CHECKING, Final, Literal, TypedDict
+
+from ._format import escape_controls, fmt_s
+
+if TYPE_CHECKING:
+    from IPython.lib.pretty import RepresentationPrinter
 
 PhaseStatus = Literal["running", "done", "finished-early", "cancelled", "failed"]
 RUNNING: Final = "running"
@@ -42,6 +48,44 @@ class TimingRow(PhaseRow):
     ``ended_early`` True (the phase model and the JSON events keep the word ``finished-early``)."""
 
     ended_early: bool
+
+
+class Timings(list[TimingRow]):
+    """``Build.timings()``: the list of rows (index, iterate, ``len``, JSON) that shows compactly in a notebook or
+    REPL, as the top-level phases with their times and a count of the nested rows, not one dict per phase."""
+
+    def _summary(self) -> tuple[list[TimingRow], int]:
+        top = [row for row in self if row.get("parent") is None]
+        return top, len(self) - len(top)
+
+    def __repr__(self) -> str:
+        top, nested = self._summary()
+        head = f"Timings: {len(self)} phase rows ({nested} nested; iterate or index for all, timings_df() for a table)"
+        width = max((len(escape_controls(row.get("name", ""))) for row in top), default=0)
+        lines = [head]
+        for row in top:
+            name = escape_controls(row.get("name", ""))
+            lines.append(f"  {name:<{width}}  {fmt_s(row.get('duration_s')) or '…':>9}  {row.get('status', '')}")
+        return "\n".join(lines)
+
+    def _repr_pretty_(self, p: RepresentationPrinter, cycle: bool) -> None:
+        head, *rows = repr(self).split("\n")
+        with p.group(2, head, ""):  # indented as a value inside another (a watch's timings per build)
+            for row in rows:
+                p.break_()
+                p.text(row[2:])
+
+    def _repr_html_(self) -> str:
+        top, nested = self._summary()
+        cells = "".join(
+            f"<tr><td>{escape(str(row.get('name', '')))}</td><td style='text-align:right'>"
+            f"{escape(fmt_s(row.get('duration_s')) or '…')}</td><td>{escape(str(row.get('status', '')))}</td></tr>"
+            for row in top
+        )
+        return (
+            f"<div><b>Timings</b>: {len(self)} phase rows ({nested} nested; iterate or index for all, "
+            f"<code>timings_df()</code> for a table)<table>{cells}</table></div>"
+        )
 
 
 Clock = Callable[[], float]
@@ -212,7 +256,8 @@ class PhaseModel:
 
     def request_cancel(self) -> None:
         """A cancel was asked: from the next step on the builder is told to stop, and a phase still open then
-        was cut short by it, whatever its step count says (a phase's last step is where TensorRT hears it)."""
+        was cut short by it, unless all its steps completed (TensorRT calls ``stepComplete`` when a step is done,
+        so a phase whose last step is where it heard the cancel did all its work: done, not cancelled)."""
         with self._lock:
             self.cancelling = True
             if self.cancel_s is None:
@@ -232,13 +277,11 @@ class PhaseModel:
             if not stack:
                 del self._active[name]
             # open when the builder was told to stop, and ended after the cancel was asked (a replayed phase that
-            # ended before it, whose events came late, was done)
+            # ended before it, whose events came late, was done); a phase whose announced steps all completed did
+            # its work whenever the cancel came, so only a phase without steps can be cut short at its end
             cut = self.cancelling and self.refused_s is not None and self._time(at) >= (self.cancel_s or 0.0)
-            status: PhaseStatus = (
-                DONE
-                if phase.step >= phase.num_steps and not cut
-                else (CANCELLED if self.cancelling else FINISHED_EARLY)
-            )
+            complete = phase.step >= phase.num_steps and (phase.num_steps > 0 or not cut)
+            status: PhaseStatus = DONE if complete else (CANCELLED if self.cancelling else FINISHED_EARLY)
             if ended == CANCELLED:
                 status = CANCELLED
             elif ended == FAILED:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, TypedDict, TypeVar
 
 from ._backend import select_backend
-from ._expected import annotate
+from ._expected import annotate, shown_logs
 from ._status import CANCELLING, FAILED, FINAL, LIVE
 from ._subscribe import BuildEvent, subscribe
 
@@ -73,7 +73,11 @@ def snapshot(build: Build, *, engine: str = "") -> Snapshot:
         "phases": build.model.rows(),
         "engine_size": build.engine_size or 0,
         "error": str(error) if error is not None and status == FAILED else "",
-        "logs": annotate(build.problems[-MAX_LOGS:], cancelled=build.cancel_info is not None, backend=_backend_kind()),
+        "logs": annotate(
+            shown_logs(build.problems, build.model.rows(), verbose=build.options.verbose)[-MAX_LOGS:],
+            cancelled=build.cancel_info is not None,
+            backend=_backend_kind(),
+        ),
         "cancel": build.cancel_info if status == CANCELLING else None,
         "can_force": build.options.isolation == "process",
         "eta": _guarded(build.history.eta) if build.history is not None else None,

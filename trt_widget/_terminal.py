@@ -16,7 +16,7 @@ from typing import IO, TYPE_CHECKING, TextIO
 
 from ._engine import BEFORE_PHASES
 from ._events import attach_events
-from ._expected import expected_reason
+from ._expected import expected_reason, held_back
 from ._format import escape_controls, escape_lines, fmt_bytes, fmt_s, is_terminal
 from ._grouping import sibling_runs
 from ._snapshot import engine_change
@@ -202,12 +202,13 @@ class TerminalView:
                         f"{escape_controls(event['name'])}: {fmt_s(event['duration_s'])}{status}",
                     )
             elif event["event"] == "log":
-                if self._parsing and "ERROR" in event["severity"]:
-                    self._held.append(event)
+                parse = "running" if self._parsing else None
+                if held_back(event["severity"], parse, verbose=self.build.options.verbose):
+                    self._held.append(event)  # the rule every front end applies (_expected.held_back)
                     return
                 self._log(event)
             elif event["event"] == "build_end":
-                if self.build.status != FAILED or self.build.options.verbose:
+                if self.build.status != FAILED:
                     self._release_held()  # else the failure's message says them; the build's log keeps them
                 self._ended()
 

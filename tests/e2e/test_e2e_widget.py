@@ -447,7 +447,7 @@ def test_outcomes_look_calm_unless_something_failed(lab: Lab) -> None:
     expect(first.locator(".trtw-mark")).to_be_hidden()
     assert "finished early" not in ok.inner_text()
     expect(ok.locator(".trtw-stop")).to_be_hidden()
-    # the rebuild's RTX timing-cache lines are shown as expected, and the log stays closed
+    # the rebuild's one RTX timing-cache note is shown as expected, and the log stays closed
     cached = roots["cached"]
     if cached.locator(".trtw-log").count():
         assert cached.locator(".trtw-logs").get_attribute("data-errors") == "0"

@@ -151,10 +151,12 @@ def _timeline_svg(build: Build) -> str:
 
 
 def _problems_section(build: Build, f: Facts) -> str:
-    problems = list(build.problems)
+    from .._expected import annotate, shown_logs
+
+    # the parser's raw errors of a failed parse: the error above says what they mean (verbose shows them)
+    problems = shown_logs(build.problems, build.model.rows(), verbose=build.options.verbose)
     if not problems:
         return "<h2>TensorRT warnings and errors</h2><p>None.</p>"
-    from .._expected import annotate
 
     kind = (_safe(_backend_info) or {}).get("backend", "")
     problems = annotate(problems, cancelled=getattr(build, "cancel_info", None) is not None, backend=kind)

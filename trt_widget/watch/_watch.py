@@ -24,7 +24,7 @@ from .._options import BuildOptions
 from .._signals import WakeupListener
 from .._status import LIVE, RUNNING, BuildStatus, log
 from . import _build as _build  # installs the patch's handler
-from . import _patch
+from . import _lines, _patch
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -166,6 +166,7 @@ class Watch:
         self._interrupt = interrupt
         self._process_wide = process_wide
         self._wake_w: int | None = None  # the SIGINT handler's pipe to its helper thread
+        self._whole_lines = False  # this watch holds the kernel's output to whole lines (_lines)
         self._lock = threading.Lock()
         self._listeners: list[Callable[[WatchedBuild], None]] = []
         self._display = display  # None: show the list when running in a Jupyter kernel
@@ -181,6 +182,8 @@ class Watch:
             raise RuntimeError("this watch is already open; make a new trt_widget.watch() for another block")
         self.active = True
         _patch.activate(self, process_wide=self._process_wide)
+        # TensorRT's own loggers write lines to fd 1 in pieces; the kernel would show them split (issue 39)
+        self._whole_lines = _in_kernel() and _lines.acquire()
         if self._interrupt:
             self.take_sigint()
         if self._display or (self._display is None and _in_kernel()):
@@ -212,6 +215,9 @@ class Watch:
                 os.write(self._wake_w, b"q")
             self._wake_w = None
         _patch.deactivate(self)
+        if self._whole_lines:
+            self._whole_lines = False
+            _lines.release()
 
     def take_sigint(self) -> None:
         """On the main thread: SIGINT while a build of this watch runs cancels it at the next step boundary.

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from fixture_types import WaitUntil
 from IPython.lib.pretty import pretty
+from user_scripts import BUILD_FUNCTION
 
 from trt_widget import Build, BuildWidget, models
 from trt_widget._backend import select_backend
@@ -172,20 +173,15 @@ def test_the_readme_s_timing_cache_on_rtx_is_one_calm_note_and_no_file(tmp_path:
         assert sorted(p.name for p in tmp_path.iterdir()) == ([] if existing is None else ["model.cache"])
 
 
-KERNEL_LIKE = """
+# the user's code, build(path): a new trt.Logger per call, VERBOSE here so that it says much
+KERNEL_LIKE = (
+    BUILD_FUNCTION.replace("trt.Logger.ERROR", "trt.Logger.VERBOSE")
+    + """
 import json, os, sys, threading
-from trt_widget import trt, watch_call
+from trt_widget import watch_call
 from trt_widget.watch import _watch
 
 _watch._in_kernel = lambda: True  # a Jupyter kernel: its fd 1 is a pipe that a thread reads, as below
-
-def my_build(path):  # the user's code: a new trt.Logger per call
-    logger = trt.Logger(trt.Logger.VERBOSE)
-    builder = trt.Builder(logger)
-    network = builder.create_network(0)
-    parser = trt.OnnxParser(network, logger)
-    assert parser.parse_from_file(path)
-    return builder.build_serialized_network(network, builder.create_builder_config())
 
 class OutStream:  # the kernel's sys.stdout: each write() call's text is sent as it is (a stream message)
     def __init__(self):
@@ -207,13 +203,14 @@ def forward():  # what ipykernel's fd watcher does: each read of fd 1's pipe goe
         out.write(data.decode(errors="replace"))
 reader = threading.Thread(target=forward)
 reader.start()
-call = watch_call(lambda paths: [my_build(p) for p in paths], [sys.argv[1]] * 2)
+call = watch_call(lambda paths: [build(p) for p in paths], [sys.argv[1]] * 2)
 engines = call.result(120)
 os.dup2(kernel, 1)
 reader.join(30)
 split = [text for text in out.sent if not text.endswith("\\n")]
 json.dump({"lines": "".join(out.sent).count("[TRT]"), "split": split[:5], "engines": len(engines)}, sys.stderr)
 """
+)
 
 
 def test_a_watched_build_s_own_trt_logger_reaches_the_kernel_in_whole_lines(tmp_path: Path) -> None:

@@ -54,6 +54,7 @@ def test_a_build_s_timings_repr_escapes_phase_names(tmp_path: Path) -> None:
     assert "<img" not in timings._repr_html_()
 
 
+@pytest.mark.rtx_long_step  # names RTX's own phase
 def test_a_phase_whose_steps_all_completed_before_the_cancel_landed_is_done() -> None:
     """Item 4: with ``isolation="thread"``, Stop during "Determining refit engines" (one long step) ended with that
     row reading "1/1 100 %" and badged cancelled. Its only step completed (TensorRT calls ``stepComplete`` when a
@@ -83,6 +84,7 @@ def test_a_phase_whose_steps_all_completed_before_the_cancel_landed_is_done() ->
     }
 
 
+@pytest.mark.rtx_long_step  # names RTX's own phase
 def test_a_thread_build_stopped_mid_step_has_no_complete_row_badged_cancelled() -> None:
     """Item 4 with a real RTX build on a thread: Stop while "Determining refit engines" runs its single long step;
     the build is cancelled, no row reads all its steps done yet cancelled, and a cut-short parent stays cancelled."""

@@ -177,6 +177,7 @@ def _broken_words(text: str, width: int, words: set[str]) -> list[str]:
     return found
 
 
+@pytest.mark.rtx_long_step  # names RTX's own phase
 def test_a_long_notice_wraps_between_words_in_a_narrow_terminal(tmp_path: Path) -> None:
     """Item 4: a notice (what Stop and Ctrl-C answer) was printed as one soft-wrapped line, which the terminal
     broke at its last column, mid-word; rich now wraps it between words, and a path longer than a line folds."""

@@ -251,7 +251,8 @@ def test_untrusted_text_is_shown_literally(lab: Lab) -> None:
         "    if a.name == 'kernel_shape':\n"
         "        a.ints[:] = [5, 5]\n"
     )
-    lab.open([build_cell("m").replace("w = BuildWidget", broken + "w = BuildWidget")])
+    # verbose: the parser's raw ERROR lines, held back by default when the parse fails, reach the log as well
+    lab.open([build_cell("m, verbose=True").replace("w = BuildWidget", broken + "w = BuildWidget")])
     lab.run_cell(0)
     root = widget(lab)
     wait_final(root, "failed")

@@ -485,7 +485,7 @@ def outcome(build: Build) -> str:
         return f"Succeeded in {elapsed}: engine {size}{where}"
     if build.status == CANCELLED:
         phase = build.cancel_info["phase"] if build.cancel_info is not None else ""
-        return f"Cancelled after {elapsed}: {build.status_detail}" + (f" (during {phase})" if phase else "")
+        return f"Cancelled after {elapsed}: {build.status_detail}" + (f" (stop asked during {phase})" if phase else "")
     return f"Failed after {elapsed}: {build.status_detail}"
 
 

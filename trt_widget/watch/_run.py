@@ -38,7 +38,7 @@ from .._engine import ModelSource
 from .._errors import BuildCancelled, BuildError
 from .._leftovers import private_dir, remove_private_dir
 from .._python import hold_standard_fds, parent_path, python_command
-from .._status import LIVE, log
+from .._status import INTERRUPTED, LIVE, log
 from ..runners import FollowClock, RecordingError, RunContext, apply_event, check_event
 from ._child import ABSTRACT, ENV_SOCKET
 from ._watch import INTERRUPTED, BuildTimings, builds_timings, stop_notice
@@ -456,7 +456,8 @@ class CommandRun:
         if self.force_after is not None:
             notice = stop_notice(running) + f"; {what} is terminated if it still runs after {self.force_after:g} s"
         else:
-            notice = stop_notice(running) + f"; stop again to terminate {what}"
+            again = "press Ctrl-C again" if reason == INTERRUPTED else "stop again"  # the terminal: its own key
+            notice = stop_notice(running) + f"; {again} to terminate {what}"
         _said(notice, said)
         for build in running:
             build.interrupted = True

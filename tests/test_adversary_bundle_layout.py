@@ -101,3 +101,32 @@ def test_a_linked_model_and_linked_data_are_packed_under_the_names_the_model_use
     packed = sorted(name for name in names if name.startswith("model/"))
     assert packed == ["model/model.onnx", "model/w0.bin", "model/w1.bin"], names  # was model/5e1a, model/9f2c
     assert "model/w1.bin" in readme and "5e1a" not in readme and "9f2c" not in readme, readme
+
+
+def test_a_bundles_readme_escapes_the_names_a_model_gives_its_files(tmp_path: Path) -> None:
+    """Eleventh re-run: a data file named with ESC sequences (an OSC title, a clear screen) reached README.txt raw,
+    in its name column and (the model file's own name) its header, where the log and the README's own description
+    column escape it. U+202E (which shows ``x\\u202egnp.exe`` as "xexe.png") is escaped the same way."""
+    model = _two_matmuls()
+    for tensor, location in zip(model.graph.initializer, ("w\x1b]0;OWNED\x07.bin", "v\x1b[2J.bin"), strict=True):
+        (tmp_path / location).write_bytes(tensor.raw_data)
+        onnx.external_data_helper.set_external_data(tensor, location=location, offset=0, length=len(tensor.raw_data))
+        tensor.ClearField("raw_data")
+        tensor.data_location = TensorProto.EXTERNAL
+    onnx.save(model, tmp_path / "m\x1b[1m\u202e.onnx")
+    bundle = tmp_path / "r.zip"
+    made = subprocess.run(
+        [sys.executable, "-m", "trt_widget", "bundle", str(tmp_path / "m\x1b[1m\u202e.onnx"), "-o", str(bundle),
+         "--include-model"],
+        capture_output=True, text=True, timeout=300, env=ENV,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr[-2000:]
+    with zipfile.ZipFile(bundle) as archive:
+        readme = archive.read("README.txt").decode()
+        log = archive.read("log.txt").decode()
+    assert "\\x1b]0;OWNED" in log  # the log names the file, escaped
+    assert "\x1b" not in readme and "\x07" not in readme and "\u202e" not in readme, readme
+    assert "model/w\\x1b]0;OWNED\\x07.bin" in readme and "model/v\\x1b[2J.bin" in readme, readme  # named, escaped
+    assert "m\\x1b[1m\\u202e.onnx" in readme, readme  # the header's model and the model file's entry
+    with zipfile.ZipFile(bundle) as archive:  # the members keep the files' own names (unpacked, the model builds)
+        assert "model/w\x1b]0;OWNED\x07.bin" in archive.namelist(), archive.namelist()

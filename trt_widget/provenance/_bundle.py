@@ -124,6 +124,7 @@ def write_bundle(
 ) -> Path:
     """Write ``build``'s bundle to ``path`` (a zip, written atomically by the output-path policy); its path.
     ``events``: the build's JSON lines when the caller recorded them."""
+    from .._format import escape_controls
     from .._gpu import gpu_identity
 
     members: list[tuple[str, bytes, str]] = []  # name, bytes, what it is
@@ -187,7 +188,7 @@ def write_bundle(
     redactor = _redactor(build, redact_also or []) if redact else None
     listing = [
         "trt_widget bug-report bundle",
-        f"trt_widget {__version__}; model {build.source.label}; status {build.status}",
+        f"trt_widget {__version__}; model {escape_controls(build.source.label)}; status {build.status}",
         "",
         "Contents:",
     ]
@@ -196,7 +197,8 @@ def write_bundle(
         *((n, len(d), w) for n, d, w in [*encoded, *members]),
         *((n, z, w) for n, _, z, w in files),
     ]:
-        listing.append(f"  {name:<22} {size:>12,} B  {what}")
+        # a model names its files: the README is read in a terminal, so they are escaped as the log escapes them
+        listing.append(f"  {escape_controls(name):<22} {size:>12,} B  {escape_controls(what)}")
     if not include_model:
         listing.append("No model, engine or file contents are included (trt-widget bundle --include-model adds them).")
     for location in left_out[:20]:

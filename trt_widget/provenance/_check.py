@@ -8,6 +8,7 @@ import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from .._format import escape_controls
 from ._hashes import open_regular
 from ._manifest import ManifestError, read_manifest
 
@@ -128,6 +129,16 @@ def check_engine(
     ``device``: another machine's facts (``backend_info()``, ``gpu_identity()``), default this one's. Without a
     manifest, a TensorRT for RTX engine's header says its backend and version (:func:`read_engine_header`): at best
     "header matches" (``loads`` None), since 28 bytes and a size say nothing of the rest of the file."""
+    result = _check(path, backend, device)
+    # the reason quotes the manifest (its TensorRT version, GPU name, compute capability: untrusted, as the engine
+    # is) and the path: one line, every control character escaped, so a newline in them forges no second line
+    return EngineCheck(result.loads, escape_controls(result.reason))
+
+
+def _check(
+    path: str | os.PathLike[str], backend: dict[str, str] | None, device: Mapping[str, object] | None
+) -> EngineCheck:
+    """:func:`check_engine`'s answer, its reason not yet escaped."""
     if not os.path.lexists(path):  # a mistyped name: no engine loads, whatever a manifest beside it says
         return EngineCheck(False, "not found: no such file")
     if os.path.isdir(path):  # "." and "/" have no name to put a manifest beside (a ValueError traceback)

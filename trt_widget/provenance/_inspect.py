@@ -84,7 +84,10 @@ def manifest_text(manifest: Manifest, engine: str) -> str:
     sha = model.get("sha256")
     source = _text(model.get("label", "?"))
     facts = ", ".join(
-        [*([fmt_bytes(size)] if size is not None else []), *([f"sha256 {sha[:12]}…"] if isinstance(sha, str) else [])]
+        [
+            *([fmt_bytes(size)] if size is not None else []),
+            *([f"sha256 {display(sha[:12], 12)}…"] if isinstance(sha, str) else []),
+        ]
     )
     took = f" in {fmt_s(manifest.build_s)}" if manifest.build_s is not None else ""
     device = manifest.device or {}

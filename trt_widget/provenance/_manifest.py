@@ -11,7 +11,9 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
+import math
 import os
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -34,6 +36,9 @@ FORMAT_VERSION = 1
 SUFFIX = ".manifest.json"
 MAX_MANIFEST_BYTES = 4 << 20  # a manifest is a few KiB; a bigger file is not one
 CHUNK = 1 << 20
+MAX_COUNT = 2**63  # a size or a count no file or engine reaches; a manifest's larger one is read as absent
+MAX_BUILD_S = 366 * 86_400.0  # a build's duration: a year at most
+SHA256 = re.compile(r"[0-9a-fA-F]{64}")
 REQUIRED = ("format", "version", "key", "identity", "engine", "tensorrt", "trt_widget", "built_at")
 
 
@@ -184,7 +189,8 @@ def _short(value: JSON) -> str:
 
 @dataclass(frozen=True)
 class Manifest:
-    """A parsed, validated manifest (:func:`read_manifest`); ``data`` is the whole JSON object."""
+    """A parsed, validated manifest (:func:`read_manifest`); ``data`` is the whole JSON object (a number or a
+    model sha256 no build could have written, outside its identity, read as null)."""
 
     path: Path
     key: str
@@ -272,8 +278,11 @@ def read_manifest(path: str | os.PathLike[str], *, owners: tuple[int, ...] | Non
     size = _need(engine, "size", int, where)
     file = _need(engine, "file", str, where)
     assert isinstance(sha, str) and isinstance(size, int) and isinstance(file, str) and isinstance(key, str)
+    if _number(size, MAX_COUNT) is None:  # its digits are not shown: a hostile one may have 4,000
+        raise ManifestError(f"{where}: the engine's size it records is not a file's size (corrupt or edited)")
     if os.path.basename(file) != file or file in ("", ".", "..") or "\0" in file:  # NUL: no file has it
         raise ManifestError(f"{where}: the engine's file name {file!r} is not a plain file name")
+    data = _shown(data)
     options = identity.get("options")
     device = identity.get("device")
     seconds = data.get("build_s")
@@ -292,12 +301,57 @@ def read_manifest(path: str | os.PathLike[str], *, owners: tuple[int, ...] | Non
         options=options if isinstance(options, dict) else {},
         trt_widget_version=str(data.get("trt_widget")),
         built_at=str(data.get("built_at")),
-        build_s=float(seconds) if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) else None,
+        build_s=float(seconds) if isinstance(seconds, (int, float)) else None,  # _shown: a bool is None
         hardware_compatibility=str(level) if level is not None else None,
         version_compatible=bool(options.get("version_compatible")) if isinstance(options, dict) else False,
         engine_report=report if isinstance(report, dict) else None,
         data=data,
     )
+
+
+def _number(value: JSON, limit: float) -> int | float | None:
+    """``value`` where it is a finite number from 0 up to ``limit`` (excluded), else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value if 0 <= value < limit else None
+
+
+def _counts(value: JSON, depth: int = 0) -> JSON:
+    """``value`` (an engine report's summary) with every number that is not a size or a count read as null; what
+    lies deeper than any count it holds is kept as it is (nothing shows it)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return _number(value, MAX_COUNT)
+    if depth >= 3:
+        return value
+    if isinstance(value, dict):
+        return {k: _counts(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_counts(v, depth + 1) for v in value]
+    return value
+
+
+def _shown(data: dict[str, JSON]) -> dict[str, JSON]:
+    """``data`` with what is shown of it read as absent (null) where no build made it: a build time that is not a
+    duration up to a year (NaN, negative, 1e308, 4,000 digits), a model size and an engine report's sizes and
+    counts outside 0..2**63, a model sha256 that is not 64 hex digits. The manifest travels with a downloaded
+    engine: such a number ended ``inspect`` and ``check`` in an OverflowError, and a sha held a forged line."""
+    shown = dict(data)
+    if "build_s" in shown:
+        shown["build_s"] = _number(shown["build_s"], MAX_BUILD_S)
+    model = shown.get("model")
+    if isinstance(model, dict):
+        model = dict(model)
+        if "size" in model:
+            model["size"] = _number(model["size"], MAX_COUNT)
+        sha = model.get("sha256")
+        if sha is not None and not (isinstance(sha, str) and SHA256.fullmatch(sha)):
+            model["sha256"] = None
+        shown["model"] = model
+    if "engine_report" in shown:
+        shown["engine_report"] = _counts(shown["engine_report"])
+    return shown
 
 
 def make_manifest(

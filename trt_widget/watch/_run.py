@@ -38,7 +38,7 @@ from .._engine import ModelSource
 from .._errors import BuildCancelled, BuildError
 from .._leftovers import private_dir, remove_private_dir
 from .._python import hold_standard_fds, parent_path, python_command
-from .._status import INTERRUPTED, LIVE, log
+from .._status import LIVE, log
 from ..runners import FollowClock, RecordingError, RunContext, apply_event, check_event
 from ._child import ABSTRACT, ENV_SOCKET
 from ._watch import INTERRUPTED, BuildTimings, builds_timings, stop_notice

@@ -26,6 +26,9 @@ LOCK_NAME = ".trt_widget.lock"  # in each private directory, flocked by its make
 # the lock files this process holds, by directory: open (O_CLOEXEC: a command it starts does not hold them; a
 # forked child does, sharing the lock, so the directory of a parent that died stays while its forked children live)
 _held: dict[str, int] = {}
+# the directories made here, by path: the pid of the process that made them (a forked child inherits this; the
+# parent's directories are the parent's to remove, never its child's as it ends)
+_made: dict[str, int] = {}
 
 
 class UnsafeTempDir(PermissionError):
@@ -52,17 +55,35 @@ def private_dir(prefix: str, parent: str | None = None) -> str:
     except BaseException:
         shutil.rmtree(path, ignore_errors=True)
         raise
+    with _lock:
+        _made[path] = os.getpid()
     return path
 
 
 def remove_private_dir(path: str) -> None:
     """Remove a directory :func:`private_dir` made, then let go of its lock (in that order: no sweep sees it free
-    while it is still there)."""
+    while it is still there). In a forked child, a directory its parent made is left alone: the parent still uses
+    it (the child's end, its exit hooks, must not pull it away)."""
+    with _lock:
+        maker = _made.get(path)
+    if maker is not None and maker != os.getpid():
+        return
     shutil.rmtree(path, ignore_errors=True)
     with _lock:
+        _made.pop(path, None)
         fd = _held.pop(path, None)
     if fd is not None:
         os.close(fd)  # never LOCK_UN: a forked child's copy of the descriptor keeps its own hold
+
+
+def _after_fork() -> None:
+    """In a forked child: a new lock (the parent's may have been held, by a thread the child does not have)."""
+    global _lock
+    _lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
 
 
 def _hold(path: str) -> None:

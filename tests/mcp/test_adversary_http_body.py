@@ -1,14 +1,17 @@
 """Eleventh re-run (adversary, N3): ``mcp --http`` reads a POST body whole before the SDK's checks, without a
 bound (a chunked body of 6 GB took the server from 178 MB to 8.5 GB; the tenth run's tree stayed at 179 MB, the
-SDK answering before it read the body). Strict xfail until fixed: a token holder's body of 64 MiB that never ends
-must be refused (an answer, or the connection closed) rather than held while the server waits for more."""
+SDK answering before it read the body). A token holder's body of 64 MiB that never ends must be refused (an
+answer, or the connection closed) rather than held while the server waits for more: the id check stops at the
+SDK's own bound (4 MiB) and answers 413 as the SDK does."""
 
 from __future__ import annotations
 
 import socket
 from urllib.parse import urlsplit
 
+import httpx
 import pytest
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 
 from trt_widget.mcp import HttpServerThread
 
@@ -16,7 +19,6 @@ PIECE = b"a" * (1 << 20)
 PIECES = 64
 
 
-@pytest.mark.xfail(strict=True, reason="adversary-11 N3: mcp --http buffers a POST body without a bound")
 def test_a_token_holders_endless_post_body_is_refused_not_held() -> None:
     with HttpServerThread() as server:
         where = urlsplit(server.url)
@@ -36,3 +38,18 @@ def test_a_token_holders_endless_post_body_is_refused_not_held() -> None:
             except ConnectionError:
                 return  # refused while sending: the server stopped reading
             assert answer.startswith(b"HTTP/1.1 4"), answer[:200]
+
+
+@pytest.mark.parametrize("extra", [-1, 1])
+def test_a_body_over_the_sdks_limit_is_413_before_it_is_read_and_one_within_reaches_the_sdk(extra: int) -> None:
+    """A declared Content-Length over the SDK's bound is refused without reading the body; a body of exactly the
+    bound less one byte is read and handed on (the SDK answers its own parse error, not 413)."""
+    with HttpServerThread() as server:
+        headers = {"Authorization": f"Bearer {server.token}", "Content-Type": "application/json",
+                   "Accept": "application/json, text/event-stream"}  # fmt: skip
+        body = b" " * (DEFAULT_MAX_REQUEST_BODY_SIZE + extra)
+        answer = httpx.post(server.url, content=body, headers=headers, timeout=60)
+        if extra > 0:
+            assert (answer.status_code, answer.text) == (413, "Request body too large")
+        else:
+            assert answer.status_code == 400 and "Parse error" in answer.text, answer.text

@@ -122,8 +122,12 @@ def test_an_editors_late_answer_to_a_progress_creation_leaves_the_server_running
         )
         process.stdin.flush()
         assert [b["status"] for b in _answer(answers, 3, process)["result"]["builds"]] == ["succeeded"]
-        process.kill()
-        process.wait(30)
+        process.stdin.write(_message({"jsonrpc": "2.0", "id": 4, "method": "shutdown"}))
+        process.stdin.flush()
+        _answer(answers, 4, process)
+        process.stdin.write(_message({"jsonrpc": "2.0", "method": "exit"}))
+        process.stdin.flush()
+        assert process.wait(60) == 0  # ended by the editor, its builder process with it
         stderr = process.stderr.read().decode()
         assert "Traceback" not in stderr, stderr
         assert "lsp: could not handle a response (InvalidStateError" in stderr, stderr

@@ -119,3 +119,11 @@ def build_command(model: Path, engine: Path, history: str = "off") -> subprocess
         timeout=300,
         env={**os.environ, "TRT_WIDGET_HISTORY": history},
     )
+
+
+def built_engine(folder: Path) -> Path:
+    """``folder/model.engine``, which ``trt-widget build`` wrote from a small model, its manifest beside it."""
+    (folder / "model.onnx").write_bytes(models.to_bytes(models.deep_residual(2)))
+    built = build_command(folder / "model.onnx", folder / "model.engine")
+    assert built.returncode == 0, built.stdout + built.stderr
+    return folder / "model.engine"

@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from attacks import built_engine
 
-from trt_widget.models import deep_residual, to_bytes
 from trt_widget.provenance import key_of
 
 ENV = {**os.environ, "TRT_WIDGET_HISTORY": "off"}
@@ -34,11 +34,7 @@ def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An engine ``trt-widget build`` wrote (TensorRT for RTX, on the CPU), its manifest beside it."""
-    folder = tmp_path_factory.mktemp("engine")
-    (folder / "model.onnx").write_bytes(to_bytes(deep_residual(2)))
-    built = _cli("build", "model.onnx", "-o", "model.engine", "--plain", cwd=folder)
-    assert built.returncode == 0, built.stdout
-    return folder / "model.engine"
+    return built_engine(tmp_path_factory.mktemp("engine"))
 
 
 def _set(data: dict[str, object], where: tuple[str, ...], value: object) -> None:

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from attacks import built_engine
 
 from trt_widget.matrix._table import FIRST_BUILD
 from trt_widget.models import deep_residual, to_bytes
@@ -106,11 +107,7 @@ def test_a_failure_still_reaches_stderr_when_stdout_goes_elsewhere(damaged: Path
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An engine ``trt-widget build`` wrote, its manifest beside it."""
-    folder = tmp_path_factory.mktemp("engine")
-    (folder / "model.onnx").write_bytes(to_bytes(deep_residual(2)))
-    built = _cli("build", "model.onnx", "-o", "model.engine", "--plain", cwd=folder)
-    assert built.returncode == 0, built.stdout
-    return folder / "model.engine"
+    return built_engine(tmp_path_factory.mktemp("engine"))
 
 
 @pytest.mark.parametrize("name", ["model.engine", "model.engine.manifest.json"])

@@ -6,69 +6,17 @@ from __future__ import annotations
 import json
 import queue
 import subprocess
-import sys
-import threading
 from collections.abc import Iterator
-from typing import IO, Any
+from typing import Any
 
 import pytest
-
-SERVER = [sys.executable, "-m", "trt_widget", "lsp"]
-
-
-def _message(payload: dict[str, Any]) -> bytes:
-    body = json.dumps(payload).encode()
-    return b"Content-Length: %d\r\n\r\n" % len(body) + body
-
-
-def _request(ident: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": ident, "method": method, "params": params}
-
-
-def _read_messages(stream: IO[bytes], out: queue.Queue[dict[str, Any]]) -> None:
-    while True:
-        length = None
-        while (line := stream.readline()) not in (b"\r\n", b"\n", b""):
-            if line.lower().startswith(b"content-length:"):
-                length = int(line.split(b":")[1])
-        if not line or length is None:
-            return
-        out.put(json.loads(stream.read(length)))
+from lsp_wire import Answers, answer, initialize, lsp_server, message, request
 
 
 @pytest.fixture
-def server() -> Iterator[tuple[subprocess.Popen[bytes], queue.Queue[dict[str, Any]]]]:
-    process = subprocess.Popen(SERVER, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert process.stdout is not None
-    answers: queue.Queue[dict[str, Any]] = queue.Queue()
-    reader = threading.Thread(target=_read_messages, args=(process.stdout, answers), daemon=True)
-    reader.start()
-    try:
-        yield process, answers
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.wait(30)
-        reader.join(30)  # it ends at the server's EOF
-        for pipe in (process.stdin, process.stderr, None if reader.is_alive() else process.stdout):
-            if pipe is not None:  # closed now, not by the garbage collector in a later test (ResourceWarning)
-                pipe.close()
-
-
-def _answer(answers: queue.Queue[dict[str, Any]], ident: int, timeout: float = 60.0) -> dict[str, Any]:
-    while True:
-        message = answers.get(timeout=timeout)  # queue.Empty: never answered
-        if message.get("id") == ident:
-            return message
-
-
-def _initialize(process: subprocess.Popen[bytes], answers: queue.Queue[dict[str, Any]]) -> None:
-    """The LSP handshake: ``initialize`` answered, then ``initialized``."""
-    assert process.stdin is not None
-    process.stdin.write(_message(_request(1, "initialize", {"processId": None, "rootUri": None, "capabilities": {}})))
-    process.stdin.flush()
-    assert "capabilities" in _answer(answers, 1)["result"]
-    process.stdin.write(_message({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+def server() -> Iterator[tuple[subprocess.Popen[bytes], Answers]]:
+    with lsp_server() as running:
+        yield running
 
 
 @pytest.mark.parametrize("header", [b"Content-Length: abc", b"Content-Length: -5", b"Content-Type: text/plain"])
@@ -77,13 +25,13 @@ def test_a_request_after_a_bad_content_length_is_answered(
 ) -> None:
     process, answers = server
     assert process.stdin is not None
-    _initialize(process, answers)
-    body = json.dumps(_request(2, "workspace/executeCommand", {"command": "trtWidget.builds"})).encode()
+    initialize(process, answers)
+    body = json.dumps(request(2, "workspace/executeCommand", {"command": "trtWidget.builds"})).encode()
     process.stdin.write(header + b"\r\n\r\n" + body)  # no usable length: this one cannot be read
-    process.stdin.write(_message(_request(3, "workspace/executeCommand", {"command": "trtWidget.builds"})))
+    process.stdin.write(message(request(3, "workspace/executeCommand", {"command": "trtWidget.builds"})))
     process.stdin.flush()
-    assert _answer(answers, 3)["result"] == {"builds": []}
-    process.stdin.write(_message(_request(4, "shutdown", {})) + _message({"jsonrpc": "2.0", "method": "exit"}))
+    assert answer(answers, 3)["result"] == {"builds": []}
+    process.stdin.write(message(request(4, "shutdown", {})) + message({"jsonrpc": "2.0", "method": "exit"}))
     process.stdin.close()
     assert process.wait(30) == 0
     assert process.stderr is not None
@@ -99,7 +47,7 @@ def test_a_header_line_without_an_end_is_not_held_whole() -> None:
     from trt_widget.lsp._framing import FramedInput
 
     garbage = b"X" * (64 << 20)
-    body = json.dumps(_request(3, "shutdown", {})).encode()
+    body = json.dumps(request(3, "shutdown", {})).encode()
     raw = io.BytesIO(garbage + b"Content-Length: %d\r\n\r\n" % len(body) + body)
     framed = FramedInput(raw)
     tracemalloc.start()
@@ -110,7 +58,7 @@ def test_a_header_line_without_an_end_is_not_held_whole() -> None:
         tracemalloc.stop()
     assert header == b"Content-Length: %d\r\n" % len(body)
     assert framed.readline() == b"\r\n"
-    assert json.loads(framed.read(len(body))) == _request(3, "shutdown", {})
+    assert json.loads(framed.read(len(body))) == request(3, "shutdown", {})
     assert peak < 8 << 20, peak
 
 
@@ -127,7 +75,7 @@ def test_a_refused_build_command_is_an_invalid_params_error_without_a_traceback(
     model.write_bytes(to_bytes(deep_residual(2)))
     process, answers = server
     assert process.stdin is not None and process.stderr is not None
-    _initialize(process, answers)
+    initialize(process, answers)
     cases: list[tuple[list[Any], str]] = [
         ([], "needs the ONNX file's URI"),
         ([123], "needs the ONNX file's URI"),
@@ -139,12 +87,12 @@ def test_a_refused_build_command_is_an_invalid_params_error_without_a_traceback(
     ]
     for ident, (arguments, said) in enumerate(cases, 2):
         params = {"command": "trtWidget.build", "arguments": arguments}
-        process.stdin.write(_message(_request(ident, "workspace/executeCommand", params)))
+        process.stdin.write(message(request(ident, "workspace/executeCommand", params)))
         process.stdin.flush()
-        error = _answer(answers, ident).get("error")
+        error = answer(answers, ident).get("error")
         assert error is not None and error["code"] == -32602, (arguments, error)
         assert said in error["message"] and "traceback" not in json.dumps(error).lower(), (arguments, error)
-    process.stdin.write(_message(_request(99, "shutdown", {})) + _message({"jsonrpc": "2.0", "method": "exit"}))
+    process.stdin.write(message(request(99, "shutdown", {})) + message({"jsonrpc": "2.0", "method": "exit"}))
     process.stdin.close()
     assert process.wait(30) == 0
     stderr = process.stderr.read().decode()
@@ -166,7 +114,7 @@ def test_a_body_that_is_not_a_message_gets_a_json_rpc_error_without_a_traceback(
     method, nor one whose params it could not read)."""
     process, answers = server
     assert process.stdin is not None and process.stderr is not None
-    _initialize(process, answers)
+    initialize(process, answers)
     builds = {"command": "trtWidget.builds"}
     bad_id = {"jsonrpc": "2.0", "method": "workspace/executeCommand", "params": builds}
     cases: list[tuple[bytes, int]] = [
@@ -180,27 +128,27 @@ def test_a_body_that_is_not_a_message_gets_a_json_rpc_error_without_a_traceback(
     ]
     seen: list[dict[str, Any]] = []
     for ident, (body, code) in enumerate(cases, 100):
-        process.stdin.write(_framed(body) + _message(_request(ident, "workspace/executeCommand", builds)))
+        process.stdin.write(_framed(body) + message(request(ident, "workspace/executeCommand", builds)))
         process.stdin.flush()
-        while (message := answers.get(timeout=60)).get("id") != ident:  # queue.Empty: the next was never answered
-            seen.append(message)
-        assert message["result"] == {"builds": []}, (body, message)
+        while (got := answers.get(timeout=60)).get("id") != ident:  # queue.Empty: the next was never answered
+            seen.append(got)
+        assert got["result"] == {"builds": []}, (body, got)
         errors = [m for m in seen[-1:] if "error" in m]
         assert [(e["id"], e["error"]["code"]) for e in errors] == [(None, code)], (body, seen[-3:])
         assert set(errors[0]["error"]) == {"code", "message"}, errors  # no data: no traceback, no install path
     opened = {"textDocument": {"uri": "file:///m.py", "languageId": "python", "version": 1, "text": "x"}}
     echoed: list[tuple[dict[str, Any], int]] = [  # invalid otherwise, with a good id: answered with it
         ({"jsonrpc": "2.0", "id": 40, "method": "textDocument/didOpen", "params": 5}, -32602),  # params unreadable
-        (_request(41, "textDocument/didOpen", opened), -32600),  # a notification's method: pygls never answered
-        (_request(42, "workspace/executeCommand", {"command": "trtWidget.nope"}), -32602),  # a traceback on stderr
+        (request(41, "textDocument/didOpen", opened), -32600),  # a notification's method: pygls never answered
+        (request(42, "workspace/executeCommand", {"command": "trtWidget.nope"}), -32602),  # a traceback on stderr
     ]
-    for message, code in echoed:
-        process.stdin.write(_message(message))
+    for sent_, code in echoed:
+        process.stdin.write(message(sent_))
         process.stdin.flush()
-        error = _answer(answers, message["id"])["error"]
-        assert error["code"] == code and set(error) == {"code", "message"}, (message, error)
+        error = answer(answers, sent_["id"])["error"]
+        assert error["code"] == code and set(error) == {"code", "message"}, (sent_, error)
     assert not [m for m in seen if m.get("method") == "window/showMessage"], seen
-    process.stdin.write(_message(_request(99, "shutdown", {})) + _message({"jsonrpc": "2.0", "method": "exit"}))
+    process.stdin.write(message(request(99, "shutdown", {})) + message({"jsonrpc": "2.0", "method": "exit"}))
     process.stdin.close()
     assert process.wait(30) == 0
     stderr = process.stderr.read().decode()
@@ -226,7 +174,7 @@ def test_an_internal_error_reaches_the_editor_without_a_traceback() -> None:
     sent = io.BytesIO()
     server.protocol.set_writer(StdoutWriter(sent))
     params = {"command": "test.unexpected", "arguments": []}
-    _dispatch(server.protocol, json.dumps(_request(7, "workspace/executeCommand", params)).encode())
-    answer = json.loads(sent.getvalue().split(b"\r\n\r\n", 1)[1])
-    assert answer["id"] == 7 and answer["error"]["code"] == -32603, answer
-    assert "a bug in a handler" in answer["error"]["message"] and "data" not in answer["error"], answer
+    _dispatch(server.protocol, json.dumps(request(7, "workspace/executeCommand", params)).encode())
+    reply = json.loads(sent.getvalue().split(b"\r\n\r\n", 1)[1])
+    assert reply["id"] == 7 and reply["error"]["code"] == -32603, reply
+    assert "a bug in a handler" in reply["error"]["message"] and "data" not in reply["error"], reply

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import multiprocessing
 import os
 import threading
 import time
@@ -552,3 +553,27 @@ def test_at_exit_open_streams_get_two_seconds_in_all_to_write(sink: str, tmp_pat
         assert took < 1.9
     else:  # two sinks stuck for an hour hold up exit by 2 s in all
         assert not out.exists() and 1.9 <= took < 2.6, took
+
+
+def _flush_in_child(stream: _events.EventStream) -> None:
+    stream.flush(60)
+
+
+def test_a_forked_childs_flush_does_not_wait_for_the_parents_writer_thread() -> None:
+    """A forked child (a ``multiprocessing`` worker) has a copy of the stream but not its writer thread: at its exit
+    (``_flush_at_exit``) it must not wait for a marker no thread will read (adversary-11 N6)."""
+    build = SyntheticBuild()
+    release = threading.Event()
+    stream = attach_events(stand_in(build), lambda _event: release.wait(60))  # the writer stays busy: alive
+    build.start()
+    child = multiprocessing.get_context("fork").Process(target=_flush_in_child, args=(stream,))
+    try:
+        child.start()
+        child.join(30)  # at once when fixed; the whole 60 s before
+        assert child.exitcode == 0, "the child waited for its parent's writer thread"
+    finally:
+        if child.exitcode is None:
+            child.kill()
+        release.set()
+        build.finish()
+    assert stream.join(30)

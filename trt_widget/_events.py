@@ -219,9 +219,12 @@ class EventStream:
         return self._drained.wait(timeout)
 
     def flush(self, timeout: float = 2.0) -> bool:
-        """Wait until every event queued so far was written; True if it was within ``timeout``."""
+        """Wait until every event queued so far was written; True if it was within ``timeout``. False at once
+        without a writer (in a forked child: the writer is its parent's thread, writing the parent's events)."""
         if self._thread is None or self._drained.is_set():
             return True
+        if not self._thread.is_alive():
+            return self._drained.is_set()
         marker = threading.Event()
         self._queue.put(marker)
         if self._drained.is_set():  # the writer finished before reading the marker: all was written

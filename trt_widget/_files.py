@@ -72,7 +72,11 @@ def refuse_foreign_folder(folder: str | os.PathLike[str], what: str) -> None:
         )
 
 
-def _check_link(link: str, info: os.stat_result, folder: str) -> None:
+_WRITE_THROUGH = "write through it (it could point the write at any file you can write)"
+_READ_SECRET = "read a secret through it (it could point the read at a file whose content its owner knows)"
+
+
+def _check_link(link: str, info: os.stat_result, folder: str, doing: str = _WRITE_THROUGH) -> None:
     """Refuse to follow ``link`` when another user owns it (root's and one's own are followed): its owner chooses
     where a write through it lands, at any file this user can write. The kernel's protected_symlinks rule says
     the same for sticky folders (``/tmp``); a folder another user owns is theirs to fill with links too."""
@@ -80,14 +84,13 @@ def _check_link(link: str, info: os.stat_result, folder: str) -> None:
         return
     raise UntrustedLink(
         f"{link} is a symbolic link that another user (uid {info.st_uid}) owns (in {folder}): trt_widget does "
-        "not write through it (it could point the write at any file you can write); remove it or choose "
-        "another path"
+        f"not {doing}; remove it or choose another path"
     )
 
 
-def resolve(path: str | os.PathLike[str]) -> Path:
+def resolve(path: str | os.PathLike[str], *, doing: str = _WRITE_THROUGH) -> Path:
     """``os.path.realpath(path)`` (``~`` expanded) that raises UntrustedLink instead of following a symlink another
-    user owns (not root), at any step of the path."""
+    user owns (not root), at any step of the path (``doing`` says what for, in its message)."""
     text = os.fspath(expand_user(path))
     if os.name != "posix":  # no sticky folders to plant links in
         return Path(os.path.realpath(text))
@@ -108,7 +111,7 @@ def resolve(path: str | os.PathLike[str]) -> Path:
         if not stat.S_ISLNK(info.st_mode):
             resolved = candidate
             continue
-        _check_link(candidate, info, resolved)
+        _check_link(candidate, info, resolved, doing)
         links += 1
         if links > 40:
             raise OSError(errno.ELOOP, "too many levels of symbolic links", text)
@@ -164,8 +167,14 @@ def read_regular(path: str | os.PathLike[str], limit: int, *, secret: bool = Fal
     NotARegularFile for a device, FIFO or socket (``/dev/zero`` was read without end, a FIFO with no writer waited
     forever), FileTooLarge for a file over ``limit`` bytes (its callers say which limit that is). A ``secret`` file
     any other user may read or write, or that another user (not root) owns, is refused (`TooOpen`), as ssh refuses
-    a private key: its mode and owner are those of the file read (``fstat``)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    a private key: its mode and owner are those of the file read (``fstat``). A secret is never read through a
+    symlink another user owns (UntrustedLink, as for writes), nor from a file whose size is not what it holds (a
+    ``/proc`` or ``/sys`` file, e.g. ``/proc/self/personality``: the reader's own, 0400, content known to all)."""
+    opened: str | os.PathLike[str] = path
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
+    if secret and os.name == "posix":
+        opened, flags = resolve(path, doing=_READ_SECRET), flags | os.O_NOFOLLOW  # no link swapped in since
+    fd = os.open(opened, flags)
     try:
         status = os.fstat(fd)
         if not stat.S_ISREG(status.st_mode):
@@ -176,6 +185,13 @@ def read_regular(path: str | os.PathLike[str], limit: int, *, secret: bool = Fal
         os.close(fd)
     if len(data) > limit:
         raise FileTooLarge(f"{os.fspath(path)} is larger than {limit:,} bytes")
+    if secret and len(data) != status.st_size:
+        shown = os.fspath(path) + ("" if os.fspath(opened) == os.fspath(path) else f" (-> {os.fspath(opened)})")
+        raise NotARegularFile(
+            f"{shown} says it holds {status.st_size:,} bytes but {len(data):,} were read: not a file on disk (such as "
+            "a /proc or /sys file, whose content others may know) or one being written; a secret is read from a "
+            "file of yours on disk"
+        )
     if secret and os.name == "posix" and status.st_uid not in (0, os.getuid()):
         raise TooOpen(
             f"{os.fspath(path)} is owned by another user (uid {status.st_uid}), who chose the secret it holds and "

@@ -26,6 +26,9 @@ LOCK_NAME = ".trt_widget.lock"  # in each private directory, flocked by its make
 # the lock files this process holds, by directory: open (O_CLOEXEC: a command it starts does not hold them; a
 # forked child does, sharing the lock, so the directory of a parent that died stays while its forked children live)
 _held: dict[str, int] = {}
+# the directories made here, by path: the pid of the process that made them (a forked child inherits this; the
+# parent's directories are the parent's to remove, never its child's as it ends)
+_made: dict[str, int] = {}
 
 
 class UnsafeTempDir(PermissionError):
@@ -52,17 +55,35 @@ def private_dir(prefix: str, parent: str | None = None) -> str:
     except BaseException:
         shutil.rmtree(path, ignore_errors=True)
         raise
+    with _lock:
+        _made[path] = os.getpid()
     return path
 
 
 def remove_private_dir(path: str) -> None:
     """Remove a directory :func:`private_dir` made, then let go of its lock (in that order: no sweep sees it free
-    while it is still there)."""
+    while it is still there). In a forked child, a directory its parent made is left alone: the parent still uses
+    it (the child's end, its exit hooks, must not pull it away)."""
+    with _lock:
+        maker = _made.get(path)
+    if maker is not None and maker != os.getpid():
+        return
     shutil.rmtree(path, ignore_errors=True)
     with _lock:
+        _made.pop(path, None)
         fd = _held.pop(path, None)
     if fd is not None:
         os.close(fd)  # never LOCK_UN: a forked child's copy of the descriptor keeps its own hold
+
+
+def _after_fork() -> None:
+    """In a forked child: a new lock (the parent's may have been held, by a thread the child does not have)."""
+    global _lock
+    _lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
 
 
 def _hold(path: str) -> None:
@@ -100,14 +121,18 @@ def check_parent(parent: str, what: str = "the temporary folder", instead: str =
     folder = resolved
     while True:
         info = os.stat(folder)
+        sticky = info.st_mode & stat.S_ISVTX
         by_acl = bool(info.st_mode & stat.S_IWGRP) and _has_access_acl(folder)  # the group bits are its mask
-        others = info.st_mode & stat.S_IWOTH or (info.st_mode & stat.S_IWGRP and info.st_gid != os.getgid())
+        by_group = _shared_group(info.st_gid) if info.st_mode & stat.S_IWGRP and not sticky else ""
         why = ""
         if info.st_uid not in (0, os.getuid()):
             why = f"is owned by another user (uid {info.st_uid})"
-        elif (others or by_acl) and not info.st_mode & stat.S_ISVTX:
-            whom = "an ACL may let other users write it" if by_acl and not others else "may be written by other users"
-            why = f"{whom} and has no sticky bit (chmod +t)"
+        elif info.st_mode & stat.S_IWOTH and not sticky:
+            why = "may be written by other users and has no sticky bit (chmod +t)"
+        elif by_group:
+            why = f"is writable by {by_group}, and has no sticky bit (chmod +t)"
+        elif by_acl and not sticky:
+            why = "an ACL may let other users write it and has no sticky bit (chmod +t)"
         if why:
             raise UnsafeTempDir(
                 f"{what} {parent!r}: {folder!r} {why}, so another user could swap trt_widget's "
@@ -116,6 +141,30 @@ def check_parent(parent: str, what: str = "the temporary folder", instead: str =
         if folder == os.path.dirname(folder):
             return resolved
         folder = os.path.dirname(folder)
+
+
+def _shared_group(gid: int) -> str:
+    """Why the group ``gid`` may hold other users ("group 'users', which other users share"), or "" where it is
+    this user's own private group: this process's group, named as the user, no other user's primary group and
+    with no member but the user. Where users share a primary group (SUSE's ``users``, an HPC project group), a
+    folder it may write is every member's to plant code in; a group that cannot be looked up counts as shared."""
+    import grp
+    import pwd
+
+    try:
+        group = grp.getgrgid(gid)
+    except (KeyError, OverflowError):
+        return f"group {gid}, which cannot be looked up (counted as shared)"
+    label = f"group {group.gr_name!r}, which other users share"
+    uid = os.getuid()
+    try:
+        name = pwd.getpwuid(uid).pw_name
+        others = [u.pw_name for u in pwd.getpwall() if u.pw_gid == gid and u.pw_uid != uid]
+    except KeyError:  # this user has no name: no group is theirs alone
+        return label
+    if gid != os.getgid() or group.gr_name != name or others or any(m != name for m in group.gr_mem):
+        return label
+    return ""
 
 
 def temp_dir_refused() -> str:

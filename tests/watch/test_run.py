@@ -476,7 +476,8 @@ def test_each_ctrl_c_under_run_is_answered_on_the_screen(tmp_path: Path, long: P
     # wide enough for each notice on one line: rich wraps a notice between words at the terminal's width
     screen = tmux_screen(tmp_path, cli("--", sys.executable, str(script), str(long), "0"), env(), keys=keys, width=400)
     text = "\n".join(screen)
-    first = [line for line in screen if line.startswith("trt-widget run: ") and "press Ctrl-C again to terminate" in line]
+    again = "press Ctrl-C again to terminate"
+    first = [line for line in screen if line.startswith("trt-widget run: ") and again in line]
     second = [line for line in screen if line == "trt-widget run: Terminating the command"]
     assert len(first) == 1 and len(second) == 1, text
     # issue 39 (fifth trial, F): the summary said why the build ended before the line saying the command is

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("trt_widget.lsp")
 BUILD, STOP, BUILDS = "trtWidget.build", "trtWidget.stop", "trtWidget.builds"
+CANCEL = "$/cancelRequest"
 CREATE_TIMEOUT_S = 5.0  # an editor that does not answer window/workDoneProgress/create gets no progress
 SHUTDOWN_WAIT_S = 5.0  # at shutdown: how long running build commands get to answer (a stop takes ~0.2 s)
 SOURCE = "trt-widget"
@@ -286,6 +287,9 @@ def _dispatch(protocol: LanguageServerProtocol, body: bytes) -> None:
     if problem:
         _refuse(protocol, _request_id(data), JsonRpcInvalidRequest(), problem)
         return
+    if data.get("method") == CANCEL and "id" not in data and not _good_id(_params_id(data.get("params"))):
+        log.warning("lsp: dropped a %s whose id is not a string or an integer", CANCEL)  # pygls: TypeError
+        return
     try:
         message = protocol.structure_message(data)
     except Exception as exc:
@@ -300,7 +304,14 @@ def _dispatch(protocol: LanguageServerProtocol, body: bytes) -> None:
     if "method" in data and "id" in data and not hasattr(message, "id"):  # pygls would handle it, never answer
         _refuse(protocol, data["id"], JsonRpcInvalidRequest(), "a request for a notification's method")
         return
-    protocol.handle_message(message)
+    try:
+        protocol.handle_message(message)
+    except (BrokenPipeError, ConnectionError):  # the editor went: serve_io ends
+        raise
+    except Exception as exc:  # pygls answers a request's own errors; this is a notification's or a response's
+        what = "notification" if "method" in data else "response"  # e.g. a late answer to a request it gave up on
+        log.warning("lsp: could not handle a %s (%s: %s)", what, type(exc).__name__, str(exc)[:200])
+        log.debug("lsp: the %s's error", what, exc_info=True)
 
 
 def _refuse(protocol: LanguageServerProtocol, msg_id: int | str | None, error: JsonRpcException, what: str) -> None:
@@ -313,6 +324,11 @@ def _refuse(protocol: LanguageServerProtocol, msg_id: int | str | None, error: J
 def _good_id(value: object) -> bool:
     """An id MCP's and LSP's JSON-RPC allow: a string, or an integer that is not a bool."""
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def _params_id(params: object) -> object:
+    """``params.id`` of a ``$/cancelRequest``, or None where its params are not an object."""
+    return params.get("id") if isinstance(params, dict) else None
 
 
 def _not_a_message(data: object) -> str:

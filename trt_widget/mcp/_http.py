@@ -52,8 +52,11 @@ class BearerAuth:
     """ASGI middleware: a valid bearer token, or 401 before the MCP app sees the request."""
 
     def __init__(self, app: ASGIApp, token: str) -> None:
+        from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
+
         self.app = app
         self.token = token.encode()
+        self.max_body = DEFAULT_MAX_REQUEST_BODY_SIZE  # the SDK's own bound, which this check runs before
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -75,8 +78,12 @@ class BearerAuth:
             await send({"type": "http.response.body", "body": body})
             return
         stream = RequestStream()
-        if scope.get("method") == "POST":  # the SDK reads the whole body too (``request.body()``)
-            body, receive = await _buffered(receive)
+        if scope.get("method") == "POST":  # the SDK reads the whole body too (``request.body()``), up to its bound
+            buffered = await _buffered(scope, receive, self.max_body)
+            if buffered is None:
+                await _send_too_large(send)
+                return
+            body, receive = buffered
             if bad_request_id(json_members(body)):  # the SDK would take it for a notification: 202, never answered
                 log.warning("mcp: answered a request whose id is not a string or an integer")
                 error = {"code": -32600, "message": "Invalid Request: a request's id must be a string or an integer"}
@@ -97,15 +104,25 @@ class BearerAuth:
         await self.app({**scope, STREAM_KEY: stream}, tracked_receive, tracked_send)
 
 
-async def _buffered(receive: Receive) -> tuple[bytes, Receive]:
-    """A request's whole body, and a ``receive`` that gives it again, then what ``receive`` gives."""
+async def _buffered(scope: Scope, receive: Receive, limit: int) -> tuple[bytes, Receive] | None:
+    """A request's whole body, and a ``receive`` that gives it again, then what ``receive`` gives; None (nothing
+    more read) once the body says or proves it is longer than ``limit`` bytes, as the SDK's own limit would."""
+    for name, value in scope.get("headers", []):
+        declared = value.strip()
+        if name == b"content-length" and declared.isdigit() and (len(declared) > 18 or int(declared) > limit):
+            return None
     parts: list[bytes] = []
+    size = 0
     while True:
         message = await receive()
         if message["type"] != "http.request":  # the client went: the app hears it
             first: Message = message
             break
-        parts.append(message.get("body", b""))
+        part = message.get("body", b"")
+        size += len(part)
+        if size > limit:
+            return None
+        parts.append(part)
         if not message.get("more_body", False):
             first = {"type": "http.request", "body": b"".join(parts), "more_body": False}
             break
@@ -119,6 +136,15 @@ async def _buffered(receive: Receive) -> tuple[bytes, Receive]:
         return first
 
     return b"".join(parts), replay
+
+
+async def _send_too_large(send: Send) -> None:
+    """413, as the SDK's ``RequestBodyLimitMiddleware`` answers it."""
+    log.warning("mcp: refused a request body larger than the SDK's limit")
+    body = b"Request body too large"
+    headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": 413, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 async def _send_json(send: Send, status: int, value: object) -> None:

@@ -9,6 +9,7 @@ start after that are cancelled at their first step.
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import threading
 import time
@@ -45,8 +46,22 @@ def _quietly(fn: Callable[[], object]) -> None:
         fn()
 
 
+def _after_fork() -> None:
+    """In a forked child: the parent's builds and their threads are not there (its exit must not wait for them,
+    nor cancel them), and the parent's lock may have been held by one of those threads."""
+    global _lock, _calls, _exiting, _pid
+    _lock, _calls, _exiting, _pid = threading.Lock(), {}, threading.Event(), os.getpid()
+
+
+_pid = os.getpid()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
+
+
 def wait_for_builds_at_exit(timeout: float = EXIT_WAIT_S) -> None:
     """Cancel every TensorRT build running on another thread of this process and wait for each to leave TensorRT."""
+    if os.getpid() != _pid:  # a forked child (where fork hooks did not run): the builds are its parent's
+        return
     _exiting.set()
     me = threading.current_thread()
     with _lock:

@@ -38,7 +38,7 @@ from .._engine import ModelSource
 from .._errors import BuildCancelled, BuildError
 from .._leftovers import private_dir, remove_private_dir
 from .._python import hold_standard_fds, parent_path, python_command
-from .._status import INTERRUPTED, LIVE, log
+from .._status import LIVE, log
 from ..runners import FollowClock, RecordingError, RunContext, apply_event, check_event
 from ._child import ABSTRACT, ENV_SOCKET
 from ._watch import INTERRUPTED, BuildTimings, builds_timings, stop_notice
@@ -222,6 +222,7 @@ class CommandRun:
         self._listeners: list[Callable[[RelayedBuild], None]] = []
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
+        self._pid = os.getpid()  # the process that runs the command (a forked child has a copy of this object)
         self._dir = private_dir(RUN_PREFIX)  # 0700: the injected code, the socket, a ProcessCall's pickles
         self._dirs = [self._dir]
         self._cleanup = weakref.finalize(self, _remove, self._dirs)  # at the end, at exit, or when collected
@@ -622,9 +623,11 @@ _launcher = ThreadPoolExecutor(1, thread_name_prefix="trt_widget-run-launch")
 
 def _new_launcher() -> None:
     """In a forked child (a ``multiprocessing`` worker): the parent's launcher thread is not there, and its
-    executor, which counts it idle, would never start one; the commands would wait forever."""
-    global _launcher
+    executor, which counts it idle, would never start one; the commands would wait forever. The parent's commands
+    are not the child's: its end must not end them (``_end_commands_at_exit``)."""
+    global _launcher, _live
     _launcher = ThreadPoolExecutor(1, thread_name_prefix="trt_widget-run-launch")
+    _live = weakref.WeakSet()
 
 
 if hasattr(os, "register_at_fork"):
@@ -706,8 +709,11 @@ _live: weakref.WeakSet[CommandRun] = weakref.WeakSet()  # commands started and n
 
 def _end_commands_at_exit() -> None:
     """At this interpreter's exit: end the commands still running (a script that ends after ``BuildWidget.run`` or
-    ``watch_call(..., isolation="process")`` ends them too) and remove their directories."""
+    ``watch_call(..., isolation="process")`` ends them too) and remove their directories. Only this process's
+    own: a forked child (a ``multiprocessing`` worker) that ends leaves its parent's commands running."""
     for run in list(_live):
+        if run._pid != os.getpid():
+            continue
         with contextlib.suppress(Exception):
             run.terminate()
         with contextlib.suppress(Exception):

@@ -3,7 +3,8 @@ flag) and the Ray task that runs a thread-isolated :class:`~trt_widget.Build` an
 
 Wire format: the task pushes lists of event dicts — those of :mod:`trt_widget._events` (without its ``log``
 events), ``{"event": "log", "severity", "message", "t"}`` for every captured log line, ``{"event": "hello",
-"pid", "node"}`` once first, and ``{"event": "sent", "t"}`` closing each push (the remote build time when it
+"pid", "node", "cold"}`` once first (``cold``: this Ray worker process's first build, which pays one-time costs
+inside TensorRT's phases), and ``{"event": "sent", "t"}`` closing each push (the remote build time when it
 was sent, so the driver can place the events on its own clock).
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import os
 import socket
 import threading
@@ -126,6 +128,11 @@ class Hub:
 
 
 # -- the Ray task ---------------------------------------------------------------------------------------
+# the builds this Ray worker process has started: Ray runs later tasks in the same process, whose first TensorRT
+# build pays one-time costs inside its phases (next() on a count is atomic: no lock)
+_builds_here = itertools.count()
+
+
 class Sender:
     """In the task: batches event dicts and pushes them to the hub from its own thread, in order.
 
@@ -203,7 +210,8 @@ def remote_build(key: str, hub: ActorHandle[Hub], job: RayJob) -> RayResult:
     from .._events import attach_events
 
     sender = Sender(ray, hub, key)
-    sender.put({"event": "hello", "pid": os.getpid(), "node": socket.gethostname(), "t": 0.0})
+    cold = next(_builds_here) == 0
+    sender.put({"event": "hello", "pid": os.getpid(), "node": socket.gethostname(), "cold": cold, "t": 0.0})
     sender.first_sent.wait(10.0)  # reports in (no longer queued) and opens the connection before events flow
     # the model as the driver's ModelSource held it; the options by builder_options() name, as the driver checked them
     model = cast("ModelLike", job["model"])

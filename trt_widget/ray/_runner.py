@@ -297,6 +297,8 @@ class _Relay:
             self.runner.worker_pid = pid
             self.runner.worker_node = str(event.get("node") or "")
             self.ctx.on_pid(self.runner.worker_pid)
+        if event.get("cold") is True:  # the worker process's first build (an older task's hello says nothing)
+            self.ctx.on_cold_builder()
         self.ctx.on_queued(False)
 
     def _final(

@@ -284,7 +284,8 @@ EXCLUDED = (
 )
 FIRST_BUILD = "first build in a new or idle builder process: may include one-time costs"
 FIRST_WHY = (
-    "its phases first use memory that a build right after it in the same process re-uses, about 0.1-0.3 s for a "
+    "its phases pay one-time costs (fresh memory, TensorRT's first use in that process) that a build right after it "
+    "in the same process does not, about 0.1-0.3 s for a "
     "ResNet-50 on a CPU; a difference from a warm build says little about its variant"
 )
 

@@ -65,16 +65,17 @@ def snapshot(build: Build, *, engine: str = "") -> Snapshot:
     view makes it once, with :func:`engine_json`, as the report may be megabytes; "" shows none)."""
     status = build.status
     error = build.error
+    rows = build.model.rows()  # one copy for the phases and the log's rule (the pump calls this often)
     return {
         "status": status,
         "status_detail": build.status_detail,
         "elapsed_s": round(build.elapsed_s, 4),
         "started": build.started_building,
-        "phases": build.model.rows(),
+        "phases": rows,
         "engine_size": build.engine_size or 0,
         "error": str(error) if error is not None and status == FAILED else "",
         "logs": annotate(
-            shown_logs(build.problems, build.model.rows(), verbose=build.options.verbose)[-MAX_LOGS:],
+            shown_logs(build.problems, rows, verbose=build.options.verbose)[-MAX_LOGS:],
             cancelled=build.cancel_info is not None,
             backend=_backend_kind(),
         ),

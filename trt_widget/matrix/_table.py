@@ -227,7 +227,11 @@ UNFINISHED = ("failed", "cancelled")  # builds that ended without an engine: the
 def compare_rows(cells: Sequence[Cell], baseline: int) -> list[dict[str, object]]:
     """Differences against build ``baseline``: build time, engine size and per phase name (seconds, + slower).
     ``build_s`` leaves out ``start_up_s``, the builder process's start-up (the results' ``build_s`` includes it)."""
-    data = comparison(cells)["builds"]
+    return _compare_rows(comparison(cells)["builds"], baseline)
+
+
+def _compare_rows(data: list[ComparedBuild], baseline: int) -> list[dict[str, object]]:
+    """:func:`compare_rows` over a :func:`comparison`'s builds already made."""
     base = next((b for b in data if b["id"] == baseline), None)
     if base is None:
         raise ValueError(f"no build with id {baseline}: ids are 0..{len(data) - 1}")
@@ -334,7 +338,7 @@ def comparison_paragraphs(cells: Sequence[Cell], baseline: int | None = None) ->
         or next((b for b in done if not (mixed and b["cold_builder"])), None)
         or (done[0] if done else data[0])
     )
-    rows = {int(str(r["build"])): r for r in compare_rows(cells, base["id"])}
+    rows = {int(str(r["build"])): r for r in _compare_rows(data, base["id"])}
     name = escape_controls
     out = [f"Comparison against #{base['id']} {name(base['model'])} [{name(base['variant'])}]:"]
     base_brief = base["engine"]
@@ -384,8 +388,7 @@ def comparison_paragraphs(cells: Sequence[Cell], baseline: int | None = None) ->
             if shown:
                 text += "; largest phase differences: " + ", ".join(shown)
         out.append(text)
-    cold = mixed and any(b["cold_builder"] for b in started)
-    out.append(EXCLUDED + (f' Rows marked "{FIRST_BUILD}": {FIRST_WHY}.' if cold else ""))
+    out.append(EXCLUDED + (f' Rows marked "{FIRST_BUILD}": {FIRST_WHY}.' if mixed else ""))
     return out
 
 

@@ -13,7 +13,7 @@ import time
 from typing import TYPE_CHECKING, TypedDict
 
 from .._files import read_small_text
-from ._jsonrpc import bad_request_id, json_members
+from ._jsonrpc import BAD_ID, bad_request_id, json_members
 from ._stream import STREAM_KEY, RequestStream
 
 if TYPE_CHECKING:
@@ -86,7 +86,7 @@ class BearerAuth:
             body, receive = buffered
             if bad_request_id(json_members(body)):  # the SDK would take it for a notification: 202, never answered
                 log.warning("mcp: answered a request whose id is not a string or an integer")
-                error = {"code": -32600, "message": "Invalid Request: a request's id must be a string or an integer"}
+                error = {"code": -32600, "message": BAD_ID}
                 await _send_json(send, 400, {"jsonrpc": "2.0", "id": None, "error": error})
                 return
 
@@ -126,6 +126,7 @@ async def _buffered(scope: Scope, receive: Receive, limit: int) -> tuple[bytes, 
         if not message.get("more_body", False):
             first = {"type": "http.request", "body": b"".join(parts), "more_body": False}
             break
+    body: bytes = first["body"] if first["type"] == "http.request" else b"".join(parts)  # one copy: joined once
     replayed = False
 
     async def replay() -> Message:
@@ -135,7 +136,7 @@ async def _buffered(scope: Scope, receive: Receive, limit: int) -> tuple[bytes, 
         replayed = True
         return first
 
-    return b"".join(parts), replay
+    return body, replay
 
 
 async def _send_too_large(send: Send) -> None:

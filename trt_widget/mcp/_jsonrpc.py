@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TypeGuard
 
 from pydantic_core import from_json
+
+BAD_ID = "Invalid Request: a request's id must be a string or an integer"  # the answer to one (-32600)
 
 
 def bad_request_id(fields: Mapping[str, object]) -> bool:
@@ -15,7 +18,7 @@ def bad_request_id(fields: Mapping[str, object]) -> bool:
     return not good_id(fields["id"])
 
 
-def good_id(value: object) -> bool:
+def good_id(value: object) -> TypeGuard[str | int]:
     """An id MCP allows: a string, or an integer that is not a bool."""
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 

@@ -34,7 +34,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from .._follow import Follower, ended, path_label, running_path
 from ._builds import BadInput, BuildDescription, BuildRegistry
-from ._jsonrpc import bad_request_id, good_id, json_members
+from ._jsonrpc import BAD_ID, bad_request_id, good_id, json_members
 from ._stream import PROGRESS_INTERVAL_S, RequestStream, request_stream
 
 if TYPE_CHECKING:
@@ -394,17 +394,16 @@ def _read(line: str) -> SessionMessage | JSONRPCError:
         return JSONRPCError(jsonrpc="2.0", id=_request_id(line), error=error)
     if isinstance(message, JSONRPCNotification) and bad_request_id(json_members(line)):
         log.warning("mcp: answered a request whose id is not a string or an integer")
-        return JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(code=INVALID_REQUEST, message=_BAD_ID))
+        return JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(code=INVALID_REQUEST, message=BAD_ID))
     return SessionMessage(message)
 
 
 _NOT_JSON = "Parse error: the line is not valid JSON"
 _NOT_A_MESSAGE = "Invalid Request: the line is not a JSON-RPC 2.0 message"
-_BAD_ID = "Invalid Request: a request's id must be a string or an integer"
 
 
 def _request_id(line: str) -> str | int | None:
     """The id of a line that has a method and an id MCP allows."""
     fields = json_members(line)
     found = fields.get("id")
-    return found if isinstance(fields.get("method"), str) and isinstance(found, str | int) and good_id(found) else None
+    return found if isinstance(fields.get("method"), str) and good_id(found) else None

@@ -33,6 +33,7 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from .. import __version__
 from .._follow import Follower, ended, path_fraction, path_label, running_path
+from .._json import good_id
 from ..mcp import PROGRESS_INTERVAL_S, BadInput, BuildDescription, BuildRegistry
 
 if TYPE_CHECKING:
@@ -287,7 +288,7 @@ def _dispatch(protocol: LanguageServerProtocol, body: bytes) -> None:
     if problem:
         _refuse(protocol, _request_id(data), JsonRpcInvalidRequest(), problem)
         return
-    if data.get("method") == CANCEL and "id" not in data and not _good_id(_params_id(data.get("params"))):
+    if data.get("method") == CANCEL and "id" not in data and not good_id(_params_id(data.get("params"))):
         log.warning("lsp: dropped a %s whose id is not a string or an integer", CANCEL)  # pygls: TypeError
         return
     try:
@@ -321,11 +322,6 @@ def _refuse(protocol: LanguageServerProtocol, msg_id: int | str | None, error: J
     protocol._send_data(answer)
 
 
-def _good_id(value: object) -> bool:
-    """An id MCP's and LSP's JSON-RPC allow: a string, or an integer that is not a bool."""
-    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
-
-
 def _params_id(params: object) -> object:
     """``params.id`` of a ``$/cancelRequest``, or None where its params are not an object."""
     return params.get("id") if isinstance(params, dict) else None
@@ -338,17 +334,17 @@ def _not_a_message(data: object) -> str:
     if "method" in data:
         if not isinstance(data["method"], str):
             return "a message whose method is not a string"
-        if "id" in data and not _good_id(data["id"]):
+        if "id" in data and not good_id(data["id"]):
             return "a request whose id is not a string or an integer"
         return ""
     if "id" in data and ("result" in data or "error" in data):
-        return "" if _good_id(data["id"]) or (data["id"] is None and "error" in data) else "a response with a bad id"
+        return "" if good_id(data["id"]) or (data["id"] is None and "error" in data) else "a response with a bad id"
     return "a body that is not a JSON-RPC 2.0 message"
 
 
 def _request_id(data: object) -> int | str | None:
     """The id of a request that is otherwise invalid, when it is a good one (its client can match the error)."""
-    if isinstance(data, dict) and isinstance(data.get("method"), str) and _good_id(data.get("id")):
+    if isinstance(data, dict) and isinstance(data.get("method"), str) and good_id(data.get("id")):
         found: int | str = data["id"]
         return found
     return None

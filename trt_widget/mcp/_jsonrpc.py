@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TypeGuard
 
 from pydantic_core import from_json
+
+from .._json import good_id
 
 BAD_ID = "Invalid Request: a request's id must be a string or an integer"  # the answer to one (-32600)
 
@@ -16,11 +17,6 @@ def bad_request_id(fields: Mapping[str, object]) -> bool:
     if not isinstance(fields.get("method"), str) or "id" not in fields:
         return False
     return not good_id(fields["id"])
-
-
-def good_id(value: object) -> TypeGuard[str | int]:
-    """An id MCP allows: a string, or an integer that is not a bool."""
-    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
 def json_members(body: bytes | str) -> Mapping[str, object]:

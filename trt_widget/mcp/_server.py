@@ -33,8 +33,9 @@ from mcp_types import (
 from pydantic import BaseModel, Field, ValidationError
 
 from .._follow import Follower, ended, path_label, running_path
+from .._json import good_id
 from ._builds import BadInput, BuildDescription, BuildRegistry
-from ._jsonrpc import BAD_ID, bad_request_id, good_id, json_members
+from ._jsonrpc import BAD_ID, bad_request_id, json_members
 from ._stream import PROGRESS_INTERVAL_S, RequestStream, request_stream
 
 if TYPE_CHECKING:

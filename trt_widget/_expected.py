@@ -104,6 +104,8 @@ def held_back(severity: str, parse_status: str | None, *, verbose: bool) -> bool
 
 def shown_logs(records: Iterable[LogRecord], rows: Iterable[PhaseRow], *, verbose: bool) -> list[LogRecord]:
     """The log records a front end shows: those :func:`held_back` holds dropped, by the parse row they fell in."""
+    if verbose:  # nothing is held back: no row to look up (the snapshot pump calls this often)
+        return list(records)
     parses = [r for r in rows if r["name"] == PARSE_PHASE and r["parent"] is None]
     out: list[LogRecord] = []
     for record in records:

@@ -181,9 +181,10 @@ KERNEL_LIKE = (
     + """
 import json, os, sys, threading
 from trt_widget import watch_call
-from trt_widget.watch import _watch
+from trt_widget.watch import _lines, _watch
 
 _watch._in_kernel = lambda: True  # a Jupyter kernel: its fd 1 is a pipe that a thread reads, as below
+_lines.IDLE_S = 600.0  # a loaded machine's pause inside one line is not the quiet prompt this flushes early
 
 class OutStream:  # the kernel's sys.stdout: each write() call's text is sent as it is (a stream message)
     def __init__(self):

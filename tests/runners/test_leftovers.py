@@ -330,7 +330,11 @@ def test_a_sweep_from_another_pid_namespace_leaves_a_live_builds_work_directorie
     )
     try:
         assert build.stdout is not None and build.stdin is not None
-        assert build.stdout.readline() == "PAUSED False\n", build.stderr and build.stderr.read()[-2000:]
+        paused = build.stdout.readline()
+        if paused != "PAUSED False\n":  # its stderr is read only once it ended: it may wait on its stdin
+            build.kill()
+            build.wait(30)
+            raise AssertionError((paused, build.stderr.read()[-2000:] if build.stderr else ""))
         swept = subprocess.run(
             [*in_new_pid_namespace(build.pid), sys.executable, "-c", SWEEP_FROM_ELSEWHERE, "/dev/shm", str(tmpdir)],
             capture_output=True,

@@ -245,3 +245,7 @@ def test_a_retired_workers_successor_creates_no_cuda_context_before_its_first_jo
     assert (str(first.child_pid), "job") in records  # the fake is in force: a job's Builder is seen
     assert [kind for pid, kind in records if pid == str(successor)] == ["job"], records
     assert all(kind == "job" for _pid, kind in records), records
+    # the second's successor started with the fake on its path: no later test may get it from the pool
+    wait_until(lambda: _ended(second.child_pid), timeout=30, what="the second worker to end")
+    wait_until(lambda: _pool.pool.idle_pids(), timeout=120, what="the second's successor")
+    _pool.shutdown_workers()

@@ -44,7 +44,8 @@ def test_a_forked_child_does_not_wait_at_its_exit_for_the_parents_thread_builds(
     from trt_widget.runners import _inprocess
     from trt_widget.runners._inprocess import tensorrt_call
 
-    monkeypatch.setattr(_inprocess.wait_for_builds_at_exit, "__defaults__", (20.0,))  # 60 s: a shorter xfail
+    # 60 s by default; longer than the join below, so a child that waits is seen as one that never ended
+    monkeypatch.setattr(_inprocess.wait_for_builds_at_exit, "__defaults__", (600.0,))
 
     inside, done = threading.Event(), threading.Event()
 
@@ -62,8 +63,8 @@ def test_a_forked_child_does_not_wait_at_its_exit_for_the_parents_thread_builds(
         child.start()
         child.join(120)
         took = time.monotonic() - started
-        assert child.exitcode == 0
-        assert took < 15, f"the forked child took {took:.0f} s to exit"  # the whole wait (20 s); well under 1 s
+        assert child.exitcode == 0, f"the forked child had not ended after {took:.0f} s"  # it waited: None
+        assert took < 100, f"the forked child took {took:.0f} s to exit"  # well under 1 s on a quiet machine
     finally:
         done.set()
         thread.join(60)

@@ -10,6 +10,7 @@ stream (``sys.stdout`` / ``sys.stderr``, whose ``write`` the kernel's own fd rea
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import ctypes
 import os
@@ -45,6 +46,7 @@ class _Relay:
         finally:
             os.close(write)
         self.read = read
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")  # a character cut between two pieces
         self._closing = threading.Lock()
         self._restored = self._ended = False  # the fd is back; the relay closed saved (or close() did)
         self.thread = threading.Thread(target=self._pump, name=f"trt_widget-lines-{fd}", daemon=True)
@@ -54,8 +56,10 @@ class _Relay:
         """Read until every writer closed the pipe; the relay owns ``saved`` and ``read`` and closes them."""
         pending = b""
         try:
+            poller = select.poll()
+            poller.register(self.read, select.POLLIN)
             while True:
-                ready, _, _ = select.select([self.read], [], [], IDLE_S if pending else None)
+                ready = poller.poll(IDLE_S * 1000 if pending else None)  # poll: any fd number (select: < 1024)
                 if not ready:  # a partial line, quiet: on as it is
                     self._write(pending)
                     pending = b""
@@ -71,8 +75,12 @@ class _Relay:
                     self._write(pending[:MAX_LINE])
                     pending = pending[MAX_LINE:]
             self._write(pending)
-        except Exception:  # never an exception out of the relay: close() puts the fd back and closes saved
+        except Exception:  # never an exception out of the relay: the fd goes back at once, not at close()
             log.debug("the line relay of fd %d failed", self.fd, exc_info=True)
+            with self._closing:
+                if not self._restored:  # nobody reads the pipe now: the fd's writers must not block on it
+                    with contextlib.suppress(OSError):
+                        os.dup2(self.saved, self.fd)
             with contextlib.suppress(OSError):
                 os.close(self.read)
             return
@@ -87,7 +95,9 @@ class _Relay:
         if not data:
             return
         try:
-            self.stream.write(data.decode(errors="replace"))  # one whole line: the kernel sends it unsplit
+            text = self._decoder.decode(data)
+            if text:
+                self.stream.write(text)  # one whole line: the kernel sends it unsplit
             return
         except Exception:  # a stream that cannot take it: the bytes go where the fd went
             pass

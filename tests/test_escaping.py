@@ -131,3 +131,26 @@ def test_build_plain_shows_a_models_node_names_escaped(evil_model: Path) -> None
     out = done.stdout + done.stderr
     assert not _raw(out), _raw(out)
     assert "conv\\u202eevil\\x9b31m\\u2028forged" in out.decode()
+
+
+def test_the_servers_console_formatter_escapes_what_a_client_sent() -> None:
+    """MCP's and LSP's SDKs log what a client sent (a method, arguments): one line a record, no control character
+    of theirs reaches the console; a traceback keeps its own line breaks."""
+    import logging
+
+    from trt_widget._format import EscapedFormatter
+
+    formatter = EscapedFormatter(logging.BASIC_FORMAT)
+    record = logging.LogRecord(
+        "mcp.server", logging.WARNING, __file__, 1, "rejected on %s", ("\x1b]0;PWN\x07\nx",), None
+    )
+    line = formatter.format(record)
+    assert "\x1b" not in line and "\x07" not in line and "\n" not in line and "PWN" in line, line
+    try:
+        raise ValueError("\x1b[2J")
+    except ValueError:
+        import sys
+
+        record.exc_info = sys.exc_info()
+    said = formatter.format(record)
+    assert "\x1b" not in said and said.count("\n") >= 2 and "ValueError" in said, said

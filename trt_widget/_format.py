@@ -3,8 +3,11 @@ escaping that keeps untrusted text (names from a model, a recording, a log or a 
 
 from __future__ import annotations
 
+import logging
 import os
 import re
+import sys
+from types import TracebackType
 from typing import TextIO
 
 # What never reaches a terminal raw (js/src/shared/format.js UNSAFE is the same list; a test compares them):
@@ -53,6 +56,28 @@ def escape_json(text: str) -> str:
 def escape_lines(text: str) -> str:
     """``escape_controls`` for each line of ``text``, keeping its line breaks (for multi-line output we made)."""
     return "\n".join(escape_controls(line) for line in text.split("\n"))
+
+
+ExcInfo = tuple[type[BaseException], BaseException, TracebackType | None] | tuple[None, None, None]
+
+
+class EscapedFormatter(logging.Formatter):
+    """Log lines on a console with outside text (a client's method, an editor's arguments) escaped: one line a
+    record (a traceback keeps its lines), no control character from a message."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        return escape_controls(super().formatMessage(record))
+
+    def formatException(self, ei: ExcInfo) -> str:
+        return escape_lines(super().formatException(ei))
+
+
+def log_escaped_to_stderr(level: int = logging.WARNING) -> None:
+    """Every logger's records at ``level`` and up on stderr through :class:`EscapedFormatter` (the servers' console:
+    their SDKs log what clients sent)."""
+    console = logging.StreamHandler(sys.stderr)
+    console.setFormatter(EscapedFormatter(logging.BASIC_FORMAT))
+    logging.basicConfig(level=level, handlers=[console])
 
 
 def fmt_s(seconds: float | None) -> str:

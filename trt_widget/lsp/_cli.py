@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 import time
-from types import TracebackType
 from typing import TYPE_CHECKING
 
-from .._format import escape_controls, escape_lines
+from .._format import log_escaped_to_stderr
 
 if TYPE_CHECKING:
     from ..mcp import BuildRegistry
 
-ExcInfo = tuple[type[BaseException], BaseException, TracebackType | None] | tuple[None, None, None]
 STOP_WAIT_S = 5.0  # after the client went: how long running builds get to end (a stop takes ~0.2 s)
 
 
@@ -40,9 +37,7 @@ def run(args: argparse.Namespace) -> int:
     if max_concurrent < 1:
         print(f"trt-widget lsp: error: --max-concurrent must be at least 1, got {max_concurrent}", file=sys.stderr)
         return 2
-    console = logging.StreamHandler(sys.stderr)
-    console.setFormatter(_Escaped(logging.BASIC_FORMAT))
-    logging.basicConfig(level=logging.WARNING, handlers=[console])
+    log_escaped_to_stderr()
     channel = take_stdout()  # builder processes and native libraries cannot write on the protocol channel
     builds = BuildRegistry(max_concurrent=max_concurrent)
     server = create_server(builds)
@@ -64,14 +59,3 @@ def _stop(builds: BuildRegistry, reason: str) -> None:
     deadline = time.monotonic() + STOP_WAIT_S
     for entry in builds.entries():
         entry.build.wait(max(deadline - time.monotonic(), 0.0))
-
-
-class _Escaped(logging.Formatter):
-    """Log lines on the editor's output panel with the client's text escaped: one line a record (a traceback keeps
-    its lines), no control character from a message."""
-
-    def formatMessage(self, record: logging.LogRecord) -> str:
-        return escape_controls(super().formatMessage(record))
-
-    def formatException(self, ei: ExcInfo) -> str:
-        return escape_lines(super().formatException(ei))

@@ -48,8 +48,10 @@ def run(args: argparse.Namespace) -> int:
     except ImportError as exc:
         print(f'trt-widget mcp: error: needs its extra: pip install "trt_widget[mcp]" ({exc})', file=sys.stderr)
         return 2
+    from .._format import log_escaped_to_stderr
     from ._builds import BuildRegistry
 
+    log_escaped_to_stderr()  # the SDK's warnings name what a client sent (its method): escaped, never raw
     if args.max_concurrent < 1:
         print(f"trt-widget mcp: error: --max-concurrent must be at least 1, got {args.max_concurrent}", file=sys.stderr)
         return 2

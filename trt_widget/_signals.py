@@ -31,7 +31,13 @@ class WakeupListener:
             heard.close()
             told.close()
             return None
-        threading.Thread(target=_listen, args=(heard, before, on_sigint), name=name, daemon=True).start()
+        try:
+            threading.Thread(target=_listen, args=(heard, before, on_sigint), name=name, daemon=True).start()
+        except RuntimeError:  # no thread to be had: the wakeup fd from before goes back, ours closes
+            signal.set_wakeup_fd(before)
+            heard.close()
+            told.close()
+            return None
         return cls(told, before)
 
     def close(self) -> bool:
@@ -41,6 +47,8 @@ class WakeupListener:
             current = signal.set_wakeup_fd(self.before)
         except ValueError:
             return False
+        except OSError:  # the fd from before was closed meanwhile: none goes back
+            current = signal.set_wakeup_fd(-1)
         if current != self._told.fileno():
             signal.set_wakeup_fd(current)
         self._told.close()

@@ -68,6 +68,7 @@ class BuildWidget(NotebookDisplay, anywidget.AnyWidget):
     can_force = traitlets.Bool(False).tag(sync=True)
     eta = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
     history_delta = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
+    history_basis = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
     resources = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
     activity = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)  # last_callback_s while live
     engine_json = traitlets.Unicode("").tag(sync=True)  # EngineReport.to_dict() as JSON text once the build succeeded

@@ -570,3 +570,28 @@ def test_seventh_trial_the_matrix_comparison_fits_the_notebook(page: Any) -> Non
     for cell in page.locator(".trtw-mx-compare-table td, .trtw-mx-compare-table th").all():
         b = cell.bounding_box()
         assert b is not None and b["x"] + b["width"] <= right, (cell.text_content(), b, right)
+
+
+@pytest.mark.parametrize("page", [1000, 760], indirect=True)
+def test_seventh_trial_the_delta_heading_names_the_past_build_and_sits_over_its_column(page: Any) -> None:
+    """Issue 39, seventh trial: "Δ last build +189 ms" on a first build in a fresh venv; the heading now says when
+    the past build was made, on one line, over the deltas' column."""
+    rows = rtx_rows(running=False)
+    deltas = {str(r["id"]): 0.5 for r in rows if r["parent"] is None and (r["end_s"] or 0) - r["start_s"] > 0.5}
+    state = build_state(rows=rows, status="succeeded", elapsed_s=4.3, history_delta=deltas)
+    state["history_basis"] = {"created": time.time() - 3600, "said": "build of 2026-12-06 14:30, 4.1 s"}
+    show(page, "widget", state)
+    shot(page, f"seventh-delta-heading-{page.evaluate(OUT_WIDTH)}")
+    head = page.locator(".trtw-colhead-delta")
+    assert head.text_content().startswith("\u0394 vs ")
+    assert "per user" in (head.get_attribute("title") or "")
+    notes = [n for n in page.locator(".trtw-row .trtw-note").all() if n.text_content()]
+    assert notes, "no delta shown"
+    h, n = head.bounding_box(), notes[0].bounding_box()
+    assert h is not None and n is not None
+    assert h["height"] < 2 * n["height"] + 2  # one line
+    assert abs((h["x"] + h["width"]) - (n["x"] + n["width"])) <= 2, (h, n)  # right-aligned over its column
+    # and the next heading starts where its column does: the two grids line up
+    progress = page.locator(".trtw-colhead > :nth-child(3)").bounding_box()
+    bar = page.locator(".trtw-row .trtw-bar").first.bounding_box()
+    assert progress is not None and bar is not None and abs(progress["x"] - bar["x"]) <= 2, (progress, bar)

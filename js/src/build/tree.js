@@ -116,6 +116,9 @@ export class TreeView {
     if (this.deltaHead.textContent !== deltaText) this.deltaHead.textContent = deltaText;
     const deltaTip = ctx.basis ? `${DELTA_TIP}: ${ctx.basis}` : DELTA_TIP;
     if (this.deltaHead.title !== deltaTip) this.deltaHead.title = deltaTip;
+    // the heading and the rows are two grids: with deltas, their column gets one width in both (CSS)
+    const deltas = ctx.hd ? "on" : "off";
+    if (this.el.dataset.deltas !== deltas) this.el.dataset.deltas = this.head.dataset.deltas = deltas;
     const struct = this.host.struct;
     /** @type {RowData[]} */
     const flat = [];

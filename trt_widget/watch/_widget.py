@@ -351,8 +351,9 @@ def watch_widget(
     if isolation == "process":
         from ._run import ProcessCall
 
-        run = ProcessCall(fn, args, kwargs)
-        widget = WatchWidget(run, call=run, label=label)
+        output = OutputTail()  # what fn's process prints: in the widget, as for BuildWidget.run
+        run = ProcessCall(fn, args, kwargs, on_output=output.add, on_errors=output.add)
+        widget = WatchWidget(run, call=run, label=label, output=output)
         run.start()
         return widget
     call = WatchedCall(fn, args, kwargs, **check_settings(watch_settings))

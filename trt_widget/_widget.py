@@ -94,6 +94,11 @@ class BuildWidget(NotebookDisplay, anywidget.AnyWidget):
     engine = Attribute(lambda build: build.engine, "engine")
     future = Attribute(lambda build: build.future, "future")
     problems = Attribute(lambda build: build.problems, "problems")
+    # what a newcomer reached for on the widget as on a Build (an AttributeError before)
+    engine_report = Attribute(lambda build: build.engine_report, "engine_report")
+    engine_report_reason = Attribute(lambda build: build.engine_report_reason, "engine_report_reason")
+    reused_from = Attribute(lambda build: build.reused_from, "reused_from")
+    cold_builder = Attribute(lambda build: build.cold_builder, "cold_builder")
 
     def __init__(
         self, model: ModelLike | Build | None, *, build: Build | None = None, **kwargs: Unpack[BuildArgs]

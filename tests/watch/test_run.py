@@ -515,7 +515,7 @@ def test_build_widget_run_shows_the_commands_output_in_the_widget_escaped_and_bo
     code = (
         "import sys\n"
         "print('\\x1b[33m[W] coloured\\x1b[0m and a bell \\x07')\n"
-        "print('progress 10%\\rprogress 100%')\n"
+        "print('progress 10%\\rprogress\\t100%')\n"
         "print('on stderr', file=sys.stderr, flush=True)\n"
         f"for i in range({OUTPUT_LINES + 50}): print(f'line {{i}}')\n"
     )
@@ -534,7 +534,7 @@ def test_build_widget_run_shows_the_commands_output_in_the_widget_escaped_and_bo
     assert "on stderr" in shown
     assert [line for line in shown if line != "on stderr"] == [
         "[W] coloured and a bell \\x07",
-        "progress 100%",
+        "progress        100%",  # the tab expanded, as a terminal shows it
         "line 0",
         "line 1",
     ]

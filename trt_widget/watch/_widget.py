@@ -55,8 +55,8 @@ _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[
 
 class OutputTail:
     """The last lines of a command's stdout and stderr, as the widget shows them: a reader thread adds, the pump
-    reads. Colours are dropped and every other control character escaped; a line rewritten with ``\\r`` (a
-    progress bar) keeps its last state."""
+    reads. Colours are dropped, tabs expanded and every other control character escaped; a line rewritten with
+    ``\\r`` (a progress bar) keeps its last state."""
 
     def __init__(self, lines: int = OUTPUT_LINES) -> None:
         self._lines: deque[str] = deque(maxlen=lines)
@@ -65,7 +65,7 @@ class OutputTail:
         self.on_change: Callable[[], None] | None = None
 
     def add(self, line: bytes) -> None:
-        text = _ANSI.sub("", line.decode("utf-8", "replace").rstrip("\r\n")).rsplit("\r", 1)[-1]
+        text = _ANSI.sub("", line.decode("utf-8", "replace").rstrip("\r\n")).rsplit("\r", 1)[-1].expandtabs()
         if len(text) > OUTPUT_LINE_CHARS:
             text = text[:OUTPUT_LINE_CHARS] + "…"
         with self._lock:

@@ -94,3 +94,23 @@ def test_a_finished_output_keeps_the_widget_view_once_a_front_end_showed_one() -
     assert WIDGET_VIEW in w._bundle()[0]
     w._handle_custom_msg({"type": "view"}, [])
     assert refreshed == [True]  # nothing was dropped since: no second update
+
+
+def test_the_quickstart_leaves_no_engine_in_the_temporary_folder(tmp_path: Any, monkeypatch: Any) -> None:
+    """The seventh newcomer trial: the quick start's "Save the engine" cell left a 98 MiB engine in
+    ``tempfile.mkdtemp()`` after the notebook. Its build and save cells, run with a temporary folder of their own."""
+    import json
+    from pathlib import Path
+
+    cells = json.loads((Path(__file__).parents[1] / "notebooks" / "quickstart.ipynb").read_text())["cells"]
+    code = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
+    save = [source for source in code if ".save(" in source]
+    assert len(save) == 1, save
+    build = [source for source in code if "models.resnet50()" in source or source.startswith("import trt_widget")]
+    wait = [source for source in code if "widget.wait()" in source]
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))
+    nb = execute([*build, *wait, *save])
+    assert "True" in "".join(o.get("text", "") for o in nb.cells[-1].outputs), nb.cells[-1].outputs
+    assert [p for p in temp.rglob("*") if p.suffix == ".engine" or p.stat().st_size > 1 << 20] == []

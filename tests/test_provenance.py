@@ -156,6 +156,17 @@ def test_second_reuse_build_returns_the_engine_without_tensorrt(onnx_path: Path,
     assert [row["name"] for row in third.timings()] == ["Reused engine"]
     assert third.reused_from is not None and Path(third.reused_from).parent == cache
     assert other.read_bytes() == built and read_manifest(other).verify() == ""
+    # the seventh newcomer trial: the widget has them too (BuildWidget.reused_from was an AttributeError)
+    from trt_widget import BuildWidget
+
+    widget = BuildWidget(
+        str(onnx_path), output=str(other), reuse=True, reuse_dir=str(cache), history=False, resources=False
+    ).start()
+    assert widget.wait(120) == "succeeded"
+    assert widget.reused_from == str(other)  # in place: its engine and manifest match
+    assert widget.engine_report is None and "reused" in widget.engine_report_reason
+    assert widget.cold_builder is False  # no builder process ran
+    widget.close()
 
 
 def test_one_byte_of_the_model_builds_anew(tmp_path: Path) -> None:

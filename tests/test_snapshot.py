@@ -166,16 +166,18 @@ def test_logs_are_the_last_problems_annotated(monkeypatch: pytest.MonkeyPatch) -
 
 def test_optional_extras_are_read_and_never_break_the_snapshot() -> None:
     build = FakeBuild()
-    build.history = Extra(eta={"total_s": 3.0}, deltas={"0": 0.5})
+    build.history = Extra(eta={"total_s": 3.0}, deltas={"0": 0.5}, basis={"created": 1.0, "said": "build of …"})
     build.resources = Extra(snapshot={"rss": 1})
     state = snapshot(stand_in(build))
     assert state["eta"] == {"total_s": 3.0} and state["history_delta"] == {"0": 0.5}
+    assert state["history_basis"] == {"created": 1.0, "said": "build of …"}
     shown: object = state["resources"]  # the stand-in's value, whatever its type
     assert shown == {"rss": 1}
-    build.history = Extra(eta=RuntimeError("x"), deltas=KeyError("y"))
+    build.history = Extra(eta=RuntimeError("x"), deltas=KeyError("y"), basis=TypeError("z"))
     build.resources = Extra(snapshot=ValueError("z"))
     state = snapshot(stand_in(build))
     assert state["eta"] is None and state["history_delta"] is None and state["resources"] is None
+    assert state["history_basis"] is None
 
 
 def test_backend_kind_is_empty_without_a_backend(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -55,6 +55,7 @@ class Snapshot(TypedDict):
     can_force: bool
     eta: JSONObject | None  # HistoryLink.eta()
     history_delta: dict[str, float] | None  # HistoryLink.deltas()
+    history_basis: JSONObject | None  # HistoryLink.basis(): the past build history_delta compares with
     resources: ResourcesSnapshot | None
     activity: Activity | None
     engine_json: str  # the engine report as JSON text once the build succeeded (made once: see ``snapshot``)
@@ -83,6 +84,7 @@ def snapshot(build: Build, *, engine: str = "") -> Snapshot:
         "can_force": build.options.isolation == "process",
         "eta": _guarded(build.history.eta) if build.history is not None else None,
         "history_delta": _guarded(build.history.deltas) if build.history is not None else None,
+        "history_basis": _guarded(build.history.basis) if build.history is not None else None,
         # a build that failed before TensorRT built anything has no memory peak of its own (not the worker's)
         "resources": _guarded(build.resources.snapshot)
         if build.resources is not None and (status != FAILED or build.tensorrt_started)

@@ -68,6 +68,7 @@ class BuildWidget(NotebookDisplay, anywidget.AnyWidget):
     can_force = traitlets.Bool(False).tag(sync=True)
     eta = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
     history_delta = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
+    history_basis = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
     resources = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
     activity = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)  # last_callback_s while live
     engine_json = traitlets.Unicode("").tag(sync=True)  # EngineReport.to_dict() as JSON text once the build succeeded
@@ -93,6 +94,11 @@ class BuildWidget(NotebookDisplay, anywidget.AnyWidget):
     engine = Attribute(lambda build: build.engine, "engine")
     future = Attribute(lambda build: build.future, "future")
     problems = Attribute(lambda build: build.problems, "problems")
+    # what a newcomer reached for on the widget as on a Build (an AttributeError before)
+    engine_report = Attribute(lambda build: build.engine_report, "engine_report")
+    engine_report_reason = Attribute(lambda build: build.engine_report_reason, "engine_report_reason")
+    reused_from = Attribute(lambda build: build.reused_from, "reused_from")
+    cold_builder = Attribute(lambda build: build.cold_builder, "cold_builder")
 
     def __init__(
         self, model: ModelLike | Build | None, *, build: Build | None = None, **kwargs: Unpack[BuildArgs]

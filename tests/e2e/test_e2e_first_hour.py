@@ -490,3 +490,108 @@ def test_fourth_trial_the_service_page_shows_why_a_build_failed(browser: Any, tm
         finally:
             pg.close()
             api.close()
+
+
+OUT_WIDTH = "() => document.getElementById('out').offsetWidth"
+
+
+def matrix_comparison_state() -> dict[str, Any]:
+    """A matrix of ResNet-50 at optimisation levels 0, 3 and 5, all ended: the first build's builder was cold."""
+    names = ["Building engine", "Timing tactics", "Determining refit engines", "Serializing and saving the engine"]
+    builds = []
+    rows = []
+    for i, (level, build_s, cold) in enumerate([(0, 1.412, True), (3, 1.206, False), (5, 1.199, False)]):
+        variant = f"optimization_level={level}"
+        phases = {
+            n: 0.2 + 0.011 * (k + 1) * (level + 1) + (0.19 if cold and k == 0 else 0) for k, n in enumerate(names)
+        }
+        builds.append(
+            {
+                "id": i,
+                "model": "resnet50.onnx",
+                "variant": variant,
+                "status": "succeeded",
+                "build_s": build_s,
+                "start_up_s": 0.85 if cold else 0.0,
+                "cold_builder": cold,
+                "engine_size": 102_662_196 + 4096 * level,
+                "phases": phases,
+            }
+        )
+        rows.append(
+            {
+                "id": i,
+                "model": "resnet50.onnx",
+                "variant": variant,
+                "status": "succeeded",
+                "detail": "",
+                "elapsed_s": build_s,
+                "engine_size": 102_662_196,
+                "error": "",
+                "can_force": False,
+                "phase": None,
+                "started": True,
+            }
+        )
+    return {
+        "status": "succeeded",
+        "rows_json": json.dumps(rows),
+        "expanded": [],
+        "details_json": "{}",
+        "comparison_json": json.dumps({"builds": builds}),
+    }
+
+
+SCROLLS_ITSELF = """() => { const c = document.querySelector('.trtw-mx-compare');
+  return getComputedStyle(c).overflowX === 'auto' && c.scrollWidth > c.clientWidth + 1; }"""
+
+
+@pytest.mark.parametrize("page", [1000, 760], indirect=True)
+def test_seventh_trial_the_matrix_comparison_fits_the_notebook(page: Any) -> None:
+    """Issue 39, seventh trial: at 1400 px with the file browser open (an output area ~1000 px wide), the
+    Comparison's "largest phase differences" ran past the output area's right edge, cut. Now it fits, wrapping
+    between words; narrower, the comparison scrolls sideways itself (its scrollbar right under the table)."""
+    show(page, "matrix", matrix_comparison_state())
+    width = page.evaluate(OUT_WIDTH)
+    shot(page, f"seventh-comparison-{width}")
+    table = page.locator(".trtw-mx-compare-table")
+    assert table.is_visible()
+    assert "first build in a new or idle builder process" in table.inner_text()
+    assert page.evaluate(SIDEWAYS) <= 1  # the widget as a whole never scrolls sideways
+    assert page.evaluate(CLIPPED, ".trtw-mx-compare-table td") == []
+    # every cell wraps between words (or after a hyphen), never inside one
+    between_words = BROKEN_WORDS.replace("\\S+", "[^\\s-]+")
+    assert between_words != BROKEN_WORDS
+    assert page.evaluate(between_words, ".trtw-mx-compare-table td") == []
+    if width < 1000:
+        assert page.evaluate(SCROLLS_ITSELF)
+        return
+    right = box(page, "#out")["x"] + box(page, "#out")["width"] + 0.5
+    for cell in page.locator(".trtw-mx-compare-table td, .trtw-mx-compare-table th").all():
+        b = cell.bounding_box()
+        assert b is not None and b["x"] + b["width"] <= right, (cell.text_content(), b, right)
+
+
+@pytest.mark.parametrize("page", [1000, 760], indirect=True)
+def test_seventh_trial_the_delta_heading_names_the_past_build_and_sits_over_its_column(page: Any) -> None:
+    """Issue 39, seventh trial: "Δ last build +189 ms" on a first build in a fresh venv; the heading now says when
+    the past build was made, on one line, over the deltas' column."""
+    rows = rtx_rows(running=False)
+    deltas = {str(r["id"]): 0.5 for r in rows if r["parent"] is None and (r["end_s"] or 0) - r["start_s"] > 0.5}
+    state = build_state(rows=rows, status="succeeded", elapsed_s=4.3, history_delta=deltas)
+    state["history_basis"] = {"created": time.time() - 3600, "said": "build of 2026-12-06 14:30, 4.1 s"}
+    show(page, "widget", state)
+    shot(page, f"seventh-delta-heading-{page.evaluate(OUT_WIDTH)}")
+    head = page.locator(".trtw-colhead-delta")
+    assert head.text_content().startswith("\u0394 vs ")
+    assert "per user" in (head.get_attribute("title") or "")
+    notes = [n for n in page.locator(".trtw-row .trtw-note").all() if n.text_content()]
+    assert notes, "no delta shown"
+    h, n = head.bounding_box(), notes[0].bounding_box()
+    assert h is not None and n is not None
+    assert h["height"] < 2 * n["height"] + 2  # one line
+    assert abs((h["x"] + h["width"]) - (n["x"] + n["width"])) <= 2, (h, n)  # right-aligned over its column
+    # and the next heading starts where its column does: the two grids line up
+    progress = page.locator(".trtw-colhead > :nth-child(3)").bounding_box()
+    bar = page.locator(".trtw-row .trtw-bar").first.bounding_box()
+    assert progress is not None and bar is not None and abs(progress["x"] - bar["x"]) <= 2, (progress, bar)

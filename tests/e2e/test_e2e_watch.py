@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 from harness.lab import Lab
+from harness.notebooks import wait_until
+from harness.server import IPYKERNEL6, IPYKERNEL6_KERNEL
 from playwright.sync_api import expect
 
 pytestmark = pytest.mark.e2e
@@ -130,3 +132,78 @@ def test_a_block_is_shown_live_while_the_cell_runs_and_the_kernel_interrupt_canc
     assert lab.kernel_json("[b.status for b in blk.builds]") == ["cancelled"]
     assert lab.kernel_json("len(blk.builds[0].monitor.errors)") == 0  # nothing escaped a callback
     assert lab.kernel_json("trt_widget.watch.is_patched()") is False
+
+
+RUN_SMALL_CELL = """\
+import os, sys, onnx
+from trt_widget import BuildWidget
+from trt_widget.models import deep_residual
+onnx.save(deep_residual(20), "small.onnx")
+polygraphy = os.path.join(os.path.dirname(sys.executable), "polygraphy")
+r = BuildWidget.run([polygraphy, "convert", "small.onnx", "-o", "small.engine"])
+r
+"""
+SLOW_CELL = """\
+import time
+r.result(300)
+time.sleep(3)  # still running while the last of the command's output is passed on
+print("the second cell ends")
+"""
+
+
+def test_build_widget_run_shows_the_commands_output_in_its_widget_not_in_a_later_cell(lab: Lab) -> None:
+    # Run All: the second cell runs (waiting for the command) while Polygraphy writes; before, its output went to
+    # the kernel's stdout and Jupyter showed it under whichever cell ran when it arrived: the second one
+    lab.open([RUN_SMALL_CELL, SLOW_CELL])
+    lab.run_all(timeout=BUILD_S)
+    root = lab.output(0).locator(".trtw-matrix")
+    expect(row(root, 0)).to_have_attribute("data-status", "succeeded")
+    expect(root.locator(".trtw-mx-note")).to_contain_text("the command exited with code 0", timeout=30_000)
+    output = root.locator(".trtw-mx-output")
+    expect(output).to_be_visible()
+    expect(output).to_contain_text("Finished engine building")
+    assert "\x1b" not in output.inner_text()
+    # the tail is in view: the output area is scrolled to its end
+    assert output.evaluate("e => e.scrollHeight - e.scrollTop - e.clientHeight < 4")
+    lab.screenshot("run-output", root)
+    assert lab.output_text(1).strip() == "the second cell ends"
+    assert "Finished engine building" not in lab.output_text(0)  # in the widget, not also beside it
+    assert not lab.dialogs
+
+
+WATCH_PRINTS_CELL = """\
+import os, threading
+from trt_widget import BuildWidget
+later = threading.Event()
+
+def noisy():  # the user's function: prints, and writes to fd 1 as TensorRT's logger does
+    later.wait(120)
+    print("printed by the watched function", flush=True)
+    os.write(1, b"[TRT] [I] written to fd 1 by the watched function\\n")
+    return 42
+
+w = BuildWidget.watch(noisy)
+w
+"""
+LATER_CELL = """\
+import time
+later.set()
+assert w.result(120) == 42
+time.sleep(3)  # still running while the function's output is passed on
+print("the second cell ends")
+"""
+
+
+@pytest.mark.parametrize("kernel", ["python3", IPYKERNEL6_KERNEL])
+def test_a_watched_functions_output_lands_in_its_cell_not_in_a_later_one(lab: Lab, kernel: str) -> None:
+    """The seventh newcomer trial: with ``BuildWidget.watch(my_build, ...)`` and Run All, TensorRT's log lines
+    came under the next cell. The function writes only once the second cell runs: before, both its print and its
+    fd-level line went there (ipykernel 7.4 and 6.x alike)."""
+    if kernel == IPYKERNEL6_KERNEL and not IPYKERNEL6.is_dir():
+        pytest.fail(f"ipykernel 6.x is not installed at {IPYKERNEL6} (scripts/test.sh installs it)")
+    lab.open([WATCH_PRINTS_CELL, LATER_CELL], kernel=kernel)
+    lab.run_all(timeout=BUILD_S)
+    assert lab.output_text(1).strip() == "the second cell ends"
+    wait_until(lambda: "written to fd 1" in lab.output_text(0), timeout=30, what="the fd line in the first cell")
+    assert "printed by the watched function" in lab.output_text(0)
+    assert not lab.dialogs

@@ -106,6 +106,14 @@ def test_deltas_after_the_second_build(two_builds: dict[str, Any]) -> None:
         assert row_a["name"] == row_b["name"]
         assert deltas[str(row_b["id"])] == pytest.approx(row_b["duration_s"] - row_a["duration_s"], abs=1e-3)
     assert first.history.deltas() is None  # the first build had nothing to compare with
+    # what the deltas compare with, for the widget to say (also once the build ended, when there is no ETA)
+    basis = second.history.basis()
+    assert basis is not None and second.history.match is not None
+    assert basis["created"] == second.history.match["created"] and basis["said"] == second.history.based_on
+    assert str(basis["said"]).startswith("build of ")
+    from trt_widget._snapshot import snapshot
+
+    assert snapshot(second)["history_basis"] == basis and first.history.basis() is None
 
 
 @pytest.mark.rtx_long_step

@@ -96,6 +96,8 @@ def test_identical_variants_the_comparison_marks_a_cold_builder_process(monkeypa
     assert len({b.child_pid for b in matrix.builds}) == 1  # one warm builder process built all three
     assert [b["cold_builder"] for b in matrix.comparison()["builds"]] == [True, False, False]
     assert [r["cold_builder"] for r in compare_rows(matrix.cells, 1)] == [True, False, False]
+    # the seventh trial: identical variants, all warm, still differ; the widget says by how much (twins)
+    assert [b["twins"] for b in matrix.comparison()["builds"]] == [[1, 2], [0, 2], [0, 1]]
     said = comparison_paragraphs(matrix.cells)  # the terminal's comparison: a warm baseline, the cold row marked
     assert said[0].startswith("Comparison against #1 ") and FIRST_BUILD in said[-1]
     assert [FIRST_BUILD in line for line in said[1:4]] == [True, False, False]
@@ -244,3 +246,14 @@ def test_output_dir_plain_results_and_refusals(tmp_path: Path, monkeypatch: pyte
 def _records(table: Any) -> list[dict[str, Any]]:
     records: list[dict[str, Any]] = table.to_dict("records") if hasattr(table, "to_dict") else table
     return records
+
+
+def test_the_comparison_names_each_builds_twins_the_same_model_with_the_same_options() -> None:
+    """The seventh newcomer trial: identical variants differ from run to run; the widget's Comparison says by how
+    much, from the builds of one model with identical options (whatever their variants are called)."""
+    matrix = BuildMatrix(
+        {"a": models.deep_residual(2), "b": models.deep_residual(3)},
+        variants={"x": {"optimization_level": 3}, "y": {"optimization_level": 3}, "z": {"optimization_level": 0}},
+    )
+    assert [(c.model, c.variant) for c in matrix.cells] == [(m, v) for m in "ab" for v in "xyz"]
+    assert [b["twins"] for b in matrix.comparison()["builds"]] == [[1], [0], [], [4], [3], []]

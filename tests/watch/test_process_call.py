@@ -46,3 +46,22 @@ def test_what_cannot_cross_is_refused_at_once() -> None:
         watch_call(lambda lock: None, threading.Lock(), isolation="process")
     with pytest.raises(ValueError, match="isolation must be"):
         watch_call(print, isolation="ray")
+
+
+def test_build_widget_watch_in_a_process_shows_what_the_function_prints_in_its_widget(wait_until: WaitUntil) -> None:
+    """The seventh newcomer trial: a command's (here: the function's process's) output went to the kernel's
+    stdout, under whichever cell ran when it arrived; it is the widget's, as with ``BuildWidget.run``."""
+    from trt_widget import BuildWidget
+
+    def chatty(n: int) -> int:  # nested: cloudpickle sends it by value (the process cannot import this module)
+        import sys
+
+        print(f"printed in the function's process: {n}", flush=True)
+        print("and on its stderr", file=sys.stderr, flush=True)
+        return n + 1
+
+    widget = BuildWidget.watch(chatty, 41, isolation="process")
+    assert widget.result(120) == 42
+    wait_until(lambda: "and on its stderr" in widget.output and "41" in widget.output, what="the output")
+    assert "printed in the function's process: 41" in widget.output.split("\n")
+    widget.close()

@@ -506,3 +506,40 @@ def test_a_watched_command_inside_a_watched_command_runs_the_users_sitecustomize
     assert done.returncode == 0, done.stderr
     assert "failed" not in done.stderr and "RecursionError" not in done.stderr, done.stderr
     assert done.stdout.split("\n")[-3:] == ["USER SITE", "COMMAND", ""], (done.stdout, done.stderr)
+
+
+def test_build_widget_run_shows_the_commands_output_in_the_widget_escaped_and_bounded(wait_until: WaitUntil) -> None:
+    """The seventh newcomer trial: the command's stdout went to the kernel's and Jupyter showed it under a later
+    cell. It is the widget's now: the last lines of stdout and stderr, colours dropped, control characters
+    escaped, a line redrawn with CR at its last state, older lines counted."""
+    from trt_widget import BuildWidget
+    from trt_widget.watch._widget import OUTPUT_LINES
+
+    code = (
+        "import sys\n"
+        "print('\\x1b[33m[W] coloured\\x1b[0m and a bell \\x07')\n"
+        "print('progress 10%\\rprogress\\t100%')\n"
+        "print('on stderr', file=sys.stderr, flush=True)\n"
+        f"for i in range({OUTPUT_LINES + 50}): print(f'line {{i}}')\n"
+    )
+    widget = BuildWidget.run([sys.executable, "-c", code.replace("print('on stderr'", "print('stderr too'")])
+    assert widget.result(60) == 0
+    wait_until(lambda: f"line {OUTPUT_LINES + 49}" in widget.output, what="the last line in the widget")
+    lines = widget.output.split("\n")
+    assert len(lines) == OUTPUT_LINES + 1 and lines[0].startswith("… ") and "earlier lines not kept" in lines[0]
+    # stdout and stderr are two pipes: a line of one may come before or after the lines around it of the other
+    assert [line for line in lines if line.startswith("line ")][-1] == f"line {OUTPUT_LINES + 49}"
+    widget.close()
+    short = BuildWidget.run([sys.executable, "-c", code.replace(f"range({OUTPUT_LINES + 50})", "range(2)")])
+    assert short.result(60) == 0
+    wait_until(lambda: "line 1" in short.output and "on stderr" in short.output, what="both streams in the widget")
+    shown = short.output.split("\n")
+    assert "on stderr" in shown
+    assert [line for line in shown if line != "on stderr"] == [
+        "[W] coloured and a bell \\x07",
+        "progress        100%",  # the tab expanded, as a terminal shows it
+        "line 0",
+        "line 1",
+    ]
+    assert "\x1b" not in short.output
+    short.close()

@@ -141,6 +141,14 @@ class HistoryLink:
         like = describe_like(self.like)
         return f"build of {when}, {self.match['total_s']:.1f} s" + (f", same {like}" if like else "")
 
+    def basis(self) -> JSONObject | None:
+        """The past build the deltas compare with, for a front end to say: ``{"created": epoch s, "said": "build
+        of …"}`` (the history is the user's, shared by every environment on the machine: a first build in a fresh
+        venv may already have one); None before the look-up answered or without a match."""
+        if not self.ready.is_set() or self.match is None:
+            return None
+        return {"created": float(self.match["created"]), "said": self.based_on or ""}
+
     def _refresh(self) -> None:
         """Re-derive the anchor, running phases and deltas when the phase structure changed."""
         model = self.build.model

@@ -6,6 +6,7 @@ widget and the ``trt-widget matrix`` command, so every front end shows the same 
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -53,6 +54,8 @@ class ComparedBuild(TypedDict):
     engine_size: int | None
     phases: dict[str, float]
     engine: dict[str, JSON] | None
+    # the other builds of the same model with the same options: what they differ by is run-to-run variation
+    twins: list[int]
 
 
 class Comparison(TypedDict):
@@ -164,6 +167,10 @@ def comparison(cells: Sequence[Cell]) -> Comparison:
     both: the first build pays a cold worker's start, which says nothing about its variant. ``cold_builder`` marks
     a builder process's first build, whose phases also hold one-time costs (the first use of its memory)."""
     builds: list[ComparedBuild] = []
+    same: dict[tuple[str, str], list[int]] = {}
+    for cell in cells:
+        same.setdefault((cell.model, json.dumps(cell.options, sort_keys=True, default=repr)), []).append(cell.id)
+    twins = {i: [j for j in ids if j != i] for ids in same.values() for i in ids}
     for cell in cells:
         started = cell.build.status != "idle" and cell.build.started_building
         phases = phase_totals(cell.build.timings()) if started else {}
@@ -180,6 +187,7 @@ def comparison(cells: Sequence[Cell]) -> Comparison:
                 "engine_size": cell.build.engine_size,
                 "phases": {k: round(v, 4) for k, v in phases.items()},
                 "engine": _engine_brief(cell.build),
+                "twins": twins[cell.id],
             }
         )
     return {"builds": builds}

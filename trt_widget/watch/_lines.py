@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import contextvars
 import ctypes
 import os
 import select
 import sys
 import threading
+from collections.abc import Callable
 from typing import TextIO
 
 from .._status import log
@@ -30,11 +32,51 @@ _users = 0
 _relays: list[_Relay] = []
 
 
+def cell_of(stream: object) -> object | None:
+    """The Jupyter cell ``stream`` (the kernel's ``sys.stdout``/``sys.stderr``) writes to from this thread now:
+    its parent header, as ipykernel 6 and 7 resolve it (None outside a kernel)."""
+    try:
+        return getattr(stream, "parent_header", None)
+    except Exception:
+        return None
+
+
+def write_to_cell(stream: object, header: object | None) -> None:
+    """Route what this thread writes to ``stream`` to the cell of ``header``: a thread's output otherwise goes to
+    whichever cell runs when it writes (ipykernel 7.1+ routes no thread to its starting cell; 6 never did).
+    ipykernel 7's ``set_thread_parent``; on 6 the same per-thread ContextVar it reads first."""
+    if not header:
+        return
+    try:
+        setter = getattr(stream, "set_thread_parent", None)
+        if callable(setter):
+            setter(header)
+            return
+        var = getattr(stream, "_parent_header", None)
+        if isinstance(var, contextvars.ContextVar):
+            var.set(header)
+    except Exception:  # not a kernel stream we know: output goes where it went before
+        log.debug("could not route a thread's output to its cell", exc_info=True)
+
+
+def route_thread_to_current_cell() -> Callable[[], None]:
+    """Capture the cell running now (call in the cell's thread); the function returned, called in another
+    thread, sends that thread's ``print`` output to that cell."""
+    headers = [(stream, cell_of(stream)) for stream in (sys.stdout, sys.stderr)]
+
+    def enter() -> None:
+        for stream, header in headers:
+            write_to_cell(stream, header)
+
+    return enter
+
+
 class _Relay:
     """fd ``fd`` replaced by a pipe whose reader passes whole lines on to what ``fd`` was."""
 
     def __init__(self, fd: int, stream: TextIO) -> None:
         self.fd, self.stream = fd, stream
+        self.cell = cell_of(stream)  # the lines go to the cell that opened the watch, not whichever runs then
         self.saved = os.dup(fd)
         read, write = os.pipe()
         try:
@@ -55,6 +97,7 @@ class _Relay:
     def _pump(self) -> None:
         """Read until every writer closed the pipe; the relay owns ``saved`` and ``read`` and closes them."""
         pending = b""
+        write_to_cell(self.stream, self.cell)
         try:
             poller = select.poll()
             poller.register(self.read, select.POLLIN)

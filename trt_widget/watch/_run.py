@@ -778,6 +778,8 @@ class ProcessCall(CommandRun):
         kwargs: dict[str, object],
         *,
         force_after: float = 0.5,
+        on_output: Callable[[bytes], None] | None = None,
+        on_errors: Callable[[bytes], None] | None = None,
     ) -> None:
         import cloudpickle
 
@@ -789,7 +791,8 @@ class ProcessCall(CommandRun):
                 f"{name} and its arguments cannot be sent to a builder process: {exc}. Everything they refer to "
                 "must be picklable (no open files, locks, sockets or TensorRT objects); or use isolation='thread'"
             ) from exc
-        super().__init__(python_command(CALL_CHILD), force_after=force_after)  # not from the working directory
+        # not from the working directory; on_output / on_errors: the process's stdout / stderr, by whole lines
+        super().__init__(python_command(CALL_CHILD), force_after=force_after, on_output=on_output, on_errors=on_errors)
         self.fn = fn
         directory = Path(self._dir)
         (directory / "call.pkl").write_bytes(payload)

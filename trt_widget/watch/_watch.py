@@ -409,17 +409,21 @@ class WatchedCall(Generic[R]):
         self.watch = Watch(interrupt=False, display=False, **check_settings(settings))
         self.future: Future[R] = Future()
         self._thread = threading.Thread(target=self._run, name="trt_widget-watch", daemon=True)
+        self._enter_cell: Callable[[], None] = lambda: None
 
     @property
     def builds(self) -> list[WatchedBuild]:
         return self.watch.builds
 
     def start(self) -> WatchedCall[R]:
+        # fn's output (its prints, TensorRT's log lines) goes to the cell that started it, not a later one
+        self._enter_cell = _lines.route_thread_to_current_cell()
         self.future.set_running_or_notify_cancel()
         self._thread.start()
         return self
 
     def _run(self) -> None:
+        self._enter_cell()
         try:
             with self.watch:
                 value = self.fn(*self.args, **self.kwargs)

@@ -6,8 +6,10 @@ applies. One pump thread is the only writer of synced traits, as in the other wi
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Generator, Mapping, Sequence
 from concurrent.futures import Future
 from pathlib import Path
@@ -16,6 +18,7 @@ from typing import TYPE_CHECKING, TypedDict
 import anywidget
 import traitlets
 
+from .._format import escape_controls
 from .._messages import rows_message
 from .._snapshot import ListRow, RowsEncoder, snapshot, traits
 from .._status import FINAL, IDLE, LIVE, log
@@ -42,6 +45,40 @@ class WatchState(TypedDict):
     title: str
     note: str
     stop_buttons: bool
+    output: str
+
+
+OUTPUT_LINES = 200  # the command's output the widget keeps: its last lines
+OUTPUT_LINE_CHARS = 1000  # a longer line is cut (with "…"): the tail stays a few hundred KiB at most
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")  # colours, titles
+
+
+class OutputTail:
+    """The last lines of a command's stdout and stderr, as the widget shows them: a reader thread adds, the pump
+    reads. Colours are dropped, tabs expanded and every other control character escaped; a line rewritten with
+    ``\\r`` (a progress bar) keeps its last state."""
+
+    def __init__(self, lines: int = OUTPUT_LINES) -> None:
+        self._lines: deque[str] = deque(maxlen=lines)
+        self._lock = threading.Lock()
+        self.dropped = 0  # lines no longer kept
+        self.on_change: Callable[[], None] | None = None
+
+    def add(self, line: bytes) -> None:
+        text = _ANSI.sub("", line.decode("utf-8", "replace").rstrip("\r\n")).rsplit("\r", 1)[-1].expandtabs()
+        if len(text) > OUTPUT_LINE_CHARS:
+            text = text[:OUTPUT_LINE_CHARS] + "…"
+        with self._lock:
+            if len(self._lines) == self._lines.maxlen:
+                self.dropped += 1
+            self._lines.append(escape_controls(text))
+        if self.on_change is not None:
+            self.on_change()
+
+    def text(self) -> str:
+        with self._lock:
+            head = [f"… {self.dropped} earlier line{'' if self.dropped == 1 else 's'} not kept"] if self.dropped else []
+            return "\n".join([*head, *self._lines])
 
 
 _STATIC = Path(__file__).parent.parent / "static"
@@ -99,14 +136,23 @@ class WatchWidget(anywidget.AnyWidget):
     note = traitlets.Unicode("").tag(sync=True)  # which Stop applies; the stop notice; how the function ended
     stop_buttons = traitlets.Bool(True).tag(sync=True)  # False: the cell is busy, only the interrupt works
     variant_label = traitlets.Unicode("call").tag(sync=True)  # the column holds the TensorRT method called
+    # the command's own stdout and stderr (``BuildWidget.run``), its last lines: shown in the widget, as a thread's
+    # writes to sys.stdout land in whichever cell runs when they arrive, not in the cell that started the command
+    output = traitlets.Unicode("").tag(sync=True)
 
     def __init__(
-        self, watch: Watch | CommandRun, *, call: WatchedCall[object] | CommandRun | None = None, label: str = ""
+        self,
+        watch: Watch | CommandRun,
+        *,
+        call: WatchedCall[object] | CommandRun | None = None,
+        label: str = "",
+        output: OutputTail | None = None,
     ) -> None:
         super().__init__()
         self.watch = watch
         self.call = call
         self.label = label
+        self._output = output
         self.stop_buttons = call is not None
         self._notice = ""
         self._stopping: list[WatchedBuild | RelayedBuild] = []  # the builds the stop notice waits for
@@ -122,6 +168,8 @@ class WatchWidget(anywidget.AnyWidget):
         if call is not None:
             call.add_done_callback(lambda _c: self._wake.set())
         self.on_msg(self._on_custom_msg)
+        if output is not None:
+            output.on_change = self._wake.set
         self.flush()
         self._thread = threading.Thread(target=self._loop, name="trt_widget-watch-pump", daemon=True)
         self._thread.start()
@@ -175,6 +223,7 @@ class WatchWidget(anywidget.AnyWidget):
             "title": f"Watching {self.label or 'builds'} — {len(rows)} build{'' if len(rows) == 1 else 's'}",
             "note": self._note_text(live),
             "stop_buttons": self.call is not None and live,
+            "output": self._output.text() if self._output is not None else "",
         }
 
     def _note_text(self, live: bool) -> str:
@@ -302,8 +351,9 @@ def watch_widget(
     if isolation == "process":
         from ._run import ProcessCall
 
-        run = ProcessCall(fn, args, kwargs)
-        widget = WatchWidget(run, call=run, label=label)
+        output = OutputTail()  # what fn's process prints: in the widget, as for BuildWidget.run
+        run = ProcessCall(fn, args, kwargs, on_output=output.add, on_errors=output.add)
+        widget = WatchWidget(run, call=run, label=label, output=output)
         run.start()
         return widget
     call = WatchedCall(fn, args, kwargs, **check_settings(watch_settings))
@@ -317,7 +367,8 @@ def run_widget(command: Sequence[str], *, force_after: float | None = 0.5) -> Wa
     the next step boundary and ends the process ``force_after`` s later (it is a process: within a second)."""
     from ._run import CommandRun
 
-    run = CommandRun(command, force_after=force_after)
-    widget = WatchWidget(run, call=run, label=" ".join(run.command)[:80])
+    output = OutputTail()
+    run = CommandRun(command, force_after=force_after, on_output=output.add, on_errors=output.add)
+    widget = WatchWidget(run, call=run, label=" ".join(run.command)[:80], output=output)
     run.start()
     return widget

@@ -23,7 +23,9 @@ import { escapeControls, fmtApprox, fmtDelta, fmtDuration, meaningfulDelta, perc
  * @property {number} now the build clock (s)
  * @property {Record<string, unknown> | null} hd history_delta: phase key -> seconds slower (+) or faster (−)
  * @property {Record<string, unknown> | null} eta eta.phases: phase name -> expected seconds
- * @property {string} basis the past build the deltas compare with (eta.based_on), "" if unknown
+ * @property {string} basis the past build the deltas compare with (history_basis.said or eta.based_on), "" if
+ *   unknown
+ * @property {number | null} [basedAt] when that past build was made (epoch s), null if unknown
  */
 
 /**

@@ -9,6 +9,29 @@
 import { h } from "../shared/dom.js";
 import { RowView } from "./rows.js";
 
+// the history is the user's (one file per user, shared by every environment): a first build in a fresh venv
+// can already have a past build to compare with, so the column says which one
+const DELTA_TIP =
+  "Change against the last build of this model with the same options and backend on this machine (the build " +
+  "history is per user, shared by every environment)";
+const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+
+/**
+ * The Δ column's heading: when the build it compares with was made ("Δ vs 15:30 build" today, "Δ vs 5 Dec
+ * build" before), "Δ last build" where that is not known.
+ * @param {number | null} at epoch seconds
+ * @param {Date} [now]
+ * @returns {string}
+ */
+export function deltaLabel(at, now = new Date()) {
+  if (at === null) return "\u0394 last build";
+  const d = new Date(at * 1000);
+  const today = d.toDateString() === now.toDateString();
+  const pad = (/** @type {number} */ n) => String(n).padStart(2, "0");
+  const when = today ? `${pad(d.getHours())}:${pad(d.getMinutes())}` : `${d.getDate()} ${MONTHS[d.getMonth()]}`;
+  return `\u0394 vs ${when} build`;
+}
+
 /** @typedef {import("./rows.js").RowContext} RowContext */
 /** @typedef {import("./rows.js").RowData} RowData */
 
@@ -37,7 +60,7 @@ export class TreeView {
     this.el = h("div", "trtw-tree", { role: "tree", "aria-label": "TensorRT build phases" });
     // Column headings for sighted readers (each row's cells carry their own labels for assistive tech).
     this.head = h("div", "trtw-colhead", { "aria-hidden": "true" });
-    this.deltaHead = h("span", "trtw-colhead-delta", { title: "Change against the last matching build" });
+    this.deltaHead = h("span", "trtw-colhead-delta", { title: DELTA_TIP });
     /** @type {[string, string][]} */
     const cols = [
       ["Phase", ""],
@@ -89,8 +112,13 @@ export class TreeView {
   /** Render the host's structure: flatten the visible rows, then render them (or, for long lists, the window). */
   reconcile() {
     const ctx = this.host.rowContext();
-    const deltaText = ctx.hd ? "\u0394 last build" : "";
+    const deltaText = ctx.hd ? deltaLabel(ctx.basedAt ?? null) : "";
     if (this.deltaHead.textContent !== deltaText) this.deltaHead.textContent = deltaText;
+    const deltaTip = ctx.basis ? `${DELTA_TIP}: ${ctx.basis}` : DELTA_TIP;
+    if (this.deltaHead.title !== deltaTip) this.deltaHead.title = deltaTip;
+    // the heading and the rows are two grids: with deltas, their column gets one width in both (CSS)
+    const deltas = ctx.hd ? "on" : "off";
+    if (this.el.dataset.deltas !== deltas) this.el.dataset.deltas = this.head.dataset.deltas = deltas;
     const struct = this.host.struct;
     /** @type {RowData[]} */
     const flat = [];

@@ -200,6 +200,7 @@ export class TrtView {
     add("phases_json", snapshot(true));
     add("phases_delta", snapshot(true));
     add("history_delta", () => this.updateTree());
+    add("history_basis", () => this.updateTree());
     add("eta", () => this.updateTree());
     add("status_detail", () => this.updateHeader());
     add("cancel", () => this.updateHeader());
@@ -445,12 +446,14 @@ export class TrtView {
    */
   rowContext() {
     const eta = plainObject(this.get("eta"));
+    const basis = plainObject(this.get("history_basis"));
     return {
       live: this.isLive(),
       now: this.now(),
       hd: plainObject(this.get("history_delta")),
       eta: eta && this.status !== "cancelling" ? plainObject(eta.phases) : null, // stopping: no time left to count
-      basis: eta ? str(eta.based_on) : "",
+      basis: str(basis?.said) || (eta ? str(eta.based_on) : ""),
+      basedAt: basis && typeof basis.created === "number" && Number.isFinite(basis.created) ? basis.created : null,
     };
   }
 }

@@ -37,6 +37,8 @@ import { TrtView } from "./view.js";
  * @property {{total_s: number, based_on: string, phases: Record<string, number>} | {none: string, why: string} | null} eta
  *   no total_s: there is no ETA, and `none` says why in a word (a first build), `why` in a sentence
  * @property {Record<string, number> | null} history_delta phase id -> seconds slower (+) or faster (−)
+ * @property {{created: number, said: string} | null} history_basis the past build history_delta compares with:
+ *   when it was made (epoch s) and "build of 2026-12-06 15:30, 1.4 s, same …"
  * @property {{samples: (number | null)[][], peak_rss: number | null, peak_gpu_mem: number | null,
  *   trt_peak: string | null, scope?: string, gpu_scope?: string | null} | null} resources samples are
  *   [t, rss, gpu_mem, gpu_util, cpu%]; gpu_scope says whose the GPU figure is

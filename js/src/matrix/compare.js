@@ -7,10 +7,11 @@ import { escapeControls, fmtBytes, fmtDelta, fmtDuration, num, str } from "../sh
 
 /**
  * @typedef {{id: number, model: string, variant: string, status: string, build_s: number | null, start_up_s: number,
- *   cold_builder: boolean, engine_size: number | null, phases: Record<string, number>}} Compared
+ *   cold_builder: boolean, engine_size: number | null, phases: Record<string, number>, twins: number[]}} Compared
  *   build_s leaves out start_up_s, the builder process's start-up (a row's elapsed time includes it); null: the
  *   build never started (stopped while queued), so it has no time and no differences. cold_builder: its builder
  *   process had built nothing yet or had given its memory back while idle: its phases hold one-time costs
+ *   twins: the other builds of the same model with the same options (what they differ by is run-to-run variation)
  */
 
 /**
@@ -36,6 +37,7 @@ export function readComparison(value) {
       cold_builder: b.cold_builder === true,
       engine_size: typeof b.engine_size === "number" ? b.engine_size : null,
       phases,
+      twins: Array.isArray(b.twins) ? b.twins.filter((/** @type {unknown} */ t) => typeof t === "number") : [],
     });
   }
   return out;
@@ -195,7 +197,44 @@ export function renderComparison(container, builds, baselineId, onBaseline) {
   for (const b of builds) table.append(compareRow(b, base, longest, mixed));
   const note = h("div", "trtw-detail trtw-mx-compare-note");
   const firsts = builds.filter((b) => mixed && b.cold_builder && b.build_s !== null);
-  note.textContent = `${EXCLUDED}.${firsts.length ? ` Rows marked "${FIRST_BUILD}": ${FIRST_WHY}.` : ""}`;
+  const noise = twinSpread(builds, mixed);
+  const cold = firsts.length ? ` Rows marked "${FIRST_BUILD}": ${FIRST_WHY}.` : "";
+  note.textContent = `${EXCLUDED}.${cold}${noise ? ` ${noise}` : ""}`;
   container.append(head, table, note);
   return base.id;
+}
+
+/**
+ * What identical builds (the same model and options, warm alike) differed by: the run-to-run variation of this
+ * matrix, which a difference between variants must exceed to say anything. "" without two such builds.
+ * @param {Compared[]} builds
+ * @param {boolean} mixed some builds were their builder process's first and some not (those are left out)
+ * @returns {string}
+ */
+export function twinSpread(builds, mixed) {
+  const byId = new Map(builds.map((b) => [b.id, b]));
+  /** @param {Compared} b */
+  const timed = (b) => b.status === "succeeded" && b.build_s !== null && !(mixed && b.cold_builder);
+  let widest = null;
+  for (const b of builds) {
+    if (!timed(b)) continue;
+    /** @type {Compared[]} */
+    const group = [b];
+    for (const id of b.twins) {
+      const twin = byId.get(id);
+      if (twin !== undefined && timed(twin)) group.push(twin);
+    }
+    if (group.length < 2) continue;
+    const times = group.map((g) => /** @type {number} */ (g.build_s));
+    const spread = Math.max(...times) - Math.min(...times);
+    if (widest === null || spread > widest.spread) widest = { group, spread, low: Math.min(...times) };
+  }
+  if (widest === null) return "";
+  const names = widest.group.map((g) => escapeControls(g.variant)).join(", ");
+  const share = widest.low > 0 ? ` (${Math.round((100 * widest.spread) / widest.low)} %)` : "";
+  return (
+    `Builds of the same model with the same options (${names}) differed by up to ` +
+    `${fmtDuration(widest.spread)}${share}: run-to-run variation here, which a difference between variants ` +
+    "must exceed to say anything about them."
+  );
 }

@@ -29,6 +29,8 @@ import { BuildModelAdaptor, parse, readRows } from "./data.js";
  * @property {string} [note] a line under the header (a watch: which Stop applies, the stop notice)
  * @property {string} [variant_label] the "variant" column's heading (a watch: "call", the TensorRT method)
  * @property {boolean} [stop_buttons] false: hide the Stop buttons (a busy cell: only the kernel interrupt works)
+ * @property {string} [output] a command's own stdout and stderr, its last lines, already escaped
+ *   (``BuildWidget.run``): shown under the table, scrolled to its end
  */
 
 /**
@@ -238,7 +240,9 @@ export class MatrixView {
     this.table.append(thead, this.tbody);
     this.compare = h("div", "trtw-mx-compare");
     this.compare.hidden = true;
-    this.root.append(header, this.table, this.compare);
+    this.output = h("pre", "trtw-mx-output", { "aria-label": "the command's output" });
+    this.output.hidden = true;
+    this.root.append(header, this.table, this.output, this.compare);
     el.append(this.root);
     this.stopAll.addEventListener("click", () => {
       if (!this.stopAll.disabled) this.send({ type: "stop_all" });
@@ -250,7 +254,9 @@ export class MatrixView {
     this._listen("expanded", () => this.updateExpanded());
     this._listen("details_json", () => this.updateDetails());
     this._listen("comparison_json", () => this.updateComparison());
+    this._listen("output", () => this.updateOutput());
     this.updateRows();
+    this.updateOutput();
     this.updateExpanded();
     this.updateComparison();
     this.unwatchKernel = watchKernel(
@@ -425,6 +431,16 @@ export class MatrixView {
       clearInterval(this.timer);
       this.timer = null;
     }
+  }
+
+  /** The command's output: its tail stays in view unless the reader scrolled up to read earlier lines. */
+  updateOutput() {
+    const text = str(this.get("output"));
+    const out = this.output;
+    const atEnd = out.hidden || out.scrollHeight - out.scrollTop - out.clientHeight < 4;
+    setText(out, escapeLines(text));
+    out.hidden = !text;
+    if (atEnd) out.scrollTop = out.scrollHeight;
   }
 
   updateComparison() {

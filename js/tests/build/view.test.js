@@ -3,6 +3,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it, vi } from "vitest";
+import { deltaLabel } from "../../src/build/tree.js";
 import { el, fakeModel, mount, phase, rowNamed, rows, sampleTree, stopBtn, txt, unmount, useDom } from "../helpers.js";
 
 useDom();
@@ -177,6 +178,36 @@ describe("extras", () => {
     expect(tip).toContain("the builder process (pid 42)");
     expect(tip).toContain("CPU now: 99 %");
     expect(el.querySelector(".trtw-spark-rss").getAttribute("points").split(" ")).toHaveLength(3);
+  });
+
+  it("says which past build the deltas compare with, after the build too (a first build in a fresh venv)", () => {
+    // the seventh newcomer trial: "Δ last build +189 ms" on the first build in a new venv, against a build of
+    // another venv (the history is per user); once the build ended nothing said which build that was
+    const created = Date.now() / 1000 - 60;
+    const said = "build of 2026-12-06 15:30, 1.4 s";
+    mount(
+      fakeModel({
+        status: "succeeded",
+        elapsed_s: 3,
+        rows: [phase("A", { id: 1, start_s: 0, end_s: 3 })],
+        history_delta: { 1: 0.189 },
+        history_basis: { created, said },
+        eta: null,
+      }),
+    );
+    const head = el.querySelector(".trtw-colhead-delta");
+    expect(head.textContent).toMatch(/^\u0394 vs \d\d:\d\d build$/);
+    expect(head.title).toContain("on this machine");
+    expect(head.title).toContain("per user");
+    expect(head.title).toContain(said);
+    expect(rowNamed("A").querySelector(".trtw-note").title).toBe(`189 ms slower than ${said}`);
+  });
+
+  it("dates an older past build by its day", () => {
+    expect(deltaLabel(Date.UTC(2026, 11, 1, 12) / 1000, new Date(Date.UTC(2026, 11, 6, 12)))).toBe(
+      "\u0394 vs 1 Dec build",
+    );
+    expect(deltaLabel(null)).toBe("\u0394 last build");
   });
 
   it("says whose the GPU memory figure is", () => {

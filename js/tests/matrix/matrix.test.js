@@ -1,6 +1,6 @@
 // @vitest-environment jsdom
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { phaseDiffs, readComparison } from "../../src/matrix/compare.js";
+import { phaseDiffs, readComparison, twinSpread } from "../../src/matrix/compare.js";
 import { BuildModelAdaptor, readRows } from "../../src/matrix/data.js";
 import matrix from "../../src/matrix/matrix.js";
 import { matrixRow } from "../helpers.js";
@@ -233,6 +233,31 @@ describe("comparison", () => {
     const rows = el.querySelectorAll(".trtw-mx-compare-table tr[data-build]");
     expect(rows[0].textContent).toContain("113 ms");
     expect(el.querySelector(".trtw-mx-compare-note").textContent).toContain("leave out starting the builder process");
+  });
+
+  it("says what identical builds differed by: run-to-run variation (issue 39, seventh trial)", () => {
+    // three identical variants, all warm, the first still ~16 % slower (747 vs 629/622 ms): nothing said so
+    const same = { model: "m", status: "succeeded", engine_size: 1000, start_up_s: 0, cold_builder: false };
+    const builds = [
+      { ...same, id: 0, variant: "same1", build_s: 0.747, phases: { X: 0.6 }, twins: [1, 2] },
+      { ...same, id: 1, variant: "same2", build_s: 0.629, phases: { X: 0.5 }, twins: [0, 2] },
+      { ...same, id: 2, variant: "same3", build_s: 0.622, phases: { X: 0.5 }, twins: [0, 1] },
+      { ...same, id: 3, variant: "opt0", build_s: 0.5, phases: { X: 0.4 }, twins: [] },
+    ];
+    const { model, el } = render({ rows_json: "[]", comparison_json: "" });
+    model.set("comparison_json", JSON.stringify({ builds }));
+    const note = el.querySelector(".trtw-mx-compare-note").textContent;
+    expect(note).toContain("same model with the same options (same1, same2, same3) differed by up to 125 ms (20 %)");
+    expect(note).toContain("run-to-run variation");
+    // no twins (or one left that succeeded): nothing to say
+    const { model: m2, el: el2 } = render({ rows_json: "[]", comparison_json: "" });
+    const alone = builds.map((b) => ({ ...b, twins: [] }));
+    m2.set("comparison_json", JSON.stringify({ builds: alone }));
+    expect(el2.querySelector(".trtw-mx-compare-note").textContent).not.toContain("run-to-run");
+    const failed = builds.map((b) => (b.id === 0 || b.id === 1 ? { ...b, status: "failed" } : b));
+    m2.set("comparison_json", JSON.stringify({ builds: failed }));
+    expect(el2.querySelector(".trtw-mx-compare-note").textContent).not.toContain("run-to-run");
+    expect(twinSpread(readComparison(builds), false)).toContain("125 ms");
   });
 
   it("marks a builder process's first build among warm ones and compares against a warm one (issue 39, 18)", () => {

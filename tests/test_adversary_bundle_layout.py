@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 
@@ -130,3 +131,28 @@ def test_a_bundles_readme_escapes_the_names_a_model_gives_its_files(tmp_path: Pa
     assert "m\\x1b[1m\\u202e.onnx" in readme, readme  # the header's model and the model file's entry
     with zipfile.ZipFile(bundle) as archive:  # the members keep the files' own names (unpacked, the model builds)
         assert "model/w\x1b]0;OWNED\x07.bin" in archive.namelist(), archive.namelist()
+
+
+@pytest.mark.xfail(strict=True, reason="adversary-11 N8: --redact leaves the packed recording's paths")
+def test_a_redacted_bundle_of_a_recording_carries_no_path_of_yours(tmp_path: Path) -> None:
+    """Eleventh re-run: ``bundle REC.jsonl --include-model --redact`` packs the recording itself as
+    ``model/REC.jsonl``, unredacted, beside the redacted ``events.jsonl`` (docs/reuse.md: "in every text file")."""
+    model = _model_with_data_in_subfolders(tmp_path)
+    recording = tmp_path / "rec.jsonl"
+    with recording.open("wb") as out:
+        built = subprocess.run(
+            [sys.executable, "-m", "trt_widget", "build", str(model), "-o", str(tmp_path / "e.engine"), "--json"],
+            stdout=out, stderr=subprocess.PIPE, timeout=300, env=ENV,
+        )  # fmt: skip
+    assert built.returncode == 0, built.stderr[-2000:]
+    assert str(tmp_path).encode() in recording.read_bytes()
+    bundle = tmp_path / "r.zip"
+    made = subprocess.run(
+        [sys.executable, "-m", "trt_widget", "bundle", str(recording), "-o", str(bundle),
+         "--include-model", "--redact"],
+        capture_output=True, text=True, timeout=300, env=ENV,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr[-2000:]
+    with zipfile.ZipFile(bundle) as archive:
+        leaking = [name for name in archive.namelist() if str(tmp_path).encode() in archive.read(name)]
+    assert leaking == [], leaking

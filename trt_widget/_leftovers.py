@@ -123,16 +123,16 @@ def check_parent(parent: str, what: str = "the temporary folder", instead: str =
         info = os.stat(folder)
         sticky = info.st_mode & stat.S_ISVTX
         by_acl = bool(info.st_mode & stat.S_IWGRP) and _has_access_acl(folder)  # the group bits are its mask
-        by_group = _shared_group(info.st_gid) if info.st_mode & stat.S_IWGRP and not sticky else ""
+        by_group = _group_label(info.st_gid) if info.st_mode & stat.S_IWGRP and not sticky else ""
         why = ""
         if info.st_uid not in (0, os.getuid()):
             why = f"is owned by another user (uid {info.st_uid})"
         elif info.st_mode & stat.S_IWOTH and not sticky:
             why = "may be written by other users and has no sticky bit (chmod +t)"
-        elif by_group:
-            why = f"is writable by {by_group}, and has no sticky bit (chmod +t)"
-        elif by_acl and not sticky:
+        elif by_acl and not sticky:  # its group bits are the ACL's mask: the ACL, not the group, is the door
             why = "an ACL may let other users write it and has no sticky bit (chmod +t)"
+        elif by_group:
+            why = f"is writable by {by_group} and has no sticky bit (chmod g-w or chmod +t)"
         if why:
             raise UnsafeTempDir(
                 f"{what} {parent!r}: {folder!r} {why}, so another user could swap trt_widget's "
@@ -143,28 +143,17 @@ def check_parent(parent: str, what: str = "the temporary folder", instead: str =
         folder = os.path.dirname(folder)
 
 
-def _shared_group(gid: int) -> str:
-    """Why the group ``gid`` may hold other users ("group 'users', which other users share"), or "" where it is
-    this user's own private group: this process's group, named as the user, no other user's primary group and
-    with no member but the user. Where users share a primary group (SUSE's ``users``, an HPC project group), a
-    folder it may write is every member's to plant code in; a group that cannot be looked up counts as shared."""
+def _group_label(gid: int) -> str:
+    """Who a group-writable folder lets write: its group, whose members no file on this machine lists for sure.
+    A process may hold any group without an entry in /etc/group or /etc/passwd (a container's ``-u 1001:0``,
+    Kubernetes' ``fsGroup``, ``setpriv --groups``), so even a user's private group may hold another user."""
     import grp
-    import pwd
 
     try:
-        group = grp.getgrgid(gid)
+        name = repr(grp.getgrgid(gid).gr_name)
     except (KeyError, OverflowError):
-        return f"group {gid}, which cannot be looked up (counted as shared)"
-    label = f"group {group.gr_name!r}, which other users share"
-    uid = os.getuid()
-    try:
-        name = pwd.getpwuid(uid).pw_name
-        others = [u.pw_name for u in pwd.getpwall() if u.pw_gid == gid and u.pw_uid != uid]
-    except KeyError:  # this user has no name: no group is theirs alone
-        return label
-    if gid != os.getgid() or group.gr_name != name or others or any(m != name for m in group.gr_mem):
-        return label
-    return ""
+        name = str(gid)
+    return f"group {name} (any process holding that group, listed or not)"
 
 
 def temp_dir_refused() -> str:

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 
@@ -133,7 +132,6 @@ def test_a_bundles_readme_escapes_the_names_a_model_gives_its_files(tmp_path: Pa
         assert "model/w\x1b]0;OWNED\x07.bin" in archive.namelist(), archive.namelist()
 
 
-@pytest.mark.xfail(strict=True, reason="adversary-11 N8: --redact leaves the packed recording's paths")
 def test_a_redacted_bundle_of_a_recording_carries_no_path_of_yours(tmp_path: Path) -> None:
     """Eleventh re-run: ``bundle REC.jsonl --include-model --redact`` packs the recording itself as
     ``model/REC.jsonl``, unredacted, beside the redacted ``events.jsonl`` (docs/reuse.md: "in every text file")."""
@@ -155,4 +153,7 @@ def test_a_redacted_bundle_of_a_recording_carries_no_path_of_yours(tmp_path: Pat
     assert made.returncode == 0, made.stderr[-2000:]
     with zipfile.ZipFile(bundle) as archive:
         leaking = [name for name in archive.namelist() if str(tmp_path).encode() in archive.read(name)]
+        readme = archive.read("README.txt").decode()
+        assert "events.jsonl" in archive.namelist()  # the recording's events, redacted
     assert leaking == [], leaking
+    assert "left out: the recording itself" in readme, readme

@@ -173,8 +173,11 @@ def write_bundle(
     )
     files: list[tuple[str, str, int, str]] = []  # name, the file copied in pieces, its size now, what it is
     left_out: list[str] = []  # files the model names that the model-file rule forbids a build to read
+    recording_left_out = include_model and redact and build.source.kind == "recording"
     if include_model:
         inputs, left_out = _packable_inputs(build)
+        if recording_left_out:  # its paths are the user's, not redacted: events.jsonl holds its events, redacted
+            inputs = {}
         for name, (real, what) in inputs.items():
             try:
                 size = os.stat(real).st_size
@@ -208,6 +211,10 @@ def write_bundle(
         )
     if len(left_out) > 20:
         listing.append(f"  left out: {len(left_out) - 20} more files outside the model's folder")
+    if recording_left_out:
+        listing.append(
+            "  left out: the recording itself, which holds your paths (events.jsonl holds its events, redacted)"
+        )
     if redact:
         listing.append("Paths were redacted: the model's folder is <model-dir>, the working directory <cwd>, home ~.")
     readme = "\n".join(listing) + "\n"

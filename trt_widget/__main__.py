@@ -714,9 +714,9 @@ def _replay_one(build: Build, args: argparse.Namespace) -> bool:
 
 def _stderr_line(text: str) -> None:
     """A message on stderr; what it quotes (paths, a model's or a recording's text) is shown escaped."""
-    from ._format import escape_lines
+    from ._format import say
 
-    print(escape_lines(text), file=sys.stderr, flush=True)
+    say(text, sys.stderr)
 
 
 if __name__ == "__main__":

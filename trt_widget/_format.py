@@ -87,3 +87,43 @@ def is_terminal(stream: TextIO) -> bool:
         return bool(stream.isatty())
     except (AttributeError, ValueError):
         return False
+
+
+_GLUE = "\x00"  # joins a number to its unit while wrapping (escaped text holds no raw NUL)
+_UNIT = re.compile(r"(?<=\d) (?=(?:ms|s|min|B|KiB|MiB|GiB|TiB|%|steps?|layers?)\b)")
+
+
+def fit_lines(text: str, stream: TextIO) -> str:
+    """``text`` wrapped between words to the width of ``stream`` where it is a terminal (the terminal's own wrap
+    breaks words), unchanged elsewhere: a number keeps its unit, a word longer than a line (a path) folds, and a
+    wrapped line's continuation keeps its indent."""
+    import textwrap
+
+    if not is_terminal(stream):
+        return text
+    try:
+        width = os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, ValueError, OSError):
+        return text
+    if width < 20:
+        return text
+    lines: list[str] = []
+    for line in text.split("\n"):
+        if len(line) <= width:
+            lines.append(line)
+            continue
+        indent = line[: len(line) - len(line.lstrip(" "))]
+        wrapped = textwrap.wrap(
+            _UNIT.sub(_GLUE, line), width=width, subsequent_indent=indent, break_on_hyphens=False, tabsize=1
+        )
+        lines += [part.replace(_GLUE, " ") for part in wrapped] or [""]
+    return "\n".join(lines)
+
+
+def say(text: str, stream: TextIO | None = None) -> None:
+    """Print ``text`` (prose we made, quoting untrusted text) on ``stream`` (default stdout): escaped, and wrapped
+    between words in a terminal (:func:`fit_lines`)."""
+    import sys
+
+    out = stream if stream is not None else sys.stdout
+    print(fit_lines(escape_lines(text), out), file=out, flush=True)

@@ -1,0 +1,102 @@
+"""Issue 39, what the seventh newcomer trial left on the command line: prose wrapped between words in a terminal
+(build's last line, ``inspect`` of an engine, ``serve``'s banner), a matrix stopped by Ctrl-C, the comparison's
+words for a failed build, what ``--reuse`` reused, the build tree's Δ column, ``serve``'s log of a bad upload and
+``check`` of an engine whose manifest is stale."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pexpect
+import pytest
+from pty_output import before
+from test_first_hour_sixth_cli import _broken_words
+
+from trt_widget.models import deep_residual, to_bytes
+
+WIDTH = 60
+
+
+def _pty(*args: str, cwd: Path, width: int = WIDTH) -> pexpect.spawn[str]:
+    """``trt-widget ARGS`` in a pseudo-terminal ``width`` columns wide."""
+    environ = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}  # the pty's size rules
+    environ["TERM"] = "xterm"
+    return pexpect.spawn(
+        sys.executable,
+        ["-m", "trt_widget", *args],
+        cwd=str(cwd),
+        dimensions=(40, width),
+        env=environ,
+        encoding="utf-8",
+        timeout=300,
+    )
+
+
+def _words(text: str) -> set[str]:
+    """The words of what a command printed, unwrapped (a word broken at a line's end is whole here too)."""
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)
+    return {w for w in re.split(r"\s+", plain) if w and len(w) <= WIDTH}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A folder where ``trt-widget build model.onnx -o model.engine`` ran in a 60-column terminal; what it printed."""
+    folder = tmp_path_factory.mktemp("built")
+    (folder / "model.onnx").write_bytes(to_bytes(deep_residual(2)))
+    child = _pty("build", "model.onnx", "-o", "model.engine", cwd=folder)
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0, before(child)
+    return folder, before(child)
+
+
+def _unbroken(text: str, said: str) -> None:
+    """No line of ``text`` is wider than the terminal or ends inside a word of ``said``."""
+    lines = text.replace("\r\n", "\n")
+    assert not _broken_words(lines, WIDTH, _words(said)), lines
+
+
+def test_the_last_line_of_build_wraps_between_words(built: tuple[Path, str]) -> None:
+    """Item 1: "model.engine is a TensorRT for RTX engine (finished on the GPU when loaded): ..." broke "G|PU"."""
+    from trt_widget.__main__ import engine_note
+
+    _, text = built
+    note = "model.engine " + engine_note("rtx")
+    assert note in " ".join(text.replace("\r\n", " ").split()), text
+    _unbroken(text, note)
+
+
+def test_inspect_of_an_engine_wraps_between_words(built: tuple[Path, str]) -> None:
+    """Item 1: ``inspect model.engine`` in a terminal broke "peak CP|U 97.0 MiB" and "inspect build|.jsonl"."""
+    folder, _ = built
+    child = _pty("inspect", "model.engine", cwd=folder)
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0, before(child)
+    text = before(child)
+    plain = subprocess.run(
+        [sys.executable, "-m", "trt_widget", "inspect", "model.engine"], cwd=folder, capture_output=True, text=True
+    )
+    assert "trt-widget inspect build.jsonl" in plain.stdout and max(map(len, plain.stdout.splitlines())) > WIDTH
+    _unbroken(text, plain.stdout)
+    unit = r"(ms|s|min|B|KiB|MiB|GiB)\b"
+    lines = text.split("\r\n")
+    for upper, lower in zip(lines, lines[1:], strict=False):
+        assert not (re.search(r"\d$", upper.rstrip()) and re.match(rf"\s*{unit}", lower)), (upper, lower)
+
+
+def test_the_serve_banner_wraps_between_words(tmp_path: Path) -> None:
+    """Item 1: ``serve``'s first line broke "at most 1 concurren|t" in a terminal."""
+    child = _pty("serve", "--port", "0", "--data", str(tmp_path / "data"), cwd=tmp_path)
+    child.expect("page: ")
+    text = before(child)
+    child.sendintr()
+    child.expect(pexpect.EOF)
+    child.close()
+    banner = text[text.index("trt-widget serve: http") :]
+    assert "concurrent" in " ".join(banner.split()), text
+    _unbroken(text, banner)

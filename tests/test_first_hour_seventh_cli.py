@@ -5,6 +5,7 @@ words for a failed build, what ``--reuse`` reused, the build tree's Δ column, `
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import subprocess
@@ -85,7 +86,7 @@ def test_inspect_of_an_engine_wraps_between_words(built: tuple[Path, str]) -> No
     _unbroken(text, plain.stdout)
     unit = r"(ms|s|min|B|KiB|MiB|GiB)\b"
     lines = text.split("\r\n")
-    for upper, lower in zip(lines, lines[1:], strict=False):
+    for upper, lower in itertools.pairwise(lines):
         assert not (re.search(r"\d$", upper.rstrip()) and re.match(rf"\s*{unit}", lower)), (upper, lower)
 
 

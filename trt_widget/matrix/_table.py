@@ -317,9 +317,9 @@ def comparison_paragraphs(cells: Sequence[Cell], baseline: int | None = None) ->
     """The matrix's comparison as text paragraphs, as the widget's Comparison shows it: per build its build time
     (no start-up) and start-up, engine size, layers and precisions, each against the baseline (default: the first
     build that succeeded, on a warm builder process where some were cold), and its largest phase differences; a
-    failed or cancelled build is "not compared" (no differences would read as a match); a cold builder process's build is marked, as in the widget.
-    A number and its unit are joined by :data:`GLUE` (a no-break space) so that wrapping never parts them;
-    names are escaped."""
+    failed or cancelled build is "not compared" (no differences would read as a match); a cold builder process's
+    build is marked, as in the widget. A number and its unit are joined by :data:`GLUE` (a no-break space) so
+    that wrapping never parts them; names are escaped."""
     from .._format import escape_controls, fmt_bytes, fmt_s
 
     data = comparison(cells)["builds"]

@@ -101,3 +101,26 @@ def test_the_serve_banner_wraps_between_words(tmp_path: Path) -> None:
     banner = text[text.index("trt-widget serve: http") :]
     assert "concurrent" in " ".join(banner.split()), text
     _unbroken(text, banner)
+
+
+def test_check_of_an_engine_another_tool_overwrote_says_the_manifest_is_stale(tmp_path: Path) -> None:
+    """Item 7: after Polygraphy wrote another engine over model.engine, ``check`` said "does not load: model.engine
+    is not the engine model.engine.manifest.json describes": the manifest is stale, the file may well load."""
+    for name, depth in (("model", 2), ("other", 3)):
+        (tmp_path / f"{name}.onnx").write_bytes(to_bytes(deep_residual(depth)))
+        built = subprocess.run(
+            [sys.executable, "-m", "trt_widget", "build", f"{name}.onnx", "-o", f"{name}.engine", "--plain"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert built.returncode == 0, built.stdout + built.stderr
+    (tmp_path / "model.engine").write_bytes((tmp_path / "other.engine").read_bytes())  # another tool's engine
+    said = subprocess.run(
+        [sys.executable, "-m", "trt_widget", "check", "model.engine"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert said.returncode == 1, said.stdout  # nothing says it loads
+    assert "does not load" not in said.stdout, said.stdout
+    for words in ("describes another engine", "replaced after the build", "the manifest is stale"):
+        assert words in said.stdout, said.stdout

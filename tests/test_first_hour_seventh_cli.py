@@ -124,3 +124,26 @@ def test_check_of_an_engine_another_tool_overwrote_says_the_manifest_is_stale(tm
     assert "does not load" not in said.stdout, said.stdout
     for words in ("describes another engine", "replaced after the build", "the manifest is stale"):
         assert words in said.stdout, said.stdout
+
+
+@pytest.mark.rtx_long_step
+def test_a_matrix_stopped_by_ctrl_c_at_60_columns_leaves_no_stale_frame_and_no_empty_comparison(
+    tmp_path: Path,
+) -> None:
+    """Item 2: Ctrl-C of a matrix in a 60-column terminal left the live frame's header ("... curren…") above
+    "Stopping every build", printed twice; then a comparison of builds that all were cancelled or never started
+    ("cancelled after 6.45 s: no differences"). The table is drawn once, and no comparison follows."""
+    from watch._tmux import tmux_screen
+
+    for name in ("deep.onnx", "deeper.onnx"):
+        (tmp_path / name).write_bytes(to_bytes(deep_residual(1000)))
+    environ = {**os.environ, "TRT_WIDGET_HISTORY": "off"}
+    models = [str(tmp_path / "deep.onnx"), str(tmp_path / "deeper.onnx")]
+    command = [sys.executable, "-m", "trt_widget", "matrix", *models, "--opt-level", "0", "3"]
+    screen = tmux_screen(tmp_path, command, environ, keys=[("running", "C-c", 1.0)], width=WIDTH)
+    text = "\n".join(screen)
+    assert (tmp_path / "exited").read_text().strip() == "130", text
+    stop = next(i for i, line in enumerate(screen) if line.startswith("Stopping every build"))
+    heads = [i for i, line in enumerate(screen) if re.match(r"\s*# +model +variant +status", line)]
+    assert len(heads) == 1 and heads[0] > stop, text  # the final table only: no frame left above the notice
+    assert "Comparison against" not in text, text

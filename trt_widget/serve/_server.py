@@ -32,6 +32,7 @@ from urllib.parse import unquote_plus
 from .._files import expand_user, read_small_text, xdg_home
 from .._format import escape_controls, say
 from .._status import log
+from .._tensorrt_log import LOGGER_NAME as TENSORRT_LOGGER
 
 if TYPE_CHECKING:
     import uvicorn
@@ -270,6 +271,8 @@ def _log_to_console(level: str) -> None:
     """Show trt_widget's log (e.g. a full data disk failing a build, the cause of a 500) on stderr at ``level``."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_ConsoleFormatter("%(message)s"))
+    if level != "debug":  # TensorRT's raw lines (a parser's assertion): a failed build's own line says the cause
+        handler.addFilter(lambda record: not record.name.startswith(TENSORRT_LOGGER))
     log.addHandler(handler)
     log.setLevel(level.upper())
 

@@ -147,3 +147,31 @@ def test_a_matrix_stopped_by_ctrl_c_at_60_columns_leaves_no_stale_frame_and_no_e
     heads = [i for i, line in enumerate(screen) if re.match(r"\s*# +model +variant +status", line)]
     assert len(heads) == 1 and heads[0] > stop, text  # the final table only: no frame left above the notice
     assert "Comparison against" not in text, text
+
+
+def test_the_build_tree_labels_its_delta_column_and_shows_slower_in_amber_not_red(tmp_path: Path) -> None:
+    """Item 5: the tree's "Δ last build" values were red ("+208 ms": slower than last time, not a failure) and had
+    no label. The column has the widget's header, and a slower phase is amber (yellow). Two real builds share a
+    history; the second's deltas are then set to +1 s a phase (what a loaded machine makes of it cannot be chosen)."""
+    import io
+
+    from rich.console import Console
+
+    from trt_widget import Build
+    from trt_widget._terminal import TerminalView
+
+    history = str(tmp_path / "history.sqlite")
+    for _ in range(2):
+        build = Build(deep_residual(3), isolation="thread", history=history)
+        assert build.history is not None and build.history.ready.wait(60)
+        assert build.start().wait(300) == "succeeded" and build.history.recorded.wait(60)
+    link = build.history
+    assert link is not None and link.match is not None
+    slower = {str(row["id"]): 1.0 for row in build.timings()}
+    link.deltas = lambda: slower  # type: ignore[method-assign]
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=120, color_system="standard")
+    console.print(TerminalView(build, io.StringIO(), style="plain", summary=False)._tree())
+    text = out.getvalue()
+    assert "Δ last build" in text, text
+    assert "+1.00 s" in text and "\x1b[31m" not in text, text  # ANSI red: none

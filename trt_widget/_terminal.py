@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from ._events import BuildStartEvent, Event, LogEvent
     from ._phases import PhaseRow
 
+DELTA_HEAD = "Δ last build"  # the Δ column's header (the widget's tree says the same)
 MARKS = {
     "running": ("▸", "yellow"),
     "done": ("✓", "green"),
@@ -313,16 +314,21 @@ class TerminalView:
         build = self.build
         rows = build.model.rows()
         now = build.elapsed_s
-        table = Table.grid(padding=(0, 1))
+        deltas = build.history.deltas() if build.history is not None else None  # None: no past build matched
+        # a header only to label the Δ column, as the widget's tree does ("Δ last build")
+        table = (
+            Table.grid(padding=(0, 1))
+            if deltas is None
+            else Table(box=None, padding=(0, 1), show_edge=False, pad_edge=False)
+        )
         # a narrow terminal shortens the names (…), never the numbers: only the name column is collapsible (its
         # Text does not wrap), the others keep their whole width
         table.add_column(max_width=60)
         table.add_column(width=20 if any(r["end_s"] is None for r in rows) else None, no_wrap=True)  # bars
         table.add_column(justify="right", no_wrap=True)
         table.add_column(justify="right", no_wrap=True)
-        deltas = build.history.deltas() if build.history is not None else None  # None: no past build matched
-        if deltas is not None:
-            table.add_column(justify="right", no_wrap=True)  # Δ: slower (+) or faster (−) than the past build
+        if deltas is not None:  # Δ: slower (+) or faster (−) than the past build
+            table.add_column(Text(DELTA_HEAD, style="dim"), justify="right", no_wrap=True)
         for depth, group, count in tree_lines(rows, now):
             row = group[-1]
             running = [r for r in group if r["end_s"] is None]
@@ -346,7 +352,8 @@ class TerminalView:
             if deltas is not None:
                 found = [deltas[str(r["id"])] for r in group if str(r["id"]) in deltas] if not running else []
                 change = phase_delta(sum(found), duration) if found else ""
-                cells.append(Text(change, style="red" if change.startswith("+") else "green"))
+                # slower than last time is no failure: amber, as the widget's; red is for what failed
+                cells.append(Text(change, style="yellow" if change.startswith("+") else "green"))
             table.add_row(*cells)
         if build.done():
             return table

@@ -175,3 +175,29 @@ def test_the_build_tree_labels_its_delta_column_and_shows_slower_in_amber_not_re
     text = out.getvalue()
     assert "Δ last build" in text, text
     assert "+1.00 s" in text and "\x1b[31m" not in text, text  # ANSI red: none
+
+
+def test_a_reused_engine_says_where_it_came_from(tmp_path: Path) -> None:
+    """Item 4: ``--reuse`` said "✓ Reused engine 203 ms", not from where. The last line names the cached engine
+    (plain and terminal share it); the JSON events' build_end detail names it too."""
+    import json
+
+    (tmp_path / "model.onnx").write_bytes(to_bytes(deep_residual(2)))
+    cache = tmp_path / "cache"
+
+    def build(output: str, *mode: str) -> subprocess.CompletedProcess[str]:
+        argv = ["build", "model.onnx", "-o", output, "--reuse", "--reuse-dir", str(cache), *mode]
+        return subprocess.run(
+            [sys.executable, "-m", "trt_widget", *argv], cwd=tmp_path, capture_output=True, text=True, timeout=300
+        )
+
+    first = build("a.engine", "--plain")
+    assert first.returncode == 0 and "reused" not in first.stdout, first.stdout
+    again = build("b.engine", "--plain")
+    assert again.returncode == 0, again.stdout + again.stderr
+    entries = list(cache.glob("*.engine"))
+    assert len(entries) == 1, entries
+    assert f"written to b.engine, reused from {entries[0]}" in again.stdout, again.stdout
+    events = [json.loads(line) for line in build("c.engine", "--json").stdout.splitlines()]
+    end = next(e for e in events if e["event"] == "build_end")
+    assert f"reused the engine in {entries[0]}" in end["detail"], end

@@ -489,6 +489,9 @@ def outcome(build: Build) -> str:
             return f"Replayed a build that succeeded in {elapsed}: its engine was {size} (a recording holds no engine)"
         where = f" written to {build.options.output}" if build.options.output else ""  # a script may save() next
         size = fmt_bytes(build.engine_size) if build.engine_size is not None else "of unknown size"  # watched builds
+        reused = build.reused_from  # reuse=True found it: where from (no TensorRT ran)
+        if reused is not None:
+            where += " (reused in place)" if reused == build.options.output else f", reused from {reused}"
         return f"Succeeded in {elapsed}: engine {size}{where}"
     if build.status == CANCELLED:
         phase = build.cancel_info["phase"] if build.cancel_info is not None else ""

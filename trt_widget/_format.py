@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import TextIO
+from typing import IO
 
 # What never reaches a terminal raw (js/src/shared/format.js UNSAFE is the same list; a test compares them):
 # C0 and C1 control characters and DEL (ESC starts terminal sequences, CR/BS rewrite a line, NL forges lines);
@@ -79,7 +79,7 @@ def fmt_bytes(size: int) -> str:
     return f"{size} B"
 
 
-def is_terminal(stream: TextIO) -> bool:
+def is_terminal(stream: IO[str]) -> bool:
     """Whether ``stream`` is an interactive terminal (not a pipe, a file, or a dumb TERM)."""
     if os.environ.get("TERM", "") in ("dumb", "unknown"):
         return False
@@ -93,7 +93,7 @@ _GLUE = "\x00"  # joins a number to its unit while wrapping (escaped text holds 
 _UNIT = re.compile(r"(?<=\d) (?=(?:ms|s|min|B|KiB|MiB|GiB|TiB|%|steps?|layers?)\b)")
 
 
-def fit_lines(text: str, stream: TextIO) -> str:
+def fit_lines(text: str, stream: IO[str]) -> str:
     """``text`` wrapped between words to the width of ``stream`` where it is a terminal (the terminal's own wrap
     breaks words), unchanged elsewhere: a number keeps its unit, a word longer than a line (a path) folds, and a
     wrapped line's continuation keeps its indent."""
@@ -120,7 +120,7 @@ def fit_lines(text: str, stream: TextIO) -> str:
     return "\n".join(lines)
 
 
-def say(text: str, stream: TextIO | None = None) -> None:
+def say(text: str, stream: IO[str] | None = None) -> None:
     """Print ``text`` (prose we made, quoting untrusted text) on ``stream`` (default stdout): escaped, and wrapped
     between words in a terminal (:func:`fit_lines`)."""
     import sys

@@ -17,7 +17,7 @@ from typing import IO, TYPE_CHECKING, TextIO
 from ._engine import BEFORE_PHASES
 from ._events import attach_events
 from ._expected import expected_reason, held_back
-from ._format import escape_controls, escape_lines, fmt_bytes, fmt_s, is_terminal
+from ._format import escape_controls, escape_lines, fit_lines, fmt_bytes, fmt_s, is_terminal
 from ._grouping import sibling_runs
 from ._snapshot import engine_change
 from ._status import CANCELLED, CANCELLING, FAILED, IDLE, RUNNING, SUCCEEDED
@@ -291,7 +291,7 @@ class TerminalView:
     def _write(self, text: str, stream: IO[str] | None = None) -> None:
         try:
             out = stream if stream is not None else self.stream
-            out.write(escape_lines(text) + "\n")
+            out.write(fit_lines(escape_lines(text), out) + "\n")  # wrapped between words in a terminal
             out.flush()
         except (OSError, ValueError):
             pass

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, TextIO, cast
 
 from .._event_sinks import PipeStdout
 from .._files import expand_user
-from .._format import escape_controls, escape_lines
+from .._format import escape_controls, escape_lines, fit_lines, say
 from .._signals import WakeupListener
 from .._status import INTERRUPTED
 
@@ -251,7 +251,7 @@ def _run_matrix(args: argparse.Namespace, executor: Executor, options: BuildOpti
 
 
 def _stderr(text: str) -> None:
-    print(escape_lines(text), file=sys.stderr, flush=True)
+    say(text, sys.stderr)
 
 
 ECHO_MARGIN = 4  # columns the live table leaves free for a terminal's echo of Ctrl-C ("^C", twice)
@@ -434,7 +434,7 @@ class MatrixView:
 
     def _write(self, text: str) -> None:
         try:
-            self.stream.write(escape_lines(text) + "\n")
+            self.stream.write(fit_lines(escape_lines(text), self.stream) + "\n")  # between words in a terminal
             self.stream.flush()
         except (OSError, ValueError):
             pass

@@ -201,3 +201,23 @@ def test_a_reused_engine_says_where_it_came_from(tmp_path: Path) -> None:
     events = [json.loads(line) for line in build("c.engine", "--json").stdout.splitlines()]
     end = next(e for e in events if e["event"] == "build_end")
     assert f"reused the engine in {entries[0]}" in end["detail"], end
+
+
+@pytest.mark.parametrize("mode", [[], ["--plain"]], ids=["rich", "plain"])
+def test_a_failed_build_s_last_line_wraps_between_words(mode: list[str], tmp_path: Path) -> None:
+    """Item 1, the other outputs: the failure line of ``--plain`` (one long line the terminal broke mid-word)."""
+    (tmp_path / "bad.onnx").write_bytes(to_bytes(deep_residual(2))[:1000])
+    child = _pty("build", "bad.onnx", *mode, cwd=tmp_path)
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 1, before(child)
+    text = before(child)
+    plain = subprocess.run(
+        [sys.executable, "-m", "trt_widget", "build", "bad.onnx", "--plain"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    failed = next(line for line in plain.stdout.splitlines() if line.startswith("Failed after"))
+    assert len(failed) > WIDTH and "is it really an ONNX model?" in " ".join(text.split()), text
+    _unbroken(text, failed)

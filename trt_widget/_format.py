@@ -93,19 +93,24 @@ _GLUE = "\x00"  # joins a number to its unit while wrapping (escaped text holds 
 _UNIT = re.compile(r"(?<=\d) (?=(?:ms|s|min|B|KiB|MiB|GiB|TiB|%|steps?|layers?)\b)")
 
 
+def terminal_width(stream: IO[str]) -> int | None:
+    """The width of the terminal ``stream`` shows on, in columns; None where it is no terminal (a pipe, a file)."""
+    if not is_terminal(stream):
+        return None
+    try:
+        return os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
 def fit_lines(text: str, stream: IO[str]) -> str:
     """``text`` wrapped between words to the width of ``stream`` where it is a terminal (the terminal's own wrap
     breaks words), unchanged elsewhere: a number keeps its unit, a word longer than a line (a path) folds, and a
     wrapped line's continuation keeps its indent."""
     import textwrap
 
-    if not is_terminal(stream):
-        return text
-    try:
-        width = os.get_terminal_size(stream.fileno()).columns
-    except (AttributeError, ValueError, OSError):
-        return text
-    if width < 20:
+    width = terminal_width(stream)
+    if width is None or width < 20:
         return text
     lines: list[str] = []
     for line in text.split("\n"):

@@ -17,7 +17,7 @@ from typing import IO, TYPE_CHECKING, TextIO
 from ._engine import BEFORE_PHASES
 from ._events import attach_events
 from ._expected import expected_reason, held_back
-from ._format import escape_controls, escape_lines, fit_lines, fmt_bytes, fmt_s, is_terminal
+from ._format import escape_controls, escape_lines, fit_lines, fmt_bytes, fmt_s, is_terminal, terminal_width
 from ._grouping import sibling_runs
 from ._snapshot import engine_change
 from ._status import CANCELLED, CANCELLING, FAILED, IDLE, RUNNING, SUCCEEDED
@@ -283,7 +283,7 @@ class TerminalView:
             if self._console is not None:
                 self._console.print(rich_summary(self.build))
             else:
-                self._write("\n".join(plain_summary(self.build)))
+                self._write("\n".join(plain_summary(self.build, terminal_width(self.stream))))
 
     def _line(self, t: float, depth: int, text: str) -> None:
         self._write(f"[{t:7.2f}s] {'  ' * depth}{text}")
@@ -504,16 +504,18 @@ def _summed(build: Build) -> bool:
     return any(r["depth"] > 0 for r in build.model.rows())
 
 
-def plain_summary(build: Build) -> list[str]:
+def plain_summary(build: Build, width: int | None = None) -> list[str]:
+    """The summary as plain lines; ``width``: a terminal's, which the table's rows fit (names shortened)."""
     if not _summed(build):
         return [outcome(build)]
     rows = summary_rows(build)
     lines = ["", "Summary"] if rows else []
     elapsed = build.elapsed_s or 0.0
+    names = 56 if width is None else max(16, min(56, width - 18))  # 18: the indent, time and share columns
     for depth, name, count, seconds in rows:
-        label = ("  " * depth + name + (f" x{count}" if count > 1 else ""))[:56]
+        label = ("  " * depth + name + (f" x{count}" if count > 1 else ""))[:names]
         share = f"{100 * seconds / elapsed:3.0f}%" if elapsed > 0 else ""
-        lines.append(f"  {label:<56} {fmt_s(seconds):>9} {share:>5}")
+        lines.append(f"  {label:<{names}} {fmt_s(seconds):>9} {share:>5}")
     leaf = slowest_leaf(build)
     if leaf is not None:
         lines.append(f"  slowest innermost phase: {leaf['name']} ({fmt_s(leaf['duration_s'])})")

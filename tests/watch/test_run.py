@@ -503,3 +503,24 @@ def test_a_watched_command_inside_a_watched_command_runs_the_users_sitecustomize
     assert done.returncode == 0, done.stderr
     assert "failed" not in done.stderr and "RecursionError" not in done.stderr, done.stderr
     assert done.stdout.split("\n")[-3:] == ["USER SITE", "COMMAND", ""], (done.stdout, done.stderr)
+
+
+def test_a_run_notice_in_plain_mode_wraps_between_words_in_a_narrow_terminal(tmp_path: Path, long: Path) -> None:
+    """Issue 39 (seventh trial, 1): with ``--plain`` in a terminal, the Ctrl-C notice went out as one long line the
+    terminal broke mid-word; it is wrapped between words to the terminal's 60 columns."""
+    script = tmp_path / "build.py"
+    script.write_text(SCRIPT)
+    keys = [("Determining refit engines", "C-c", 0.5)]
+    command = cli("--plain", "--", sys.executable, str(script), str(long), "0")
+    screen = tmux_screen(tmp_path, command, env(), keys=keys, width=60)
+    text = "\n".join(screen)
+    start = next((i for i, line in enumerate(screen) if "trt-widget run: " in line), None)  # after the "^C" echo
+    assert start is not None, text
+    said = screen[start : start + 2]
+    while "stop again to terminate" not in " ".join(said) and start + len(said) < len(screen):
+        said.append(screen[start + len(said)])
+    assert "stop again to terminate" in " ".join(said) and len(said) > 1, text
+    assert all(len(line) <= 60 for line in said), text  # tmux joins a line the terminal wrapped: longer than 60
+    summary = screen[screen.index("Summary") + 1 :]
+    rows = summary[: next(i for i, line in enumerate(summary) if "slowest innermost phase" in line)]
+    assert len(rows) > 2 and all(len(line) <= 60 and line.endswith("%") for line in rows), text  # fitted, whole

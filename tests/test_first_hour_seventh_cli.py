@@ -221,3 +221,17 @@ def test_a_failed_build_s_last_line_wraps_between_words(mode: list[str], tmp_pat
     failed = next(line for line in plain.stdout.splitlines() if line.startswith("Failed after"))
     assert len(failed) > WIDTH and "is it really an ONNX model?" in " ".join(text.split()), text
     _unbroken(text, failed)
+
+
+@pytest.mark.parametrize("command", ["mcp", "lsp"])
+def test_a_stdio_server_s_banner_wraps_between_words(command: str, tmp_path: Path) -> None:
+    """Item 1, seen again at 16:30: ``trt-widget mcp`` started by hand broke its banner mid-word ("Ctr|l-C")."""
+    child = _pty(command, cwd=tmp_path)
+    child.expect("ends it")
+    text = before(child) + "ends it"
+    child.sendintr()
+    child.expect(pexpect.EOF)
+    child.close()
+    banner = text[text.index(f"trt-widget {command}: ") :]
+    assert "Ctrl-C (or Ctrl-D)" in " ".join(banner.split()), text
+    _unbroken(text, banner)

@@ -470,11 +470,11 @@ def test_each_ctrl_c_under_run_is_answered_on_the_screen(tmp_path: Path, long: P
     next step and what a second one does; the second says the command is terminated: both whole, above the tree."""
     script = tmp_path / "build.py"
     script.write_text(SCRIPT)
-    keys = [("Determining refit engines", "C-c", 0.3), ("stop again to terminate", "C-c", 0.5)]
+    keys = [("Determining refit engines", "C-c", 0.3), ("Ctrl-C again to terminate", "C-c", 0.5)]
     # wide enough for each notice on one line: rich wraps a notice between words at the terminal's width
     screen = tmux_screen(tmp_path, cli("--", sys.executable, str(script), str(long), "0"), env(), keys=keys, width=400)
     text = "\n".join(screen)
-    first = [line for line in screen if line.startswith("trt-widget run: ") and "stop again to terminate" in line]
+    first = [line for line in screen if line.startswith("trt-widget run: ") and "Ctrl-C again to terminate" in line]
     second = [line for line in screen if line == "trt-widget run: Terminating the command"]
     assert len(first) == 1 and len(second) == 1, text
     # issue 39 (fifth trial, F): the summary said why the build ended before the line saying the command is
@@ -517,9 +517,9 @@ def test_a_run_notice_in_plain_mode_wraps_between_words_in_a_narrow_terminal(tmp
     start = next((i for i, line in enumerate(screen) if "trt-widget run: " in line), None)  # after the "^C" echo
     assert start is not None, text
     said = screen[start : start + 2]
-    while "stop again to terminate" not in " ".join(said) and start + len(said) < len(screen):
+    while "Ctrl-C again to terminate" not in " ".join(said) and start + len(said) < len(screen):
         said.append(screen[start + len(said)])
-    assert "stop again to terminate" in " ".join(said) and len(said) > 1, text
+    assert "Ctrl-C again to terminate" in " ".join(said) and len(said) > 1, text
     assert all(len(line) <= 60 for line in said), text  # tmux joins a line the terminal wrapped: longer than 60
     summary = screen[screen.index("Summary") + 1 :]
     rows = summary[: next(i for i, line in enumerate(summary) if "slowest innermost phase" in line)]

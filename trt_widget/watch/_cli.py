@@ -129,7 +129,9 @@ def run(args: argparse.Namespace) -> int:
         command.show_end = show_end
 
     def on_sigint(signum: int, frame: FrameType | None) -> None:
-        command.stop(INTERRUPTED, said=notify)  # said before it acts: the builds' summaries come after it
+        command.stop(
+            INTERRUPTED, said=notify, again="Ctrl-C again"
+        )  # said before it acts: the builds' summaries come after it
 
     ended_by: list[int] = []
 

@@ -235,3 +235,34 @@ def test_a_stdio_server_s_banner_wraps_between_words(command: str, tmp_path: Pat
     banner = text[text.index(f"trt-widget {command}: ") :]
     assert "Ctrl-C (or Ctrl-D)" in " ".join(banner.split()), text
     _unbroken(text, banner)
+
+
+@pytest.mark.rtx_long_step
+def test_the_live_tree_at_60_columns_has_a_blue_bar_and_room_for_names(tmp_path: Path) -> None:
+    """Seen again at 16:30: the live tree's progress bar was rich's pink-red (colour 197: red is only for what
+    failed), and at 60 columns the bar's 20 columns cut the names to ~10 characters ("Deter…")."""
+    import io
+    import time
+
+    from rich.console import Console
+
+    from trt_widget import Build
+    from trt_widget._terminal import TerminalView
+
+    build = Build(deep_residual(1000), isolation="thread", history=False)
+    view = TerminalView(build, io.StringIO(), style="plain", summary=False)
+    view._console = Console(file=io.StringIO(), width=WIDTH)  # the tree as a 60-column terminal's view draws it
+    build.start()
+    try:
+        deadline = time.monotonic() + 240
+        while not any(r["end_s"] is None and r["num_steps"] > 1 and r["depth"] > 0 for r in build.model.rows()):
+            assert time.monotonic() < deadline and not build.done(), build.status
+            time.sleep(0.05)
+        out = io.StringIO()
+        Console(file=out, width=WIDTH, force_terminal=True, color_system="256").print(view._tree())
+    finally:
+        build.stop()
+        build.wait(120)
+    text = out.getvalue()
+    assert "━" in text and "\x1b[38;5;197m" not in text and "\x1b[34m" in text, text  # a bar, blue, not pink-red
+    assert "Building engine" in text, text  # the root's name whole beside its bar

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from ._events import BuildStartEvent, Event, LogEvent
     from ._phases import PhaseRow
 
+BAR_STYLE = "blue"  # a running phase's bar, as the widget's
 DELTA_HEAD = "Δ last build"  # the Δ column's header (the widget's tree says the same)
 MARKS = {
     "running": ("▸", "yellow"),
@@ -324,7 +325,9 @@ class TerminalView:
         # a narrow terminal shortens the names (…), never the numbers: only the name column is collapsible (its
         # Text does not wrap), the others keep their whole width
         table.add_column(max_width=60)
-        table.add_column(width=20 if any(r["end_s"] is None for r in rows) else None, no_wrap=True)  # bars
+        # a narrow terminal gives the names the room of half the bar (at 60 columns they were cut to 10 characters)
+        bar_width = 20 if self._console is None or self._console.width >= 100 else 10
+        table.add_column(width=bar_width if any(r["end_s"] is None for r in rows) else None, no_wrap=True)  # bars
         table.add_column(justify="right", no_wrap=True)
         table.add_column(justify="right", no_wrap=True)
         if deltas is not None:  # Δ: slower (+) or faster (−) than the past build
@@ -344,7 +347,13 @@ class TerminalView:
             duration = now - row["start_s"] if running else sum(r["duration_s"] or 0.0 for r in group)
             bar: ProgressBar | str = ""
             if running and row["num_steps"] > 1:
-                bar = ProgressBar(total=row["num_steps"], completed=min(row["step"], row["num_steps"]), width=20)
+                bar = ProgressBar(
+                    total=row["num_steps"],
+                    completed=min(row["step"], row["num_steps"]),
+                    width=bar_width,
+                    complete_style=BAR_STYLE,  # rich's default is a pink-red: red is only for what failed
+                    finished_style=BAR_STYLE,
+                )
             # a closed phase TensorRT ended before its announced last step is done: "5/6" would read as a gap
             early = not running and row["status"] == "finished-early"
             steps = f"{row['step']}/{row['num_steps']}" if row["num_steps"] > 1 and not early else ""

@@ -390,6 +390,7 @@ class MatrixView:
         from rich.text import Text
 
         from .._format import fmt_bytes, fmt_s
+        from .._terminal import BAR_STYLE
 
         # a narrow terminal shortens the names (…), never the numbers: only the name columns are collapsible
         # (their Text does not wrap); the bar and phase columns are there only while they have something to show
@@ -412,7 +413,12 @@ class MatrixView:
             phase = build.model.innermost_running() if build.status in ("running", "cancelling") else None
             bar: ProgressBar | str = ""
             if phase is not None and phase.num_steps > 1:
-                bar = ProgressBar(total=phase.num_steps, completed=min(phase.step, phase.num_steps))
+                bar = ProgressBar(  # not rich's pink-red: red is only for what failed
+                    total=phase.num_steps,
+                    completed=min(phase.step, phase.num_steps),
+                    complete_style=BAR_STYLE,
+                    finished_style=BAR_STYLE,
+                )
             note = phase.name if phase else (build.status_detail if build.status in ("failed", "cancelled") else "")
             cells: list[RenderableType] = [  # names are untrusted: plain Text (no markup), control characters escaped
                 str(cell.id),

@@ -504,7 +504,12 @@ def outcome(build: Build) -> str:
         return f"Succeeded in {elapsed}: engine {size}{where}"
     if build.status == CANCELLED:
         phase = build.cancel_info["phase"] if build.cancel_info is not None else ""
-        return f"Cancelled after {elapsed}: {build.status_detail}" + (f" (during {phase})" if phase else "")
+        if not phase:
+            return f"Cancelled after {elapsed}: {build.status_detail}"
+        # TensorRT heard the stop at that phase's last step: the tree shows it done ("during" read as a contradiction)
+        ended = [r["status"] for r in build.model.rows() if r and r["name"] == phase]
+        when = "at the end of" if ended and ended[-1] in ("done", "finished-early") else "during"
+        return f"Cancelled after {elapsed}: {build.status_detail} ({when} {phase})"
     return f"Failed after {elapsed}: {build.status_detail}"
 
 

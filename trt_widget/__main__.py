@@ -390,11 +390,12 @@ def _show_warning(
     file: TextIO | None = None,
     line: str | None = None,
 ) -> None:
-    """A warning of the command line as one line, escaped: its text can hold a path or a name from outside
-    (Python's own display prints it raw, with a line of our source)."""
-    from ._format import escape_controls
+    """A warning of the command line as one line (wrapped between words in a terminal), escaped: its text can
+    hold a path or a name from outside (Python's own display prints it raw, with a line of our source)."""
+    from ._format import escape_controls, fit_lines
 
-    print(f"trt-widget: warning: {escape_controls(str(message))}", file=sys.stderr if file is None else file)
+    out = sys.stderr if file is None else file
+    print(fit_lines(f"trt-widget: warning: {escape_controls(str(message))}", out), file=out)
 
 
 def _main(argv: list[str], whole_process: bool) -> int:
@@ -464,7 +465,7 @@ def _trtexec(argv: list[str], whole_process: bool) -> int:
     own = [a for a in args if a.split("=", 1)[0] in _OWN]
     translation = translate([a for a in args if a not in own])
     for arg, why in translation.refused:
-        print(f"trt-widget trtexec: cannot honour {_safe(arg)}: {why}", file=sys.stderr)
+        _stderr_line(f"trt-widget trtexec: cannot honour {_safe(arg)}: {why}")
     if translation.refused:
         print(
             f"trt-widget trtexec: error: {len(translation.refused)} argument(s) refused; nothing built", file=sys.stderr
@@ -714,9 +715,9 @@ def _replay_one(build: Build, args: argparse.Namespace) -> bool:
 
 def _stderr_line(text: str) -> None:
     """A message on stderr; what it quotes (paths, a model's or a recording's text) is shown escaped."""
-    from ._format import escape_lines
+    from ._format import say
 
-    print(escape_lines(text), file=sys.stderr, flush=True)
+    say(text, sys.stderr)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ import argparse
 import json
 import sys
 
-from ._format import escape_lines
+from ._format import say
 
 
 def bundle_arguments(parser: argparse.ArgumentParser) -> None:
@@ -45,7 +45,7 @@ def bundle_run(args: argparse.Namespace) -> int:
     from .provenance import write_bundle
 
     def fail(message: str, code: int = 1) -> int:
-        print(escape_lines(f"trt-widget bundle: error: {message}"), file=sys.stderr)
+        say(f"trt-widget bundle: error: {message}", sys.stderr)
         return code
 
     model = str(expand_user(args.model))
@@ -75,7 +75,7 @@ def bundle_run(args: argparse.Namespace) -> int:
         except (OSError, ImportError) as exc:
             return fail(str(exc))
         doing = f"packing the recording {args.model}" if recording else f"building {args.model}"
-        print(escape_lines(f"trt-widget bundle: {doing} ..."), file=sys.stderr, flush=True)
+        say(f"trt-widget bundle: {doing} ...", sys.stderr)
         build.start()
         try:
             build.wait()
@@ -97,5 +97,5 @@ def bundle_run(args: argparse.Namespace) -> int:
     what = "the recorded build" if recording else "the build"
     cause = f": {build.error}" if build.status == "failed" and build.error is not None else ""
     said = f"trt-widget bundle: bundle written to {written}; {what} {build.status}{cause}"
-    print(escape_lines(said), file=sys.stderr)
+    say(said, sys.stderr)
     return 0

@@ -17,6 +17,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, BinaryIO
 
+from ._format import say
 from ._subscribe import BuildEvent
 
 if TYPE_CHECKING:
@@ -135,9 +136,9 @@ def end_on_ctrl_c(command: str, says: str, stop: Callable[[], None]) -> None:
         if pressed:
             os._exit(130)
         pressed.append(True)
-        print(f"trt-widget {command}: interrupted: stopping its builds, then exiting", file=sys.stderr, flush=True)
+        say(f"trt-widget {command}: interrupted: stopping its builds, then exiting", sys.stderr)
         threading.Thread(target=finish, name="trt_widget-ctrl-c", daemon=True).start()  # not in the handler
 
     signal.signal(signal.SIGINT, on_sigint)
     if sys.stderr.isatty():  # once Ctrl-C does what it says
-        print(f"trt-widget {command}: {says}; Ctrl-C (or Ctrl-D) ends it", file=sys.stderr, flush=True)
+        say(f"trt-widget {command}: {says}; Ctrl-C (or Ctrl-D) ends it", sys.stderr)  # between words

@@ -8,7 +8,7 @@ import os
 import re
 import sys
 from types import TracebackType
-from typing import TextIO
+from typing import IO
 
 # What never reaches a terminal raw (js/src/shared/format.js UNSAFE is the same list; a test compares them):
 # C0 and C1 control characters and DEL (ESC starts terminal sequences, CR/BS rewrite a line, NL forges lines);
@@ -104,7 +104,7 @@ def fmt_bytes(size: int) -> str:
     return f"{size} B"
 
 
-def is_terminal(stream: TextIO) -> bool:
+def is_terminal(stream: IO[str]) -> bool:
     """Whether ``stream`` is an interactive terminal (not a pipe, a file, or a dumb TERM)."""
     if os.environ.get("TERM", "") in ("dumb", "unknown"):
         return False
@@ -112,3 +112,48 @@ def is_terminal(stream: TextIO) -> bool:
         return bool(stream.isatty())
     except (AttributeError, ValueError):
         return False
+
+
+_GLUE = "\x00"  # joins a number to its unit while wrapping (escaped text holds no raw NUL)
+_UNIT = re.compile(r"(?<=\d) (?=(?:ms|s|min|B|KiB|MiB|GiB|TiB|%|steps?|layers?)\b)")
+
+
+def terminal_width(stream: IO[str]) -> int | None:
+    """The width of the terminal ``stream`` shows on, in columns; None where it is no terminal (a pipe, a file)."""
+    if not is_terminal(stream):
+        return None
+    try:
+        return os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def fit_lines(text: str, stream: IO[str]) -> str:
+    """``text`` wrapped between words to the width of ``stream`` where it is a terminal (the terminal's own wrap
+    breaks words), unchanged elsewhere: a number keeps its unit, a word longer than a line (a path) folds, and a
+    wrapped line's continuation keeps its indent."""
+    import textwrap
+
+    width = terminal_width(stream)
+    if width is None or width < 20:
+        return text
+    lines: list[str] = []
+    for line in text.split("\n"):
+        if len(line) <= width:
+            lines.append(line)
+            continue
+        indent = line[: len(line) - len(line.lstrip(" "))]
+        wrapped = textwrap.wrap(
+            _UNIT.sub(_GLUE, line), width=width, subsequent_indent=indent, break_on_hyphens=False, tabsize=1
+        )
+        lines += [part.replace(_GLUE, " ") for part in wrapped] or [""]
+    return "\n".join(lines)
+
+
+def say(text: str, stream: IO[str] | None = None) -> None:
+    """Print ``text`` (prose we made, quoting untrusted text) on ``stream`` (default stdout): escaped, and wrapped
+    between words in a terminal (:func:`fit_lines`)."""
+    import sys
+
+    out = stream if stream is not None else sys.stdout
+    print(fit_lines(escape_lines(text), out), file=out, flush=True)

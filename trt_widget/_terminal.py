@@ -17,7 +17,7 @@ from typing import IO, TYPE_CHECKING, TextIO
 from ._engine import BEFORE_PHASES
 from ._events import attach_events
 from ._expected import expected_reason, held_back
-from ._format import escape_controls, escape_lines, fmt_bytes, fmt_s, is_terminal
+from ._format import escape_controls, escape_lines, fit_lines, fmt_bytes, fmt_s, is_terminal, terminal_width
 from ._grouping import sibling_runs
 from ._snapshot import engine_change
 from ._status import CANCELLED, CANCELLING, FAILED, IDLE, RUNNING, SUCCEEDED
@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     from ._events import BuildStartEvent, Event, LogEvent
     from ._phases import PhaseRow
 
+BAR_STYLE = "blue"  # a running phase's bar, as the widget's
+DELTA_HEAD = "Δ last build"  # the Δ column's header (the widget's tree says the same)
 MARKS = {
     "running": ("▸", "yellow"),
     "done": ("✓", "green"),
@@ -282,7 +284,7 @@ class TerminalView:
             if self._console is not None:
                 self._console.print(rich_summary(self.build))
             else:
-                self._write("\n".join(plain_summary(self.build)))
+                self._write("\n".join(plain_summary(self.build, terminal_width(self.stream))))
 
     def _line(self, t: float, depth: int, text: str) -> None:
         self._write(f"[{t:7.2f}s] {'  ' * depth}{text}")
@@ -290,7 +292,7 @@ class TerminalView:
     def _write(self, text: str, stream: IO[str] | None = None) -> None:
         try:
             out = stream if stream is not None else self.stream
-            out.write(escape_lines(text) + "\n")
+            out.write(fit_lines(escape_lines(text), out) + "\n")  # wrapped between words in a terminal
             out.flush()
         except (OSError, ValueError):
             pass
@@ -313,16 +315,23 @@ class TerminalView:
         build = self.build
         rows = build.model.rows()
         now = build.elapsed_s
-        table = Table.grid(padding=(0, 1))
+        deltas = build.history.deltas() if build.history is not None else None  # None: no past build matched
+        # a header only to label the Δ column, as the widget's tree does ("Δ last build")
+        table = (
+            Table.grid(padding=(0, 1))
+            if deltas is None
+            else Table(box=None, padding=(0, 1), show_edge=False, pad_edge=False)
+        )
         # a narrow terminal shortens the names (…), never the numbers: only the name column is collapsible (its
         # Text does not wrap), the others keep their whole width
         table.add_column(max_width=60)
-        table.add_column(width=20 if any(r["end_s"] is None for r in rows) else None, no_wrap=True)  # bars
+        # a narrow terminal gives the names the room of half the bar (at 60 columns they were cut to 10 characters)
+        bar_width = 20 if self._console is None or self._console.width >= 100 else 10
+        table.add_column(width=bar_width if any(r["end_s"] is None for r in rows) else None, no_wrap=True)  # bars
         table.add_column(justify="right", no_wrap=True)
         table.add_column(justify="right", no_wrap=True)
-        deltas = build.history.deltas() if build.history is not None else None  # None: no past build matched
-        if deltas is not None:
-            table.add_column(justify="right", no_wrap=True)  # Δ: slower (+) or faster (−) than the past build
+        if deltas is not None:  # Δ: slower (+) or faster (−) than the past build
+            table.add_column(Text(DELTA_HEAD, style="dim"), justify="right", no_wrap=True)
         for depth, group, count in tree_lines(rows, now):
             row = group[-1]
             running = [r for r in group if r["end_s"] is None]
@@ -338,7 +347,13 @@ class TerminalView:
             duration = now - row["start_s"] if running else sum(r["duration_s"] or 0.0 for r in group)
             bar: ProgressBar | str = ""
             if running and row["num_steps"] > 1:
-                bar = ProgressBar(total=row["num_steps"], completed=min(row["step"], row["num_steps"]), width=20)
+                bar = ProgressBar(
+                    total=row["num_steps"],
+                    completed=min(row["step"], row["num_steps"]),
+                    width=bar_width,
+                    complete_style=BAR_STYLE,  # rich's default is a pink-red: red is only for what failed
+                    finished_style=BAR_STYLE,
+                )
             # a closed phase TensorRT ended before its announced last step is done: "5/6" would read as a gap
             early = not running and row["status"] == "finished-early"
             steps = f"{row['step']}/{row['num_steps']}" if row["num_steps"] > 1 and not early else ""
@@ -346,7 +361,8 @@ class TerminalView:
             if deltas is not None:
                 found = [deltas[str(r["id"])] for r in group if str(r["id"]) in deltas] if not running else []
                 change = phase_delta(sum(found), duration) if found else ""
-                cells.append(Text(change, style="red" if change.startswith("+") else "green"))
+                # slower than last time is no failure: amber, as the widget's; red is for what failed
+                cells.append(Text(change, style="yellow" if change.startswith("+") else "green"))
             table.add_row(*cells)
         if build.done():
             return table
@@ -482,10 +498,18 @@ def outcome(build: Build) -> str:
             return f"Replayed a build that succeeded in {elapsed}: its engine was {size} (a recording holds no engine)"
         where = f" written to {build.options.output}" if build.options.output else ""  # a script may save() next
         size = fmt_bytes(build.engine_size) if build.engine_size is not None else "of unknown size"  # watched builds
+        reused = build.reused_from  # reuse=True found it: where from (no TensorRT ran)
+        if reused is not None:
+            where += " (reused in place)" if reused == build.options.output else f", reused from {reused}"
         return f"Succeeded in {elapsed}: engine {size}{where}"
     if build.status == CANCELLED:
         phase = build.cancel_info["phase"] if build.cancel_info is not None else ""
-        return f"Cancelled after {elapsed}: {build.status_detail}" + (f" (stop asked during {phase})" if phase else "")
+        if not phase:
+            return f"Cancelled after {elapsed}: {build.status_detail}"
+        # TensorRT heard the stop at that phase's last step: the tree shows it done ("during" read as a contradiction)
+        ended = [r["status"] for r in build.model.rows() if r and r["name"] == phase]
+        when = "at the end of" if ended and ended[-1] in ("done", "finished-early") else "during"
+        return f"Cancelled after {elapsed}: {build.status_detail} ({when} {phase})"
     return f"Failed after {elapsed}: {build.status_detail}"
 
 
@@ -494,16 +518,18 @@ def _summed(build: Build) -> bool:
     return any(r["depth"] > 0 for r in build.model.rows())
 
 
-def plain_summary(build: Build) -> list[str]:
+def plain_summary(build: Build, width: int | None = None) -> list[str]:
+    """The summary as plain lines; ``width``: a terminal's, which the table's rows fit (names shortened)."""
     if not _summed(build):
         return [outcome(build)]
     rows = summary_rows(build)
     lines = ["", "Summary"] if rows else []
     elapsed = build.elapsed_s or 0.0
+    names = 56 if width is None else max(16, min(56, width - 18))  # 18: the indent, time and share columns
     for depth, name, count, seconds in rows:
-        label = ("  " * depth + name + (f" x{count}" if count > 1 else ""))[:56]
+        label = ("  " * depth + name + (f" x{count}" if count > 1 else ""))[:names]
         share = f"{100 * seconds / elapsed:3.0f}%" if elapsed > 0 else ""
-        lines.append(f"  {label:<56} {fmt_s(seconds):>9} {share:>5}")
+        lines.append(f"  {label:<{names}} {fmt_s(seconds):>9} {share:>5}")
     leaf = slowest_leaf(build)
     if leaf is not None:
         lines.append(f"  slowest innermost phase: {leaf['name']} ({fmt_s(leaf['duration_s'])})")

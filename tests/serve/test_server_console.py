@@ -8,11 +8,15 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import httpx
 import pytest
 from user_scripts import default_sigint
+
+from trt_widget.models import deep_residual, to_bytes
 
 TOKEN = "console-test-token-0123456789"
 HOSTILE = "evil\u009b2J\u009b31m\u2028forged"  # a CSI that clears a terminal, a line separator
@@ -80,3 +84,49 @@ def test_hostile_request_text_is_escaped_and_malformed_heads_are_summed_up(comma
         assert raw not in console, (raw, console[-3000:])
     invalid = console.count("Invalid HTTP request received") + console.count("invalid HTTP request")
     assert 1 <= invalid <= 2, console[-3000:]  # one line for the condition, not one per connection
+
+
+# Issue 39 (seventh trial, 6): a truncated upload failed the build with a friendly answer to the client, while the
+# console printed TensorRT's raw parser assertion ("error: (deserializeOnnxModel): MODEL_DESERIALIZE_FAILED: ...").
+# The console now says the client's message; TensorRT's raw lines only at --log-level debug.
+RAW = "MODEL_DESERIALIZE_FAILED"
+
+
+def _failed_upload(level: str, tmp_path: Path) -> tuple[str, str]:
+    """(the client's failure detail, the console) for a truncated model sent to ``serve --log-level level``."""
+    process, (host, port) = _start(["serve", "--log-level", level, "--data", str(tmp_path / "data")], tmp_path)
+    try:
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        with httpx.Client(base_url=f"http://{host}:{port}", headers=headers, timeout=60) as client:
+            cut = to_bytes(deep_residual(2))[:1000]
+            made = client.post("/builds", files={"model": ("trunc.onnx", cut)})
+            assert made.status_code == 201, made.text
+            build = made.json()["id"]
+            deadline = time.monotonic() + 240
+            while (said := client.get(f"/builds/{build}").json())["status"] not in ("failed", "succeeded"):
+                assert time.monotonic() < deadline, said
+                time.sleep(0.2)
+        assert said["status"] == "failed", said
+        time.sleep(0.5)  # the console line is written as the build ends, before the answer says it ended
+        process.send_signal(signal.SIGINT)
+        assert process.stdout is not None
+        console = process.stdout.read().decode("utf-8", "replace")
+        process.wait(30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
+    return str(said["detail"]), console
+
+
+@pytest.mark.parametrize("level", ["info", "debug"])
+def test_a_failed_upload_is_logged_as_the_client_is_told(level: str, tmp_path: Path) -> None:
+    detail, console = _failed_upload(level, tmp_path)
+    assert "is it really an ONNX model?" in detail, detail
+    assert detail in console, console  # the friendly message, once
+    if level == "info":
+        assert RAW not in console, console
+    else:  # the raw details, where asked for
+        assert RAW in console, console

@@ -355,8 +355,6 @@ def test_a_ctrl_c_reason_is_said_once_in_the_terminal_summary(tmp_path: Path, lo
     assert proc.returncode == 130, err
     ending = [line for line in out.splitlines() if line.startswith("Cancelled after")]
     assert len(ending) == 1 and ending[0].count("interrupted (Ctrl-C)") == 1, out
-    # the phase named is where the stop was asked: that phase may still have completed its step (seventh trial)
-    assert " (during " not in ending[0] and " (stop asked during " in ending[0], out
 
 
 CHATTY = (
@@ -472,12 +470,11 @@ def test_each_ctrl_c_under_run_is_answered_on_the_screen(tmp_path: Path, long: P
     next step and what a second one does; the second says the command is terminated: both whole, above the tree."""
     script = tmp_path / "build.py"
     script.write_text(SCRIPT)
-    keys = [("Determining refit engines", "C-c", 0.3), ("press Ctrl-C again to terminate", "C-c", 0.5)]
+    keys = [("Determining refit engines", "C-c", 0.3), ("Ctrl-C again to terminate", "C-c", 0.5)]
     # wide enough for each notice on one line: rich wraps a notice between words at the terminal's width
     screen = tmux_screen(tmp_path, cli("--", sys.executable, str(script), str(long), "0"), env(), keys=keys, width=400)
     text = "\n".join(screen)
-    again = "press Ctrl-C again to terminate"
-    first = [line for line in screen if line.startswith("trt-widget run: ") and again in line]
+    first = [line for line in screen if line.startswith("trt-widget run: ") and "Ctrl-C again to terminate" in line]
     second = [line for line in screen if line == "trt-widget run: Terminating the command"]
     assert len(first) == 1 and len(second) == 1, text
     # issue 39 (fifth trial, F): the summary said why the build ended before the line saying the command is
@@ -543,3 +540,24 @@ def test_build_widget_run_shows_the_commands_output_in_the_widget_escaped_and_bo
     ]
     assert "\x1b" not in short.output
     short.close()
+
+
+def test_a_run_notice_in_plain_mode_wraps_between_words_in_a_narrow_terminal(tmp_path: Path, long: Path) -> None:
+    """Issue 39 (seventh trial, 1): with ``--plain`` in a terminal, the Ctrl-C notice went out as one long line the
+    terminal broke mid-word; it is wrapped between words to the terminal's 60 columns."""
+    script = tmp_path / "build.py"
+    script.write_text(SCRIPT)
+    keys = [("Determining refit engines", "C-c", 0.5)]
+    command = cli("--plain", "--", sys.executable, str(script), str(long), "0")
+    screen = tmux_screen(tmp_path, command, env(), keys=keys, width=60)
+    text = "\n".join(screen)
+    start = next((i for i, line in enumerate(screen) if "trt-widget run: " in line), None)  # after the "^C" echo
+    assert start is not None, text
+    said = screen[start : start + 2]
+    while "Ctrl-C again to terminate" not in " ".join(said) and start + len(said) < len(screen):
+        said.append(screen[start + len(said)])
+    assert "Ctrl-C again to terminate" in " ".join(said) and len(said) > 1, text
+    assert all(len(line) <= 60 for line in said), text  # tmux joins a line the terminal wrapped: longer than 60
+    summary = screen[screen.index("Summary") + 1 :]
+    rows = summary[: next(i for i, line in enumerate(summary) if "slowest innermost phase" in line)]
+    assert len(rows) > 2 and all(len(line) <= 60 and line.endswith("%") for line in rows), text  # fitted, whole

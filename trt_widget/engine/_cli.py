@@ -7,7 +7,7 @@ import argparse
 import json
 import sys
 
-from .._format import escape_lines
+from .._format import say
 from ._layer import display
 from ._model import EngineReport
 
@@ -29,21 +29,21 @@ def run(args: argparse.Namespace) -> int:
     try:
         report = EngineReport.from_file(args.file)
     except FileNotFoundError:
-        print(escape_lines(f"trt-widget inspect: error: no such file: {args.file}"), file=sys.stderr)
+        say(f"trt-widget inspect: error: no such file: {args.file}", sys.stderr)
         return 1
     except OSError as exc:  # a folder, no permission: the reason, without Python's "[Errno N]"
         reason = exc.strerror or str(exc)
-        print(escape_lines(f"trt-widget inspect: error: cannot read {args.file}: {reason}"), file=sys.stderr)
+        say(f"trt-widget inspect: error: cannot read {args.file}: {reason}", sys.stderr)
         return 1
     except ValueError as exc:
-        print(escape_lines(f"trt-widget inspect: error: {exc}"), file=sys.stderr)
+        say(f"trt-widget inspect: error: {exc}", sys.stderr)
         return 1
     if args.json:
         print(json.dumps(report.to_dict()))
     elif args.export_layer_info:
         print(report.to_json())
     else:
-        print(report.summary())
+        say(report.summary())
         print(table(report))
     return 0
 

@@ -19,12 +19,13 @@ import os
 import signal
 import sys
 import threading
+import time
 from types import FrameType
 from typing import TYPE_CHECKING, TextIO, cast
 
 from .._event_sinks import PipeStdout
 from .._files import expand_user
-from .._format import escape_controls, escape_lines
+from .._format import escape_controls, escape_lines, fit_lines, say
 from .._signals import WakeupListener
 from .._status import INTERRUPTED
 
@@ -250,7 +251,10 @@ def _run_matrix(args: argparse.Namespace, executor: Executor, options: BuildOpti
 
 
 def _stderr(text: str) -> None:
-    print(escape_lines(text), file=sys.stderr, flush=True)
+    say(text, sys.stderr)
+
+
+ECHO_MARGIN = 4  # columns the live table leaves free for a terminal's echo of Ctrl-C ("^C", twice)
 
 
 def _name(text: str) -> Text:
@@ -272,18 +276,38 @@ class MatrixView:
         self.rich = not plain and is_terminal(stream) and rich_available()
         self._shown: dict[int, str] = {}
         self._live: Live | None = None
+        # every drawing holds it: a print above the live table moves the cursor up by the table's height when last
+        # drawn, so no redraw may come between that reckoning and the print's write (rich's own refresh thread,
+        # holding only rich's locks, did: a Ctrl-C's notice left a stale frame line above it, issue 39)
+        self._lock = threading.RLock()
         if self.rich:
             from rich.console import Console
             from rich.live import Live
 
             self.console = Console(file=stream, highlight=False)
             self.console.print(f"Build matrix: {len(matrix.cells)} builds, executor {matrix.executor}", style="bold")
-            self._live = Live(console=self.console, get_renderable=self._table, refresh_per_second=8, transient=False)
+            self._live = Live(
+                console=self.console, get_renderable=self._live_table, auto_refresh=False, transient=False
+            )
             self._live.start()
+            threading.Thread(target=self._redraw, name="trt_widget-matrix-redraw", daemon=True).start()
+
+    def _redraw(self) -> None:
+        """Redraw the live table at 8 Hz under the view's lock, until :meth:`finish`."""
+        while True:
+            time.sleep(0.125)
+            with self._lock:
+                if self._live is None:
+                    return
+                try:
+                    self._live.refresh()
+                except Exception:  # a closed stream: nothing more to draw on
+                    return
 
     def notice(self, text: str) -> None:
         if self.rich:
-            self.console.print(escape_lines(text), style="bold yellow", markup=False)
+            with self._lock:  # wrapped between words; a path longer than a line folds
+                self.console.print(escape_lines(text), style="bold yellow", markup=False, overflow="fold")
         else:
             self._write(text)
 
@@ -299,11 +323,13 @@ class MatrixView:
 
     def finish(self) -> None:
         """The final table (rich) or the remaining status lines and the results table (plain)."""
-        if self._live is not None:
+        with self._lock:
+            live, self._live = self._live, None
+        if live is not None:
             from rich.text import Text
 
-            self._live.update(self._table(), refresh=True)
-            self._live.stop()
+            live.update(self._table(), refresh=True)
+            live.stop()
             for cell in self.matrix.cells:  # the table cuts a row's detail off: here in full, wrapped
                 if cell.build.status in ("failed", "cancelled"):
                     line = f"#{cell.id} {cell.model} [{cell.variant}]: {self._outcome(cell)}"
@@ -326,10 +352,11 @@ class MatrixView:
                 self._write(comparison)
 
     def _comparison(self, width: int | None) -> str:
-        """What differs between the variants (the widget's Comparison), wrapped to ``width``; "" for one build."""
+        """What differs between the variants (the widget's Comparison), wrapped to ``width``; "" unless two builds
+        succeeded (failed, cancelled and never-started builds have nothing to compare)."""
         from ._table import comparison_paragraphs, wrap_paragraphs
 
-        if len(self.matrix.cells) < 2:
+        if sum(cell.build.status == "succeeded" for cell in self.matrix.cells) < 2:
             return ""
         return wrap_paragraphs(comparison_paragraphs(self.matrix.cells), width)
 
@@ -349,12 +376,21 @@ class MatrixView:
             return f"{build.status} after {fmt_s(build.elapsed_s)}: {build.status_detail}"
         return str(build.status)
 
+    def _live_table(self) -> RenderableType:
+        """The table while it is live: a few columns short of the terminal's width, so that the "^C" a terminal
+        echoes after its last line stays on that line (at the full width it wrapped onto a new one, which the next
+        redraw did not know of: a stale frame line was left above the Ctrl-C notice)."""
+        from rich.constrain import Constrain
+
+        return Constrain(self._table(), max(20, self.console.width - ECHO_MARGIN))
+
     def _table(self) -> Table:
         from rich.progress_bar import ProgressBar
         from rich.table import Table
         from rich.text import Text
 
         from .._format import fmt_bytes, fmt_s
+        from .._terminal import BAR_STYLE
 
         # a narrow terminal shortens the names (…), never the numbers: only the name columns are collapsible
         # (their Text does not wrap); the bar and phase columns are there only while they have something to show
@@ -377,7 +413,12 @@ class MatrixView:
             phase = build.model.innermost_running() if build.status in ("running", "cancelling") else None
             bar: ProgressBar | str = ""
             if phase is not None and phase.num_steps > 1:
-                bar = ProgressBar(total=phase.num_steps, completed=min(phase.step, phase.num_steps))
+                bar = ProgressBar(  # not rich's pink-red: red is only for what failed
+                    total=phase.num_steps,
+                    completed=min(phase.step, phase.num_steps),
+                    complete_style=BAR_STYLE,
+                    finished_style=BAR_STYLE,
+                )
             note = phase.name if phase else (build.status_detail if build.status in ("failed", "cancelled") else "")
             cells: list[RenderableType] = [  # names are untrusted: plain Text (no markup), control characters escaped
                 str(cell.id),
@@ -399,7 +440,7 @@ class MatrixView:
 
     def _write(self, text: str) -> None:
         try:
-            self.stream.write(escape_lines(text) + "\n")
+            self.stream.write(fit_lines(escape_lines(text), self.stream) + "\n")  # between words in a terminal
             self.stream.flush()
         except (OSError, ValueError):
             pass

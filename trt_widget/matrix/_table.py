@@ -249,12 +249,13 @@ def _compare_rows(data: list[ComparedBuild], baseline: int) -> list[dict[str, ob
         mine, theirs = b["build_s"], base["build_s"]
         if b["status"] in UNFINISHED or base["status"] in UNFINISHED:
             mine = theirs = None  # a failed or cancelled build is no faster build: no differences
-        both = mine is not None and theirs is not None  # else one never started: no differences
+        both = mine is not None and theirs is not None  # else one never started: not compared
         row: dict[str, object] = {
             "build": b["id"],
             "model": b["model"],
             "variant": b["variant"],
             "status": b["status"],
+            "compared": both,  # False: failed, cancelled or never started (its None differences are no match)
             "build_s": b["build_s"],
             "d_build_s": round(mine - theirs, 4) if mine is not None and theirs is not None else None,
             "start_up_s": b["start_up_s"],  # left out of build_s (the results' build_s includes it)
@@ -329,9 +330,9 @@ def comparison_paragraphs(cells: Sequence[Cell], baseline: int | None = None) ->
     """The matrix's comparison as text paragraphs, as the widget's Comparison shows it: per build its build time
     (no start-up) and start-up, engine size, layers and precisions, each against the baseline (default: the first
     build that succeeded, on a warm builder process where some were cold), and its largest phase differences; a
-    failed or cancelled build has no differences; a cold builder process's build is marked, as in the widget.
-    A number and its unit are joined by :data:`GLUE` (a no-break space) so that wrapping never parts them;
-    names are escaped."""
+    failed or cancelled build is "not compared" (no differences would read as a match); a cold builder process's
+    build is marked, as in the widget. A number and its unit are joined by :data:`GLUE` (a no-break space) so
+    that wrapping never parts them; names are escaped."""
     from .._format import escape_controls, fmt_bytes, fmt_s
 
     data = comparison(cells)["builds"]
@@ -353,10 +354,10 @@ def comparison_paragraphs(cells: Sequence[Cell], baseline: int | None = None) ->
     for b in data:
         head = f"#{b['id']} {name(b['model'])} [{name(b['variant'])}]"
         if b["build_s"] is None:
-            out.append(f"{head}: {b['status']}, never started: no differences")
+            out.append(f"{head}: {b['status']}, never started (not compared)")
             continue
         if b["status"] in UNFINISHED:
-            out.append(f"{head}: {b['status']} after {_glued(fmt_s(b['build_s']))}: no differences")
+            out.append(f"{head}: {b['status']} after {_glued(fmt_s(b['build_s']))} (not{GLUE}compared)")
             continue
         same = b["id"] == base["id"]
         row = rows[b["id"]]

@@ -158,6 +158,13 @@ def _check(
 
         device = gpu_identity()
     problem = manifest.verify()
+    if problem and os.path.isfile(path) and os.access(path, os.R_OK):  # a readable file another tool wrote over
+        return EngineCheck(  # what the stale manifest says is about another engine: nothing says this one fails
+            None,
+            f"cannot tell: its manifest {manifest.path.name} describes another engine (its sha256 or size differs): "
+            "the file was replaced after the build, so the manifest is stale; build it again, or remove the "
+            "manifest to check the file's own header",
+        )
     if problem:
         return EngineCheck(False, f"does not load: {problem}")
     theirs, mine = manifest.backend, backend.get("backend", "")

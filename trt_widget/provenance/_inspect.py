@@ -10,7 +10,7 @@ import os
 import sys
 from collections.abc import Mapping
 
-from .._format import escape_lines, fmt_bytes, fmt_s
+from .._format import fmt_bytes, fmt_s, say
 from .._json import JSON
 from ..engine import MEMORY_KEYS, MEMORY_WORDS, cli_inspect, display
 from ._check import read_engine_header
@@ -24,7 +24,7 @@ def inspect_run(args: argparse.Namespace) -> int:
 
 
 def _error(text: str) -> int:
-    print(escape_lines(f"trt-widget inspect: error: {text}"), file=sys.stderr)
+    say(f"trt-widget inspect: error: {text}", sys.stderr)
     return 1
 
 
@@ -57,7 +57,7 @@ def _engine(args: argparse.Namespace) -> int | None:
     if args.json:
         print(json.dumps({"engine": str(engine), "manifest": manifest.data, "engine_report": manifest.engine_report}))
     else:
-        print(escape_lines(manifest_text(manifest, str(engine) if path.endswith(".manifest.json") else path)))
+        say(manifest_text(manifest, str(engine) if path.endswith(".manifest.json") else path))
     return 0
 
 

@@ -30,8 +30,9 @@ from typing import TYPE_CHECKING, TypedDict
 from urllib.parse import unquote_plus
 
 from .._files import expand_user, read_small_text, xdg_home
-from .._format import escape_controls, escape_lines
+from .._format import escape_controls, say
 from .._status import log
+from .._tensorrt_log import LOGGER_NAME as TENSORRT_LOGGER
 
 if TYPE_CHECKING:
     import uvicorn
@@ -270,6 +271,8 @@ def _log_to_console(level: str) -> None:
     """Show trt_widget's log (e.g. a full data disk failing a build, the cause of a 500) on stderr at ``level``."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_ConsoleFormatter("%(message)s"))
+    if level != "debug":  # TensorRT's raw lines (a parser's assertion): a failed build's own line says the cause
+        handler.addFilter(lambda record: not record.name.startswith(TENSORRT_LOGGER))
     log.addHandler(handler)
     log.setLevel(level.upper())
 
@@ -340,26 +343,26 @@ def run(args: argparse.Namespace) -> int:
         except ImportError as exc:
             raise UsageError(f'serve needs its extra: pip install "trt_widget[serve]" ({exc})') from None
     except UsageError as exc:
-        print(escape_lines(f"trt-widget serve: error: {exc}"), file=sys.stderr)
+        say(f"trt-widget serve: error: {exc}", sys.stderr)
         return 2
     try:
         data = expand_user(args.data) if args.data else default_data_dir()
     except ValueError as exc:
-        print(escape_lines(f"trt-widget serve: error: --data {exc}"), file=sys.stderr)
+        say(f"trt-widget serve: error: --data {exc}", sys.stderr)
         return 2
     if args.executor == "local":  # a Ray task builds where Ray runs it, with that machine's temporary folder
         from .._leftovers import temp_dir_refused
 
         refused = temp_dir_refused()
         if refused:  # said once here, not in every uploaded build's failure
-            print(escape_lines(f"trt-widget serve: error: {refused}"), file=sys.stderr)
+            say(f"trt-widget serve: error: {refused}", sys.stderr)
             return 2
     try:
         sock = _listen(args.host, args.port)
     except OSError as exc:  # the port is taken (another service, a second serve) or not ours to take
         from .._http_options import listen_failure
 
-        print(escape_lines(f"trt-widget serve: error: {listen_failure(args.host, args.port, exc)}"), file=sys.stderr)
+        say(f"trt-widget serve: error: {listen_failure(args.host, args.port, exc)}", sys.stderr)
         return 2  # before the app starts a builder: nothing to stop
     _log_to_console(args.log_level)
     try:
@@ -368,7 +371,7 @@ def run(args: argparse.Namespace) -> int:
                                min_upload_rate=min_rate)  # fmt: skip
     except OSError as exc:  # --data cannot hold the service's files
         reason = f"{exc.filename}: {exc.strerror}" if exc.strerror and exc.filename else str(exc)
-        print(escape_lines(f"trt-widget serve: error: --data {reason}"), file=sys.stderr)
+        say(f"trt-widget serve: error: --data {reason}", sys.stderr)
         sock.close()
         return 2
     guard = _guard(args.max_connections, args.header_timeout)
@@ -377,18 +380,22 @@ def run(args: argparse.Namespace) -> int:
     host = args.host if ":" not in args.host else f"[{args.host}]"
     url = f"{scheme}://{host}:{sock.getsockname()[1]}"
     finished = sum(1 for r in store.records() if r.final)
-    print(escape_lines(f"trt-widget serve: {url}  (data {data}, {finished} stored builds, at most "
-                       f"{args.max_concurrent} concurrent, uploads up to {max_upload:,} B, {guard.max_connections:,} "
-                       "connections)"), flush=True)  # fmt: skip
+    say(
+        f"trt-widget serve: {url}  (data {data}, {finished} stored builds, at most {args.max_concurrent} concurrent, "
+        f"uploads up to {max_upload:,} B, {guard.max_connections:,} connections)"
+    )
     if source is None:
-        print(f"token: {token}  (generated; --token-file keeps one across restarts)")
+        say(f"token: {token}  (generated; --token-file keeps one across restarts)")
         print(f"page:  {url}/?token={token}", flush=True)
     else:  # a token the user keeps private is not copied into a console or a log
-        print(escape_lines(f"token: {source} (not shown)"))
+        say(f"token: {source} (not shown)")
         print(f"page:  {url}/?token=<the token>", flush=True)
     if args.host not in LOOPBACK and scheme == "http":
-        print(f"trt-widget serve: warning: listening on {args.host} without TLS: the token crosses the network "
-              "in clear text; use --ssl-certfile/--ssl-keyfile or a TLS proxy", file=sys.stderr)  # fmt: skip
+        say(
+            f"trt-widget serve: warning: listening on {args.host} without TLS: the token crosses the network in clear "
+            "text; use --ssl-certfile/--ssl-keyfile or a TLS proxy",
+            sys.stderr,
+        )
     logging.getLogger("uvicorn.access").addFilter(_RedactToken())
     config: ServerConfig = {"log_level": args.log_level, "timeout_graceful_shutdown": 10}
     if args.ssl_certfile:

@@ -200,6 +200,8 @@ class BuildRecord:
         try:
             if event.get("event") == "build_end":
                 self._finalize(event)  # engine and meta on disk before any subscriber sees the end
+                if event.get("status") == "failed":  # on the console, what the client is told (not TensorRT's raw)
+                    log.info("build %s failed: %s", self.id, self.store.scrub(str(event.get("detail", ""))))
             text = self.store.scrub_event(event)  # a message from TensorRT may name the upload's path
             failure = None
             with self._lock:

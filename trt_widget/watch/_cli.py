@@ -23,7 +23,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from .._format import escape_controls, escape_lines
+from .._format import escape_controls, escape_lines, fit_lines
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -106,7 +106,8 @@ def run(args: argparse.Namespace) -> int:
                     f"trt-widget run: {escape_lines(text)}", style="bold yellow", markup=False, overflow="fold"
                 )
             else:  # on a line of its own, also where the command's stdout (on stderr, --json) stopped mid-line
-                print(f"{stdout.break_line()}trt-widget run: {text}", file=sys.stderr, flush=True)
+                said = fit_lines(f"trt-widget run: {escape_lines(text)}", sys.stderr)  # between words in a terminal
+                print(f"{stdout.break_line()}{said}", file=sys.stderr, flush=True)
 
     def on_build(build: Build) -> None:
         style = "plain" if args.plain else "auto"
@@ -128,7 +129,9 @@ def run(args: argparse.Namespace) -> int:
         command.show_end = show_end
 
     def on_sigint(signum: int, frame: FrameType | None) -> None:
-        command.stop(INTERRUPTED, said=notify)  # said before it acts: the builds' summaries come after it
+        command.stop(
+            INTERRUPTED, said=notify, again="Ctrl-C again"
+        )  # said before it acts: the builds' summaries come after it
 
     ended_by: list[int] = []
 

@@ -436,11 +436,14 @@ class CommandRun:
 
         return remove
 
-    def stop(self, reason: str = "stopped by user", said: Callable[[str], object] | None = None) -> str:
+    def stop(
+        self, reason: str = "stopped by user", said: Callable[[str], object] | None = None, *, again: str = "stop again"
+    ) -> str:
         """First: SIGINT to the command (its running builds cancel at their next step boundary); then, after
         ``force_after`` s or at a second stop, terminate it. ``reason``: what the builds say ended them (the
         terminal passes "interrupted (Ctrl-C)", a widget's button "stopped by user (Stop all)"). Returns what it
-        does, in words, also given to ``said`` before it acts (the builds' summaries come after it, in order)."""
+        does, in words, also given to ``said`` before it acts (the builds' summaries come after it, in order).
+        ``again``: how the user stops a second time, in the words of where they are ("Ctrl-C again" in a terminal)."""
         proc = self._proc
         what = self.what
         if proc is None or proc.poll() is not None:
@@ -457,7 +460,6 @@ class CommandRun:
         if self.force_after is not None:
             notice = stop_notice(running) + f"; {what} is terminated if it still runs after {self.force_after:g} s"
         else:
-            again = "press Ctrl-C again" if reason == INTERRUPTED else "stop again"  # the terminal: its own key
             notice = stop_notice(running) + f"; {again} to terminate {what}"
         _said(notice, said)
         for build in running:

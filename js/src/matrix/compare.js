@@ -96,7 +96,7 @@ function compareRow(b, base, longest, mixed) {
   const diffs = same
     ? "baseline"
     : !both
-      ? ""
+      ? "not compared" // no differences would read as a match
       : phaseDiffs(b, base)
           .map(([n, d]) => `${n} ${fmtDelta(d)}`)
           .join(", ");

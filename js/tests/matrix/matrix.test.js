@@ -369,6 +369,7 @@ describe("a never-started build in the comparison (issue 39, fifth trial B)", ()
     renderComparison(container, data, 0, () => undefined);
     const row = container.querySelector('tr[data-build="1"]');
     expect(row.textContent).toContain("never started");
+    expect(row.textContent).toContain("not compared");
     expect(row.textContent).not.toMatch(/s\b|\u2212|\+/);
   });
 });
@@ -400,5 +401,7 @@ describe("a failed build in the comparison (issue 39, sixth trial 1)", () => {
     const container = document.createElement("div");
     renderComparison(container, data, 0, () => undefined);
     expect(container.querySelector('tr[data-build="1"]').textContent).toContain("failed after 85 ms");
+    // "no differences" read as a match (issue 39, seventh trial 3): it was not compared
+    expect(container.querySelector('tr[data-build="1"]').textContent).toContain("not compared");
   });
 });

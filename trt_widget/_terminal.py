@@ -257,21 +257,7 @@ class TerminalView:
             self._console.print("(its tree is shown when it ends)", style="dim", markup=False)
             return
         self._live = live
-        threading.Thread(target=self._redraw, name="trt_widget-terminal-redraw", daemon=True).start()
-
-    def _redraw(self) -> None:
-        """Redraw the live tree at 10 Hz under the view's lock, until the build ended: a print above the tree
-        moves the cursor up by the tree's height when it was last drawn, so no redraw may come between that
-        move's reckoning and the print's write (rich's own refresh thread, holding only rich's locks, did)."""
-        while True:
-            time.sleep(0.1)
-            with self._lock:
-                if self._live is None:
-                    return
-                try:
-                    self._live.refresh()
-                except Exception:  # a closed stream: nothing more to draw on
-                    return
+        keep_redrawing(lambda: self._live, self._lock, 0.1, "trt_widget-terminal-redraw")
 
     def _ended(self) -> None:
         if self._live is not None:
@@ -487,6 +473,26 @@ def slowest_leaf(build: Build) -> PhaseRow | None:
     parents = {r["parent"] for r in rows}
     leaves = [r for r in rows if r["id"] not in parents and r["duration_s"] is not None]
     return max(leaves, key=lambda r: r["duration_s"] or 0.0, default=None)
+
+
+def keep_redrawing(live: Callable[[], Live | None], lock: threading.RLock, interval: float, name: str) -> None:
+    """Redraw ``live()`` every ``interval`` s under ``lock`` (a daemon thread), until it is None: a print above a
+    live display moves the cursor up by its height when last drawn, so no redraw may come between that move's
+    reckoning and the print's write (rich's own refresh thread, holding only rich's locks, did)."""
+
+    def redraw() -> None:
+        while True:
+            time.sleep(interval)
+            with lock:
+                current = live()
+                if current is None:
+                    return
+                try:
+                    current.refresh()
+                except Exception:  # a closed stream: nothing more to draw on
+                    return
+
+    threading.Thread(target=redraw, name=name, daemon=True).start()
 
 
 def outcome(build: Build) -> str:

@@ -4,11 +4,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -23,7 +25,9 @@ HOSTILE = "evil\u009b2J\u009b31m\u2028forged"  # a CSI that clears a terminal, a
 MALFORMED = 20  # connections, each with a request head h11 refuses
 
 
-def _start(command: list[str], tmp_path: Path) -> tuple[subprocess.Popen[bytes], tuple[str, int]]:
+@contextlib.contextmanager
+def _server(command: list[str], tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], tuple[str, int]]]:
+    """The server started with a token file, and its address; killed at the end if it still runs."""
     token_file = tmp_path / "token"
     token_file.write_text(TOKEN)
     token_file.chmod(0o600)
@@ -34,11 +38,26 @@ def _start(command: list[str], tmp_path: Path) -> tuple[subprocess.Popen[bytes],
         preexec_fn=default_sigint,
     )
     assert process.stdout is not None
-    while b"http://" not in (first := process.stdout.readline()):
-        assert first, "the server ended before its banner"
-    url = urlsplit(first.decode().split("http", 1)[1].split()[0].join(("http", "")))
-    assert url.hostname is not None and url.port is not None
-    return process, (url.hostname, url.port)
+    try:
+        while b"http://" not in (first := process.stdout.readline()):
+            assert first, "the server ended before its banner"
+        url = urlsplit(first.decode().split("http", 1)[1].split()[0].join(("http", "")))
+        assert url.hostname is not None and url.port is not None
+        yield process, (url.hostname, url.port)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        process.stdout.close()
+
+
+def _console_after_ctrl_c(process: subprocess.Popen[bytes]) -> str:
+    """What the server printed, once a Ctrl-C ended it."""
+    process.send_signal(signal.SIGINT)
+    assert process.stdout is not None
+    console = process.stdout.read().decode("utf-8", "replace")
+    process.wait(30)
+    return console
 
 
 def _exchange(address: tuple[str, int], request: bytes) -> bytes:
@@ -54,8 +73,7 @@ def _exchange(address: tuple[str, int], request: bytes) -> bytes:
 def test_hostile_request_text_is_escaped_and_malformed_heads_are_summed_up(command: list[str], tmp_path: Path) -> None:
     if command[0] == "serve":
         command = [*command, "--data", str(tmp_path / "data")]
-    process, address = _start(command, tmp_path)
-    try:
+    with _server(command, tmp_path) as (process, address):
         host = HOSTILE.encode("latin-1", "replace")  # a header is bytes: U+009B is the one byte 0x9b
         path = b"/builds/%C2%9B2J%E2%80%A8"  # serve's access log shows the path decoded
         head = b"GET " + path + b" HTTP/1.1\r\nContent-Length: 0\r\n"
@@ -69,16 +87,7 @@ def test_hostile_request_text_is_escaped_and_malformed_heads_are_summed_up(comma
         for _ in range(MALFORMED):
             reply = _exchange(address, b"\x9b2J NOT HTTP \x1b[31m\r\n\r\n")
             assert reply.startswith(b"HTTP/1.1 400"), reply[:200]
-        process.send_signal(signal.SIGINT)
-        assert process.stdout is not None
-        console = process.stdout.read().decode("utf-8", "replace")
-        process.wait(30)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        if process.stdout is not None:
-            process.stdout.close()
+        console = _console_after_ctrl_c(process)
     assert TOKEN not in console
     for raw in ("\u009b", "\x9b", "\u2028", "\x1b"):
         assert raw not in console, (raw, console[-3000:])
@@ -94,8 +103,8 @@ RAW = "MODEL_DESERIALIZE_FAILED"
 
 def _failed_upload(level: str, tmp_path: Path) -> tuple[str, str]:
     """(the client's failure detail, the console) for a truncated model sent to ``serve --log-level level``."""
-    process, (host, port) = _start(["serve", "--log-level", level, "--data", str(tmp_path / "data")], tmp_path)
-    try:
+    with _server(["serve", "--log-level", level, "--data", str(tmp_path / "data")], tmp_path) as (process, address):
+        host, port = address
         headers = {"Authorization": f"Bearer {TOKEN}"}
         with httpx.Client(base_url=f"http://{host}:{port}", headers=headers, timeout=60) as client:
             cut = to_bytes(deep_residual(2))[:1000]
@@ -108,16 +117,7 @@ def _failed_upload(level: str, tmp_path: Path) -> tuple[str, str]:
                 time.sleep(0.2)
         assert said["status"] == "failed", said
         time.sleep(0.5)  # the console line is written as the build ends, before the answer says it ended
-        process.send_signal(signal.SIGINT)
-        assert process.stdout is not None
-        console = process.stdout.read().decode("utf-8", "replace")
-        process.wait(30)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        if process.stdout is not None:
-            process.stdout.close()
+        console = _console_after_ctrl_c(process)
     return str(said["detail"]), console
 
 

@@ -19,7 +19,6 @@ import os
 import signal
 import sys
 import threading
-import time
 from types import FrameType
 from typing import TYPE_CHECKING, TextIO, cast
 
@@ -290,19 +289,9 @@ class MatrixView:
                 console=self.console, get_renderable=self._live_table, auto_refresh=False, transient=False
             )
             self._live.start()
-            threading.Thread(target=self._redraw, name="trt_widget-matrix-redraw", daemon=True).start()
+            from .._terminal import keep_redrawing
 
-    def _redraw(self) -> None:
-        """Redraw the live table at 8 Hz under the view's lock, until :meth:`finish`."""
-        while True:
-            time.sleep(0.125)
-            with self._lock:
-                if self._live is None:
-                    return
-                try:
-                    self._live.refresh()
-                except Exception:  # a closed stream: nothing more to draw on
-                    return
+            keep_redrawing(lambda: self._live, self._lock, 0.125, "trt_widget-matrix-redraw")  # until finish()
 
     def notice(self, text: str) -> None:
         if self.rich:

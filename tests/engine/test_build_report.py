@@ -156,3 +156,25 @@ def test_cli_build_prints_nothing_new_without_a_terminal_and_flag_exists() -> No
         [sys.executable, "-m", "trt_widget", "build", "--help"], capture_output=True, text=True, timeout=120
     )
     assert "--no-engine-report" in out.stdout
+
+
+def test_a_verbose_or_logged_process_build_reads_its_long_layer_record_whole(tmp_path: Path) -> None:
+    """The eighth newcomer trial: with ``log_file=`` (so ``trt-widget bundle``) or ``verbose=True`` a builder
+    process sent the parent its log records, each cut at MAX_MESSAGE characters; the layer record of a 53-layer
+    engine is one longer line, so its report said 21 layers ("unknown" precision), kept in the history as an
+    engine change. Each line now crosses whole; the records the build keeps are still cut."""
+    from trt_widget._tensorrt_log import MAX_MESSAGE
+
+    model = models.deep_residual(50)
+    plain = Build(model, history=False).start()
+    verbose = Build(model, history=False, verbose=True).start()
+    logged = Build(model, history=False, log_file=str(tmp_path / "build.log")).start()
+    reports = []
+    for build in (plain, verbose, logged):
+        assert build.wait(300) == "succeeded", build.error
+        assert build.child_pid is not None  # a builder process: the lines crossed a pipe
+        assert build.engine_report is not None, build.engine_report_reason
+        reports.append((build.engine_report.total_layers, build.engine_report.precision_mix()))
+    assert reports[0][0] == 53 and reports[1] == reports[0] and reports[2] == reports[0], reports
+    cut = [r["message"] for r in verbose.logs if len(r["message"]) == MAX_MESSAGE + 1 and r["message"][-1] == "…"]
+    assert cut, "no kept line was long enough to be cut: this model no longer tests the whole-line path"

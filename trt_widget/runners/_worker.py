@@ -296,8 +296,11 @@ def run_job(
             outbox.log(Log(level, record["message"], time.perf_counter()))
 
         every = job["options"].verbose or bool(job["options"].log_file)  # log_file=: the parent writes every line
-        logger = CaptureLogger(every, on_record=on_record)
-        if not every:  # the autotuner's lines (and the layer record) still reach the parent
+        if every:  # each line whole: a kept record is cut at MAX_MESSAGE, and the layer record is one long line
+            logger = CaptureLogger(every)
+            logger.on_line = lambda level, message, _t: outbox.log(Log(level, message, time.perf_counter()))
+        else:  # the warnings and errors; the autotuner's lines (and the layer record) still reach the parent
+            logger = CaptureLogger(every, on_record=on_record)
             logger.on_tactic_line = lambda message: outbox.log(Log(4, message, time.perf_counter()))
         if job["options"].engine_report:
             from ..engine import EngineLog

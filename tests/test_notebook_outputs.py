@@ -114,3 +114,20 @@ def test_the_quickstart_leaves_no_engine_in_the_temporary_folder(tmp_path: Any, 
     nb = execute([*build, *wait, *save])
     assert "True" in "".join(o.get("text", "") for o in nb.cells[-1].outputs), nb.cells[-1].outputs
     assert [p for p in temp.rglob("*") if p.suffix == ".engine" or p.stat().st_size > 1 << 20] == []
+
+
+def test_an_output_first_shown_after_its_build_ended_drops_the_view_no_front_end_rendered() -> None:
+    """A replay ends before its cell displays it: the first display keeps the widget view (JupyterLab renders it
+    and says so); headless, nothing renders it, and VIEW_WAIT_S later the output is the static rendering."""
+    from trt_widget._display import VIEW_WAIT_S
+
+    replay = (
+        "from trt_widget import BuildWidget\n"
+        "from trt_widget.runners import gpu_shaped_events\n"
+        "w = BuildWidget.from_events(list(gpu_shaped_events(measurements=20, seconds=0.2))).start()\n"
+        "w.wait()\n"
+        "w"
+    )
+    nb = execute([replay, f"import time; time.sleep({VIEW_WAIT_S + 3})"])
+    data = final_output(nb)
+    assert WIDGET_VIEW not in data and "Succeeded" in data["text/html"], sorted(data)

@@ -7,6 +7,7 @@ the running cell's messages). The kernel-restart notice is the view's (``js/src/
 from __future__ import annotations
 
 import sys
+import threading
 import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
     from ._snapshot import SnapshotPump
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+VIEW_WAIT_S = 5.0  # how long an output first shown after its build ended waits for a front end to render it
 
 
 class NotebookDisplay:
@@ -59,13 +61,14 @@ class NotebookDisplay:
 
         return mimebundle(self.build, title=repr(self))
 
-    def _bundle(self) -> tuple[dict[str, object], dict[str, object]]:
+    def _bundle(self, first: bool = False) -> tuple[dict[str, object], dict[str, object]]:
         """The output's data; once the build ended, without the widget view when no front end has shown one (in
         nbconvert's HTML a widget view wins over text/html and renders nothing offline: its manager comes from a
-        CDN). A view's late message brings the widget view back (``_on_custom_msg``)."""
+        CDN). A view's late message brings the widget view back (``_on_custom_msg``). The ``first`` display keeps
+        it: a front end can only say it rendered a view it was given (a replay ends before its cell does)."""
         render = getattr(self, "_repr_mimebundle_", None)  # ipywidgets sets it to None when the widget is closed
         data, metadata = render() if callable(render) else (self._static(), {})
-        self._view_dropped = self.build.done() and not self._view_seen and WIDGET_VIEW in data
+        self._view_dropped = not first and self.build.done() and not self._view_seen and WIDGET_VIEW in data
         if self._view_dropped:
             data = {k: v for k, v in data.items() if k != WIDGET_VIEW}
             metadata = {k: v for k, v in metadata.items() if k != WIDGET_VIEW}
@@ -79,12 +82,23 @@ class NotebookDisplay:
         if not _in_notebook():  # terminal IPython: the terminal tree shows progress; print the result, once
             display({"text/plain": self._static()["text/plain"] if self.build.done() else repr(self)}, raw=True)
             return
-        if self._display_id is None:
+        first = self._display_id is None
+        if first:
             self._display_id = f"trt_widget-{uuid.uuid4().hex}"
         ended = self.build.done()
-        data, metadata = self._bundle()
+        data, metadata = self._bundle(first=first)  # shown again: the outputs with its id are updated too
         display(data, metadata=metadata, raw=True, display_id=self._display_id)
         if not ended and self.build.done():  # it ended while this output was made: make sure it is final
+            self._refresh_display()
+        elif first and ended and not self._view_seen:  # first shown ended: the view stays if a front end renders it
+            timer = threading.Timer(VIEW_WAIT_S, self._drop_unseen_view)
+            timer.daemon = True
+            timer.start()
+
+    def _drop_unseen_view(self) -> None:
+        """No front end rendered the view of an output first shown after the build ended (nbclient, nbconvert
+        --execute): the static rendering alone, as for a build that ended while shown."""
+        if not self._view_seen:
             self._refresh_display()
 
     def _on_build_end(self, _build: object) -> None:

@@ -495,3 +495,25 @@ def test_a_gpu_shaped_replay_keeps_where_the_build_is_in_view(lab: Lab) -> None:
     wait_final(root, "succeeded")
     expect(path).to_be_hidden()
     lab.screenshot("gpu-replay-end", root)
+
+
+def test_a_replay_that_ended_before_its_cell_is_shown_as_the_widget(lab: Lab) -> None:
+    """Eighth newcomer trial: ``BuildWidget.from_events(...).start()`` replays at once, so the build had ended
+    when the cell displayed it; the output dropped the widget view before any front end could render one (the
+    static rendering alone). The first display keeps the view; it goes only when no front end renders it."""
+    lab.open(
+        [
+            "from trt_widget import BuildWidget\n"
+            "from trt_widget.runners import gpu_shaped_events\n"
+            "w = BuildWidget.from_events(list(gpu_shaped_events(measurements=20, seconds=0.2))).start()\n"
+            "w.wait()\n"
+            "w\n"
+        ]
+    )
+    lab.run_cell(0)
+    root = widget(lab)
+    wait_final(root, "succeeded")
+    lab.page.wait_for_timeout(7_000)  # past VIEW_WAIT_S: a front end that rendered the view keeps it
+    expect(root).to_be_visible()
+    expect(root).to_have_attribute("data-status", "succeeded")
+    lab.screenshot("replay-ended-before-shown", root)

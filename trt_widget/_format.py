@@ -53,6 +53,18 @@ def escape_json(text: str) -> str:
     return _UNSAFE.sub(_json_escape_one, text) if _UNSAFE.search(text) else text
 
 
+_TERMINAL_SEQUENCE = re.compile(
+    r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])"
+)  # colours, titles
+
+
+def plain_output_line(line: bytes) -> str:
+    """One line of a command's output as a view of ours shows it: colours and other terminal sequences dropped,
+    a line rewritten with ``\r`` (a progress bar) at its last state, tabs expanded, every other control escaped."""
+    text = line.decode("utf-8", "replace").rstrip("\r\n")
+    return escape_controls(_TERMINAL_SEQUENCE.sub("", text).rsplit("\r", 1)[-1].expandtabs())
+
+
 def escape_lines(text: str) -> str:
     """``escape_controls`` for each line of ``text``, keeping its line breaks (for multi-line output we made)."""
     return "\n".join(escape_controls(line) for line in text.split("\n"))

@@ -561,3 +561,23 @@ def test_a_run_notice_in_plain_mode_wraps_between_words_in_a_narrow_terminal(tmp
     summary = screen[screen.index("Summary") + 1 :]
     rows = summary[: next(i for i, line in enumerate(summary) if "slowest innermost phase" in line)]
     assert len(rows) > 2 and all(len(line) <= 60 and line.endswith("%") for line in rows), text  # fitted, whole
+
+
+def test_the_commands_coloured_and_tabbed_lines_read_as_in_the_widget_above_the_live_tree(
+    tmp_path: Path, small: Path
+) -> None:
+    """Eighth newcomer trial: under ``trt-widget run`` in a terminal, Polygraphy's coloured lines showed as
+    ``\\x1b[32m[I] done\\x1b[0m`` and its tabs as ``\\x09`` above the live tree. They read as the widget shows
+    them: colours dropped, tabs expanded; other control characters are still escaped."""
+    script = tmp_path / "build.py"
+    script.write_text(
+        "import sys\n"
+        "print('\\x1b[32m[I] Loading model\\tfrom here\\x1b[0m and a bell \\x07', flush=True)\n"
+        + SCRIPT.split("\n", 1)[1]
+    )
+    screen = tmux_screen(tmp_path, cli("--", sys.executable, str(script), str(small), "0"), env(), width=120)
+    text = "\n".join(screen)
+    shown = [line for line in screen if line.startswith("[I] Loading model")]
+    assert shown and shown[0].split("  ")[0] == "[I] Loading model", text  # the tab, expanded
+    assert "from here and a bell \\x07" in shown[0], text
+    assert "\\x1b" not in text and "\\x09" not in text and "ENGINE" in text, text

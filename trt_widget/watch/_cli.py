@@ -23,7 +23,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from .._format import escape_controls, escape_lines, fit_lines
+from .._format import escape_controls, escape_lines, fit_lines, plain_output_line
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -175,10 +175,11 @@ def _console() -> Console:
 
 
 def _print_above(console: Console, line: bytes, lock: threading.RLock) -> None:
-    """One line of the command's output, whole and escaped, above the live tree (rich redraws the tree)."""
+    """One line of the command's output above the live tree (rich redraws the tree), as the widget shows it:
+    whole, its colours dropped, tabs expanded, other control characters escaped."""
     from rich.text import Text
 
-    text = escape_controls(line.decode("utf-8", "replace").rstrip("\n"))
+    text = plain_output_line(line)
     with lock:
         console.print(Text(text), soft_wrap=True)
 

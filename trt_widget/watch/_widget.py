@@ -6,7 +6,6 @@ applies. One pump thread is the only writer of synced traits, as in the other wi
 from __future__ import annotations
 
 import json
-import re
 import threading
 import time
 from collections import deque
@@ -18,7 +17,7 @@ from typing import TYPE_CHECKING, TypedDict
 import anywidget
 import traitlets
 
-from .._format import escape_controls
+from .._format import plain_output_line
 from .._messages import rows_message
 from .._snapshot import ListRow, RowsEncoder, snapshot, traits
 from .._status import FINAL, IDLE, LIVE, log
@@ -50,7 +49,6 @@ class WatchState(TypedDict):
 
 OUTPUT_LINES = 200  # the command's output the widget keeps: its last lines
 OUTPUT_LINE_CHARS = 1000  # a longer line is cut (with "…"): the tail stays a few hundred KiB at most
-_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")  # colours, titles
 
 
 class OutputTail:
@@ -65,13 +63,13 @@ class OutputTail:
         self.on_change: Callable[[], None] | None = None
 
     def add(self, line: bytes) -> None:
-        text = _ANSI.sub("", line.decode("utf-8", "replace").rstrip("\r\n")).rsplit("\r", 1)[-1].expandtabs()
+        text = plain_output_line(line)
         if len(text) > OUTPUT_LINE_CHARS:
             text = text[:OUTPUT_LINE_CHARS] + "…"
         with self._lock:
             if len(self._lines) == self._lines.maxlen:
                 self.dropped += 1
-            self._lines.append(escape_controls(text))
+            self._lines.append(text)
         if self.on_change is not None:
             self.on_change()
 

@@ -33,7 +33,9 @@ def test_the_widget_copies_none_of_builds_methods() -> None:
     widget = vars(BuildWidget)
     # traits are the view's synced state; delegates call the build's own method
     assert copied(BuildWidget, CoreBuild) == CONSTRUCTORS
-    assert {name for name in widget if isinstance(widget[name], (Delegate, Chained, Attribute))} <= builds
+    fields = {name for name in vars(CoreBuild(models.deep_residual(2), history=False)) if not name.startswith("_")}
+    assert "reused_from" in fields  # a build's public fields (set in its constructor) are its API too
+    assert {name for name in widget if isinstance(widget[name], (Delegate, Chained, Attribute))} <= builds | fields
     assert inspect.isfunction(vars(BuildWidget)["to_json"])  # the widget's own: its state, not Build's
 
 

@@ -542,6 +542,7 @@ def test_build_widget_run_shows_the_commands_output_in_the_widget_escaped_and_bo
     short.close()
 
 
+@pytest.mark.rtx_long_step
 def test_a_run_notice_in_plain_mode_wraps_between_words_in_a_narrow_terminal(tmp_path: Path, long: Path) -> None:
     """Issue 39 (seventh trial, 1): with ``--plain`` in a terminal, the Ctrl-C notice went out as one long line the
     terminal broke mid-word; it is wrapped between words to the terminal's 60 columns."""

@@ -687,7 +687,10 @@ def _view(args: argparse.Namespace) -> int:
         events = builds[number - 1] if builds else []
         if count > 1:
             first = next((e for e in events if e["event"] == "build_start"), {})
-            print(f"Build {number} of {count} in this recording: {first.get('model', '?')}", flush=True)
+            from ._format import escape_controls
+
+            label = escape_controls(first.get("model", "?"))  # the recording's: outside text
+            print(f"Build {number} of {count} in this recording: {label}", flush=True)
         ok = _replay_one(Build.from_loaded_events(events, args.recording, speed=args.speed), args) and ok
         if count > 1 and number == picked[-1] and args.build is None:
             print(f"Replayed all {count} builds; --build N replays one alone.", flush=True)
@@ -708,7 +711,9 @@ def _replay_one(build: Build, args: argparse.Namespace) -> bool:
     if "replayed recording" not in build.status_detail and build.status != "cancelled":
         message = str(build.error or build.status_detail)
         if message != build.status_detail or not _one_place():  # else the view's last line said it
-            _stderr_line(f"trt-widget: error: {message}")
+            from ._format import escape_controls
+
+            _stderr_line(f"trt-widget: error: {escape_controls(message)}")  # a recording's text: one line
         return False
     return written
 

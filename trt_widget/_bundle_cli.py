@@ -7,7 +7,7 @@ import argparse
 import json
 import sys
 
-from ._format import say
+from ._format import escape_controls, say
 
 
 def bundle_arguments(parser: argparse.ArgumentParser) -> None:
@@ -95,7 +95,7 @@ def bundle_run(args: argparse.Namespace) -> int:
         except (OSError, ValueError) as exc:
             return fail(f"cannot write the bundle: {exc}")
     what = "the recorded build" if recording else "the build"
-    cause = f": {build.error}" if build.status == "failed" and build.error is not None else ""
+    cause = f": {escape_controls(build.error)}" if build.status == "failed" and build.error is not None else ""
     said = f"trt-widget bundle: bundle written to {written}; {what} {build.status}{cause}"
     say(said, sys.stderr)
     return 0

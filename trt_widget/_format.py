@@ -154,7 +154,7 @@ def fit_lines(text: str, stream: IO[str]) -> str:
         if len(line) <= width:
             lines.append(line)
             continue
-        indent = line[: len(line) - len(line.lstrip(" "))]
+        indent = line[: len(line) - len(line.lstrip(" "))][: min(8, width // 4)]  # outside text may lead with many
         wrapped = textwrap.wrap(
             _UNIT.sub(_GLUE, line), width=width, subsequent_indent=indent, break_on_hyphens=False, tabsize=1
         )

@@ -527,20 +527,20 @@ def _summed(build: Build) -> bool:
 def plain_summary(build: Build, width: int | None = None) -> list[str]:
     """The summary as plain lines; ``width``: a terminal's, which the table's rows fit (names shortened)."""
     if not _summed(build):
-        return [outcome(build)]
+        return [escape_controls(outcome(build))]
     rows = summary_rows(build)
     lines = ["", "Summary"] if rows else []
     elapsed = build.elapsed_s or 0.0
     names = 56 if width is None else max(16, min(56, width - 18))  # 18: the indent, time and share columns
     for depth, name, count, seconds in rows:
-        label = ("  " * depth + name + (f" x{count}" if count > 1 else ""))[:names]
+        label = ("  " * depth + escape_controls(name) + (f" x{count}" if count > 1 else ""))[:names]
         share = f"{100 * seconds / elapsed:3.0f}%" if elapsed > 0 else ""
         lines.append(f"  {label:<{names}} {fmt_s(seconds):>9} {share:>5}")
     leaf = slowest_leaf(build)
     if leaf is not None:
-        lines.append(f"  slowest innermost phase: {leaf['name']} ({fmt_s(leaf['duration_s'])})")
+        lines.append(f"  slowest innermost phase: {escape_controls(leaf['name'])} ({fmt_s(leaf['duration_s'])})")
     lines += engine_lines(build)
-    lines.append(outcome(build))
+    lines.append(escape_controls(outcome(build)))  # a recording's error text is outside text: one line
     return lines
 
 

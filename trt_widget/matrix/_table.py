@@ -169,7 +169,7 @@ def comparison(cells: Sequence[Cell]) -> Comparison:
     builds: list[ComparedBuild] = []
     same: dict[tuple[str, str], list[int]] = {}
     for cell in cells:
-        same.setdefault((cell.model, json.dumps(cell.options, sort_keys=True, default=repr)), []).append(cell.id)
+        same.setdefault((cell.model, _options_key(cell.options)), []).append(cell.id)
     twins = {i: [j for j in ids if j != i] for ids in same.values() for i in ids}
     for cell in cells:
         started = cell.build.status != "idle" and cell.build.started_building
@@ -415,3 +415,12 @@ def wrap_paragraphs(paragraphs: Sequence[str], width: int | None) -> str:
             text, width=max(width, 20), subsequent_indent="   ", break_on_hyphens=False, break_long_words=True
         ) or [""]
     return "\n".join(lines).replace(GLUE, " ")
+
+
+def _options_key(options: object) -> str:
+    """The options as one comparable string; options JSON cannot sort (a key that is not a string) count as
+    their own repr: such a build then has no twins, and nothing raises."""
+    try:
+        return json.dumps(options, sort_keys=True, default=repr)
+    except (TypeError, ValueError):
+        return repr(options)

@@ -97,15 +97,7 @@ def test_a_multi_build_recordings_model_label_reaches_the_terminal_escaped(
             if event.get("event") == "build_start":
                 changed["model"] = model
             lines.append(json.dumps(changed) + "\n")
-    rec = tmp_path / "two.jsonl"
-    rec.write_text("".join(lines), encoding="utf-8")
-    done = subprocess.run(
-        [sys.executable, "-m", "trt_widget", "view", str(rec), "--plain"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = _viewed(lines, tmp_path / "two.jsonl")
     assert "Build 2 of 2" in done.stdout, done.stdout + done.stderr
     assert "\x1b" not in done.stdout + done.stderr
     assert "\u202e" not in done.stdout + done.stderr
@@ -122,15 +114,19 @@ def test_a_recordings_phase_name_starts_no_line_of_its_own_in_the_plain_summary(
         if event.get("event") in ("phase_start", "phase_finish") and "name" in event:
             changed["name"] = name
         lines.append(json.dumps(changed) + "\n")
-    rec = tmp_path / "phases.jsonl"
+    done = _viewed(lines, tmp_path / "phases.jsonl")
+    assert "Summary" in done.stdout, done.stdout + done.stderr
+    assert "\x1b" not in done.stdout
+    assert not [line for line in done.stdout.splitlines() if line.startswith("FORGED")], done.stdout
+
+
+def _viewed(lines: list[str], rec: Path) -> subprocess.CompletedProcess[str]:
+    """``lines`` written as the recording ``rec``, then ``trt-widget view REC --plain`` of it."""
     rec.write_text("".join(lines), encoding="utf-8")
-    done = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-m", "trt_widget", "view", str(rec), "--plain"],
-        cwd=tmp_path,
+        cwd=rec.parent,
         capture_output=True,
         text=True,
         timeout=300,
     )
-    assert "Summary" in done.stdout, done.stdout + done.stderr
-    assert "\x1b" not in done.stdout
-    assert not [line for line in done.stdout.splitlines() if line.startswith("FORGED")], done.stdout

@@ -155,9 +155,16 @@ def test_the_command_line_starts_its_builder_before_importing_tensorrt() -> None
 
 def test_a_command_lines_worker_ends_with_its_one_build(monkeypatch: pytest.MonkeyPatch, small: bytes) -> None:
     monkeypatch.setattr(pool, "one_build", True)  # what `trt-widget build` sets for its process
+    released: list[Any] = []
+    release = pool.release
+    monkeypatch.setattr(
+        pool, "release", lambda worker, used=True: (used and released.append(worker), release(worker, used))
+    )
     build = Build(small, history=False).start()
     assert build.wait(120) == "succeeded", build.status_detail
     pid = build.child_pid
     assert pid is not None and pid not in pool.idle_pids()
-    assert psutil.Process(pid).wait(10) == 0  # it ended on its own (its pipe closed), not killed
+    (worker,) = [w for w in released if w.pid == pid]
+    # its own Popen: the pool may already have reaped it (a poll), where psutil would find no such process
+    assert worker.process.wait(10) == 0  # it ended on its own (its pipe closed), not killed
     shutdown_workers()  # nothing of it is left to reap

@@ -439,7 +439,7 @@ def comparison_paragraphs(cells: Sequence[Cell], baseline: int | None = None) ->
     nothing to compare. A number and its unit are joined by :data:`GLUE` (a no-break space) so that wrapping
     never parts them; names are escaped."""
     from .._format import escape_controls, fmt_bytes, fmt_s
-    from ..engine._delta import brief_delta, signed, signed_bytes
+    from ..engine import brief_delta, signed, signed_bytes
 
     data = comparison(cells)["builds"]
     if not data:

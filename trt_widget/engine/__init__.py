@@ -4,7 +4,7 @@ read from TensorRT's own words: the build log's layer record, the inspector's JS
 from ._cli import add_arguments as cli_arguments
 from ._cli import run as cli_inspect
 from ._collect import EngineLog, apply_report_event, engine_line, report_event, report_of
-from ._delta import delta_text, engine_brief, engine_delta
+from ._delta import brief_delta, delta_text, engine_brief, engine_delta, signed, signed_bytes
 from ._html import engine_html
 from ._layer import _MEMORY_WORDS as MEMORY_WORDS
 from ._layer import MAX_LAYERS, MEMORY_KEYS, EngineLayer, EngineTensor, display, tactic_hex
@@ -21,6 +21,7 @@ __all__ = [
     "EngineTensor",
     "LayerChange",
     "apply_report_event",
+    "brief_delta",
     "cli_arguments",
     "cli_inspect",
     "delta_text",
@@ -31,5 +32,7 @@ __all__ = [
     "engine_line",
     "report_event",
     "report_of",
+    "signed",
+    "signed_bytes",
     "tactic_hex",
 ]

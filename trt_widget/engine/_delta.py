@@ -49,29 +49,36 @@ def engine_delta(past: object, report: EngineReport) -> dict[str, JSON] | None:
     """This engine − the past one's brief: ``{"layers": ±n, "precision": {p: ±n}, "memory": {key: ±bytes}}``,
     only what changed (all zero/empty: the same engine by these measures); None where ``past`` is no readable
     brief (a record written before briefs were kept, or edited)."""
-    if not isinstance(past, Mapping):
+    return brief_delta(past, engine_brief(report))
+
+
+def brief_delta(past: object, now: object) -> dict[str, JSON] | None:
+    """:func:`engine_delta` between two briefs (:func:`engine_brief`'s form, e.g. two builds of a matrix); None
+    where either is no readable brief."""
+    if not isinstance(past, Mapping) or not isinstance(now, Mapping):
         return None
     layers, mix, memory = _int(past.get("layers")), _counts(past.get("precision_mix")), _counts(past.get("memory"))
-    if layers is None or mix is None or memory is None:
+    now_layers, now_mix = _int(now.get("layers")), _counts(now.get("precision_mix"))
+    if layers is None or mix is None or memory is None or now_layers is None or now_mix is None:
         return None
-    now = engine_brief(report)
-    now_mix = _counts(now["precision_mix"]) or {}
     precision = {k: d for k in dict.fromkeys([*now_mix, *mix]) if (d := now_mix.get(k, 0) - mix.get(k, 0))}
-    now_memory = _counts(now["memory"]) or {}
+    now_memory = _counts(now.get("memory")) or {}
     changed = {k: now_memory[k] - memory[k] for k in ENGINE_MEMORY if k in now_memory and k in memory}
     return {
-        "layers": report.total_layers - layers,
+        "layers": now_layers - layers,
         "precision": dict[str, JSON](precision),
         "memory": {k: v for k, v in changed.items() if v},
     }
 
 
-def _signed(delta: int) -> str:
+def signed(delta: int) -> str:
+    """``+2``, ``−10`` (a true minus sign, as everywhere the CLI and the widget show a change)."""
     return f"{delta:+,}".replace("-", "−")
 
 
-def _signed_bytes(delta: int) -> str:
-    return ("+" if delta > 0 else "−") + fmt_bytes(abs(delta))
+def signed_bytes(delta: int) -> str:
+    """``+1.0 MiB``, ``−340 B``."""
+    return ("+" if delta >= 0 else "−") + fmt_bytes(abs(delta))
 
 
 def delta_text(delta: Mapping[str, JSON]) -> str:
@@ -80,9 +87,9 @@ def delta_text(delta: Mapping[str, JSON]) -> str:
     parts: list[str] = []
     layers = _int(delta.get("layers")) or 0
     if layers:
-        parts.append(f"{_signed(layers)} layer{'s' if abs(layers) != 1 else ''}")
+        parts.append(f"{signed(layers)} layer{'s' if abs(layers) != 1 else ''}")
     precision = _counts(delta.get("precision")) or {}
-    parts += [f"{display(k, 20)} {_signed(v)}" for k, v in precision.items() if v]
+    parts += [f"{display(k, 20)} {signed(v)}" for k, v in precision.items() if v]
     memory = _counts(delta.get("memory")) or {}
-    parts += [f"{_MEMORY_WORDS[k]} {_signed_bytes(memory[k])}" for k in ENGINE_MEMORY if memory.get(k)]
+    parts += [f"{_MEMORY_WORDS[k]} {signed_bytes(memory[k])}" for k in ENGINE_MEMORY if memory.get(k)]
     return "Δ last build: " + (", ".join(parts) if parts else "same layer count, precisions and memory")

@@ -341,28 +341,30 @@ class MatrixView:
                 self._write(comparison)
 
     def _comparison(self, width: int | None) -> str:
-        """What differs between the variants (the widget's Comparison), wrapped to ``width``; "" unless two builds
-        succeeded (failed, cancelled and never-started builds have nothing to compare)."""
+        """What differs between the variants (the widget's Comparison), wrapped to ``width``; "" for a matrix of
+        one build; where no build succeeded, that there is nothing to compare (failed, cancelled and never-started
+        builds have no times to compare)."""
         from ._table import comparison_paragraphs, wrap_paragraphs
 
-        if sum(cell.build.status == "succeeded" for cell in self.matrix.cells) < 2:
+        if len(self.matrix.cells) < 2:
             return ""
         return wrap_paragraphs(comparison_paragraphs(self.matrix.cells), width)
 
     def _outcome(self, cell: Cell, *, said_below: bool = False) -> str:
         """What became of a build; ``said_below``: a failure's cause is left to the results table at the end."""
         from .._format import fmt_bytes, fmt_s
+        from ._table import elapsed
 
         build = cell.build
         if said_below and build.status == "failed" and build.error is not None:
-            return f"failed after {fmt_s(build.elapsed_s)} (the error is in the table at the end)"
+            return f"failed after {fmt_s(elapsed(build))} (the error is in the table at the end)"
         if build.status == "succeeded":
             where = f", written to {build.options.output}" if build.options.output else ""
-            return f"succeeded in {fmt_s(build.elapsed_s)}, engine {fmt_bytes(build.engine_size or 0)}{where}"
+            return f"succeeded in {fmt_s(elapsed(build))}, engine {fmt_bytes(build.engine_size or 0)}{where}"
         if build.status == "cancelled" and not build.started_building:  # no time: it never built
             return f"cancelled: {build.status_detail}"
         if build.status in ("failed", "cancelled"):
-            return f"{build.status} after {fmt_s(build.elapsed_s)}: {build.status_detail}"
+            return f"{build.status} after {fmt_s(elapsed(build))}: {build.status_detail}"
         return str(build.status)
 
     def _live_table(self) -> RenderableType:
@@ -380,6 +382,7 @@ class MatrixView:
 
         from .._format import fmt_bytes, fmt_s
         from .._terminal import BAR_STYLE
+        from ._table import elapsed, short_variants
 
         # a narrow terminal shortens the names (…), never the numbers: only the name columns are collapsible
         # (their Text does not wrap); the bar and phase columns are there only while they have something to show
@@ -389,7 +392,8 @@ class MatrixView:
         table = Table(box=None, padding=(0, 1), show_edge=False)
         table.add_column("#", justify="right", no_wrap=True)
         table.add_column(_name("model"))
-        table.add_column(_name("variant"))
+        table.add_column(_name("variant"))  # what tells the variants apart: "opt=3", not "optimizat…" in each row
+        variants = short_variants([cell.options for cell in self.matrix.cells])
         table.add_column("status", no_wrap=True)
         if noted:
             table.add_column(_name("current phase" if running else "detail"), max_width=40)
@@ -397,7 +401,7 @@ class MatrixView:
             table.add_column("", max_width=16)  # a bar as wide as there is room for, 4 at least
         table.add_column("elapsed", justify="right", no_wrap=True)
         table.add_column("engine", justify="right", no_wrap=True)
-        for cell in self.matrix.cells:
+        for cell, variant in zip(self.matrix.cells, variants, strict=True):
             build = cell.build
             phase = build.model.innermost_running() if build.status in ("running", "cancelling") else None
             bar: ProgressBar | str = ""
@@ -412,7 +416,7 @@ class MatrixView:
             cells: list[RenderableType] = [  # names are untrusted: plain Text (no markup), control characters escaped
                 str(cell.id),
                 _name(cell.model),
-                _name(cell.variant),
+                _name(variant),
                 Text(build.status, style=COLORS.get(build.status, "")),
             ]
             if noted:
@@ -421,7 +425,7 @@ class MatrixView:
                 cells.append(bar)
             cells += [
                 # a queued build's clock restarts when it builds: no time until then, none if it never built
-                fmt_s(build.elapsed_s) if build.started_building else "",
+                fmt_s(elapsed(build)) if build.started_building else "",
                 fmt_bytes(build.engine_size) if build.engine_size else "",
             ]
             table.add_row(*cells)

@@ -65,6 +65,20 @@ class _BuildArgs(TypedDict, total=False):
     resources: bool
 
 
+def _model_key(model: object, label: str) -> str:
+    """One short digest per model, of a file's real path, of bytes, else of the label (a ModelProto, a function):
+    the widget's state gets no path."""
+    import hashlib
+
+    if isinstance(model, (str, os.PathLike)):
+        key = b"file:" + os.fsencode(os.path.realpath(model))
+    elif isinstance(model, (bytes, bytearray, memoryview)):
+        key = b"bytes:" + bytes(model)
+    else:
+        key = b"label:" + label.encode("utf-8", "replace")
+    return hashlib.sha256(key).hexdigest()[:16]
+
+
 SLOT_POLL_S = 0.05  # how often a queued build looks at its Stop while waiting for a slot
 
 
@@ -77,6 +91,8 @@ class Cell:
     variant: str
     options: BuildOptionsDict
     build: Build
+    # which builds are of one model (the same file given twice has two labels): its comparison groups by it
+    same_model: str = ""
 
 
 class Slots:
@@ -248,7 +264,7 @@ class BuildMatrix:
                 merged: BuildOptionsDict = {**options, **variant_options}
                 cell_id = len(self.cells)
                 build = self._make_build(model, model_label, variant, merged)
-                self.cells.append(Cell(cell_id, model_label, variant, merged, build))
+                self.cells.append(Cell(cell_id, model_label, variant, merged, build, _model_key(model, model_label)))
         self.events: MatrixEvents | None = None
         if events is not None:
             from ._events import attach_matrix_events

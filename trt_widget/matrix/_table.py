@@ -45,9 +45,12 @@ class ComparedBuild(TypedDict):
 
     id: int
     model: str
+    group: str  # one string per model (its label can differ: the same file given twice); baselines group by it
     variant: str
     status: BuildStatus
     build_s: float | None  # None: never started (stopped while queued), no time to compare
+    # the build's whole time, start-up included: the number its row and its status line show ("cancelled after")
+    elapsed_s: float | None
     start_up_s: float  # the builder process's start-up this build waited for, left out of build_s
     # its builder process's first build: one-time costs inside its phases (fresh memory), unlike a warm build's
     cold_builder: bool
@@ -86,6 +89,23 @@ def variant_label(options: Mapping[str, object]) -> str:
     if not options:
         return "default"
     return ", ".join(f"{name}={value}" for name, value in options.items())
+
+
+SHORT_NAMES = {"optimization_level": "opt", "workspace": "ws", "precision": "prec"}  # where columns are few
+
+
+def short_variants(options: Sequence[Mapping[str, object]]) -> list[str]:
+    """Per variant only what tells it from the others (``opt=3``), for a narrow column where the whole label
+    (``optimization_level=3``) would be cut to the same prefix in every row; options all variants share are left
+    out. Variants that do not differ at all keep their whole (shortened) label."""
+    names = list(dict.fromkeys(k for o in options for k in o))
+    missing = object()
+    differ = [k for k in names if len({repr(o.get(k, missing)) for o in options}) > 1]
+    labels = []
+    for o in options:
+        kept = [k for k in (differ or names) if k in o]
+        labels.append(", ".join(f"{SHORT_NAMES.get(k, k)}={o[k]}" for k in kept) or "default")
+    return labels
 
 
 def _unique(labels: list[str]) -> list[str]:
@@ -136,6 +156,12 @@ def top_phases(build: Build, count: int = TOP_PHASES) -> dict[str, float]:
     return {name: round(seconds, 3) for name, seconds in best}
 
 
+def elapsed(build: Build) -> float:
+    """A build's elapsed seconds as every view of the matrix shows them (its row, its status line, the
+    comparison's "cancelled after"): rounded once here, so that one build has one number."""
+    return round(build.elapsed_s, 3)
+
+
 def result_row(cell: Cell) -> ResultRow:
     """One row of ``BuildMatrix.results()``."""
     build = cell.build
@@ -169,7 +195,7 @@ def comparison(cells: Sequence[Cell]) -> Comparison:
     builds: list[ComparedBuild] = []
     same: dict[tuple[str, str], list[int]] = {}
     for cell in cells:
-        same.setdefault((cell.model, _options_key(cell.options)), []).append(cell.id)
+        same.setdefault((cell.same_model or cell.model, _options_key(cell.options)), []).append(cell.id)
     twins = {i: [j for j in ids if j != i] for ids in same.values() for i in ids}
     for cell in cells:
         started = cell.build.status != "idle" and cell.build.started_building
@@ -179,9 +205,11 @@ def comparison(cells: Sequence[Cell]) -> Comparison:
             {
                 "id": cell.id,
                 "model": cell.model,
+                "group": cell.same_model or cell.model,
                 "variant": cell.variant,
                 "status": cell.build.status,
                 "build_s": round(max(cell.build.elapsed_s - start_up, 0.0), 4) if started else None,
+                "elapsed_s": elapsed(cell.build) if started else None,
                 "start_up_s": round(start_up, 4),
                 "cold_builder": cell.build.cold_builder,
                 "engine_size": cell.build.engine_size,
@@ -313,10 +341,14 @@ def _signed_s(seconds: float) -> str:
     return _glued(("+" if seconds >= 0 else "−") + fmt_s(abs(seconds)))
 
 
-def _signed_bytes(size: int) -> str:
-    from .._format import fmt_bytes
-
-    return _glued(("+" if size >= 0 else "−") + fmt_bytes(abs(size)))
+def _history_brief(brief: Mapping[str, JSON] | None) -> dict[str, JSON] | None:
+    """An engine report's brief (``EngineReport.brief``) in the form :func:`~trt_widget.engine.brief_delta` reads
+    (a history record's): its layer count is TensorRT's total."""
+    if brief is None:
+        return None
+    return {k: brief.get(v) for k, v in (("layers", "total_layers"), ("precision_mix", "precision_mix"))} | {
+        "memory": brief.get("memory")
+    }
 
 
 def _mix(brief: Mapping[str, JSON] | None) -> dict[str, int]:
@@ -326,69 +358,151 @@ def _mix(brief: Mapping[str, JSON] | None) -> dict[str, int]:
     return {str(k): v for k, v in mix.items() if isinstance(v, int) and not isinstance(v, bool)}
 
 
+def cold_mixed(data: Sequence[ComparedBuild]) -> bool:
+    """Whether some started builds were their builder process's first and some were not (then a cold build's
+    times hold one-time costs the others do not: it is no default baseline, and no twin)."""
+    started = [b for b in data if b["build_s"] is not None]
+    return any(b["cold_builder"] for b in started) and not all(b["cold_builder"] for b in started)
+
+
+def baselines(data: Sequence[ComparedBuild], chosen: int | None = None) -> dict[str, ComparedBuild]:
+    """Per model (its ``group``), the build its other builds are compared with (two models' engines are no change of one
+    another): ``chosen`` for its own model; else the model's first build that succeeded, on a warm builder
+    process where some were cold. A model none of whose builds succeeded has none."""
+    mixed = cold_mixed(data)
+    out: dict[str, ComparedBuild] = {}
+    picked = next((b for b in data if b["id"] == chosen), None)
+    if picked is not None:
+        out[picked["group"]] = picked
+    for model in dict.fromkeys(b["group"] for b in data):
+        done = [b for b in data if b["group"] == model and b["status"] == "succeeded"]
+        base = next((b for b in done if not (mixed and b["cold_builder"])), None) or (done[0] if done else None)
+        if base is not None:
+            out.setdefault(model, base)
+    return out
+
+
+def twin_spread(data: Sequence[ComparedBuild]) -> str:
+    """What identical builds (the same model and options, warm alike) differed by: the run-to-run variation of
+    this run, which a difference between variants must exceed to say anything; "" without two such builds. The
+    widget's Comparison says the same (js/src/matrix/compare.js ``twinSpread``)."""
+    from .._format import escape_controls, fmt_s
+
+    mixed = cold_mixed(data)
+    by_id = {b["id"]: b for b in data}
+
+    def timed(b: ComparedBuild) -> bool:
+        return b["status"] == "succeeded" and b["build_s"] is not None and not (mixed and b["cold_builder"])
+
+    widest: tuple[float, float, list[ComparedBuild]] | None = None
+    for b in data:
+        if not timed(b):
+            continue
+        group = [b, *(t for i in b["twins"] if (t := by_id.get(i)) is not None and timed(t))]
+        times = [g["build_s"] or 0.0 for g in group]
+        if len(group) >= 2 and (widest is None or max(times) - min(times) > widest[0]):
+            widest = (max(times) - min(times), min(times), group)
+    if widest is None:
+        return ""
+    spread, low, group = widest
+    names = ", ".join(escape_controls(g["variant"]) for g in group)
+    share = f" ({round(100 * spread / low)}{GLUE}%)" if low > 0 else ""
+    return (
+        f"Builds of the same model with the same options ({names}) differed by up to {_glued(fmt_s(spread))}{share}: "
+        "run-to-run variation here, which a difference between variants must exceed to say anything about them."
+    )
+
+
+def nothing_to_compare(data: Sequence[ComparedBuild]) -> str:
+    """Why there is no comparison ("" where there is one): no build succeeded (failed, cancelled and never started
+    builds have no times to compare, and none is a baseline). The widget says the same (``nothingToCompare``)."""
+    if len(data) < 2 or any(b["status"] == "succeeded" for b in data):
+        return ""
+    return "Nothing to compare: no build succeeded."
+
+
+def ended_after(b: ComparedBuild) -> str:
+    """``cancelled after 6.62 s``: a build that ended without an engine, timed as its row and status line are
+    (start-up included), so that one build has one number."""
+    from .._format import fmt_s
+
+    return f"{b['status']} after {fmt_s(b['elapsed_s'] if b['elapsed_s'] is not None else b['build_s'])}"
+
+
 def comparison_paragraphs(cells: Sequence[Cell], baseline: int | None = None) -> list[str]:
     """The matrix's comparison as text paragraphs, as the widget's Comparison shows it: per build its build time
-    (no start-up) and start-up, engine size, layers and precisions, each against the baseline (default: the first
-    build that succeeded, on a warm builder process where some were cold), and its largest phase differences; a
-    failed or cancelled build is "not compared" (no differences would read as a match); a cold builder process's
-    build is marked, as in the widget. A number and its unit are joined by :data:`GLUE` (a no-break space) so
-    that wrapping never parts them; names are escaped."""
+    (no start-up) and start-up, engine size, layers and precisions, each against its model's baseline (the one
+    chosen, else the model's first build that succeeded, on a warm builder process where some were cold: two
+    models' engines are no change of one another), and its largest phase differences; a failed or cancelled
+    build is "not compared" (no differences would read as a match); a cold builder process's build is marked,
+    and what identical builds differed by is said, as in the widget. Where no build succeeded, that there is
+    nothing to compare. A number and its unit are joined by :data:`GLUE` (a no-break space) so that wrapping
+    never parts them; names are escaped."""
     from .._format import escape_controls, fmt_bytes, fmt_s
+    from ..engine import brief_delta, signed, signed_bytes
 
     data = comparison(cells)["builds"]
     if not data:
         return []
-    started = [b for b in data if b["build_s"] is not None]
-    mixed = any(b["cold_builder"] for b in started) and not all(b["cold_builder"] for b in started)
-    done = [b for b in data if b["status"] == "succeeded"]
-    # by default a warm build is the baseline: against a cold first build every other variant looks faster
-    base = (
-        next((b for b in data if b["id"] == baseline), None)
-        or next((b for b in done if not (mixed and b["cold_builder"])), None)
-        or (done[0] if done else data[0])
-    )
-    rows = {int(str(r["build"])): r for r in _compare_rows(data, base["id"])}
+    nothing = nothing_to_compare(data)
+    if nothing:
+        return [nothing]
+    mixed = cold_mixed(data)
+    bases = baselines(data, baseline)
+    rows = {m: {int(str(r["build"])): r for r in _compare_rows(data, b["id"])} for m, b in bases.items()}
     name = escape_controls
-    out = [f"Comparison against #{base['id']} {name(base['model'])} [{name(base['variant'])}]:"]
-    base_brief = base["engine"]
+
+    def label(b: ComparedBuild) -> str:
+        return f"#{b['id']} {name(b['model'])} [{name(b['variant'])}]"
+
+    if len(bases) == 1:
+        out = [f"Comparison against {label(next(iter(bases.values())))}:"]
+    else:  # several models: each against a build of its own
+        out = ["Comparison, each build against a build of its own model: " + "; ".join(map(label, bases.values()))]
     for b in data:
-        head = f"#{b['id']} {name(b['model'])} [{name(b['variant'])}]"
+        head = label(b)
+        base = bases.get(b["group"])
         if b["build_s"] is None:
             out.append(f"{head}: {b['status']}, never started (not compared)")
             continue
         if b["status"] in UNFINISHED:
-            out.append(f"{head}: {b['status']} after {_glued(fmt_s(b['build_s']))} (not{GLUE}compared)")
+            out.append(f"{head}: {_glued(ended_after(b))} (not{GLUE}compared)")
+            continue
+        if base is None:  # the baseline chosen for its model did not succeed
+            out.append(f"{head}: build time (no{GLUE}start-up) {_glued(fmt_s(b['build_s']))} (not{GLUE}compared)")
             continue
         same = b["id"] == base["id"]
-        row = rows[b["id"]]
+        row = rows[b["group"]][b["id"]]
+        compared = not same and bool(row["compared"])
         parts = [f"build time (no{GLUE}start-up) {_glued(fmt_s(b['build_s']))}"]
         d_time = row["d_build_s"]
-        if not same and isinstance(d_time, (int, float)):
+        if compared and isinstance(d_time, (int, float)):
             parts[-1] += f" ({_signed_s(d_time)})"
         parts.append(f"start-up {_glued(fmt_s(b['start_up_s']))}")
         if b["engine_size"]:
             parts.append(f"engine {_glued(fmt_bytes(b['engine_size']))}")
             d_size = row["d_engine_bytes"]
-            if not same and isinstance(d_size, int):
-                parts[-1] += f" ({_signed_bytes(d_size)})" if d_size else " (same)"
+            if compared and isinstance(d_size, int):
+                parts[-1] += f" ({_glued(signed_bytes(d_size))})" if d_size else " (same)"
         brief = b["engine"]
+        delta = brief_delta(_history_brief(base["engine"]), _history_brief(brief)) if compared else None
         layers = brief.get("total_layers") if brief is not None else None
         if isinstance(layers, int):
-            base_layers = base_brief.get("total_layers") if base_brief is not None else None
-            d_layers = layers - base_layers if isinstance(base_layers, int) and not same else None
-            parts.append(f"layers {layers}" + (f" ({d_layers:+d})" if d_layers else " (same)" if d_layers == 0 else ""))
-        mix, base_mix = _mix(brief), _mix(base_brief)
+            d_layers = delta.get("layers") if delta is not None else None
+            said = f" ({signed(d_layers)})" if isinstance(d_layers, int) and d_layers else ""
+            parts.append(f"layers {layers}" + (said or (" (same)" if delta is not None else "")))
+        mix = _mix(brief)
         if mix:
             said = ", ".join(f"{name(k)}{GLUE}{v}" for k, v in mix.items())
-            if not same and base_mix:
-                changes = {k: mix.get(k, 0) - base_mix.get(k, 0) for k in {**base_mix, **mix}}
-                moved = [f"{name(k)}{GLUE}{d:+d}" for k, d in changes.items() if d]
-                said += f" ({', '.join(moved)})" if moved else " (same)"
+            moved = delta.get("precision") if delta is not None else None
+            if isinstance(moved, dict):
+                changes = [f"{name(k)}{GLUE}{signed(d)}" for k, d in moved.items() if isinstance(d, int)]
+                said += f" ({', '.join(changes)})" if changes else " (same)"
             parts.append(f"precisions {said}")
         text = f"{head}: {'baseline; ' if same else ''}" + ", ".join(parts)
         if mixed and b["cold_builder"]:
             text += f"; {FIRST_BUILD}"
-        if not same:
+        if compared:
             diffs = sorted(
                 ((str(k)[2:], v) for k, v in row.items() if k.startswith("d ") and isinstance(v, (int, float))),
                 key=lambda kv: -abs(kv[1]),
@@ -397,7 +511,9 @@ def comparison_paragraphs(cells: Sequence[Cell], baseline: int | None = None) ->
             if shown:
                 text += "; largest phase differences: " + ", ".join(shown)
         out.append(text)
-    out.append(EXCLUDED + (f' Rows marked "{FIRST_BUILD}": {FIRST_WHY}.' if mixed else ""))
+    noise = twin_spread(data)
+    cold = f' Rows marked "{FIRST_BUILD}": {FIRST_WHY}.' if mixed else ""
+    out.append(EXCLUDED + cold + (f" {noise}" if noise else ""))
     return out
 
 

@@ -25,7 +25,7 @@ from .._messages import rows_message
 from .._snapshot import ListRow, RowsEncoder, snapshot, traits
 from .._status import FINAL, IDLE
 from .._status import log as _log
-from ._table import result_row
+from ._table import elapsed, result_row
 
 if TYPE_CHECKING:
     from .._phases import Phase
@@ -59,7 +59,7 @@ def build_row(cell: Cell) -> MatrixRow:
         "variant": cell.variant,
         "status": build.status,
         "detail": build.waiting_for if build.status == "queued" else build.status_detail,
-        "elapsed_s": round(build.elapsed_s, 3),
+        "elapsed_s": elapsed(build),
         "engine_size": build.engine_size or 0,
         "error": str(error).splitlines()[0] if error is not None and build.status == "failed" else "",
         "phase": {"name": phase.name, "step": phase.step, "num_steps": phase.num_steps} if phase else None,

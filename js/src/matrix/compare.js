@@ -6,10 +6,12 @@ import { h } from "../shared/dom.js";
 import { escapeControls, fmtBytes, fmtDelta, fmtDuration, num, str } from "../shared/format.js";
 
 /**
- * @typedef {{id: number, model: string, variant: string, status: string, build_s: number | null, start_up_s: number,
- *   cold_builder: boolean, engine_size: number | null, phases: Record<string, number>, twins: number[]}} Compared
+ * @typedef {{id: number, model: string, group: string, variant: string, status: string, build_s: number | null,
+ *   elapsed_s: number | null, start_up_s: number, cold_builder: boolean, engine_size: number | null,
+ *   phases: Record<string, number>, twins: number[]}} Compared
  *   build_s leaves out start_up_s, the builder process's start-up (a row's elapsed time includes it); null: the
- *   build never started (stopped while queued), so it has no time and no differences. cold_builder: its builder
+ *   build never started (stopped while queued), so it has no time and no differences. elapsed_s: its whole time,
+ *   as its row shows it (a failed or cancelled build's "after" says that one number). cold_builder: its builder
  *   process had built nothing yet or had given its memory back while idle: its phases hold one-time costs
  *   twins: the other builds of the same model with the same options (what they differ by is run-to-run variation)
  */
@@ -30,9 +32,11 @@ export function readComparison(value) {
     out.push({
       id: b.id,
       model: str(b.model),
+      group: typeof b.group === "string" ? b.group : str(b.model), // one per model: baselines group by it
       variant: str(b.variant),
       status: str(b.status),
       build_s: typeof b.build_s === "number" ? num(b.build_s) : null,
+      elapsed_s: typeof b.elapsed_s === "number" ? num(b.elapsed_s) : null,
       start_up_s: num(b.start_up_s),
       cold_builder: b.cold_builder === true,
       engine_size: typeof b.engine_size === "number" ? b.engine_size : null,
@@ -67,13 +71,15 @@ const UNFINISHED = ["failed", "cancelled"];
 
 /**
  * @param {Compared} b
- * @param {Compared} base
+ * @param {Compared | undefined} model the baseline of b's model (none: no build of that model succeeded)
  * @param {number} longest
  * @param {boolean} mixed some compared builds were their builder process's first and some were not
  * @returns {HTMLTableRowElement}
  */
-function compareRow(b, base, longest, mixed) {
-  const tr = h("tr", b.id === base.id ? "trtw-mx-base" : "", { "data-build": String(b.id) });
+function compareRow(b, model, longest, mixed) {
+  const base = model ?? b;
+  const same = model !== undefined && b.id === model.id;
+  const tr = h("tr", same ? "trtw-mx-base" : "", { "data-build": String(b.id) });
   const time = h("td", "trtw-mono");
   const bar = h("div", "trtw-mx-timebar");
   bar.style.width = `${Math.round((100 * (b.build_s ?? 0)) / longest)}%`;
@@ -84,15 +90,18 @@ function compareRow(b, base, longest, mixed) {
     b.build_s === null
       ? "never started"
       : ended
-        ? `${b.status} after ${fmtDuration(b.build_s)}`
+        ? `${b.status} after ${fmtDuration(b.elapsed_s ?? b.build_s)}`
         : fmtDuration(b.build_s);
   time.append(timeText, bar);
-  const same = b.id === base.id;
   // one that never started, failed or was cancelled has nothing to compare
   const both =
-    b.build_s !== null && base.build_s !== null && !UNFINISHED.includes(b.status) && !UNFINISHED.includes(base.status);
+    model !== undefined &&
+    b.build_s !== null &&
+    base.build_s !== null &&
+    !UNFINISHED.includes(b.status) &&
+    !UNFINISHED.includes(base.status);
   const dSize = b.engine_size !== null && base.engine_size !== null ? b.engine_size - base.engine_size : null;
-  const sizeDelta = dSize === null || same ? "" : `${dSize >= 0 ? "+" : "\u2212"}${fmtBytes(Math.abs(dSize))}`;
+  const sizeDelta = dSize === null || same || !both ? "" : `${dSize >= 0 ? "+" : "\u2212"}${fmtBytes(Math.abs(dSize))}`;
   const diffs = same
     ? "baseline"
     : !both
@@ -153,12 +162,17 @@ const FIRST_WHY =
 export function renderComparison(container, builds, baselineId, onBaseline) {
   container.replaceChildren();
   if (builds.length === 0) return null;
-  const done = builds.filter((b) => b.status === "succeeded");
+  const nothing = nothingToCompare(builds);
+  if (nothing) {
+    const note = h("div", "trtw-detail trtw-mx-compare-note");
+    note.textContent = nothing; // no build's times to compare: no baseline, no table (issue 39, eighth trial)
+    container.append(note);
+    return null;
+  }
   const started = builds.filter((b) => b.build_s !== null);
   const mixed = started.some((b) => b.cold_builder) && started.some((b) => !b.cold_builder);
-  // by default a warm build is the baseline: against a cold first build every other variant looks faster
-  const base =
-    builds.find((b) => b.id === baselineId) || done.find((b) => !mixed || !b.cold_builder) || done[0] || builds[0];
+  const bases = baselines(builds, baselineId, mixed);
+  const base = builds.find((b) => b.id === baselineId) || [...bases.values()][0] || builds[0];
   const head = h("div", "trtw-mx-compare-head");
   const title = h("span", "trtw-mx-title");
   title.textContent = "Comparison";
@@ -194,14 +208,54 @@ export function renderComparison(container, builds, baselineId, onBaseline) {
   }
   table.append(hr);
   const longest = Math.max(...builds.map((b) => b.build_s ?? 0), 1e-9);
-  for (const b of builds) table.append(compareRow(b, base, longest, mixed));
+  for (const b of builds) table.append(compareRow(b, bases.get(b.group), longest, mixed));
   const note = h("div", "trtw-detail trtw-mx-compare-note");
   const firsts = builds.filter((b) => mixed && b.cold_builder && b.build_s !== null);
   const noise = twinSpread(builds, mixed);
   const cold = firsts.length ? ` Rows marked "${FIRST_BUILD}": ${FIRST_WHY}.` : "";
-  note.textContent = `${EXCLUDED}.${cold}${noise ? ` ${noise}` : ""}`;
+  const models = bases.size > 1 ? ` ${EACH_MODEL}` : "";
+  note.textContent = `${EXCLUDED}.${models}${cold}${noise ? ` ${noise}` : ""}`;
   container.append(head, table, note);
   return base.id;
+}
+
+// two models' engines are no change of one another: each build is compared with a build of its own model
+const EACH_MODEL =
+  "Each build is compared with the baseline of its own model (the one picked for its model, else its model's " +
+  "first build that succeeded): two models' engines are no change of one another.";
+
+/**
+ * Per model, the build its other builds are compared with: the one picked (for its own model), else the model's
+ * first build that succeeded, on a warm builder process where some were cold. A model none of whose builds
+ * succeeded has none. As trt_widget/matrix/_table.py ``baselines``.
+ * @param {Compared[]} builds
+ * @param {number | null} baselineId
+ * @param {boolean} mixed
+ * @returns {Map<string, Compared>}
+ */
+export function baselines(builds, baselineId, mixed) {
+  /** @type {Map<string, Compared>} */
+  const out = new Map();
+  const picked = builds.find((b) => b.id === baselineId);
+  if (picked) out.set(picked.group, picked);
+  for (const model of new Set(builds.map((b) => b.group))) {
+    if (out.has(model)) continue;
+    const done = builds.filter((b) => b.group === model && b.status === "succeeded");
+    const base = done.find((b) => !mixed || !b.cold_builder) || done[0];
+    if (base) out.set(model, base);
+  }
+  return out;
+}
+
+/**
+ * Why there is no comparison ("" where there is one): no build succeeded (failed, cancelled and never started
+ * builds have no times to compare, and none is a baseline). As trt_widget/matrix/_table.py ``nothing_to_compare``.
+ * @param {Compared[]} builds
+ * @returns {string}
+ */
+export function nothingToCompare(builds) {
+  if (builds.length < 2 || builds.some((b) => b.status === "succeeded")) return "";
+  return "Nothing to compare: no build succeeded.";
 }
 
 /**

@@ -23,8 +23,8 @@ import { BuildModelAdaptor, parse, readRows } from "./data.js";
  *   phase: {name, step, num_steps} | null, can_force, started}, ...]
  * @property {number[]} expanded build ids whose phase tree is shown
  * @property {string} details_json {"<id>": the BuildWidget traits of that build}
- * @property {string} comparison_json "" until every build ended, then {builds: [{id, model, variant, status,
- *   build_s, engine_size, phases: {name: seconds}}]}
+ * @property {string} comparison_json "" until every build ended, then {builds: [{id, model, group, variant, status,
+ *   build_s, elapsed_s, engine_size, phases: {name: seconds}, twins}]} (compare.js reads it)
  * @property {string} [title] replaces "Build matrix — N builds" (a watch: "Watching fn() — N builds")
  * @property {string} [note] a line under the header (a watch: which Stop applies, the stop notice)
  * @property {string} [variant_label] the "variant" column's heading (a watch: "call", the TensorRT method)

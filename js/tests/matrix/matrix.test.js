@@ -405,3 +405,53 @@ describe("a failed build in the comparison (issue 39, sixth trial 1)", () => {
     expect(container.querySelector('tr[data-build="1"]').textContent).toContain("not compared");
   });
 });
+
+describe("the comparison of two models and of builds none of which succeeded (issue 39, eighth trial)", () => {
+  const ok = { status: "succeeded", start_up_s: 0, cold_builder: false, engine_size: 1000, twins: [] };
+  it("compares each build with a build of its own model, never with the other model's", async () => {
+    const { renderComparison } = await import("../../src/matrix/compare.js");
+    const data = readComparison([
+      { ...ok, id: 0, model: "a.onnx", variant: "opt=0", build_s: 1.0, engine_size: 2000, phases: { X: 0.9 } },
+      { ...ok, id: 1, model: "a.onnx", variant: "opt=3", build_s: 1.5, engine_size: 2000, phases: { X: 1.4 } },
+      { ...ok, id: 2, model: "b.onnx", variant: "opt=0", build_s: 0.2, engine_size: 500, phases: { X: 0.1 } },
+      { ...ok, id: 3, model: "b.onnx", variant: "opt=3", build_s: 0.3, engine_size: 500, phases: { X: 0.2 } },
+    ]);
+    const container = document.createElement("div");
+    expect(renderComparison(container, data, 0, () => undefined)).toBe(0);
+    const text = (/** @type {number} */ id) => container.querySelector(`tr[data-build="${id}"]`).textContent;
+    expect(text(2)).toContain("baseline"); // b.onnx's own baseline, not a −1.5 KiB change of a.onnx's engine
+    expect(text(2)).not.toMatch(/\u2212|\+/);
+    expect(text(3)).toContain("+100 ms");
+    expect(text(3)).not.toContain("\u2212"); // against #0 it was "−700 ms", "−1.5 KiB"
+    expect(text(1)).toContain("+500 ms");
+    expect(container.querySelector(".trtw-mx-compare-note").textContent).toContain("baseline of its own model");
+    // the baseline picked for b.onnx leaves a.onnx's where it was
+    renderComparison(container, data, 3, () => undefined);
+    expect(text(0)).toContain("baseline");
+    expect(text(2)).toContain("\u2212100 ms");
+  });
+
+  it("says there is nothing to compare when no build succeeded", async () => {
+    const { renderComparison } = await import("../../src/matrix/compare.js");
+    const data = readComparison([
+      { ...ok, id: 0, model: "m", variant: "A", status: "cancelled", build_s: 6.54, elapsed_s: 6.62, phases: {} },
+      { ...ok, id: 1, model: "m", variant: "B", status: "cancelled", build_s: null, elapsed_s: null, phases: {} },
+    ]);
+    const container = document.createElement("div");
+    expect(renderComparison(container, data, null, () => undefined)).toBeNull();
+    expect(container.textContent).toBe("Nothing to compare: no build succeeded.");
+    expect(container.querySelector("tr")).toBeNull(); // no "baseline", no "no differences"
+  });
+
+  it("says a cancelled build's time as its row does: elapsed, start-up included", async () => {
+    const { renderComparison } = await import("../../src/matrix/compare.js");
+    const data = readComparison([
+      { ...ok, id: 0, model: "m", variant: "A", build_s: 1.0, phases: {} },
+      { ...ok, id: 1, model: "m", variant: "B", build_s: 1.1, phases: {} },
+      { ...ok, id: 2, model: "m", variant: "C", status: "cancelled", build_s: 6.54, elapsed_s: 6.62, phases: {} },
+    ]);
+    const container = document.createElement("div");
+    renderComparison(container, data, null, () => undefined);
+    expect(container.querySelector('tr[data-build="2"]').textContent).toContain("cancelled after 6.6 s"); // 6.62 s: not 6.54 s (6.5 s), its time without start-up
+  });
+});

@@ -36,6 +36,7 @@ from typing import IO, TYPE_CHECKING
 from .._build import Build
 from .._engine import ModelSource
 from .._errors import BuildCancelled, BuildError
+from .._json import json_int
 from .._leftovers import private_dir, remove_private_dir
 from .._python import hold_standard_fds, parent_path, python_command
 from .._status import LIVE, log
@@ -132,7 +133,7 @@ class RelayRunner:
                 status = event.get("status")
                 if status == "succeeded":
                     size = event.get("engine_bytes")
-                    if isinstance(size, int) and not isinstance(size, bool) and size >= 0:
+                    if json_int(size) and size >= 0:
                         ctx.on_engine_size(size)
                     return b""
                 if status == "cancelled":

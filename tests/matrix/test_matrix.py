@@ -86,18 +86,26 @@ def test_identical_variants_the_comparison_marks_a_cold_builder_process(monkeypa
     The comparison says which builds those were (the builder process says so itself); times are not asserted."""
     from trt_widget import _pool
 
-    _pool.shutdown_workers()  # no used worker is idle: the matrix's first build gets a fresh builder process
-    # the builder processes started now keep their heap, however slowly this machine starts the next build
-    monkeypatch.setattr(_pool, "TRIM_IDLE_S", 3600.0)
+    # no used worker is idle: the matrix's first build gets a fresh builder process, which keeps its heap however
+    # slowly this machine starts the next build
+    _fresh_builders(monkeypatch, 3600.0)
     try:
         _cold_builders_marked(monkeypatch)
     finally:
         _pool.shutdown_workers()  # none of this test's builder processes serves the next test
 
 
-def _cold_builders_marked(monkeypatch: pytest.MonkeyPatch) -> None:
+def _fresh_builders(monkeypatch: pytest.MonkeyPatch, trim_idle_s: float) -> None:
+    """The builder processes started from now on give their heap back after ``trim_idle_s`` s idle; none started
+    before serves a build (one being started now, with the old value, is ended too)."""
     from trt_widget import _pool
 
+    monkeypatch.setattr(_pool, "TRIM_IDLE_S", trim_idle_s)
+    _pool.pool._spawner.submit(lambda: None).result()  # a start in flight has ended (its worker idle)
+    _pool.shutdown_workers()
+
+
+def _cold_builders_marked(monkeypatch: pytest.MonkeyPatch) -> None:
     same: BuildOptionsDict = {"optimization_level": 3}
     matrix = BuildMatrix(models.deep_residual(3), variants={"a": same, "b": same, "c": same}).start()
     assert matrix.wait(180) == "done"
@@ -118,8 +126,7 @@ def _cold_builders_marked(monkeypatch: pytest.MonkeyPatch) -> None:
     # a builder process that gives its heap back whenever it finds no job waiting (once its build ended, before the
     # next is sent): its next build on that heap is cold again, as it says; a few tries, in case this loaded machine
     # sent the next job before the process had looked
-    _pool.shutdown_workers()
-    monkeypatch.setattr(_pool, "TRIM_IDLE_S", 0.0)
+    _fresh_builders(monkeypatch, 0.0)
     first = Build(models.deep_residual(3), history=False).start()
     assert first.wait(180) == "succeeded" and first.cold_builder  # its first build
     later: list[Build] = []

@@ -16,6 +16,7 @@ from typing import Any, cast
 import jsonschema
 import pytest
 from fixture_types import WaitUntil
+from forking import start_forked
 
 from trt_widget import _event_sinks, _events
 from trt_widget._build import Build
@@ -568,7 +569,7 @@ def test_a_forked_childs_flush_does_not_wait_for_the_parents_writer_thread() -> 
     build.start()
     child = multiprocessing.get_context("fork").Process(target=_flush_in_child, args=(stream,))
     try:
-        child.start()
+        start_forked(child)
         child.join(30)  # at once when fixed; the whole 60 s before
         assert child.exitcode == 0, "the child waited for its parent's writer thread"
     finally:

@@ -19,16 +19,26 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable
+from typing import NamedTuple
+
+from ._fork import PerProcess
 
 _swept: set[tuple[str, str]] = set()
-_lock = threading.Lock()
+_lock = PerProcess(threading.Lock)  # a forked child's own: the parent's may have been held by a thread it lacks
 LOCK_NAME = ".trt_widget.lock"  # in each private directory, flocked by its maker while it lives
-# the lock files this process holds, by directory: open (O_CLOEXEC: a command it starts does not hold them; a
-# forked child does, sharing the lock, so the directory of a parent that died stays while its forked children live)
-_held: dict[str, int] = {}
-# the directories made here, by path: the pid of the process that made them (a forked child inherits this; the
-# parent's directories are the parent's to remove, never its child's as it ends)
-_made: dict[str, int] = {}
+
+
+class _Made(NamedTuple):
+    """A directory made here: by which process (a forked child inherits this map; the parent's directories are
+    the parent's to remove, never its child's as it ends) and its lock file, held open (None: no lock there).
+    O_CLOEXEC: a command the maker starts does not hold the lock; a forked child does, sharing it, so the directory
+    of a parent that died stays while its forked children live."""
+
+    pid: int
+    lock_fd: int | None
+
+
+_made: dict[str, _Made] = {}  # by path
 
 
 class UnsafeTempDir(PermissionError):
@@ -51,12 +61,12 @@ def private_dir(prefix: str, parent: str | None = None) -> str:
     sweep(prefix, parent)
     path = tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=parent)
     try:
-        _hold(path)
+        fd = _hold(path)
     except BaseException:
         shutil.rmtree(path, ignore_errors=True)
         raise
-    with _lock:
-        _made[path] = os.getpid()
+    with _lock.get():
+        _made[path] = _Made(os.getpid(), fd)
     return path
 
 
@@ -64,36 +74,26 @@ def remove_private_dir(path: str) -> None:
     """Remove a directory :func:`private_dir` made, then let go of its lock (in that order: no sweep sees it free
     while it is still there). In a forked child, a directory its parent made is left alone: the parent still uses
     it (the child's end, its exit hooks, must not pull it away)."""
-    with _lock:
-        maker = _made.get(path)
-    if maker is not None and maker != os.getpid():
+    with _lock.get():
+        made = _made.get(path)
+    if made is not None and made.pid != os.getpid():
         return
     shutil.rmtree(path, ignore_errors=True)
-    with _lock:
-        _made.pop(path, None)
-        fd = _held.pop(path, None)
-    if fd is not None:
-        os.close(fd)  # never LOCK_UN: a forked child's copy of the descriptor keeps its own hold
+    with _lock.get():
+        made = _made.pop(path, None)
+    if made is not None and made.lock_fd is not None:
+        os.close(made.lock_fd)  # never LOCK_UN: a forked child's copy of the descriptor keeps its own hold
 
 
-def _after_fork() -> None:
-    """In a forked child: a new lock (the parent's may have been held, by a thread the child does not have)."""
-    global _lock
-    _lock = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork)
-
-
-def _hold(path: str) -> None:
-    """Lock ``path``'s lock file for this process's life (or until :func:`remove_private_dir`). It is locked under
-    another name, then renamed into place, so a sweep never finds it there unlocked. Where the file system has no
-    locks (``flock`` refused), the directory holds no lock file: the sweep leaves such directories alone."""
+def _hold(path: str) -> int | None:
+    """Lock ``path``'s lock file for this process's life (or until :func:`remove_private_dir`); its descriptor. It
+    is locked under another name, then renamed into place, so a sweep never finds it there unlocked. Where the file
+    system has no locks (``flock`` refused), the directory holds no lock file (None): the sweep leaves such
+    directories alone."""
     try:
         import fcntl
     except ImportError:  # not POSIX: no sweep either
-        return
+        return None
     new = os.path.join(path, LOCK_NAME + ".new")
     fd = os.open(new, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
@@ -101,14 +101,13 @@ def _hold(path: str) -> None:
     except OSError:
         os.close(fd)
         os.unlink(new)
-        return
+        return None
     try:
         os.rename(new, os.path.join(path, LOCK_NAME))
     except BaseException:
         os.close(fd)
         raise
-    with _lock:
-        _held[path] = fd
+    return fd
 
 
 def check_parent(parent: str, what: str = "the temporary folder", instead: str = SAFE_TMPDIR) -> str:
@@ -182,7 +181,7 @@ def sweep(prefix: str, parent: str) -> list[str]:
     """Remove (once per process) ``parent``'s ``<prefix><pid>-*`` directories of this user whose lock file is not
     held (their maker ended, in whatever PID namespace); returns what was removed. Never a link, never another
     user's directory; one without a lock file (made by an earlier version, or being made now) is left alone."""
-    with _lock:
+    with _lock.get():
         if (prefix, parent) in _swept:
             return []
         _swept.add((prefix, parent))

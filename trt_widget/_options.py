@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, TypedDict, TypeVar
 
 from ._files import NotARegularFile, expand_user, writable_target
-from ._json import JSON, JSONObject
+from ._json import JSON, JSONObject, json_int, json_number
 from ._shapes import Profile, ProfilesArg, check_profiles
 from ._tensorrt_types import IBuilder, IBuilderConfig, INetworkDefinition
 
@@ -364,14 +364,13 @@ class BuildOptions:
         """These options checked, as a new BuildOptions with the values normalised (byte counts, enum spellings,
         tactic sources, absolute paths, profiles as tuples); raises on the first bad value."""
         level = self.optimization_level
-        if level is not None and (not isinstance(level, int) or isinstance(level, bool) or not 0 <= level <= 5):
+        if level is not None and (not json_int(level) or not 0 <= level <= 5):
             raise ValueError(f"optimization_level must be an integer 0..5, got {level!r}")
         workspace = None if self.workspace is None else parse_bytes(self.workspace, "workspace")
         for name in ("budget", "force_after"):
             value = getattr(self, name)
             if value is not None and (
-                not isinstance(value, (int, float))
-                or isinstance(value, bool)
+                not json_number(value)
                 or (isinstance(value, float) and not math.isfinite(value))  # an int is finite (and may be too big
                 or value <= 0  # for a float: math.isfinite(10**400) raised OverflowError)
             ):
@@ -383,9 +382,7 @@ class BuildOptions:
                     raise TypeError(f"{f.name} must be True or False, got {value!r}")
         for name, lowest in _COUNTS.items():
             value = getattr(self, name)
-            if value is not None and (
-                not isinstance(value, int) or isinstance(value, bool) or not lowest <= value <= INT32_MAX
-            ):
+            if value is not None and (not json_int(value) or not lowest <= value <= INT32_MAX):
                 raise ValueError(
                     f"{name} must be an integer from {lowest} to {INT32_MAX:,} (TensorRT's int32), got {value!r}"
                 )
@@ -564,7 +561,7 @@ def builder_options() -> tuple[str, ...]:
 
 def parse_bytes(value: int | str, what: str) -> int:
     """``1 << 30``, ``"1GiB"``, ``"512MB"`` -> bytes."""
-    if isinstance(value, int) and not isinstance(value, bool):
+    if json_int(value):
         if value <= 0:
             raise ValueError(f"{what} must be positive, got {value}")
         if value > _MAX_BYTES:

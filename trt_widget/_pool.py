@@ -58,8 +58,6 @@ class Worker:
         self.events = events
         self.pid = process.pid
         self.hello = False  # the worker got as far as its entry point
-        self.jobs = 0  # the builds it was given: its first one faults in the memory later ones re-use
-        self.ended_job = 0.0  # time.monotonic() when its last job ended (an idle worker gives its heap back)
         self.idle_timer: threading.Timer | None = None
 
     def alive(self) -> bool:
@@ -216,10 +214,12 @@ class WorkerPool:
 
 # glibc's malloc serves large blocks with fresh mmap()s and gives the heap's free top back at once: TensorRT's many
 # large, short-lived buffers (and the next job's model and engine) then cost a page fault per page on every build.
-# Served from a heap that is kept (re-used; the idle worker gives it back after TRIM_IDLE_S, _worker.py), a resnet50
+# Served from a heap that is kept (re-used; the idle worker gives it back after TRIM_IDLE_S), a resnet50
 # build with TensorRT for RTX takes ~0.2 s less of its ~0.7 s here, at the same peak memory. Only the builder
 # process is tuned, never the user's.
 WORKER_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(1 << 30), "MALLOC_TRIM_THRESHOLD_": str(1 << 30)}
+# an idle worker gives its freed heap back after this long without a job (its next build is then cold: it says so)
+TRIM_IDLE_S = 5.0
 
 
 def _spawn(backend: str) -> Worker:
@@ -235,7 +235,9 @@ def _spawn(backend: str) -> Worker:
     env["PYTHONPATH"] = python_path(env, package_root)
     try:
         process = subprocess.Popen(
-            module_command("trt_widget.runners._worker", str(control_r), str(events_w), str(os.getpid())),
+            module_command(
+                "trt_widget.runners._worker", str(control_r), str(events_w), str(os.getpid()), repr(TRIM_IDLE_S)
+            ),
             pass_fds=(control_r, events_w),
             stdin=subprocess.DEVNULL,
             env=env,

@@ -14,6 +14,7 @@ import threading
 import time
 
 import pytest
+from forking import start_forked
 
 from trt_widget.watch._run import run_command
 
@@ -28,7 +29,7 @@ def test_a_forked_child_ending_leaves_the_parents_watched_command_running() -> N
     run = run_command([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         child = multiprocessing.get_context("fork").Process(target=_nothing)
-        child.start()
+        start_forked(child)
         child.join(60)
         assert child.exitcode == 0
         assert os.path.isdir(run._dir), "the child removed the parent's run directory"
@@ -60,7 +61,7 @@ def test_a_forked_child_does_not_wait_at_its_exit_for_the_parents_thread_builds(
         assert inside.wait(60)
         child = multiprocessing.get_context("fork").Process(target=_nothing)
         started = time.monotonic()
-        child.start()
+        start_forked(child)
         child.join(120)
         took = time.monotonic() - started
         assert child.exitcode == 0, f"the forked child had not ended after {took:.0f} s"  # it waited: None

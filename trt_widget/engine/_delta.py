@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from .._format import fmt_bytes
+from .._json import json_int
 from ._layer import _MEMORY_WORDS, JSON, display
 from ._model import EngineReport
 
@@ -29,7 +30,7 @@ def engine_brief(report: EngineReport) -> dict[str, JSON]:
 
 
 def _int(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return value if json_int(value) else None
 
 
 def _counts(value: object) -> dict[str, int] | None:

@@ -15,6 +15,7 @@ from math import prod
 from typing import NamedTuple, TypeAlias, Union, cast
 
 from .._format import escape_controls
+from .._json import json_int
 
 JSON: TypeAlias = Union[bool, int, float, str, list["JSON"], dict[str, "JSON"], None]  # noqa: UP007  (recursive)
 
@@ -511,9 +512,9 @@ def weights_of(layer: EngineLayer) -> int:
     for key in ("Weights", "Bias"):
         param = source.get(key)
         count = param.get("Count") if isinstance(param, dict) else None
-        total += count if isinstance(count, int) and not isinstance(count, bool) else 0
+        total += count if json_int(count) else 0
     weights = source.get("weights")
-    return total or (weights if isinstance(weights, int) and not isinstance(weights, bool) else 0)
+    return total or (weights if json_int(weights) else 0)
 
 
 def _text_weights(source: str) -> int:

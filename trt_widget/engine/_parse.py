@@ -19,6 +19,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple, cast
 
+from .._json import json_int
 from ._layer import (
     _ONELINE_HEAD,
     _PREFIX,
@@ -84,12 +85,12 @@ def layer_from_raw(raw: Mapping[str, JSON]) -> EngineLayer:
             tactic=str(raw.get("tactic", "")),
             tactic_value=str(raw.get("tactic_value", "")),
             onnx_nodes=tuple(str(n) for n in listed[:10_000]) if isinstance(listed, list) else (),
-            stream=stream if isinstance(stream, int) and not isinstance(stream, bool) else None,
+            stream=stream if json_int(stream) else None,
             origin=str(raw.get("origin", "")),
             source={
                 "Name": str(raw.get("name", "")),
                 "LayerType": str(raw.get("type", "")),
-                "weights": weights if isinstance(weights, int) and not isinstance(weights, bool) else 0,
+                "weights": weights if json_int(weights) else 0,
             },
         )
     inputs = tensors_of(raw.get("Inputs"))
@@ -112,7 +113,7 @@ def layer_from_raw(raw: Mapping[str, JSON]) -> EngineLayer:
         tactic=str(raw.get("TacticName") or "") or tactic_value,
         tactic_value=tactic_value,
         onnx_nodes=nodes,
-        stream=stream if isinstance(stream, int) and not isinstance(stream, bool) else None,
+        stream=stream if json_int(stream) else None,
         origin=str(raw.get("Origin", "")),
         source=dict(raw),
     )
@@ -281,7 +282,7 @@ def report_from_json(loaded: JSON, source: str) -> Parsed:
     if isinstance(memory_raw, dict):
         for key in MEMORY_KEYS:
             value = memory_raw.get(key)
-            memory[key] = value if isinstance(value, int) and not isinstance(value, bool) else None
+            memory[key] = value if json_int(value) else None
     notes_raw = loaded.get("notes")
     notes = tuple(str(n) for n in notes_raw[:20]) if isinstance(notes_raw, list) else ()
     if names_only:

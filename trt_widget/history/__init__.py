@@ -19,6 +19,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol, TypedDict, runtime_checkable
 
+from .._json import json_int
 from ._eta import HistoryLink, attach_history
 from ._keys import PhasePath, ProfileRow, build_key, path_label, phase_paths, profile_rows
 from ._store import (
@@ -138,7 +139,7 @@ def compare(a: object, b: object, store: StoreLike = None) -> list[PhaseComparis
 
 def _profile(item: object, store: StoreLike) -> tuple[list[ProfileRow], float | None]:
     """Rows with tuple paths (+ the total duration if known) of a record id / record / build / rows."""
-    if isinstance(item, int) and not isinstance(item, bool):
+    if json_int(item):
         record = resolve_store(store).get(item)
         if record is None:
             raise KeyError(f"no build with id {item} in the history store")

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict, TypeGuard, TypeVar
 
 from .._files import ForeignFile, NotARegularFile, UntrustedLink, expand_user, owned_by_another, resolve
+from .._json import json_number
 
 if TYPE_CHECKING:
     from .._build import HistorySetting
@@ -464,13 +465,9 @@ def _decode(row: tuple[int, str, str, float, float | None, str | None, str]) -> 
     return record
 
 
-def _number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 def profile_problem(record: Mapping[str, object]) -> str | None:
     """What makes a record unusable for an ETA (times not numbers, rows not phase rows), or None."""
-    if not _number(record.get("created")) or not _number(record.get("total_s")):
+    if not json_number(record.get("created")) or not json_number(record.get("total_s")):
         return "created/total_s are not numbers"
     rows = record.get("rows")
     if not isinstance(rows, list):
@@ -485,8 +482,8 @@ def profile_problem(record: Mapping[str, object]) -> str | None:
             )
         ):
             return "a phase row without a path"
-        if not _number(row.get("start_s")) or (
-            row.get("end_s") is not None and not (_number(row["end_s"]) and _number(row.get("duration_s")))
+        if not json_number(row.get("start_s")) or (
+            row.get("end_s") is not None and not (json_number(row["end_s"]) and json_number(row.get("duration_s")))
         ):
             return f"phase row {row.get('name')!r} has no usable times"
     return None

@@ -27,6 +27,7 @@ from .._engine import ModelLike, ModelSource
 from .._errors import BuildError
 from .._event_sinks import Sink
 from .._files import expand_user, resolve
+from .._json import json_int
 from .._options import BuildOptionsDict
 from .._status import FINAL, IDLE, INTERRUPTED
 from ..runners import EngineFile, RunContext, Runner
@@ -243,9 +244,7 @@ class BuildMatrix:
     ) -> None:
         named_models = _named(models, model_labels)
         named_variants = _named_variants(variants)
-        if max_parallel is not None and (
-            not isinstance(max_parallel, int) or isinstance(max_parallel, bool) or max_parallel < 1
-        ):
+        if max_parallel is not None and (not json_int(max_parallel) or max_parallel < 1):
             raise ValueError(f"max_parallel must be a positive integer, got {max_parallel!r}")
         self.executor = _executor_name(executor)
         self._ray_template = executor if not isinstance(executor, str) else None

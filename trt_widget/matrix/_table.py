@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ..engine._layer import JSON
     from ._matrix import Cell
 
+from .._json import json_int
 from ..runners import START_PHASE
 
 TOP_PHASES = 3
@@ -355,7 +356,7 @@ def _mix(brief: Mapping[str, JSON] | None) -> dict[str, int]:
     mix = brief.get("precision_mix") if brief is not None else None
     if not isinstance(mix, dict):
         return {}
-    return {str(k): v for k, v in mix.items() if isinstance(v, int) and not isinstance(v, bool)}
+    return {str(k): v for k, v in mix.items() if json_int(v)}
 
 
 def cold_mixed(data: Sequence[ComparedBuild]) -> bool:

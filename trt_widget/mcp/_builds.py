@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, TypedDict, cast
 
 from .._files import expand_user
 from .._follow import path_label, running_path
+from .._json import json_int
 
 if TYPE_CHECKING:
     from .._build import Build
@@ -130,7 +131,7 @@ class BuildRegistry:
     ) -> None:
         from ..matrix import Slots
 
-        if isinstance(max_concurrent, bool) or not isinstance(max_concurrent, int) or max_concurrent < 1:
+        if not json_int(max_concurrent) or max_concurrent < 1:
             raise ValueError(f"max_concurrent must be an integer of at least 1, got {max_concurrent!r}")
         self.keep = keep
         self.max_concurrent = max_concurrent

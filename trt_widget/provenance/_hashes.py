@@ -18,6 +18,7 @@ from pathlib import Path
 
 from .._external_data import remember_locations, settled, stat_key
 from .._files import resolve
+from .._json import json_int
 
 HASHES_FILE = "file-hashes.json"
 MAX_ENTRIES = 4096  # ~150 bytes each: the file stays well under MAX_BYTES
@@ -204,7 +205,7 @@ def _entry(key: object, value: object) -> tuple[str, int, tuple[str, ...] | None
     if not isinstance(key, str) or not _KEY.fullmatch(key) or not isinstance(value, dict):
         return None
     sha, at, locations = value.get("sha256"), value.get("hashed_at"), value.get("locations")
-    if not isinstance(sha, str) or not _SHA.fullmatch(sha) or not isinstance(at, int) or isinstance(at, bool):
+    if not isinstance(sha, str) or not _SHA.fullmatch(sha) or not json_int(at):
         return None
     if locations is None:
         return sha, at, None

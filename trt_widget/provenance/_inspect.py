@@ -11,7 +11,7 @@ import sys
 from collections.abc import Mapping
 
 from .._format import fmt_bytes, fmt_s, say
-from .._json import JSON
+from .._json import JSON, json_int
 from ..engine import MEMORY_KEYS, MEMORY_WORDS, cli_inspect, display
 from ._check import read_engine_header
 from ._manifest import Manifest, ManifestError, read_manifest
@@ -66,7 +66,7 @@ def _text(value: JSON, limit: int = 120) -> str:
 
 
 def _count(value: JSON) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return value if json_int(value) else None
 
 
 def _counts(value: JSON) -> str:

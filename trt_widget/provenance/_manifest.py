@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, TypeAlias, Union
 
 from .._external_data import stat_key
 from .._files import expand_user, write_output
+from .._json import json_int, json_number
 from .._version import __version__
 from ._hashes import HashCache, Hashed, NotRegularFile, open_regular
 
@@ -258,7 +259,7 @@ def read_manifest(path: str | os.PathLike[str], *, owners: tuple[int, ...] | Non
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ManifestError(f'{where}: not a trt_widget manifest (no "format": "{FORMAT}")')
     version = data.get("version")
-    if not isinstance(version, int) or isinstance(version, bool):
+    if not json_int(version):
         raise ManifestError(f"{where}: a trt_widget manifest without a version number")
     if version > FORMAT_VERSION:
         raise ManifestError(
@@ -311,7 +312,7 @@ def read_manifest(path: str | os.PathLike[str], *, owners: tuple[int, ...] | Non
 
 def _number(value: JSON, limit: float) -> int | float | None:
     """``value`` where it is a finite number from 0 up to ``limit`` (excluded), else None."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if not json_number(value):
         return None
     if isinstance(value, float) and not math.isfinite(value):
         return None
@@ -321,7 +322,7 @@ def _number(value: JSON, limit: float) -> int | float | None:
 def _counts(value: JSON, depth: int = 0) -> JSON:
     """``value`` (an engine report's summary) with every number that is not a size or a count read as null; what
     lies deeper than any count it holds is kept as it is (nothing shows it)."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
+    if json_number(value):
         return _number(value, MAX_COUNT)
     if depth >= 3:
         return value

@@ -9,36 +9,48 @@ start after that are cancelled at their first step.
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 
+from .._fork import PerProcess
+
 EXIT_WAIT_S = 60.0  # a longer step than this still crashes the exit; a crash is worse than a wait
 NOTICE_AFTER_S = 1.0
 
-_lock = threading.Lock()
-_calls: dict[int, tuple[threading.Thread, Callable[[], object], threading.Event]] = {}
-_exiting = threading.Event()
+
+class _Calls:
+    """This process's builds inside TensorRT, by key: the thread, its ``cancel`` and the event set as it leaves."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.calls: dict[int, tuple[threading.Thread, Callable[[], object], threading.Event]] = {}
+        self.exiting = threading.Event()
+
+
+# a forked child has none of its parent's builds or their threads (its exit must not wait for them, nor cancel
+# them), and the parent's lock may have been held by one of those threads
+_state = PerProcess(_Calls)
 
 
 @contextlib.contextmanager
 def tensorrt_call(cancel: Callable[[], object]) -> Iterator[None]:
     """Around one TensorRT build on a thread of this process: at the interpreter's exit ``cancel()`` is called
     and the exit waits for the block to end."""
+    state = _state.get()
     left = threading.Event()
     key = id(left)
-    with _lock:
-        _calls[key] = (threading.current_thread(), cancel, left)
-    if _exiting.is_set():
+    with state.lock:
+        state.calls[key] = (threading.current_thread(), cancel, left)
+    if state.exiting.is_set():
         _quietly(cancel)
     try:
         yield
     finally:
         left.set()
-        with _lock:
-            _calls.pop(key, None)
+        with state.lock:
+            state.calls.pop(key, None)
 
 
 def _quietly(fn: Callable[[], object]) -> None:
@@ -46,26 +58,13 @@ def _quietly(fn: Callable[[], object]) -> None:
         fn()
 
 
-def _after_fork() -> None:
-    """In a forked child: the parent's builds and their threads are not there (its exit must not wait for them,
-    nor cancel them), and the parent's lock may have been held by one of those threads."""
-    global _lock, _calls, _exiting, _pid
-    _lock, _calls, _exiting, _pid = threading.Lock(), {}, threading.Event(), os.getpid()
-
-
-_pid = os.getpid()
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork)
-
-
 def wait_for_builds_at_exit(timeout: float = EXIT_WAIT_S) -> None:
     """Cancel every TensorRT build running on another thread of this process and wait for each to leave TensorRT."""
-    if os.getpid() != _pid:  # a forked child (where fork hooks did not run): the builds are its parent's
-        return
-    _exiting.set()
+    state = _state.get()  # in a forked child: its own builds, none of its parent's
+    state.exiting.set()
     me = threading.current_thread()
-    with _lock:
-        calls = [(cancel, left) for thread, cancel, left in _calls.values() if thread is not me]
+    with state.lock:
+        calls = [(cancel, left) for thread, cancel, left in state.calls.values() if thread is not me]
     for cancel, _ in calls:
         _quietly(cancel)
     deadline = time.monotonic() + timeout

@@ -38,6 +38,7 @@ from ._base import EngineFile, RunContext
 from ._messages import (
     Built,
     Cancelled,
+    Cold,
     Engine,
     EngineAt,
     EngineTaken,
@@ -119,14 +120,6 @@ def _work_dirs() -> Iterator[list[str]]:
 HOLDS_CUDA_CONTEXT = frozenset({"tensorrt"})
 
 
-def _cold(worker: Worker) -> bool:
-    """The worker's next build faults in fresh memory (~100,000 page faults, 0.1-0.3 s for a ResNet-50 here,
-    inside TensorRT's phases): it has built nothing yet, or has been idle long enough to give its heap back."""
-    from ._worker import TRIM_IDLE_S
-
-    return worker.jobs == 0 or time.monotonic() - worker.ended_job >= TRIM_IDLE_S - 0.5  # its clock started first
-
-
 class ProcessRunner:
     """Runs the builder in a pooled worker process (the default ``isolation="process"``)."""
 
@@ -176,9 +169,6 @@ class _Relay:
 
         worker = self.worker = pool.acquire(select_backend()[0])
         self.ctx.on_pid(worker.pid)
-        if _cold(worker):
-            self.ctx.on_cold_builder()
-        worker.jobs += 1
         self.starting = not worker.hello  # a cold worker: its start-up is a phase of this build, until its hello
         if self.starting:
             self.ctx.model.phase_start(START_PHASE, None, 0)
@@ -189,7 +179,6 @@ class _Relay:
             return self._supervise(worker)
         finally:
             retire = self._retire(worker)
-            worker.ended_job = time.monotonic()
             if self.answered and worker.alive() and not retire:  # it sent its final message: ready for the next job
                 pool.release(worker)
             elif retire and self.answered and worker.alive():
@@ -290,6 +279,8 @@ class _Relay:
                 if self.starting:
                     self.starting = False
                     ctx.model.phase_finish(START_PHASE)
+            elif isinstance(message, Cold):  # its memory is fresh: this build pays one-time costs (it knows)
+                ctx.on_cold_builder()
             elif isinstance(message, Events):
                 self._replay(message.batch)
             elif isinstance(message, ModelAt):

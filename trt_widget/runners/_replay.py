@@ -19,7 +19,7 @@ from typing import IO, TYPE_CHECKING, Any, Protocol, TypeVar, Union
 
 from .._errors import BuildError
 from .._files import expand_user
-from .._json import JSONObject
+from .._json import JSONObject, json_number
 from .._phases import MAX_DEPTH
 from .._tensorrt_log import MAX_MESSAGE
 from ._base import RunContext
@@ -60,7 +60,7 @@ def check_speed(speed: float | None) -> float | None:
     """``speed`` when a replay can keep that pace (MIN_SPEED..MAX_SPEED, or None: at once), else ValueError."""
     if speed is None:
         return None
-    if not isinstance(speed, (int, float)) or isinstance(speed, bool) or not MIN_SPEED <= speed <= MAX_SPEED:
+    if not json_number(speed) or not MIN_SPEED <= speed <= MAX_SPEED:
         raise ValueError(
             f"speed must be a number from {MIN_SPEED:g} (1000 times slower than recorded) to {MAX_SPEED:g}, "
             f"or None to replay at once; got {speed!r}"
@@ -197,12 +197,7 @@ def _parse(lines: Iterable[object], where: str) -> list[JSONObject]:
                 raise RecordingError(f"{where}, line {number}: JSON nested too deeply") from None
             except ValueError as exc:  # e.g. an integer of more digits than Python converts
                 raise RecordingError(f"{where}, line {number}: not a usable JSON value ({exc})") from None
-        if (
-            not isinstance(event, dict)
-            or event.get("event") not in KINDS
-            or not isinstance(event.get("t"), (int, float))
-            or isinstance(event.get("t"), bool)
-        ):
+        if not isinstance(event, dict) or event.get("event") not in KINDS or not json_number(event.get("t")):
             raise RecordingError(
                 f"{where}, line {number}: not a trt_widget build event (needs 'event' in "
                 f"{', '.join(KINDS)} and a time 't'): {str(line)[:80]!r}"

@@ -28,6 +28,7 @@ from ._memory import new_bytes, pinned
 from ._messages import (
     Built,
     Cancelled,
+    Cold,
     Engine,
     EngineAt,
     EngineTaken,
@@ -328,12 +329,10 @@ def run_job(
         os._exit(0)  # the parent is gone
 
 
-TRIM_IDLE_S = 5.0  # an idle worker gives its freed heap back after this long without a job
-
-
 def _give_back_memory() -> None:
     """Return the heap the builds freed to the system (this worker's malloc keeps large blocks on the heap:
-    WORKER_MALLOC in trt_widget/_pool.py). Once idle for TRIM_IDLE_S: builds in quick succession keep a warm heap."""
+    WORKER_MALLOC in trt_widget/_pool.py). Once idle for TRIM_IDLE_S there: builds in quick succession keep a warm
+    heap."""
     with contextlib.suppress(Exception):  # not glibc: nothing to do
         import ctypes
 
@@ -354,7 +353,8 @@ def _die_with_parent(parent_pid: int) -> None:
 
 
 def main(argv: list[str]) -> None:
-    """Worker entry point: serve jobs until the parent closes the control pipe or dies."""
+    """Worker entry point: serve jobs until the parent closes the control pipe or dies. ``argv``: the control and
+    events pipes' fds, the parent's pid, the seconds idle after which it gives its heap back."""
     from multiprocessing.connection import Connection
 
     control = Connection(int(argv[0]), writable=False)
@@ -370,13 +370,20 @@ def main(argv: list[str]) -> None:
         events.send(Hello(os.getpid()))  # ready to build: a build's START_PHASE ends here, not before the import
     except OSError:  # the parent ended while this (pre-started) worker was starting: nobody to serve or tell
         os._exit(0)
+    trim_idle_s = float(argv[3])  # _pool.TRIM_IDLE_S
     jobs = _Jobs(control)
+    cold = "first"  # a fresh heap: the next build faults it in (it tells the parent, which marks the build)
     while True:
         try:
-            job_id, job, cancel = jobs.next(timeout=TRIM_IDLE_S)
+            job_id, job, cancel = jobs.next(timeout=trim_idle_s)
         except queue.Empty:
             _give_back_memory()
+            cold = cold or "idle"
             job_id, job, cancel = jobs.next()
+        if cold:
+            with contextlib.suppress(OSError, ValueError):  # the parent is gone: run_job ends this process
+                events.send(Cold(cold))
+            cold = ""
         run_job(job, cancel, events, jobs.replies)
         jobs.done(job_id)
 

@@ -28,7 +28,7 @@ from .._engine import ModelLike, ModelSource
 from .._errors import BuildError
 from .._event_sinks import Sink
 from .._http_options import http_refusals
-from .._json import JSON, JSONObject
+from .._json import JSON, JSONObject, json_int
 from .._options import BuildOptions, BuildOptionsDict
 from ..runners import FollowClock, RunContext, apply_event, check_event
 
@@ -511,7 +511,7 @@ class RemoteRunner:
         status, detail = end.get("status"), str(end.get("detail") or "")
         if status == "succeeded":
             announced = end.get("engine_bytes")
-            if not isinstance(announced, int) or isinstance(announced, bool) or announced <= 0:
+            if not json_int(announced) or announced <= 0:
                 raise BuildError(f"build {self.build_id} succeeded on {self.url}, but its end names no engine size")
             engine = self._download_unless_given_up(client, announced, ctx)
             if engine is None:

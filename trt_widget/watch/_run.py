@@ -36,6 +36,8 @@ from typing import IO, TYPE_CHECKING
 from .._build import Build
 from .._engine import ModelSource
 from .._errors import BuildCancelled, BuildError
+from .._fork import PerProcess
+from .._json import json_int
 from .._leftovers import private_dir, remove_private_dir
 from .._python import hold_standard_fds, parent_path, python_command
 from .._status import LIVE, log
@@ -132,7 +134,7 @@ class RelayRunner:
                 status = event.get("status")
                 if status == "succeeded":
                     size = event.get("engine_bytes")
-                    if isinstance(size, int) and not isinstance(size, bool) and size >= 0:
+                    if json_int(size) and size >= 0:
                         ctx.on_engine_size(size)
                     return b""
                 if status == "cancelled":
@@ -222,7 +224,6 @@ class CommandRun:
         self._listeners: list[Callable[[RelayedBuild], None]] = []
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
-        self._pid = os.getpid()  # the process that runs the command (a forked child has a copy of this object)
         self._dir = private_dir(RUN_PREFIX)  # 0700: the injected code, the socket, a ProcessCall's pickles
         self._dirs = [self._dir]
         self._cleanup = weakref.finalize(self, _remove, self._dirs)  # at the end, at exit, or when collected
@@ -263,7 +264,7 @@ class CommandRun:
             said = f"cannot run {self.command[0]!r}: {exc.strerror or exc}"
             self.future.set_exception(BuildError(said + (f" ({hint})" if hint else "")))
             return self
-        _live.add(self)
+        _live.get().add(self)
         for stream, callback in ((self._proc.stdout, self._on_output), (self._proc.stderr, self._on_errors)):
             if stream is not None and callback is not None:
                 relay = _relay_lines if self._whole_lines else _relay_bytes
@@ -414,7 +415,7 @@ class CommandRun:
             build.relay.events.put(None)
             build.wait(5.0)
         self.returncode = code if code >= 0 else 128 - code
-        _live.discard(self)
+        _live.get().discard(self)
         try:
             self._finished(self.returncode)
         finally:
@@ -619,21 +620,9 @@ def _prctl() -> Callable[..., int] | None:
 _PRCTL = _prctl()
 PR_SET_PDEATHSIG = 1
 # Linux sends a child its death signal when the *thread* that started it ends: commands start on this one, which
-# lives as long as the process
-_launcher = ThreadPoolExecutor(1, thread_name_prefix="trt_widget-run-launch")
-
-
-def _new_launcher() -> None:
-    """In a forked child (a ``multiprocessing`` worker): the parent's launcher thread is not there, and its
-    executor, which counts it idle, would never start one; the commands would wait forever. The parent's commands
-    are not the child's: its end must not end them (``_end_commands_at_exit``)."""
-    global _launcher, _live
-    _launcher = ThreadPoolExecutor(1, thread_name_prefix="trt_widget-run-launch")
-    _live = weakref.WeakSet()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_new_launcher)
+# lives as long as the process. A forked child (a ``multiprocessing`` worker) gets its own: the parent's launcher
+# thread is not there, and its executor, which counts it idle, would never start one (the commands would wait)
+_launcher = PerProcess(lambda: ThreadPoolExecutor(1, thread_name_prefix="trt_widget-run-launch"))
 
 
 def _launch(
@@ -669,7 +658,7 @@ def _launch(
 
     try:
         try:
-            proc = _launcher.submit(popen).result()
+            proc = _launcher.get().submit(popen).result()
         except RuntimeError:  # the interpreter is exiting (no new threads): start it here
             proc = popen()
     finally:
@@ -706,16 +695,15 @@ def _resolved(command: list[str], path: str | None) -> tuple[list[str], str]:
     return command, f"not on PATH, nor in {where}: install it into this environment or give its full path"
 
 
-_live: weakref.WeakSet[CommandRun] = weakref.WeakSet()  # commands started and not ended
+# commands started here and not ended: a forked child's own, never its parent's (its end must not end those)
+_live: PerProcess[weakref.WeakSet[CommandRun]] = PerProcess(weakref.WeakSet)
 
 
 def _end_commands_at_exit() -> None:
     """At this interpreter's exit: end the commands still running (a script that ends after ``BuildWidget.run`` or
     ``watch_call(..., isolation="process")`` ends them too) and remove their directories. Only this process's
     own: a forked child (a ``multiprocessing`` worker) that ends leaves its parent's commands running."""
-    for run in list(_live):
-        if run._pid != os.getpid():
-            continue
+    for run in list(_live.get()):
         with contextlib.suppress(Exception):
             run.terminate()
         with contextlib.suppress(Exception):

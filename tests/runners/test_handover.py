@@ -157,9 +157,13 @@ def test_a_command_lines_worker_ends_with_its_one_build(monkeypatch: pytest.Monk
     monkeypatch.setattr(pool, "one_build", True)  # what `trt-widget build` sets for its process
     released: list[Any] = []
     release = pool.release
-    monkeypatch.setattr(
-        pool, "release", lambda worker, used=True: (used and released.append(worker), release(worker, used))
-    )
+
+    def keep(worker: Any, used: bool = True) -> None:
+        if used:
+            released.append(worker)
+        release(worker, used)
+
+    monkeypatch.setattr(pool, "release", keep)
     build = Build(small, history=False).start()
     assert build.wait(120) == "succeeded", build.status_detail
     pid = build.child_pid

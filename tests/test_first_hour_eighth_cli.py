@@ -1,0 +1,86 @@
+"""Issue 39, what the eighth newcomer trial left on the command line: one message for a text file given as a
+model (``build``, ``inspect``), the signal that ended ``trt-widget run``'s command, ``--reuse``'s Δ heading with
+no Δ, and help text that argparse broke mid-word in a narrow terminal."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pexpect
+from pty_output import before
+
+from trt_widget.models import deep_residual, to_bytes
+
+WIDTH = 60
+
+
+def _pty(*args: str, cwd: Path, width: int = WIDTH) -> pexpect.spawn[str]:
+    """``trt-widget ARGS`` in a pseudo-terminal ``width`` columns wide."""
+    environ = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}  # the pty's size rules
+    environ["TERM"] = "xterm"
+    return pexpect.spawn(
+        sys.executable,
+        ["-m", "trt_widget", *args],
+        cwd=str(cwd),
+        dimensions=(40, width),
+        env=environ,
+        encoding="utf-8",
+        timeout=300,
+    )
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "trt_widget", *args], cwd=cwd, capture_output=True, text=True, timeout=300
+    )
+
+
+def test_a_text_file_given_as_a_model_gets_one_message_from_build_and_inspect(tmp_path: Path) -> None:
+    """Item 2: ``build notes.txt`` said "it holds no graph (no nodes, inputs or outputs)" (its text happens to
+    decode as a protobuf), ``build bad.onnx`` "it is a text file"; ``inspect bad.onnx`` called the text file "an
+    ONNX model, not a log", by its name. Same content, same words: it is a text file, not an ONNX model."""
+    (tmp_path / "notes.txt").write_text("hello notes\n")
+    (tmp_path / "bad.onnx").write_text("not a model\n")
+    said = "it is a text file, not an ONNX model"
+    reasons = []
+    for name in ("notes.txt", "bad.onnx"):
+        result = _cli("build", name, "--plain", cwd=tmp_path)
+        assert result.returncode == 1, result.stdout + result.stderr
+        reason = result.stdout.split(f"could not parse {name} as ONNX: ", 1)[-1].strip()
+        assert reason.startswith(said), result.stdout
+        reasons.append(reason)
+    assert reasons[0] == reasons[1]
+    inspected = _cli("inspect", "bad.onnx", cwd=tmp_path)
+    assert inspected.returncode == 1
+    assert "an ONNX model, not a log" not in inspected.stderr, inspected.stderr
+    assert f"bad.onnx: {said}" in inspected.stderr, inspected.stderr
+    (tmp_path / "real.onnx").write_bytes(to_bytes(deep_residual(1)))  # a real model is still called one
+    assert "real.onnx: an ONNX model, not a log" in _cli("inspect", "real.onnx", cwd=tmp_path).stderr
+
+
+def test_run_says_which_signal_ended_the_command_and_who_sent_it(tmp_path: Path) -> None:
+    """Item 3: a command that ignores SIGINT, ended by a second Ctrl-C: the terminal said "Terminating the
+    command" and exited 130, never what ended the command; it now names the signal and who sent it."""
+    script = tmp_path / "stubborn.py"
+    script.write_text(
+        textwrap.dedent("""
+            import signal, time
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            print("ready", flush=True)
+            time.sleep(120)
+        """)
+    )
+    child = _pty("run", "--plain", "--", sys.executable, str(script), cwd=tmp_path, width=200)
+    child.expect("ready")
+    child.sendintr()
+    child.expect("Ctrl-C again")
+    child.sendintr()
+    child.expect(pexpect.EOF)
+    child.close()
+    text = " ".join(before(child).split())
+    assert child.exitstatus == 130, text
+    assert "the command was ended by SIGTERM (exit code 143), sent by Ctrl-C" in text, text

@@ -4,13 +4,16 @@ no Δ, and help text that argparse broke mid-word in a narrow terminal."""
 
 from __future__ import annotations
 
+import itertools
 import os
+import re
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pexpect
+import pytest
 from pty_output import before
 
 from trt_widget.models import deep_residual, to_bytes
@@ -84,3 +87,50 @@ def test_run_says_which_signal_ended_the_command_and_who_sent_it(tmp_path: Path)
     text = " ".join(before(child).split())
     assert child.exitstatus == 130, text
     assert "the command was ended by SIGTERM (exit code 143), sent by Ctrl-C" in text, text
+
+
+def test_a_reused_engine_s_tree_has_no_delta_heading(tmp_path: Path) -> None:
+    """Item 4: ``build --reuse`` of an engine built before printed the "Δ last build" heading over its one-row
+    "Reused engine" tree, which has no Δ: a heading labels values, none here."""
+    (tmp_path / "model.onnx").write_bytes(to_bytes(deep_residual(2)))
+    reuse = ["--reuse", "--reuse-dir", str(tmp_path / "cache")]
+    first = _cli("build", "model.onnx", "-o", "a.engine", *reuse, "--plain", cwd=tmp_path)
+    assert first.returncode == 0, first.stdout + first.stderr
+    child = _pty("build", "model.onnx", "-o", "b.engine", *reuse, cwd=tmp_path, width=120)
+    child.expect(pexpect.EOF)
+    child.close()
+    text = before(child)
+    assert child.exitstatus == 0 and "Reused engine" in text and "reused from" in text, text
+    assert "Δ last build" not in text, text
+
+
+def _pieces(text: str) -> list[str]:
+    """Words as help text has them: a comma ends a choice ("{build,demo,...}"), ``|`` an alternative."""
+    return [p for p in re.split(r"[\s,|]+", text) if p]
+
+
+@pytest.mark.parametrize("command", ["", "build", "matrix", "run", "mcp", "serve", "inspect", "check"])
+def test_help_wraps_between_words_at_60_columns(command: str, tmp_path: Path) -> None:
+    """Item 5: ``trt-widget --help`` at 60 columns printed the commands' choices "{build,...,inspect,check,...}" as
+    one line the terminal broke mid-word ("chec|k"), and argparse broke flags at their hyphen ("--opt-|level")."""
+    args = [command, "--help"] if command else ["--help"]
+    child = _pty(*args, cwd=tmp_path)
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0, before(child)
+    lines = before(child).replace("\r\n", "\n").split("\n")
+    wide = subprocess.run(
+        [sys.executable, "-m", "trt_widget", *args],
+        env={**os.environ, "COLUMNS": "1000"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
+    words = set(_pieces(wide))
+    assert max(map(len, lines)) <= WIDTH, [line for line in lines if len(line) > WIDTH]
+    for upper, lower in itertools.pairwise(lines):
+        last, first = (_pieces(upper) or [""])[-1], (_pieces(lower) or [""])[0]
+        room = WIDTH - (len(lower) - len(lower.lstrip(" "))) - 2  # argparse's column; a longer word (a path) folds
+        broken = bool(last and first) and last not in words and last + first in words and len(last + first) < room
+        assert not broken, (upper, lower)
+    assert "".join(_pieces(" ".join(lines))) == "".join(_pieces(wide))  # the same text, nothing lost

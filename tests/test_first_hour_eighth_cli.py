@@ -134,3 +134,50 @@ def test_help_wraps_between_words_at_60_columns(command: str, tmp_path: Path) ->
         broken = bool(last and first) and last not in words and last + first in words and len(last + first) < room
         assert not broken, (upper, lower)
     assert "".join(_pieces(" ".join(lines))) == "".join(_pieces(wide))  # the same text, nothing lost
+
+
+@pytest.mark.parametrize("width", [120, 60])
+def test_inspect_s_layer_table_fits_the_terminal_between_words(width: int, tmp_path: Path) -> None:
+    """Item 6, seen after the pull: ``inspect build.jsonl`` at 120 columns printed layer rows of up to 129
+    characters, which the terminal broke mid-name ("relu_1|03", "a|dd_8"). A row now wraps its last column
+    between words, under that column (at 60 columns, as prose)."""
+    (tmp_path / "model.onnx").write_bytes(to_bytes(deep_residual(30)))
+    recording = _cli("build", "model.onnx", "--json", cwd=tmp_path)
+    assert recording.returncode == 0, recording.stderr
+    (tmp_path / "build.jsonl").write_text(recording.stdout)
+    plain = _cli("inspect", "build.jsonl", cwd=tmp_path).stdout
+    assert max(map(len, plain.splitlines())) > 120, plain  # rows longer than the terminal, to be fitted
+    child = _pty("inspect", "build.jsonl", cwd=tmp_path, width=width)
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0, before(child)
+    lines = before(child).replace("\r\n", "\n").split("\n")
+    assert max(map(len, lines)) <= width, [line for line in lines if len(line) > width]
+    words = set(_pieces(plain))
+    for upper, lower in itertools.pairwise(lines):
+        last, first = (_pieces(upper) or [""])[-1], (_pieces(lower) or [""])[0]
+        assert not (last and first and last not in words and last + first in words), (upper, lower)
+    assert "".join(_pieces(" ".join(lines))) == "".join(_pieces(plain))  # every name, in order, whole
+
+
+@pytest.mark.parametrize("width", [120, 60])
+def test_check_and_build_s_notes_wrap_between_words(width: int, tmp_path: Path) -> None:
+    """Item 6: before the pull, ``check`` broke "TensorRT for RT|X" and ``build`` "backe|nd" at 120 columns (fixed
+    on the way, through ``_format.say``); kept so, at both widths."""
+    (tmp_path / "model.onnx").write_bytes(to_bytes(deep_residual(2)))
+    said = ""
+    for args in (("build", "model.onnx", "-o", "model.engine"), ("check", "model.engine")):
+        child = _pty(*args, cwd=tmp_path, width=width)
+        child.expect(pexpect.EOF)
+        child.close()
+        assert child.exitstatus == 0, before(child)
+        text = before(child)
+        said += text[text.index("model.engine is a") :] if args[0] == "build" else text  # the build's last line
+    plain = " ".join(said.split())
+    assert "TensorRT backend cannot load it" in plain and "compatible with this TensorRT for RTX" in plain, said
+    lines = [re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", line) for line in said.replace("\r\n", "\n").split("\n")]
+    assert max(map(len, lines)) <= width, lines
+    words = set(_pieces(plain))
+    for upper, lower in itertools.pairwise(lines):
+        last, first = (_pieces(upper) or [""])[-1], (_pieces(lower) or [""])[0]
+        assert not (last and first and last not in words and last + first in words), (upper, lower)

@@ -6,8 +6,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 
-from .._format import say
+from .._format import say, terminal_width
 from ._layer import display
 from ._model import EngineReport
 
@@ -44,12 +45,14 @@ def run(args: argparse.Namespace) -> int:
         print(report.to_json())
     else:
         say(report.summary())
-        print(table(report))
+        print(table(report, width=terminal_width(sys.stdout)))
     return 0
 
 
-def table(report: EngineReport, limit: int = 10_000) -> str:
-    """One line per layer: type, precision, tactic, name and fused ONNX nodes (escaped, long names cut)."""
+def table(report: EngineReport, limit: int = 10_000, width: int | None = None) -> str:
+    """One line per layer: type, precision, tactic, name and fused ONNX nodes (escaped, long names cut). ``width``
+    (a terminal's): a row longer wraps its last column between words, under that column (the terminal's own
+    wrap broke a name mid-word: "relu_1|03")."""
     rows = [("TYPE", "PRECISION", "TACTIC", "LAYER (fused ONNX nodes)")]
     for layer in report.layers[:limit]:
         nodes = (
@@ -64,4 +67,16 @@ def table(report: EngineReport, limit: int = 10_000) -> str:
             )
         )
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
-    return "\n".join(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:<{widths[2]}}  {r[3]}" for r in rows)
+    lines = [f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:<{widths[2]}}  {r[3]}" for r in rows]
+    if width is None or all(len(line) <= width for line in lines):
+        return "\n".join(lines)
+    offset = sum(widths) + 6  # where the last column starts
+    if width - offset < 20:  # too narrow for a column: each row wrapped as prose
+        wrap = [textwrap.wrap(line, width, subsequent_indent="  ", break_on_hyphens=False) for line in lines]
+        return "\n".join(part for parts in wrap for part in parts)
+    out: list[str] = []
+    for line in lines:
+        head, last = line[:offset], line[offset:]
+        parts = textwrap.wrap(last, width - offset, break_on_hyphens=False) or [""]
+        out += [head + parts[0], *(" " * offset + part for part in parts[1:])]
+    return "\n".join(out)

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from fixture_types import RunAnyio
+
 RAW = ("MODEL_DESERIALIZE_FAILED", "ParseFromCodedStream", "ERROR:trt_widget.tensorrt")
 
 
@@ -62,4 +64,63 @@ def test_a_bad_model_over_stdio_leaves_no_parser_assertion_on_stderr(tmp_path: P
         for stream in (server.stdout, server.stderr):
             if stream is not None:
                 stream.close()
+    assert not any(raw in stderr for raw in RAW), stderr
+
+
+def test_a_bad_model_in_the_language_server_leaves_no_parser_assertion_on_stderr(tmp_path: Path) -> None:
+    """The same for ``trt-widget lsp``, whose stderr (an editor's output panel) logs at WARNING too."""
+    from lsp_wire import answer, initialize, lsp_server, message, request
+    from pygls.uris import from_fs_path
+
+    bad = tmp_path / "bad.onnx"
+    bad.write_text("not a model\n")
+    with lsp_server() as (server, answers):
+        initialize(server, answers)
+        assert server.stdin is not None and server.stderr is not None
+        command = {"command": "trtWidget.build", "arguments": [from_fs_path(str(bad))]}
+        server.stdin.write(message(request(2, "workspace/executeCommand", command)))
+        server.stdin.flush()
+        said = json.dumps(answer(answers, 2, timeout=120))
+        assert "it is a text file, not an ONNX model" in said, said
+        server.stdin.close()
+        assert server.wait(60) == 0
+        stderr = server.stderr.read().decode()
+    assert not any(raw in stderr for raw in RAW), stderr
+
+
+def test_a_bad_model_over_http_leaves_no_parser_assertion_on_stderr(tmp_path: Path, run_async: RunAnyio) -> None:
+    """The same for ``trt-widget mcp --http``, whose console is the terminal that started it."""
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    bad = tmp_path / "bad.onnx"
+    bad.write_text("not a model\n")
+    token = "a-token-of-thirty-two-characters"
+    (tmp_path / "token").write_text(token + "\n")
+    (tmp_path / "token").chmod(0o600)
+    argv = ["mcp", "--http", "--port", "0", "--token-file", str(tmp_path / "token")]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "trt_widget", *argv], stderr=subprocess.PIPE, text=True, env=dict(os.environ)
+    )
+    try:
+        assert server.stderr is not None
+        url = server.stderr.readline().split()[-1]
+
+        async def build() -> str:
+            async with (
+                httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http,
+                Client(streamable_http_client(url, http_client=http)) as client,
+            ):
+                result = await client.call_tool("build_engine", {"model": str(bad)})
+                return str(result.content[0].text)  # type: ignore[union-attr]
+
+        said = run_async(build)
+        assert "it is a text file, not an ONNX model" in said, said
+    finally:
+        server.terminate()
+        server.wait(60)
+    assert server.stderr is not None
+    stderr = server.stderr.read()
+    server.stderr.close()
     assert not any(raw in stderr for raw in RAW), stderr

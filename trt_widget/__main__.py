@@ -282,6 +282,8 @@ def choose_a_command() -> str:
 def _parser(command: str | None = None) -> argparse.ArgumentParser:
     """The command line's parser; ``command``: the only command whose own arguments come from a module (the
     others' are left out: their modules need not be imported)."""
+    from ._format import HelpFormatter, RawHelpFormatter
+
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", help="write the JSON event stream to stdout")
     common.add_argument("--plain", action="store_true", help="plain lines even in a terminal")
@@ -300,6 +302,7 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     parser = _Parser(
         prog="trt-widget",
+        formatter_class=HelpFormatter,
         description="Observable, cancelable TensorRT engine builds in a terminal.",
         epilog="Exit codes: 0 succeeded, 1 failed or bad input, 2 bad usage, 124 --budget ran out, "
         "130 cancelled with Ctrl-C, 141 stdout's reader went away (| head).",
@@ -314,7 +317,7 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
             help=entry.help,
             description=entry.description,
             epilog=_shapes_epilog() if entry.epilog == "shapes" else entry.epilog,
-            formatter_class=argparse.RawDescriptionHelpFormatter if entry.epilog else argparse.HelpFormatter,
+            formatter_class=RawHelpFormatter if entry.epilog else HelpFormatter,
         )
         if callable(entry.arguments):
             entry.arguments(sub)

@@ -6,7 +6,6 @@ Used as is by the thread runner and inside the child process of process isolatio
 
 from __future__ import annotations
 
-import codecs
 import contextlib
 import errno
 import mmap
@@ -26,7 +25,7 @@ from ._backend import LoggerBase, builder_failure_message, capabilities, select_
 from ._errors import BuildError
 from ._expected import PARSE_PHASE, RTX_TIMING_CACHE, significant
 from ._external_data import check_external_data, external_locations, file_locations
-from ._files import atomic_write, expand_user, open_lock_file, read_regular, writable_target
+from ._files import atomic_write, expand_user, is_text, not_onnx, open_lock_file, read_regular, writable_target
 from ._options import PRECISION_FLAGS, TRT_SETTINGS, BuildOptions, ConfigureHook
 from ._shapes import Profile
 from ._tensorrt_log import MAX_MESSAGE, LogRecord, to_logging
@@ -138,6 +137,10 @@ class CaptureLogger:
         self.on_line: Callable[[int, str, float], None] | None = None  # every line given, kept or not (log_file=)
         self.label: str | None = None  # set: every line given also goes to logging's trt_widget.tensorrt
         self.cancel: threading.Event | None = None  # the build's stop: once set, its "BuildCanceled" is expected
+        # errors logged while the model is parsed wait here for logging (_expected.held_back): see parse_started
+        self._parsing = False
+        self._held: list[tuple[int, str]] = []
+        self._held_lock = threading.Lock()
         self.probing = (
             0  # >0 while trt_widget probes TensorRT (an empty timing cache): its INFO lines are not the build's
         )
@@ -190,7 +193,29 @@ class CaptureLogger:
                 self.on_line(level, msg, t)
         if self.label is not None:
             with contextlib.suppress(Exception):
+                if level <= 1:
+                    with self._held_lock:
+                        if self._parsing:  # the rule every front end applies: news only if the parse succeeds
+                            self._held.append((level, msg))
+                            return
                 to_logging(level, msg, self.label, cancelled=self.cancel is not None and self.cancel.is_set())
+
+    def parse_started(self) -> None:
+        """The model's parse began: its errors wait (for ``logging``) until :meth:`parse_ended` says how it went."""
+        with self._held_lock:
+            self._parsing = True
+
+    def parse_ended(self, failed: bool) -> None:
+        """The parse ended: its held errors go to ``logging`` as they came, or, where it failed (the build's
+        failure says what they mean, in words), at DEBUG: a server's console shows no parser assertion."""
+        with self._held_lock:
+            self._parsing = False
+            held, self._held = self._held, []
+        if self.label is None:
+            return
+        for level, msg in held:
+            with contextlib.suppress(Exception):
+                to_logging(level, msg, self.label, held_back=failed)
 
     def subscribe(self, listener: Callable[[LogRecord], None]) -> Callable[[], None]:
         """Call ``listener(record)`` for every kept line; returns a function that unsubscribes."""
@@ -685,11 +710,13 @@ def _populate(
             for c in significant([r["message"] for r in logger.problems[logged_before:]])
             if not any(c.strip()[-60:] in p for p in problems)
         ]  # not an echo of a parser error
-        if any("ParseFromCodedStream" in p for p in problems):  # the bytes are no ONNX protobuf at all
+        if any("ParseFromCodedStream" in p for p in problems) or is_text(_head(source)):  # no ONNX protobuf
             raise BuildError(f"could not parse {source.label} as ONNX: {_not_a_model(source)}")
         reason = "; ".join([*(_short(c) for c in causes[:2]), *problems[:5]]) or "the parser gave no reason"
         raise BuildError(f"could not parse {source.label} as ONNX: {reason}")
     if network.num_layers == 0 and network.num_inputs == 0 and network.num_outputs == 0:
+        if is_text(_head(source)):  # text that happened to decode as a protobuf: said as any text file is
+            raise BuildError(f"could not parse {source.label} as ONNX: {_not_a_model(source)}")
         raise BuildError(
             f"could not parse {source.label} as ONNX: it holds no graph (no nodes, inputs or "
             "outputs) — is it really an ONNX model?"
@@ -697,26 +724,20 @@ def _populate(
     return parser
 
 
-def _not_a_model(source: ModelSource) -> str:
-    """Why bytes that do not decode as an ONNX protobuf were refused, in words (not the parser's assertion)."""
+def _head(source: ModelSource) -> bytes:
+    """The model's first 4 KiB (what says whether it is text), or b"" where they cannot be read."""
     try:
         if source.kind == "path":
             with open(source.value, "rb") as handle:
-                head = handle.read(4096)
-        else:
-            head = bytes(source.value[:4096])
+                return handle.read(4096)
+        return bytes(source.value[:4096])
     except (OSError, TypeError):
-        head = b""
-    try:  # incremental: a character cut at the end of the 4 KiB is not binary
-        decoded = codecs.getincrementaldecoder("utf-8")().decode(head)
-    except UnicodeDecodeError:
-        decoded = ""
-    text = bool(decoded) and all(c.isprintable() or c in "\t\n\r\f\v" for c in decoded)
-    what = "a text file" if text else "a binary file of another kind (or a damaged model)"
-    return (
-        f"it is {what}, not an ONNX model (the binary file that torch.onnx.export and onnx.save write) — is it "
-        "really an ONNX model?"
-    )
+        return b""
+
+
+def _not_a_model(source: ModelSource) -> str:
+    """Why bytes that are no ONNX model were refused, in words (not the parser's assertion)."""
+    return f"{not_onnx(_head(source))} — is it really an ONNX model?"
 
 
 def _short(text: str, limit: int = 300) -> str:

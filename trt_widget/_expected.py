@@ -13,6 +13,8 @@ if TYPE_CHECKING:
     from ._tensorrt_log import LogRecord
 
 PARSE_PHASE = "Reading and parsing the model"  # the row the ONNX parse runs in (``_engine.BEFORE_PHASES``)
+# what an error the ONNX parser logged means once the parse failed (held back: the build's failure says it)
+PARSE_FAILED = "the ONNX parser's own words for a model it could not parse; the build's failure says what it means"
 
 # trt_widget's one note when timing_cache= is given to TensorRT for RTX, and what it means
 RTX_TIMING_CACHE = "timing_cache: TensorRT for RTX does not use a timing cache"

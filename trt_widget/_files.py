@@ -582,3 +582,22 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def is_text(head: bytes) -> bool:
+    """Whether a file's first bytes (a few KiB) read as text: UTF-8, every character printable or white space (a
+    character cut at the end of ``head`` counts). No ONNX model is: its first byte is a control character."""
+    import codecs
+
+    try:  # incremental: a character cut at the end of the head is not binary
+        decoded = codecs.getincrementaldecoder("utf-8")().decode(head)
+    except UnicodeDecodeError:
+        return False
+    return bool(decoded) and all(c.isprintable() or c in "\t\n\r\f\v" for c in decoded)
+
+
+def not_onnx(head: bytes) -> str:
+    """What a file that is no ONNX model is, in words, from its first bytes: the same words wherever it is given
+    as a model (``build``, the MCP and LSP servers, ``inspect``), not TensorRT's parser assertion."""
+    what = "a text file" if is_text(head) else "a binary file of another kind (or a damaged model)"
+    return f"it is {what}, not an ONNX model (the binary file that torch.onnx.export and onnx.save write)"

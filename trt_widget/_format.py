@@ -3,6 +3,7 @@ escaping that keeps untrusted text (names from a model, a recording, a log or a 
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
 import re
@@ -169,3 +170,56 @@ def say(text: str, stream: IO[str] | None = None) -> None:
 
     out = stream if stream is not None else sys.stdout
     print(fit_lines(escape_lines(text), out), file=out, flush=True)
+
+
+_PIECE = re.compile(r"[^\s,|]*[,|]|[^\s,|]+|\s+")  # a word (a choice ending in its comma, an option in its |), or space
+
+
+def _fold(line: str, width: int) -> list[str]:
+    """``line`` in lines of at most ``width`` columns, broken between words or after a choice's comma ("{build,
+    demo,...}"), never inside one (the terminal would: "chec|k"); a piece longer than a line folds."""
+    if len(line) <= width:
+        return [line]
+    lead = line[: len(line) - len(line.lstrip(" "))][: width // 2]
+    indent = lead + "  "
+    out: list[str] = []
+    current, space = lead, ""
+    for piece in _PIECE.findall(line.strip()):
+        if piece.isspace():
+            space = piece  # kept where the line goes on (a table's columns), dropped where it breaks
+            continue
+        if current.strip() and len(current) + len(space) + len(piece) > width:
+            out.append(current)
+            current, space = indent, ""
+        current += space + piece
+        space = ""
+        while len(current) > width:  # a word longer than the line: folded
+            out.append(current[:width])
+            current = indent + current[width:]
+    out.append(current)
+    return out
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's help, wrapped between words at any width: argparse breaks a flag at its hyphen ("--opt-|level")
+    and leaves a line it cannot break (the choices "{build,...,run}") for the terminal to break mid-word."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        import textwrap
+
+        return textwrap.wrap(self._whitespace_matcher.sub(" ", text).strip(), width, break_on_hyphens=False)
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        import textwrap
+
+        text = self._whitespace_matcher.sub(" ", text).strip()
+        return textwrap.fill(text, width, initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False)
+
+    def format_help(self) -> str:
+        width = self._width + 2  # argparse keeps 2 columns spare; a line may use them
+        return "\n".join(folded for line in super().format_help().split("\n") for folded in _fold(line, width))
+
+
+class RawHelpFormatter(argparse.RawDescriptionHelpFormatter, HelpFormatter):
+    """:class:`HelpFormatter` whose description and epilog keep their lines (a table of examples), folded where
+    longer than the terminal."""

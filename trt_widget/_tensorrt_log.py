@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 from typing import TextIO, TypedDict
 
-from ._expected import expected_on_cancel
+from ._expected import PARSE_FAILED, expected_on_cancel
 from ._files import check_output, part_path, place_file
 from ._format import escape_controls
 
@@ -42,14 +42,17 @@ tensorrt_logger = logging.getLogger(LOGGER_NAME)
 tensorrt_logger.addHandler(logging.NullHandler())
 
 
-def to_logging(level: int, message: str, label: str, *, cancelled: bool = False) -> None:
+def to_logging(level: int, message: str, label: str, *, cancelled: bool = False, held_back: bool = False) -> None:
     """Send one TensorRT line to the ``trt_widget.tensorrt`` logger (escaped: a handler may write to a terminal).
     In a build asked to stop, TensorRT's "BuildCanceled" error is expected: it goes at INFO, its ``expected``
-    saying why (a server's console printed it at ERROR)."""
+    saying why (a server's console printed it at ERROR). ``held_back``: an error of a parse that failed, which
+    front ends hold back (``_expected.held_back``): at DEBUG, the build's failure saying what it means."""
     mapped = LEVELS[min(max(level, 0), 4)]
     expected = expected_on_cancel(message) if cancelled and mapped > logging.INFO else None
     if expected is not None:
         mapped = logging.INFO
+    if held_back:
+        mapped, expected = logging.DEBUG, PARSE_FAILED
     if tensorrt_logger.isEnabledFor(mapped):
         tensorrt_logger.log(
             mapped,

@@ -302,11 +302,17 @@ class TerminalView:
         rows = build.model.rows()
         now = build.elapsed_s
         deltas = build.history.deltas() if build.history is not None else None  # None: no past build matched
+        lines = list(tree_lines(rows, now))
+        changes: list[str] = []
+        for _depth, group, _count in lines:
+            found = [deltas[str(r["id"])] for r in group if str(r["id"]) in deltas] if deltas is not None else []
+            ended = all(r["end_s"] is not None for r in group)
+            duration = sum(r["duration_s"] or 0.0 for r in group)
+            changes.append(phase_delta(sum(found), duration) if found and ended else "")
+        shown = any(changes)  # a Δ column (and its header) only where a row has a Δ: not over a reused engine's row
         # a header only to label the Δ column, as the widget's tree does ("Δ last build")
         table = (
-            Table.grid(padding=(0, 1))
-            if deltas is None
-            else Table(box=None, padding=(0, 1), show_edge=False, pad_edge=False)
+            Table(box=None, padding=(0, 1), show_edge=False, pad_edge=False) if shown else Table.grid(padding=(0, 1))
         )
         # a narrow terminal shortens the names (…), never the numbers: only the name column is collapsible (its
         # Text does not wrap), the others keep their whole width
@@ -316,9 +322,9 @@ class TerminalView:
         table.add_column(width=bar_width if any(r["end_s"] is None for r in rows) else None, no_wrap=True)  # bars
         table.add_column(justify="right", no_wrap=True)
         table.add_column(justify="right", no_wrap=True)
-        if deltas is not None:  # Δ: slower (+) or faster (−) than the past build
+        if shown:  # Δ: slower (+) or faster (−) than the past build
             table.add_column(Text(DELTA_HEAD, style="dim"), justify="right", no_wrap=True)
-        for depth, group, count in tree_lines(rows, now):
+        for (depth, group, count), change in zip(lines, changes, strict=True):
             row = group[-1]
             running = [r for r in group if r["end_s"] is None]
             if running:
@@ -344,10 +350,7 @@ class TerminalView:
             early = not running and row["status"] == "finished-early"
             steps = f"{row['step']}/{row['num_steps']}" if row["num_steps"] > 1 and not early else ""
             cells = [label, bar, Text(steps, style="dim"), Text(fmt_s(duration))]
-            if deltas is not None:
-                found = [deltas[str(r["id"])] for r in group if str(r["id"]) in deltas] if not running else []
-                change = phase_delta(sum(found), duration) if found else ""
-                # slower than last time is no failure: amber, as the widget's; red is for what failed
+            if shown:  # slower than last time is no failure: amber, as the widget's; red is for what failed
                 cells.append(Text(change, style="yellow" if change.startswith("+") else "green"))
             table.add_row(*cells)
         if build.done():

@@ -19,6 +19,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple, cast
 
+from .._files import not_onnx
 from .._json import json_int
 from ._layer import (
     _ONELINE_HEAD,
@@ -311,10 +312,16 @@ def report_from_bytes(data: bytes, source: str) -> Parsed:
             if report is not None:
                 return report
     report = report_from_text(text, source)
-    if report is None and (_looks_onnx(data) or source.endswith(".onnx")):
+    if report is None and _looks_onnx(data):
         raise ValueError(
             f"{source}: an ONNX model, not a log: inspect reads what TensorRT built from it; build it and inspect the "
             f"recording (trt-widget build {source} --json > build.jsonl, then trt-widget inspect build.jsonl)"
+        )
+    if report is None and source.lower().endswith(".onnx"):  # named as a model, but it is none: as build says
+        raise ValueError(
+            f"{source}: {not_onnx(data[:4096])}; nor does it hold engine layer information (a TensorRT log of a "
+            "build with profiling_verbosity=detailed and VERBOSE severity, trtexec --dumpLayerInfo / "
+            "--exportLayerInfo output, or a trt_widget recording)"
         )
     if report is None and (data[:4] == b"vtrt" or b"\0" in data[:4096]):
         raise ValueError(

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, TextIO, cast
 
 from .._event_sinks import PipeStdout
 from .._files import expand_user
-from .._format import escape_controls, escape_lines, fit_lines, say
+from .._format import RawHelpFormatter, escape_controls, escape_lines, fit_lines, say
 from .._signals import WakeupListener
 from .._status import INTERRUPTED
 
@@ -74,7 +74,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         exclude=("optimization_level", "output"),  # --opt-level makes the variants; -o names a directory here
     )
     parser.epilog = SHAPES_EPILOG
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.formatter_class = RawHelpFormatter
 
 
 def run(args: argparse.Namespace) -> int:

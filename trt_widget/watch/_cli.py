@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     from .._format import is_terminal
     from .._terminal import TerminalView, rich_available
-    from ._run import CommandRun
+    from ._run import CommandRun, signal_name
     from ._watch import INTERRUPTED
 
     lock = threading.RLock()  # every write to the terminal: ours, the command's lines, the live tree's redraws
@@ -159,6 +159,8 @@ def run(args: argparse.Namespace) -> int:
     if ended_by:
         notify(f"ended by {signal.Signals(ended_by[0]).name}: the command was ended too")
         return 128 + ended_by[0]
+    if signal_name(code - 128) is not None:  # a signal ended it: say which, and who sent it (a code alone does not)
+        notify(command.ended_words())
     for view in views:
         view.join(30.0)
     ok = _write_files(command, args, notify)

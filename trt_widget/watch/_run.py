@@ -18,6 +18,7 @@ import importlib.machinery
 import json
 import os
 import queue
+import re
 import secrets
 import shutil
 import signal
@@ -213,6 +214,7 @@ class CommandRun:
         self.future: Future[int] = Future()
         self.stops = 0
         self.forced = False
+        self.sent: set[int] = set()  # the signals a stop of ours sent the command's group
         self.returncode: int | None = None  # the exit code (128 + the signal when a signal ended it)
         self.stopped_at: float | None = None  # time.monotonic() of the first stop
         self.stop_reason = ""  # what the first stop said (its builds' and the result's words)
@@ -487,6 +489,7 @@ class CommandRun:
 
     def _signal(self, sig: int) -> None:
         assert self._proc is not None
+        self.sent.add(sig)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self._proc.pid, sig)
 
@@ -497,6 +500,21 @@ class CommandRun:
 
     def done(self) -> bool:
         return self.future.done()
+
+    def ended_words(self) -> str:
+        """How the command ended, in words: its exit code, and the signal a code of 128 + N names, with who sent
+        it ("the command was ended by SIGTERM (exit code 143), sent by Stop all")."""
+        code = self.returncode
+        if code is None:
+            return f"{self.what} has not ended"
+        name = signal_name(code - 128)
+        if name is None:
+            return f"{self.what} exited with code {code}"
+        said = f"{self.what} was ended by {name} (exit code {code})"
+        if code - 128 not in self.sent:
+            return f"{said}, which trt_widget did not send"
+        asked = re.search(r"\(([^()]+)\)$", self.stop_reason)  # "stopped by user (Stop all)" -> Stop all
+        return f"{said}, sent by {asked.group(1) if asked else 'the stop'}"
 
     def result(self, timeout: float | None = None) -> int:
         """The command's exit code (128 + the signal when a signal ended it)."""
@@ -623,6 +641,14 @@ PR_SET_PDEATHSIG = 1
 # lives as long as the process. A forked child (a ``multiprocessing`` worker) gets its own: the parent's launcher
 # thread is not there, and its executor, which counts it idle, would never start one (the commands would wait)
 _launcher = PerProcess(lambda: ThreadPoolExecutor(1, thread_name_prefix="trt_widget-run-launch"))
+
+
+def signal_name(number: int) -> str | None:
+    """A signal's name (15 -> "SIGTERM"), or None where ``number`` names none (an exit code of 128 + N says N)."""
+    try:
+        return signal.Signals(number).name if number > 0 else None
+    except ValueError:
+        return None
 
 
 def _launch(

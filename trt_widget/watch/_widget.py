@@ -238,7 +238,7 @@ class WatchWidget(anywidget.AnyWidget):
         elif self.call is not None and self.call.done():
             exc = self.call.future.exception()
             if isinstance(self.call, CommandRun) and exc is None and not hasattr(self.call, "fn"):
-                parts.append(f"the command exited with code {self.call.future.result()}")
+                parts.append(self.call.ended_words())
             elif exc is None:
                 parts.append("the function returned")
             else:

@@ -10,6 +10,7 @@ import {
   fmtDuration,
   fmtQuiet,
   fmtTiming,
+  NBSP,
   num,
   str,
 } from "../shared/format.js";
@@ -233,7 +234,7 @@ export class Header {
     if (c) {
       const phase = str(c.phase);
       if (phase) text += ` of ${phase}`;
-      if (typeof c.requested_at_s === "number") text += ` (${Math.max(0, Math.floor(now - c.requested_at_s))} s)`;
+      if (typeof c.requested_at_s === "number") text += ` (${Math.max(0, Math.floor(now - c.requested_at_s))}${NBSP}s)`;
     }
     setText(this.noticeText, text);
   }

@@ -11,22 +11,22 @@ import {
   niceCeil,
   percent,
 } from "../../src/shared/format.js";
-import { useDom } from "../helpers.js";
+import { NB, useDom } from "../helpers.js";
 
 useDom();
 
 describe("formatters", () => {
   it("formats durations, deltas and sizes", () => {
-    expect(fmtDuration(0.25)).toBe("250 ms");
-    expect(fmtDuration(12.34)).toBe("12.3 s");
-    expect(fmtDuration(125)).toBe("2m 05s");
-    expect(fmtDuration(3720)).toBe("1h 02m");
-    expect(fmtDelta(1.23)).toBe("+1.2 s");
-    expect(fmtDelta(-0.4)).toBe("\u2212400 ms"); // the units durations use
-    expect(fmtBytes(2.4 * 1024 * 1024)).toBe("2.4 MiB"); // binary units, named as such (as the CLI)
-    expect(fmtBytes(97.9 * 1024 * 1024)).toBe("97.9 MiB");
-    expect(fmtBytes(1023.99 * 1024)).toBe("1.0 MiB"); // never "1024.0 KiB"
-    expect(fmtBytes(512)).toBe("512 B");
+    expect(fmtDuration(0.25)).toBe(`250${NB}ms`);
+    expect(fmtDuration(12.34)).toBe(`12.3${NB}s`);
+    expect(fmtDuration(125)).toBe(`2m${NB}05s`);
+    expect(fmtDuration(3720)).toBe(`1h${NB}02m`);
+    expect(fmtDelta(1.23)).toBe(`+1.2${NB}s`);
+    expect(fmtDelta(-0.4)).toBe(`\u2212400${NB}ms`); // the units durations use
+    expect(fmtBytes(2.4 * 1024 * 1024)).toBe(`2.4${NB}MiB`); // binary units, named as such (as the CLI)
+    expect(fmtBytes(97.9 * 1024 * 1024)).toBe(`97.9${NB}MiB`);
+    expect(fmtBytes(1023.99 * 1024)).toBe(`1.0${NB}MiB`); // never `1024.0${NB}KiB`
+    expect(fmtBytes(512)).toBe(`512${NB}B`);
   });
 
   it("rounds percentages but says 100 % only when complete and 0 % only when nothing is done", () => {
@@ -55,8 +55,8 @@ describe("formatters", () => {
   it("says how long TensorRT has been silent only once it matters", () => {
     expect(fmtQuiet(1.2)).toBe("");
     expect(fmtQuiet(4.9)).toBe("");
-    expect(fmtQuiet(12.7)).toBe("no callback for 12 s");
-    expect(fmtQuiet(125)).toBe("no callback for 2m 05s");
+    expect(fmtQuiet(12.7)).toBe(`no callback for 12${NB}s`);
+    expect(fmtQuiet(125)).toBe(`no callback for 2m${NB}05s`);
   });
 });
 

@@ -10,6 +10,7 @@ import {
   fmtDuration,
   fmtQuiet,
   fmtTiming,
+  keepUnits,
   NBSP,
   num,
   str,
@@ -124,7 +125,7 @@ export class Header {
     this.badge.dataset.status = st;
     // A failed build's detail is the first line of its error, which the error box already shows.
     const detail = st === "failed" && s.error ? "" : s.detail;
-    setText(this.detail, escapeLines(detail));
+    setText(this.detail, keepUnits(escapeLines(detail)));
     this.detail.hidden = !detail;
     const size = s.engineSize;
     setText(this.sizeEl, size > 0 ? `engine ${fmtBytes(size)}` : "");

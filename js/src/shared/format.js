@@ -60,6 +60,18 @@ export function str(v) {
  */
 export const NBSP = "\u00a0";
 
+const NUMBER_UNIT = /(?<=\d) (?=(?:ms|s|min|B|KiB|MiB|GiB|TiB|%)(?![\p{L}\p{N}_]))|(?<=\d min) (?=\d)/gu;
+
+/**
+ * `text` (prose Python made: "ended 0.2 s after stop()") with each number joined to its unit by NBSP, as
+ * trt_widget/_format.py keep_units does for its HTML: a line never wraps between them.
+ * @param {string} text
+ * @returns {string}
+ */
+export function keepUnits(text) {
+  return text.replace(NUMBER_UNIT, NBSP);
+}
+
 /**
  * "850 ms", "12.3 s", "2m 05s", "1h 02m" (each space a no-break space, NBSP).
  * @param {number} seconds

@@ -420,3 +420,10 @@ describe("misc", () => {
     expect(el.querySelector(".trtw-eta").hidden).toBe(true);
   });
 });
+
+describe("the status line (issue 39, eighth trial 1)", () => {
+  it("keeps each number of Python's detail with its unit", () => {
+    mount(fakeModel({ status: "cancelled", elapsed_s: 1, status_detail: "ended 0.2 s after stop()", rows: [] }));
+    expect(el.querySelector(".trtw-detail").textContent).toBe(`ended 0.2${NB}s after stop()`);
+  });
+});

@@ -7,6 +7,7 @@ import {
   fmtDelta,
   fmtDuration,
   fmtQuiet,
+  keepUnits,
   meaningfulDelta,
   niceCeil,
   percent,
@@ -82,5 +83,22 @@ describe("escaping untrusted names (the terminal's list: trt_widget/_format.py)"
 
   it("keeps the line breaks of multi-line text and escapes the rest", () => {
     expect(escapeLines("first\nsecond \u202eline\r")).toBe("first\nsecond \\u202eline\\x0d");
+  });
+});
+
+describe("numbers keep their units (issue 39, eighth trial 1)", () => {
+  it("joins every formatted number to its unit with a no-break space", () => {
+    for (const v of [fmtDuration(0.373), fmtDuration(12.3), fmtDuration(125), fmtDuration(3725), fmtBytes(685_875)]) {
+      expect(v).not.toContain(" ");
+      expect(v).toContain(NB);
+    }
+    expect(fmtDelta(-0.373)).toBe(`\u2212373${NB}ms`);
+  });
+
+  it("joins them in Python's prose too (as trt_widget/_format.py keep_units), nowhere else", () => {
+    expect(keepUnits("ended 0.2 s after stop(), 3 min 04.2 s, 669.8 KiB, 20 % of 4 steps")).toBe(
+      `ended 0.2${NB}s after stop(), 3${NB}min${NB}04.2${NB}s, 669.8${NB}KiB, 20${NB}% of 4 steps`,
+    );
+    expect(keepUnits("layer 5 scale, 2 Seconds, v2 sums")).toBe("layer 5 scale, 2 Seconds, v2 sums");
   });
 });

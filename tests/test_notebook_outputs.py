@@ -52,7 +52,7 @@ def assert_final(data: dict[str, Any], nb: Any) -> None:
     for name in ("Building engine", "Building engine from subgraph", "Computing profile costs"):
         assert f'<span class="trt-name">{name}</span>' in html
         assert re.search(rf"^ +{re.escape(name)} +(<1 ms|\d+ ms|\d+\.\d\d s)", text, re.M), text
-    assert re.search(r'class="trt-time"[^>]*>(&lt;1 ms|\d+ ms|\d+\.\d\d s)<', html)
+    assert re.search(r'class="trt-time"[^>]*>(&lt;1\xa0ms|\d+\xa0ms|\d+\.\d\d\xa0s)<', html)  # no-break spaces
     assert text.startswith("BuildWidget('onnx.ModelProto deep_residual'): Succeeded in ")
     assert "snapshot" not in text
     states = nb.metadata["widgets"][WIDGET_STATE]["state"]

@@ -117,6 +117,16 @@ def fmt_bytes(size: int) -> str:
     return f"{size} B"
 
 
+NBSP = "\u00a0"  # a no-break space: what joins a number to its unit in HTML (js/src/shared/format.js NBSP)
+_NUMBER_UNIT = re.compile(r"(?<=\d) (?=(?:ms|s|min|B|KiB|MiB|GiB|TiB|%)(?!\w))|(?<=\d min) (?=\d)")
+
+
+def keep_units(text: str) -> str:
+    """``text`` with each number joined to its unit by a no-break space ("669.8 KiB", "3 min 04.2 s"), for HTML:
+    a line never wraps between them. Terminal text keeps plain spaces (:func:`fit_lines` glues them itself)."""
+    return _NUMBER_UNIT.sub(NBSP, text)
+
+
 def is_terminal(stream: IO[str]) -> bool:
     """Whether ``stream`` is an interactive terminal (not a pipe, a file, or a dumb TERM)."""
     if os.environ.get("TERM", "") in ("dumb", "unknown"):

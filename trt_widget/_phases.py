@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import TYPE_CHECKING, Final, Literal, TypedDict
 
-from ._format import escape_controls, fmt_s
+from ._format import escape_controls, fmt_s, keep_units
 
 if TYPE_CHECKING:
     from IPython.lib.pretty import RepresentationPrinter
@@ -79,7 +79,8 @@ class Timings(list[TimingRow]):
         top, nested = self._summary()
         cells = "".join(
             f"<tr><td>{escape(str(row.get('name', '')))}</td><td style='text-align:right'>"
-            f"{escape(fmt_s(row.get('duration_s')) or '…')}</td><td>{escape(str(row.get('status', '')))}</td></tr>"
+            f"{escape(keep_units(fmt_s(row.get('duration_s'))) or '…')}</td>"
+            f"<td>{escape(str(row.get('status', '')))}</td></tr>"
             for row in top
         )
         return (

@@ -146,3 +146,6 @@ export function sampleTree() {
     phase("Fusing layers", { id: 4, parent: 3, depth: 2, step: 2, num_steps: 8, start_s: 0.8 }),
   ];
 }
+
+/** The no-break space every formatted value joins its number and unit with ("850\u00a0ms": never wrapped apart). */
+export const NB = "\u00a0";

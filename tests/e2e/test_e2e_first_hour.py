@@ -273,7 +273,7 @@ def test_item5_the_timeline_has_a_legend_and_names_its_short_bars(page: Any) -> 
     labels = [t.text_content() for t in page.locator(".trtw-tl-bar text").all() if t.is_visible()]
     numbered = [x for x in labels if x and x.isdigit()]
     assert numbered and all(f"{n} " in text for n in numbered)
-    assert "Too short to label: Cloning network graph (10 ms)" in text
+    assert "Too short to label: Cloning network graph (10\u00a0ms)" in text
 
 
 def test_item5_the_view_switch_stays_in_the_top_right_corner(page: Any) -> None:
@@ -595,3 +595,171 @@ def test_seventh_trial_the_delta_heading_names_the_past_build_and_sits_over_its_
     progress = page.locator(".trtw-colhead > :nth-child(3)").bounding_box()
     bar = page.locator(".trtw-row .trtw-bar").first.bounding_box()
     assert progress is not None and bar is not None and abs(progress["x"] - bar["x"]) <= 2, (progress, bar)
+
+
+# -- the eighth newcomer trial ------------------------------------------------------------------------------------
+
+PARTED = """sel => {
+  const parted = [];
+  const re = /\\d[\\d.,]*[ \\u00a0](?:ms|s|min|B|KiB|MiB|GiB|TiB|%)(?!\\w)/g;
+  for (const root of document.querySelectorAll(sel)) {
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    for (let t = walker.nextNode(); t; t = walker.nextNode()) {
+      re.lastIndex = 0;
+      for (let m = re.exec(t.data); m; m = re.exec(t.data)) {
+        const range = document.createRange();
+        range.setStart(t, m.index);
+        range.setEnd(t, m.index + m[0].length);
+        const lines = new Set([...range.getClientRects()].filter((r) => r.width > 0).map((r) => Math.round(r.top)));
+        if (lines.size > 1) parted.push(m[0]);
+      }
+    }
+  }
+  return parted;
+}"""
+SET_WIDTH = "w => { document.getElementById('out').style.width = w + 'px'; }"
+
+
+def parted_at_widths(pg: Any, selector: str, widths: range) -> dict[int, list[str]]:
+    """Each width of the output area at which a number in ``selector`` wrapped apart from its unit."""
+    found = {}
+    for width in widths:
+        pg.evaluate(SET_WIDTH, width)
+        pg.evaluate("() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))")
+        parted = pg.evaluate(PARTED, selector)
+        if parted:
+            found[width] = parted
+    return found
+
+
+def subgraph_comparison_state() -> dict[str, Any]:
+    """The trial's matrix: three identical variants and a failed one (optimisation level 9)."""
+    state = matrix_comparison_state()
+    builds = json.loads(state["comparison_json"])["builds"]
+    for b, d in zip(builds, (0.0, -0.373, 0.2126), strict=True):
+        b["phases"]["Building engine from subgraph"] = 1.0 + d
+        b["phases"]["Reading and parsing the model"] = 0.05 + d / 7
+    reason = "variant 'bad' of resnet50.onnx: optimization_level must be an integer 0..5, got 9"
+    builds.append({**builds[1], "id": 3, "variant": "optimization_level=9", "status": "failed", "build_s": 0.043})
+    builds[3].update(phases={}, engine_size=None, reason=reason, cold_builder=False)
+    rows = json.loads(state["rows_json"])
+    rows.append({**rows[1], "id": 3, "variant": "optimization_level=9", "status": "failed", "error": reason})
+    rows[3].update(engine_size=0, elapsed_s=0.043)
+    return {**state, "rows_json": json.dumps(rows), "comparison_json": json.dumps({"builds": builds})}
+
+
+def test_eighth_trial_the_comparison_never_parts_a_number_from_its_unit(page: Any) -> None:
+    """Issue 39, eighth trial: at 1400 px the Comparison's "largest phase differences" read "Building engine from
+    subgraph −373 / ms". At any width of the output area every number keeps its unit on its line."""
+    show(page, "matrix", subgraph_comparison_state())
+    shot(page, "eighth-comparison-900")
+    assert parted_at_widths(page, ".trtw-mx-compare-table td", range(700, 1201, 6)) == {}
+    assert "Building engine from subgraph +373\u00a0ms" in page.locator(".trtw-mx-compare-table").inner_text()
+
+
+@pytest.mark.parametrize("page", [1000], indirect=True)
+def test_eighth_trial_a_failed_build_says_why_in_the_comparison_and_its_row(page: Any) -> None:
+    """Issue 39, eighth trial: the list cut the reason to "optimiza…" (a tooltip held the rest) and the Comparison
+    said only "failed after 43 ms". Now the list row wraps it and the Comparison row says it."""
+    show(page, "matrix", subgraph_comparison_state())
+    shot(page, "eighth-failed-reason-1000")
+    reason = "optimization_level must be an integer 0..5, got 9"
+    row = page.locator('.trtw-mx-compare-table tr[data-build="3"]')
+    assert reason in row.inner_text() and "failed after 43\u00a0ms" in row.inner_text()
+    listed = page.locator('.trtw-mx-row[data-build="3"] .trtw-mx-phase-name')
+    assert page.evaluate(CLIPPED, '.trtw-mx-row[data-build="3"] .trtw-mx-phase-name') == []
+    b = listed.bounding_box()
+    assert b is not None and b["height"] > 1.5 * box(page, '.trtw-mx-row[data-build="0"] .trtw-badge')["height"]
+
+
+def test_eighth_trial_the_timeline_keeps_each_duration_with_its_unit(page: Any) -> None:
+    """Issue 39, eighth trial: "Too short to label: … Timing graph nodes (0 / ms)" wrapped between number and unit."""
+    rows = rtx_rows(running=False)
+    for i, name in enumerate(["Timing graph nodes", "Computing costs", "Choosing tactics", "Fusing layers"]):
+        rows.append(phase(20 + i, name, 5, 0.2 + i * 1e-4, 0.2 + i * 1e-4))
+    show(page, "widget", build_state(rows=rows, status="succeeded", elapsed_s=4.3))
+    page.locator(".trtw-seg-btn", has_text="Timeline").click()
+    page.wait_for_timeout(150)
+    shot(page, "eighth-timeline")
+    assert parted_at_widths(page, ".trtw-tl-legend", range(300, 1001, 5)) == {}
+    assert "Timing graph nodes (0\u00a0ms)" in (page.locator(".trtw-tl-legend").text_content() or "")
+
+
+@pytest.mark.parametrize("page", [560, 440], indirect=True)
+def test_eighth_trial_a_narrow_widget_shows_whole_step_counts(page: Any) -> None:
+    """Issue 39, eighth trial: a 900 px JupyterLab window with the file browser open showed "4502/45…" in the
+    running tree's Steps column. The column is as wide as its longest count; names shorten instead."""
+    rows = rtx_rows(running=True)
+    rows[6] = phase(6, "Timing tactics", 5, 0.13, None, step=4502, num_steps=4502)
+    rows.append(phase(9, "Measuring tactic time", 6, 0.2, None, step=13502, num_steps=13503))
+    show(page, "widget", build_state(rows=rows))
+    shot(page, f"eighth-narrow-steps-{page.evaluate(OUT_WIDTH)}")
+    steps = [t for t in page.locator(".trtw-row .trtw-steps").all_text_contents() if t]
+    assert "4502/4502" in steps and "13502/13503" in steps, steps
+    assert page.evaluate(CLIPPED, ".trtw-row .trtw-steps, .trtw-row .trtw-time") == []
+    heading = page.locator(".trtw-colhead > :nth-child(4)").bounding_box()
+    cell = page.locator(".trtw-row .trtw-steps").first.bounding_box()
+    assert heading is not None and cell is not None and abs(heading["x"] - cell["x"]) <= 1  # one grid still
+    out = box(page, "#out")
+    assert box(page, ".trtw-tree")["x"] + box(page, ".trtw-tree")["width"] <= out["x"] + out["width"] + 0.5
+
+
+SERVE_BUILDS = [
+    {
+        "id": f"b{i:04d}",
+        "name": name,
+        "status": "succeeded",
+        "phase": None,
+        "elapsed_s": 1.2 + i,
+        "engine_bytes": size,
+        "detail": "",
+        "error": "",
+    }
+    for i, (name, size) in enumerate(
+        [
+            ("resnet50-with-a-rather-long-experiment-name-v2.onnx", 685_875),
+            ("a.onnx", 102_624_652),
+            ("transformer_encoder_layer_stack_12_heads.onnx", 3 << 30),
+        ]
+    )
+]
+
+
+def test_eighth_trial_the_service_page_keeps_sizes_on_one_line(browser: Any) -> None:
+    """Issue 39, eighth trial: the ``serve`` page's engine column read "669.8 / KiB" at 1200 px."""
+    from trt_widget.serve._page import page as service_page
+
+    response = service_page()
+    body = bytes(response.body)
+    headers = {k: v for k, v in response.headers.items() if k.lower() != "content-length"}
+    listing = json.dumps({"builds": SERVE_BUILDS, "running": 0, "max_concurrent": 1})
+    context = browser.new_context(viewport={"width": 1200, "height": 800})
+    pg = context.new_page()
+
+    def serve(route: Any) -> None:
+        path = route.request.url[len(ORIGIN) :].split("?")[0]
+        if path == "/":
+            route.fulfill(status=200, headers=headers, body=body)
+        elif path == "/builds":
+            route.fulfill(status=200, content_type="application/json", body=listing)
+        else:
+            route.fulfill(status=404, body="{}")
+
+    pg.route(f"{ORIGIN}/**", serve)
+    try:
+        pg.goto(f"{ORIGIN}/?token=t")
+        pg.locator("td.num", has_text="KiB").wait_for()
+        parted = {}
+        for width in range(480, 1201, 20):
+            pg.set_viewport_size({"width": width, "height": 800})
+            pg.evaluate("() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))")
+            found = pg.evaluate(PARTED, "#builds td")
+            if found:
+                parted[width] = found
+        if SHOTS:
+            pg.set_viewport_size({"width": 1200, "height": 800})
+            pg.screenshot(path=str(Path(SHOTS) / "eighth-serve-sizes.png"))
+        assert parted == {}
+        assert "669.8\u00a0KiB" in pg.locator("#builds").inner_text()
+    finally:
+        context.close()

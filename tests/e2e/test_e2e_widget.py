@@ -442,7 +442,7 @@ def test_outcomes_look_calm_unless_something_failed(lab: Lab) -> None:
     head = ok.locator(".trtw-colhead")
     expect(head).to_be_visible()
     assert [t.strip() for t in head.locator("span").all_inner_texts()][2:] == ["Progress", "Steps", "%", "Time"]
-    expect(ok.locator(".trtw-size")).to_have_text(re.compile(r"^engine \d+\.\d (KiB|MiB)$"))
+    expect(ok.locator(".trtw-size")).to_have_text(re.compile(r"^engine \d+\.\d\s(KiB|MiB)$"))
     first = ok.get_by_role("treeitem").first
     expect(first.locator(".trtw-pct")).to_have_text("100%")
     expect(first.locator(".trtw-mark")).to_be_hidden()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 
-from .._format import fmt_bytes
+from .._format import fmt_bytes, keep_units
 from ._layer import _MEMORY_WORDS, MEMORY_KEYS, display
 from ._model import EngineReport
 
@@ -27,7 +27,9 @@ def engine_html(report: EngineReport | None, reason: str = "", max_rows: int = H
         ("precision", ", ".join(f"{_e(k, 20)} {v}" for k, v in report.precision_mix().items())),
         ("types", ", ".join(f"{_e(k, 40)} {v}" for k, v in list(report.types().items())[:10])),
     ]
-    facts += [(_MEMORY_WORDS[k], fmt_bytes(v)) for k in MEMORY_KEYS if (v := report.memory.get(k)) is not None]
+    facts += [
+        (_MEMORY_WORDS[k], keep_units(fmt_bytes(v))) for k in MEMORY_KEYS if (v := report.memory.get(k)) is not None
+    ]
     facts.append(("from", _e(report.source)))
     facts += [("note", _e(note, 300)) for note in report.notes]
     rows = []

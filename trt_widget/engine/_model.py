@@ -188,7 +188,7 @@ class EngineReport:
                 for layer in self.layers
             ],
             columns=["name", "type", "precision", "format", "tactic", "tactic_value", "onnx_nodes", "stream", "origin"],
-        )
+        ).astype({"stream": "Int64"})  # a missing stream is <NA>, the others stay whole numbers
 
     def to_json(self) -> str:
         """The inspector's / ``trtexec --exportLayerInfo`` JSON: ``{"Layers": [...], "Bindings": [...]}`` (names

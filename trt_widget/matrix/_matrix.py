@@ -32,8 +32,11 @@ from .._options import BuildOptionsDict
 from .._status import FINAL, IDLE, INTERRUPTED
 from ..runners import EngineFile, RunContext, Runner
 from ._table import (
+    COMPARE_INTEGERS,
     ENGINE_COLUMNS,
+    ENGINE_INTEGERS,
     RESULT_COLUMNS,
+    RESULT_INTEGERS,
     as_table,
     compare_rows,
     comparison,
@@ -411,19 +414,19 @@ class BuildMatrix:
     def results(self) -> DataFrame | list[ResultRow]:
         """One row per build: build, model, variant, status, build_s, engine_bytes, top_phases (the phases
         with the most self time, seconds), error. A pandas DataFrame when pandas is installed, else dicts."""
-        return as_table([result_row(cell) for cell in self.cells], RESULT_COLUMNS)
+        return as_table([result_row(cell) for cell in self.cells], RESULT_COLUMNS, RESULT_INTEGERS)
 
     def compare(self, baseline: int = 0) -> DataFrame | list[dict[str, object]]:
         """Differences against build ``baseline``: build time, engine size, and seconds per phase name. Its
         ``build_s`` leaves out the builder process's start-up (``start_up_s``), which ``results()`` includes;
         ``cold_builder`` marks a builder process's first build, whose phases hold one-time costs (fresh memory)."""
         rows = compare_rows(self.cells, baseline)
-        return as_table(rows, list(rows[0]) if rows else [])
+        return as_table(rows, list(rows[0]) if rows else [], COMPARE_INTEGERS)
 
     def engines(self) -> DataFrame | list[dict[str, object]]:
         """One row per build: what its engine holds: layers, precision mix, main layer types, weights and
         activation memory, engine size (``EngineReport``); a DataFrame when pandas is installed, else dicts."""
-        return as_table(engine_rows(self.cells), ENGINE_COLUMNS)
+        return as_table(engine_rows(self.cells), ENGINE_COLUMNS, ENGINE_INTEGERS)
 
     def comparison(self) -> Comparison:
         """Per build: status, build time, engine size and seconds per phase name (JSON-ready)."""

@@ -60,6 +60,8 @@ class ComparedBuild(TypedDict):
     engine: dict[str, JSON] | None
     # the other builds of the same model with the same options: what they differ by is run-to-run variation
     twins: list[int]
+    # why a failed build failed or a cancelled one was stopped, its first line ("" for the others)
+    reason: str
 
 
 class Comparison(TypedDict):
@@ -179,13 +181,20 @@ def result_row(cell: Cell) -> ResultRow:
     }
 
 
-def as_table(rows: list[Row], columns: list[str]) -> DataFrame | list[Row]:
-    """A pandas DataFrame when pandas is installed, else the list of row dicts."""
+RESULT_INTEGERS = ("build", "engine_bytes")
+COMPARE_INTEGERS = ("build", "engine_bytes", "d_engine_bytes")
+ENGINE_INTEGERS = ("build", "layers", "weights", "activations", "engine")
+
+
+def as_table(rows: list[Row], columns: list[str], integers: Sequence[str] = ()) -> DataFrame | list[Row]:
+    """A pandas DataFrame when pandas is installed, else the list of row dicts. The ``integers`` columns are
+    pandas' nullable ``Int64``: a size stays 102624652 beside a missing one (``<NA>``), not 102624652.0 and NaN."""
     try:
         import pandas as pd
     except ImportError:
         return rows
-    return pd.DataFrame(rows, columns=columns)
+    frame = pd.DataFrame(rows, columns=columns)
+    return frame.astype({name: "Int64" for name in integers if name in frame.columns})
 
 
 def comparison(cells: Sequence[Cell]) -> Comparison:
@@ -217,9 +226,22 @@ def comparison(cells: Sequence[Cell]) -> Comparison:
                 "phases": {k: round(v, 4) for k, v in phases.items()},
                 "engine": _engine_brief(cell.build),
                 "twins": twins[cell.id],
+                "reason": _reason(cell.build),
             }
         )
     return {"builds": builds}
+
+
+def _reason(build: Build) -> str:
+    """The first line of why ``build`` failed (its error) or was cancelled (its status detail), else ""."""
+    if build.status == "failed":
+        said: object = build.error if build.error is not None else build.status_detail
+    elif build.status == "cancelled":
+        said = build.status_detail
+    else:
+        return ""
+    lines = str(said or "").strip().split("\n")
+    return lines[0] if lines else ""
 
 
 def _engine_brief(build: Build) -> dict[str, JSON] | None:

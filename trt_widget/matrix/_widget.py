@@ -274,20 +274,20 @@ class MatrixWidget(anywidget.AnyWidget):
 
     def to_html(self) -> str:
         """The results as an HTML table (inline styles, every value escaped)."""
-        from .._format import fmt_bytes, fmt_s
+        from .._format import fmt_bytes, fmt_s, keep_units
 
         head = ["model", "variant", "status", "build time", "engine", "top phases / error"]
         cells = "".join(f"<th style='text-align:left;padding:2px 8px'>{h}</th>" for h in head)
         lines = [f"<table style='border-collapse:collapse'><tr>{cells}</tr>"]
         for cell in self.matrix.cells:
             row = result_row(cell)
-            top = row["error"] or ", ".join(f"{n} {fmt_s(s)}" for n, s in row["top_phases"].items())
+            top = row["error"] or ", ".join(f"{n} {keep_units(fmt_s(s))}" for n, s in row["top_phases"].items())
             values = [
                 row["model"],
                 row["variant"],
                 row["status"],
-                fmt_s(row["build_s"]) if row["build_s"] is not None else "",
-                fmt_bytes(row["engine_bytes"]) if row["engine_bytes"] else "",
+                keep_units(fmt_s(row["build_s"])) if row["build_s"] is not None else "",
+                keep_units(fmt_bytes(row["engine_bytes"])) if row["engine_bytes"] else "",
                 top,
             ]
             tds = "".join(f"<td style='padding:2px 8px'>{html.escape(str(v))}</td>" for v in values)

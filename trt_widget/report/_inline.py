@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, TypeAlias, TypedDict, runtime_checkable
 
-from .._format import fmt_bytes, fmt_s
+from .._format import fmt_bytes, fmt_s, keep_units
 
 if TYPE_CHECKING:
     from .._build import Build
@@ -297,7 +297,7 @@ def tree_html(nodes: list[PhaseNode], total_s: float, max_nodes: int = INLINE_MA
         extra = node.describe()
         return (
             f'<span class="trt-name">{_e(node.label)}</span> '
-            f'<span class="trt-time" style="{_NUM}">{_e(fmt_s(node.duration_s))}</span>'
+            f'<span class="trt-time" style="{_NUM}">{_e(keep_units(fmt_s(node.duration_s)))}</span>'
             + (f' <span class="trt-extra" style="font-style:italic">({_e(extra)})</span>' if extra else "")
         )
 
@@ -337,7 +337,7 @@ def to_html_fragment(source: Source | Facts, title: str | None = None, max_nodes
     rest = _headline(f)[1]
     out = [
         f'<div class="trt-widget-static" style="{_BOX}">',
-        f'<div>{_badge(f["status"], f["status_word"])} <span style="{_NUM}">{_e(rest)}</span>'
+        f'<div>{_badge(f["status"], f["status_word"])} <span style="{_NUM}">{_e(keep_units(rest))}</span>'
         + (f' — <span class="trt-label">{_e(title or f["label"])}</span>' if title or f["label"] else "")
         + "</div>",
     ]

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
 from .._files import write_output
-from .._format import fmt_s
+from .._format import fmt_s, keep_units
 from .._version import __version__
 from ._inline import _ERROR, REPORT_MAX_NODES, Facts, _badge, _e, _facts, build_of, tree_html
 
@@ -26,6 +26,12 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 HISTORY_WAIT_S = 5.0  # what a report waits for its build's history look-up
+
+
+def _u(text: str) -> str:
+    """:func:`_e` of text holding numbers with units, each joined to its unit (a line never wraps between them)."""
+    return _e(keep_units(text))
+
 
 _PAGE_CSS = """
 :root { color-scheme: light dark; --fg: #1f2328; --bg: #ffffff; --muted: #57606a; --line: #d0d7de; }
@@ -84,10 +90,10 @@ def to_html(source: Source, path: str | os.PathLike[str] | None = None) -> str:
 def _header_table(build: Build, f: Facts) -> str:
     rows = [
         ("Status", _badge(f["status"], f["status_word"]) + (f" {_e(f['detail'])}" if f["detail"] else "")),
-        ("Total time", _e(fmt_s(f["elapsed_s"]))),
+        ("Total time", _u(fmt_s(f["elapsed_s"]))),
         (
             "Engine",
-            _e(f["engine"] or "none")
+            _u(f["engine"] or "none")
             + (f" → <code>{_e(f['output'])}</code>" if f["output"] and f["status"] == "succeeded" else ""),
         ),
         ("Model", _e(f["label"])),
@@ -96,7 +102,7 @@ def _header_table(build: Build, f: Facts) -> str:
     ]
     resources = _safe(lambda: build.resources.report() if build.resources is not None else None)
     if resources:
-        rows.append(("Resources", _e(resources)))
+        rows.append(("Resources", _u(resources)))
     link = getattr(build, "history", None)
     if link is not None:
         like = _safe(lambda: str(link.like_text))
@@ -107,7 +113,7 @@ def _header_table(build: Build, f: Facts) -> str:
         rows.append(
             (
                 "Stop",
-                _e(f"requested at {fmt_s(cancel.get('requested_at_s'))} during {cancel.get('phase') or 'the build'}"),
+                _u(f"requested at {fmt_s(cancel.get('requested_at_s'))} during {cancel.get('phase') or 'the build'}"),
             )
         )
     return '<table class="trt-header">' + "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows) + "</table>"
@@ -161,7 +167,7 @@ def _problems_section(build: Build, f: Facts) -> str:
     kind = (_safe(_backend_info) or {}).get("backend", "")
     problems = annotate(problems, cancelled=getattr(build, "cancel_info", None) is not None, backend=kind)
     rows = "".join(
-        f'<tr><td class="num">{_e(fmt_s(p.get("t")))}</td><td>{_e(p.get("severity", ""))}</td>'
+        f'<tr><td class="num">{_u(fmt_s(p.get("t")))}</td><td>{_e(p.get("severity", ""))}</td>'
         f"<td>{_e(p.get('message', ''))}"
         + (f"<br><em>expected: {_e(p['expected'])}</em>" if p.get("expected") else "")
         + "</td></tr>"
@@ -196,8 +202,8 @@ def _history_section(build: Build, max_rows: int = 150) -> str:
         sign = "+" if delta is not None and delta >= 0 else "−"
         body.append(
             f'<tr><td style="padding-left:{max(r["depth"], 0) * 1.2 + 0.8:.1f}em">{_e(r["name"])}</td>'
-            f'<td class="num">{_e(fmt_s(r["a_s"]) or "—")}</td><td class="num">{_e(fmt_s(r["b_s"]) or "—")}'
-            f'</td><td class="num">{_e(sign + fmt_s(abs(delta)) + pct) if delta is not None else "—"}</td></tr>'
+            f'<td class="num">{_u(fmt_s(r["a_s"]) or "—")}</td><td class="num">{_u(fmt_s(r["b_s"]) or "—")}'
+            f'</td><td class="num">{_u(sign + fmt_s(abs(delta)) + pct) if delta is not None else "—"}</td></tr>'
         )
     more = f"<p>… {len(rows) - max_rows} more rows not shown</p>" if len(rows) > max_rows else ""
     return (

@@ -22,7 +22,7 @@ _PAGE = """<!doctype html>
 body {{ font: 14px/1.4 system-ui, sans-serif; margin: 1.5rem; color: #222; background: #fff; }}
 table {{ border-collapse: collapse; width: 100%; }}
 th, td {{ text-align: left; padding: .3rem .6rem; border-bottom: 1px solid #ddd; vertical-align: top; }}
-td.num {{ text-align: right; font-variant-numeric: tabular-nums; }}
+td.num {{ text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }}
 .running, .cancelling {{ color: #0a58ca; }} .succeeded {{ color: #137333; }}
 .failed {{ color: #b3261e; }} .cancelled {{ color: #8a6d00; }}
 .why {{ color: #666; font-size: 12px; max-width: 40rem; white-space: pre-wrap; overflow-wrap: anywhere; }}
@@ -126,16 +126,17 @@ function show(r, build) {{
 }}
 
 // the status, and under a failed or cancelled build's the reason (untrusted text: textContent only)
-// a size as everywhere else (trt_widget._format.fmt_bytes, the widget): "97.9 MiB", one decimal
+// a size as everywhere else (trt_widget._format.fmt_bytes, the widget): "97.9 MiB", one decimal, its number and
+// unit joined by a no-break space (a line never wraps between them)
 function size(bytes) {{
   let value = bytes;
   for (const unit of ["B", "KiB", "MiB", "GiB"]) {{
     if (value < 1024 || unit === "GiB") {{
-      return unit === "B" ? `${{value.toFixed(0)}} B` : `${{value.toFixed(1)}} ${{unit}}`;
+      return unit === "B" ? `${{value.toFixed(0)}}\u00a0B` : `${{value.toFixed(1)}}\u00a0${{unit}}`;
     }}
     value /= 1024;
   }}
-  return `${{bytes}} B`;
+  return `${{bytes}}\u00a0B`;
 }}
 
 function status(r, value, reason) {{

@@ -10,6 +10,8 @@ import {
   fmtDuration,
   fmtQuiet,
   fmtTiming,
+  keepUnits,
+  NBSP,
   num,
   str,
 } from "../shared/format.js";
@@ -123,7 +125,7 @@ export class Header {
     this.badge.dataset.status = st;
     // A failed build's detail is the first line of its error, which the error box already shows.
     const detail = st === "failed" && s.error ? "" : s.detail;
-    setText(this.detail, escapeLines(detail));
+    setText(this.detail, keepUnits(escapeLines(detail)));
     this.detail.hidden = !detail;
     const size = s.engineSize;
     setText(this.sizeEl, size > 0 ? `engine ${fmtBytes(size)}` : "");
@@ -233,7 +235,7 @@ export class Header {
     if (c) {
       const phase = str(c.phase);
       if (phase) text += ` of ${phase}`;
-      if (typeof c.requested_at_s === "number") text += ` (${Math.max(0, Math.floor(now - c.requested_at_s))} s)`;
+      if (typeof c.requested_at_s === "number") text += ` (${Math.max(0, Math.floor(now - c.requested_at_s))}${NBSP}s)`;
     }
     setText(this.noticeText, text);
   }

@@ -51,6 +51,18 @@ const INLINE_RUNNING_MAX = 4; // running members a collapsed group shows inline
  * @property {() => RowContext} rowContext
  */
 
+/**
+ * The most characters any row's Steps cell can show: "done/total" for a phase, "N done" for a group, "done".
+ * @param {Structure} struct
+ * @returns {number}
+ */
+export function stepsChars(struct) {
+  let most = 4; // "done"
+  for (const node of struct.nodes) if (node.numSteps > 0) most = Math.max(most, 2 * String(node.numSteps).length + 1);
+  for (const group of struct.groups.values()) most = Math.max(most, String(group.count).length + 5);
+  return most;
+}
+
 export class TreeView {
   /**
    * @param {Map<string, boolean>} expanded the user's collapse choices: key -> expanded
@@ -120,6 +132,12 @@ export class TreeView {
     const deltas = ctx.hd ? "on" : "off";
     if (this.el.dataset.deltas !== deltas) this.el.dataset.deltas = this.head.dataset.deltas = deltas;
     const struct = this.host.struct;
+    // the Steps column is as wide as its longest count ("13502/13502"): numbers are never cut, names shorten
+    const chars = String(stepsChars(struct));
+    if (this.el.style.getPropertyValue("--trtw-steps-ch") !== chars) {
+      this.el.style.setProperty("--trtw-steps-ch", chars);
+      this.head.style.setProperty("--trtw-steps-ch", chars);
+    }
     /** @type {RowData[]} */
     const flat = [];
     /**

@@ -3,17 +3,18 @@
 // textContent only.
 
 import { h } from "../shared/dom.js";
-import { escapeControls, fmtBytes, fmtDelta, fmtDuration, num, str } from "../shared/format.js";
+import { escapeControls, fmtBytes, fmtDelta, fmtDuration, NBSP, num, str } from "../shared/format.js";
 
 /**
  * @typedef {{id: number, model: string, group: string, variant: string, status: string, build_s: number | null,
  *   elapsed_s: number | null, start_up_s: number, cold_builder: boolean, engine_size: number | null,
- *   phases: Record<string, number>, twins: number[]}} Compared
+ *   phases: Record<string, number>, twins: number[], reason: string}} Compared
  *   build_s leaves out start_up_s, the builder process's start-up (a row's elapsed time includes it); null: the
  *   build never started (stopped while queued), so it has no time and no differences. elapsed_s: its whole time,
  *   as its row shows it (a failed or cancelled build's "after" says that one number). cold_builder: its builder
  *   process had built nothing yet or had given its memory back while idle: its phases hold one-time costs
  *   twins: the other builds of the same model with the same options (what they differ by is run-to-run variation)
+ *   reason: why a failed build failed or a cancelled one was stopped (the first line), "" for the others
  */
 
 /**
@@ -42,6 +43,7 @@ export function readComparison(value) {
       engine_size: typeof b.engine_size === "number" ? b.engine_size : null,
       phases,
       twins: Array.isArray(b.twins) ? b.twins.filter((/** @type {unknown} */ t) => typeof t === "number") : [],
+      reason: str(b.reason),
     });
   }
   return out;
@@ -68,6 +70,18 @@ export function phaseDiffs(b, base, count = 3) {
 
 // statuses of builds that ended without an engine: their times compare with nothing
 const UNFINISHED = ["failed", "cancelled"];
+const REASON_MAX = 160; // characters of a reason the Comparison shows (the whole first line is its tooltip)
+
+/**
+ * A reason on one line: its first line, spaces collapsed, cut to `max` characters with an ellipsis.
+ * @param {string} text
+ * @param {number} [max]
+ * @returns {string}
+ */
+export function oneLine(text, max = REASON_MAX) {
+  const line = text.trim().split("\n")[0].replace(/\s+/g, " ").trim();
+  return line.length > max ? `${line.slice(0, max - 1).trimEnd()}\u2026` : line;
+}
 
 /**
  * @param {Compared} b
@@ -102,10 +116,14 @@ function compareRow(b, model, longest, mixed) {
     !UNFINISHED.includes(base.status);
   const dSize = b.engine_size !== null && base.engine_size !== null ? b.engine_size - base.engine_size : null;
   const sizeDelta = dSize === null || same || !both ? "" : `${dSize >= 0 ? "+" : "\u2212"}${fmtBytes(Math.abs(dSize))}`;
+  // a failed or cancelled build says why, there: its list row has room for only a few words of it
+  const why = UNFINISHED.includes(b.status) && b.reason ? oneLine(b.reason) : "";
   const diffs = same
-    ? "baseline"
+    ? why
+      ? `baseline; ${why}`
+      : "baseline"
     : !both
-      ? "not compared" // no differences would read as a match
+      ? `not compared${why ? `: ${why}` : ""}` // no differences would read as a match
       : phaseDiffs(b, base)
           .map(([n, d]) => `${n} ${fmtDelta(d)}`)
           .join(", ");
@@ -127,13 +145,18 @@ function compareRow(b, model, longest, mixed) {
     sizeDelta,
     phases,
   ];
-  for (const c of cells) {
+  for (const [i, c] of cells.entries()) {
     if (c === null) {
       tr.append(time);
       continue;
     }
     const td = h("td", "");
     td.textContent = escapeControls(c); // model names and phase names are untrusted
+    if (i === cells.length - 1 && why) {
+      td.classList.add("trtw-mx-reason");
+      td.dataset.status = b.status;
+      td.title = escapeControls(oneLine(b.reason, Number.POSITIVE_INFINITY));
+    }
     tr.append(td);
   }
   return tr;
@@ -285,7 +308,7 @@ export function twinSpread(builds, mixed) {
   }
   if (widest === null) return "";
   const names = widest.group.map((g) => escapeControls(g.variant)).join(", ");
-  const share = widest.low > 0 ? ` (${Math.round((100 * widest.spread) / widest.low)} %)` : "";
+  const share = widest.low > 0 ? ` (${Math.round((100 * widest.spread) / widest.low)}${NBSP}%)` : "";
   return (
     `Builds of the same model with the same options (${names}) differed by up to ` +
     `${fmtDuration(widest.spread)}${share}: run-to-run variation here, which a difference between variants ` +

@@ -10,7 +10,7 @@
 import { GONE_TEXT, watchKernel } from "../build/kernel.js";
 import { TrtView } from "../build/view.js";
 import { h, perfNow, setAttr, setText } from "../shared/dom.js";
-import { escapeControls, escapeLines, fmtBytes, fmtDuration, percent, str } from "../shared/format.js";
+import { escapeControls, escapeLines, fmtBytes, fmtDuration, keepUnits, percent, str } from "../shared/format.js";
 import { readComparison, renderComparison } from "./compare.js";
 import { BuildModelAdaptor, parse, readRows } from "./data.js";
 
@@ -108,7 +108,8 @@ class RowView {
     // a queued row's detail says what it waits for, where its runner knows ("starting a local Ray instance …")
     const note = row.status === "queued" ? row.detail || "waiting for a builder" : row.error || (p ? "" : row.detail);
     const shown = escapeLines(p ? p.name : note);
-    setText(this.phaseName, shown);
+    // our own prose ("cancelled after 6.5 s") keeps each number with its unit; names and errors stay as they are
+    setText(this.phaseName, p || (row.error && note === row.error) ? shown : keepUnits(shown));
     setAttr(this.phaseName, "title", shown || null);
     this.bar.hidden = !withSteps;
     this.steps.hidden = !withSteps;
@@ -388,7 +389,7 @@ export class MatrixView {
     const title = str(this.get("title"));
     setText(this.title, title || `Build matrix \u2014 ${rows.length} build${rows.length === 1 ? "" : "s"}`);
     const note = str(this.get("note"));
-    setText(this.note, note);
+    setText(this.note, keepUnits(note));
     if (this.variantHead) setText(this.variantHead, str(this.get("variant_label")) || "variant");
     this.note.hidden = !note;
     this.root.dataset.stopButtons = this.get("stop_buttons") === false ? "off" : "on";

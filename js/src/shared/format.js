@@ -55,32 +55,50 @@ export function str(v) {
 }
 
 /**
- * "850 ms", "12.3 s", "2m 05s", "1h 02m".
+ * What joins a number to its unit in every formatted value ("850\u00a0ms"): a no-break space, so that a line
+ * never wraps between them (the terminal's Python formatters keep a plain space: trt_widget/_format.py).
+ */
+export const NBSP = "\u00a0";
+
+const NUMBER_UNIT = /(?<=\d) (?=(?:ms|s|min|B|KiB|MiB|GiB|TiB|%)(?![\p{L}\p{N}_]))|(?<=\d min) (?=\d)/gu;
+
+/**
+ * `text` (prose Python made: "ended 0.2 s after stop()") with each number joined to its unit by NBSP, as
+ * trt_widget/_format.py keep_units does for its HTML: a line never wraps between them.
+ * @param {string} text
+ * @returns {string}
+ */
+export function keepUnits(text) {
+  return text.replace(NUMBER_UNIT, NBSP);
+}
+
+/**
+ * "850 ms", "12.3 s", "2m 05s", "1h 02m" (each space a no-break space, NBSP).
  * @param {number} seconds
  * @returns {string}
  */
 export function fmtDuration(seconds) {
   const s = Number.isFinite(seconds) && seconds >= 0 ? seconds : 0;
-  if (s < 0.9995) return `${Math.round(s * 1000)} ms`;
-  if (s < 59.95) return `${s.toFixed(1)} s`;
+  if (s < 0.9995) return `${Math.round(s * 1000)}${NBSP}ms`;
+  if (s < 59.95) return `${s.toFixed(1)}${NBSP}s`;
   if (s < 3600) {
     const m = Math.floor(s / 60);
     const r = Math.floor(s - m * 60);
-    return `${m}m ${String(r).padStart(2, "0")}s`;
+    return `${m}m${NBSP}${String(r).padStart(2, "0")}s`;
   }
   const hh = Math.floor(s / 3600);
   const m = Math.floor((s - hh * 3600) / 60);
-  return `${hh}h ${String(m).padStart(2, "0")}m`;
+  return `${hh}h${NBSP}${String(m).padStart(2, "0")}m`;
 }
 
 /**
- * Coarse duration for estimates: "12 s", "2m 05s".
+ * Coarse duration for estimates: "12 s", "2m 05s" (no-break spaces).
  * @param {number} seconds
  * @returns {string}
  */
 export function fmtApprox(seconds) {
   const s = Number.isFinite(seconds) && seconds >= 0 ? seconds : 0;
-  if (s < 59.5) return `${Math.ceil(s)} s`;
+  if (s < 59.5) return `${Math.ceil(s)}${NBSP}s`;
   return fmtDuration(s);
 }
 
@@ -119,13 +137,13 @@ export function percent(done, total) {
 }
 
 /**
- * Binary (IEC) units with one decimal, as the terminal and the report: "512 B", "2.4 MiB".
+ * Binary (IEC) units with one decimal, as the terminal and the report: "512 B", "2.4 MiB" (a no-break space).
  * @param {unknown} value bytes
  * @returns {string}
  */
 export function fmtBytes(value) {
   const n = num(value);
-  if (n < 1024) return `${Math.max(0, Math.round(n))} B`;
+  if (n < 1024) return `${Math.max(0, Math.round(n))}${NBSP}B`;
   const units = ["KiB", "MiB", "GiB", "TiB"];
   let v = n / 1024;
   let i = 0;
@@ -133,7 +151,7 @@ export function fmtBytes(value) {
     v /= 1024;
     i++;
   }
-  return `${v.toFixed(1)} ${units[i]}`;
+  return `${v.toFixed(1)}${NBSP}${units[i]}`;
 }
 
 /**

@@ -1,7 +1,20 @@
 // @vitest-environment jsdom
 import { beforeEach, describe, expect, it, vi } from "vitest";
 import widget from "../../src/build/widget.js";
-import { el, fakeModel, mount, phase, rowNamed, rows, sampleTree, stopBtn, txt, unmount, useDom } from "../helpers.js";
+import {
+  el,
+  fakeModel,
+  mount,
+  NB,
+  phase,
+  rowNamed,
+  rows,
+  sampleTree,
+  stopBtn,
+  txt,
+  unmount,
+  useDom,
+} from "../helpers.js";
 
 useDom();
 
@@ -25,7 +38,7 @@ describe("live clock", () => {
     advance(1000);
     expect(elapsed.textContent).toBe("");
     model.update({ status: "running", elapsed_s: 0.883 });
-    expect(elapsed.textContent).toBe("883 ms");
+    expect(elapsed.textContent).toBe(`883${NB}ms`);
   });
 
   it("shows no build time for a build stopped while queued: it never started", () => {
@@ -41,7 +54,7 @@ describe("live clock", () => {
     expect(elapsed.textContent).toBe("");
     expect(el.textContent).toContain("never started");
     model.update({ status: "cancelled", elapsed_s: 5.6, started: true }); // one that built shows its time
-    expect(elapsed.textContent).toBe("5.6 s");
+    expect(elapsed.textContent).toBe(`5.6${NB}s`);
   });
 
   it("ticks header and running rows between snapshots and stops when done", () => {
@@ -56,19 +69,19 @@ describe("live clock", () => {
     });
     mount(model);
     const elapsed = el.querySelector(".trtw-elapsed");
-    expect(elapsed.textContent).toBe("2.0 s");
-    expect(txt(rowNamed("Tactics"), ".trtw-time")).toBe("1.0 s");
+    expect(elapsed.textContent).toBe(`2.0${NB}s`);
+    expect(txt(rowNamed("Tactics"), ".trtw-time")).toBe(`1.0${NB}s`);
     advance(1500);
-    expect(elapsed.textContent).toBe("3.5 s");
-    expect(txt(rowNamed("Tactics"), ".trtw-time")).toBe("2.5 s");
-    expect(txt(rowNamed("Build"), ".trtw-time")).toBe("3.5 s");
-    expect(txt(rowNamed("Parse"), ".trtw-time")).toBe("1.0 s"); // finished: static
+    expect(elapsed.textContent).toBe(`3.5${NB}s`);
+    expect(txt(rowNamed("Tactics"), ".trtw-time")).toBe(`2.5${NB}s`);
+    expect(txt(rowNamed("Build"), ".trtw-time")).toBe(`3.5${NB}s`);
+    expect(txt(rowNamed("Parse"), ".trtw-time")).toBe(`1.0${NB}s`); // finished: static
 
     // a new snapshot re-anchors the clock
     model.update({ elapsed_s: 3.6 });
-    expect(elapsed.textContent).toBe("3.6 s");
+    expect(elapsed.textContent).toBe(`3.6${NB}s`);
     advance(400);
-    expect(elapsed.textContent).toBe("4.0 s");
+    expect(elapsed.textContent).toBe(`4.0${NB}s`);
     expect(vi.getTimerCount()).toBe(1);
 
     model.update({
@@ -84,9 +97,9 @@ describe("live clock", () => {
     expect(vi.getTimerCount()).toBe(0); // ticker stopped
     expect(el.querySelector(".trtw-quiet").hidden).toBe(true);
     advance(2000);
-    expect(elapsed.textContent).toBe("4.2 s");
-    expect(txt(rowNamed("Tactics"), ".trtw-time")).toBe("3.1 s");
-    expect(el.querySelector(".trtw-size").textContent).toBe("engine 2.4 MiB");
+    expect(elapsed.textContent).toBe(`4.2${NB}s`);
+    expect(txt(rowNamed("Tactics"), ".trtw-time")).toBe(`3.1${NB}s`);
+    expect(el.querySelector(".trtw-size").textContent).toBe(`engine 2.4${NB}MiB`);
   });
 
   it("says how long TensorRT has been silent during a long step", () => {
@@ -101,7 +114,7 @@ describe("live clock", () => {
     expect(quiet.hidden).toBe(true); // 2 s: nothing to say
     advance(10_000);
     expect(quiet.hidden).toBe(false);
-    expect(quiet.textContent).toBe("no callback for 12 s");
+    expect(quiet.textContent).toBe(`no callback for 12${NB}s`);
     expect(quiet.title).toMatch(/CPU/);
     model.update({ elapsed_s: 31, activity: { last_callback_s: 30.5 } });
     expect(quiet.hidden).toBe(true);
@@ -125,7 +138,7 @@ describe("live clock", () => {
     expect(el.querySelector(".trtw-eta").hidden).toBe(true); // no "over ETA" for a build nobody runs
     advance(10_000);
     expect(elapsed.textContent).toBe(at); // the clock stopped
-    expect(txt(rowNamed("Tactics"), ".trtw-time")).toBe(`${(Number.parseFloat(at) - 1).toFixed(1)} s`);
+    expect(txt(rowNamed("Tactics"), ".trtw-time")).toBe(`${(Number.parseFloat(at) - 1).toFixed(1)}${NB}s`);
     // the rows that ran stopped with the kernel: not drawn as running (bold, brand-coloured bar), but marked
     for (const name of ["Build", "Tactics"]) {
       expect(rowNamed(name).dataset.status).toBe("interrupted");
@@ -140,7 +153,7 @@ describe("live clock", () => {
     mount(model);
     advance(2000);
     model.trigger("comm_live_update");
-    expectEnded("the kernel restarted during this build", "7.0 s");
+    expectEnded("the kernel restarted during this build", `7.0${NB}s`);
     stopBtn().click();
     expect(model.sent).toEqual([]);
     expect(vi.getTimerCount()).toBe(0); // ticker and kernel poll both stopped
@@ -158,14 +171,14 @@ describe("live clock", () => {
     expect(el.querySelector(".trtw-badge").textContent).toBe("Running");
     manager.kernel = null;
     advance(1000); // the next poll
-    expectEnded("the kernel shut down during this build", "7.0 s");
+    expectEnded("the kernel shut down during this build", `7.0${NB}s`);
   });
 
   it("a closed comm ends a live view; a finished build's view stays as it was", () => {
     const live = liveBuild();
     mount(live);
     live.trigger("comm:close");
-    expectEnded("the widget's connection to the kernel closed during this build", "5.0 s");
+    expectEnded("the widget's connection to the kernel closed during this build", `5.0${NB}s`);
     unmount();
     el.remove();
     const done = fakeModel({
@@ -206,12 +219,12 @@ describe("live clock", () => {
     const notice = el.querySelector(".trtw-notice");
     expect(notice.hidden).toBe(false);
     expect(el.querySelector(".trtw-notice-text").textContent).toBe(
-      "Cancelling \u2014 waiting for the builder to finish the current step of Measuring tactic time (2 s)",
+      `Cancelling \u2014 waiting for the builder to finish the current step of Measuring tactic time (2${NB}s)`,
     );
     expect(stopBtn().disabled).toBe(true);
     advance(3000);
     expect(el.querySelector(".trtw-notice-text").textContent).toBe(
-      "Cancelling \u2014 waiting for the builder to finish the current step of Measuring tactic time (5 s)",
+      `Cancelling \u2014 waiting for the builder to finish the current step of Measuring tactic time (5${NB}s)`,
     );
     model.update({ status: "cancelled", status_detail: "stopped by user", cancel: null });
     expect(notice.hidden).toBe(true);
@@ -238,11 +251,11 @@ describe("live clock", () => {
         rows: [phase("Tactics", { id: 1, start_s: 1 })],
       }),
     );
-    expect(el.querySelector(".trtw-eta").textContent).toBe("ETA ~26 s (based on build of 2024-05-01)");
-    expect(txt(rowNamed("Tactics"), ".trtw-note")).toBe("~7 s left");
+    expect(el.querySelector(".trtw-eta").textContent).toBe(`ETA ~26${NB}s (based on build of 2024-05-01)`);
+    expect(txt(rowNamed("Tactics"), ".trtw-note")).toBe(`~7${NB}s left`);
     advance(2000);
-    expect(el.querySelector(".trtw-eta").textContent).toBe("ETA ~24 s (based on build of 2024-05-01)");
-    expect(txt(rowNamed("Tactics"), ".trtw-note")).toBe("~5 s left");
+    expect(el.querySelector(".trtw-eta").textContent).toBe(`ETA ~24${NB}s (based on build of 2024-05-01)`);
+    expect(txt(rowNamed("Tactics"), ".trtw-note")).toBe(`~5${NB}s left`);
   });
 });
 
@@ -255,8 +268,8 @@ describe("no ETA", () => {
       rows: [phase("Tactics", { id: 1, start_s: 1 })],
     });
     mount(model);
-    expect(el.querySelector(".trtw-eta").textContent).toBe("ETA ~26 s");
-    expect(txt(rowNamed("Tactics"), ".trtw-note")).toBe("~27 s left");
+    expect(el.querySelector(".trtw-eta").textContent).toBe(`ETA ~26${NB}s`);
+    expect(txt(rowNamed("Tactics"), ".trtw-note")).toBe(`~27${NB}s left`);
     model.update({ status: "cancelling", elapsed_s: 5, cancel: { phase: "Tactics", requested_at_s: 5 } });
     expect(el.querySelector(".trtw-eta").hidden).toBe(true);
     expect(txt(rowNamed("Tactics"), ".trtw-note")).toBe("");

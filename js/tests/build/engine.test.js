@@ -9,7 +9,7 @@ import {
   precisionMix,
   ROW_PX,
 } from "../../src/build/engine.js";
-import { el, fakeModel, mount, phase, useDom } from "../helpers.js";
+import { el, fakeModel, mount, NB, phase, useDom } from "../helpers.js";
 
 useDom();
 
@@ -104,8 +104,8 @@ describe("the Engine view", () => {
     expect(el.querySelector(".trtw-tree").hidden).toBe(true);
     const chips = [...el.querySelectorAll(".trtw-engine-chip")].map((c) => c.textContent);
     expect(chips).toContain("12 layers");
-    expect(chips).toContain("2.0 KiB weights");
-    expect(chips).toContain("4.0 KiB engine");
+    expect(chips).toContain(`2.0${NB}KiB weights`);
+    expect(chips).toContain(`4.0${NB}KiB engine`);
     expect(chips.some((c) => c.endsWith(" FP16"))).toBe(true);
   });
 
@@ -197,7 +197,7 @@ describe("Δ last build", () => {
     engineBtn().click();
     expect(line().hidden).toBe(false);
     expect(line().textContent).toBe(
-      "\u0394 last build: \u22128 layers, FP32 \u22128, weights \u221218.0 KiB, engine \u221245.9 KiB",
+      `\u0394 last build: \u22128 layers, FP32 \u22128, weights \u221218.0${NB}KiB, engine \u221245.9${NB}KiB`,
     );
     expect(line().title).toBe(
       "Compared with the build of 2026-12-06 05:43, 1.3 s of the same model, options and backend",
@@ -216,7 +216,7 @@ describe("Δ last build", () => {
 
   it("reads growth with a plus, ignores what is not a delta, and shows names literally", () => {
     expect(deltaText(parseDelta({ layers: 1, precision: { FP16: 1200 }, memory: { weights: 3 << 20 } }))).toBe(
-      "\u0394 last build: +1 layer, FP16 +1,200, weights +3.0 MiB",
+      `\u0394 last build: +1 layer, FP16 +1,200, weights +3.0${NB}MiB`,
     );
     for (const bad of [null, "x", [], { layers: "1" }, { precision: {} }]) expect(parseDelta(bad)).toBeNull();
     expect(parseDelta({ layers: 0, precision: { a: "1", b: Number.NaN }, memory: [] })).toEqual({

@@ -3,6 +3,7 @@
 import { describe, expect, it } from "vitest";
 import { Header } from "../../src/build/header.js";
 import { fmtTiming } from "../../src/shared/format.js";
+import { NB } from "../helpers.js";
 
 describe("what a silent step is timing", () => {
   it("names the layer, the runner kind, for how long and how many tactics", () => {
@@ -12,12 +13,14 @@ describe("what a silent step is timing", () => {
       since_s: 10,
       tactics: 0,
     };
-    expect(fmtTiming(timing, 570)).toBe("timing {ForeignNode[transformer.h.0.attn.bias.../Cast]} (Myelin) for 9m 20s");
+    expect(fmtTiming(timing, 570)).toBe(
+      `timing {ForeignNode[transformer.h.0.attn.bias.../Cast]} (Myelin) for 9m${NB}20s`,
+    );
     expect(fmtTiming({ ...timing, tactics: 1 }, 15)).toBe(
-      "timing {ForeignNode[transformer.h.0.attn.bias.../Cast]} (Myelin) for 5 s, 1 tactic timed",
+      `timing {ForeignNode[transformer.h.0.attn.bias.../Cast]} (Myelin) for 5${NB}s, 1 tactic timed`,
     );
     expect(fmtTiming({ layer: "Gather_25", runner: "", since_s: 1, tactics: 3 }, 3.5)).toBe(
-      "timing Gather_25 for 2 s, 3 tactics timed",
+      `timing Gather_25 for 2${NB}s, 3 tactics timed`,
     );
   });
 
@@ -36,7 +39,7 @@ describe("what a silent step is timing", () => {
     };
     header.tick(62, "running", true, null, null, activity);
     expect(header.pathEl.textContent).toBe(
-      "Now: Building engine \u00b7 timing Conv_42 (CaskConvolution) for 1m 00s, 7 tactics timed",
+      `Now: Building engine \u00b7 timing Conv_42 (CaskConvolution) for 1m${NB}00s, 7 tactics timed`,
     );
     header.tick(63, "succeeded", false, null, null, null);
     expect(header.pathEl.textContent).toBe("Now: Building engine");

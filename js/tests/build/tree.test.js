@@ -1,7 +1,7 @@
 // @vitest-environment jsdom
 import { describe, expect, it } from "vitest";
 import { TrtView } from "../../src/build/view.js";
-import { el, fakeModel, mount, phase, rowNamed, rows, sampleTree, stopBtn, txt, useDom } from "../helpers.js";
+import { el, fakeModel, mount, NB, phase, rowNamed, rows, sampleTree, stopBtn, txt, useDom } from "../helpers.js";
 
 useDom();
 
@@ -85,11 +85,11 @@ describe("tree rendering", () => {
     expect(txt(a, ".trtw-pct")).toBe("100%");
     expect(txt(a, ".trtw-steps")).toBe("10/10");
     expect(a.querySelector(".trtw-fill").style.width).toBe("100%");
-    expect(txt(a, ".trtw-time")).toBe("1.5 s");
+    expect(txt(a, ".trtw-time")).toBe(`1.5${NB}s`);
     const b = rowNamed("B");
     expect(txt(b, ".trtw-pct")).toBe("100%");
     expect(b.querySelector(".trtw-fill").style.width).toBe("100%");
-    expect(txt(b, ".trtw-time")).toBe("500 ms");
+    expect(txt(b, ".trtw-time")).toBe(`500${NB}ms`);
   });
 
   it("draws a phase TensorRT ended before its last step as done, marks cancelled ones, keeps both visible", () => {
@@ -176,8 +176,8 @@ describe("grouping", () => {
     const g = rowNamed("Measuring tactic time");
     expect(g.classList.contains("trtw-group")).toBe(true);
     expect(txt(g, ".trtw-count")).toBe("\u00d76");
-    expect(txt(g, ".trtw-time")).toBe("3.0 s"); // 6 × 0.5 s
-    expect(g.querySelector(".trtw-time").title).toBe("6 instances: 3.0 s in total, 500 ms on average");
+    expect(txt(g, ".trtw-time")).toBe(`3.0${NB}s`); // 6 × 0.5 s
+    expect(g.querySelector(".trtw-time").title).toBe(`6 instances: 3.0${NB}s in total, 500${NB}ms on average`);
     expect(txt(g, ".trtw-steps")).toBe(""); // the ×6 says it; no % for a group: it cannot know its total
     expect(txt(g, ".trtw-pct")).toBe("");
     expect(g.querySelector(".trtw-bar").style.visibility).toBe("hidden");
@@ -190,7 +190,7 @@ describe("grouping", () => {
     const g = rowNamed("Measuring tactic time");
     expect(txt(g, ".trtw-steps")).toBe("5 done");
     expect(txt(g, ".trtw-pct")).toBe("");
-    expect(txt(g, ".trtw-time")).toBe("2.7 s"); // 5 × 0.5 + (5.2 − 5) live
+    expect(txt(g, ".trtw-time")).toBe(`2.7${NB}s`); // 5 × 0.5 + (5.2 − 5) live
     // collapsed, the group still shows its running member inline: where the build is is never hidden
     const inline = rows().filter((r) => r.getAttribute("aria-level") === "3");
     expect(inline).toHaveLength(1);
@@ -388,5 +388,24 @@ describe("keyed reconciliation", () => {
     expect(view.tree.indexOf.get(view.tree.tabKey)).toBe(9999);
     view.destroy();
     host.remove();
+  });
+});
+
+describe("the Steps column's width (issue 39, eighth trial 2)", () => {
+  it("is set from the longest count in the tree, so that a narrow widget never cuts '4502/4502'", () => {
+    const tree = [
+      phase("Building engine", { id: 1, step: 1, num_steps: 6 }),
+      phase("Timing tactics", { id: 2, parent: 1, depth: 1, step: 4502, num_steps: 4502 }),
+    ];
+    const model = fakeModel({ status: "running", elapsed_s: 1, phases_json: JSON.stringify(tree) });
+    mount(model);
+    const widths = () =>
+      [".trtw-tree", ".trtw-colhead"].map((s) => el.querySelector(s).style.getPropertyValue("--trtw-steps-ch"));
+    expect(txt(rowNamed("Timing tactics"), ".trtw-steps")).toBe("4502/4502");
+    expect(widths()).toEqual(["9", "9"]); // "4502/4502": nine characters, in the rows and their heading
+    model.set("phases_json", JSON.stringify([...tree, phase("Fusing", { id: 3, parent: 1, num_steps: 13502 })]));
+    expect(widths()).toEqual(["11", "11"]);
+    model.set("phases_json", JSON.stringify([tree[0]]));
+    expect(widths()).toEqual(["4", "4"]); // "done", "1/6": the column's own minimum then holds
   });
 });

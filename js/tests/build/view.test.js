@@ -4,7 +4,20 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it, vi } from "vitest";
 import { deltaLabel } from "../../src/build/tree.js";
-import { el, fakeModel, mount, phase, rowNamed, rows, sampleTree, stopBtn, txt, unmount, useDom } from "../helpers.js";
+import {
+  el,
+  fakeModel,
+  mount,
+  NB,
+  phase,
+  rowNamed,
+  rows,
+  sampleTree,
+  stopBtn,
+  txt,
+  unmount,
+  useDom,
+} from "../helpers.js";
 
 useDom();
 
@@ -139,7 +152,7 @@ describe("extras", () => {
         history_delta: { 1: -0.5, 2: -10.1 },
       }),
     );
-    expect(txt(rowNamed("A"), ".trtw-note")).toBe("\u2212500 ms"); // finished: a fair comparison
+    expect(txt(rowNamed("A"), ".trtw-note")).toBe(`\u2212500${NB}ms`); // finished: a fair comparison
     expect(txt(rowNamed("Determining refit engines"), ".trtw-note")).toBe(""); // not a speed-up
   });
 
@@ -168,12 +181,12 @@ describe("extras", () => {
         },
       }),
     );
-    expect(txt(rowNamed("A"), ".trtw-note")).toBe("+1.2 s");
-    expect(rowNamed("A").querySelector(".trtw-note").title).toBe("1.2 s slower than the build of 2026-12-01 10:00");
-    expect(txt(rowNamed("B"), ".trtw-note")).toBe("\u2212400 ms");
+    expect(txt(rowNamed("A"), ".trtw-note")).toBe(`+1.2${NB}s`);
+    expect(rowNamed("A").querySelector(".trtw-note").title).toBe(`1.2${NB}s slower than the build of 2026-12-01 10:00`);
+    expect(txt(rowNamed("B"), ".trtw-note")).toBe(`\u2212400${NB}ms`);
     expect(txt(rowNamed("C"), ".trtw-note")).toBe(""); // 10 ms: not worth a number
     expect(el.querySelector(".trtw-colhead").textContent).toContain("\u0394 last build");
-    expect(el.querySelector(".trtw-peak").textContent).toBe("memory peak 300.0 MiB");
+    expect(el.querySelector(".trtw-peak").textContent).toBe(`memory peak 300.0${NB}MiB`);
     const tip = el.querySelector(".trtw-res").title;
     expect(tip).toContain("the builder process (pid 42)");
     expect(tip).toContain("CPU now: 99 %");
@@ -200,7 +213,7 @@ describe("extras", () => {
     expect(head.title).toContain("on this machine");
     expect(head.title).toContain("per user");
     expect(head.title).toContain(said);
-    expect(rowNamed("A").querySelector(".trtw-note").title).toBe(`189 ms slower than ${said}`);
+    expect(rowNamed("A").querySelector(".trtw-note").title).toBe(`189${NB}ms slower than ${said}`);
   });
 
   it("dates an older past build by its day", () => {
@@ -227,7 +240,7 @@ describe("extras", () => {
         },
       }),
     );
-    expect(el.querySelector(".trtw-peak").textContent).toContain("GPU 2.0 GiB");
+    expect(el.querySelector(".trtw-peak").textContent).toContain(`GPU 2.0${NB}GiB`);
     expect(el.querySelector(".trtw-res").title).toContain(`GPU memory of ${gpuScope}: dashed line.`);
   });
 });
@@ -245,7 +258,7 @@ describe("timeline", () => {
     const titles = [...tl.querySelectorAll("rect > title")].map((t) => t.textContent);
     expect(titles).toHaveLength(4);
     expect(titles[1]).toContain("Parsing network");
-    expect(titles[1]).toContain("500 ms");
+    expect(titles[1]).toContain(`500${NB}ms`);
     expect(titles[1]).toContain("steps 10/10"); // done: shown as complete
     for (const r of rects) expect(r.namespaceURI).toBe("http://www.w3.org/2000/svg");
 
@@ -405,5 +418,12 @@ describe("misc", () => {
     expect(rows().map((r) => r.querySelector(".trtw-name").textContent)).toEqual(["", "orphan"]);
     expect(el.querySelector(".trtw-logs").hidden).toBe(true);
     expect(el.querySelector(".trtw-eta").hidden).toBe(true);
+  });
+});
+
+describe("the status line (issue 39, eighth trial 1)", () => {
+  it("keeps each number of Python's detail with its unit", () => {
+    mount(fakeModel({ status: "cancelled", elapsed_s: 1, status_detail: "ended 0.2 s after stop()", rows: [] }));
+    expect(el.querySelector(".trtw-detail").textContent).toBe(`ended 0.2${NB}s after stop()`);
   });
 });

@@ -2,7 +2,7 @@
 // The matrix view (also the watch widget's) when its kernel goes away: restart, shutdown, a closed comm.
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import matrix from "../../src/matrix/matrix.js";
-import { fakeModel, matrixRow } from "../helpers.js";
+import { fakeModel, matrixRow, NB } from "../helpers.js";
 
 const row = (id, extra = {}) => matrixRow(id, { elapsed_s: 5, ...extra });
 
@@ -79,12 +79,12 @@ function expectEnded(model, text, times) {
     expect(stop.disabled).toBe(true);
   }
   expect(done.dataset.status).toBe("succeeded"); // a finished build's result stays true
-  expect(cell(done, ".trtw-mx-elapsed")).toBe("4.0 s");
+  expect(cell(done, ".trtw-mx-elapsed")).toBe(`4.0${NB}s`);
   expect(stopAll().hidden).toBe(false);
   expect(stopAll().disabled).toBe(true);
   expect(cell(el, ".trtw-mx-counts")).toBe("3 ended, 1 succeeded");
   advance(10_000);
-  expect(trs().map((tr) => cell(tr, ".trtw-mx-elapsed"))).toEqual([...times, "4.0 s"]); // the clocks stopped
+  expect(trs().map((tr) => cell(tr, ".trtw-mx-elapsed"))).toEqual([...times, `4.0${NB}s`]); // the clocks stopped
   for (const tr of trs()) tr.querySelector(".trtw-mx-stop").click();
   stopAll().click();
   expect(model.sent).toEqual([]);
@@ -94,15 +94,15 @@ describe("the matrix view when its kernel is gone", () => {
   it("a kernel restart (the manager marks the model disconnected) ends every open build", () => {
     const model = render({ kernel: { status: "busy", isDisposed: false } });
     advance(2000);
-    expect(cell(trs()[0], ".trtw-mx-elapsed")).toBe("7.0 s");
+    expect(cell(trs()[0], ".trtw-mx-elapsed")).toBe(`7.0${NB}s`);
     model.widget_manager.kernel.status = "restarting";
     model.trigger("comm_live_update");
-    expectEnded(model, "the kernel restarted during this build", ["7.0 s", "3.0 s", "5.0 s"]);
+    expectEnded(model, "the kernel restarted during this build", [`7.0${NB}s`, `3.0${NB}s`, `5.0${NB}s`]);
     expect(vi.getTimerCount()).toBe(0); // ticker and kernel poll both stopped
     // whatever the dead kernel's last snapshot said, those builds stay ended
     model.set("rows_json", JSON.stringify(openAndDone()));
     expect(trs().map((tr) => tr.dataset.status)).toEqual(["ended", "ended", "ended", "succeeded"]);
-    expect(cell(trs()[0], ".trtw-mx-elapsed")).toBe("7.0 s");
+    expect(cell(trs()[0], ".trtw-mx-elapsed")).toBe(`7.0${NB}s`);
   });
 
   it("a kernel shut down (the manager's kernel goes away) ends every open build at the next poll", () => {
@@ -112,14 +112,18 @@ describe("the matrix view when its kernel is gone", () => {
     expect(trs()[0].dataset.status).toBe("running");
     manager.kernel = null;
     advance(1000);
-    expectEnded(model, "the kernel shut down during this build", ["7.0 s", "3.0 s", "5.0 s"]);
+    expectEnded(model, "the kernel shut down during this build", [`7.0${NB}s`, `3.0${NB}s`, `5.0${NB}s`]);
   });
 
   it("a closed comm ends every open build", () => {
     const model = render(null);
     advance(500);
     model.trigger("comm:close");
-    expectEnded(model, "the widget's connection to the kernel closed during this build", ["5.5 s", "1.5 s", "3.5 s"]);
+    expectEnded(model, "the widget's connection to the kernel closed during this build", [
+      `5.5${NB}s`,
+      `1.5${NB}s`,
+      `3.5${NB}s`,
+    ]);
   });
 
   it("an expanded build's phase tree ends too, and one opened afterwards", () => {

@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { phaseDiffs, readComparison, twinSpread } from "../../src/matrix/compare.js";
 import { BuildModelAdaptor, readRows } from "../../src/matrix/data.js";
 import matrix from "../../src/matrix/matrix.js";
-import { matrixRow } from "../helpers.js";
+import { matrixRow, NB } from "../helpers.js";
 
 /** A minimal anywidget-like model: get / set / on / off / send. */
 function fakeModel(init = {}) {
@@ -93,8 +93,8 @@ describe("matrix rows", () => {
     expect(trs[0].querySelector(".trtw-steps").textContent).toBe("3/10");
     expect(trs[0].querySelector(".trtw-fill").style.width).toBe("30%");
     expect(trs[1].querySelector(".trtw-mx-phase-name").textContent).toBe("waiting for a builder");
-    expect(trs[2].querySelector(".trtw-mx-size").textContent).toBe("2.0 KiB");
-    expect(trs[2].querySelector(".trtw-mx-elapsed").textContent).toBe("3.3 s");
+    expect(trs[2].querySelector(".trtw-mx-size").textContent).toBe(`2.0${NB}KiB`);
+    expect(trs[2].querySelector(".trtw-mx-elapsed").textContent).toBe(`3.3${NB}s`);
     expect(trs[3].querySelector(".trtw-mx-phase-name").textContent).toMatch(/optimization_level must be/);
     expect(el.querySelector(".trtw-mx-counts").textContent).toBe("1 running, 1 queued, 1 succeeded, 1 failed");
   });
@@ -119,7 +119,7 @@ describe("matrix rows", () => {
       expect(cell()).toBe("");
       // it starts: its clock restarts, and the column shows the build's own time from there
       model.set("rows_json", JSON.stringify([row(0), row(1, { elapsed_s: 0.883, started: true })]));
-      expect(cell()).toBe("883 ms");
+      expect(cell()).toBe(`883${NB}ms`);
       const never = row(1, {
         status: "cancelled",
         phase: null,
@@ -213,13 +213,13 @@ describe("comparison", () => {
     const rows = el.querySelectorAll(".trtw-mx-compare-table tr[data-build]");
     expect(rows).toHaveLength(3);
     expect(rows[0].textContent).toContain("baseline");
-    expect(rows[1].textContent).toContain("+1.0 s");
-    expect(rows[1].textContent).toContain("X +1.5 s");
+    expect(rows[1].textContent).toContain(`+1.0${NB}s`);
+    expect(rows[1].textContent).toContain(`X +1.5${NB}s`);
     const select = el.querySelector(".trtw-mx-baseline");
     select.value = "1";
     select.dispatchEvent(new Event("change"));
     const again = el.querySelectorAll(".trtw-mx-compare-table tr[data-build]");
-    expect(again[0].textContent).toContain("\u22121.0 s");
+    expect(again[0].textContent).toContain(`\u22121.0${NB}s`);
     expect(again[1].textContent).toContain("baseline");
   });
 
@@ -231,7 +231,7 @@ describe("comparison", () => {
     expect(head).toContain("build time (no start-up)");
     expect(head[head.indexOf("build time (no start-up)") + 1]).toBe("start-up");
     const rows = el.querySelectorAll(".trtw-mx-compare-table tr[data-build]");
-    expect(rows[0].textContent).toContain("113 ms");
+    expect(rows[0].textContent).toContain(`113${NB}ms`);
     expect(el.querySelector(".trtw-mx-compare-note").textContent).toContain("leave out starting the builder process");
   });
 
@@ -247,7 +247,9 @@ describe("comparison", () => {
     const { model, el } = render({ rows_json: "[]", comparison_json: "" });
     model.set("comparison_json", JSON.stringify({ builds }));
     const note = el.querySelector(".trtw-mx-compare-note").textContent;
-    expect(note).toContain("same model with the same options (same1, same2, same3) differed by up to 125 ms (20 %)");
+    expect(note).toContain(
+      `same model with the same options (same1, same2, same3) differed by up to 125${NB}ms (20${NB}%)`,
+    );
     expect(note).toContain("run-to-run variation");
     // no twins (or one left that succeeded): nothing to say
     const { model: m2, el: el2 } = render({ rows_json: "[]", comparison_json: "" });
@@ -257,7 +259,7 @@ describe("comparison", () => {
     const failed = builds.map((b) => (b.id === 0 || b.id === 1 ? { ...b, status: "failed" } : b));
     m2.set("comparison_json", JSON.stringify({ builds: failed }));
     expect(el2.querySelector(".trtw-mx-compare-note").textContent).not.toContain("run-to-run");
-    expect(twinSpread(readComparison(builds), false)).toContain("125 ms");
+    expect(twinSpread(readComparison(builds), false)).toContain(`125${NB}ms`);
   });
 
   it("marks a builder process's first build among warm ones and compares against a warm one (issue 39, 18)", () => {
@@ -400,7 +402,7 @@ describe("a failed build in the comparison (issue 39, sixth trial 1)", () => {
     }
     const container = document.createElement("div");
     renderComparison(container, data, 0, () => undefined);
-    expect(container.querySelector('tr[data-build="1"]').textContent).toContain("failed after 85 ms");
+    expect(container.querySelector('tr[data-build="1"]').textContent).toContain(`failed after 85${NB}ms`);
     // "no differences" read as a match (issue 39, seventh trial 3): it was not compared
     expect(container.querySelector('tr[data-build="1"]').textContent).toContain("not compared");
   });
@@ -421,14 +423,14 @@ describe("the comparison of two models and of builds none of which succeeded (is
     const text = (/** @type {number} */ id) => container.querySelector(`tr[data-build="${id}"]`).textContent;
     expect(text(2)).toContain("baseline"); // b.onnx's own baseline, not a −1.5 KiB change of a.onnx's engine
     expect(text(2)).not.toMatch(/\u2212|\+/);
-    expect(text(3)).toContain("+100 ms");
+    expect(text(3)).toContain(`+100${NB}ms`);
     expect(text(3)).not.toContain("\u2212"); // against #0 it was "−700 ms", "−1.5 KiB"
-    expect(text(1)).toContain("+500 ms");
+    expect(text(1)).toContain(`+500${NB}ms`);
     expect(container.querySelector(".trtw-mx-compare-note").textContent).toContain("baseline of its own model");
     // the baseline picked for b.onnx leaves a.onnx's where it was
     renderComparison(container, data, 3, () => undefined);
     expect(text(0)).toContain("baseline");
-    expect(text(2)).toContain("\u2212100 ms");
+    expect(text(2)).toContain(`\u2212100${NB}ms`);
   });
 
   it("says there is nothing to compare when no build succeeded", async () => {
@@ -452,6 +454,33 @@ describe("the comparison of two models and of builds none of which succeeded (is
     ]);
     const container = document.createElement("div");
     renderComparison(container, data, null, () => undefined);
-    expect(container.querySelector('tr[data-build="2"]').textContent).toContain("cancelled after 6.6 s"); // 6.62 s: not 6.54 s (6.5 s), its time without start-up
+    expect(container.querySelector('tr[data-build="2"]').textContent).toContain(`cancelled after 6.6${NB}s`); // 6.62 s: not 6.54 s (6.5 s), its time without start-up
+  });
+});
+
+describe("a failed build's reason in the comparison (issue 39, eighth trial 4)", () => {
+  it("says why on its row, on one line, cut with an ellipsis; the whole first line is the tooltip", async () => {
+    const { renderComparison } = await import("../../src/matrix/compare.js");
+    const ok = { id: 0, model: "m", variant: "A", status: "succeeded", build_s: 1.1, start_up_s: 0, engine_size: 10 };
+    const why = "variant 'bad' of m: optimization_level must be an integer 0..5, got 9";
+    const long = `ONNX file not found: /${"very/".repeat(60)}model.onnx`;
+    const bad = { id: 1, model: "m", variant: "bad", status: "failed", build_s: 0.043, start_up_s: 0 };
+    const data = readComparison([
+      { ...ok, phases: { X: 1 } },
+      { ...bad, phases: {}, reason: `${why}\n  Traceback line two` },
+      { ...bad, id: 2, phases: {}, reason: long },
+      { ...bad, id: 3, status: "cancelled", phases: {}, reason: "stopped by user (Stop all)" },
+    ]);
+    const container = document.createElement("div");
+    renderComparison(container, data, 0, () => undefined);
+    const cell = (id) => /** @type {HTMLElement} */ (container.querySelector(`tr[data-build="${id}"] td:last-child`));
+    expect(cell(1).textContent).toBe(`not compared: ${why}`);
+    expect(cell(1).title).toBe(why);
+    expect(cell(2).textContent.length).toBeLessThan(200);
+    expect(cell(2).textContent.endsWith("\u2026")).toBe(true);
+    expect(cell(2).title).toBe(long);
+    expect(cell(3).textContent).toBe("not compared: stopped by user (Stop all)");
+    expect(cell(0).textContent).toBe("baseline");
+    expect(cell(0).title).toBe("");
   });
 });

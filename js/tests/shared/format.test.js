@@ -7,26 +7,27 @@ import {
   fmtDelta,
   fmtDuration,
   fmtQuiet,
+  keepUnits,
   meaningfulDelta,
   niceCeil,
   percent,
 } from "../../src/shared/format.js";
-import { useDom } from "../helpers.js";
+import { NB, useDom } from "../helpers.js";
 
 useDom();
 
 describe("formatters", () => {
   it("formats durations, deltas and sizes", () => {
-    expect(fmtDuration(0.25)).toBe("250 ms");
-    expect(fmtDuration(12.34)).toBe("12.3 s");
-    expect(fmtDuration(125)).toBe("2m 05s");
-    expect(fmtDuration(3720)).toBe("1h 02m");
-    expect(fmtDelta(1.23)).toBe("+1.2 s");
-    expect(fmtDelta(-0.4)).toBe("\u2212400 ms"); // the units durations use
-    expect(fmtBytes(2.4 * 1024 * 1024)).toBe("2.4 MiB"); // binary units, named as such (as the CLI)
-    expect(fmtBytes(97.9 * 1024 * 1024)).toBe("97.9 MiB");
-    expect(fmtBytes(1023.99 * 1024)).toBe("1.0 MiB"); // never "1024.0 KiB"
-    expect(fmtBytes(512)).toBe("512 B");
+    expect(fmtDuration(0.25)).toBe(`250${NB}ms`);
+    expect(fmtDuration(12.34)).toBe(`12.3${NB}s`);
+    expect(fmtDuration(125)).toBe(`2m${NB}05s`);
+    expect(fmtDuration(3720)).toBe(`1h${NB}02m`);
+    expect(fmtDelta(1.23)).toBe(`+1.2${NB}s`);
+    expect(fmtDelta(-0.4)).toBe(`\u2212400${NB}ms`); // the units durations use
+    expect(fmtBytes(2.4 * 1024 * 1024)).toBe(`2.4${NB}MiB`); // binary units, named as such (as the CLI)
+    expect(fmtBytes(97.9 * 1024 * 1024)).toBe(`97.9${NB}MiB`);
+    expect(fmtBytes(1023.99 * 1024)).toBe(`1.0${NB}MiB`); // never `1024.0${NB}KiB`
+    expect(fmtBytes(512)).toBe(`512${NB}B`);
   });
 
   it("rounds percentages but says 100 % only when complete and 0 % only when nothing is done", () => {
@@ -55,8 +56,8 @@ describe("formatters", () => {
   it("says how long TensorRT has been silent only once it matters", () => {
     expect(fmtQuiet(1.2)).toBe("");
     expect(fmtQuiet(4.9)).toBe("");
-    expect(fmtQuiet(12.7)).toBe("no callback for 12 s");
-    expect(fmtQuiet(125)).toBe("no callback for 2m 05s");
+    expect(fmtQuiet(12.7)).toBe(`no callback for 12${NB}s`);
+    expect(fmtQuiet(125)).toBe(`no callback for 2m${NB}05s`);
   });
 });
 
@@ -82,5 +83,22 @@ describe("escaping untrusted names (the terminal's list: trt_widget/_format.py)"
 
   it("keeps the line breaks of multi-line text and escapes the rest", () => {
     expect(escapeLines("first\nsecond \u202eline\r")).toBe("first\nsecond \\u202eline\\x0d");
+  });
+});
+
+describe("numbers keep their units (issue 39, eighth trial 1)", () => {
+  it("joins every formatted number to its unit with a no-break space", () => {
+    for (const v of [fmtDuration(0.373), fmtDuration(12.3), fmtDuration(125), fmtDuration(3725), fmtBytes(685_875)]) {
+      expect(v).not.toContain(" ");
+      expect(v).toContain(NB);
+    }
+    expect(fmtDelta(-0.373)).toBe(`\u2212373${NB}ms`);
+  });
+
+  it("joins them in Python's prose too (as trt_widget/_format.py keep_units), nowhere else", () => {
+    expect(keepUnits("ended 0.2 s after stop(), 3 min 04.2 s, 669.8 KiB, 20 % of 4 steps")).toBe(
+      `ended 0.2${NB}s after stop(), 3${NB}min${NB}04.2${NB}s, 669.8${NB}KiB, 20${NB}% of 4 steps`,
+    );
+    expect(keepUnits("layer 5 scale, 2 Seconds, v2 sums")).toBe("layer 5 scale, 2 Seconds, v2 sums");
   });
 });

@@ -68,7 +68,12 @@ def _interrupt_while_ray_starts(folder: Path, env: dict[str, str]) -> tuple[int,
         os.killpg(proc.pid, signal.SIGINT)  # a Ctrl-C in the terminal: the whole foreground group
         code = proc.wait(120)
         reader.join(30)
-        return code, "".join(lines), proc.pid
+        said = "".join(lines)
+        # Ray failed on its own between the poll above and the signal ("GCS overloaded" on a loaded machine): a
+        # Ctrl-C that reached ray.init would have ended the process first (130, "interrupted"), so a try again
+        if code == 1 and "trt-widget: error: Ray:" in said and "trt-widget: interrupted" not in said:
+            return None
+        return code, said, proc.pid
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -6,10 +6,12 @@ import asyncio
 import collections
 import concurrent.futures
 import contextlib
+import gc
 import os
 import shutil
 import tempfile
 import time
+import warnings
 from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -290,22 +292,34 @@ def ray_session() -> Iterator[Any]:
         ray = pytest.importorskip("ray")
     started = not ray.is_initialized()
     if started:
-        for attempt in range(3):  # Ray gives its raylet 30 s to register: a loaded machine may need more tries
-            try:
-                # Ray's own processes (its node's Python agents, then its workers) start untraced: under coverage
-                # they did not register within the 30 s Ray allows, and the code they run is Ray's, not ours
-                untraced = {k: os.environ.pop(k) for k in _COVERAGE_ENV if k in os.environ}
+        # a failed start's process handles are Ray's, dropped while its processes still end: their "subprocess
+        # ... is still running" ResourceWarnings say nothing about this suite's code
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", r"subprocess \d+ is still running", ResourceWarning)
+            for attempt in range(3):  # Ray gives its raylet 30 s to register: a loaded machine may need more tries
                 try:
-                    ray.init(num_cpus=2, include_dashboard=False)
-                finally:
-                    os.environ.update(untraced)
-                break
-            except Exception as exc:
-                ray.shutdown()
-                _reap_dead_children()
-                if attempt == 2:
-                    # pytest keeps a session fixture's error: every Ray test fails with it, no other test sees it
-                    raise RuntimeError(f"Ray did not start (3 tries): {exc}") from exc
+                    # Ray's own processes (its node's Python agents, then its workers) start untraced: under coverage
+                    # they did not register within the 30 s Ray allows, and the code they run is Ray's, not ours
+                    untraced = {k: os.environ.pop(k) for k in _COVERAGE_ENV if k in os.environ}
+                    # a loaded machine's raylet may take longer than Ray's 30 s to register (as in CI under load)
+                    patient = (
+                        {} if "RAY_raylet_start_wait_time_s" in os.environ else {"RAY_raylet_start_wait_time_s": "120"}
+                    )
+                    os.environ.update(patient)
+                    try:
+                        ray.init(num_cpus=2, include_dashboard=False)
+                    finally:
+                        os.environ.update(untraced)
+                        for key in patient:
+                            del os.environ[key]
+                    break
+                except Exception as exc:
+                    ray.shutdown()
+                    _reap_dead_children()
+                    gc.collect()  # the failed start's process handles, here, under the filter below
+                    if attempt == 2:
+                        # pytest keeps a session fixture's error: every Ray test fails with it, no other test sees it
+                        raise RuntimeError(f"Ray did not start (3 tries): {exc}") from exc
     try:
         yield ray
     finally:

@@ -301,17 +301,10 @@ def ray_session() -> Iterator[Any]:
                     # Ray's own processes (its node's Python agents, then its workers) start untraced: under coverage
                     # they did not register within the 30 s Ray allows, and the code they run is Ray's, not ours
                     untraced = {k: os.environ.pop(k) for k in _COVERAGE_ENV if k in os.environ}
-                    # a loaded machine's raylet may take longer than Ray's 30 s to register (as in CI under load)
-                    patient = (
-                        {} if "RAY_raylet_start_wait_time_s" in os.environ else {"RAY_raylet_start_wait_time_s": "120"}
-                    )
-                    os.environ.update(patient)
                     try:
                         ray.init(num_cpus=2, include_dashboard=False)
                     finally:
                         os.environ.update(untraced)
-                        for key in patient:
-                            del os.environ[key]
                     break
                 except Exception as exc:
                     ray.shutdown()

@@ -476,11 +476,16 @@ def test_polygraphys_traceback_after_ctrl_c_is_readable_below_the_final_tree(
 
 
 @pytest.mark.rtx_long_step
-def test_each_ctrl_c_under_run_is_answered_on_the_screen(tmp_path: Path, long: Path) -> None:
+def test_each_ctrl_c_under_run_is_answered_on_the_screen(tmp_path: Path) -> None:
     """Issue 39 item 9: under ``trt-widget run`` in a terminal, the first Ctrl-C says the build cancels at its
     next step and what a second one does; the second says the command is terminated: both whole, above the tree."""
     script = tmp_path / "build.py"
     script.write_text(SCRIPT)
+    # the second Ctrl-C must come while the step still runs (else the command ends on its own, never terminated):
+    # deep_residual(1000)'s step of ~8 s outlasts the two keys by far; deep_residual(400)'s ~2 s on a fast machine
+    # left about a second
+    long = tmp_path / "longer.onnx"
+    long.write_bytes(to_bytes(deep_residual(1000)))
     keys = [("Determining refit engines", "C-c", 0.3), ("Ctrl-C again to terminate", "C-c", 0.5)]
     # wide enough for each notice on one line: rich wraps a notice between words at the terminal's width
     screen = tmux_screen(tmp_path, cli("--", sys.executable, str(script), str(long), "0"), env(), keys=keys, width=400)

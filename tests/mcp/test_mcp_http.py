@@ -82,8 +82,11 @@ def test_a_build_reports_increasing_progress_and_a_structured_result(
     values = [p for _, p, _ in progress.seen]
     assert len(values) >= 3
     assert all(b > a for a, b in itertools.pairwise(values)), values  # strictly increasing
-    # <= 10 a second: sends are 0.1 s apart; each value is the build time read a moment after its send began
-    assert all(b - a >= 0.09 for a, b in itertools.pairwise(values)), values
+    # <= 10 a second: sends are 0.1 s apart; each value is the build time read a moment after its send began, and
+    # that moment varies (a thread paused by a loaded runner reads later: the next value then comes sooner after
+    # it). So: no two close together, and over the whole span no more than one per 0.1 s (a late first read aside)
+    assert all(b - a >= 0.05 for a, b in itertools.pairwise(values)), values
+    assert values[-1] - values[0] >= 0.1 * (len(values) - 1) - 0.5, values
     messages = [m for _, _, m in progress.seen]
     assert all(m and m.startswith(ROOTS) for m in messages), messages
     if select_backend()[0] == "rtx":  # RTX's own phase; NVIDIA TensorRT has none of that name

@@ -207,7 +207,9 @@ def test_kernel_stays_responsive_during_a_build(lab: Lab) -> None:
 def test_await_in_an_async_cell_lets_stop_through(lab: Lab) -> None:
     root = start_build(
         lab,
-        "deep_residual(1000)",
+        # force_after: "Cancelling" lasts 5 s (then the builder is terminated), not the ~0.15 s after which the
+        # default 0.1 s ends it: long enough for the badge check below, whatever the load
+        "deep_residual(1000), force_after=5.0",
         'print("awaiting the build")\nstatus = await w.wait_async()\n'
         'print("awaited:", status, "| engine is None:", w.engine is None)',
     )

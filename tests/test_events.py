@@ -552,8 +552,9 @@ def test_at_exit_open_streams_get_two_seconds_in_all_to_write(sink: str, tmp_pat
     if sink == "slow":  # 0.6 s of writing: all of it gets out
         assert out.read_text().split() == ["build_start", "phase_start", "phase_start"]
         assert took < 1.9
-    else:  # two sinks stuck for an hour hold up exit by 2 s in all
-        assert not out.exists() and 1.9 <= took < 2.6, took
+    else:  # two sinks stuck for an hour hold up exit by 2 s in all, not 2 s each (4 s); the upper bound leaves a
+        # loaded runner room (it was 2.6 s: a 0.6 s margin for a process that waits on timers, then exits)
+        assert not out.exists() and 1.9 <= took < 3.5, took
 
 
 def _flush_in_child(stream: _events.EventStream) -> None:

@@ -41,7 +41,9 @@ def test_a_blocking_sink_does_not_delay_wait(how: str, gate: threading.Event) ->
     status = build.wait(120) if how == "wait" else asyncio.run(build.wait_async(poll=0.01))
     after_end = time.perf_counter() - began - build.elapsed_s
     assert status == "succeeded"
-    assert after_end < 2.5  # returned with the build, not after the sink (30 s) or a join timeout (5 s before)
+    # returned with the build, not after the sink (30 s) or a join timeout (5 s before); the bound leaves a loaded
+    # runner room short of those 5 s (it was 2.5 s)
+    assert after_end < 4.0, after_end
     assert not received and not build.events.flush(0.05)  # the sink is still stuck on build_start ...
     gate.set()
     assert build.events.flush(30) and build.events.join(30)  # ... and flush()/join() wait for it on request

@@ -100,4 +100,6 @@ def test_a_burst_of_events_is_one_wake_up_and_updates_are_throttled() -> None:
 
     woke = asyncio.run(main())
     assert 1 <= len(woke) < 50, woke  # 2,000 events coalesced into a few wake-ups
-    assert all(b - a >= 0.045 for a, b in itertools.pairwise(woke)), woke  # 0.05 apart, less a GIL switch
+    # 0.05 apart, less how long the consumer waited to run after its wake-up (the burst thread holds the GIL, and a
+    # loaded runner's scheduler adds more than the 5 ms switch interval): unthrottled wake-ups would be ~0 apart
+    assert all(b - a >= 0.025 for a, b in itertools.pairwise(woke)), woke

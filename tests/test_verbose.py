@@ -4,6 +4,7 @@ builder process too."""
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping
@@ -138,9 +139,10 @@ def test_a_hostile_layer_name_reaches_no_terminal_raw() -> None:
     assert len(state["layer"]) == 120 and state["runner"] == "Kind"
 
 
-def _network_that_logs_a_timing_runner(network: Any) -> None:
+def _network_that_logs_a_timing_runner(seen: str, network: Any) -> None:
     """Runs in the builder process: a line as TensorRT's autotuner logs it, through the process's TensorRT logger,
-    then a pause long enough to be seen."""
+    then a pause until the test has seen it (the file ``seen`` exists; a fixed pause could pass unseen on a loaded
+    machine), at most a minute."""
     import time
 
     from trt_widget import _engine
@@ -150,7 +152,9 @@ def _network_that_logs_a_timing_runner(network: Any) -> None:
     _engine._router.log(
         4, "--------------- Timing Runner: {ForeignNode[/blocks.0/attn/MatMul.../Softmax]} (Myelin[0x80000023])"
     )
-    time.sleep(1.5)
+    deadline = time.monotonic() + 60
+    while not Path(seen).exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
     t: Any = trt()  # the network API beyond what trt_widget itself calls
     relu = network.add_activation(network.add_input("x", t.float32, (1, 4)), t.ActivationType.RELU)
     network.mark_output(relu.get_output(0))
@@ -164,24 +168,32 @@ def timing(build: Build) -> Mapping[str, object] | None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("isolation", ["process", "thread"])
-def test_the_now_line_state_reaches_the_snapshot_from_the_builder(isolation: str, wait_until: WaitUntil) -> None:
-    build = Build(_network_that_logs_a_timing_runner, isolation=isolation, history=False, resources=False).start()
+def test_the_now_line_state_reaches_the_snapshot_from_the_builder(
+    isolation: str, wait_until: WaitUntil, tmp_path: Path
+) -> None:
+    seen = tmp_path / "seen"
+    network = functools.partial(_network_that_logs_a_timing_runner, str(seen))
+    build = Build(network, isolation=isolation, history=False, resources=False).start()
     activity = wait_until(lambda: timing(build), what="the timing state")
+    seen.touch()
     assert activity["layer"] == "{ForeignNode[/blocks.0/attn/MatMul.../Softmax]}" and activity["runner"] == "Myelin"
     build.wait(60)
     assert not [r for r in build.logs if r["severity"] == "VERBOSE"]
 
 
 @pytest.mark.slow
-def test_the_terminal_footer_says_what_is_being_timed(wait_until: WaitUntil) -> None:
+def test_the_terminal_footer_says_what_is_being_timed(wait_until: WaitUntil, tmp_path: Path) -> None:
     import io
 
     from trt_widget._terminal import TerminalView
 
-    build = Build(_network_that_logs_a_timing_runner, isolation="thread", history=False, resources=False)
+    seen = tmp_path / "seen"
+    network = functools.partial(_network_that_logs_a_timing_runner, str(seen))
+    build = Build(network, isolation="thread", history=False, resources=False)
     view = TerminalView(build, io.StringIO(), style="rich", hint="Ctrl-C to cancel")
     build.start()
     footer = wait_until(lambda: text if "now timing" in (text := view._footer(build.elapsed_s)) else None)
+    seen.touch()
     assert footer.startswith("running ")
     assert " · now timing {ForeignNode[/blocks.0/attn/MatMul.../Softmax]} (Myelin) for " in footer
     assert footer.endswith(" — Ctrl-C to cancel")

@@ -81,7 +81,9 @@ def test_real_build_ends_with_complete_tree_and_final_status(resnet50_bytes: byt
 
 @pytest.mark.rtx_long_step
 def test_stop_message_cancels_a_real_long_build(wait_until: WaitUntil) -> None:
-    widget = BuildWidget(models.deep_residual(1000), history=False)
+    # force_after: the builder process is terminated 5 s after the Stop, not 0.1 s: "cancelling" (and its notice)
+    # lasts that long, so the pump sends it even when a loaded runner holds its thread back for a moment
+    widget = BuildWidget(models.deep_residual(1000), history=False, force_after=5.0)
     writes = record_writes(widget)
     widget.start()
     # Stop while the long single step runs, so the cancelling state lasts long enough to be seen.

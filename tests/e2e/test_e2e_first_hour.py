@@ -331,9 +331,7 @@ def test_item5_an_expected_reason_is_said_once(page: Any) -> None:
     assert sorted(shown) == sorted([why, "RTX ignores"]), shown
 
 
-def test_item17_the_service_page_cancels_a_build_and_downloads_an_engine(
-    browser: Any, tmp_path: Path, long_model_bytes: bytes
-) -> None:
+def test_item17_the_service_page_cancels_a_build_and_downloads_an_engine(browser: Any, tmp_path: Path) -> None:
     """Issue 39 item 17, against a real ``trt-widget serve`` and real RTX builds: Cancel on a running build's
     row cancels it; a succeeded build's row downloads the same engine bytes the API serves."""
     import httpx
@@ -348,7 +346,9 @@ def test_item17_the_service_page_cancels_a_build_and_downloads_an_engine(
             if api.get(f"/builds/{small}").json()["status"] == "succeeded":
                 break
             time.sleep(0.2)
-        long = api.post("/builds", content=long_model_bytes, params={"name": "long"}).json()["id"]
+        # a build of ~10 s (a ~8 s step): still running when the page has loaded and its Cancel is clicked on a
+        # loaded runner (deep_residual(400)'s few seconds could end first, and its row then has no Cancel button)
+        long = api.post("/builds", content=to_bytes(deep_residual(1000)), params={"name": "long"}).json()["id"]
         context = browser.new_context(accept_downloads=True)
         pg = context.new_page()
         try:

@@ -123,9 +123,12 @@ def test_marimo_app_shows_the_live_build_and_stop_cancels_it(marimo_app: AppServ
             expect(view.locator(".trtw-badge")).to_have_text("Cancelled")
             expect(view.locator(".trtw-stop")).to_be_hidden()
             expect(view.locator("[role=treeitem][data-status=cancelled]").first).to_be_visible()
+            # the builder process was ended inside the long step, not waited for to its end (a row then done): said
+            # by the state, not by a time a loaded 2-core runner stretches (it was "< 5 s")
+            long_row = view.get_by_role("treeitem").filter(has_text=LONG_STEP).first
+            expect(long_row).to_have_attribute("data-status", "cancelled")
         page.screenshot(path=str(artifacts / "marimo-cancelled.png"))
         print(f"\nmarimo: Stop click -> both views cancelled in {click_to_cancelled:.2f} s")
-        assert click_to_cancelled < 5.0, click_to_cancelled
 
     time.sleep(1.0)  # a terminal tree's final summary would be printed right after the build's end
     stdout, stderr = marimo_app.stdout_text(), marimo_app.stderr_text()

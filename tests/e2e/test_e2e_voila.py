@@ -91,6 +91,8 @@ def test_voila_dashboard_shows_the_live_tree_and_stop_cancels_the_awaited_build(
         # the awaiting cell ended with the cancelled build and printed it
         expect(page.get_by_text("build cancelled after")).to_be_visible(timeout=15_000)
         expect(page.get_by_text("no engine")).to_be_visible()
+        # the builder process was ended inside the long step, not waited for to its end (a row then done): said by
+        # the state, not by a time a loaded 2-core runner stretches (it was "< 5 s")
+        expect(long_row).to_have_attribute("data-status", "cancelled")
         page.screenshot(path=str(artifacts / "voila-cancelled.png"), full_page=True)
         print(f"\nvoila: Stop click -> cancelled in {click_to_cancelled:.2f} s")
-        assert click_to_cancelled < 5.0, click_to_cancelled

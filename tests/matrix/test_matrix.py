@@ -201,11 +201,12 @@ def test_stop_one_build_alone_then_the_queue_moves_on(long_model_bytes: bytes, w
         timeout=60,
         what="the long build to reach its long step",
     )
-    asked = time.monotonic()
     assert long.stop() is True
-    assert long.wait(10) == "cancelled"
-    assert time.monotonic() - asked < 1.5
+    # not timed (a loaded 2-core runner stretches any bound): had the stop waited for the step's end, the row would
+    # be done and no process terminated
+    assert long.wait(120) == "cancelled"
     assert "terminated" in long.status_detail  # the long step has no boundary: the builder process was ended
+    assert [r["status"] for r in long.timings() if r["name"] == "Determining refit engines"] == ["cancelled"]
     assert small.wait(60) == "succeeded" and small.engine
 
 
@@ -214,10 +215,8 @@ def test_stop_all_cancels_running_and_queued_builds(long_model_bytes: bytes, wai
     matrix.start()
     wait_until(lambda: matrix.builds[0].model.innermost_running() is not None, timeout=60, what="a first phase")
     assert [b.status for b in matrix.builds[1:]] == ["queued", "queued"]
-    asked = time.monotonic()
     assert matrix.stop() == 3
-    assert matrix.wait(10) == "done"
-    assert time.monotonic() - asked < 1.5
+    assert matrix.wait(120) == "done"  # not timed: a loaded 2-core runner stretches any bound; the states say it
     assert [b.status for b in matrix.builds] == ["cancelled"] * 3
     assert all(b.timings() == [] for b in matrix.builds[1:])  # the queued ones never ran
     assert matrix.stop() == 0

@@ -40,11 +40,16 @@ print("STATUS", cell.build.status, cell.build.status_detail, flush=True)
 def test_ray_started_by_a_matrix_build_says_so_and_prints_no_sigterm_warning(tmp_path: Path) -> None:
     pytest.importorskip("ray")
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}  # a local instance of its own
-    done = subprocess.run(
-        [sys.executable, "-c", SCRIPT], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
-        check=False,
-    )  # fmt: skip
-    said = done.stdout + done.stderr
+    for _ in range(3):  # Ray gives its node 30 s (fixed in Ray): on a loaded machine a start may need more tries
+        done = subprocess.run(
+            [sys.executable, "-c", SCRIPT], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+            check=False,
+        )  # fmt: skip
+        said = done.stdout + done.stderr
+        if not ("STATUS failed" in done.stdout and "timed out during startup" in said):
+            break
+    else:
+        pytest.skip("Ray's node did not start on this (loaded) machine in 3 tries")
     assert "STATUS succeeded" in done.stdout, said[-3000:]
     assert "SIGTERM handler" not in said, said[-3000:]
     # the row says why the first build waits: Ray is starting (then: for a worker)

@@ -26,6 +26,7 @@ from trt_widget.serve import ServerThread
 from trt_widget.serve._client import sse_messages
 
 MAX_UPLOAD = 4 << 20
+REFIT = "Determining refit engines"  # RTX's long phase: one step of seconds
 LONG = to_bytes(deep_residual(1000))  # one step of ~8 s: a build to cancel or to watch while it runs
 SMALL = to_bytes(deep_residual(5))
 
@@ -132,13 +133,15 @@ def test_cancel_mid_build_while_events_arrive_live(client: httpx.Client) -> None
             if event["event"] == "phase_start" and cancelled_at is None:
                 # live: the event is here while the build is still running (its long step takes ~8 s)
                 assert client.get(f"/builds/{build_id}").json()["status"] == "running"
-                if event["name"] == "Determining refit engines":  # deep in the long step's phase
+                if event["name"] == REFIT:  # deep in the long step's phase
                     answer = client.post(f"/builds/{build_id}/cancel", json={"reason": "test <b>cancel</b>"})
                     cancelled_at = time.monotonic()
                     assert answer.status_code == 202 and answer.json()["asked"] is True
                     assert answer.json()["status"] == "cancelling"
     assert cancelled_at is not None, [e["event"] for e in seen]
-    assert time.monotonic() - cancelled_at < 3.0  # graceful, then the builder process is terminated at 0.1 s
+    # graceful, then the builder process is terminated at 0.1 s: the long step is cut short, not waited out (not
+    # timed: a loaded 2-core runner stretches any bound)
+    assert [e["status"] for e in seen if e["event"] == "phase_finish" and e["name"] == REFIT] == ["cancelled"], seen
     end = seen[-1]
     assert end["event"] == "build_end" and end["status"] == "cancelled"
     # issue 39 (fifth trial, K): the reason said once ("cancelled: cancelled over HTTP: cancelled from ..." was read)
@@ -155,14 +158,15 @@ def test_forced_cancel(client: httpx.Client, wait_until: WaitUntil) -> None:
 
     def in_long_step() -> bool:
         phase = client.get(f"/builds/{build_id}").json()["phase"]
-        return bool(phase and phase["name"] == "Determining refit engines")
+        return bool(phase and phase["name"] == REFIT)
 
     wait_until(in_long_step, what="the long step")
-    started = time.monotonic()
     assert client.post(f"/builds/{build_id}/cancel", params={"force": "1"}).json()["force"] is True
-    end = events(client, build_id)[-1][1]
+    seen = [event for _, event in events(client, build_id)]
+    end = seen[-1]
     assert end["status"] == "cancelled" and "force stopped" in end["detail"] and "terminated" in end["detail"]
-    assert time.monotonic() - started < 3.0  # not the 30 s grace, nor the step's ~8 s
+    # not the 30 s grace, nor the step's end: the step was cut short (not timed: a loaded runner stretches bounds)
+    assert [e["status"] for e in seen if e["event"] == "phase_finish" and e["name"] == REFIT] == ["cancelled"], seen
 
 
 ENDPOINTS = [

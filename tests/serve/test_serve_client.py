@@ -106,11 +106,11 @@ def test_stop_then_force_stop_and_a_follower(server: ServerThread, http: httpx.C
     assert build.stop() is True and build.status == "cancelling"
     assert build.wait(0.5) == "cancelling"  # graceful: the step runs on (force_after=30)
     assert build.stop() is True  # a second stop forces
-    assert build.wait(10) == "cancelled"
+    assert build.wait(60) == "cancelled"  # bounds a hang only: a loaded runner stretches the terminate and relay
     with pytest.raises(BuildCancelled):
         build.result()
     assert "stopped by user" in build.status_detail and "force stopped" in build.status_detail
-    assert follower.wait(10) == "cancelled" and "cancelled on the server" in follower.status_detail
+    assert follower.wait(60) == "cancelled" and "cancelled on the server" in follower.status_detail
     assert follower.source.label.startswith(f"build {build.remote_id} on ")
     assert http.get(f"/builds/{build.remote_id}").json()["status"] == "cancelled"
     assert len(follower.timings()) == len(build.timings())

@@ -271,20 +271,31 @@ def test_ctrl_c_cancels_polygraphy_convert_and_no_engine_is_written(
     assert "was cancelled: interrupted (Ctrl-C)" in err  # what Polygraphy's own traceback says
 
 
+@pytest.mark.rtx_long_step
 def test_build_widget_run_stops_polygraphy_within_a_second(
-    tmp_path: Path, long: Path, wait_until: WaitUntil, polygraphy: str, run_async: RunAsync
+    tmp_path: Path, wait_until: WaitUntil, polygraphy: str, run_async: RunAsync
 ) -> None:
     from trt_widget import BuildWidget
 
-    widget = BuildWidget.run([polygraphy, "convert", str(long), "-o", str(tmp_path / "x.engine")])
-    wait_until(lambda: widget.builds and widget.builds[0].model.innermost_running(), what="a running phase")
+    longer = tmp_path / "longer.onnx"  # its long step lasts ~8 s: far beyond the 0.5 s, even when seen late
+    longer.write_bytes(to_bytes(deep_residual(1000)))
+    widget = BuildWidget.run([polygraphy, "convert", str(longer), "-o", str(tmp_path / "x.engine")])
+    wait_until(  # one step of seconds: the graceful stop alone would wait for its end
+        lambda: (
+            widget.builds
+            and (p := widget.builds[0].model.innermost_running()) is not None
+            and p.name == "Determining refit engines"
+        ),
+        what="the long step",
+    )
     notice = widget.stop()
     assert "waits for" in notice and "terminated if it still runs after 0.5 s" in notice
-    code = widget.result(30)
+    code = widget.result(60)
     assert isinstance(widget.call, CommandRun)
     assert widget.call.stopped_at is not None and widget.call.ended_at is not None
-    # a process: the forced stop 0.5 s after the graceful one ends it, long before the running step would
-    assert widget.call.ended_at - widget.call.stopped_at <= 1.5, widget.call.ended_at - widget.call.stopped_at
+    # a process: the forced stop 0.5 s after the graceful one ends it, long before the running step would (said by
+    # the state, not timed: a loaded 2-core runner stretches any bound)
+    assert widget.call.forced, widget.call.ended_at - widget.call.stopped_at
     assert code != 0 and widget.builds[0].status == "cancelled"
     assert not (tmp_path / "x.engine").exists()
     with pytest.raises(BuildCancelled):  # a relayed build is a Future too: await raises what result() raises
@@ -465,11 +476,16 @@ def test_polygraphys_traceback_after_ctrl_c_is_readable_below_the_final_tree(
 
 
 @pytest.mark.rtx_long_step
-def test_each_ctrl_c_under_run_is_answered_on_the_screen(tmp_path: Path, long: Path) -> None:
+def test_each_ctrl_c_under_run_is_answered_on_the_screen(tmp_path: Path) -> None:
     """Issue 39 item 9: under ``trt-widget run`` in a terminal, the first Ctrl-C says the build cancels at its
     next step and what a second one does; the second says the command is terminated: both whole, above the tree."""
     script = tmp_path / "build.py"
     script.write_text(SCRIPT)
+    # the second Ctrl-C must come while the step still runs (else the command ends on its own, never terminated):
+    # deep_residual(1000)'s step of ~8 s outlasts the two keys by far; deep_residual(400)'s ~2 s on a fast machine
+    # left about a second
+    long = tmp_path / "longer.onnx"
+    long.write_bytes(to_bytes(deep_residual(1000)))
     keys = [("Determining refit engines", "C-c", 0.3), ("Ctrl-C again to terminate", "C-c", 0.5)]
     # wide enough for each notice on one line: rich wraps a notice between words at the terminal's width
     screen = tmux_screen(tmp_path, cli("--", sys.executable, str(script), str(long), "0"), env(), keys=keys, width=400)

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 Dim = int | str  # a dimension: its size, or a name for a dynamic one ("batch")
 
-MAX_BLOCKS = 20_000  # deep_residual: a build of 10,000 blocks here holds ~1 GB and takes minutes; more is a typo
+MAX_BLOCKS = 20_000  # deep_residual: 10,000 blocks took over 4 min and ~1 GB to build here; far more is a typo
 MAX_WEIGHT_BYTES = 2**31 - 1  # protobuf's bound on one ONNX file: a model with more weights cannot be saved
 
 

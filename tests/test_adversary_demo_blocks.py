@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from trt_widget import models
+
 LIMIT = 2 << 30  # the child's address space: the defect ends here, not in the machine's OOM killer
 
 
@@ -20,11 +22,6 @@ def _capped() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (LIMIT, LIMIT))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 35, 13th re-run D1: demo --blocks has no upper bound; 10**9 fills memory (SystemError traceback "
-    "or SIGSEGV under a limit, the OOM killer without) instead of a usage error",
-)
 def test_demo_refuses_a_block_count_no_model_can_hold(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "trt_widget", "demo", "--plain", "--blocks", "1000000000"],
@@ -32,3 +29,12 @@ def test_demo_refuses_a_block_count_no_model_can_hold(tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 2, (done.returncode, done.stderr[-2000:])
     assert "--blocks" in done.stderr and "Traceback" not in done.stderr, done.stderr[-2000:]
+
+
+def test_the_generator_refuses_what_no_onnx_file_can_hold() -> None:
+    """The Python side says the same before it spends memory: ``deep_residual(10**9)`` once ran out of it."""
+    with pytest.raises(ValueError, match="blocks must be a whole number from 0 to 20,000"):
+        models.deep_residual(10**9)
+    with pytest.raises(ValueError, match="more than an ONNX file can"):
+        models.deep_residual(1000, channels=2000)
+    assert len(models.deep_residual(models.MAX_BLOCKS // 1000).graph.node) == 3 * (models.MAX_BLOCKS // 1000)

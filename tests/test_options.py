@@ -82,7 +82,16 @@ def test_optimization_level_in_range(level: int) -> None:
     assert BuildOptions.from_kwargs(optimization_level=level).optimization_level == level
 
 
-@pytest.mark.parametrize("name", ["max_aux_streams", "avg_timing_iterations", "max_tactics", "device"])
+def test_max_aux_streams_beyond_what_a_gpu_runs_at_once_is_refused_before_a_build() -> None:
+    """Issue 35 (13th re-run, W-new-2): 10**9 auxiliary streams made TensorRT for RTX allocate gigabytes before a
+    bad_alloc; a GPU runs at most 32 streams' work at once, so the option stops there."""
+    assert BuildOptions.from_kwargs(max_aux_streams=32).max_aux_streams == 32
+    for value in (33, 10**9, 2**31 - 1):
+        with pytest.raises(ValueError, match=r"max_aux_streams must be an integer from 0 to 32 \(a GPU runs at most"):
+            BuildOptions.from_kwargs(max_aux_streams=value)
+
+
+@pytest.mark.parametrize("name", ["avg_timing_iterations", "max_tactics", "device"])
 def test_counts_beyond_tensorrts_int32_are_refused_before_a_build(name: str) -> None:
     """Issue 35 (re-run): 2**31 reached TensorRT's bindings, whose TypeError (with a worker traceback and paths)
     was the only message; TensorRT's counts are int32_t."""

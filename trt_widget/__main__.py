@@ -115,7 +115,11 @@ def _build_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _demo_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--blocks", type=int, default=600, metavar="N", help="residual blocks: build time grows with N (default 600)"
+        "--blocks",
+        type=int,
+        default=600,
+        metavar="N",
+        help="residual blocks, 1 to 20,000: build time grows with N (default 600)",
     )
 
 
@@ -502,9 +506,10 @@ def _model_and_output(args: argparse.Namespace) -> tuple[ModelLike, str | None]:
         if not path.is_file():
             raise _InputError(f"not an ONNX file (a directory?): {path}")
         return str(path), args.output or str(path.with_suffix(".engine"))
-    if args.blocks < 1:
-        raise _UsageError(f"--blocks must be at least 1, got {args.blocks}")
-    from .models import deep_residual
+    from .models import MAX_BLOCKS, deep_residual
+
+    if not 1 <= args.blocks <= MAX_BLOCKS:
+        raise _UsageError(f"--blocks must be from 1 to {MAX_BLOCKS:,}, got {args.blocks}")
 
     return deep_residual(args.blocks), args.output
 

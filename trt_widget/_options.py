@@ -224,7 +224,7 @@ class BuildOptions:
     )
     max_aux_streams: int | None = _option(
         None,
-        "auxiliary streams TensorRT may use per engine (trtexec --maxAuxStreams)",
+        "auxiliary streams TensorRT may use per engine, 0 to 32 (trtexec --maxAuxStreams)",
         flag="--max-aux-streams",
         cli={"type": int, "metavar": "N"},
     )
@@ -382,10 +382,9 @@ class BuildOptions:
                     raise TypeError(f"{f.name} must be True or False, got {value!r}")
         for name, lowest in _COUNTS.items():
             value = getattr(self, name)
-            if value is not None and (not json_int(value) or not lowest <= value <= INT32_MAX):
-                raise ValueError(
-                    f"{name} must be an integer from {lowest} to {INT32_MAX:,} (TensorRT's int32), got {value!r}"
-                )
+            highest, why = _COUNT_MAXIMA.get(name, (INT32_MAX, "TensorRT's int32"))
+            if value is not None and (not json_int(value) or not lowest <= value <= highest):
+                raise ValueError(f"{name} must be an integer from {lowest} to {highest:,} ({why}), got {value!r}")
         enums: dict[str, str | None] = {}  # the member names, lower case
         for name, (_enum, spellings) in _ENUMS.items():
             value = enums[name] = getattr(self, name)
@@ -485,6 +484,10 @@ class BuildOptions:
 
 INT32_MAX = 2**31 - 1  # TensorRT's counts are int32_t: a larger Python int fails inside the bindings
 _COUNTS = {"max_aux_streams": 0, "avg_timing_iterations": 1, "max_tactics": 1, "dla_core": 0, "device": 0}
+# TensorRT sets no maximum of its own but allocates per auxiliary stream (10**9 took gigabytes, then bad_alloc);
+# a GPU runs at most 32 streams' work at once (CUDA_DEVICE_MAX_CONNECTIONS, 1 to 32), so more gains nothing
+MAX_AUX_STREAMS = 32
+_COUNT_MAXIMA = {"max_aux_streams": (MAX_AUX_STREAMS, "a GPU runs at most 32 streams at once")}
 
 # How an option reaches TensorRT's builder config (see BuildOptions); options without an entry are applied by
 # code of their own in _engine (precisions, profiles, workspace, timing cache, tactic sources, DLA, device).

@@ -16,6 +16,16 @@ if TYPE_CHECKING:
 
 Dim = int | str  # a dimension: its size, or a name for a dynamic one ("batch")
 
+MAX_BLOCKS = 20_000  # deep_residual: 10,000 blocks took over 4 min and ~1 GB to build here; far more is a typo
+MAX_WEIGHT_BYTES = 2**31 - 1  # protobuf's bound on one ONNX file: a model with more weights cannot be saved
+
+
+def _bounded(name: str, value: int, low: int, high: int) -> None:
+    """Refuse a generator argument outside ``low..high`` before any memory is spent on it (a typo's 10**9 blocks
+    would build the model in memory until it runs out)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueError(f"{name} must be a whole number from {low:,} to {high:,}, got {value!r}")
+
 
 class _Graph:
     """Accumulates nodes and initializers with unique names."""
@@ -75,6 +85,7 @@ class _Graph:
 
 def resnet50(batch: Dim = 1, image: int = 224, classes: int = 1000, seed: int = 0) -> ModelProto:
     """A ResNet-50-shaped ``onnx.ModelProto`` (input "input": batch x 3 x image x image)."""
+    _bounded("classes", classes, 1, (MAX_WEIGHT_BYTES // 4 - 24_000_000) // 2049)  # the rest: ~23.5 M weights
     g = _Graph(seed)
     x = g.conv("input", 3, 64, k=7, stride=2)
     x = g.node("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
@@ -100,8 +111,15 @@ def deep_residual(
 ) -> ModelProto:
     """A chain of ``blocks`` residual conv blocks (conv-relu-add); 1000 blocks build in ~5-15 s here.
 
-    ``node_name`` names the first conv node (e.g. to see how untrusted names show up in logs).
+    ``node_name`` names the first conv node (e.g. to see how untrusted names show up in logs). ``blocks`` is
+    at most :data:`MAX_BLOCKS`, and the weights must fit one ONNX file (ValueError otherwise).
     """
+    _bounded("blocks", blocks, 0, MAX_BLOCKS)
+    _bounded("channels", channels, 1, 4096)
+    if blocks * channels * channels * 9 * 4 > MAX_WEIGHT_BYTES:
+        raise ValueError(
+            f"{blocks:,} blocks of {channels:,} channels hold more than 2 GiB of weights, more than an ONNX file can"
+        )
     g = _Graph(seed)
     x = "input"
     for i in range(blocks):

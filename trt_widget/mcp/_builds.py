@@ -121,6 +121,33 @@ class _Entry:
         self.ended_at = time.time()
 
 
+def _not_an_engine(output: str) -> str:
+    """Why an agent's build may not replace the file at ``output`` ("" when nothing is there, or an engine is: its
+    manifest beside it names it, or it begins as a TensorRT for RTX engine). An agent's ``output`` once turned the
+    user's text file into an engine; the CLI and Python API, where the user types the path, are not limited so."""
+    import os
+
+    from ..provenance import ManifestError, manifest_path, read_engine_header, read_manifest
+
+    try:
+        where = expand_user(output)
+        if not os.path.lexists(where) or os.path.isdir(where):  # a folder: the build's own check refuses it
+            return ""
+        try:
+            if not read_manifest(manifest_path(where)).names_other(where):
+                return ""
+        except (ManifestError, OSError):  # FileNotFoundError among them: no manifest
+            pass
+        if read_engine_header(where) is not None:
+            return ""
+    except (OSError, ValueError) as exc:  # a FIFO, a device, a path stat() refuses
+        return f"output {output} cannot be checked ({getattr(exc, 'strerror', None) or exc}): choose another output"
+    return (
+        f"output {output} exists and is not an engine (no manifest beside it names it): an agent's build replaces "
+        "only an engine; remove the file or choose another output"
+    )
+
+
 class BuildRegistry:
     """Builds by id, for every tool of one server (thread-safe: HTTP sessions share one registry). At most
     ``max_concurrent`` build at once; the others wait with status ``queued`` (a stop ends a queued build at once),
@@ -190,6 +217,9 @@ class BuildRegistry:
             build = Build(str(path), **checked)
         except (TypeError, ValueError, OSError) as exc:
             raise BadInput(str(exc)) from None
+        refusal = _not_an_engine(output)  # after Build's own output checks, which say more (the model itself, ...)
+        if refusal:
+            raise BadInput(refusal)
         from ..matrix import SlotRunner
 
         build.runner = SlotRunner(build.runner, self._slots)

@@ -115,7 +115,12 @@ _OPTIONS = (
     "refit, strip_weights (every trtexec build setting of docs/options.md that a build-service request may set)"
 )
 _BUDGET = "seconds: the build is cancelled when it runs longer"
-_OUTPUT = "engine file to write (atomically); default: the model's path with the suffix .engine"
+_OUTPUT = (
+    "engine file to write (atomically); default: the model's path with the suffix .engine. An existing file there "
+    "is replaced only if it is an engine (its manifest names it); any other file is refused"
+)
+# destructive: an existing engine at the output is replaced (never another file: BuildRegistry refuses it)
+_WRITES_ENGINE = ToolAnnotations(destructive_hint=True, idempotent_hint=False, open_world_hint=False)
 
 
 def _sentence(result: BuildDescription) -> str:
@@ -172,7 +177,7 @@ def create_server(
         "(the running phase path) while it builds; cancelling this call stops the build. The result: status, "
         "engine path and size, build time, top phases by self time, warnings, error. A failed build is a tool "
         "error; a build cut by the budget ends 'cancelled'.",
-        annotations=ToolAnnotations(destructive_hint=False, open_world_hint=False),
+        annotations=_WRITES_ENGINE,
     )
     async def build_engine(
         ctx: Context,
@@ -234,7 +239,7 @@ def create_server(
     @server.tool(
         description="Start building a TensorRT engine from an ONNX file and return at once with its build_id "
         "(status queued or running); follow it with build_status, stop it with stop_build.",
-        annotations=ToolAnnotations(destructive_hint=False, open_world_hint=False),
+        annotations=_WRITES_ENGINE,
     )
     async def start_build(
         model: Annotated[str, Field(description=_MODEL)],

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from .._format import escape_controls
 from ._hashes import open_regular
-from ._manifest import ManifestError, read_manifest
+from ._manifest import SUFFIX, ManifestError, read_manifest
 
 BACKEND_NAMES = {"rtx": "TensorRT for RTX", "tensorrt": "NVIDIA TensorRT"}
 
@@ -157,7 +157,14 @@ def _check(
         from .._gpu import gpu_identity
 
         device = gpu_identity()
-    problem = manifest.verify()
+    other = manifest.names_other(path)
+    if other:  # a manifest copied beside another file: what it says is about that file, not this one
+        return EngineCheck(
+            None,
+            f"cannot tell: {other}, not {os.path.basename(os.fspath(path))}; build it again, or remove the manifest "
+            "to check the file's own header",
+        )
+    problem = manifest.verify(None if os.fspath(path).endswith(SUFFIX) else path)
     if problem and os.path.isfile(path) and os.access(path, os.R_OK):  # a readable file another tool wrote over
         return EngineCheck(  # what the stale manifest says is about another engine: nothing says this one fails
             None,

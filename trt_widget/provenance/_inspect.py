@@ -52,8 +52,9 @@ def _engine(args: argparse.Namespace) -> int | None:
             f"and trt-widget check {path} says whether it loads here"
         )
     engine = manifest.engine_path()
-    if not path.endswith(".manifest.json") and os.path.basename(path) != manifest.engine_file:
-        return _error(f"{path}: its manifest describes another engine, {manifest.engine_file}")
+    other = manifest.names_other(path)
+    if other:
+        return _error(f"{path}: {other}")
     if args.json:
         print(json.dumps({"engine": str(engine), "manifest": manifest.data, "engine_report": manifest.engine_report}))
     else:

@@ -215,6 +215,14 @@ class Manifest:
         """The engine this manifest describes: the file beside it whose name it records."""
         return self.path.with_name(self.engine_file)
 
+    def names_other(self, path: str | os.PathLike[str]) -> str:
+        """Why this manifest does not describe the engine at ``path`` ("" when it does): it names another file (a
+        manifest copied beside a renamed or replaced engine). The one rule of ``check``, ``inspect`` and reuse."""
+        name = os.path.basename(os.fspath(path))
+        if name.endswith(SUFFIX) or name == self.engine_file:  # the manifest itself, or the engine it names
+            return ""
+        return f"its manifest describes another engine, {self.engine_file}"
+
     def verify(self, engine: str | os.PathLike[str] | None = None) -> str:
         """Why the engine file does not match this manifest ("" when its size and sha256 match)."""
         path = Path(engine) if engine is not None else self.engine_path()

@@ -81,8 +81,9 @@ def find_reusable(
             said = differences(identity, manifest.identity) or ["its key"]
             misses.append(f"{path} differs: {'; '.join(said)}")
             continue
-        if manifest.engine_file != path.name:
-            warnings.append(f"ignored {path}: its manifest describes {manifest.engine_file!r}")
+        other = manifest.names_other(path)
+        if other:
+            warnings.append(f"ignored {path}: {other}")
             continue
         try:
             info = _checked(path, manifest.engine_sha256, manifest.engine_size, hashes or HashCache(None))

@@ -15,10 +15,6 @@ from trt_widget.models import deep_residual, to_bytes
 LONG = "b" * 300 + ".onnx"  # one name over NAME_MAX (255): stat() says ENAMETOOLONG
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 35, 13th re-run P1b: matrix/bundle call Path.is_file() unguarded: OSError traceback",
-)
 @pytest.mark.parametrize("command", [["matrix", "--plain"], ["bundle", "-o", "b.zip"]])
 def test_a_model_path_stat_refuses_is_one_error_line(command: list[str], tmp_path: Path) -> None:
     done = subprocess.run(
@@ -29,11 +25,6 @@ def test_a_model_path_stat_refuses_is_one_error_line(command: list[str], tmp_pat
     assert "Traceback" not in done.stderr and "too long" in done.stderr, done.stderr[-2000:]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 35, 13th re-run P1b: matrix --timing-cache under a path stat() refuses: OSError traceback from "
-    "BuildOptions.validated (build says it in one line)",
-)
 def test_matrix_timing_cache_path_stat_refuses_is_one_error_line(tmp_path: Path) -> None:
     (tmp_path / "m.onnx").write_bytes(to_bytes(deep_residual(1)))
     cache = tmp_path / ("d" * 300) / "t.cache"

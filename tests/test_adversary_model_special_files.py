@@ -34,11 +34,6 @@ def _build(path: Path, timeout: float) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 35, 13th re-run: Build(fifo) blocks for ever in open() inside the constructor (model_inputs -> "
-    "file_locations reads the model before any regular-file check); the CLI refuses the same path at once",
-)
 def test_a_fifo_as_the_model_is_refused_not_waited_on(tmp_path: Path) -> None:
     fifo = tmp_path / "model.onnx"
     os.mkfifo(fifo)
@@ -49,11 +44,6 @@ def test_a_fifo_as_the_model_is_refused_not_waited_on(tmp_path: Path) -> None:
     assert "status failed" in done.stdout or "refused" in done.stdout, done.stdout + done.stderr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 35, 13th re-run: Build(<link to /dev/zero>) reads the device in its constructor until memory "
-    "runs out (2.4 GB under a 3 GB cap; the OOM killer without one) before the build says 'not an ONNX file'",
-)
 def test_a_link_to_dev_zero_as_the_model_is_not_read_into_memory(tmp_path: Path) -> None:
     link = tmp_path / "model.onnx"
     link.symlink_to("/dev/zero")

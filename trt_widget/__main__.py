@@ -40,7 +40,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO, TypeVar, cast, overload
 
-from ._files import expand_user
+from ._files import BadModelPath, expand_user, model_file
 
 if TYPE_CHECKING:
     from ._build import Build
@@ -498,13 +498,9 @@ def _safe(text: str) -> str:
 def _model_and_output(args: argparse.Namespace) -> tuple[ModelLike, str | None]:
     if args.command == "build":
         try:
-            path = expand_user(args.model)
-        except ValueError as exc:
+            path = model_file(args.model)
+        except BadModelPath as exc:
             raise _InputError(str(exc)) from None
-        if not path.exists():
-            raise _InputError(f"ONNX file not found: {path}")
-        if not path.is_file():
-            raise _InputError(f"not an ONNX file (a directory?): {path}")
         return str(path), args.output or str(path.with_suffix(".engine"))
     from .models import MAX_BLOCKS, deep_residual
 

@@ -113,6 +113,9 @@ class BuildArgs(BuildOptionsDict, total=False):
 # writing output=: added here).
 AFTER_PHASE = "Serializing and saving the engine"
 REUSED_PHASE = "Reused engine"  # the one row of a build that found its engine (reuse=True)
+# the longest a finished build waits for the model's hash (read while it built, a bounded read of a regular file):
+# past it, on a stuck file system, the engine is kept and its manifest not written (a warning says so)
+HASHING_WAIT_S = 600.0
 FRAME_PHASES = frozenset([*BEFORE_PHASES.values(), START_PHASE, AFTER_PHASE, REUSED_PHASE])
 FRAMING = Framing(AFTER_PHASE, FRAME_PHASES)  # for a runner whose events TensorRT makes here (``Runner.framed``)
 TIMING_COLUMNS = [
@@ -775,7 +778,9 @@ class Build(Waiting):
             )
 
             if self._hashing is not None:
-                self._hashing.join()
+                self._hashing.join(HASHING_WAIT_S)
+                if self._hashing.is_alive():  # a model on a stuck file system: the engine is kept, unrecorded
+                    raise OSError(f"hashing the model took more than {HASHING_WAIT_S:.0f} s")
             identity = self._provenance_identity()
             if self._engine_digest is not None:  # a reused engine, checked against its manifest
                 digest, size = self._engine_digest

@@ -49,8 +49,11 @@ def bundle_run(args: argparse.Namespace) -> int:
         return code
 
     model = str(expand_user(args.model))
-    if not Path(model).is_file():
-        return fail(f"no such file: {args.model}")
+    try:
+        if not Path(model).is_file():
+            return fail(f"no such file: {args.model}")
+    except OSError as exc:  # a path stat() refuses: a name too long, a folder this user may not enter
+        return fail(f"cannot read {args.model}: {exc.strerror or exc}")
     try:
         check_writable(args.bundle, "-o")
     except OSError as exc:

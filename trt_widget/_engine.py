@@ -109,7 +109,8 @@ class ModelSource:
         if self.kind == "bytes":
             return cast(bytes, self.value)  # ``of`` stores bytes for this kind
         if self.kind == "path" and os.path.isfile(self.value):
-            return Path(self.value).read_bytes()
+            with open(_external_data.open_model(self.value), "rb") as handle:  # a regular file, read bounded
+                return _external_data.read_model(handle, self.value)
         return None
 
 
@@ -690,13 +691,13 @@ def _populate(
     logged_before = len(logger.problems)
     if source.kind == "path":
         path = Path(source.value)
-        if not path.exists():
-            raise BuildError(f"ONNX file not found: {path}")
-        if not path.is_file():
-            raise BuildError(f"not an ONNX file (a directory?): {path}")
         try:
+            if not path.exists():
+                raise BuildError(f"ONNX file not found: {path}")
+            if not path.is_file():
+                raise BuildError(f"not an ONNX file (a directory?): {path}")
             ok = _parse_file(parser, str(path), source)
-        except OSError as exc:
+        except OSError as exc:  # also a path stat() refuses (a name too long, a folder not entered)
             raise BuildError(f"cannot read the model {source.label}: {exc.strerror or exc}") from None
     else:
         if not source.value:
@@ -728,7 +729,7 @@ def _head(source: ModelSource) -> bytes:
     """The model's first 4 KiB (what says whether it is text), or b"" where they cannot be read."""
     try:
         if source.kind == "path":
-            with open(source.value, "rb") as handle:
+            with open(_external_data.open_model(source.value), "rb") as handle:
                 return handle.read(4096)
         return bytes(source.value[:4096])
     except (OSError, TypeError):
@@ -748,10 +749,10 @@ def _parse_file(parser: IOnnxParser, path: str, source: ModelSource) -> bool:
     """Check the model file's external data, then parse the very bytes checked, through one read-only map in the
     builder process (TensorRT's ``parse_from_file`` reads through a stream, ~0.1 s more for a 100 MB model here),
     read into memory in the user's process."""
-    with open(path, "rb") as handle:
+    with open(_external_data.open_model(path), "rb") as handle:  # a regular file (checked on the descriptor)
         empty = os.fstat(handle.fileno()).st_size == 0
         if not _external_data.MAP_FILES:  # the user's process: a mapped file that shrinks would be SIGBUS
-            data = handle.read()
+            data = _external_data.read_model(handle, path)
             check_external_data(external_locations(data), source.directory, source.label, source.hint)
             if empty or not data or capabilities()["gil_unsafe_parse"]:
                 return bool(parser.parse_from_file(path))

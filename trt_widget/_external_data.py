@@ -9,11 +9,14 @@ tensors skipped unread) and refused before it reaches the parser.
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
+import stat
 import threading
 import time
 from collections.abc import Iterator
+from typing import BinaryIO
 
 from ._errors import BuildError
 
@@ -24,6 +27,7 @@ QUICK_SCAN_BYTES = 16 << 20  # below this, searching for the key "location" is q
 # file-system clock (1 s on some, 2 s on FAT) would otherwise leave every stat field as it was ("racy git").
 RACY_NS = 2_000_000_000
 MEMO_FILES = 64
+MAX_MODEL_BYTES = 2 << 30  # protobuf's own limit: no ONNX model file is larger (its big weights go to external data)
 
 
 class _Malformed(Exception):
@@ -165,6 +169,39 @@ def external_locations(data: bytes | memoryview) -> list[str]:
 MAP_FILES = False
 
 
+class NotAModelFile(OSError):
+    """A model path that is no regular file (a FIFO, a device, a folder) or is larger than any ONNX model file."""
+
+
+def open_model(path: str | os.PathLike[str]) -> int:
+    """A read-only descriptor of the model file at ``path``, opened without blocking (a FIFO would wait for a
+    writer for ever); NotAModelFile unless it is a regular file of at most :data:`MAX_MODEL_BYTES` (``/dev/zero``
+    was read until memory ran out)."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise NotAModelFile(errno.EINVAL, "not a regular file (a FIFO, a device or a folder?)", os.fspath(path))
+        if info.st_size > MAX_MODEL_BYTES:
+            raise NotAModelFile(
+                errno.EFBIG, f"larger than {MAX_MODEL_BYTES:,} bytes (protobuf's limit)", os.fspath(path)
+            )
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_model(handle: BinaryIO, path: str | os.PathLike[str]) -> bytes:
+    """The bytes of a model file opened with :func:`open_model`, never more than :data:`MAX_MODEL_BYTES` of them
+    (a file that grows meanwhile, or a ``/proc`` file whose size says 0, is refused at the bound)."""
+    data = handle.read(MAX_MODEL_BYTES + 1)
+    if len(data) > MAX_MODEL_BYTES:
+        raise NotAModelFile(errno.EFBIG, f"larger than {MAX_MODEL_BYTES:,} bytes (protobuf's limit)", os.fspath(path))
+    return data
+
+
 def stat_key(info: os.stat_result) -> str:
     """``device:inode:size:mtime_ns:ctime_ns``: changes with any write, replacement or utime of the file."""
     return f"{info.st_dev}:{info.st_ino}:{info.st_size}:{info.st_mtime_ns}:{info.st_ctime_ns}"
@@ -203,14 +240,14 @@ def file_locations(path: str, mapped: mmap.mmap | None = None, *, remembered: bo
     before TensorRT's parser reads the file, which trusts no earlier answer)."""
     if mapped is not None:
         return _mapped_locations(mapped)
-    with open(path, "rb") as handle:
+    with open(open_model(path), "rb") as handle:
         info = os.fstat(handle.fileno())
         known = _recall(info) if remembered else None
         if known is not None:
             return known
         read_at = time.time_ns()
         if not MAP_FILES:
-            found = external_locations(handle.read())
+            found = external_locations(read_model(handle, path))
         elif info.st_size == 0:
             found = []
         else:

@@ -40,6 +40,31 @@ def expand_user(path: str | os.PathLike[str]) -> Path:
     return Path(expanded)
 
 
+class BadModelPath(ValueError):
+    """A model path that names no regular file, or one the system cannot look at; the message is the one line."""
+
+
+def model_file(model: str | os.PathLike[str]) -> Path:
+    """The model path ``model`` (``~`` expanded) when it is a regular file; else BadModelPath saying why in one line,
+    the same on every surface (CLI, MCP, LSP): not found, not a file, or a path ``stat()`` refuses (a name over 255
+    bytes, a folder this user may not enter), which ``Path.is_file()`` raises as OSError."""
+    try:
+        path = expand_user(model)
+    except ValueError as exc:  # ~name of no user
+        raise BadModelPath(str(exc)) from None
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        raise BadModelPath(f"ONNX file not found: {path}") from None
+    except OSError as exc:
+        raise BadModelPath(f"cannot read the model {path}: {exc.strerror or exc}") from None
+    except ValueError:  # a NUL in the path
+        raise BadModelPath(f"ONNX file not found: {path}") from None
+    if not stat.S_ISREG(mode):
+        raise BadModelPath(f"not an ONNX file (a directory?): {path}")
+    return path
+
+
 class NotARegularFile(OSError):
     """The target exists and is not a regular file (a device, FIFO, socket or directory)."""
 

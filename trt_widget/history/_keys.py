@@ -91,7 +91,9 @@ def model_digest(source: ModelSource) -> str | None:
         return _sampled(len(data), lambda offset: data[offset : offset + SAMPLE_BYTES])
     if source.kind != "path" or not os.path.isfile(source.value):
         return None
-    with open(source.value, "rb") as handle:
+    from .._external_data import open_model
+
+    with open(open_model(source.value), "rb") as handle:  # a regular file, opened without blocking
         size = os.fstat(handle.fileno()).st_size
         if size <= WHOLE_MAX:
             return hashlib.sha256(handle.read()).hexdigest()

@@ -23,7 +23,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, TextIO, cast
 
 from .._event_sinks import PipeStdout
-from .._files import expand_user
+from .._files import BadModelPath, model_file
 from .._format import RawHelpFormatter, escape_controls, escape_lines, fit_lines, say
 from .._signals import WakeupListener
 from .._status import INTERRUPTED
@@ -81,12 +81,9 @@ def run(args: argparse.Namespace) -> int:
     """Run the matrix; returns the exit code."""
     for model in args.models:
         try:
-            path = expand_user(model)
-        except ValueError as exc:
+            model_file(model)
+        except BadModelPath as exc:
             _stderr(f"trt-widget: error: {exc}")
-            return EXIT_FAILED
-        if not path.is_file():
-            _stderr(f"trt-widget: error: ONNX file not found: {path}")
             return EXIT_FAILED
     if args.max_parallel is not None and args.max_parallel < 1:
         _stderr(f"trt-widget: error: --max-parallel must be at least 1, got {args.max_parallel}")
@@ -98,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
         options = checked_options(args)
         for level in args.opt_level or ():
             checked_options(args, optimization_level=level)
-    except FileNotFoundError as exc:
+    except OSError as exc:  # not found, or a path stat() refuses (a name too long, a folder not entered)
         _stderr(f"trt-widget: error: {exc}")
         return EXIT_FAILED
     except ValueError as exc:

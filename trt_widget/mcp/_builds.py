@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from typing import TYPE_CHECKING, TypedDict, cast
 
-from .._files import expand_user
+from .._files import BadModelPath, model_file
 from .._follow import path_label, running_path
 from .._json import json_int
 
@@ -188,13 +188,9 @@ class BuildRegistry:
             raise BadInput(f"too many builds: {live} running or queued (at most {self.max_concurrent} at once and "
                            f"{self.max_waiting} waiting); stop one or wait until one has ended")  # fmt: skip
         try:
-            path = expand_user(model)
-        except ValueError as exc:  # ~name of no user
+            path = model_file(model)
+        except BadModelPath as exc:  # missing, not a file, ~name of no user, or a path stat() refuses
             raise BadInput(str(exc)) from None
-        if not path.exists():
-            raise BadInput(f"ONNX file not found: {path}")
-        if not path.is_file():
-            raise BadInput(f"not an ONNX file (a directory?): {path}")
         if options is not None and not isinstance(options, Mapping):
             raise BadInput(f"options must be an object of build options, got {type(options).__name__}")
         options = dict(options or {})

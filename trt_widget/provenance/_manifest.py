@@ -108,15 +108,15 @@ def model_identity(source: object, hashes: HashCache | None = None) -> dict[str,
 
 def _model_file(path: str, hashes: HashCache) -> Hashed:
     """The model file's hash and the external-data locations it names: remembered, or read once for both."""
-    from .._external_data import external_locations, remember_locations
+    from .._external_data import external_locations, open_model, read_model, remember_locations
 
-    with open(path, "rb") as handle:
+    with open(open_model(path), "rb") as handle:  # a regular file, opened without blocking, read bounded
         info = os.fstat(handle.fileno())
         known = hashes.lookup(info)
         if known is not None and known.locations is not None:
             return known
         began = time.time_ns()
-        data = handle.read()
+        data = read_model(handle, path)
         if stat_key(os.fstat(handle.fileno())) != stat_key(info) or len(data) != info.st_size:
             raise OSError(f"{path} changed while it was read")
     model = Hashed(hashlib.sha256(data).hexdigest(), len(data), tuple(external_locations(data)))

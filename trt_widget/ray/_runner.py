@@ -246,13 +246,13 @@ class _Relay:
             hub.forget.remote(self.key)
 
     def _job(self) -> RayJob:
-        from .._external_data import check_external_data, external_locations
+        from .._external_data import check_external_data, external_locations, open_model, read_model
 
         source = self.ctx.source
         if source.kind == "path":
             try:
-                with open(source.value, "rb") as handle:
-                    model: object = handle.read()  # the cluster's nodes need not see this file system
+                with open(open_model(source.value), "rb") as handle:  # a regular file, read bounded
+                    model: object = read_model(handle, source.value)  # the nodes need not see this file system
             except OSError as exc:
                 raise BuildError(f"cannot read the model {source.value}: {exc}") from exc
         else:

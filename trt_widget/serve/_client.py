@@ -294,7 +294,9 @@ class RemoteRunner:
         if source.kind != "path":
             return client.post("/builds", content=source.value, params=params, headers=_OCTETS)
         try:
-            with open(source.value, "rb") as handle:
+            from .._external_data import open_model
+
+            with open(open_model(source.value), "rb") as handle:  # a regular file of at most 2 GiB
                 return client.post("/builds", content=handle, params=params, headers=_OCTETS)
         except OSError as exc:
             raise BuildError(f"cannot read the model {source.value}: {exc}") from exc

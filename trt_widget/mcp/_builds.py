@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from typing import TYPE_CHECKING, TypedDict, cast
 
-from .._files import BadModelPath, model_file
+from .._files import BadModelPath, expand_user, model_file
 from .._follow import path_label, running_path
 from .._json import json_int
 

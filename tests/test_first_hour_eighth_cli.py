@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pexpect
 import pytest
-from pty_output import before
+from pty_output import before, cli_in_pty
 from test_first_hour_sixth_cli import _broken_words
 
 from trt_widget.models import deep_residual, to_bytes
@@ -47,17 +47,7 @@ def recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_inspect_s_layer_table_fits_the_terminal(recording: Path, width: int) -> None:
     """Item 1: the summary wrapped, but the LAYER table's lines were wider than the terminal, which broke them
     mid-word ("a|dd_8", "relu_1|03"). Every line fits; every layer's row is there, its nodes whole."""
-    environ = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-    environ["TERM"] = "xterm"
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "trt_widget", "inspect", recording.name],
-        cwd=str(recording.parent),
-        dimensions=(40, width),
-        env=environ,
-        encoding="utf-8",
-        timeout=120,
-    )
+    child = cli_in_pty("inspect", recording.name, cwd=recording.parent, width=width, timeout=120)
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0, before(child)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pexpect
 import pytest
-from pty_output import before
+from pty_output import before, cli_in_pty
 from test_first_hour_sixth_cli import _broken_words
 
 from trt_widget.models import deep_residual, to_bytes
@@ -24,17 +24,7 @@ WIDTH = 60
 
 def _pty(*args: str, cwd: Path, width: int = WIDTH) -> pexpect.spawn[str]:
     """``trt-widget ARGS`` in a pseudo-terminal ``width`` columns wide."""
-    environ = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}  # the pty's size rules
-    environ["TERM"] = "xterm"
-    return pexpect.spawn(
-        sys.executable,
-        ["-m", "trt_widget", *args],
-        cwd=str(cwd),
-        dimensions=(40, width),
-        env=environ,
-        encoding="utf-8",
-        timeout=300,
-    )
+    return cli_in_pty(*args, cwd=cwd, width=width)
 
 
 def _words(text: str) -> set[str]:

@@ -225,22 +225,12 @@ def test_the_terminal_matrix_ends_with_the_comparison(model: Path, damaged: Path
 def test_the_matrix_comparison_fits_60_columns_without_cutting_a_number(model: Path) -> None:
     """Item 3 in a 60-column terminal (a pty, the live table's rich path): every line fits, and no line break
     falls between a number and its unit."""
-    import os
     import re
 
     import pexpect
-    from pty_output import before
+    from pty_output import before, cli_in_pty
 
-    environ = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}  # the pty's size rules
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "trt_widget", "matrix", model.name, "--opt-level", "0", "3", "5"],
-        cwd=str(model.parent),
-        dimensions=(40, 60),
-        env=environ,
-        encoding="utf-8",
-        timeout=300,
-    )
+    child = cli_in_pty("matrix", model.name, "--opt-level", "0", "3", "5", cwd=model.parent)
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0, before(child)

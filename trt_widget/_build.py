@@ -44,7 +44,7 @@ from ._files import (
 from ._gpu import memory_skip_note
 from ._leftovers import UnsafeTempDir
 from ._options import BuildOptions, BuildOptionsDict
-from ._phases import CANCELLED, FINISHED_EARLY, Framing, Phase, PhaseModel, Timings
+from ._phases import CANCELLED, FINISHED_EARLY, Framing, PhaseModel, Timings
 from ._phases import DONE as PHASE_DONE
 from ._phases import FAILED as PHASE_FAILED
 from ._status import (
@@ -225,7 +225,7 @@ class Build(Waiting):
         if self.source.kind != "recording":  # a replay's lines were sent to logging when they were built
             self.logger.label = self.source.label
             self.logger.cancel = self._cancel
-            self.model.subscribe(self._parse_row, steps=False)
+            self.logger.parse_status = self._parse_status  # asked, not told: a build subscribes to nothing of its own
         self._log_file: LogFile | None = None
         if self.options.log_file:  # checked now by the output-path policy; written from start()
             self._log_file = LogFile(self.options.log_file, self)
@@ -870,13 +870,13 @@ class Build(Waiting):
                 pass
         return engine.take()
 
-    def _parse_row(self, event: str, phase: Phase) -> None:
-        """The parse row's start and end, for the logger's ``logging`` route (what it holds back of the parser)."""
-        if phase.name == BEFORE_PHASES["model"] and phase.parent is None:
-            if event == "phase_start":
-                self.logger.parse_started()
-            elif event == "phase_finish":
-                self.logger.parse_ended(failed=phase.status == PHASE_FAILED)
+    def _parse_status(self) -> str | None:
+        """The parse row's status now ("running" while it runs), None before it began: for the logger's ``logging``
+        route, which holds the parser's errors back until the parse succeeded."""
+        for phase in reversed(self.model.phases()):
+            if phase.name == BEFORE_PHASES["model"] and phase.parent is None:
+                return phase.status
+        return None
 
     def _finish(self, engine: bytes | WrittenFile | None, error: BuildError | None) -> None:
         self._release_output()
@@ -887,6 +887,7 @@ class Build(Waiting):
         if self._timer is not None:
             self._timer.cancel()
         self.model.close_all(PHASE_FAILED if error is not None else FINISHED_EARLY if engine is not None else CANCELLED)
+        self.logger.release_held(self._parse_status())  # what the parse held back, now that it has ended
         with self._condition:
             self._ended_s = self.model.now()
             if isinstance(engine, WrittenFile):

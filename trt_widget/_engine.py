@@ -138,8 +138,9 @@ class CaptureLogger:
         self.on_line: Callable[[int, str, float], None] | None = None  # every line given, kept or not (log_file=)
         self.label: str | None = None  # set: every line given also goes to logging's trt_widget.tensorrt
         self.cancel: threading.Event | None = None  # the build's stop: once set, its "BuildCanceled" is expected
-        # errors logged while the model is parsed wait here for logging (_expected.held_back): see parse_started
-        self._parsing = False
+        # errors logged while the model is parsed wait here for logging (_expected.held_back): the build's
+        # ``parse_status`` says whether its parse row runs ("running"), ended (its status) or has not begun (None)
+        self.parse_status: Callable[[], str | None] | None = None
         self._held: list[tuple[int, str]] = []
         self._held_lock = threading.Lock()
         self.probing = (
@@ -194,29 +195,27 @@ class CaptureLogger:
                 self.on_line(level, msg, t)
         if self.label is not None:
             with contextlib.suppress(Exception):
-                if level <= 1:
+                # the rule every front end applies: a parse's errors are news only if the parse succeeds
+                status = self.parse_status() if self.parse_status is not None and (level <= 1 or self._held) else None
+                if status == "running" and level <= 1:
                     with self._held_lock:
-                        if self._parsing:  # the rule every front end applies: news only if the parse succeeds
-                            self._held.append((level, msg))
-                            return
+                        self._held.append((level, msg))
+                    return
+                if status not in (None, "running"):
+                    self.release_held(status)
                 to_logging(level, msg, self.label, cancelled=self.cancel is not None and self.cancel.is_set())
 
-    def parse_started(self) -> None:
-        """The model's parse began: its errors wait (for ``logging``) until :meth:`parse_ended` says how it went."""
+    def release_held(self, parse_status: str | None) -> None:
+        """The parse ended (``parse_status``, its row's): its held errors go to ``logging`` as they came, or,
+        where it failed (the build's failure says what they mean, in words), at DEBUG: a server's console shows
+        no parser assertion."""
         with self._held_lock:
-            self._parsing = True
-
-    def parse_ended(self, failed: bool) -> None:
-        """The parse ended: its held errors go to ``logging`` as they came, or, where it failed (the build's
-        failure says what they mean, in words), at DEBUG: a server's console shows no parser assertion."""
-        with self._held_lock:
-            self._parsing = False
             held, self._held = self._held, []
         if self.label is None:
             return
         for level, msg in held:
             with contextlib.suppress(Exception):
-                to_logging(level, msg, self.label, held_back=failed)
+                to_logging(level, msg, self.label, held_back=parse_status == "failed")
 
     def subscribe(self, listener: Callable[[LogRecord], None]) -> Callable[[], None]:
         """Call ``listener(record)`` for every kept line; returns a function that unsubscribes."""

@@ -29,3 +29,27 @@ def test_check_judges_the_engine_it_is_given_not_the_one_its_manifest_names(tmp_
     said = json.loads(done.stdout)
     assert said["loads"] is not True, said
     assert done.returncode != 0, said
+
+
+def test_check_takes_a_renamed_copy_whose_bytes_its_manifest_records(tmp_path: Path) -> None:
+    """``cp model.engine deploy.engine`` with its manifest (or a ``mv`` of both): the manifest names the old file,
+    but the sha256 ``check`` computes of deploy.engine is the one it records, so it says what it says of the
+    original, not "cannot tell"."""
+    engine = built_engine(tmp_path)
+    shutil.copyfile(tmp_path / "model.engine.manifest.json", tmp_path / "deploy.engine.manifest.json")
+    shutil.copyfile(engine, tmp_path / "deploy.engine")
+
+    def check(path: Path) -> tuple[int, dict[str, object]]:
+        done = subprocess.run(
+            [sys.executable, "-m", "trt_widget", "check", str(path), "--json"],
+            capture_output=True, text=True, timeout=300, cwd=tmp_path, env=ENV,
+        )  # fmt: skip
+        said = json.loads(done.stdout)
+        said.pop("engine")  # the path given
+        return done.returncode, said
+
+    original = check(engine)
+    assert original[1]["verdict"] == "compatible", original
+    engine.unlink()  # a move, not a copy: the file the manifest names is gone
+    (tmp_path / "model.engine.manifest.json").unlink()
+    assert check(tmp_path / "deploy.engine") == original

@@ -157,14 +157,14 @@ def _check(
         from .._gpu import gpu_identity
 
         device = gpu_identity()
+    problem = manifest.verify(None if os.fspath(path).endswith(SUFFIX) else path)
     other = manifest.names_other(path)
-    if other:  # a manifest copied beside another file: what it says is about that file, not this one
+    if other and problem:  # a manifest beside another file: it speaks of this one only where its bytes match (a copy)
         return EngineCheck(
             None,
             f"cannot tell: {other}, not {os.path.basename(os.fspath(path))}; build it again, or remove the manifest "
             "to check the file's own header",
         )
-    problem = manifest.verify(None if os.fspath(path).endswith(SUFFIX) else path)
     if problem and os.path.isfile(path) and os.access(path, os.R_OK):  # a readable file another tool wrote over
         return EngineCheck(  # what the stale manifest says is about another engine: nothing says this one fails
             None,

@@ -48,10 +48,12 @@ def bundle_run(args: argparse.Namespace) -> int:
         say(f"trt-widget bundle: error: {message}", sys.stderr)
         return code
 
-    model = str(expand_user(args.model))
     try:
+        model = str(expand_user(args.model))
         if not Path(model).is_file():
             return fail(f"no such file: {args.model}")
+    except ValueError as exc:  # ~name of no user
+        return fail(str(exc))
     except OSError as exc:  # a path stat() refuses: a name too long, a folder this user may not enter
         return fail(f"cannot read {args.model}: {exc.strerror or exc}")
     try:

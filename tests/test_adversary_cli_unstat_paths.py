@@ -36,12 +36,23 @@ def test_matrix_timing_cache_path_stat_refuses_is_one_error_line(tmp_path: Path)
     assert "Traceback" not in done.stderr and "too long" in done.stderr, done.stderr[-2000:]
 
 
-@pytest.mark.parametrize("command", [["build"], ["matrix", "--plain"], ["bundle", "-o", "b.zip"]])
-def test_a_model_under_a_user_that_does_not_exist_is_one_error_line(command: list[str], tmp_path: Path) -> None:
-    """``~name/m.onnx`` of no user ``name``: ``bundle`` raised expand_user's ValueError as a traceback."""
+@pytest.mark.parametrize(
+    ("command", "said"),
+    [
+        (["build"], "no such user"),
+        (["matrix", "--plain"], "no such user"),
+        (["bundle", "-o", "b.zip"], "no such user"),
+        (["inspect"], "no such file"),
+    ],
+)
+def test_a_path_under_a_user_that_does_not_exist_is_one_error_line(
+    command: list[str], said: str, tmp_path: Path
+) -> None:
+    """``~name/m.onnx`` of no user ``name``: ``bundle`` and ``inspect`` raised expand_user's ValueError as a
+    traceback."""
     done = subprocess.run(
         [sys.executable, "-m", "trt_widget", command[0], "~trtw_no_such_user_x/m.onnx", *command[1:]],
         capture_output=True, text=True, timeout=120, cwd=tmp_path,
     )  # fmt: skip
     assert done.returncode in (1, 2), done.stderr[-2000:]
-    assert "Traceback" not in done.stderr and "no such user" in done.stderr, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr and said in done.stderr, done.stderr[-2000:]

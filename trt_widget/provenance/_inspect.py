@@ -35,7 +35,7 @@ def _engine(args: argparse.Namespace) -> int | None:
         manifest = read_manifest(path)
     except FileNotFoundError:
         manifest = None
-    except (ManifestError, OSError) as exc:
+    except (ManifestError, OSError, ValueError) as exc:  # ValueError: ~name of no user
         if not os.path.isfile(path):
             return None  # a folder, a missing file: the report's own errors say it
         return _error(f"{path}: its manifest cannot be read: {exc}")

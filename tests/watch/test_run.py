@@ -272,7 +272,7 @@ def test_ctrl_c_cancels_polygraphy_convert_and_no_engine_is_written(
 
 
 @pytest.mark.rtx_long_step
-def test_build_widget_run_stops_polygraphy_within_a_second(
+def test_build_widget_run_stop_ends_polygraphy_inside_its_long_step(
     tmp_path: Path, wait_until: WaitUntil, polygraphy: str, run_async: RunAsync
 ) -> None:
     from trt_widget import BuildWidget

@@ -510,9 +510,9 @@ class CommandRun:
         name = signal_name(code - 128)
         if name is None:
             return f"{self.what} exited with code {code}"
+        if code - 128 not in self.sent:  # a signal from elsewhere, or a command that exits with that code itself
+            return f"{self.what} exited with code {code}, the code of a process ended by {name} (trt_widget sent none)"
         said = f"{self.what} was ended by {name} (exit code {code})"
-        if code - 128 not in self.sent:
-            return f"{said}, which trt_widget did not send"
         asked = re.search(r"\(([^()]+)\)$", self.stop_reason)  # "stopped by user (Stop all)" -> Stop all
         return f"{said}, sent by {asked.group(1) if asked else 'the stop'}"
 

@@ -42,6 +42,7 @@ def test_a_fifo_as_the_model_is_refused_not_waited_on(tmp_path: Path) -> None:
     except subprocess.TimeoutExpired:
         pytest.fail("Build() of a FIFO never returned (blocked opening it)")
     assert "status failed" in done.stdout or "refused" in done.stdout, done.stdout + done.stderr
+    assert "not a regular file" in done.stdout and "directory" not in done.stdout, done.stdout  # said what it is
 
 
 def test_a_link_to_dev_zero_as_the_model_is_not_read_into_memory(tmp_path: Path) -> None:

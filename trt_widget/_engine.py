@@ -25,7 +25,17 @@ from ._backend import LoggerBase, builder_failure_message, capabilities, select_
 from ._errors import BuildError
 from ._expected import PARSE_PHASE, RTX_TIMING_CACHE, significant
 from ._external_data import check_external_data, external_locations, file_locations
-from ._files import atomic_write, expand_user, is_text, not_onnx, open_lock_file, read_regular, writable_target
+from ._files import (
+    BadModelPath,
+    atomic_write,
+    expand_user,
+    is_text,
+    model_file,
+    not_onnx,
+    open_lock_file,
+    read_regular,
+    writable_target,
+)
 from ._options import PRECISION_FLAGS, TRT_SETTINGS, BuildOptions, ConfigureHook
 from ._shapes import Profile
 from ._tensorrt_log import MAX_MESSAGE, LogRecord, to_logging
@@ -689,12 +699,11 @@ def _populate(
     parser = t.OnnxParser(network, router)
     logged_before = len(logger.problems)
     if source.kind == "path":
-        path = Path(source.value)
         try:
-            if not path.exists():
-                raise BuildError(f"ONNX file not found: {path}")
-            if not path.is_file():
-                raise BuildError(f"not an ONNX file (a directory?): {path}")
+            path = model_file(source.value)  # the one rule every surface says (not found, not a file, refused)
+        except BadModelPath as exc:
+            raise BuildError(str(exc)) from None
+        try:
             ok = _parse_file(parser, str(path), source)
         except OSError as exc:  # also a path stat() refuses (a name too long, a folder not entered)
             raise BuildError(f"cannot read the model {source.label}: {exc.strerror or exc}") from None

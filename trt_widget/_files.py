@@ -61,7 +61,8 @@ def model_file(model: str | os.PathLike[str]) -> Path:
     except ValueError:  # a NUL in the path
         raise BadModelPath(f"ONNX file not found: {path}") from None
     if not stat.S_ISREG(mode):
-        raise BadModelPath(f"not an ONNX file (a directory?): {path}")
+        what = "a directory" if stat.S_ISDIR(mode) else "not a regular file: a FIFO, device or socket"
+        raise BadModelPath(f"not an ONNX file ({what}): {path}")
     return path
 
 

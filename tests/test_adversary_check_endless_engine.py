@@ -1,0 +1,40 @@
+"""Fourteenth adversarial re-run (issue 35): ``trt-widget check ENGINE`` hashes all of ENGINE before it compares
+the size its manifest records (``Manifest.verify`` -> ``file_sha256``; reuse compares the size first). An engine
+that is a link to ``/proc/self/pagemap`` (size 0, 256 GiB to read) or a sparse file of terabytes, sent with a
+manifest naming it, holds ``check`` at full CPU for minutes to hours; its size alone says it is not the engine.
+The test uses a sparse 4 TiB file (hours of hashing at any speed; the pagemap's time depends on the machine)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from attacks import built_engine
+
+HUGE = 4 << 40  # 4 TiB, sparse: no disk used
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 35, 14th re-run C2: check hashes the whole file before comparing the manifest's size",
+)
+def test_check_of_a_huge_engine_with_a_manifest_ends(tmp_path: Path) -> None:
+    engine = built_engine(tmp_path)  # a real RTX build and its manifest
+    manifest = json.loads((tmp_path / "model.engine.manifest.json").read_text())
+    assert manifest["engine"]["file"] == engine.name
+    manifest["engine"]["file"] = "sent.engine"  # the manifest names the file sent beside it
+    (tmp_path / "sent.engine.manifest.json").write_text(json.dumps(manifest))
+    try:
+        with open(tmp_path / "sent.engine", "wb") as sent:
+            sent.truncate(HUGE)
+    except OSError as exc:  # a file system without sparse files this large
+        pytest.skip(f"no sparse 4 TiB file here: {exc}")
+    command = [sys.executable, "-m", "trt_widget", "check", str(tmp_path / "sent.engine")]
+    try:  # its size is not the manifest's: an answer at once; the defect: hours of hashing
+        done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:  # run() has killed it
+        pytest.fail("check was still hashing the engine after 60 s")
+    assert "compatible" not in done.stdout, done.stdout

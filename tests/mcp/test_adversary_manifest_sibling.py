@@ -12,17 +12,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from trt_widget import models
 
 USERS = '{"name": "the user\'s web app", "icons": []}\n'  # the user's own file, no trt_widget manifest
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 35, 14th re-run M1: an agent's build writes <output>.manifest.json over the user's file there",
-)
 def test_an_agents_build_keeps_a_file_where_its_manifest_would_go(tmp_path: Path) -> None:
     (tmp_path / "m.onnx").write_bytes(models.to_bytes(models.deep_residual(2)))
     users = tmp_path / "app.manifest.json"

@@ -44,6 +44,28 @@ def test_an_agents_output_onto_an_engine_or_nothing_is_taken(tmp_path: Path) -> 
         registry.create(str(tmp_path / "model.onnx"), output=str(tmp_path / "other.engine"))
 
 
+def test_an_agents_build_replaces_only_a_trt_widget_manifest_beside_its_output(tmp_path: Path) -> None:
+    """14th re-run M1: the manifest written beside the engine, ``<output>.manifest.json``, follows the same policy:
+    another file there (the user's JSON, a folder) refuses the build at once, in one line naming it."""
+    engine = built_engine(tmp_path)  # a real RTX build: model.engine and its manifest
+    registry = BuildRegistry()
+    users = tmp_path / "app.manifest.json"
+    users.write_text('{"name": "my web app"}\n')
+    with pytest.raises(BadInput, match=r"app\.manifest\.json exists and is not a trt_widget manifest") as refused:
+        registry.create(str(tmp_path / "model.onnx"), output=str(tmp_path / "app"))
+    assert str(users) in str(refused.value) and "\n" not in str(refused.value)
+    assert users.read_text() == '{"name": "my web app"}\n' and not (tmp_path / "app").exists()
+    (tmp_path / "dir.manifest.json").mkdir()
+    with pytest.raises(BadInput, match=r"dir\.manifest\.json exists and is not a trt_widget manifest"):
+        registry.create(str(tmp_path / "model.onnx"), output=str(tmp_path / "dir"))
+    assert registry.entries() == []
+    shutil.copyfile(tmp_path / "model.engine.manifest.json", tmp_path / "new.manifest.json")  # one of trt_widget's
+    _, build = registry.create(str(tmp_path / "model.onnx"), output=str(tmp_path / "new"))
+    assert build.options.output == str(tmp_path / "new")
+    _, build = registry.create(str(tmp_path / "model.onnx"), output=str(engine))  # the engine and its own manifest
+    assert build.options.output == str(engine)
+
+
 def test_the_tools_that_write_an_engine_say_they_are_destructive(run_async: RunAnyio) -> None:
     async def annotations() -> dict[str, bool | None]:
         tools = await create_server(BuildRegistry()).list_tools()

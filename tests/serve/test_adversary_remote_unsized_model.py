@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from trt_widget import BuildError
+from trt_widget import Build, BuildError
 from trt_widget.serve import ServerThread
 from trt_widget.serve._client import RemoteBuild
 
@@ -21,10 +21,6 @@ STATUS = "/proc/self/status"  # a regular file whose size says 0; about 1.5 KB o
 
 
 @pytest.mark.skipif(not os.path.exists(STATUS), reason="needs Linux /proc")
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 35, 14th re-run R1: a remote build of a model whose size fstat does not tell ends in a traceback",
-)
 def test_a_remote_build_of_an_unsized_model_fails_in_words(tmp_path: Path) -> None:
     model = tmp_path / "m.onnx"
     model.symlink_to(STATUS)
@@ -36,3 +32,21 @@ def test_a_remote_build_of_an_unsized_model_fails_in_words(tmp_path: Path) -> No
     assert build.status == "failed", build.status
     error = str(build.error)
     assert "Traceback" not in error and "unexpected" not in error, error[:2000]
+
+
+def test_a_remote_build_of_a_model_that_is_no_regular_file_says_what_a_local_build_says(tmp_path: Path) -> None:
+    """The upload reads the model by the local build's rules: a FIFO (never waited on) or a folder is refused in
+    the same one line, before anything is sent."""
+    fifo = tmp_path / "pipe.onnx"
+    os.mkfifo(fifo)
+    with ServerThread(data=tmp_path / "data", max_upload=4 << 20, max_concurrent=1) as server:
+        for model in (fifo, tmp_path):
+            remote = RemoteBuild(server.url, server.token, str(model))
+            local = Build(str(model), output=str(tmp_path / "x.engine"))
+            for build in (remote, local):
+                with contextlib.suppress(BuildError):
+                    build.start()
+                    build.wait()
+                assert build.status == "failed", build.status
+            assert str(remote.error) == str(local.error), (str(remote.error), str(local.error))
+            assert str(remote.error).startswith("not an ONNX file ("), str(remote.error)

@@ -148,6 +148,31 @@ def _not_an_engine(output: str) -> str:
     )
 
 
+def _not_a_manifest(output: str) -> str:
+    """Why an agent's build may not write the engine's manifest, ``<output>.manifest.json`` ("" when nothing is
+    there, or a trt_widget manifest is): the same policy as the engine's own path, for the file written beside it."""
+    import os
+
+    from ..provenance import ManifestError, manifest_path, read_manifest
+
+    where = f"{output}.manifest.json"  # as named, should the path itself be refused
+    try:
+        where = str(manifest_path(expand_user(output)))
+        if not os.path.lexists(where):
+            return ""
+        read_manifest(where)
+        return ""
+    except ManifestError:  # another tool's JSON, any other file, a FIFO or a folder (never read or waited on)
+        pass
+    except (OSError, ValueError) as exc:  # a dangling link, a name too long, a path stat() refuses
+        said = getattr(exc, "strerror", None) or exc
+        return f"the engine's manifest {where} cannot be checked ({said}): choose another output"
+    return (
+        f"{where} exists and is not a trt_widget manifest: an agent's build writes the engine's manifest there and "
+        "replaces only a manifest; remove the file or choose another output"
+    )
+
+
 class BuildRegistry:
     """Builds by id, for every tool of one server (thread-safe: HTTP sessions share one registry). At most
     ``max_concurrent`` build at once; the others wait with status ``queued`` (a stop ends a queued build at once),
@@ -213,7 +238,8 @@ class BuildRegistry:
             build = Build(str(path), **checked)
         except (TypeError, ValueError, OSError) as exc:
             raise BadInput(str(exc)) from None
-        refusal = _not_an_engine(output)  # after Build's own output checks, which say more (the model itself, ...)
+        # after Build's own output checks, which say more (the model itself, ...)
+        refusal = _not_an_engine(output) or _not_a_manifest(output)
         if refusal:
             raise BadInput(refusal)
         from ..matrix import SlotRunner

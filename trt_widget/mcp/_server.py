@@ -117,9 +117,10 @@ _OPTIONS = (
 _BUDGET = "seconds: the build is cancelled when it runs longer"
 _OUTPUT = (
     "engine file to write (atomically); default: the model's path with the suffix .engine. An existing file there "
-    "is replaced only if it is an engine (its manifest names it); any other file is refused"
+    "is replaced only if it is an engine (its manifest names it), and <output>.manifest.json beside it only if it "
+    "is a trt_widget manifest; any other file is refused"
 )
-# destructive: an existing engine at the output is replaced (never another file: BuildRegistry refuses it)
+# destructive: an existing engine (and its manifest) is replaced (never another file: BuildRegistry refuses it)
 _WRITES_ENGINE = ToolAnnotations(destructive_hint=True, idempotent_hint=False, open_world_hint=False)
 
 

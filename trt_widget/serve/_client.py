@@ -14,7 +14,6 @@ and downloads the engine. Times are the server's: ``timings()`` match ``GET /bui
 from __future__ import annotations
 
 import json
-import os
 import queue
 import threading
 import time
@@ -253,7 +252,8 @@ class RemoteRunner:
         checked first: a server refusing an upload it has not read closes the connection, and a large body
         still on its way can then lose the refusal."""
         source = ctx.source
-        size = os.path.getsize(source.value) if source.kind == "path" else len(source.value)
+        model = _model_bytes(source)
+        size = len(model)
         params = {"options": json.dumps(self.options), "name": self.label or source.label}
         deadline = time.monotonic() + self.queue
         problem = ""
@@ -269,7 +269,7 @@ class RemoteRunner:
                 )
             if running < max_concurrent:
                 try:
-                    response = self._post_model(client, source, params)
+                    response = client.post("/builds", content=model, params=params, headers=_OCTETS)
                 except httpx.TransportError as exc:
                     problem = f"{type(exc).__name__}: {exc}"  # look at the limits again, then say so
                 else:
@@ -289,17 +289,6 @@ class RemoteRunner:
             ctx.on_queued(True)  # status "queued" while the server is busy
             if ctx.cancel.wait(1.0):  # a stop ends the wait
                 return None
-
-    def _post_model(self, client: httpx.Client, source: ModelSource, params: dict[str, str]) -> httpx.Response:
-        if source.kind != "path":
-            return client.post("/builds", content=source.value, params=params, headers=_OCTETS)
-        try:
-            from .._external_data import open_model
-
-            with open(open_model(source.value), "rb") as handle:  # a regular file of at most 2 GiB
-                return client.post("/builds", content=handle, params=params, headers=_OCTETS)
-        except OSError as exc:
-            raise BuildError(f"cannot read the model {source.value}: {exc}") from exc
 
     def _get(self, client: httpx.Client, path: str, params: dict[str, str] | None = None) -> httpx.Response:
         """A GET that must succeed: BuildError with the server's sentence otherwise."""
@@ -531,6 +520,26 @@ class RemoteRunner:
 
 
 _OCTETS = {"Content-Type": "application/octet-stream"}
+
+
+def _model_bytes(source: ModelSource) -> bytes:
+    """The model's bytes, read once before the upload so that its length is the one sent (a ``/proc`` file's size
+    says 0; a model still being written grows): a path by the rules and bounded read of a local build, refused in
+    the same one line (BuildError)."""
+    if source.kind != "path":
+        return bytes(source.value)
+    from .._external_data import open_model, read_model
+    from .._files import BadModelPath, model_file
+
+    try:
+        path = model_file(source.value)  # not found, not a regular file, a path stat() refuses
+    except BadModelPath as exc:
+        raise BuildError(str(exc)) from None
+    try:
+        with open(open_model(path), "rb") as handle:  # a regular file, never more than 2 GiB of it read
+            return read_model(handle, path)
+    except OSError as exc:
+        raise BuildError(f"cannot read the model {source.label}: {exc.strerror or exc}") from None
 
 
 def _download_into(reply: httpx.Response, announced: int, abandon: threading.Event) -> bytes:

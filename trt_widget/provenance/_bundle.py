@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import platform
-import shutil
 import sys
 import zipfile
 from collections.abc import Callable
@@ -171,19 +170,21 @@ def write_bundle(
     texts.append(
         ("gpu.json", _json(gpu), "the GPU (name, compute capability, driver; null without one) and its memory")
     )
-    files: list[tuple[str, str, int, str]] = []  # name, the file copied in pieces, its size now, what it is
+    files: list[tuple[str, str, int, str, int | None]] = []  # name, file copied in pieces, size now, what, bound
     left_out: list[str] = []  # files the model names that the model-file rule forbids a build to read
     recording_left_out = include_model and redact and build.source.kind == "recording"
     if include_model:
         inputs, left_out = _packable_inputs(build)
         if recording_left_out:  # its paths are the user's, not redacted: events.jsonl holds its events, redacted
             inputs = {}
-        for name, (real, what) in inputs.items():
+        for name, (real, what, bound) in inputs.items():
             try:
                 size = os.stat(real).st_size
             except OSError:
                 continue
-            files.append((f"model/{name}", real, size, what))
+            if bound is not None and size > bound:  # refused before the zip is begun: nothing written
+                raise FileTooLarge(_too_large(what, real, bound))
+            files.append((f"model/{name}", real, size, what, bound))
         if build.source.kind == "bytes" and isinstance(build.source.value, bytes):
             members.append(("model/model.onnx", build.source.value, "the model's ONNX bytes"))
         if build.status == "succeeded" and build.engine:
@@ -198,7 +199,7 @@ def write_bundle(
     encoded = [(n, (redactor(t) if redactor else t).encode("utf-8", "backslashreplace"), w) for n, t, w in texts]
     for name, size, what in [
         *((n, len(d), w) for n, d, w in [*encoded, *members]),
-        *((n, z, w) for n, _, z, w in files),
+        *((n, z, w) for n, _, z, w, _b in files),
     ]:
         # a model names its files: the README is read in a terminal, so they are escaped as the log escapes them
         listing.append(f"  {escape_controls(name):<22} {size:>12,} B  {escape_controls(what)}")
@@ -228,19 +229,23 @@ def write_bundle(
         archive.writestr("README.txt", readme.encode("utf-8", "backslashreplace"))
         for name, data, _what in [*encoded, *members]:
             archive.writestr(name, data)
-        for name, real, _size, _what in files:
-            _add_file(archive, name, real)
+        for name, real, _size, what, bound in files:
+            _add_file(archive, name, real, what, bound)
     return target
 
 
-def _packable_inputs(build: Build) -> tuple[dict[str, tuple[str, str]], list[str]]:
-    """The files ``include_model`` packs (name under ``model/`` -> (real path, what it is)), and the locations left
-    out. The model file or the recording goes under its given name (a link's, not its target's: a Hugging Face
+def _packable_inputs(build: Build) -> tuple[dict[str, tuple[str, str, int | None]], list[str]]:
+    """The files ``include_model`` packs (name under ``model/`` -> (real path, what it is, the most bytes read of
+    it)), and the locations left out. The model is read as every read of a model is, at most ``MAX_MODEL_BYTES``
+    (a link to ``/proc/self/pagemap``, a sparse model of terabytes), a recording as a replay reads it; external
+    data have no bound but their own size (a build reads any file in the model's folder) ``_add_file`` keeps.
+    The model file or the recording goes under its given name (a link's, not its target's: a Hugging Face
     cache links ``model.onnx`` to ``blobs/<sha256>``), each external-data file under the location the model names,
     relative to the model's folder, so the unpacked model builds again. Only the data the model-file rule lets a
     build read is packed (a file inside the model's folder): a hostile model naming ``/home/me/.ssh/id_rsa``,
     ``../secret`` or a link leading out (which its build refuses) must not carry that file into a shared report."""
-    from .._external_data import allowed_file, file_locations
+    from .._external_data import MAX_MODEL_BYTES, allowed_file, file_locations
+    from ..runners import MAX_RECORDING_BYTES
 
     source = build.source
     if source.kind not in ("path", "recording") or not isinstance(source.value, str):
@@ -250,7 +255,10 @@ def _packable_inputs(build: Build) -> tuple[dict[str, tuple[str, str]], list[str
     if not os.path.isfile(real_model):
         return {}, []
     what = "the model file itself" if source.kind == "path" else "the recording itself"
-    inputs = {_member_name(os.path.basename(os.path.normpath(given))): (real_model, what)}
+    bound = MAX_MODEL_BYTES if source.kind == "path" else MAX_RECORDING_BYTES
+    inputs: dict[str, tuple[str, str, int | None]] = {
+        _member_name(os.path.basename(os.path.normpath(given))): (real_model, what, bound)
+    }
     left_out: list[str] = []
     if source.kind == "recording":
         return inputs, left_out
@@ -265,7 +273,7 @@ def _packable_inputs(build: Build) -> tuple[dict[str, tuple[str, str]], list[str
             left_out.append(location)
         else:  # a relative name without '..' (allowed_file): the same name is the same file, packed once
             inputs.setdefault(
-                _member_name(os.path.normpath(location)), (real, f"the model's external data {location!r}")
+                _member_name(os.path.normpath(location)), (real, f"the model's external data {location!r}", None)
             )
     return inputs, left_out
 
@@ -276,9 +284,24 @@ def _member_name(name: str) -> str:
     return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
-def _add_file(archive: zipfile.ZipFile, name: str, path: str) -> None:
+class FileTooLarge(ValueError):
+    """A file ``include_model`` would pack is larger than any build reads: the bundle is not written."""
+
+
+def _too_large(what: str, path: str, bound: int) -> str:
+    from .._format import escape_controls
+
+    return (
+        f"{escape_controls(path)[:300]} ({what}) is larger than {bound:,} bytes, more than any build reads: "
+        "bundle without --include-model"
+    )
+
+
+def _add_file(archive: zipfile.ZipFile, name: str, path: str, what: str, bound: int | None) -> None:
     """Copy the regular file at ``path`` into ``archive`` in pieces (a model's external data may be gigabytes);
-    one that cannot be opened now is left out, as one that could not be read was."""
+    one that cannot be opened now is left out, as one that could not be read was. At most ``bound`` bytes are read
+    (`FileTooLarge` past it: a ``/proc`` file whose size says 0), else no more than its size when opened (a file
+    growing meanwhile is not followed)."""
     try:
         source = open(open_regular(path), "rb")  # noqa: SIM115  (closed below)
     except OSError:
@@ -287,5 +310,12 @@ def _add_file(archive: zipfile.ZipFile, name: str, path: str) -> None:
         info = zipfile.ZipInfo.from_file(path, name)
         info.file_size = os.fstat(source.fileno()).st_size
         info.compress_type = zipfile.ZIP_DEFLATED
-        with archive.open(info, "w", force_zip64=info.file_size > (1 << 30)) as member:
-            shutil.copyfileobj(source, member, COPY_CHUNK)
+        if bound is not None and info.file_size > bound:
+            raise FileTooLarge(_too_large(what, path, bound))
+        left = bound + 1 if bound is not None else info.file_size
+        with archive.open(info, "w", force_zip64=max(info.file_size, bound or 0) > (1 << 30)) as member:
+            while left > 0 and (block := source.read(min(COPY_CHUNK, left))):
+                left -= len(block)
+                if bound is not None and left == 0:
+                    raise FileTooLarge(_too_large(what, path, bound))
+                member.write(block)

@@ -15,6 +15,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from .._external_data import remember_locations, settled, stat_key
 from .._files import resolve
@@ -65,6 +66,18 @@ def open_regular(path: str | os.PathLike[str], *, owners: tuple[int, ...] | None
         os.close(fd)
         raise ForeignFile(f"{os.fspath(path)} is owned by another user")
     return fd
+
+
+def read_sha256(handle: BinaryIO, limit: int | None = None) -> tuple[str, int]:
+    """(sha256 hex, size) of what is left to read of ``handle``; with ``limit``, reading stops one byte past it, so
+    a file larger than the size expected (a ``/proc`` file whose size says 0, a sparse file of terabytes, a file
+    growing meanwhile) costs at most that much reading: a size over ``limit`` says it is not the file expected."""
+    digest = hashlib.sha256()
+    size = 0
+    while block := handle.read(CHUNK if limit is None else min(CHUNK, limit + 1 - size)):
+        digest.update(block)
+        size += len(block)
+    return digest.hexdigest(), size
 
 
 @dataclass(frozen=True)
@@ -151,24 +164,23 @@ class HashCache:
             self._new[stat_key(info)] = (hashed.sha256, hashed_at, hashed.locations)
 
     def file(
-        self, path: str | os.PathLike[str], *, owners: tuple[int, ...] | None = None
+        self, path: str | os.PathLike[str], *, owners: tuple[int, ...] | None = None, size: int | None = None
     ) -> tuple[Hashed, os.stat_result]:
         """sha256 and size of the file at ``path``, remembered or read now (then remembered); OSError when it
-        cannot be read or changes while it is read (``owners``: as `open_regular` checks them)."""
+        cannot be read or changes while it is read (``owners``: as `open_regular` checks them). ``size``: the size
+        expected; a file of another size (``fstat`` of the file opened) is not read, its sha256 given as ""."""
         with open(open_regular(path, owners=owners), "rb") as handle:
             info = os.fstat(handle.fileno())
             known = self.lookup(info)
             if known is not None:
                 return known, info
+            if size is not None and info.st_size != size:
+                return Hashed("", info.st_size), info  # not the file expected: never read
             began = time.time_ns()
-            digest = hashlib.sha256()
-            size = 0
-            while block := handle.read(CHUNK):
-                digest.update(block)
-                size += len(block)
-            if stat_key(os.fstat(handle.fileno())) != stat_key(info) or size != info.st_size:
+            sha256, read = read_sha256(handle, info.st_size)
+            if stat_key(os.fstat(handle.fileno())) != stat_key(info) or read != info.st_size:
                 raise OSError(f"{path} changed while it was read")
-        hashed = Hashed(digest.hexdigest(), size)
+        hashed = Hashed(sha256, read)
         self.remember(info, began, hashed)
         return hashed, info
 

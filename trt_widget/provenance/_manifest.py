@@ -24,7 +24,7 @@ from .._external_data import stat_key
 from .._files import expand_user, write_output
 from .._json import json_int, json_number
 from .._version import __version__
-from ._hashes import HashCache, Hashed, NotRegularFile, open_regular
+from ._hashes import HashCache, Hashed, NotRegularFile, open_regular, read_sha256
 
 if TYPE_CHECKING:
     from .._build import Build
@@ -36,7 +36,6 @@ FORMAT = "trt_widget.manifest"
 FORMAT_VERSION = 1
 SUFFIX = ".manifest.json"
 MAX_MANIFEST_BYTES = 4 << 20  # a manifest is a few KiB; a bigger file is not one
-CHUNK = 1 << 20
 MAX_COUNT = 2**63  # a size or a count no file or engine reaches; a manifest's larger one is read as absent
 MAX_BUILD_S = 366 * 86_400.0  # a build's duration: a year at most
 SHA256 = re.compile(r"[0-9a-fA-F]{64}")
@@ -54,16 +53,16 @@ def manifest_path(engine: str | os.PathLike[str]) -> Path:
     return path.with_name(path.name + SUFFIX)
 
 
-def file_sha256(path: str | os.PathLike[str]) -> tuple[str, int]:
+def file_sha256(path: str | os.PathLike[str], *, size: int | None = None) -> tuple[str, int]:
     """(sha256 hex, size) of a regular file, read in 1 MiB blocks; OSError for a FIFO or a device (a timing cache
-    or an engine swapped for one since it was checked: a FIFO held ``open`` for ever, ``/dev/zero`` never ended)."""
-    digest = hashlib.sha256()
-    size = 0
+    or an engine swapped for one since it was checked: a FIFO held ``open`` for ever, ``/dev/zero`` never ended).
+    ``size``: the size expected (a manifest's): a file of another size (``fstat`` of the file opened) is not read
+    (sha256 ""), and no more than one byte past it is read (a ``/proc`` file whose size says 0), as reuse does."""
     with open(open_regular(path), "rb") as handle:
-        while block := handle.read(CHUNK):
-            digest.update(block)
-            size += len(block)
-    return digest.hexdigest(), size
+        actual = os.fstat(handle.fileno()).st_size
+        if size is not None and actual != size:
+            return "", actual
+        return read_sha256(handle, size)
 
 
 def model_identity(source: object, hashes: HashCache | None = None) -> dict[str, JSON] | None:
@@ -227,7 +226,7 @@ class Manifest:
         """Why the engine file does not match this manifest ("" when its size and sha256 match)."""
         path = Path(engine) if engine is not None else self.engine_path()
         try:
-            digest, size = file_sha256(path)
+            digest, size = file_sha256(path, size=self.engine_size)
         except OSError as exc:
             return f"cannot read {path}: {exc.strerror or exc}"
         if size != self.engine_size or digest != self.engine_sha256:

@@ -47,7 +47,7 @@ def _checked(path: Path, sha256: str, size: int, hashes: HashCache) -> os.stat_r
     (remembered by its stat, or read now), else None; ForeignFile for a link or another user's file."""
     if os.stat(path).st_size != size:
         return None  # not worth reading
-    hashed, info = hashes.file(path, owners=trusted_owners())
+    hashed, info = hashes.file(path, owners=trusted_owners(), size=size)  # the file opened: its size again
     return info if hashed.sha256 == sha256 and hashed.size == size else None
 
 

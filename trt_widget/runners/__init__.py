@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from ._inprocess import tensorrt_call
     from ._process import START_PHASE, ProcessRunner, check_transferable
     from ._replay import (
+        MAX_RECORDING_BYTES,
         MAX_SPEED,
         MIN_SPEED,
         FollowClock,
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from ._scripted import Callback, ManualClock, ScriptedRunner, parse_script
 
 _LAZY = {
+    "MAX_RECORDING_BYTES": "._replay",
     "MAX_SPEED": "._replay",
     "MIN_SPEED": "._replay",
     "Callback": "._scripted",
@@ -63,6 +65,7 @@ _LAZY = {
 }
 
 __all__ = [
+    "MAX_RECORDING_BYTES",
     "MAX_SPEED",
     "MIN_SPEED",
     "START_PHASE",

@@ -52,6 +52,7 @@ class RecordingError(ValueError):
 MAX_LINE_BYTES = 1 << 20  # one event; TensorRT's longest log lines are a few KB
 MAX_EVENTS = 1_000_000  # a real GPU build records tens of thousands
 MAX_BYTES = 256 << 20  # the whole recording
+MAX_RECORDING_BYTES = MAX_BYTES  # its public name: what any reader of a recording reads at most
 MAX_NAME = 4096  # characters of a phase name
 _END_STATUSES = ("succeeded", "failed", "cancelled")
 

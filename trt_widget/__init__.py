@@ -6,7 +6,13 @@ from typing import TYPE_CHECKING, Any
 
 from ._backend import BackendUnavailable, backend_info, select_backend
 from ._errors import BuildCancelled, BuildError
+from ._python import hold_standard_fds
 from ._version import __version__ as __version__
+
+# a closed fd 0, 1 or 2 (cron, a daemon's ``>&-``) gets /dev/null now, in the importing thread: filled only when a
+# builder process starts, a file another thread had open for a moment (an import's .pyc) could stand there, and
+# the builder started with no stdout, or with that file as its stdout
+hold_standard_fds()
 
 if TYPE_CHECKING:  # what the lazy names below are, for type checkers (nothing is imported at run time)
     from types import ModuleType

@@ -100,7 +100,11 @@ def test_ctrl_c_while_ray_starts_exits_130_without_a_crash(tmp_path: Path, wait_
         assert result is not None, "Ray did not start in 3 tries"
         code, said, sid = result
         session = sid
-        assert code == 130, (code, said[-3000:])
+        # the same Ctrl-C reaches Ray's raylet (the terminal's whole group): where it ends first, Ray's core worker
+        # in the driver exits the process itself (code 1, "Failed to read data from the socket") before trt_widget's
+        # handler runs (ci29): Ray's own exit, no crash; the checks below hold for both
+        ray_exit = code == 1 and "Failed to read data from the socket" in said
+        assert code == 130 or ray_exit, (code, said[-3000:])
         assert "Segmentation fault" not in said and "Fatal Python error" not in said, said[-3000:]
         # Ray's processes (raylet, GCS, agents, workers) end with it: none of its session is left
         wait_until(lambda: not _session_processes(sid), timeout=60, what="Ray's processes to end")

@@ -1,0 +1,72 @@
+"""Fifteenth adversarial re-run (issue 35): an agent's build "replaces only an engine", and writes the manifest beside
+it only over a trt_widget manifest (``_not_an_engine``, ``_not_a_manifest`` in mcp/_builds.py). Both checks ask the
+kernel (``os.path.lexists``) about the path as given, but the build writes where ``_files.resolve`` says, which
+takes ``..`` after a missing folder lexically: ``DIR/nosuch/../notes.txt`` does not exist for the checks (no
+``nosuch``), and is ``DIR/notes.txt`` for the write. An agent (or a prompt it read) replaces any file the server's
+user can write with an engine, or any ``*.manifest.json`` with a trt_widget manifest. Driven through a real
+``trt-widget mcp`` over stdio and real RTX builds."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from trt_widget import models
+
+USERS = "the user's own notes\n"
+
+
+def _build_engine(tmp_path: Path, output: str) -> dict[str, object]:
+    hello = {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    call = {"name": "build_engine", "arguments": {"model": str(tmp_path / "m.onnx"), "output": output}}
+    lines = [
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call},
+    ]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "trt_widget", "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL, text=True, cwd=tmp_path, env={**os.environ, "TRT_WIDGET_HISTORY": "off"},
+    )  # fmt: skip
+    assert server.stdin is not None and server.stdout is not None
+    answer: dict[str, object] = {}
+    try:
+        server.stdin.write("".join(json.dumps(line) + "\n" for line in lines))
+        server.stdin.flush()
+        for line in server.stdout:  # ends at the server's exit if it never answers
+            if line.strip() and json.loads(line).get("id") == 1:
+                answer = json.loads(line)
+                break
+        server.stdin.close()
+        server.stdout.read()
+        server.wait(120)
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+        server.stdout.close()
+    return answer
+
+
+@pytest.mark.xfail(strict=True, reason="issue 35 (15th re-run): the output checks and the write read '..' apart")
+@pytest.mark.parametrize(
+    ("users_file", "output"),
+    [("notes.txt", "nosuch/../notes.txt"), ("app.manifest.json", "nosuch/../app")],
+    ids=["engine-path", "manifest-beside"],
+)
+def test_an_agents_output_through_a_missing_folder_keeps_the_users_file(
+    tmp_path: Path, users_file: str, output: str
+) -> None:
+    (tmp_path / "m.onnx").write_bytes(models.to_bytes(models.deep_residual(2)))
+    users = tmp_path / users_file
+    users.write_text(USERS)
+    assert not (tmp_path / "nosuch").exists()
+    answer = _build_engine(tmp_path, str(tmp_path / output))
+    assert answer, "the server never answered the build"
+    # refused (the file kept), or written elsewhere: either way the user's file is as it was
+    assert users.read_bytes() == USERS.encode(), users.read_bytes()[:64]

@@ -1,0 +1,87 @@
+"""Fifteenth adversarial re-run (issue 35): the manifest written beside a build's engine records the timing cache's
+sha256, and ``make_manifest`` hashes the file named by ``timing_cache`` whole (``file_sha256(cache)``, no bound),
+though docs/security.md says the timing cache's reads ("to load it, to merge it on save, to hash it for the
+manifest") take at most 1 GiB, and TensorRT for RTX neither reads nor writes the file. An agent's ``timing_cache``
+(an option agents may set) naming a sparse file of terabytes (or a link to ``/proc/self/pagemap``: 256 GiB) keeps
+the finished build "running" at full CPU for hours, a stop leaves it "cancelling", and it holds one of the server's
+build slots. Driven through a real ``trt-widget mcp`` over stdio and a real RTX build."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from trt_widget import models
+
+HUGE = 4 << 40  # 4 TiB, sparse: no disk used; hours of hashing at any speed
+BOUND_S = 90.0  # a tiny RTX build through the server takes seconds
+FINAL = ("succeeded", "failed", "cancelled")
+
+
+@pytest.mark.xfail(strict=True, reason="issue 35 (15th re-run): the manifest hashes the whole timing cache")
+def test_an_agents_huge_timing_cache_does_not_hold_the_build(tmp_path: Path) -> None:
+    (tmp_path / "m.onnx").write_bytes(models.to_bytes(models.deep_residual(2)))
+    try:
+        with open(tmp_path / "tc.cache", "wb") as cache:
+            cache.truncate(HUGE)
+    except OSError as exc:  # a file system without sparse files this large
+        pytest.skip(f"no sparse 4 TiB file here: {exc}")
+    hello = {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    start = {
+        "name": "start_build",
+        "arguments": {
+            "model": str(tmp_path / "m.onnx"),
+            "output": str(tmp_path / "m.engine"),
+            "options": {"timing_cache": str(tmp_path / "tc.cache")},
+        },
+    }
+    server = subprocess.Popen(
+        [sys.executable, "-m", "trt_widget", "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL, text=True, cwd=tmp_path, env={**os.environ, "TRT_WIDGET_HISTORY": "off"},
+    )  # fmt: skip
+    assert server.stdin is not None and server.stdout is not None
+    ids = iter(range(1, 10_000))
+
+    def call(message: dict[str, object]) -> dict[str, object]:
+        number = next(ids)
+        assert server.stdin is not None and server.stdout is not None
+        server.stdin.write(json.dumps({"jsonrpc": "2.0", "id": number, **message}) + "\n")
+        server.stdin.flush()
+        for line in server.stdout:  # ends at the server's exit if it never answers
+            if line.strip() and json.loads(line).get("id") == number:
+                answer: dict[str, object] = json.loads(line)
+                return answer
+        raise AssertionError("the server ended without answering")
+
+    def tool(name: str, arguments: dict[str, object]) -> dict[str, object]:
+        result = call({"method": "tools/call", "params": {"name": name, "arguments": arguments}})["result"]
+        assert isinstance(result, dict) and not result.get("isError"), result
+        content = result["structuredContent"]
+        assert isinstance(content, dict)
+        return content
+
+    status = ""
+    try:
+        call({"method": "initialize", "params": hello})
+        server.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
+        started = tool("start_build", start["arguments"])  # type: ignore[arg-type]
+        build_id = started["build_id"]
+        deadline = time.monotonic() + BOUND_S
+        while time.monotonic() < deadline:
+            status = str(tool("build_status", {"build_id": build_id})["status"])
+            if status in FINAL:
+                break
+            time.sleep(1.0)
+    finally:
+        server.kill()  # the hashing thread with it
+        server.wait()
+        server.stdin.close()
+        server.stdout.close()
+    assert status in FINAL, f"the build was still {status!r} after {BOUND_S:.0f} s (hashing the timing cache)"
+    assert (tmp_path / "tc.cache").stat().st_size == HUGE

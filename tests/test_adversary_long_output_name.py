@@ -1,0 +1,33 @@
+"""Fifteenth adversarial re-run (issue 35): an output file name of 232 to 255 bytes is a valid name (``touch``
+makes it), but trt_widget writes every file through a temporary ``.<name>.<pid>.<8 hex>.part`` beside it, 23 bytes
+longer, which no file system takes (NAME_MAX 255). Nothing checks that before the build (``check_writable`` says a
+bad path "is found before the build's time is spent"): the whole build runs, then fails with "File name too long"
+naming the user's valid name, and the engine is lost ("The engine is not saved"). A real RTX build."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from trt_widget import Build, models
+
+NAME = "e" * 240 + ".engine"  # 247 bytes: a valid file name
+
+
+@pytest.mark.xfail(strict=True, reason="issue 35 (15th re-run): the .part name of a long output name is too long")
+def test_a_valid_long_output_name_is_written_or_refused_before_the_build(tmp_path: Path) -> None:
+    (tmp_path / "m.onnx").write_bytes(models.to_bytes(models.deep_residual(2)))
+    output = tmp_path / NAME
+    output.touch()  # the file system takes the name
+    output.unlink()
+    try:
+        build = Build(str(tmp_path / "m.onnx"), output=str(output), history=False)
+        build.start()
+    except (ValueError, OSError):  # refused before any build time is spent: fine
+        return
+    build.wait(300)
+    assert build.status == "succeeded", f"{build.status}: {str(build.error or build.status_detail)[:200]}"
+    assert output.stat().st_size > 0
+    assert not [name for name in os.listdir(tmp_path) if name.endswith(".part")]

@@ -229,9 +229,9 @@ class ReplayClock:
         done = (time.perf_counter() - began) / lasts
         return start + (end - start) * min(max(done, 0.0), 1.0)
 
-    def run_towards(self, end: float, lasts: float) -> None:
-        """Advance from the current reading to the recorded time ``end`` over ``lasts`` wall seconds."""
-        self._span = (self.now, end, time.perf_counter(), lasts)
+    def run_towards(self, start: float, end: float, lasts: float) -> None:
+        """Advance from the recorded time ``start`` to ``end`` over ``lasts`` wall seconds."""
+        self._span = (start, end, time.perf_counter(), lasts)
 
     def hold(self, now: float | None = None) -> None:
         """Stop advancing: at ``now``, else where the clock reads at this moment (a replay stopped mid-wait)."""
@@ -356,7 +356,7 @@ class ReplayRunner:
             t = _time(event)
             if self.speed is not None and t > previous_t:
                 pause = self._pause(t - previous_t)
-                self.clock.run_towards(t, pause)
+                self.clock.run_towards(previous_t, t, pause)  # from the latest event's time: stamps may be unordered
                 if ctx.cancel.wait(pause):
                     self.clock.hold()  # the time replayed until the stop
                     return None

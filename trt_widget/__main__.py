@@ -659,7 +659,8 @@ def engine_note(backend: str) -> str:
 
 
 def _view(args: argparse.Namespace) -> int:
-    """Replay a recording: exit 0 when it replays to its end, whatever the recorded build's outcome."""
+    """Replay a recording: exit 0 when it replays to its end, whatever the recorded build's outcome (130 when
+    Ctrl-C stopped it)."""
     from ._build import Build
     from .runners import MAX_SPEED, MIN_SPEED, RecordingError, load_events, split_builds
 
@@ -695,31 +696,39 @@ def _view(args: argparse.Namespace) -> int:
 
             label = escape_controls(first.get("model", "?"))  # the recording's: outside text
             print(f"Build {number} of {count} in this recording: {label}", flush=True)
-        ok = _replay_one(Build.from_loaded_events(events, args.recording, speed=args.speed), args) and ok
+        code = _replay_one(Build.from_loaded_events(events, args.recording, speed=args.speed), args)
+        if code == EXIT_INTERRUPTED:  # Ctrl-C stops the whole view, not only this build's replay
+            return code
+        ok = code == EXIT_OK and ok
         if count > 1 and number == picked[-1] and args.build is None:
             print(f"Replayed all {count} builds; --build N replays one alone.", flush=True)
     return EXIT_OK if ok else EXIT_FAILED
 
 
-def _replay_one(build: Build, args: argparse.Namespace) -> bool:
-    """Replay one build to its end in the terminal; False when it did not replay to its end or a file failed."""
+def _replay_one(build: Build, args: argparse.Namespace) -> int:
+    """Replay one build to its end in the terminal: EXIT_OK, EXIT_FAILED when it did not replay to its end or a
+    file failed, EXIT_INTERRUPTED when Ctrl-C stopped it (its files show what was replayed until then)."""
     from ._terminal import TerminalView
 
     stream = TerminalView(build, sys.stdout, style="plain" if args.plain else "auto", hint="Ctrl-C to stop")
+    interrupted = False
     try:
         build.start().wait()
     except KeyboardInterrupt:
+        interrupted = True
         build.wait()
     stream.join(30.0)
     written = _write_files(build, args)
+    if interrupted and build.status == "cancelled" and "replayed recording" not in build.status_detail:
+        return EXIT_INTERRUPTED
     if "replayed recording" not in build.status_detail and build.status != "cancelled":
         message = str(build.error or build.status_detail)
         if message != build.status_detail or not _one_place():  # else the view's last line said it
             from ._format import escape_controls
 
             _stderr_line(f"trt-widget: error: {escape_controls(message)}")  # a recording's text: one line
-        return False
-    return written
+        return EXIT_FAILED
+    return EXIT_OK if written else EXIT_FAILED
 
 
 def _stderr_line(text: str) -> None:

@@ -236,6 +236,7 @@ class Build(Waiting):
         self._engine_report: tuple[EngineReport | None, str] | None = None
         self._model_identity: JSONObject | None = None  # the model's content hash, once computed
         self._identity: JSONObject | None = None  # what determines the engine (provenance), once computed
+        self.recorded_options: JSONObject | None = None  # a replay: the options the recorded build ran with
         self.reused_from: str | None = None  # reuse=True: the engine file this build's engine was taken from
         self._engine_digest: tuple[str, int] | None = None  # the engine's sha256 and size, where already known
         self._hashing: threading.Thread | None = None  # hashing the model while it builds (output=)
@@ -287,7 +288,7 @@ class Build(Waiting):
 
         clock = ReplayClock()
         first = next((e for e in events if e["event"] == "build_start"), {})
-        return Build(
+        build = Build(
             ModelSource("recording", where, f"replay of {first.get('model') or where}"),
             runner=ReplayRunner(events, clock, speed),
             clock=clock,
@@ -295,6 +296,9 @@ class Build(Waiting):
             resources=False,
             isolation="thread",
         )
+        recorded = first.get("options")
+        build.recorded_options = recorded if isinstance(recorded, dict) else None
+        return build
 
     # -- state ---------------------------------------------------------------------------------------
     @property

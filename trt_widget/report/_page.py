@@ -130,10 +130,19 @@ def _backend_text(info: dict[str, str] | None) -> str:
     return f"{info['backend']} ({info['module']} {info['version']})" if info else "unavailable on this machine"
 
 
+MAX_OPTION_TEXT = 200  # characters of one option's value (a recording's options are outside text)
+
+
 def _options_text(build: Build) -> str:
+    """The build's options that matter to a reader; a replay's are the recorded build's, not the replay's own."""
+    recorded = getattr(build, "recorded_options", None)
     options = build.options
+
+    def value(key: str) -> object:
+        return recorded.get(key) if isinstance(recorded, dict) else getattr(options, key, None)
+
     values = {
-        k: getattr(options, k, None)
+        k: value(k)
         for k in (
             "optimization_level",
             "fp16",
@@ -147,7 +156,11 @@ def _options_text(build: Build) -> str:
         )
     }
     shown = {k: v for k, v in values.items() if v not in (None, {}, False) or k == "strongly_typed"}
-    return ", ".join(f"{k}={json.dumps(v, default=str)}" for k, v in shown.items())
+    return ", ".join(f"{k}={_shortened(json.dumps(v, default=str))}" for k, v in shown.items())
+
+
+def _shortened(text: str) -> str:
+    return text if len(text) <= MAX_OPTION_TEXT else text[:MAX_OPTION_TEXT] + "…"
 
 
 def _timeline_svg(build: Build) -> str:

@@ -212,13 +212,32 @@ def _parse(lines: Iterable[object], where: str) -> list[JSONObject]:
 
 
 class ReplayClock:
-    """The replayed build's clock: the recorded time of the event being replayed."""
+    """The replayed build's clock: the recorded time of the event being replayed, and, while a paced replay waits
+    for its next event, the recorded time that has passed since (so a long silent step ticks as it did live)."""
 
     def __init__(self) -> None:
         self.now = 0.0
+        self._span: tuple[float, float, float, float] | None = None  # from, to (recorded s), wall start, wall s
 
     def __call__(self) -> float:
-        return self.now
+        span = self._span  # one read: the runner thread replaces it while front ends read the clock
+        if span is None:
+            return self.now
+        start, end, began, lasts = span
+        if lasts <= 0:
+            return end
+        done = (time.perf_counter() - began) / lasts
+        return start + (end - start) * min(max(done, 0.0), 1.0)
+
+    def run_towards(self, start: float, end: float, lasts: float) -> None:
+        """Advance from the recorded time ``start`` to ``end`` over ``lasts`` wall seconds."""
+        self._span = (start, end, time.perf_counter(), lasts)
+
+    def hold(self, now: float | None = None) -> None:
+        """Stop advancing: at ``now``, else where the clock reads at this moment (a replay stopped mid-wait)."""
+        reading = self() if now is None else now
+        self.now = reading
+        self._span = None
 
 
 class _Clocked(Protocol):
@@ -335,12 +354,17 @@ class ReplayRunner:
         previous_t = 0.0
         for event in self.events:
             t = _time(event)
-            if self.speed is not None and t > previous_t and ctx.cancel.wait(self._pause(t - previous_t)):
-                return None
+            if self.speed is not None and t > previous_t:
+                pause = self._pause(t - previous_t)
+                self.clock.run_towards(previous_t, t, pause)  # from the latest event's time: stamps may be unordered
+                if ctx.cancel.wait(pause):
+                    self.clock.hold()  # the time replayed until the stop
+                    return None
             if ctx.cancel.is_set():
+                self.clock.hold()
                 return None
             previous_t = max(previous_t, t)
-            self.clock.now = t  # events are stamped when they happened, not always in that order
+            self.clock.hold(t)  # events are stamped when they happened, not always in that order
             if event["event"] == "build_end":
                 return self._end(event, ctx)
             try:

@@ -20,7 +20,6 @@ HUGE = 4 << 40  # 4 TiB, sparse: no disk used; hours of hashing at any speed
 BOUND_S = 90
 
 
-@pytest.mark.xfail(strict=True, reason="issue 35 (15th re-run): reuse's prefetch hashes the whole output")
 def test_reuse_with_a_huge_output_and_a_manifest_of_another_size_ends(tmp_path: Path) -> None:
     engine = built_engine(tmp_path)  # a real RTX build and its manifest
     manifest = json.loads((tmp_path / "model.engine.manifest.json").read_text())

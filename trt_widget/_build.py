@@ -9,6 +9,7 @@ than ``force_after`` seconds (0.1 by default; docs/stop.md).
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import threading
@@ -704,7 +705,7 @@ class Build(Waiting):
     def _find_reusable(self) -> bytes | WrittenFile | None:
         """reuse=True: the engine of an earlier build whose manifest matches this one's identity (at output=, else
         in the engine cache), put at output=; None (and a note saying why) when this build must build."""
-        from .provenance import manifest_path
+        from .provenance import ManifestError, read_manifest, trusted_owners
 
         began = self._clock()
         output = Path(self.options.output) if self.options.output else None
@@ -712,9 +713,15 @@ class Build(Waiting):
         if hashes.ignored:
             self._note(f"reuse: ignored the hash cache: {hashes.ignored}")
         ahead = None
-        if output is not None and manifest_path(output).is_file():
-            # check the engine there (by its remembered hash, or read) while the model is hashed
-            ahead = threading.Thread(target=_quietly, args=(hashes.file, output), name="trt_widget-reuse", daemon=True)
+        try:
+            size = read_manifest(output, owners=trusted_owners()).engine_size if output is not None else None
+        except (ManifestError, OSError):
+            size = None  # find_reusable says why
+        if output is not None and size is not None:
+            # check the engine there (by its remembered hash, or read) while the model is hashed; a file of
+            # another size than its manifest's is not it: never read
+            read = functools.partial(hashes.file, owners=trusted_owners(), size=size)
+            ahead = threading.Thread(target=_quietly, args=(read, output), name="trt_widget-reuse", daemon=True)
             ahead.start()
         identity = self._provenance_identity()
         if ahead is not None:

@@ -4,7 +4,7 @@ reuse of an engine whose manifest matches, and "will this engine load here?" (do
 from ._bundle import write_bundle
 from ._check import EngineCheck, EngineHeader, check_engine, read_engine_header
 from ._cli import check_arguments, check_run
-from ._hashes import HashCache, Hashed
+from ._hashes import HashCache, Hashed, trusted_owners
 from ._inspect import inspect_run, manifest_text
 from ._manifest import (
     Manifest,
@@ -47,6 +47,7 @@ __all__ = [
     "read_engine_header",
     "read_manifest",
     "reuse_dir_of",
+    "trusted_owners",
     "write_bundle",
     "write_manifest",
 ]

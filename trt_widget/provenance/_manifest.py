@@ -378,13 +378,7 @@ def make_manifest(
     from .._gpu import gpu_identity
 
     cache = build.options.timing_cache
-    timing_cache: JSON = None
-    if cache:
-        try:
-            digest, size = file_sha256(cache)
-            timing_cache = {"path": cache, "sha256": digest, "size": size}
-        except OSError:
-            timing_cache = {"path": cache, "sha256": None, "size": None}
+    timing_cache = _timing_cache_record(cache) if cache else None
     gpu = gpu_identity(build.options.device)
     built = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
     info = backend_info()
@@ -406,6 +400,30 @@ def make_manifest(
         "reused_from": reused_from,
         "engine_report": report.brief() if report is not None else None,
     }
+
+
+def _timing_cache_record(cache: str) -> dict[str, JSON]:
+    """The manifest's record of the timing cache: its sha256 and size, or sha256 null and ``not_hashed`` saying why.
+    Read by the timing cache's own rules (a regular file, opened without blocking, at most 1 GiB, no byte past its
+    size): a sparse file of terabytes or a ``/proc`` file named as the cache never holds the finished build."""
+    from .._engine import TIMING_CACHE_LIMIT
+
+    size: int | None = None
+    try:
+        with open(open_regular(cache), "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size > TIMING_CACHE_LIMIT:
+                why = f"larger than {TIMING_CACHE_LIMIT:,} bytes (not a timing cache)"
+            else:
+                digest, read = read_sha256(handle, size)
+                if read == size:
+                    return {"path": cache, "sha256": digest, "size": size}
+                why = "its size is not what it holds (changed while it was read, or not a file on disk)"
+    except NotRegularFile:
+        why = "not a regular file"
+    except OSError as exc:
+        why = f"cannot be read ({exc.strerror or exc})"
+    return {"path": cache, "sha256": None, "size": size, "not_hashed": why}
 
 
 def write_manifest(engine: str | os.PathLike[str], manifest: Mapping[str, JSON], build: object = None) -> Path:

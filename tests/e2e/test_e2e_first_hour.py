@@ -546,11 +546,11 @@ SCROLLS_ITSELF = """() => { const c = document.querySelector('.trtw-mx-compare')
   return getComputedStyle(c).overflowX === 'auto' && c.scrollWidth > c.clientWidth + 1; }"""
 
 
-@pytest.mark.parametrize("page", [1000, 760], indirect=True)
+@pytest.mark.parametrize("page", [1000, 760, 700], indirect=True)
 def test_seventh_trial_the_matrix_comparison_fits_the_notebook(page: Any) -> None:
     """Issue 39, seventh trial: at 1400 px with the file browser open (an output area ~1000 px wide), the
     Comparison's "largest phase differences" ran past the output area's right edge, cut. Now it fits, wrapping
-    between words; narrower, the comparison scrolls sideways itself (its scrollbar right under the table)."""
+    between words (and names at their parts); down to 700 px without scrolling sideways (ninth trial)."""
     show(page, "matrix", matrix_comparison_state())
     width = page.evaluate(OUT_WIDTH)
     shot(page, f"seventh-comparison-{width}")
@@ -563,9 +563,7 @@ def test_seventh_trial_the_matrix_comparison_fits_the_notebook(page: Any) -> Non
     between_words = BROKEN_WORDS.replace("\\S+", "[^\\s-]+")
     assert between_words != BROKEN_WORDS
     assert page.evaluate(between_words, ".trtw-mx-compare-table td") == []
-    if width < 1000:
-        assert page.evaluate(SCROLLS_ITSELF)
-        return
+    assert not page.evaluate(SCROLLS_ITSELF)
     right = box(page, "#out")["x"] + box(page, "#out")["width"] + 0.5
     for cell in page.locator(".trtw-mx-compare-table td, .trtw-mx-compare-table th").all():
         b = cell.bounding_box()
@@ -763,3 +761,82 @@ def test_eighth_trial_the_service_page_keeps_sizes_on_one_line(browser: Any) -> 
         assert "669.8\u00a0KiB" in pg.locator("#builds").inner_text()
     finally:
         context.close()
+
+
+# -- the ninth newcomer trial -------------------------------------------------------------------------------------
+
+
+def two_models_state(r50_started: bool) -> dict[str, Any]:
+    """The trial's matrix: ``deep_residual(1000)`` and ResNet-50 at optimisation level 0, both ended; ResNet-50
+    either succeeded too or was stopped while queued (so it never started)."""
+    variant = "optimization_level=0"
+    reason = "never started: stopped by user (Stop) while it was queued"
+    deep: dict[str, Any] = {"id": 0, "model": "deep", "variant": variant, "status": "succeeded"}
+    r50: dict[str, Any] = {"id": 1, "model": "r50", "variant": variant, "status": "succeeded"}
+    deep["engine_size"], r50["engine_size"] = 6_396_000, 102_662_196
+    rows, builds = [], []
+    timed: list[tuple[dict[str, Any], float, float | None, float]] = [(deep, 10.3, 10.2, 0.147), (r50, 1.0, 1.0, 0.0)]
+    if not r50_started:
+        r50.update(status="cancelled", engine_size=None)
+        timed[1] = (r50, 0.0, None, 0.0)
+    for b, elapsed, build_s, start_up in timed:
+        rows.append(
+            {
+                **b,
+                "engine_size": b["engine_size"] or 0,
+                "detail": "",
+                "elapsed_s": elapsed,
+                "error": "" if b["status"] == "succeeded" else reason,
+                "can_force": False,
+                "phase": None,
+                "started": b is deep or r50_started,
+            }
+        )
+        phases = {"Building engine": build_s * 0.9, "Timing tactics": build_s * 0.5} if build_s else {}
+        builds.append(
+            {
+                **b,
+                "group": b["model"],
+                "build_s": build_s,
+                "elapsed_s": elapsed,
+                "start_up_s": start_up,
+                "cold_builder": b is deep,
+                "phases": phases,
+                "reason": "" if b["status"] == "succeeded" else reason,
+            }
+        )
+    return {
+        "status": "done",
+        "rows_json": json.dumps(rows),
+        "expanded": [],
+        "details_json": "{}",
+        "comparison_json": json.dumps({"builds": builds}),
+    }
+
+
+NUMBERS = ".trtw-mx-elapsed, .trtw-mx-size, .trtw-mx-compare-table td:nth-child(n + 4):nth-last-child(n + 2)"
+
+
+@pytest.mark.parametrize("page", [700, 718], indirect=True)
+@pytest.mark.parametrize("r50_started", [False, True], ids=["r50-stopped-queued", "both-succeeded"])
+def test_ninth_trial_a_two_model_matrix_fits_a_900_px_window(page: Any, r50_started: bool) -> None:
+    """Issue 39, ninth trial: in a 900 px JupyterLab window (a 718 px output area) the matrix of two models, one
+    stopped while queued, was 755 px wide: the engine column read "engin" / "6.1 Mi" and the Comparison's last
+    column was reachable only by scrolling sideways (724 px in 702 with both succeeded). Names and words wrap or
+    shorten now; every number stays whole inside the output area."""
+    show(page, "matrix", two_models_state(r50_started))
+    width = page.evaluate(OUT_WIDTH)
+    shot(page, f"ninth-two-models-{'both' if r50_started else 'stopped'}-{width}")
+    assert page.evaluate(SIDEWAYS) <= 1
+    assert not page.evaluate(SCROLLS_ITSELF)
+    assert page.evaluate(CLIPPED, f"{NUMBERS}, .trtw-mx-table th") == []
+    assert page.evaluate(PARTED, NUMBERS) == []
+    assert page.locator('.trtw-mx-row[data-build="0"] .trtw-mx-size').text_content() == "6.1\u00a0MiB"
+    out = box(page, "#out")
+    right = out["x"] + out["width"] + 0.5
+    for cell in page.locator(".trtw-mx-table tr:not([hidden]) > td, .trtw-mx-table th").all():
+        b = cell.bounding_box()
+        assert b is not None and b["x"] + b["width"] <= right, (cell.text_content(), b, right)
+    compare = page.locator(".trtw-mx-compare-table").inner_text()
+    assert "6.1\u00a0MiB" in compare and "10.2\u00a0s" in compare
+    assert ("baseline" if r50_started else "never started") in compare

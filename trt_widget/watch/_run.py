@@ -77,7 +77,19 @@ try:
 
     _setup()
 except Exception as _exc:  # never break the command
-    _sys.stderr.write(f"trt-widget run: cannot watch this process ({{type(_exc).__name__}}: {{_exc}})\\n")
+    _parent = {parent!r}  # trt-widget's interpreter, when its environment has a TensorRT module (else None)
+    if isinstance(_exc, ImportError) and _parent and _sys.prefix != {prefix!r}:  # another python ran the command
+        def _safe(text):
+            return text if text.isprintable() else ascii(text)
+        _lacks = ("has no TensorRT Python module" if type(_exc).__name__ == "BackendUnavailable" else
+                  "cannot load trt_widget (" + _safe(f"{{type(_exc).__name__}}: {{_exc}}".splitlines()[0]) + ")")
+        _sys.stderr.write(
+            f"trt-widget run: cannot watch this process: the python that ran it, {{_safe(_sys.executable)}}, "
+            f"{{_lacks}}, so its TensorRT builds are not shown. trt-widget runs from {{_safe(_parent)}}, which has "
+            f"TensorRT: run the command with that python{{{activate!r}}}.\\n"
+        )
+    else:
+        _sys.stderr.write(f"trt-widget run: cannot watch this process ({{type(_exc).__name__}}: {{_exc}})\\n")
 try:
     import importlib.machinery as _machinery
     import importlib.util as _util
@@ -176,10 +188,24 @@ class RelayedBuild(Build):
         )
 
 
+def _backend_python() -> str | None:
+    """This interpreter, when a TensorRT module is installed for it: a command's other python that lacks one is
+    then told to use this one (not to install TensorRT)."""
+    modules = ("tensorrt", "tensorrt_bindings", "tensorrt_rtx", "tensorrt_rtx_bindings")
+    return sys.executable if any(importlib.machinery.PathFinder.find_spec(name) for name in modules) else None
+
+
+def _activate() -> str:
+    """How to put this environment's python first on PATH, for the message to a command run by another one."""
+    script = Path(sys.prefix, "bin", "activate")
+    return f", or activate its environment first (source {script})" if sys.prefix != sys.base_prefix else ""
+
+
 def inject_dir(directory: Path) -> None:
     """Write the sitecustomize (and the tensorrt_rtx alias where needed) into ``directory``."""
     root = str(Path(__file__).resolve().parents[2])
-    (directory / "sitecustomize.py").write_text(SITECUSTOMIZE.format(root=root), encoding="utf-8")
+    text = SITECUSTOMIZE.format(root=root, parent=_backend_python(), prefix=sys.prefix, activate=_activate())
+    (directory / "sitecustomize.py").write_text(text, encoding="utf-8")
     # on the path, not sys.modules: this process may hold an alias (alias_tensorrt_rtx) the command will not
     needs_alias = importlib.machinery.PathFinder.find_spec("tensorrt_rtx") is None
     if needs_alias and importlib.machinery.PathFinder.find_spec("tensorrt_rtx_bindings") is not None:

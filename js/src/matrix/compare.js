@@ -2,7 +2,7 @@
 // against a baseline the user picks, and its largest phase-time differences.  Strings from Python go through
 // textContent only.
 
-import { h } from "../shared/dom.js";
+import { h, setBreakable } from "../shared/dom.js";
 import { escapeControls, fmtBytes, fmtDelta, fmtDuration, NBSP, num, str } from "../shared/format.js";
 
 /**
@@ -151,7 +151,9 @@ function compareRow(b, model, longest, mixed) {
       continue;
     }
     const td = h("td", "");
-    td.textContent = escapeControls(c); // model names and phase names are untrusted
+    // model names and phase names are untrusted; a model or variant name wraps at its parts (setBreakable)
+    if (i < 2) setBreakable(td, escapeControls(c));
+    else td.textContent = escapeControls(c);
     if (i === cells.length - 1 && why) {
       td.classList.add("trtw-mx-reason");
       td.dataset.status = b.status;

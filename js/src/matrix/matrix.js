@@ -9,7 +9,7 @@
 
 import { GONE_TEXT, watchKernel } from "../build/kernel.js";
 import { TrtView } from "../build/view.js";
-import { h, perfNow, setAttr, setText } from "../shared/dom.js";
+import { h, perfNow, setAttr, setBreakable, setText } from "../shared/dom.js";
 import { escapeControls, escapeLines, fmtBytes, fmtDuration, keepUnits, percent, str } from "../shared/format.js";
 import { readComparison, renderComparison } from "./compare.js";
 import { BuildModelAdaptor, parse, readRows } from "./data.js";
@@ -70,7 +70,9 @@ class RowView {
     const statusCell = h("td", "trtw-mx-status");
     statusCell.append(this.badge);
     this.phase = h("td", "trtw-mx-phase");
-    this.phase.append(this.phaseName, this.bar, this.steps);
+    const phaseBox = h("div", "trtw-mx-phase-box"); // a grid: the name shortens first (matrix.css)
+    phaseBox.append(this.phaseName, this.bar, this.steps);
+    this.phase.append(phaseBox);
     const stopCell = h("td", "trtw-mx-stop-cell");
     stopCell.append(this.stop);
     this.tr.append(toggleCell, this.model, this.variant, statusCell, this.phase, this.elapsed, this.size, stopCell);
@@ -98,8 +100,8 @@ class RowView {
     }
     if (prev && prev.status !== row.status) this.stopPending = false;
     this.row = row;
-    setText(this.model, escapeControls(row.model));
-    setText(this.variant, escapeControls(row.variant));
+    setBreakable(this.model, escapeControls(row.model));
+    setBreakable(this.variant, escapeControls(row.variant));
     setText(this.badge, row.status);
     this.badge.dataset.status = row.status;
     this.tr.dataset.status = row.status;

@@ -40,6 +40,23 @@ export function setText(node, text) {
 }
 
 /**
+ * Set `text` (already escaped), with a line-break opportunity after each "_", "=", ",", "/", "·" and a "." before a
+ * letter: "optimization_level=0" or "resnet50.onnx" then wraps at its parts in a narrow table instead of widening it.
+ * @param {Element} node
+ * @param {string} text
+ */
+export function setBreakable(node, text) {
+  if (node.textContent === text) return;
+  const parts = text.split(/(?<=[_=,/\u00b7])(?=.)|(?<=\.)(?=[A-Za-z])/);
+  const nodes = [];
+  for (const [i, part] of parts.entries()) {
+    if (i > 0) nodes.push(document.createElement("wbr"));
+    nodes.push(document.createTextNode(part));
+  }
+  node.replaceChildren(...nodes);
+}
+
+/**
  * Set an attribute only when it changed; null or undefined removes it.
  * @param {Element} node
  * @param {string} name

@@ -9,14 +9,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import pytest
-
 from trt_widget import Build, models
 
 NAME = "e" * 240 + ".engine"  # 247 bytes: a valid file name
 
 
-@pytest.mark.xfail(strict=True, reason="issue 35 (15th re-run): the .part name of a long output name is too long")
 def test_a_valid_long_output_name_is_written_or_refused_before_the_build(tmp_path: Path) -> None:
     (tmp_path / "m.onnx").write_bytes(models.to_bytes(models.deep_residual(2)))
     output = tmp_path / NAME

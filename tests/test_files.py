@@ -35,3 +35,18 @@ def test_a_failed_write_names_the_file_asked_for_not_the_temporary_one(tmp_path:
         _files.atomic_write(missing, b"engine")
     assert caught.value.filename == str(missing) and ".part" not in str(caught.value)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_long_names_part_file_fits_the_folder_and_is_swept_when_stale(tmp_path: Path) -> None:
+    """A valid 255-byte name (multi-byte characters at the cut): its ``.part`` is cut to NAME_MAX, named by a prefix
+    of the name and a hash of all of it, and a dead writer's one is removed by the next write (issue 35, N1)."""
+    name = "é" * 120 + "x" * 15  # 255 bytes in UTF-8
+    target = tmp_path / name
+    part = _files.part_path(target)
+    assert len(os.fsencode(part.name)) <= 255 and part.name.startswith("." + "é" * 50)
+    assert _files.part_path(tmp_path / (name[:-1] + "y")).name.split(".")[1] != part.name.split(".")[1]
+    stale = part.with_name(".".join([*part.name.split(".")[:2], "9999999", "deadbeef", "part"]))
+    stale.write_bytes(b"left by a killed writer")
+    _files.atomic_write(target, b"engine")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]
+    assert target.read_bytes() == b"engine"

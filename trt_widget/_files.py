@@ -5,7 +5,8 @@ link stays), and device nodes, FIFOs, sockets and directories are refused. A sym
 owns is never followed (``UntrustedLink``): planted in a shared folder (``/tmp``) or one of theirs, it could
 point a write at any file this user can write (the kernel's ``fs.protected_symlinks`` rule, for every folder).
 A rewritten file keeps its permissions; a new one gets those ``open()`` gives. A temporary file left by a
-writer that was killed (``.<name>.<pid>.<random>.part``) is removed on the next write to the same path.
+writer that was killed (``.<name>.<pid>.<random>.part``; for a name too long for that, a prefix of it and a hash
+of it) is removed on the next write to the same path.
 """
 
 from __future__ import annotations
@@ -522,7 +523,29 @@ def part_path(path: str | os.PathLike[str]) -> Path:
     """A fresh name for a temporary file beside ``path``'s target, as ``atomic_write`` names its own (removed by
     the next write when the process that made it is gone); a builder process writes an engine there."""
     target = writable_target(path)
-    return target.parent / f".{target.name}.{os.getpid()}.{os.urandom(4).hex()}.part"
+    return target.parent / f".{_part_stem(target)}.{os.getpid()}.{os.urandom(4).hex()}.part"
+
+
+_PART_EXTRA = len(".") + 7 + len(".") + 8 + len(".part")  # after the stem: a pid (pid_max <= 2**22: 7 digits), 8 hex
+
+
+def _part_stem(target: Path) -> str:
+    """The name a temporary file for ``target`` begins with: ``target``'s own name, or where that would make the
+    temporary name longer than the folder's NAME_MAX (a valid name of 232 bytes or more), its first bytes and a
+    hash of the whole name, so that the write of a long name does not fail at the end of a build."""
+    try:
+        limit = os.pathconf(target.parent, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        limit = 255
+    name = os.fsencode(target.name)
+    room = (limit if limit > 0 else 255) - 1 - _PART_EXTRA
+    if len(name) <= room:
+        return target.name
+    import hashlib
+
+    digest = hashlib.sha256(name).hexdigest()[:12]
+    head = name[: max(room - len(digest) - 1, 0)].decode("utf-8", "ignore")  # never half a character
+    return f"{head}~{digest}"
 
 
 @dataclass(frozen=True)
@@ -586,7 +609,7 @@ def place_file(
 
 def _remove_stale_parts(target: Path) -> None:
     """Delete our own temporary files for ``target`` whose writing process no longer exists."""
-    pattern = re.compile(rf"^\.{re.escape(target.name)}\.(\d+)\.[^.]+\.part$")
+    pattern = re.compile(rf"^\.{re.escape(_part_stem(target))}\.(\d+)\.[^.]+\.part$")
     try:
         names = os.listdir(target.parent)
     except OSError:

@@ -53,7 +53,6 @@ def _build_engine(tmp_path: Path, output: str) -> dict[str, object]:
     return answer
 
 
-@pytest.mark.xfail(strict=True, reason="issue 35 (15th re-run): the output checks and the write read '..' apart")
 @pytest.mark.parametrize(
     ("users_file", "output"),
     [("notes.txt", "nosuch/../notes.txt"), ("app.manifest.json", "nosuch/../app")],

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from typing import TYPE_CHECKING, TypedDict, cast
 
-from .._files import BadModelPath, expand_user, model_file
+from .._files import BadModelPath, expand_user, model_file, resolve
 from .._follow import path_label, running_path
 from .._json import json_int
 
@@ -124,17 +124,20 @@ class _Entry:
 def _not_an_engine(output: str) -> str:
     """Why an agent's build may not replace the file at ``output`` ("" when nothing is there, or an engine is: its
     manifest beside it names it, or it begins as a TensorRT for RTX engine). An agent's ``output`` once turned the
-    user's text file into an engine; the CLI and Python API, where the user types the path, are not limited so."""
+    user's text file into an engine; the CLI and Python API, where the user types the path, are not limited so.
+    The file asked about is the one the build writes, resolved as the write resolves it (``DIR/nosuch/../x`` is
+    ``DIR/x`` there, where the kernel finds no ``nosuch``)."""
     import os
 
     from ..provenance import ManifestError, manifest_path, read_engine_header, read_manifest
 
     try:
-        where = expand_user(output)
+        given = expand_user(output)
+        where = resolve(given)
         if not os.path.lexists(where) or os.path.isdir(where):  # a folder: the build's own check refuses it
             return ""
-        try:
-            if not read_manifest(manifest_path(where)).names_other(where):
+        try:  # the manifest where the build reads and writes it, naming the engine as the build names it
+            if not read_manifest(resolve(manifest_path(given))).names_other(given):
                 return ""
         except (ManifestError, OSError):  # FileNotFoundError among them: no manifest
             pass
@@ -150,14 +153,15 @@ def _not_an_engine(output: str) -> str:
 
 def _not_a_manifest(output: str) -> str:
     """Why an agent's build may not write the engine's manifest, ``<output>.manifest.json`` ("" when nothing is
-    there, or a trt_widget manifest is): the same policy as the engine's own path, for the file written beside it."""
+    there, or a trt_widget manifest is): the same policy as the engine's own path, for the file written beside it,
+    resolved as the write resolves it."""
     import os
 
     from ..provenance import ManifestError, manifest_path, read_manifest
 
     where = f"{output}.manifest.json"  # as named, should the path itself be refused
     try:
-        where = str(manifest_path(expand_user(output)))
+        where = str(resolve(manifest_path(expand_user(output))))
         if not os.path.lexists(where):
             return ""
         read_manifest(where)

@@ -63,6 +63,7 @@ def _stop_in_the_silence(build: Build, recording: Path, wait_until: WaitUntil) -
     return start + 0.5, shown
 
 
+@pytest.mark.rtx_long_step
 def test_a_stopped_paced_replay_keeps_the_time_it_replayed(deep: Path, wait_until: WaitUntil) -> None:
     """Items (a)/(b): the replay's clock ran only from event to event, so through the silent step it read 293 ms,
     and a Stop there ended the build at 293 ms with the running rows at 0 ms. Now it keeps time as recorded."""
@@ -80,6 +81,7 @@ def test_a_stopped_paced_replay_keeps_the_time_it_replayed(deep: Path, wait_unti
     assert refit["status"] == "cancelled" and duration is not None and 0.5 <= duration < end - 1.0, refit
 
 
+@pytest.mark.rtx_long_step
 def test_a_stopped_widget_replay_shows_the_time_it_replayed(deep: Path, wait_until: WaitUntil) -> None:
     """Item (b) in the widget: Stop at ~3.8 s showed "Cancelled 293 ms" and the running rows at 0 ms."""
     widget = BuildWidget.from_events(deep, speed=1.0).start()
@@ -93,6 +95,7 @@ def test_a_stopped_widget_replay_shows_the_time_it_replayed(deep: Path, wait_unt
     assert refit["status"] == "cancelled" and 0.5 <= refit["duration_s"] < end - 1.0, refit
 
 
+@pytest.mark.rtx_long_step
 def test_ctrl_c_in_a_paced_view_keeps_the_tree_and_exits_130(deep: Path) -> None:
     """Items (a)-(c) in the terminal: the status line froze at "running 293 ms", Ctrl-C printed "Cancelled after
     293 ms", the final tree lost the rows the live one showed, and the exit code was 0, not --help's 130."""

@@ -7,59 +7,26 @@ refusal is one line ("ONNX file not found: ...")."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 from lsp_wire import answer, initialize, lsp_server, message, request
+from mcp_wire import exchange, tool_call
 
 LONG = "b" * 300 + ".onnx"  # one name over NAME_MAX (255): stat() says ENAMETOOLONG
 
 
 def _mcp(lines: list[dict[str, object]], cwd: Path, last: int) -> tuple[list[dict[str, object]], str]:
-    """A real ``trt-widget mcp`` over stdio: what it answered (up to the answer to request ``last``, read before
-    the client closes stdin: a server may drop a request still in flight when its client has gone) and its
+    """A real ``trt-widget mcp`` over stdio: what it answered (up to the answer to request ``last``) and its
     stderr."""
     log = cwd / "mcp-stderr.txt"
     with open(log, "w") as stderr_file:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "trt_widget", "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=stderr_file, text=True, cwd=cwd,
-        )  # fmt: skip
-    assert server.stdin is not None and server.stdout is not None
-    answers: list[dict[str, object]] = []
-    try:
-        server.stdin.write("".join(json.dumps(line) + "\n" for line in lines))
-        server.stdin.flush()
-        for line in server.stdout:  # ends at the server's exit if it never answers
-            if line.strip():
-                answers.append(json.loads(line))
-                if answers[-1].get("id") == last:
-                    break
-        server.stdin.close()
-        server.stdout.read()
-        server.wait(120)
-    finally:
-        if server.poll() is None:
-            server.kill()
-            server.wait()
-        server.stdout.close()
+        answers = exchange(lines, cwd, last, stderr=stderr_file)
     stderr = log.read_text(errors="replace")
     return answers, stderr
 
 
 def test_mcp_refuses_a_model_path_it_cannot_stat_with_its_reason(tmp_path: Path) -> None:
-    hello = {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
-    call = {"name": "start_build", "arguments": {"model": str(tmp_path / LONG)}}
-    answers, stderr = _mcp(
-        [
-            {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello},
-            {"jsonrpc": "2.0", "method": "notifications/initialized"},
-            {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call},
-        ],
-        tmp_path,
-        last=1,
-    )
+    answers, stderr = _mcp(tool_call("start_build", {"model": str(tmp_path / LONG)}), tmp_path, last=1)
     result = next(a for a in answers if a.get("id") == 1)["result"]
     assert isinstance(result, dict) and result["isError"] is True, result
     text = json.dumps(result["content"])

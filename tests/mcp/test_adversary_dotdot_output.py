@@ -8,13 +8,11 @@ user can write with an engine, or any ``*.manifest.json`` with a trt_widget mani
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from mcp_wire import exchange, tool_call
 
 from trt_widget import models
 
@@ -22,35 +20,9 @@ USERS = "the user's own notes\n"
 
 
 def _build_engine(tmp_path: Path, output: str) -> dict[str, object]:
-    hello = {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
-    call = {"name": "build_engine", "arguments": {"model": str(tmp_path / "m.onnx"), "output": output}}
-    lines = [
-        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello},
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call},
-    ]
-    server = subprocess.Popen(
-        [sys.executable, "-m", "trt_widget", "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL, text=True, cwd=tmp_path, env={**os.environ, "TRT_WIDGET_HISTORY": "off"},
-    )  # fmt: skip
-    assert server.stdin is not None and server.stdout is not None
-    answer: dict[str, object] = {}
-    try:
-        server.stdin.write("".join(json.dumps(line) + "\n" for line in lines))
-        server.stdin.flush()
-        for line in server.stdout:  # ends at the server's exit if it never answers
-            if line.strip() and json.loads(line).get("id") == 1:
-                answer = json.loads(line)
-                break
-        server.stdin.close()
-        server.stdout.read()
-        server.wait(120)
-    finally:
-        if server.poll() is None:
-            server.kill()
-            server.wait()
-        server.stdout.close()
-    return answer
+    call = {"model": str(tmp_path / "m.onnx"), "output": output}
+    answers = exchange(tool_call("build_engine", call), tmp_path, env={**os.environ, "TRT_WIDGET_HISTORY": "off"})
+    return next((answer for answer in answers if answer.get("id") == 1), {})
 
 
 @pytest.mark.parametrize(

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from mcp_wire import HELLO, mcp_server
 
 from trt_widget import models
 
@@ -31,57 +30,45 @@ def test_an_agents_huge_timing_cache_does_not_hold_the_build(tmp_path: Path) -> 
             cache.truncate(HUGE)
     except OSError as exc:  # a file system without sparse files this large
         pytest.skip(f"no sparse 4 TiB file here: {exc}")
-    hello = {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
-    start = {
-        "name": "start_build",
-        "arguments": {
-            "model": str(tmp_path / "m.onnx"),
-            "output": str(tmp_path / "m.engine"),
-            "options": {"timing_cache": str(tmp_path / "tc.cache")},
-        },
+    options = {"timing_cache": str(tmp_path / "tc.cache")}
+    start: dict[str, object] = {
+        "model": str(tmp_path / "m.onnx"),
+        "output": str(tmp_path / "m.engine"),
+        "options": options,
     }
-    server = subprocess.Popen(
-        [sys.executable, "-m", "trt_widget", "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL, text=True, cwd=tmp_path, env={**os.environ, "TRT_WIDGET_HISTORY": "off"},
-    )  # fmt: skip
-    assert server.stdin is not None and server.stdout is not None
     ids = iter(range(1, 10_000))
-
-    def call(message: dict[str, object]) -> dict[str, object]:
-        number = next(ids)
-        assert server.stdin is not None and server.stdout is not None
-        server.stdin.write(json.dumps({"jsonrpc": "2.0", "id": number, **message}) + "\n")
-        server.stdin.flush()
-        for line in server.stdout:  # ends at the server's exit if it never answers
-            if line.strip() and json.loads(line).get("id") == number:
-                answer: dict[str, object] = json.loads(line)
-                return answer
-        raise AssertionError("the server ended without answering")
-
-    def tool(name: str, arguments: dict[str, object]) -> dict[str, object]:
-        result = call({"method": "tools/call", "params": {"name": name, "arguments": arguments}})["result"]
-        assert isinstance(result, dict) and not result.get("isError"), result
-        content = result["structuredContent"]
-        assert isinstance(content, dict)
-        return content
-
     status = ""
-    try:
-        call({"method": "initialize", "params": hello})
+    # the server is killed at the end, its hashing thread with it
+    with mcp_server(tmp_path, {**os.environ, "TRT_WIDGET_HISTORY": "off"}) as server:
+        assert server.stdin is not None and server.stdout is not None
+
+        def call(message: dict[str, object]) -> dict[str, object]:
+            number = next(ids)
+            assert server.stdin is not None and server.stdout is not None
+            server.stdin.write(json.dumps({"jsonrpc": "2.0", "id": number, **message}) + "\n")
+            server.stdin.flush()
+            for line in server.stdout:  # ends at the server's exit if it never answers
+                if line.strip() and json.loads(line).get("id") == number:
+                    answer: dict[str, object] = json.loads(line)
+                    return answer
+            raise AssertionError("the server ended without answering")
+
+        def tool(name: str, arguments: dict[str, object]) -> dict[str, object]:
+            result = call({"method": "tools/call", "params": {"name": name, "arguments": arguments}})["result"]
+            assert isinstance(result, dict) and not result.get("isError"), result
+            content = result["structuredContent"]
+            assert isinstance(content, dict)
+            return content
+
+        call({"method": "initialize", "params": HELLO})
         server.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
-        started = tool("start_build", start["arguments"])  # type: ignore[arg-type]
-        build_id = started["build_id"]
+        build_id = tool("start_build", start)["build_id"]
         deadline = time.monotonic() + BOUND_S
         while time.monotonic() < deadline:
             status = str(tool("build_status", {"build_id": build_id})["status"])
             if status in FINAL:
                 break
             time.sleep(1.0)
-    finally:
-        server.kill()  # the hashing thread with it
-        server.wait()
-        server.stdin.close()
-        server.stdout.close()
     assert status in FINAL, f"the build was still {status!r} after {BOUND_S:.0f} s (hashing the timing cache)"
     assert status == "succeeded"
     assert (tmp_path / "tc.cache").stat().st_size == HUGE

@@ -5,7 +5,6 @@ variant column at 60 columns, and a comparison of builds none of which succeeded
 from __future__ import annotations
 
 import io
-import os
 import re
 import subprocess
 import sys
@@ -14,6 +13,7 @@ from pathlib import Path
 
 import pexpect
 import pytest
+from cli_recordings import record_build
 from pty_output import before, cli_in_pty
 from test_first_hour_sixth_cli import _broken_words
 
@@ -27,20 +27,7 @@ def recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``trt-widget build deep.onnx --json > build.jsonl``: a recording with an engine report whose layer table
     is wider than 120 columns (a long node name, three fused nodes a layer)."""
     folder = tmp_path_factory.mktemp("inspect")
-    (folder / "deep.onnx").write_bytes(to_bytes(deep_residual(30, node_name=LONG_NAME)))
-    environ = {**os.environ, "TRT_WIDGET_HISTORY": "off"}
-    with (folder / "build.jsonl").open("w") as out:
-        done = subprocess.run(
-            [sys.executable, "-m", "trt_widget", "build", "deep.onnx", "-o", "deep.engine", "--json"],
-            cwd=folder,
-            stdout=out,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=environ,
-            timeout=300,
-        )
-    assert done.returncode == 0, done.stderr
-    return folder / "build.jsonl"
+    return record_build(folder, deep_residual(30, node_name=LONG_NAME), "build.jsonl", timeout=300)
 
 
 @pytest.mark.parametrize("width", [120, 60])

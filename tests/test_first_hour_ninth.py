@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import re
 import subprocess
 import sys
@@ -15,11 +14,12 @@ from pathlib import Path
 
 import pexpect
 import pytest
+from cli_recordings import record_build
 from fixture_types import WaitUntil
 from pty_output import before, cli_in_pty
 
 from trt_widget import Build, BuildWidget
-from trt_widget.models import deep_residual, to_bytes
+from trt_widget.models import deep_residual
 
 INNER = ("Optimizing graph", "Computing profile costs", "Timing tactics", "Determining refit engines")
 
@@ -28,21 +28,7 @@ INNER = ("Optimizing graph", "Computing profile costs", "Timing tactics", "Deter
 def deep(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``trt-widget build deep.onnx -o deep.engine --json > deep.jsonl`` of a ``deep_residual(1000)`` (a real RTX
     build in a builder process): its "Determining refit engines" step is seconds without an event."""
-    folder = tmp_path_factory.mktemp("deep")
-    (folder / "deep.onnx").write_bytes(to_bytes(deep_residual(1000)))
-    environ = {**os.environ, "TRT_WIDGET_HISTORY": "off"}
-    with (folder / "deep.jsonl").open("w") as out:
-        done = subprocess.run(
-            [sys.executable, "-m", "trt_widget", "build", "deep.onnx", "-o", "deep.engine", "--json"],
-            cwd=folder,
-            stdout=out,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=environ,
-            timeout=600,
-        )
-    assert done.returncode == 0, done.stderr
-    return folder / "deep.jsonl"
+    return record_build(tmp_path_factory.mktemp("deep"), deep_residual(1000), "deep.jsonl", timeout=600)
 
 
 def _silence(recording: Path) -> tuple[float, float]:

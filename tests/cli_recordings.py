@@ -1,4 +1,4 @@
-"""Recordings made and replayed through the real CLI: ``trt-widget build --json``."""
+"""Recordings made and replayed through the real CLI: ``trt-widget build --json`` and ``trt-widget view --report``."""
 
 from __future__ import annotations
 
@@ -31,3 +31,15 @@ def record_build(folder: Path, model: ModelProto, recording: str, timeout: float
         )
     assert done.returncode == 0, done.stderr
     return folder / recording
+
+
+def view_with_report(recording: Path, report: Path) -> str:
+    """``trt-widget view RECORDING --plain --report REPORT``, which must succeed: what it printed."""
+    done = subprocess.run(
+        [sys.executable, "-m", "trt_widget", "view", str(recording), "--plain", "--report", str(report)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout

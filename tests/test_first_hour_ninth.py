@@ -8,13 +8,11 @@ from __future__ import annotations
 import itertools
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pexpect
 import pytest
-from cli_recordings import record_build
+from cli_recordings import record_build, view_with_report
 from fixture_types import WaitUntil
 from pty_output import before, cli_in_pty
 
@@ -102,13 +100,7 @@ def test_ctrl_c_in_a_paced_view_keeps_the_tree_and_exits_130(deep: Path) -> None
 def test_a_report_from_a_recording_shows_the_recorded_options(deep: Path, tmp_path: Path) -> None:
     """Item 2: ``view --report`` said isolation="thread" (the replay's own) for a build that ran in a process."""
     report = tmp_path / "deep.html"
-    done = subprocess.run(
-        [sys.executable, "-m", "trt_widget", "view", str(deep), "--plain", "--report", str(report)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
+    view_with_report(deep, report)
     options = re.search(r"<th>Options</th><td>(.*?)</td>", report.read_text())
     assert options, report.read_text()[:2000]
     assert "isolation=&quot;process&quot;" in options.group(1) and "thread" not in options.group(1), options.group(1)

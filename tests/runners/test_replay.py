@@ -11,6 +11,7 @@ from typing import Any
 
 import jsonschema
 import pytest
+from cli_recordings import view_with_report
 from fixture_types import RunAsync, WaitUntil
 
 from trt_widget import Build, BuildCancelled, BuildError, BuildWidget, models
@@ -124,16 +125,10 @@ def test_the_cli_views_a_recording_and_writes_its_report(tmp_path: Path) -> None
     recording = tmp_path / "gpu.jsonl"
     recording.write_text("".join(json.dumps(e) + "\n" for e in gpu_shaped_events(measurements=30)))
     report = tmp_path / "gpu.html"
-    run = subprocess.run(
-        [sys.executable, "-m", "trt_widget", "view", str(recording), "--plain", "--report", str(report)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert run.returncode == 0, run.stderr
-    assert "Measuring tactic time" in run.stdout and "Replayed a build that succeeded" in run.stdout
-    assert "its engine was " in run.stdout and "(a recording holds no engine)" in run.stdout
-    assert "976.6 KiB" in run.stdout  # the recorded engine's 1,000,000 B
+    printed = view_with_report(recording, report)
+    assert "Measuring tactic time" in printed and "Replayed a build that succeeded" in printed
+    assert "its engine was " in printed and "(a recording holds no engine)" in printed
+    assert "976.6 KiB" in printed  # the recorded engine's 1,000,000 B
     assert "Measuring tactic time" in report.read_text()
     refused = subprocess.run(
         [sys.executable, "-m", "trt_widget", "view", str(recording), "--trace", str(recording)],

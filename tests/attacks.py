@@ -8,6 +8,7 @@ imported from another folder's tests; tests/ is on ``sys.path`` (rootdir-relativ
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -127,3 +128,28 @@ def built_engine(folder: Path) -> Path:
     built = build_command(folder / "model.onnx", folder / "model.engine")
     assert built.returncode == 0, built.stdout + built.stderr
     return folder / "model.engine"
+
+
+HUGE = 4 << 40  # 4 TiB, sparse: no disk used; hours of hashing or copying at any speed
+
+
+def sparse_file(path: Path, size: int = HUGE) -> Path:
+    """``path``, a sparse file of ``size`` bytes (no disk used); the test is skipped on a file system without sparse
+    files this large."""
+    try:
+        with open(path, "wb") as handle:
+            handle.truncate(size)
+    except OSError as exc:
+        pytest.skip(f"no sparse {size / (1 << 40):g} TiB file here: {exc}")
+    return path
+
+
+def huge_file_a_manifest_names(folder: Path, name: str) -> Path:
+    """``folder/NAME``, a sparse :data:`HUGE` file beside ``NAME.manifest.json``: the manifest of a real RTX build of
+    a small model (an engine of another size), renamed to name it. Its size alone says it is not the engine."""
+    engine = built_engine(folder)
+    manifest = json.loads((folder / "model.engine.manifest.json").read_text())
+    assert manifest["engine"]["file"] == engine.name and manifest["engine"]["size"] < HUGE
+    manifest["engine"]["file"] = name
+    (folder / f"{name}.manifest.json").write_text(json.dumps(manifest))
+    return sparse_file(folder / name)

@@ -6,28 +6,16 @@ The test uses a sparse 4 TiB file (hours of hashing at any speed; the pagemap's 
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from attacks import built_engine
-
-HUGE = 4 << 40  # 4 TiB, sparse: no disk used
+from attacks import huge_file_a_manifest_names
 
 
 def test_check_of_a_huge_engine_with_a_manifest_ends(tmp_path: Path) -> None:
-    engine = built_engine(tmp_path)  # a real RTX build and its manifest
-    manifest = json.loads((tmp_path / "model.engine.manifest.json").read_text())
-    assert manifest["engine"]["file"] == engine.name
-    manifest["engine"]["file"] = "sent.engine"  # the manifest names the file sent beside it
-    (tmp_path / "sent.engine.manifest.json").write_text(json.dumps(manifest))
-    try:
-        with open(tmp_path / "sent.engine", "wb") as sent:
-            sent.truncate(HUGE)
-    except OSError as exc:  # a file system without sparse files this large
-        pytest.skip(f"no sparse 4 TiB file here: {exc}")
+    huge_file_a_manifest_names(tmp_path, "sent.engine")  # a real RTX build's manifest names the file sent
     command = [sys.executable, "-m", "trt_widget", "check", str(tmp_path / "sent.engine")]
     try:  # its size is not the manifest's: an answer at once; the defect: hours of hashing
         done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=60)

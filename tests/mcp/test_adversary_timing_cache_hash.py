@@ -13,23 +13,18 @@ import os
 import time
 from pathlib import Path
 
-import pytest
+from attacks import HUGE, sparse_file
 from mcp_wire import HELLO, mcp_server
 
 from trt_widget import models
 
-HUGE = 4 << 40  # 4 TiB, sparse: no disk used; hours of hashing at any speed
 BOUND_S = 90.0  # a tiny RTX build through the server takes seconds
 FINAL = ("succeeded", "failed", "cancelled")
 
 
 def test_an_agents_huge_timing_cache_does_not_hold_the_build(tmp_path: Path) -> None:
     (tmp_path / "m.onnx").write_bytes(models.to_bytes(models.deep_residual(2)))
-    try:
-        with open(tmp_path / "tc.cache", "wb") as cache:
-            cache.truncate(HUGE)
-    except OSError as exc:  # a file system without sparse files this large
-        pytest.skip(f"no sparse 4 TiB file here: {exc}")
+    sparse_file(tmp_path / "tc.cache")
     options = {"timing_cache": str(tmp_path / "tc.cache")}
     start: dict[str, object] = {
         "model": str(tmp_path / "m.onnx"),

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol, SupportsInt, Union, cast
 from . import _external_data
 from ._backend import LoggerBase, builder_failure_message, capabilities, select_backend, trt
 from ._errors import BuildError
-from ._expected import PARSE_PHASE, RTX_TIMING_CACHE, significant
+from ._expected import PARSE_PHASE, RTX_TIMING_CACHE, held_back, significant
 from ._external_data import check_external_data, external_locations, file_locations
 from ._files import (
     BadModelPath,
@@ -205,9 +205,11 @@ class CaptureLogger:
                 self.on_line(level, msg, t)
         if self.label is not None:
             with contextlib.suppress(Exception):
-                # the rule every front end applies: a parse's errors are news only if the parse succeeds
-                status = self.parse_status() if self.parse_status is not None and (level <= 1 or self._held) else None
-                if status == "running" and level <= 1:
+                # the rule every front end applies (_expected.held_back): a parse's errors are news only if the
+                # parse succeeds; held while it runs, at DEBUG once it failed (release_held)
+                holdable = held_back(SEVERITIES[min(level, 4)], "running", verbose=False)  # held if the parse runs
+                status = self.parse_status() if self.parse_status is not None and (holdable or self._held) else None
+                if status == "running" and holdable:
                     with self._held_lock:
                         self._held.append((level, msg))
                     return
@@ -225,7 +227,8 @@ class CaptureLogger:
             return
         for level, msg in held:
             with contextlib.suppress(Exception):
-                to_logging(level, msg, self.label, held_back=parse_status == "failed")
+                failed = held_back(SEVERITIES[min(level, 4)], parse_status, verbose=False)  # the parse ended: failed
+                to_logging(level, msg, self.label, held_back=failed)
 
     def subscribe(self, listener: Callable[[LogRecord], None]) -> Callable[[], None]:
         """Call ``listener(record)`` for every kept line; returns a function that unsubscribes."""

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, SupportsInt, Union, cast
+from typing import TYPE_CHECKING, Any, Protocol, SupportsInt, Union
 
 from . import _external_data
 from ._backend import LoggerBase, builder_failure_message, capabilities, select_backend, trt
@@ -113,15 +113,6 @@ class ModelSource:
             "model must be an ONNX file path, ONNX bytes, an onnx.ModelProto, or a callable that defines "
             f"the network (called with a TensorRT INetworkDefinition); got {type(model).__name__}"
         )
-
-    def read_bytes(self) -> bytes | None:
-        """The ONNX bytes (for hashing), or None for a callable."""
-        if self.kind == "bytes":
-            return cast(bytes, self.value)  # ``of`` stores bytes for this kind
-        if self.kind == "path" and os.path.isfile(self.value):
-            with open(_external_data.open_model(self.value), "rb") as handle:  # a regular file, read bounded
-                return _external_data.read_model(handle, self.value)
-        return None
 
 
 class CaptureLogger:

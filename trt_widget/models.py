@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ._json import json_int
+
 if TYPE_CHECKING:
     from onnx import ModelProto, NodeProto, TensorProto
 
@@ -23,7 +25,7 @@ MAX_WEIGHT_BYTES = 2**31 - 1  # protobuf's bound on one ONNX file: a model with 
 def _bounded(name: str, value: int, low: int, high: int) -> None:
     """Refuse a generator argument outside ``low..high`` before any memory is spent on it (a typo's 10**9 blocks
     would build the model in memory until it runs out)."""
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+    if not json_int(value) or not low <= value <= high:
         raise ValueError(f"{name} must be a whole number from {low:,} to {high:,}, got {value!r}")
 
 

@@ -26,7 +26,7 @@ from ._backend import check_options, select_backend
 from ._engine import BEFORE_PHASES, CaptureLogger, ModelLike, ModelSource
 from ._errors import BuildCancelled, BuildError
 from ._event_sinks import Sink
-from ._expected import unexpected_errors
+from ._expected import parse_row, unexpected_errors
 from ._files import (
     ENGINES_SYNCED,
     ForeignFile,
@@ -885,7 +885,7 @@ class Build(Waiting):
         """The parse row's status now ("running" while it runs), None before it began: for the logger's ``logging``
         route, which holds the parser's errors back until the parse succeeded."""
         for phase in reversed(self.model.phases()):
-            if phase.name == BEFORE_PHASES["model"] and phase.parent is None:
+            if parse_row(phase.name, phase.parent):
                 return phase.status
         return None
 

@@ -104,11 +104,17 @@ def held_back(severity: str, parse_status: str | None, *, verbose: bool) -> bool
     return not verbose and "ERROR" in severity and parse_status in ("running", "failed")
 
 
+def parse_row(name: str, parent: int | None) -> bool:
+    """Whether a phase row is the one the ONNX parse runs in (the top-level row of that name): the one row whose
+    status :func:`held_back` asks about, for every front end alike."""
+    return name == PARSE_PHASE and parent is None
+
+
 def shown_logs(records: Iterable[LogRecord], rows: Iterable[PhaseRow], *, verbose: bool) -> list[LogRecord]:
     """The log records a front end shows: those :func:`held_back` holds dropped, by the parse row they fell in."""
     if verbose:  # nothing is held back: no row to look up (the snapshot pump calls this often)
         return list(records)
-    parses = [r for r in rows if r["name"] == PARSE_PHASE and r["parent"] is None]
+    parses = [r for r in rows if parse_row(r["name"], r["parent"])]
     out: list[LogRecord] = []
     for record in records:
         t = record.get("t")

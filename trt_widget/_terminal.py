@@ -14,9 +14,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import IO, TYPE_CHECKING, TextIO
 
-from ._engine import BEFORE_PHASES
 from ._events import attach_events
-from ._expected import expected_reason, held_back
+from ._expected import expected_reason, held_back, parse_row
 from ._format import escape_controls, escape_lines, fit_lines, fmt_bytes, fmt_s, is_terminal, terminal_width
 from ._grouping import sibling_runs
 from ._snapshot import engine_change
@@ -185,7 +184,7 @@ class TerminalView:
                 self._started(event)
             elif event["event"] == "phase_start":
                 self._depth[event["id"]] = event["depth"]
-                if event["name"] == BEFORE_PHASES["model"]:
+                if parse_row(event["name"], event["parent"]):
                     self._parsing.add(event["id"])
                 if not self.rich:
                     steps = f" ({event['num_steps']} steps)" if event["num_steps"] > 1 else ""

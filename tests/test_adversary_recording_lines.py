@@ -11,25 +11,17 @@ from pathlib import Path
 
 import pexpect
 import pytest
+from cli_recordings import record_build
 from pty_output import before
 
-from trt_widget.models import deep_residual, to_bytes
+from trt_widget.models import deep_residual
 
 
 @pytest.fixture(scope="module")
 def recording(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, object]]:
     """The events of a real build's ``--json`` recording."""
-    folder = tmp_path_factory.mktemp("rec")
-    (folder / "m.onnx").write_bytes(to_bytes(deep_residual(2)))
-    done = subprocess.run(
-        [sys.executable, "-m", "trt_widget", "build", "m.onnx", "-o", "m.engine", "--json"],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
-    return [json.loads(line) for line in done.stdout.splitlines()]
+    recorded = record_build(tmp_path_factory.mktemp("rec"), deep_residual(2), "build.jsonl", timeout=300)
+    return [json.loads(line) for line in recorded.read_text().splitlines()]
 
 
 def _failed_with(events: list[dict[str, object]], error: str, path: Path) -> Path:

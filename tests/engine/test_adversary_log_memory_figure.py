@@ -1,8 +1,9 @@
 """Sixteenth adversarial re-run (issue 35): ``trt-widget inspect LOG`` reads a TensorRT log another machine (or
 user) wrote, untrusted as a recording is. Its memory lines ("Total Weights Memory: N bytes") are taken as integers
 of any length; one of 400 digits reaches ``fmt_bytes`` (``float(size)``) in the summary and ``inspect`` ends in an
-OverflowError traceback. The log is that of a real TensorRT for RTX build (trtexec's line format, detailed
-profiling), with that one figure changed."""
+OverflowError traceback; so does a "Created engine with size: N MiB" line of 400 digits (``round(inf)`` where the
+log is parsed). The log is that of a real TensorRT for RTX build (trtexec's line format, detailed profiling), with
+that one figure changed or that one line added."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import re
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -54,12 +56,23 @@ def _inspect(log: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+def _weights(log: str) -> str:
+    return re.sub(r"Total Weights Memory: \d+", "Total Weights Memory: " + "9" * 400, log)
+
+
+def _created(log: str) -> str:
+    return log + "[12/06/2026-21:49:24] [I] [TRT] Created engine with size: " + "9" * 400 + ".5 MiB\n"
+
+
 @pytest.mark.xfail(
     strict=True,
-    reason="issue 35, 16th re-run R3: a TensorRT log's 'Total Weights Memory' of 400 digits ends inspect in an "
-    "OverflowError traceback (fmt_bytes: float(size))",
+    reason="issue 35, 16th re-run R3: a TensorRT log's memory figure of 400 digits ends inspect in an "
+    "OverflowError traceback (fmt_bytes: float(size); 'Created engine with size': round(inf))",
 )
-def test_a_huge_memory_figure_in_a_log_is_inspected_without_a_traceback(tmp_path: Path) -> None:
+@pytest.mark.parametrize("change", [_weights, _created], ids=["total-weights-memory", "created-engine-size"])
+def test_a_huge_memory_figure_in_a_log_is_inspected_without_a_traceback(
+    change: Callable[[str], str], tmp_path: Path
+) -> None:
     (tmp_path / "m.onnx").write_bytes(to_bytes(deep_residual(2)))
     (tmp_path / "raw_log.py").write_text(RAW_LOG, encoding="utf-8")
     built = subprocess.run(
@@ -71,7 +84,9 @@ def test_a_huge_memory_figure_in_a_log_is_inspected_without_a_traceback(tmp_path
     real.write_text(built.stdout, encoding="utf-8")
     assert _inspect(real).returncode == 0  # the real log is inspected
     sent = tmp_path / "sent.log"
-    sent.write_text(re.sub(r"Total Weights Memory: \d+", "Total Weights Memory: " + "9" * 400, built.stdout))
+    changed = change(built.stdout)
+    assert changed != built.stdout
+    sent.write_text(changed, encoding="utf-8")
     done = _inspect(sent)
     said = done.stdout + done.stderr
     assert "Traceback" not in said and "OverflowError" not in said, said[-1500:]

@@ -31,11 +31,6 @@ def recording(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, object
     return [json.loads(line) for line in done.stdout.splitlines()]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 35, 16th re-run R1: a recording's engine_bytes of 401 digits ends view --report in an "
-    "OverflowError traceback (fmt_bytes: float(size)); no report is written",
-)
 def test_a_huge_recorded_engine_size_is_refused_or_shown_without_a_traceback(
     recording: list[dict[str, object]], tmp_path: Path
 ) -> None:
@@ -56,11 +51,6 @@ def test_a_huge_recorded_engine_size_is_refused_or_shown_without_a_traceback(
     assert done.returncode != 0 or (tmp_path / "r.html").is_file(), said[-1500:]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 35, 16th re-run R1: a recording's engine_report memory figure of 401 digits ends inspect in an "
-    "OverflowError traceback (EngineReport.summary -> fmt_bytes)",
-)
 def test_a_huge_recorded_memory_figure_is_refused_or_inspected_without_a_traceback(
     recording: list[dict[str, object]], tmp_path: Path
 ) -> None:
@@ -83,3 +73,23 @@ def test_a_huge_recorded_memory_figure_is_refused_or_inspected_without_a_traceba
     )
     said = done.stdout + done.stderr
     assert "Traceback" not in said and "OverflowError" not in said, said[-1500:]
+
+
+@pytest.mark.parametrize(
+    ("kind", "field", "value"),
+    [("build_end", "engine_bytes", -7), ("phase_start", "id", 10**400), ("step", "step", 10**400)],
+    ids=["negative-engine-size", "huge-phase-id", "huge-step"],
+)
+def test_every_count_of_a_recording_is_bounded_by_one_rule(
+    recording: list[dict[str, object]], kind: str, field: str, value: int
+) -> None:
+    """Sizes, ids and steps alike: from 0 to 2**63, else one line naming the field (a negative engine size was shown
+    as "its engine was -7 B"); its digits are not repeated."""
+    from trt_widget import Build
+    from trt_widget.runners import RecordingError
+
+    events = [{**e, field: value} if e.get("event") == kind else e for e in recording]
+    assert any(e.get("event") == kind for e in recording)
+    with pytest.raises(RecordingError, match=f"field '{field}' of a {kind} event must be from 0 to 2\\*\\*63") as got:
+        Build.from_events(events)
+    assert len(str(got.value)) < 200 and "\n" not in str(got.value)

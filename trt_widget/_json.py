@@ -21,3 +21,36 @@ def json_int(value: object) -> TypeGuard[int]:
 def json_number(value: object) -> TypeGuard[int | float]:
     """An integer or a float that is not a bool (see :func:`json_int`)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+MAX_COUNT = 2**63  # a size or a count no file, engine or build reaches (what a signed 64-bit integer holds)
+MAX_NESTING = 32  # lists and objects in one event or option value: a build's deepest (profiles, a report) nest ~8
+
+
+def json_count(value: object) -> TypeGuard[int]:
+    """A size or a count read from outside (a recording, a log, a server's or a command's events): an integer from 0
+    up to :data:`MAX_COUNT` (excluded). A larger one (401 digits are valid JSON) is none: ``float()`` of it, in any
+    figure shown, raised OverflowError."""
+    return json_int(value) and 0 <= value < MAX_COUNT
+
+
+def count_from_digits(digits: str) -> int | None:
+    """The count a run of decimal digits read from a log spells, or None past :data:`MAX_COUNT` (20 digits at
+    most are converted: ``int()`` of 4,300 raises)."""
+    number = int(digits) if digits.isascii() and digits.isdigit() and len(digits) <= 20 else None
+    return number if json_count(number) else None
+
+
+def json_depth(value: JSON, limit: int = MAX_NESTING) -> int:
+    """How deeply lists and objects nest in ``value`` (0 for a scalar), counted no further than ``limit`` + 1:
+    iterative, so a value nested as deep as ``json.loads`` takes exhausts no stack here."""
+    deepest, todo = 0, [(value, 1)]
+    while todo:
+        item, level = todo.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        deepest = max(deepest, level)
+        if level <= limit:
+            todo.extend((child, level + 1) for child in children)
+    return deepest

@@ -7,6 +7,7 @@ that one figure changed or that one line added."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -64,29 +65,62 @@ def _created(log: str) -> str:
     return log + "[12/06/2026-21:49:24] [I] [TRT] Created engine with size: " + "9" * 400 + ".5 MiB\n"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 35, 16th re-run R3: a TensorRT log's memory figure of 400 digits ends inspect in an "
-    "OverflowError traceback (fmt_bytes: float(size); 'Created engine with size': round(inf))",
-)
-@pytest.mark.parametrize("change", [_weights, _created], ids=["total-weights-memory", "created-engine-size"])
-def test_a_huge_memory_figure_in_a_log_is_inspected_without_a_traceback(
-    change: Callable[[str], str], tmp_path: Path
-) -> None:
-    (tmp_path / "m.onnx").write_bytes(to_bytes(deep_residual(2)))
-    (tmp_path / "raw_log.py").write_text(RAW_LOG, encoding="utf-8")
+def _peak(log: str) -> str:
+    return log + (
+        "[12/06/2026-21:49:24] [I] [TRT] [MemUsageStats] Peak memory usage of TRT CPU/GPU memory allocators: "
+        f"CPU {'9' * 400} MiB, GPU {'9' * 18} MiB\n"
+    )
+
+
+@pytest.fixture(scope="module")
+def real_log(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The log of a real TensorRT for RTX build, which ``inspect`` reads."""
+    folder = tmp_path_factory.mktemp("log")
+    (folder / "m.onnx").write_bytes(to_bytes(deep_residual(2)))
+    (folder / "raw_log.py").write_text(RAW_LOG, encoding="utf-8")
     built = subprocess.run(
-        [sys.executable, "raw_log.py", "m.onnx"], cwd=tmp_path, capture_output=True, text=True, timeout=300
+        [sys.executable, "raw_log.py", "m.onnx"], cwd=folder, capture_output=True, text=True, timeout=300
     )
     assert built.returncode == 0, built.stderr[-1500:]
     assert "Total Weights Memory:" in built.stdout
-    real = tmp_path / "build.log"
+    real = folder / "build.log"
     real.write_text(built.stdout, encoding="utf-8")
     assert _inspect(real).returncode == 0  # the real log is inspected
+    return built.stdout
+
+
+@pytest.mark.parametrize(
+    "change", [_weights, _created, _peak], ids=["total-weights-memory", "created-engine-size", "peak-memory"]
+)
+def test_a_huge_memory_figure_in_a_log_is_inspected_without_a_traceback(
+    change: Callable[[str], str], real_log: str, tmp_path: Path
+) -> None:
     sent = tmp_path / "sent.log"
-    changed = change(built.stdout)
-    assert changed != built.stdout
+    changed = change(real_log)
+    assert changed != real_log
     sent.write_text(changed, encoding="utf-8")
     done = _inspect(sent)
     said = done.stdout + done.stderr
     assert "Traceback" not in said and "OverflowError" not in said, said[-1500:]
+    assert done.returncode == 0 and "memory:" in done.stdout, said[-1500:]  # the other figures are shown
+    assert "9" * 30 not in said, said[-1500:]  # the huge one is read as absent
+
+
+def test_a_huge_memory_figure_in_engine_information_json_is_read_as_absent(real_log: str, tmp_path: Path) -> None:
+    """The inspector's JSON (``trtexec --exportLayerInfo``, or a report's ``to_dict``) is read by the same rule."""
+    from trt_widget import EngineReport
+
+    (tmp_path / "build.log").write_text(real_log, encoding="utf-8")
+    info = EngineReport.from_file(tmp_path / "build.log").to_dict()
+    assert isinstance(info["memory"], dict) and info["memory"].get("weights") is not None
+    info["Layers"] = info.pop("layers")
+    info["memory"] = {**info["memory"], "weights": 10**400, "activations": -5}
+    info["total_layers"] = 10**400
+    sent = tmp_path / "layers.json"
+    sent.write_text(json.dumps(info), encoding="utf-8")
+    done = _inspect(sent)
+    said = done.stdout + done.stderr
+    assert done.returncode == 0 and "Traceback" not in said and "OverflowError" not in said, said[-1500:]
+    report = EngineReport.from_file(sent)
+    assert report.memory["weights"] is None and report.memory["activations"] is None
+    assert report.total_layers == len(report.layers)

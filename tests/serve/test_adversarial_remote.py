@@ -82,6 +82,8 @@ class _Hostile:
             out.write(f"id: {ident}\ndata: {text}\n\n".encode())
             out.flush()
 
+        if self.mode == "deep options":  # nested past what the report's json.dumps recursed through (R2)
+            start = {**start, "options": {"optimization_level": json.loads("[" * 40 + "]" * 40)}}
         send(start)
         if self.mode == "pings":
             for _ in range(600):
@@ -100,6 +102,8 @@ class _Hostile:
             send("{not json", 2)
         elif self.mode == "big engine":
             send(end, 2)
+        elif self.mode == "huge engine size":  # 401 digits: float() of it, where it was shown, raised (R1)
+            send({**end, "engine_bytes": 10**400}, 2)
         elif self.mode == "slow engine":
             send({**end, "engine_bytes": 1_000_000}, 2)
         elif self.mode == "long names":  # 1 MiB names: each fits an event, 200,000 of them would not fit memory
@@ -125,6 +129,8 @@ def _follow(url: str, **kwargs: Any) -> Any:
         ("huge event", "an event larger than 1,048,576 bytes"),
         ("bad json", "not a JSON object: '{not json'"),
         ("big engine", "more engine bytes than build_end announced (1)"),
+        ("huge engine size", "but its end names no engine size"),
+        ("deep options", "field 'options' of a build_start event nests lists or objects more than 32 deep"),
         ("phases", "more than 2,000 phases"),
         ("long names", "a phase name of 524,288 characters (at most 4096)"),
     ],

@@ -268,3 +268,51 @@ def test_a_connection_reset_ends_the_reader_quietly(tmp_path: Path) -> None:
     done = run_with_command(tmp_path, COUNTED, RESET, timeout=300)
     assert done.stdout.split() == ["CODE", "0", "BUILDS", "['m']"], done.stderr[-3000:]
     assert "Traceback" not in done.stderr and "Exception in thread" not in done.stderr, done.stderr[-3000:]
+
+
+# A process whose build ends with a 401-digit engine size (then one with options nested 40 deep, then a plain
+# one): the size reached fmt_bytes (float()) and `trt-widget run --report` ended in an OverflowError traceback,
+# exit code 1 where the command's was 0 (16th re-run, R1); the relay checks numbers and nesting as recordings do.
+HUGE = textwrap.dedent(
+    """
+    import json, os, socket, time
+    address = os.environ["TRT_WIDGET_RUN_SOCKET"]
+    s = socket.socket(socket.AF_UNIX)
+    s.connect("\\0" + address[1:] if address.startswith("@") else address)
+    line = lambda n, **event: (json.dumps({"build": n, "t": 0.0, **event}) + "\\n").encode()
+    end = dict(event="build_end", status="succeeded", detail="", elapsed_s=0.0)
+    s.sendall(line(1, event="build_start", model="huge", options={}) + line(1, **end, engine_bytes=10**400))
+    deep = json.loads("[" * 40 + "]" * 40)
+    s.sendall(line(2, event="build_start", model="deep", options={"optimization_level": deep}))
+    s.sendall(line(3, event="build_start", model="plain", options={}) + line(3, **end, engine_bytes=1000))
+    time.sleep(2)
+    """
+)
+
+
+def test_a_huge_engine_size_or_deep_options_from_a_command_end_no_report_in_a_traceback(tmp_path: Path) -> None:
+    (tmp_path / "command.py").write_text(HUGE)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "trt_widget",
+            "run",
+            "--plain",
+            "--report",
+            "r.html",
+            "--",
+            sys.executable,
+            "command.py",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TRT_WIDGET_HISTORY": "off"},
+        timeout=300,
+    )
+    said = done.stdout + done.stderr
+    assert done.returncode == 0, said[-3000:]  # the command's own exit code
+    assert "Traceback" not in said and "OverflowError" not in said and "failed writing" not in said, said[-3000:]
+    assert (tmp_path / "r.html").is_file(), said[-3000:]
+    assert "plain" in said and "deep" not in said, said[-3000:]  # the build with deep options is not shown

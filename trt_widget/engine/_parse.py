@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from typing import NamedTuple, cast
 
 from .._files import not_onnx
-from .._json import json_int
+from .._json import count_from_digits, json_count, json_int
 from ._layer import (
     _ONELINE_HEAD,
     _PREFIX,
@@ -120,13 +120,14 @@ def layer_from_raw(raw: Mapping[str, JSON]) -> EngineLayer:
     )
 
 
-def _last_number(text: str, key: str) -> tuple[int, int] | None:
-    """The number after the last ``key`` in ``text`` and where that key is."""
+def _last_number(text: str, key: str) -> tuple[int | None, int] | None:
+    """The number after the last ``key`` in ``text`` (None past 2**63: no memory is so large) and where that key
+    is."""
     at = text.rfind(key)
     if at < 0:
         return None
     match = _DIGITS.match(text, at + len(key))
-    return (int(match.group()), at) if match else None
+    return (count_from_digits(match.group()), at) if match else None
 
 
 def memory_from_text(text: str) -> dict[str, int | None]:
@@ -139,12 +140,17 @@ def memory_from_text(text: str) -> dict[str, int | None]:
     at = text.rfind(_PEAK_KEY)
     peaks = _PEAKS.match(text, at + len(_PEAK_KEY)) if at >= 0 else None
     if peaks is not None:
-        memory["peak_cpu"] = int(peaks.group(1)) << 20
-        memory["peak_gpu"] = int(peaks.group(2)) << 20
+        for key, mib in (("peak_cpu", peaks.group(1)), ("peak_gpu", peaks.group(2))):
+            count = count_from_digits(mib)
+            memory[key] = count << 20 if count is not None and json_count(count << 20) else None
     at = text.rfind("Created engine with size: ")
     created = _CREATED.match(text, at) if at >= 0 else None
     if created is not None:
-        memory["engine_size"] = round(float(created.group(1)) * (1 << 20))
+        try:  # 30 characters at most: 400 digits made round(inf) raise OverflowError
+            size = round(float(created.group(1)) * (1 << 20)) if len(created.group(1)) <= 30 else None
+        except ValueError:  # "1.2.3"
+            size = None
+        memory["engine_size"] = size if json_count(size) else None
     return memory
 
 
@@ -283,13 +289,13 @@ def report_from_json(loaded: JSON, source: str) -> Parsed:
     if isinstance(memory_raw, dict):
         for key in MEMORY_KEYS:
             value = memory_raw.get(key)
-            memory[key] = value if json_int(value) else None
+            memory[key] = value if json_count(value) else None  # 401 digits: float() in fmt_bytes raised
     notes_raw = loaded.get("notes")
     notes = tuple(str(n) for n in notes_raw[:20]) if isinstance(notes_raw, list) else ()
     if names_only:
         notes = (*notes, "layer names only: build with profiling_verbosity='detailed' for types, precisions, tactics")
     total_raw = loaded.get("total_layers")
-    total = total_raw if isinstance(total_raw, int) and total_raw > len(items) else len(items)
+    total = total_raw if json_count(total_raw) and total_raw > len(items) else len(items)
     if total > MAX_LAYERS and any("are kept" in n for n in notes):
         notes = tuple(n for n in notes if "are kept" not in n)
     form = str(loaded.get("form") or ("names" if names_only else "json"))

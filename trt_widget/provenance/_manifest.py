@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, TypeAlias, Union
 
 from .._external_data import stat_key
 from .._files import expand_user, write_output
-from .._json import json_int, json_number
+from .._json import MAX_COUNT, json_int, json_number  # MAX_COUNT: a larger size or count is read as absent
 from .._version import __version__
 from ._hashes import HashCache, Hashed, NotRegularFile, open_regular, read_sha256
 
@@ -36,7 +36,6 @@ FORMAT = "trt_widget.manifest"
 FORMAT_VERSION = 1
 SUFFIX = ".manifest.json"
 MAX_MANIFEST_BYTES = 4 << 20  # a manifest is a few KiB; a bigger file is not one
-MAX_COUNT = 2**63  # a size or a count no file or engine reaches; a manifest's larger one is read as absent
 MAX_BUILD_S = 366 * 86_400.0  # a build's duration: a year at most
 SHA256 = re.compile(r"[0-9a-fA-F]{64}")
 REQUIRED = ("format", "version", "key", "identity", "engine", "tensorrt", "trt_widget", "built_at")

@@ -19,7 +19,7 @@ from typing import IO, TYPE_CHECKING, Any, Protocol, TypeVar, Union
 
 from .._errors import BuildError
 from .._files import expand_user
-from .._json import JSONObject, json_number
+from .._json import MAX_NESTING, JSONObject, json_count, json_depth, json_number
 from .._phases import MAX_DEPTH
 from .._tensorrt_log import MAX_MESSAGE
 from ._base import RunContext
@@ -132,7 +132,20 @@ def check_event(event: JSONObject, where: str, number: int, depths: dict[int, in
                 f"{where}, line {number}: field {field!r} of a {kind} event must be {what}, got "
                 f"{_kind_of(value)} {str(value)[:40]!r}"
             )
+        if kind_of is int and not json_count(value):  # ids, steps, sizes; a 401-digit one is not shown
+            negative = isinstance(value, int) and value < 0
+            raise RecordingError(
+                f"{where}, line {number}: field {field!r} of a {kind} event must be from 0 to 2**63, got "
+                f"{'a negative number' if negative else 'a larger one'}"
+            )
         return value
+
+    for field, value in event.items():
+        if json_depth(value) > MAX_NESTING:  # iterative: its later readers (a report's json.dumps) recurse
+            raise RecordingError(
+                f"{where}, line {number}: field {field!r} of a {kind} event nests lists or objects more than "
+                f"{MAX_NESTING} deep; no build's event does"
+            )
 
     t = event["t"]
     if not isinstance(t, (int, float)) or not -1e12 < t < 1e12:  # also NaN and infinities
@@ -165,6 +178,7 @@ def check_event(event: JSONObject, where: str, number: int, depths: dict[int, in
     elif kind == "build_start":
         for field in ("model", "backend", "version"):
             maybe(field, str, "a string")
+        maybe("options", dict, "an object")
     elif kind == "build_end":
         status = need("status", str, "a string")
         if status not in _END_STATUSES:

@@ -27,7 +27,7 @@ from .._engine import ModelLike, ModelSource
 from .._errors import BuildError
 from .._event_sinks import Sink
 from .._http_options import http_refusals
-from .._json import JSON, JSONObject, json_int
+from .._json import JSON, JSONObject, json_count
 from .._options import BuildOptions, BuildOptionsDict
 from ..runners import FollowClock, RunContext, apply_event, check_event
 
@@ -502,7 +502,7 @@ class RemoteRunner:
         status, detail = end.get("status"), str(end.get("detail") or "")
         if status == "succeeded":
             announced = end.get("engine_bytes")
-            if not json_int(announced) or announced <= 0:
+            if not json_count(announced) or announced == 0:  # 401 digits: no engine, and no size to show
                 raise BuildError(f"build {self.build_id} succeeded on {self.url}, but its end names no engine size")
             engine = self._download_unless_given_up(client, announced, ctx)
             if engine is None:

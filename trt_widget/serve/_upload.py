@@ -31,7 +31,7 @@ from python_multipart.exceptions import MultipartParseError
 from python_multipart.multipart import MultipartParser, parse_options_header
 
 from .._http_options import NOT_OVER_HTTP, http_options, http_refusals
-from .._json import JSON, JSONObject
+from .._json import JSON, JSONObject, json_depth
 
 ALLOWED_OPTIONS = http_options()  # from BuildOptions' metadata: the engine-shaping options, budget, force_after
 REFUSED_OPTIONS = {
@@ -103,7 +103,7 @@ def parse_options(text: str | None) -> JSONObject:
         raise UploadError(400, f"options must be a JSON object: {exc}") from None
     except RecursionError:
         options = None
-    if options is None or _depth(options) > MAX_OPTION_DEPTH:
+    if options is None or json_depth(options, MAX_OPTION_DEPTH) > MAX_OPTION_DEPTH:
         raise UploadError(400, f"options nest more than {MAX_OPTION_DEPTH} levels deep; no build option does")
     if not isinstance(options, dict):
         raise UploadError(400, f"options must be a JSON object, got {type(options).__name__}")
@@ -120,20 +120,6 @@ def parse_options(text: str | None) -> JSONObject:
 
 
 MAX_OPTION_DEPTH = 8  # profiles, the deepest option, nest 4 levels
-
-
-def _depth(value: JSON) -> int:
-    """How deeply lists and objects nest in a parsed JSON value (iterative: no recursion to exhaust)."""
-    deepest, todo = 0, [(value, 1)]
-    while todo:
-        item, level = todo.pop()
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
-        if children is None:
-            continue
-        deepest = max(deepest, level)
-        if level <= MAX_OPTION_DEPTH:
-            todo.extend((child, level + 1) for child in children)
-    return deepest
 
 
 def stalls_after(chunks: AsyncIterator[bytes], timeout: float, min_rate: float = 0.0) -> AsyncIterator[bytes]:

@@ -46,6 +46,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--fast", action="store_true", help="the fast tier only: no test marked slow, e2e, ray or contract"
     )
+    parser.addoption(
+        "--deadline-tests",
+        choices=("only", "skip"),
+        help="only the tests marked deadline, or all but them (scripts/test.sh's two passes; composes with -m, -k)",
+    )
 
 
 def _module(path: Path) -> str:
@@ -86,6 +91,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.slow)
     if config.getoption("--fast", default=False):
         keep = [item for item in items if not any(item.get_closest_marker(mark) for mark in COSTLY)]
+        dropped = [item for item in items if item not in keep]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = keep
+    if deadline := config.getoption("--deadline-tests", default=None):  # after tests/conftest.py's marks
+        keep = [item for item in items if (item.get_closest_marker("deadline") is not None) == (deadline == "only")]
         dropped = [item for item in items if item not in keep]
         if dropped:
             config.hook.pytest_deselected(items=dropped)

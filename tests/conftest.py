@@ -32,11 +32,16 @@ E2E = Path(__file__).resolve().parent / "e2e"
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Real-browser tests run last: their session-wide Playwright (sync API) keeps an event loop running on the
     main thread, which breaks every later test that calls asyncio.run() or starts Playwright itself. Tests that
-    wait inside RTX's long step skip with NVIDIA TensorRT (it has no such step; the contract suite covers it)."""
+    wait inside RTX's long step skip with NVIDIA TensorRT (it has no such step; the contract suite covers it).
+
+    Tests that stop a real build inside its long step race that step, and Ray's start gives its node 30 s: both
+    are marked ``deadline`` here, so scripts/test.sh runs them alone, after the parallel pass."""
     items.sort(key=lambda item: E2E in Path(str(item.path)).resolve().parents)
     for item in items:
         if "ray_session" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.ray)
+        if item.get_closest_marker("ray") or item.get_closest_marker("rtx_long_step"):
+            item.add_marker(pytest.mark.deadline)
         item.add_marker(pytest.mark.xdist_group(_xdist_group(item)))
     _share_xdist_groups(config, items)
     long_step = [item for item in items if item.get_closest_marker("rtx_long_step")]

@@ -539,6 +539,7 @@ END[0] = time.monotonic()
 """
 
 
+@pytest.mark.deadline  # exit handlers timed to 1.9-3.5 s
 @pytest.mark.slow
 @pytest.mark.parametrize("sink", ["slow", "stuck"])
 def test_at_exit_open_streams_get_two_seconds_in_all_to_write(sink: str, tmp_path: Path) -> None:

@@ -26,6 +26,7 @@ def gate() -> Iterator[threading.Event]:
     event.set()
 
 
+@pytest.mark.deadline  # wait() returns within 4 s of the end
 @pytest.mark.parametrize("how", ["wait", "await"])
 def test_a_blocking_sink_does_not_delay_wait(how: str, gate: threading.Event) -> None:
     received: list[dict[str, Any]] = []

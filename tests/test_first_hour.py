@@ -231,6 +231,7 @@ def test_the_matrix_comparison_leaves_the_workers_start_up_out(tmp_path: Path) -
     assert list(compared["start_up_s"]) == pytest.approx(start_ups, abs=2e-4)
 
 
+@pytest.mark.deadline  # a real build outlasts a 0.3 s sleep
 def test_a_queued_builds_elapsed_time_stays_empty_in_the_cli_table(long_model_bytes: bytes) -> None:
     import io
     import time

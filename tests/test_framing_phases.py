@@ -32,6 +32,7 @@ def _end(row: PhaseRow) -> float:
 GAP_S = 0.05
 
 
+@pytest.mark.deadline  # gaps between rows under 50 ms
 @pytest.mark.parametrize("isolation", ["thread", "process"])
 def test_the_top_level_rows_cover_the_build_from_start_to_end(isolation: str, tmp_path: Path) -> None:
     b = Build(deep_residual(4), isolation=isolation, history=False, output=tmp_path / "m.engine").start()

@@ -102,6 +102,7 @@ def test_stop_message_cancels_a_real_long_build(wait_until: WaitUntil) -> None:
     assert widget.stop() is False  # nothing left to stop
 
 
+@pytest.mark.deadline  # the storm must end before the real build
 def test_sync_rate_stays_bounded_during_a_callback_storm() -> None:
     """A synthetic driver pushes 100k steps/s into the phase model while a real build runs."""
     widget = BuildWidget(models.deep_residual(1000), history=False)  # outlasts the storm

@@ -82,6 +82,7 @@ r
 """
 
 
+@pytest.mark.deadline  # the command ends within 2 s of the stop
 def test_build_widget_run_polygraphy_stops_within_a_second(lab: Lab) -> None:
     lab.open([RUN_CELL])
     lab.run_cell(0)

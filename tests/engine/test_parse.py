@@ -285,6 +285,7 @@ def test_garbage_lines_do_not_raise() -> None:
     report.to_json()
 
 
+@pytest.mark.deadline  # a wall-clock bound on the parse
 def test_parsing_ten_thousand_layers_is_quick() -> None:
     """Generous bound for a loaded two-core machine; bench/ measures the real figure."""
     text = "Layers:\n" + "\n".join(_oneline(f"layer_{i}") for i in range(MAX_LAYERS))

@@ -37,6 +37,7 @@ def test_a_history_store_naming_the_model_is_refused_and_the_model_kept(tmp_path
     assert model.read_bytes() == SMALL and sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx"]
 
 
+@pytest.mark.deadline  # a stop waited for 10 s, below the store's 30 s
 def test_a_history_store_locked_by_another_process_costs_a_stop_at_most_a_second(tmp_path: Path) -> None:
     store = tmp_path / "history.sqlite"
     Build(SMALL, history=str(store), isolation="thread").start().wait(120)  # the store exists

@@ -161,6 +161,7 @@ def test_other_model_or_options_get_no_eta(two_builds: dict[str, Any], resnet50_
         assert build.history.key != two_builds["second"].history.key
 
 
+@pytest.mark.deadline  # the look-up must answer before a real build ends
 def test_a_first_build_says_why_it_has_no_eta(tmp_path: Path, long_model_bytes: bytes) -> None:
     """Issue 39 item 6: no ETA is guessed for a first build, and the widget's eta trait says so while it runs."""
     from trt_widget._snapshot import snapshot

@@ -150,6 +150,7 @@ async def test_a_refused_model_gets_diagnostics_on_the_node(
     assert "is it really an ONNX model?" in whole.message and whole.code is None
 
 
+@pytest.mark.deadline  # listed while a real build is in its build phase
 @on_module_loop
 async def test_stop_and_builds_commands(client: LanguageClient, agent_models: dict[str, Path], tmp_path: Path) -> None:
     uri = from_fs_path(str(agent_models["long"]))

@@ -7,12 +7,14 @@ import json
 import time
 from typing import Any
 
+import pytest
 from fixture_types import WaitUntil
 
 from trt_widget import models
 from trt_widget.matrix import BuildMatrix
 
 
+@pytest.mark.deadline  # a real build still in its first phase; a stop within 10 s
 def test_rows_expand_stop_and_compare(long_model_bytes: bytes, wait_until: WaitUntil) -> None:
     matrix = BuildMatrix(
         {"long": long_model_bytes, "small": models.deep_residual(4), "other": models.deep_residual(5)},

@@ -46,6 +46,7 @@ def _stopped_at_the_end(builds: list[Build]) -> Iterator[None]:
             assert build.wait(60)
 
 
+@pytest.mark.deadline  # two real builds must outlast the checks
 def test_builds_beyond_the_limit_wait_queued_without_a_builder_process(
     agent_models: dict[str, Path], run_async: RunAnyio, tmp_path: Path, wait_until: WaitUntil
 ) -> None:

@@ -71,6 +71,7 @@ def _fill_disk(directory: Path) -> None:
             handle.flush()
 
 
+@pytest.mark.deadline  # the 408s within 10 s
 def test_a_stalled_upload_gets_408_and_frees_its_slot(tmp_path: Path) -> None:
     import socket
 

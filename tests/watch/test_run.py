@@ -217,6 +217,7 @@ def test_ctrl_c_cancels_a_scripts_build_at_the_next_step(tmp_path: Path, long: P
     assert "interrupted (Ctrl-C)" in events[-1]["detail"]
 
 
+@pytest.mark.deadline  # ended within 10 s
 def test_a_command_that_ignores_ctrl_c_is_terminated_after_force_after(tmp_path: Path) -> None:
     hang = tmp_path / "hang.py"
     hang.write_text(

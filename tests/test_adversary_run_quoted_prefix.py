@@ -82,3 +82,24 @@ def test_run_gives_the_activate_hint_for_an_environment_whose_path_holds_quotes_
     assert done.returncode == 0, said[-1500:]
     assert "SyntaxError" not in said, said[-1500:]
     assert f"run the command with that python, or activate its environment first (source {env}/bin/activate)" in said
+
+
+def test_run_watches_builds_when_the_temp_folder_holds_a_path_separator(tmp_path: Path) -> None:
+    """The injected folder goes on PYTHONPATH, which splits at ':': under a TMPDIR holding one, the command's
+    processes never found the sitecustomize and nothing was watched (silently). It is made under /tmp then."""
+    temp = tmp_path / "a:b"
+    temp.mkdir(mode=0o700)
+    (tmp_path / "m.onnx").write_bytes(to_bytes(deep_residual(2)))
+    (tmp_path / "direct.py").write_text(DIRECT_BUILD, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "trt_widget", "run", "--plain", "--", sys.executable, "direct.py", "m.onnx"],
+        cwd=tmp_path,
+        env={**os.environ, "TMPDIR": str(temp)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    said = done.stdout + done.stderr
+    assert done.returncode == 0, said[-1500:]
+    assert "ENGINE" in done.stdout, said[-1500:]
+    assert "Succeeded in" in said, said[-1500:]

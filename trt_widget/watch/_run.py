@@ -26,6 +26,7 @@ import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import weakref
@@ -257,7 +258,10 @@ class CommandRun:
         self._listeners: list[Callable[[RelayedBuild], None]] = []
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
-        self._dir = private_dir(RUN_PREFIX)  # 0700: the injected code, the socket, a ProcessCall's pickles
+        # 0700: the injected code, the socket, a ProcessCall's pickles; on PYTHONPATH, which no folder holding
+        # os.pathsep can be on (a TMPDIR with ':' watched nothing): /tmp then, as for a socket path too long
+        parent = "/tmp" if os.name == "posix" and os.pathsep in tempfile.gettempdir() else None
+        self._dir = private_dir(RUN_PREFIX, parent)
         self._dirs = [self._dir]
         self._cleanup = weakref.finalize(self, _remove, self._dirs)  # at the end, at exit, or when collected
         self._server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

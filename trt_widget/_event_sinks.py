@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO, Union, cast
 
-from ._files import expand_user, resolve
+from ._files import expand_user, refuse_nameless, resolve
 from ._format import escape_json
 from ._json import JSONObject
 
@@ -29,6 +29,10 @@ def open_sink(sink: Sink) -> tuple[Callable[[Mapping[str, object]], None], Calla
             raise IsADirectoryError(f"events= must be a file path, but {path} is a directory")
         if not path.parent.is_dir():
             raise FileNotFoundError(f"events= file's directory does not exist: {path.parent}")
+        try:  # /dev/stdout into a pipe: no name to open (O_NOFOLLOW) or create there
+            refuse_nameless(sink, path)
+        except OSError as exc:
+            raise type(exc)(f"events=: {exc}") from None
         handle = _open_append(path)
         return _line_writer(handle), handle.close
     if hasattr(sink, "write"):

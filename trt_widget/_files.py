@@ -156,6 +156,7 @@ def writable_target(path: str | os.PathLike[str]) -> Path:
     try:
         mode = os.stat(target).st_mode
     except FileNotFoundError:
+        refuse_nameless(path, target)
         return target
     except NotADirectoryError:
         raise NotADirectoryError(f"{path}: a part of its folder path is a file, not a folder") from None
@@ -176,6 +177,31 @@ def writable_target(path: str | os.PathLike[str]) -> Path:
         shown = f"{path} (-> {target})" if str(target) != str(path) else str(path)
         raise NotARegularFile(f"{shown} is {kind}; trt_widget writes engines and caches to regular files only")
     return target
+
+
+def refuse_nameless(path: str | os.PathLike[str], target: Path) -> None:
+    """NotARegularFile where ``path`` resolves to ``target``, a name nothing holds, yet the kernel reaches a file
+    through ``path``: a ``/proc/<pid>/fd`` link (``/dev/stdout``, ``/dev/fd/1``) reads as ``pipe:[N]``,
+    ``socket:[N]``, ``anon_inode:...`` or ``/x (deleted)``. A write there, found only at the build's end, fails."""
+    if os.path.lexists(target):
+        return
+    try:
+        mode = os.stat(expand_user(path)).st_mode
+    except (OSError, ValueError):
+        return  # nothing there: a new file
+    kind = (
+        "a pipe"
+        if stat.S_ISFIFO(mode)
+        else "a socket"
+        if stat.S_ISSOCK(mode)
+        else "a deleted file"
+        if stat.S_ISREG(mode)
+        else "not a regular file"
+    )
+    raise NotARegularFile(
+        f"{os.fspath(path)} (-> {target}) is {kind}, a process's open file with no name on disk; trt_widget "
+        "writes to named files only: name a file"
+    )
 
 
 def xdg_home(variable: str, *default: str) -> Path:
@@ -455,7 +481,8 @@ def output_stream(
 
 def check_writable(path: str | os.PathLike[str], what: str) -> Path:
     """Raise OSError, naming ``what`` and the reason, when ``atomic_write(path)`` could not succeed: the target
-    is not a regular file, or its folder is missing, not a folder, or not writable. Done before a build, so a bad
+    is not a regular file (a pipe or socket reached through ``/dev/stdout`` neither), or its folder is missing, not
+    a folder, not writable, or holds no new file (``/proc``). Done before a build, so a bad
     path is found before the build's time is spent, not after it."""
     folder = resolve(path).parent
     if not folder.exists():
@@ -468,6 +495,14 @@ def check_writable(path: str | os.PathLike[str], what: str) -> Path:
         raise NotARegularFile(f"{what}: {exc}") from None
     if not os.access(folder, os.W_OK | os.X_OK):
         raise PermissionError(f"{what}: the folder {folder} is not writable")
+    # the write makes a new file there first (``part_path``): try it, as /proc and /sys pass os.access yet hold none
+    probe = folder / f".{_part_stem(target)}.{os.getpid()}.{os.urandom(4).hex()}.part"
+    try:
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
+    except OSError as exc:
+        raise type(exc)(f"{what}: no file can be created in the folder {folder} ({exc.strerror or exc})") from None
+    with contextlib.suppress(OSError):
+        os.unlink(probe)
     return target
 
 

@@ -70,8 +70,17 @@ def run(args: argparse.Namespace) -> int:
     if not argv:
         print("trt-widget run: error: give the command after --: trt-widget run -- python build.py", file=sys.stderr)
         return 2
+    from .._files import check_writable
     from .._format import is_terminal
     from .._terminal import TerminalView, rich_available
+
+    for flag, path in (("--report", args.report), ("--trace", args.trace)):
+        try:  # before the command runs, as build's are (the numbered ones, F-2, ..., go in the same folder)
+            if path is not None:
+                check_writable(path, flag)
+        except OSError as exc:
+            print(f"trt-widget run: error: cannot write {escape_lines(str(exc))}", file=sys.stderr)
+            return 1
     from ._run import CommandRun, signal_name
     from ._watch import INTERRUPTED
 

@@ -26,6 +26,7 @@ import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import weakref
@@ -63,13 +64,19 @@ MAX_RELAYED_BUILDS = 1000  # builds per run (each is kept with its phases)
 MAX_LIVE_BUILDS = 64  # builds running at once (two threads each here)
 SHOW_END_S = 5.0  # how long a build's end may take to be shown before its process is told to go on anyway
 
+# Every value goes in as ascii() of a str (or None) on a line of its own, never inside an f-string's braces: a
+# literal for any path (quotes, backslashes, newlines, names that are not UTF-8), which 3.11's f-strings refuse.
 SITECUSTOMIZE = '''"""Injected by trt-widget run: watch this process's TensorRT builds, run the shadowed one."""
 import os as _os
 import sys as _sys
 
+_root = {root!a}  # the parent's trt_widget: the same version speaks the same events
+_parent = {parent!a}  # trt-widget's interpreter, when its environment has a TensorRT module (else None)
+_prefix = {prefix!a}
+_hint = {activate!a}  # how to put that interpreter first on PATH
+
 _here = _os.path.dirname(_os.path.abspath(__file__))
 try:
-    _root = {root!r}  # the parent's trt_widget: the same version speaks the same events
     if _root not in _sys.path:
         _site = _os.path.basename(_root) in ("site-packages", "dist-packages")
         _sys.path.insert(len(_sys.path) if _site else 0, _root)
@@ -77,8 +84,7 @@ try:
 
     _setup()
 except Exception as _exc:  # never break the command
-    _parent = {parent!r}  # trt-widget's interpreter, when its environment has a TensorRT module (else None)
-    if isinstance(_exc, ImportError) and _parent and _sys.prefix != {prefix!r}:  # another python ran the command
+    if isinstance(_exc, ImportError) and _parent and _sys.prefix != _prefix:  # another python ran the command
         def _safe(text):
             return text if text.isprintable() else ascii(text)
         _lacks = ("has no TensorRT Python module" if type(_exc).__name__ == "BackendUnavailable" else
@@ -86,7 +92,7 @@ except Exception as _exc:  # never break the command
         _sys.stderr.write(
             f"trt-widget run: cannot watch this process: the python that ran it, {{_safe(_sys.executable)}}, "
             f"{{_lacks}}, so its TensorRT builds are not shown. trt-widget runs from {{_safe(_parent)}}, which has "
-            f"TensorRT: run the command with that python{{{activate!r}}}.\\n"
+            f"TensorRT: run the command with that python{{_safe(_hint)}}.\\n"
         )
     else:
         _sys.stderr.write(f"trt-widget run: cannot watch this process ({{type(_exc).__name__}}: {{_exc}})\\n")
@@ -252,7 +258,10 @@ class CommandRun:
         self._listeners: list[Callable[[RelayedBuild], None]] = []
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
-        self._dir = private_dir(RUN_PREFIX)  # 0700: the injected code, the socket, a ProcessCall's pickles
+        # 0700: the injected code, the socket, a ProcessCall's pickles; on PYTHONPATH, which no folder holding
+        # os.pathsep can be on (a TMPDIR with ':' watched nothing): /tmp then, as for a socket path too long
+        parent = "/tmp" if os.name == "posix" and os.pathsep in tempfile.gettempdir() else None
+        self._dir = private_dir(RUN_PREFIX, parent)
         self._dirs = [self._dir]
         self._cleanup = weakref.finalize(self, _remove, self._dirs)  # at the end, at exit, or when collected
         self._server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parent
 FAST_MODULES = frozenset(
     {
         "tests/history/test_history_like.py",
+        "tests/ray/test_ray_init_working_dir.py",
         "tests/ray/test_relay.py",
         "tests/runners/test_scripted.py",
         "tests/test_api_docs.py",

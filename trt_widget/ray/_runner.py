@@ -16,6 +16,7 @@ A queued task is taken off Ray's queue at once. A worker that dies ends the buil
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import sys
@@ -28,6 +29,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from .._errors import BuildError
+from .._leftovers import private_dir, remove_private_dir
 from .._options import builder_options
 from ..runners import RunContext
 from ._remote import Hub, RayJob, RayResult, remote_build
@@ -83,13 +85,52 @@ def ensure_ray(address: str | None = None, init_kwargs: Mapping[str, object] | N
     with _init_lock:
         if not ray.is_initialized():
             if threading.current_thread() is threading.main_thread():
-                ray.init(address=address, **(init_kwargs or {}))
+                _init(ray, address, init_kwargs)
             else:
                 worker_log = logging.getLogger(_RAY_WORKER_LOGGER)
                 if not any(isinstance(f, _NoSigtermWarning) for f in worker_log.filters):
                     worker_log.addFilter(_NoSigtermWarning())
-                _initializer.submit(lambda: ray.init(address=address, **(init_kwargs or {}))).result()
+                _initializer.submit(_init, ray, address, init_kwargs).result()
     return ray
+
+
+def _init(ray: ModuleType, address: str | None, init_kwargs: Mapping[str, object] | None) -> None:
+    """``ray.init`` with an empty folder of ours as the job's ``working_dir`` (issue 35): Ray otherwise puts this
+    process's working directory first on every worker's ``sys.path`` (``py_driver_sys_path``), so a
+    ``tensorrt_rtx_bindings.py`` or ``queue.py`` there ran in the worker that builds. A working_dir the caller's
+    ``runtime_env``, a submitted Ray job or Ray's ``uv run`` support sets is left to Ray (docs/security.md)."""
+    kwargs = dict(init_kwargs or {})
+    env = kwargs.get("runtime_env")
+    made: str | None = None
+    if (env is None or isinstance(env, Mapping)) and not _working_dir_given(env):
+        made = private_dir("trt_widget-ray-")  # 0700 (in a temporary folder no one else can rename in)
+        empty = os.path.join(made, "cwd")  # its lock file stays outside what Ray uploads
+        os.mkdir(empty, 0o700)
+        kwargs["runtime_env"] = {**(env or {}), "working_dir": empty}
+    try:
+        ray.init(address=address, **kwargs)
+    finally:
+        if made is not None:
+            remove_private_dir(made)  # uploaded by now: the workers start in their own copy
+
+
+def _working_dir_given(env: Mapping[str, object] | None) -> bool:
+    """Whether the job gets a working_dir without ours: the caller's runtime_env, the one ``ray job submit`` passes
+    its driver, or Ray's ``uv run`` support (which makes it the uv project, and refuses another)."""
+    if env and env.get("working_dir") is not None:
+        return True
+    try:
+        submitted = json.loads(os.environ.get("RAY_JOB_CONFIG_JSON_ENV_VAR") or "{}").get("runtime_env") or {}
+    except (ValueError, AttributeError):
+        submitted = {}
+    if isinstance(submitted, dict) and submitted.get("working_dir") is not None:
+        return True
+    try:
+        from ray._private import ray_constants
+        from ray._private.runtime_env.uv_runtime_env_hook import _get_uv_run_cmdline
+    except ImportError:  # a Ray without uv support
+        return False
+    return bool(getattr(ray_constants, "RAY_ENABLE_UV_RUN_RUNTIME_ENV", False)) and _get_uv_run_cmdline() is not None
 
 
 def _get_hub(ray: ModuleType) -> ActorHandle[Hub]:

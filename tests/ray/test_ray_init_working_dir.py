@@ -1,0 +1,91 @@
+"""What trt_widget's ``ray.init`` passes as the job's ``working_dir`` (issue 35, sixteenth re-run): an empty
+private folder unless the caller, a submitted Ray job or ``uv run`` gives one. ``ray.init`` itself is recorded
+here (what a real start does with it: tests/ray/test_adversary_ray_working_directory.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from trt_widget.ray import _runner
+
+
+class _Init(ModuleType):
+    """Records the keyword arguments of ``init`` and what its ``working_dir`` held while it ran."""
+
+    def __init__(self) -> None:
+        super().__init__("ray")
+        self.kwargs: dict[str, object] = {}
+        self.held: list[str] | None = None
+        self.mode = 0
+
+    def init(self, **kwargs: object) -> None:
+        self.kwargs = kwargs
+        env = kwargs.get("runtime_env")
+        folder = env.get("working_dir") if isinstance(env, dict) else None
+        if isinstance(folder, str) and os.path.isdir(folder):
+            self.held = os.listdir(folder)
+            self.mode = stat.S_IMODE(os.stat(os.path.dirname(folder)).st_mode)
+
+
+@pytest.fixture(autouse=True)
+def _own_tmpdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "t").mkdir(mode=0o700)
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "t"))
+    monkeypatch.setattr("tempfile.tempdir", None)
+    monkeypatch.delenv("RAY_JOB_CONFIG_JSON_ENV_VAR", raising=False)
+    if _UV_HOOK is not None:  # whether these tests themselves run under `uv run` says nothing here
+        monkeypatch.setattr(_UV_HOOK, "_get_uv_run_cmdline", lambda: None)
+
+
+def _uv_hook() -> ModuleType | None:
+    try:
+        from ray._private.runtime_env import uv_runtime_env_hook
+    except ImportError:
+        return None
+    return uv_runtime_env_hook
+
+
+_UV_HOOK = _uv_hook()
+
+
+def test_the_job_gets_an_empty_private_working_dir_and_keeps_the_callers_runtime_env(tmp_path: Path) -> None:
+    ray = _Init()
+    _runner._init(ray, None, {"num_cpus": 1, "runtime_env": {"env_vars": {"A": "1"}}})
+    env = ray.kwargs["runtime_env"]
+    assert isinstance(env, dict) and env["env_vars"] == {"A": "1"} and ray.kwargs["num_cpus"] == 1
+    folder = env["working_dir"]
+    assert ray.held == [] and ray.mode == 0o700, (ray.held, oct(ray.mode))
+    assert not os.path.exists(folder) and os.listdir(tmp_path / "t") == []  # removed once Ray has it
+    assert ray.kwargs["address"] is None
+
+
+def test_a_working_dir_given_is_left_to_ray(monkeypatch: pytest.MonkeyPatch) -> None:
+    ray = _Init()
+    _runner._init(ray, "auto", {"runtime_env": {"working_dir": "s3://bucket/pkg.zip"}})
+    assert ray.kwargs == {"address": "auto", "runtime_env": {"working_dir": "s3://bucket/pkg.zip"}}
+    # a `ray job submit` driver: Ray merges the job's runtime_env (its working_dir) with ours, and refuses a second
+    monkeypatch.setenv("RAY_JOB_CONFIG_JSON_ENV_VAR", json.dumps({"runtime_env": {"working_dir": "gcs://p.zip"}}))
+    _runner._init(ray, None, None)
+    assert ray.kwargs == {"address": None}
+    # under `uv run` Ray makes the uv project the working_dir, and refuses one without its pyproject.toml
+    if _UV_HOOK is not None:
+        monkeypatch.delenv("RAY_JOB_CONFIG_JSON_ENV_VAR")
+        monkeypatch.setattr(_UV_HOOK, "_get_uv_run_cmdline", lambda: ["uv", "run", "trt-widget"])
+        _runner._init(ray, None, {"num_cpus": 1})
+        assert ray.kwargs == {"address": None, "num_cpus": 1}
+
+
+def test_a_malformed_job_config_or_runtime_env_changes_nothing_of_ours(monkeypatch: pytest.MonkeyPatch) -> None:
+    ray = _Init()
+    monkeypatch.setenv("RAY_JOB_CONFIG_JSON_ENV_VAR", "[not json")
+    _runner._init(ray, None, None)
+    env = ray.kwargs["runtime_env"]
+    assert isinstance(env, dict) and ray.held == []
+    _runner._init(ray, None, {"runtime_env": "not a mapping"})  # Ray's own error to give
+    assert ray.kwargs["runtime_env"] == "not a mapping"

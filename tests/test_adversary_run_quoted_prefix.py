@@ -103,3 +103,25 @@ def test_run_watches_builds_when_the_temp_folder_holds_a_path_separator(tmp_path
     assert done.returncode == 0, said[-1500:]
     assert "ENGINE" in done.stdout, said[-1500:]
     assert "Succeeded in" in said, said[-1500:]
+
+
+def test_run_finds_its_sitecustomize_when_the_temp_folder_links_to_one_holding_a_path_separator(
+    tmp_path: Path,
+) -> None:
+    """The folder made is the temp folder's real path: a TMPDIR without ':' that links to a folder with one put
+    the injected folder on PYTHONPATH split in two, and the command's python never ran the sitecustomize."""
+    temp = tmp_path / "a:b"
+    temp.mkdir(mode=0o700)
+    (tmp_path / "link").symlink_to(temp, target_is_directory=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "trt_widget", "run", "--plain", "--", sys.executable, "-c",
+         "import sitecustomize; print('INJECTED', sitecustomize.__doc__.startswith('Injected by trt-widget run'))"],
+        cwd=tmp_path,
+        env={**os.environ, "TMPDIR": str(tmp_path / "link")},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )  # fmt: skip
+    said = done.stdout + done.stderr
+    assert done.returncode == 0, said[-1500:]
+    assert "INJECTED True" in done.stdout, said[-1500:]

@@ -259,8 +259,9 @@ class CommandRun:
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
         # 0700: the injected code, the socket, a ProcessCall's pickles; on PYTHONPATH, which no folder holding
-        # os.pathsep can be on (a TMPDIR with ':' watched nothing): /tmp then, as for a socket path too long
-        parent = "/tmp" if os.name == "posix" and os.pathsep in tempfile.gettempdir() else None
+        # os.pathsep can be on (a TMPDIR with ':', or one linking to such a folder, watched nothing): /tmp then, as
+        # for a socket path too long; the real path, as private_dir makes the folder there
+        parent = "/tmp" if os.name == "posix" and os.pathsep in os.path.realpath(tempfile.gettempdir()) else None
         self._dir = private_dir(RUN_PREFIX, parent)
         self._dirs = [self._dir]
         self._cleanup = weakref.finalize(self, _remove, self._dirs)  # at the end, at exit, or when collected

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
+import subprocess
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -89,3 +92,44 @@ def test_a_malformed_job_config_or_runtime_env_changes_nothing_of_ours(monkeypat
     assert isinstance(env, dict) and ray.held == []
     _runner._init(ray, None, {"runtime_env": "not a mapping"})  # Ray's own error to give
     assert ray.kwargs["runtime_env"] == "not a mapping"
+
+
+# in a mount namespace of its own, a temporary folder (a tmpfs) with no inode left once the private folder and its
+# lock file are made: the empty working_dir in it cannot be made (ENOSPC)
+NO_ROOM = """
+import os, sys
+from trt_widget.ray import _runner
+try:
+    from ray._private.runtime_env import uv_runtime_env_hook
+    uv_runtime_env_hook._get_uv_run_cmdline = lambda: None  # as _own_tmpdir: `uv run` around the tests says nothing
+except ImportError:
+    pass
+class Ray:
+    def init(self, **kwargs):
+        print("INIT", kwargs)
+try:
+    _runner._init(Ray(), None, None)
+except OSError as exc:
+    print("REFUSED", exc.errno)
+print("LEFT", sorted(os.listdir(sys.argv[1])))
+"""
+
+
+def test_the_private_folder_is_removed_when_its_working_dir_cannot_be_made(tmp_path: Path) -> None:
+    """A temporary folder out of room (here out of inodes) after the private folder was made: the error is
+    ``ray.init``'s caller's, and nothing of ours stays there (the folder stayed, locked, for the process's life)."""
+    if shutil.which("unshare") is None:
+        pytest.skip("needs util-linux's unshare")
+    room = tmp_path / "t" / "full"
+    room.mkdir(mode=0o700)
+    mount = 'mount -t tmpfs -o size=1m,nr_inodes=3,mode=0700 tmpfs "$1" && TMPDIR="$1" exec "$0" -c "$2" "$1"'
+    done = subprocess.run(
+        ["unshare", "--mount", "sh", "-c", mount, sys.executable, str(room), NO_ROOM],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if "LEFT" not in done.stdout:
+        pytest.skip(f"no tmpfs in a mount namespace of its own here: {done.stderr[-500:]}")
+    assert "REFUSED 28" in done.stdout and "INIT" not in done.stdout, done.stdout + done.stderr
+    assert "LEFT []" in done.stdout, done.stdout + done.stderr

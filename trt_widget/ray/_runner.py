@@ -104,10 +104,10 @@ def _init(ray: ModuleType, address: str | None, init_kwargs: Mapping[str, object
     made: str | None = None
     if (env is None or isinstance(env, Mapping)) and not _working_dir_given(env):
         made = private_dir("trt_widget-ray-")  # 0700 (in a temporary folder no one else can rename in)
-        empty = os.path.join(made, "cwd")  # its lock file stays outside what Ray uploads
-        os.mkdir(empty, 0o700)
-        kwargs["runtime_env"] = {**(env or {}), "working_dir": empty}
+        kwargs["runtime_env"] = {**(env or {}), "working_dir": os.path.join(made, "cwd")}
     try:
+        if made is not None:  # its lock file stays outside what Ray uploads
+            os.mkdir(os.path.join(made, "cwd"), 0o700)
         ray.init(address=address, **kwargs)
     finally:
         if made is not None:

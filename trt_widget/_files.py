@@ -495,14 +495,16 @@ def check_writable(path: str | os.PathLike[str], what: str) -> Path:
         raise NotARegularFile(f"{what}: {exc}") from None
     if not os.access(folder, os.W_OK | os.X_OK):
         raise PermissionError(f"{what}: the folder {folder} is not writable")
-    # the write makes a new file there first (``part_path``): try it, as /proc and /sys pass os.access yet hold none
-    probe = folder / f".{_part_stem(target)}.{os.getpid()}.{os.urandom(4).hex()}.part"
+    # the write makes a new file there first (``part_path``): try it, as /proc and /sys pass os.access yet hold none;
+    # named as one, so that a probe a killed process left is removed by the next write, as its parts are
+    probe = _new_part(target)
     try:
         os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
     except OSError as exc:
         raise type(exc)(f"{what}: no file can be created in the folder {folder} ({exc.strerror or exc})") from None
-    with contextlib.suppress(OSError):
-        os.unlink(probe)
+    finally:  # also where close() failed (NFS) or Ctrl-C came between the calls
+        with contextlib.suppress(OSError):
+            os.unlink(probe)
     return target
 
 
@@ -557,7 +559,11 @@ ENGINES_SYNCED = False
 def part_path(path: str | os.PathLike[str]) -> Path:
     """A fresh name for a temporary file beside ``path``'s target, as ``atomic_write`` names its own (removed by
     the next write when the process that made it is gone); a builder process writes an engine there."""
-    target = writable_target(path)
+    return _new_part(writable_target(path))
+
+
+def _new_part(target: Path) -> Path:
+    """``.<name>.<pid>.<random>.part`` beside ``target``: the one spelling ``_remove_stale_parts`` knows."""
     return target.parent / f".{_part_stem(target)}.{os.getpid()}.{os.urandom(4).hex()}.part"
 
 

@@ -11,24 +11,30 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_recordings import record_build
 
-from trt_widget.models import deep_residual, to_bytes
+from trt_widget.models import deep_residual
 
 
 @pytest.fixture(scope="module")
 def recording(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, object]]:
     """The events of a real build's ``--json`` recording."""
-    folder = tmp_path_factory.mktemp("rec")
-    (folder / "m.onnx").write_bytes(to_bytes(deep_residual(2)))
+    path = record_build(tmp_path_factory.mktemp("rec"), deep_residual(2), "rec.jsonl", timeout=300)
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def _cli(events: list[dict[str, object]], folder: Path, command: str, *args: str) -> tuple[int, str]:
+    """``trt-widget COMMAND RECORDING ARGS...`` with ``events`` as the recording: its exit code, what it printed."""
+    rec = folder / "sent.jsonl"
+    rec.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
     done = subprocess.run(
-        [sys.executable, "-m", "trt_widget", "build", "m.onnx", "-o", "m.engine", "--json"],
+        [sys.executable, "-m", "trt_widget", command, str(rec), *args],
         cwd=folder,
         capture_output=True,
         text=True,
         timeout=300,
     )
-    assert done.returncode == 0, done.stderr
-    return [json.loads(line) for line in done.stdout.splitlines()]
+    return done.returncode, done.stdout + done.stderr
 
 
 def test_a_huge_recorded_engine_size_is_refused_or_shown_without_a_traceback(
@@ -36,19 +42,10 @@ def test_a_huge_recorded_engine_size_is_refused_or_shown_without_a_traceback(
 ) -> None:
     events = [{**e, "engine_bytes": 10**400} if e.get("event") == "build_end" else e for e in recording]
     assert any(e.get("event") == "build_end" for e in events)
-    rec = tmp_path / "sent.jsonl"
-    rec.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
-    done = subprocess.run(
-        [sys.executable, "-m", "trt_widget", "view", str(rec), "--plain", "--report", str(tmp_path / "r.html")],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    said = done.stdout + done.stderr
+    code, said = _cli(events, tmp_path, "view", "--plain", "--report", str(tmp_path / "r.html"))
     assert "Traceback" not in said and "OverflowError" not in said, said[-1500:]
     # either refused in one line (nothing written), or replayed with its report written
-    assert done.returncode != 0 or (tmp_path / "r.html").is_file(), said[-1500:]
+    assert code != 0 or (tmp_path / "r.html").is_file(), said[-1500:]
 
 
 def test_a_huge_recorded_memory_figure_is_refused_or_inspected_without_a_traceback(
@@ -62,16 +59,7 @@ def test_a_huge_recorded_memory_figure_is_refused_or_inspected_without_a_traceba
             assert isinstance(memory, dict)
             event = {**event, "report": {**report, "memory": {**memory, "weights": 10**400}}}
         events.append(event)
-    rec = tmp_path / "sent.jsonl"
-    rec.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
-    done = subprocess.run(
-        [sys.executable, "-m", "trt_widget", "inspect", str(rec)],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    said = done.stdout + done.stderr
+    _, said = _cli(events, tmp_path, "inspect")
     assert "Traceback" not in said and "OverflowError" not in said, said[-1500:]
 
 

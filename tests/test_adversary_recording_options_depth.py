@@ -8,31 +8,21 @@ notebook. A real build's recording."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_recordings import record_build
 
 from trt_widget import Build
-from trt_widget.models import deep_residual, to_bytes
+from trt_widget.models import deep_residual
 from trt_widget.runners import RecordingError
 
 
 @pytest.fixture(scope="module")
 def recording(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     """The lines of a real build's ``--json`` recording."""
-    folder = tmp_path_factory.mktemp("rec")
-    (folder / "m.onnx").write_bytes(to_bytes(deep_residual(2)))
-    done = subprocess.run(
-        [sys.executable, "-m", "trt_widget", "build", "m.onnx", "-o", "m.engine", "--json"],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout.splitlines()
+    path = record_build(tmp_path_factory.mktemp("rec"), deep_residual(2), "rec.jsonl", timeout=300)
+    return path.read_text(encoding="utf-8").splitlines()
 
 
 def _nested(lines: list[str], depth: int, path: Path) -> Path:

@@ -6,12 +6,15 @@ before a loaded CI runner makes it flaky. A bound of 30 s or more guards a hang,
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent
 CLOCKS = {"monotonic", "perf_counter", "time", "monotonic_ns", "perf_counter_ns"}
 HANG_GUARD_S = 30.0
 MARKED = ("deadline", "rtx_long_step", "ray")  # the last two: marked deadline by tests/conftest.py
+# a mark (a name, not a word in a skip's reason: "array"), or the fixture that makes a test a Ray one
+MARKS = re.compile(rf"\bmark\.({'|'.join(MARKED)})\b|usefixtures\(.*['\"]ray_session['\"]")
 
 
 def _is_clock(node: ast.AST) -> bool:
@@ -81,7 +84,7 @@ def _unmarked_bounds(path: Path, root: Path = TESTS) -> dict[str, list[str]]:
         for n in tree.body
         if isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "pytestmark" for t in n.targets)
     )
-    if any(mark in module_marks for mark in MARKED):
+    if MARKS.search(module_marks):
         return {}
     functions = {
         n.name: n
@@ -90,9 +93,7 @@ def _unmarked_bounds(path: Path, root: Path = TESTS) -> dict[str, list[str]]:
     }
     found: dict[str, list[str]] = {}
     for name, function in functions.items():
-        if not name.startswith("test") or any(
-            f"mark.{mark}" in ast.unparse(d) for d in function.decorator_list for mark in MARKED
-        ):
+        if not name.startswith("test") or any(MARKS.search(ast.unparse(d)) for d in function.decorator_list):
             continue
         if "ray_session" in {a.arg for a in function.args.args}:
             continue
@@ -135,3 +136,21 @@ def test_the_scan_finds_a_bound_in_a_test_and_in_a_helper(tmp_path: Path) -> Non
     path.write_text(source)
     found = _unmarked_bounds(path, root=tmp_path)
     assert sorted(name.split("::")[1] for name in found) == ["test_direct", "test_via_helper"], found
+
+
+def test_a_mark_is_read_as_a_mark_not_as_a_word(tmp_path: Path) -> None:
+    """A module's marks exempt it by name: "ray" in a skip's reason ("an array") or "deadline" in a string is no
+    mark (any module whose marks held those letters was passed unread); a Ray fixture or mark is one."""
+    bound = "\n\ndef test_bound():\n    t0 = time.monotonic()\n    assert time.monotonic() - t0 < 1\n"
+    marks = {
+        "worded": 'pytestmark = pytest.mark.skipif(False, reason="needs an array, no deadline")',
+        "ray": "pytestmark = [pytest.mark.slow, pytest.mark.ray]",
+        "fixture": 'pytestmark = [pytest.mark.usefixtures("ray_session")]',
+        "deadline": "pytestmark = pytest.mark.deadline",
+    }
+    found = {}
+    for name, line in marks.items():
+        path = tmp_path / f"test_{name}.py"
+        path.write_text(f"import time\nimport pytest\n\n{line}{bound}")
+        found[name] = bool(_unmarked_bounds(path, root=tmp_path))
+    assert found == {"worded": True, "ray": False, "fixture": False, "deadline": False}, found

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -91,17 +92,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if module.startswith("tests/") and module not in FAST_MODULES and not item.get_closest_marker("e2e"):
             item.add_marker(pytest.mark.slow)
     if config.getoption("--fast", default=False):
-        keep = [item for item in items if not any(item.get_closest_marker(mark) for mark in COSTLY)]
-        dropped = [item for item in items if item not in keep]
-        if dropped:
-            config.hook.pytest_deselected(items=dropped)
-            items[:] = keep
+        _keep(config, items, lambda item: not any(item.get_closest_marker(mark) for mark in COSTLY))
     if deadline := config.getoption("--deadline-tests", default=None):  # after tests/conftest.py's marks
-        keep = [item for item in items if (item.get_closest_marker("deadline") is not None) == (deadline == "only")]
-        dropped = [item for item in items if item not in keep]
-        if dropped:
-            config.hook.pytest_deselected(items=dropped)
-            items[:] = keep
+        _keep(config, items, lambda item: (item.get_closest_marker("deadline") is not None) == (deadline == "only"))
+
+
+def _keep(config: pytest.Config, items: list[pytest.Item], wanted: Callable[[pytest.Item], bool]) -> None:
+    """Deselect the items ``wanted`` refuses (reported as deselected, as ``-m`` does)."""
+    keep: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
+    for item in items:
+        (keep if wanted(item) else dropped).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
 
 
 _durations: dict[str, float] = {}

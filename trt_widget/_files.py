@@ -161,22 +161,23 @@ def writable_target(path: str | os.PathLike[str]) -> Path:
     except NotADirectoryError:
         raise NotADirectoryError(f"{path}: a part of its folder path is a file, not a folder") from None
     if not stat.S_ISREG(mode):
-        kind = (
-            "a directory"
-            if stat.S_ISDIR(mode)
-            else "a character device"
-            if stat.S_ISCHR(mode)
-            else "a block device"
-            if stat.S_ISBLK(mode)
-            else "a FIFO"
-            if stat.S_ISFIFO(mode)
-            else "a socket"
-            if stat.S_ISSOCK(mode)
-            else "not a regular file"
-        )
         shown = f"{path} (-> {target})" if str(target) != str(path) else str(path)
-        raise NotARegularFile(f"{shown} is {kind}; trt_widget writes engines and caches to regular files only")
+        raise NotARegularFile(
+            f"{shown} is {_file_kind(mode)}; trt_widget writes engines and caches to regular files only"
+        )
     return target
+
+
+def _file_kind(mode: int, fifo: str = "a FIFO") -> str:
+    """What a file that is not a regular one is, in words (``fifo``: the words for a FIFO)."""
+    kinds = (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISFIFO, fifo),
+        (stat.S_ISSOCK, "a socket"),
+    )
+    return next((words for test, words in kinds if test(mode)), "not a regular file")
 
 
 def refuse_nameless(path: str | os.PathLike[str], target: Path) -> None:
@@ -189,15 +190,7 @@ def refuse_nameless(path: str | os.PathLike[str], target: Path) -> None:
         mode = os.stat(expand_user(path)).st_mode
     except (OSError, ValueError):
         return  # nothing there: a new file
-    kind = (
-        "a pipe"
-        if stat.S_ISFIFO(mode)
-        else "a socket"
-        if stat.S_ISSOCK(mode)
-        else "a deleted file"
-        if stat.S_ISREG(mode)
-        else "not a regular file"
-    )
+    kind = "a deleted file" if stat.S_ISREG(mode) else _file_kind(mode, fifo="a pipe")
     raise NotARegularFile(
         f"{os.fspath(path)} (-> {target}) is {kind}, a process's open file with no name on disk; trt_widget "
         "writes to named files only: name a file"

@@ -115,6 +115,7 @@ print("LEFT", sorted(os.listdir(sys.argv[1])))
 """
 
 
+@pytest.mark.slow  # a Python of its own, in a mount namespace of its own
 def test_the_private_folder_is_removed_when_its_working_dir_cannot_be_made(tmp_path: Path) -> None:
     """A temporary folder out of room (here out of inodes) after the private folder was made: the error is
     ``ray.init``'s caller's, and nothing of ours stays there (the folder stayed, locked, for the process's life)."""

@@ -130,7 +130,7 @@ def _follow(url: str, **kwargs: Any) -> Any:
         ("bad json", "not a JSON object: '{not json'"),
         ("big engine", "more engine bytes than build_end announced (1)"),
         ("huge engine size", "but its end names no engine size"),
-        ("deep options", "field 'options' of a build_start event nests lists or objects more than 32 deep"),
+        ("deep options", "field 'options' nests lists or objects more than 32 deep"),
         ("phases", "more than 2,000 phases"),
         ("long names", "a phase name of 524,288 characters (at most 4096)"),
     ],

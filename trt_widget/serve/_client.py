@@ -26,8 +26,9 @@ from .._build import Build
 from .._engine import ModelLike, ModelSource
 from .._errors import BuildError
 from .._event_sinks import Sink
+from .._format import escape_controls
 from .._http_options import http_refusals
-from .._json import JSON, JSONObject, json_count
+from .._json import JSON, MAX_NESTING, JSONObject, json_count, json_depth
 from .._options import BuildOptions, BuildOptionsDict
 from ..runners import FollowClock, RunContext, apply_event, check_event
 
@@ -46,19 +47,23 @@ _NOT_REMOTE = {
 }
 
 
-def sse_messages(lines: Iterable[str]) -> Iterator[tuple[str | None, str, str]]:
-    """(id, event type, data) per Server-Sent Events message of ``lines`` (comments and retry: skipped)."""
+def sse_messages(lines: Iterable[str], limit: int | None = None) -> Iterator[tuple[str | None, str, str]]:
+    """(id, event type, data) per Server-Sent Events message of ``lines`` (comments and retry: skipped); a message
+    whose data lines hold more than ``limit`` characters in all is refused (``_Refused``) before holding more."""
     ident: str | None = None
-    kind, data = "message", list[str]()
+    kind, data, size = "message", list[str](), 0
     for line in lines:
         if not line:
             if data:
                 yield ident, kind, "\n".join(data)
-            kind, data = "message", []
+            kind, data, size = "message", [], 0
             continue
         field, _, value = line.partition(":")
         value = value[1:] if value.startswith(" ") else value
         if field == "data":
+            size += len(value) + 1
+            if limit is not None and size > limit + 1:
+                raise _Refused(f"an event larger than {limit:,} bytes")
             data.append(value)
         elif field == "id":
             ident = value
@@ -67,12 +72,21 @@ def sse_messages(lines: Iterable[str]) -> Iterator[tuple[str | None, str, str]]:
 
 
 def _refusal(response: httpx.Response) -> str:
-    """The server's sentence for a refusal (its JSON ``error``), else the status line."""
+    """The server's sentence for a refusal (its JSON ``error``, read by ``_server_json``), else the status line;
+    clipped and escaped (outside text)."""
     try:
-        message = response.json().get("error")
-    except (ValueError, AttributeError):
+        message = _server_json(response.content, "a refusal", str(response.request.url)).get("error")
+    except BuildError:
         message = None
-    return f"HTTP {response.status_code}: {message or response.reason_phrase}"
+    said = message if isinstance(message, str) and message else response.reason_phrase
+    return f"HTTP {response.status_code}: {_outside(said)}"
+
+
+def _outside(text: object, limit: int = 500) -> str:
+    """Text a server sent (or an error about its reply), as it goes into an exception's message: at most ``limit``
+    characters, control characters escaped (a traceback prints the message raw)."""
+    shown = str(text)
+    return escape_controls(shown[:limit] + ("..." if len(shown) > limit else ""))
 
 
 MAX_EVENT_BYTES = 1 << 20  # one event (an SSE line) from the server; TensorRT's longest are a few KB
@@ -146,15 +160,27 @@ def _seconds(value: JSON) -> float:
     return float(value) if isinstance(value, (int, float)) else 0.0
 
 
-def _json_object(text: str | bytes, what: str) -> JSONObject:
-    """``text`` parsed as a JSON object, or BuildError naming ``what`` it should have been."""
+def _server_json(text: str | bytes, what: str, server: str) -> JSONObject:
+    """Every JSON body a server sends (limits, a new build, a build's state, an event, a refusal), parsed in one
+    place: a JSON object of at most ``MAX_REPLY_BYTES`` whose fields nest at most ``MAX_NESTING`` deep (as an
+    event's, ``check_event``), else BuildError in one line naming the server and ``what`` it should have been. A
+    body nested deeper than ``json.loads`` recurses raised RecursionError there; one just less, later readers."""
+    sent = f"the build server {_outside(server, 200)} sent {what}"
+    if len(text) > MAX_REPLY_BYTES:
+        raise BuildError(f"{sent} larger than {MAX_REPLY_BYTES:,} bytes")
+    deep = f"nests lists or objects more than {MAX_NESTING} deep"
     try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):
+        value: JSON = json.loads(text)
+    except RecursionError:
+        raise BuildError(f"{sent} that {deep}") from None
+    except ValueError:  # also not UTF-8, or an integer of 4,300+ digits
         value = None
     if not isinstance(value, dict):
-        shown = (text if isinstance(text, str) else text.decode("utf-8", "replace"))[:80]
-        raise BuildError(f"the build server sent {what} that is not a JSON object: {shown!r}")
+        shown = text if isinstance(text, str) else text.decode("utf-8", "replace")
+        raise BuildError(f"{sent} that is not a JSON object: {_outside(repr(shown[:80]))}")
+    for field, item in value.items():
+        if json_depth(item) > MAX_NESTING:
+            raise BuildError(f"{sent} whose field {_outside(repr(field[:40]))} {deep}")
     return value
 
 
@@ -258,7 +284,7 @@ class RemoteRunner:
         deadline = time.monotonic() + self.queue
         problem = ""
         while True:
-            limits = _json_object(self._get(client, "/builds", params={"limit": "1"}).content, "its limits")
+            limits = _server_json(self._get(client, "/builds", params={"limit": "1"}).content, "its limits", self.url)
             max_upload, running, max_concurrent = (limits.get(k) for k in ("max_upload", "running", "max_concurrent"))
             if not (isinstance(max_upload, int) and isinstance(running, int) and isinstance(max_concurrent, int)):
                 raise BuildError(f"the build server {self.url} sent limits without max_upload/running/max_concurrent")
@@ -271,11 +297,11 @@ class RemoteRunner:
                 try:
                     response = client.post("/builds", content=model, params=params, headers=_OCTETS)
                 except httpx.TransportError as exc:
-                    problem = f"{type(exc).__name__}: {exc}"  # look at the limits again, then say so
+                    problem = f"{type(exc).__name__}: {_outside(exc)}"  # look at the limits again, then say so
                 else:
                     if response.status_code == 201:
                         ctx.on_queued(False)
-                        build_id = _json_object(response.content, "the new build").get("id")
+                        build_id = _server_json(response.content, "the new build", self.url).get("id")
                         if not isinstance(build_id, str) or not build_id.replace("-", "").replace("_", "").isalnum():
                             raise BuildError(f"the build server {self.url} answered the upload without a build id")
                         return build_id
@@ -295,7 +321,7 @@ class RemoteRunner:
         try:
             response = client.get(path, params=params)
         except httpx.HTTPError as exc:
-            raise BuildError(f"cannot reach the build server {self.url}: {exc}") from exc
+            raise BuildError(f"cannot reach the build server {self.url}: {_outside(exc)}") from exc
         if response.status_code != 200:
             raise BuildError(f"the build server {self.url} refused {path} ({_refusal(response)})")
         return response
@@ -352,9 +378,9 @@ class RemoteRunner:
                         break
                     ident, sse_kind, data = got[1]
                     if sse_kind != "message":  # the server's own notice (it is shutting down): reconnect
-                        problem = data[:200]
+                        problem = _outside(data, 200)
                         break
-                    event = _json_object(data, f"event {last + 1} of build {self.build_id}")
+                    event = _server_json(data, f"event {last + 1} of build {self.build_id}", self.url)
                     if ident and ident.isascii() and ident.isdigit() and len(ident) < 19:
                         if int(ident) <= last:
                             continue  # seen already (a server replaying from the start)
@@ -377,7 +403,7 @@ class RemoteRunner:
                     except (KeyError, TypeError, ValueError, AttributeError) as exc:
                         raise BuildError(
                             f"build {self.build_id} on {self.url} sent a malformed {str(event.get('event'))[:40]!r} "
-                            f"event (event {last}): {type(exc).__name__}: {str(exc)[:200]}"
+                            f"event (event {last}): {type(exc).__name__}: {_outside(exc, 200)}"
                         ) from None
             finally:
                 quit_reading.set()
@@ -420,16 +446,16 @@ class RemoteRunner:
                     reply.read()
                     put(("end", _refusal(reply)))
                     return
-                for message in sse_messages(_lines(reply, MAX_EVENT_BYTES)):
+                for message in sse_messages(_lines(reply, MAX_EVENT_BYTES), MAX_EVENT_BYTES):
                     if not put(("message", message)):
                         return
             put(("end", "the event stream ended before build_end"))
         except _Refused as exc:
-            put(("end", f"refused: {exc}"))
+            put(("end", f"refused: {_outside(exc)}"))
         except httpx.HTTPError as exc:
-            put(("end", f"{type(exc).__name__}: {exc}"))
+            put(("end", f"{type(exc).__name__}: {_outside(exc)}"))
         except Exception as exc:  # never lose the reason: the follower decides
-            put(("end", f"{type(exc).__name__}: {exc}"))
+            put(("end", f"{type(exc).__name__}: {_outside(exc)}"))
 
     def _given_up(self, ctx: RunContext) -> bool:
         """True (and the build's detail says so) once a stop has waited longer than the server may take."""
@@ -486,7 +512,7 @@ class RemoteRunner:
                     raise BuildError(f"build {self.build_id} succeeded, but its engine: {_refusal(reply)}")
                 return _download_into(reply, announced, abandon)
         except httpx.HTTPError as exc:
-            raise BuildError(f"build {self.build_id} succeeded on {self.url}, but its engine: {exc}") from exc
+            raise BuildError(f"build {self.build_id} succeeded on {self.url}, but its engine: {_outside(exc)}") from exc
 
     def _apply(self, ctx: RunContext, event: JSONObject) -> None:
         """Feed one event into the phase model / logger at the server's time (the replay's apply_event)."""
@@ -516,7 +542,7 @@ class RemoteRunner:
             elif "; " in detail:  # what the server added to our reason (e.g. that it terminated the builder)
                 ctx.note(detail.split("; ", 1)[1])
             return None
-        raise BuildError(str(end.get("error") or detail or "the remote build failed"))
+        raise BuildError(_outside(end.get("error") or detail or "the remote build failed"))
 
 
 _OCTETS = {"Content-Type": "application/octet-stream"}
@@ -547,7 +573,9 @@ def _download_into(reply: httpx.Response, announced: int, abandon: threading.Eve
     ``abandon`` is set."""
     declared = reply.headers.get("content-length")
     if declared is not None and declared.strip() != str(announced):
-        raise BuildError(f"the server offers an engine of {declared[:20]} bytes; build_end announced {announced:,}")
+        raise BuildError(
+            f"the server offers an engine of {_outside(declared, 20)} bytes; build_end announced {announced:,}"
+        )
     parts, size = [], 0
     for chunk in reply.iter_bytes():
         if abandon.is_set():
@@ -638,8 +666,8 @@ class RemoteBuild(Build):
         with _client(self.runner.url, self.runner.headers, self.runner.timeout) as c:
             reply = c.get(f"/builds/{self.remote_id}")
         if reply.status_code != 200:
-            raise BuildError(_refusal(reply))
-        return _json_object(reply.content, "the build's state")
+            raise BuildError(f"the build server {self.runner.url} refused the build's state ({_refusal(reply)})")
+        return _server_json(reply.content, "the build's state", self.runner.url)
 
     def widget(self) -> BuildWidget:
         """A BuildWidget showing this build (start it with the widget's ``start()``)."""

@@ -747,27 +747,54 @@ def _short(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
+@contextmanager
+def _parser_path(path: str) -> Iterator[str | bytes]:
+    """``path`` as TensorRT's parser takes it (it finds external data in the path's folder). A name that is not
+    UTF-8 (a Latin-1 folder, held with a lone surrogate) the bindings refuse as a str, and a log line naming its
+    bytes fails their decoding (an "Exception caught in log()" line): its folder goes through its descriptor
+    (``/proc/self/fd/N``), else (no ``/proc``, a file name that is not UTF-8) the path goes as bytes."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        pass
+    else:
+        yield path
+        return
+    folder, name = os.path.split(path)
+    try:
+        name.encode("utf-8")
+        fd = os.open(folder or ".", os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+    except (UnicodeEncodeError, OSError):
+        yield os.fsencode(path)
+        return
+    try:
+        through = f"/proc/self/fd/{fd}"
+        yield f"{through}/{name}" if os.path.isdir(through) else os.fsencode(path)
+    finally:
+        os.close(fd)
+
+
 def _parse_file(parser: IOnnxParser, path: str, source: ModelSource) -> bool:
     """Check the model file's external data, then parse the very bytes checked, through one read-only map in the
     builder process (TensorRT's ``parse_from_file`` reads through a stream, ~0.1 s more for a 100 MB model here),
     read into memory in the user's process."""
-    with open(_external_data.open_model(path), "rb") as handle:  # a regular file (checked on the descriptor)
+    with _parser_path(path) as given, open(_external_data.open_model(path), "rb") as handle:  # a regular file
         empty = os.fstat(handle.fileno()).st_size == 0
         if not _external_data.MAP_FILES:  # the user's process: a mapped file that shrinks would be SIGBUS
             data = _external_data.read_model(handle, path)
             check_external_data(external_locations(data), source.directory, source.label, source.hint)
             if empty or not data or capabilities()["gil_unsafe_parse"]:
-                return bool(parser.parse_from_file(path))
-            return bool(parser.parse(data, path))  # path: where its external data lies
+                return bool(parser.parse_from_file(given))
+            return bool(parser.parse(data, given))  # path: where its external data lies
         if empty or capabilities()["gil_unsafe_parse"]:  # the parser says what is wrong with an empty file
             check_external_data(file_locations(path, remembered=False), source.directory, source.label, source.hint)
-            return bool(parser.parse_from_file(path))
+            return bool(parser.parse_from_file(given))
         with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
             view = memoryview(mapped)
             try:
                 locations = file_locations(path, mapped)
                 check_external_data(locations, source.directory, source.label, source.hint)
-                return bool(parser.parse(view, path))  # path: where its external data lies
+                return bool(parser.parse(view, given))  # path: where its external data lies
             finally:
                 view.release()
 
@@ -785,7 +812,8 @@ def _parse_bytes(parser: IOnnxParser, data: bytes) -> bool:
         path = os.path.join(directory, "model.onnx")
         with open(path, "wb") as handle:
             handle.write(data)
-        return bool(parser.parse_from_file(path))
+        with _parser_path(path) as given:  # a TMPDIR that is not UTF-8
+            return bool(parser.parse_from_file(given))
 
 
 def _describe_parser_error(error: IParserError) -> str:

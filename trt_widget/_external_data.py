@@ -288,6 +288,8 @@ def check_external_data(locations: list[str], directory: str | None, label: str,
     root = os.path.realpath(directory)
     for location in locations:
         shown = location[:200]
+        if "\0" in location:
+            raise BuildError(f"{label} names external data {shown!r}, which holds a NUL byte: no file has such a name")
         if not _relative_inside(location):
             raise BuildError(
                 f"{label} names external data {shown!r} outside its own directory; external data must be a "
@@ -304,9 +306,16 @@ def check_external_data(locations: list[str], directory: str | None, label: str,
 
 
 def _relative_inside(location: str) -> bool:
-    """A relative name without ``..``: the first half of the model-file rule, before any link is resolved."""
+    """A relative name without ``..`` or NUL (no file's name: ``realpath`` raises ValueError): the first half of the
+    model-file rule, before any link is resolved."""
     parts = location.replace("\\", "/").split("/")
-    return bool(location) and not os.path.isabs(location) and not location.startswith(("/", "\\")) and ".." not in parts
+    return (
+        bool(location)
+        and "\0" not in location
+        and not os.path.isabs(location)
+        and not location.startswith(("/", "\\"))
+        and ".." not in parts
+    )
 
 
 def _under(root: str, target: str) -> bool:

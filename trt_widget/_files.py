@@ -290,6 +290,8 @@ def model_inputs(model: str | os.PathLike[str]) -> dict[str, str]:
 
         folder = os.path.dirname(os.path.abspath(text))
         for location in file_locations(real)[:10_000]:
+            if "\0" in location:  # no file's name (realpath raises); the build refuses it
+                continue
             found.setdefault(
                 os.path.realpath(os.path.join(folder, location)), f"the model's external data {location!r}"
             )

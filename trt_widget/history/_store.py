@@ -323,7 +323,7 @@ class HistoryStore:
                         body["status"],
                         body.get("created", time.time()),
                         body.get("total_s"),
-                        body.get("label"),
+                        _text_column(body.get("label")),
                         text,
                     ),
                 )
@@ -498,3 +498,9 @@ def resolve_store(store: HistoryStore | str | os.PathLike[str] | None) -> Histor
         said = f"{ENV}={os.environ.get(ENV)!r}" if store is None else repr(store)
         raise RuntimeError(f"history is turned off ({said})")
     return HistoryStore(path)
+
+
+def _text_column(value: object) -> object:
+    """``value`` as SQLite can store it: a str holding a lone surrogate (a model path that is not UTF-8) with that
+    character written as a backslash escape, as the CLI shows it (SQLite's UTF-8 encoding would refuse it)."""
+    return value.encode("utf-8", "backslashreplace").decode("utf-8") if isinstance(value, str) else value

@@ -427,6 +427,7 @@ def _timing_cache_record(cache: str) -> dict[str, JSON]:
 
 def write_manifest(engine: str | os.PathLike[str], manifest: Mapping[str, JSON], build: object = None) -> Path:
     """Write ``manifest`` beside the engine file ``engine`` by the one output-path policy (atomically), with the
-    engine's permissions and group: a private engine's manifest is private too."""
+    engine's permissions and group: a private engine's manifest is private too. A lone surrogate (a path that is not
+    UTF-8; only ever inside a JSON string) is written as its ``\\udcff`` escape, the same JSON value."""
     text = json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"
-    return write_output(manifest_path(engine), text.encode("utf-8"), "manifest", build, like=engine)
+    return write_output(manifest_path(engine), text.encode("utf-8", "backslashreplace"), "manifest", build, like=engine)

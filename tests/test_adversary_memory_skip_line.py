@@ -21,6 +21,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from trt_widget import Build
+from trt_widget._gpu import describe_skips, memory_skips
 from trt_widget._subscribe import BuildEvent
 from trt_widget.models import deep_residual, to_bytes
 
@@ -103,3 +104,18 @@ def test_a_model_named_peak_memory_line_neither_breaks_the_resources_summary_nor
     lost = [str(w.message) for w in caught if "could not record the build" in str(w.message)]
     assert not lost and build.history.error is None, (lost, build.history.error)
     assert build.history.recorded_id is not None
+
+
+@pytest.mark.parametrize("size", ["9" * 400, "9" * 5000, "\u0663"], ids=["400-digits", "5000-digits", "arabic-3"])
+def test_every_skip_line_form_reads_sizes_through_the_bounded_rule(size: str) -> None:
+    """The sibling forms of the skip reader: TensorRT 8's MiB sentence and TensorRT 7's "Tactic Device request"
+    line. A size that is no bounded ASCII count is none (the skip is still counted), and the note never raises."""
+    lines = [
+        f"Skipping tactic 3 due to insuficient memory on requested size of {size} detected for tactic 0x1",
+        f"Tactic Device request: {size}MB Available: {size}MB",
+        "Skipping tactic 4 due to insufficient memory on requested size of 1048576 detected for tactic 0x2",
+    ]
+    skips = memory_skips(lines)
+    counted = 2 if size.isascii() else 1  # a line whose size is no ASCII digits is no skip line at all
+    assert skips == {"count": counted, "largest_request": 1 << 20, "free": None}
+    assert "largest request 1 MiB" in describe_skips(skips, free_at_start=int("9" * 400))

@@ -119,7 +119,9 @@ def test_cancelled_build_ends_with_every_phase_closed(long_model_bytes: bytes, w
     _check_stream(received, build)
     end = received[-1]
     assert end["engine_bytes"] is None and end["output"] is None
-    assert "cancelled" in end["error"] and end["detail"] == "stopped by user"
+    # stopped by the user, gracefully at a step boundary or, where the builder was in a step longer than
+    # force_after (0.1 s), by terminating its process (which a loaded machine makes likelier): both say so
+    assert "cancelled" in end["error"] and end["detail"].startswith("stopped by user"), end
     assert any(e["event"] == "phase_finish" and e["status"] == "cancelled" for e in received)
 
 

@@ -890,15 +890,10 @@ class Build(Waiting):
         return None
 
     def _finish(self, engine: bytes | WrittenFile | None, error: BuildError | None) -> None:
-        self._release_output()
-        if self._log_file is not None:
-            problem = self._log_file.close()
-            if problem is not None:
-                self._log_file_lost(problem)
-        if self._timer is not None:
-            self._timer.cancel()
-        self.model.close_all(PHASE_FAILED if error is not None else FINISHED_EARLY if engine is not None else CANCELLED)
-        self.logger.release_held(self._parse_status())  # what the parse held back, now that it has ended
+        try:
+            self._wind_down(engine, error)
+        except Exception as exc:  # the build ends all the same, its engine kept: the failure is a warning
+            self._note(f"the build's end was not fully recorded ({type(exc).__name__}: {exc})"[:300])
         with self._condition:
             self._ended_s = self.model.now()
             if isinstance(engine, WrittenFile):
@@ -917,14 +912,32 @@ class Build(Waiting):
                 if self.model.cancelling:
                     self.model.uncancel()
                 self._status = SUCCEEDED
-                errors = unexpected_errors(self.logger.errors(), backend=select_backend()[0])
-                warning = f"TensorRT logged {len(errors)} error line(s) although the engine was built; check it: "
-                skips = memory_skip_note(self.logger.problems, getattr(self, "resources", None))
-                self.status_detail = "; ".join(
-                    ([warning + errors[0][:200]] if errors else []) + ([skips] if skips else []) + self._notes
-                )
+                self.status_detail = "; ".join(self._end_notes() + self._notes)
             self._end_locked()
         self._settle()
+
+    def _wind_down(self, engine: bytes | WrittenFile | None, error: BuildError | None) -> None:
+        """Release the output, close the log file and the timer, end the open phases and let held log lines out."""
+        self._release_output()
+        if self._log_file is not None:
+            problem = self._log_file.close()
+            if problem is not None:
+                self._log_file_lost(problem)
+        if self._timer is not None:
+            self._timer.cancel()
+        self.model.close_all(PHASE_FAILED if error is not None else FINISHED_EARLY if engine is not None else CANCELLED)
+        self.logger.release_held(self._parse_status())  # what the parse held back, now that it has ended
+
+    def _end_notes(self) -> list[str]:
+        """A succeeded build's warnings read from its log (error lines, memory skips). An extra: a failure to read
+        them is itself the warning, never what keeps the build from ending (its log is outside text)."""
+        try:
+            errors = unexpected_errors(self.logger.errors(), backend=select_backend()[0])
+            warning = f"TensorRT logged {len(errors)} error line(s) although the engine was built; check it: "
+            skips = memory_skip_note(self.logger.problems, getattr(self, "resources", None))
+            return ([warning + errors[0][:200]] if errors else []) + ([skips] if skips else [])
+        except Exception as exc:
+            return [f"the build's log could not be read for warnings ({type(exc).__name__}: {exc})"[:300]]
 
     def __repr__(self) -> str:
         return f"<Build {self.source.label!r} status={self._status}>"

@@ -14,6 +14,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, SupportsInt, TypedDict
 
+from ._json import count_from_decimal, json_count
+
 if TYPE_CHECKING:
     from ._resources import ResourceSampler
 
@@ -260,8 +262,8 @@ def describe_at_start(start: MemoryAtStart) -> str:
 # -- TensorRT's insufficient-memory tactic skips ---------------------------------------------------------------
 # TensorRT 10: "UNSUPPORTED_STATE: Skipping tactic 33 due to insufficient memory on requested size of 629145600
 # detected for tactic 0xa5...": bytes. TensorRT 8 spelled it "insuficient" and gave MiB.
-_SKIP = re.compile(r"Skipping tactic \S+ due to insuf+icient memory on requested size of (\d+)")
-_REQUEST = re.compile(r"Tactic Device request: (\d+)\s*MB Available: (\d+)\s*MB")
+_SKIP = re.compile(r"Skipping tactic \S+ due to insuf+icient memory on requested size of ([0-9]+)")
+_REQUEST = re.compile(r"Tactic Device request: ([0-9]+)\s*MB Available: ([0-9]+)\s*MB")
 
 
 def memory_skips(messages: Iterable[str]) -> MemorySkips | None:
@@ -272,13 +274,13 @@ def memory_skips(messages: Iterable[str]) -> MemorySkips | None:
         request = _REQUEST.search(message)
         if skip:
             skips += 1
-            size = int(skip.group(1))
-            largest = max(largest, size * MIB if "insuficient" in message else size)  # TensorRT 8 reported MiB
+            size = count_from_decimal(skip.group(1), MIB if "insuficient" in message else 1)  # TensorRT 8: MiB
+            largest = max(largest, size or 0)  # a size past any memory (a model's name may say one) is none
         if request:
             requests += 1
-            size = int(request.group(1)) * MIB
-            if size >= largest:
-                largest, free = size, int(request.group(2)) * MIB
+            size, available = count_from_decimal(request.group(1), MIB), count_from_decimal(request.group(2), MIB)
+            if size is not None and size >= largest:
+                largest, free = size, available
     count = skips or requests  # TensorRT 7 logged only the "Tactic Device request" line
     if count == 0:
         return None
@@ -330,4 +332,4 @@ def _proc_name(pid: int) -> str:
 
 
 def _mib(value: int | None) -> str:
-    return "?" if value is None else f"{value / MIB:,.0f} MiB"
+    return f"{value / MIB:,.0f} MiB" if json_count(value) else "?"  # total: a huge size would raise OverflowError

@@ -41,6 +41,25 @@ def count_from_digits(digits: str) -> int | None:
     return number if json_count(number) else None
 
 
+def signed_from_digits(text: str) -> int | None:
+    """The integer ``text`` spells (ASCII digits, an optional leading ``-``: a dimension may be -1), or None where
+    :func:`count_from_digits` refuses its digits."""
+    number = count_from_digits(text[1:] if text.startswith("-") else text)
+    return -number if number is not None and text.startswith("-") else number
+
+
+def count_from_decimal(text: str, scale: int = 1) -> int | None:
+    """The count ``text`` ("97" or "97.5", ASCII digits) times ``scale`` spells, rounded (a size a log gives in MiB),
+    or None where it is no such number or reaches :data:`MAX_COUNT` (the same bounds as :func:`count_from_digits`)."""
+    whole, dot, fraction = text.partition(".")
+    number = count_from_digits(whole)
+    if number is None or (dot and count_from_digits(fraction) is None):
+        return None
+    unit = 10 ** len(fraction)  # the fraction, rounded half up in integers: no float of outside text
+    scaled = number * scale + (int(fraction) * scale * 2 + unit) // (2 * unit) if dot else number * scale
+    return scaled if json_count(scaled) else None
+
+
 def json_depth(value: JSON, limit: int = MAX_NESTING) -> int:
     """How deeply lists and objects nest in ``value`` (0 for a scalar), counted no further than ``limit`` + 1:
     iterative, so a value nested as deep as ``json.loads`` takes exhausts no stack here."""

@@ -13,6 +13,7 @@ import threading
 from typing import TYPE_CHECKING, TypedDict
 
 from ._gpu import UNIFIED_MEMORY, build_device, describe_at_start, device_facts, jetson, memory_at_start
+from ._json import count_from_decimal
 
 if TYPE_CHECKING:
     import psutil
@@ -26,7 +27,7 @@ MAX_STORED = 600  # stored samples; beyond this, pairs merge (keeping maxima) an
 MAX_SENT = 300  # samples in a snapshot
 LOW_FREE = 0.5  # warn at build start when less than this share of the build's GPU memory is free
 _TRT_PEAK = re.compile(r"\[MemUsageStats\] Peak memory usage of TRT CPU/GPU memory allocators:\s*(.+)$")
-_MIB = re.compile(r"(CPU|GPU)\s+(\d+(?:\.\d+)?)\s*MiB")
+_MIB = re.compile(r"(CPU|GPU)\s+([0-9]+(?:\.[0-9]+)?)\s*MiB")
 
 Sample = list[float | None]  # [t_s, rss_bytes, gpu_mem_bytes | None, gpu_util_percent | None, cpu_percent]
 
@@ -272,14 +273,14 @@ class ResourceSampler:
     def summary(self) -> ResourcesSummary:
         """Peaks for reports and history records: peak_rss, peak_gpu_mem, trt_peak (+ parsed MiB), samples."""
         peak = self.trt_peak()
-        parsed = {kind.lower(): float(mib) * (1 << 20) for kind, mib in _MIB.findall(peak or "")}
+        parsed = {kind.lower(): count_from_decimal(mib, 1 << 20) for kind, mib in _MIB.findall(peak or "")}
         with self._lock:
             return {
                 "peak_rss": self.peak_rss or None,
                 "peak_gpu_mem": self.peak_gpu_mem,
                 "trt_peak": peak,
-                "trt_peak_cpu_bytes": int(parsed["cpu"]) if "cpu" in parsed else None,
-                "trt_peak_gpu_bytes": int(parsed["gpu"]) if "gpu" in parsed else None,
+                "trt_peak_cpu_bytes": parsed.get("cpu"),  # None past any memory: a model's name may say one
+                "trt_peak_gpu_bytes": parsed.get("gpu"),
                 "samples": len(self.samples),
                 "sampled_pids": sorted(self.pids),
                 "gpu": self._gpu is not None and self._gpu.nvml is not None,

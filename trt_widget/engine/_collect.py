@@ -151,13 +151,12 @@ def report_event(build: _EndedBuild) -> EngineReportEvent | None:
     the reason."""
     if build.status != "succeeded":
         return None
-    report = build.engine_report
-    return {
-        "event": "engine_report",
-        "report": report.to_dict(EVENT_MAX_BYTES) if report is not None else None,
-        "reason": build.engine_report_reason,
-        "t": build.elapsed_s,
-    }
+    try:  # an extra: a report that cannot be read (a model's names are outside text) never drops build_end
+        report, reason = build.engine_report, build.engine_report_reason
+        body = report.to_dict(EVENT_MAX_BYTES) if report is not None else None
+    except Exception as exc:
+        body, reason = None, f"the engine report could not be read ({type(exc).__name__}: {exc})"[:300]
+    return {"event": "engine_report", "report": body, "reason": reason, "t": build.elapsed_s}
 
 
 def apply_report_event(event: Mapping[str, object], log: EngineLog | None) -> None:

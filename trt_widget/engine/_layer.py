@@ -15,7 +15,7 @@ from math import prod
 from typing import NamedTuple, TypeAlias, Union, cast
 
 from .._format import escape_controls
-from .._json import json_int
+from .._json import count_from_digits, json_count, signed_from_digits
 
 JSON: TypeAlias = Union[bool, int, float, str, list["JSON"], dict[str, "JSON"], None]  # noqa: UP007  (recursive)
 
@@ -234,7 +234,6 @@ _LAYER_INFO = re.compile(r"Layer\(([^()]*)\): ")
 _SEPARATOR = re.compile(r", ([A-Za-z][A-Za-z0-9_/]*): ?")
 _TENSOR_OLD = re.compile(r"(.*)\[([A-Za-z0-9_]+)\(([^()]*)\)\]", re.S)  # name[Float(1,3,224,224)]
 _TENSOR_NEW = re.compile(r"(.*) \(([A-Za-z0-9_]+)\[([^\[\]]*)\]\)", re.S)  # name (Half[-1,32:8,28,28])
-_INT = re.compile(r"-?\d+")
 # TensorRT's datatype words -> the report's
 _DATATYPES = {
     "float": "FP32",
@@ -253,6 +252,7 @@ _DATATYPES = {
     "fp4": "FP4",
     "e8m0": "E8M0",
 }
+_HEX = re.compile(r"[0-9A-Fa-f]+")
 _FORMAT_TYPES = re.compile(r"\b(FP32|FP16|BF16|Int8|INT8|FP8|Int32|Int64|Bool|UInt8|Int4|FP4|Half|Float)\b")
 
 
@@ -279,11 +279,12 @@ def _datatype(word: str) -> str:
 def tactic_hex(value: str) -> str:
     """A tactic as TensorRT 8.4+ prints it (16 hex digits) from its signed-decimal (8.0/8.2) or short hex form."""
     text = value.strip()
-    try:
-        number = int(text, 16) if text.lower().startswith("0x") else int(text)
-    except ValueError:
-        return text[:64]
-    return f"0x{number & 0xFFFFFFFFFFFFFFFF:016x}"
+    digits = text[2:] if text.lower().startswith("0x") else ""
+    if digits:  # 16 ASCII hex digits at most, as decimals go through the one bounded rule
+        number = int(digits, 16) if len(digits) <= 16 and _HEX.fullmatch(digits) else None
+    else:
+        number = signed_from_digits(text)
+    return text[:64] if number is None else f"0x{number & 0xFFFFFFFFFFFFFFFF:016x}"
 
 
 def split_fields(text: str) -> list[tuple[str, str]]:
@@ -313,13 +314,14 @@ def split_fields(text: str) -> list[tuple[str, str]]:
 def _value(text: str) -> JSON:
     """A ONELINE value as the inspector's JSON holds it: ints, lists of ints, JSON objects, else the string."""
     value = text.strip()
-    if _INT.fullmatch(value):
-        return int(value)
+    number = signed_from_digits(value)
+    if number is not None:
+        return number
     if value.startswith("[") and value.endswith("]"):
         inner = value[1:-1].strip()
-        parts = [p.strip() for p in inner.split(",")] if inner else []
-        if all(_INT.fullmatch(p) for p in parts):
-            return [int(p) for p in parts]
+        numbers = [signed_from_digits(p.strip()) for p in inner.split(",")] if inner else []
+        if None not in numbers:
+            return cast(JSON, numbers)
     if value.startswith("{") and value.endswith("}"):
         try:
             return cast(JSON, json.loads(value))
@@ -409,10 +411,11 @@ def _tensor_layer_info(text: str) -> dict[str, JSON]:
     vectorized = ""
     for part in match.group(3).split(","):
         number, _, vector = part.strip().partition(":")
-        if not _INT.fullmatch(number):
+        dim = signed_from_digits(number)
+        if dim is None:
             dims = []
             break
-        dims.append(int(number))
+        dims.append(dim)
         vectorized = vectorized or vector
     layout = f" vectorized by {vectorized}" if vectorized else ""
     return {"Name": match.group(1), "Dimensions": dims, "Format/Datatype": f"{match.group(2)}{layout}"}
@@ -488,8 +491,8 @@ def _nodes_from_name(name: str, kind: str) -> tuple[str, ...]:
     return tuple(p for p in name.split(" + ") if p)
 
 
-_COUNT = re.compile(r'"Count": (\d+)')
-_CONST_DIMS = re.compile(r"Dimensions: \[([-\d,]{0,200})\]")  # bounded: the shapes are cached
+_COUNT = re.compile(r'"Count": ([0-9]+)')
+_CONST_DIMS = re.compile(r"Dimensions: \[([-0-9,]{0,200})\]")  # bounded: the shapes are cached
 
 
 @lru_cache(maxsize=1024)  # a model repeats its shapes (at most 200 characters each: _CONST_DIMS)
@@ -497,10 +500,9 @@ def _elements(dims: str) -> int:
     """Elements of a tensor of ``dims`` ("64,64,1,1"); 0 where a dimension is dynamic (-1), empty or not a number."""
     if not dims or "-" in dims:
         return 0
-    try:
-        return prod(map(int, dims.split(",")))
-    except ValueError:  # ",,"
-        return 0
+    sizes = [count_from_digits(d) for d in dims.split(",")]  # None for ",,"
+    elements = 0 if None in sizes else prod(cast(list[int], sizes))
+    return elements if json_count(elements) else 0
 
 
 def weights_of(layer: EngineLayer) -> int:
@@ -512,9 +514,9 @@ def weights_of(layer: EngineLayer) -> int:
     for key in ("Weights", "Bias"):
         param = source.get(key)
         count = param.get("Count") if isinstance(param, dict) else None
-        total += count if json_int(count) else 0
+        total += count if json_count(count) else 0
     weights = source.get("weights")
-    return total or (weights if json_int(weights) else 0)
+    return total if json_count(total) and total else (weights if json_count(weights) else 0)
 
 
 def _text_weights(source: str) -> int:
@@ -523,7 +525,8 @@ def _text_weights(source: str) -> int:
     if constants >= 0:
         stop = source.find(", Outputs: [", constants)
         return sum(map(_elements, _CONST_DIMS.findall(source, constants, stop if stop >= 0 else len(source))))
-    return sum(int(c) for c in _COUNT.findall(source))
+    total = sum(count_from_digits(c) or 0 for c in _COUNT.findall(source))  # a count past any model is none
+    return total if json_count(total) else 0
 
 
 # --- a ONELINE line's fields, read on first use --------------------------------------------------------------------
@@ -606,6 +609,6 @@ def _line_details(line: str, name: str, kind: str, type_end: int) -> _Details:
         tactic=tactic_name.strip() or tactic_value,
         tactic_value=tactic_value,
         onnx_nodes=nodes,
-        stream=int(stream) if stream.isdigit() else None,
+        stream=count_from_digits(stream),  # ASCII digits only: a node's name may hold ', StreamId: ²'
         origin=origin.group(1).strip() if origin else "",
     )

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from typing import NamedTuple, cast
 
 from .._files import not_onnx
-from .._json import count_from_digits, json_count, json_int
+from .._json import count_from_decimal, count_from_digits, json_count, json_int
 from ._layer import (
     _ONELINE_HEAD,
     _PREFIX,
@@ -146,11 +146,7 @@ def memory_from_text(text: str) -> dict[str, int | None]:
     at = text.rfind("Created engine with size: ")
     created = _CREATED.match(text, at) if at >= 0 else None
     if created is not None:
-        try:  # 30 characters at most: 400 digits made round(inf) raise OverflowError
-            size = round(float(created.group(1)) * (1 << 20)) if len(created.group(1)) <= 30 else None
-        except ValueError:  # "1.2.3"
-            size = None
-        memory["engine_size"] = size if json_count(size) else None
+        memory["engine_size"] = count_from_decimal(created.group(1), 1 << 20)  # None for "1.2.3" or 400 digits
     return memory
 
 

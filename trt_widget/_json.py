@@ -23,6 +23,16 @@ def json_number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+MAX_SECONDS = 1e12  # a time or duration no build reaches (31,000 years); also past any epoch time
+
+
+def json_time(value: object) -> TypeGuard[int | float]:
+    """A time or duration in seconds read from outside (an event's ``t``, a stored record's): a number within
+    ±:data:`MAX_SECONDS`. NaN, the infinities (Python's json reads them) and 401 digits are none: ``fmt_s`` of
+    them raised ValueError, ``float()`` OverflowError."""
+    return json_number(value) and -MAX_SECONDS < value < MAX_SECONDS
+
+
 MAX_COUNT = 2**63  # a size or a count no file, engine or build reaches (what a signed 64-bit integer holds)
 MAX_NESTING = 32  # lists and objects in one event or option value: a build's deepest (profiles, a report) nest ~8
 

@@ -129,7 +129,7 @@ def _follow(url: str, **kwargs: Any) -> Any:
         ("huge event", "an event larger than 1,048,576 bytes"),
         ("bad json", "not a JSON object: '{not json'"),
         ("big engine", "more engine bytes than build_end announced (1)"),
-        ("huge engine size", "but its end names no engine size"),
+        ("huge engine size", "field 'engine_bytes' of a build_end event must be from 0 to 2**63, got a larger one"),
         ("deep options", "field 'options' nests lists or objects more than 32 deep"),
         ("phases", "more than 2,000 phases"),
         ("long names", "a phase name of 524,288 characters (at most 4096)"),

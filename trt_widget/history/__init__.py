@@ -31,6 +31,7 @@ from ._store import (
     HistoryStore,
     default_path,
     history_path,
+    profile_problem,
     resolve_store,
 )
 
@@ -143,6 +144,9 @@ def _profile(item: object, store: StoreLike) -> tuple[list[ProfileRow], float | 
         record = resolve_store(store).get(item)
         if record is None:
             raise KeyError(f"no build with id {item} in the history store")
+        problem = profile_problem(record)  # its times read as an event's are (json_time)
+        if problem is not None:
+            raise ValueError(f"history record {item} cannot be compared: {problem}")
         item = record
     if isinstance(item, dict):
         if "rows" not in item and "id" in item:

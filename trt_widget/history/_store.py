@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict, TypeGuard, TypeVar
 
 from .._files import ForeignFile, NotARegularFile, UntrustedLink, expand_user, owned_by_another, resolve
-from .._json import json_number
+from .._json import json_time
 
 if TYPE_CHECKING:
     from .._build import HistorySetting
@@ -467,7 +467,7 @@ def _decode(row: tuple[int, str, str, float, float | None, str | None, str]) -> 
 
 def profile_problem(record: Mapping[str, object]) -> str | None:
     """What makes a record unusable for an ETA (times not numbers, rows not phase rows), or None."""
-    if not json_number(record.get("created")) or not json_number(record.get("total_s")):
+    if not json_time(record.get("created")) or not json_time(record.get("total_s")):
         return "created/total_s are not numbers"
     rows = record.get("rows")
     if not isinstance(rows, list):
@@ -482,8 +482,8 @@ def profile_problem(record: Mapping[str, object]) -> str | None:
             )
         ):
             return "a phase row without a path"
-        if not json_number(row.get("start_s")) or (
-            row.get("end_s") is not None and not (json_number(row["end_s"]) and json_number(row.get("duration_s")))
+        if not json_time(row.get("start_s")) or (
+            row.get("end_s") is not None and not (json_time(row["end_s"]) and json_time(row.get("duration_s")))
         ):
             return f"phase row {row.get('name')!r} has no usable times"
     return None

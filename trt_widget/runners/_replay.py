@@ -19,7 +19,7 @@ from typing import IO, TYPE_CHECKING, Any, Protocol, TypeVar, Union
 
 from .._errors import BuildError
 from .._files import expand_user
-from .._json import MAX_NESTING, JSONObject, json_count, json_depth, json_number
+from .._json import MAX_NESTING, JSONObject, json_count, json_depth, json_number, json_time
 from .._phases import MAX_DEPTH
 from .._tensorrt_log import MAX_MESSAGE
 from ._base import RunContext
@@ -147,8 +147,7 @@ def check_event(event: JSONObject, where: str, number: int, depths: dict[int, in
                 f"{MAX_NESTING} deep; no build's event does"
             )
 
-    t = event["t"]
-    if not isinstance(t, (int, float)) or not -1e12 < t < 1e12:  # also NaN and infinities
+    if not json_time(event["t"]):  # also NaN, the infinities and 401 digits
         raise RecordingError(f"{where}, line {number}: field 't' must be a finite time in seconds")
     if kind in ("phase_start", "step", "phase_finish"):
         ident = need("id", int, "an integer")

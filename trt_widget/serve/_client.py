@@ -156,7 +156,7 @@ _Item = tuple[Literal["message"], tuple[str | None, str, str]] | tuple[Literal["
 
 
 def _seconds(value: JSON) -> float:
-    """An event's ``t`` (0 where it has none)."""
+    """A checked event's ``t`` (``check_event``: a finite time; 0 where it has none)."""
     return float(value) if isinstance(value, (int, float)) else 0.0
 
 
@@ -388,8 +388,6 @@ class RemoteRunner:
                     else:
                         last += 1
                     since = time.monotonic()
-                    if event.get("event") == "build_end":
-                        return self._end(client, ctx, event)
                     if event.get("event") == "phase_start":
                         phases += 1
                         if phases > MAX_PHASES:
@@ -398,13 +396,16 @@ class RemoteRunner:
                                 "given up (no real build has so many)"
                             )
                     try:
-                        check_event(event, "the server's event", last, depths)  # names, messages, nesting bounded
-                        self._apply(ctx, event)
+                        check_event(event, "the server's event", last, depths)  # t, names, nesting bounded
+                        if event.get("event") != "build_end":  # its end too: a t of 400 digits or Infinity
+                            self._apply(ctx, event)
                     except (KeyError, TypeError, ValueError, AttributeError) as exc:
                         raise BuildError(
                             f"build {self.build_id} on {self.url} sent a malformed {str(event.get('event'))[:40]!r} "
                             f"event (event {last}): {type(exc).__name__}: {_outside(exc, 200)}"
                         ) from None
+                    if event.get("event") == "build_end":
+                        return self._end(client, ctx, event)
             finally:
                 quit_reading.set()
             if problem.startswith("refused: "):

@@ -79,8 +79,10 @@ def test_a_model_named_peak_memory_line_neither_breaks_the_resources_summary_nor
     """The sibling reader (seventeenth re-run's weakness): TensorRT's allocator peak line is searched in every log
     line, and a graph input's name reaches the log in "Unused Input: NAME". A build stopped before TensorRT's own
     peak line (which comes at the end) kept the model's: ``float(400 digits)`` made ``summary()`` raise and the
-    history record was lost. A real build, stopped (at its next step) once TensorRT has warned of the input."""
-    model = deep_residual(2)
+    history record was lost. A real build, stopped once TensorRT has warned of the input: a model whose build lasts
+    seconds, so the stop (sent from a subscriber, after the pump's throttle) lands whatever the machine's load; a
+    build of deep_residual(2) once ended before it in a clean-clone run."""
+    model = deep_residual(400)
     model.graph.input.append(helper.make_tensor_value_info(PEAK_LINE, TensorProto.FLOAT, [1]))  # unused: warned
     path = tmp_path / "m.onnx"
     path.write_bytes(to_bytes(model))

@@ -66,7 +66,7 @@ def _open_append(path: Path) -> TextIO:
         os.close(fd)
         raise
     os.set_blocking(fd, True)  # a reader exists: from now on writes wait for it, on the event writer thread
-    return open(fd, "a", encoding="utf-8")
+    return open(fd, "a", encoding="utf-8", errors="backslashreplace")
 
 
 def _refuse_planted(fd: int, path: Path) -> None:

@@ -433,6 +433,12 @@ def check_output(path: str | os.PathLike[str], what: str, build: object = None, 
     return check_writable(path, what)
 
 
+def utf8(text: str) -> bytes:
+    """``text`` as UTF-8 for a file we write. A lone surrogate (a path that is not UTF-8, an outside event's
+    ``\\udcff``) is written as that escape: a JSON string reads it back as the same character, a page shows it."""
+    return text.encode("utf-8", "backslashreplace")
+
+
 def write_output(
     path: str | os.PathLike[str],
     data: bytes | memoryview,

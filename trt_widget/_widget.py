@@ -21,7 +21,7 @@ import traitlets
 from ._build import Build, BuildArgs
 from ._display import WIDGET_VIEW, NotebookDisplay, _in_notebook, _in_repl
 from ._engine import ModelLike
-from ._files import check_output, write_output
+from ._files import check_output, utf8, write_output
 from ._format import fmt_s
 from ._messages import StopOutcomeMessage, build_message
 from ._snapshot import SnapshotPump, snapshot
@@ -253,7 +253,7 @@ class BuildWidget(NotebookDisplay, anywidget.AnyWidget):
             check_output(path, "path", self.build)
         text = json.dumps({**snapshot(self.build), "timings": self.timings()}, indent=1)
         if path is not None:
-            write_output(path, text.encode("utf-8"), "path", self.build)
+            write_output(path, utf8(text), "path", self.build)
         return text
 
     def __repr__(self) -> str:

@@ -154,7 +154,7 @@ def build_key(build: Build, like: LikeFacts | None = None) -> tuple[str, str]:
         except (OSError, TypeError):
             code = ""
         name = f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', repr(fn))}"
-        model_hash = hashlib.sha256(f"callable:{name}\n{code}".encode()).hexdigest()
+        model_hash = hashlib.sha256(f"callable:{name}\n{code}".encode(errors="surrogatepass")).hexdigest()
     like = like_facts(build) if like is None else like
     blob = json.dumps(
         {"model": model_hash, "options": build.options.summary(), "backend": backend_info(), **like},

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .._files import expand_user, output_stream
+from .._files import expand_user, output_stream, utf8
 from .._version import __version__
 from ._hashes import open_regular
 
@@ -196,7 +196,7 @@ def write_bundle(
         "",
         "Contents:",
     ]
-    encoded = [(n, (redactor(t) if redactor else t).encode("utf-8", "backslashreplace"), w) for n, t, w in texts]
+    encoded = [(n, utf8(redactor(t) if redactor else t), w) for n, t, w in texts]
     for name, size, what in [
         *((n, len(d), w) for n, d, w in [*encoded, *members]),
         *((n, z, w) for n, _, z, w, _b in files),
@@ -226,7 +226,7 @@ def write_bundle(
         output_stream(target, "bundle", build) as handle,
         zipfile.ZipFile(handle, "w", zipfile.ZIP_DEFLATED) as archive,
     ):
-        archive.writestr("README.txt", readme.encode("utf-8", "backslashreplace"))
+        archive.writestr("README.txt", utf8(readme))
         for name, data, _what in [*encoded, *members]:
             archive.writestr(name, data)
         for name, real, _size, what, bound in files:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from .._external_data import remember_locations, settled, stat_key
-from .._files import resolve
+from .._files import resolve, utf8
 from .._json import json_int
 
 HASHES_FILE = "file-hashes.json"
@@ -205,7 +205,7 @@ class HashCache:
             resolve(self.directory)  # UntrustedLink: no folder is made through another user's link
             self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
             refuse_foreign_folder(self.directory, "reuse_dir")  # its owner would read which files were hashed
-            atomic_write(self.directory / HASHES_FILE, text.encode(), sync=False)
+            atomic_write(self.directory / HASHES_FILE, utf8(text), sync=False)
             with self._lock:
                 self._entries.update(new)
         except OSError as exc:

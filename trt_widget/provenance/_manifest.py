@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias, Union
 
 from .._external_data import stat_key
-from .._files import expand_user, write_output
+from .._files import expand_user, utf8, write_output
 from .._json import MAX_COUNT, json_int, json_number  # MAX_COUNT: a larger size or count is read as absent
 from .._version import __version__
 from ._hashes import HashCache, Hashed, NotRegularFile, open_regular, read_sha256
@@ -430,4 +430,4 @@ def write_manifest(engine: str | os.PathLike[str], manifest: Mapping[str, JSON],
     engine's permissions and group: a private engine's manifest is private too. A lone surrogate (a path that is not
     UTF-8; only ever inside a JSON string) is written as its ``\\udcff`` escape, the same JSON value."""
     text = json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"
-    return write_output(manifest_path(engine), text.encode("utf-8", "backslashreplace"), "manifest", build, like=engine)
+    return write_output(manifest_path(engine), utf8(text), "manifest", build, like=engine)

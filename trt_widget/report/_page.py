@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
-from .._files import write_output
+from .._files import utf8, write_output
 from .._format import fmt_s, keep_units
 from .._version import __version__
 from ._inline import _ERROR, REPORT_MAX_NODES, Facts, _badge, _e, _facts, build_of, tree_html
@@ -83,7 +83,7 @@ def to_html(source: Source, path: str | os.PathLike[str] | None = None) -> str:
     ]
     text = "\n".join(p for p in parts if p)
     if path is not None:
-        write_output(path, text.encode("utf-8"), "path", build)  # the one output-path policy (_files.py)
+        write_output(path, utf8(text), "path", build)  # the one output-path policy (_files.py)
     return text
 
 

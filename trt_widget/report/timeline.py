@@ -15,7 +15,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from .._files import check_output, write_output
+from .._files import check_output, utf8, write_output
 from ._inline import Viewed
 
 if TYPE_CHECKING:
@@ -240,7 +240,7 @@ def _color(box: Box) -> str:
     for status, color in _ENDED_COLORS:
         if status in box.status:
             return color
-    hue = zlib.crc32(box.name.encode()) % 360
+    hue = zlib.crc32(box.name.encode(errors="surrogatepass")) % 360
     return f"hsl({hue},55%,{68 if box.count > 1 else 62}%)"
 
 
@@ -294,7 +294,7 @@ def save_svg(source: TimelineSource, path: str | os.PathLike[str], width: int = 
     """Write ``to_svg(source)`` to ``path`` atomically (never onto the model or the recording); returns the path."""
     build = source.build if isinstance(source, Viewed) else source
     check_output(path, "path", build)
-    return str(write_output(path, to_svg(source, width).encode("utf-8"), "path", build))
+    return str(write_output(path, utf8(to_svg(source, width)), "path", build))
 
 
 # -- matplotlib ------------------------------------------------------------------------------------------
@@ -339,7 +339,7 @@ def to_figure(source: TimelineSource, width_in: float = 10.0) -> Figure:
 def _rgb(name: str) -> tuple[float, float, float]:
     import colorsys
 
-    return colorsys.hls_to_rgb((zlib.crc32(name.encode()) % 360) / 360, 0.62, 0.55)
+    return colorsys.hls_to_rgb((zlib.crc32(name.encode(errors="surrogatepass")) % 360) / 360, 0.62, 0.55)
 
 
 def save_png(source: TimelineSource, path: str | os.PathLike[str], dpi: int = 120) -> str:

@@ -16,7 +16,7 @@ import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, TypedDict
 
-from .._files import write_output
+from .._files import utf8, write_output
 from .._phases import Phase, PhaseModel
 from ._inline import Viewed
 
@@ -316,5 +316,5 @@ def to_trace(source: Build | Viewed | PhaseModel, path: str | os.PathLike[str] |
         )
     text = json.dumps({"traceEvents": events, "displayTimeUnit": "ms", "otherData": other}, default=str)
     if path is not None:
-        write_output(path, text.encode("utf-8"), "path", build)  # the one output-path policy (_files.py)
+        write_output(path, utf8(text), "path", build)  # the one output-path policy (_files.py)
     return text

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from .._files import atomic_write, owned_by_another, resolve
+from .._files import atomic_write, owned_by_another, resolve, utf8
 from .._json import JSON, JSONObject
 from .._leftovers import check_parent
 from .._status import FINAL, SUCCEEDED, log
@@ -208,7 +208,7 @@ class BuildRecord:
                 assert self._frames is not None
                 if self._file is None and not self.final and self.storage_error is None:
                     try:
-                        self._file = open(self.dir / EVENTS, "a", encoding="utf-8")  # noqa: SIM115 (closed at build_end)
+                        self._file = open(self.dir / EVENTS, "a", encoding="utf-8", errors="backslashreplace")  # noqa: SIM115 (closed at build_end)
                     except OSError as exc:
                         failure = exc
                 if self._file is not None:
@@ -476,7 +476,7 @@ class BuildStore:
         return value
 
     def write_meta(self, directory: Path, meta: JSONObject) -> None:
-        atomic_write(directory / META, json.dumps(meta, ensure_ascii=False, default=str).encode())
+        atomic_write(directory / META, utf8(json.dumps(meta, ensure_ascii=False, default=str)))
 
     # -- life cycle ----------------------------------------------------------------------------------
     def bind_loop(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -604,7 +604,7 @@ def _recover(path: Path, meta: JSONObject) -> JSONObject:
            "engine_bytes": meta.get("engine_bytes") if status == SUCCEEDED else None, "output": None,
            "error": error or (INTERRUPTED if status == "failed" else None), "t": t}  # fmt: skip
     events.append(end)
-    atomic_write(path / EVENTS, "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in events).encode())
+    atomic_write(path / EVENTS, utf8("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in events)))
     return {**meta, "status": status, "detail": detail, "error": end["error"], "elapsed_s": t, "events": len(events)}
 
 

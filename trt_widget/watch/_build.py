@@ -103,7 +103,7 @@ def network_info(network: Network, config: Config | None = None) -> NetworkInfo:
     digest = hashlib.sha256()
     for i in range(n_layers):
         layer: ILayer | None = safe(functools.partial(network.get_layer, i), None)
-        digest.update(f"{getattr(layer, 'name', '')}|{getattr(layer, 'type', '')}\n".encode())
+        digest.update(f"{getattr(layer, 'name', '')}|{getattr(layer, 'type', '')}\n".encode(errors="surrogatepass"))
     info: NetworkInfo = {
         "name": name,
         "layers": n_layers,

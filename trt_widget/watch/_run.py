@@ -185,7 +185,7 @@ class RelayedBuild(Build):
         self.interrupted = False
         label = str(start.get("model") or "network")[:MAX_NAME]
         super().__init__(
-            ModelSource("network", label.encode(), label),
+            ModelSource("network", label.encode("utf-8", "surrogatepass"), label),
             runner=self.relay,
             clock=clock,
             history=False,
@@ -380,31 +380,47 @@ class CommandRun:
                     check_event(event, "the command's event", number, depths.setdefault(n, {}))
                 except (ValueError, TypeError, KeyError, AttributeError, OverflowError, RecursionError, RecordingError):
                     continue  # OverflowError: {"build": Infinity}; RecursionError: a line of 100,000 brackets
-                if event.get("event") == "build_start":
-                    if n in builds:
-                        continue
-                    build = self._new_build(event)
-                    if build is None:
-                        continue
-                    builds[n] = build
-                elif n in ended:
-                    continue  # after its end: a build's events stop, its end is acknowledged once
-                elif n in builds:
-                    builds[n].relay.events.put(event)
-                    if event.get("event") == "build_end":
-                        ended.add(n)
-                        self._ack_when_shown(conn, sending, n, builds[n])
-                else:
-                    if event.get("event") == "build_end":  # a build not shown here: its call goes on now
-                        _ack(conn, sending, n)
-                    continue
-                if self.on_event is not None:
-                    try:
-                        self.on_event({"build": builds[n].index, **event})
-                    except Exception:
-                        log.debug("an on_event callback failed", exc_info=True)
+                try:
+                    self._relay(conn, sending, event, n, builds, ended)
+                except Exception as exc:  # one bad event is dropped, never the reader (and the process's builds)
+                    self._warn_once("event", f"an event of the command could not be shown ({type(exc).__name__})")
+                    log.debug("dropped an event of the command: %r", event, exc_info=True)
         for build in builds.values():  # the process ended (or closed the socket): builds still open fail
             build.relay.events.put(None)
+
+    def _relay(
+        self,
+        conn: socket.socket,
+        sending: threading.Lock,
+        event: JSONObject,
+        n: int,
+        builds: dict[int, RelayedBuild],
+        ended: set[int],
+    ) -> None:
+        """Show one checked event of the process's build ``n``: a new build at its start, else to its build."""
+        if event.get("event") == "build_start":
+            if n in builds:
+                return
+            build = self._new_build(event)
+            if build is None:
+                return
+            builds[n] = build
+        elif n in ended:
+            return  # after its end: a build's events stop, its end is acknowledged once
+        elif n in builds:
+            builds[n].relay.events.put(event)
+            if event.get("event") == "build_end":
+                ended.add(n)
+                self._ack_when_shown(conn, sending, n, builds[n])
+        else:
+            if event.get("event") == "build_end":  # a build not shown here: its call goes on now
+                _ack(conn, sending, n)
+            return
+        if self.on_event is not None:
+            try:
+                self.on_event({"build": builds[n].index, **event})
+            except Exception:
+                log.debug("an on_event callback failed", exc_info=True)
 
     def _ack_when_shown(self, conn: socket.socket, sending: threading.Lock, n: int, build: RelayedBuild) -> None:
         """Tell the process its build ``n`` may go on once the build ended here and ``show_end`` drew it (the

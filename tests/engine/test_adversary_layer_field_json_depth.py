@@ -1,0 +1,65 @@
+"""Eighteenth adversarial re-run (issue 35), after the seventeenth's E1 fix: a model's node name reaches the ONELINE
+layer record TensorRT for RTX logs (``Metadata: [ONNX Layer: NAME]``), and ``parse_oneline`` cuts the fields at the
+*last* ``, Metadata:``, so a node named ``x], Evil: {"a":[[[...]]]}, Metadata: y`` (under TensorRT's 4,096-character
+name limit) adds a field ``Evil`` whose value ``_value`` hands to ``json.loads``, catching ValueError only: nested
+1,900 deep it raises RecursionError. ``EngineReport.to_json`` (the inspector's / ``--exportLayerInfo`` JSON, public)
+then raises for the report of a build that succeeded, and ``trt-widget inspect LOG --export-layer-info`` of such
+layer lines ends in a Python traceback. A name is outside text: shown, never an exception. A real RTX build."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from trt_widget import Build
+from trt_widget.models import deep_residual, to_bytes
+
+DEPTH = 1_900  # the name: 3,829 characters, under TensorRT's 4,096
+
+
+def _built(tmp_path: Path, name: str) -> Build:
+    model = tmp_path / "m.onnx"
+    model.write_bytes(to_bytes(deep_residual(2, node_name=name)))
+    build = Build(str(model), output=str(tmp_path / "m.engine"))
+    build.start().result(timeout=300)
+    assert build.status == "succeeded", build.error
+    return build
+
+
+def _hostile(depth: int) -> str:
+    return 'x], Evil: {"a":' + "[" * depth + "]" * depth + "}, Metadata: y"
+
+
+@pytest.mark.xfail(
+    strict=True, reason="E2: a layer field nested deeply makes EngineReport.to_json raise RecursionError"
+)
+def test_to_json_of_a_report_whose_node_name_nests_deeply(tmp_path: Path) -> None:
+    report = _built(tmp_path, _hostile(DEPTH)).engine_report
+    assert report is not None
+    assert len(json.loads(report.to_json())["Layers"]) == len(report.layers)
+
+
+@pytest.mark.xfail(strict=True, reason="E2: inspect --export-layer-info of such layer lines: RecursionError traceback")
+def test_inspect_export_layer_info_of_such_layer_lines(tmp_path: Path) -> None:
+    report = _built(tmp_path, _hostile(DEPTH)).engine_report
+    assert report is not None
+    lines = tmp_path / "layers.txt"  # the ONELINE lines TensorRT for RTX printed for this engine, as a log holds them
+    lines.write_text("".join(str(layer.source) + "\n" for layer in report.layers), encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "trt_widget", "inspect", str(lines), "--export-layer-info"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert "Traceback" not in done.stderr, done.stderr[-1500:]
+    assert done.returncode == 0 and json.loads(done.stdout)["Layers"], done.stderr[-1500:]
+
+
+def test_control_a_shallow_field_in_a_node_name_exports(tmp_path: Path) -> None:
+    report = _built(tmp_path, _hostile(3)).engine_report
+    assert report is not None
+    assert len(json.loads(report.to_json())["Layers"]) == len(report.layers)

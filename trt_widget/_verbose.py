@@ -7,6 +7,10 @@ TensorRT's autotuner logs, per layer and format combination (TensorRT 8.x to 10.
 10.x names the kernel: ``Tactic Name: KERNEL Tactic: 0x… Time: ms``), ``Fastest Tactic: …`` and
 ``>>>>>>>>>>>>>>> Chose Runner Type: KIND Tactic: …``. A line is looked at only when its first character can
 start one of those (cheap: tens of thousands of VERBOSE lines pass per GPU build).
+
+Every line read is outside text (a recording, a command's relay, a build server): it is read with string methods and
+anchored patterns only, linear in its length (a search from every dash of ``-+ Timing Runner: (.*) \\(…\\)$`` was
+quadratic: 1.2 s for one 16 KB line).
 """
 
 from __future__ import annotations
@@ -15,8 +19,9 @@ import re
 from typing import TypedDict
 
 _FIRST = frozenset("-=>TF")  # the first characters of the lines read
-_RUNNER = re.compile(r"-+ Timing Runner: (.*) \(([^()]*)\)\s*$", re.S)
-_COSTS = re.compile(r"=+ Computing costs for\s*(.*)$", re.S)  # "Computing reformatting costs ...": no layer
+_RUNNER = " Timing Runner: "  # after a rule of dashes; then NAME (KIND)
+_COSTS = " Computing costs for"  # after a rule of '='; "Computing reformatting costs ...": no layer
+_KIND_ID = re.compile(r"\[0x[0-9a-fA-F]+\]")  # a runner kind's trailing id, matched at its one place
 _TACTIC_LINE = ("Tactic: ", "Tactic Name: ")
 _TACTIC = re.compile(r"(?:Tactic Name: .*? )?Tactic: \S+ [Tt]ime:? ")
 MAX_NAME = 120  # layer names of fused nodes run to thousands of characters
@@ -55,17 +60,16 @@ class TacticWatch:
             if state is not None and _TACTIC.match(message):
                 self.state = (state[0], state[1], state[2], state[3] + 1)
             return
-        match = _RUNNER.search(message)
-        if match:
-            kind = re.sub(r"\[0x[0-9a-fA-F]+\]$", "", match.group(2).strip())
-            self.state = (_short(match.group(1).strip()), kind, t, 0)
+        runner = _runner(message)
+        if runner is not None:
+            self.state = (_short(runner[0]), runner[1], t, 0)
             return
         if "Chose Runner Type" in message:
             self.state = None
             return
         if "Computing " in message:
-            match = _COSTS.search(message)
-            layer = match.group(1).strip() if match else ""
+            head, found, layer = message.partition(_COSTS)
+            layer = layer.strip() if found and head.endswith("=") else ""
             self.state = (_short(layer), "", t, 0) if layer else None
 
     def snapshot(self) -> Timing | None:
@@ -86,6 +90,22 @@ def describe(timing: Timing | None, now: float) -> str:
     count = timing.get("tactics") or 0
     tactics = f", {count} tactic{'s' if count != 1 else ''} timed" if count else ""
     return f"timing {timing['layer']}{kind} for {fmt_s(max(0.0, now - timing['since_s']))}{tactics}"
+
+
+def _runner(message: str) -> tuple[str, str] | None:
+    """``(NAME, KIND)`` of ``----- Timing Runner: NAME (KIND)``, or None: one pass of string methods (linear)."""
+    head, found, rest = message.partition(_RUNNER)
+    rest = rest.rstrip()
+    if not found or not head.endswith("-") or not rest.endswith(")"):
+        return None
+    name, opened, kind = rest[:-1].rpartition(" (")
+    if not opened or "(" in kind or ")" in kind:
+        return None
+    kind = kind.strip()
+    tail = kind.rfind("[")
+    if tail >= 0 and _KIND_ID.fullmatch(kind, tail):
+        kind = kind[:tail]
+    return name.strip(), kind
 
 
 def _short(name: str) -> str:

@@ -4,10 +4,10 @@ without one TensorRT refuses (TensorRT for RTX on a CPU: cudaError 35), and this
 
 from __future__ import annotations
 
-import json
 from typing import SupportsInt
 
 from .._backend import LoggerBase, trt
+from .._json import loads_outside
 from ._parse import Parsed, report_from_json
 
 
@@ -33,4 +33,4 @@ def report_from_engine(engine: bytes | bytearray | memoryview) -> Parsed:
     text = inspector.get_engine_information(t.LayerInformationFormat.JSON) if inspector is not None else None
     if not text:
         raise ValueError("TensorRT's engine inspector returned nothing for this engine")
-    return report_from_json(json.loads(text), "IEngineInspector (JSON)")
+    return report_from_json(loads_outside(text), "IEngineInspector (JSON)")

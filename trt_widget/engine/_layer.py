@@ -6,7 +6,6 @@ rendering goes through :func:`display`, which escapes control characters and cut
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -15,7 +14,7 @@ from math import prod
 from typing import NamedTuple, TypeAlias, Union, cast
 
 from .._format import escape_controls
-from .._json import count_from_digits, json_count, signed_from_digits
+from .._json import count_from_digits, json_count, loads_outside, signed_from_digits
 
 JSON: TypeAlias = Union[bool, int, float, str, list["JSON"], dict[str, "JSON"], None]  # noqa: UP007  (recursive)
 
@@ -324,7 +323,7 @@ def _value(text: str) -> JSON:
             return cast(JSON, numbers)
     if value.startswith("{") and value.endswith("}"):
         try:
-            return cast(JSON, json.loads(value))
+            return loads_outside(value)  # a model's node name may inject a field nested 1,900 deep
         except ValueError:
             pass
     return value

@@ -14,13 +14,12 @@ Lines are split on ``"\\n"`` only: the fused ONNX names in ``Metadata`` are join
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping
-from typing import NamedTuple, cast
+from typing import NamedTuple
 
 from .._files import not_onnx
-from .._json import count_from_decimal, count_from_digits, json_count, json_int
+from .._json import count_from_decimal, count_from_digits, json_count, json_int, loads_outside
 from ._layer import (
     _ONELINE_HEAD,
     _PREFIX,
@@ -304,8 +303,8 @@ def report_from_bytes(data: bytes, source: str) -> Parsed:
     stripped = text.lstrip()
     if stripped.startswith("{"):
         try:
-            loaded = json.loads(stripped)
-        except (ValueError, RecursionError):  # RecursionError: nested deeper than json.loads recurses
+            loaded = loads_outside(stripped)
+        except ValueError:  # also nested deeper than MAX_NESTING
             loaded = None
         if isinstance(loaded, dict) and "Layers" in loaded:
             return report_from_json(loaded, source)
@@ -357,13 +356,14 @@ def _from_recording(text: str, source: str) -> Parsed | None:
         if not line.strip():
             continue
         try:
-            event = json.loads(line)
-        except (ValueError, RecursionError):
+            event = loads_outside(line)
+        except ValueError:
             return None
         if not isinstance(event, dict):
             return None
-        if event.get("event") == "engine_report" and isinstance(event.get("report"), dict):
-            return report_from_json(cast(JSON, event["report"]), source)
-        if event.get("event") == "log" and isinstance(event.get("message"), str):
-            logs.append(event["message"])
+        report, message = event.get("report"), event.get("message")
+        if event.get("event") == "engine_report" and isinstance(report, dict):
+            return report_from_json(report, source)
+        if event.get("event") == "log" and isinstance(message, str):
+            logs.append(message)
     return report_from_text("\n".join(logs), source) if logs else None

@@ -30,6 +30,7 @@ def _recording(tmp_path: Path, message: str) -> Path:
     build = Build(str(model), output=str(tmp_path / "m.engine"), events=str(events))
     build.start().result(timeout=300)
     assert build.status == "succeeded", build.error
+    assert build.events is not None and build.events.join(60)  # the writer thread has written build_end
     recorded = [json.loads(line) for line in events.read_text().splitlines()]
     end = recorded.pop()
     assert end["event"] == "build_end"

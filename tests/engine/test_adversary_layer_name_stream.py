@@ -41,6 +41,7 @@ def test_a_node_name_holding_a_stream_field_neither_ends_the_recording_nor_break
         build = Build(str(hostile_model), output=str(tmp_path / "m.engine"), events=str(events))
         build.start().result(timeout=300)
     assert build.status == "succeeded"
+    assert build.events is not None and build.events.join(60)  # the writer thread has written build_end
     sink_failures = [str(w.message) for w in caught if "failed writing an event" in str(w.message)]
     kinds = [json.loads(line)["event"] for line in events.read_text().splitlines()]
     assert not sink_failures, sink_failures

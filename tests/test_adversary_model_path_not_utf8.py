@@ -18,46 +18,36 @@ from pathlib import Path
 from trt_widget.models import deep_residual, to_bytes
 
 
+def _build(tmp_path: Path, model: str | bytes, output: str | bytes = "m.engine", *more: str) -> tuple[int, str]:
+    """``trt-widget build MODEL -o OUTPUT --plain ...`` run in ``tmp_path``: its exit status and what it said."""
+    command: list[str | bytes] = [sys.executable, "-m", "trt_widget", "build", model, "-o", output, "--plain", *more]
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, timeout=300)
+    return done.returncode, (done.stdout + done.stderr).decode("utf-8", "replace")
+
+
 def test_a_model_in_a_folder_whose_name_is_not_utf8_builds_or_is_refused_in_one_line(tmp_path: Path) -> None:
     folder = os.path.join(os.fsencode(tmp_path), b"d\xff")  # a valid Linux name; no UTF-8 text
     os.mkdir(folder)
     with open(os.path.join(folder, b"m.onnx"), "wb") as handle:
         handle.write(to_bytes(deep_residual(2)))
-    done = subprocess.run(
-        [sys.executable, "-m", "trt_widget", "build", b"d\xff/m.onnx", "-o", "m.engine", "--plain"],
-        cwd=tmp_path,
-        capture_output=True,
-        timeout=300,
-    )
-    said = (done.stdout + done.stderr).decode("utf-8", "replace")
+    code, said = _build(tmp_path, b"d\xff/m.onnx")
     assert "Traceback" not in said and "unexpected" not in said, said[-1500:]
     assert "surrogates not allowed" not in said, said[-1500:]
-    if done.returncode == 0:
+    if code == 0:
         assert (tmp_path / "m.engine").stat().st_size > 0
     else:
-        assert done.returncode == 1 and not (tmp_path / "m.engine").exists(), said[-1500:]
+        assert code == 1 and not (tmp_path / "m.engine").exists(), said[-1500:]
 
 
 def test_an_engine_whose_name_is_not_utf8_gets_its_manifest_and_is_reused(tmp_path: Path) -> None:
     """The weakness beside U1: the manifest of ``o\\xff.engine`` failed to encode ("surrogates not allowed"), so
     ``--reuse`` found none. Written with the name escaped (the same JSON value), it is read back as written."""
     (tmp_path / "m.onnx").write_bytes(to_bytes(deep_residual(2)))
-    command: list[str | bytes] = [
-        sys.executable,
-        "-m",
-        "trt_widget",
-        "build",
-        "m.onnx",
-        "-o",
-        b"o\xff.engine",
-        "--plain",
-        "--reuse",
-    ]
     saids: list[str] = []
     for _ in range(2):
-        done = subprocess.run(command, cwd=tmp_path, capture_output=True, timeout=300)
-        saids.append((done.stdout + done.stderr).decode("utf-8", "replace"))
-        assert done.returncode == 0, saids[-1][-1500:]
+        code, said = _build(tmp_path, "m.onnx", b"o\xff.engine", "--reuse")
+        saids.append(said)
+        assert code == 0, saids[-1][-1500:]
     assert all("surrogates not allowed" not in s and "manifest could not" not in s for s in saids), saids
     with open(os.path.join(os.fsencode(tmp_path), b"o\xff.engine.manifest.json"), "rb") as handle:
         manifest = json.loads(handle.read())  # valid JSON (UTF-8), the name read back as the file system gives it
@@ -75,14 +65,8 @@ def test_a_model_with_external_data_in_a_folder_whose_name_is_not_utf8_builds(tm
         deep_residual(2), str(saved / "m.onnx"), save_as_external_data=True, location="w.bin", size_threshold=0
     )
     os.rename(saved, os.path.join(os.fsencode(tmp_path), b"e\xff"))  # onnx cannot save into such a folder itself
-    done = subprocess.run(
-        [sys.executable, "-m", "trt_widget", "build", b"e\xff/m.onnx", "-o", "m.engine", "--plain"],
-        cwd=tmp_path,
-        capture_output=True,
-        timeout=300,
-    )
-    said = (done.stdout + done.stderr).decode("utf-8", "replace")
-    assert done.returncode == 0, said[-1500:]
+    code, said = _build(tmp_path, b"e\xff/m.onnx")
+    assert code == 0, said[-1500:]
     assert "Exception caught in log()" not in said and "Traceback" not in said, said[-1500:]
     assert (tmp_path / "m.engine").stat().st_size > 0
 
@@ -91,12 +75,6 @@ def test_a_model_whose_file_name_is_not_utf8_builds(tmp_path: Path) -> None:
     """A file name (not its folder) that is not UTF-8 reaches the parser as bytes, which the bindings take."""
     with open(os.path.join(os.fsencode(tmp_path), b"m\xff.onnx"), "wb") as handle:
         handle.write(to_bytes(deep_residual(2)))
-    done = subprocess.run(
-        [sys.executable, "-m", "trt_widget", "build", b"m\xff.onnx", "-o", "m.engine", "--plain"],
-        cwd=tmp_path,
-        capture_output=True,
-        timeout=300,
-    )
-    said = (done.stdout + done.stderr).decode("utf-8", "replace")
-    assert done.returncode == 0 and "Traceback" not in said and "unexpected" not in said, said[-1500:]
+    code, said = _build(tmp_path, b"m\xff.onnx")
+    assert code == 0 and "Traceback" not in said and "unexpected" not in said, said[-1500:]
     assert (tmp_path / "m.engine").stat().st_size > 0

@@ -26,18 +26,30 @@ def _model_in(tmp_path: Path, folder: bytes) -> bytes:
     return os.path.join(folder, b"m.onnx")
 
 
+def _build_with_report(tmp_path: Path, model: bytes) -> tuple[int, str]:
+    """``trt-widget build MODEL -o m.engine --plain --report r.html`` in ``tmp_path``: its exit status, its text."""
+    command: list[str | bytes] = [
+        sys.executable,
+        "-m",
+        "trt_widget",
+        "build",
+        model,
+        "-o",
+        "m.engine",
+        "--plain",
+        "--report",
+        "r.html",
+    ]
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, timeout=300)
+    return done.returncode, (done.stdout + done.stderr).decode("utf-8", "replace")
+
+
 def test_build_report_of_a_model_whose_folder_is_not_utf8_is_written(tmp_path: Path) -> None:
     model = _model_in(tmp_path, b"d\xff")
-    done = subprocess.run(
-        [sys.executable, "-m", "trt_widget", "build", model, "-o", "m.engine", "--plain", "--report", "r.html"],
-        cwd=tmp_path,
-        capture_output=True,
-        timeout=300,
-    )
-    said = (done.stdout + done.stderr).decode("utf-8", "replace")
+    code, said = _build_with_report(tmp_path, model)
     assert (tmp_path / "m.engine").stat().st_size > 0, said[-1500:]  # the build itself succeeds (U1's fix)
     assert "surrogates not allowed" not in said, said[-1500:]
-    assert done.returncode == 0, said[-1500:]
+    assert code == 0, said[-1500:]
     assert "<html" in (tmp_path / "r.html").read_text(encoding="utf-8")
 
 
@@ -52,14 +64,8 @@ def test_to_html_of_a_model_whose_folder_is_not_utf8(tmp_path: Path) -> None:
 
 def test_control_the_same_report_in_a_utf8_folder_is_written(tmp_path: Path) -> None:
     model = _model_in(tmp_path, b"dq")
-    done = subprocess.run(
-        [sys.executable, "-m", "trt_widget", "build", model, "-o", "m.engine", "--plain", "--report", "r.html"],
-        cwd=tmp_path,
-        capture_output=True,
-        timeout=300,
-    )
-    said = (done.stdout + done.stderr).decode("utf-8", "replace")
-    assert done.returncode == 0, said[-1500:]
+    code, said = _build_with_report(tmp_path, model)
+    assert code == 0, said[-1500:]
     assert "<html" in (tmp_path / "r.html").read_text(encoding="utf-8")
 
 

@@ -19,16 +19,10 @@ import pytest
 
 from trt_widget.watch import CommandRun, RelayedBuild
 
-SENDER = textwrap.dedent(
+from ._sender import CONNECT
+
+SENDER = CONNECT + textwrap.dedent(
     """
-    import json, os, socket, sys
-    address = os.environ["TRT_WIDGET_RUN_SOCKET"]
-    s = socket.socket(socket.AF_UNIX)
-    s.connect("\\0" + address[1:] if address.startswith("@") else address)
-
-    def send(build, event, **fields):
-        s.sendall((json.dumps({"build": build, "event": event, "t": 0.0, **fields}) + "\\n").encode())
-
     first = "sec\\udcff.onnx" if sys.argv[1] == "surrogate" else "sec.onnx"
     for n, model in enumerate([first, "second.onnx"]):
         send(n, "build_start", model=model, backend="rtx", version="1", pid=os.getpid(), method="build")

@@ -16,17 +16,11 @@ import pytest
 from fixture_types import WaitUntil
 from user_scripts import alive
 
+from ._sender import CONNECT
+
 # The command: a process that connects to the run's socket as any watched Python process does, and sends junk.
-SENDER = textwrap.dedent(
+SENDER = CONNECT + textwrap.dedent(
     """
-    import json, os, socket
-    address = os.environ["TRT_WIDGET_RUN_SOCKET"]
-    s = socket.socket(socket.AF_UNIX)
-    s.connect("\\0" + address[1:] if address.startswith("@") else address)
-
-    def send(build, event, **fields):
-        s.sendall((json.dumps({"build": build, "event": event, "t": 0.0, **fields}) + "\\n").encode())
-
     chunk = b"x" * (1 << 20)
     s.sendall(b'{"build": 0, "event": "build_start", "model": "')
     for _ in range(256):  # one 256 MB line

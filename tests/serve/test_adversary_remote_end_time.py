@@ -9,10 +9,10 @@ the subject."""
 
 from __future__ import annotations
 
-import contextlib
 import math
-import threading
 from typing import Any
+
+from hostile_server import HostileServer, Reply
 
 FAKE_ID = "A" * 22
 START = '{"event": "build_start", "model": "m", "backend": "rtx", "version": "1", "options": {}, "t": 0.0}'
@@ -22,49 +22,24 @@ END = (
 )
 
 
-class _EndsAt:
+def _ends_at(t: str) -> HostileServer:
     """A fake build server whose build ends at time ``t`` (JSON text: a number of any length, or Infinity)."""
 
-    def __init__(self, t: str) -> None:
-        import http.server
+    def get(path: str) -> Reply:
+        if path.split("?")[0].endswith("/events"):
+            stream = f"id: 1\ndata: {START}\n\nid: 2\ndata: {END % t}\n\n"
+            return 200, stream.encode(), "text/event-stream"
+        if path.endswith("/engine"):
+            return 200, b"12345", "application/octet-stream"
+        return 200, b'{"status": "running"}', "application/json"
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def _send(self, status: int, body: bytes, kind: str = "application/json") -> None:
-                self.send_response(status)
-                self.send_header("Content-Type", kind)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def do_GET(self) -> None:
-                with contextlib.suppress(OSError):
-                    if self.path.split("?")[0].endswith("/events"):
-                        stream = f"id: 1\ndata: {START}\n\nid: 2\ndata: {END % t}\n\n"
-                        self._send(200, stream.encode(), "text/event-stream")
-                    elif self.path.endswith("/engine"):
-                        self._send(200, b"12345", "application/octet-stream")
-                    else:
-                        self._send(200, b'{"status": "running"}')
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+    return HostileServer(get)
 
 
 def _follow(t: str) -> Any:
     from trt_widget.serve import RemoteBuild
 
-    hostile = _EndsAt(t)
+    hostile = _ends_at(t)
     try:
         build = RemoteBuild.follow(hostile.url, "token", FAKE_ID, timeout=5).start()
         build.wait(60)

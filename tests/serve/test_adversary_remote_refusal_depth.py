@@ -10,79 +10,46 @@ A fake server: the hostile server is the subject."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-import threading
-from typing import Any
 
 import pytest
 from attacks import SMALL
+from hostile_server import HostileServer, Reply
 
 DEEP = b'{"error": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"  # 200 KB: under the 1 MiB reply bound
 NESTED = b'{"error": ' + b"[" * 100 + b"]" * 100 + b"}"  # read by json.loads, past what a build's reply nests
 FORGED = "\x1b]0;owned\x07\x1b[2J\rforged line\n\u2028x\x9b31m"  # a title, a clear, a rewritten and a new line
 FAKE_ID = "A" * 22
+JSON = "application/json"
 
 
-class _Refuses:
+def _refuses(mode: str) -> HostileServer:
     """A fake build server: sensible limits, then one hostile answer chosen by ``mode``."""
 
-    def __init__(self, mode: str) -> None:
-        import http.server
+    def get(path: str) -> Reply:
+        if path.endswith("/events") and mode == "refuse events":
+            return 404, DEEP, JSON
+        if path.endswith("/events"):
+            start = {"event": "build_start", "model": "m", "backend": "rtx", "version": "1", "options": {}, "t": 0.0}
+            end = {"event": "build_end", "status": "succeeded", "detail": "", "elapsed_s": 1.0,
+                   "engine_bytes": 5, "output": None, "error": None, "t": 1.0}  # fmt: skip
+            if mode == "failed with controls":
+                end = {**end, "status": "failed", "engine_bytes": None, "error": FORGED}
+            stream = "".join(f"id: {i}\ndata: {json.dumps(e)}\n\n" for i, e in enumerate((start, end), 1))
+            if mode == "many data lines":  # each line under the bound, the message 2 MB: held whole
+                stream = f"id: 1\ndata: {json.dumps(start)}\n\n" + "data: x\n" * (1 << 20) + "\n"
+            return 200, stream.encode(), "text/event-stream"
+        if path.endswith("/engine"):
+            return 404, DEEP, JSON  # "refuse engine"
+        if path.startswith(f"/builds/{FAKE_ID}"):
+            return (404, DEEP, JSON) if mode == "refuse state" else (200, NESTED, JSON)  # "deep state"
+        limits = {"max_upload": 1 << 30, "running": 0, "max_concurrent": 2, "builds": []}
+        return 200, json.dumps(limits).encode(), JSON
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
+    def post(path: str, body: bytes) -> Reply:
+        return 400, DEEP if mode == "refuse deep" else json.dumps({"error": FORGED}).encode(), JSON
 
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def _send(self, status: int, body: bytes, kind: str = "application/json") -> None:
-                self.send_response(status)
-                self.send_header("Content-Type", kind)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def do_GET(self) -> None:
-                with contextlib.suppress(OSError):
-                    self._get()
-
-            def _get(self) -> None:
-                if self.path.endswith("/events") and mode == "refuse events":
-                    self._send(404, DEEP)
-                elif self.path.endswith("/events"):
-                    start = {"event": "build_start", "model": "m", "backend": "rtx", "version": "1", "options": {},
-                             "t": 0.0}  # fmt: skip
-                    end = {"event": "build_end", "status": "succeeded", "detail": "", "elapsed_s": 1.0,
-                           "engine_bytes": 5, "output": None, "error": None, "t": 1.0}  # fmt: skip
-                    if mode == "failed with controls":
-                        end = {**end, "status": "failed", "engine_bytes": None, "error": FORGED}
-                    stream = "".join(f"id: {i}\ndata: {json.dumps(e)}\n\n" for i, e in enumerate((start, end), 1))
-                    if mode == "many data lines":  # each line under the bound, the message 2 MB: held whole
-                        stream = f"id: 1\ndata: {json.dumps(start)}\n\n" + "data: x\n" * (1 << 20) + "\n"
-                    self._send(200, stream.encode(), "text/event-stream")
-                elif self.path.endswith("/engine"):
-                    self._send(404, DEEP)  # "refuse engine"
-                elif self.path.startswith(f"/builds/{FAKE_ID}"):
-                    self._send(404, DEEP) if mode == "refuse state" else self._send(200, NESTED)  # "deep state"
-                else:
-                    limits = {"max_upload": 1 << 30, "running": 0, "max_concurrent": 2, "builds": []}
-                    self._send(200, json.dumps(limits).encode())
-
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("content-length") or 0))
-                body = DEEP if mode == "refuse deep" else json.dumps({"error": FORGED}).encode()
-                with contextlib.suppress(OSError):
-                    self._send(400, body)
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+    return HostileServer(get, post)
 
 
 def _clear(error: object) -> str:
@@ -96,7 +63,7 @@ def _clear(error: object) -> str:
 def test_a_refusal_nested_deeply_fails_the_remote_build_with_a_clear_error() -> None:
     from trt_widget.serve import RemoteBuild
 
-    hostile = _Refuses("refuse deep")
+    hostile = _refuses("refuse deep")
     try:
         build = RemoteBuild(hostile.url, "token", SMALL, timeout=5).start()
         assert build.wait(60) == "failed", build.status_detail
@@ -116,7 +83,7 @@ def test_a_refusal_nested_deeply_fails_the_remote_build_with_a_clear_error() -> 
 def test_a_hostile_reply_while_following_fails_with_a_clear_error(mode: str, said: str) -> None:
     from trt_widget.serve import RemoteBuild
 
-    hostile = _Refuses(mode)
+    hostile = _refuses(mode)
     try:
         build = RemoteBuild.follow(hostile.url, "token", FAKE_ID, timeout=5).start()
         assert build.wait(60) == "failed", build.status_detail
@@ -138,7 +105,7 @@ def test_a_build_state_nested_deeply_is_a_clear_error(mode: str, said: str) -> N
     from trt_widget import BuildError
     from trt_widget.serve import RemoteBuild
 
-    hostile = _Refuses(mode)
+    hostile = _refuses(mode)
     try:
         with pytest.raises(BuildError) as caught:
             RemoteBuild.follow(hostile.url, "token", FAKE_ID, timeout=5).info()
@@ -151,7 +118,7 @@ def test_a_build_state_nested_deeply_is_a_clear_error(mode: str, said: str) -> N
 def test_a_servers_text_in_the_remote_builds_error_is_escaped(mode: str) -> None:
     from trt_widget.serve import RemoteBuild
 
-    hostile = _Refuses(mode)
+    hostile = _refuses(mode)
     try:
         if mode == "refuse with controls":  # the upload's refusal
             build = RemoteBuild(hostile.url, "token", SMALL, timeout=5).start()

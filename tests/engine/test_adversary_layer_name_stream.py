@@ -13,11 +13,11 @@ import json
 import re
 import subprocess
 import sys
-import textwrap
 import warnings
 from pathlib import Path
 
 import pytest
+from rtx_log import real_rtx_log
 
 from trt_widget import Build
 from trt_widget.models import deep_residual, to_bytes
@@ -65,44 +65,12 @@ def test_build_json_of_such_a_model_ends_with_build_end(hostile_model: Path, tmp
     assert kinds[-1] == "build_end", kinds[-3:]
 
 
-RAW_LOG = textwrap.dedent(
-    """
-    import sys
-    import tensorrt_rtx_bindings as trt
-
-
-    class Log(trt.ILogger):
-        def __init__(self):
-            trt.ILogger.__init__(self)
-
-        def log(self, severity, msg):
-            print(f"[12/06/2026-22:30:00] [V] [TRT] {msg}")
-
-
-    logger = Log()
-    logger.min_severity = trt.ILogger.VERBOSE
-    builder = trt.Builder(logger)
-    network = builder.create_network(0)
-    parser = trt.OnnxParser(network, logger)
-    assert parser.parse(open(sys.argv[1], "rb").read())
-    config = builder.create_builder_config()
-    config.profiling_verbosity = trt.ProfilingVerbosity.DETAILED
-    assert builder.build_serialized_network(network, config) is not None
-    """
-)
-
-
 @pytest.fixture(scope="module")
 def real_log(tmp_path_factory: pytest.TempPathFactory) -> str:
     """The log of a real TensorRT for RTX build (trtexec's line format, detailed profiling)."""
-    folder = tmp_path_factory.mktemp("log")
-    (folder / "m.onnx").write_bytes(to_bytes(deep_residual(2)))
-    (folder / "raw_log.py").write_text(RAW_LOG, encoding="utf-8")
-    built = subprocess.run([sys.executable, "raw_log.py", "m.onnx"], cwd=folder, capture_output=True, text=True,
-                           timeout=300)  # fmt: skip
-    assert built.returncode == 0, built.stderr[-1500:]
-    assert ", StreamId: 0" in built.stdout and ", Constants: [" in built.stdout
-    return built.stdout
+    log = real_rtx_log(tmp_path_factory.mktemp("log"))
+    assert ", StreamId: 0" in log and ", Constants: [" in log
+    return log
 
 
 def _stream_superscript(log: str) -> str:

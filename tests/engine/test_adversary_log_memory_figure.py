@@ -11,40 +11,11 @@ import json
 import re
 import subprocess
 import sys
-import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
-from trt_widget.models import deep_residual, to_bytes
-
-RAW_LOG = textwrap.dedent(
-    """
-    import sys
-    import tensorrt_rtx_bindings as trt
-
-
-    class Log(trt.ILogger):
-        def __init__(self):
-            trt.ILogger.__init__(self)
-
-        def log(self, severity, msg):
-            tag = {trt.ILogger.VERBOSE: "V", trt.ILogger.INFO: "I", trt.ILogger.WARNING: "W"}.get(severity, "E")
-            print(f"[12/06/2026-21:49:24] [{tag}] [TRT] {msg}")
-
-
-    logger = Log()
-    logger.min_severity = trt.ILogger.VERBOSE
-    builder = trt.Builder(logger)
-    network = builder.create_network(0)
-    parser = trt.OnnxParser(network, logger)
-    assert parser.parse(open(sys.argv[1], "rb").read())
-    config = builder.create_builder_config()
-    config.profiling_verbosity = trt.ProfilingVerbosity.DETAILED
-    assert builder.build_serialized_network(network, config) is not None
-    """
-)
+from rtx_log import real_rtx_log
 
 
 def _inspect(log: Path) -> subprocess.CompletedProcess[str]:
@@ -76,17 +47,12 @@ def _peak(log: str) -> str:
 def real_log(tmp_path_factory: pytest.TempPathFactory) -> str:
     """The log of a real TensorRT for RTX build, which ``inspect`` reads."""
     folder = tmp_path_factory.mktemp("log")
-    (folder / "m.onnx").write_bytes(to_bytes(deep_residual(2)))
-    (folder / "raw_log.py").write_text(RAW_LOG, encoding="utf-8")
-    built = subprocess.run(
-        [sys.executable, "raw_log.py", "m.onnx"], cwd=folder, capture_output=True, text=True, timeout=300
-    )
-    assert built.returncode == 0, built.stderr[-1500:]
-    assert "Total Weights Memory:" in built.stdout
+    log = real_rtx_log(folder)
+    assert "Total Weights Memory:" in log
     real = folder / "build.log"
-    real.write_text(built.stdout, encoding="utf-8")
+    real.write_text(log, encoding="utf-8")
     assert _inspect(real).returncode == 0  # the real log is inspected
-    return built.stdout
+    return log
 
 
 @pytest.mark.parametrize(

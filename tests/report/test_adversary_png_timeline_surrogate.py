@@ -1,0 +1,58 @@
+"""Nineteenth adversarial re-run (issue 35): U2's family. A recording is outside text and may hold a lone surrogate
+in any string (the JSON escape ``"\\udcff"``, which ``json.dumps`` writes for a path that is not UTF-8); the eighteenth
+re-run's fix writes every file with such text escaped (HTML report, trace, SVG timeline, ...). The matplotlib
+timeline (``report.timeline.to_figure`` / ``save_png``) hands the phase names to matplotlib as they are, whose
+FreeType binding refuses the surrogate: ``save_png`` of such a replay raises "TypeError: set_text(): incompatible
+function arguments" (pybind's signature list), where ``save_svg`` of the same build writes its file. A real RTX
+build's recording, its phase names changed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from trt_widget import Build
+from trt_widget.models import deep_residual, to_bytes
+from trt_widget.report import timeline
+
+
+def _replay(tmp_path: Path, prefix: str) -> Build:
+    model = tmp_path / "m.onnx"
+    model.write_bytes(to_bytes(deep_residual(2)))
+    events = tmp_path / "real.jsonl"
+    build = Build(str(model), output=str(tmp_path / "m.engine"), events=str(events))
+    build.start().result(timeout=300)
+    assert build.status == "succeeded", build.error
+    assert build.events is not None and build.events.join(60)  # the writer thread has written build_end
+    recorded = [json.loads(line) for line in events.read_text().splitlines()]
+    for e in recorded:  # every phase's name (the wide ones are drawn with their label)
+        if e["event"] in ("phase_start", "step", "phase_finish"):
+            e["name"] = prefix + e["name"]
+    hostile = tmp_path / "hostile.jsonl"
+    hostile.write_text("".join(json.dumps(e) + "\n" for e in recorded))  # "\udcff" as its JSON escape
+    replay = Build.from_events(str(hostile))
+    replay.start().result(timeout=60)
+    assert replay.status == "succeeded", replay.error
+    return replay
+
+
+@pytest.mark.slow
+def test_a_png_timeline_of_a_replay_with_plain_names_is_written(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    replay = _replay(tmp_path, "sec")  # the control
+    assert Path(timeline.save_png(replay, tmp_path / "t.png")).stat().st_size > 0
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="adversary 19 (U3): save_png of a replay whose phase name holds a lone surrogate raises matplotlib's "
+    "TypeError (set_text(): incompatible function arguments), where save_svg writes the escape",
+)
+def test_a_png_timeline_of_a_replay_with_a_lone_surrogate_is_written(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    replay = _replay(tmp_path, "sec\udcff")
+    assert Path(timeline.save_svg(replay, tmp_path / "t.svg")).stat().st_size > 0  # the SVG: written (U2's fix)
+    assert Path(timeline.save_png(replay, tmp_path / "t.png")).stat().st_size > 0

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from trt_widget import Build
+from trt_widget import Build, BuildWidget
 from trt_widget.models import deep_residual, to_bytes
 from trt_widget.report import timeline
 
@@ -56,3 +56,20 @@ def test_a_png_timeline_of_a_replay_with_a_lone_surrogate_is_written(tmp_path: P
     replay = _replay(tmp_path, "sec\udcff")
     assert Path(timeline.save_svg(replay, tmp_path / "t.svg")).stat().st_size > 0  # the SVG: written (U2's fix)
     assert Path(timeline.save_png(replay, tmp_path / "t.png")).stat().st_size > 0
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="adversary 19 (U3): the notebook display bundle (text/plain, text/markdown, text/html) of a replay whose "
+    "phase name holds a lone surrogate keeps it raw: jupyter_client's json_packer (the kernel's) raises "
+    "UnicodeEncodeError, so the build's display is lost",
+)
+def test_the_display_bundle_of_a_replay_with_a_lone_surrogate_packs(tmp_path: Path) -> None:
+    packer = pytest.importorskip("jupyter_client.session").json_packer
+    replay = _replay(tmp_path, "sec\ud800")
+    widget = BuildWidget(replay)
+    data, _ = widget._repr_mimebundle_()
+    widget.close()
+    for kind in ("text/plain", "text/markdown", "text/html"):
+        assert packer({kind: data[kind]}), kind  # the kernel's display_data message

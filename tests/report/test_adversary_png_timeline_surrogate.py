@@ -9,6 +9,7 @@ build's recording, its phase names changed."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -73,3 +74,22 @@ def test_the_display_bundle_of_a_replay_with_a_lone_surrogate_packs(tmp_path: Pa
     widget.close()
     for kind in ("text/plain", "text/markdown", "text/html"):
         assert packer({kind: data[kind]}), kind  # the kernel's display_data message
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="adversary 19 (I1): the inline report's text/plain (what IPython in a terminal prints for a BuildWidget) "
+    "replaces C0 controls only: a recording's phase name brings U+202E and the C1 CSI (U+009B) to the terminal raw",
+)
+def test_the_text_of_a_replay_with_bidi_and_c1_names_is_escaped(tmp_path: Path) -> None:
+    from trt_widget._format import UNSAFE_CHARACTERS
+    from trt_widget.report import to_text
+
+    replay = _replay(tmp_path, "E\x9b31m\u202eX")
+    widget = BuildWidget(replay)
+    data, _ = widget._repr_mimebundle_()
+    widget.close()
+    unsafe = re.compile(f"[{UNSAFE_CHARACTERS}]")
+    for text in (to_text(replay), str(data["text/plain"])):
+        assert "E" in text and not unsafe.search(text.replace("\n", "")), ascii(text[:300])

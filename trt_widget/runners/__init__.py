@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from ._inprocess import tensorrt_call
     from ._process import START_PHASE, ProcessRunner, check_transferable
     from ._replay import (
+        MAX_PHASES,
         MAX_RECORDING_BYTES,
         MAX_SPEED,
         MIN_SPEED,
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from ._scripted import Callback, ManualClock, ScriptedRunner, parse_script
 
 _LAZY = {
+    "MAX_PHASES": "._replay",
     "MAX_RECORDING_BYTES": "._replay",
     "MAX_SPEED": "._replay",
     "MIN_SPEED": "._replay",
@@ -65,6 +67,7 @@ _LAZY = {
 }
 
 __all__ = [
+    "MAX_PHASES",
     "MAX_RECORDING_BYTES",
     "MAX_SPEED",
     "MIN_SPEED",

@@ -51,6 +51,7 @@ class RecordingError(ValueError):
 
 MAX_LINE_BYTES = 1 << 20  # one event; TensorRT's longest log lines are a few KB
 MAX_EVENTS = 1_000_000  # a real GPU build records tens of thousands
+MAX_PHASES = 200_000  # phase instances of one streamed build (server, relay); a real GPU build has a few thousand
 MAX_BYTES = 256 << 20  # the whole recording
 MAX_RECORDING_BYTES = MAX_BYTES  # its public name: what any reader of a recording reads at most
 MAX_NAME = 4096  # characters of a phase name

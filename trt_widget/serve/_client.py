@@ -30,7 +30,7 @@ from .._format import escape_controls
 from .._http_options import http_refusals
 from .._json import JSON, MAX_NESTING, JSONObject, json_count, json_depth
 from .._options import BuildOptions, BuildOptionsDict
-from ..runners import FollowClock, RunContext, apply_event, check_event
+from ..runners import MAX_PHASES, FollowClock, RunContext, apply_event, check_event
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -126,7 +126,6 @@ def _client(url: str, headers: dict[str, str] | None, timeout: float | httpx.Tim
     return httpx.Client(base_url=url, headers=headers, timeout=timeout, event_hooks={"response": [_cap_reply]})
 
 
-MAX_PHASES = 200_000  # phase instances per build; a real GPU build has a few thousand
 SILENT_S = 60.0  # a stream that sends nothing, not even the server's ping (every 15 s), for this long is broken
 STOP_WAIT_S = 0.7  # after stop() (or its force_after), how long the server may take to confirm the end
 

@@ -43,7 +43,7 @@ from .._json import json_int
 from .._leftovers import private_dir, remove_private_dir
 from .._python import hold_standard_fds, parent_path, python_command
 from .._status import LIVE, log
-from ..runners import FollowClock, RecordingError, RunContext, apply_event, check_event
+from ..runners import MAX_PHASES, FollowClock, RecordingError, RunContext, apply_event, check_event
 from ._child import ABSTRACT, ENV_SOCKET
 from ._watch import INTERRUPTED, BuildTimings, builds_timings, stop_notice
 
@@ -369,19 +369,41 @@ class CommandRun:
     def _read(self, conn: socket.socket) -> None:
         """One process's events (untrusted: each line bounded, each event checked as a recording's is)."""
         builds: dict[int, RelayedBuild] = {}
-        depths: dict[int, dict[int, int]] = {}
+        depths: dict[int, dict[int, int]] = {}  # check state of the builds shown only (bounded as they are)
+        phases: dict[int, int] = {}  # phases started, per build shown (at most MAX_PHASES each)
         ended: set[int] = set()  # builds shown here whose end came
+        given_up: set[int] = set()  # builds shown here that sent too many phases
         sending = threading.Lock()  # the acks of several builds' ends
         with conn, conn.makefile("rb") as lines:
             for number, raw in enumerate(_bounded_lines(lines), 1):
                 try:
                     event = json.loads(raw)
                     n = int(event.pop("build"))
-                    check_event(event, "the command's event", number, depths.setdefault(n, {}))
+                    check_event(event, "the command's event", number, depths.get(n, {}) if n in builds else {})
                 except (ValueError, TypeError, KeyError, AttributeError, OverflowError, RecursionError, RecordingError):
                     continue  # OverflowError: {"build": Infinity}; RecursionError: a line of 100,000 brackets
+                if n in given_up:
+                    if event.get("event") == "build_end":
+                        _ack(conn, sending, n)  # its call goes on now
+                    continue
+                if n in builds and n not in ended and event.get("event") == "phase_start":
+                    phases[n] = phases.get(n, 0) + 1
+                    if phases[n] > MAX_PHASES:  # as a build server's stream: failed here, its later events dropped
+                        given_up.add(n)
+                        depths.pop(n, None)
+                        end: JSONObject = {"event": "build_end", "t": 0.0, "status": "failed"}
+                        end["error"] = f"the command's build sent more than {MAX_PHASES:,} phases; given up"
+                        builds[n].relay.events.put(end)
+                        with contextlib.suppress(Exception):
+                            if self.on_event is not None:  # the JSON stream's end of the build
+                                self.on_event({"build": builds[n].index, **end})
+                        continue
                 try:
                     self._relay(conn, sending, event, n, builds, ended)
+                    if n in builds and n not in ended:
+                        depths.setdefault(n, {})
+                    elif event.get("event") == "build_end":
+                        depths.pop(n, None)
                 except Exception as exc:  # one bad event is dropped, never the reader (and the process's builds)
                     self._warn_once("event", f"an event of the command could not be shown ({type(exc).__name__})")
                     log.debug("dropped an event of the command: %r", event, exc_info=True)

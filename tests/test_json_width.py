@@ -15,7 +15,7 @@ from trt_widget.engine._parse import report_from_bytes
 from trt_widget.runners import RecordingError, _replay, check_event
 from trt_widget.serve._client import _server_json
 
-WIDE = [{}] * (MAX_VALUES + 1)
+WIDE: list[dict[str, int]] = [{}] * (MAX_VALUES + 1)
 
 
 def test_loads_outside_refuses_more_values_than_the_bound() -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from trt_widget import BuildError
 from trt_widget._json import MAX_VALUES, check_outside, loads_outside
-from trt_widget.engine import MAX_LAYERS
+from trt_widget.engine import MAX_LAYERS, EngineReport
 from trt_widget.engine._parse import report_from_bytes
 from trt_widget.runners import RecordingError, _replay, check_event
 from trt_widget.serve._client import _server_json
@@ -62,3 +62,10 @@ def test_a_layer_json_with_a_wide_layer_is_not_read_as_layers() -> None:
     text = json.dumps({"Layers": [{"Name": "a", "x": WIDE}], "Bindings": []})
     with pytest.raises(ValueError):
         report_from_bytes(text.encode(), "f.json")
+
+
+def test_from_json_of_a_real_sized_report_reads_past_the_event_bound() -> None:
+    layers = [{"Name": f"L{i}", "Inputs": [{"Name": "a", "Dimensions": [1, 3, 8, 8]}]} for i in range(MAX_LAYERS)]
+    text = json.dumps({"Layers": [*layers, {}], "Bindings": []})  # ~120,000 values: a file, not an event
+    report = EngineReport.from_json(text)
+    assert len(report.layers) == MAX_LAYERS and report.total_layers == MAX_LAYERS + 1

@@ -302,11 +302,12 @@ _SPACE = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
 
 
-def _load_layer_json(text: str) -> JSON:
+def load_layer_json(data: str | bytes) -> JSON:
     """A JSON object read one top-level value and one ``Layers`` item at a time (each bounded by
     :func:`check_outside`): :data:`MAX_LAYERS` items are kept and the rest decoded one by one, counted (as
     ``total_layers``) and dropped, so 5.6 million empty layers are never all held (845 MB for 16 MiB). ValueError
-    where it is no such JSON."""
+    where it is no such JSON (or not UTF-8)."""
+    text = data.decode("utf-8") if isinstance(data, bytes) else data
 
     def skip(at: int) -> int:
         match = _SPACE.match(text, at)
@@ -363,7 +364,7 @@ def report_from_bytes(data: bytes, source: str) -> Parsed:
     stripped = text.lstrip()
     if stripped.startswith("{"):
         try:
-            loaded = _load_layer_json(stripped)
+            loaded = load_layer_json(stripped)
         except ValueError:  # also nested deeper than MAX_NESTING, or more than MAX_VALUES in one value
             loaded = None
         if isinstance(loaded, dict) and "Layers" in loaded:

@@ -20,7 +20,15 @@ from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
 from .._files import not_onnx
-from .._json import check_outside, count_from_decimal, count_from_digits, json_count, json_int, loads_outside
+from .._json import (
+    MAX_NESTING,
+    check_outside,
+    count_from_decimal,
+    count_from_digits,
+    json_count,
+    json_int,
+    loads_outside,
+)
 from ._layer import (
     _ONELINE_HEAD,
     _PREFIX,
@@ -317,7 +325,7 @@ def load_layer_json(data: str | bytes) -> JSON:
         try:
             item, end = _DECODER.raw_decode(text, at)
         except RecursionError:
-            raise ValueError("JSON nested too deeply") from None
+            raise ValueError(f"JSON nested more than {MAX_NESTING} deep") from None
         check_outside(item)
         return item, skip(end)
 

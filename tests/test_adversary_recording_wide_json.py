@@ -73,11 +73,6 @@ def test_a_recording_of_long_string_fields_replays_in_bounded_memory(tmp_path: P
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="adversary 19 (J1): a recording's lines may each hold ~350,000 JSON values, all kept with their events: a "
-    "16 MiB recording held 554 MB in view (256 MiB: ~7 GB), where its bounds (1 MiB a line) imply ~its size",
-)
 def test_a_recording_of_wide_json_fields_replays_in_bounded_memory(tmp_path: Path) -> None:
     assert _peak_kib(_recording(tmp_path, WIDE)) < LIMIT_KIB  # today: ~554,000 KiB
 
@@ -110,11 +105,6 @@ def test_inspect_of_a_layer_json_with_a_long_name_holds_about_its_size(tmp_path:
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="adversary 19 (J1): inspect of a 16 MiB layer JSON of 5.6 million empty layers holds 845 MB (json.loads "
-    "builds every layer before MAX_LAYERS are kept; 256 MiB: ~13 GB)",
-)
 def test_inspect_of_a_wide_layer_json_holds_about_its_size(tmp_path: Path) -> None:
     path = tmp_path / "wide.json"
     path.write_text('{"Layers": [' + ",".join(["{}"] * ((16 << 20) // 3)) + '], "Bindings": []}')

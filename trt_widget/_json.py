@@ -71,29 +71,54 @@ def count_from_decimal(text: str, scale: int = 1) -> int | None:
     return scaled if json_count(scaled) else None
 
 
-def json_depth(value: JSON, limit: int = MAX_NESTING) -> int:
-    """How deeply lists and objects nest in ``value`` (0 for a scalar), counted no further than ``limit`` + 1:
-    iterative, so a value nested as deep as ``json.loads`` takes exhausts no stack here."""
-    deepest, todo = 0, [(value, 1)]
-    while todo:
+# JSON values in one event (a recording's line, a relayed or served one: 1 MiB each): a real RTX build's detailed
+# engine_report holds ~15 values and ~280 bytes a layer (167 values for 11 layers), so ~56,000 in 1 MiB; 349,000
+# empty objects fit in it too (~27x its size held)
+MAX_VALUES = 100_000
+MAX_FILE_VALUES = 8_000_000  # in one file (a recording: 8 an event at its 1,000,000 events; 49 events of a build: 503)
+
+
+def json_shape(value: JSON, limit: int = MAX_NESTING, values: int = MAX_VALUES) -> tuple[int, int]:
+    """How deeply lists and objects nest in ``value`` (0 for a scalar) and how many values it holds (itself, its
+    items, its keys' values), counted no further than ``limit`` + 1 and ``values`` + 1: iterative, so a value nested
+    as deep as ``json.loads`` takes exhausts no stack here, and one of millions of items stops early."""
+    deepest, count, todo = 0, 0, [(value, 1)]
+    while todo and count <= values:
         item, level = todo.pop()
+        count += 1
         children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
         if children is None:
             continue
         deepest = max(deepest, level)
         if level <= limit:
             todo.extend((child, level + 1) for child in children)
-    return deepest
+    return deepest, count + len(todo)
 
 
-def loads_outside(text: str | bytes, limit: int = MAX_NESTING) -> JSON:
+def json_depth(value: JSON, limit: int = MAX_NESTING) -> int:
+    """How deeply lists and objects nest in ``value`` (see :func:`json_shape`)."""
+    return json_shape(value, limit)[0]
+
+
+def check_outside(value: JSON, limit: int = MAX_NESTING, values: int = MAX_VALUES) -> int:
+    """The number of values in ``value``, the one rule for outside JSON's shape: ValueError where its lists and
+    objects nest more than ``limit`` deep or it holds more than ``values`` values (a 1 MiB line of ``[{},{},...]``
+    is 349,000 objects, ~27x its size in memory)."""
+    deepest, count = json_shape(value, limit, values)
+    if deepest > limit:
+        raise ValueError(f"JSON nested more than {limit} deep")
+    if count > values:
+        raise ValueError(f"JSON of more than {values:,} values")
+    return count
+
+
+def loads_outside(text: str | bytes, limit: int = MAX_NESTING, values: int = MAX_VALUES) -> JSON:
     """``json.loads`` of outside text (a log's field, a recording's line, a file someone sent), the one rule for
-    nesting: ValueError where it is no JSON or its lists and objects nest more than ``limit`` deep, RecursionError
-    included (``json.loads`` raised it ~1,000 deep; ``json.dumps`` of a value just less, later)."""
+    shape (:func:`check_outside`): ValueError where it is no JSON, nests more than ``limit`` deep (RecursionError
+    included: ``json.loads`` raised it ~1,000 deep) or holds more than ``values`` values."""
     try:
         value: JSON = json.loads(text)
     except RecursionError:
         raise ValueError(f"JSON nested more than {limit} deep") from None
-    if json_depth(value, limit) > limit:
-        raise ValueError(f"JSON nested more than {limit} deep")
+    check_outside(value, limit, values)
     return value

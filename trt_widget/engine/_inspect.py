@@ -7,8 +7,7 @@ from __future__ import annotations
 from typing import SupportsInt
 
 from .._backend import LoggerBase, trt
-from .._json import loads_outside
-from ._parse import Parsed, report_from_json
+from ._parse import Parsed, load_layer_json, report_from_json
 
 
 def report_from_engine(engine: bytes | bytearray | memoryview) -> Parsed:
@@ -33,4 +32,4 @@ def report_from_engine(engine: bytes | bytearray | memoryview) -> Parsed:
     text = inspector.get_engine_information(t.LayerInformationFormat.JSON) if inspector is not None else None
     if not text:
         raise ValueError("TensorRT's engine inspector returned nothing for this engine")
-    return report_from_json(loads_outside(text), "IEngineInspector (JSON)")
+    return report_from_json(load_layer_json(text), "IEngineInspector (JSON)")

@@ -11,10 +11,9 @@ from typing import TYPE_CHECKING
 
 from .._files import FileTooLarge, read_regular
 from .._format import fmt_bytes
-from .._json import loads_outside
 from .._tensorrt_log import LOG_FILE_MAX_BYTES
 from ._layer import _MEMORY_WORDS, JSON, MEMORY_KEYS, EngineLayer, display
-from ._parse import Parsed, report_from_bytes, report_from_json, report_from_text
+from ._parse import Parsed, load_layer_json, report_from_bytes, report_from_json, report_from_text
 
 if TYPE_CHECKING:
     import pandas
@@ -110,7 +109,7 @@ class EngineReport:
     @classmethod
     def from_json(cls, data: str | bytes | Mapping[str, JSON], source: str = "engine information JSON") -> EngineReport:
         """A report from the inspector's JSON (``{"Layers": [...], "Bindings": [...]}``) or :meth:`to_dict`'s."""
-        loaded: JSON = loads_outside(data) if isinstance(data, (str, bytes)) else dict(data)
+        loaded: JSON = load_layer_json(data) if isinstance(data, (str, bytes)) else dict(data)
         return cls(*report_from_json(loaded, source))
 
     @classmethod

@@ -19,7 +19,16 @@ from typing import IO, TYPE_CHECKING, Any, Protocol, TypeVar, Union
 
 from .._errors import BuildError
 from .._files import expand_user
-from .._json import MAX_NESTING, JSONObject, json_count, json_depth, json_number, json_time
+from .._json import (
+    MAX_FILE_VALUES,
+    MAX_NESTING,
+    MAX_VALUES,
+    JSONObject,
+    json_count,
+    json_number,
+    json_shape,
+    json_time,
+)
 from .._phases import MAX_DEPTH
 from .._tensorrt_log import MAX_MESSAGE
 from ._base import RunContext
@@ -36,6 +45,31 @@ T = TypeVar("T")
 MIN_SPEED, MAX_SPEED = 1e-3, 1e6  # a replay's pace: from 1000x slower to a million times faster than recorded
 MAX_WAIT_S = 60.0  # the longest pause between two replayed events: a recorded clock may jump by years
 
+# the fields some reader of an event takes (check_event's types, apply_event, the reports); others are kept as given
+_READ = frozenset(
+    [
+        "event",
+        "t",
+        "id",
+        "name",
+        "parent",
+        "num_steps",
+        "step",
+        "severity",
+        "message",
+        "report",
+        "reason",
+        "model",
+        "backend",
+        "version",
+        "options",
+        "status",
+        "engine_bytes",
+        "detail",
+        "error",
+        "_line",
+    ]
+)
 KINDS = ("build_start", "phase_start", "step", "phase_finish", "log", "engine_report", "build_end")
 _SEVERITY = {"VERBOSE": 4, "INFO": 3, "WARNING": 2, "ERROR": 1, "INTERNAL_ERROR": 0}
 
@@ -117,9 +151,10 @@ def _kind_of(value: object) -> str:
     return "null" if value is None else type(value).__name__
 
 
-def check_event(event: JSONObject, where: str, number: int, depths: dict[int, int]) -> None:
-    """Raise RecordingError unless ``event``'s fields have the types its kind needs (names and nesting bounded,
-    long messages shortened): for recordings and for what a build server streams alike."""
+def check_event(event: JSONObject, where: str, number: int, depths: dict[int, int]) -> int:
+    """Raise RecordingError unless ``event``'s fields have the types its kind needs (names, nesting and values
+    bounded, long messages shortened, a field no reader needs dropped past :data:`MAX_VALUES` values): for
+    recordings and for what a build server streams alike. The number of JSON values kept."""
     kind = event["event"]
 
     def maybe(field: str, kind_of: type[T], what: str) -> T | None:
@@ -141,12 +176,25 @@ def check_event(event: JSONObject, where: str, number: int, depths: dict[int, in
             )
         return value
 
+    count, wide = 0, []
     for field, value in event.items():
-        if json_depth(value) > MAX_NESTING:  # iterative: its later readers (a report's json.dumps) recurse
+        depth, values = json_shape(value, MAX_NESTING, MAX_VALUES - count)
+        if depth > MAX_NESTING:  # iterative: its later readers (a report's json.dumps) recurse
             raise RecordingError(
                 f"{where}, line {number}: field {field!r} of a {kind} event nests lists or objects more than "
                 f"{MAX_NESTING} deep; no build's event does"
             )
+        if count + values > MAX_VALUES and field not in _READ:  # a field no reader needs: dropped, not kept
+            wide.append(field)
+        elif count + values > MAX_VALUES:
+            raise RecordingError(
+                f"{where}, line {number}: field {field!r} of a {kind} event holds more than {MAX_VALUES:,} JSON "
+                "values; no build's event does"
+            )
+        else:
+            count += values
+    for field in wide:
+        del event[field]
 
     if not json_time(event["t"]):  # also NaN, the infinities and 401 digits
         raise RecordingError(f"{where}, line {number}: field 't' must be a finite time in seconds")
@@ -186,11 +234,13 @@ def check_event(event: JSONObject, where: str, number: int, depths: dict[int, in
         maybe("engine_bytes", int, "an integer or null")
         for field in ("detail", "error"):
             maybe(field, str, "a string or null")
+    return count
 
 
 def _parse(lines: Iterable[object], where: str) -> list[JSONObject]:
     events: list[JSONObject] = []
     depths: dict[int, int] = {}
+    total = 0  # JSON values kept
     for number, line in enumerate(lines, start=1):
         event: object
         if isinstance(line, dict):
@@ -217,7 +267,9 @@ def _parse(lines: Iterable[object], where: str) -> list[JSONObject]:
                 f"{where}, line {number}: not a trt_widget build event (needs 'event' in "
                 f"{', '.join(KINDS)} and a time 't'): {str(line)[:80]!r}"
             )
-        check_event(event, where, number, depths)
+        total += check_event(event, where, number, depths)
+        if total > MAX_FILE_VALUES:
+            raise RecordingError(f"{where}: more than {MAX_FILE_VALUES:,} JSON values; trt_widget replays smaller ones")
         if len(events) >= MAX_EVENTS:
             raise RecordingError(f"{where}: more than {MAX_EVENTS:,} events; trt_widget replays smaller recordings")
         event["_line"] = number

@@ -28,7 +28,7 @@ from .._errors import BuildError
 from .._event_sinks import Sink
 from .._format import escape_controls
 from .._http_options import http_refusals
-from .._json import JSON, MAX_NESTING, JSONObject, json_count, json_depth
+from .._json import JSON, MAX_NESTING, MAX_VALUES, JSONObject, json_count, json_shape
 from .._options import BuildOptions, BuildOptionsDict
 from ..runners import MAX_PHASES, FollowClock, RunContext, apply_event, check_event
 
@@ -177,9 +177,14 @@ def _server_json(text: str | bytes, what: str, server: str) -> JSONObject:
     if not isinstance(value, dict):
         shown = text if isinstance(text, str) else text.decode("utf-8", "replace")
         raise BuildError(f"{sent} that is not a JSON object: {_outside(repr(shown[:80]))}")
+    count = 0
     for field, item in value.items():
-        if json_depth(item) > MAX_NESTING:
+        depth, values = json_shape(item, MAX_NESTING, MAX_VALUES - count)
+        if depth > MAX_NESTING:
             raise BuildError(f"{sent} whose field {_outside(repr(field[:40]))} {deep}")
+        count += values
+        if count > MAX_VALUES:  # check_outside's bound: a body of 16 MiB of [{},{},...] held ~50x its size
+            raise BuildError(f"{sent} of more than {MAX_VALUES:,} JSON values")
     return value
 
 

@@ -1,0 +1,71 @@
+"""Adversary 19 (J1): every reader of outside JSON bounds how many values it holds (``check_outside``'s rule):
+a recording's or a relayed event (``check_event``), a build server's body (``_server_json``), ``loads_outside``,
+and a layer JSON file, of which :data:`MAX_LAYERS` layers are built and the rest counted."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from trt_widget import BuildError
+from trt_widget._json import MAX_VALUES, check_outside, loads_outside
+from trt_widget.engine import MAX_LAYERS, EngineReport
+from trt_widget.engine._parse import report_from_bytes
+from trt_widget.runners import RecordingError, _replay, check_event
+from trt_widget.serve._client import _server_json
+
+WIDE: list[dict[str, int]] = [{}] * (MAX_VALUES + 1)
+
+
+def test_loads_outside_refuses_more_values_than_the_bound() -> None:
+    assert check_outside([{}] * (MAX_VALUES - 1)) == MAX_VALUES  # the list itself and its items
+    with pytest.raises(ValueError, match="more than 100,000 values"):
+        loads_outside(json.dumps(WIDE))
+
+
+def test_an_events_wide_field_no_reader_needs_is_dropped() -> None:
+    event = {"event": "log", "t": 1.0, "severity": "INFO", "message": "m", "junk": WIDE, "note": "kept"}
+    check_event(event, "rec", 3, {})  # type: ignore[arg-type]
+    assert "junk" not in event and event["note"] == "kept" and event["message"] == "m"
+
+
+def test_an_events_wide_field_a_reader_needs_is_refused() -> None:
+    event = {"event": "engine_report", "t": 1.0, "report": {"layers": WIDE}}
+    with pytest.raises(RecordingError, match="field 'report' of a engine_report event holds more than 100,000"):
+        check_event(event, "rec", 3, {})  # type: ignore[arg-type]
+
+
+def test_a_recording_of_more_values_than_the_file_bound_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_replay, "MAX_FILE_VALUES", 50)
+    line = json.dumps({"event": "log", "t": 1.0, "message": "m", "x": list(range(10))})
+    with pytest.raises(RecordingError, match="more than 50 JSON values"):
+        _replay._parse([line] * 5, "rec")
+
+
+def test_a_servers_wide_body_is_refused() -> None:
+    with pytest.raises(BuildError, match="of more than 100,000 JSON values"):
+        _server_json(json.dumps({"event": "log", "t": 1, "junk": WIDE}), "an event", "http://h")
+    assert _server_json(json.dumps({"event": "log", "t": 1, "x": [{}] * 1000}), "an event", "http://h")["t"] == 1
+
+
+def test_a_layer_json_keeps_max_layers_and_counts_the_rest() -> None:
+    layers = [{"Name": f"L{i}", "LayerType": "Conv"} for i in range(MAX_LAYERS + 5)]
+    text = json.dumps({"Layers": layers, "Bindings": ["in", "out"]}, indent=1)
+    report = report_from_bytes(text.encode(), "f.json")
+    assert len(report.layers) == MAX_LAYERS and report.total_layers == MAX_LAYERS + 5
+    assert report.layers[-1].name == f"L{MAX_LAYERS - 1}" and report.bindings == ("in", "out")
+    assert any(f"{MAX_LAYERS + 5:,} layers printed" in note for note in report.notes)
+
+
+def test_a_layer_json_with_a_wide_layer_is_not_read_as_layers() -> None:
+    text = json.dumps({"Layers": [{"Name": "a", "x": WIDE}], "Bindings": []})
+    with pytest.raises(ValueError):
+        report_from_bytes(text.encode(), "f.json")
+
+
+def test_from_json_of_a_real_sized_report_reads_past_the_event_bound() -> None:
+    layers = [{"Name": f"L{i}", "Inputs": [{"Name": "a", "Dimensions": [1, 3, 8, 8]}]} for i in range(MAX_LAYERS)]
+    text = json.dumps({"Layers": [*layers, {}], "Bindings": []})  # ~120,000 values: a file, not an event
+    report = EngineReport.from_json(text)
+    assert len(report.layers) == MAX_LAYERS and report.total_layers == MAX_LAYERS + 1

@@ -1,0 +1,95 @@
+"""Nineteenth adversarial re-run (issue 35): U2's family. A recording is outside text and may hold a lone surrogate
+in any string (the JSON escape ``"\\udcff"``, which ``json.dumps`` writes for a path that is not UTF-8); the eighteenth
+re-run's fix writes every file with such text escaped (HTML report, trace, SVG timeline, ...). The matplotlib
+timeline (``report.timeline.to_figure`` / ``save_png``) hands the phase names to matplotlib as they are, whose
+FreeType binding refuses the surrogate: ``save_png`` of such a replay raises "TypeError: set_text(): incompatible
+function arguments" (pybind's signature list), where ``save_svg`` of the same build writes its file. A real RTX
+build's recording, its phase names changed."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from trt_widget import Build, BuildWidget
+from trt_widget.models import deep_residual, to_bytes
+from trt_widget.report import timeline
+
+
+def _replay(tmp_path: Path, prefix: str) -> Build:
+    model = tmp_path / "m.onnx"
+    model.write_bytes(to_bytes(deep_residual(2)))
+    events = tmp_path / "real.jsonl"
+    build = Build(str(model), output=str(tmp_path / "m.engine"), events=str(events))
+    build.start().result(timeout=300)
+    assert build.status == "succeeded", build.error
+    assert build.events is not None and build.events.join(60)  # the writer thread has written build_end
+    recorded = [json.loads(line) for line in events.read_text().splitlines()]
+    for e in recorded:  # every phase's name (the wide ones are drawn with their label)
+        if e["event"] in ("phase_start", "step", "phase_finish"):
+            e["name"] = prefix + e["name"]
+    hostile = tmp_path / "hostile.jsonl"
+    hostile.write_text("".join(json.dumps(e) + "\n" for e in recorded))  # "\udcff" as its JSON escape
+    replay = Build.from_events(str(hostile))
+    replay.start().result(timeout=60)
+    assert replay.status == "succeeded", replay.error
+    return replay
+
+
+@pytest.mark.slow
+def test_a_png_timeline_of_a_replay_with_plain_names_is_written(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    replay = _replay(tmp_path, "sec")  # the control
+    assert Path(timeline.save_png(replay, tmp_path / "t.png")).stat().st_size > 0
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="adversary 19 (U3): save_png of a replay whose phase name holds a lone surrogate raises matplotlib's "
+    "TypeError (set_text(): incompatible function arguments), where save_svg writes the escape",
+)
+def test_a_png_timeline_of_a_replay_with_a_lone_surrogate_is_written(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    replay = _replay(tmp_path, "sec\udcff")
+    assert Path(timeline.save_svg(replay, tmp_path / "t.svg")).stat().st_size > 0  # the SVG: written (U2's fix)
+    assert Path(timeline.save_png(replay, tmp_path / "t.png")).stat().st_size > 0
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="adversary 19 (U3): the notebook display bundle (text/plain, text/markdown, text/html) of a replay whose "
+    "phase name holds a lone surrogate keeps it raw: jupyter_client's json_packer (the kernel's) raises "
+    "UnicodeEncodeError, so the build's display is lost",
+)
+def test_the_display_bundle_of_a_replay_with_a_lone_surrogate_packs(tmp_path: Path) -> None:
+    packer = pytest.importorskip("jupyter_client.session").json_packer
+    replay = _replay(tmp_path, "sec\ud800")
+    widget = BuildWidget(replay)
+    data, _ = widget._repr_mimebundle_()
+    widget.close()
+    for kind in ("text/plain", "text/markdown", "text/html"):
+        assert packer({kind: data[kind]}), kind  # the kernel's display_data message
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="adversary 19 (I1): the inline report's text/plain (what IPython in a terminal prints for a BuildWidget) "
+    "replaces C0 controls only: a recording's phase name brings U+202E and the C1 CSI (U+009B) to the terminal raw",
+)
+def test_the_text_of_a_replay_with_bidi_and_c1_names_is_escaped(tmp_path: Path) -> None:
+    from trt_widget._format import UNSAFE_CHARACTERS
+    from trt_widget.report import to_text
+
+    replay = _replay(tmp_path, "E\x9b31m\u202eX")
+    widget = BuildWidget(replay)
+    data, _ = widget._repr_mimebundle_()
+    widget.close()
+    unsafe = re.compile(f"[{UNSAFE_CHARACTERS}]")
+    for text in (to_text(replay), str(data["text/plain"])):
+        assert "E" in text and not unsafe.search(text.replace("\n", "")), ascii(text[:300])

@@ -78,7 +78,7 @@ class Timings(list[TimingRow]):
     def _repr_html_(self) -> str:
         top, nested = self._summary()
         cells = "".join(
-            f"<tr><td>{escape(str(row.get('name', '')))}</td><td style='text-align:right'>"
+            f"<tr><td>{escape(escape_controls(row.get('name', '')))}</td><td style='text-align:right'>"
             f"{escape(keep_units(fmt_s(row.get('duration_s'))) or '…')}</td>"
             f"<td>{escape(str(row.get('status', '')))}</td></tr>"
             for row in top

@@ -8,6 +8,7 @@ build's recording, its phase names changed."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 from pathlib import Path
@@ -47,11 +48,6 @@ def test_a_png_timeline_of_a_replay_with_plain_names_is_written(tmp_path: Path) 
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="adversary 19 (U3): save_png of a replay whose phase name holds a lone surrogate raises matplotlib's "
-    "TypeError (set_text(): incompatible function arguments), where save_svg writes the escape",
-)
 def test_a_png_timeline_of_a_replay_with_a_lone_surrogate_is_written(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     replay = _replay(tmp_path, "sec\udcff")
@@ -60,12 +56,6 @@ def test_a_png_timeline_of_a_replay_with_a_lone_surrogate_is_written(tmp_path: P
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="adversary 19 (U3): the notebook display bundle (text/plain, text/markdown, text/html) of a replay whose "
-    "phase name holds a lone surrogate keeps it raw: jupyter_client's json_packer (the kernel's) raises "
-    "UnicodeEncodeError, so the build's display is lost",
-)
 def test_the_display_bundle_of_a_replay_with_a_lone_surrogate_packs(tmp_path: Path) -> None:
     packer = pytest.importorskip("jupyter_client.session").json_packer
     replay = _replay(tmp_path, "sec\ud800")
@@ -74,14 +64,10 @@ def test_the_display_bundle_of_a_replay_with_a_lone_surrogate_packs(tmp_path: Pa
     widget.close()
     for kind in ("text/plain", "text/markdown", "text/html"):
         assert packer({kind: data[kind]}), kind  # the kernel's display_data message
+    assert packer({"text/html": replay.timings()._repr_html_(), "text/plain": repr(replay.timings())})  # its timings
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="adversary 19 (I1): the inline report's text/plain (what IPython in a terminal prints for a BuildWidget) "
-    "replaces C0 controls only: a recording's phase name brings U+202E and the C1 CSI (U+009B) to the terminal raw",
-)
 def test_the_text_of_a_replay_with_bidi_and_c1_names_is_escaped(tmp_path: Path) -> None:
     from trt_widget._format import UNSAFE_CHARACTERS
     from trt_widget.report import to_text
@@ -91,5 +77,9 @@ def test_the_text_of_a_replay_with_bidi_and_c1_names_is_escaped(tmp_path: Path) 
     data, _ = widget._repr_mimebundle_()
     widget.close()
     unsafe = re.compile(f"[{UNSAFE_CHARACTERS}]")
-    for text in (to_text(replay), str(data["text/plain"])):
+    texts = [to_text(replay), *(str(data[k]) for k in ("text/plain", "text/markdown", "text/html"))]
+    texts += [replay.timings()._repr_html_(), repr(replay.timings())]  # the timings' own display
+    if importlib.util.find_spec("matplotlib"):  # the PNG timeline's labels: the same escape
+        texts += [t.get_text() for t in timeline.to_figure(replay).axes[0].texts]
+    for text in texts:
         assert "E" in text and not unsafe.search(text.replace("\n", "")), ascii(text[:300])

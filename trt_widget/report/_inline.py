@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, TypeAlias, TypedDict, runtime_checkable
 
-from .._format import fmt_bytes, fmt_s, keep_units
+from .._format import escape_lines, fmt_bytes, fmt_s, keep_units
 
 if TYPE_CHECKING:
     from .._build import Build
@@ -44,7 +44,6 @@ BADGE_BG = {
 PHASE_WORDS = {"finished-early": "finished early", "cancelled": "cancelled", "failed": "failed", "running": "running"}
 INLINE_MAX_NODES = 400  # rows of the tree in a notebook output
 REPORT_MAX_NODES = 5000  # rows of the tree in a report file
-_NOT_TEXT = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 _MD_LEADING = re.compile(r"^(\s*(?:\d+)?)([-+#.)])")  # would start a list or heading: "- x", "1. x", "# x"
 
@@ -194,8 +193,9 @@ def _headline(f: Facts) -> tuple[str, str]:
 
 
 def _clean(text: object) -> str:
-    """Text without control characters (they break HTML and terminals alike)."""
-    return _NOT_TEXT.sub("\ufffd", str(text))
+    """Outside text with the project's one escape per line (controls, bidi, lone surrogates: they break terminals,
+    HTML and the kernel's UTF-8 message alike), its line breaks kept."""
+    return escape_lines(str(text))
 
 
 def _e(text: object) -> str:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from .._files import check_output, utf8, write_output
+from .._format import escape_controls
 from ._inline import Viewed
 
 if TYPE_CHECKING:
@@ -325,7 +326,8 @@ def to_figure(source: TimelineSource, width_in: float = 10.0) -> Figure:
         width = box.end_s - box.start_s
         if t_end and width / t_end > 0.08:
             chars = int(width / t_end * width_in * 12)
-            label = box.label if len(box.label) <= chars else box.label[: max(chars - 1, 1)] + "…"
+            label = escape_controls(box.label)  # FreeType refuses a lone surrogate; bidi and controls shown
+            label = label if len(label) <= chars else label[: max(chars - 1, 1)] + "…"
             ax.text(box.start_s + t_end * 0.003, box.depth, label, va="center", fontsize=7, clip_on=True)
     ax.set_ylim(depth - 0.5, -0.5)
     ax.set_xlim(0, t_end or 1)

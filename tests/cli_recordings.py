@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from trt_widget.models import to_bytes
+from trt_widget.models import deep_residual, to_bytes
 
 if TYPE_CHECKING:
     from onnx import ModelProto
@@ -31,6 +31,21 @@ def record_build(folder: Path, model: ModelProto, recording: str, timeout: float
         )
     assert done.returncode == 0, done.stderr
     return folder / recording
+
+
+def recorded_events(folder: Path) -> list[str]:
+    """The ``events=`` lines of a real build of ``deep_residual(2)`` in ``folder`` (through the Python API, the
+    writer thread joined, so ``build_end`` is the last line): what the adversary tests make hostile recordings of."""
+    from trt_widget import Build
+
+    model = folder / "m.onnx"
+    model.write_bytes(to_bytes(deep_residual(2)))
+    events = folder / "real.jsonl"
+    build = Build(str(model), output=str(folder / "m.engine"), events=str(events))
+    build.start().result(timeout=300)
+    assert build.status == "succeeded", build.error
+    assert build.events is not None and build.events.join(60)  # the writer thread has written build_end
+    return events.read_text().splitlines()
 
 
 def view_with_report(recording: Path, report: Path) -> str:

@@ -14,24 +14,16 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_recordings import recorded_events
 
-from trt_widget import Build
 from trt_widget._verbose import TacticWatch
-from trt_widget.models import deep_residual, to_bytes
 
 LINES = 300  # 4.8 MB: about 105 s to replay here with the hostile lines, about 1 s with plain ones
 LIMIT_S = 30  # generous: a plain replay of the same size takes ~1 s on a loaded 2-core machine
 
 
 def _recording(tmp_path: Path, message: str) -> Path:
-    model = tmp_path / "m.onnx"
-    model.write_bytes(to_bytes(deep_residual(2)))
-    events = tmp_path / "real.jsonl"
-    build = Build(str(model), output=str(tmp_path / "m.engine"), events=str(events))
-    build.start().result(timeout=300)
-    assert build.status == "succeeded", build.error
-    assert build.events is not None and build.events.join(60)  # the writer thread has written build_end
-    recorded = [json.loads(line) for line in events.read_text().splitlines()]
+    recorded = [json.loads(line) for line in recorded_events(tmp_path)]
     end = recorded.pop()
     assert end["event"] == "build_end"
     line = {"event": "log", "severity": "VERBOSE", "message": message, "t": end["t"]}

@@ -17,9 +17,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
-from trt_widget import Build
-from trt_widget.models import deep_residual, to_bytes
+from cli_recordings import recorded_events
 
 LINES = 16  # 16 MiB of recording
 WIDE = "[" + ",".join(["{}"] * 349_000) + "]"  # 1,047,001 characters: the line stays under the 1 MiB bound
@@ -39,14 +37,7 @@ MEASURE = textwrap.dedent(
 
 
 def _recording(tmp_path: Path, field: str) -> Path:
-    model = tmp_path / "m.onnx"
-    model.write_bytes(to_bytes(deep_residual(2)))
-    events = tmp_path / "real.jsonl"
-    build = Build(str(model), output=str(tmp_path / "m.engine"), events=str(events))
-    build.start().result(timeout=300)
-    assert build.status == "succeeded", build.error
-    assert build.events is not None and build.events.join(60)  # the writer thread has written build_end
-    lines = events.read_text().splitlines()
+    lines = recorded_events(tmp_path)
     end = lines.pop()
     assert json.loads(end)["event"] == "build_end"
     t = json.loads(end)["t"]
@@ -58,12 +49,13 @@ def _recording(tmp_path: Path, field: str) -> Path:
     return hostile
 
 
-def _peak_kib(path: Path) -> int:
+def _peak_kib(path: Path, script: str = "", said: str = "Replayed a build that succeeded") -> int:
+    """The peak memory (KiB) of ``script`` (the replay's by default) run on ``path``, which must say ``said``."""
     done = subprocess.run(
-        [sys.executable, "-c", MEASURE, str(path)], capture_output=True, text=True, timeout=700, check=True
+        [sys.executable, "-c", script or MEASURE, str(path)], capture_output=True, text=True, timeout=700, check=True
     )
     code, peak = done.stdout.split("\n", 1)[0].split()
-    assert code == "0" and "Replayed a build that succeeded" in done.stdout, done.stdout[-2000:]
+    assert code == "0" and said in done.stdout, done.stdout[-2000:]
     return int(peak)
 
 
@@ -89,12 +81,7 @@ INSPECT = textwrap.dedent(
 
 
 def _inspect_peak_kib(path: Path) -> int:
-    done = subprocess.run(
-        [sys.executable, "-c", INSPECT, str(path)], capture_output=True, text=True, timeout=700, check=True
-    )
-    code, peak = done.stdout.split("\n", 1)[0].split()
-    assert code == "0" and "Engine:" in done.stdout, done.stdout[-2000:]
-    return int(peak)
+    return _peak_kib(path, INSPECT, "Engine:")
 
 
 @pytest.mark.slow

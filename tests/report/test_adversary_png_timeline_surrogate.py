@@ -14,21 +14,14 @@ import re
 from pathlib import Path
 
 import pytest
+from cli_recordings import recorded_events
 
 from trt_widget import Build, BuildWidget
-from trt_widget.models import deep_residual, to_bytes
 from trt_widget.report import timeline
 
 
 def _replay(tmp_path: Path, prefix: str) -> Build:
-    model = tmp_path / "m.onnx"
-    model.write_bytes(to_bytes(deep_residual(2)))
-    events = tmp_path / "real.jsonl"
-    build = Build(str(model), output=str(tmp_path / "m.engine"), events=str(events))
-    build.start().result(timeout=300)
-    assert build.status == "succeeded", build.error
-    assert build.events is not None and build.events.join(60)  # the writer thread has written build_end
-    recorded = [json.loads(line) for line in events.read_text().splitlines()]
+    recorded = [json.loads(line) for line in recorded_events(tmp_path)]
     for e in recorded:  # every phase's name (the wide ones are drawn with their label)
         if e["event"] in ("phase_start", "step", "phase_finish"):
             e["name"] = prefix + e["name"]

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from trt_widget import BuildError
-from trt_widget._json import MAX_VALUES, check_outside, loads_outside
+from trt_widget._json import MAX_VALUES, check_outside, check_text, loads_outside
 from trt_widget.engine import MAX_LAYERS, EngineReport
 from trt_widget.engine._parse import report_from_bytes
 from trt_widget.runners import RecordingError, _replay, check_event
@@ -22,6 +22,52 @@ def test_loads_outside_refuses_more_values_than_the_bound() -> None:
     assert check_outside([{}] * (MAX_VALUES - 1)) == MAX_VALUES  # the list itself and its items
     with pytest.raises(ValueError, match="more than 100,000 values"):
         loads_outside(json.dumps(WIDE))
+
+
+SHAPES = [
+    "[1,2]",
+    '{"a":[1,2]}',
+    "[[]]",
+    "[]",
+    "{}",
+    '"x,[{:"',
+    "[{},{}]",
+    '{"a":{"b":[true,null,"s\\"]:"]}}',
+    " 7 ",
+    '[[[["a",{"k":"v","j":[]}]]]]',
+    '{"a":1,"b":[],"c":{}}',
+    '["\u00e9,[", "\\\\", 1.5e3, -2]',
+]
+
+
+@pytest.mark.parametrize("text", SHAPES)
+def test_check_text_reads_a_texts_shape_as_check_outside_its_value(text: str) -> None:
+    """Adversary 21 (L1, W1): the agent servers count a message's values before decoding it, by the same rule."""
+    value = json.loads(text)
+    for limit in range(5):
+        for values in range(13):
+            try:
+                check_outside(value, limit, values)
+                expected = ""
+            except ValueError as exc:
+                expected = str(exc)
+            for sent in (text, text.encode()):
+                try:
+                    check_text(sent, limit, values)
+                    found = ""
+                except ValueError as exc:
+                    found = str(exc)
+                assert bool(found) == bool(expected), (sent, limit, values, found, expected)
+
+
+def test_check_text_refuses_wide_and_deep_text_early() -> None:
+    with pytest.raises(ValueError, match="more than 100,000 values"):
+        check_text(b"[" + b"{}," * (4 * MAX_VALUES) + b"{}]")
+    with pytest.raises(ValueError, match="nested more than 32 deep"):
+        check_text("[" * 5000 + "]" * 5000)
+    with pytest.raises(ValueError, match="more than 100,000 values"):  # no JSON, and more tokens than the bound's
+        check_text('"a"' * (6 * MAX_VALUES) + "[" * 40)  # read no further than ~5 tokens a value
+    check_text(json.dumps({"text": "[{,:" * (4 * MAX_VALUES)}))  # marks in a string are no values
 
 
 def test_an_events_wide_field_no_reader_needs_is_dropped() -> None:

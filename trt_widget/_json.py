@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Iterator
 from typing import TypeAlias, TypeGuard, Union
 
 JSON: TypeAlias = Union[bool, int, float, str, list["JSON"], dict[str, "JSON"], None]  # noqa: UP007  (recursive)
@@ -122,3 +124,41 @@ def loads_outside(text: str | bytes, limit: int = MAX_NESTING, values: int = MAX
         raise ValueError(f"JSON nested more than {limit} deep") from None
     check_outside(value, limit, values)
     return value
+
+
+# what :func:`check_text` reads of JSON text: a string (an unended one runs to the end), a scalar, a structural mark
+_TOKEN = r'"[^"\\]*(?:\\.[^"\\]*)*"?|[^\s\[\]{},:"]+|[\[\]{},:]'
+_TEXT_TOKENS, _BYTE_TOKENS = re.compile(_TOKEN, re.S), re.compile(_TOKEN.encode(), re.S)
+
+
+def check_text(text: str | bytes, limit: int = MAX_NESTING, values: int = MAX_VALUES) -> None:
+    """:func:`check_outside`'s rule on JSON text before it is decoded (an agent server's message of up to 256 MiB:
+    ``json.loads`` of ``[{},{},...]`` holds ~36 bytes per byte): ValueError where its lists and objects nest more
+    than ``limit`` deep or it holds more than ``values`` values (keys of one object counted once each). Counting
+    its marks (C speed) settles most texts; the rest are read token by token, at most ~5 a value, then refused."""
+    if isinstance(text, bytes):
+        opened, separated = text.count(b"[") + text.count(b"{"), text.count(b",") + text.count(b":")
+        marks: Iterator[str] = (found.group()[:1].decode("latin-1") for found in _BYTE_TOKENS.finditer(text))
+    else:
+        opened, separated = text.count("[") + text.count("{"), text.count(",") + text.count(":")
+        marks = (found.group()[:1] for found in _TEXT_TOKENS.finditer(text))
+    if opened <= limit and 1 + opened + separated <= values:  # JSON's values: 1 + list items + object members
+        return
+    count, arrays, empty = 1, list[bool](), False  # arrays: per open list or object, whether it is a list
+    for number, mark in enumerate(marks):
+        if empty and mark != "]":  # a list's first item
+            count, empty = count + 1, False
+        if mark in ("[", "{"):
+            arrays.append(mark == "[")
+            empty = mark == "["
+            if len(arrays) > limit:
+                raise ValueError(f"JSON nested more than {limit} deep")
+        elif mark in ("]", "}"):
+            if not arrays:
+                return  # no JSON: its decoder says so
+            arrays.pop()
+            empty = False
+        elif mark == ":" or (mark == "," and arrays and arrays[-1]):
+            count += 1
+        if count > values or number > 5 * values + 5:  # more tokens than JSON of ``values`` values has
+            raise ValueError(f"JSON of more than {values:,} values")

@@ -33,7 +33,7 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from .. import __version__
 from .._follow import Follower, ended, path_fraction, path_label, running_path
-from .._json import good_id
+from .._json import check_text, good_id
 from ..mcp import PROGRESS_INTERVAL_S, BadInput, BuildDescription, BuildRegistry
 
 if TYPE_CHECKING:
@@ -276,9 +276,15 @@ def serve_io(server: LanguageServer, framed: FramedInput, channel: BinaryIO) -> 
 
 def _dispatch(protocol: LanguageServerProtocol, body: bytes) -> None:
     """Hand one body to pygls, or answer it as JSON-RPC 2.0 says, with one line on stderr and nothing of the
-    body echoed but a request's own id: not JSON -32700, not a message -32600 (id null: it cannot be read), a
+    body echoed but a request's own id: JSON nested more than ``MAX_NESTING`` deep or of more than ``MAX_VALUES``
+    values -32600 (id null; :func:`check_text`, before decoding), not JSON -32700, not a message -32600 (id null), a
     request whose params pygls cannot read -32602 (a notification's: logged only), a request for a method that is
     a notification (``textDocument/didOpen`` with an id) -32600."""
+    try:
+        check_text(body)  # before decoding: json.loads of 8 MiB of [{},{},...] held ~36 bytes per byte (L1)
+    except ValueError as exc:
+        _refuse(protocol, None, JsonRpcInvalidRequest(), f"a body of {exc}")
+        return
     try:
         data = json.loads(body)
     except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError

@@ -13,6 +13,7 @@ import time
 from typing import TYPE_CHECKING, TypedDict
 
 from .._files import read_small_text
+from .._json import check_text
 from ._jsonrpc import BAD_ID, bad_request_id, json_members
 from ._stream import STREAM_KEY, RequestStream
 
@@ -84,6 +85,13 @@ class BearerAuth:
                 await _send_too_large(send)
                 return
             body, receive = buffered
+            try:
+                check_text(body)  # before any decoding: 4 MiB of [{},{},...] held ~80x its size (W1)
+            except ValueError as exc:
+                log.warning("mcp: answered a body of %s", exc)
+                error = {"code": -32600, "message": f"Invalid Request: the body holds {exc}"}
+                await _send_json(send, 400, {"jsonrpc": "2.0", "id": None, "error": error})
+                return
             if bad_request_id(json_members(body)):  # the SDK would take it for a notification: 202, never answered
                 log.warning("mcp: answered a request whose id is not a string or an integer")
                 error = {"code": -32600, "message": BAD_ID}

@@ -33,7 +33,7 @@ from mcp_types import (
 from pydantic import BaseModel, Field, ValidationError
 
 from .._follow import Follower, ended, path_label, running_path
-from .._json import good_id
+from .._json import check_text, good_id
 from ._builds import BadInput, BuildDescription, BuildRegistry
 from ._jsonrpc import BAD_ID, bad_request_id, json_members
 from ._stream import PROGRESS_INTERVAL_S, RequestStream, request_stream
@@ -386,10 +386,17 @@ def serve_stdio(server: MCPServer[object], channel: BinaryIO) -> None:
 
 def _read(line: str) -> SessionMessage | JSONRPCError:
     """A line of stdin as a message for the server, or the JSON-RPC error that answers it: -32700 when it is not
-    JSON, -32600 when it is not a message, and -32600 for a request whose id is not a string or an integer (the
+    JSON, -32600 when it is not a message or nests deeper or holds more values than ``check_text`` allows (id null:
+    counted before decoding), and -32600 for a request whose id is not a string or an integer (the
     SDK reads it as a notification: never answered, and a ``tools/call`` must not run unanswered). The id is
     echoed only where it is one MCP allows (a request otherwise invalid), else null as JSON-RPC says; nothing
     else the line held is echoed."""
+    try:
+        check_text(line)  # before pydantic: a 7 MiB line of [{},{},...] held ~80x its size (W1)
+    except ValueError as exc:
+        log.warning("mcp: answered a line of %s", exc)
+        error = ErrorData(code=INVALID_REQUEST, message=f"Invalid Request: the line holds {exc}")
+        return JSONRPCError(jsonrpc="2.0", id=None, error=error)
     try:
         message = jsonrpc_message_adapter.validate_json(line, by_name=False)
     except Exception as exc:  # as the SDK's own transport: whatever fails here is the line's fault

@@ -21,6 +21,7 @@ from typing import NamedTuple
 
 from .._files import not_onnx
 from .._json import (
+    MAX_FILE_VALUES,
     MAX_NESTING,
     check_outside,
     count_from_decimal,
@@ -310,12 +311,18 @@ _SPACE = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
 
 
+class TooManyValues(ValueError):
+    """A layer JSON of more than :data:`MAX_FILE_VALUES` values in all (each layer within its own bound)."""
+
+
 def load_layer_json(data: str | bytes) -> JSON:
     """A JSON object read one top-level value and one ``Layers`` item at a time (each bounded by
     :func:`check_outside`): :data:`MAX_LAYERS` items are kept and the rest decoded one by one, counted (as
     ``total_layers``) and dropped, so 5.6 million empty layers are never all held (845 MB for 16 MiB). ValueError
-    where it is no such JSON (or not UTF-8)."""
+    where it is no such JSON (or not UTF-8); :class:`TooManyValues` past :data:`MAX_FILE_VALUES` values in all
+    (10,000 layers of 100,000 values each were held)."""
     text = data.decode("utf-8") if isinstance(data, bytes) else data
+    counted = [0]
 
     def skip(at: int) -> int:
         match = _SPACE.match(text, at)
@@ -326,8 +333,16 @@ def load_layer_json(data: str | bytes) -> JSON:
             item, end = _DECODER.raw_decode(text, at)
         except RecursionError:
             raise ValueError(f"JSON nested more than {MAX_NESTING} deep") from None
-        check_outside(item)
+        counted[0] += check_outside(item)
+        if counted[0] > MAX_FILE_VALUES:
+            raise TooManyValues(f"JSON of more than {MAX_FILE_VALUES:,} values in all; trt_widget reads smaller files")
         return item, skip(end)
+
+    def after_comma(at: int, close: str) -> int:
+        at = skip(at + 1)
+        if text[at : at + 1] == close:  # [1,] and {"a": 1,}: no JSON
+            raise ValueError("a trailing comma in the JSON")
+        return at
 
     loaded: dict[str, JSON] = {}
     at = skip(0)
@@ -348,7 +363,7 @@ def load_layer_json(data: str | bytes) -> JSON:
                 if len(items) < MAX_LAYERS:
                     items.append(item)
                 if text[at : at + 1] == ",":
-                    at = skip(at + 1)
+                    at = after_comma(at, "]")
                 elif text[at : at + 1] != "]":
                     raise ValueError("not a JSON list")
             at = skip(at + 1)
@@ -356,7 +371,7 @@ def load_layer_json(data: str | bytes) -> JSON:
         else:
             loaded[key], at = value(at)
         if text[at : at + 1] == ",":
-            at = skip(at + 1)
+            at = after_comma(at, "}")
         elif text[at : at + 1] != "}":
             raise ValueError("not a JSON object")
     if skip(at + 1) != len(text):
@@ -373,6 +388,8 @@ def report_from_bytes(data: bytes, source: str) -> Parsed:
     if stripped.startswith("{"):
         try:
             loaded = load_layer_json(stripped)
+        except TooManyValues as exc:  # no recording nor log either: a recording is bounded the same
+            raise ValueError(f"{source}: {exc}") from None
         except ValueError:  # also nested deeper than MAX_NESTING, or more than MAX_VALUES in one value
             loaded = None
         if isinstance(loaded, dict) and "Layers" in loaded:

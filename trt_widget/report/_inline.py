@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, TypeAlias, TypedDict, runtime_checkable
 
-from .._format import escape_lines, fmt_bytes, fmt_s, keep_units
+from .._format import escape_controls, escape_lines, fmt_bytes, fmt_s, keep_units
 
 if TYPE_CHECKING:
     from .._build import Build
@@ -216,15 +216,15 @@ def _snapshot_note(f: Facts) -> str:
 def to_text(source: Source | Facts, title: str | None = None, max_nodes: int = INLINE_MAX_NODES) -> str:
     """An indented plain-text tree with durations under a one-line headline (the ``text/plain`` output)."""
     f = _facts(source)
-    head = f"{title}: " if title else ""
+    head = f"{escape_controls(title)}: " if title else ""  # a name's newline as \x0a: one row, no forged one
     lines = [_clean(f"{head}{' '.join(_headline(f))}")]
     if f["detail"]:
         lines.append(_clean(f"  {f['detail']}"))
     nodes = f["nodes"]
-    shown = list(_walk(nodes))[:max_nodes]
-    width = min(max((2 * n.depth + len(n.label) for n in shown), default=0), 72)
-    for node in shown:
-        name = ("  " * node.depth + node.label)[:72]
+    shown = [(node, escape_controls(node.label)) for node in list(_walk(nodes))[:max_nodes]]
+    width = min(max((2 * n.depth + len(label) for n, label in shown), default=0), 72)
+    for node, label in shown:
+        name = ("  " * node.depth + label)[:72]
         extra = node.describe()
         lines.append(_clean(f"  {name:<{width}}  {fmt_s(node.duration_s):>9}" + (f"  {extra}" if extra else "")))
     lines += _more(nodes, max_nodes, "  ")

@@ -328,7 +328,8 @@ def to_figure(source: TimelineSource, width_in: float = 10.0) -> Figure:
             chars = int(width / t_end * width_in * 12)
             label = escape_controls(box.label)  # FreeType refuses a lone surrogate; bidi and controls shown
             label = label if len(label) <= chars else label[: max(chars - 1, 1)] + "…"
-            ax.text(box.start_s + t_end * 0.003, box.depth, label, va="center", fontsize=7, clip_on=True)
+            x = box.start_s + t_end * 0.003  # parse_math off: "$x$" is a name as written, "a$\\frac{$b" no error
+            ax.text(x, box.depth, label, va="center", fontsize=7, clip_on=True, parse_math=False)
     ax.set_ylim(depth - 0.5, -0.5)
     ax.set_xlim(0, t_end or 1)
     ax.set_yticks(range(depth))

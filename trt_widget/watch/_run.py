@@ -61,6 +61,7 @@ CHUNK_BYTES = 1 << 16  # the most of the command's output passed on at once when
 MAX_NAME = 4096  # characters of a build's model name (as a recording's phase names)
 MAX_CONNECTIONS = 256  # processes streaming at once (a reader thread each)
 MAX_RELAYED_BUILDS = 1000  # builds per run (each is kept with its phases)
+MAX_RUN_PHASES = MAX_PHASES  # phases of all builds of a run (as of one build: 1,000 builds of 200,000 held 200 M)
 MAX_LIVE_BUILDS = 64  # builds running at once (two threads each here)
 SHOW_END_S = 5.0  # how long a build's end may take to be shown before its process is told to go on anyway
 
@@ -269,6 +270,7 @@ class CommandRun:
         self._abstract = False  # the socket has no file: its peers' credentials are checked
         self._readers: list[threading.Thread] = []
         self._warned: set[str] = set()  # the limits reached (one log line each)
+        self._phases = 0  # phases started in the builds shown, all processes together (at most MAX_RUN_PHASES)
         # each event as the command sent it, "build" renumbered for the run (on a reader thread)
         self.on_event: Callable[[dict[str, object]], None] | None = None
         # called (on a thread of its own) once a build ended, before its process is told to go on: a front end
@@ -388,11 +390,15 @@ class CommandRun:
                     continue
                 if n in builds and n not in ended and event.get("event") == "phase_start":
                     phases[n] = phases.get(n, 0) + 1
-                    if phases[n] > MAX_PHASES:  # as a build server's stream: failed here, its later events dropped
+                    error = (
+                        f"the command's build sent more than {MAX_PHASES:,} phases; given up"
+                        if phases[n] > MAX_PHASES
+                        else self._past_run_phases()
+                    )
+                    if error:  # as a build server's stream: failed here, its later events dropped
                         given_up.add(n)
                         depths.pop(n, None)
-                        end: JSONObject = {"event": "build_end", "t": 0.0, "status": "failed"}
-                        end["error"] = f"the command's build sent more than {MAX_PHASES:,} phases; given up"
+                        end: JSONObject = {"event": "build_end", "t": 0.0, "status": "failed", "error": error}
                         builds[n].relay.events.put(end)
                         with contextlib.suppress(Exception):
                             if self.on_event is not None:  # the JSON stream's end of the build
@@ -459,8 +465,22 @@ class CommandRun:
 
         threading.Thread(target=ack, name="trt_widget-run-shown", daemon=True).start()
 
+    def _past_run_phases(self) -> str:
+        """Count one more phase of a shown build: past ``MAX_RUN_PHASES`` in all, why its build is given up (the
+        builds started after it are not shown: one warning), else ""."""
+        with self._lock:
+            self._phases += 1
+            if self._phases <= MAX_RUN_PHASES:
+                return ""
+        self._warn_once(
+            "phases", f"more than {MAX_RUN_PHASES:,} phases in all builds; the build past it failed, later ones unshown"
+        )
+        return f"the command's builds sent more than {MAX_RUN_PHASES:,} phases in all; given up"
+
     def _new_build(self, start: Mapping[str, object]) -> RelayedBuild | None:
         with self._lock:
+            if self._phases > MAX_RUN_PHASES:
+                return None  # after the warning of _past_run_phases
             if len(self.builds) >= MAX_RELAYED_BUILDS:
                 self._warn_once("builds", f"more than {MAX_RELAYED_BUILDS} builds; later ones are not shown")
                 return None

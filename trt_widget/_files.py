@@ -208,16 +208,19 @@ class TooOpen(PermissionError):
     """A secret's file that other users can read or write (as ssh refuses such a private key)."""
 
 
-def read_regular(path: str | os.PathLike[str], limit: int, *, secret: bool = False) -> bytes:
+def read_regular(path: str | os.PathLike[str], limit: int, *, secret: bool = False, follow: bool = True) -> bytes:
     """The bytes of the regular file at ``path``, read without blocking and never more than ``limit`` + 1 of them:
     NotARegularFile for a device, FIFO or socket (``/dev/zero`` was read without end, a FIFO with no writer waited
     forever), FileTooLarge for a file over ``limit`` bytes (its callers say which limit that is). A ``secret`` file
     any other user may read or write, or that another user (not root) owns, is refused (`TooOpen`), as ssh refuses
     a private key: its mode and owner are those of the file read (``fstat``). A secret is never read through a
     symlink another user owns (UntrustedLink, as for writes), nor from a file whose size is not what it holds (a
-    ``/proc`` or ``/sys`` file, e.g. ``/proc/self/personality``: the reader's own, 0400, content known to all)."""
+    ``/proc`` or ``/sys`` file, e.g. ``/proc/self/personality``: the reader's own, 0400, content known to all).
+    ``follow=False``: a symlink as the last component is refused (ELOOP), not followed (a service's own files)."""
     opened: str | os.PathLike[str] = path
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
+    if not follow:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
     if secret and os.name == "posix":
         opened, flags = resolve(path, doing=_READ_SECRET), flags | os.O_NOFOLLOW  # no link swapped in since
     fd = os.open(opened, flags)

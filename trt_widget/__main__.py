@@ -526,6 +526,7 @@ def _check_files(args: argparse.Namespace, output: str | None) -> None:
     """--report / --trace must not overwrite the model, the engine or each other; every file written (engine,
     report, trace) must be writable: checked before the build, not after it."""
     from ._files import check_writable
+    from ._format import escape_controls
 
     named = (
         (getattr(args, "model", None), "the model"),
@@ -538,7 +539,7 @@ def _check_files(args: argparse.Namespace, output: str | None) -> None:
             continue
         real = os.path.realpath(path)
         if real in taken:
-            raise _UsageError(f"{flag} {path} is {taken[real]}: choose another file")
+            raise _UsageError(f"{flag} {escape_controls(path)} is {taken[real]}: choose another file")
         taken[real] = f"the {flag} file"
     for what, path in (("-o/--output", output), ("--report", args.report), ("--trace", args.trace)):
         if path:
@@ -550,6 +551,8 @@ def _check_files(args: argparse.Namespace, output: str | None) -> None:
 
 def _write_files(build: Build, args: argparse.Namespace) -> bool:
     """Write the --report / --trace files; False (after saying why on stderr) when one cannot be written."""
+    from ._format import escape_controls
+
     ok = True
     for flag, path, method in (("--report", args.report, "to_html"), ("--trace", args.trace, "to_trace")):
         if path is None:
@@ -558,10 +561,10 @@ def _write_files(build: Build, args: argparse.Namespace) -> bool:
             getattr(build, method)(path)
         except (OSError, ValueError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            _stderr_line(f"trt-widget: error: cannot write the {flag} file {path}: {reason}")
+            _stderr_line(f"trt-widget: error: cannot write the {flag} file {escape_controls(path)}: {reason}")
             ok = False
         else:
-            _stderr_line(f"{'Report' if flag == '--report' else 'Trace'} written to {path}")
+            _stderr_line(f"{'Report' if flag == '--report' else 'Trace'} written to {escape_controls(path)}")
     return ok
 
 
@@ -667,33 +670,32 @@ def _view(args: argparse.Namespace) -> int:
     if args.speed is not None and not MIN_SPEED <= args.speed <= MAX_SPEED:  # NaN too
         raise _UsageError(f"--speed must be a number from {MIN_SPEED:g} to {MAX_SPEED:g}, got {args.speed}")
     _check_files(args, None)
+    from ._format import escape_controls
+
+    shown = escape_controls(args.recording)  # a newline in the name forges no line of ours
     if not Path(expand_user(args.recording)).exists():
-        raise _InputError(f"recording not found: {args.recording}")
+        raise _InputError(f"recording not found: {shown}")
     try:
         builds = split_builds(load_events(Path(args.recording)))
     except RecordingError as exc:
         if not exc.binary:
             raise _InputError(str(exc)) from None
-        hint = f"; to build this model: trt-widget build {args.recording}" if args.recording.endswith(".onnx") else ""
+        hint = f"; to build this model: trt-widget build {shown}" if args.recording.endswith(".onnx") else ""
         raise _InputError(
-            f"{args.recording} is not a recording: a recording is the JSON-lines text that --json or events= "
+            f"{shown} is not a recording: a recording is the JSON-lines text that --json or events= "
             f"write, and this file is binary{hint}"
         ) from None
     count = len(builds)
     if args.build is not None and not 1 <= args.build <= max(count, 1):
-        raise _UsageError(f"--build {args.build}: {args.recording} holds {count} build(s), numbered from 1")
+        raise _UsageError(f"--build {args.build}: {shown} holds {count} build(s), numbered from 1")
     if args.build is None and count > 1 and (args.report or args.trace):
-        raise _UsageError(
-            f"{args.recording} holds {count} builds: pick the one to write --report/--trace for with --build N"
-        )
+        raise _UsageError(f"{shown} holds {count} builds: pick the one to write --report/--trace for with --build N")
     picked = [args.build] if args.build is not None else list(range(1, count + 1)) or [1]
     ok = True
     for number in picked:
         events = builds[number - 1] if builds else []
         if count > 1:
             first = next((e for e in events if e["event"] == "build_start"), {})
-            from ._format import escape_controls
-
             label = escape_controls(first.get("model", "?"))  # the recording's: outside text
             print(f"Build {number} of {count} in this recording: {label}", flush=True)
         code = _replay_one(Build.from_loaded_events(events, args.recording, speed=args.speed), args)

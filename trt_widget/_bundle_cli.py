@@ -48,14 +48,15 @@ def bundle_run(args: argparse.Namespace) -> int:
         say(f"trt-widget bundle: error: {message}", sys.stderr)
         return code
 
+    shown = escape_controls(args.model)  # a newline in the name forges no line of ours
     try:
         model = str(expand_user(args.model))
         if not Path(model).is_file():
-            return fail(f"no such file: {args.model}")
+            return fail(f"no such file: {shown}")
     except ValueError as exc:  # ~name of no user
-        return fail(str(exc))
+        return fail(escape_controls(exc))
     except OSError as exc:  # a path stat() refuses: a name too long, a folder this user may not enter
-        return fail(f"cannot read {args.model}: {exc.strerror or exc}")
+        return fail(f"cannot read {shown}: {exc.strerror or exc}")
     try:
         check_writable(args.bundle, "-o")
     except OSError as exc:
@@ -79,7 +80,7 @@ def bundle_run(args: argparse.Namespace) -> int:
             return fail(str(exc), 2)
         except (OSError, ImportError) as exc:
             return fail(str(exc))
-        doing = f"packing the recording {args.model}" if recording else f"building {args.model}"
+        doing = f"packing the recording {shown}" if recording else f"building {shown}"
         say(f"trt-widget bundle: {doing} ...", sys.stderr)
         build.start()
         try:
@@ -101,6 +102,6 @@ def bundle_run(args: argparse.Namespace) -> int:
             return fail(f"cannot write the bundle: {exc}")
     what = "the recorded build" if recording else "the build"
     cause = f": {escape_controls(build.error)}" if build.status == "failed" and build.error is not None else ""
-    said = f"trt-widget bundle: bundle written to {written}; {what} {build.status}{cause}"
+    said = f"trt-widget bundle: bundle written to {escape_controls(written)}; {what} {build.status}{cause}"
     say(said, sys.stderr)
     return 0

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from ._format import escape_controls
+
 _UMASK = os.umask(0o022)  # read once at import (os.umask can only be read by setting it)
 os.umask(_UMASK)
 
@@ -53,17 +55,18 @@ def model_file(model: str | os.PathLike[str]) -> Path:
         path = expand_user(model)
     except ValueError as exc:  # ~name of no user
         raise BadModelPath(str(exc)) from None
+    shown = escape_controls(path)  # a newline in the name forges no second line of the message
     try:
         mode = os.stat(path).st_mode
     except (FileNotFoundError, NotADirectoryError):
-        raise BadModelPath(f"ONNX file not found: {path}") from None
+        raise BadModelPath(f"ONNX file not found: {shown}") from None
     except OSError as exc:
-        raise BadModelPath(f"cannot read the model {path}: {exc.strerror or exc}") from None
+        raise BadModelPath(f"cannot read the model {shown}: {exc.strerror or exc}") from None
     except ValueError:  # a NUL in the path
-        raise BadModelPath(f"ONNX file not found: {path}") from None
+        raise BadModelPath(f"ONNX file not found: {shown}") from None
     if not stat.S_ISREG(mode):
         what = "a directory" if stat.S_ISDIR(mode) else "not a regular file: a FIFO, device or socket"
-        raise BadModelPath(f"not an ONNX file ({what}): {path}")
+        raise BadModelPath(f"not an ONNX file ({what}): {shown}")
     return path
 
 
@@ -208,16 +211,19 @@ class TooOpen(PermissionError):
     """A secret's file that other users can read or write (as ssh refuses such a private key)."""
 
 
-def read_regular(path: str | os.PathLike[str], limit: int, *, secret: bool = False) -> bytes:
+def read_regular(path: str | os.PathLike[str], limit: int, *, secret: bool = False, follow: bool = True) -> bytes:
     """The bytes of the regular file at ``path``, read without blocking and never more than ``limit`` + 1 of them:
     NotARegularFile for a device, FIFO or socket (``/dev/zero`` was read without end, a FIFO with no writer waited
     forever), FileTooLarge for a file over ``limit`` bytes (its callers say which limit that is). A ``secret`` file
     any other user may read or write, or that another user (not root) owns, is refused (`TooOpen`), as ssh refuses
     a private key: its mode and owner are those of the file read (``fstat``). A secret is never read through a
     symlink another user owns (UntrustedLink, as for writes), nor from a file whose size is not what it holds (a
-    ``/proc`` or ``/sys`` file, e.g. ``/proc/self/personality``: the reader's own, 0400, content known to all)."""
+    ``/proc`` or ``/sys`` file, e.g. ``/proc/self/personality``: the reader's own, 0400, content known to all).
+    ``follow=False``: a symlink as the last component is refused (ELOOP), not followed (a service's own files)."""
     opened: str | os.PathLike[str] = path
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
+    if not follow:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
     if secret and os.name == "posix":
         opened, flags = resolve(path, doing=_READ_SECRET), flags | os.O_NOFOLLOW  # no link swapped in since
     fd = os.open(opened, flags)
@@ -486,23 +492,24 @@ def check_writable(path: str | os.PathLike[str], what: str) -> Path:
     a folder, not writable, or holds no new file (``/proc``). Done before a build, so a bad
     path is found before the build's time is spent, not after it."""
     folder = resolve(path).parent
+    shown, where = escape_controls(os.fspath(path)), escape_controls(folder)  # one line, whatever the names hold
     if not folder.exists():
-        raise FileNotFoundError(f"{what} {os.fspath(path)}: its folder {folder} does not exist")
+        raise FileNotFoundError(f"{what} {shown}: its folder {where} does not exist")
     if not folder.is_dir():
-        raise NotADirectoryError(f"{what} {os.fspath(path)}: {folder} is not a folder")
+        raise NotADirectoryError(f"{what} {shown}: {where} is not a folder")
     try:
         target = writable_target(path)
     except NotARegularFile as exc:
         raise NotARegularFile(f"{what}: {exc}") from None
     if not os.access(folder, os.W_OK | os.X_OK):
-        raise PermissionError(f"{what}: the folder {folder} is not writable")
+        raise PermissionError(f"{what}: the folder {where} is not writable")
     # the write makes a new file there first (``part_path``): try it, as /proc and /sys pass os.access yet hold none;
     # named as one, so that a probe a killed process left is removed by the next write, as its parts are
     probe = _new_part(target)
     try:
         os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
     except OSError as exc:
-        raise type(exc)(f"{what}: no file can be created in the folder {folder} ({exc.strerror or exc})") from None
+        raise type(exc)(f"{what}: no file can be created in the folder {where} ({exc.strerror or exc})") from None
     finally:  # also where close() failed (NFS) or Ctrl-C came between the calls
         with contextlib.suppress(OSError):
             os.unlink(probe)

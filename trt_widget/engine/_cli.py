@@ -26,17 +26,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print the file's report: 0, or 1 (with the reason) where it holds none or cannot be read."""
+    shown = escape_controls(args.file)  # a newline in the name forges no line of ours
     try:
         report = EngineReport.from_file(args.file)
     except FileNotFoundError:
-        say(f"trt-widget inspect: error: no such file: {args.file}", sys.stderr)
+        say(f"trt-widget inspect: error: no such file: {shown}", sys.stderr)
         return 1
     except OSError as exc:  # a folder, no permission: the reason, without Python's "[Errno N]"
         reason = exc.strerror or str(exc)
-        say(f"trt-widget inspect: error: cannot read {args.file}: {reason}", sys.stderr)
+        say(f"trt-widget inspect: error: cannot read {shown}: {reason}", sys.stderr)
         return 1
-    except ValueError as exc:
-        say(f"trt-widget inspect: error: {exc}", sys.stderr)
+    except ValueError as exc:  # one line, naming the file
+        say(f"trt-widget inspect: error: {escape_controls(exc)}", sys.stderr)
         return 1
     if args.json:
         print(json.dumps(report.to_dict()))

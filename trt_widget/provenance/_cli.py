@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from .._format import say
+from .._format import escape_controls, say
 from ._check import check_engine
 
 
@@ -29,5 +29,5 @@ def check_run(args: argparse.Namespace) -> int:
         said = {"engine": args.engine, "loads": result.loads, "verdict": result.verdict, "reason": result.reason}
         print(json.dumps(said))
     else:
-        say(f"{args.engine}: {result.reason}")
+        say(f"{escape_controls(args.engine)}: {result.reason}")  # the reason is escaped already
     return 0 if result.loads else 1

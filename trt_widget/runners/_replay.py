@@ -19,6 +19,7 @@ from typing import IO, TYPE_CHECKING, Any, Protocol, TypeVar, Union
 
 from .._errors import BuildError
 from .._files import expand_user
+from .._format import escape_controls
 from .._json import (
     MAX_FILE_VALUES,
     MAX_NESTING,
@@ -111,7 +112,8 @@ def load_events(source: Recording) -> list[JSONObject]:
     and ``MAX_EVENTS`` in all), and every event is checked field by field; RecordingError names the line."""
     if isinstance(source, (str, os.PathLike)):
         with open(expand_user(source), "rb") as handle:
-            return _parse(_file_lines(handle, str(source)), str(source))
+            where = escape_controls(os.fspath(source))  # messages name it: one line, whatever the name holds
+            return _parse(_file_lines(handle, where), where)
     return _parse(source, "the recording")
 
 

@@ -27,8 +27,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from .._files import atomic_write, owned_by_another, resolve, utf8
-from .._json import JSON, JSONObject
+from .._files import atomic_write, owned_by_another, read_regular, resolve, utf8
+from .._format import escape_controls
+from .._json import JSON, MAX_FILE_VALUES, JSONObject, json_time, loads_outside
 from .._leftovers import check_parent
 from .._status import FINAL, SUCCEEDED, log
 
@@ -44,6 +45,8 @@ _encode = json.JSONEncoder(
 ).encode  # one encoder: json.dumps(**options) makes one per call
 STREAM_PIECE_BYTES = 256 << 10  # one write of an event stream: what a subscriber that does not read holds
 FLUSH_S = 0.05  # the event log reaches the OS at least this often while events come (a killed server loses less)
+MAX_META_BYTES = 64 << 20  # a build's meta.json read back (its timings: 200,000 phase rows of ~250 bytes fit)
+MAX_LOG_BYTES = 256 << 20  # a build's event log read back (what a recording may hold)
 
 
 class Busy(Exception):
@@ -56,8 +59,9 @@ def new_id() -> str:
 
 
 def number(value: JSON) -> float:
-    """A stored number (0 where the value is none)."""
-    return float(value) if isinstance(value, (int, float)) else 0.0
+    """A stored time (0 where the value is none, or no time within ±1e12 s: ``float()`` of 400 digits raised
+    OverflowError at restart)."""
+    return float(value) if json_time(value) else 0.0
 
 
 def row_json(row: PhaseRow) -> JSONObject:
@@ -176,7 +180,7 @@ class BuildRecord:
         try:
             lines = stored_lines(self.dir / EVENTS, self.id)
         except OSError as exc:
-            log.warning("build %s: cannot read its event log: %s", self.id, exc)
+            log.warning("build %s: cannot read its event log: %s", self.id, escape_controls(exc))
             return []
         return [frame(i, line) for i, line in enumerate(lines, start=1)]
 
@@ -502,24 +506,22 @@ class BuildStore:
 
     # -- restart -------------------------------------------------------------------------------------
     def _load(self) -> None:
+        """Every stored build, read back; one whose files are damaged (or crafted: nested 100,000 deep, a time of
+        400 digits, a FIFO) is skipped with one line, never the start (docs/security.md)."""
         for path in sorted(self.root.iterdir()):
-            if not ID_PATTERN.fullmatch(path.name) or not path.is_dir():
+            if not ID_PATTERN.fullmatch(path.name) or not _is_folder(path):
                 continue
             try:
-                meta = json.loads((path / META).read_text(encoding="utf-8"))
-                if not isinstance(meta, dict) or meta.get("id") != path.name:
-                    raise ValueError("not this build's metadata")
-                if not isinstance(meta.get("created", 0.0), (int, float)):  # the builds' list sorts by it
-                    raise ValueError("its 'created' is not a time")
-            except (OSError, ValueError) as exc:
-                log.warning("serve: skipping %s: unreadable %s (%s)", path, META, exc)
+                meta = _read_meta(path)
+            except Exception as exc:  # whatever the file holds, the service starts
+                log.warning("serve: skipping %s: unreadable %s (%s)", path, META, escape_controls(exc))
                 continue
             try:
                 if meta.get("status") not in FINAL or not _ends(path / EVENTS):
                     meta = _recover(path, meta)
                     self.write_meta(path, meta)
-            except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:  # never stops the server
-                log.warning("serve: skipping %s: its event log cannot be recovered (%s)", path, exc)
+            except Exception as exc:  # never stops the server
+                log.warning("serve: skipping %s: its event log cannot be recovered (%s)", path, escape_controls(exc))
                 continue
             with contextlib.suppress(OSError):
                 (path / UPLOAD).unlink()
@@ -549,12 +551,38 @@ def _server_roots(data: Path) -> list[tuple[str, str]]:
     return sorted(roots.items(), key=lambda item: -len(item[0]))
 
 
+def _is_folder(path: Path) -> bool:
+    """Whether ``path`` is a folder itself (not a link to one)."""
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _read_meta(path: Path) -> JSONObject:
+    """A stored build's meta.json: a regular file (not through a link, never waiting on a FIFO) of at most
+    :data:`MAX_META_BYTES`, JSON within the bounds of outside JSON, this build's, with ``created`` a time."""
+    meta = loads_outside(read_regular(path / META, MAX_META_BYTES, follow=False), values=MAX_FILE_VALUES)
+    if not isinstance(meta, dict) or meta.get("id") != path.name:
+        raise ValueError("not this build's metadata")
+    if not json_time(meta.get("created", 0.0)):  # the builds' list sorts by it
+        raise ValueError("its 'created' is not a time")
+    return meta
+
+
+def _event(line: str | bytes) -> JSON:
+    """One stored event line, read as outside JSON (a damaged or crafted log: nested 100,000 deep raised
+    RecursionError at restart)."""
+    return loads_outside(line, values=MAX_FILE_VALUES)
+
+
 def stored_lines(path: Path, build_id: str) -> list[str]:
     """The complete, non-blank lines of a stored event log. Every line was written with its newline: a last line
     without one was torn (the server was killed, or the disk filled, mid-write; maybe inside a multi-byte
     character) and is left out with a note. Split on newlines only: a name may hold U+2028, which ``str.splitlines``
-    would split on."""
-    data = path.read_bytes()
+    would split on. A regular file only (not through a link, never waiting on a FIFO), of at most
+    :data:`MAX_LOG_BYTES` (OSError otherwise)."""
+    data = read_regular(path, MAX_LOG_BYTES, follow=False)
     complete, _, torn = data.rpartition(b"\n")
     if torn.strip():
         log.warning("serve: build %s: ignored the torn last line of its event log (%d bytes)", build_id, len(torn))
@@ -563,25 +591,29 @@ def stored_lines(path: Path, build_id: str) -> list[str]:
 
 def _ends(path: Path) -> bool:
     """True when the event log's last line is a build_end event."""
-    try:
-        with open(path, "rb") as handle:
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+    try:  # without blocking (a FIFO), not through a link; a FIFO or device: _recover says what it is
+        with open(os.open(path, flags), "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return False
             handle.seek(0, os.SEEK_END)
             handle.seek(max(0, handle.tell() - 65536))
             last = handle.read().splitlines()[-1:]
-        return bool(last) and json.loads(last[0]).get("event") == "build_end"
-    except (OSError, ValueError, AttributeError):
+        event = _event(last[0]) if last else None
+    except (OSError, ValueError):
         return False
+    return isinstance(event, dict) and event.get("event") == "build_end"
 
 
 def _recover(path: Path, meta: JSONObject) -> JSONObject:
     """A build the server did not see end (it was killed): close its open phases and end its log as failed."""
     events: list[JSONObject] = []
-    with contextlib.suppress(OSError):
+    with contextlib.suppress(FileNotFoundError):  # any other reason it cannot be read: the build is skipped
         for line in stored_lines(path / EVENTS, path.name):
             try:
-                event = json.loads(line)
+                event = _event(line)
             except ValueError:
-                break  # a line the disk did not keep whole: the log ends before it
+                break  # a line the disk did not keep whole (or nested past the bounds): the log ends before it
             if isinstance(event, dict) and event.get("event") != "build_end":
                 events.append(event)
     t = max((number(e.get("t")) for e in events), default=0.0)

@@ -301,9 +301,9 @@ def _too_large(what: str, path: str, bound: int) -> str:
 def _add_file(archive: zipfile.ZipFile, name: str, path: str, what: str, bound: int | None) -> None:
     """Copy the regular file at ``path`` (the real path listed and checked, links resolved) into ``archive`` in
     pieces (a model's external data may be gigabytes); one that cannot be opened now, or whose descriptor lies
-    elsewhere now (a name swapped for a link), is left out, as one that could not be read was. At most ``bound`` bytes are read
-    (`FileTooLarge` past it: a ``/proc`` file whose size says 0), else no more than its size when opened (a file
-    growing meanwhile is not followed)."""
+    elsewhere now (a name swapped for a link), is left out, as one that could not be read was. At most ``bound``
+    bytes are read (`FileTooLarge` past it: a ``/proc`` file whose size says 0), else no more than its size when
+    opened (a file growing meanwhile is not followed)."""
     from .._external_data import opened_path
 
     try:

@@ -23,9 +23,6 @@ SECRET = b"root:$6$not-for-a-bug-report$\n"
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True, reason="adversary run 21b: D3 bundle packs a file outside the model's folder swapped in by a link"
-)
 def test_a_data_file_swapped_for_a_link_after_the_check_is_not_packed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

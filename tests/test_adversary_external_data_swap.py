@@ -40,9 +40,6 @@ def _model_with_external_weight(folder: Path) -> Path:
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True, reason="adversary run 21b: D4 external data swapped for a link after its check is built in"
-)
 def test_external_data_swapped_for_a_link_after_the_check_never_reaches_the_engine(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

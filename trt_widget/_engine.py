@@ -777,26 +777,62 @@ def _parser_path(path: str) -> Iterator[str | bytes]:
 def _parse_file(parser: IOnnxParser, path: str, source: ModelSource) -> bool:
     """Check the model file's external data, then parse the very bytes checked, through one read-only map in the
     builder process (TensorRT's ``parse_from_file`` reads through a stream, ~0.1 s more for a 100 MB model here),
-    read into memory in the user's process."""
-    with _parser_path(path) as given, open(_external_data.open_model(path), "rb") as handle:  # a regular file
+    read into memory in the user's process. The parser reads only the external-data files checked (see
+    :func:`_parse_with_data`)."""
+    with open(_external_data.open_model(path), "rb") as handle:  # a regular file
         empty = os.fstat(handle.fileno()).st_size == 0
         if not _external_data.MAP_FILES:  # the user's process: a mapped file that shrinks would be SIGBUS
             data = _external_data.read_model(handle, path)
-            check_external_data(external_locations(data), source.directory, source.label, source.hint)
-            if empty or not data or capabilities()["gil_unsafe_parse"]:
-                return bool(parser.parse_from_file(given))
-            return bool(parser.parse(data, given))  # path: where its external data lies
+            locations = external_locations(data)
+            check_external_data(locations, source.directory, source.label, source.hint)
+            return _parse_with_data(parser, path, source, locations, data, empty or not data)
         if empty or capabilities()["gil_unsafe_parse"]:  # the parser says what is wrong with an empty file
-            check_external_data(file_locations(path, remembered=False), source.directory, source.label, source.hint)
-            return bool(parser.parse_from_file(given))
+            locations = file_locations(path, remembered=False)
+            check_external_data(locations, source.directory, source.label, source.hint)
+            return _parse_with_data(parser, path, source, locations, None, True)
         with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
             view = memoryview(mapped)
             try:
                 locations = file_locations(path, mapped)
                 check_external_data(locations, source.directory, source.label, source.hint)
-                return bool(parser.parse(view, given))  # path: where its external data lies
+                return _parse_with_data(parser, path, source, locations, view, False)
             finally:
                 view.release()
+
+
+def _parse_with_data(
+    parser: IOnnxParser,
+    path: str,
+    source: ModelSource,
+    locations: list[str],
+    data: bytes | memoryview | None,
+    from_file: bool,
+) -> bool:
+    """Parse the model (``data``, or the file at ``path`` where ``from_file`` or ``data`` is None) with the
+    external-data files just checked, each opened once and checked on its descriptor. Where another user could
+    rename names in the model's folder (or a folder on its way), the parser reads a private 0700 copy of the model
+    and of those very files; elsewhere it reads them in place, and a name that no longer leads to the file held
+    once it is done fails the build (the parser opens the names again)."""
+    if not locations or source.directory is None:
+        with _parser_path(path) as given:
+            return _parse_at(parser, given, data, from_file)
+    with _external_data.HeldData(locations, source.directory, source.label) as held:
+        if held.shared():
+            if data is None:
+                with open(_external_data.open_model(path), "rb") as handle:
+                    data = _external_data.read_model(handle, path)
+            with _parser_path(held.copy_to_snapshot(data)) as given:
+                return _parse_at(parser, given, data, from_file)
+        with _parser_path(path) as given:
+            ok = _parse_at(parser, given, data, from_file)
+        held.check_unchanged()
+        return ok
+
+
+def _parse_at(parser: IOnnxParser, given: str | bytes, data: bytes | memoryview | None, from_file: bool) -> bool:
+    if from_file or data is None or capabilities()["gil_unsafe_parse"]:
+        return bool(parser.parse_from_file(given))
+    return bool(parser.parse(data, given))  # path: where its external data lies
 
 
 def _parse_bytes(parser: IOnnxParser, data: bytes) -> bool:

@@ -330,3 +330,154 @@ def allowed_file(location: str, directory: str) -> str | None:
     root = os.path.realpath(directory)
     target = os.path.realpath(os.path.join(root, location))
     return target if _under(root, target) and os.path.isfile(target) else None
+
+
+def opened_path(fd: int, expected: str | None = None) -> str | None:
+    """Where the file open as ``fd`` lies now, links resolved (``/proc/self/fd``): the file read, whatever its name
+    leads to since. Without ``/proc``: ``expected`` when that real path names the very file (device and inode),
+    else None."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        pass
+    if expected is None:
+        return None
+    try:
+        real = os.path.realpath(expected)
+        here, there = os.fstat(fd), os.stat(real)
+    except (OSError, ValueError):
+        return None
+    return real if (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino) else None
+
+
+def open_inside(location: str, directory: str) -> int | None:
+    """A read-only descriptor of the external-data file ``location`` when what it opens is a regular file inside
+    ``directory`` (links resolved, checked on the descriptor: no later swap of a name for a link changes the file
+    read), else None. The check-and-open of :func:`allowed_file` in one step."""
+    if not _relative_inside(location):
+        return None
+    root = os.path.realpath(directory)
+    joined = os.path.join(root, location)
+    try:
+        fd = os.open(joined, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except (OSError, ValueError):
+        return None
+    try:
+        where = opened_path(fd, joined)
+        if stat.S_ISREG(os.fstat(fd).st_mode) and where is not None and _under(root, where):
+            return fd
+    except OSError:
+        pass
+    os.close(fd)
+    return None
+
+
+def others_may_write(directory: str) -> str:
+    """Why another user could rename entries of ``directory`` or of a folder on its way ("" where none can): its
+    files' names may then lead elsewhere by the time a parser opens them."""
+    from ._leftovers import UnsafeTempDir, check_parent
+
+    try:
+        check_parent(directory, "the model's folder", "")
+    except UnsafeTempDir as exc:
+        return str(exc).removesuffix("; ")
+    except OSError as exc:
+        return f"the model's folder cannot be inspected ({exc.strerror or exc})"
+    return ""
+
+
+class HeldData:
+    """The external-data files of a model opened once, each checked on its descriptor (:func:`open_inside`); what
+    TensorRT's parser reads must be these files: see :meth:`folder`."""
+
+    def __init__(self, locations: list[str], directory: str, label: str) -> None:
+        self.directory = directory
+        self.fds: dict[str, int] = {}
+        self.snapshot: str | None = None
+        try:
+            for location in locations:
+                fd = open_inside(location, directory)
+                if fd is None:
+                    raise BuildError(
+                        f"{label} names external data {location[:200]!r}, which is no longer a file inside the "
+                        "model's directory (replaced by a symbolic link leading out, or removed, since it was "
+                        "checked); external data must be a file inside the model's directory"
+                    )
+                self.fds[location] = fd
+        except BaseException:
+            self.close()
+            raise
+        self.label = label
+
+    def shared(self) -> str:
+        """Why another user could swap the names in the model's folder ("" where only this user can)."""
+        if not self.fds:
+            return ""
+        folders = {os.path.realpath(self.directory)}
+        for location in self.fds:
+            folders.add(os.path.dirname(os.path.realpath(os.path.join(self.directory, location))))
+        for folder in sorted(folders):
+            why = others_may_write(folder)
+            if why:
+                return why
+        return ""
+
+    def copy_to_snapshot(self, model: bytes | memoryview) -> str:
+        """A private 0700 folder holding ``model`` (as ``model.onnx``) and a copy of each file held, under the
+        name the model gives it: the path of the model there, whose data no other user can swap."""
+        from ._leftovers import private_dir
+
+        self.snapshot = private_dir("trt_widget-model-")
+        folder = os.path.join(self.snapshot, "model")  # apart from the lock file private_dir keeps
+        os.mkdir(folder, 0o700)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        for location, fd in self.fds.items():
+            target = os.path.join(folder, os.path.normpath(location))
+            os.makedirs(os.path.dirname(target), mode=0o700, exist_ok=True)
+            try:
+                out = os.open(target, flags, 0o600)
+            except FileExistsError:  # 'w.bin' and './w.bin': one file
+                continue
+            with open(out, "wb") as sink:
+                os.lseek(fd, 0, os.SEEK_SET)
+                while block := os.read(fd, 16 << 20):
+                    sink.write(block)
+        path, n = os.path.join(folder, "model.onnx"), 0
+        while os.path.lexists(path):  # a model naming its data 'model.onnx'
+            n += 1
+            path = os.path.join(folder, f"model-{n}.onnx")
+        with open(os.open(path, flags, 0o600), "wb") as sink:
+            sink.write(model)
+        return path
+
+    def check_unchanged(self) -> None:
+        """Raise BuildError unless each name still leads to the file held (the parser opened the names again)."""
+        root = os.path.realpath(self.directory)
+        for location, fd in self.fds.items():
+            try:
+                real = os.path.realpath(os.path.join(root, location))
+                here, there = os.fstat(fd), os.stat(real)
+                same = _under(root, real) and (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
+            except (OSError, ValueError):
+                same = False
+            if not same:
+                raise BuildError(
+                    f"{self.label}: its external data {location[:200]!r} was replaced while the model was parsed; "
+                    "the engine is not built from it (build again once the model's folder is settled)"
+                )
+
+    def close(self) -> None:
+        for fd in self.fds.values():
+            os.close(fd)
+        self.fds = {}
+        if self.snapshot is not None:
+            from ._leftovers import remove_private_dir
+
+            remove_private_dir(self.snapshot)
+            self.snapshot = None
+
+    def __enter__(self) -> HeldData:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

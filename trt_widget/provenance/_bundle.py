@@ -8,6 +8,7 @@ import json
 import os
 import platform
 import sys
+import time
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -298,16 +299,25 @@ def _too_large(what: str, path: str, bound: int) -> str:
 
 
 def _add_file(archive: zipfile.ZipFile, name: str, path: str, what: str, bound: int | None) -> None:
-    """Copy the regular file at ``path`` into ``archive`` in pieces (a model's external data may be gigabytes);
-    one that cannot be opened now is left out, as one that could not be read was. At most ``bound`` bytes are read
-    (`FileTooLarge` past it: a ``/proc`` file whose size says 0), else no more than its size when opened (a file
-    growing meanwhile is not followed)."""
+    """Copy the regular file at ``path`` (the real path listed and checked, links resolved) into ``archive`` in
+    pieces (a model's external data may be gigabytes); one that cannot be opened now, or whose descriptor lies
+    elsewhere now (a name swapped for a link), is left out, as one that could not be read was. At most ``bound``
+    bytes are read (`FileTooLarge` past it: a ``/proc`` file whose size says 0), else no more than its size when
+    opened (a file growing meanwhile is not followed)."""
+    from .._external_data import opened_path
+
     try:
         source = open(open_regular(path), "rb")  # noqa: SIM115  (closed below)
     except OSError:
         return
     with source:
-        info = zipfile.ZipInfo.from_file(path, name)
+        # the file listed, checked on the descriptor copied from: a name swapped since for a link leading
+        # elsewhere (in a folder another user may write) opens a file at another real path
+        if opened_path(source.fileno(), path) != path:
+            return
+        opened = os.fstat(source.fileno())
+        info = zipfile.ZipInfo(name, max(time.localtime(opened.st_mtime)[:6], (1980, 1, 1, 0, 0, 0)))
+        info.external_attr = (opened.st_mode & 0xFFFF) << 16
         info.file_size = os.fstat(source.fileno()).st_size
         info.compress_type = zipfile.ZIP_DEFLATED
         if bound is not None and info.file_size > bound:

@@ -119,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
         return _run_matrix(args, executor, cast("BuildOptionsDict", options))  # Build's keywords, checked
     finally:
         if ray_started:  # the local instance this command started: shut down now, its helpers and folder with it
-            from ..ray._runner import end_local_ray
+            from ..ray import end_local_ray
 
             end_local_ray()
 

@@ -55,7 +55,8 @@ _task: RemoteFunction | None = None  # the Ray remote function of remote_build (
 PREFIX = "trt_widget-ray-"  # the private folders of ray.init: the job's working_dir, a local instance's session
 MAX_SOCKET_PATH = 103 if sys.platform == "darwin" else 107  # AF_UNIX's 104 / 108 bytes, less the final NUL
 _instance_lock = threading.Lock()
-_instance_dir: str | None = None  # the private folder of the local instance this process started, while it lives
+# the private folder of the local instance this process started, while it lives, and the ray module that started it
+_instance: tuple[str, ModuleType] | None = None
 _end_registered = False
 
 
@@ -110,7 +111,7 @@ def _init(ray: ModuleType, address: str | None, init_kwargs: Mapping[str, object
     A local instance started here keeps its session in that private folder too (``_temp_dir``), for its life: under
     the shared ``/tmp/ray`` Ray makes the session's folders 0777 without the sticky bit, so another user swapped
     the unpacked working_dir for theirs (adversary 21b, D2). An instance the caller names or made is theirs."""
-    global _instance_dir
+    global _instance
     kwargs = dict(init_kwargs or {})
     env = kwargs.get("runtime_env")
     own_cwd = (env is None or isinstance(env, Mapping)) and not _working_dir_given(env)
@@ -129,7 +130,7 @@ def _init(ray: ModuleType, address: str | None, init_kwargs: Mapping[str, object
             # a folder inside ours: Ray makes its temp dir 0777 (try_make_directory_shared), ours stays 0700
             kwargs["_temp_dir"] = os.path.join(made, "r")
             with _instance_lock:
-                _instance_dir = made  # the session lives here until the instance ends (end_local_ray)
+                _instance = (made, ray)  # the session lives here until the instance ends (end_local_ray)
             _register_end()
         ray.init(address=address, **kwargs)
     except Exception:
@@ -177,13 +178,13 @@ def _register_end() -> None:
 def end_local_ray(*, exiting: bool = False) -> None:
     """Shut down the local Ray instance this process started (if any), waiting for its processes, then remove its
     private folder, session included. An instance the caller started or joined is left alone."""
-    global _instance_dir
+    global _instance
     with _instance_lock:
-        made, _instance_dir = _instance_dir, None
-    if made is None:
+        instance, _instance = _instance, None
+    if instance is None:
         return
-    ray = sys.modules.get("ray")
-    if ray is not None:  # initialised, or a failed start's processes (Ray's shutdown ends those too)
+    made, ray = instance
+    if hasattr(ray, "shutdown"):  # initialised, or a failed start's processes (Ray's shutdown ends those too)
         import inspect
 
         wait = (

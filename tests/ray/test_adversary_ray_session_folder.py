@@ -27,11 +27,13 @@ pytestmark = [pytest.mark.slow, pytest.mark.ray]
 PLANTED = 'import os\nopen("{mark}", "w").close()\nraise ImportError("planted by another user")\n'
 
 # nobody's loop: every unpacked working_dir of the command's Ray session (named after the driver's pid) that is not
-# its own is moved aside and replaced by a folder holding the planted module
+# its own is moved aside and replaced by a folder holding the planted module; in Ray's shared /tmp/ray and in the
+# private folder of trt_widget's (whose Ray folder inside, "r", Ray makes 0777: only the folder above keeps it)
 ATTACK = r"""
 planted=$1; pid=$2
 while :; do
-  for t in /tmp/ray/session_*_"$pid"/runtime_resources/working_dir_files/_ray_pkg_*; do
+  for t in /tmp/ray/session_*_"$pid"/runtime_resources/working_dir_files/_ray_pkg_* \
+           /tmp/trt_widget-ray-"$pid"-*/r/session_*_"$pid"/runtime_resources/working_dir_files/_ray_pkg_*; do
     case $t in *.aside|*.lock|*.zip) continue;; esac
     if [ -d "$t" ] && [ ! -O "$t" ]; then
       mv "$t" "$t.aside" && mkdir "$t" && printf '%s' "$planted" > "$t/tensorrt_rtx_bindings.py"
@@ -42,9 +44,6 @@ done
 """
 
 
-@pytest.mark.xfail(
-    strict=True, reason="adversary run 21b: D2 another user swaps the working_dir of the Ray session trt_widget starts"
-)
 def test_another_user_cannot_swap_the_working_dir_of_the_local_ray_instance(tmp_path: Path) -> None:
     pytest.importorskip("ray")
     if not can_act_as_nobody():
@@ -53,8 +52,9 @@ def test_another_user_cannot_swap_the_working_dir_of_the_local_ray_instance(tmp_
     work.mkdir()
     (work / "m.onnx").write_bytes(to_bytes(deep_residual(2)))
     mark = tmp_path / "RAN-as-the-command's-user"
-    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
-    env["TRT_WIDGET_HISTORY"] = "off"
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_TMPDIR")}
+    env |= {"TRT_WIDGET_HISTORY": "off", "TMPDIR": "/tmp"}  # Ray's default place, and the one the checks look in
+    env["RAY_raylet_start_wait_time_s"] = "180"  # its raylet may take long to register on a loaded machine
     for _ in range(3):  # a start Ray's node did not make in its 30 s on a loaded machine is tried again
         command = subprocess.Popen(
             [sys.executable, "-P", "-c", CLI_MAIN, "matrix", "m.onnx", "--executor", "ray", "--opt-level", "0", "1",
@@ -79,3 +79,6 @@ def test_another_user_cannot_swap_the_working_dir_of_the_local_ray_instance(tmp_
         pytest.skip("Ray's node did not start on this (loaded) machine in 3 tries")
     assert not mark.exists(), f"another user's module ran in the command's Ray worker: {said[-800:]}"
     assert command.returncode == 0, said[-1500:]
+    # the session was the command's own, in its private folder, and went with the instance
+    assert not list(Path("/tmp/ray").glob(f"session_*_{command.pid}")), "the session was made in the shared /tmp/ray"
+    assert not list(Path("/tmp").glob(f"trt_widget-ray-{command.pid}-*")), "the private folder outlived the command"

@@ -118,10 +118,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         return _run_matrix(args, executor, cast("BuildOptionsDict", options))  # Build's keywords, checked
     finally:
-        if ray_started:  # the local instance this command started: shut down now, its helpers with it
-            import ray
+        if ray_started:  # the local instance this command started: shut down now, its helpers and folder with it
+            from ..ray import end_local_ray
 
-            ray.shutdown()
+            end_local_ray()
 
 
 def _connect_ray(address: str | None) -> bool | None:

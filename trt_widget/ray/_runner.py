@@ -15,11 +15,13 @@ A queued task is taken off Ray's queue at once. A worker that dies ends the buil
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import logging
 import os
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -50,6 +52,12 @@ _initializer = ThreadPoolExecutor(1, thread_name_prefix="trt_widget-ray-init")  
 _hub_lock = threading.Lock()
 _hub: tuple[str, ActorHandle[Hub]] | None = None  # (job id, hub actor handle) for this driver's Ray session
 _task: RemoteFunction | None = None  # the Ray remote function of remote_build (exported once per process)
+PREFIX = "trt_widget-ray-"  # the private folders of ray.init: the job's working_dir, a local instance's session
+MAX_SOCKET_PATH = 103 if sys.platform == "darwin" else 107  # AF_UNIX's 104 / 108 bytes, less the final NUL
+_instance_lock = threading.Lock()
+# the private folder of the local instance this process started, while it lives, and the ray module that started it
+_instance: tuple[str, ModuleType] | None = None
+_end_registered = False
 
 
 def _ray() -> ModuleType:
@@ -98,20 +106,93 @@ def _init(ray: ModuleType, address: str | None, init_kwargs: Mapping[str, object
     """``ray.init`` with an empty folder of ours as the job's ``working_dir`` (issue 35): Ray otherwise puts this
     process's working directory first on every worker's ``sys.path`` (``py_driver_sys_path``), so a
     ``tensorrt_rtx_bindings.py`` or ``queue.py`` there ran in the worker that builds. A working_dir the caller's
-    ``runtime_env``, a submitted Ray job or Ray's ``uv run`` support sets is left to Ray (docs/security.md)."""
+    ``runtime_env``, a submitted Ray job or Ray's ``uv run`` support sets is left to Ray (docs/security.md).
+
+    A local instance started here keeps its session in that private folder too (``_temp_dir``), for its life: under
+    the shared ``/tmp/ray`` Ray makes the session's folders 0777 without the sticky bit, so another user swapped
+    the unpacked working_dir for theirs (adversary 21b, D2). An instance the caller names or made is theirs."""
+    global _instance
     kwargs = dict(init_kwargs or {})
     env = kwargs.get("runtime_env")
+    own_cwd = (env is None or isinstance(env, Mapping)) and not _working_dir_given(env)
+    local = _starts_local(address) and kwargs.get("_temp_dir") is None
+    if local:
+        end_local_ray()  # what an earlier start of ours left (shut down since, or failed): its processes, its folder
     made: str | None = None
-    if (env is None or isinstance(env, Mapping)) and not _working_dir_given(env):
-        made = private_dir("trt_widget-ray-")  # 0700 (in a temporary folder no one else can rename in)
-        kwargs["runtime_env"] = {**(env or {}), "working_dir": os.path.join(made, "cwd")}
+    if own_cwd or local:
+        made = private_dir(PREFIX, _instance_parent() if local else None)  # 0700 (where no one else can rename it)
     try:
-        if made is not None:  # its lock file stays outside what Ray uploads
+        if made is not None and own_cwd:  # its lock file stays outside what Ray uploads
             os.mkdir(os.path.join(made, "cwd"), 0o700)
+            given = env if isinstance(env, Mapping) else {}
+            kwargs["runtime_env"] = {**given, "working_dir": os.path.join(made, "cwd")}
+        if made is not None and local:
+            # a folder inside ours: Ray makes its temp dir 0777 (try_make_directory_shared), ours stays 0700
+            kwargs["_temp_dir"] = os.path.join(made, "r")
+            with _instance_lock:
+                _instance = (made, ray)  # the session lives here until the instance ends (end_local_ray)
+            _register_end()
         ray.init(address=address, **kwargs)
-    finally:
-        if made is not None:
-            remove_private_dir(made)  # uploaded by now: the workers start in their own copy
+    except Exception:
+        if local:  # a failed start's processes first: they would make its folders again
+            end_local_ray()
+        elif made is not None:
+            remove_private_dir(made)
+        raise
+    except BaseException:  # a Ctrl-C in ray.init: its half-started processes end at exit, the folder with them
+        if made is not None and not local:
+            remove_private_dir(made)
+        raise
+    if made is not None and not local:
+        remove_private_dir(made)  # uploaded by now: the workers start in their own copy
+
+
+def _starts_local(address: str | None) -> bool:
+    """Whether ``ray.init(address)`` starts a local instance of ours rather than joining one: no address and no
+    ``RAY_ADDRESS`` (Ray's own search of ``/tmp/ray/ray_current_cluster``, a file any user may write there, is not
+    made: the private temp dir holds none), or Ray's ``"local"``."""
+    return address == "local" or (address is None and not os.environ.get("RAY_ADDRESS"))
+
+
+def _instance_parent() -> str:
+    """Where a local instance's private folder goes: Ray's own choice (``RAY_TMPDIR``, else the temporary folder)
+    where Ray's socket paths under it still fit AF_UNIX's 107 bytes, else ``/tmp``."""
+    parent = os.environ.get("RAY_TMPDIR") or tempfile.gettempdir()
+    pid = str(os.getpid())
+    # <parent>/trt_widget-ray-<pid>-XXXXXXXX/r/session_<date>_<time>_<us>_<pid>/sockets/plasma_store
+    room = len(f"/{PREFIX}{pid}-XXXXXXXX/r/session_2026-12-07_12-34-56_123456_{pid}/sockets/plasma_store.1")
+    if os.name == "posix" and len(os.fsencode(os.path.realpath(parent))) + room > MAX_SOCKET_PATH:
+        return "/tmp"
+    return parent
+
+
+def _register_end() -> None:
+    """Shut a local instance of ours down at exit before its folder goes (once; registered after Ray's own
+    handler, so it runs first)."""
+    global _end_registered
+    if not _end_registered:
+        _end_registered = True
+        atexit.register(end_local_ray, exiting=True)
+
+
+def end_local_ray(*, exiting: bool = False) -> None:
+    """Shut down the local Ray instance this process started (if any), waiting for its processes, then remove its
+    private folder, session included. An instance the caller started or joined is left alone."""
+    global _instance
+    with _instance_lock:
+        instance, _instance = _instance, None
+    if instance is None:
+        return
+    made, ray = instance
+    if hasattr(ray, "shutdown"):  # initialised, or a failed start's processes (Ray's shutdown ends those too)
+        import inspect
+
+        wait = (
+            {"wait_for_processes": True} if "wait_for_processes" in inspect.signature(ray.shutdown).parameters else {}
+        )
+        with contextlib.suppress(Exception):  # Ray's own shutdown errors: its processes are ending anyway
+            ray.shutdown(_exiting_interpreter=exiting, **wait)
+    remove_private_dir(made)
 
 
 def _working_dir_given(env: Mapping[str, object] | None) -> bool:

@@ -277,6 +277,16 @@ def test_ray_matrix_sets_its_sigterm_handler_and_leaves_no_helper_behind(tmp_pat
     ray_dir = tempfile.mkdtemp(prefix="rfh", dir="/tmp")  # short: Ray's socket paths live under it
     env = dict(os.environ, TRT_WIDGET_HISTORY="off", RAY_TMPDIR=ray_dir, RAY_raylet_start_wait_time_s="180")
     env.pop("RAY_ADDRESS", None)
+    mark = "trt_widget-ray-"  # the instance's private folder (in RAY_TMPDIR, or /tmp where its sockets need a short path)
+
+    def ours() -> dict[str, str]:
+        ps = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True, check=True).stdout
+        return {line.split()[0]: line for line in ps.splitlines()[1:] if mark in line}
+
+    def folders() -> set[Path]:
+        return {*Path(ray_dir).glob(mark + "*"), *Path("/tmp").glob(mark + "*")}
+
+    before, folders_before = ours(), folders()
     try:
         proc = subprocess.run(
             [sys.executable, "-c", CLI_MAIN, "matrix", str(model), "--executor", "ray", "--plain"],
@@ -289,13 +299,13 @@ def test_ray_matrix_sets_its_sigterm_handler_and_leaves_no_helper_behind(tmp_pat
         assert "starting a local Ray instance" in proc.stderr  # it says what it waits for
 
         def helpers() -> list[str]:
-            ps = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True, check=True).stdout
-            return [line for line in ps.splitlines() if ray_dir in line]
+            return [line for pid, line in ours().items() if pid not in before]
 
         deadline = time.monotonic() + 30  # before: two helpers lingered for over a minute
         while helpers() and time.monotonic() < deadline:
             time.sleep(0.5)
         assert helpers() == []
+        assert folders() - folders_before == set()  # and its private session folder is gone with it
     finally:
         shutil.rmtree(ray_dir, ignore_errors=True)
 

@@ -270,6 +270,28 @@ def test_a_hundred_thousand_layers_are_capped_with_a_note() -> None:
     assert len(from_json.layers) == MAX_LAYERS and from_json.total_layers == 20_000
 
 
+@pytest.mark.slow  # 8,000,000 values decoded: seconds
+def test_layers_past_the_kept_ones_are_counted_within_the_same_bounds() -> None:
+    """Layers past :data:`MAX_LAYERS` are decoded a run at a time (C speed), not one by one: every layer is counted
+    whatever its text holds (commas, brackets and quotes in strings, nesting), and each still within the bounds of
+    one layer (32 deep, 100,000 values) and of the file (8,000,000 values)."""
+    odd = ['{"Name": "a,b]", "x": [1, {"y": "},{"}]}', '"q\\"[{,"', "[[[], {}], 0]", '{"k": 1, "k": 2}', "null"]
+    tail = [*odd * 2000, "[" * 32 + "]" * 32, *["{}"] * 40_000, *odd * 2000]
+    body = ", ".join(["{}"] * MAX_LAYERS + tail)
+    report = EngineReport.from_json(f'{{"Layers": [{body}], "Bindings": ["in,put"]}}')
+    assert report.total_layers == MAX_LAYERS + len(tail) and report.bindings == ("in,put",)
+    deep = body.replace("[" * 32, "[" * 33, 1).replace("]" * 32, "]" * 33, 1)
+    with pytest.raises(ValueError, match="nested more than 32 deep"):
+        EngineReport.from_json(f'{{"Layers": [{deep}]}}')
+    wide = body + ", [" + ",".join(["0"] * 100_000) + "], {}"  # 100,001 values in one layer
+    with pytest.raises(ValueError, match="more than 100,000 values"):
+        EngineReport.from_json(f'{{"Layers": [{wide}]}}')
+    many = ", ".join(["{}"] * MAX_LAYERS + [json.dumps([0] * 99)] * 80_000)  # 8,010,000 values
+    with pytest.raises(ValueError, match="more than 8,000,000 values in all"):
+        EngineReport.from_json(f'{{"Layers": [{many}]}}')
+    assert EngineReport.from_json(f'{{"Layers": [{many.rsplit(", [", 101)[0]}]}}').total_layers == 89_899
+
+
 def test_garbage_lines_do_not_raise() -> None:
     lines = [
         "Name: , LayerType: ",

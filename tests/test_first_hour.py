@@ -277,7 +277,7 @@ def test_ray_matrix_sets_its_sigterm_handler_and_leaves_no_helper_behind(tmp_pat
     ray_dir = tempfile.mkdtemp(prefix="rfh", dir="/tmp")  # short: Ray's socket paths live under it
     env = dict(os.environ, TRT_WIDGET_HISTORY="off", RAY_TMPDIR=ray_dir, RAY_raylet_start_wait_time_s="180")
     env.pop("RAY_ADDRESS", None)
-    mark = "trt_widget-ray-"  # the instance's private folder (in RAY_TMPDIR, or /tmp where its sockets need a short path)
+    mark = "trt_widget-ray-"  # its private folder: in RAY_TMPDIR, or /tmp where sockets need a short path
 
     def ours() -> dict[str, str]:
         ps = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True, check=True).stdout

@@ -1,0 +1,86 @@
+"""Twenty-second adversarial re-run (issue 35, D22-5): ``build(reuse=True)`` keys its engine by the model's content
+hash, reading each external-data file by name (``model_identity``) before the build; the build then opens the files
+again (``HeldData``) and builds from what it holds, and the engine is stored in the reuse cache under the key of
+the bytes hashed first. The key does not depend on the folder: whoever can change ``w.bin`` between the two reads
+(the owner of a shared model folder) has an engine of their weights filed under the key of the real ones, and a
+later build of a trusted copy of that model (another folder, the real ``w.bin``) reuses it. Here the swap is made
+right before the files are held, so the result does not depend on timing; real RTX builds."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from trt_widget import Build
+
+N = 256  # floats: the weight is 1 KiB
+POISON = (b"POISONED-WEIGHTS-the-trusted-model-never-had\n" * 40)[: N * 4]
+
+
+def _model_with_external_weight(folder: Path) -> Path:
+    """``y = x + W`` with W (``N`` floats of 1.5) in ``w.bin`` beside the model."""
+    weight = numpy_helper.from_array(np.full((1, N), 1.5, np.float32), "W")
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "W"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, N])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, N])],
+        [weight],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path = folder / "m.onnx"
+    onnx.save_model(model, path, save_as_external_data=True, location="w.bin", size_threshold=0)
+    return path
+
+
+def _engine_bytes(build: Build, output: Path) -> bytes:
+    return output.read_bytes() if output.exists() else (build.engine or b"")
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="adversary run 22: D22-5 an engine of swapped data is filed under the real key")
+def test_data_swapped_after_the_reuse_key_is_never_reused_for_the_real_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import trt_widget._external_data as external
+
+    shared, trusted, cache = tmp_path / "shared", tmp_path / "trusted", tmp_path / "cache"
+    shared.mkdir()
+    trusted.mkdir()
+    model = _model_with_external_weight(shared)
+    shutil.copy(model, trusted / "m.onnx")
+    shutil.copy(shared / "w.bin", trusted / "w.bin")  # the real weights
+    held = external.HeldData.__init__
+    swapped: list[str] = []
+
+    def swapped_first(self: Any, locations: list[str], directory: str, label: str) -> None:
+        if Path(directory) == shared and not swapped:  # the key is made: what the folder's owner does now
+            (shared / "w.bin.new").write_bytes(POISON)
+            (shared / "w.bin.new").replace(shared / "w.bin")
+            swapped.append("w.bin")
+        held(self, locations, directory, label)
+
+    monkeypatch.setattr(external.HeldData, "__init__", swapped_first)
+    first_out = tmp_path / "first.engine"
+    first = Build(str(model), output=str(first_out), reuse=True, reuse_dir=str(cache), isolation="thread",
+                  history=False)  # fmt: skip
+    first.start()
+    first.wait(300)
+    assert swapped and first.status == "succeeded", (first.status, first.error)
+    assert POISON[:40] in _engine_bytes(first, first_out)  # built from what it held: the swapped weights
+    monkeypatch.setattr(external.HeldData, "__init__", held)
+    second_out = tmp_path / "second.engine"
+    second = Build(str(trusted / "m.onnx"), output=str(second_out), reuse=True, reuse_dir=str(cache),
+                   isolation="thread", history=False)  # fmt: skip
+    second.start()
+    second.wait(300)
+    assert second.status == "succeeded", (second.status, second.error)
+    poisoned = POISON[:40] in _engine_bytes(second, second_out)
+    assert not poisoned, f"the trusted model's build reused the swapped data's engine ({second.reused_from})"

@@ -43,7 +43,6 @@ def _model_with_external_weight(folder: Path) -> Path:
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="adversary run 22: D22-2 another user's data in a sticky folder is swapped")
 def test_another_users_data_in_a_sticky_folder_is_not_swapped_during_the_parse(
     shared: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -817,6 +817,7 @@ def _parse_with_data(
         with _parser_path(path) as given:
             return _parse_at(parser, given, data, from_file)
     with _external_data.HeldData(locations, source.directory, source.label) as held:
+        held.model = path
         if held.shared():
             if data is None:
                 with open(_external_data.open_model(path), "rb") as handle:

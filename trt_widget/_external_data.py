@@ -386,6 +386,18 @@ def others_may_write(directory: str) -> str:
     return ""
 
 
+def _theirs_in_open_folder(name: str, owner: int, folder: str, mine: tuple[int, int]) -> str:
+    """Why the entry ``name`` (owned by ``owner``) of ``folder`` may be renamed by another user ("" where not): it
+    is theirs and others may write the folder; the sticky bit stops no one renaming their own entries."""
+    info = os.stat(os.path.realpath(folder))
+    if owner in mine or not info.st_mode & (stat.S_IWOTH | stat.S_IWGRP):  # group bits: the group or an ACL's mask
+        return ""
+    return (
+        f"{name[:200]!r} belongs to another user (uid {owner}) in {folder[:200]!r}, which others may write: they "
+        "may rename it even where the folder is sticky"
+    )
+
+
 class HeldData:
     """The external-data files of a model opened once, each checked on its descriptor (:func:`open_inside`); what
     TensorRT's parser reads must be these files: see :meth:`folder`."""
@@ -394,6 +406,7 @@ class HeldData:
         self.directory = directory
         self.fds: dict[str, int] = {}
         self.snapshot: str | None = None
+        self.model: str | None = None  # the path of the model the parser is given, whose entry counts in shared()
         try:
             for location in locations:
                 fd = open_inside(location, directory)
@@ -410,7 +423,9 @@ class HeldData:
         self.label = label
 
     def shared(self) -> str:
-        """Why another user could swap the names in the model's folder ("" where only this user can)."""
+        """Why another user could swap the names in the model's folder ("" where only this user can): a folder on
+        the way they may write without the sticky bit, or one they may write (sticky or not) holding an entry on
+        the way that is theirs (the sticky bit lets a user rename their own entries: D22-2), ``model``'s too."""
         if not self.fds:
             return ""
         folders = {os.path.realpath(self.directory)}
@@ -420,6 +435,35 @@ class HeldData:
             why = others_may_write(folder)
             if why:
                 return why
+        return self._others_entry(self.model)
+
+    def _others_entry(self, model: str | None) -> str:
+        """Why an entry on the way to a file held (or to ``model``) may be renamed by another user: it is theirs,
+        in a folder others may write ("" where none is)."""
+        if os.name != "posix":
+            return ""
+        given = os.path.abspath(self.directory)
+        parts = given.split(os.sep)
+        named = [os.sep.join(parts[:n]) for n in range(2, len(parts) + 1)]  # the folders as given (links too)
+        named += [os.path.abspath(model)] if model is not None else []
+        held: list[tuple[str, int]] = []  # (location, descriptor): the files themselves, whatever their names
+        for location, fd in self.fds.items():
+            steps = os.path.normpath(location).split(os.sep)
+            named += [os.path.join(given, *steps[:n]) for n in range(1, len(steps) + 1)]
+            held.append((location, fd))
+        mine = (0, os.getuid())
+        try:
+            for entry in dict.fromkeys(named):
+                why = _theirs_in_open_folder(entry, os.lstat(entry).st_uid, os.path.dirname(entry), mine)
+                if why:
+                    return why
+            for location, fd in held:
+                real = os.path.realpath(os.path.join(given, location))
+                why = _theirs_in_open_folder(location, os.fstat(fd).st_uid, os.path.dirname(real), mine)
+                if why:
+                    return why
+        except (OSError, ValueError) as exc:
+            return f"an entry on the way to the model's data cannot be inspected ({getattr(exc, 'strerror', exc)})"
         return ""
 
     def copy_to_snapshot(self, model: bytes | memoryview) -> str:

@@ -9,9 +9,9 @@ import json
 import pytest
 
 from trt_widget import BuildError
-from trt_widget._json import MAX_VALUES, check_outside, check_text, loads_outside
+from trt_widget._json import MAX_VALUES, check_outside, check_text, check_value, loads_outside
 from trt_widget.engine import MAX_LAYERS, EngineReport
-from trt_widget.engine._parse import report_from_bytes
+from trt_widget.engine._parse import _decode_at, report_from_bytes
 from trt_widget.runners import RecordingError, _replay, check_event
 from trt_widget.serve._client import _server_json
 
@@ -22,6 +22,44 @@ def test_loads_outside_refuses_more_values_than_the_bound() -> None:
     assert check_outside([{}] * (MAX_VALUES - 1)) == MAX_VALUES  # the list itself and its items
     with pytest.raises(ValueError, match="more than 100,000 values"):
         loads_outside(json.dumps(WIDE))
+
+
+def test_loads_outside_reads_utf8_bytes_only_and_counts_before_decoding() -> None:
+    """Adversary 22 (L22-1, J22-4): bytes in UTF-16 were decoded by ``json.loads`` (and miscounted by check_text)."""
+    assert loads_outside(b'{"a": [1]}') == {"a": [1]}
+    with pytest.raises(ValueError):
+        loads_outside('{"a": [1]}'.encode("utf-16-le"))
+    text = '["\u4e22",' + json.dumps(WIDE) + "]"
+    with pytest.raises(ValueError):  # read as UTF-8 its NULs are no JSON: refused at once, nothing built
+        loads_outside(text.encode("utf-16-le"))
+    with pytest.raises(ValueError, match="more than 100,000 values"):
+        loads_outside(text)
+
+
+@pytest.mark.parametrize("text", ["7 ,", '"a,[" ,', "[1, [2, {}]] ,", '{"a": "}"} ,', "[] ,", "-1.5e3]"])
+def test_check_value_finds_where_one_value_ends(text: str) -> None:
+    at = text.index(text.strip()[0])
+    assert check_value("xx" + text, 2 + at) - 2 == json.JSONDecoder().raw_decode(text, at)[1]
+
+
+def test_check_value_refuses_one_wide_or_deep_value_and_not_those_after_it() -> None:
+    small = json.dumps([{}] * (MAX_VALUES - 1))
+    assert check_value(small + "," + small, 0) == len(small)
+    with pytest.raises(ValueError, match="more than 100,000 values"):
+        check_value(json.dumps(WIDE) + ", 1", 0)
+    with pytest.raises(ValueError, match="nested more than"):
+        check_value("[" * 40 + "]" * 40, 0)
+
+
+@pytest.mark.parametrize("width", [10, 4094, 4095, 4096, 4097, 70_000, 300_000])
+def test_a_layer_json_value_is_read_whole_at_any_width(width: int) -> None:
+    """J22-4: a value is decoded from windows of the text; one ending at a window's edge ("12" of "123") goes on."""
+    number = "9" * 10
+    for value in ['"' + "a" * width + '"', "[" + ",".join([number] * (width // 11)) + "]", "1" * min(width, 4000)]:
+        text = "  " + value + ' , "next"'
+        assert _decode_at(text, 2) == (json.loads(value), 2 + len(value))
+    with pytest.raises(ValueError):
+        _decode_at('"' + "a" * width, 0)  # unended
 
 
 SHAPES = [

@@ -117,7 +117,12 @@ def check_outside(value: JSON, limit: int = MAX_NESTING, values: int = MAX_VALUE
 def loads_outside(text: str | bytes, limit: int = MAX_NESTING, values: int = MAX_VALUES) -> JSON:
     """``json.loads`` of outside text (a log's field, a recording's line, a file someone sent), the one rule for
     shape (:func:`check_outside`): ValueError where it is no JSON, nests more than ``limit`` deep (RecursionError
-    included: ``json.loads`` raised it ~1,000 deep) or holds more than ``values`` values."""
+    included: ``json.loads`` raised it ~1,000 deep) or holds more than ``values`` values. Bytes must be UTF-8 (not,
+    as ``json.loads`` reads them, UTF-16 too: :func:`check_text` would miscount them), and the text is counted by
+    :func:`check_text` before it is decoded: a 60 MiB ``[{},{},...]`` was built whole first (3 GB, J22-4)."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8")  # UnicodeDecodeError is a ValueError
+    check_text(text, limit, values)
     try:
         value: JSON = json.loads(text)
     except RecursionError:
@@ -162,3 +167,31 @@ def check_text(text: str | bytes, limit: int = MAX_NESTING, values: int = MAX_VA
             count += 1
         if count > values or number > 5 * values + 5:  # more tokens than JSON of ``values`` values has
             raise ValueError(f"JSON of more than {values:,} values")
+
+
+def check_value(text: str, at: int, limit: int = MAX_NESTING, values: int = MAX_VALUES) -> int:
+    """:func:`check_text`'s rule on the one JSON value that begins at ``at`` of ``text`` (a wide value of a file read
+    a value at a time, before ``raw_decode`` builds it whole: J22-4): where its text ends, by its marks; ValueError
+    where it nests more than ``limit`` deep or holds more than ``values`` values."""
+    count, arrays, empty = 1, list[bool](), False  # as check_text's
+    for number, found in enumerate(_TEXT_TOKENS.finditer(text, at)):
+        mark = found.group()[:1]
+        if not arrays and mark not in ("[", "{"):
+            return found.end()  # a scalar, a string (or no JSON: its decoder says so)
+        if empty and mark != "]":
+            count, empty = count + 1, False
+        if mark in ("[", "{"):
+            arrays.append(mark == "[")
+            empty = mark == "["
+            if len(arrays) > limit:
+                raise ValueError(f"JSON nested more than {limit} deep")
+        elif mark in ("]", "}"):
+            arrays.pop()
+            empty = False
+            if not arrays:
+                return found.end()
+        elif mark == ":" or (mark == "," and arrays[-1]):
+            count += 1
+        if count > values or number > 5 * values + 5:
+            raise ValueError(f"JSON of more than {values:,} values")
+    return len(text)

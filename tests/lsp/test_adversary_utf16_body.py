@@ -9,7 +9,6 @@ from __future__ import annotations
 import threading
 import time
 
-import pytest
 from lsp_wire import answer, lsp_server, message, request
 
 WIDE_MIB = 24
@@ -21,7 +20,6 @@ def _peak_kib(pid: int) -> int:
         return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
 
 
-@pytest.mark.xfail(strict=True, reason="adversary run 22: L22-1 a UTF-16 body hides its values from check_text")
 def test_a_utf16_body_cannot_hide_its_values_from_the_count() -> None:
     count = (WIDE_MIB << 20) // 6  # "{}," is 6 bytes in UTF-16
     arguments = '["\u4e22",[' + "{}," * (count - 1) + '{}],"z"]'

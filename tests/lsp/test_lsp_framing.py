@@ -120,6 +120,7 @@ def test_a_body_that_is_not_a_message_gets_a_json_rpc_error_without_a_traceback(
     cases: list[tuple[bytes, int]] = [
         (b"{not json", -32700),
         (b'{"jsonrpc": "2.0", "id": 5, "method": "x", "params": {"a": "\xff\x1b[31m"}}', -32700),  # not UTF-8
+        ('{"jsonrpc": "2.0", "method": "initialized", "params": {}}'.encode("utf-16-le"), -32700),  # L22-1
         (b"{}", -32600),
         (b"[1, 2]", -32600),
         (b"7", -32600),

@@ -25,6 +25,7 @@ from .._json import (
     MAX_NESTING,
     MAX_VALUES,
     check_outside,
+    check_value,
     count_from_decimal,
     count_from_digits,
     json_count,
@@ -314,6 +315,35 @@ _STRINGS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')  # JSON strings in json.dumps
 _MARKS = re.compile(r"[^\[\]{}]+")  # what is not a list's or object's mark
 _AS_LIST = str.maketrans("{}", "[]")
 _BATCH = 1 << 16  # text of layers past MAX_LAYERS decoded at once: ~32,000 values at most, ~2 MB held
+_WINDOW = 1 << 12  # text a value is first decoded from (grown 4x while it does not end in it): ~280 bytes a layer
+_WIDE = 1 << 18  # a value past this much text is counted by its marks before it is built (J22-4): ~8 MB held at most
+
+
+def _decode_at(text: str, at: int) -> tuple[JSON, int]:
+    """The JSON value that begins at ``at`` of ``text`` and where it ends, never built whole before it is counted:
+    decoded from a window of the text (C speed, bounded by the window's size) while it ends inside one of up to
+    :data:`_WIDE` characters, else counted by :func:`check_value` first (``raw_decode`` of 16 MiB of
+    ``[{},{},...]`` held 845 MB before :func:`check_outside` could refuse it)."""
+    size = _WINDOW
+    while size <= _WIDE:
+        window = text[at : at + size]
+        whole = at + size >= len(text)  # the window holds the rest of the text
+        try:
+            item, stop = _DECODER.raw_decode(window)
+        except RecursionError:
+            raise ValueError(f"JSON nested more than {MAX_NESTING} deep") from None
+        except ValueError:
+            if whole:
+                raise
+        else:
+            if stop < len(window) or whole:  # "12" of "123": a value ending at the window's end may go on
+                return item, at + stop
+        size *= 4
+    check_value(text, at)
+    try:
+        return _DECODER.raw_decode(text, at)
+    except RecursionError:
+        raise ValueError(f"JSON nested more than {MAX_NESTING} deep") from None
 
 
 def _batch_shape(batch: list[JSON]) -> tuple[int, int]:
@@ -348,10 +378,7 @@ def load_layer_json(data: str | bytes) -> JSON:
         return match.end() if match else at
 
     def value(at: int) -> tuple[JSON, int]:
-        try:
-            item, end = _DECODER.raw_decode(text, at)
-        except RecursionError:
-            raise ValueError(f"JSON nested more than {MAX_NESTING} deep") from None
+        item, end = _decode_at(text, at)
         counted[0] += check_outside(item)
         if counted[0] > MAX_FILE_VALUES:
             raise TooManyValues(f"JSON of more than {MAX_FILE_VALUES:,} values in all; trt_widget reads smaller files")

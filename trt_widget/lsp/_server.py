@@ -277,17 +277,22 @@ def serve_io(server: LanguageServer, framed: FramedInput, channel: BinaryIO) -> 
 def _dispatch(protocol: LanguageServerProtocol, body: bytes) -> None:
     """Hand one body to pygls, or answer it as JSON-RPC 2.0 says, with one line on stderr and nothing of the
     body echoed but a request's own id: JSON nested more than ``MAX_NESTING`` deep or of more than ``MAX_VALUES``
-    values -32600 (id null; :func:`check_text`, before decoding), not JSON -32700, not a message -32600 (id null), a
-    request whose params pygls cannot read -32602 (a notification's: logged only), a request for a method that is
-    a notification (``textDocument/didOpen`` with an id) -32600."""
+    values -32600 (id null; :func:`check_text`, before decoding), not JSON (or not UTF-8) -32700, not a message
+    -32600 (id null), a request whose params pygls cannot read -32602 (a notification's: logged only), a request
+    for a method that is a notification (``textDocument/didOpen`` with an id) -32600."""
+    try:  # UTF-8 by the spec; json.loads of bytes reads UTF-16 and -32 too, which check_text miscounts (L22-1)
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        _refuse(protocol, None, JsonRpcParseError(), "a body that is not JSON")
+        return
     try:
-        check_text(body)  # before decoding: json.loads of 8 MiB of [{},{},...] held ~36 bytes per byte (L1)
+        check_text(text)  # before decoding: json.loads of 8 MiB of [{},{},...] held ~36 bytes per byte (L1)
     except ValueError as exc:
         _refuse(protocol, None, JsonRpcInvalidRequest(), f"a body of {exc}")
         return
     try:
-        data = json.loads(body)
-    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        data = json.loads(text)
+    except (ValueError, RecursionError):
         _refuse(protocol, None, JsonRpcParseError(), "a body that is not JSON")
         return
     problem = _not_a_message(data)

@@ -85,14 +85,21 @@ class BearerAuth:
                 await _send_too_large(send)
                 return
             body, receive = buffered
+            try:  # the SDK reads UTF-8 only; a str counted, not bytes another encoding would miscount (L22-1)
+                text = body.decode("utf-8")
+            except UnicodeDecodeError:
+                log.warning("mcp: answered a body that is not UTF-8")
+                error = {"code": -32700, "message": "Parse error: the body is not UTF-8 JSON"}
+                await _send_json(send, 400, {"jsonrpc": "2.0", "id": None, "error": error})
+                return
             try:
-                check_text(body)  # before any decoding: 4 MiB of [{},{},...] held ~80x its size (W1)
+                check_text(text)  # before any decoding: 4 MiB of [{},{},...] held ~80x its size (W1)
             except ValueError as exc:
                 log.warning("mcp: answered a body of %s", exc)
                 error = {"code": -32600, "message": f"Invalid Request: the body holds {exc}"}
                 await _send_json(send, 400, {"jsonrpc": "2.0", "id": None, "error": error})
                 return
-            if bad_request_id(json_members(body)):  # the SDK would take it for a notification: 202, never answered
+            if bad_request_id(json_members(text)):  # the SDK would take it for a notification: 202, never answered
                 log.warning("mcp: answered a request whose id is not a string or an integer")
                 error = {"code": -32600, "message": BAD_ID}
                 await _send_json(send, 400, {"jsonrpc": "2.0", "id": None, "error": error})

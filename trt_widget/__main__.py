@@ -426,10 +426,13 @@ def _main(argv: list[str], whole_process: bool) -> int:
         return code
     try:
         return _view(args) if args.command == "view" else _run(args)
-    except _UsageError as exc:
-        _stderr_line(f"trt-widget: error: {exc}")
+    except _UsageError as exc:  # one line: a path it quotes (or an OSError's own text) forges none
+        _stderr_line(f"trt-widget: error: {_one_line(exc)}")
         return EXIT_USAGE
-    except (_InputError, ImportError, OSError) as exc:  # ImportError: BackendUnavailable, missing onnx
+    except (_InputError, OSError) as exc:
+        _stderr_line(f"trt-widget: error: {_one_line(exc)}")
+        return EXIT_FAILED
+    except ImportError as exc:  # BackendUnavailable (its install hint is several lines), missing onnx
         _stderr_line(f"trt-widget: error: {exc}")
         return EXIT_FAILED
 
@@ -627,7 +630,7 @@ def _run(args: argparse.Namespace) -> int:
     if build.status == "succeeded" and build.options.output:
         note = engine_note(select_backend()[0])
         if note:
-            _stderr_line(f"{build.options.output} {note}")
+            _stderr_line(f"{_one_line(build.options.output)} {note}")  # -o as typed: one line
     written = _write_files(build, args)
     if build.status == "succeeded":
         return EXIT_OK if written else EXIT_FAILED
@@ -731,6 +734,13 @@ def _replay_one(build: Build, args: argparse.Namespace) -> int:
             _stderr_line(f"trt-widget: error: {escape_controls(message)}")  # a recording's text: one line
         return EXIT_FAILED
     return EXIT_OK if written else EXIT_FAILED
+
+
+def _one_line(text: object) -> str:
+    """``text`` (an error naming a path as typed, or an OSError repeating it) as one line: every control escaped."""
+    from ._format import escape_controls
+
+    return escape_controls(text)
 
 
 def _stderr_line(text: str) -> None:

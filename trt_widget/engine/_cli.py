@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
         say(f"trt-widget inspect: error: no such file: {shown}", sys.stderr)
         return 1
     except OSError as exc:  # a folder, no permission: the reason, without Python's "[Errno N]"
-        reason = exc.strerror or str(exc)
+        reason = escape_controls(exc.strerror or exc)  # str(exc) may repeat the path raw ("... is not a regular file")
         say(f"trt-widget inspect: error: cannot read {shown}: {reason}", sys.stderr)
         return 1
     except ValueError as exc:  # one line, naming the file

@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             model_file(model)
         except BadModelPath as exc:
-            _stderr(f"trt-widget: error: {exc}")
+            _stderr(f"trt-widget: error: {escape_controls(exc)}")
             return EXIT_FAILED
     if args.max_parallel is not None and args.max_parallel < 1:
         _stderr(f"trt-widget: error: --max-parallel must be at least 1, got {args.max_parallel}")
@@ -96,16 +96,17 @@ def run(args: argparse.Namespace) -> int:
         for level in args.opt_level or ():
             checked_options(args, optimization_level=level)
     except OSError as exc:  # not found, or a path stat() refuses (a name too long, a folder not entered)
-        _stderr(f"trt-widget: error: {exc}")
+        _stderr(f"trt-widget: error: {escape_controls(exc)}")
         return EXIT_FAILED
     except ValueError as exc:
-        print(f"trt-widget: error: {exc}", file=sys.stderr)
+        print(f"trt-widget: error: {escape_controls(exc)}", file=sys.stderr)
         return EXIT_USAGE
     if args.output_dir is not None:
         try:
             output_folder(args.output_dir, "-o/--output-dir")
         except (OSError, ValueError) as exc:
-            _stderr(f"trt-widget: error: {exc.strerror if isinstance(exc, OSError) and exc.strerror else exc}")
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            _stderr(f"trt-widget: error: {escape_controls(reason)}")
             return EXIT_FAILED
     executor: Executor = args.executor
     if args.executor == "ray" and args.ray_address:
@@ -204,10 +205,10 @@ def _run_matrix(args: argparse.Namespace, executor: Executor, options: BuildOpti
             **options,
         )
     except (ValueError, TypeError) as exc:
-        _stderr(f"trt-widget: error: {exc}")
+        _stderr(f"trt-widget: error: {escape_controls(exc)}")
         return EXIT_USAGE
     except OSError as exc:
-        _stderr(f"trt-widget: error: {exc}")
+        _stderr(f"trt-widget: error: {escape_controls(exc)}")
         return EXIT_FAILED
     view: MatrixView | None = None if args.json else MatrixView(matrix, sys.stdout, plain=args.plain)
     notify = view.notice if view is not None else _stderr

@@ -102,12 +102,12 @@ def run(args: argparse.Namespace) -> int:
 
         print(f"trt-widget mcp: error: {escape_controls(listen_failure(args.host, args.port, exc))}", file=sys.stderr)
         return 2
-    host = args.host if ":" not in args.host else f"[{args.host}]"
+    host = escape_controls(args.host if ":" not in args.host else f"[{args.host}]")  # as typed: one line
     print(f"trt-widget mcp: http://{host}:{sock.getsockname()[1]}/mcp", file=sys.stderr, flush=True)
     if generated:
         print(f"token: {token}  (generated; --token-file keeps one across restarts)", file=sys.stderr, flush=True)
     if args.host not in LOOPBACK:
-        print(f"trt-widget mcp: warning: listening on {args.host} without TLS: the token crosses the network in "
+        print(f"trt-widget mcp: warning: listening on {host} without TLS: the token crosses the network in "
               "clear text", file=sys.stderr)  # fmt: skip
     try:
         with contextlib.suppress(KeyboardInterrupt):

@@ -219,7 +219,7 @@ def to_text(source: Source | Facts, title: str | None = None, max_nodes: int = I
     head = f"{escape_controls(title)}: " if title else ""  # a name's newline as \x0a: one row, no forged one
     lines = [_clean(f"{head}{' '.join(_headline(f))}")]
     if f["detail"]:
-        lines.append(_clean(f"  {f['detail']}"))
+        lines.append(f"  {escape_controls(f['detail'])}")  # one line: its newline as \x0a, no forged row
     nodes = f["nodes"]
     shown = [(node, escape_controls(node.label)) for node in list(_walk(nodes))[:max_nodes]]
     width = min(max((2 * n.depth + len(label) for n, label in shown), default=0), 72)
@@ -229,9 +229,19 @@ def to_text(source: Source | Facts, title: str | None = None, max_nodes: int = I
         lines.append(_clean(f"  {name:<{width}}  {fmt_s(node.duration_s):>9}" + (f"  {extra}" if extra else "")))
     lines += _more(nodes, max_nodes, "  ")
     if f["error"]:
-        lines += ["", _clean(f["error"]).rstrip()]
+        lines += ["", *error_block(f["error"])]
     note = _snapshot_note(f)
     return "\n".join(lines + ([f"({note})"] if note else []))
+
+
+ERROR_MARK = "│ "  # starts each line of an error block: rows start with spaces, so no line of it passes for one
+
+
+def error_block(error: str) -> list[str]:
+    """A build's error (a traceback, TensorRT's lines: outside text) as lines each marked with ``ERROR_MARK``: kept
+    multi-line, but no line of it can pass for a phase row, the headline or the snapshot note; controls escaped."""
+    text = error.replace("\r\n", "\n").rstrip()
+    return [ERROR_MARK + escape_controls(line).rstrip() for line in text.split("\n")]
 
 
 def _more(nodes: list[PhaseNode], max_nodes: int, indent: str) -> list[str]:

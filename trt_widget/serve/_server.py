@@ -343,26 +343,26 @@ def run(args: argparse.Namespace) -> int:
         except ImportError as exc:
             raise UsageError(f'serve needs its extra: pip install "trt_widget[serve]" ({exc})') from None
     except UsageError as exc:
-        say(f"trt-widget serve: error: {exc}", sys.stderr)
+        say(f"trt-widget serve: error: {escape_controls(exc)}", sys.stderr)  # quotes paths: one line
         return 2
     try:
         data = expand_user(args.data) if args.data else default_data_dir()
     except ValueError as exc:
-        say(f"trt-widget serve: error: --data {exc}", sys.stderr)
+        say(f"trt-widget serve: error: --data {escape_controls(exc)}", sys.stderr)
         return 2
     if args.executor == "local":  # a Ray task builds where Ray runs it, with that machine's temporary folder
         from .._leftovers import temp_dir_refused
 
         refused = temp_dir_refused()
         if refused:  # said once here, not in every uploaded build's failure
-            say(f"trt-widget serve: error: {refused}", sys.stderr)
+            say(f"trt-widget serve: error: {escape_controls(refused)}", sys.stderr)
             return 2
     try:
         sock = _listen(args.host, args.port)
     except OSError as exc:  # the port is taken (another service, a second serve) or not ours to take
         from .._http_options import listen_failure
 
-        say(f"trt-widget serve: error: {listen_failure(args.host, args.port, exc)}", sys.stderr)
+        say(f"trt-widget serve: error: {escape_controls(listen_failure(args.host, args.port, exc))}", sys.stderr)
         return 2  # before the app starts a builder: nothing to stop
     _log_to_console(args.log_level)
     try:
@@ -371,28 +371,29 @@ def run(args: argparse.Namespace) -> int:
                                min_upload_rate=min_rate)  # fmt: skip
     except OSError as exc:  # --data cannot hold the service's files
         reason = f"{exc.filename}: {exc.strerror}" if exc.strerror and exc.filename else str(exc)
-        say(f"trt-widget serve: error: --data {reason}", sys.stderr)
+        say(f"trt-widget serve: error: --data {escape_controls(reason)}", sys.stderr)
         sock.close()
         return 2
     guard = _guard(args.max_connections, args.header_timeout)
     guard.console = True  # this process's console: every log line escaped
     scheme = "https" if args.ssl_certfile else "http"
-    host = args.host if ":" not in args.host else f"[{args.host}]"
+    host = escape_controls(args.host if ":" not in args.host else f"[{args.host}]")  # as typed: one line
     url = f"{scheme}://{host}:{sock.getsockname()[1]}"
     finished = sum(1 for r in store.records() if r.final)
+    shown = escape_controls(data)  # --data as typed: a newline in it forges no line
     say(
-        f"trt-widget serve: {url}  (data {data}, {finished} stored builds, at most {args.max_concurrent} concurrent, "
+        f"trt-widget serve: {url}  (data {shown}, {finished} stored builds, at most {args.max_concurrent} concurrent, "
         f"uploads up to {max_upload:,} B, {guard.max_connections:,} connections)"
     )
     if source is None:
         say(f"token: {token}  (generated; --token-file keeps one across restarts)")
         print(f"page:  {url}/?token={token}", flush=True)
     else:  # a token the user keeps private is not copied into a console or a log
-        say(f"token: {source} (not shown)")
+        say(f"token: {escape_controls(source)} (not shown)")  # names --token-file
         print(f"page:  {url}/?token=<the token>", flush=True)
     if args.host not in LOOPBACK and scheme == "http":
         say(
-            f"trt-widget serve: warning: listening on {args.host} without TLS: the token crosses the network in clear "
+            f"trt-widget serve: warning: listening on {host} without TLS: the token crosses the network in clear "
             "text; use --ssl-certfile/--ssl-keyfile or a TLS proxy",
             sys.stderr,
         )

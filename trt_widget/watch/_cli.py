@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
             argv, force_after=args.force_after, on_output=output, on_errors=errors, whole_lines=not args.json
         )
     except TypeError as exc:
-        print(f"trt-widget run: error: {exc}", file=sys.stderr)
+        print(f"trt-widget run: error: {escape_controls(exc)}", file=sys.stderr)
         return 2
     except OSError as exc:  # no private directory to be made (an unsafe TMPDIR, a full disk)
         print(f"trt-widget run: error: {escape_lines(str(exc))}", file=sys.stderr)

@@ -31,7 +31,8 @@ def tmux_screen(
     marker = tmp_path / "exited"
     shell = f"{' '.join(map(shlex.quote, command))}; echo $? > {shlex.quote(str(marker))}; sleep 600"
     base = [tmux, "-L", sock, "-f", "/dev/null"]
-    environ = {**env, "TERM": "xterm-256color"}
+    # the pane's size, not COLUMNS/LINES (pytest-xdist's workers set them to 80x24): rich takes those first
+    environ = {**{k: v for k, v in env.items() if k not in ("COLUMNS", "LINES")}, "TERM": "xterm-256color"}
     subprocess.run([*base, "new-session", "-d", "-x", str(width), "-y", "40", shell], check=True, env=environ)
 
     def capture() -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import functools
 import importlib.machinery
 import json
 import os
@@ -513,13 +514,15 @@ class CommandRun:
         self.returncode = code if code >= 0 else 128 - code
         _live.get().discard(self)
         try:
-            self._finished(self.returncode)
+            settle = self._finished(self.returncode)
         finally:
-            self._cleanup()
+            self._cleanup()  # before the future settles: whoever waits on it finds the directory gone
+        settle()
 
-    def _finished(self, code: int) -> None:
-        """The command ended with exit code ``code`` (its temporary directory still exists)."""
-        self.future.set_result(code)
+    def _finished(self, code: int) -> Callable[[], None]:
+        """The command ended with exit code ``code``: how to settle the future, read while the temporary directory
+        still exists and called once it is removed."""
+        return functools.partial(self.future.set_result, code)
 
     # -- control ----------------------------------------------------------------------------------------
     def on_build(self, fn: Callable[[RelayedBuild], None]) -> Callable[[], None]:
@@ -912,7 +915,7 @@ class ProcessCall(CommandRun):
         """fn's return value, sent back from its process; raises its exception (BuildCancelled after a Stop)."""
         return self.future.result(timeout)
 
-    def _finished(self, code: int) -> None:
+    def _finished(self, code: int) -> Callable[[], None]:
         import cloudpickle
 
         result = Path(self._dir) / "result.pkl"
@@ -920,25 +923,22 @@ class ProcessCall(CommandRun):
             kind, value = cloudpickle.loads(result.read_bytes())
         except FileNotFoundError:
             if self.stops:
-                self.future.set_exception(BuildCancelled("stopped: the function's process was terminated"))
-            else:
-                self.future.set_exception(
-                    BuildError(f"the function's process ended (exit code {code}) without a result")
-                )
-            return
+                return self._fail(BuildCancelled("stopped: the function's process was terminated"))
+            return self._fail(BuildError(f"the function's process ended (exit code {code}) without a result"))
         except Exception as exc:
-            self.future.set_exception(BuildError(f"the function's result could not be read back: {exc}"))
-            return
+            return self._fail(BuildError(f"the function's result could not be read back: {exc}"))
         if kind == "value":
-            self.future.set_result(value)
-        elif isinstance(value, KeyboardInterrupt) and self.stops:
-            self.future.set_exception(BuildCancelled(f"stopped: {self.stop_reason or value}"))
-        elif isinstance(value, BuildCancelled) and self.stops and self.stop_reason:
+            return functools.partial(self.future.set_result, value)
+        if isinstance(value, KeyboardInterrupt) and self.stops:
+            return self._fail(BuildCancelled(f"stopped: {self.stop_reason or value}"))
+        if isinstance(value, BuildCancelled) and self.stops and self.stop_reason:
             # the function's process saw only the SIGINT a Stop sends: say what the Stop was
             said = str(value).replace(INTERRUPTED, self.stop_reason)
-            self.future.set_exception(BuildCancelled(said).with_traceback(value.__traceback__))
-        else:
-            self.future.set_exception(value)
+            return self._fail(BuildCancelled(said).with_traceback(value.__traceback__))
+        return self._fail(value)
+
+    def _fail(self, exc: BaseException) -> Callable[[], None]:
+        return functools.partial(self.future.set_exception, exc)
 
 
 def _said(notice: str, said: Callable[[str], object] | None) -> str:

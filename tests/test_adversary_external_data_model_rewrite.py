@@ -1,0 +1,78 @@
+"""Twenty-third adversarial re-run (issue 35, W23-1): the builder process maps the model file (shared) and reads its
+external-data locations from that map, checks and holds those files, then gives the parser the same map. Where the
+model file belongs to another user in the user's own folder (no one else may rename anything there: parsed in
+place, D22-2's rule), its owner rewrites it in place between the check and the parse: ``w.bin`` becomes ``k.bin``,
+a root-only file of that folder never checked nor held, and root's engine holds it as the weights
+(/srv/adv23/model_rewrite.sh: try 1, ``nobody`` flipping). Here the rewrite is made by ``nobody`` right before the
+parse, with ``MAP_FILES`` on as in the builder process, so the result does not depend on timing; a real RTX build."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from other_user import as_nobody
+
+from trt_widget import Build
+
+N = 256  # floats: the weight is 1 KiB
+SECRET = (b"ROOT-ONLY-KEY-the-model-never-named-at-its-check:" * 40)[: N * 4]
+
+
+def _model_with_external_weight(folder: Path) -> Path:
+    """``y = x + W`` with W (``N`` floats) in ``w.bin`` beside the model."""
+    weight = numpy_helper.from_array(np.full((1, N), 1.5, np.float32), "W")
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "W"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, N])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, N])],
+        [weight],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path = folder / "m.onnx"
+    onnx.save_model(model, path, save_as_external_data=True, location="w.bin", size_threshold=0)
+    return path
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="adversary run 23: W23-1 a model another user may write is parsed as rewritten")
+def test_a_model_rewritten_by_its_owner_after_the_check_reads_no_unchecked_file(
+    shared: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import trt_widget._engine as engine_module
+    from trt_widget import _external_data
+
+    own = shared / "own"  # root's own folder: 0755, no one else may rename or add anything there
+    own.mkdir(mode=0o755)
+    model = _model_with_external_weight(own)
+    (own / "w.bin").chmod(0o644)
+    (own / "k.bin").write_bytes(SECRET)
+    (own / "k.bin").chmod(0o600)
+    shutil.chown(model, "nobody", "nogroup")  # an upload handed to its author, say: theirs to write
+    model.chmod(0o644)
+    at = model.read_bytes().index(b"w.bin")
+    parse = engine_module._parse_at
+    rewritten: list[str] = []
+
+    def rewritten_meanwhile(parser: Any, given: str | bytes, data: Any, from_file: bool) -> bool:
+        if given == str(model):  # parsed in place: what the model's owner does meanwhile (same length, in place)
+            as_nobody("sh", "-c", f"printf k.bin | dd of={model} bs=1 seek={at} conv=notrunc status=none")
+            rewritten.append("k.bin")
+        return bool(parse(parser, given, data, from_file))
+
+    monkeypatch.setattr(_external_data, "MAP_FILES", True)  # as in the builder process (runners/_worker.py)
+    monkeypatch.setattr(engine_module, "_parse_at", rewritten_meanwhile)
+    output = tmp_path / "m.engine"
+    build = Build(str(model), output=str(output), isolation="thread", history=False)
+    build.start()
+    build.wait(300)
+    kept = output.read_bytes() if output.exists() else b""
+    leaked = SECRET[:40] in kept or SECRET[:40] in (build.engine or b"")
+    assert not leaked, f"the engine holds k.bin, named only after the check ({build.status}, {rewritten})"

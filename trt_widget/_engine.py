@@ -777,15 +777,19 @@ def _parser_path(path: str) -> Iterator[str | bytes]:
 def _parse_file(parser: IOnnxParser, path: str, source: ModelSource) -> bool:
     """Check the model file's external data, then parse the very bytes checked, through one read-only map in the
     builder process (TensorRT's ``parse_from_file`` reads through a stream, ~0.1 s more for a 100 MB model here),
-    read into memory in the user's process. The parser reads only the external-data files checked (see
+    read into memory in the user's process, or where another user may write the file (a shared map would show
+    their rewrite to the parser: W23-1). The parser reads only the external-data files checked (see
     :func:`_parse_with_data`)."""
     with open(_external_data.open_model(path), "rb") as handle:  # a regular file
-        empty = os.fstat(handle.fileno()).st_size == 0
-        if not _external_data.MAP_FILES:  # the user's process: a mapped file that shrinks would be SIGBUS
+        info = os.fstat(handle.fileno())
+        empty = info.st_size == 0
+        rewritable = _external_data.rewritable_by_others(info)
+        # the user's process: a mapped file that shrinks would be SIGBUS
+        if not _external_data.MAP_FILES or rewritable:
             data = _external_data.read_model(handle, path)
             locations = external_locations(data)
             check_external_data(locations, source.directory, source.label, source.hint)
-            return _parse_with_data(parser, path, source, locations, data, empty or not data)
+            return _parse_with_data(parser, path, source, locations, data, empty or not data, rewritable)
         if empty or capabilities()["gil_unsafe_parse"]:  # the parser says what is wrong with an empty file
             locations = file_locations(path, remembered=False)
             check_external_data(locations, source.directory, source.label, source.hint)
@@ -807,18 +811,21 @@ def _parse_with_data(
     locations: list[str],
     data: bytes | memoryview | None,
     from_file: bool,
+    rewritable: bool = False,
 ) -> bool:
     """Parse the model (``data``, or the file at ``path`` where ``from_file`` or ``data`` is None) with the
     external-data files just checked, each opened once and checked on its descriptor. Where another user could
-    rename names in the model's folder (or a folder on its way), the parser reads a private 0700 copy of the model
+    rename names in the model's folder (or a folder on its way), or could rewrite the model file (``rewritable``)
+    while the parser would read it again by name, the parser reads a private 0700 copy of the model (``data``)
     and of those very files; elsewhere it reads them in place, and a name that no longer leads to the file held
     once it is done fails the build (the parser opens the names again)."""
-    if not locations or source.directory is None:
+    again = rewritable and data is not None and (from_file or capabilities()["gil_unsafe_parse"])
+    if (not locations and not again) or source.directory is None:
         with _parser_path(path) as given:
             return _parse_at(parser, given, data, from_file)
     with _external_data.HeldData(locations, source.directory, source.label) as held:
         held.model = path
-        if held.shared():
+        if again or held.shared():
             if data is None:
                 with open(_external_data.open_model(path), "rb") as handle:
                     data = _external_data.read_model(handle, path)

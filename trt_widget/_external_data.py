@@ -372,6 +372,14 @@ def open_inside(location: str, directory: str) -> int | None:
     return None
 
 
+def rewritable_by_others(info: os.stat_result) -> bool:
+    """Whether a user other than this one (or root) may write the file ``info`` describes: it is theirs, or its
+    group or others may write it. Its bytes may then change between a check and a parse that reads it again."""
+    if os.name != "posix":
+        return False
+    return info.st_uid not in (0, os.getuid()) or bool(info.st_mode & (stat.S_IWGRP | stat.S_IWOTH))
+
+
 def others_may_write(directory: str) -> str:
     """Why another user could rename entries of ``directory`` or of a folder on its way ("" where none can): its
     files' names may then lead elsewhere by the time a parser opens them."""

@@ -18,6 +18,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from trt_widget import Build
+from trt_widget.provenance import manifest_path
 
 N = 256  # floats: the weight is 1 KiB
 POISON = (b"POISONED-WEIGHTS-the-trusted-model-never-had\n" * 40)[: N * 4]
@@ -45,7 +46,6 @@ def _engine_bytes(build: Build, output: Path) -> bytes:
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="adversary run 22: D22-5 an engine of swapped data is filed under the real key")
 def test_data_swapped_after_the_reuse_key_is_never_reused_for_the_real_model(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -75,6 +75,8 @@ def test_data_swapped_after_the_reuse_key_is_never_reused_for_the_real_model(
     first.wait(300)
     assert swapped and first.status == "succeeded", (first.status, first.error)
     assert POISON[:40] in _engine_bytes(first, first_out)  # built from what it held: the swapped weights
+    assert "the engine is not kept for reuse" in first.status_detail, first.status_detail
+    assert not list(cache.glob("*.engine")) and not manifest_path(first_out).exists()
     monkeypatch.setattr(external.HeldData, "__init__", held)
     second_out = tmp_path / "second.engine"
     second = Build(str(trusted / "m.onnx"), output=str(second_out), reuse=True, reuse_dir=str(cache),
@@ -84,3 +86,52 @@ def test_data_swapped_after_the_reuse_key_is_never_reused_for_the_real_model(
     assert second.status == "succeeded", (second.status, second.error)
     poisoned = POISON[:40] in _engine_bytes(second, second_out)
     assert not poisoned, f"the trusted model's build reused the swapped data's engine ({second.reused_from})"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["in place", "replaced"])
+def test_data_edited_during_the_build_keeps_no_engine_for_reuse(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """The owner's own edit of ``w.bin`` while the model is parsed: rewritten in place, the engine is built from
+    one or the other, so it is neither kept for reuse nor given a manifest; a new file renamed onto it fails the
+    build (the name no longer leads to the file checked), keeping nothing either."""
+    import trt_widget._engine as engine_module
+
+    folder, cache, output = tmp_path / "m", tmp_path / "cache", tmp_path / "m.engine"
+    folder.mkdir()
+    model = _model_with_external_weight(folder)
+    parse_at = engine_module._parse_at
+    edited: list[bool] = []
+
+    def edit_while_parsing(*args: Any) -> bool:
+        ok = parse_at(*args)
+        if how == "in place":
+            with open(folder / "w.bin", "r+b") as handle:
+                handle.write(POISON[:8])
+        else:
+            (folder / "w.bin.new").write_bytes(POISON)
+            (folder / "w.bin.new").replace(folder / "w.bin")
+        edited.append(True)
+        return ok
+
+    monkeypatch.setattr(engine_module, "_parse_at", edit_while_parsing)
+    build = Build(str(model), output=str(output), reuse=True, reuse_dir=str(cache), isolation="thread",
+                  history=False)  # fmt: skip
+    build.start()
+    build.wait(300)
+    assert edited
+    assert not list(cache.glob("*.engine")), "an engine of files that changed during its build was kept for reuse"
+    if how == "replaced":
+        assert build.status == "failed" and "was replaced while the model was parsed" in str(build.error)
+        return
+    assert build.status == "succeeded", (build.status, build.error)
+    assert output.exists()  # the engine is the user's all the same
+    assert "the model's files changed during the build; the engine is not kept for reuse" in build.status_detail
+    assert not manifest_path(output).exists(), "a manifest claims bytes the engine may not be built from"
+    monkeypatch.setattr(engine_module, "_parse_at", parse_at)
+    again = Build(str(model), output=str(output), reuse=True, reuse_dir=str(cache), isolation="thread",
+                  history=False)  # fmt: skip
+    again.start()
+    again.wait(300)
+    assert again.status == "succeeded" and again.reused_from is None, again.status_detail

@@ -236,6 +236,8 @@ class Build(Waiting):
             self.logger.engine_log = EngineLog()
         self._engine_report: tuple[EngineReport | None, str] | None = None
         self._model_identity: JSONObject | None = None  # the model's content hash, once computed
+        self._hashed_keys: dict[str, str | None] = {}  # the stat key of each model file hashed (model_identity)
+        self._read_keys: dict[str, str | None] | None = None  # the stat key of each model file the builder read
         self._identity: JSONObject | None = None  # what determines the engine (provenance), once computed
         self.recorded_options: JSONObject | None = None  # a replay: the options the recorded build ran with
         self.reused_from: str | None = None  # reuse=True: the engine file this build's engine was taken from
@@ -588,7 +590,11 @@ class Build(Waiting):
             on_waiting=self._on_waiting,
             on_engine_size=self._on_engine_size,
             on_cold_builder=self._on_cold_builder,
+            on_read_files=self._on_read_files,
         )
+
+    def _on_read_files(self, keys: dict[str, str | None]) -> None:
+        self._read_keys = dict(keys)
 
     def _log_file_lost(self, problem: str) -> None:
         """Say that ``log_file=`` could not be written: in the build's log too, which a terminal shows (the
@@ -690,7 +696,7 @@ class Build(Waiting):
             from .provenance import identity_of, model_identity
 
             hashes = self._hash_cache() if self.options.reuse else None
-            self._model_identity = model_identity(self.source, hashes)
+            self._model_identity = model_identity(self.source, hashes, self._hashed_keys)
             self._identity = identity_of(self, self._model_identity, hashes)
         return self._identity
 
@@ -770,6 +776,25 @@ class Build(Waiting):
         self._note(f"reused the engine in {found.path} (its manifest matches this build's model, options, TensorRT)")
         return engine
 
+    def _changed_files(self) -> str:
+        """Why this build's engine may not be built from the bytes its model identity hashed ("" where it is: the
+        builder read each file with the very stat key the hash was taken of, a key that says the bytes are those
+        hashed, ``_external_data.trusted_key``). A model given as bytes: hashed from those very bytes."""
+        if self.source.kind == "bytes":
+            return ""
+        read, hashed = self._read_keys, self._hashed_keys
+        if read is None:
+            return "the builder did not say which files it read"
+        for name in sorted(set(read) | set(hashed)):
+            what = "the model file" if not name else f"its external data {name[:200]!r}"
+            if name not in read or name not in hashed:
+                return f"{what} was not both hashed and read"
+            if hashed[name] is None:
+                return f"{what} changed less than 2 s before it was hashed (or another user may write it)"
+            if read[name] != hashed[name]:
+                return f"{what} changed between its hash and the build"
+        return ""
+
     def _record_provenance(self, engine: bytes | WrittenFile) -> None:
         """Write the manifest beside output= and, with reuse=True, keep the engine in the engine cache; a manifest
         that cannot be written never costs the engine (a warning in the status detail)."""
@@ -814,6 +839,17 @@ class Build(Waiting):
             else:
                 self._engine_report = _report(_Ended(size), self.logger.engine_log, self.options, self.source.label)
             output = self.options.output
+            changed = self._changed_files() if self.reused_from is None and identity["model"] is not None else ""
+            if changed:  # no manifest claims bytes the engine was not built from; none keeps it for reuse
+                problem = f"the model's files changed during the build; the engine is not kept for reuse ({changed})"
+                self.logger.log(2, problem)
+                self._note(f"warning: {problem}")
+                if output:  # an older build's manifest beside it would describe another engine
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(manifest_path(output))
+                if self._hashes is not None:
+                    self._hashes.save()
+                return
             if output and self.reused_from != output:  # (an engine reused in place keeps its own manifest)
                 manifest = make_manifest(
                     self,

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, SupportsInt, Union
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol, SupportsInt, Union
 
 from . import _external_data
 from ._backend import LoggerBase, builder_failure_message, capabilities, select_backend, trt
@@ -781,27 +781,48 @@ def _parse_file(parser: IOnnxParser, path: str, source: ModelSource) -> bool:
     their rewrite to the parser: W23-1). The parser reads only the external-data files checked (see
     :func:`_parse_with_data`)."""
     with open(_external_data.open_model(path), "rb") as handle:  # a regular file
-        info = os.fstat(handle.fileno())
-        empty = info.st_size == 0
-        rewritable = _external_data.rewritable_by_others(info)
-        # the user's process: a mapped file that shrinks would be SIGBUS
-        if not _external_data.MAP_FILES or rewritable:
-            data = _external_data.read_model(handle, path)
-            locations = external_locations(data)
+        before = os.fstat(handle.fileno())
+        ok = _parse_opened(parser, path, source, handle)
+        _note_model_read(path, handle, before)
+    return ok
+
+
+def _note_model_read(path: str, handle: BinaryIO, before: os.stat_result) -> None:
+    """Record the model file as read (``_external_data.note_read``): unchanged on its descriptor, and its name still
+    leading to it (a parser given the path reads it by name)."""
+    try:
+        after: os.stat_result | None = os.fstat(handle.fileno())
+        named = os.stat(path)
+        if after is not None and (named.st_dev, named.st_ino) != (after.st_dev, after.st_ino):
+            after = None
+    except OSError:
+        after = None
+    _external_data.note_read(_external_data.MODEL_FILE, before, after)
+
+
+def _parse_opened(parser: IOnnxParser, path: str, source: ModelSource, handle: BinaryIO) -> bool:
+    """:func:`_parse_file` of the model file open as ``handle``."""
+    info = os.fstat(handle.fileno())
+    empty = info.st_size == 0
+    rewritable = _external_data.rewritable_by_others(info)
+    # the user's process: a mapped file that shrinks would be SIGBUS
+    if not _external_data.MAP_FILES or rewritable:
+        data = _external_data.read_model(handle, path)
+        locations = external_locations(data)
+        check_external_data(locations, source.directory, source.label, source.hint)
+        return _parse_with_data(parser, path, source, locations, data, empty or not data, rewritable)
+    if empty or capabilities()["gil_unsafe_parse"]:  # the parser says what is wrong with an empty file
+        locations = file_locations(path, remembered=False)
+        check_external_data(locations, source.directory, source.label, source.hint)
+        return _parse_with_data(parser, path, source, locations, None, True)
+    with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+        view = memoryview(mapped)
+        try:
+            locations = file_locations(path, mapped)
             check_external_data(locations, source.directory, source.label, source.hint)
-            return _parse_with_data(parser, path, source, locations, data, empty or not data, rewritable)
-        if empty or capabilities()["gil_unsafe_parse"]:  # the parser says what is wrong with an empty file
-            locations = file_locations(path, remembered=False)
-            check_external_data(locations, source.directory, source.label, source.hint)
-            return _parse_with_data(parser, path, source, locations, None, True)
-        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-            view = memoryview(mapped)
-            try:
-                locations = file_locations(path, mapped)
-                check_external_data(locations, source.directory, source.label, source.hint)
-                return _parse_with_data(parser, path, source, locations, view, False)
-            finally:
-                view.release()
+            return _parse_with_data(parser, path, source, locations, view, False)
+        finally:
+            view.release()
 
 
 def _parse_with_data(
@@ -828,12 +849,17 @@ def _parse_with_data(
         if again or held.shared():
             if data is None:
                 with open(_external_data.open_model(path), "rb") as handle:
+                    before = os.fstat(handle.fileno())
                     data = _external_data.read_model(handle, path)
-            with _parser_path(held.copy_to_snapshot(data)) as given:
+                    _note_model_read(path, handle, before)
+            snapshot = held.copy_to_snapshot(data)
+            held.note_reads()  # the copies are what the parser reads
+            with _parser_path(snapshot) as given:
                 return _parse_at(parser, given, data, from_file)
         with _parser_path(path) as given:
             ok = _parse_at(parser, given, data, from_file)
         held.check_unchanged()
+        held.note_reads()
         return ok
 
 

@@ -9,6 +9,8 @@ tensors skipped unread) and refused before it reaches the parser.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import errno
 import mmap
 import os
@@ -202,6 +204,14 @@ def read_model(handle: BinaryIO, path: str | os.PathLike[str]) -> bytes:
     return data
 
 
+def read_model_keyed(handle: BinaryIO, path: str | os.PathLike[str]) -> tuple[bytes, str | None]:
+    """:func:`read_model`, and the stat key of the file read (None where it changed while read): a runner that
+    ships the model's bytes tells its build which file they came from (``RunContext.on_read_files``)."""
+    before = os.fstat(handle.fileno())
+    data = read_model(handle, path)
+    return data, stat_key(before) if stat_key(os.fstat(handle.fileno())) == stat_key(before) else None
+
+
 def stat_key(info: os.stat_result) -> str:
     """``device:inode:size:mtime_ns:ctime_ns``: changes with any write, replacement or utime of the file."""
     return f"{info.st_dev}:{info.st_ino}:{info.st_size}:{info.st_mtime_ns}:{info.st_ctime_ns}"
@@ -211,6 +221,47 @@ def settled(info: os.stat_result, read_at: int) -> bool:
     """Whether what was read of the file ``info`` describes from ``read_at`` (``time.time_ns()``) still holds
     while its stat is unchanged: its last change lies :data:`RACY_NS` before the read began."""
     return max(info.st_ctime_ns, info.st_mtime_ns) <= read_at - RACY_NS
+
+
+MODEL_FILE = ""  # the model file's name in a record of the files read (no external-data location is empty)
+
+
+def trusted_key(info: os.stat_result, read_at: int) -> str | None:
+    """The stat key of a file read from ``read_at`` when the key alone says its bytes are those read: its last
+    change lies :data:`RACY_NS` before the read, or only this user (or root) may write it (its owner, no group or
+    other write bit): a same-tick rewrite that keeps every stat field then needs that user. Else None."""
+    if settled(info, read_at):
+        return stat_key(info)
+    if os.name == "posix" and info.st_uid in (0, os.geteuid()) and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return stat_key(info)
+    return None
+
+
+_reads: contextvars.ContextVar[dict[str, str | None] | None] = contextvars.ContextVar("trt_widget_reads", default=None)
+
+
+@contextlib.contextmanager
+def recording_reads() -> Iterator[dict[str, str | None]]:
+    """Around a build: which files its parser read, by name (:data:`MODEL_FILE`, each location), each with the
+    stat key its descriptor had before and after the read (None where the two differ): see :func:`note_read`."""
+    reads: dict[str, str | None] = {}
+    token = _reads.set(reads)
+    try:
+        yield reads
+    finally:
+        _reads.reset(token)
+
+
+def note_read(name: str, before: os.stat_result, after: os.stat_result | None) -> None:
+    """Record that the build read the file ``name`` (its descriptor's stat ``before`` and ``after`` the read; None:
+    the bytes read are not that file's for sure). Two reads of one name with different keys record None."""
+    reads = _reads.get()
+    if reads is None:
+        return
+    key = stat_key(before) if after is not None and stat_key(after) == stat_key(before) else None
+    if name in reads and reads[name] != key:
+        key = None
+    reads[name] = key
 
 
 _memo_lock = threading.Lock()
@@ -413,6 +464,7 @@ class HeldData:
     def __init__(self, locations: list[str], directory: str, label: str) -> None:
         self.directory = directory
         self.fds: dict[str, int] = {}
+        self.opened: dict[str, os.stat_result] = {}  # each file's stat as it was opened
         self.snapshot: str | None = None
         self.model: str | None = None  # the path of the model the parser is given, whose entry counts in shared()
         try:
@@ -425,6 +477,7 @@ class HeldData:
                         "checked); external data must be a file inside the model's directory"
                     )
                 self.fds[location] = fd
+                self.opened[location] = os.fstat(fd)
         except BaseException:
             self.close()
             raise
@@ -517,6 +570,16 @@ class HeldData:
                     f"{self.label}: its external data {location[:200]!r} was replaced while the model was parsed; "
                     "the engine is not built from it (build again once the model's folder is settled)"
                 )
+
+    def note_reads(self) -> None:
+        """Record each file held as read (:func:`note_read`): its stat as opened and now, once the parser read it
+        in place or it was copied."""
+        for location, fd in self.fds.items():
+            try:
+                now: os.stat_result | None = os.fstat(fd)
+            except OSError:
+                now = None
+            note_read(location, self.opened[location], now)
 
     def close(self) -> None:
         for fd in self.fds.values():

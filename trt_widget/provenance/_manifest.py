@@ -64,21 +64,29 @@ def file_sha256(path: str | os.PathLike[str], *, size: int | None = None) -> tup
         return read_sha256(handle, size)
 
 
-def model_identity(source: object, hashes: HashCache | None = None) -> dict[str, JSON] | None:
+def model_identity(
+    source: object, hashes: HashCache | None = None, keys: dict[str, str | None] | None = None
+) -> dict[str, JSON] | None:
     """The content hash of a model: its bytes, and each external-data file it names (by location, in order).
     None for a network function (its code is not seen) or a model that cannot be read. ``hashes``: hashes
-    remembered by each file's stat (the engine cache's), so an unchanged model is not read again."""
+    remembered by each file's stat (the engine cache's), so an unchanged model is not read again. ``keys``: filled
+    with the stat key of each file hashed (``_external_data.MODEL_FILE``, each location; None where the key alone
+    does not say the bytes are those hashed: ``trusted_key``), for a build to compare with the files it read."""
     kind, value = getattr(source, "kind", None), getattr(source, "value", None)
     if kind == "bytes" and isinstance(value, bytes):
         return {"sha256": hashlib.sha256(value).hexdigest(), "size": len(value), "external_data": []}
     if kind != "path" or not isinstance(value, str):
         return None
     hashes = hashes if hashes is not None else HashCache(None)
+    from .._external_data import MODEL_FILE, allowed_file, trusted_key
+
+    keys = keys if keys is not None else {}
     try:
-        model = _model_file(value, hashes)
+        began = time.time_ns()
+        model, info = _model_file(value, hashes)
     except Exception:
         return None
-    from .._external_data import allowed_file
+    keys[MODEL_FILE] = trusted_key(info, began)
 
     directory = getattr(source, "directory", None)  # None: no file may be named (an upload to serve, Ray)
     locations = model.locations or ()
@@ -91,9 +99,12 @@ def model_identity(source: object, hashes: HashCache | None = None) -> dict[str,
         if real is None:
             return None
         try:
-            data = hashes.file(real)[0]
+            began = time.time_ns()
+            data, info = hashes.file(real)
         except OSError:
             return None  # the build says why
+        key = trusted_key(info, began)
+        keys[location] = key if keys.get(location, key) == key else None  # one location named twice: one file
         external.append({"location": location, "sha256": data.sha256, "size": data.size})
         whole.update(f"{location}\0{data.sha256}\n".encode(errors="surrogateescape"))
     return {
@@ -104,15 +115,16 @@ def model_identity(source: object, hashes: HashCache | None = None) -> dict[str,
     }
 
 
-def _model_file(path: str, hashes: HashCache) -> Hashed:
-    """The model file's hash and the external-data locations it names: remembered, or read once for both."""
+def _model_file(path: str, hashes: HashCache) -> tuple[Hashed, os.stat_result]:
+    """The model file's hash and the external-data locations it names (remembered, or read once for both), and
+    the file's stat."""
     from .._external_data import external_locations, open_model, read_model, remember_locations
 
     with open(open_model(path), "rb") as handle:  # a regular file, opened without blocking, read bounded
         info = os.fstat(handle.fileno())
         known = hashes.lookup(info)
         if known is not None and known.locations is not None:
-            return known
+            return known, info
         began = time.time_ns()
         data = read_model(handle, path)
         if stat_key(os.fstat(handle.fileno())) != stat_key(info) or len(data) != info.st_size:
@@ -120,7 +132,7 @@ def _model_file(path: str, hashes: HashCache) -> Hashed:
     model = Hashed(hashlib.sha256(data).hexdigest(), len(data), tuple(external_locations(data)))
     hashes.remember(info, began, model)
     remember_locations(info, began, model.locations or ())
-    return model
+    return model, info
 
 
 def identity_of(build: Build, model: dict[str, JSON] | None, hashes: HashCache | None = None) -> dict[str, JSON]:

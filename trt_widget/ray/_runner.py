@@ -368,15 +368,17 @@ class _Relay:
             hub.forget.remote(self.key)
 
     def _job(self) -> RayJob:
-        from .._external_data import check_external_data, external_locations, open_model, read_model
+        from .._external_data import MODEL_FILE, check_external_data, external_locations, open_model, read_model_keyed
 
         source = self.ctx.source
         if source.kind == "path":
             try:
                 with open(open_model(source.value), "rb") as handle:  # a regular file, read bounded
-                    model: object = read_model(handle, source.value)  # the nodes need not see this file system
+                    model, key = read_model_keyed(handle, source.value)  # the nodes need not see this file system
             except OSError as exc:
                 raise BuildError(f"cannot read the model {source.value}: {exc}") from exc
+            # the task builds these very bytes (no external data: refused below), read from the file of this key
+            self.ctx.on_read_files({MODEL_FILE: key})
         else:
             model = source.value
         if isinstance(model, bytes):  # the task gets the bytes, never the model's directory

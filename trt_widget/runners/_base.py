@@ -51,6 +51,9 @@ class RunContext:
     # the builder process has built nothing yet, or gave its memory back while idle: this build pays one-time
     # costs inside TensorRT's phases (faulting in fresh memory), which a build right after another does not
     on_cold_builder: Callable[[], None] = field(default=lambda: None)
+    # the stat key of each model file the builder read ("": the model file; each external-data location), None
+    # where it changed while read: the build keeps its engine for reuse only when these are the files it hashed
+    on_read_files: Callable[[dict[str, str | None]], None] = field(default=lambda _keys: None)
 
     @property
     def graceful_s(self) -> float:
@@ -113,10 +116,12 @@ class ThreadRunner:
 
     def run(self, ctx: RunContext) -> bytes | None:
         from .._engine import build_engine
+        from .._external_data import recording_reads
         from .._monitor import BuildMonitor
         from ._inprocess import tensorrt_call
 
         self.monitor = BuildMonitor(ctx.model, ctx.cancel)
-        with tensorrt_call(ctx.cancel.set):
+        with tensorrt_call(ctx.cancel.set), recording_reads() as reads:
             engine = build_engine(ctx.source, ctx.options, self.monitor, ctx.logger)
+        ctx.on_read_files(reads)
         return None if engine is None else bytes(engine)

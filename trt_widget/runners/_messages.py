@@ -1,8 +1,8 @@
 """The messages between a builder process and its parent, as named records (pickled over the two pipes).
 
 Parent → worker on the control pipe: ``Job``, ``Stop``. Worker → parent on the events pipe: ``Hello`` once, then
-per job ``Cold`` (where its memory is fresh), ``Events`` batches of phase/step/log records and one final
-``Engine``, ``Cancelled`` or ``Failed``.
+per job ``Cold`` (where its memory is fresh), ``Events`` batches of phase/step/log records, ``ReadFiles`` once
+built, and one final ``Engine``, ``Cancelled`` or ``Failed``.
 Times (``at``) are the worker's ``time.perf_counter()``, valid in the parent when both share that clock.
 
 Where the parent can copy memory to and from the worker (``_memory.py``), two exchanges replace files: the
@@ -124,6 +124,13 @@ Event = PhaseStart | Step | PhaseFinish | Log | Built
 
 class Events(NamedTuple):
     batch: list[Event]
+
+
+class ReadFiles(NamedTuple):
+    """Sent before ``Engine``: the stat key of each model file the build read ("": the model file; each
+    external-data location), None where it changed while read (``_external_data.recording_reads``)."""
+
+    keys: dict[str, str | None]
 
 
 class Engine(NamedTuple):

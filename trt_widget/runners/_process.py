@@ -52,6 +52,7 @@ from ._messages import (
     ModelReady,
     PhaseFinish,
     PhaseStart,
+    ReadFiles,
     Step,
     Stop,
 )
@@ -287,6 +288,8 @@ class _Relay:
                 self._send_model(worker, message.address)
             elif isinstance(message, EngineAt):
                 self._take_engine(worker, message)
+            elif isinstance(message, ReadFiles):
+                ctx.on_read_files(message.keys)
             else:
                 return self._final(message)
 

@@ -43,6 +43,7 @@ from ._messages import (
     ModelReady,
     PhaseFinish,
     PhaseStart,
+    ReadFiles,
     Step,
     Stop,
 )
@@ -96,7 +97,7 @@ class Outbox:
         with self._lock:
             self._events.append(event)
 
-    def send_now(self, message: ModelAt | EngineAt | Final) -> None:
+    def send_now(self, message: ModelAt | EngineAt | ReadFiles | Final) -> None:
         """Send everything pending, then ``message``, from the calling thread; OSError when the parent is gone."""
         self.flush()
         with self._send_lock:
@@ -291,6 +292,7 @@ def run_job(
     final: Final
     try:
         from .._engine import BEFORE_PHASES, CaptureLogger, build_engine
+        from .._external_data import recording_reads
 
         def on_record(record: LogRecord) -> None:
             level = ("INTERNAL_ERROR", "ERROR", "WARNING", "INFO", "VERBOSE").index(record["severity"])
@@ -312,9 +314,11 @@ def run_job(
         # rows add up to the build's time (issue 39: a 100 MB ModelProto left ~0.05-0.3 s between two rows)
         monitor.phase_start(BEFORE_PHASES["callable" if job["kind"] == "callable" else "model"], None, 0)
         source = _load_source(job, outbox, replies)
-        engine = build_engine(source, _load_options(job), monitor, logger, opened=True)
+        with recording_reads() as reads:
+            engine = build_engine(source, _load_options(job), monitor, logger, opened=True)
         if engine is not None:
             outbox.structure(Built(time.perf_counter()))  # from now on a stop must not discard it
+            outbox.send_now(ReadFiles(reads))
         final = Cancelled("") if engine is None else _hand_over(engine, job, outbox, replies)
     except BuildError as exc:
         final = Failed(str(exc))

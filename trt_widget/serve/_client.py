@@ -282,7 +282,11 @@ class RemoteRunner:
         checked first: a server refusing an upload it has not read closes the connection, and a large body
         still on its way can then lose the refusal."""
         source = ctx.source
-        model = _model_bytes(source)
+        model, key = _model_bytes(source)
+        if source.kind == "path":  # the server builds these very bytes (it takes no external data)
+            from .._external_data import MODEL_FILE
+
+            ctx.on_read_files({MODEL_FILE: key})
         size = len(model)
         params = {"options": json.dumps(self.options), "name": self.label or source.label}
         deadline = time.monotonic() + self.queue
@@ -553,13 +557,13 @@ class RemoteRunner:
 _OCTETS = {"Content-Type": "application/octet-stream"}
 
 
-def _model_bytes(source: ModelSource) -> bytes:
+def _model_bytes(source: ModelSource) -> tuple[bytes, str | None]:
     """The model's bytes, read once before the upload so that its length is the one sent (a ``/proc`` file's size
     says 0; a model still being written grows): a path by the rules and bounded read of a local build, refused in
     the same one line (BuildError)."""
     if source.kind != "path":
-        return bytes(source.value)
-    from .._external_data import open_model, read_model
+        return bytes(source.value), None
+    from .._external_data import open_model, read_model_keyed
     from .._files import BadModelPath, model_file
 
     try:
@@ -568,7 +572,7 @@ def _model_bytes(source: ModelSource) -> bytes:
         raise BuildError(str(exc)) from None
     try:
         with open(open_model(path), "rb") as handle:  # a regular file, never more than 2 GiB of it read
-            return read_model(handle, path)
+            return read_model_keyed(handle, path)
     except OSError as exc:
         raise BuildError(f"cannot read the model {source.label}: {exc.strerror or exc}") from None
 

@@ -841,7 +841,9 @@ class Build(Waiting):
             output = self.options.output
             changed = self._changed_files() if self.reused_from is None and identity["model"] is not None else ""
             if changed:  # no manifest claims bytes the engine was not built from; none keeps it for reuse
-                problem = f"the model's files changed during the build; the engine is not kept for reuse ({changed})"
+                said = ["the engine is not kept for reuse"] if self.options.reuse else []
+                said += ["no manifest is written beside it"] if output else []
+                problem = f"the model's files changed during the build; {' and '.join(said)} ({changed})"
                 self.logger.log(2, problem)
                 self._note(f"warning: {problem}")
                 if output:  # an older build's manifest beside it would describe another engine

@@ -31,6 +31,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from .._errors import BuildError
+from .._format import escape_controls
 from .._leftovers import private_dir, remove_private_dir
 from .._options import builder_options
 from ..runners import RunContext
@@ -376,7 +377,7 @@ class _Relay:
                 with open(open_model(source.value), "rb") as handle:  # a regular file, read bounded
                     model: object = read_model(handle, source.value)  # the nodes need not see this file system
             except OSError as exc:
-                raise BuildError(f"cannot read the model {source.value}: {exc}") from exc
+                raise BuildError(escape_controls(f"cannot read the model {source.value}: {exc}")) from exc
         else:
             model = source.value
         if isinstance(model, bytes):  # the task gets the bytes, never the model's directory

@@ -42,6 +42,7 @@ from ._files import (
     resolve,
     write_output,
 )
+from ._format import escape_controls
 from ._gpu import memory_skip_note
 from ._leftovers import UnsafeTempDir
 from ._options import BuildOptions, BuildOptionsDict
@@ -315,7 +316,9 @@ class Build(Waiting):
                     try:
                         self._engine = self._written.read()
                     except OSError as exc:
-                        raise BuildError(f"the engine is in {self._written.path} only, and {exc}") from None
+                        raise BuildError(
+                            escape_controls(f"the engine is in {self._written.path} only, and {exc}")
+                        ) from None
                     self._written = None
         return self._engine
 

@@ -36,6 +36,7 @@ from ._files import (
     read_regular,
     writable_target,
 )
+from ._format import escape_controls
 from ._options import PRECISION_FLAGS, TRT_SETTINGS, BuildOptions, ConfigureHook
 from ._shapes import Profile
 from ._tensorrt_log import MAX_MESSAGE, LogRecord, to_logging
@@ -89,6 +90,12 @@ class ModelSource:
     # where the model's external data may lie: its own directory for a path, None (none allowed) otherwise
     directory: str | None = None
     hint: str = ""  # how to pass a model with external data here, when the default advice does not fit
+
+    @property
+    def shown(self) -> str:
+        """The label as one line, every control escaped: what an error quotes (a newline in a path forges no line,
+        and an error's first line, the status detail, is whole)."""
+        return escape_controls(self.label)
 
     @classmethod
     def of(cls, model: ModelLike | ModelSource | object) -> ModelSource:
@@ -371,7 +378,7 @@ def _build_on_device(
         details = (
             "; ".join(_short(m) for m in significant(logger.errors())[-3:]) or "TensorRT gave no reason (see the log)"
         )
-        raise BuildError(f"TensorRT could not build an engine from {source.label}: {details}")
+        raise BuildError(escape_controls(f"TensorRT could not build an engine from {source.label}: {details}"))
     engine = memoryview(serialized)
     if cache is not None and options.timing_cache:
         _save_timing_cache(config, options.timing_cache, logger, loaded=loaded)
@@ -401,15 +408,16 @@ def _register_plugins(t: TensorRT, paths: tuple[str, ...], logger: CaptureLogger
             if real not in _loaded_plugins:
                 registry = getattr(t, "get_plugin_registry", None)
                 if registry is None:  # the lean/dispatch runtimes' bindings have no plugin registry
-                    raise BuildError(f"plugins: {capabilities()['label']} has no plugin registry to load {path}")
+                    raise BuildError(
+                        f"plugins: {capabilities()['label']} has no plugin registry to load {escape_controls(path)}"
+                    )
                 before = len(logger.problems)
                 handle = registry().load_library(real)
                 if handle is None:  # TensorRT said why in an ERROR line
                     said = [_short(r["message"]) for r in logger.problems[before:]][:2]
-                    raise BuildError(
-                        f"TensorRT could not load the plugin library {path}: "
-                        + ("; ".join(said) or "not a TensorRT plugin library, or its plugins are registered already")
-                    )
+                    why = "; ".join(said) or "not a TensorRT plugin library, or its plugins are registered already"
+                    # one line, whole: TensorRT's own lines repeat the path as given
+                    raise BuildError(escape_controls(f"TensorRT could not load the plugin library {path}: {why}"))
                 _loaded_plugins[real] = handle
             loaded.append(path)
     standard = "registered" if _standard_plugins else "not available in this TensorRT"
@@ -688,7 +696,7 @@ def _populate(
         try:
             source.value(network)
         except Exception as exc:
-            raise BuildError(f"the network definition function {source.label} raised {exc!r}") from exc
+            raise BuildError(f"the network definition function {source.shown} raised {exc!r}") from exc
         return None
     parser = t.OnnxParser(network, router)
     logged_before = len(logger.problems)
@@ -700,7 +708,7 @@ def _populate(
         try:
             ok = _parse_file(parser, str(path), source)
         except OSError as exc:  # also a path stat() refuses (a name too long, a folder not entered)
-            raise BuildError(f"cannot read the model {source.label}: {exc.strerror or exc}") from None
+            raise BuildError(f"cannot read the model {source.shown}: {exc.strerror or exc}") from None
     else:
         if not source.value:
             raise BuildError("the ONNX bytes are empty")
@@ -714,14 +722,14 @@ def _populate(
             if not any(c.strip()[-60:] in p for p in problems)
         ]  # not an echo of a parser error
         if any("ParseFromCodedStream" in p for p in problems) or is_text(_head(source)):  # no ONNX protobuf
-            raise BuildError(f"could not parse {source.label} as ONNX: {_not_a_model(source)}")
+            raise BuildError(f"could not parse {source.shown} as ONNX: {_not_a_model(source)}")
         reason = "; ".join([*(_short(c) for c in causes[:2]), *problems[:5]]) or "the parser gave no reason"
-        raise BuildError(f"could not parse {source.label} as ONNX: {reason}")
+        raise BuildError(escape_controls(f"could not parse {source.label} as ONNX: {reason}"))  # one line, whole
     if network.num_layers == 0 and network.num_inputs == 0 and network.num_outputs == 0:
         if is_text(_head(source)):  # text that happened to decode as a protobuf: said as any text file is
-            raise BuildError(f"could not parse {source.label} as ONNX: {_not_a_model(source)}")
+            raise BuildError(f"could not parse {source.shown} as ONNX: {_not_a_model(source)}")
         raise BuildError(
-            f"could not parse {source.label} as ONNX: it holds no graph (no nodes, inputs or "
+            f"could not parse {source.shown} as ONNX: it holds no graph (no nodes, inputs or "
             "outputs) — is it really an ONNX model?"
         )
     return parser

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from typing import BinaryIO
 
 from ._errors import BuildError
+from ._format import escape_controls
 
 MAX_DEPTH = 64  # graphs nest in node attributes; deeper than any real model
 QUICK_SCAN_BYTES = 16 << 20  # below this, searching for the key "location" is quicker than walking the nodes
@@ -329,6 +330,7 @@ def check_external_data(locations: list[str], directory: str | None, label: str,
     """Raise BuildError unless every location is a file inside ``directory`` (None: no location is allowed)."""
     if not locations:
         return
+    label = escape_controls(label)  # the model's path as given: one line in the message, its newline as \x0a
     first = locations[0][:200]
     if directory is None:
         raise BuildError(
@@ -462,6 +464,7 @@ class HeldData:
     TensorRT's parser reads must be these files: see :meth:`folder`."""
 
     def __init__(self, locations: list[str], directory: str, label: str) -> None:
+        label = escape_controls(label)  # quoted by the errors below: one line
         self.directory = directory
         self.fds: dict[str, int] = {}
         self.opened: dict[str, os.stat_result] = {}  # each file's stat as it was opened

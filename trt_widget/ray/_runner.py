@@ -31,6 +31,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from .._errors import BuildError
+from .._format import escape_controls
 from .._leftovers import private_dir, remove_private_dir
 from .._options import builder_options
 from ..runners import RunContext
@@ -379,6 +380,7 @@ class _Relay:
                 raise BuildError(f"cannot read the model {source.value}: {exc}") from exc
             # the task builds these very bytes (no external data: refused below), read from the file of this key
             self.ctx.on_read_files({MODEL_FILE: key})
+                raise BuildError(escape_controls(f"cannot read the model {source.value}: {exc}")) from exc
         else:
             model = source.value
         if isinstance(model, bytes):  # the task gets the bytes, never the model's directory

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from .._errors import BuildError
 from .._files import ENGINES_SYNCED, WrittenFile, place_file
+from .._format import escape_controls
 from .._options import BuildOptions
 from .._phases import PhaseModel
 
@@ -79,12 +80,16 @@ class EngineFile:
             with open(self.path, "rb") as handle:
                 data = handle.read()
         except OSError as exc:
-            raise BuildError(f"the engine file {self.path} could not be read back: {exc}") from exc
+            raise BuildError(escape_controls(f"the engine file {self.path} could not be read back: {exc}")) from exc
         finally:
             with contextlib.suppress(OSError):
                 os.unlink(self.path)
         if len(data) != self.size:
-            raise BuildError(f"the engine file {self.path} is damaged: expected {self.size:,} B, got {len(data):,} B")
+            raise BuildError(
+                escape_controls(
+                    f"the engine file {self.path} is damaged: expected {self.size:,} B, got {len(data):,} B"
+                )
+            )
         return data
 
 

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 from .._backend import capabilities
 from .._errors import BuildError
 from .._files import part_path
+from .._format import escape_controls
 from .._gpu import oom_kill_count
 from .._leftovers import private_dir, remove_private_dir
 from .._pool import Worker, pool
@@ -86,7 +87,7 @@ def check_transferable(source: ModelSource, configure: ConfigureHook | None = No
         cloudpickle.dumps(source.value)
     except Exception as exc:
         raise TypeError(
-            f"the network definition function {source.label} cannot be sent to the builder process: {exc}. "
+            f"the network definition function {source.shown} cannot be sent to the builder process: {exc}. "
             "Everything it refers to must be picklable (no open files, locks, sockets or TensorRT objects "
             "created outside it); or pass isolation='thread' to build in this process."
         ) from None
@@ -418,7 +419,9 @@ class _Relay:
             self.handed_over = True
             return EngineFile(path, size)
         if os.path.dirname(os.path.realpath(path)) not in [os.path.realpath(d) for d in self.workdirs]:
-            raise BuildError(f"the builder process announced an engine outside its work directory: {path}")
+            raise BuildError(
+                f"the builder process announced an engine outside its work directory: {escape_controls(path)}"
+            )
         with open(path, "rb") as handle:
             data = handle.read()
         os.unlink(path)

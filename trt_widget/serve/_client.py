@@ -574,7 +574,7 @@ def _model_bytes(source: ModelSource) -> tuple[bytes, str | None]:
         with open(open_model(path), "rb") as handle:  # a regular file, never more than 2 GiB of it read
             return read_model_keyed(handle, path)
     except OSError as exc:
-        raise BuildError(f"cannot read the model {source.label}: {exc.strerror or exc}") from None
+        raise BuildError(f"cannot read the model {source.shown}: {exc.strerror or exc}") from None
 
 
 def _download_into(reply: httpx.Response, announced: int, abandon: threading.Event) -> bytes:

@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
             if path is not None:
                 check_writable(path, flag)
         except OSError as exc:
-            print(f"trt-widget run: error: cannot write {escape_lines(str(exc))}", file=sys.stderr)
+            print(f"trt-widget run: error: cannot write {escape_controls(exc)}", file=sys.stderr)  # one line
             return 1
     from ._run import CommandRun, signal_name
     from ._watch import INTERRUPTED
@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"trt-widget run: error: {escape_controls(exc)}", file=sys.stderr)
         return 2
     except OSError as exc:  # no private directory to be made (an unsafe TMPDIR, a full disk)
-        print(f"trt-widget run: error: {escape_lines(str(exc))}", file=sys.stderr)
+        print(f"trt-widget run: error: {escape_controls(exc)}", file=sys.stderr)  # one line, as above
         return 1
     views: list[TerminalView] = []
 

@@ -377,10 +377,9 @@ class _Relay:
                 with open(open_model(source.value), "rb") as handle:  # a regular file, read bounded
                     model, key = read_model_keyed(handle, source.value)  # the nodes need not see this file system
             except OSError as exc:
-                raise BuildError(f"cannot read the model {source.value}: {exc}") from exc
+                raise BuildError(escape_controls(f"cannot read the model {source.value}: {exc}")) from exc
             # the task builds these very bytes (no external data: refused below), read from the file of this key
             self.ctx.on_read_files({MODEL_FILE: key})
-                raise BuildError(escape_controls(f"cannot read the model {source.value}: {exc}")) from exc
         else:
             model = source.value
         if isinstance(model, bytes):  # the task gets the bytes, never the model's directory

@@ -109,6 +109,7 @@ def test_data_stored_through_a_map_after_the_reuse_key_is_never_reused_for_the_r
     finally:
         writer.stdin.close()
         writer.wait(30)
+        writer.stdout.close()
     if stored != ["same"]:
         pytest.skip(f"the page was written back meanwhile (the map's store stamped the file again): {stored}")
     assert first.status == "succeeded", (first.status, first.error)
@@ -122,3 +123,62 @@ def test_data_stored_through_a_map_after_the_reuse_key_is_never_reused_for_the_r
     assert second.status == "succeeded", (second.status, second.error)
     poisoned = POISON[:40] in _engine_bytes(second, second_out)
     assert not poisoned, f"the trusted model's build reused the stored weights' engine ({second.reused_from})"
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="adversary run 24: D24-1 the hash cache keeps a hash by an unchanged stat key")
+def test_data_stored_through_a_map_after_its_hash_was_remembered_is_never_reused_for_the_real_model(
+    shared: Path, tmp_path: Path
+) -> None:
+    """The lasting form: no race at build time. After root's first build remembered ``w.bin``'s hash by its stat
+    key, its owner stores other weights through the map and goes; the file keeps that key for good, so any later
+    build that must build (the cache's engine evicted, here removed) takes the old hash from the hash cache and
+    files the engine of the new bytes under the key of the old ones."""
+    folder, trusted, cache = shared / "model", tmp_path / "trusted", tmp_path / "cache"
+    folder.mkdir(mode=0o755)
+    trusted.mkdir()
+    model = _model_with_external_weight(folder)
+    shutil.copy(model, trusted / "m.onnx")
+    shutil.copy(folder / "w.bin", trusted / "w.bin")  # the real weights
+    for path in (folder, model, folder / "w.bin"):
+        shutil.chown(path, "nobody", "nogroup")  # the shared model folder's owner
+    writer = subprocess.Popen(
+        [*NOBODY, sys.executable, "-c", WRITER, str(folder / "w.bin"), "x" * len(POISON), POISON.hex()],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert writer.stdin is not None and writer.stdout is not None
+    try:
+        assert writer.stdout.readline().strip() == "stamped"
+        time.sleep(2.5)  # the last change lies 2 s before the hash: its key is trusted
+        first = Build(str(model), output=str(tmp_path / "first.engine"), reuse=True, reuse_dir=str(cache),
+                      isolation="thread", history=False)  # fmt: skip
+        first.start()
+        first.wait(300)
+        assert first.status == "succeeded", (first.status, first.error)
+        writer.stdin.write("go\n")
+        writer.stdin.flush()
+        stored = writer.stdout.readline().strip()
+    finally:
+        writer.stdin.close()
+        writer.wait(30)
+        writer.stdout.close()
+    if stored != "same":
+        pytest.skip(f"the page was written back meanwhile (the map's store stamped the file again): {stored}")
+    assert (folder / "w.bin").read_bytes() == POISON
+    for entry in cache.glob("*.engine*"):
+        entry.unlink()  # evicted: the next build of the shared model must build
+    second_out = tmp_path / "second.engine"
+    second = Build(str(model), output=str(second_out), reuse=True, reuse_dir=str(cache), isolation="thread",
+                   history=False)  # fmt: skip
+    second.start()
+    second.wait(300)
+    assert second.status == "succeeded", (second.status, second.error)
+    assert POISON[:40] in _engine_bytes(second, second_out)  # built from the file's bytes now
+    third_out = tmp_path / "third.engine"
+    third = Build(str(trusted / "m.onnx"), output=str(third_out), reuse=True, reuse_dir=str(cache),
+                  isolation="thread", history=False)  # fmt: skip
+    third.start()
+    third.wait(300)
+    assert third.status == "succeeded", (third.status, third.error)
+    poisoned = POISON[:40] in _engine_bytes(third, third_out)
+    assert not poisoned, f"the trusted model's build reused the stored weights' engine ({third.reused_from})"

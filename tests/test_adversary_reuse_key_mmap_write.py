@@ -1,0 +1,184 @@
+"""Twenty-fourth adversarial re-run (issue 35, D24-1): D22-5's fix keeps an engine for reuse only when each file
+the builder read has the stat key (device, inode, size, mtime, ctime) of the file hashed for the reuse key, and that
+key is trusted (last change 2 s before the hash, or only this user may write the file). But a write through a
+shared writable map of the file changes its bytes without changing its stat: the kernel stamps mtime/ctime only
+on a page's first write fault, not on later stores to a page already dirty (until its writeback, ~30 s). The owner
+of a shared model folder dirties ``w.bin``'s pages through a map, waits 2 s, and after the hash stores their own
+weights through the map: same key, other bytes, and the engine of their weights is filed under the key of the
+real ones; root's later build of a trusted copy of the model reuses it (/srv/adv24/mmap_poison.sh). Here
+``nobody`` stores through the map right before the build holds the files, so the result does not depend on
+timing; real RTX builds."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from other_user import NOBODY
+
+from trt_widget import Build
+
+N = 256  # floats: the weight is 1 KiB
+POISON = (b"POISONED-WEIGHTS-the-trusted-model-never-had\n" * 40)[: N * 4]
+
+# nobody's side: map w.bin shared and writable, store its own bytes (the stamp), then on "go" store the poison
+WRITER = """
+import mmap, os, sys
+path = sys.argv[1]
+fd = os.open(path, os.O_RDWR)
+m = mmap.mmap(fd, os.fstat(fd).st_size, mmap.MAP_SHARED)
+m[:] = m[:]
+print("stamped", flush=True)
+sys.stdin.readline()
+key = lambda: (lambda s: (s.st_ino, s.st_size, s.st_mtime_ns, s.st_ctime_ns))(os.fstat(fd))
+before = key()
+m[: len(sys.argv[2])] = bytes.fromhex(sys.argv[3])
+print("same" if key() == before else "stamped-again", flush=True)
+sys.stdin.readline()
+"""
+
+
+def _model_with_external_weight(folder: Path) -> Path:
+    """``y = x + W`` with W (``N`` floats of 1.5) in ``w.bin`` beside the model."""
+    weight = numpy_helper.from_array(np.full((1, N), 1.5, np.float32), "W")
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "W"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, N])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, N])],
+        [weight],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path = folder / "m.onnx"
+    onnx.save_model(model, path, save_as_external_data=True, location="w.bin", size_threshold=0)
+    return path
+
+
+def _engine_bytes(build: Build, output: Path) -> bytes:
+    return output.read_bytes() if output.exists() else (build.engine or b"")
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="adversary run 24: D24-1 a write through a shared map keeps the stat key")
+def test_data_stored_through_a_map_after_the_reuse_key_is_never_reused_for_the_real_model(
+    shared: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import trt_widget._external_data as external
+
+    folder, trusted, cache = shared / "model", tmp_path / "trusted", tmp_path / "cache"
+    folder.mkdir(mode=0o755)
+    trusted.mkdir()
+    model = _model_with_external_weight(folder)
+    shutil.copy(model, trusted / "m.onnx")
+    shutil.copy(folder / "w.bin", trusted / "w.bin")  # the real weights
+    for path in (folder, model, folder / "w.bin"):
+        shutil.chown(path, "nobody", "nogroup")  # the shared model folder's owner
+    writer = subprocess.Popen(
+        [*NOBODY, sys.executable, "-c", WRITER, str(folder / "w.bin"), "x" * len(POISON), POISON.hex()],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert writer.stdin is not None and writer.stdout is not None
+    try:
+        assert writer.stdout.readline().strip() == "stamped"
+        time.sleep(2.5)  # the last change lies 2 s before the hash: its key is trusted
+        held = external.HeldData.__init__
+        stored: list[str] = []
+
+        def stored_first(self: Any, locations: list[str], directory: str, label: str) -> None:
+            if Path(directory) == folder and not stored:  # the key is made: what the folder's owner does now
+                writer.stdin.write("go\n")  # type: ignore[union-attr]
+                writer.stdin.flush()  # type: ignore[union-attr]
+                stored.append(writer.stdout.readline().strip())  # type: ignore[union-attr]
+            held(self, locations, directory, label)
+
+        monkeypatch.setattr(external.HeldData, "__init__", stored_first)
+        first_out = tmp_path / "first.engine"
+        first = Build(str(model), output=str(first_out), reuse=True, reuse_dir=str(cache), isolation="thread",
+                      history=False)  # fmt: skip
+        first.start()
+        first.wait(300)
+    finally:
+        writer.stdin.close()
+        writer.wait(30)
+        writer.stdout.close()
+    if stored != ["same"]:
+        pytest.skip(f"the page was written back meanwhile (the map's store stamped the file again): {stored}")
+    assert first.status == "succeeded", (first.status, first.error)
+    assert POISON[:40] in _engine_bytes(first, first_out)  # built from what it held: the stored weights
+    monkeypatch.setattr(external.HeldData, "__init__", held)
+    second_out = tmp_path / "second.engine"
+    second = Build(str(trusted / "m.onnx"), output=str(second_out), reuse=True, reuse_dir=str(cache),
+                   isolation="thread", history=False)  # fmt: skip
+    second.start()
+    second.wait(300)
+    assert second.status == "succeeded", (second.status, second.error)
+    poisoned = POISON[:40] in _engine_bytes(second, second_out)
+    assert not poisoned, f"the trusted model's build reused the stored weights' engine ({second.reused_from})"
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="adversary run 24: D24-1 the hash cache keeps a hash by an unchanged stat key")
+def test_data_stored_through_a_map_after_its_hash_was_remembered_is_never_reused_for_the_real_model(
+    shared: Path, tmp_path: Path
+) -> None:
+    """The lasting form: no race at build time. After root's first build remembered ``w.bin``'s hash by its stat
+    key, its owner stores other weights through the map and goes; the file keeps that key for good, so any later
+    build that must build (the cache's engine evicted, here removed) takes the old hash from the hash cache and
+    files the engine of the new bytes under the key of the old ones."""
+    folder, trusted, cache = shared / "model", tmp_path / "trusted", tmp_path / "cache"
+    folder.mkdir(mode=0o755)
+    trusted.mkdir()
+    model = _model_with_external_weight(folder)
+    shutil.copy(model, trusted / "m.onnx")
+    shutil.copy(folder / "w.bin", trusted / "w.bin")  # the real weights
+    for path in (folder, model, folder / "w.bin"):
+        shutil.chown(path, "nobody", "nogroup")  # the shared model folder's owner
+    writer = subprocess.Popen(
+        [*NOBODY, sys.executable, "-c", WRITER, str(folder / "w.bin"), "x" * len(POISON), POISON.hex()],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert writer.stdin is not None and writer.stdout is not None
+    try:
+        assert writer.stdout.readline().strip() == "stamped"
+        time.sleep(2.5)  # the last change lies 2 s before the hash: its key is trusted
+        first = Build(str(model), output=str(tmp_path / "first.engine"), reuse=True, reuse_dir=str(cache),
+                      isolation="thread", history=False)  # fmt: skip
+        first.start()
+        first.wait(300)
+        assert first.status == "succeeded", (first.status, first.error)
+        writer.stdin.write("go\n")
+        writer.stdin.flush()
+        stored = writer.stdout.readline().strip()
+    finally:
+        writer.stdin.close()
+        writer.wait(30)
+        writer.stdout.close()
+    if stored != "same":
+        pytest.skip(f"the page was written back meanwhile (the map's store stamped the file again): {stored}")
+    assert (folder / "w.bin").read_bytes() == POISON
+    for entry in cache.glob("*.engine*"):
+        entry.unlink()  # evicted: the next build of the shared model must build
+    second_out = tmp_path / "second.engine"
+    second = Build(str(model), output=str(second_out), reuse=True, reuse_dir=str(cache), isolation="thread",
+                   history=False)  # fmt: skip
+    second.start()
+    second.wait(300)
+    assert second.status == "succeeded", (second.status, second.error)
+    assert POISON[:40] in _engine_bytes(second, second_out)  # built from the file's bytes now
+    third_out = tmp_path / "third.engine"
+    third = Build(str(trusted / "m.onnx"), output=str(third_out), reuse=True, reuse_dir=str(cache),
+                  isolation="thread", history=False)  # fmt: skip
+    third.start()
+    third.wait(300)
+    assert third.status == "succeeded", (third.status, third.error)
+    poisoned = POISON[:40] in _engine_bytes(third, third_out)
+    assert not poisoned, f"the trusted model's build reused the stored weights' engine ({third.reused_from})"

@@ -68,7 +68,6 @@ def _engine_bytes(build: Build, output: Path) -> bytes:
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="adversary run 24: D24-1 a write through a shared map keeps the stat key")
 def test_data_stored_through_a_map_after_the_reuse_key_is_never_reused_for_the_real_model(
     shared: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -126,7 +125,6 @@ def test_data_stored_through_a_map_after_the_reuse_key_is_never_reused_for_the_r
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="adversary run 24: D24-1 the hash cache keeps a hash by an unchanged stat key")
 def test_data_stored_through_a_map_after_its_hash_was_remembered_is_never_reused_for_the_real_model(
     shared: Path, tmp_path: Path
 ) -> None:

@@ -782,7 +782,7 @@ class Build(Waiting):
     def _changed_files(self) -> str:
         """Why this build's engine may not be built from the bytes its model identity hashed ("" where it is: the
         builder read each file with the very stat key the hash was taken of, a key that says the bytes are those
-        hashed, ``_external_data.trusted_key``). A model given as bytes: hashed from those very bytes."""
+        hashed, ``_external_data.vouching_key``). A model given as bytes: hashed from those very bytes."""
         if self.source.kind == "bytes":
             return ""
         read, hashed = self._read_keys, self._hashed_keys
@@ -793,7 +793,7 @@ class Build(Waiting):
             if name not in read or name not in hashed:
                 return f"{what} was not both hashed and read"
             if hashed[name] is None:
-                return f"{what} changed less than 2 s before it was hashed (or another user may write it)"
+                return f"{what} could not be tied to the bytes hashed"
             if read[name] != hashed[name]:
                 return f"{what} changed between its hash and the build"
         return ""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import mmap
 import os
 import threading
@@ -790,8 +791,10 @@ def _parse_file(parser: IOnnxParser, path: str, source: ModelSource) -> bool:
     :func:`_parse_with_data`)."""
     with open(_external_data.open_model(path), "rb") as handle:  # a regular file
         before = os.fstat(handle.fileno())
-        ok = _parse_opened(parser, path, source, handle)
-        _note_model_read(path, handle, before)
+        rewritable = _external_data.rewritable_by_others(before, handle.fileno())
+        ok = _parse_opened(parser, path, source, handle, rewritable)
+        if not rewritable:  # (else noted by the hash of the bytes parsed)
+            _note_model_read(path, handle, before)
     return ok
 
 
@@ -808,14 +811,15 @@ def _note_model_read(path: str, handle: BinaryIO, before: os.stat_result) -> Non
     _external_data.note_read(_external_data.MODEL_FILE, before, after)
 
 
-def _parse_opened(parser: IOnnxParser, path: str, source: ModelSource, handle: BinaryIO) -> bool:
-    """:func:`_parse_file` of the model file open as ``handle``."""
-    info = os.fstat(handle.fileno())
-    empty = info.st_size == 0
-    rewritable = _external_data.rewritable_by_others(info)
+def _parse_opened(parser: IOnnxParser, path: str, source: ModelSource, handle: BinaryIO, rewritable: bool) -> bool:
+    """:func:`_parse_file` of the model file open as ``handle`` (``rewritable``: another user may write it)."""
+    empty = os.fstat(handle.fileno()).st_size == 0
     # the user's process: a mapped file that shrinks would be SIGBUS
     if not _external_data.MAP_FILES or rewritable:
         data = _external_data.read_model(handle, path)
+        if rewritable:  # these bytes are parsed, whatever the file holds by then
+            sha256 = hashlib.sha256(data).hexdigest()
+            _external_data.note_key(_external_data.MODEL_FILE, _external_data.content_key(sha256))
         locations = external_locations(data)
         check_external_data(locations, source.directory, source.label, source.hint)
         return _parse_with_data(parser, path, source, locations, data, empty or not data, rewritable)
@@ -854,7 +858,7 @@ def _parse_with_data(
             return _parse_at(parser, given, data, from_file)
     with _external_data.HeldData(locations, source.directory, source.label) as held:
         held.model = path
-        if again or held.shared():
+        if again or held.rewritable or held.shared():
             if data is None:
                 with open(_external_data.open_model(path), "rb") as handle:
                     before = os.fstat(handle.fileno())

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import errno
+import hashlib
 import mmap
 import os
 import stat
@@ -210,6 +211,8 @@ def read_model_keyed(handle: BinaryIO, path: str | os.PathLike[str]) -> tuple[by
     ships the model's bytes tells its build which file they came from (``RunContext.on_read_files``)."""
     before = os.fstat(handle.fileno())
     data = read_model(handle, path)
+    if rewritable_by_others(before, handle.fileno()):  # its stat does not vouch for its bytes: their hash does
+        return data, content_key(hashlib.sha256(data).hexdigest())
     return data, stat_key(before) if stat_key(os.fstat(handle.fileno())) == stat_key(before) else None
 
 
@@ -227,15 +230,18 @@ def settled(info: os.stat_result, read_at: int) -> bool:
 MODEL_FILE = ""  # the model file's name in a record of the files read (no external-data location is empty)
 
 
-def trusted_key(info: os.stat_result, read_at: int) -> str | None:
-    """The stat key of a file read from ``read_at`` when the key alone says its bytes are those read: its last
-    change lies :data:`RACY_NS` before the read, or only this user (or root) may write it (its owner, no group or
-    other write bit): a same-tick rewrite that keeps every stat field then needs that user. Else None."""
-    if settled(info, read_at):
-        return stat_key(info)
-    if os.name == "posix" and info.st_uid in (0, os.geteuid()) and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        return stat_key(info)
-    return None
+def content_key(sha256: str) -> str:
+    """The key of a file's bytes by their hash, where its stat cannot stand for them (:func:`vouching_key`)."""
+    return f"sha256:{sha256}"
+
+
+def vouching_key(info: os.stat_result, sha256: str, file: int | str | None = None) -> str:
+    """The key a build compares with the file its builder read (``RunContext.on_read_files``): the stat key where
+    only this user (or root) may write the file, so that a change to it needs them; else the hash of the bytes
+    read (``sha256``, read now, never remembered): another user changes bytes without changing the stat key by
+    storing through a shared map of the file, whose mtime and ctime the kernel stamps at a page's first write fault
+    only, not again until the page is written back (~30 s: twenty-fourth re-run, D24-1)."""
+    return content_key(sha256) if rewritable_by_others(info, file) else stat_key(info)
 
 
 _reads: contextvars.ContextVar[dict[str, str | None] | None] = contextvars.ContextVar("trt_widget_reads", default=None)
@@ -256,10 +262,15 @@ def recording_reads() -> Iterator[dict[str, str | None]]:
 def note_read(name: str, before: os.stat_result, after: os.stat_result | None) -> None:
     """Record that the build read the file ``name`` (its descriptor's stat ``before`` and ``after`` the read; None:
     the bytes read are not that file's for sure). Two reads of one name with different keys record None."""
+    note_key(name, stat_key(before) if after is not None and stat_key(after) == stat_key(before) else None)
+
+
+def note_key(name: str, key: str | None) -> None:
+    """Record that the build read the file ``name`` as ``key`` (:func:`note_read`; :func:`content_key` for the
+    bytes of a file another user may write, hashed as they were parsed or copied)."""
     reads = _reads.get()
     if reads is None:
         return
-    key = stat_key(before) if after is not None and stat_key(after) == stat_key(before) else None
     if name in reads and reads[name] != key:
         key = None
     reads[name] = key
@@ -425,12 +436,42 @@ def open_inside(location: str, directory: str) -> int | None:
     return None
 
 
-def rewritable_by_others(info: os.stat_result) -> bool:
-    """Whether a user other than this one (or root) may write the file ``info`` describes: it is theirs, or its
-    group or others may write it. Its bytes may then change between a check and a parse that reads it again."""
+def rewritable_by_others(info: os.stat_result, file: int | str | None = None) -> bool:
+    """Whether a user other than this one (or root) may write the file ``info`` describes (``file``: its
+    descriptor or path, to look at its group and ACL): it is theirs, others may write it, or its group may, unless
+    that group is this user's private group (umask 002 systems) and no ACL grants more. Its bytes may then change
+    between a check and a parse that reads it again, and without its stat key changing (:func:`vouching_key`)."""
     if os.name != "posix":
         return False
-    return info.st_uid not in (0, os.getuid()) or bool(info.st_mode & (stat.S_IWGRP | stat.S_IWOTH))
+    if info.st_uid not in (0, os.geteuid()) or info.st_mode & stat.S_IWOTH:
+        return True
+    if not info.st_mode & stat.S_IWGRP:
+        return False
+    return file is None or not _private_group(info.st_gid) or _has_acl(file)
+
+
+def _private_group(gid: int) -> bool:
+    """Whether ``gid`` is this user's private group: their primary group, named as they are, with no members."""
+    import grp
+    import pwd
+
+    try:
+        group, user = grp.getgrgid(gid), pwd.getpwuid(os.geteuid())
+    except (KeyError, OSError):
+        return False
+    return gid == user.pw_gid and group.gr_name == user.pw_name and not group.gr_mem
+
+
+def _has_acl(file: int | str) -> bool:
+    """Whether the file has an access ACL (which may grant write to others; its mask shows in the group bits);
+    True where that cannot be told."""
+    try:
+        os.getxattr(file, "system.posix_acl_access")
+    except OSError as exc:
+        return exc.errno not in (errno.ENODATA, errno.ENOTSUP, errno.EOPNOTSUPP)
+    except AttributeError:  # no xattr calls on this platform
+        return True
+    return True
 
 
 def others_may_write(directory: str) -> str:
@@ -485,6 +526,10 @@ class HeldData:
             self.close()
             raise
         self.label = label
+        # files another user may write: parsed from a private copy, hashed while copied (their stat vouches for
+        # nothing: :func:`vouching_key`)
+        self.rewritable = {loc for loc, fd in self.fds.items() if rewritable_by_others(self.opened[loc], fd)}
+        self.copied: dict[str, str] = {}  # location -> sha256 of the bytes copied, for those
 
     def shared(self) -> str:
         """Why another user could swap the names in the model's folder ("" where only this user can): a folder on
@@ -546,10 +591,15 @@ class HeldData:
                 out = os.open(target, flags, 0o600)
             except FileExistsError:  # 'w.bin' and './w.bin': one file
                 continue
+            digest = hashlib.sha256() if location in self.rewritable else None
             with open(out, "wb") as sink:
                 os.lseek(fd, 0, os.SEEK_SET)
                 while block := os.read(fd, 16 << 20):
                     sink.write(block)
+                    if digest is not None:
+                        digest.update(block)
+            if digest is not None:
+                self.copied[location] = digest.hexdigest()
         path, n = os.path.join(folder, "model.onnx"), 0
         while os.path.lexists(path):  # a model naming its data 'model.onnx'
             n += 1
@@ -578,6 +628,9 @@ class HeldData:
         """Record each file held as read (:func:`note_read`): its stat as opened and now, once the parser read it
         in place or it was copied."""
         for location, fd in self.fds.items():
+            if location in self.rewritable:  # the bytes copied, by their hash (None: not copied under this name)
+                note_key(location, content_key(self.copied[location]) if location in self.copied else None)
+                continue
             try:
                 now: os.stat_result | None = os.fstat(fd)
             except OSError:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from .._external_data import remember_locations, settled, stat_key
+from .._external_data import remember_locations, rewritable_by_others, settled, stat_key
 from .._files import resolve, utf8
 from .._json import json_int
 
@@ -171,7 +171,8 @@ class HashCache:
         expected; a file of another size (``fstat`` of the file opened) is not read, its sha256 given as ""."""
         with open(open_regular(path, owners=owners), "rb") as handle:
             info = os.fstat(handle.fileno())
-            known = self.lookup(info)
+            # a file another user may write is read now: its stat may stay the same while its bytes change (D24-1)
+            known = None if rewritable_by_others(info, handle.fileno()) else self.lookup(info)
             if known is not None:
                 return known, info
             if size is not None and info.st_size != size:

@@ -70,23 +70,22 @@ def model_identity(
     """The content hash of a model: its bytes, and each external-data file it names (by location, in order).
     None for a network function (its code is not seen) or a model that cannot be read. ``hashes``: hashes
     remembered by each file's stat (the engine cache's), so an unchanged model is not read again. ``keys``: filled
-    with the stat key of each file hashed (``_external_data.MODEL_FILE``, each location; None where the key alone
-    does not say the bytes are those hashed: ``trusted_key``), for a build to compare with the files it read."""
+    with the key of each file hashed (``_external_data.MODEL_FILE``, each location: its stat key, or the hash of
+    its bytes where another user may write it: ``vouching_key``), for a build to compare with the files it read."""
     kind, value = getattr(source, "kind", None), getattr(source, "value", None)
     if kind == "bytes" and isinstance(value, bytes):
         return {"sha256": hashlib.sha256(value).hexdigest(), "size": len(value), "external_data": []}
     if kind != "path" or not isinstance(value, str):
         return None
     hashes = hashes if hashes is not None else HashCache(None)
-    from .._external_data import MODEL_FILE, allowed_file, trusted_key
+    from .._external_data import MODEL_FILE, allowed_file, vouching_key
 
     keys = keys if keys is not None else {}
     try:
-        began = time.time_ns()
         model, info = _model_file(value, hashes)
     except Exception:
         return None
-    keys[MODEL_FILE] = trusted_key(info, began)
+    keys[MODEL_FILE] = vouching_key(info, model.sha256, value)
 
     directory = getattr(source, "directory", None)  # None: no file may be named (an upload to serve, Ray)
     locations = model.locations or ()
@@ -99,11 +98,10 @@ def model_identity(
         if real is None:
             return None
         try:
-            began = time.time_ns()
             data, info = hashes.file(real)
         except OSError:
             return None  # the build says why
-        key = trusted_key(info, began)
+        key = vouching_key(info, data.sha256, real)
         keys[location] = key if keys.get(location, key) == key else None  # one location named twice: one file
         external.append({"location": location, "sha256": data.sha256, "size": data.size})
         whole.update(f"{location}\0{data.sha256}\n".encode(errors="surrogateescape"))
@@ -118,11 +116,12 @@ def model_identity(
 def _model_file(path: str, hashes: HashCache) -> tuple[Hashed, os.stat_result]:
     """The model file's hash and the external-data locations it names (remembered, or read once for both), and
     the file's stat."""
-    from .._external_data import external_locations, open_model, read_model, remember_locations
+    from .._external_data import external_locations, open_model, read_model, remember_locations, rewritable_by_others
 
     with open(open_model(path), "rb") as handle:  # a regular file, opened without blocking, read bounded
         info = os.fstat(handle.fileno())
-        known = hashes.lookup(info)
+        # a file another user may write: read now (its stat may stay the same while its bytes change: D24-1)
+        known = None if rewritable_by_others(info, handle.fileno()) else hashes.lookup(info)
         if known is not None and known.locations is not None:
             return known, info
         began = time.time_ns()

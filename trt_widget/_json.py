@@ -143,14 +143,34 @@ def check_text(text: str | bytes, limit: int = MAX_NESTING, values: int = MAX_VA
     its marks (C speed) settles most texts; the rest are read token by token, at most ~5 a value, then refused."""
     if isinstance(text, bytes):
         opened, separated = text.count(b"[") + text.count(b"{"), text.count(b",") + text.count(b":")
-        marks: Iterator[str] = (found.group()[:1].decode("latin-1") for found in _BYTE_TOKENS.finditer(text))
+        marks: Iterator[tuple[str, int]] = (
+            (found.group()[:1].decode("latin-1"), found.end()) for found in _BYTE_TOKENS.finditer(text)
+        )
     else:
         opened, separated = text.count("[") + text.count("{"), text.count(",") + text.count(":")
-        marks = (found.group()[:1] for found in _TEXT_TOKENS.finditer(text))
+        marks = ((found.group()[:1], found.end()) for found in _TEXT_TOKENS.finditer(text))
     if opened <= limit and 1 + opened + separated <= values:  # JSON's values: 1 + list items + object members
         return
+    _count_marks(marks, limit, values, first=False)
+
+
+def check_value(text: str, at: int, limit: int = MAX_NESTING, values: int = MAX_VALUES) -> int:
+    """:func:`check_text`'s rule on the one JSON value that begins at ``at`` of ``text`` (a wide value of a file read
+    a value at a time, before ``raw_decode`` builds it whole: J22-4): where its text ends, by its marks; ValueError
+    where it nests more than ``limit`` deep or holds more than ``values`` values."""
+    marks = ((found.group()[:1], found.end()) for found in _TEXT_TOKENS.finditer(text, at))
+    end = _count_marks(marks, limit, values, first=True)
+    return len(text) if end is None else end
+
+
+def _count_marks(marks: Iterator[tuple[str, int]], limit: int, values: int, *, first: bool) -> int | None:
+    """Count the values JSON text holds from its tokens' first characters (each with where the token ends), as
+    :func:`check_text` reads them: ValueError past ``limit`` or ``values``. ``first``: only the first value (where
+    it ends is returned); else the whole text (None, or where a mark closes nothing: no JSON, its decoder says so)."""
     count, arrays, empty = 1, list[bool](), False  # arrays: per open list or object, whether it is a list
-    for number, mark in enumerate(marks):
+    for number, (mark, end) in enumerate(marks):
+        if first and not arrays and mark not in ("[", "{"):
+            return end  # a scalar, a string (or no JSON: its decoder says so)
         if empty and mark != "]":  # a list's first item
             count, empty = count + 1, False
         if mark in ("[", "{"):
@@ -160,38 +180,13 @@ def check_text(text: str | bytes, limit: int = MAX_NESTING, values: int = MAX_VA
                 raise ValueError(f"JSON nested more than {limit} deep")
         elif mark in ("]", "}"):
             if not arrays:
-                return  # no JSON: its decoder says so
+                return end  # no JSON: its decoder says so
             arrays.pop()
             empty = False
+            if first and not arrays:
+                return end
         elif mark == ":" or (mark == "," and arrays and arrays[-1]):
             count += 1
         if count > values or number > 5 * values + 5:  # more tokens than JSON of ``values`` values has
             raise ValueError(f"JSON of more than {values:,} values")
-
-
-def check_value(text: str, at: int, limit: int = MAX_NESTING, values: int = MAX_VALUES) -> int:
-    """:func:`check_text`'s rule on the one JSON value that begins at ``at`` of ``text`` (a wide value of a file read
-    a value at a time, before ``raw_decode`` builds it whole: J22-4): where its text ends, by its marks; ValueError
-    where it nests more than ``limit`` deep or holds more than ``values`` values."""
-    count, arrays, empty = 1, list[bool](), False  # as check_text's
-    for number, found in enumerate(_TEXT_TOKENS.finditer(text, at)):
-        mark = found.group()[:1]
-        if not arrays and mark not in ("[", "{"):
-            return found.end()  # a scalar, a string (or no JSON: its decoder says so)
-        if empty and mark != "]":
-            count, empty = count + 1, False
-        if mark in ("[", "{"):
-            arrays.append(mark == "[")
-            empty = mark == "["
-            if len(arrays) > limit:
-                raise ValueError(f"JSON nested more than {limit} deep")
-        elif mark in ("]", "}"):
-            arrays.pop()
-            empty = False
-            if not arrays:
-                return found.end()
-        elif mark == ":" or (mark == "," and arrays[-1]):
-            count += 1
-        if count > values or number > 5 * values + 5:
-            raise ValueError(f"JSON of more than {values:,} values")
-    return len(text)
+    return None

@@ -180,3 +180,47 @@ def test_data_stored_through_a_map_after_its_hash_was_remembered_is_never_reused
     assert third.status == "succeeded", (third.status, third.error)
     poisoned = POISON[:40] in _engine_bytes(third, third_out)
     assert not poisoned, f"the trusted model's build reused the stored weights' engine ({third.reused_from})"
+
+
+@pytest.mark.slow
+def test_data_another_user_may_write_named_twice_keeps_reuse(tmp_path: Path) -> None:
+    """Review of D24-1's fix: a model naming one file as ``w.bin`` and ``./w.bin``, that another user may write (a
+    team's group-writable folder), is copied once; the second name went without the copy's hash, so every build
+    of it lost reuse and its manifest."""
+    from trt_widget.provenance import manifest_path
+
+    folder = tmp_path / "team"
+    folder.mkdir()
+    model = _model_with_external_weight(folder)
+    proto = onnx.load(str(model), load_external_data=False)
+    weight = proto.graph.initializer[0]
+    twice = onnx.helper.make_graph(
+        [*proto.graph.node, helper.make_node("Add", ["y", "W2"], ["z"])],
+        "g",
+        list(proto.graph.input),
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, N])],
+        [weight, _named_at(weight, "W2", "./w.bin")],
+    )
+    out = onnx.helper.make_model(twice, opset_imports=[helper.make_opsetid("", 17)])
+    out.ir_version = 8
+    model.write_bytes(out.SerializeToString())
+    (folder / "w.bin").chmod(0o666)  # another user may write it
+    output, cache = tmp_path / "m.engine", tmp_path / "cache"
+    for n in range(2):
+        build = Build(str(model), output=str(output), reuse=True, reuse_dir=str(cache), history=False).start()
+        build.wait(300)
+        assert build.status == "succeeded", (build.status, build.error)
+        assert "changed during the build" not in build.status_detail, build.status_detail
+        assert manifest_path(output).exists()
+        assert (build.reused_from is not None) == (n == 1), (n, build.reused_from, build.status_detail)
+
+
+def _named_at(tensor: onnx.TensorProto, name: str, location: str) -> onnx.TensorProto:
+    """A copy of the external tensor ``tensor`` named ``name``, its data at ``location``."""
+    copy = onnx.TensorProto()
+    copy.CopyFrom(tensor)
+    copy.name = name
+    for entry in copy.external_data:
+        if entry.key == "location":
+            entry.value = location
+    return copy

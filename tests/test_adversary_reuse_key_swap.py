@@ -135,3 +135,53 @@ def test_data_edited_during_the_build_keeps_no_engine_for_reuse(
     again.start()
     again.wait(300)
     assert again.status == "succeeded" and again.reused_from is None, again.status_detail
+
+
+@pytest.mark.slow
+def test_a_save_after_a_swap_writes_no_manifest_and_nothing_reuses_the_engine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review of D22-5's fix: only the build's own provenance step compared the files hashed with those read;
+    ``save()`` (and ``manifest()``, a bundle's manifest) hashed the model after the build, with ``w.bin`` swapped
+    back, and wrote a manifest of the real weights beside the engine of the swapped ones, which a later
+    ``reuse=True`` build of a trusted copy then reused."""
+    import warnings
+
+    import trt_widget._external_data as external
+
+    shared, trusted = tmp_path / "shared", tmp_path / "trusted"
+    shared.mkdir()
+    trusted.mkdir()
+    model = _model_with_external_weight(shared)
+    shutil.copy(model, trusted / "m.onnx")
+    shutil.copy(shared / "w.bin", trusted / "w.bin")
+    real = (shared / "w.bin").read_bytes()
+    held = external.HeldData.__init__
+
+    def swapped_first(self: Any, locations: list[str], directory: str, label: str) -> None:
+        if Path(directory) == shared:
+            (shared / "w.bin.new").write_bytes(POISON)
+            (shared / "w.bin.new").replace(shared / "w.bin")
+        held(self, locations, directory, label)
+
+    monkeypatch.setattr(external.HeldData, "__init__", swapped_first)
+    first = Build(str(model), isolation="thread", history=False).start()
+    first.wait(300)
+    monkeypatch.setattr(external.HeldData, "__init__", held)
+    (shared / "w.bin.new").write_bytes(real)
+    (shared / "w.bin.new").replace(shared / "w.bin")  # swapped back once the build is done
+    assert first.status == "succeeded", (first.status, first.error)
+    out = tmp_path / "out.engine"
+    manifest_path(out).write_text("{}")  # an older engine's manifest beside the path saved to
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        first.save(out)
+    assert POISON[:40] in out.read_bytes()
+    assert not manifest_path(out).exists(), "a manifest beside the engine claims bytes it was not built from"
+    assert any("the model's files changed during the build" in str(w.message) for w in said), said
+    second = Build(str(trusted / "m.onnx"), output=str(out), reuse=True, reuse_dir=str(tmp_path / "cache"),
+                   isolation="thread", history=False)  # fmt: skip
+    second.start()
+    second.wait(300)
+    assert second.status == "succeeded" and second.reused_from is None, second.status_detail
+    assert POISON[:40] not in out.read_bytes()

@@ -212,3 +212,23 @@ def test_parse_failure_via_a_path_reads_the_file(tmp_path: Path, small_model: An
     path = tmp_path / "ok.onnx"
     path.write_bytes(to_bytes(small_model))
     assert run(path).status == "succeeded"
+
+
+@pytest.mark.parametrize("isolation", ["thread", "process"])
+def test_an_empty_model_file_is_refused_without_the_parser(
+    tmp_path: Path, isolation: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An empty file was handed to TensorRT's parser by name to say what is wrong with it (opened again: its folder
+    could be swapped meanwhile); it is refused as empty, the parser never asked."""
+    import trt_widget._engine as engine_module
+
+    def never(*args: Any) -> bool:
+        raise AssertionError("the parser was asked")
+
+    monkeypatch.setattr(engine_module, "_parse_at", never)  # (in this process: the thread build)
+    empty = tmp_path / "m.onnx"
+    empty.write_bytes(b"")
+    build = run(str(empty), isolation=isolation, history=False)
+    assert (
+        build.status == "failed" and str(build.error) == f"could not parse {empty} as ONNX: the file is empty (0 bytes)"
+    )

@@ -563,6 +563,8 @@ class Build(Waiting):
 
             write_manifest(path, self.manifest(path), self)
         except Exception as exc:  # the engine is written: a missing manifest is a warning, never an error
+            with contextlib.suppress(OSError):  # an older one beside it describes the engine just replaced
+                os.unlink(manifest_path(path))
             log.warning("the manifest of %s could not be written: %s", path, exc)
             warnings.warn(f"the manifest of {path} could not be written: {exc}", stacklevel=2)
         return str(path)
@@ -900,6 +902,9 @@ class Build(Waiting):
         if not data:
             raise BuildError(f"no engine: the build is {self._status}")
         identity = self._provenance_identity()
+        changed = self._changed_files() if self.reused_from is None and identity["model"] is not None else ""
+        if changed:  # a manifest never claims bytes the engine may not have been built from (D22-5)
+            raise BuildError(f"no manifest: the model's files changed during the build ({changed})")
         digest = hashlib.sha256(data).hexdigest()
         return make_manifest(
             self,

@@ -813,17 +813,21 @@ def _note_model_read(path: str, handle: BinaryIO, before: os.stat_result) -> Non
 
 def _parse_opened(parser: IOnnxParser, path: str, source: ModelSource, handle: BinaryIO, rewritable: bool) -> bool:
     """:func:`_parse_file` of the model file open as ``handle`` (``rewritable``: another user may write it)."""
-    empty = os.fstat(handle.fileno()).st_size == 0
+    empty = f"could not parse {source.shown} as ONNX: the file is empty (0 bytes)"  # said here: the parser would
+    if os.fstat(handle.fileno()).st_size == 0:  # open the file again by name to say it
+        raise BuildError(empty)
     # the user's process: a mapped file that shrinks would be SIGBUS
     if not _external_data.MAP_FILES or rewritable:
         data = _external_data.read_model(handle, path)
+        if not data:
+            raise BuildError(empty)
         if rewritable:  # these bytes are parsed, whatever the file holds by then
             sha256 = hashlib.sha256(data).hexdigest()
             _external_data.note_key(_external_data.MODEL_FILE, _external_data.content_key(sha256))
         locations = external_locations(data)
         check_external_data(locations, source.directory, source.label, source.hint)
-        return _parse_with_data(parser, path, source, locations, data, empty or not data, rewritable)
-    if empty or capabilities()["gil_unsafe_parse"]:  # the parser says what is wrong with an empty file
+        return _parse_with_data(parser, path, source, locations, data, False, rewritable)
+    if capabilities()["gil_unsafe_parse"]:
         locations = file_locations(path, remembered=False)
         check_external_data(locations, source.directory, source.label, source.hint)
         return _parse_with_data(parser, path, source, locations, None, True)
@@ -852,8 +856,9 @@ def _parse_with_data(
     while the parser would read it again by name, the parser reads a private 0700 copy of the model (``data``)
     and of those very files; elsewhere it reads them in place, and a name that no longer leads to the file held
     once it is done fails the build (the parser opens the names again)."""
-    again = rewritable and data is not None and (from_file or capabilities()["gil_unsafe_parse"])
-    if (not locations and not again) or source.directory is None:
+    by_name = from_file or data is None or bool(capabilities()["gil_unsafe_parse"])  # the parser opens ``path``
+    again = rewritable and data is not None and by_name
+    if (not locations and not by_name) or source.directory is None:
         with _parser_path(path) as given:
             return _parse_at(parser, given, data, from_file)
     with _external_data.HeldData(locations, source.directory, source.label) as held:

@@ -535,7 +535,7 @@ class HeldData:
         """Why another user could swap the names in the model's folder ("" where only this user can): a folder on
         the way they may write without the sticky bit, or one they may write (sticky or not) holding an entry on
         the way that is theirs (the sticky bit lets a user rename their own entries: D22-2), ``model``'s too."""
-        if not self.fds:
+        if not self.fds and self.model is None:
             return ""
         folders = {os.path.realpath(self.directory)}
         for location in self.fds:
@@ -584,12 +584,15 @@ class HeldData:
         folder = os.path.join(self.snapshot, "model")  # apart from the lock file private_dir keeps
         os.mkdir(folder, 0o700)
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        digests: dict[str, str] = {}  # target -> sha256 of the bytes copied there (of a file others may write)
         for location, fd in self.fds.items():
             target = os.path.join(folder, os.path.normpath(location))
             os.makedirs(os.path.dirname(target), mode=0o700, exist_ok=True)
             try:
                 out = os.open(target, flags, 0o600)
-            except FileExistsError:  # 'w.bin' and './w.bin': one file
+            except FileExistsError:  # 'w.bin' and './w.bin': one file, one copy the parser reads for both
+                if target in digests:
+                    self.copied[location] = digests[target]
                 continue
             digest = hashlib.sha256() if location in self.rewritable else None
             with open(out, "wb") as sink:
@@ -599,7 +602,7 @@ class HeldData:
                     if digest is not None:
                         digest.update(block)
             if digest is not None:
-                self.copied[location] = digest.hexdigest()
+                self.copied[location] = digests[target] = digest.hexdigest()
         path, n = os.path.join(folder, "model.onnx"), 0
         while os.path.lexists(path):  # a model naming its data 'model.onnx'
             n += 1

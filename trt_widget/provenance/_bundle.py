@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .._errors import BuildError
 from .._files import expand_user, output_stream, utf8
 from .._version import __version__
 from ._hashes import open_regular
@@ -152,9 +153,13 @@ def write_bundle(
     }
     texts.append(("build.json", _json(summary), "the outcome: status, detail, error, time, warnings and errors"))
     manifest: JSONObject | None = None
+    said = "the engine's manifest (docs/manifest.md); null without one"
     if build.status == "succeeded" and build.engine:
-        manifest = build.manifest(Path(build.options.output or "engine").name)
-    texts.append(("manifest.json", _json(manifest), "the engine's manifest (docs/manifest.md); null without one"))
+        try:
+            manifest = build.manifest(Path(build.options.output or "engine").name)
+        except BuildError as exc:  # the model's files changed during the build: nothing vouches for the engine
+            said += f" (here: {exc})"
+    texts.append(("manifest.json", _json(manifest), said))
     report = build.engine_report
     texts.append(
         (

@@ -52,8 +52,10 @@ class RunContext:
     # the builder process has built nothing yet, or gave its memory back while idle: this build pays one-time
     # costs inside TensorRT's phases (faulting in fresh memory), which a build right after another does not
     on_cold_builder: Callable[[], None] = field(default=lambda: None)
-    # the stat key of each model file the builder read ("": the model file; each external-data location), None
-    # where it changed while read: the build keeps its engine for reuse only when these are the files it hashed
+    # the key of each model file the builder read ("": the model file; each external-data location): its stat key,
+    # or for a file another user may write the hash of the bytes parsed (``_external_data.vouching_key``); None where
+    # it changed while read. The build keeps its engine for reuse, and writes a manifest, only when these are the
+    # keys of the files it hashed: a custom runner that never calls this keeps neither
     on_read_files: Callable[[dict[str, str | None]], None] = field(default=lambda _keys: None)
 
     @property

@@ -121,7 +121,6 @@ def _poison_after_the_hash(shared: Path, tmp_path: Path, writer_ids: list[str], 
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="adversary run 25: D25-1 a map outlives a revoked write: stat key vouches")
 def test_a_map_kept_after_the_write_access_is_revoked_never_gets_its_weights_reused(
     shared: Path, tmp_path: Path
 ) -> None:
@@ -129,7 +128,6 @@ def test_a_map_kept_after_the_write_access_is_revoked_never_gets_its_weights_reu
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="adversary run 25: D25-2 private group ignores users with it as primary")
 def test_a_user_whose_primary_group_is_our_private_group_never_gets_its_weights_reused(
     shared: Path, tmp_path: Path
 ) -> None:

@@ -7,11 +7,13 @@ from __future__ import annotations
 import os
 import shutil
 import struct
+import time
 from pathlib import Path
 
 import pytest
 
-from trt_widget._external_data import content_key, rewritable_by_others, stat_key, vouching_key
+from trt_widget import _external_data
+from trt_widget._external_data import RACY_NS, content_key, rewritable_by_others, stat_key, stat_vouches, vouching_key
 
 pytestmark = pytest.mark.skipif(os.name != "posix" or os.geteuid() != 0, reason="chown to another user: root only")
 
@@ -66,5 +68,51 @@ def test_an_acl_granting_another_user_write_counts(tmp_path: Path) -> None:
 
 def test_the_key_a_build_compares_is_the_bytes_hash_where_another_user_may_write(tmp_path: Path) -> None:
     mine, theirs = _file(tmp_path, 0o644), _file(tmp_path, 0o646)
-    assert vouching_key(os.stat(mine), "ab", str(mine)) == stat_key(os.stat(mine))
-    assert vouching_key(os.stat(theirs), "ab", str(theirs)) == content_key("ab") == "sha256:ab"
+    later = time.time_ns() + RACY_NS  # as if hashed once both had settled
+    assert vouching_key(os.stat(mine), "ab", str(mine), later) == stat_key(os.stat(mine))
+    assert vouching_key(os.stat(theirs), "ab", str(theirs), later) == content_key("ab") == "sha256:ab"
+
+
+def test_a_stat_vouches_only_once_no_page_can_still_be_dirty(tmp_path: Path) -> None:
+    """D25-1: a store through a shared map into a page already dirty changes no stat field; a page is written back
+    (and its next store stamps the file) within the kernel's writeback window, which RACY_NS outlasts."""
+    expire = int(Path("/proc/sys/vm/dirty_expire_centisecs").read_text())
+    writeback = int(Path("/proc/sys/vm/dirty_writeback_centisecs").read_text())
+    assert writeback <= 0 or max(60 * 10**9, 2 * (expire + writeback) * 10**7) <= RACY_NS
+    path = _file(tmp_path, 0o644)
+    info, now = os.stat(path), time.time_ns()
+    assert not stat_vouches(info, str(path), now)  # just written
+    assert stat_vouches(info, str(path), max(info.st_ctime_ns, info.st_mtime_ns) + RACY_NS)
+
+
+def test_a_file_system_that_never_writes_back_never_vouches(tmp_path: Path) -> None:
+    """tmpfs keeps its pages in memory: a store through a map into one never stamps the file again."""
+    shm = Path("/dev/shm")
+    if not shm.is_dir() or not os.access(shm, os.W_OK):
+        pytest.skip("no /dev/shm here")
+    path = shm / f"trt_widget-test-{os.getpid()}.bin"
+    path.write_bytes(b"weights")
+    try:
+        info = os.stat(path)
+        assert not stat_vouches(info, str(path), max(info.st_ctime_ns, info.st_mtime_ns) + RACY_NS)
+    finally:
+        path.unlink()
+    info = os.stat(_file(tmp_path, 0o644))  # this folder's (the test's own disk)
+    assert stat_vouches(info, None, max(info.st_ctime_ns, info.st_mtime_ns) + RACY_NS) == (
+        _external_data._stamping(info.st_dev)
+    )
+
+
+def test_a_group_another_account_has_as_its_primary_group_is_not_private(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """D25-2: ``useradd -g root operator`` (RHEL's operator account has gid 0): its processes may write root's
+    ``rw-rw-r--`` files though root's group lists no members."""
+    import pwd
+
+    mine = _file(tmp_path, 0o664)
+    assert not _rewritable(mine)
+    accounts = pwd.getpwall()
+    operator = pwd.struct_passwd(("operator", "x", 11, 0, "operator", "/root", "/sbin/nologin"))
+    monkeypatch.setattr(pwd, "getpwall", lambda: [*accounts, operator])  # /etc/passwd with that account
+    assert _rewritable(mine)

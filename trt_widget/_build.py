@@ -27,6 +27,7 @@ from ._engine import BEFORE_PHASES, CaptureLogger, ModelLike, ModelSource
 from ._errors import BuildCancelled, BuildError
 from ._event_sinks import Sink
 from ._expected import parse_row, unexpected_errors
+from ._external_data import read_matches
 from ._files import (
     ENGINES_SYNCED,
     ForeignFile,
@@ -783,8 +784,9 @@ class Build(Waiting):
 
     def _changed_files(self) -> str:
         """Why this build's engine may not be built from the bytes its model identity hashed ("" where it is: the
-        builder read each file with the very stat key the hash was taken of, a key that says the bytes are those
-        hashed, ``_external_data.vouching_key``). A model given as bytes: hashed from those very bytes."""
+        builder read each file with the very stat key the hash was taken of, where that key stands for the bytes,
+        else bytes of that very hash: ``_external_data.vouching_key``, ``read_matches``). A model given as bytes:
+        hashed from those very bytes."""
         if self.source.kind == "bytes":
             return ""
         read, hashed = self._read_keys, self._hashed_keys
@@ -796,7 +798,7 @@ class Build(Waiting):
                 return f"{what} was not both hashed and read"
             if hashed[name] is None:
                 return f"{what} could not be tied to the bytes hashed"
-            if read[name] != hashed[name]:
+            if not read_matches(read[name], hashed[name]):
                 return f"{what} changed between its hash and the build"
         return ""
 

@@ -791,8 +791,9 @@ def _parse_file(parser: IOnnxParser, path: str, source: ModelSource) -> bool:
     :func:`_parse_with_data`)."""
     with open(_external_data.open_model(path), "rb") as handle:  # a regular file
         before = os.fstat(handle.fileno())
-        rewritable = _external_data.rewritable_by_others(before, handle.fileno())
-        ok = _parse_opened(parser, path, source, handle, rewritable)
+        # another user may write it, or its stat may not stand for its bytes yet: parsed from memory, by their hash
+        rewritable = not _external_data.stat_vouches(before, handle.fileno(), time.time_ns())
+        ok = _parse_opened(parser, path, source, handle, before, rewritable)
         if not rewritable:  # (else noted by the hash of the bytes parsed)
             _note_model_read(path, handle, before)
     return ok
@@ -811,8 +812,11 @@ def _note_model_read(path: str, handle: BinaryIO, before: os.stat_result) -> Non
     _external_data.note_read(_external_data.MODEL_FILE, before, after)
 
 
-def _parse_opened(parser: IOnnxParser, path: str, source: ModelSource, handle: BinaryIO, rewritable: bool) -> bool:
-    """:func:`_parse_file` of the model file open as ``handle`` (``rewritable``: another user may write it)."""
+def _parse_opened(
+    parser: IOnnxParser, path: str, source: ModelSource, handle: BinaryIO, before: os.stat_result, rewritable: bool
+) -> bool:
+    """:func:`_parse_file` of the model file open as ``handle`` (stat ``before`` the read; ``rewritable``: another
+    user may write it, or its stat may not stand for its bytes yet)."""
     empty = f"could not parse {source.shown} as ONNX: the file is empty (0 bytes)"  # said here: the parser would
     if os.fstat(handle.fileno()).st_size == 0:  # open the file again by name to say it
         raise BuildError(empty)
@@ -822,8 +826,9 @@ def _parse_opened(parser: IOnnxParser, path: str, source: ModelSource, handle: B
         if not data:
             raise BuildError(empty)
         if rewritable:  # these bytes are parsed, whatever the file holds by then
-            sha256 = hashlib.sha256(data).hexdigest()
-            _external_data.note_key(_external_data.MODEL_FILE, _external_data.content_key(sha256))
+            after = os.fstat(handle.fileno())
+            read = _external_data.read_key(before, after, hashlib.sha256(data).hexdigest())
+            _external_data.note_key(_external_data.MODEL_FILE, read)
         locations = external_locations(data)
         check_external_data(locations, source.directory, source.label, source.hint)
         return _parse_with_data(parser, path, source, locations, data, False, rewritable)

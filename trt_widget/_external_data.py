@@ -26,10 +26,31 @@ from ._format import escape_controls
 
 MAX_DEPTH = 64  # graphs nest in node attributes; deeper than any real model
 QUICK_SCAN_BYTES = 16 << 20  # below this, searching for the key "location" is quicker than walking the nodes
+
+
+def _writeback_window_ns() -> int:
+    """How long after a file's last change its stat may still not stand for its bytes. A write in the same tick of
+    a coarse file-system clock leaves every stat field as it was ("racy git"); so does a store through a shared
+    writable map into a page already dirty: the kernel stamps mtime and ctime at a page's first write fault only,
+    and again only once the page has been written back (``vm.dirty_expire_centisecs`` +
+    ``vm.dirty_writeback_centisecs``, 35 s by default: twenty-fourth and twenty-fifth re-runs, D24-1, D25-1).
+    Twice that, at least 60 s; never (a century) where periodic writeback is off."""
+    try:
+        with open("/proc/sys/vm/dirty_expire_centisecs") as a, open("/proc/sys/vm/dirty_writeback_centisecs") as b:
+            expire, writeback = int(a.read()), int(b.read())
+    except (OSError, ValueError):
+        return 60 * 10**9
+    if writeback <= 0 or expire < 0:
+        return 100 * 365 * 86400 * 10**9
+    return max(60 * 10**9, 2 * (expire + writeback) * 10**7)
+
+
 # A file's stat seen as unchanged is trusted only when its last change (ctime: set by every write, truncate, rename
-# onto and utime, never set back by a user) lies this long before it was read: a write in the same tick of a coarse
-# file-system clock (1 s on some, 2 s on FAT) would otherwise leave every stat field as it was ("racy git").
-RACY_NS = 2_000_000_000
+# onto and utime, never set back by a user) lies this long before it was read (:func:`_writeback_window_ns`).
+RACY_NS = _writeback_window_ns()
+# file systems whose pages, once written back, take a new mtime and ctime at their next store through a map (tmpfs
+# and ramfs never write back; network and FUSE file systems: other processes, other rules)
+STAMPING_FILE_SYSTEMS = frozenset({"ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "overlay"})
 MEMO_FILES = 64
 MAX_MODEL_BYTES = 2 << 30  # protobuf's own limit: no ONNX model file is larger (its big weights go to external data)
 
@@ -207,13 +228,12 @@ def read_model(handle: BinaryIO, path: str | os.PathLike[str]) -> bytes:
 
 
 def read_model_keyed(handle: BinaryIO, path: str | os.PathLike[str]) -> tuple[bytes, str | None]:
-    """:func:`read_model`, and the stat key of the file read (None where it changed while read): a runner that
-    ships the model's bytes tells its build which file they came from (``RunContext.on_read_files``)."""
+    """:func:`read_model`, and the key of the file read (:func:`read_key`): a runner that ships the model's bytes
+    tells its build which file they came from (``RunContext.on_read_files``)."""
     before = os.fstat(handle.fileno())
     data = read_model(handle, path)
-    if rewritable_by_others(before, handle.fileno()):  # its stat does not vouch for its bytes: their hash does
-        return data, content_key(hashlib.sha256(data).hexdigest())
-    return data, stat_key(before) if stat_key(os.fstat(handle.fileno())) == stat_key(before) else None
+    vouches = stat_vouches(before, handle.fileno(), time.time_ns())
+    return data, read_key(before, os.fstat(handle.fileno()), None if vouches else hashlib.sha256(data).hexdigest())
 
 
 def stat_key(info: os.stat_result) -> str:
@@ -235,13 +255,57 @@ def content_key(sha256: str) -> str:
     return f"sha256:{sha256}"
 
 
-def vouching_key(info: os.stat_result, sha256: str, file: int | str | None = None) -> str:
+def stat_vouches(info: os.stat_result, file: int | str | None, at: int) -> bool:
+    """Whether the stat key of the file ``info`` describes (``file``: its descriptor or path) stands for its bytes
+    read at ``at`` (``time.time_ns()``): only this user (or root) may write it now, its file system stamps stores
+    through a map once written back, and its last change lies :data:`RACY_NS` before ``at``, so that no page of it
+    can still be dirty from a time another user could write it (a map made then keeps write access after a chmod
+    or chown: D25-1). A builder that reads a file whose stat does not vouch for it parses a private copy of its
+    bytes and reports their hash (:func:`read_key`)."""
+    if os.name != "posix":
+        return settled(info, at)
+    return not rewritable_by_others(info, file) and _stamping(info.st_dev) and settled(info, at)
+
+
+def vouching_key(info: os.stat_result, sha256: str, file: int | str | None, at: int) -> str:
     """The key a build compares with the file its builder read (``RunContext.on_read_files``): the stat key where
-    only this user (or root) may write the file, so that a change to it needs them; else the hash of the bytes
-    read (``sha256``, read now, never remembered): another user changes bytes without changing the stat key by
-    storing through a shared map of the file, whose mtime and ctime the kernel stamps at a page's first write fault
-    only, not again until the page is written back (~30 s: twenty-fourth re-run, D24-1)."""
-    return content_key(sha256) if rewritable_by_others(info, file) else stat_key(info)
+    it stands for the bytes hashed from ``at`` (:func:`stat_vouches`), so that any change since shows in it; else
+    the hash of the bytes (``sha256``, read now, never remembered)."""
+    return stat_key(info) if stat_vouches(info, file, at) else content_key(sha256)
+
+
+def read_key(before: os.stat_result, after: os.stat_result | None, sha256: str | None) -> str | None:
+    """What a builder records of a file it read (:func:`note_key`): its stat key where unchanged across the read
+    (``before``, ``after``), and the hash of the bytes it parsed where it took one (``sha256``: a file whose stat may
+    not stand for its bytes), space-separated; None where it has neither. A build's key matches either."""
+    parts = [stat_key(before)] if after is not None and stat_key(after) == stat_key(before) else []
+    parts += [content_key(sha256)] if sha256 is not None else []
+    return " ".join(parts) or None
+
+
+def read_matches(read: str | None, hashed: str | None) -> bool:
+    """Whether what a builder read (:func:`read_key`) is what a build hashed (:func:`vouching_key`)."""
+    return read is not None and hashed is not None and hashed in read.split(" ")
+
+
+_fs_types: dict[int, str] = {}
+
+
+def _stamping(device: int) -> bool:
+    """Whether the file system of ``device`` is one of :data:`STAMPING_FILE_SYSTEMS` (``/proc/self/mountinfo``)."""
+    if device not in _fs_types:
+        kind = ""
+        try:
+            with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as mounts:
+                for line in mounts:
+                    fields = line.split(" ")
+                    if len(fields) > 2 and fields[2] == f"{os.major(device)}:{os.minor(device)}" and " - " in line:
+                        kind = line.split(" - ", 1)[1].split(" ", 1)[0]
+                        break
+        except OSError:
+            pass
+        _fs_types[device] = kind
+    return _fs_types[device] in STAMPING_FILE_SYSTEMS
 
 
 _reads: contextvars.ContextVar[dict[str, str | None] | None] = contextvars.ContextVar("trt_widget_reads", default=None)
@@ -259,10 +323,11 @@ def recording_reads() -> Iterator[dict[str, str | None]]:
         _reads.reset(token)
 
 
-def note_read(name: str, before: os.stat_result, after: os.stat_result | None) -> None:
+def note_read(name: str, before: os.stat_result, after: os.stat_result | None, sha256: str | None = None) -> None:
     """Record that the build read the file ``name`` (its descriptor's stat ``before`` and ``after`` the read; None:
-    the bytes read are not that file's for sure). Two reads of one name with different keys record None."""
-    note_key(name, stat_key(before) if after is not None and stat_key(after) == stat_key(before) else None)
+    the bytes read are not that file's for sure; ``sha256``: the hash of the bytes parsed, where taken: see
+    :func:`read_key`). Two reads of one name with different keys record None."""
+    note_key(name, read_key(before, after, sha256))
 
 
 def note_key(name: str, key: str | None) -> None:
@@ -451,15 +516,19 @@ def rewritable_by_others(info: os.stat_result, file: int | str | None = None) ->
 
 
 def _private_group(gid: int) -> bool:
-    """Whether ``gid`` is this user's private group: their primary group, named as they are, with no members."""
+    """Whether ``gid`` is this user's private group: their primary group, named as they are, with no members, and
+    no other account's primary group (``useradd -g alice``: D25-2; accounts a directory service does not list are
+    not seen)."""
     import grp
     import pwd
 
     try:
         group, user = grp.getgrgid(gid), pwd.getpwuid(os.geteuid())
+        if gid != user.pw_gid or group.gr_name != user.pw_name or group.gr_mem:
+            return False
+        return not any(other.pw_gid == gid and other.pw_uid != user.pw_uid for other in pwd.getpwall())
     except (KeyError, OSError):
         return False
-    return gid == user.pw_gid and group.gr_name == user.pw_name and not group.gr_mem
 
 
 def _has_acl(file: int | str) -> bool:
@@ -526,9 +595,10 @@ class HeldData:
             self.close()
             raise
         self.label = label
-        # files another user may write: parsed from a private copy, hashed while copied (their stat vouches for
-        # nothing: :func:`vouching_key`)
-        self.rewritable = {loc for loc, fd in self.fds.items() if rewritable_by_others(self.opened[loc], fd)}
+        # files whose stat does not stand for their bytes (:func:`stat_vouches`): parsed from a private copy,
+        # hashed while copied
+        now = time.time_ns()
+        self.rewritable = {loc for loc, fd in self.fds.items() if not stat_vouches(self.opened[loc], fd, now)}
         self.copied: dict[str, str] = {}  # location -> sha256 of the bytes copied, for those
 
     def shared(self) -> str:
@@ -631,14 +701,15 @@ class HeldData:
         """Record each file held as read (:func:`note_read`): its stat as opened and now, once the parser read it
         in place or it was copied."""
         for location, fd in self.fds.items():
-            if location in self.rewritable:  # the bytes copied, by their hash (None: not copied under this name)
-                note_key(location, content_key(self.copied[location]) if location in self.copied else None)
-                continue
             try:
                 now: os.stat_result | None = os.fstat(fd)
             except OSError:
                 now = None
-            note_read(location, self.opened[location], now)
+            # where copied for its stat's sake, with the hash of the bytes copied (None: not copied under this name)
+            if location in self.rewritable and location not in self.copied:
+                note_key(location, None)
+                continue
+            note_read(location, self.opened[location], now, self.copied.get(location))
 
     def close(self) -> None:
         for fd in self.fds.values():

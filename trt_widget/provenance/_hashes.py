@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from .._external_data import remember_locations, rewritable_by_others, settled, stat_key
+from .._external_data import remember_locations, settled, stat_key, stat_vouches
 from .._files import resolve, utf8
 from .._json import json_int
 
@@ -172,7 +172,7 @@ class HashCache:
         with open(open_regular(path, owners=owners), "rb") as handle:
             info = os.fstat(handle.fileno())
             # a file another user may write is read now: its stat may stay the same while its bytes change (D24-1)
-            known = None if rewritable_by_others(info, handle.fileno()) else self.lookup(info)
+            known = self.lookup(info) if stat_vouches(info, handle.fileno(), time.time_ns()) else None
             if known is not None:
                 return known, info
             if size is not None and info.st_size != size:

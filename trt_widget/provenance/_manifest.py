@@ -82,10 +82,11 @@ def model_identity(
 
     keys = keys if keys is not None else {}
     try:
+        began = time.time_ns()
         model, info = _model_file(value, hashes)
     except Exception:
         return None
-    keys[MODEL_FILE] = vouching_key(info, model.sha256, value)
+    keys[MODEL_FILE] = vouching_key(info, model.sha256, value, began)
 
     directory = getattr(source, "directory", None)  # None: no file may be named (an upload to serve, Ray)
     locations = model.locations or ()
@@ -98,10 +99,11 @@ def model_identity(
         if real is None:
             return None
         try:
+            began = time.time_ns()
             data, info = hashes.file(real)
         except OSError:
             return None  # the build says why
-        key = vouching_key(info, data.sha256, real)
+        key = vouching_key(info, data.sha256, real, began)
         keys[location] = key if keys.get(location, key) == key else None  # one location named twice: one file
         external.append({"location": location, "sha256": data.sha256, "size": data.size})
         whole.update(f"{location}\0{data.sha256}\n".encode(errors="surrogateescape"))
@@ -116,12 +118,12 @@ def model_identity(
 def _model_file(path: str, hashes: HashCache) -> tuple[Hashed, os.stat_result]:
     """The model file's hash and the external-data locations it names (remembered, or read once for both), and
     the file's stat."""
-    from .._external_data import external_locations, open_model, read_model, remember_locations, rewritable_by_others
+    from .._external_data import external_locations, open_model, read_model, remember_locations, stat_vouches
 
     with open(open_model(path), "rb") as handle:  # a regular file, opened without blocking, read bounded
         info = os.fstat(handle.fileno())
         # a file another user may write: read now (its stat may stay the same while its bytes change: D24-1)
-        known = None if rewritable_by_others(info, handle.fileno()) else hashes.lookup(info)
+        known = hashes.lookup(info) if stat_vouches(info, handle.fileno(), time.time_ns()) else None
         if known is not None and known.locations is not None:
             return known, info
         began = time.time_ns()

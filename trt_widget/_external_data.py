@@ -288,24 +288,19 @@ def read_matches(read: str | None, hashed: str | None) -> bool:
     return read is not None and hashed is not None and hashed in read.split(" ")
 
 
-_fs_types: dict[int, str] = {}
-
-
 def _stamping(device: int) -> bool:
-    """Whether the file system of ``device`` is one of :data:`STAMPING_FILE_SYSTEMS` (``/proc/self/mountinfo``)."""
-    if device not in _fs_types:
-        kind = ""
-        try:
-            with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as mounts:
-                for line in mounts:
-                    fields = line.split(" ")
-                    if len(fields) > 2 and fields[2] == f"{os.major(device)}:{os.minor(device)}" and " - " in line:
-                        kind = line.split(" - ", 1)[1].split(" ", 1)[0]
-                        break
-        except OSError:
-            pass
-        _fs_types[device] = kind
-    return _fs_types[device] in STAMPING_FILE_SYSTEMS
+    """Whether the file system of ``device`` is one of :data:`STAMPING_FILE_SYSTEMS` (``/proc/self/mountinfo``, read
+    each time: an anonymous device number, a tmpfs's or an overlay's, is given to another mount once unmounted)."""
+    wanted = f"{os.major(device)}:{os.minor(device)}"
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as mounts:
+            for line in mounts:
+                fields = line.split(" ")
+                if len(fields) > 2 and fields[2] == wanted and " - " in line:
+                    return line.split(" - ", 1)[1].split(" ", 1)[0] in STAMPING_FILE_SYSTEMS
+    except OSError:
+        pass
+    return False
 
 
 _reads: contextvars.ContextVar[dict[str, str | None] | None] = contextvars.ContextVar("trt_widget_reads", default=None)

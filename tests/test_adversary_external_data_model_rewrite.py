@@ -12,33 +12,13 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from external_weight import N, model_with_external_weight
 from other_user import as_nobody
 
 from trt_widget import Build
 
-N = 256  # floats: the weight is 1 KiB
 SECRET = (b"ROOT-ONLY-KEY-the-model-never-named-at-its-check:" * 40)[: N * 4]
-
-
-def _model_with_external_weight(folder: Path) -> Path:
-    """``y = x + W`` with W (``N`` floats) in ``w.bin`` beside the model."""
-    weight = numpy_helper.from_array(np.full((1, N), 1.5, np.float32), "W")
-    graph = helper.make_graph(
-        [helper.make_node("Add", ["x", "W"], ["y"])],
-        "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, N])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, N])],
-        [weight],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    path = folder / "m.onnx"
-    onnx.save_model(model, path, save_as_external_data=True, location="w.bin", size_threshold=0)
-    return path
 
 
 @pytest.mark.slow
@@ -54,7 +34,7 @@ def test_a_model_rewritten_by_its_owner_after_the_check_reads_no_unchecked_file(
 
     own = shared / "own"  # root's own folder: 0755, no one else may rename or add anything there
     own.mkdir(mode=0o755)
-    model = _model_with_external_weight(own)
+    model = model_with_external_weight(own)
     (own / "w.bin").chmod(0o644)
     (own / "k.bin").write_bytes(SECRET)
     (own / "k.bin").chmod(0o600)

@@ -13,33 +13,13 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from external_weight import N, model_with_external_weight
 from other_user import as_nobody
 
 from trt_widget import Build
 
-N = 256  # floats: the weight is 1 KiB
 SECRET = (b"root:$6$a-secret-the-model-never-named$:19000:0:99999:7:::\n" * 40)[: N * 4]
-
-
-def _model_with_external_weight(folder: Path) -> Path:
-    """``y = x + W`` with W (``N`` floats) in ``w.bin`` beside the model."""
-    weight = numpy_helper.from_array(np.full((1, N), 1.5, np.float32), "W")
-    graph = helper.make_graph(
-        [helper.make_node("Add", ["x", "W"], ["y"])],
-        "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, N])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, N])],
-        [weight],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    path = folder / "m.onnx"
-    onnx.save_model(model, path, save_as_external_data=True, location="w.bin", size_threshold=0)
-    return path
 
 
 @pytest.mark.slow
@@ -50,7 +30,7 @@ def test_another_users_data_in_a_sticky_folder_is_not_swapped_during_the_parse(
 
     made = shared / "made"  # where nobody can read them (tmp_path is 0700)
     made.mkdir(mode=0o755)
-    _model_with_external_weight(made)
+    model_with_external_weight(made)
     for name in ("m.onnx", "w.bin"):
         (made / name).chmod(0o644)
     drop = shared / "drop"  # a team's drop folder: the group may add files, the sticky bit guards each one's own

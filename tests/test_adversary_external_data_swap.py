@@ -11,32 +11,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import numpy as np
-import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from external_weight import N, model_with_external_weight
 
 from trt_widget import Build
 
-N = 256  # floats: the weight is 1 KiB
 SECRET = (b"root:$6$a-secret-the-model-never-named$:19000:0:99999:7:::\n" * 40)[: N * 4]
-
-
-def _model_with_external_weight(folder: Path) -> Path:
-    """``y = x + W`` with W (``N`` floats) in ``w.bin`` beside the model."""
-    weight = numpy_helper.from_array(np.full((1, N), 1.5, np.float32), "W")
-    graph = helper.make_graph(
-        [helper.make_node("Add", ["x", "W"], ["y"])],
-        "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, N])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, N])],
-        [weight],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    path = folder / "m.onnx"
-    onnx.save_model(model, path, save_as_external_data=True, location="w.bin", size_threshold=0)
-    return path
 
 
 @pytest.mark.slow
@@ -47,7 +27,7 @@ def test_external_data_swapped_for_a_link_after_the_check_never_reaches_the_engi
 
     folder = tmp_path / "shared-model"
     folder.mkdir()
-    model = _model_with_external_weight(folder)
+    model = model_with_external_weight(folder)
     secret = tmp_path / "shadow"
     secret.write_bytes(SECRET)
     checked = engine_module.check_external_data  # type: ignore[attr-defined]  # imported there: patched there

@@ -18,15 +18,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from external_weight import N, model_with_external_weight
+from onnx import TensorProto, helper
 from other_user import NOBODY
 
 from trt_widget import Build
 
-N = 256  # floats: the weight is 1 KiB
 POISON = (b"POISONED-WEIGHTS-the-trusted-model-never-had\n" * 40)[: N * 4]
 
 # nobody's side: map w.bin shared and writable, store its own bytes (the stamp), then on "go" store the poison
@@ -46,23 +45,6 @@ sys.stdin.readline()
 """
 
 
-def _model_with_external_weight(folder: Path) -> Path:
-    """``y = x + W`` with W (``N`` floats of 1.5) in ``w.bin`` beside the model."""
-    weight = numpy_helper.from_array(np.full((1, N), 1.5, np.float32), "W")
-    graph = helper.make_graph(
-        [helper.make_node("Add", ["x", "W"], ["y"])],
-        "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, N])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, N])],
-        [weight],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    path = folder / "m.onnx"
-    onnx.save_model(model, path, save_as_external_data=True, location="w.bin", size_threshold=0)
-    return path
-
-
 def _engine_bytes(build: Build, output: Path) -> bytes:
     return output.read_bytes() if output.exists() else (build.engine or b"")
 
@@ -76,7 +58,7 @@ def test_data_stored_through_a_map_after_the_reuse_key_is_never_reused_for_the_r
     folder, trusted, cache = shared / "model", tmp_path / "trusted", tmp_path / "cache"
     folder.mkdir(mode=0o755)
     trusted.mkdir()
-    model = _model_with_external_weight(folder)
+    model = model_with_external_weight(folder)
     shutil.copy(model, trusted / "m.onnx")
     shutil.copy(folder / "w.bin", trusted / "w.bin")  # the real weights
     for path in (folder, model, folder / "w.bin"):
@@ -135,7 +117,7 @@ def test_data_stored_through_a_map_after_its_hash_was_remembered_is_never_reused
     folder, trusted, cache = shared / "model", tmp_path / "trusted", tmp_path / "cache"
     folder.mkdir(mode=0o755)
     trusted.mkdir()
-    model = _model_with_external_weight(folder)
+    model = model_with_external_weight(folder)
     shutil.copy(model, trusted / "m.onnx")
     shutil.copy(folder / "w.bin", trusted / "w.bin")  # the real weights
     for path in (folder, model, folder / "w.bin"):
@@ -191,7 +173,7 @@ def test_data_another_user_may_write_named_twice_keeps_reuse(tmp_path: Path) -> 
 
     folder = tmp_path / "team"
     folder.mkdir()
-    model = _model_with_external_weight(folder)
+    model = model_with_external_weight(folder)
     proto = onnx.load(str(model), load_external_data=False)
     weight = proto.graph.initializer[0]
     twice = onnx.helper.make_graph(

@@ -23,14 +23,11 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from external_weight import N, model_with_external_weight
 
 from trt_widget import Build
 
-N = 256  # floats: the weight is 1 KiB
 POISON = (b"POISONED-WEIGHTS-the-trusted-model-never-had\n" * 40)[: N * 4]
 
 # the other user's side: map w.bin shared and writable, store its own bytes (the stamp), then on "go" the poison
@@ -46,23 +43,6 @@ before = key()
 m[:] = bytes.fromhex(sys.argv[2])
 print("same" if key() == before else "stamped-again", flush=True)
 """
-
-
-def _model_with_external_weight(folder: Path) -> Path:
-    """``y = x + W`` with W (``N`` floats of 1.5) in ``w.bin`` beside the model."""
-    weight = numpy_helper.from_array(np.full((1, N), 1.5, np.float32), "W")
-    graph = helper.make_graph(
-        [helper.make_node("Add", ["x", "W"], ["y"])],
-        "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, N])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, N])],
-        [weight],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    path = folder / "m.onnx"
-    onnx.save_model(model, path, save_as_external_data=True, location="w.bin", size_threshold=0)
-    return path
 
 
 def _build(model: Path, output: Path, cache: Path) -> bytes:
@@ -82,7 +62,7 @@ def _poison_after_the_hash(shared: Path, tmp_path: Path, writer_ids: list[str], 
     folder, trusted, cache = shared / "model", tmp_path / "trusted", tmp_path / "cache"
     folder.mkdir(mode=0o755)
     trusted.mkdir()
-    model = _model_with_external_weight(folder)
+    model = model_with_external_weight(folder)
     shutil.copy(model, trusted / "m.onnx")
     shutil.copy(folder / "w.bin", trusted / "w.bin")  # the real weights
     if revoke:

@@ -12,33 +12,13 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from external_weight import N, model_with_external_weight
 
 from trt_widget import Build
 from trt_widget.provenance import manifest_path
 
-N = 256  # floats: the weight is 1 KiB
 POISON = (b"POISONED-WEIGHTS-the-trusted-model-never-had\n" * 40)[: N * 4]
-
-
-def _model_with_external_weight(folder: Path) -> Path:
-    """``y = x + W`` with W (``N`` floats of 1.5) in ``w.bin`` beside the model."""
-    weight = numpy_helper.from_array(np.full((1, N), 1.5, np.float32), "W")
-    graph = helper.make_graph(
-        [helper.make_node("Add", ["x", "W"], ["y"])],
-        "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, N])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, N])],
-        [weight],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    path = folder / "m.onnx"
-    onnx.save_model(model, path, save_as_external_data=True, location="w.bin", size_threshold=0)
-    return path
 
 
 def _engine_bytes(build: Build, output: Path) -> bytes:
@@ -54,7 +34,7 @@ def test_data_swapped_after_the_reuse_key_is_never_reused_for_the_real_model(
     shared, trusted, cache = tmp_path / "shared", tmp_path / "trusted", tmp_path / "cache"
     shared.mkdir()
     trusted.mkdir()
-    model = _model_with_external_weight(shared)
+    model = model_with_external_weight(shared)
     shutil.copy(model, trusted / "m.onnx")
     shutil.copy(shared / "w.bin", trusted / "w.bin")  # the real weights
     held = external.HeldData.__init__
@@ -103,7 +83,7 @@ def test_data_edited_during_the_build_keeps_no_engine_for_reuse(
     monkeypatch.setattr(external, "RACY_NS", 0)
     folder, cache, output = tmp_path / "m", tmp_path / "cache", tmp_path / "m.engine"
     folder.mkdir()
-    model = _model_with_external_weight(folder)
+    model = model_with_external_weight(folder)
     parse_at = engine_module._parse_at
     edited: list[bool] = []
 
@@ -155,7 +135,7 @@ def test_a_save_after_a_swap_writes_no_manifest_and_nothing_reuses_the_engine(
     shared, trusted = tmp_path / "shared", tmp_path / "trusted"
     shared.mkdir()
     trusted.mkdir()
-    model = _model_with_external_weight(shared)
+    model = model_with_external_weight(shared)
     shutil.copy(model, trusted / "m.onnx")
     shutil.copy(shared / "w.bin", trusted / "w.bin")
     real = (shared / "w.bin").read_bytes()

@@ -270,6 +270,8 @@ def _not_ignored(files: Path, work: Path) -> list[str]:
         if p.is_file() and not p.name.startswith("history.sqlite") and not p.relative_to(work).parts[0].startswith(".")
     ]
     left = [name for name in left if name not in given]
+    if not left:  # git check-ignore reads an empty line as an empty pathspec, and fails
+        return []
     checked = subprocess.run(
         ["git", "check-ignore", "--no-index", "--stdin"],
         cwd=ROOT,

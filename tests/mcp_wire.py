@@ -6,6 +6,7 @@ import contextlib
 import json
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO
@@ -55,21 +56,35 @@ def exchange(
     last: int = 1,
     env: Mapping[str, str] | None = None,
     stderr: IO[str] | int = subprocess.DEVNULL,
+    limit_s: float = 300.0,
 ) -> list[dict[str, object]]:
     """What a real ``trt-widget mcp`` answered to ``lines``, up to its answer to request ``last`` (read before the
     client closes stdin: a server may drop a request still in flight when its client has gone); empty or short
-    when the server ended without answering it."""
+    when the server ended without answering it. A server still silent after ``limit_s`` is killed and the test
+    fails, rather than hang the suite."""
     answers: list[dict[str, object]] = []
     with mcp_server(cwd, env, stderr) as server:
         assert server.stdin is not None and server.stdout is not None
-        server.stdin.write("".join(json.dumps(line) + "\n" for line in lines))
-        server.stdin.flush()
-        for line in server.stdout:  # ends at the server's exit if it never answers
-            if line.strip():
-                answers.append(json.loads(line))
-                if answers[-1].get("id") == last:
-                    break
-        server.stdin.close()
-        server.stdout.read()
-        server.wait(120)
+        hung = threading.Event()
+
+        def kill() -> None:
+            hung.set()
+            server.kill()
+
+        timer = threading.Timer(limit_s, kill)
+        timer.start()
+        try:
+            server.stdin.write("".join(json.dumps(line) + "\n" for line in lines))
+            server.stdin.flush()
+            for line in server.stdout:  # ends at the server's exit if it never answers
+                if line.strip():
+                    answers.append(json.loads(line))
+                    if answers[-1].get("id") == last:
+                        break
+            server.stdin.close()
+            server.stdout.read()
+            server.wait(120)
+        finally:
+            timer.cancel()
+        assert not hung.is_set(), f"trt-widget mcp neither answered request {last} nor ended within {limit_s} s"
     return answers

@@ -48,7 +48,7 @@ SCRIPTS = [
     ("p11", "p11_sync_bytes.py", ["--measurements", "200", "--seconds", "2"]),
     ("p10", "p10_matrix.py", ["--blocks", "10", "--repeats", "1", "--no-ray"]),  # quick: no Ray start (~20 s)
     ("p12", "p12_kernel_shutdown.py", ["--repeats", "1"]),
-    ("p14", "p14_agents.py", ["--builds", "2", "--trials", "3"]),
+    ("p14", "p14_agents.py", ["--builds", "1", "--trials", "2"]),  # trials: the earliest and latest cancel
     ("p13", "p13_matrix_100.py", ["--builds", "20", "--measurements", "100", "--seconds", "2"]),
     ("p15", "p15_watch.py", ["--repeats", "1", "--blocks", "20"]),
     ("p16", "p16_engine_report.py", ["--repeats", "1", "--blocks", "20", "--layers", "1000", "--parses", "1"]),

@@ -31,6 +31,7 @@ sys.path.insert(0, str(HERE))
 from _common import JSON_PREFIX, load_avg, machine  # noqa: E402
 from report import PAGE, fmt_value, ordered, render, verdict  # noqa: E402
 
+QUICK_REC = ["--record-blocks", "20"]  # p16: the layer record of a small build, not of a verbose resnet50 build
 QUICK_P8 = ["--window", "1", "--stall-blocks", "100", "--p1-blocks", "20"]  # P1: not resnet50's four builds
 # (id, script and its fixed arguments, the --quick arguments: the smallest sizes that still run every path)
 SCRIPTS = [
@@ -51,8 +52,12 @@ SCRIPTS = [
     ("p14", "p14_agents.py", ["--builds", "1", "--trials", "2"]),  # trials: the earliest and latest cancel
     ("p13", "p13_matrix_100.py", ["--builds", "20", "--measurements", "100", "--seconds", "2"]),
     ("p15", "p15_watch.py", ["--repeats", "1", "--blocks", "20"]),
-    ("p16", "p16_engine_report.py", ["--repeats", "1", "--blocks", "20", "--layers", "1000", "--parses", "1"]),
-    ("p16-view", "p16_engine_view.py", ["--layers", "1000", "--repeats", "2"]),
+    (
+        "p16",
+        "p16_engine_report.py",
+        ["--repeats", "1", "--blocks", "20", "--layers", "1000", "--parses", "1", *QUICK_REC],
+    ),
+    ("p16-view", "p16_engine_view.py", ["--layers", "1000", "--repeats", "2", *QUICK_REC]),
     ("p17", "p17_reuse.py", ["--repeats", "1", "--hash-mib", "64"]),
 ]
 KEPT_OUT_OF_DIRTY = [":!bench/results*", ":!docs/performance.md"]

@@ -40,7 +40,7 @@ SCRIPTS = [
     ("p2", "p2_callback_cost.py", ["--steps", "5000", "--blocks", "100"]),
     ("p3", "p3_sync_rate.py", ["--blocks", "100", "--seconds", "1"]),
     ("p4", "p4_stop_latency.py", ["--trials", "4", "--blocks", "100"]),
-    ("p5", "p5_main_thread.py", ["--blocks", "100", "--large", "1200"]),
+    ("p5", "p5_main_thread.py", ["--blocks", "100", "--large", "1200", "--idle-s", "0.5"]),
     ("p6", "p6_memory.py", ["--steps", "50000", "--sizes", "1000", "3000"]),
     ("p7", "p7_frontend.py", ["--updates", "10"]),
     ("p7-10000", "p7_frontend.py --instances 10000 --changed 200", ["--updates", "5"]),

@@ -46,18 +46,20 @@ def ratio_of(onnx: bytes, repeats: int) -> tuple[dict[bool, list[float]], dict[b
     return times, sizes
 
 
-def record_of(layers: int) -> str:
-    """A 10,000-layer ``Layers:`` record made of a real resnet50 build's layer lines (TensorRT for RTX)."""
-    build = Build(models.resnet50(), history=False, verbose=True).start()
+def record_of(layers: int, blocks: int | None = None) -> str:
+    """A 10,000-layer ``Layers:`` record made of a real resnet50 build's layer lines (TensorRT for RTX), or of a
+    deep_residual(``blocks``) build's (smoke runs: a smaller build)."""
+    model = models.resnet50() if blocks is None else models.deep_residual(blocks)
+    build = Build(model, history=False, verbose=True).start()
     assert build.wait(600) == "succeeded"
     record = next(r["message"] for r in build.logs if r["message"].startswith("Layers:"))
     lines = [line for line in record.split("\n") if line.startswith("Name: ")]
     return "Layers:\n" + "\n".join(lines[i % len(lines)].replace("Name: ", f"Name: l{i}_", 1) for i in range(layers))
 
 
-def parse_figure(layers: int, repeats: int) -> dict[str, object]:
+def parse_figure(layers: int, repeats: int, record_blocks: int | None = None) -> dict[str, object]:
     """P16-parse: wall and CPU time of reading a ``layers``-layer record with its summary (and without)."""
-    text = record_of(layers)
+    text = record_of(layers, record_blocks)
     walls, cpus, reads = [], [], []
     for _ in range(repeats):
         wall, cpu = time.perf_counter(), time.process_time()
@@ -96,6 +98,9 @@ def main() -> None:
     parser.add_argument("--layers", type=int, default=10_000)
     parser.add_argument("--parses", type=int, default=5)
     parser.add_argument("--parse-only", action="store_true", help="only P16-parse (no builds timed)")
+    parser.add_argument(
+        "--record-blocks", type=int, default=None, help="P16-parse: deep_residual(N)'s layers, not resnet50's (smoke)"
+    )
     args = parser.parse_args()
     load_start = load_avg()
     results = {}
@@ -111,7 +116,7 @@ def main() -> None:
             ["engine report", "median", "min", "max", "n", "engine B"],
             [[k, median(v), min(v), max(v), len(v), sizes[k]] for k, v in times.items()],
         )
-    parse = parse_figure(args.layers, args.parses)
+    parse = parse_figure(args.layers, args.parses, args.record_blocks)
     if args.parse_only:
         emit("p16_parse", {"P16-parse": parse}, load_avg_start=load_start)
         return

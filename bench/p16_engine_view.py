@@ -40,9 +40,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--layers", type=int, default=10_000)
     parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument(
+        "--record-blocks", type=int, default=None, help="deep_residual(N)'s layers, not resnet50's (smoke runs)"
+    )
     args = parser.parse_args()
     load_start = load_avg()
-    report = EngineReport.from_text(record_of(args.layers))
+    report = EngineReport.from_text(record_of(args.layers, args.record_blocks))
     text = json.dumps(report.to_dict(WIDGET_REPORT_BYTES))
     assert len(json.loads(text)["layers"]) == args.layers, "the widget's report lost layers"
     r = run(text, args.repeats)

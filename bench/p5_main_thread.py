@@ -112,6 +112,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--blocks", type=int, default=600)
     parser.add_argument("--large", type=int, nargs="*", default=[1_200, 10_000])
+    parser.add_argument("--idle-s", type=float, default=3.0, help="how long the idle condition ticks")
     args = parser.parse_args()
     load_start = load_avg()
     _widget._in_notebook = lambda: True
@@ -119,7 +120,7 @@ def main() -> None:
     plain_build(models.deep_residual(50).SerializeToString())  # warm-up
 
     results: dict[str, dict[str, Any]] = {}
-    results["idle"] = summary(idle(3.0))
+    results["idle"] = summary(idle(args.idle_s))
     results["plain build, no monitor"] = summary(plain(onnx))
     ticks, info = with_widget(onnx)
     results["BuildWidget build"] = {**summary(ticks), **info}

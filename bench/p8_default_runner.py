@@ -3,6 +3,7 @@
 P1-default: resnet50() builds (~1 s), default settings ÷ isolation="thread", interleaved (alternating which
             goes first), the first build of each kind left out; the ratio of medians. P1-first is the very
             first default build of this fresh process (it starts the worker) ÷ the median thread build.
+            (--p1-blocks N: deep_residual(N) builds instead, for smoke runs.)
 P4-default: deep_residual(1000) builds with default settings, each stopped at a random moment between the
             first phase and ~6 s in; the time from stop() to wait() returning, p95 over the trials, and how
             many ended gracefully (at a step boundary, keeping the warm worker) rather than terminated.
@@ -80,13 +81,17 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--window", type=float, default=6.0, help="stop at a random moment up to this many s in")
     parser.add_argument("--stall-blocks", type=int, default=600, help="deep_residual size of the P5-default build")
+    parser.add_argument(
+        "--p1-blocks", type=int, default=None, help="P1: deep_residual(N) instead of resnet50 (smoke runs)"
+    )
     args = parser.parse_args()
     load_start = load_avg()
-    resnet = models.resnet50().SerializeToString()
-    times, first = p1(resnet, args.repeats)
+    name = "resnet50" if args.p1_blocks is None else f"deep_residual({args.p1_blocks})"
+    small = models.resnet50() if args.p1_blocks is None else models.deep_residual(args.p1_blocks)
+    times, first = p1(small.SerializeToString(), args.repeats)
     ratio = median(times["process"]) / median(times["thread"])
     print_table(
-        "P1-default: resnet50 build wall time (s)",
+        f"P1-default: {name} build wall time (s)",
         ["isolation", "median", "min", "max", "n"],
         [[k, median(v), min(v), max(v), len(v)] for k, v in times.items()],
     )
@@ -110,7 +115,7 @@ def main() -> None:
                 f"<= {P1_TARGET}",
                 ratio <= P1_TARGET,
                 "ratio",
-                "resnet50 wall time, default (warm builder process) ÷ isolation='thread', ratio of "
+                f"{name} wall time, default (warm builder process) ÷ isolation='thread', ratio of "
                 f"medians of {args.repeats} interleaved repeats after the first",
                 process_s=times["process"],
                 thread_s=times["thread"],

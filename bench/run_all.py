@@ -31,7 +31,8 @@ sys.path.insert(0, str(HERE))
 from _common import JSON_PREFIX, load_avg, machine  # noqa: E402
 from report import PAGE, fmt_value, ordered, render, verdict  # noqa: E402
 
-QUICK_P8 = ["--window", "1", "--stall-blocks", "100"]
+QUICK_REC = ["--record-blocks", "20"]  # p16: the layer record of a small build, not of a verbose resnet50 build
+QUICK_P8 = ["--window", "1", "--stall-blocks", "100", "--p1-blocks", "20"]  # P1: not resnet50's four builds
 # (id, script and its fixed arguments, the --quick arguments: the smallest sizes that still run every path)
 SCRIPTS = [
     ("p1", "p1_build_overhead.py", ["--repeats", "1", "--blocks", "100"]),
@@ -39,7 +40,7 @@ SCRIPTS = [
     ("p2", "p2_callback_cost.py", ["--steps", "5000", "--blocks", "100"]),
     ("p3", "p3_sync_rate.py", ["--blocks", "100", "--seconds", "1"]),
     ("p4", "p4_stop_latency.py", ["--trials", "4", "--blocks", "100"]),
-    ("p5", "p5_main_thread.py", ["--blocks", "100", "--large", "1200"]),
+    ("p5", "p5_main_thread.py", ["--blocks", "100", "--large", "1200", "--idle-s", "0.5"]),
     ("p6", "p6_memory.py", ["--steps", "50000", "--sizes", "1000", "3000"]),
     ("p7", "p7_frontend.py", ["--updates", "10"]),
     ("p7-10000", "p7_frontend.py --instances 10000 --changed 200", ["--updates", "5"]),
@@ -48,11 +49,15 @@ SCRIPTS = [
     ("p11", "p11_sync_bytes.py", ["--measurements", "200", "--seconds", "2"]),
     ("p10", "p10_matrix.py", ["--blocks", "10", "--repeats", "1", "--no-ray"]),  # quick: no Ray start (~20 s)
     ("p12", "p12_kernel_shutdown.py", ["--repeats", "1"]),
-    ("p14", "p14_agents.py", ["--builds", "2", "--trials", "3"]),
+    ("p14", "p14_agents.py", ["--builds", "1", "--trials", "2"]),  # trials: the earliest and latest cancel
     ("p13", "p13_matrix_100.py", ["--builds", "20", "--measurements", "100", "--seconds", "2"]),
     ("p15", "p15_watch.py", ["--repeats", "1", "--blocks", "20"]),
-    ("p16", "p16_engine_report.py", ["--repeats", "1", "--blocks", "20", "--layers", "1000", "--parses", "1"]),
-    ("p16-view", "p16_engine_view.py", ["--layers", "1000", "--repeats", "2"]),
+    (
+        "p16",
+        "p16_engine_report.py",
+        ["--repeats", "1", "--blocks", "20", "--layers", "1000", "--parses", "1", *QUICK_REC],
+    ),
+    ("p16-view", "p16_engine_view.py", ["--layers", "1000", "--repeats", "2", *QUICK_REC]),
     ("p17", "p17_reuse.py", ["--repeats", "1", "--hash-mib", "64"]),
 ]
 KEPT_OUT_OF_DIRTY = [":!bench/results*", ":!docs/performance.md"]

@@ -87,8 +87,8 @@ def main() -> None:
     args = parser.parse_args()
     load_start = load_avg()
     name = "resnet50" if args.p1_blocks is None else f"deep_residual({args.p1_blocks})"
-    small = models.resnet50() if args.p1_blocks is None else models.deep_residual(args.p1_blocks)
-    times, first = p1(small.SerializeToString(), args.repeats)
+    model = models.resnet50() if args.p1_blocks is None else models.deep_residual(args.p1_blocks)
+    times, first = p1(model.SerializeToString(), args.repeats)
     ratio = median(times["process"]) / median(times["thread"])
     print_table(
         f"P1-default: {name} build wall time (s)",

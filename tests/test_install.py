@@ -35,11 +35,10 @@ def test_a_built_wheel_installs_into_an_empty_venv_and_builds_a_model(tmp_path: 
     (wheel,) = dist.glob("trt_widget-*.whl")
 
     env_dir = tmp_path / "venv"
-    # an empty venv, without even pip: this environment's pip (>= 22.3, as scripts/test.sh upgrades it) installs
-    # into it through --python, and resolves every dependency from the index (its cache keeps this fast on a warm
-    # machine). Seeding the venv with its own pip (ensurepip: pip and setuptools unpacked and byte-compiled) cost
-    # 6.5 CPU s, and the bundled older pip resolved in 4 s more: pip's work, not this package's. Without
-    # setuptools in the venv, a dependency the wheel forgets to declare cannot be there by luck.
+    # an empty venv, without even pip: this environment's pip (>= 22.3 for --python; scripts/test.sh upgrades it)
+    # installs into it and resolves every dependency from the index. Seeding the venv with its own pip cost 6.5 CPU
+    # s and its bundled older pip resolved 4 s slower: pip's work, not this package's. With no setuptools in the
+    # venv, a dependency the wheel forgets to declare cannot be there by luck.
     venv.create(env_dir, with_pip=False)
     py = env_dir / "bin" / "python"
     # --no-compile: Python compiles what it imports when it imports it (byte-compiling every file of every

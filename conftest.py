@@ -4,6 +4,7 @@ and the test tiers by cost: ``--fast`` runs the fast tier (``scripts/test.sh --f
 from __future__ import annotations
 
 import os
+import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -75,6 +76,11 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # A suite started with SIGINT ignored (``cmd &`` in a script, nohup) would pass that on to every process its
+    # tests start (an ignored signal stays ignored across exec), and a test's Ctrl-C would reach none of them: a
+    # handler here is reset to the default in each child instead.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     if config.getoption("--fast", default=False):
         os.environ["TRT_WIDGET_FAST_TIER"] = "1"  # property tests draw fewer examples (tests/test_phases_fuzz.py)
 

@@ -87,6 +87,7 @@ def test_a_new_builds_files_may_not_be_a_running_builds_files(
     assert not files["engine"].exists() and not files["cache"].exists()  # the refused wrote nothing
     gate.set()
     assert first.wait(300) == "succeeded", first.status_detail
+    assert first.events is not None and first.events.join(60)  # the writer thread has written build_end
     assert files["engine"].read_bytes() == first.engine
     assert json.loads(files["engine"].with_name("first.engine.manifest.json").read_text())
     lines = [json.loads(line) for line in files["events"].read_text().splitlines()]

@@ -91,6 +91,7 @@ def test_a_replay_shows_the_recorded_rows_without_adding_its_own(tmp_path: Path)
     events = tmp_path / "build.jsonl"
     b = Build(deep_residual(2), isolation="thread", history=False, events=events).start()
     assert b.wait(300) == "succeeded"
+    assert b.events is not None and b.events.join(60)  # the writer thread has written build_end
     replay = Build.from_events(events).start()
     replay.wait(60)
     assert [r["name"] for r in _top(replay)] == [BEFORE, "Building engine", AFTER]

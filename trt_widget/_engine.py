@@ -792,9 +792,9 @@ def _parse_file(parser: IOnnxParser, path: str, source: ModelSource) -> bool:
     with open(_external_data.open_model(path), "rb") as handle:  # a regular file
         before = os.fstat(handle.fileno())
         # another user may write it, or its stat may not stand for its bytes yet: parsed from memory, by their hash
-        rewritable = not _external_data.stat_vouches(before, handle.fileno(), time.time_ns())
-        ok = _parse_opened(parser, path, source, handle, before, rewritable)
-        if not rewritable:  # (else noted by the hash of the bytes parsed)
+        unvouched = not _external_data.stat_vouches(before, handle.fileno(), time.time_ns())
+        ok = _parse_opened(parser, path, source, handle, before, unvouched)
+        if not unvouched:  # (else noted by the hash of the bytes parsed)
             _note_model_read(path, handle, before)
     return ok
 
@@ -813,25 +813,25 @@ def _note_model_read(path: str, handle: BinaryIO, before: os.stat_result) -> Non
 
 
 def _parse_opened(
-    parser: IOnnxParser, path: str, source: ModelSource, handle: BinaryIO, before: os.stat_result, rewritable: bool
+    parser: IOnnxParser, path: str, source: ModelSource, handle: BinaryIO, before: os.stat_result, unvouched: bool
 ) -> bool:
-    """:func:`_parse_file` of the model file open as ``handle`` (stat ``before`` the read; ``rewritable``: another
-    user may write it, or its stat may not stand for its bytes yet)."""
+    """:func:`_parse_file` of the model file open as ``handle`` (stat ``before`` the read; ``unvouched``: its stat
+    does not vouch for its bytes, :func:`_external_data.stat_vouches`)."""
     empty = f"could not parse {source.shown} as ONNX: the file is empty (0 bytes)"  # said here: the parser would
     if os.fstat(handle.fileno()).st_size == 0:  # open the file again by name to say it
         raise BuildError(empty)
     # the user's process: a mapped file that shrinks would be SIGBUS
-    if not _external_data.MAP_FILES or rewritable:
+    if not _external_data.MAP_FILES or unvouched:
         data = _external_data.read_model(handle, path)
         if not data:
             raise BuildError(empty)
-        if rewritable:  # these bytes are parsed, whatever the file holds by then
+        if unvouched:  # these bytes are parsed, whatever the file holds by then
             after = os.fstat(handle.fileno())
             read = _external_data.read_key(before, after, hashlib.sha256(data).hexdigest())
             _external_data.note_key(_external_data.MODEL_FILE, read)
         locations = external_locations(data)
         check_external_data(locations, source.directory, source.label, source.hint)
-        return _parse_with_data(parser, path, source, locations, data, False, rewritable)
+        return _parse_with_data(parser, path, source, locations, data, False, unvouched)
     if capabilities()["gil_unsafe_parse"]:
         locations = file_locations(path, remembered=False)
         check_external_data(locations, source.directory, source.label, source.hint)
@@ -853,22 +853,22 @@ def _parse_with_data(
     locations: list[str],
     data: bytes | memoryview | None,
     from_file: bool,
-    rewritable: bool = False,
+    unvouched: bool = False,
 ) -> bool:
     """Parse the model (``data``, or the file at ``path`` where ``from_file`` or ``data`` is None) with the
     external-data files just checked, each opened once and checked on its descriptor. Where another user could
-    rename names in the model's folder (or a folder on its way), or could rewrite the model file (``rewritable``)
-    while the parser would read it again by name, the parser reads a private 0700 copy of the model (``data``)
-    and of those very files; elsewhere it reads them in place, and a name that no longer leads to the file held
-    once it is done fails the build (the parser opens the names again)."""
+    rename names in the model's folder (or a folder on its way), or the model file's stat does not vouch for its
+    bytes (``unvouched``) while the parser would read it again by name, the parser reads a private 0700 copy of the
+    model (``data``) and of those very files; elsewhere it reads them in place, and a name that no longer leads to
+    the file held once it is done fails the build (the parser opens the names again)."""
     by_name = from_file or data is None or bool(capabilities()["gil_unsafe_parse"])  # the parser opens ``path``
-    again = rewritable and data is not None and by_name
+    again = unvouched and data is not None and by_name
     if (not locations and not by_name) or source.directory is None:
         with _parser_path(path) as given:
             return _parse_at(parser, given, data, from_file)
     with _external_data.HeldData(locations, source.directory, source.label) as held:
         held.model = path
-        if again or held.rewritable or held.shared():
+        if again or held.unvouched or held.shared():
             if data is None:
                 with open(_external_data.open_model(path), "rb") as handle:
                     before = os.fstat(handle.fileno())

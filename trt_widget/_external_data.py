@@ -593,7 +593,7 @@ class HeldData:
         # files whose stat does not stand for their bytes (:func:`stat_vouches`): parsed from a private copy,
         # hashed while copied
         now = time.time_ns()
-        self.rewritable = {loc for loc, fd in self.fds.items() if not stat_vouches(self.opened[loc], fd, now)}
+        self.unvouched = {loc for loc, fd in self.fds.items() if not stat_vouches(self.opened[loc], fd, now)}
         self.copied: dict[str, str] = {}  # location -> sha256 of the bytes copied, for those
 
     def shared(self) -> str:
@@ -659,7 +659,7 @@ class HeldData:
                 if target in digests:
                     self.copied[location] = digests[target]
                 continue
-            digest = hashlib.sha256() if location in self.rewritable else None
+            digest = hashlib.sha256() if location in self.unvouched else None
             with open(out, "wb") as sink:
                 os.lseek(fd, 0, os.SEEK_SET)
                 while block := os.read(fd, 16 << 20):
@@ -701,7 +701,7 @@ class HeldData:
             except OSError:
                 now = None
             # where copied for its stat's sake, with the hash of the bytes copied (None: not copied under this name)
-            if location in self.rewritable and location not in self.copied:
+            if location in self.unvouched and location not in self.copied:
                 note_key(location, None)
                 continue
             note_read(location, self.opened[location], now, self.copied.get(location))

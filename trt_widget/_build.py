@@ -782,12 +782,12 @@ class Build(Waiting):
         self._note(f"reused the engine in {found.path} (its manifest matches this build's model, options, TensorRT)")
         return engine
 
-    def _changed_files(self) -> str:
-        """Why this build's engine may not be built from the bytes its model identity hashed ("" where it is: the
+    def _changed_files(self, identity: JSONObject) -> str:
+        """Why this build's engine may not be built from the bytes its model ``identity`` hashed ("" where it is: the
         builder read each file with the very stat key the hash was taken of, where that key stands for the bytes,
         else bytes of that very hash: ``_external_data.vouching_key``, ``read_matches``). A model given as bytes:
-        hashed from those very bytes."""
-        if self.source.kind == "bytes":
+        hashed from those very bytes; a reused engine or an unhashed model: no claim to check."""
+        if self.source.kind == "bytes" or self.reused_from is not None or identity["model"] is None:
             return ""
         read, hashed = self._read_keys, self._hashed_keys
         if read is None:
@@ -846,7 +846,7 @@ class Build(Waiting):
             else:
                 self._engine_report = _report(_Ended(size), self.logger.engine_log, self.options, self.source.label)
             output = self.options.output
-            changed = self._changed_files() if self.reused_from is None and identity["model"] is not None else ""
+            changed = self._changed_files(identity)
             if changed:  # no manifest claims bytes the engine was not built from; none keeps it for reuse
                 said = ["the engine is not kept for reuse"] if self.options.reuse else []
                 said += ["no manifest is written beside it"] if output else []
@@ -904,7 +904,7 @@ class Build(Waiting):
         if not data:
             raise BuildError(f"no engine: the build is {self._status}")
         identity = self._provenance_identity()
-        changed = self._changed_files() if self.reused_from is None and identity["model"] is not None else ""
+        changed = self._changed_files(identity)
         if changed:  # a manifest never claims bytes the engine may not have been built from (D22-5)
             raise BuildError(f"no manifest: the model's files changed during the build ({changed})")
         digest = hashlib.sha256(data).hexdigest()

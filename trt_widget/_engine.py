@@ -827,8 +827,7 @@ def _parse_opened(
             raise BuildError(empty)
         if unvouched:  # these bytes are parsed, whatever the file holds by then
             after = os.fstat(handle.fileno())
-            read = _external_data.read_key(before, after, hashlib.sha256(data).hexdigest())
-            _external_data.note_key(_external_data.MODEL_FILE, read)
+            _external_data.note_read(_external_data.MODEL_FILE, before, after, hashlib.sha256(data).hexdigest())
         locations = external_locations(data)
         check_external_data(locations, source.directory, source.label, source.hint)
         return _parse_with_data(parser, path, source, locations, data, False, unvouched)

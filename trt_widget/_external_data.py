@@ -326,8 +326,8 @@ def note_read(name: str, before: os.stat_result, after: os.stat_result | None, s
 
 
 def note_key(name: str, key: str | None) -> None:
-    """Record that the build read the file ``name`` as ``key`` (:func:`note_read`; :func:`content_key` for the
-    bytes of a file another user may write, hashed as they were parsed or copied)."""
+    """Record that the build read the file ``name`` as ``key`` (:func:`read_key`; None: not for sure). Every record
+    goes through here, most through :func:`note_read`; two reads of one name with different keys record None."""
     reads = _reads.get()
     if reads is None:
         return

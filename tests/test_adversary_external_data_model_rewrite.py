@@ -44,11 +44,11 @@ def test_a_model_rewritten_by_its_owner_after_the_check_reads_no_unchecked_file(
     parse = engine_module._parse_at
     rewritten: list[str] = []
 
-    def rewritten_meanwhile(parser: Any, given: str | bytes, data: Any, from_file: bool) -> bool:
+    def rewritten_meanwhile(parser: Any, given: str | bytes, data: Any) -> bool:
         # what the model's owner does between the check and the parse (same length, in place)
         as_nobody("sh", "-c", f"printf k.bin | dd of={model} bs=1 seek={at} conv=notrunc status=none")
         rewritten.append(str(given))
-        return bool(parse(parser, given, data, from_file))
+        return bool(parse(parser, given, data))
 
     monkeypatch.setattr(_external_data, "MAP_FILES", True)  # as in the builder process (runners/_worker.py)
     monkeypatch.setattr(engine_module, "_parse_at", rewritten_meanwhile)

@@ -44,14 +44,16 @@ def test_another_users_data_in_a_sticky_folder_is_not_swapped_during_the_parse(
     secret.chmod(0o600)
     parse = engine_module._parse_at
     swapped: list[str] = []
+    parsed: list[str] = []
 
-    def swapped_meanwhile(parser: Any, given: str | bytes, data: Any, from_file: bool) -> bool:
+    def swapped_meanwhile(parser: Any, given: str | bytes, data: Any) -> bool:
+        parsed.append(str(given))
         if given == str(drop / "m.onnx"):  # parsed in place: what the files' owner does meanwhile
             as_nobody("ln", "-s", str(secret), str(drop / "l.tmp"))
             as_nobody("mv", "-T", str(drop / "l.tmp"), str(drop / "w.bin"))
             swapped.append("w.bin")
         try:
-            return bool(parse(parser, given, data, from_file))
+            return bool(parse(parser, given, data))
         finally:
             if swapped:
                 as_nobody("ln", str(drop / "keep"), str(drop / "r.tmp"))
@@ -62,6 +64,8 @@ def test_another_users_data_in_a_sticky_folder_is_not_swapped_during_the_parse(
     build = Build(str(drop / "m.onnx"), output=str(output), isolation="thread", history=False)
     build.start()
     build.wait(300)
+    assert parsed, build.error  # the parser was asked (the check ran through this very wrapper)
+    assert build.status == "succeeded", build.error  # the files held were parsed: the build stands
     assert os.path.samefile(drop / "w.bin", drop / "keep")
     kept = output.read_bytes() if output.exists() else b""
     leaked = SECRET[:40] in kept or SECRET[:40] in (build.engine or b"")

@@ -830,17 +830,17 @@ def _parse_opened(
             _external_data.note_read(_external_data.MODEL_FILE, before, after, hashlib.sha256(data).hexdigest())
         locations = external_locations(data)
         check_external_data(locations, source.directory, source.label, source.hint)
-        return _parse_with_data(parser, path, source, locations, data, False, unvouched)
+        return _parse_with_data(parser, path, source, locations, data, unvouched)
     if capabilities()["gil_unsafe_parse"]:
         locations = file_locations(path, remembered=False)
         check_external_data(locations, source.directory, source.label, source.hint)
-        return _parse_with_data(parser, path, source, locations, None, True)
+        return _parse_with_data(parser, path, source, locations, None)
     with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
         view = memoryview(mapped)
         try:
             locations = file_locations(path, mapped)
             check_external_data(locations, source.directory, source.label, source.hint)
-            return _parse_with_data(parser, path, source, locations, view, False)
+            return _parse_with_data(parser, path, source, locations, view)
         finally:
             view.release()
 
@@ -851,20 +851,19 @@ def _parse_with_data(
     source: ModelSource,
     locations: list[str],
     data: bytes | memoryview | None,
-    from_file: bool,
     unvouched: bool = False,
 ) -> bool:
-    """Parse the model (``data``, or the file at ``path`` where ``from_file`` or ``data`` is None) with the
+    """Parse the model (``data``, or the file at ``path`` where ``data`` is None) with the
     external-data files just checked, each opened once and checked on its descriptor. Where another user could
     rename names in the model's folder (or a folder on its way), or the model file's stat does not vouch for its
     bytes (``unvouched``) while the parser would read it again by name, the parser reads a private 0700 copy of the
     model (``data``) and of those very files; elsewhere it reads them in place, and a name that no longer leads to
     the file held once it is done fails the build (the parser opens the names again)."""
-    by_name = from_file or data is None or bool(capabilities()["gil_unsafe_parse"])  # the parser opens ``path``
+    by_name = data is None or bool(capabilities()["gil_unsafe_parse"])  # the parser opens ``path``
     again = unvouched and data is not None and by_name
     if (not locations and not by_name) or source.directory is None:
         with _parser_path(path) as given:
-            return _parse_at(parser, given, data, from_file)
+            return _parse_at(parser, given, data)
     with _external_data.HeldData(locations, source.directory, source.label) as held:
         held.model = path
         if again or held.unvouched or held.shared():
@@ -876,16 +875,18 @@ def _parse_with_data(
             snapshot = held.copy_to_snapshot(data)
             held.note_reads()  # the copies are what the parser reads
             with _parser_path(snapshot) as given:
-                return _parse_at(parser, given, data, from_file)
+                return _parse_at(parser, given, data)
         with _parser_path(path) as given:
-            ok = _parse_at(parser, given, data, from_file)
+            ok = _parse_at(parser, given, data)
         held.check_unchanged()
         held.note_reads()
         return ok
 
 
-def _parse_at(parser: IOnnxParser, given: str | bytes, data: bytes | memoryview | None, from_file: bool) -> bool:
-    if from_file or data is None or capabilities()["gil_unsafe_parse"]:
+def _parse_at(parser: IOnnxParser, given: str | bytes, data: bytes | memoryview | None) -> bool:
+    """Parse ``data`` (its external data found from the path ``given``), or the file at ``given`` where there is no
+    ``data`` or the bindings would read the buffer without the GIL (:func:`_parse_bytes`)."""
+    if data is None or capabilities()["gil_unsafe_parse"]:
         return bool(parser.parse_from_file(given))
     return bool(parser.parse(data, given))  # path: where its external data lies
 

@@ -41,16 +41,20 @@ def test_a_data_file_swapped_for_a_link_after_the_check_is_not_packed(
     assert build.status == "succeeded", build.status_detail
 
     listed = _bundle._packable_inputs
+    swapped: list[str] = []
 
     def then_swapped(of: Build) -> tuple[dict[str, tuple[str, str, int | None]], list[str]]:
         inputs, left_out = listed(of)
         assert "w.bin" in inputs, inputs  # checked: a regular file in the folder
         os.rename(folder / "w.bin", folder / "w.bin.moved")  # what the folder's owner does now
         os.symlink(secret, folder / "w.bin")
+        swapped.append("w.bin")
         return inputs, left_out
 
     monkeypatch.setattr(_bundle, "_packable_inputs", then_swapped)
     written = _bundle.write_bundle(build, tmp_path / "report.zip", include_model=True)
     with zipfile.ZipFile(written) as archive:
         packed = {name: archive.read(name) for name in archive.namelist() if name.startswith("model/")}
+    assert swapped, "the bundle never listed the model's files"
     assert not any(SECRET in data for data in packed.values()), sorted(packed)
+    assert sorted(packed) == ["model/m.onnx"], sorted(packed)  # w.bin, a link leading out by then: left out

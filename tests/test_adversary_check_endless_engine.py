@@ -22,3 +22,6 @@ def test_check_of_a_huge_engine_with_a_manifest_ends(tmp_path: Path) -> None:
     except subprocess.TimeoutExpired:  # run() has killed it
         pytest.fail("check was still hashing the engine after 60 s")
     assert "compatible" not in done.stdout, done.stdout
+    # answered from the manifest (its size is not the file's), not for any other cause
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "its manifest sent.engine.manifest.json describes another engine" in done.stdout, done.stdout

@@ -23,6 +23,7 @@ def test_inspect_of_a_folder_escapes_its_path(tmp_path: Path) -> None:
     )  # fmt: skip
     output = done.stdout + done.stderr
     assert done.returncode != 0, output[-2000:]
+    assert "no\\x0aFORGED line is not a regular file" in output, output  # the path said, escaped
     assert not any(line.startswith("FORGED") for line in output.splitlines()), output
 
 
@@ -34,6 +35,7 @@ def test_serve_token_file_error_escapes_its_path(tmp_path: Path) -> None:
     )  # fmt: skip
     output = done.stdout + done.stderr
     assert done.returncode != 0, output[-2000:]
+    assert "no\\x0aFORGED line is not a regular file" in output, output  # the path said, escaped
     assert not any(line.startswith("FORGED") for line in output.splitlines()), output
 
 

@@ -49,3 +49,6 @@ def test_external_data_swapped_for_a_link_after_the_check_never_reaches_the_engi
     kept = output.read_bytes() if output.exists() else b""
     leaked = SECRET[:40] in kept or SECRET[:40] in (build.engine or b"")
     assert not leaked, f"the engine holds the bytes of the file w.bin was linked to ({build.status})"
+    # refused, for the swap (the files are held once, checked on their descriptors), not for anything else
+    assert build.status == "failed", build.status
+    assert "'w.bin', which is no longer a file inside the model's directory" in str(build.error), build.error

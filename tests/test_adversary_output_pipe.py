@@ -34,8 +34,9 @@ def test_an_output_that_is_a_pipe_is_refused_before_the_build_or_written(tmp_pat
     assert "the engine was built but could not be written" not in said, said[-1500:]
     if done.returncode == 0:  # written into the pipe: the engine's bytes came out
         assert b"Building" not in done.stdout[:64], said[-1500:]
-    else:  # refused up front: no build ran
+    else:  # refused up front, as a pipe: no build ran
         assert "Building engine" not in said, said[-1500:]
+        assert NAMELESS in said and "Traceback" not in said, said[-1500:]
 
 
 NAMELESS = "a process's open file with no name on disk"

@@ -77,6 +77,8 @@ def test_another_user_cannot_swap_the_working_dir_of_the_local_ray_instance(tmp_
             break
     else:
         pytest.skip("Ray's node did not start on this (loaded) machine in 3 tries")
+    # the other user's loop ran all along: it ends only when killed (else it never ran)
+    assert attacker.returncode == -signal.SIGKILL, f"the other user's loop had ended (exit {attacker.returncode})"
     assert not mark.exists(), f"another user's module ran in the command's Ray worker: {said[-800:]}"
     assert command.returncode == 0, said[-1500:]
     # the session was the command's own, in its private folder, and went with the instance

@@ -53,6 +53,8 @@ def test_a_build_end_at_a_400_digit_time_fails_with_a_clear_error() -> None:
     build = _follow("9" * 400)
     text = str(build.error)
     assert "unexpected" not in text and "Traceback" not in text, text[:600]
+    assert build.status == "failed", build.status  # refused, saying which field is wrong
+    assert "sent a malformed 'build_end' event" in text and "'t' must be a finite time" in text, text[:600]
 
 
 def test_a_build_end_at_infinity_leaves_a_build_that_can_be_shown() -> None:

@@ -116,8 +116,11 @@ def test_a_long_tmpdir_still_watches_the_builds(tmp_path: Path) -> None:
     assert leftovers(tmpdir) == []
 
 
-def test_another_users_process_cannot_feed_builds_through_the_abstract_socket(tmp_path: Path) -> None:
+def test_another_users_process_cannot_feed_builds_through_the_abstract_socket(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """The abstract socket (long TMPDIR) has no file permissions: a connection from another user is refused."""
+    import logging
     import shutil
 
     if os.getuid() != 0 or shutil.which("setpriv") is None:
@@ -145,16 +148,23 @@ def test_another_users_process_cannot_feed_builds_through_the_abstract_socket(tm
             except OSError:
                 time.sleep(0.05)
         assert address.startswith("@")
-        fake = '{"build": 0, "event": "build_start", "model": "fake"}\\n'
+        fake = (  # a build_start the run takes from a process of this user's (a build "fake" shown)
+            '{"build": 0, "event": "build_start", "model": "fake", "backend": "rtx", "version": "1", "options": {}, '
+            '"t": 0.0}\\n'
+        )
         sender = (
             "import socket; s = socket.socket(socket.AF_UNIX); "
-            f"s.connect('\\0' + {address[1:]!r}); s.sendall(b'{fake}'); s.recv(1)"
+            f"s.connect('\\0' + {address[1:]!r}); print('connected', flush=True); s.sendall(b'{fake}'); s.recv(1)"
         )
-        subprocess.run(
-            [*NOBODY, sys.executable, "-c", sender],
-            timeout=60,
-            capture_output=True,
-        )
+        with caplog.at_level(logging.WARNING, logger="trt_widget"):
+            sent = subprocess.run(
+                [*NOBODY, sys.executable, "-c", sender],
+                timeout=60,
+                capture_output=True,
+            )
+        assert sent.stdout == b"connected\n", sent.stderr[-1000:]  # it reached the socket: refused there
+        refused = [r.getMessage() for r in caplog.records if "another user's process" in r.getMessage()]
+        assert refused == ["trt-widget run: refused a connection from another user's process"], caplog.text
         assert run.builds == []
         run.terminate()
         run.result(30)

@@ -33,10 +33,8 @@ def test_a_model_in_a_folder_whose_name_is_not_utf8_builds_or_is_refused_in_one_
     code, said = _build(tmp_path, b"d\xff/m.onnx")
     assert "Traceback" not in said and "unexpected" not in said, said[-1500:]
     assert "surrogates not allowed" not in said, said[-1500:]
-    if code == 0:
-        assert (tmp_path / "m.engine").stat().st_size > 0
-    else:
-        assert code == 1 and not (tmp_path / "m.engine").exists(), said[-1500:]
+    assert code == 0, said[-1500:]  # it builds (U1's fix), as the report test's model does
+    assert (tmp_path / "m.engine").stat().st_size > 0
 
 
 def test_an_engine_whose_name_is_not_utf8_gets_its_manifest_and_is_reused(tmp_path: Path) -> None:

@@ -47,7 +47,7 @@ def test_a_recordings_error_text_starts_no_line_of_its_own(
         [sys.executable, "-m", "trt_widget", *args], cwd=tmp_path, capture_output=True, text=True, timeout=300
     )
     lines = (done.stdout + done.stderr).splitlines()
-    assert any("boom" in line for line in lines), lines
+    assert any("boom" in line and "FORGED" in line for line in lines), lines  # the whole text, on one line
     assert not [line for line in lines if line.startswith("FORGED")], lines
 
 
@@ -91,6 +91,7 @@ def test_a_multi_build_recordings_model_label_reaches_the_terminal_escaped(
             lines.append(json.dumps(changed) + "\n")
     done = _viewed(lines, tmp_path / "two.jsonl")
     assert "Build 2 of 2" in done.stdout, done.stdout + done.stderr
+    assert "Build 1 of 2 in this recording: m" in done.stdout and "evil.onnx" in done.stdout, done.stdout
     assert "\x1b" not in done.stdout + done.stderr
     assert "\u202e" not in done.stdout + done.stderr
     assert not [line for line in done.stdout.splitlines() if line.startswith("FORGED")], done.stdout
@@ -108,6 +109,7 @@ def test_a_recordings_phase_name_starts_no_line_of_its_own_in_the_plain_summary(
         lines.append(json.dumps(changed) + "\n")
     done = _viewed(lines, tmp_path / "phases.jsonl")
     assert "Summary" in done.stdout, done.stdout + done.stderr
+    assert "FORGED: Succeeded" in done.stdout, done.stdout  # the name is shown, within a line
     assert "\x1b" not in done.stdout
     assert not [line for line in done.stdout.splitlines() if line.startswith("FORGED")], done.stdout
 

@@ -31,14 +31,24 @@ def _built(tmp_path: Path, name: str) -> Build:
     return build
 
 
+def _nested(depth: int) -> str:
+    return '{"a":' + "[" * depth + "]" * depth + "}"
+
+
 def _hostile(depth: int) -> str:
-    return 'x], Evil: {"a":' + "[" * depth + "]" * depth + "}, Metadata: y"
+    return f"x], Evil: {_nested(depth)}, Metadata: y"
+
+
+def _evil(exported: str) -> list[object]:
+    """The ``Evil`` fields of an exported layer JSON's layers: the node name's field reached the report."""
+    return [layer["Evil"] for layer in json.loads(exported)["Layers"] if "Evil" in layer]
 
 
 def test_to_json_of_a_report_whose_node_name_nests_deeply(tmp_path: Path) -> None:
     report = _built(tmp_path, _hostile(DEPTH)).engine_report
     assert report is not None
     assert len(json.loads(report.to_json())["Layers"]) == len(report.layers)
+    assert _evil(report.to_json()) == [_nested(DEPTH)]  # kept as its text
 
 
 def test_inspect_export_layer_info_of_such_layer_lines(tmp_path: Path) -> None:
@@ -54,17 +64,19 @@ def test_inspect_export_layer_info_of_such_layer_lines(tmp_path: Path) -> None:
     )
     assert "Traceback" not in done.stderr, done.stderr[-1500:]
     assert done.returncode == 0 and json.loads(done.stdout)["Layers"], done.stderr[-1500:]
+    assert _evil(done.stdout) == [_nested(DEPTH)]  # kept as its text
 
 
 def test_control_a_shallow_field_in_a_node_name_exports(tmp_path: Path) -> None:
     report = _built(tmp_path, _hostile(3)).engine_report
     assert report is not None
     assert len(json.loads(report.to_json())["Layers"]) == len(report.layers)
+    assert _evil(report.to_json()) == [{"a": [[[]]]}]
 
 
 def test_a_field_nested_past_the_bound_is_kept_as_its_text() -> None:
     """The one JSON rule (``_json.loads_outside``): a field nested more than MAX_NESTING deep stays the text it was."""
-    deep = '{"a":' + "[" * DEPTH + "]" * DEPTH + "}"
+    deep = _nested(DEPTH)
     line = f'{_ONELINE_HEAD}conv, LayerType: CaskConvolution, Evil: {deep}, Shallow: {{"a": [[1]]}}, Metadata: y'
     fields = parse_oneline(line)
     assert fields is not None and fields["Evil"] == deep and fields["Shallow"] == {"a": [[1]]}

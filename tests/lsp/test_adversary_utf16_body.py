@@ -49,7 +49,7 @@ def test_a_utf16_body_cannot_hide_its_values_from_the_count() -> None:
         watcher.start()
         process.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
         process.stdin.flush()
-        answers.get(timeout=120)  # answered (or refused) once the body was read
+        refused = answers.get(timeout=120)  # answered (or refused) once the body was read
         done.set()
         watcher.join(10)
         peaks.append(_peak_kib(process.pid))
@@ -57,3 +57,5 @@ def test_a_utf16_body_cannot_hide_its_values_from_the_count() -> None:
         process.stdin.flush()
         assert answer(answers, 3)["result"] == {"builds": []}  # the server reads on
     assert max(peaks) - before < GROWTH_LIMIT_KIB, f"{before} KiB idle, {max(peaks)} KiB peak"
+    # refused as not JSON (not UTF-8), before any count: a UTF-8 body of the same values is -32600 (too many)
+    assert refused == {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": refused["error"]["message"]}}

@@ -8,6 +8,7 @@ user can write with an engine, or any ``*.manifest.json`` with a trt_widget mani
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -26,12 +27,15 @@ def _build_engine(tmp_path: Path, output: str) -> dict[str, object]:
 
 
 @pytest.mark.parametrize(
-    ("users_file", "output"),
-    [("notes.txt", "nosuch/../notes.txt"), ("app.manifest.json", "nosuch/../app")],
+    ("users_file", "output", "refused"),
+    [
+        ("notes.txt", "nosuch/../notes.txt", "output {output} exists and is not an engine"),
+        ("app.manifest.json", "nosuch/../app", "{users} exists and is not a trt_widget manifest"),
+    ],
     ids=["engine-path", "manifest-beside"],
 )
 def test_an_agents_output_through_a_missing_folder_keeps_the_users_file(
-    tmp_path: Path, users_file: str, output: str
+    tmp_path: Path, users_file: str, output: str, refused: str
 ) -> None:
     (tmp_path / "m.onnx").write_bytes(models.to_bytes(models.deep_residual(2)))
     users = tmp_path / users_file
@@ -39,5 +43,8 @@ def test_an_agents_output_through_a_missing_folder_keeps_the_users_file(
     assert not (tmp_path / "nosuch").exists()
     answer = _build_engine(tmp_path, str(tmp_path / output))
     assert answer, "the server never answered the build"
-    # refused (the file kept), or written elsewhere: either way the user's file is as it was
     assert users.read_bytes() == USERS.encode(), users.read_bytes()[:64]
+    result = answer["result"]
+    assert isinstance(result, dict) and result["isError"] is True, result  # refused, not written elsewhere
+    said = refused.format(output=tmp_path / output, users=users)
+    assert said in json.dumps(result["content"]), result

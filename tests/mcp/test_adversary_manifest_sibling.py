@@ -6,6 +6,7 @@ replaced only if it is an engine. Driven through a real ``trt-widget mcp`` over 
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -24,5 +25,7 @@ def test_an_agents_build_keeps_a_file_where_its_manifest_would_go(tmp_path: Path
     answers = exchange(tool_call("build_engine", call), tmp_path, env={**os.environ, "TRT_WIDGET_HISTORY": "off"})
     answer = next((answer for answer in answers if answer.get("id") == 1), {})
     assert answer, "the server never answered the build"
-    # refused (the file kept), or built without touching the user's file: either way the file is as it was
     assert users.read_text() == USERS, users.read_text()[:300]
+    result = answer["result"]
+    assert isinstance(result, dict) and result["isError"] is True, result  # refused, not built elsewhere
+    assert f"{users} exists and is not a trt_widget manifest" in json.dumps(result["content"]), result

@@ -8,6 +8,7 @@ now counts as shared, whatever its group."""
 
 from __future__ import annotations
 
+import grp
 import os
 import shutil
 import subprocess
@@ -47,4 +48,6 @@ def test_a_temp_folder_another_member_of_our_primary_group_may_write_is_refused(
     ran = gid0_folder.parent / "ran"
     done = run_with_tmpdir(gid0_folder, ran)
     assert done.returncode != 0 and not ran.exists(), done.stderr[-2000:]
+    said = f"{str(gid0_folder)!r} is writable by group {grp.getgrgid(0).gr_name!r} (any process holding"
+    assert said in done.stderr and "has no sticky bit" in done.stderr, done.stderr[-2000:]
     assert "Traceback" not in done.stderr, done.stderr[-2000:]

@@ -32,6 +32,19 @@ def hostile_model(tmp_path: Path) -> Path:
     return path
 
 
+def _hostile_streams(layers: object) -> list[object]:
+    """The streams of the report's layers named after the hostile node: the name reached the layer lines."""
+    assert isinstance(layers, list)
+    return [layer["stream"] for layer in layers if HOSTILE in str(layer["name"])]
+
+
+def _reported_layers(lines: list[str]) -> object:
+    """The layers of a JSON event stream's ``engine_report`` event."""
+    reports = [event["report"] for event in map(json.loads, lines) if event["event"] == "engine_report"]
+    assert len(reports) == 1 and reports[0] is not None, reports
+    return reports[0]["layers"]
+
+
 def test_a_node_name_holding_a_stream_field_neither_ends_the_recording_nor_breaks_the_report(
     hostile_model: Path, tmp_path: Path
 ) -> None:
@@ -43,12 +56,16 @@ def test_a_node_name_holding_a_stream_field_neither_ends_the_recording_nor_break
     assert build.status == "succeeded"
     assert build.events is not None and build.events.join(60)  # the writer thread has written build_end
     sink_failures = [str(w.message) for w in caught if "failed writing an event" in str(w.message)]
-    kinds = [json.loads(line)["event"] for line in events.read_text().splitlines()]
+    lines = events.read_text().splitlines()
+    kinds = [json.loads(line)["event"] for line in lines]
     assert not sink_failures, sink_failures
     assert kinds[-1] == "build_end" and "engine_report" in kinds, kinds[-3:]
+    # the name reached one layer's line, and the parser read its stream text (the "²"): no number
+    assert _hostile_streams(_reported_layers(lines)) == [None]
     report = build.engine_report
     assert report is not None
     assert report.to_dict()["layers"]  # the report of a succeeded build serialises
+    assert _hostile_streams(report.to_dict()["layers"]) == [None]
 
 
 def test_build_json_of_such_a_model_ends_with_build_end(hostile_model: Path, tmp_path: Path) -> None:
@@ -60,9 +77,11 @@ def test_build_json_of_such_a_model_ends_with_build_end(hostile_model: Path, tmp
     )
     said = done.stderr.decode("utf-8", "replace")
     assert done.returncode == 0, said[-1500:]
-    kinds = [json.loads(line)["event"] for line in done.stdout.decode().splitlines() if line.strip()]
+    lines = [line for line in done.stdout.decode().splitlines() if line.strip()]
+    kinds = [json.loads(line)["event"] for line in lines]
     assert "failed writing an event" not in said, said[-1500:]
     assert kinds[-1] == "build_end", kinds[-3:]
+    assert _hostile_streams(_reported_layers(lines)) == [None]  # the name reached the report that was written
 
 
 @pytest.fixture(scope="module")

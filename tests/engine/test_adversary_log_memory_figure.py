@@ -28,19 +28,36 @@ def _inspect(log: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+def _memory(out: str) -> str:
+    """The summary's ``memory:`` line (the figures read) in what ``inspect`` printed."""
+    lines = [line for line in out.splitlines() if line.lstrip().startswith("memory:")]
+    assert len(lines) == 1, out[-1500:]
+    return lines[0]
+
+
+_LINE_HEAD = "[12/06/2026-21:49:24] [I] [TRT] "
+
+
+def _created_line(mib: str) -> str:
+    return f"{_LINE_HEAD}Created engine with size: {mib} MiB\n"
+
+
+def _peak_line(cpu: str, gpu: str) -> str:
+    head = f"{_LINE_HEAD}[MemUsageStats] Peak memory usage of TRT CPU/GPU memory allocators: "
+    return f"{head}CPU {cpu} MiB, GPU {gpu} MiB\n"
+
+
 def _weights(log: str) -> str:
     return re.sub(r"Total Weights Memory: \d+", "Total Weights Memory: " + "9" * 400, log)
 
 
 def _created(log: str) -> str:
-    return log + "[12/06/2026-21:49:24] [I] [TRT] Created engine with size: " + "9" * 400 + ".5 MiB\n"
+    return log + _created_line("9" * 400 + ".5")
 
 
 def _peak(log: str) -> str:
-    return log + (
-        "[12/06/2026-21:49:24] [I] [TRT] [MemUsageStats] Peak memory usage of TRT CPU/GPU memory allocators: "
-        f"CPU {'9' * 400} MiB, GPU {'9' * 18} MiB\n"
-    )
+    """A later peak line than the real log's (``CPU 0 MiB, GPU 0 MiB``): the last one is read."""
+    return log + _peak_line("9" * 400, "9" * 18)  # 10**18 MiB is past a JSON count in bytes: absent too
 
 
 @pytest.fixture(scope="module")
@@ -51,16 +68,23 @@ def real_log(tmp_path_factory: pytest.TempPathFactory) -> str:
     assert "Total Weights Memory:" in log
     real = folder / "build.log"
     real.write_text(log, encoding="utf-8")
-    assert _inspect(real).returncode == 0  # the real log is inspected
+    done = _inspect(real)
+    assert done.returncode == 0  # the real log is inspected
+    memory = _memory(done.stdout)
+    assert "weights " in memory and "peak CPU " in memory and "engine " not in memory, memory
     return log
 
 
 @pytest.mark.parametrize(
-    "change", [_weights, _created, _peak], ids=["total-weights-memory", "created-engine-size", "peak-memory"]
+    ("change", "gone"),
+    [(_weights, "weights "), (_created, "engine "), (_peak, "peak ")],
+    ids=["total-weights-memory", "created-engine-size", "peak-memory"],
 )
 def test_a_huge_memory_figure_in_a_log_is_inspected_without_a_traceback(
-    change: Callable[[str], str], real_log: str, tmp_path: Path
+    change: Callable[[str], str], gone: str, real_log: str, tmp_path: Path
 ) -> None:
+    """``gone``: the summary's figure the huge one stands for, absent (the real log's one, where it has one, replaced:
+    the huge one was read). The real log has no "Created engine" line: the control below shows a small one read."""
     sent = tmp_path / "sent.log"
     changed = change(real_log)
     assert changed != real_log
@@ -70,6 +94,23 @@ def test_a_huge_memory_figure_in_a_log_is_inspected_without_a_traceback(
     assert "Traceback" not in said and "OverflowError" not in said, said[-1500:]
     assert done.returncode == 0 and "memory:" in done.stdout, said[-1500:]  # the other figures are shown
     assert "9" * 30 not in said, said[-1500:]  # the huge one is read as absent
+    assert gone not in _memory(done.stdout), said[-1500:]
+
+
+@pytest.mark.parametrize(
+    ("line", "shown"),
+    [(_created_line("3.5"), "engine 3.5 MiB"), (_peak_line("7", "9"), "peak CPU 7.0 MiB, peak GPU 9.0 MiB")],
+    ids=["created-engine-size", "peak-memory"],
+)
+def test_control_a_small_figure_in_the_same_line_is_read_and_shown(
+    line: str, shown: str, real_log: str, tmp_path: Path
+) -> None:
+    """The huge figures' lines, with small figures: the line is one ``inspect`` reads (not passed over unread)."""
+    sent = tmp_path / "sent.log"
+    sent.write_text(real_log + line, encoding="utf-8")
+    done = _inspect(sent)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-1500:]
+    assert shown in _memory(done.stdout), done.stdout[-1500:]
 
 
 def test_a_huge_memory_figure_in_engine_information_json_is_read_as_absent(real_log: str, tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ and the name is the model's. A real RTX build of ``deep_residual(2)`` with such 
 
 from __future__ import annotations
 
+import re
 import threading
 import warnings
 from collections.abc import Iterator
@@ -68,6 +69,11 @@ def test_a_warning_naming_a_huge_skipped_request_does_not_stop_the_build_from_en
     assert ended, f"the build thread died: {thread_errors!r}"
     assert build.status == "succeeded", build.status_detail
     assert not thread_errors, thread_errors
+    warned = [p["message"] for p in build.problems if SKIP_LINE in str(p["message"])]
+    assert warned, build.problems  # TensorRT warned of the input: the skip line reached the log
+    # the end read it as a skip whose 400-digit size is none: counted, no "largest request"
+    assert re.match(r"TensorRT skipped [1-9]\d* tactic\(s\) for lack of free GPU memory", build.status_detail)
+    assert "largest request" not in build.status_detail, build.status_detail
 
 
 PEAK_LINE = "[MemUsageStats] Peak memory usage of TRT CPU/GPU memory allocators: CPU " + "9" * 400 + " MiB, GPU 0 MiB"

@@ -51,8 +51,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     parser.addoption(
         "--deadline-tests",
-        choices=("only", "skip"),
-        help="only the tests marked deadline, or all but them (scripts/test.sh's two passes; composes with -m, -k)",
+        choices=("only", "skip", "only-ray", "only-other"),
+        help="only the tests marked deadline, or all but them, or only the deadline tests marked ray or only the "
+        "others (scripts/test.sh's two passes, its second in two processes side by side; composes with -m, -k)",
     )
 
 
@@ -100,7 +101,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if config.getoption("--fast", default=False):
         _keep(config, items, lambda item: not any(item.get_closest_marker(mark) for mark in COSTLY))
     if deadline := config.getoption("--deadline-tests", default=None):  # after tests/conftest.py's marks
-        _keep(config, items, lambda item: (item.get_closest_marker("deadline") is not None) == (deadline == "only"))
+        _keep(config, items, lambda item: _deadline_wanted(item, deadline))
+
+
+def _deadline_wanted(item: pytest.Item, choice: str) -> bool:
+    """Whether ``--deadline-tests=choice`` runs ``item``: ``skip`` runs the unmarked, the others the marked ones
+    (all, the Ray ones or the rest)."""
+    marked = item.get_closest_marker("deadline") is not None
+    if choice == "skip" or not marked:
+        return choice == "skip" and not marked
+    return choice == "only" or (item.get_closest_marker("ray") is not None) == (choice == "only-ray")
 
 
 def _keep(config: pytest.Config, items: list[pytest.Item], wanted: Callable[[pytest.Item], bool]) -> None:

@@ -177,15 +177,16 @@ def test_await_of_a_ray_build_gives_the_engine_or_raises_what_result_raises(run_
 
 
 class _LateThread:
-    """The first build's thread reaching Ray only once the second build submitted its task (or 10 s passed), as a
-    loaded machine may schedule it (issue 39: optimization_level=3 ran while =0 was queued)."""
+    """The first build's thread reaching Ray only once the second build submitted its task (or 4 s passed: a
+    second that does not wait submits at once), as a loaded machine may schedule it (issue 39: optimization_level=3
+    ran while =0 was queued)."""
 
     def __init__(self, inner: RayRunner, other: RayRunner) -> None:
         self.inner, self.other = inner, other
         self.name, self.framed, self.local = inner.name, inner.framed, inner.local
 
     def run(self, ctx: Any) -> bytes | None:
-        self.other.submitted.wait(10)  # in list order the second waits for the first: this times out
+        self.other.submitted.wait(4)  # in list order the second waits for the first: this times out
         return self.inner.run(ctx)
 
 

@@ -82,7 +82,7 @@ def _end_left(work: Path) -> None:
     for process in left:
         with contextlib.suppress(psutil.Error):
             process.terminate()
-    _gone, alive = psutil.wait_procs(left, timeout=10)
+    _gone, alive = psutil.wait_procs(left, timeout=2)  # Ray's dashboard and runtime-env agents ignore SIGTERM
     for process in alive:
         with contextlib.suppress(psutil.Error):
             process.kill()

@@ -111,7 +111,9 @@ def test_the_terminal_prints_the_engine_summary_after_a_build(tmp_path: Path) ->
     assert len(engine) == 1 and "layers" in engine[0]
     assert any(line.startswith("  precision: FP32") for line in lines)
     quiet = _cli("demo", "--blocks", "4", "--plain", "--no-engine-report")
-    assert quiet.returncode == 0 and not any(line.startswith("Engine: ") for line in quiet.stdout.splitlines())
+    quiet_lines = quiet.stdout.splitlines()
+    assert quiet.returncode == 0 and quiet_lines[-1].startswith("Succeeded in"), quiet.stdout[-2000:] + quiet.stderr
+    assert not any(line.startswith("Engine: ") for line in quiet_lines)
 
 
 def test_the_html_report_has_the_engine_section_escaped(tmp_path: Path) -> None:

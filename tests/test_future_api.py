@@ -73,13 +73,14 @@ def test_done_is_a_method_and_cancel_is_stop_in_futures_words(long_model_bytes: 
 
 def test_wait_async_is_woken_by_the_end_not_by_sleep_polling(monkeypatch: pytest.MonkeyPatch) -> None:
     """Its own wake-ups (for a SIGINT) every 600 s here: only the build's end can end the wait within the test."""
-    build = Build(models.deep_residual(200), history=False).start()  # long enough to be running when awaited
+    build = Build(models.deep_residual(200), history=False)  # ~0.5 s: running when awaited, however loaded
     result: list[Any] = []
 
     async def no_sleep(*_args: Any, **_kwargs: Any) -> None:
         raise AssertionError("wait_async polled with asyncio.sleep")
 
     async def wait() -> tuple[bool, str]:
+        build.start()  # here, so that nothing but the next line runs between its start and the wait
         return build.done(), await build.wait_async(poll=600)
 
     def run() -> None:  # a loop of its own, on its own thread

@@ -54,6 +54,7 @@ def test_a_link_to_dev_zero_as_the_model_is_not_read_into_memory(tmp_path: Path)
     link.symlink_to("/dev/zero")
     done = _build(link, timeout=300)
     assert "status failed" in done.stdout or "refused" in done.stdout, done.stdout + done.stderr
+    assert "not a regular file" in done.stdout, done.stdout  # for what it is, not for any other cause
     # against a build that fails on a small text model in the same way (TensorRT loaded: ~1 GB on some machines)
     text = tmp_path / "text.onnx"
     text.write_text("not a model\n")

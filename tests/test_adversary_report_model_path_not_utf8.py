@@ -50,7 +50,8 @@ def test_build_report_of_a_model_whose_folder_is_not_utf8_is_written(tmp_path: P
     assert (tmp_path / "m.engine").stat().st_size > 0, said[-1500:]  # the build itself succeeds (U1's fix)
     assert "surrogates not allowed" not in said, said[-1500:]
     assert code == 0, said[-1500:]
-    assert "<html" in (tmp_path / "r.html").read_text(encoding="utf-8")
+    page = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert "<html" in page and "<td>d\\udcff/m.onnx</td>" in page  # the model named, escaped
 
 
 def test_to_html_of_a_model_whose_folder_is_not_utf8(tmp_path: Path) -> None:
@@ -59,7 +60,8 @@ def test_to_html_of_a_model_whose_folder_is_not_utf8(tmp_path: Path) -> None:
     build.start()
     assert build.wait(300) == "succeeded", build.error
     build.to_html(tmp_path / "r.html")
-    assert "<html" in (tmp_path / "r.html").read_text(encoding="utf-8")
+    page = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert "<html" in page and "e\\udcff/m.onnx</td>" in page  # the model named, escaped
 
 
 def test_control_the_same_report_in_a_utf8_folder_is_written(tmp_path: Path) -> None:

@@ -72,20 +72,25 @@ def test_done_is_a_method_and_cancel_is_stop_in_futures_words(long_model_bytes: 
 
 
 def test_wait_async_is_woken_by_the_end_not_by_sleep_polling(monkeypatch: pytest.MonkeyPatch) -> None:
-    build = Build(models.deep_residual(20), history=False).start()
+    """Its own wake-ups (for a SIGINT) every 600 s here: only the build's end can end the wait within the test."""
+    build = Build(models.deep_residual(200), history=False)  # ~0.5 s: running when awaited, however loaded
     result: list[Any] = []
 
     async def no_sleep(*_args: Any, **_kwargs: Any) -> None:
         raise AssertionError("wait_async polled with asyncio.sleep")
 
+    async def wait() -> tuple[bool, str]:
+        build.start()  # here, so that nothing but the next line runs between its start and the wait
+        return build.done(), await build.wait_async(poll=600)
+
     def run() -> None:  # a loop of its own, on its own thread
         monkeypatch.setattr(asyncio, "sleep", no_sleep)
-        result.append(asyncio.run(build.wait_async()))
+        result.append(asyncio.run(wait()))
 
-    thread = threading.Thread(target=run)
+    thread = threading.Thread(target=run, daemon=True)  # a daemon: a wait never woken does not hold the exit
     thread.start()
     thread.join(120)
-    assert result == ["succeeded"]
+    assert result == [(False, "succeeded")]  # it awaited a running build, and was woken by its end
 
 
 # -- a concurrent.futures.Future: what asyncio and concurrent.futures do with one -------------------------

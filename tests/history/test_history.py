@@ -200,6 +200,10 @@ def test_cancelled_and_failed_builds_are_recorded_but_never_used(tmp_path: Path)
     assert cancelled.history is not None
     assert again.history.key == cancelled.history.key and again.history.match is None
     assert "total_s" not in (again.history.eta() or {})
+    again_failed = Build(b"not an onnx model", history=store)
+    assert again_failed.history is not None and again_failed.history.ready.wait(60)
+    assert failed.history is not None
+    assert again_failed.history.key == failed.history.key and again_failed.history.match is None
 
 
 def test_history_survives_a_new_process(two_builds: dict[str, Any], resnet50_bytes: bytes, tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ a thread build the child waits 60 s at its exit for threads it does not have."""
 
 from __future__ import annotations
 
+import inspect
 import multiprocessing
 import os
 import subprocess
@@ -47,6 +48,7 @@ def test_a_forked_child_does_not_wait_at_its_exit_for_the_parents_thread_builds(
 
     # 60 s by default; longer than the join below, so a child that waits is seen as one that never ended
     monkeypatch.setattr(_inprocess.wait_for_builds_at_exit, "__defaults__", (600.0,))
+    assert inspect.signature(_inprocess.wait_for_builds_at_exit).parameters["timeout"].default == 600.0  # it took
 
     inside, done = threading.Event(), threading.Event()
 

@@ -51,6 +51,7 @@ def test_a_relayed_build_named_with_a_lone_surrogate_is_shown_and_later_builds_t
     code, said = _run(tmp_path, "surrogate")
     assert "Traceback" not in said and "Exception in thread" not in said, said[-2000:]
     assert code == 0, said[-2000:]
+    assert "Building sec\\udcff.onnx with" in said, said[-2000:]  # the surrogate's build, its name escaped
     assert said.count("Succeeded") == 2, said[-2000:]  # both builds' summaries
 
 

@@ -51,9 +51,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     parser.addoption(
         "--deadline-tests",
-        choices=("only", "skip", "only-ray", "only-other"),
-        help="only the tests marked deadline, or all but them, or only the deadline tests marked ray or only the "
-        "others (scripts/test.sh's two passes, its second in two processes side by side; composes with -m, -k)",
+        choices=("only", "skip", "only-ray", "only-e2e", "only-other"),
+        help="only the tests marked deadline, or all but them; or only the deadline tests marked ray, or e2e, or "
+        "neither (scripts/test.sh's two passes, its second in three parts; composes with -m, -k)",
     )
 
 
@@ -106,11 +106,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def _deadline_wanted(item: pytest.Item, choice: str) -> bool:
     """Whether ``--deadline-tests=choice`` runs ``item``: ``skip`` runs the unmarked, the others the marked ones
-    (all, the Ray ones or the rest)."""
+    (all, the Ray ones, the browser ones, or the rest)."""
     marked = item.get_closest_marker("deadline") is not None
     if choice == "skip" or not marked:
         return choice == "skip" and not marked
-    return choice == "only" or (item.get_closest_marker("ray") is not None) == (choice == "only-ray")
+    kind = "ray" if item.get_closest_marker("ray") else "e2e" if item.get_closest_marker("e2e") else "other"
+    return choice in ("only", f"only-{kind}")
 
 
 def _keep(config: pytest.Config, items: list[pytest.Item], wanted: Callable[[pytest.Item], bool]) -> None:

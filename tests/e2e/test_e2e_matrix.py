@@ -14,12 +14,15 @@ pytestmark = pytest.mark.e2e
 
 BUILD_S = 300.0  # deadline for the whole matrix: other helpers build on the same 2 cores
 LONG_STEP = "Determining refit engines"  # deep_residual(1000) spends nearly its whole build in this one step
+# The third build ("small") must be seen running: the matrix sends at most one update per 0.125 s
+# (trt_widget/matrix/_widget.py), and deep_residual(20) ran ~0.1 s, between two of them, once in a while.
+# deep_residual(100) runs ~0.3 s: two sends or more.
 
 MATRIX_CELL = """\
 from trt_widget.matrix import BuildMatrix
 from trt_widget.models import deep_residual
 m = BuildMatrix(
-    {"long": deep_residual(1000), "mid": deep_residual(150), "small": deep_residual(20)},
+    {"long": deep_residual(1000), "mid": deep_residual(150), "small": deep_residual(100)},
     variants=[{"optimization_level": 3}],
     max_parallel=2,
 ).start()

@@ -51,9 +51,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     parser.addoption(
         "--deadline-tests",
-        choices=("only", "skip", "only-ray", "only-e2e", "only-other"),
-        help="only the tests marked deadline, or all but them; or only the deadline tests marked ray, or e2e, or "
-        "neither (scripts/test.sh's two passes, its second in three parts; composes with -m, -k)",
+        choices=("only", "skip"),
+        help="only the tests marked deadline, or all but them (scripts/test.sh's two passes; composes with -m, -k)",
     )
 
 
@@ -101,17 +100,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if config.getoption("--fast", default=False):
         _keep(config, items, lambda item: not any(item.get_closest_marker(mark) for mark in COSTLY))
     if deadline := config.getoption("--deadline-tests", default=None):  # after tests/conftest.py's marks
-        _keep(config, items, lambda item: _deadline_wanted(item, deadline))
-
-
-def _deadline_wanted(item: pytest.Item, choice: str) -> bool:
-    """Whether ``--deadline-tests=choice`` runs ``item``: ``skip`` runs the unmarked, the others the marked ones
-    (all, the Ray ones, the browser ones, or the rest)."""
-    marked = item.get_closest_marker("deadline") is not None
-    if choice == "skip" or not marked:
-        return choice == "skip" and not marked
-    kind = "ray" if item.get_closest_marker("ray") else "e2e" if item.get_closest_marker("e2e") else "other"
-    return choice in ("only", f"only-{kind}")
+        _keep(config, items, lambda item: (item.get_closest_marker("deadline") is not None) == (deadline == "only"))
 
 
 def _keep(config: pytest.Config, items: list[pytest.Item], wanted: Callable[[pytest.Item], bool]) -> None:

@@ -3,8 +3,7 @@
 # root, the front end's npm packages), runs the fast checks (scripts/check.sh) and the docs build (strict),
 # rebuilds the front-end bundle, then runs the JS tests, the Python tests (real TensorRT-for-RTX builds and
 # real-browser e2e tests) and the project's notebooks (nbval), under branch coverage with its floor enforced: the
-# tests marked deadline (the Ray ones beside the others, then the browser ones alone), after the rest ran on two
-# pytest-xdist workers beside the browser tests (below).
+# tests marked deadline alone, after the rest ran on two pytest-xdist workers beside the browser tests (below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # bytecode caches on, whatever the environment says: pytest keeps each test module's rewritten asserts in __pycache__
@@ -77,11 +76,9 @@ fi
 # main thread, so nothing else may run after them there) beside every other test on N pytest-xdist workers
 # (TRT_WIDGET_TEST_WORKERS, 2 by default; tests/conftest.py groups each module, the Ray tests and the e2e tests onto
 # one worker each). Pass 2, once pass 1 has ended: the tests marked `deadline` (a wall-clock bound, a race with a
-# real build's step, a Ray start: pyproject.toml's markers), the Ray ones in one pytest beside those outside a
-# browser in another (one test at a time each, so that each has about a core of the two), then the browser ones
-# alone: a starved browser missed a state a short build was in for 0.1 s beside Ray's start.
-# TRT_WIDGET_TEST_WORKERS=0: the whole suite in one pytest run, as before. Each run prints its 25 slowest tests;
-# its log is shown whole.
+# real build's step, a Ray start: pyproject.toml's markers) in one pytest, with nothing else running, so that no
+# other test competes with them for the two cores. TRT_WIDGET_TEST_WORKERS=0: the whole suite in one pytest run,
+# as before. Each run prints its 25 slowest tests; its log is shown whole.
 workers=${TRT_WIDGET_TEST_WORKERS:-2}
 started=$SECONDS
 # exit status 5 is "no test collected": not a failure where arguments (-k, -m, a path) narrowed the run to nothing
@@ -112,24 +109,9 @@ else
     cat "$logs/browser.log"
     rm -rf "$logs"
     pass1_s=$((SECONDS - started))
-    logs=$(mktemp -d)
-    .venv/bin/coverage run -m pytest tests --deadline-tests=only-ray -ra --durations=25 "$@" >"$logs/ray.log" 2>&1 &
-    ray=$!
+    echo "== pytest pass 2: the tests marked deadline, alone (pass 1 took ${pass1_s} s) =="
     rc=0
-    .venv/bin/coverage run -m pytest tests --deadline-tests=only-other -ra --durations=25 "$@" >"$logs/other.log" 2>&1 \
-        || rc=$?
-    passed "$rc" || status=$rc
-    rc=0
-    wait "$ray" || rc=$?
-    passed "$rc" || status=$rc
-    echo "== pytest pass 2: the tests marked deadline outside a browser and Ray (pass 1 took ${pass1_s} s) =="
-    cat "$logs/other.log"
-    echo "== pytest pass 2: the Ray tests (marked deadline), beside them =="
-    cat "$logs/ray.log"
-    rm -rf "$logs"
-    echo "== pytest pass 2: the browser tests marked deadline, alone, once both have ended =="
-    rc=0
-    .venv/bin/coverage run -m pytest tests/e2e --deadline-tests=only-e2e -ra --durations=25 "$@" || rc=$?
+    .venv/bin/coverage run -m pytest tests --deadline-tests=only -ra --durations=25 "$@" || rc=$?
     passed "$rc" || status=$rc
 fi
 echo "pytest: $((SECONDS - started)) s in all"
